@@ -1,0 +1,42 @@
+export interface ApiKeyRow {
+  id: string;
+  workspace_id: string;
+  name: string | null;
+  key_hash: string;
+  last_four: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export async function insertApiKey(db: D1Database, row: ApiKeyRow): Promise<void> {
+  await db
+    .prepare(
+      "INSERT INTO api_keys (id, workspace_id, name, key_hash, last_four, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+    )
+    .bind(row.id, row.workspace_id, row.name, row.key_hash, row.last_four, row.created_at)
+    .run();
+}
+
+export async function findActiveKeyByHash(db: D1Database, keyHash: string): Promise<ApiKeyRow | null> {
+  return db
+    .prepare("SELECT * FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL")
+    .bind(keyHash)
+    .first<ApiKeyRow>();
+}
+
+export async function listKeys(db: D1Database, workspaceId: string): Promise<ApiKeyRow[]> {
+  const { results } = await db
+    .prepare("SELECT * FROM api_keys WHERE workspace_id = ? ORDER BY created_at, id")
+    .bind(workspaceId)
+    .all<ApiKeyRow>();
+  return results;
+}
+
+/** Marks the key revoked; returns its hash so caches can drop it, or null if unknown. */
+export async function revokeKey(db: D1Database, keyId: string, at: string): Promise<string | null> {
+  const row = await db
+    .prepare("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING key_hash")
+    .bind(at, keyId)
+    .first<{ key_hash: string }>();
+  return row?.key_hash ?? null;
+}

@@ -1,0 +1,105 @@
+import type { Cursor } from "../lib/pagination";
+
+export interface ChannelNumberRow {
+  id: string;
+  workspace_id: string;
+  display_phone_number: string;
+  upstream_type: "sandbox" | "cloud";
+  upstream_phone_number_id: string | null;
+  upstream_credentials: string | null;
+  status: "connected" | "disconnected";
+  created_at: string;
+  disconnected_at: string | null;
+}
+
+export async function insertChannelNumber(db: D1Database, row: ChannelNumberRow): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO channel_numbers (id, workspace_id, display_phone_number, upstream_type, upstream_phone_number_id,
+                                    upstream_credentials, status, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'connected', ?)`,
+    )
+    .bind(
+      row.id,
+      row.workspace_id,
+      row.display_phone_number,
+      row.upstream_type,
+      row.upstream_phone_number_id,
+      row.upstream_credentials,
+      row.created_at,
+    )
+    .run();
+}
+
+export async function countConnected(db: D1Database, workspaceId: string): Promise<number> {
+  const row = await db
+    .prepare("SELECT COUNT(*) AS n FROM channel_numbers WHERE workspace_id = ? AND status = 'connected'")
+    .bind(workspaceId)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+/** A connected number of the workspace; a foreign or disconnected id reads as missing. */
+export async function getConnectedNumber(
+  db: D1Database,
+  workspaceId: string,
+  id: string,
+): Promise<ChannelNumberRow | null> {
+  return db
+    .prepare("SELECT * FROM channel_numbers WHERE id = ? AND workspace_id = ? AND status = 'connected'")
+    .bind(id, workspaceId)
+    .first<ChannelNumberRow>();
+}
+
+export async function getNumberById(db: D1Database, id: string): Promise<ChannelNumberRow | null> {
+  return db.prepare("SELECT * FROM channel_numbers WHERE id = ?").bind(id).first<ChannelNumberRow>();
+}
+
+export async function findConnectedByUpstreamId(
+  db: D1Database,
+  upstreamPhoneNumberId: string,
+): Promise<ChannelNumberRow | null> {
+  return db
+    .prepare("SELECT * FROM channel_numbers WHERE upstream_phone_number_id = ? AND status = 'connected'")
+    .bind(upstreamPhoneNumberId)
+    .first<ChannelNumberRow>();
+}
+
+export async function listConnectedNumbers(
+  db: D1Database,
+  workspaceId: string,
+  limit: number,
+  after?: Cursor,
+): Promise<ChannelNumberRow[]> {
+  const stmt = after
+    ? db
+        .prepare(
+          `SELECT * FROM channel_numbers WHERE workspace_id = ? AND status = 'connected'
+             AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
+        )
+        .bind(workspaceId, after.sortKey, after.id, limit)
+    : db
+        .prepare(
+          "SELECT * FROM channel_numbers WHERE workspace_id = ? AND status = 'connected' ORDER BY created_at, id LIMIT ?",
+        )
+        .bind(workspaceId, limit);
+  return (await stmt.all<ChannelNumberRow>()).results;
+}
+
+export async function listAllNumbers(db: D1Database, workspaceId: string): Promise<ChannelNumberRow[]> {
+  const { results } = await db
+    .prepare("SELECT * FROM channel_numbers WHERE workspace_id = ? ORDER BY created_at, id")
+    .bind(workspaceId)
+    .all<ChannelNumberRow>();
+  return results;
+}
+
+export async function disconnectNumber(db: D1Database, id: string, at: string): Promise<ChannelNumberRow | null> {
+  return db
+    .prepare(
+      `UPDATE channel_numbers SET status = 'disconnected', disconnected_at = COALESCE(disconnected_at, ?)
+        WHERE id = ? RETURNING *`,
+    )
+    .bind(at, id)
+    .first<ChannelNumberRow>();
+}

@@ -1,0 +1,60 @@
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** Every error code the API can answer with, and the HTTP status it maps to. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  idempotency_conflict: 409,
+  rate_limit_exceeded: 429,
+  monthly_message_limit_exceeded: 429,
+  internal_error: 500,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorDetail {
+  path: string;
+  rule: string;
+  message: string;
+}
+
+export interface ErrorBody {
+  error: {
+    code: ErrorCode;
+    message: string;
+    requestId: string;
+    details?: ErrorDetail[];
+  };
+}
+
+/** The one error type routes throw; `onError` renders it as the uniform envelope. */
+export class ApiError extends HTTPException {
+  readonly code: ErrorCode;
+  readonly details: ErrorDetail[] | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {},
+  ) {
+    super(ERROR_STATUS[code], { message });
+    this.code = code;
+    this.details = options.details;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export const notFound = (what = "Resource") => new ApiError("not_found", `${what} not found.`);
+
+export function errorBody(
+  code: ErrorCode,
+  message: string,
+  requestId: string,
+  details?: ErrorDetail[],
+): ErrorBody {
+  return { error: { code, message, requestId, ...(details?.length ? { details } : {}) } };
+}

@@ -1,0 +1,98 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
+import { getWorkspaceWithLimits } from "../../db/workspaces";
+import { insertApiKey, listKeys, revokeKey, type ApiKeyRow } from "../../db/api-keys";
+import { generateApiKey, hashApiKey } from "../../domain/api-keys";
+import { forgetKey } from "../../domain/key-cache";
+import { notFound } from "../../lib/errors";
+import { isoNow } from "../../lib/clock";
+import { UUID_PATTERN } from "../../domain/job-id";
+import { jsonBody } from "../../middleware/json-body";
+
+const ApiKey = z
+  .object({
+    id: z.string().uuid(),
+    workspaceId: z.string().uuid(),
+    name: z.string().nullable(),
+    lastFour: z.string(),
+    createdAt: z.string().datetime(),
+    revokedAt: z.string().datetime().nullable(),
+  })
+  .openapi("AdminApiKey");
+
+const CreatedApiKey = ApiKey.extend({
+  key: z.string().openapi({ description: "The full key. Shown this once; store it now." }),
+}).openapi("AdminCreatedApiKey");
+
+const toView = (row: ApiKeyRow): z.infer<typeof ApiKey> => ({
+  id: row.id,
+  workspaceId: row.workspace_id,
+  name: row.name,
+  lastFour: row.last_four,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at,
+});
+
+const WorkspaceParam = z.object({ workspaceId: z.string() });
+
+const create = createRoute({
+  method: "post",
+  path: "/workspaces/{workspaceId}/api-keys",
+  middleware: [jsonBody] as const,
+  request: {
+    params: WorkspaceParam,
+    body: { required: true, content: { "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) } } },
+  },
+  responses: { 201: jsonContent(CreatedApiKey, "Created; the only response that contains the key."), ...errorResponses(400, 401, 404) },
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/workspaces/{workspaceId}/api-keys",
+  request: { params: WorkspaceParam },
+  responses: { 200: jsonContent(z.object({ data: z.array(ApiKey) }), "Keys, without secrets."), ...errorResponses(401, 404) },
+});
+
+const revoke = createRoute({
+  method: "delete",
+  path: "/api-keys/{keyId}",
+  request: { params: z.object({ keyId: z.string() }) },
+  responses: { 204: { description: "Revoked (also when it already was)." }, ...errorResponses(401, 404) },
+});
+
+async function requireWorkspace(db: D1Database, workspaceId: string): Promise<void> {
+  if (!UUID_PATTERN.test(workspaceId) || !(await getWorkspaceWithLimits(db, workspaceId))) throw notFound("Workspace");
+}
+
+export const adminApiKeyRoutes = newRouter()
+  .openapi(create, async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    const { name } = c.req.valid("json");
+    await requireWorkspace(c.env.DB, workspaceId);
+    const key = generateApiKey(c.env);
+    const row: ApiKeyRow = {
+      id: crypto.randomUUID(),
+      workspace_id: workspaceId,
+      name: name ?? null,
+      key_hash: await hashApiKey(key),
+      last_four: key.slice(-4),
+      created_at: isoNow(),
+      revoked_at: null,
+    };
+    await insertApiKey(c.env.DB, row);
+    c.header("Cache-Control", "no-store");
+    return c.json({ ...toView(row), key }, 201);
+  })
+  .openapi(list, async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    await requireWorkspace(c.env.DB, workspaceId);
+    return c.json({ data: (await listKeys(c.env.DB, workspaceId)).map(toView) }, 200);
+  })
+  .openapi(revoke, async (c) => {
+    const { keyId } = c.req.valid("param");
+    const hash = UUID_PATTERN.test(keyId) ? await revokeKey(c.env.DB, keyId, isoNow()) : null;
+    if (!hash) throw notFound("API key");
+    // This isolate forgets it now; others within the cache TTL (seconds).
+    forgetKey(hash);
+    return c.body(null, 204);
+  });

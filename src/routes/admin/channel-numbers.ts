@@ -1,0 +1,125 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
+import { getWorkspaceWithLimits } from "../../db/workspaces";
+import {
+  countConnected,
+  disconnectNumber,
+  findConnectedByUpstreamId,
+  insertChannelNumber,
+  listAllNumbers,
+  type ChannelNumberRow,
+} from "../../db/channel-numbers";
+import { ApiError, notFound } from "../../lib/errors";
+import { isoNow } from "../../lib/clock";
+import { seal } from "../../lib/secret-box";
+import { UUID_PATTERN } from "../../domain/job-id";
+import { workspaceStub } from "../../durable-objects/stubs";
+import { jsonBody } from "../../middleware/json-body";
+
+const Upstream = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("sandbox") }),
+  z.strictObject({
+    type: z.literal("cloud"),
+    phoneNumberId: z.string().regex(/^\d{1,32}$/, { error: "phoneNumberId is the operator's numeric phone number id." }),
+    accessToken: z.string().min(16).max(4096).openapi({ description: "Stored encrypted; never returned." }),
+  }),
+]);
+
+const ConnectNumber = z.strictObject({
+  displayPhoneNumber: z.string().regex(/^\+?\d{4,32}$/, { error: "displayPhoneNumber must be digits, optionally with a leading '+'." }),
+  upstream: Upstream,
+});
+
+const AdminNumber = z
+  .object({
+    id: z.string().uuid(),
+    workspaceId: z.string().uuid(),
+    displayPhoneNumber: z.string(),
+    upstream: z.object({ type: z.enum(["sandbox", "cloud"]), phoneNumberId: z.string().nullable() }),
+    status: z.enum(["connected", "disconnected"]),
+    createdAt: z.string().datetime(),
+    disconnectedAt: z.string().datetime().nullable(),
+  })
+  .openapi("AdminChannelNumber");
+
+const toView = (row: ChannelNumberRow): z.infer<typeof AdminNumber> => ({
+  id: row.id,
+  workspaceId: row.workspace_id,
+  displayPhoneNumber: row.display_phone_number,
+  upstream: { type: row.upstream_type, phoneNumberId: row.upstream_phone_number_id },
+  status: row.status,
+  createdAt: row.created_at,
+  disconnectedAt: row.disconnected_at,
+});
+
+const WorkspaceParam = z.object({ workspaceId: z.string() });
+
+const connect = createRoute({
+  method: "post",
+  path: "/workspaces/{workspaceId}/channel-numbers",
+  middleware: [jsonBody] as const,
+  request: { params: WorkspaceParam, body: { required: true, content: { "application/json": { schema: ConnectNumber } } } },
+  responses: { 201: jsonContent(AdminNumber, "Connected."), ...errorResponses(400, 401, 403, 404) },
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/workspaces/{workspaceId}/channel-numbers",
+  request: { params: WorkspaceParam },
+  responses: { 200: jsonContent(z.object({ data: z.array(AdminNumber) }), "All numbers, disconnected ones included."), ...errorResponses(401, 404) },
+});
+
+const disconnect = createRoute({
+  method: "delete",
+  path: "/channel-numbers/{numberId}",
+  request: { params: z.object({ numberId: z.string() }) },
+  responses: { 204: { description: "Disconnected (also when it already was)." }, ...errorResponses(401, 404) },
+});
+
+export const adminChannelNumberRoutes = newRouter()
+  .openapi(connect, async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const workspace = UUID_PATTERN.test(workspaceId) ? await getWorkspaceWithLimits(c.env.DB, workspaceId) : null;
+    if (!workspace) throw notFound("Workspace");
+    if ((await countConnected(c.env.DB, workspaceId)) >= workspace.max_numbers) {
+      throw new ApiError("forbidden", `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`);
+    }
+    let upstreamId: string | null = null;
+    let credentials: string | null = null;
+    if (body.upstream.type === "cloud") {
+      if (await findConnectedByUpstreamId(c.env.DB, body.upstream.phoneNumberId)) {
+        throw new ApiError("invalid_request", "This operator phone number is already connected.", {
+          details: [{ path: "upstream.phoneNumberId", rule: "unique", message: "Disconnect it first." }],
+        });
+      }
+      upstreamId = body.upstream.phoneNumberId;
+      credentials = await seal(c.env.CREDENTIALS_ENCRYPTION_KEY, JSON.stringify({ accessToken: body.upstream.accessToken }));
+    }
+    const row: ChannelNumberRow = {
+      id: crypto.randomUUID(),
+      workspace_id: workspaceId,
+      display_phone_number: body.displayPhoneNumber,
+      upstream_type: body.upstream.type,
+      upstream_phone_number_id: upstreamId,
+      upstream_credentials: credentials,
+      status: "connected",
+      created_at: isoNow(),
+      disconnected_at: null,
+    };
+    await insertChannelNumber(c.env.DB, row);
+    await workspaceStub(c.env, workspaceId).invalidateConfig();
+    return c.json(toView(row), 201);
+  })
+  .openapi(list, async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    if (!UUID_PATTERN.test(workspaceId) || !(await getWorkspaceWithLimits(c.env.DB, workspaceId))) throw notFound("Workspace");
+    return c.json({ data: (await listAllNumbers(c.env.DB, workspaceId)).map(toView) }, 200);
+  })
+  .openapi(disconnect, async (c) => {
+    const { numberId } = c.req.valid("param");
+    const row = UUID_PATTERN.test(numberId) ? await disconnectNumber(c.env.DB, numberId, isoNow()) : null;
+    if (!row) throw notFound("Channel number");
+    await workspaceStub(c.env, row.workspace_id).invalidateConfig();
+    return c.body(null, 204);
+  });

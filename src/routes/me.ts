@@ -1,0 +1,39 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
+import { getWorkspaceWithLimits } from "../db/workspaces";
+import { ApiError } from "../lib/errors";
+import { listKeys } from "../db/api-keys";
+
+const Me = z
+  .object({
+    workspace: z.object({ id: z.string().uuid(), name: z.string(), plan: z.string() }),
+    apiKey: z.object({
+      id: z.string().uuid(),
+      name: z.string().nullable(),
+      lastFour: z.string().openapi({ description: "The last four characters of the key; the key itself is never returned." }),
+      createdAt: z.string().datetime(),
+    }),
+  })
+  .openapi("Me");
+
+const route = createRoute({
+  method: "get",
+  path: "/me",
+  summary: "Verify the API key and show its workspace",
+  security: bearerSecurity,
+  responses: { 200: jsonContent(Me, "The workspace this key belongs to."), ...errorResponses(401) },
+});
+
+export const meRoutes = newRouter().openapi(route, async (c) => {
+  const { workspaceId, keyId } = c.get("principal");
+  const [workspace, keys] = await Promise.all([getWorkspaceWithLimits(c.env.DB, workspaceId), listKeys(c.env.DB, workspaceId)]);
+  const key = keys.find((k) => k.id === keyId);
+  if (!workspace || !key) throw new ApiError("unauthorized", "Missing or invalid API key.");
+  return c.json(
+    {
+      workspace: { id: workspace.id, name: workspace.name, plan: workspace.plan_id },
+      apiKey: { id: key.id, name: key.name, lastFour: key.last_four, createdAt: key.created_at },
+    },
+    200,
+  );
+});

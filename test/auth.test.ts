@@ -1,0 +1,89 @@
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { admin, api, call, expectError } from "./helpers/http";
+import { createTenant, type Tenant } from "./helpers/fixtures";
+
+const PUBLIC_ENDPOINTS: [string, string][] = [
+  ["POST", "/messages"],
+  ["GET", "/messages/00000000-0000-4000-8000-000000000000"],
+  ["GET", "/channel-numbers"],
+  ["GET", "/channel-numbers/00000000-0000-4000-8000-000000000000"],
+  ["GET", "/usage"],
+  ["GET", "/me"],
+  ["GET", "/webhooks"],
+  ["POST", "/webhooks"],
+];
+
+let tenant: Tenant;
+beforeAll(async () => {
+  tenant = await createTenant();
+});
+
+function authCases(): [string, Record<string, string>][] {
+  const secret = tenant.key.slice(`${env.API_KEY_PREFIX}live_`.length);
+  return [
+    ["no Authorization header", {}],
+    ["Basic scheme", { Authorization: `Basic ${btoa(`user:${tenant.key}`)}` }],
+    ["lowercase scheme", { Authorization: `bearer ${tenant.key}` }],
+    ["scheme without a key", { Authorization: "Bearer" }],
+    ["malformed: two spaces", { Authorization: `Bearer  ${tenant.key}` }],
+    ["malformed: trailing junk", { Authorization: `Bearer ${tenant.key} extra` }],
+    ["unknown key", { Authorization: `Bearer ${env.API_KEY_PREFIX}live_${"A".repeat(43)}` }],
+    ["wrong prefix", { Authorization: `Bearer other_live_${secret}` }],
+    ["test-mode prefix", { Authorization: `Bearer ${env.API_KEY_PREFIX}test_${secret}` }],
+    ["10 KB header value", { Authorization: `Bearer ${tenant.key}${"x".repeat(10_240)}` }],
+    ["SQL in the key", { Authorization: `Bearer ${env.API_KEY_PREFIX}live_' OR 1=1 --` }],
+  ];
+}
+
+describe("API-key authentication", () => {
+  it.each(PUBLIC_ENDPOINTS)("%s %s refuses every bad credential with a uniform 401", async (method, path) => {
+    for (const [, headers] of authCases()) {
+      const res = await api(path, null, {
+        method,
+        headers: { ...headers, "Content-Type": "application/json", "Idempotency-Key": "k1" },
+        body: method === "POST" ? "{}" : undefined,
+      });
+      await expectError(res, 401, "unauthorized");
+    }
+  });
+
+  it("accepts a well-formed current key", async () => {
+    const res = await api("/me", tenant.key);
+    expect(res.status).toBe(200);
+  });
+
+  it("a created key works at once and a revoked key stops working", async () => {
+    const created = await admin(`/workspaces/${tenant.workspaceId}/api-keys`, { method: "POST", json: {} });
+    const { key, id } = (await created.json()) as { key: string; id: string };
+    expect((await api("/me", key)).status).toBe(200);
+
+    expect((await admin(`/api-keys/${id}`, { method: "DELETE" })).status).toBe(204);
+    await expectError(await api("/me", key), 401, "unauthorized");
+    // Other keys of the workspace are unaffected.
+    expect((await api("/me", tenant.key)).status).toBe(200);
+  });
+
+  it("the 401 body never echoes the presented key", async () => {
+    const bogus = `${env.API_KEY_PREFIX}live_${"B".repeat(43)}`;
+    const res = await api("/me", bogus);
+    expect(await res.text()).not.toContain(bogus);
+  });
+});
+
+describe("admin authentication", () => {
+  it.each([
+    ["missing", undefined],
+    ["wrong", "Bearer not-the-admin-token"],
+    ["an API key instead", "API_KEY"],
+    ["lowercase scheme", `bearer ${"ADMIN"}`],
+  ])("refuses a %s admin token", async (_, header) => {
+    const value = header === "API_KEY" ? `Bearer ${tenant.key}` : header?.replace("ADMIN", env.ADMIN_TOKEN);
+    const res = await call("/admin/v1/workspaces", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...(value ? { Authorization: value } : {}) },
+      body: JSON.stringify({ name: "x", plan: "free" }),
+    });
+    await expectError(res, 401, "unauthorized");
+  });
+});

@@ -1,0 +1,40 @@
+import { admin, json } from "./http";
+
+export interface Tenant {
+  workspaceId: string;
+  key: string;
+  keyId: string;
+  numberId: string;
+}
+
+export async function createWorkspace(opts: { plan?: string; monthlyMessageQuota?: number; name?: string } = {}): Promise<string> {
+  const res = await admin("/workspaces", {
+    method: "POST",
+    json: { name: opts.name ?? "Acme", plan: opts.plan ?? "pro", ...(opts.monthlyMessageQuota !== undefined ? { monthlyMessageQuota: opts.monthlyMessageQuota } : {}) },
+  });
+  if (res.status !== 201) throw new Error(`workspace: ${res.status} ${await res.text()}`);
+  return (await json<{ id: string }>(res)).id;
+}
+
+export async function createKey(workspaceId: string): Promise<{ key: string; id: string }> {
+  const res = await admin(`/workspaces/${workspaceId}/api-keys`, { method: "POST", json: { name: "test" } });
+  if (res.status !== 201) throw new Error(`key: ${res.status} ${await res.text()}`);
+  return json<{ key: string; id: string }>(res);
+}
+
+export async function connectSandboxNumber(workspaceId: string, display = "15550001111"): Promise<string> {
+  const res = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+    method: "POST",
+    json: { displayPhoneNumber: display, upstream: { type: "sandbox" } },
+  });
+  if (res.status !== 201) throw new Error(`number: ${res.status} ${await res.text()}`);
+  return (await json<{ id: string }>(res)).id;
+}
+
+/** A fresh workspace with one API key and one sandbox number. */
+export async function createTenant(opts: { plan?: string; monthlyMessageQuota?: number } = {}): Promise<Tenant> {
+  const workspaceId = await createWorkspace(opts);
+  const { key, id: keyId } = await createKey(workspaceId);
+  const numberId = await connectSandboxNumber(workspaceId);
+  return { workspaceId, key, keyId, numberId };
+}
