@@ -1,0 +1,54 @@
+import { z } from "@hono/zod-openapi";
+import { MESSAGE_STATUSES, MessageError } from "./message";
+
+/**
+ * Events we send to customer webhooks. `id` is ours (never client-chosen) and is
+ * the Standard Webhooks `webhook-id`: the same on every retry and replay.
+ */
+export const MessageStatusData = z
+  .object({
+    messageId: z.string().uuid().openapi({ description: "The jobId returned on send." }),
+    channelNumberId: z.string().uuid(),
+    to: z.string(),
+    status: z.enum(MESSAGE_STATUSES),
+    previousStatus: z.enum(MESSAGE_STATUSES).nullable(),
+    upstreamMessageId: z.string().nullable(),
+    error: MessageError.nullable(),
+    deliveredAt: z.string().datetime().nullable(),
+    readAt: z.string().datetime().nullable(),
+    updatedAt: z.string().datetime(),
+  })
+  .openapi("MessageStatusEventData");
+
+export const MessageReceivedData = z
+  .object({
+    messageId: z.string().openapi({ description: "Our id for the inbound message." }),
+    channelNumberId: z.string().uuid(),
+    from: z.string().openapi({ description: "Sender, E.164 digits." }),
+    type: z.string().openapi({ description: "`text`, or the operator's type for other content (image, audio, …)." }),
+    text: z.object({ body: z.string() }).nullable(),
+    content: z.record(z.string(), z.unknown()).nullable().openapi({ description: "The operator's payload for non-text types, unchanged." }),
+    upstreamMessageId: z.string().nullable(),
+    receivedAt: z.string().datetime(),
+  })
+  .openapi("MessageReceivedEventData");
+
+export const WebhookTestData = z.object({ message: z.string() }).openapi("WebhookTestEventData");
+
+export type MessageStatusData = z.infer<typeof MessageStatusData>;
+export type MessageReceivedData = z.infer<typeof MessageReceivedData>;
+
+export type WebhookEvent =
+  | { id: string; type: "message.status"; workspaceId: string; channelNumberId: string; createdAt: string; data: MessageStatusData }
+  | { id: string; type: "message.received"; workspaceId: string; channelNumberId: string; createdAt: string; data: MessageReceivedData }
+  | { id: string; type: "webhook.test"; workspaceId: string; channelNumberId: string; createdAt: string; data: z.infer<typeof WebhookTestData> };
+
+export type WebhookEventType = WebhookEvent["type"];
+
+/** The body of a WEBHOOK_QUEUE message. */
+export interface WebhookQueueMessage {
+  event: WebhookEvent;
+}
+
+/** The JSON a customer receives: the Standard Webhooks envelope. */
+export const envelopeOf = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });
