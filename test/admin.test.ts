@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { admin, api, expectError, json } from "./helpers/http";
+import { createTenant, createWorkspace } from "./helpers/fixtures";
+
+describe("admin API", () => {
+  it("creates a workspace with its plan limits and reads it back", async () => {
+    const res = await admin("/workspaces", { method: "POST", json: { name: "Globex", plan: "free" } });
+    expect(res.status).toBe(201);
+    const created = await json<{ id: string }>(res);
+    expect(created).toEqual({
+      id: expect.any(String),
+      name: "Globex",
+      plan: "free",
+      monthlyMessageQuota: 1000,
+      quotaOverridden: false,
+      maxNumbers: 1,
+      createdAt: expect.any(String),
+    });
+    expect(await json(await admin(`/workspaces/${created.id}`))).toEqual(created);
+  });
+
+  it("refuses bad workspace input and unknown plans", async () => {
+    await expectError(await admin("/workspaces", { method: "POST", json: { plan: "free" } }), 400, "invalid_request");
+    await expectError(await admin("/workspaces", { method: "POST", json: { name: "x", plan: "platinum" } }), 400, "invalid_request");
+    await expectError(await admin("/workspaces", { method: "POST", json: { name: "x", plan: "free", monthlyMessageQuota: -1 } }), 400, "invalid_request");
+    await expectError(await admin("/workspaces", { method: "POST", json: { name: "x", plan: "free", extra: 1 } }), 400, "invalid_request");
+    await expectError(await admin("/workspaces", { method: "POST", body: "{", headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
+    await expectError(await admin(`/workspaces/${crypto.randomUUID()}`), 404, "not_found");
+  });
+
+  it("shows a key once, lists keys without secrets, and revokes", async () => {
+    const workspaceId = await createWorkspace();
+    const created = await json<{ id: string; key: string; lastFour: string }>(
+      await admin(`/workspaces/${workspaceId}/api-keys`, { method: "POST", json: { name: "ci" } }),
+    );
+    expect(created.key).toMatch(/^msg_live_[A-Za-z0-9_-]{43}$/);
+    expect(created.lastFour).toBe(created.key.slice(-4));
+    const list = await admin(`/workspaces/${workspaceId}/api-keys`);
+    const text = await list.text();
+    expect(text).not.toContain(created.key);
+    expect(JSON.parse(text).data).toEqual([expect.objectContaining({ id: created.id, revokedAt: null, lastFour: created.lastFour })]);
+
+    expect((await admin(`/api-keys/${created.id}`, { method: "DELETE" })).status).toBe(204);
+    expect((await admin(`/api-keys/${created.id}`, { method: "DELETE" })).status).toBe(204);
+    await expectError(await admin(`/api-keys/${crypto.randomUUID()}`, { method: "DELETE" }), 404, "not_found");
+    await expectError(await admin("/api-keys/not-a-uuid", { method: "DELETE" }), 404, "not_found");
+  });
+
+  it("connects sandbox and cloud numbers, never returns credentials, enforces the plan's maximum", async () => {
+    const workspaceId = await createWorkspace({ plan: "pro" });
+    const token = "EAAG-super-secret-operator-token-1234567890";
+    const cloud = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+      method: "POST",
+      json: { displayPhoneNumber: "+15551230000", upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token } },
+    });
+    expect(cloud.status).toBe(201);
+    const listed = await (await admin(`/workspaces/${workspaceId}/channel-numbers`)).text();
+    expect(listed).not.toContain(token);
+    expect(JSON.parse(listed).data[0]).toMatchObject({ upstream: { type: "cloud", phoneNumberId: "1099887766" }, status: "connected" });
+
+    // The same operator number cannot be connected twice.
+    await expectError(
+      await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+        method: "POST",
+        json: { displayPhoneNumber: "+15551230000", upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token } },
+      }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin(`/workspaces/${workspaceId}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: "abc", upstream: { type: "pigeon" } } }),
+      400,
+      "invalid_request",
+    );
+
+    const free = await createTenant({ plan: "free" });
+    await expectError(
+      await admin(`/workspaces/${free.workspaceId}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: "15550009999", upstream: { type: "sandbox" } } }),
+      403,
+      "forbidden",
+    );
+  });
+
+  it("disconnecting a number takes it out of the public API at once", async () => {
+    const t = await createTenant();
+    expect((await api(`/channel-numbers/${t.numberId}`, t.key)).status).toBe(200);
+    expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBe(204);
+    expect((await api(`/channel-numbers/${t.numberId}`, t.key)).status).toBe(404);
+    await expectError(await admin(`/channel-numbers/${crypto.randomUUID()}`, { method: "DELETE" }), 404, "not_found");
+  });
+});
