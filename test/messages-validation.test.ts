@@ -1,0 +1,156 @@
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { admin, api, expectError, json } from "./helpers/http";
+import { createTenant, type Tenant } from "./helpers/fixtures";
+import { send, textMessage } from "./helpers/send";
+
+let t: Tenant;
+let other: Tenant;
+
+// Each test starts a few seconds after the previous one, so the 2-per-second
+// number limit never interferes with what a test checks.
+let tick = 0;
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(Date.UTC(2031, 4, 10) + tick++ * 5_000);
+});
+afterEach(() => vi.useRealTimers());
+beforeAll(async () => {
+  t = await createTenant({ plan: "scale" });
+  other = await createTenant();
+});
+
+const emoji = "😀";
+
+async function usedMessages(key: string): Promise<number> {
+  return (await json<{ messages: { used: number } }>(await api("/usage", key))).messages.used;
+}
+
+/** Every refusal is a 400 that names the field, binds no key and changes nothing. */
+async function expectRefused(body: unknown, path: string, init: RequestInit = {}, idem = crypto.randomUUID()) {
+  const before = await usedMessages(t.key);
+  const res = await send(t.key, idem, body, init);
+  const err = await expectError(res, 400, "invalid_request");
+  expect(err.error.details?.map((d) => d.path)).toContain(path);
+  expect(await usedMessages(t.key)).toBe(before);
+  return err;
+}
+
+describe("POST /messages validation", () => {
+  it("explains that a leading + must be dropped", async () => {
+    const err = await expectRefused({ ...textMessage(t.numberId), to: "+5511999998888" }, "to");
+    expect(err.error.details?.find((d) => d.path === "to")?.message).toMatch(/drop the leading '\+'/i);
+  });
+
+  it.each([
+    ["letters", "55abc99"],
+    ["33 digits", "1".repeat(33)],
+    ["empty", ""],
+    ["leading 0", "05511999998888"],
+    ["a number, not a string", 5511999998888],
+    ["spaces", "55 11 99999"],
+  ])("refuses `to` with %s", async (_, to) => {
+    await expectRefused({ ...textMessage(t.numberId), to }, "to");
+  });
+
+  it("accepts 32 digits", async () => {
+    expect((await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: "1".repeat(32) })).status).toBe(201);
+  });
+
+  it.each([
+    ["empty", ""],
+    ["4097 characters", "a".repeat(4097)],
+    ["4097 emoji", emoji.repeat(4097)],
+    ["null", null],
+    ["a number", 42],
+  ])("refuses text.body %s", async (_, body) => {
+    await expectRefused({ ...textMessage(t.numberId), text: { body } }, "text.body");
+  });
+
+  it("counts code points: 4096 emoji (8192 UTF-16 units) are accepted", async () => {
+    const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, emoji.repeat(4096)));
+    expect(res.status).toBe(201);
+  });
+
+  it("refuses type image", async () => {
+    await expectRefused({ ...textMessage(t.numberId), type: "image" }, "type");
+  });
+
+  it("refuses unknown top-level and nested fields, naming them", async () => {
+    const err = await expectRefused({ ...textMessage(t.numberId), priority: "high", callbackUrl: "x" }, "priority");
+    expect(err.error.details?.map((d) => d.path)).toContain("callbackUrl");
+    await expectRefused({ ...textMessage(t.numberId), text: { body: "x", preview_url: true } }, "text.preview_url");
+  });
+
+  it.each([
+    ["truncated JSON", "{", "(body)"],
+    ["an array", "[]", "(body)"],
+    ["null", "null", "(body)"],
+    ["a string", '"x"', "(body)"],
+  ])("refuses a body that is %s", async (_, raw, path) => {
+    const res = await api("/messages", t.key, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Idempotency-Key": crypto.randomUUID() },
+      body: raw,
+    });
+    const err = await expectError(res, 400, "invalid_request");
+    if (raw !== "{") expect(err.error.details?.map((d) => d.path)).toContain(path);
+  });
+
+  it("refuses form-encoded bodies", async () => {
+    const res = await api("/messages", t.key, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": crypto.randomUUID() },
+      body: `channelNumberId=${t.numberId}&to=5511999998888&text=hi`,
+    });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.details?.[0]?.path).toBe("header.content-type");
+  });
+
+  it("refuses a 200 KB body", async () => {
+    const res = await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), padding: "x".repeat(200 * 1024) });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.details?.[0]?.rule).toBe("max_size");
+  });
+
+  it.each([
+    ["missing", null],
+    ["empty", ""],
+    ["256 characters", "k".repeat(256)],
+    ["non-ASCII", "clé-é"],
+    ["a control character", "abc\u0001"],
+  ])("refuses an Idempotency-Key that is %s", async (_, key) => {
+    const before = await usedMessages(t.key);
+    const res = await send(t.key, null, textMessage(t.numberId), key === null ? {} : { headers: { "Idempotency-Key": key } });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.details?.[0]?.path).toBe("header.idempotency-key");
+    expect(await usedMessages(t.key)).toBe(before);
+  });
+
+  it("accepts a 255-character printable ASCII key", async () => {
+    expect((await send(t.key, "~".repeat(255), textMessage(t.numberId))).status).toBe(201);
+  });
+
+  it("refuses a channelNumberId that is not a UUID with 400", async () => {
+    await expectRefused({ ...textMessage(t.numberId), channelNumberId: "number-1" }, "channelNumberId");
+  });
+
+  it("refuses an unknown, foreign or disconnected number with 403", async () => {
+    const disconnected = await createTenant();
+    await admin(`/channel-numbers/${disconnected.numberId}`, { method: "DELETE" });
+    for (const [key, numberId] of [
+      [t.key, crypto.randomUUID()],
+      [t.key, other.numberId],
+      [disconnected.key, disconnected.numberId],
+    ] as const) {
+      await expectError(await send(key, crypto.randomUUID(), textMessage(numberId)), 403, "forbidden");
+    }
+  });
+
+  it("a refused request binds no key: the same key succeeds once the request is fixed", async () => {
+    const key = crypto.randomUUID();
+    await expectError(await send(t.key, key, { ...textMessage(t.numberId), to: "+55119" }), 400, "invalid_request");
+    await expectError(await send(t.key, key, textMessage(other.numberId)), 403, "forbidden");
+    const ok = await send(t.key, key, textMessage(t.numberId));
+    expect(ok.status).toBe(201);
+  });
+});
