@@ -172,7 +172,10 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       }
       this.ctx.storage.transactionSync(() => {
         this.sql.exec(
-          "INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) VALUES (?, ?, ?, ?)",
+          // An expired binding the purge alarm has not reached yet is simply replaced.
+          `INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, job_id = excluded.job_id,
+             created_at = excluded.created_at`,
           cmd.idempotencyKey,
           cmd.fingerprint,
           jobId,
