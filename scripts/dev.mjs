@@ -1,0 +1,330 @@
+#!/usr/bin/env node
+// `npm run dev`: everything a fresh clone needs to serve the API locally.
+//   1. .dev.vars from .dev.vars.example, with every "generate" value replaced by a fresh secret;
+//   2. local D1 migrations;
+//   3. `wrangler dev` on 127.0.0.1:$PORT (8787), output streamed as is;
+//   4. a demo tenant (workspace, API key, sandbox number), reused across runs via .dev-demo.json;
+//   5. a banner with the demo API key and copy-paste curl lines.
+// Ctrl+C / SIGTERM go to wrangler; this script exits with wrangler's code.
+// Node built-ins only.
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { randomBytes, randomUUID } from "node:crypto";
+import { connect } from "node:net";
+import { constants as osConstants } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const DEV_VARS = join(ROOT, ".dev.vars");
+const DEV_VARS_EXAMPLE = join(ROOT, ".dev.vars.example");
+const DEMO_FILE = join(ROOT, ".dev-demo.json");
+const BIN_DIR = join(ROOT, "node_modules", ".bin");
+const IS_WINDOWS = process.platform === "win32";
+const WRANGLER = join(BIN_DIR, IS_WINDOWS ? "wrangler.cmd" : "wrangler");
+
+const HOST = "127.0.0.1";
+const PORT = parsePort(process.env.PORT ?? "8787");
+const BASE_URL = `http://${HOST}:${PORT}`;
+
+const say = (msg) => console.log(`[dev] ${msg}`);
+const fail = (msg) => {
+  console.error(`[dev] ${msg}`);
+  process.exit(1);
+};
+
+function parsePort(raw) {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) fail(`PORT must be a TCP port number, got "${raw}".`);
+  return n;
+}
+
+// ---------------------------------------------------------------- children and signals
+
+/** The child currently running (migrations, then wrangler dev); signals are forwarded to it. */
+let current = null;
+let stopping = false;
+
+function onSignal(signal) {
+  stopping = true;
+  if (current && current.exitCode === null && current.signalCode === null) {
+    current.kill(signal);
+  } else {
+    process.exit(128 + (osConstants.signals[signal] ?? 1));
+  }
+}
+process.on("SIGINT", () => onSignal("SIGINT"));
+process.on("SIGTERM", () => onSignal("SIGTERM"));
+
+const childEnv = (extra = {}) => ({
+  ...process.env,
+  // The devDependency `node` (22) is in node_modules/.bin: keep it first for wrangler
+  // even when this script was started without npm.
+  PATH: `${BIN_DIR}${delimiter}${process.env.PATH ?? ""}`,
+  ...extra,
+});
+
+function spawnWrangler(args, { env = {}, stdin = "ignore" } = {}) {
+  const child = spawn(WRANGLER, args, {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdio: [stdin, "inherit", "inherit"],
+    shell: IS_WINDOWS, // .cmd shims need a shell on Windows
+  });
+  current = child;
+  const exited = new Promise((resolve) => {
+    child.on("exit", (code, signal) => resolve(code ?? 128 + (osConstants.signals[signal] ?? 1)));
+    child.on("error", (err) => {
+      console.error(`[dev] could not start wrangler: ${err.message}`);
+      resolve(1);
+    });
+  });
+  return { child, exited };
+}
+
+// ---------------------------------------------------------------- 1. .dev.vars
+
+const secret = (encoding) => randomBytes(32).toString(encoding);
+// CREDENTIALS_ENCRYPTION_KEY is an AES-256 key read as standard base64; the rest are opaque tokens.
+const generateFor = (name) => (name === "CREDENTIALS_ENCRYPTION_KEY" ? secret("base64") : secret("base64url"));
+
+const VAR_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/;
+
+function parseVars(text) {
+  const vars = new Map();
+  for (const line of text.split(/\r?\n/)) {
+    if (/^\s*#/.test(line)) continue;
+    const m = VAR_LINE.exec(line);
+    if (m) vars.set(m[1], m[2].replace(/^(["'])(.*)\1$/, "$2"));
+  }
+  return vars;
+}
+
+/** Replaces `NAME=generate` with a fresh secret; everything else (comments included) is kept. */
+function fillGenerated(text) {
+  const generated = [];
+  const out = text
+    .split(/\r?\n/)
+    .map((line) => {
+      if (/^\s*#/.test(line)) return line;
+      const m = VAR_LINE.exec(line);
+      if (!m || m[2] !== "generate") return line;
+      generated.push(m[1]);
+      return `${m[1]}=${generateFor(m[1])}`;
+    })
+    .join("\n");
+  return { text: out, generated };
+}
+
+function ensureDevVars() {
+  if (!existsSync(DEV_VARS_EXAMPLE)) fail(".dev.vars.example is missing.");
+  const example = readFileSync(DEV_VARS_EXAMPLE, "utf8");
+  if (!existsSync(DEV_VARS)) {
+    const { text, generated } = fillGenerated(example);
+    writeFileSync(DEV_VARS, text, { mode: 0o600 });
+    say(`created .dev.vars from .dev.vars.example (fresh secrets: ${generated.join(", ") || "none"})`);
+  } else {
+    // Keep the developer's file; only add variables the example gained since it was made.
+    const have = parseVars(readFileSync(DEV_VARS, "utf8"));
+    const missing = [...parseVars(example)].filter(([name]) => !have.has(name));
+    if (missing.length > 0) {
+      const lines = missing.map(([name, value]) => `${name}=${value === "generate" ? generateFor(name) : value}`);
+      const existing = readFileSync(DEV_VARS, "utf8");
+      writeFileSync(DEV_VARS, `${existing}${existing.endsWith("\n") || existing === "" ? "" : "\n"}${lines.join("\n")}\n`);
+      say(`added to .dev.vars from .dev.vars.example: ${missing.map(([n]) => n).join(", ")}`);
+    } else {
+      say("using existing .dev.vars");
+    }
+  }
+  try {
+    chmodSync(DEV_VARS, 0o600);
+  } catch {
+    // Not supported everywhere (Windows); the file is gitignored either way.
+  }
+  const vars = parseVars(readFileSync(DEV_VARS, "utf8"));
+  const adminToken = vars.get("ADMIN_TOKEN");
+  if (!adminToken || adminToken === "generate") fail("ADMIN_TOKEN is empty in .dev.vars; delete the file to regenerate it.");
+  return { adminToken };
+}
+
+// ---------------------------------------------------------------- 2. migrations
+
+async function applyMigrations() {
+  say("applying local D1 migrations (wrangler d1 migrations apply DB --local)");
+  // The command has no --yes flag: its "About to apply N migration(s)... continue?" prompt is
+  // answered "yes" automatically only when wrangler sees no TTY or CI is set. stdin is not
+  // a TTY here and CI=true makes that explicit.
+  const { exited } = spawnWrangler(["d1", "migrations", "apply", "DB", "--local"], { env: { CI: "true" } });
+  const code = await exited;
+  if (stopping) process.exit(code);
+  if (code !== 0) fail(`migrations failed (exit code ${code}); see the output above.`);
+}
+
+// ---------------------------------------------------------------- 3. wrangler dev
+
+function portInUse(port) {
+  return new Promise((resolve) => {
+    const socket = connect({ host: HOST, port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls the OpenAPI document until it answers 200; false if wrangler exits first. */
+async function waitUntilReady(exited) {
+  let done = false;
+  exited.then(() => (done = true));
+  const started = Date.now();
+  let hinted = false;
+  while (!done) {
+    try {
+      const res = await fetch(`${BASE_URL}/api/v1/openapi.json`, { signal: AbortSignal.timeout(5000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return true;
+    } catch {
+      // not listening yet
+    }
+    if (!hinted && Date.now() - started > 90_000) {
+      hinted = true;
+      say(`still waiting for ${BASE_URL}/api/v1/openapi.json; check wrangler's output above (a build error waits for a fix).`);
+    }
+    await sleep(500);
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------- 4. demo tenant
+
+async function call(method, path, token, body) {
+  const res = await fetch(`${BASE_URL}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // keep the text for the error message
+  }
+  return { status: res.status, json, text };
+}
+
+async function adminCall(adminToken, path, body, what) {
+  const res = await call("POST", `/admin/v1${path}`, adminToken, body);
+  if (res.status !== 201) throw new Error(`creating ${what} answered ${res.status}: ${res.text.slice(0, 500)}`);
+  return res.json;
+}
+
+function readDemo() {
+  try {
+    const demo = JSON.parse(readFileSync(DEMO_FILE, "utf8"));
+    return demo && demo.workspaceId && demo.apiKey && demo.channelNumberId ? demo : null;
+  } catch {
+    return null;
+  }
+}
+
+async function demoStillValid(demo) {
+  const me = await call("GET", "/api/v1/me", demo.apiKey);
+  if (me.status !== 200 || me.json?.workspace?.id !== demo.workspaceId) return false;
+  const number = await call("GET", `/api/v1/channel-numbers/${encodeURIComponent(demo.channelNumberId)}`, demo.apiKey);
+  return number.status === 200;
+}
+
+async function ensureDemoTenant(adminToken) {
+  const saved = readDemo();
+  if (saved && (await demoStillValid(saved))) {
+    say("reusing the demo tenant in .dev-demo.json");
+    return saved;
+  }
+  say(saved ? "the demo tenant in .dev-demo.json no longer works here; creating a new one" : "creating the demo tenant");
+  const workspace = await adminCall(adminToken, "/workspaces", { name: "Demo workspace", plan: "pro" }, "the demo workspace");
+  const key = await adminCall(adminToken, `/workspaces/${workspace.id}/api-keys`, { name: "Demo key (npm run dev)" }, "the demo API key");
+  const number = await adminCall(
+    adminToken,
+    `/workspaces/${workspace.id}/channel-numbers`,
+    { displayPhoneNumber: "15550000001", upstream: { type: "sandbox" } },
+    "the sandbox number",
+  );
+  const demo = { workspaceId: workspace.id, apiKey: key.key, channelNumberId: number.id };
+  writeFileSync(DEMO_FILE, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
+  say("saved the demo tenant to .dev-demo.json");
+  return demo;
+}
+
+// ---------------------------------------------------------------- 5. banner
+
+function banner(demo) {
+  const auth = `-H "Authorization: Bearer ${demo.apiKey}"`;
+  const body = JSON.stringify({ channelNumberId: demo.channelNumberId, to: "5511999998888", text: { body: "Hello from the sandbox" } });
+  const rule = "=".repeat(78);
+  return [
+    "",
+    rule,
+    "  Messaging gateway: local dev server ready",
+    rule,
+    `  Base URL          ${BASE_URL}`,
+    `  API docs          ${BASE_URL}/docs   (OpenAPI: ${BASE_URL}/api/v1/openapi.json)`,
+    `  Demo workspace    ${demo.workspaceId}`,
+    `  Demo API key      ${demo.apiKey}`,
+    `  Sandbox number    channelNumberId ${demo.channelNumberId}`,
+    "  Admin API         /admin/v1 with Authorization: Bearer <ADMIN_TOKEN>, see .dev.vars",
+    "",
+    "  Who am I:",
+    `    curl -s ${BASE_URL}/api/v1/me ${auth}`,
+    "",
+    "  Send a message (use a NEW Idempotency-Key for every message; repeating one",
+    "  with the same body returns the original jobId and sends nothing):",
+    `    curl -s -X POST ${BASE_URL}/api/v1/messages \\`,
+    `      ${auth} \\`,
+    `      -H "Content-Type: application/json" \\`,
+    `      -H "Idempotency-Key: ${randomUUID()}" \\`,
+    `      -d '${body}'`,
+    "",
+    "  Check it (jobId from the send's response):",
+    `    curl -s ${BASE_URL}/api/v1/messages/<jobId> ${auth}`,
+    "",
+    "  Ctrl+C stops the server. The demo tenant is kept in .dev-demo.json and reused;",
+    "  delete that file (or .wrangler/) to start over.",
+    rule,
+    "",
+  ].join("\n");
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  if (!existsSync(WRANGLER)) fail(`${WRANGLER} not found: run \`npm install\` first.`);
+  const { adminToken } = ensureDevVars();
+  await applyMigrations();
+
+  if (await portInUse(PORT)) fail(`${HOST}:${PORT} is already in use (another \`npm run dev\`?). Stop it or set PORT=<port>.`);
+  say(`starting wrangler dev on ${BASE_URL}`);
+  const { exited } = spawnWrangler(["dev", "--ip", HOST, "--port", String(PORT), "--show-interactive-dev-session=false"]);
+  exited.then((code) => process.exit(code));
+
+  if (!(await waitUntilReady(exited))) return;
+  try {
+    const demo = await ensureDemoTenant(adminToken);
+    if (!stopping) console.log(banner(demo));
+  } catch (err) {
+    if (!stopping) {
+      console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err.message}`);
+      console.error("[dev] fix the cause and restart `npm run dev`; wrangler keeps running meanwhile.");
+    }
+  }
+}
+
+main().catch((err) => {
+  console.error(`[dev] ${err?.stack ?? err}`);
+  if (current && current.exitCode === null) current.kill("SIGTERM");
+  process.exit(1);
+});
