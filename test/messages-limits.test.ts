@@ -1,0 +1,133 @@
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { admin, api, expectError, json } from "./helpers/http";
+import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
+import { send, textMessage } from "./helpers/send";
+import { channelNumberStub } from "../src/durable-objects/stubs";
+
+let clock = Date.UTC(2033, 2, 3, 9);
+const setClock = (ms: number) => {
+  clock = ms;
+  vi.setSystemTime(clock);
+};
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  setClock(clock + 3_600_000);
+});
+afterEach(() => vi.useRealTimers());
+
+describe("per-number limit: 2 per second", () => {
+  it("admits at most 2 in any 1-second window, with an exact Retry-After", async () => {
+    const t = await createTenant();
+    const t0 = clock;
+    const ok = async (k: string) => expect((await send(t.key, k, textMessage(t.numberId))).status).toBe(201);
+    const refused = async (k: string, retryAfter: string) => {
+      const res = await send(t.key, k, textMessage(t.numberId));
+      expect(res.headers.get("Retry-After")).toBe(retryAfter);
+      expect(res.headers.get("RateLimit-Limit")).toBe("2");
+      expect(res.headers.get("RateLimit-Remaining")).toBe("0");
+      await expectError(res, 429, "rate_limit_exceeded");
+    };
+
+    const first = await send(t.key, "m0", textMessage(t.numberId));
+    expect(first.headers.get("RateLimit-Remaining")).toBe("1");
+    setClock(t0 + 500);
+    await ok("m1");
+    setClock(t0 + 999);
+    await refused("m2", "1");
+    setClock(t0 + 1_000); // m0 leaves the window [t0+1, t0+1000]
+    await ok("m2");
+    setClock(t0 + 1_001);
+    await refused("m3", "1");
+    setClock(t0 + 1_500); // m1 leaves
+    await ok("m3");
+    // The outbox holds the four accepted sends in acceptance order.
+    expect(await channelNumberStub(env, t.numberId).outboxJobIds()).toHaveLength(4);
+  });
+
+  it("limits each number separately", async () => {
+    const t = await createTenant();
+    const second = await connectSandboxNumber(t.workspaceId, "15550004444");
+    for (const n of [t.numberId, t.numberId, second, second]) {
+      expect((await send(t.key, crypto.randomUUID(), textMessage(n))).status).toBe(201);
+    }
+    await expectError(await send(t.key, crypto.randomUUID(), textMessage(second)), 429, "rate_limit_exceeded");
+  });
+
+  it("keeps acceptance order in the number's outbox", async () => {
+    const t = await createTenant();
+    const jobIds: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      setClock(clock + 500);
+      const res = await send(t.key, `ordered-${i}`, textMessage(t.numberId, `message ${i}`));
+      expect(res.status).toBe(201);
+      jobIds.push((await json<{ jobId: string }>(res)).jobId);
+    }
+    expect(await channelNumberStub(env, t.numberId).outboxJobIds()).toEqual(jobIds);
+  });
+});
+
+describe("per-workspace limit: 1200 per minute", () => {
+  it("admits at most 1200 in any 60-second window; a refusal by it spends nothing of the numbers' windows", async () => {
+    const workspaceId = await createWorkspace({ plan: "scale" });
+    const { key } = await createKey(workspaceId);
+    const numbers: string[] = [];
+    for (let i = 0; i < 100; i++) numbers.push(await connectSandboxNumber(workspaceId, `1555100${String(i).padStart(4, "0")}`));
+    const spare = numbers.pop()!;
+
+    const t0 = clock;
+    let accepted = 0;
+    // 99 numbers x 2 per second: 1200 sends take a little over 6 seconds.
+    for (let second = 0; accepted < 1200; second++) {
+      setClock(t0 + second * 1_000);
+      const batch = [];
+      for (const n of numbers) for (let j = 0; j < 2 && accepted + batch.length < 1200; j++) batch.push(n);
+      const results = await Promise.all(batch.map((n) => send(key, crypto.randomUUID(), textMessage(n))));
+      expect(results.map((r) => r.status).every((s) => s === 201)).toBe(true);
+      accepted += batch.length;
+    }
+    const lastSecond = clock;
+
+    // The 1201st, on a number with a free window, is refused by the workspace limit.
+    setClock(lastSecond + 1_000);
+    const refused = await send(key, "over", textMessage(spare));
+    expect(refused.headers.get("Retry-After")).toBe(String(Math.ceil((t0 + 60_000 - clock) / 1000)));
+    const err = await expectError(refused, 429, "rate_limit_exceeded");
+    expect(err.error.message).toMatch(/1200 messages per minute/);
+
+    // Just before the first second's sends leave the window: still refused.
+    setClock(t0 + 59_999);
+    await expectError(await send(key, "over", textMessage(spare)), 429, "rate_limit_exceeded");
+    // As soon as they leave, the spare number has both of its slots: the refusals took none.
+    setClock(t0 + 60_000);
+    expect((await send(key, "over", textMessage(spare))).status).toBe(201);
+    expect((await send(key, "over-2", textMessage(spare))).status).toBe(201);
+    expect((await json<{ messages: { used: number } }>(await api("/usage", key))).messages.used).toBe(1202);
+  }, 120_000);
+});
+
+describe("monthly quota", () => {
+  it("refuses at the quota with monthly_message_limit_exceeded and renews on the 1st (UTC)", async () => {
+    setClock(Date.UTC(2034, 0, 31, 23, 59, 58));
+    const t = await createTenant({ monthlyMessageQuota: 2 });
+    expect((await send(t.key, "q1", textMessage(t.numberId))).status).toBe(201);
+    expect((await send(t.key, "q2", textMessage(t.numberId))).status).toBe(201);
+    setClock(clock + 1_000);
+    await expectError(await send(t.key, "q3", textMessage(t.numberId)), 429, "monthly_message_limit_exceeded");
+    const usage = await json<{ period: { start: string }; messages: { used: number; remaining: number } }>(await api("/usage", t.key));
+    expect(usage).toMatchObject({ period: { start: "2034-01-01T00:00:00.000Z" }, messages: { used: 2, remaining: 0 } });
+
+    setClock(Date.UTC(2034, 1, 1, 0, 0, 0));
+    expect((await send(t.key, "q3", textMessage(t.numberId))).status).toBe(201);
+    const february = await json<{ period: { start: string }; messages: { used: number } }>(await api("/usage", t.key));
+    expect(february).toMatchObject({ period: { start: "2034-02-01T00:00:00.000Z" }, messages: { used: 1 } });
+  });
+
+  it("a quota change through the admin API applies to the next send", async () => {
+    const t = await createTenant({ monthlyMessageQuota: 0 });
+    await expectError(await send(t.key, "z", textMessage(t.numberId)), 429, "monthly_message_limit_exceeded");
+    // Disconnect applies at once too.
+    await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" });
+    await expectError(await send(t.key, "z", textMessage(t.numberId)), 403, "forbidden");
+  });
+});
