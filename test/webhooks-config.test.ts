@@ -1,0 +1,210 @@
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { admin, api, expectError, json } from "./helpers/http";
+import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
+import { mockNetwork, type Network } from "./helpers/webhook-net";
+
+const HOST = "hooks.acme-shop.com";
+const URL_OK = `https://${HOST}/messaging`;
+
+interface WebhookView {
+  id: string;
+  channelNumberId: string;
+  url: string;
+  status: string;
+  failingSince: string | null;
+  disabledAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  secret?: string;
+}
+
+let tenant: Tenant;
+let other: Tenant;
+let net: Network;
+
+beforeAll(async () => {
+  [tenant, other] = await Promise.all([createTenant(), createTenant()]);
+});
+
+beforeEach(() => {
+  net = mockNetwork();
+  net.dns.set(HOST, ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]);
+});
+
+afterEach(() => {
+  net.restore();
+  expect(net.unhandled).toEqual([]);
+});
+
+const configure = (key: string, json: unknown) => api("/webhooks", key, { method: "POST", json });
+
+describe("POST /webhooks", () => {
+  it("creates the number's webhook and returns its secret once", async () => {
+    const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002001");
+    const res = await configure(tenant.key, { channelNumberId: numberId, url: URL_OK });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("X-Request-Id")).toBeTruthy();
+    const body = await json<WebhookView>(res);
+    expect(body).toMatchObject({ channelNumberId: numberId, url: URL_OK, status: "enabled", failingSince: null, disabledAt: null });
+    expect(body.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(body.secret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
+    expect(atob(body.secret!.slice("whsec_".length)).length).toBeGreaterThanOrEqual(24);
+    // The host was resolved (A and AAAA) before it was accepted.
+    expect(net.dnsQueries.sort()).toEqual([`${HOST} A`, `${HOST} AAAA`]);
+
+    const listed = await api("/webhooks", tenant.key);
+    expect(listed.status).toBe(200);
+    const text = await listed.text();
+    expect(text).not.toContain(body.secret!);
+    expect(text).not.toContain("secret");
+    const list = JSON.parse(text) as { data: WebhookView[]; nextCursor: string | null };
+    const { secret: _secret, ...view } = body;
+    expect(list.data).toContainEqual(view);
+  });
+
+  it("replaces the webhook: same id, new URL, new secret, one webhook per number", async () => {
+    const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002002");
+    const first = await json<WebhookView>(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }));
+    const second = await configure(tenant.key, { channelNumberId: numberId, url: `https://${HOST}/v2` });
+    expect(second.status).toBe(201);
+    const replaced = await json<WebhookView>(second);
+    expect(replaced.id).toBe(first.id);
+    expect(replaced.url).toBe(`https://${HOST}/v2`);
+    expect(replaced.secret).not.toBe(first.secret);
+    expect(replaced.createdAt).toBe(first.createdAt);
+
+    const list = await json<{ data: WebhookView[] }>(await api("/webhooks", tenant.key));
+    expect(list.data.filter((w) => w.channelNumberId === numberId)).toHaveLength(1);
+    expect(list.data.find((w) => w.id === first.id)?.url).toBe(`https://${HOST}/v2`);
+  });
+
+  it("stores the URL in its normal form", async () => {
+    const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: `HTTPS://Hooks.Acme-Shop.com:443/a/../messaging` });
+    expect(res.status).toBe(201);
+    expect((await json<WebhookView>(res)).url).toBe(URL_OK);
+  });
+
+  describe("refuses invalid input with 400 naming the field", () => {
+    const cases: [string, () => unknown, string, RegExp | string][] = [
+      ["missing url", () => ({ channelNumberId: tenant.numberId }), "url", "required"],
+      ["missing channelNumberId", () => ({ url: URL_OK }), "channelNumberId", "required"],
+      ["channelNumberId that is not a UUID", () => ({ channelNumberId: "123", url: URL_OK }), "channelNumberId", /UUID/],
+      ["url of the wrong type", () => ({ channelNumberId: tenant.numberId, url: 42 }), "url", /url must be a string/],
+      ["unknown fields", () => ({ channelNumberId: tenant.numberId, url: URL_OK, secret: "mine" }), "secret", "unknown_field"],
+      ["a 5 KB URL", () => ({ channelNumberId: tenant.numberId, url: `${URL_OK}?q=${"a".repeat(5_000)}` }), "url", /longer than 2048/],
+      ["ftp://", () => ({ channelNumberId: tenant.numberId, url: `ftp://${HOST}/` }), "url", /must use https/],
+      ["http:// without the development setting", () => ({ channelNumberId: tenant.numberId, url: `http://${HOST}/` }), "url", /must use https/],
+      ["http://localhost without the development setting", () => ({ channelNumberId: tenant.numberId, url: "http://localhost:8788/" }), "url", /must use https/],
+      ["userinfo", () => ({ channelNumberId: tenant.numberId, url: `https://user:pass@${HOST}/` }), "url", /Userinfo/],
+      ["a relative URL", () => ({ channelNumberId: tenant.numberId, url: "/hooks" }), "url", /not a valid absolute URL/],
+      ["decimal IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://2130706433/" }), "url", /127\.0\.0\.1 \(loopback\)/],
+      ["octal IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://0177.0.0.1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
+      ["hex IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://0x7f.0x0.0x0.0x1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
+      ["short IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://10.1/" }), "url", /10\.0\.0\.1 \(private network\)/],
+      ["IPv4-mapped IPv6", () => ({ channelNumberId: tenant.numberId, url: "https://[::ffff:127.0.0.1]/" }), "url", /IPv4-mapped 127\.0\.0\.1/],
+      ["the metadata address", () => ({ channelNumberId: tenant.numberId, url: "https://169.254.169.254/latest/meta-data/" }), "url", /link-local/],
+      ["IPv6 loopback", () => ({ channelNumberId: tenant.numberId, url: "https://[::1]/" }), "url", /loopback/],
+      ["a .internal name", () => ({ channelNumberId: tenant.numberId, url: "https://billing.internal/" }), "url", /local, internal or special-use/],
+      ["a cloud metadata name", () => ({ channelNumberId: tenant.numberId, url: "https://metadata.google.internal/" }), "url", /metadata/],
+      ["localhost", () => ({ channelNumberId: tenant.numberId, url: "https://localhost/" }), "url", /local/],
+    ];
+
+    it.each(cases)("%s", async (_name, body, path, expected) => {
+      const res = await configure(tenant.key, body());
+      const err = await expectError(res, 400, "invalid_request");
+      const detail = err.error.details?.[0];
+      expect(detail?.path).toBe(path);
+      if (typeof expected === "string") expect(detail?.rule).toBe(expected);
+      else expect(detail?.message).toMatch(expected);
+      // Refused from the text alone: nothing was resolved, nothing was called.
+      expect(net.dnsQueries).toEqual([]);
+      expect(net.seen).toEqual([]);
+    });
+
+    it("a host name that resolves to a private address", async () => {
+      net.dns.set("intranet-gw.acme-shop.com", ["93.184.216.35", "10.0.0.7"]);
+      const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: "https://intranet-gw.acme-shop.com/hook" });
+      const err = await expectError(res, 400, "invalid_request");
+      expect(err.error.details?.[0]).toEqual({
+        path: "url",
+        rule: "ssrf",
+        message: "The host resolves to a non-public address: 10.0.0.7 (private network).",
+      });
+    });
+
+    it("a host name that resolves to an IPv6 loopback only over AAAA", async () => {
+      net.dns.set("v6.acme-shop.com", ["93.184.216.36", "::1"]);
+      const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: "https://v6.acme-shop.com/" });
+      const err = await expectError(res, 400, "invalid_request");
+      expect(err.error.details?.[0]?.message).toMatch(/::1 \(loopback\)/);
+    });
+
+    it("a body that is not JSON", async () => {
+      const res = await api("/webhooks", tenant.key, { method: "POST", headers: { "Content-Type": "text/plain" }, body: "url=x" });
+      await expectError(res, 400, "invalid_request");
+    });
+
+    it("a refused URL leaves the existing webhook untouched", async () => {
+      const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002003");
+      const created = await json<WebhookView>(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }));
+      await expectError(await configure(tenant.key, { channelNumberId: numberId, url: "https://[::1]/" }), 400, "invalid_request");
+      const list = await json<{ data: WebhookView[] }>(await api("/webhooks", tenant.key));
+      expect(list.data.find((w) => w.id === created.id)).toMatchObject({ url: URL_OK, updatedAt: created.updatedAt });
+    });
+  });
+
+  describe("answers 404 alike for every number that is not a connected number of the workspace", () => {
+    it("an unknown number", async () => {
+      const res = await configure(tenant.key, { channelNumberId: "00000000-0000-4000-8000-000000000000", url: URL_OK });
+      const err = await expectError(res, 404, "not_found");
+      expect(err.error.message).toBe("Channel number not found.");
+    });
+
+    it("another workspace's number, which keeps no trace", async () => {
+      const res = await configure(tenant.key, { channelNumberId: other.numberId, url: URL_OK });
+      const err = await expectError(res, 404, "not_found");
+      expect(err.error.message).toBe("Channel number not found.");
+      const theirs = await json<{ data: WebhookView[] }>(await api("/webhooks", other.key));
+      expect(theirs.data).toEqual([]);
+    });
+
+    it("a disconnected number", async () => {
+      const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002004");
+      expect((await admin(`/channel-numbers/${numberId}`, { method: "DELETE" })).status).toBe(204);
+      const err = await expectError(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }), 404, "not_found");
+      expect(err.error.message).toBe("Channel number not found.");
+    });
+  });
+});
+
+describe("webhook extension routes", () => {
+  it("answer 404 for an unknown, malformed or foreign webhook id", async () => {
+    const numberId = await connectSandboxNumber(other.workspaceId, "15550002005");
+    const theirs = await json<WebhookView>(await configure(other.key, { channelNumberId: numberId, url: URL_OK }));
+    for (const id of [theirs.id, "00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
+      await expectError(await api(`/webhooks/${id}/deliveries`, tenant.key), 404, "not_found");
+      await expectError(await api(`/webhooks/${id}/test`, tenant.key, { method: "POST" }), 404, "not_found");
+      await expectError(await api(`/webhooks/${id}/deliveries/some-event/replay`, tenant.key, { method: "POST" }), 404, "not_found");
+    }
+  });
+
+  it("replay of an event the webhook never had is 404", async () => {
+    const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002006");
+    const mine = await json<WebhookView>(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }));
+    const err = await expectError(
+      await api(`/webhooks/${mine.id}/deliveries/00000000-0000-4000-8000-000000000000/replay`, tenant.key, { method: "POST" }),
+      404,
+      "not_found",
+    );
+    expect(err.error.message).toBe("Event not found.");
+  });
+
+  it("are in the OpenAPI document next to the SPEC operations", async () => {
+    const res = await api("/openapi.json", null);
+    const doc = await json<{ paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }>(res);
+    expect(Object.keys(doc.paths["/webhooks"]!.post!.responses).sort()).toEqual(["201", "400", "401", "404"]);
+    expect(doc.paths["/webhooks/{id}/deliveries"]?.get).toBeDefined();
+    expect(doc.paths["/webhooks/{id}/deliveries/{eventId}/replay"]?.post).toBeDefined();
+    expect(doc.paths["/webhooks/{id}/test"]?.post).toBeDefined();
+  });
+});
