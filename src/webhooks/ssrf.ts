@@ -1,0 +1,464 @@
+/**
+ * Server-side request forgery (SSRF) guard for customer webhook URLs.
+ *
+ * Pure module: no app imports, no bindings. Two entry points:
+ *   - checkWebhookUrlSyntax: everything that can be decided from the URL text alone;
+ *   - checkWebhookUrl: the same, then the host name is resolved over DNS-over-HTTPS and
+ *     refused if ANY A/AAAA answer is not globally routable (fail closed on every error).
+ *
+ * Host normalisation is delegated to the WHATWG URL parser (`new URL(raw).hostname`), which
+ * already turns every IPv4 spelling it accepts (decimal `2130706433`, octal `0177.0.0.1`,
+ * hex `0x7f.1`, short `127.1`, percent-encoded or full-width digits, trailing dot) into
+ * dotted-quad form, lower-cases and IDNA-encodes names, and compresses IPv6 literals (it
+ * serialises `::ffff:127.0.0.1` as `::ffff:7f00:1`, so IPv6 is classified numerically, not
+ * textually). It rejects IPv6 zone ids (`[fe80::1%25eth0]`), which we report as invalid.
+ *
+ * Decisions:
+ *   - Ports: the default port (none, i.e. 443 for https), 443, 8443 and any port from 1024 to
+ *     65535 are allowed; every other port below 1024 (22 ssh, 25 smtp, 80 on https, 110, 389,
+ *     ...) is refused, because those are the well-known service ports an attacker would aim a
+ *     webhook at. 8443 is listed explicitly for readability even though it is >= 1024.
+ *   - Trailing dots: every host name ending in a dot is refused, including public ones like
+ *     `example.com.`. A fully qualified trailing-dot name is a different string from the
+ *     undotted one for TLS (SNI / certificate matching) and Host headers, and it is a classic
+ *     way to slip past suffix deny-lists (`localhost.`, `foo.internal.`). Customers can simply
+ *     drop the dot. (IPv4 literals such as `127.0.0.1.` lose the dot in the URL parser and are
+ *     then refused as addresses.)
+ *   - Transition IPv6 forms (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) are refused
+ *     whatever IPv4 address they embed: no legitimate webhook endpoint needs them, and the
+ *     embedded address is named in the reason to make the refusal understandable.
+ *   - Local development (`allowInsecure`): `localhost` and `127.0.0.1` (any port, http or https)
+ *     skip the scheme, port and private-address rules and are not resolved. Nothing else changes.
+ *
+ * This check runs when a URL is registered. DNS can change afterwards (rebinding), so the
+ * delivery path should still send with `redirect: "manual"` and treat the URL as untrusted.
+ */
+
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+
+export interface SsrfOptions {
+  /** true only in local development: then http://localhost and http://127.0.0.1 (any port) are allowed; nothing else changes. */
+  allowInsecure: boolean;
+}
+
+export interface DnsOptions extends SsrfOptions {
+  /** DNS-over-HTTPS JSON endpoint, e.g. https://cloudflare-dns.com/dns-query (called as `${url}?name=<host>&type=A` and `type=AAAA` with header accept: application/dns-json). */
+  dohResolverUrl: string;
+}
+
+const MAX_URL_LENGTH = 2048;
+const MAX_HOSTNAME_LENGTH = 253;
+const DNS_TIMEOUT_MS = 3000;
+const DEV_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1"]);
+
+/** Ports below 1024 that are nevertheless allowed (see the module comment). */
+const ALLOWED_LOW_PORTS: ReadonlySet<number> = new Set([443]);
+const EXTRA_ALLOWED_PORTS: ReadonlySet<number> = new Set([8443]);
+
+/**
+ * Names that only make sense on a local or private network, and special-use names that never
+ * resolve publicly (RFC 6761, RFC 6762, RFC 7686, RFC 8375, RFC 9476, ICANN `.internal`).
+ * A host is refused if it equals one of these or is a subdomain of one.
+ */
+const LOCAL_SUFFIXES: readonly string[] = [
+  "localhost",
+  "local",
+  "localdomain",
+  "internal",
+  "intranet",
+  "lan",
+  "home",
+  "corp",
+  "private",
+  "home.arpa",
+  "arpa",
+  "test",
+  "example",
+  "invalid",
+  "onion",
+  "alt",
+];
+
+/** Cloud instance-metadata host names (they, and their subdomains, are refused). */
+const METADATA_NAMES: readonly string[] = [
+  "metadata",
+  "metadata.google.internal",
+  "metadata.goog",
+  "instance-data",
+  "instance-data.ec2.internal",
+  "metadata.azure.internal",
+  "metadata.tencentyun.com",
+  "metadata.platformequinix.com",
+  "metadata.packet.net",
+];
+
+const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
+const DOTTED_QUAD = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+
+function refuse(reason: string): UrlCheck {
+  return { ok: false, reason };
+}
+
+function isSameOrSubdomain(host: string, name: string): boolean {
+  return host === name || host.endsWith(`.${name}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// IP classification
+// ---------------------------------------------------------------------------------------------
+
+/** Parses strict dotted-decimal IPv4 (no leading zeros) into a 32-bit unsigned number. */
+function parseIpv4(text: string): number | null {
+  if (!DOTTED_QUAD.test(text)) return null;
+  let value = 0;
+  for (const part of text.split(".")) {
+    if (part.length > 1 && part.startsWith("0")) return null;
+    const n = Number(part);
+    if (n > 255) return null;
+    value = value * 256 + n;
+  }
+  return value;
+}
+
+function formatIpv4(value: number): string {
+  return [value >>> 24, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff].join(".");
+}
+
+/** IPv4 ranges that are not globally routable unicast, with the label used in reasons. */
+const IPV4_BLOCKS: readonly (readonly [string, number, string])[] = [
+  ["0.0.0.0", 8, "\"this\" network"],
+  ["10.0.0.0", 8, "private network"],
+  ["100.64.0.0", 10, "carrier-grade NAT"],
+  ["127.0.0.0", 8, "loopback"],
+  ["169.254.0.0", 16, "link-local"],
+  ["172.16.0.0", 12, "private network"],
+  ["192.0.0.0", 24, "IETF protocol assignments"],
+  ["192.0.2.0", 24, "documentation"],
+  ["192.88.99.0", 24, "6to4 relay anycast"],
+  ["192.168.0.0", 16, "private network"],
+  ["198.18.0.0", 15, "benchmarking"],
+  ["198.51.100.0", 24, "documentation"],
+  ["203.0.113.0", 24, "documentation"],
+  ["224.0.0.0", 4, "multicast"],
+  ["255.255.255.255", 32, "broadcast"],
+  ["240.0.0.0", 4, "reserved"],
+];
+
+const IPV4_RANGES: readonly { base: number; mask: number; label: string }[] = IPV4_BLOCKS.map(
+  ([base, bits, label]) => {
+    const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
+    return { base: (parseIpv4(base) ?? 0) & mask, mask, label };
+  },
+);
+
+function classifyIpv4(value: number): string | null {
+  for (const range of IPV4_RANGES) {
+    if (((value & range.mask) >>> 0) === range.base >>> 0) return range.label;
+  }
+  return null;
+}
+
+/**
+ * Parses IPv6 text (RFC 4291 forms: full, `::`-compressed, optional dotted IPv4 tail) into
+ * eight 16-bit groups. Zone ids and anything malformed give null.
+ */
+function parseIpv6(text: string): number[] | null {
+  if (text.includes("%")) return null;
+  let head = text;
+  const tail: number[] = [];
+  const lastColon = text.lastIndexOf(":");
+  if (lastColon >= 0 && text.includes(".", lastColon)) {
+    const v4 = parseIpv4(text.slice(lastColon + 1));
+    if (v4 === null) return null;
+    tail.push(v4 >>> 16, v4 & 0xffff);
+    head = text.slice(0, lastColon + 1);
+    // "::1.2.3.4" keeps "::"; "1::2:1.2.3.4" leaves a dangling ":" to drop.
+    if (!head.endsWith("::")) head = head.slice(0, -1);
+  }
+  const parseGroups = (s: string): number[] | null => {
+    if (s === "") return [];
+    const groups: number[] = [];
+    for (const g of s.split(":")) {
+      if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return null;
+      groups.push(parseInt(g, 16));
+    }
+    return groups;
+  };
+  const halves = head.split("::");
+  let groups: number[];
+  if (halves.length === 1) {
+    const all = parseGroups(halves[0] ?? "");
+    if (all === null) return null;
+    groups = [...all, ...tail];
+    if (groups.length !== 8) return null;
+  } else if (halves.length === 2) {
+    const left = parseGroups(halves[0] ?? "");
+    const right = parseGroups(halves[1] ?? "");
+    if (left === null || right === null) return null;
+    const known = left.length + right.length + tail.length;
+    if (known > 7) return null;
+    groups = [...left, ...new Array<number>(8 - known).fill(0), ...right, ...tail];
+  } else {
+    return null;
+  }
+  return groups;
+}
+
+function ipv4FromGroups(high: number, low: number): string {
+  return formatIpv4(((high << 16) >>> 0) + low);
+}
+
+function classifyIpv6(g: readonly number[]): string | null {
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
+  const embedded = ipv4FromGroups(g6, g7);
+  const upperZero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0;
+
+  if (upperZero && g5 === 0 && g6 === 0 && g7 === 0) return "unspecified";
+  if (upperZero && g5 === 0 && g6 === 0 && g7 === 1) return "loopback";
+  if (upperZero && g5 === 0xffff) return `IPv4-mapped ${embedded}`;
+  if (upperZero && g5 === 0) return `IPv4-compatible ${embedded}`;
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
+    return `NAT64 ${embedded}`;
+  }
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return "local-use NAT64";
+  if (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) return "discard-only";
+  if ((g0 & 0xfe00) === 0xfc00) return "unique local";
+  if ((g0 & 0xffc0) === 0xfe80) return "link-local";
+  if ((g0 & 0xffc0) === 0xfec0) return "site-local";
+  if ((g0 & 0xff00) === 0xff00) return "multicast";
+  // Everything else outside 2000::/3 is unassigned or reserved by IANA (e.g. 5f00::/16 SRv6).
+  if ((g0 & 0xe000) !== 0x2000) return "reserved";
+  if (g0 === 0x2001 && g1 === 0) return `Teredo ${ipv4FromGroups(g6 ^ 0xffff, g7 ^ 0xffff)}`;
+  if (g0 === 0x2001 && g1 < 0x200) return "IETF protocol assignments";
+  if (g0 === 0x2001 && g1 === 0xdb8) return "documentation";
+  if (g0 === 0x2002) return `6to4 ${ipv4FromGroups(g1, g2)}`;
+  if (g0 === 0x3fff && g1 < 0x1000) return "documentation";
+  return null;
+}
+
+/**
+ * Why an address is not globally routable unicast ("loopback", "private network",
+ * "IPv4-mapped 127.0.0.1", ...), or null if it is public. Unparseable text is "invalid".
+ */
+function describeNonPublicIp(address: string): string | null {
+  let text = address.trim();
+  if (text.startsWith("[") && text.endsWith("]")) text = text.slice(1, -1);
+  if (text.includes(":")) {
+    const groups = parseIpv6(text);
+    return groups === null ? "invalid address" : classifyIpv6(groups);
+  }
+  const v4 = parseIpv4(text);
+  return v4 === null ? "invalid address" : classifyIpv4(v4);
+}
+
+/** Exported for reuse: true if the address (IPv4 dotted or IPv6 text as produced by the WHATWG URL parser, brackets stripped) is globally routable unicast. */
+export function isPublicIp(address: string): boolean {
+  return describeNonPublicIp(address) === null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Syntax checks
+// ---------------------------------------------------------------------------------------------
+
+function displayAddress(address: string): string {
+  return address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address;
+}
+
+function checkPort(url: URL): string | null {
+  if (url.port === "") return null; // scheme default
+  const port = Number(url.port);
+  if (ALLOWED_LOW_PORTS.has(port) || EXTRA_ALLOWED_PORTS.has(port) || (port >= 1024 && port <= 65535)) {
+    return null;
+  }
+  return `Port ${url.port} is not allowed; use the default port, 443, 8443 or a port from 1024 to 65535.`;
+}
+
+function checkHostName(host: string): string | null {
+  if (host.endsWith(".")) {
+    return "Host names ending in a dot are not allowed; remove the trailing dot.";
+  }
+  if (host.length > MAX_HOSTNAME_LENGTH) return "The host name is too long.";
+  const labels = host.split(".");
+  if (!labels.every((label) => LABEL.test(label))) return "The host name is not a valid DNS name.";
+  if (METADATA_NAMES.some((name) => isSameOrSubdomain(host, name))) {
+    return `The host "${host}" is a cloud metadata endpoint.`;
+  }
+  if (LOCAL_SUFFIXES.some((suffix) => isSameOrSubdomain(host, suffix))) {
+    return `The host "${host}" is a local, internal or special-use name.`;
+  }
+  if (labels.length < 2) {
+    return `Single-label host names ("${host}") are not allowed; use a fully qualified public domain name.`;
+  }
+  return null;
+}
+
+/** True when the host is an IP literal as serialised by the URL parser. */
+function isIpLiteral(host: string): boolean {
+  return (host.startsWith("[") && host.endsWith("]")) || DOTTED_QUAD.test(host);
+}
+
+function isDevException(url: URL, opts: SsrfOptions): boolean {
+  return opts.allowInsecure && DEV_HOSTS.has(url.hostname);
+}
+
+/** Syntax-only checks (no network). */
+export function checkWebhookUrlSyntax(raw: string, opts: SsrfOptions): UrlCheck {
+  if (typeof raw !== "string" || raw.trim() === "") return refuse("The URL is empty.");
+  if (raw.length > MAX_URL_LENGTH) {
+    return refuse(`The URL is too long (maximum ${MAX_URL_LENGTH} characters).`);
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return refuse("The URL is not a valid absolute URL.");
+  }
+  if (url.href.length > MAX_URL_LENGTH) {
+    return refuse(`The URL is too long (maximum ${MAX_URL_LENGTH} characters).`);
+  }
+
+  const dev = isDevException(url, opts);
+  if (url.protocol !== "https:" && !(dev && url.protocol === "http:")) {
+    return refuse("The URL must use https.");
+  }
+  if (url.username !== "" || url.password !== "") {
+    return refuse("Userinfo (user:pass@) is not allowed in webhook URLs.");
+  }
+  if (dev) return { ok: true, url };
+
+  const portProblem = checkPort(url);
+  if (portProblem !== null) return refuse(portProblem);
+
+  const host = url.hostname;
+  if (host === "") return refuse("The URL has no host.");
+  if (isIpLiteral(host)) {
+    const why = describeNonPublicIp(host);
+    if (why !== null) {
+      return refuse(`The host is a non-public address: ${displayAddress(host)} (${why}).`);
+    }
+    return { ok: true, url };
+  }
+  const nameProblem = checkHostName(host);
+  if (nameProblem !== null) return refuse(nameProblem);
+  return { ok: true, url };
+}
+
+// ---------------------------------------------------------------------------------------------
+// DNS checks
+// ---------------------------------------------------------------------------------------------
+
+type DnsResult =
+  | { kind: "addresses"; addresses: string[] }
+  | { kind: "nxdomain" }
+  | { kind: "error"; reason: string };
+
+const DNS_TYPE_A = 1;
+const DNS_TYPE_AAAA = 28;
+const DNS_STATUS_NOERROR = 0;
+const DNS_STATUS_NXDOMAIN = 3;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+async function resolve(
+  host: string,
+  type: "A" | "AAAA",
+  resolverUrl: string,
+  signal: AbortSignal,
+): Promise<DnsResult> {
+  let query: URL;
+  try {
+    query = new URL(resolverUrl);
+  } catch {
+    return { kind: "error", reason: "The DNS resolver is misconfigured." };
+  }
+  query.searchParams.set("name", host);
+  query.searchParams.set("type", type);
+
+  let body: unknown;
+  try {
+    const res = await fetch(query.toString(), {
+      method: "GET",
+      headers: { accept: "application/dns-json" },
+      signal,
+    });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return { kind: "error", reason: `DNS resolution failed (resolver answered HTTP ${res.status}).` };
+    }
+    try {
+      body = await res.json();
+    } catch {
+      return { kind: "error", reason: "DNS resolution failed (unreadable resolver answer)." };
+    }
+  } catch (err) {
+    const name = err instanceof Error ? err.name : "";
+    if (name === "TimeoutError" || name === "AbortError") {
+      return { kind: "error", reason: "DNS resolution timed out." };
+    }
+    return { kind: "error", reason: "DNS resolution failed." };
+  }
+
+  if (!isRecord(body) || typeof body.Status !== "number") {
+    return { kind: "error", reason: "DNS resolution failed (unreadable resolver answer)." };
+  }
+  if (body.Status === DNS_STATUS_NXDOMAIN) return { kind: "nxdomain" };
+  if (body.Status !== DNS_STATUS_NOERROR) {
+    return { kind: "error", reason: `DNS resolution failed (DNS status ${body.Status}).` };
+  }
+  const answers = body.Answer === undefined ? [] : body.Answer;
+  if (!Array.isArray(answers)) {
+    return { kind: "error", reason: "DNS resolution failed (unreadable resolver answer)." };
+  }
+  const addresses: string[] = [];
+  for (const answer of answers) {
+    if (!isRecord(answer)) {
+      return { kind: "error", reason: "DNS resolution failed (unreadable resolver answer)." };
+    }
+    // CNAME (5) and anything else (DNSSEC records, ...) are ignored: the A/AAAA records at
+    // the end of the chain are what a connection would use.
+    if (answer.type !== DNS_TYPE_A && answer.type !== DNS_TYPE_AAAA) continue;
+    if (typeof answer.data !== "string") {
+      return { kind: "error", reason: "DNS resolution failed (unreadable resolver answer)." };
+    }
+    addresses.push(answer.data.trim());
+  }
+  return { kind: "addresses", addresses };
+}
+
+/** Syntax checks, then resolves the hostname over DoH and refuses it if ANY A/AAAA answer is not globally routable (or if resolution fails / returns no address). IP-literal hosts skip DNS. */
+export async function checkWebhookUrl(raw: string, opts: DnsOptions): Promise<UrlCheck> {
+  const syntax = checkWebhookUrlSyntax(raw, opts);
+  if (!syntax.ok) return syntax;
+  const { url } = syntax;
+  if (isDevException(url, opts) || isIpLiteral(url.hostname)) return syntax;
+
+  const host = url.hostname;
+  const signal = AbortSignal.timeout(DNS_TIMEOUT_MS);
+  const results = await Promise.all([
+    resolve(host, "A", opts.dohResolverUrl, signal),
+    resolve(host, "AAAA", opts.dohResolverUrl, signal),
+  ]);
+
+  const addresses: string[] = [];
+  for (const result of results) {
+    if (result.kind === "error") return refuse(`The host "${host}" could not be checked: ${result.reason}`);
+    if (result.kind === "addresses") addresses.push(...result.addresses);
+  }
+  for (const address of addresses) {
+    const why = describeNonPublicIp(address);
+    if (why !== null) {
+      return refuse(`The host resolves to a non-public address: ${displayAddress(address)} (${why}).`);
+    }
+  }
+  if (addresses.length === 0) {
+    const nx = results.every((r) => r.kind === "nxdomain");
+    return refuse(
+      nx
+        ? `The host "${host}" does not exist (DNS NXDOMAIN).`
+        : `The host "${host}" has no A or AAAA address.`,
+    );
+  }
+  return syntax;
+}
