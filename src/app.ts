@@ -13,7 +13,9 @@ import { channelNumberRoutes } from "./routes/channel-numbers";
 import { usageRoutes } from "./routes/usage";
 import { webhookRoutes } from "./routes/webhooks";
 import { messageRoutes } from "./routes/messages";
+import { sandboxRoutes } from "./routes/sandbox";
 import { docsRoutes } from "./routes/docs";
+import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
 import { adminApiKeyRoutes } from "./routes/admin/api-keys";
 import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
@@ -51,7 +53,8 @@ publicApi
   .route("/", channelNumberRoutes)
   .route("/", usageRoutes)
   .route("/", webhookRoutes)
-  .route("/", messageRoutes);
+  .route("/", messageRoutes)
+  .route("/", sandboxRoutes);
 
 /** The operator's admin API (`/admin/v1`), behind ADMIN_TOKEN; not part of the public document. */
 const adminApi = newRouter();
@@ -63,6 +66,7 @@ app.use("*", requestId);
 app.route("/api/v1", publicApi);
 app.route("/admin/v1", adminApi);
 app.route("/docs", docsRoutes);
+app.route("/upstream", upstreamWebhookRoutes);
 
 app.notFound((c) => c.json(errorBody("not_found", "No such route.", c.get("requestId")), 404));
 

@@ -1,17 +1,26 @@
 import { app } from "./app";
 import { consumeMessageCopies } from "./queue/message-copies";
 import type { MessageCopy } from "./domain/message";
+import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
+import type { WebhookQueueMessage } from "./domain/events";
 import { log } from "./lib/log";
+import { consumeUpstreamEvents } from "./queue/upstream-events";
 
 export { WorkspaceDurableObject } from "./durable-objects/workspace";
 export { ChannelNumberDurableObject } from "./durable-objects/channel-number";
 
 export default {
   fetch: app.fetch,
-  async queue(batch, env) {
+  async queue(batch, env, _ctx) {
     switch (batch.queue) {
       case "message-copies":
         return consumeMessageCopies(batch as MessageBatch<MessageCopy>, env);
+      case "webhook-deliveries":
+        return consumeWebhookDeliveries(batch as MessageBatch<WebhookQueueMessage>, env);
+      case "webhook-deliveries-dlq":
+        return consumeDeadWebhookDeliveries(batch as MessageBatch<WebhookQueueMessage>, env);
+      case "upstream-events":
+        return consumeUpstreamEvents(batch, env);
       default:
         log("warn", "message from an unknown queue acknowledged", { queue: batch.queue });
         batch.ackAll();

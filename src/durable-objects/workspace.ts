@@ -7,6 +7,10 @@ import type { Message, MessageCopy, MessageStatus } from "../domain/message";
 import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./workspace-config";
 import { channelNumberStub } from "./stubs";
 import { log } from "../lib/log";
+import { STATUS_RANK, isTerminal } from "../domain/message";
+import type { NormalizedError } from "../upstream/adapter";
+import type { MessageStatusData, WebhookEvent } from "../domain/events";
+import { createEventLogTable, eventsAbout, hasUnpublishedEvents, publishEvents, recordEvent } from "./event-log";
 
 /** How long an Idempotency-Key stays bound to its first send (documented: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -34,6 +38,22 @@ export type SendOutcome =
   | { kind: "forbidden" }
   | { kind: "quota_exceeded"; limit: number }
   | { kind: "rate_limited"; scope: "number" | "workspace"; retryAfterMs: number; rate: RateInfo };
+
+/** A change reported by the number's outbox or by the operator; applying it twice changes nothing. */
+export interface StatusUpdate {
+  jobId: string;
+  at: number;
+  status?: "processing" | "sent" | "failed";
+  upstreamMessageId?: string;
+  error?: NormalizedError;
+  deliveredAt?: number;
+  readAt?: number;
+}
+
+export interface StatusResult {
+  known: boolean;
+  status: MessageStatus | null;
+}
 
 export interface Usage {
   period: { start: string; end: string };
@@ -105,6 +125,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
           version INTEGER NOT NULL, copy_pending INTEGER NOT NULL DEFAULT 1);
         CREATE INDEX IF NOT EXISTS messages_copy_pending ON messages (copy_pending) WHERE copy_pending = 1;
       `);
+      createEventLogTable(this.sql);
       this.workspaceId = this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'workspace_id'").toArray()[0]?.v ?? null;
     });
   }
@@ -221,6 +242,74 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return row ? this.toMessage(row) : null;
   }
 
+  /**
+   * Moves a message forward. Status only ever advances (queued → processing →
+   * sent | failed; sent and failed are final), so duplicates and late or
+   * out-of-order reports are harmless. Delivery and read reports are kept as
+   * timestamps. Each effective change records one `message.status` event.
+   */
+  async applyStatus(update: StatusUpdate): Promise<StatusResult> {
+    const row = this.sql.exec<MessageRow>("SELECT * FROM messages WHERE id = ?", update.jobId).toArray()[0];
+    if (!row) return { known: false, status: null };
+
+    let status = row.status;
+    const reported = update.status ?? (update.deliveredAt !== undefined || update.readAt !== undefined ? "sent" : undefined);
+    if (reported && !isTerminal(row.status) && STATUS_RANK[reported] > STATUS_RANK[row.status]) status = reported;
+    const next = {
+      status,
+      upstream_message_id: row.upstream_message_id ?? update.upstreamMessageId ?? null,
+      processing_at: row.processing_at ?? (status !== "queued" ? update.at : null),
+      sent_at: row.sent_at ?? (status === "sent" ? update.at : null),
+      failed_at: row.failed_at ?? (status === "failed" ? update.at : null),
+      delivered_at: row.delivered_at ?? (status !== "failed" ? update.deliveredAt ?? null : null),
+      read_at: row.read_at ?? (status !== "failed" ? update.readAt ?? null : null),
+      error: status === "failed" && row.status !== "failed" ? update.error ?? null : null,
+    };
+    const statusChanged = status !== row.status;
+    const changed =
+      statusChanged ||
+      next.upstream_message_id !== row.upstream_message_id ||
+      next.delivered_at !== row.delivered_at ||
+      next.read_at !== row.read_at;
+    if (!changed) return { known: true, status: row.status };
+
+    const updatedAt = Math.max(update.at, row.updated_at);
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        `UPDATE messages SET status = ?, upstream_message_id = ?, processing_at = ?, sent_at = ?, failed_at = ?,
+           delivered_at = ?, read_at = ?, updated_at = ?, version = version + 1, copy_pending = 1,
+           error_code = COALESCE(?, error_code), error_message = COALESCE(?, error_message),
+           error_retriable = COALESCE(?, error_retriable), upstream_error_code = COALESCE(?, upstream_error_code)
+         WHERE id = ?`,
+        next.status,
+        next.upstream_message_id,
+        next.processing_at,
+        next.sent_at,
+        next.failed_at,
+        next.delivered_at,
+        next.read_at,
+        updatedAt,
+        next.error?.code ?? null,
+        next.error?.message ?? null,
+        next.error ? (next.error.retriable ? 1 : 0) : null,
+        next.error?.upstreamCode ?? null,
+        update.jobId,
+      );
+      // Delivery and read reports are announced too, with the status unchanged.
+      if (statusChanged || next.delivered_at !== row.delivered_at || next.read_at !== row.read_at) {
+        const fresh = this.sql.exec<MessageRow>("SELECT * FROM messages WHERE id = ?", update.jobId).toArray()[0]!;
+        recordEvent(this.sql, this.statusEvent(fresh, row.status), update.jobId);
+      }
+    });
+    await this.scheduleFlush();
+    return { known: true, status: next.status };
+  }
+
+  /** The events recorded about one message, oldest first. */
+  async eventsFor(jobId: string): Promise<WebhookEvent[]> {
+    return eventsAbout(this.sql, jobId);
+  }
+
   async usage(at: number = now()): Promise<Usage> {
     const period = monthPeriod(at);
     return { period: { start: period.start, end: period.end }, messagesUsed: this.usedIn(period.key) };
@@ -234,9 +323,10 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.sql.exec("DELETE FROM idempotency_keys WHERE created_at <= ?", now() - IDEMPOTENCY_TTL_MS);
     try {
+      await publishEvents(this.sql, this.env.WEBHOOK_QUEUE);
       await this.flushCopies();
     } catch (err) {
-      log("warn", "message copy flush failed; will retry", { error: String(err) });
+      log("warn", "publishing events or message copies failed; will retry", { error: String(err) });
       await this.ctx.storage.setAlarm(Date.now() + FLUSH_RETRY_MS);
       return;
     }
@@ -285,9 +375,34 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const oldestKey = this.sql
       .exec<{ created_at: number }>("SELECT created_at FROM idempotency_keys ORDER BY created_at LIMIT 1")
       .toArray()[0];
-    const pending = this.sql.exec("SELECT 1 FROM messages WHERE copy_pending = 1 LIMIT 1").toArray().length > 0;
+    const pending =
+      hasUnpublishedEvents(this.sql) || this.sql.exec("SELECT 1 FROM messages WHERE copy_pending = 1 LIMIT 1").toArray().length > 0;
     if (pending) await this.scheduleFlush();
     else if (oldestKey) await this.ctx.storage.setAlarm(Math.max(Date.now(), oldestKey.created_at + IDEMPOTENCY_TTL_MS) + 1_000);
+  }
+
+  private statusEvent(row: MessageRow, previous: MessageStatus): WebhookEvent {
+    const message = this.toMessage(row);
+    const data: MessageStatusData = {
+      messageId: row.id,
+      channelNumberId: row.channel_number_id,
+      to: row.recipient,
+      status: row.status,
+      previousStatus: previous,
+      upstreamMessageId: row.upstream_message_id,
+      error: message.error,
+      deliveredAt: message.deliveredAt,
+      readAt: message.readAt,
+      updatedAt: message.updatedAt,
+    };
+    return {
+      id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+      type: "message.status",
+      workspaceId: this.workspaceId ?? "",
+      channelNumberId: row.channel_number_id,
+      createdAt: new Date(now()).toISOString(),
+      data,
+    };
   }
 
   private toMessage(row: MessageRow): Message {

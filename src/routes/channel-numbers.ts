@@ -2,9 +2,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
 import { getConnectedNumber, listConnectedNumbers } from "../db/channel-numbers";
 import { ChannelNumber, toChannelNumberView } from "../domain/channel-number-view";
-import { notFound } from "../lib/errors";
+import { ApiError, notFound } from "../lib/errors";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
 import { UUID_PATTERN } from "../domain/job-id";
+import { channelNumberStub } from "../durable-objects/stubs";
 
 const NumbersList = z
   .object({ data: z.array(ChannelNumber), nextCursor: z.string().nullable() })
@@ -28,6 +29,27 @@ const get = createRoute({
   responses: { 200: jsonContent(ChannelNumber, "The number."), ...errorResponses(401, 404) },
 });
 
+const ContactWindow = z
+  .object({
+    phone: z.string(),
+    lastInboundAt: z.string().datetime().nullable().openapi({ description: "When this contact last wrote to the number." }),
+    windowExpiresAt: z.string().datetime().nullable().openapi({ description: "End of the 24-hour customer-service window." }),
+    windowOpen: z.boolean().openapi({ description: "Whether a free-form text sent now is inside the window." }),
+  })
+  .openapi("ContactWindow");
+
+const contact = createRoute({
+  method: "get",
+  path: "/channel-numbers/{id}/contacts/{phone}",
+  summary: "The customer-service window with one contact",
+  description:
+    "Extension: the operator only delivers free-form text within 24 hours of the contact's last message; outside it a send " +
+    "ends `failed` with `service_window_closed`.",
+  security: bearerSecurity,
+  request: { params: z.object({ id: z.string().openapi({ format: "uuid" }), phone: z.string().openapi({ example: "5511999998888" }) }) },
+  responses: { 200: jsonContent(ContactWindow, "The window."), ...errorResponses(400, 401, 404) },
+});
+
 export const channelNumberRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
@@ -40,4 +62,15 @@ export const channelNumberRoutes = newRouter()
     const row = UUID_PATTERN.test(id) ? await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id) : null;
     if (!row) throw notFound("Channel number");
     return c.json(toChannelNumberView(row), 200);
+  })
+  .openapi(contact, async (c) => {
+    const { id, phone } = c.req.valid("param");
+    const row = UUID_PATTERN.test(id) ? await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id) : null;
+    if (!row) throw notFound("Channel number");
+    if (!/^[1-9]\d{0,31}$/.test(phone)) {
+      throw new ApiError("invalid_request", "phone must be E.164 digits without '+'.", {
+        details: [{ path: "path.phone", rule: "e164", message: "Digits only, no leading '+' or 0." }],
+      });
+    }
+    return c.json(await channelNumberStub(c.env, row.id).contactWindow(phone), 200);
   });

@@ -13,7 +13,7 @@ import { ApiError, notFound } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
 import { seal } from "../../lib/secret-box";
 import { UUID_PATTERN } from "../../domain/job-id";
-import { workspaceStub } from "../../durable-objects/stubs";
+import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
 import { jsonBody } from "../../middleware/json-body";
 
 const Upstream = z.discriminatedUnion("type", [
@@ -121,5 +121,7 @@ export const adminChannelNumberRoutes = newRouter()
     const row = UUID_PATTERN.test(numberId) ? await disconnectNumber(c.env.DB, numberId, isoNow()) : null;
     if (!row) throw notFound("Channel number");
     await workspaceStub(c.env, row.workspace_id).invalidateConfig();
+    // Messages still queued on it fail with number_disconnected instead of leaving.
+    await channelNumberStub(c.env, row.id).invalidateNumber();
     return c.body(null, 204);
   });

@@ -1,0 +1,43 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
+import { getConnectedNumber } from "../db/channel-numbers";
+import { channelNumberStub } from "../durable-objects/stubs";
+import { ApiError, notFound } from "../lib/errors";
+import { now } from "../lib/clock";
+import { jsonBody } from "../middleware/json-body";
+
+const InjectInbound = z
+  .strictObject({
+    channelNumberId: z.string().uuid().openapi({ description: "A sandbox number of this workspace." }),
+    from: z.string().regex(/^[1-9]\d{0,31}$/, { error: "from must be E.164 digits without '+', for example 5511999998888." }),
+    text: z.strictObject({ body: z.string().min(1).max(4096) }),
+  })
+  .openapi("SandboxInboundRequest");
+
+const Injected = z.object({ messageId: z.string().uuid(), status: z.literal("received") }).openapi("SandboxInboundAccepted");
+
+const inject = createRoute({
+  method: "post",
+  path: "/sandbox/inbound",
+  summary: "Sandbox only: simulate a user writing to a sandbox number",
+  description:
+    "Extension for testing integrations: produces a `message.received` event exactly as a real inbound message would, " +
+    "and opens the recipient's 24-hour customer-service window. Refused (403) for numbers that are not sandbox numbers.",
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { body: { required: true, content: { "application/json": { schema: InjectInbound } } } },
+  responses: { 202: jsonContent(Injected, "Recorded; the event is on its way."), ...errorResponses(400, 401, 403, 404) },
+});
+
+export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
+  const body = c.req.valid("json");
+  const { workspaceId } = c.get("principal");
+  const number = await getConnectedNumber(c.env.DB, workspaceId, body.channelNumberId);
+  if (!number) throw notFound("Channel number");
+  if (number.upstream_type !== "sandbox") throw new ApiError("forbidden", "Inbound messages can only be injected on sandbox numbers.");
+  const at = now();
+  const [messageId] = await channelNumberStub(c.env, number.id).receiveInbound(workspaceId, number.id, [
+    { upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`, from: body.from, type: "text", text: body.text.body, content: null, at },
+  ]);
+  return c.json({ messageId: messageId!, status: "received" as const }, 202);
+});

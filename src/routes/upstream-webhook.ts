@@ -1,0 +1,41 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../context";
+import { ApiError } from "../lib/errors";
+import { hmacSha256, timingSafeEqualStrings, toHex } from "../lib/crypto";
+import { log } from "../lib/log";
+
+const MAX_PAYLOAD_BYTES = 1024 * 1024;
+
+/**
+ * The operator's webhooks (outside /api/v1, no API key). POSTs are verified
+ * against the raw bytes, acknowledged at once and processed from a queue, so
+ * the operator never waits on us and a processing failure is retried.
+ */
+export const upstreamWebhookRoutes = new Hono<AppEnv>()
+  .get("/cloud/webhook", async (c) => {
+    const mode = c.req.query("hub.mode");
+    const token = c.req.query("hub.verify_token") ?? "";
+    const challenge = c.req.query("hub.challenge") ?? "";
+    if (mode === "subscribe" && c.env.UPSTREAM_VERIFY_TOKEN && (await timingSafeEqualStrings(token, c.env.UPSTREAM_VERIFY_TOKEN))) {
+      return c.text(challenge, 200);
+    }
+    throw new ApiError("forbidden", "Verification failed.");
+  })
+  .post("/cloud/webhook", async (c) => {
+    const raw = new Uint8Array(await c.req.arrayBuffer());
+    if (raw.byteLength > MAX_PAYLOAD_BYTES) throw new ApiError("invalid_request", "Payload too large.");
+    const header = c.req.header("x-hub-signature-256") ?? "";
+    const expected = `sha256=${toHex(await hmacSha256(c.env.UPSTREAM_APP_SECRET, raw))}`;
+    if (!header || !(await timingSafeEqualStrings(header, expected))) {
+      throw new ApiError("unauthorized", "Missing or invalid X-Hub-Signature-256.");
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(new TextDecoder().decode(raw));
+    } catch {
+      throw new ApiError("invalid_request", "The payload is not JSON.");
+    }
+    await c.env.UPSTREAM_EVENT_QUEUE.send(payload);
+    log("info", "operator webhook accepted", { requestId: c.get("requestId") });
+    return c.text("EVENT_RECEIVED", 200);
+  });
