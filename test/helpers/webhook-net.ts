@@ -7,7 +7,7 @@ export interface Seen {
   method: string;
   headers: Record<string, string>;
   body: string;
-  redirect: RequestRedirect | undefined;
+  redirect: RequestInit["redirect"];
 }
 
 export type Receiver = (req: Seen, signal: AbortSignal | undefined) => Response | Promise<Response>;

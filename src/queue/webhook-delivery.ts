@@ -1,0 +1,249 @@
+import { envelopeOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
+import {
+  insertDeadDeliveryStatement,
+  insertDeliveryStatement,
+  markWebhookFailingStatement,
+  markWebhookHealthyStatement,
+  upsertEventStatement,
+  webhooksForNumbers,
+  type DeliveryOutcome,
+  type WebhookEventRow,
+  type WebhookEventState,
+  type WebhookRow,
+} from "../db/webhooks";
+import { now } from "../lib/clock";
+import { log } from "../lib/log";
+import { open } from "../lib/secret-box";
+import { checkWebhookUrl, type UrlCheck } from "../webhooks/ssrf";
+import { signatureHeaders } from "../webhooks/signature";
+
+/**
+ * Delay before the next attempt after attempt N (`message.attempts`) failed:
+ * at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. Eight retries match
+ * `max_retries = 8` in wrangler.toml: when the ninth attempt fails, the queue
+ * moves the message to the dead-letter queue.
+ */
+export const RETRY_DELAYS_SECONDS = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36_000] as const;
+
+/** A webhook whose failures have lasted longer than this is disabled. */
+export const DISABLE_AFTER_MS = 72 * 60 * 60 * 1000;
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const MAX_ERROR_CHARS = 500;
+const USER_AGENT = "messaging-gateway-webhooks/1";
+
+export function retryDelaySeconds(attempts: number): number {
+  const index = Math.min(Math.max(attempts, 1), RETRY_DELAYS_SECONDS.length) - 1;
+  return RETRY_DELAYS_SECONDS[index] ?? RETRY_DELAYS_SECONDS[7];
+}
+
+interface Attempt {
+  outcome: Exclude<DeliveryOutcome, "dead">;
+  attemptedAt: string;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+}
+
+type Result = { kind: "no_webhook" } | { kind: "attempted"; webhook: WebhookRow; attempt: Attempt };
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const clip = (text: string): string => (text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text);
+
+function timeoutOf(env: Env): number {
+  const ms = Number(env.WEBHOOK_TIMEOUT_MS);
+  return Number.isFinite(ms) && ms > 0 ? ms : DEFAULT_TIMEOUT_MS;
+}
+
+function eventRow(event: WebhookEvent, state: WebhookEventState): WebhookEventRow {
+  return {
+    id: event.id,
+    workspace_id: event.workspaceId,
+    channel_number_id: event.channelNumberId,
+    type: event.type,
+    payload: JSON.stringify(event),
+    created_at: event.createdAt,
+    state,
+  };
+}
+
+/** One signed POST of the event to the webhook's URL; never throws. */
+async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret: Promise<string>, env: Env): Promise<Attempt> {
+  const startedAt = now();
+  const failure = (outcome: Attempt["outcome"], error: string, statusCode: number | null = null, latencyMs: number | null = null): Attempt => ({
+    outcome,
+    attemptedAt: iso(startedAt),
+    statusCode,
+    latencyMs,
+    error: clip(error),
+  });
+
+  // DNS may have changed since the URL was accepted: check it again, every attempt.
+  let check: UrlCheck;
+  try {
+    check = await checkWebhookUrl(webhook.url, {
+      allowInsecure: env.ALLOW_INSECURE_WEBHOOK_URLS === "true",
+      dohResolverUrl: env.DOH_RESOLVER_URL,
+    });
+  } catch (err) {
+    return failure("failed", `Could not check the URL's host: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (!check.ok) return failure("refused", `URL refused: ${check.reason}`);
+
+  const body = JSON.stringify(envelopeOf(event));
+  let headers: Record<string, string>;
+  try {
+    headers = {
+      "content-type": "application/json",
+      "user-agent": USER_AGENT,
+      ...(await signatureHeaders(await secret, event.id, Math.floor(now() / 1000), body)),
+    };
+  } catch (err) {
+    log("error", "webhook secret could not be opened", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
+    return failure("failed", "Internal error while signing the event; it will be retried.");
+  }
+  const timeoutMs = timeoutOf(env);
+  const sent = now();
+  try {
+    const res = await fetch(check.url.href, {
+      method: "POST",
+      headers,
+      body,
+      // A redirect could point anywhere, including inside a network: never follow it.
+      redirect: "manual",
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const latencyMs = now() - sent;
+    await res.body?.cancel();
+    if (res.status >= 200 && res.status < 300) {
+      return { outcome: "delivered", attemptedAt: iso(startedAt), statusCode: res.status, latencyMs, error: null };
+    }
+    const location = res.headers.get("location");
+    const error =
+      res.status >= 300 && res.status < 400
+        ? `Redirect (HTTP ${res.status}${location ? ` to ${location}` : ""}) not followed: answer with a 2xx.`
+        : `HTTP ${res.status}: the endpoint did not answer with a 2xx.`;
+    return failure("failed", error, res.status, latencyMs);
+  } catch (err) {
+    const latencyMs = now() - sent;
+    const name = err instanceof Error ? err.name : "";
+    if (name === "TimeoutError" || name === "AbortError") return failure("failed", `Timed out after ${timeoutMs} ms.`, null, latencyMs);
+    return failure("failed", `Network error: ${err instanceof Error ? err.message : String(err)}`, null, latencyMs);
+  }
+}
+
+/**
+ * Consumer of `webhook-deliveries`: one signed attempt per message, all of the
+ * batch in parallel, then every record of the batch (event rows, attempts and
+ * webhook health) in one D1 batch. Failures are retried on the schedule of
+ * RETRY_DELAYS_SECONDS; events whose number has no enabled webhook are acked
+ * and kept as `no_webhook` (they can be replayed once the webhook is set).
+ */
+export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
+  const events = batch.messages.map((m) => m.body.event);
+  const webhooks = new Map(
+    (await webhooksForNumbers(env.DB, [...new Set(events.map((e) => e.channelNumberId))])).map((w) => [w.channel_number_id, w]),
+  );
+  const secrets = new Map<string, Promise<string>>();
+  const secretOf = (w: WebhookRow): Promise<string> => {
+    let s = secrets.get(w.id);
+    if (!s) secrets.set(w.id, (s = open(env.CREDENTIALS_ENCRYPTION_KEY, w.sealed_secret)));
+    return s;
+  };
+
+  const results = await Promise.all(
+    events.map(async (event): Promise<Result> => {
+      const webhook = webhooks.get(event.channelNumberId);
+      if (!webhook || webhook.status !== "enabled" || webhook.workspace_id !== event.workspaceId) return { kind: "no_webhook" };
+      return { kind: "attempted", webhook, attempt: await attemptDelivery(event, webhook, secretOf(webhook), env) };
+    }),
+  );
+
+  const at = now();
+  const disableBefore = iso(at - DISABLE_AFTER_MS);
+  const statements: D1PreparedStatement[] = [];
+  batch.messages.forEach((message, i) => {
+    const event = events[i]!;
+    const result = results[i]!;
+    if (result.kind === "no_webhook") {
+      statements.push(upsertEventStatement(env.DB, eventRow(event, "no_webhook")));
+      return;
+    }
+    const { webhook, attempt } = result;
+    const delivered = attempt.outcome === "delivered";
+    statements.push(
+      upsertEventStatement(env.DB, eventRow(event, delivered ? "delivered" : "pending")),
+      insertDeliveryStatement(env.DB, {
+        id: crypto.randomUUID(),
+        webhook_id: webhook.id,
+        event_id: event.id,
+        attempt: message.attempts,
+        attempted_at: attempt.attemptedAt,
+        status_code: attempt.statusCode,
+        latency_ms: attempt.latencyMs,
+        error: attempt.error,
+        outcome: attempt.outcome,
+      }),
+      delivered ? markWebhookHealthyStatement(env.DB, webhook) : markWebhookFailingStatement(env.DB, webhook, iso(at), disableBefore),
+    );
+  });
+
+  try {
+    await env.DB.batch(statements);
+  } catch (err) {
+    // The customer-facing outcome already happened; retrying a delivered event
+    // because its log row was lost would only duplicate it. Log and go on.
+    log("error", "webhook delivery log write failed", {
+      queue: batch.queue,
+      events: events.map((e) => e.id).join(","),
+      detail: err instanceof Error ? err.message : String(err),
+    });
+  }
+
+  batch.messages.forEach((message, i) => {
+    const result = results[i]!;
+    if (result.kind === "no_webhook") {
+      log("info", "webhook event without an enabled webhook", { eventId: events[i]!.id, channelNumberId: events[i]!.channelNumberId });
+      message.ack();
+    } else if (result.attempt.outcome === "delivered") {
+      message.ack();
+    } else {
+      const delaySeconds = retryDelaySeconds(message.attempts);
+      log("warn", "webhook delivery failed", {
+        eventId: events[i]!.id,
+        webhookId: result.webhook.id,
+        attempt: message.attempts,
+        outcome: result.attempt.outcome,
+        statusCode: result.attempt.statusCode,
+        retryInSeconds: delaySeconds,
+      });
+      message.retry({ delaySeconds });
+    }
+  });
+}
+
+/**
+ * Consumer of `webhook-deliveries-dlq`: events whose retries ran out. Marks
+ * each event `dead` (unless some attempt delivered it) and adds a `dead` row to
+ * its webhook's delivery log, in one D1 batch.
+ */
+export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
+  const at = iso(now());
+  const statements = batch.messages.flatMap(({ body: { event } }) => [
+    upsertEventStatement(env.DB, eventRow(event, "dead")),
+    insertDeadDeliveryStatement(env.DB, {
+      id: crypto.randomUUID(),
+      eventId: event.id,
+      channelNumberId: event.channelNumberId,
+      at,
+      error: "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.",
+    }),
+  ]);
+  try {
+    await env.DB.batch(statements);
+    batch.ackAll();
+  } catch (err) {
+    log("error", "dead webhook events could not be recorded", { detail: err instanceof Error ? err.message : String(err) });
+    batch.retryAll({ delaySeconds: 30 });
+  }
+}

@@ -1,0 +1,497 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { Webhook, WebhookVerificationError } from "standardwebhooks";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import worker from "../src/index";
+import type { WebhookEvent, WebhookQueueMessage } from "../src/domain/events";
+import { api, expectError, json } from "./helpers/http";
+import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
+import { answers, hangs, mockNetwork, type Network, type Seen } from "./helpers/webhook-net";
+
+const SCHEDULE = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
+const HOUR = 3_600_000;
+const PUBLIC_V4 = "93.184.216.34";
+
+let net: Network;
+let hostSeq = 0;
+
+beforeEach(() => {
+  net = mockNetwork();
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+  net.restore();
+  expect(net.unhandled).toEqual([]);
+});
+
+/** A fresh public host name, resolved by the mocked DoH resolver. */
+function newHost(): string {
+  const host = `r${++hostSeq}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
+  net.dns.set(host, [PUBLIC_V4]);
+  return host;
+}
+
+interface Configured {
+  tenant: Tenant;
+  webhookId: string;
+  secret: string;
+  url: string;
+}
+
+async function configure(tenant: Tenant, numberId = tenant.numberId, url = `https://${newHost()}/hook`): Promise<Configured> {
+  const res = await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: numberId, url } });
+  if (res.status !== 201) throw new Error(`configure: ${res.status} ${await res.text()}`);
+  const body = await json<{ id: string; secret: string; url: string }>(res);
+  return { tenant, webhookId: body.id, secret: body.secret, url: body.url };
+}
+
+async function setUp(): Promise<Configured> {
+  return configure(await createTenant());
+}
+
+function statusEvent(tenant: Tenant, numberId = tenant.numberId): WebhookEvent {
+  const at = new Date().toISOString();
+  return {
+    id: crypto.randomUUID(),
+    type: "message.status",
+    workspaceId: tenant.workspaceId,
+    channelNumberId: numberId,
+    createdAt: at,
+    data: {
+      messageId: crypto.randomUUID(),
+      channelNumberId: numberId,
+      to: "5511999998888",
+      status: "sent",
+      previousStatus: "processing",
+      upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjQ",
+      error: null,
+      deliveredAt: null,
+      readAt: null,
+      updatedAt: at,
+    },
+  };
+}
+
+/**
+ * Runs the Worker's real queue handler on one batch, as the Queues runtime
+ * would, and returns what it acked and retried. The plugin's queue result does
+ * not keep `delaySeconds`, so each message's `retry` is observed (and still runs).
+ */
+async function runQueue(queue: string, items: { event: WebhookEvent; attempts?: number }[], workerEnv: Env = env) {
+  const batch = createMessageBatch<WebhookQueueMessage>(
+    queue,
+    items.map(({ event, attempts = 1 }, i) => ({ id: `msg-${i}-${event.id}`, timestamp: new Date(), attempts, body: { event } })),
+  );
+  const retries = batch.messages.map((m) => vi.spyOn(m, "retry"));
+  const ctx = createExecutionContext();
+  await worker.queue(batch, workerEnv, ctx);
+  const result = await getQueueResult(batch, ctx);
+  const acked = (i: number) => result.ackAll || result.explicitAcks.includes(batch.messages[i]!.id);
+  const delayOf = (i: number): number | undefined => {
+    const call = retries[i]!.mock.calls[0];
+    return call ? (call[0]?.delaySeconds ?? 0) : undefined;
+  };
+  return { result, acked, delayOf, retried: (i: number) => result.retryMessages.some((r) => r.msgId === batch.messages[i]!.id) };
+}
+
+/** Runs one message through the consumer with `attempts` as the queue would count it. */
+const deliver = (event: WebhookEvent, attempts = 1, workerEnv: Env = env) => runQueue("webhook-deliveries", [{ event, attempts }], workerEnv);
+
+interface DeliveryView {
+  id: string;
+  eventId: string;
+  eventType: string | null;
+  attempt: number;
+  attemptedAt: string;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+  outcome: string;
+}
+
+async function deliveryLog(c: Configured, query = ""): Promise<{ data: DeliveryView[]; nextCursor: string | null }> {
+  const res = await api(`/webhooks/${c.webhookId}/deliveries${query}`, c.tenant.key);
+  expect(res.status).toBe(200);
+  return json(res);
+}
+
+const eventState = async (id: string) =>
+  (await env.DB.prepare("SELECT state FROM webhook_events WHERE id = ?").bind(id).first<{ state: string }>())?.state;
+
+async function webhookView(c: Configured) {
+  const list = await json<{ data: { id: string; status: string; failingSince: string | null; disabledAt: string | null }[] }>(
+    await api("/webhooks", c.tenant.key),
+  );
+  return list.data.find((w) => w.id === c.webhookId)!;
+}
+
+/** What a customer does with each request: verify it with a Standard Webhooks library. */
+const verify = (secret: string, seen: Seen) => new Webhook(secret).verify(seen.body, seen.headers);
+
+const envelope = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });
+
+function freezeClock(at: number): void {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(at);
+}
+
+describe("webhook delivery", () => {
+  it("a 200 is one signed delivery that a Standard Webhooks library verifies", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, answers(200));
+    const event = statusEvent(c.tenant);
+
+    const run = await deliver(event);
+    expect(run.acked(0)).toBe(true);
+    expect(run.retried(0)).toBe(false);
+
+    expect(net.seen).toHaveLength(1);
+    const req = net.seen[0]!;
+    expect(req).toMatchObject({ method: "POST", url: c.url, redirect: "manual" });
+    expect(req.headers["content-type"]).toBe("application/json");
+    expect(req.headers["webhook-id"]).toBe(event.id);
+    expect(Number(req.headers["webhook-timestamp"])).toBeCloseTo(Date.now() / 1000, -1);
+    expect(req.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(verify(c.secret, req)).toEqual(envelope(event));
+    expect(JSON.parse(req.body)).toEqual(envelope(event));
+
+    const log = await deliveryLog(c);
+    expect(log.data).toHaveLength(1);
+    expect(log.data[0]).toMatchObject({ eventId: event.id, eventType: "message.status", attempt: 1, statusCode: 200, error: null, outcome: "delivered" });
+    expect(log.data[0]!.latencyMs).toBeGreaterThanOrEqual(0);
+    expect(await eventState(event.id)).toBe("delivered");
+  });
+
+  it("500, 500, 200: three attempts with the same webhook-id, retried at once then after 5 s, then delivered", async () => {
+    const start = Date.UTC(2036, 0, 1, 12);
+    freezeClock(start);
+    const c = await setUp();
+    net.receivers.set(c.url, answers(500, 500, 200));
+    const event = statusEvent(c.tenant);
+
+    const first = await deliver(event, 1);
+    expect(first.retried(0)).toBe(true);
+    expect(first.delayOf(0)).toBe(0);
+    expect(await eventState(event.id)).toBe("pending");
+
+    vi.setSystemTime(start + 1_000);
+    const second = await deliver(event, 2);
+    expect(second.retried(0)).toBe(true);
+    expect(second.delayOf(0)).toBe(5);
+
+    vi.setSystemTime(start + 7_000);
+    const third = await deliver(event, 3);
+    expect(third.acked(0)).toBe(true);
+    expect(third.retried(0)).toBe(false);
+
+    expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual([event.id, event.id, event.id]);
+    // Each attempt is signed for its own time.
+    expect(net.seen.map((s) => s.headers["webhook-timestamp"])).toEqual(
+      [start, start + 1_000, start + 7_000].map((ms) => String(Math.floor(ms / 1000))),
+    );
+    for (const seen of net.seen) expect(verify(c.secret, seen)).toEqual(envelope(event));
+
+    const log = await deliveryLog(c);
+    expect(log.data.map((d) => [d.attempt, d.outcome, d.statusCode])).toEqual([
+      [3, "delivered", 200],
+      [2, "failed", 500],
+      [1, "failed", 500],
+    ]);
+    expect(log.data[1]!.error).toMatch(/HTTP 500/);
+    expect(await eventState(event.id)).toBe("delivered");
+    // The success ended the failure streak.
+    expect((await webhookView(c)).failingSince).toBeNull();
+  });
+
+  it("a receiver that never answers times out (WEBHOOK_TIMEOUT_MS) and is retried", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, hangs);
+    const event = statusEvent(c.tenant);
+
+    const started = performance.now();
+    const run = await deliver(event, 1, { ...env, WEBHOOK_TIMEOUT_MS: "50" });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(run.retried(0)).toBe(true);
+    expect(run.delayOf(0)).toBe(0);
+
+    const [row] = (await deliveryLog(c)).data;
+    expect(row).toMatchObject({ attempt: 1, outcome: "failed", statusCode: null, error: "Timed out after 50 ms." });
+  });
+
+  it("a 301 to the metadata address is a failure and the redirect is not followed", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, () => new Response(null, { status: 301, headers: { location: "http://169.254.169.254/latest/meta-data/" } }));
+    const event = statusEvent(c.tenant);
+
+    const run = await deliver(event);
+    expect(run.retried(0)).toBe(true);
+    // Exactly one request, made with redirect "manual"; nothing went to the Location.
+    expect(net.seen).toHaveLength(1);
+    expect(net.seen[0]!.redirect).toBe("manual");
+
+    const [row] = (await deliveryLog(c)).data;
+    expect(row).toMatchObject({ outcome: "failed", statusCode: 301 });
+    expect(row!.error).toMatch(/Redirect \(HTTP 301 to http:\/\/169\.254\.169\.254\/latest\/meta-data\/\) not followed/);
+  });
+
+  it("always 500: retries follow the schedule for attempts 1..8, and the dead-letter consumer marks the event dead", async () => {
+    const start = Date.UTC(2036, 1, 1, 12);
+    freezeClock(start);
+    const c = await setUp();
+    net.receivers.set(c.url, answers(500));
+    const event = statusEvent(c.tenant);
+
+    const delays: (number | undefined)[] = [];
+    let at = start;
+    for (let attempts = 1; attempts <= 9; attempts++) {
+      vi.setSystemTime(at);
+      const run = await deliver(event, attempts);
+      expect(run.acked(0)).toBe(false);
+      expect(run.retried(0)).toBe(true);
+      delays.push(run.delayOf(0));
+      at += (run.delayOf(0) ?? 0) * 1000 + 1_000;
+    }
+    expect(delays.slice(0, 8)).toEqual(SCHEDULE);
+    // The ninth failure is retried too: max_retries = 8 makes the queue dead-letter it.
+    expect(delays[8]).toBeDefined();
+    expect(net.seen).toHaveLength(9);
+    expect(new Set(net.seen.map((s) => s.headers["webhook-id"]))).toEqual(new Set([event.id]));
+    expect(await eventState(event.id)).toBe("pending");
+
+    vi.setSystemTime(at);
+    const dead = await runQueue("webhook-deliveries-dlq", [{ event }]);
+    expect(dead.result.ackAll).toBe(true);
+    expect(await eventState(event.id)).toBe("dead");
+
+    const log = await deliveryLog(c, "?limit=100");
+    expect(log.data).toHaveLength(10);
+    expect(log.data[0]).toMatchObject({ eventId: event.id, attempt: 9, outcome: "dead", statusCode: null });
+    expect(log.data[0]!.error).toMatch(/Retries exhausted/);
+    expect(log.data.slice(1).map((d) => d.attempt)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1]);
+    // About 28 hours of failures: not yet the 3 days that disable a webhook.
+    expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: new Date(start).toISOString() });
+  });
+
+  it("a host that turned private after configuration is refused at delivery, recorded, and retried; the receiver is never called", async () => {
+    const c = await setUp();
+    const host = new URL(c.url).hostname;
+    net.receivers.set(c.url, answers(200));
+    net.dns.set(host, [PUBLIC_V4, "192.168.1.20"]);
+    const event = statusEvent(c.tenant);
+
+    const run = await deliver(event);
+    expect(run.retried(0)).toBe(true);
+    expect(run.delayOf(0)).toBe(0);
+    expect(net.seen).toEqual([]);
+
+    const [row] = (await deliveryLog(c)).data;
+    expect(row).toMatchObject({ outcome: "refused", statusCode: null, latencyMs: null });
+    expect(row!.error).toBe("URL refused: The host resolves to a non-public address: 192.168.1.20 (private network).");
+    expect((await webhookView(c)).failingSince).not.toBeNull();
+  });
+
+  it("after a replace, events go to the new URL signed with the new secret only", async () => {
+    const tenant = await createTenant();
+    const old = await configure(tenant);
+    const replaced = await configure(tenant);
+    expect(replaced.webhookId).toBe(old.webhookId);
+    net.receivers.set(old.url, answers(200));
+    net.receivers.set(replaced.url, answers(200));
+    const event = statusEvent(tenant);
+
+    await deliver(event);
+    expect(net.seen.map((s) => s.url)).toEqual([replaced.url]);
+    expect(verify(replaced.secret, net.seen[0]!)).toEqual(envelope(event));
+    expect(() => verify(old.secret, net.seen[0]!)).toThrow(WebhookVerificationError);
+  });
+
+  it("an event for a number without a webhook is acked and kept as no_webhook", async () => {
+    const tenant = await createTenant();
+    const event = statusEvent(tenant);
+    const run = await deliver(event);
+    expect(run.acked(0)).toBe(true);
+    expect(net.seen).toEqual([]);
+    expect(await eventState(event.id)).toBe("no_webhook");
+  });
+
+  it("a mixed batch is handled message by message and recorded with one D1 batch", async () => {
+    const ok = await setUp();
+    const failing = await setUp();
+    const bare = await createTenant();
+    net.receivers.set(ok.url, answers(200));
+    net.receivers.set(failing.url, answers(503));
+    const events = [statusEvent(ok.tenant), statusEvent(failing.tenant), statusEvent(bare)];
+
+    const batchSpy = vi.spyOn(env.DB, "batch");
+    try {
+      const run = await runQueue("webhook-deliveries", events.map((event) => ({ event, attempts: 3 })));
+      expect(run.acked(0)).toBe(true);
+      expect(run.retried(1)).toBe(true);
+      expect(run.delayOf(1)).toBe(300);
+      expect(run.acked(2)).toBe(true);
+      expect(batchSpy).toHaveBeenCalledTimes(1);
+    } finally {
+      batchSpy.mockRestore();
+    }
+    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["delivered", "pending", "no_webhook"]);
+  });
+
+  it("events of another workspace are never delivered to this webhook", async () => {
+    const c = await setUp();
+    const intruder = await createTenant();
+    net.receivers.set(c.url, answers(200));
+    // A producer bug: the event claims this number but another workspace.
+    const event = { ...statusEvent(c.tenant), workspaceId: intruder.workspaceId };
+    const run = await deliver(event);
+    expect(run.acked(0)).toBe(true);
+    expect(net.seen).toEqual([]);
+  });
+});
+
+describe("disabling a webhook that keeps failing", () => {
+  it("failures lasting more than 72 hours disable it; GET /webhooks shows it; later events are not sent", async () => {
+    const t0 = Date.UTC(2036, 2, 1, 0);
+    freezeClock(t0);
+    const c = await setUp();
+    net.receivers.set(c.url, answers(500));
+
+    await deliver(statusEvent(c.tenant));
+    expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: new Date(t0).toISOString(), disabledAt: null });
+
+    vi.setSystemTime(t0 + 72 * HOUR);
+    await deliver(statusEvent(c.tenant));
+    expect((await webhookView(c)).status).toBe("enabled");
+
+    const disabledAt = t0 + 72 * HOUR + 1;
+    vi.setSystemTime(disabledAt);
+    await deliver(statusEvent(c.tenant));
+    expect(await webhookView(c)).toMatchObject({
+      status: "disabled",
+      failingSince: new Date(t0).toISOString(),
+      disabledAt: new Date(disabledAt).toISOString(),
+    });
+
+    vi.setSystemTime(disabledAt + HOUR);
+    const later = statusEvent(c.tenant);
+    const run = await deliver(later);
+    expect(run.acked(0)).toBe(true);
+    expect(net.seen).toHaveLength(3);
+    expect(await eventState(later.id)).toBe("no_webhook");
+
+    // Test events and replays are refused while it is disabled.
+    const err = await expectError(await api(`/webhooks/${c.webhookId}/test`, c.tenant.key, { method: "POST" }), 400, "invalid_request");
+    expect(err.error.details?.[0]?.rule).toBe("webhook_disabled");
+
+    // Configuring it again re-enables it with a clean record.
+    const again = await configure(c.tenant, c.tenant.numberId, c.url);
+    expect(again.webhookId).toBe(c.webhookId);
+    expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: null, disabledAt: null });
+  });
+
+  it("any success resets the failure streak", async () => {
+    const t0 = Date.UTC(2036, 3, 1, 0);
+    freezeClock(t0);
+    const c = await setUp();
+    net.receivers.set(c.url, answers(500, 200, 500));
+
+    await deliver(statusEvent(c.tenant));
+    vi.setSystemTime(t0 + 48 * HOUR);
+    await deliver(statusEvent(c.tenant));
+    expect((await webhookView(c)).failingSince).toBeNull();
+
+    vi.setSystemTime(t0 + 80 * HOUR);
+    await deliver(statusEvent(c.tenant));
+    expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: new Date(t0 + 80 * HOUR).toISOString() });
+  });
+});
+
+describe("delivery log, replay and test events", () => {
+  it("lists attempts newest first, with cursor pagination", async () => {
+    const start = Date.UTC(2036, 4, 1, 0);
+    freezeClock(start);
+    const c = await setUp();
+    net.receivers.set(c.url, answers(500, 500, 200, 404, 200));
+    const a = statusEvent(c.tenant);
+    const b = statusEvent(c.tenant);
+    const steps: [WebhookEvent, number][] = [[a, 1], [a, 2], [a, 3], [b, 1], [b, 2]];
+    for (const [i, [event, attempts]] of steps.entries()) {
+      vi.setSystemTime(start + i * 60_000);
+      await deliver(event, attempts);
+    }
+
+    const pages: DeliveryView[][] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { data: DeliveryView[]; nextCursor: string | null } = await deliveryLog(c, `?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      pages.push(page.data);
+      cursor = page.nextCursor;
+    } while (cursor);
+
+    expect(pages.map((p) => p.length)).toEqual([2, 2, 1]);
+    const all = pages.flat();
+    expect(all.map((d) => [d.eventId, d.attempt, d.outcome, d.statusCode])).toEqual([
+      [b.id, 2, "delivered", 200],
+      [b.id, 1, "failed", 404],
+      [a.id, 3, "delivered", 200],
+      [a.id, 2, "failed", 500],
+      [a.id, 1, "failed", 500],
+    ]);
+    expect(all.map((d) => d.attemptedAt)).toEqual([4, 3, 2, 1, 0].map((i) => new Date(start + i * 60_000).toISOString()));
+
+    await expectError(await api(`/webhooks/${c.webhookId}/deliveries?cursor=garbage`, c.tenant.key), 400, "invalid_request");
+    await expectError(await api(`/webhooks/${c.webhookId}/deliveries?limit=0`, c.tenant.key), 400, "invalid_request");
+  });
+
+  it("replay re-delivers the stored event through the queue with the same webhook-id", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, answers(200));
+    const event = statusEvent(c.tenant);
+    await deliver(event);
+    expect(net.seen).toHaveLength(1);
+
+    const res = await api(`/webhooks/${c.webhookId}/deliveries/${event.id}/replay`, c.tenant.key, { method: "POST" });
+    expect(res.status).toBe(202);
+    expect(await json(res)).toEqual({ eventId: event.id, status: "queued" });
+
+    // The real queue hands the message to the Worker's consumer.
+    await vi.waitFor(() => expect(net.seen).toHaveLength(2), { timeout: 15_000, interval: 100 });
+    const replayed = net.seen[1]!;
+    expect(replayed.headers["webhook-id"]).toBe(event.id);
+    expect(replayed.body).toBe(net.seen[0]!.body);
+    expect(verify(c.secret, replayed)).toEqual(envelope(event));
+    await vi.waitFor(async () => expect((await deliveryLog(c)).data).toHaveLength(2), { timeout: 5_000, interval: 100 });
+  });
+
+  it("a test event arrives signed, with the returned event id as webhook-id", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, answers(204));
+
+    const res = await api(`/webhooks/${c.webhookId}/test`, c.tenant.key, { method: "POST" });
+    expect(res.status).toBe(202);
+    const { eventId } = await json<{ eventId: string }>(res);
+
+    await vi.waitFor(() => expect(net.seen).toHaveLength(1), { timeout: 15_000, interval: 100 });
+    const seen = net.seen[0]!;
+    expect(seen.headers["webhook-id"]).toBe(eventId);
+    const payload = verify(c.secret, seen) as { type: string; timestamp: string; data: { message: string } };
+    expect(payload.type).toBe("webhook.test");
+    expect(payload.data.message).toMatch(/test event/);
+    expect(Date.parse(payload.timestamp)).not.toBeNaN();
+
+    await vi.waitFor(
+      async () => expect((await deliveryLog(c)).data[0]).toMatchObject({ eventId, eventType: "webhook.test", outcome: "delivered", statusCode: 204 }),
+      { timeout: 5_000, interval: 100 },
+    );
+  });
+
+  it("a second number's webhook has its own log", async () => {
+    const tenant = await createTenant();
+    const first = await configure(tenant);
+    const second = await configure(tenant, await connectSandboxNumber(tenant.workspaceId, "15550003001"));
+    net.receivers.set(first.url, answers(200));
+    await deliver(statusEvent(tenant));
+    expect((await deliveryLog(first)).data).toHaveLength(1);
+    expect((await deliveryLog(second)).data).toEqual([]);
+  });
+});
