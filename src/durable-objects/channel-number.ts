@@ -333,6 +333,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         this.queueStatus(row.workspace_id, update);
       });
     }
+    try {
+      await this.flushStatusOutbox();
+    } catch (err) {
+      log("warn", "status flush failed; the alarm retries it", { error: String(err) });
+    }
     await this.wakeAt(now());
   }
 

@@ -1,0 +1,46 @@
+import { env } from "cloudflare:workers";
+import { vi } from "vitest";
+import { admin, json } from "./http";
+
+export interface OperatorCall {
+  at: number;
+  url: string;
+  auth: string | null;
+  body: { to: string; text: { body: string }; biz_opaque_callback_data: string; messaging_product: string; recipient_type: string; type: string };
+}
+
+type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
+
+export const operatorMessagesUrl = (phoneNumberId: string) =>
+  `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${phoneNumberId}/messages`;
+
+/**
+ * Mocks the operator's Cloud API at the network edge (global fetch). Any other
+ * outbound request fails the test.
+ */
+export function mockOperator(reply: Reply): OperatorCall[] {
+  const calls: OperatorCall[] = [];
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const req = new Request(input as RequestInfo, init);
+    if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`)) throw new Error(`unexpected outbound request: ${req.url}`);
+    const call: OperatorCall = { at: Date.now(), url: req.url, auth: req.headers.get("authorization"), body: await req.json() };
+    calls.push(call);
+    return reply(call, calls.length - 1);
+  });
+  return calls;
+}
+
+export const accepted = (id: string) => Response.json({ messaging_product: "whatsapp", messages: [{ id }] });
+export const operatorError = (status: number, code: number, message = "error") =>
+  Response.json({ error: { code, message, type: "OAuthException" } }, { status });
+
+export async function connectCloudNumber(workspaceId: string): Promise<{ numberId: string; phoneNumberId: string; token: string }> {
+  const phoneNumberId = String(100000000000 + Math.floor(Math.random() * 899999999999));
+  const token = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
+  const res = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+    method: "POST",
+    json: { displayPhoneNumber: "15557770000", upstream: { type: "cloud", phoneNumberId, accessToken: token } },
+  });
+  if (res.status !== 201) throw new Error(`cloud number: ${res.status} ${await res.text()}`);
+  return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
+}

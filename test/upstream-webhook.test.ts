@@ -1,0 +1,204 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { api, call, expectError, json } from "./helpers/http";
+import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
+import { send, textMessage } from "./helpers/send";
+import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { hmacSha256, toHex } from "../src/lib/crypto";
+
+let clock = Date.UTC(2041, 0, 1);
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  clock += 24 * 3_600_000;
+  vi.setSystemTime(clock);
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
+
+const sign = async (raw: string, secret = env.UPSTREAM_APP_SECRET) => `sha256=${toHex(await hmacSha256(secret, raw))}`;
+
+async function postOperator(payload: unknown, opts: { signature?: string | null; raw?: string } = {}) {
+  const raw = opts.raw ?? JSON.stringify(payload);
+  const headers: Record<string, string> = { "Content-Type": "application/json" };
+  const signature = opts.signature === undefined ? await sign(raw) : opts.signature;
+  if (signature !== null) headers["X-Hub-Signature-256"] = signature;
+  return call("/upstream/cloud/webhook", { method: "POST", headers, body: raw });
+}
+
+const statusPayload = (phoneNumberId: string, statuses: Record<string, unknown>[]) => ({
+  object: "whatsapp_business_account",
+  entry: [{ id: "WABA", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { phone_number_id: phoneNumberId }, statuses } }] }],
+});
+
+const inboundPayload = (phoneNumberId: string, messages: Record<string, unknown>[]) => ({
+  object: "whatsapp_business_account",
+  entry: [{ id: "WABA", changes: [{ field: "messages", value: { metadata: { phone_number_id: phoneNumberId }, contacts: [{ wa_id: "5511912345678" }], messages } }] }],
+});
+
+const seconds = (ms: number) => String(Math.floor(ms / 1000));
+
+/** A cloud number with one message already sent (upstream id wamid.S1). */
+async function sentMessage() {
+  const workspaceId = await createWorkspace();
+  const { key } = await createKey(workspaceId);
+  const number = await connectCloudNumber(workspaceId);
+  mockOperator(() => accepted("wamid.S1"));
+  const res = await send(key, crypto.randomUUID(), textMessage(number.numberId));
+  const { jobId } = await json<{ jobId: string }>(res);
+  await runDurableObjectAlarm(channelNumberStub(env, number.numberId));
+  vi.restoreAllMocks();
+  return { workspaceId, key, jobId, ...number };
+}
+
+const getMessage = async (key: string, jobId: string) => json<Record<string, unknown>>(await api(`/messages/${jobId}`, key));
+const settle = () => new Promise((r) => setTimeout(r, 1_500));
+
+describe("operator webhook verification handshake", () => {
+  it("echoes the challenge for the right token and refuses a wrong one", async () => {
+    const ok = await call(`/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=1158201444`);
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toBe("1158201444");
+    await expectError(await call("/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1"), 403, "forbidden");
+    await expectError(await call(`/upstream/cloud/webhook?hub.mode=unsubscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=1`), 403, "forbidden");
+  });
+});
+
+describe("operator webhook signatures", () => {
+  it("refuses a missing, wrong, or re-serialized signature with 401, and nothing changes", async () => {
+    const m = await sentMessage();
+    const payload = statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId }]);
+    const raw = JSON.stringify(payload, null, 2);
+    await expectError(await postOperator(payload, { signature: null, raw }), 401, "unauthorized");
+    await expectError(await postOperator(payload, { signature: await sign(raw, "another-secret"), raw }), 401, "unauthorized");
+    await expectError(await postOperator(payload, { signature: "sha256=deadbeef", raw }), 401, "unauthorized");
+    // Signed over the re-serialized JSON instead of the bytes that were sent.
+    await expectError(await postOperator(payload, { signature: await sign(JSON.stringify(payload)), raw }), 401, "unauthorized");
+    await settle();
+    expect(await getMessage(m.key, m.jobId)).toMatchObject({ status: "sent", readAt: null });
+  });
+});
+
+describe("operator statuses", () => {
+  it("a delivered report is applied once, however often it arrives", async () => {
+    const m = await sentMessage();
+    const delivered = statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId }]);
+    expect((await postOperator(delivered)).status).toBe(200);
+    await vi.waitFor(async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString() }), { timeout: 5_000 });
+    expect((await postOperator(delivered)).status).toBe(200);
+    expect((await postOperator(delivered)).status).toBe(200);
+    await settle();
+    const events = await workspaceStub(env, m.workspaceId).eventsFor(m.jobId);
+    expect(events.filter((e) => e.type === "message.status" && e.data.deliveredAt !== null)).toHaveLength(1);
+  });
+
+  it("out-of-order statuses never move a message back; read before delivered is fine", async () => {
+    const m = await sentMessage();
+    const report = (status: string, at: number, extra: Record<string, unknown> = {}) =>
+      postOperator(statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId, ...extra }]));
+    await report("read", clock + 9_000);
+    await report("delivered", clock + 8_000);
+    await report("sent", clock + 7_000);
+    await report("failed", clock + 10_000, { errors: [{ code: 131026, title: "Undeliverable" }] });
+    await vi.waitFor(async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ readAt: expect.any(String), deliveredAt: expect.any(String) }), { timeout: 5_000 });
+    await settle();
+    expect(await getMessage(m.key, m.jobId)).toMatchObject({ status: "sent", error: null });
+  });
+
+  it("a failed report fails a message that was still processing, with the normalized code", async () => {
+    const workspaceId = await createWorkspace();
+    const { key } = await createKey(workspaceId);
+    const number = await connectCloudNumber(workspaceId);
+    mockOperator(() => {
+      throw new DOMException("timed out", "TimeoutError");
+    });
+    const { jobId } = await json<{ jobId: string }>(await send(key, "k", textMessage(number.numberId)));
+    await runDurableObjectAlarm(channelNumberStub(env, number.numberId));
+    vi.restoreAllMocks();
+    expect(await getMessage(key, jobId)).toMatchObject({ status: "processing" });
+    // The send's answer was lost, but the operator's status carries our jobId.
+    await postOperator(statusPayload(number.phoneNumberId, [{ id: "wamid.LOST", status: "failed", timestamp: seconds(clock), biz_opaque_callback_data: jobId, errors: [{ code: 131047, title: "Re-engagement message" }] }]));
+    await vi.waitFor(async () =>
+      expect(await getMessage(key, jobId)).toMatchObject({ status: "failed", upstreamMessageId: "wamid.LOST", error: { code: "service_window_closed", upstreamCode: "131047" } }),
+      { timeout: 5_000 },
+    );
+    expect((await channelNumberStub(env, number.numberId).outbox())[0]?.state).toBe("failed");
+  });
+
+  it("an unknown phone_number_id is acknowledged with 200 and changes nothing", async () => {
+    const m = await sentMessage();
+    const res = await postOperator(statusPayload("999999999", [{ id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId }]));
+    expect(res.status).toBe(200);
+    await settle();
+    expect(await getMessage(m.key, m.jobId)).toMatchObject({ status: "sent", readAt: null });
+  });
+});
+
+describe("inbound messages", () => {
+  it("an inbound text becomes one message.received event with the sender and text, and opens the window", async () => {
+    const workspaceId = await createWorkspace();
+    const { key } = await createKey(workspaceId);
+    const number = await connectCloudNumber(workspaceId);
+    const payload = inboundPayload(number.phoneNumberId, [
+      { from: "5511912345678", id: "wamid.IN1", timestamp: seconds(clock), type: "text", text: { body: "Oi, tudo bem?" } },
+    ]);
+    expect((await postOperator(payload)).status).toBe(200);
+    expect((await postOperator(payload)).status).toBe(200); // the operator retries
+    const stub = channelNumberStub(env, number.numberId);
+    await vi.waitFor(async () => expect(await json(await api(`/channel-numbers/${number.numberId}/contacts/5511912345678`, key))).toMatchObject({ windowOpen: true }), { timeout: 5_000 });
+    await settle();
+    const window = await json<{ windowExpiresAt: string }>(await api(`/channel-numbers/${number.numberId}/contacts/5511912345678`, key));
+    expect(window.windowExpiresAt).toBe(new Date(Math.floor(clock / 1000) * 1000 + 24 * 3_600_000).toISOString());
+
+    const { results } = { results: await stubEvents(stub) };
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({
+      type: "message.received",
+      workspaceId,
+      channelNumberId: number.numberId,
+      data: { from: "5511912345678", type: "text", text: { body: "Oi, tudo bem?" }, upstreamMessageId: "wamid.IN1", content: null },
+    });
+  });
+
+  it("other inbound types are forwarded with their type and content", async () => {
+    const workspaceId = await createWorkspace();
+    const number = await connectCloudNumber(workspaceId);
+    await postOperator(inboundPayload(number.phoneNumberId, [
+      { from: "5511900000000", id: "wamid.IMG", timestamp: seconds(clock), type: "image", image: { id: "media-1", mime_type: "image/jpeg", caption: "look" } },
+    ]));
+    const stub = channelNumberStub(env, number.numberId);
+    await vi.waitFor(async () => expect(await stubEvents(stub)).toHaveLength(1), { timeout: 5_000 });
+    expect((await stubEvents(stub))[0]).toMatchObject({ data: { type: "image", text: null, content: { id: "media-1", mime_type: "image/jpeg", caption: "look" } } });
+  });
+});
+
+describe("sandbox inbound injection", () => {
+  it("injects a text on a sandbox number of the caller's workspace, and only there", async () => {
+    const t = await createTenant();
+    const other = await createTenant();
+    const res = await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: "ping" } } });
+    expect(res.status).toBe(202);
+    const { messageId } = await json<{ messageId: string }>(res);
+    const events = await channelNumberStub(env, t.numberId).eventsFor(messageId);
+    expect(events).toMatchObject([{ type: "message.received", data: { messageId, from: "5511977776666", text: { body: "ping" } } }]);
+
+    await expectError(await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: other.numberId, from: "5511977776666", text: { body: "x" } } }), 404, "not_found");
+    await expectError(await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: t.numberId, from: "+55119", text: { body: "x" } } }), 400, "invalid_request");
+    const cloud = await connectCloudNumber(t.workspaceId);
+    await expectError(await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: cloud.numberId, from: "5511977776666", text: { body: "x" } } }), 403, "forbidden");
+  });
+});
+
+/** Every message.received event the number recorded. */
+async function stubEvents(stub: ReturnType<typeof channelNumberStub>) {
+  const { runInDurableObject } = await import("cloudflare:test");
+  return runInDurableObject(stub, (_, state) =>
+    state.storage.sql
+      .exec<{ body: string }>("SELECT body FROM events WHERE type = 'message.received' ORDER BY created_at")
+      .toArray()
+      .map((r) => JSON.parse(r.body) as Record<string, unknown>),
+  );
+}
