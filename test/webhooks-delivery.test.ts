@@ -53,7 +53,7 @@ async function setUp(): Promise<Configured> {
 function statusEvent(tenant: Tenant, numberId = tenant.numberId): WebhookEvent {
   const at = new Date().toISOString();
   return {
-    id: crypto.randomUUID(),
+    id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
     type: "message.status",
     workspaceId: tenant.workspaceId,
     channelNumberId: numberId,
@@ -337,6 +337,24 @@ describe("webhook delivery", () => {
     expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["delivered", "pending", "no_webhook"]);
   });
 
+  it("one number's events go out one at a time, in queue order", async () => {
+    const c = await setUp();
+    let inFlight = 0;
+    let maxInFlight = 0;
+    net.receivers.set(c.url, async () => {
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
+      await new Promise((r) => setTimeout(r, 20));
+      inFlight--;
+      return new Response(null, { status: 200 });
+    });
+    const events = [statusEvent(c.tenant), statusEvent(c.tenant), statusEvent(c.tenant)];
+
+    const run = await runQueue("webhook-deliveries", events.map((event) => ({ event })));
+    expect([0, 1, 2].map(run.acked)).toEqual([true, true, true]);
+    expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual(events.map((e) => e.id));
+    expect(maxInFlight).toBe(1);
+  });
+
   it("events of another workspace are never delivered to this webhook", async () => {
     const c = await setUp();
     const intruder = await createTenant();
@@ -473,6 +491,7 @@ describe("delivery log, replay and test events", () => {
 
     await vi.waitFor(() => expect(net.seen).toHaveLength(1), { timeout: 15_000, interval: 100 });
     const seen = net.seen[0]!;
+    expect(eventId).toMatch(/^evt_[0-9a-f]{32}$/);
     expect(seen.headers["webhook-id"]).toBe(eventId);
     const payload = verify(c.secret, seen) as { type: string; timestamp: string; data: { message: string } };
     expect(payload.type).toBe("webhook.test");

@@ -151,11 +151,20 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
     return s;
   };
 
-  const results = await Promise.all(
-    events.map(async (event): Promise<Result> => {
-      const webhook = webhooks.get(event.channelNumberId);
-      if (!webhook || webhook.status !== "enabled" || webhook.workspace_id !== event.workspaceId) return { kind: "no_webhook" };
-      return { kind: "attempted", webhook, attempt: await attemptDelivery(event, webhook, secretOf(webhook), env) };
+  const resultOf = async (event: WebhookEvent): Promise<Result> => {
+    const webhook = webhooks.get(event.channelNumberId);
+    if (!webhook || webhook.status !== "enabled" || webhook.workspace_id !== event.workspaceId) return { kind: "no_webhook" };
+    return { kind: "attempted", webhook, attempt: await attemptDelivery(event, webhook, secretOf(webhook), env) };
+  };
+  // One number's events go out one after another in queue order, so that a
+  // status change usually arrives after the one before it (best effort: a retry
+  // can still overtake); different numbers are served in parallel.
+  const results: Result[] = [];
+  const byNumber = new Map<string, number[]>();
+  events.forEach((e, i) => byNumber.set(e.channelNumberId, [...(byNumber.get(e.channelNumberId) ?? []), i]));
+  await Promise.all(
+    [...byNumber.values()].map(async (indexes) => {
+      for (const i of indexes) results[i] = await resultOf(events[i]!);
     }),
   );
 

@@ -228,7 +228,8 @@ export const webhookRoutes = newRouter()
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
     const event: WebhookEvent = {
-      id: crypto.randomUUID(),
+      // The same id format as every other event (`evt_` + 32 hex digits).
+      id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
       type: "webhook.test",
       workspaceId: webhook.workspace_id,
       channelNumberId: webhook.channel_number_id,
