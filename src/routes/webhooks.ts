@@ -49,7 +49,7 @@ const ConfigureWebhookRequest = z
 
 const ConfigureWebhookResponse = Webhook.extend({
   secret: z.string().openapi({
-    example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    example: "whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=",
     description: "Signing secret (`whsec_` + base64). Shown only in this response: store it now.",
   }),
 }).openapi("ConfigureWebhookResponse");
