@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, connectCloudNumber, mockOperator, operatorError, operatorMessagesUrl } from "./helpers/operator";
+import { accepted, connectCloudNumber, mockOperator, operatorError, operatorMessagesUrl, recordedEvents } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { MAX_ATTEMPTS, UNKNOWN_OUTCOME_GRACE_MS } from "../src/durable-objects/channel-number";
@@ -68,7 +68,7 @@ describe("Cloud API delivery", () => {
       sentAt: new Date(clock).toISOString(),
       error: null,
     });
-    const events = await workspaceStub(env, t.workspaceId).eventsFor(jobId);
+    const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
     expect(events.map((e) => e.type === "message.status" && [e.data.previousStatus, e.data.status])).toEqual([
       ["queued", "processing"],
       ["processing", "sent"],
@@ -247,12 +247,69 @@ describe("sandbox delivery", () => {
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
-    const events = await workspaceStub(env, t.workspaceId).eventsFor(jobId);
+    const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
     expect(events).toHaveLength(2);
     expect(new Set(events.map((e) => e.id)).size).toBe(2);
     const unpublished = await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
       state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE published_at IS NULL").one().n,
     );
     expect(unpublished).toBe(0);
+  });
+});
+
+describe("orphans and stranded messages", () => {
+  it("an entry the workspace never recorded steps out of line, is never sent, and is dropped", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
+    const stub = channelNumberStub(env, t.numberId);
+    // What a send that died after its hand-off leaves behind.
+    await stub.admit({ jobId: crypto.randomUUID(), workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "orphan", acceptedAt: clock });
+    setClock(clock + 500);
+    const real = await sendOne(t.key, t.numberId, "5511999998888", "real");
+    for (let i = 0; i < 70; i++) {
+      await drain(t.numberId);
+      setClock(clock + 100);
+    }
+    expect(calls.map((c) => c.body.text.body)).toEqual(["real"]);
+    expect((await message(t.key, real)).status).toBe("sent");
+    setClock(clock + 60_000);
+    await drain(t.numberId);
+    expect((await stub.outbox()).map((e) => e.state)).toEqual(["dropped", "sent"]);
+  });
+
+  it("a client retry revives a set-aside entry under the same jobId and it is sent once", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator(() => accepted("wamid.REVIVED"));
+    const { deriveJobId } = await import("../src/domain/job-id");
+    const jobId = await deriveJobId(env.JOB_ID_SECRET, t.workspaceId, "retry-me");
+    const stub = channelNumberStub(env, t.numberId);
+    await stub.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "Hello", acceptedAt: clock });
+    setClock(clock + 6_000);
+    await drain(t.numberId);
+    setClock(clock + 61_000);
+    await drain(t.numberId);
+    expect((await stub.outbox())[0]?.state).toBe("dropped");
+
+    const retry = await send(t.key, "retry-me", textMessage(t.numberId));
+    expect(await json(retry)).toEqual({ jobId, status: "created" });
+    await drain(t.numberId);
+    expect(calls).toHaveLength(1);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.REVIVED" });
+  });
+
+  it("a message recorded as queued but missing from its outbox is handed again by the workspace alarm", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator(() => accepted("wamid.RESCUED"));
+    const jobId = await sendOne(t.key, t.numberId);
+    const stub = channelNumberStub(env, t.numberId);
+    await runInDurableObject(stub, (_, state) => {
+      state.storage.sql.exec("DELETE FROM outbox");
+    });
+    setClock(clock + 2 * 60_000 + 1);
+    await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    expect(await stub.outboxJobIds()).toEqual([jobId]);
+    await drain(t.numberId);
+    expect(calls).toHaveLength(1);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
   });
 });

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, call, expectError, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
+import { accepted, connectCloudNumber, mockOperator, recordedEvents } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 
@@ -91,7 +91,7 @@ describe("operator statuses", () => {
     expect((await postOperator(delivered)).status).toBe(200);
     expect((await postOperator(delivered)).status).toBe(200);
     await settle();
-    const events = await workspaceStub(env, m.workspaceId).eventsFor(m.jobId);
+    const events = await recordedEvents(workspaceStub(env, m.workspaceId), m.jobId);
     expect(events.filter((e) => e.type === "message.status" && e.data.deliveredAt !== null)).toHaveLength(1);
   });
 
@@ -182,7 +182,7 @@ describe("sandbox inbound injection", () => {
     const res = await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: "ping" } } });
     expect(res.status).toBe(202);
     const { messageId } = await json<{ messageId: string }>(res);
-    const events = await channelNumberStub(env, t.numberId).eventsFor(messageId);
+    const events = await recordedEvents(channelNumberStub(env, t.numberId), messageId);
     expect(events).toMatchObject([{ type: "message.received", data: { messageId, from: "5511977776666", text: { body: "ping" } } }]);
 
     await expectError(await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: other.numberId, from: "5511977776666", text: { body: "x" } } }), 404, "not_found");

@@ -55,12 +55,19 @@ export const MAX_ATTEMPTS = 6;
 const RETRY_DELAYS_MS = [1_000, 5_000, 15_000, 30_000, 60_000];
 /** How long a message with an unknown outcome waits for the operator's status before it fails. */
 export const UNKNOWN_OUTCOME_GRACE_MS = 15 * 60_000;
-/** An outbox entry whose message the workspace never recorded (its send failed midway) is dropped after this. */
+/**
+ * The workspace records a message microseconds after its hand-off, so a young
+ * entry it does not know yet keeps its place and is asked about again shortly.
+ * An older one belongs to a send that failed midway: it steps out of line as an
+ * orphan, is revived if the client retries (same jobId), and is dropped after
+ * ORPHAN_GRACE_MS otherwise, never sent.
+ */
+const UNCONFIRMED_WAIT_MS = 5_000;
 const ORPHAN_GRACE_MS = 60_000;
 const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60_000;
 const KEEP_FINISHED_MS = 7 * 24 * 60 * 60_000;
 
-type OutboxState = "queued" | "claiming" | "sending" | "unknown" | "sent" | "failed" | "dropped";
+type OutboxState = "queued" | "claiming" | "sending" | "unknown" | "sent" | "failed" | "orphan" | "dropped";
 
 interface OutboxRow {
   seq: number;
@@ -141,7 +148,12 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       .toArray()
       .map((r) => r.at);
     const known = this.sql.exec("SELECT 1 FROM outbox WHERE job_id = ?", cmd.jobId).toArray().length > 0;
-    if (known) return { ok: true, window: windowState(NUMBER_LIMIT, recent, 0, at) };
+    if (known) {
+      // A retried hand-off of a send that failed midway brings its entry back into line.
+      this.sql.exec("UPDATE outbox SET state = 'queued', next_attempt_at = 0, updated_at = ? WHERE job_id = ? AND state IN ('orphan', 'dropped')", at, cmd.jobId);
+      await this.wakeAt(at);
+      return { ok: true, window: windowState(NUMBER_LIMIT, recent, 0, at) };
+    }
 
     const before = windowState(NUMBER_LIMIT, recent, 0, at);
     if (before.remaining === 0) return { ok: false, window: before };
@@ -200,14 +212,18 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
 
   private async drainStepExclusive(): Promise<number | null> {
     const t = now();
+    this.sql.exec("UPDATE outbox SET state = 'dropped', updated_at = ? WHERE state = 'orphan' AND accepted_at < ?", t, t - ORPHAN_GRACE_MS);
     for (const row of this.rows("SELECT * FROM outbox WHERE state = 'unknown' AND unknown_since <= ?", t - UNKNOWN_OUTCOME_GRACE_MS)) {
       this.finish(row, "failed", { error: OWN_ERRORS.outcomeUnknown() });
     }
 
     const head = this.rows("SELECT * FROM outbox WHERE state = 'queued' ORDER BY seq LIMIT 1")[0];
     const nextUnknown = this.rows("SELECT * FROM outbox WHERE state = 'unknown' ORDER BY unknown_since LIMIT 1")[0];
-    const unknownWake = nextUnknown ? nextUnknown.unknown_since! + UNKNOWN_OUTCOME_GRACE_MS : null;
-    if (!head) return unknownWake;
+    const nextOrphan = this.rows("SELECT * FROM outbox WHERE state = 'orphan' ORDER BY accepted_at LIMIT 1")[0];
+    const wakes = [nextUnknown ? nextUnknown.unknown_since! + UNKNOWN_OUTCOME_GRACE_MS : null, nextOrphan ? nextOrphan.accepted_at + ORPHAN_GRACE_MS : null].filter(
+      (w): w is number => w !== null,
+    );
+    if (!head) return wakes.length > 0 ? Math.min(...wakes) : null;
     // Strict acceptance order: the head waits out its own retry delay before anything behind it.
     if (head.next_attempt_at > t) return head.next_attempt_at;
     const lastCall = Number(this.meta("last_call_at") ?? 0);
@@ -231,11 +247,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       throw err;
     }
     if (!claim.known) {
-      if (head.accepted_at < t - ORPHAN_GRACE_MS) {
-        log("warn", "dropping an outbox entry its workspace never recorded", { jobId: head.job_id });
-        this.setState(head, "dropped");
+      if (head.accepted_at < t - UNCONFIRMED_WAIT_MS) {
+        log("warn", "outbox entry its workspace never recorded steps out of line", { jobId: head.job_id });
+        this.setState(head, "orphan");
       } else {
-        this.requeue(head, t + 1_000);
+        this.requeue(head, t + 100);
       }
       return t;
     }
@@ -415,8 +431,9 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     return (await this.outbox()).map((e) => e.jobId);
   }
 
-  async eventsFor(subject: string) {
-    return eventsAbout(this.sql, subject);
+  /** The events recorded about one message, oldest first, as a JSON array (operator view and tests). */
+  async eventsFor(subject: string): Promise<string> {
+    return JSON.stringify(eventsAbout(this.sql, subject));
   }
 
   private async flushStatusOutbox(): Promise<void> {

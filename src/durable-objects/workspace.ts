@@ -15,6 +15,9 @@ import { createEventLogTable, eventsAbout, hasUnpublishedEvents, publishEvents, 
 /** How long an Idempotency-Key stays bound to its first send (documented: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const FLUSH_DELAY_MS = 1_000;
+/** A message still queued after this is handed to its outbox again (idempotent on the jobId). */
+export const STRANDED_AFTER_MS = 2 * 60_000;
+const RECONCILE_BATCH = 50;
 const FLUSH_RETRY_MS = 5_000;
 const FLUSH_BATCH = 100;
 
@@ -305,9 +308,9 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return { known: true, status: next.status };
   }
 
-  /** The events recorded about one message, oldest first. */
-  async eventsFor(jobId: string): Promise<WebhookEvent[]> {
-    return eventsAbout(this.sql, jobId);
+  /** The events recorded about one message, oldest first, as a JSON array (operator view and tests). */
+  async eventsFor(jobId: string): Promise<string> {
+    return JSON.stringify(eventsAbout(this.sql, jobId));
   }
 
   async usage(at: number = now()): Promise<Usage> {
@@ -325,12 +328,36 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     try {
       await publishEvents(this.sql, this.env.WEBHOOK_QUEUE);
       await this.flushCopies();
+      await this.reHandStranded();
     } catch (err) {
       log("warn", "publishing events or message copies failed; will retry", { error: String(err) });
       await this.ctx.storage.setAlarm(Date.now() + FLUSH_RETRY_MS);
       return;
     }
     await this.scheduleNextAlarm();
+  }
+
+  /**
+   * The safety net behind "never lost": a message recorded as queued that has not
+   * started after a while is handed to its number's outbox again. `admit` is
+   * idempotent on the jobId and revives an entry that was set aside as an orphan.
+   */
+  private async reHandStranded(): Promise<void> {
+    const workspaceId = this.workspaceId;
+    if (!workspaceId) return;
+    const stale = this.sql
+      .exec<MessageRow>("SELECT * FROM messages WHERE status = 'queued' AND created_at <= ? ORDER BY created_at LIMIT ?", now() - STRANDED_AFTER_MS, RECONCILE_BATCH)
+      .toArray();
+    for (const row of stale) {
+      await channelNumberStub(this.env, row.channel_number_id).admit({
+        jobId: row.id,
+        workspaceId,
+        channelNumberId: row.channel_number_id,
+        to: row.recipient,
+        body: row.body,
+        acceptedAt: row.created_at,
+      });
+    }
   }
 
   private usedIn(periodKey: string): number {
@@ -377,8 +404,18 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       .toArray()[0];
     const pending =
       hasUnpublishedEvents(this.sql) || this.sql.exec("SELECT 1 FROM messages WHERE copy_pending = 1 LIMIT 1").toArray().length > 0;
-    if (pending) await this.scheduleFlush();
-    else if (oldestKey) await this.ctx.storage.setAlarm(Math.max(Date.now(), oldestKey.created_at + IDEMPOTENCY_TTL_MS) + 1_000);
+    const oldestQueued = this.sql
+      .exec<{ created_at: number }>("SELECT created_at FROM messages WHERE status = 'queued' ORDER BY created_at LIMIT 1")
+      .toArray()[0];
+    if (pending) {
+      await this.scheduleFlush();
+      return;
+    }
+    const wakes = [
+      oldestKey ? oldestKey.created_at + IDEMPOTENCY_TTL_MS + 1_000 : null,
+      oldestQueued ? Math.max(oldestQueued.created_at + STRANDED_AFTER_MS, Date.now() + STRANDED_AFTER_MS / 2) : null,
+    ].filter((w): w is number => w !== null);
+    if (wakes.length > 0) await this.ctx.storage.setAlarm(Math.max(Date.now(), Math.min(...wakes)));
   }
 
   private statusEvent(row: MessageRow, previous: MessageStatus): WebhookEvent {

@@ -1,3 +1,4 @@
+import type { WebhookEvent } from "../../src/domain/events";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { admin, json } from "./http";
@@ -43,4 +44,9 @@ export async function connectCloudNumber(workspaceId: string): Promise<{ numberI
   });
   if (res.status !== 201) throw new Error(`cloud number: ${res.status} ${await res.text()}`);
   return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
+}
+
+/** The events an object recorded about one message (its eventsFor RPC returns JSON). */
+export async function recordedEvents(stub: { eventsFor(subject: string): Promise<string> }, subject: string): Promise<WebhookEvent[]> {
+  return JSON.parse(await stub.eventsFor(subject)) as WebhookEvent[];
 }
