@@ -24,6 +24,8 @@ export default defineConfig(async () => {
     test: {
       setupFiles: ["./test/setup/apply-migrations.ts"],
       testTimeout: 20_000,
+      // The Worker's JSON logs are shown for failing tests only.
+      silent: "passed-only" as const,
     },
   };
 });
