@@ -313,3 +313,24 @@ describe("orphans and stranded messages", () => {
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
   });
 });
+
+describe("object storage from an earlier release", () => {
+  it("gains the columns added since, without losing its outbox", async () => {
+    const t = await cloudTenant();
+    const stub = channelNumberStub(env, t.numberId);
+    const jobId = await sendOne(t.key, t.numberId);
+    // Rebuild the outbox as the first release created it (without unknown_since).
+    await runInDurableObject(stub, (_, state) => {
+      state.storage.sql.exec(`
+        CREATE TABLE outbox_v1 AS SELECT seq, job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state,
+          attempts, next_attempt_at, upstream_message_id, updated_at FROM outbox;
+        DROP TABLE outbox;
+        ALTER TABLE outbox_v1 RENAME TO outbox;`);
+    });
+    await abortAllDurableObjects();
+    const calls = mockOperator(() => accepted("wamid.UPGRADED"));
+    await drain(t.numberId);
+    expect(calls).toHaveLength(1);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
+  });
+});

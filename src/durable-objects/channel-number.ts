@@ -9,6 +9,7 @@ import type { StatusUpdate } from "./workspace";
 import { workspaceStub } from "./stubs";
 import { adapterFor, loadNumber, type CachedNumber } from "./number-config";
 import { createEventLogTable, eventsAbout, hasUnpublishedEvents, publishEvents, recordEvent } from "./event-log";
+import { ensureColumn } from "./sql-schema";
 
 export interface AdmitCommand {
   jobId: string;
@@ -127,6 +128,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         CREATE TABLE IF NOT EXISTS inbound (upstream_message_id TEXT PRIMARY KEY, message_id TEXT NOT NULL, received_at INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS contacts (phone TEXT PRIMARY KEY, last_inbound_at INTEGER NOT NULL);
       `);
+      ensureColumn(this.sql, "outbox", "unknown_since", "INTEGER");
       createEventLogTable(this.sql);
       // An entry still "sending" belongs to a call that a crash or restart cut
       // short: it may have reached the operator, so it is never sent again.
