@@ -154,3 +154,12 @@ describe("POST /messages validation", () => {
     expect(ok.status).toBe(201);
   });
 });
+
+describe("validation details", () => {
+  it("tell a missing field from a field of the wrong type", async () => {
+    const missing = await expectError(await send(t.key, crypto.randomUUID(), { channelNumberId: t.numberId, text: { body: "x" } }), 400, "invalid_request");
+    expect(missing.error.details).toContainEqual({ path: "to", rule: "required", message: "This field is required." });
+    const wrong = await expectError(await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: 5511999998888 }), 400, "invalid_request");
+    expect(wrong.error.details).toContainEqual({ path: "to", rule: "type", message: "to must be a string of digits." });
+  });
+});
