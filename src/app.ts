@@ -6,6 +6,7 @@ import { ApiError, errorBody, type ErrorCode } from "./lib/errors";
 import { log } from "./lib/log";
 import { newRouter } from "./lib/openapi";
 import { requestId } from "./middleware/request-id";
+import { serverTiming } from "./middleware/server-timing";
 import { apiKeyAuth } from "./middleware/api-key-auth";
 import { adminAuth } from "./middleware/admin-auth";
 import { meRoutes } from "./routes/me";
@@ -19,6 +20,7 @@ import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
 import { adminApiKeyRoutes } from "./routes/admin/api-keys";
 import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
+import { registerEventDocs } from "./routes/event-docs";
 
 const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
   400: "invalid_request",
@@ -36,6 +38,7 @@ publicApi.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
   scheme: "bearer",
   description: "An API key: `msg_live_…` (the prefix is per deployment).",
 });
+registerEventDocs(publicApi.openAPIRegistry);
 publicApi.doc31("/openapi.json", {
   openapi: "3.1.0",
   info: {
@@ -63,6 +66,7 @@ adminApi.route("/", adminWorkspaceRoutes).route("/", adminApiKeyRoutes).route("/
 
 export const app = new Hono<AppEnv>();
 app.use("*", requestId);
+app.use("*", serverTiming);
 app.route("/api/v1", publicApi);
 app.route("/admin/v1", adminApi);
 app.route("/docs", docsRoutes);

@@ -29,6 +29,12 @@ describe("OpenAPI document", () => {
     expect(Object.keys(doc.paths).some((p) => p.includes("admin"))).toBe(false);
   });
 
+  it("documents every event we send in the 3.1 webhooks section", async () => {
+    const doc = (await (await call("/api/v1/openapi.json")).json()) as { webhooks?: Record<string, { post?: unknown }> };
+    expect(Object.keys(doc.webhooks ?? {}).sort()).toEqual(["message.received", "message.status", "webhook.test"]);
+    for (const hook of Object.values(doc.webhooks ?? {})) expect(hook.post).toBeDefined();
+  });
+
   it("has a human-readable reference page at /docs", async () => {
     const res = await call("/docs");
     expect(res.status).toBe(200);

@@ -20,8 +20,9 @@ The machine-readable document is at <a href="/api/v1/openapi.json"><code>/api/v1
 fetch("/api/v1/openapi.json").then(r => r.json()).then(doc => {
   const esc = s => String(s ?? "").replace(/[&<>]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;"}[c]));
   const out = [];
-  for (const [path, item] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(item)) {
-    out.push('<h2><span class="m ' + method + '">' + method.toUpperCase() + '</span><code>' + esc(path) + '</code></h2>');
+  const sections = [["", doc.paths], ["Webhook event: ", doc.webhooks ?? {}]];
+  for (const [label, entries] of sections) for (const [path, item] of Object.entries(entries)) for (const [method, op] of Object.entries(item)) {
+    out.push('<h2>' + label + '<span class="m ' + method + '">' + method.toUpperCase() + '</span><code>' + esc(path) + '</code></h2>');
     out.push('<p><b>' + esc(op.summary) + '</b></p>' + (op.description ? '<p>' + esc(op.description) + '</p>' : ''));
     const body = op.requestBody?.content?.["application/json"]?.schema;
     if (body) out.push('<p>Request body:</p><pre>' + esc(JSON.stringify(body, null, 2)) + '</pre>');
