@@ -10,6 +10,7 @@ import { workspaceStub } from "./stubs";
 import { adapterFor, loadNumber, type CachedNumber } from "./number-config";
 import { createEventLogTable, eventsAbout, hasUnpublishedEvents, publishEvents, recordEvent } from "./event-log";
 import { ensureColumn } from "./sql-schema";
+import { createSendWindowTable, recordSend, sendsInWindow } from "./send-window";
 
 export interface AdmitCommand {
   jobId: string;
@@ -105,8 +106,6 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     ctx.blockConcurrencyWhile(async () => {
       this.sql.exec(`
         CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS send_times (job_id TEXT PRIMARY KEY, at INTEGER NOT NULL);
-        CREATE INDEX IF NOT EXISTS send_times_by_at ON send_times (at);
         CREATE TABLE IF NOT EXISTS outbox (
           seq INTEGER PRIMARY KEY AUTOINCREMENT,
           job_id TEXT NOT NULL UNIQUE,
@@ -130,6 +129,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       `);
       ensureColumn(this.sql, "outbox", "unknown_since", "INTEGER");
       createEventLogTable(this.sql);
+      createSendWindowTable(this.sql);
       // An entry still "sending" belongs to a call that a crash or restart cut
       // short: it may have reached the operator, so it is never sent again.
       this.sql.exec(
@@ -144,11 +144,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
 
   async admit(cmd: AdmitCommand): Promise<AdmitResult> {
     const at = now();
-    this.sql.exec("DELETE FROM send_times WHERE at <= ?", at - NUMBER_LIMIT.windowMs);
-    const recent = this.sql
-      .exec<{ at: number }>("SELECT at FROM send_times ORDER BY at")
-      .toArray()
-      .map((r) => r.at);
+    const recent = sendsInWindow(this.sql, NUMBER_LIMIT, at);
     const known = this.sql.exec("SELECT 1 FROM outbox WHERE job_id = ?", cmd.jobId).toArray().length > 0;
     if (known) {
       // A retried hand-off of a send that failed midway brings its entry back into line.
@@ -161,7 +157,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     if (before.remaining === 0) return { ok: false, window: before };
     this.ctx.storage.transactionSync(() => {
       this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('channel_number_id', ?)", cmd.channelNumberId);
-      this.sql.exec("INSERT INTO send_times (job_id, at) VALUES (?, ?)", cmd.jobId, at);
+      recordSend(this.sql, cmd.jobId, at);
       this.sql.exec(
         `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,

@@ -11,6 +11,7 @@ import { STATUS_RANK, isTerminal } from "../domain/message";
 import type { NormalizedError } from "../upstream/adapter";
 import type { MessageStatusData, WebhookEvent } from "../domain/events";
 import { createEventLogTable, eventsAbout, hasUnpublishedEvents, publishEvents, recordEvent } from "./event-log";
+import { createSendWindowTable, recordSend, sendsInWindow } from "./send-window";
 
 /** How long an Idempotency-Key stays bound to its first send (documented: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -116,8 +117,6 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         CREATE TABLE IF NOT EXISTS idempotency_keys (
           key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, job_id TEXT NOT NULL, created_at INTEGER NOT NULL);
         CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
-        CREATE TABLE IF NOT EXISTS send_times (job_id TEXT PRIMARY KEY, at INTEGER NOT NULL);
-        CREATE INDEX IF NOT EXISTS send_times_by_at ON send_times (at);
         CREATE TABLE IF NOT EXISTS monthly_usage (period TEXT PRIMARY KEY, used INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS messages (
           id TEXT PRIMARY KEY, channel_number_id TEXT NOT NULL, recipient TEXT NOT NULL, body TEXT NOT NULL,
@@ -129,6 +128,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         CREATE INDEX IF NOT EXISTS messages_copy_pending ON messages (copy_pending) WHERE copy_pending = 1;
       `);
       createEventLogTable(this.sql);
+      createSendWindowTable(this.sql);
       this.workspaceId = this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'workspace_id'").toArray()[0]?.v ?? null;
     });
   }
@@ -171,11 +171,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const at = now();
     const period = monthPeriod(at).key;
     if (this.usedIn(period) + this.reserved >= config.quota) return { kind: "quota_exceeded", limit: config.quota };
-    this.sql.exec("DELETE FROM send_times WHERE at <= ?", at - WORKSPACE_LIMIT.windowMs);
-    const recent = this.sql
-      .exec<{ at: number }>("SELECT at FROM send_times ORDER BY at")
-      .toArray()
-      .map((r) => r.at);
+    const recent = sendsInWindow(this.sql, WORKSPACE_LIMIT, at);
     const workspaceWindow = windowState(WORKSPACE_LIMIT, recent, this.reserved, at);
     if (workspaceWindow.remaining === 0) {
       return { kind: "rate_limited", scope: "workspace", retryAfterMs: workspaceWindow.retryAfterMs, rate: toRateInfo(workspaceWindow) };
@@ -205,7 +201,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
           jobId,
           at,
         );
-        this.sql.exec("INSERT INTO send_times (job_id, at) VALUES (?, ?)", jobId, at);
+        recordSend(this.sql, jobId, at);
         this.sql.exec(
           "INSERT INTO monthly_usage (period, used) VALUES (?, 1) ON CONFLICT (period) DO UPDATE SET used = used + 1",
           period,
