@@ -8,16 +8,15 @@
 // Ctrl+C / SIGTERM go to wrangler; this script exits with wrangler's code.
 // Node built-ins only.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
-import { randomBytes, randomUUID } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
 import { connect } from "node:net";
 import { constants as osConstants } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureDevVars as ensureDevVarsIn } from "./lib/dev-vars.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const DEV_VARS = join(ROOT, ".dev.vars");
-const DEV_VARS_EXAMPLE = join(ROOT, ".dev.vars.example");
 const DEMO_FILE = join(ROOT, ".dev-demo.json");
 const BIN_DIR = join(ROOT, "node_modules", ".bin");
 const IS_WINDOWS = process.platform === "win32";
@@ -84,68 +83,7 @@ function spawnWrangler(args, { env = {}, stdin = "ignore" } = {}) {
 
 // ---------------------------------------------------------------- 1. .dev.vars
 
-const secret = (encoding) => randomBytes(32).toString(encoding);
-// CREDENTIALS_ENCRYPTION_KEY is an AES-256 key read as standard base64; the rest are opaque tokens.
-const generateFor = (name) => (name === "CREDENTIALS_ENCRYPTION_KEY" ? secret("base64") : secret("base64url"));
-
-const VAR_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/;
-
-function parseVars(text) {
-  const vars = new Map();
-  for (const line of text.split(/\r?\n/)) {
-    if (/^\s*#/.test(line)) continue;
-    const m = VAR_LINE.exec(line);
-    if (m) vars.set(m[1], m[2].replace(/^(["'])(.*)\1$/, "$2"));
-  }
-  return vars;
-}
-
-/** Replaces `NAME=generate` with a fresh secret; everything else (comments included) is kept. */
-function fillGenerated(text) {
-  const generated = [];
-  const out = text
-    .split(/\r?\n/)
-    .map((line) => {
-      if (/^\s*#/.test(line)) return line;
-      const m = VAR_LINE.exec(line);
-      if (!m || m[2] !== "generate") return line;
-      generated.push(m[1]);
-      return `${m[1]}=${generateFor(m[1])}`;
-    })
-    .join("\n");
-  return { text: out, generated };
-}
-
-function ensureDevVars() {
-  if (!existsSync(DEV_VARS_EXAMPLE)) fail(".dev.vars.example is missing.");
-  const example = readFileSync(DEV_VARS_EXAMPLE, "utf8");
-  if (!existsSync(DEV_VARS)) {
-    const { text, generated } = fillGenerated(example);
-    writeFileSync(DEV_VARS, text, { mode: 0o600 });
-    say(`created .dev.vars from .dev.vars.example (fresh secrets: ${generated.join(", ") || "none"})`);
-  } else {
-    // Keep the developer's file; only add variables the example gained since it was made.
-    const have = parseVars(readFileSync(DEV_VARS, "utf8"));
-    const missing = [...parseVars(example)].filter(([name]) => !have.has(name));
-    if (missing.length > 0) {
-      const lines = missing.map(([name, value]) => `${name}=${value === "generate" ? generateFor(name) : value}`);
-      const existing = readFileSync(DEV_VARS, "utf8");
-      writeFileSync(DEV_VARS, `${existing}${existing.endsWith("\n") || existing === "" ? "" : "\n"}${lines.join("\n")}\n`);
-      say(`added to .dev.vars from .dev.vars.example: ${missing.map(([n]) => n).join(", ")}`);
-    } else {
-      say("using existing .dev.vars");
-    }
-  }
-  try {
-    chmodSync(DEV_VARS, 0o600);
-  } catch {
-    // Not supported everywhere (Windows); the file is gitignored either way.
-  }
-  const vars = parseVars(readFileSync(DEV_VARS, "utf8"));
-  const adminToken = vars.get("ADMIN_TOKEN");
-  if (!adminToken || adminToken === "generate") fail("ADMIN_TOKEN is empty in .dev.vars; delete the file to regenerate it.");
-  return { adminToken };
-}
+const ensureDevVars = () => ensureDevVarsIn(ROOT, { say, fail });
 
 // ---------------------------------------------------------------- 2. migrations
 
