@@ -12,11 +12,23 @@ const PUBLIC_ENDPOINTS: [string, string][] = [
   ["GET", "/me"],
   ["GET", "/webhooks"],
   ["POST", "/webhooks"],
+  // Extensions beyond SPEC §4 sit behind the same authentication.
+  ["GET", "/channel-numbers/00000000-0000-4000-8000-000000000000/contacts/5511999998888"],
+  ["POST", "/sandbox/inbound"],
+  ["GET", "/webhooks/00000000-0000-4000-8000-000000000000/deliveries"],
+  ["POST", "/webhooks/00000000-0000-4000-8000-000000000000/deliveries/evt_0/replay"],
+  ["POST", "/webhooks/00000000-0000-4000-8000-000000000000/test"],
 ];
 
 let tenant: Tenant;
+let revokedKey: string;
 beforeAll(async () => {
   tenant = await createTenant();
+  const created = await admin(`/workspaces/${tenant.workspaceId}/api-keys`, { method: "POST", json: { name: "revoked" } });
+  const { key, id } = (await created.json()) as { key: string; id: string };
+  expect((await api("/me", key)).status).toBe(200);
+  expect((await admin(`/api-keys/${id}`, { method: "DELETE" })).status).toBe(204);
+  revokedKey = key;
 });
 
 function authCases(): [string, Record<string, string>][] {
@@ -33,6 +45,7 @@ function authCases(): [string, Record<string, string>][] {
     ["test-mode prefix", { Authorization: `Bearer ${env.API_KEY_PREFIX}test_${secret}` }],
     ["10 KB header value", { Authorization: `Bearer ${tenant.key}${"x".repeat(10_240)}` }],
     ["SQL in the key", { Authorization: `Bearer ${env.API_KEY_PREFIX}live_' OR 1=1 --` }],
+    ["revoked key", { Authorization: `Bearer ${revokedKey}` }],
   ];
 }
 
@@ -72,18 +85,39 @@ describe("API-key authentication", () => {
 });
 
 describe("admin authentication", () => {
+  // Real ids of a live tenant: with the right token each call would change or reveal something.
+  const adminRoutes = (): [string, string, unknown?][] => [
+    ["POST", "/workspaces", { name: "x", plan: "free" }],
+    ["GET", `/workspaces/${tenant.workspaceId}`],
+    ["POST", `/workspaces/${tenant.workspaceId}/api-keys`, { name: "x" }],
+    ["GET", `/workspaces/${tenant.workspaceId}/api-keys`],
+    ["DELETE", `/api-keys/${tenant.keyId}`],
+    ["POST", `/workspaces/${tenant.workspaceId}/channel-numbers`, { displayPhoneNumber: "15550009999", upstream: { type: "sandbox" } }],
+    ["GET", `/workspaces/${tenant.workspaceId}/channel-numbers`],
+    ["DELETE", `/channel-numbers/${tenant.numberId}`],
+  ];
+
   it.each([
     ["missing", undefined],
     ["wrong", "Bearer not-the-admin-token"],
     ["an API key instead", "API_KEY"],
     ["lowercase scheme", `bearer ${"ADMIN"}`],
-  ])("refuses a %s admin token", async (_, header) => {
+    ["10 KB", `Bearer ${"ADMIN"}${"x".repeat(10_240)}`],
+  ])("every admin route refuses a %s admin token, and nothing changes", async (_, header) => {
     const value = header === "API_KEY" ? `Bearer ${tenant.key}` : header?.replace("ADMIN", env.ADMIN_TOKEN);
-    const res = await call("/admin/v1/workspaces", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", ...(value ? { Authorization: value } : {}) },
-      body: JSON.stringify({ name: "x", plan: "free" }),
-    });
-    await expectError(res, 401, "unauthorized");
+    const keysBefore = await (await admin(`/workspaces/${tenant.workspaceId}/api-keys`)).text();
+    const numbersBefore = await (await admin(`/workspaces/${tenant.workspaceId}/channel-numbers`)).text();
+    for (const [method, path, body] of adminRoutes()) {
+      const res = await call(`/admin/v1${path}`, {
+        method,
+        headers: { "Content-Type": "application/json", ...(value ? { Authorization: value } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const err = await expectError(res, 401, "unauthorized");
+      expect(JSON.stringify(err)).not.toContain(env.ADMIN_TOKEN);
+    }
+    expect(await (await admin(`/workspaces/${tenant.workspaceId}/api-keys`)).text()).toBe(keysBefore);
+    expect(await (await admin(`/workspaces/${tenant.workspaceId}/channel-numbers`)).text()).toBe(numbersBefore);
+    expect((await api("/me", tenant.key)).status).toBe(200);
   });
 });
