@@ -95,6 +95,23 @@ describe("idempotent sending", () => {
     expect((await json<{ messages: { used: number } }>(await api("/usage", t.key))).messages.used).toBe(3);
   });
 
+  it("a request refused with 401 or a quota 429 binds no key: the same key succeeds later", async () => {
+    const t = await createTenant({ monthlyMessageQuota: 1 });
+    const bogusKey = `${t.key.slice(0, -4)}AAAA`;
+    await expectError(await send(bogusKey, "later", textMessage(t.numberId)), 401, "unauthorized");
+    expect((await send(t.key, "first", textMessage(t.numberId))).status).toBe(201);
+    advance(1_000);
+    await expectError(await send(t.key, "later", textMessage(t.numberId, "other text")), 429, "monthly_message_limit_exceeded");
+
+    // The next calendar month (UTC) renews the quota; the key was never bound.
+    const now = new Date(clock);
+    clock = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+    vi.setSystemTime(clock);
+    const res = await send(t.key, "later", textMessage(t.numberId));
+    expect(res.status).toBe(201);
+    expect(await channelNumberStub(env, t.numberId).outboxJobIds()).toHaveLength(2);
+  });
+
   it("keeps a key bound for 24 hours; after that the key starts a new message", async () => {
     const t = await createTenant();
     const first = await json<{ jobId: string }>(await send(t.key, "daily", textMessage(t.numberId, "day one")));

@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { channelNumberStub } from "../src/durable-objects/stubs";
+import { runInDurableObject } from "cloudflare:test";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 
 let clock = Date.UTC(2033, 2, 3, 9);
 const setClock = (ms: number) => {
@@ -52,6 +53,19 @@ describe("per-number limit: 2 per second", () => {
       expect((await send(t.key, crypto.randomUUID(), textMessage(n))).status).toBe(201);
     }
     await expectError(await send(t.key, crypto.randomUUID(), textMessage(second)), 429, "rate_limit_exceeded");
+  });
+
+  it("a refusal by the number's limit spends nothing of the workspace's window or quota", async () => {
+    const t = await createTenant();
+    expect((await send(t.key, "n1", textMessage(t.numberId))).status).toBe(201);
+    expect((await send(t.key, "n2", textMessage(t.numberId))).status).toBe(201);
+    for (let i = 0; i < 5; i++) await expectError(await send(t.key, `n-over-${i}`, textMessage(t.numberId)), 429, "rate_limit_exceeded");
+
+    const workspaceWindow = await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
+      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM send_times").one().n,
+    );
+    expect(workspaceWindow).toBe(2);
+    expect((await json<{ messages: { used: number } }>(await api("/usage", t.key))).messages.used).toBe(2);
   });
 
   it("keeps acceptance order in the number's outbox", async () => {
