@@ -34,8 +34,9 @@ export const hasUnpublishedEvents = (sql: SqlStorage): boolean =>
 /** Sends every unpublished event to the webhook queue, a batch at a time. Throws if the queue refuses. */
 export async function publishEvents(sql: SqlStorage, queue: Queue): Promise<void> {
   for (;;) {
+    // Insertion order (rowid) breaks ties: two changes in one millisecond keep their order.
     const rows = sql
-      .exec<{ id: string; body: string }>("SELECT id, body FROM events WHERE published_at IS NULL ORDER BY created_at LIMIT ?", PUBLISH_BATCH)
+      .exec<{ id: string; body: string }>("SELECT id, body FROM events WHERE published_at IS NULL ORDER BY created_at, rowid LIMIT ?", PUBLISH_BATCH)
       .toArray();
     if (rows.length === 0) break;
     const messages: MessageSendRequest<WebhookQueueMessage>[] = rows.map((r) => ({ body: { event: JSON.parse(r.body) as WebhookEvent } }));

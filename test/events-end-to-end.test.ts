@@ -1,0 +1,88 @@
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { api, json } from "./helpers/http";
+import { createTenant } from "./helpers/fixtures";
+import { send, textMessage } from "./helpers/send";
+import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+
+// Nothing here is driven by hand: real time, the objects' own alarms and the
+// real queues carry a send and an inbound message all the way to the
+// customer's receiver, which is the only thing mocked (with its DNS).
+
+let net: Network;
+beforeEach(() => {
+  net = mockNetwork();
+});
+afterEach(() => {
+  net.restore();
+  expect(net.unhandled).toEqual([]);
+});
+
+interface Envelope {
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+describe("events of real sends and inbound messages", () => {
+  it("reach the number's webhook signed, each exactly once", async () => {
+    const host = `events-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
+    net.dns.set(host, ["93.184.216.34"]);
+    const url = `https://${host}/hook`;
+    net.receivers.set(url, answers(200));
+
+    const t = await createTenant();
+    const configured = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url } });
+    expect(configured.status).toBe(201);
+    const { id: webhookId, secret } = await json<{ id: string; secret: string }>(configured);
+
+    const sent = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Your order shipped"));
+    expect(sent.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(sent);
+    const injected = await api("/sandbox/inbound", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: "Thanks!" } },
+    });
+    expect(injected.status).toBe(202);
+    const { messageId } = await json<{ messageId: string }>(injected);
+
+    await vi.waitFor(() => expect(net.seen.length).toBeGreaterThanOrEqual(3), { timeout: 15_000, interval: 100 });
+    // Long enough for any second publish or redelivery to show up.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(net.seen).toHaveLength(3);
+
+    const verifier = new Webhook(secret);
+    const events = net.seen.map((seen) => ({ id: seen.headers["webhook-id"]!, ...(verifier.verify(seen.body, seen.headers) as Envelope) }));
+    expect(new Set(events.map((e) => e.id)).size).toBe(3);
+
+    const statuses = events.filter((e) => e.type === "message.status").map((e) => e.data);
+    expect(statuses).toHaveLength(2);
+    expect(statuses).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ messageId: jobId, previousStatus: "queued", status: "processing" }),
+        expect.objectContaining({ messageId: jobId, previousStatus: "processing", status: "sent", upstreamMessageId: `sandbox.${jobId}` }),
+      ]),
+    );
+    const received = events.filter((e) => e.type === "message.received").map((e) => e.data);
+    expect(received).toEqual([
+      expect.objectContaining({ messageId, channelNumberId: t.numberId, from: "5511977776666", type: "text", text: { body: "Thanks!" } }),
+    ]);
+
+    expect((await json<{ status: string }>(await api(`/messages/${jobId}`, t.key))).status).toBe("sent");
+    // The delivery log shows one delivered attempt per event.
+    await vi.waitFor(
+      async () => {
+        const log = await json<{ data: { eventId: string; outcome: string; attempt: number }[] }>(
+          await api(`/webhooks/${webhookId}/deliveries`, t.key),
+        );
+        expect(log.data.map((d) => [d.eventId, d.outcome, d.attempt]).sort()).toEqual(events.map((e) => [e.id, "delivered", 1]).sort());
+      },
+      { timeout: 5_000, interval: 100 },
+    );
+    const stored = await env.DB.prepare("SELECT id, state FROM webhook_events WHERE channel_number_id = ? ORDER BY id")
+      .bind(t.numberId)
+      .all<{ id: string; state: string }>();
+    expect(stored.results).toEqual(events.map((e) => ({ id: e.id, state: "delivered" })).sort((a, b) => (a.id < b.id ? -1 : 1)));
+  }, 30_000);
+});
