@@ -24,6 +24,11 @@ export async function findActiveKeyByHash(db: D1Database, keyHash: string): Prom
     .first<ApiKeyRow>();
 }
 
+/** One key of the workspace (revoked or not); a foreign id reads as missing. */
+export async function getKey(db: D1Database, workspaceId: string, keyId: string): Promise<ApiKeyRow | null> {
+  return db.prepare("SELECT * FROM api_keys WHERE id = ? AND workspace_id = ?").bind(keyId, workspaceId).first<ApiKeyRow>();
+}
+
 export async function listKeys(db: D1Database, workspaceId: string): Promise<ApiKeyRow[]> {
   const { results } = await db
     .prepare("SELECT * FROM api_keys WHERE workspace_id = ? ORDER BY created_at, id")

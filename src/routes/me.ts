@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
 import { getWorkspaceWithLimits } from "../db/workspaces";
 import { ApiError } from "../lib/errors";
-import { listKeys } from "../db/api-keys";
+import { getKey } from "../db/api-keys";
 
 const Me = z
   .object({
@@ -26,8 +26,7 @@ const route = createRoute({
 
 export const meRoutes = newRouter().openapi(route, async (c) => {
   const { workspaceId, keyId } = c.get("principal");
-  const [workspace, keys] = await Promise.all([getWorkspaceWithLimits(c.env.DB, workspaceId), listKeys(c.env.DB, workspaceId)]);
-  const key = keys.find((k) => k.id === keyId);
+  const [workspace, key] = await Promise.all([getWorkspaceWithLimits(c.env.DB, workspaceId), getKey(c.env.DB, workspaceId, keyId)]);
   if (!workspace || !key) throw new ApiError("unauthorized", "Missing or invalid API key.");
   return c.json(
     {
