@@ -1,9 +1,9 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { runInDurableObject } from "cloudflare:test";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 
 let clock = Date.UTC(2033, 2, 3, 9);
