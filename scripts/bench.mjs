@@ -25,6 +25,7 @@ import { randomBytes } from "node:crypto";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureDevVars } from "./lib/dev-vars.mjs";
+import { callApi } from "./lib/http-call.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN_DIR = join(ROOT, "node_modules", ".bin");
@@ -185,22 +186,7 @@ function freePort() {
 
 let BASE_URL = "";
 
-async function call(method, path, token, body) {
-  const res = await fetch(`${BASE_URL}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  let json = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // keep the text
-  }
-  return { status: res.status, json, text };
-}
+const call = (method, path, token, body) => callApi(BASE_URL, method, path, token, body);
 
 async function admin(adminToken, path, body) {
   const res = await call("POST", `/admin/v1${path}`, adminToken, body);

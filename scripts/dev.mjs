@@ -15,6 +15,7 @@ import { constants as osConstants } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureDevVars as ensureDevVarsIn } from "./lib/dev-vars.mjs";
+import { callApi } from "./lib/http-call.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DEMO_FILE = join(ROOT, ".dev-demo.json");
@@ -138,22 +139,7 @@ async function waitUntilReady(exited) {
 
 // ---------------------------------------------------------------- 4. demo tenant
 
-async function call(method, path, token, body) {
-  const res = await fetch(`${BASE_URL}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-    signal: AbortSignal.timeout(15_000),
-  });
-  const text = await res.text();
-  let json = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // keep the text for the error message
-  }
-  return { status: res.status, json, text };
-}
+const call = (method, path, token, body) => callApi(BASE_URL, method, path, token, body);
 
 async function adminCall(adminToken, path, body, what) {
   const res = await call("POST", `/admin/v1${path}`, adminToken, body);

@@ -1,0 +1,18 @@
+// One JSON request to the local API for the dev and bench scripts: the parsed
+// body when it is JSON, and the raw text either way (for error messages).
+export async function callApi(baseUrl, method, path, token, body) {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON: callers use the text
+  }
+  return { status: res.status, json, text };
+}
