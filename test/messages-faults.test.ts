@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { api, expectError, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
-import { send, textMessage } from "./helpers/send";
+import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { deriveJobId } from "../src/domain/job-id";
 import type { MessageCopy } from "../src/domain/message";
@@ -29,7 +29,7 @@ describe("faults between the steps of a send", () => {
 
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
-    expect((await json<{ messages: { used: number } }>(await api("/usage", t.key))).messages.used).toBe(0);
+    expect(await usedMessages(t.key)).toBe(0);
 
     await runInDurableObject(number, (_, state) => {
       state.storage.sql.exec("ALTER TABLE outbox_unavailable RENAME TO outbox");

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
-import { send, textMessage } from "./helpers/send";
+import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 
 let clock = Date.UTC(2032, 0, 10, 12);
@@ -33,7 +33,7 @@ describe("idempotent sending", () => {
 
     const outbox = await channelNumberStub(env, t.numberId).outboxJobIds();
     expect(outbox).toEqual([jobId]);
-    expect((await json<{ messages: { used: number } }>(await api("/usage", t.key))).messages.used).toBe(1);
+    expect(await usedMessages(t.key)).toBe(1);
   });
 
   it("treats key order and whitespace as the same payload", async () => {
@@ -92,7 +92,7 @@ describe("idempotent sending", () => {
     expect(over.headers.get("Retry-After")).toBeNull();
     await expectError(over, 429, "monthly_message_limit_exceeded");
     for (let i = 0; i < 3; i++) expect((await send(t.key, "b", textMessage(t.numberId))).status).toBe(200);
-    expect((await json<{ messages: { used: number } }>(await api("/usage", t.key))).messages.used).toBe(3);
+    expect(await usedMessages(t.key)).toBe(3);
   });
 
   it("a request refused with 401 or a quota 429 binds no key: the same key succeeds later", async () => {
@@ -105,8 +105,7 @@ describe("idempotent sending", () => {
 
     // The next calendar month (UTC) renews the quota; the key was never bound.
     const now = new Date(clock);
-    clock = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
-    vi.setSystemTime(clock);
+    advance(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - clock);
     const res = await send(t.key, "later", textMessage(t.numberId));
     expect(res.status).toBe(201);
     expect(await channelNumberStub(env, t.numberId).outboxJobIds()).toHaveLength(2);

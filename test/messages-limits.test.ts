@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
-import { send, textMessage } from "./helpers/send";
+import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 
 let clock = Date.UTC(2033, 2, 3, 9);
@@ -65,7 +65,7 @@ describe("per-number limit: 2 per second", () => {
       state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM send_times").one().n,
     );
     expect(workspaceWindow).toBe(2);
-    expect((await json<{ messages: { used: number } }>(await api("/usage", t.key))).messages.used).toBe(2);
+    expect(await usedMessages(t.key)).toBe(2);
   });
 
   it("keeps acceptance order in the number's outbox", async () => {
@@ -116,7 +116,7 @@ describe("per-workspace limit: 1200 per minute", () => {
     setClock(t0 + 60_000);
     expect((await send(key, "over", textMessage(spare))).status).toBe(201);
     expect((await send(key, "over-2", textMessage(spare))).status).toBe(201);
-    expect((await json<{ messages: { used: number } }>(await api("/usage", key))).messages.used).toBe(1202);
+    expect(await usedMessages(key)).toBe(1202);
   }, 120_000);
 });
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { admin, api, expectError, json } from "./helpers/http";
+import { admin, api, expectError } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
-import { send, textMessage } from "./helpers/send";
+import { send, textMessage, usedMessages } from "./helpers/send";
 
 let t: Tenant;
 let other: Tenant;
@@ -20,10 +20,6 @@ beforeAll(async () => {
 });
 
 const emoji = "😀";
-
-async function usedMessages(key: string): Promise<number> {
-  return (await json<{ messages: { used: number } }>(await api("/usage", key))).messages.used;
-}
 
 /** Every refusal is a 400 that names the field, binds no key and changes nothing. */
 async function expectRefused(body: unknown, path: string, init: RequestInit = {}, idem = crypto.randomUUID()) {

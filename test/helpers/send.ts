@@ -1,4 +1,4 @@
-import { api } from "./http";
+import { api, json } from "./http";
 
 export interface SendBody {
   channelNumberId?: unknown;
@@ -22,3 +22,8 @@ export function send(key: string, idempotencyKey: string | null, body: unknown, 
 
 /** Moves the shared clock (Date) seen by the Worker and the Durable Objects. */
 export const at = (iso: string): Date => new Date(iso);
+
+/** Accepted sends of the current month, as GET /usage reports them. */
+export async function usedMessages(key: string): Promise<number> {
+  return (await json<{ messages: { used: number } }>(await api("/usage", key))).messages.used;
+}
