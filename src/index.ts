@@ -1,20 +1,20 @@
 import { app } from "./app";
-import { consumeMessageCopies } from "./queue/message-copies";
-import type { MessageCopy } from "./domain/message";
-import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
+import type { UsageCountMessage } from "./durable-objects/workspace/workspace";
 import type { WebhookQueueMessage } from "./domain/events";
 import { log } from "./lib/log";
+import { consumeUsageCounts } from "./queue/usage-counts";
+import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
 import { consumeUpstreamEvents } from "./queue/upstream-events";
 
-export { WorkspaceDurableObject } from "./durable-objects/workspace";
-export { ChannelNumberDurableObject } from "./durable-objects/channel-number";
+export { WorkspaceDurableObject } from "./durable-objects/workspace/workspace";
+export { ChannelNumberDurableObject } from "./durable-objects/channel-number/channel-number";
 
 export default {
   fetch: app.fetch,
   async queue(batch, env, _ctx) {
     switch (batch.queue) {
-      case "message-copies":
-        return consumeMessageCopies(batch as MessageBatch<MessageCopy>, env);
+      case "usage-counts":
+        return consumeUsageCounts(batch as MessageBatch<UsageCountMessage>, env);
       case "webhook-deliveries":
         return consumeWebhookDeliveries(batch as MessageBatch<WebhookQueueMessage>, env);
       case "webhook-deliveries-dlq":

@@ -1,19 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import {
-  getEventOfWebhook,
-  getWebhook,
-  listDeliveries,
-  listWebhooks,
-  upsertWebhook,
-  type DeliveryListRow,
-  type WebhookRow,
-} from "../db/webhooks";
+import { getWebhook, listWebhooks, upsertWebhook, type WebhookRow } from "../db/webhooks";
+import { workspaceStub } from "../durable-objects/stubs";
+import type { AttemptRow } from "../durable-objects/workspace/event-log";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { Webhook, toWebhookView } from "../domain/webhook-view";
-import type { WebhookEvent, WebhookQueueMessage } from "../domain/events";
+import { EVENT_ID_PATTERN } from "../domain/events";
 import { UUID_PATTERN } from "../domain/job-id";
-import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
+import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 import { ApiError, notFound } from "../lib/errors";
 import { isoNow } from "../lib/clock";
 import { seal } from "../lib/secret-box";
@@ -60,6 +54,7 @@ const WebhookDelivery = z
     eventId: z.string().openapi({ description: "The event's `webhook-id`; the same on every attempt and replay." }),
     eventType: z.string().nullable(),
     attempt: z.number().int().openapi({ description: "Attempt number within the delivery run (a replay starts a new run at 1)." }),
+    nextRetryAt: z.string().datetime().nullable().openapi({ description: "When the next attempt is due, after a failed one." }),
     attemptedAt: z.string().datetime(),
     statusCode: z.number().int().nullable().openapi({ description: "HTTP status your endpoint answered, if it answered." }),
     latencyMs: z.number().int().nullable(),
@@ -157,21 +152,26 @@ function requireEnabled(webhook: WebhookRow): void {
   }
 }
 
-const toDeliveryView = (row: DeliveryListRow): z.infer<typeof WebhookDelivery> => ({
-  id: row.id,
+const DELIVERY_OUTCOMES = ["delivered", "failed", "refused", "dead"] as const;
+
+const toDeliveryView = (webhookId: string, row: AttemptRow): z.infer<typeof WebhookDelivery> => ({
+  // Attempt rows are numbered per workspace; the id is stable and unique within the webhook.
+  id: attemptId(webhookId, row.seq),
   eventId: row.event_id,
   eventType: row.event_type,
   attempt: row.attempt,
-  attemptedAt: row.attempted_at,
+  nextRetryAt: row.next_retry_at === null ? null : new Date(row.next_retry_at).toISOString(),
+  attemptedAt: new Date(row.attempted_at).toISOString(),
   statusCode: row.status_code,
   latencyMs: row.latency_ms,
   error: row.error,
-  outcome: row.outcome,
+  outcome: DELIVERY_OUTCOMES.find((o) => o === row.outcome) ?? "failed",
 });
 
-async function enqueue(env: Env, event: WebhookEvent): Promise<void> {
-  const message: WebhookQueueMessage = { event };
-  await env.WEBHOOK_QUEUE.send(message);
+/** A UUID-shaped id for an attempt row, derived from the webhook's id and the row's sequence number. */
+function attemptId(webhookId: string, seq: number): string {
+  const hex = seq.toString(16).padStart(12, "0").slice(-12);
+  return `${webhookId.slice(0, 24)}${hex}`;
 }
 
 export const webhookRoutes = newRouter()
@@ -210,32 +210,25 @@ export const webhookRoutes = newRouter()
     const { id } = c.req.valid("param");
     const { limit, cursor } = c.req.valid("query");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
-    const rows = await listDeliveries(c.env.DB, webhook.id, limit + 1, decodeCursor(cursor));
-    return c.json(toPage(rows, limit, (r) => ({ sortKey: r.attempted_at, id: r.id }), toDeliveryView), 200);
+    const after = decodeCursor(cursor);
+    const before = after === undefined ? null : Number(after.sortKey);
+    if (before !== null && !Number.isSafeInteger(before)) throw invalidCursor();
+    const rows = await workspaceStub(c.env, webhook.workspace_id).listDeliveries(webhook.id, before, limit + 1);
+    return c.json(toPage(rows, limit, (r) => ({ sortKey: String(r.seq), id: "" }), (r) => toDeliveryView(webhook.id, r)), 200);
   })
   .openapi(replay, async (c) => {
     const { id, eventId } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
-    const row = eventId.length <= 200 ? await getEventOfWebhook(c.env.DB, webhook, eventId) : null;
-    if (!row) throw notFound("Event");
+    const stub = workspaceStub(c.env, webhook.workspace_id);
+    if (!EVENT_ID_PATTERN.test(eventId)) throw notFound("Event");
     requireEnabled(webhook);
-    const event: WebhookEvent = JSON.parse(row.payload);
-    await enqueue(c.env, event);
-    return c.json({ eventId: event.id, status: "queued" as const }, 202);
+    if (!(await stub.replayEvent(webhook.channel_number_id, eventId))) throw notFound("Event");
+    return c.json({ eventId, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
-    const event: WebhookEvent = {
-      // The same id format as every other event (`evt_` + 32 hex digits).
-      id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
-      type: "webhook.test",
-      workspaceId: webhook.workspace_id,
-      channelNumberId: webhook.channel_number_id,
-      createdAt: isoNow(),
-      data: { message: "This is a test event. Your endpoint received and can verify our webhooks." },
-    };
-    await enqueue(c.env, event);
-    return c.json({ eventId: event.id, status: "queued" as const }, 202);
+    const eventId = await workspaceStub(c.env, webhook.workspace_id).recordTestEvent(webhook.workspace_id, webhook.channel_number_id);
+    return c.json({ eventId, status: "queued" as const }, 202);
   });
