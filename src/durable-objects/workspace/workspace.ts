@@ -75,7 +75,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   /** Committed acceptance times of the last minute, ascending (rebuilt from the records after a restart). */
   private recent: number[];
   private month: { key: string; used: number } | null = null;
-  private lastCountsFlush = 0;
+  private lastCountsFlush = now();
   private lastStrandedCheck = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -182,7 +182,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     }
     this.recent = [...this.recent, at].sort((a, b) => a - b);
     this.bumpMonth(at);
-    await this.scheduler.wake(Math.min(at + STRANDED_AFTER_MS, this.scheduler.nextWake() ?? Infinity));
+    // What this send adds to timed work: a count to ship, and a message to watch for stranding.
+    await this.scheduler.wake(Math.min(at + STRANDED_AFTER_MS, this.lastCountsFlush + COUNTS_FLUSH_INTERVAL_MS));
     const workspace = this.windowAt(at);
     // Report whichever limit is closer to refusing the next send.
     const rate = admitted.window.remaining <= workspace.remaining ? admitted.window : workspace;
