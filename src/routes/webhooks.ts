@@ -1,25 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import {
-  getEventOfWebhook,
-  getWebhook,
-  listDeliveries,
-  listWebhooks,
-  upsertWebhook,
-  type DeliveryListRow,
-  type WebhookRow,
-} from "../db/webhooks";
-import { getConnectedNumber } from "../db/channel-numbers";
+import { listDeliveries, listWebhooks, type DeliveryListRow, type WebhookRow } from "../db/webhooks";
 import { Webhook, toWebhookView } from "../domain/webhook-view";
-import type { WebhookEvent, WebhookQueueMessage } from "../domain/events";
-import { UUID_PATTERN } from "../domain/job-id";
+import { configureWebhook, findOwnWebhook, queueEvent, storedEvent, testEvent } from "../domain/webhook-config";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
 import { ApiError, notFound } from "../lib/errors";
-import { isoNow } from "../lib/clock";
-import { seal } from "../lib/secret-box";
 import { jsonBody } from "../middleware/json-body";
-import { checkWebhookUrl, checkWebhookUrlSyntax, type UrlCheck } from "../webhooks/ssrf";
-import { newWebhookSecret } from "../webhooks/signature";
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 
@@ -136,15 +122,15 @@ const sendTest = createRoute({
   responses: { 202: jsonContent(EventAccepted, "Queued for delivery."), ...errorResponses(400, 401, 404) },
 });
 
-function refuseUrl(check: Extract<UrlCheck, { ok: false }>): ApiError {
+function refuseUrl(reason: string): ApiError {
   return new ApiError("invalid_request", "The webhook URL is not allowed.", {
-    details: [{ path: "url", rule: "ssrf", message: check.reason }],
+    details: [{ path: "url", rule: "ssrf", message: reason }],
   });
 }
 
 async function ownWebhook(db: D1Database, workspaceId: string, id: string): Promise<WebhookRow> {
   // A malformed or foreign id is indistinguishable from an unknown one.
-  const row = UUID_PATTERN.test(id) ? await getWebhook(db, workspaceId, id.toLowerCase()) : null;
+  const row = await findOwnWebhook(db, workspaceId, id);
   if (!row) throw notFound("Webhook");
   return row;
 }
@@ -169,11 +155,6 @@ const toDeliveryView = (row: DeliveryListRow): z.infer<typeof WebhookDelivery> =
   outcome: row.outcome,
 });
 
-async function enqueue(env: Env, event: WebhookEvent): Promise<void> {
-  const message: WebhookQueueMessage = { event };
-  await env.WEBHOOK_QUEUE.send(message);
-}
-
 export const webhookRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
@@ -182,29 +163,9 @@ export const webhookRoutes = newRouter()
   })
   .openapi(configure, async (c) => {
     const { channelNumberId, url } = c.req.valid("json");
-    const { workspaceId } = c.get("principal");
-    const allowInsecure = c.env.ALLOW_INSECURE_WEBHOOK_URLS === "true";
-
-    // Input that is wrong whatever the number gets its 400 before the lookup.
-    const syntax = checkWebhookUrlSyntax(url, { allowInsecure });
-    if (!syntax.ok) throw refuseUrl(syntax);
-    // A foreign, disconnected or unknown number: the same 404.
-    const number = await getConnectedNumber(c.env.DB, workspaceId, channelNumberId.toLowerCase());
-    if (!number) throw notFound("Channel number");
-    const check = await checkWebhookUrl(url, { allowInsecure, dohResolverUrl: c.env.DOH_RESOLVER_URL });
-    if (!check.ok) throw refuseUrl(check);
-
-    const secret = newWebhookSecret();
-    const row = await upsertWebhook(c.env.DB, {
-      id: crypto.randomUUID(),
-      workspaceId,
-      channelNumberId: number.id,
-      // The parser's normal form is what deliveries call.
-      url: check.url.href,
-      sealedSecret: await seal(c.env.CREDENTIALS_ENCRYPTION_KEY, secret),
-      at: isoNow(),
-    });
-    return c.json({ ...toWebhookView(row), secret }, 201);
+    const outcome = await configureWebhook(c.env, c.get("principal").workspaceId, channelNumberId, url);
+    if (!outcome.ok) throw outcome.problem === "url" ? refuseUrl(outcome.reason) : notFound("Channel number");
+    return c.json({ ...toWebhookView(outcome.webhook), secret: outcome.secret }, 201);
   })
   .openapi(deliveries, async (c) => {
     const { id } = c.req.valid("param");
@@ -216,26 +177,17 @@ export const webhookRoutes = newRouter()
   .openapi(replay, async (c) => {
     const { id, eventId } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
-    const row = eventId.length <= 200 ? await getEventOfWebhook(c.env.DB, webhook, eventId) : null;
-    if (!row) throw notFound("Event");
+    const event = await storedEvent(c.env.DB, webhook, eventId);
+    if (!event) throw notFound("Event");
     requireEnabled(webhook);
-    const event: WebhookEvent = JSON.parse(row.payload);
-    await enqueue(c.env, event);
+    await queueEvent(c.env, event);
     return c.json({ eventId: event.id, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
-    const event: WebhookEvent = {
-      // The same id format as every other event (`evt_` + 32 hex digits).
-      id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
-      type: "webhook.test",
-      workspaceId: webhook.workspace_id,
-      channelNumberId: webhook.channel_number_id,
-      createdAt: isoNow(),
-      data: { message: "This is a test event. Your endpoint received and can verify our webhooks." },
-    };
-    await enqueue(c.env, event);
+    const event = testEvent(webhook);
+    await queueEvent(c.env, event);
     return c.json({ eventId: event.id, status: "queued" as const }, 202);
   });
