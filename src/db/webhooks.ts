@@ -58,6 +58,14 @@ export async function getWebhook(db: D1Database, workspaceId: string, id: string
   return db.prepare("SELECT * FROM webhooks WHERE id = ? AND workspace_id = ?").bind(id, workspaceId).first<WebhookRow>();
 }
 
+/** The webhook of a number of the workspace, if it has one. */
+export async function getWebhookOfNumber(db: D1Database, workspaceId: string, channelNumberId: string): Promise<WebhookRow | null> {
+  return db
+    .prepare("SELECT * FROM webhooks WHERE channel_number_id = ? AND workspace_id = ?")
+    .bind(channelNumberId, workspaceId)
+    .first<WebhookRow>();
+}
+
 /**
  * Creates the number's webhook, or replaces its URL and secret. A replaced
  * webhook keeps its id (and so its delivery log), is enabled again and starts
@@ -83,6 +91,21 @@ export async function upsertWebhook(
   return row;
 }
 
+/**
+ * Enables a disabled webhook again, keeping its URL and secret, with a clean
+ * failure record (the URL is checked again at every delivery). Null if the
+ * workspace has no such webhook.
+ */
+export async function reenableWebhook(db: D1Database, workspaceId: string, id: string, at: string): Promise<WebhookRow | null> {
+  return db
+    .prepare(
+      `UPDATE webhooks SET status = 'enabled', failing_since = NULL, disabled_at = NULL, updated_at = ?
+        WHERE id = ? AND workspace_id = ? RETURNING *`,
+    )
+    .bind(at, id, workspaceId)
+    .first<WebhookRow>();
+}
+
 /** The webhooks of the given numbers, in one query. */
 export async function webhooksForNumbers(db: D1Database, channelNumberIds: string[]): Promise<WebhookRow[]> {
   if (channelNumberIds.length === 0) return [];
@@ -103,17 +126,25 @@ export async function getEventOfWebhook(db: D1Database, webhook: WebhookRow, eve
     .first<WebhookEventRow>();
 }
 
-export type DeliveryListRow = WebhookDeliveryRow & { event_type: string | null };
+export type DeliveryListRow = WebhookDeliveryRow & { event_type: string | null; event_state: WebhookEventState | null };
 
 /** Delivery attempts of a webhook, newest first (keyset on attempted_at, id). */
 export async function listDeliveries(db: D1Database, webhookId: string, limit: number, before?: Cursor): Promise<DeliveryListRow[]> {
-  const select = `SELECT d.*, e.type AS event_type FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id`;
+  const select = `SELECT d.*, e.type AS event_type, e.state AS event_state FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id`;
   const stmt = before
     ? db
         .prepare(`${select} WHERE d.webhook_id = ? AND (d.attempted_at, d.id) < (?, ?) ORDER BY d.attempted_at DESC, d.id DESC LIMIT ?`)
         .bind(webhookId, before.sortKey, before.id, limit)
     : db.prepare(`${select} WHERE d.webhook_id = ? ORDER BY d.attempted_at DESC, d.id DESC LIMIT ?`).bind(webhookId, limit);
   return (await stmt.all<DeliveryListRow>()).results;
+}
+
+/** The latest attempt of the webhook that did not deliver (why it is failing or was disabled). */
+export async function lastFailedDelivery(db: D1Database, webhookId: string): Promise<WebhookDeliveryRow | null> {
+  return db
+    .prepare("SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND outcome <> 'delivered' ORDER BY attempted_at DESC, id DESC LIMIT 1")
+    .bind(webhookId)
+    .first<WebhookDeliveryRow>();
 }
 
 // The statements below are building blocks of the delivery consumers' single

@@ -1,0 +1,340 @@
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
+import {
+  getWebhookOfNumber,
+  lastFailedDelivery,
+  listDeliveries,
+  reenableWebhook,
+  webhooksForNumbers,
+  type DeliveryListRow,
+  type WebhookRow,
+} from "../../db/webhooks";
+import { UUID_PATTERN } from "../../domain/job-id";
+import { configureWebhook, queueEvent, storedEvent, testEvent } from "../../domain/webhook-config";
+import { isoNow } from "../../lib/clock";
+import { toPage } from "../../lib/pagination";
+import { DISABLE_AFTER_MS, RETRY_DELAYS_SECONDS, retryDelaySeconds } from "../../queue/webhook-delivery";
+import type { DashboardEnv } from "../context";
+import { FieldError, Time } from "../components";
+import { setFlash } from "../flash";
+import { formFields } from "../forms";
+import { pageCursor } from "../paging";
+import { hasRole, requireRole } from "../roles";
+import { notFoundPage } from "./errors";
+
+const LOG_PAGE_SIZE = 25;
+const MAX_URL_CHARS = 2048;
+// One webhook per number, and a plan allows at most 100 numbers: one page lists them all.
+const MAX_NUMBERS = 100;
+const DISABLE_AFTER_HOURS = DISABLE_AFTER_MS / 3_600_000;
+
+async function ownNumber(c: Context<DashboardEnv>): Promise<ChannelNumberRow | null> {
+  const id = c.req.param("numberId") ?? "";
+  return UUID_PATTERN.test(id) ? getConnectedNumber(c.env.DB, c.get("session").workspace_id, id.toLowerCase()) : null;
+}
+
+function HealthLine({ w }: { w: WebhookRow }) {
+  if (w.status === "disabled") return <strong class="bad">disabled</strong>;
+  if (w.failing_since) return <strong class="warn">failing</strong>;
+  return <span class="ok">enabled</span>;
+}
+
+/**
+ * When the queue will try the attempt's event again, if that is still going
+ * to happen: only for the newest attempt of an event still pending.
+ */
+function nextRetry(row: DeliveryListRow, newestOfEvent: boolean): string | null {
+  if (!newestOfEvent || row.event_state !== "pending" || row.outcome === "delivered" || row.outcome === "dead") return null;
+  if (row.attempt > RETRY_DELAYS_SECONDS.length) return null;
+  return new Date(Date.parse(row.attempted_at) + retryDelaySeconds(row.attempt) * 1000).toISOString();
+}
+
+function DeliveryLog({ rows, numberId, canReplay }: { rows: DeliveryListRow[]; numberId: string; canReplay: boolean }) {
+  const seen = new Set<string>();
+  return (
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Attempted</th>
+            <th scope="col">Event</th>
+            <th scope="col">Attempt</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">HTTP</th>
+            <th scope="col">Latency</th>
+            <th scope="col">Next retry</th>
+            <th scope="col">
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => {
+            const newest = !seen.has(r.event_id);
+            seen.add(r.event_id);
+            const retry = nextRetry(r, newest);
+            return (
+              <tr>
+                <td>
+                  <Time iso={r.attempted_at} />
+                </td>
+                <td>
+                  {r.event_type ?? "?"}
+                  <br />
+                  <code class="small">{r.event_id}</code>
+                </td>
+                <td>{r.attempt}</td>
+                <td>
+                  <span class={r.outcome === "delivered" ? "ok" : "bad"}>{r.outcome}</span>
+                  {r.error ? <p class="small">{r.error}</p> : null}
+                </td>
+                <td>{r.status_code ?? "—"}</td>
+                <td>{r.latency_ms === null ? "—" : `${r.latency_ms} ms`}</td>
+                <td>{retry ? <Time iso={retry} /> : "—"}</td>
+                <td>
+                  {canReplay && newest ? (
+                    <form method="post" action={`/dashboard/webhooks/${numberId}/deliveries/${encodeURIComponent(r.event_id)}/replay`} class="inline">
+                      <button type="submit" class="secondary" aria-label={`Replay event ${r.event_id}`}>
+                        Replay
+                      </button>
+                    </form>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow, form: { url?: string; error?: string } = {}) {
+  const { workspace_id: workspaceId, role } = c.get("session");
+  const canWrite = hasRole(role, "developer");
+  const webhook = await getWebhookOfNumber(c.env.DB, workspaceId, number.id);
+  const [rows, lastFailure] = webhook
+    ? await Promise.all([listDeliveries(c.env.DB, webhook.id, LOG_PAGE_SIZE + 1, pageCursor(c)), lastFailedDelivery(c.env.DB, webhook.id)])
+    : [[], null];
+  const page = toPage(rows, LOG_PAGE_SIZE, (r) => ({ sortKey: r.attempted_at, id: r.id }), (r) => r);
+  return c.render(
+    <>
+      <p class="crumbs">
+        <a href="/dashboard/webhooks">Webhooks</a> /
+      </p>
+      <h1>Webhook of {number.display_phone_number}</h1>
+      {webhook ? (
+        <section class="card" aria-labelledby="status-heading">
+          <h2 id="status-heading">Endpoint</h2>
+          <dl class="facts">
+            <dt>URL</dt>
+            <dd>
+              <code>{webhook.url}</code>
+            </dd>
+            <dt>Status</dt>
+            <dd>
+              <HealthLine w={webhook} />
+            </dd>
+            {webhook.failing_since ? (
+              <>
+                <dt>Failing since</dt>
+                <dd>
+                  <Time iso={webhook.failing_since} />
+                </dd>
+              </>
+            ) : null}
+            <dt>Configured</dt>
+            <dd>
+              <Time iso={webhook.updated_at} />
+            </dd>
+          </dl>
+          {webhook.status === "disabled" ? (
+            <div class="problem" role="note">
+              <p>
+                Disabled <Time iso={webhook.disabled_at} /> because deliveries kept failing for more than {DISABLE_AFTER_HOURS} hours. Events
+                since then were kept and can be replayed.
+              </p>
+              {lastFailure?.error ? (
+                <p>
+                  Last error: <span>{lastFailure.error}</span>
+                </p>
+              ) : null}
+              {canWrite ? (
+                <form method="post" action={`/dashboard/webhooks/${number.id}/enable`}>
+                  <button type="submit">Re-enable (same URL and secret)</button>
+                </form>
+              ) : null}
+            </div>
+          ) : webhook.failing_since && lastFailure?.error ? (
+            <p class="problem">
+              Last error: <span>{lastFailure.error}</span>
+            </p>
+          ) : null}
+          {canWrite && webhook.status === "enabled" ? (
+            <form method="post" action={`/dashboard/webhooks/${number.id}/test`}>
+              <button type="submit" class="secondary">
+                Send test event
+              </button>
+            </form>
+          ) : null}
+        </section>
+      ) : (
+        <p>This number has no webhook: inbound messages and status changes are kept and can be replayed once you configure one.</p>
+      )}
+      {canWrite ? (
+        <section class="card" aria-labelledby="configure-heading">
+          <h2 id="configure-heading">{webhook ? "Replace the URL" : "Configure"}</h2>
+          <form method="post" action={`/dashboard/webhooks/${number.id}`} class="stack">
+            <label for="url">Endpoint URL</label>
+            <input
+              id="url"
+              name="url"
+              type="url"
+              required
+              maxlength={MAX_URL_CHARS}
+              placeholder="https://hooks.example.com/messaging"
+              value={form.url ?? webhook?.url ?? ""}
+              aria-invalid={form.error ? "true" : undefined}
+              aria-describedby={form.error ? "url-error url-hint" : "url-hint"}
+            />
+            <p class="hint" id="url-hint">
+              Public HTTPS only; the address is checked now and at every delivery. Saving issues a new signing secret
+              {webhook ? " and the current one stops being used at once" : ""}.
+            </p>
+            <FieldError field="url" message={form.error} />
+            <button type="submit">{webhook ? "Replace URL and secret" : "Save"}</button>
+          </form>
+        </section>
+      ) : null}
+      {webhook ? (
+        <section aria-labelledby="log-heading">
+          <h2 id="log-heading">Delivery log</h2>
+          {page.data.length === 0 ? (
+            <p>No delivery yet.</p>
+          ) : (
+            <DeliveryLog rows={page.data} numberId={number.id} canReplay={canWrite && webhook.status === "enabled"} />
+          )}
+          {page.nextCursor ? (
+            <p>
+              <a href={`/dashboard/webhooks/${number.id}?cursor=${encodeURIComponent(page.nextCursor)}`}>Older attempts</a>
+            </p>
+          ) : null}
+        </section>
+      ) : null}
+    </>,
+    { title: `Webhook of ${number.display_phone_number}` },
+  );
+}
+
+const back = (numberId: string) => `/dashboard/webhooks/${numberId}`;
+
+export const webhookPages = new Hono<DashboardEnv>()
+  .get("/webhooks", async (c) => {
+    const { workspace_id: workspaceId } = c.get("session");
+    const numbers = await listConnectedNumbers(c.env.DB, workspaceId, MAX_NUMBERS);
+    const webhooks = new Map(
+      (await webhooksForNumbers(c.env.DB, numbers.map((n) => n.id))).filter((w) => w.workspace_id === workspaceId).map((w) => [w.channel_number_id, w]),
+    );
+    return c.render(
+      <>
+        <h1>Webhooks</h1>
+        <p>
+          One endpoint per number receives <code>message.received</code> and <code>message.status</code> events, signed with the Standard
+          Webhooks scheme.
+        </p>
+        {numbers.length === 0 ? (
+          <p>No number is connected yet.</p>
+        ) : (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Number</th>
+                  <th scope="col">Endpoint</th>
+                  <th scope="col">Status</th>
+                </tr>
+              </thead>
+              <tbody>
+                {numbers.map((n) => {
+                  const w = webhooks.get(n.id);
+                  return (
+                    <tr>
+                      <td>
+                        <a href={back(n.id)}>{n.display_phone_number}</a>
+                      </td>
+                      <td>{w ? <code>{w.url}</code> : "not configured"}</td>
+                      <td>{w ? <HealthLine w={w} /> : "—"}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </>,
+      { title: "Webhooks" },
+    );
+  })
+  .get("/webhooks/:numberId", async (c) => {
+    const number = await ownNumber(c);
+    return number ? renderWebhook(c, number) : notFoundPage(c);
+  })
+  .post("/webhooks/:numberId", requireRole("developer"), async (c) => {
+    const number = await ownNumber(c);
+    if (!number) return notFoundPage(c);
+    const url = ((await formFields(c)).url ?? "").trim();
+    const session = c.get("session");
+    if (url.length === 0 || url.length > MAX_URL_CHARS) {
+      c.status(400);
+      return renderWebhook(c, number, { url: url.slice(0, MAX_URL_CHARS), error: `Enter the endpoint's URL (at most ${MAX_URL_CHARS} characters).` });
+    }
+    const outcome = await configureWebhook(c.env, session.workspace_id, number.id, url);
+    if (!outcome.ok) {
+      if (outcome.problem === "number_not_found") return notFoundPage(c);
+      c.status(400);
+      return renderWebhook(c, number, { url, error: `This URL is not allowed: ${outcome.reason}` });
+    }
+    await setFlash(
+      c,
+      { notice: "Webhook saved.", secret: { label: "Signing secret (verify our signatures with it)", value: outcome.secret } },
+      session.token_hash,
+    );
+    return c.redirect(back(number.id), 303);
+  })
+  .post("/webhooks/:numberId/test", requireRole("developer"), async (c) => {
+    const number = await ownNumber(c);
+    const session = c.get("session");
+    const webhook = number ? await getWebhookOfNumber(c.env.DB, session.workspace_id, number.id) : null;
+    if (!number || !webhook) return notFoundPage(c);
+    if (webhook.status !== "enabled") {
+      await setFlash(c, { notice: "The webhook is disabled: re-enable it first." }, session.token_hash);
+    } else {
+      await queueEvent(c.env, testEvent(webhook));
+      await setFlash(c, { notice: "Test event queued: it appears in the delivery log within seconds." }, session.token_hash);
+    }
+    return c.redirect(back(number.id), 303);
+  })
+  .post("/webhooks/:numberId/enable", requireRole("developer"), async (c) => {
+    const number = await ownNumber(c);
+    const session = c.get("session");
+    const webhook = number ? await getWebhookOfNumber(c.env.DB, session.workspace_id, number.id) : null;
+    if (!number || !webhook) return notFoundPage(c);
+    await reenableWebhook(c.env.DB, session.workspace_id, webhook.id, isoNow());
+    await setFlash(c, { notice: "Webhook enabled again. Replay the events it missed from the log." }, session.token_hash);
+    return c.redirect(back(number.id), 303);
+  })
+  .post("/webhooks/:numberId/deliveries/:eventId/replay", requireRole("developer"), async (c) => {
+    const number = await ownNumber(c);
+    const session = c.get("session");
+    const webhook = number ? await getWebhookOfNumber(c.env.DB, session.workspace_id, number.id) : null;
+    const event = webhook ? await storedEvent(c.env.DB, webhook, c.req.param("eventId")) : null;
+    if (!number || !webhook || !event) return notFoundPage(c);
+    if (webhook.status !== "enabled") {
+      await setFlash(c, { notice: "The webhook is disabled: re-enable it first." }, session.token_hash);
+    } else {
+      await queueEvent(c.env, event);
+      await setFlash(c, { notice: `Event ${event.id} queued again (same webhook-id).` }, session.token_hash);
+    }
+    return c.redirect(back(number.id), 303);
+  });
