@@ -55,3 +55,15 @@ export function FieldError({ field, message }: { field: string; message: string 
     </p>
   );
 }
+
+/**
+ * A wide table that scrolls sideways on a small screen; focusable, so that
+ * keyboard users can scroll it too.
+ */
+export function TableScroll({ label, children }: { label: string; children: Child }) {
+  return (
+    <div class="table-wrap" role="region" aria-label={label} tabindex={0}>
+      {children}
+    </div>
+  );
+}

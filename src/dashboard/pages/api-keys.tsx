@@ -5,7 +5,7 @@ import { issueApiKey, keyPrefix, revokeApiKey } from "../../domain/api-keys";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
 import { UUID_PATTERN } from "../../domain/job-id";
 import type { DashboardEnv } from "../context";
-import { ConfirmForm, FieldError, Time } from "../components";
+import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { hasRole, requireRole } from "../roles";
@@ -84,7 +84,7 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error
       {sorted.length === 0 ? (
         <p>No keys yet.</p>
       ) : (
-        <div class="table-wrap">
+        <TableScroll label="API keys">
           <table>
             <thead>
               <tr>
@@ -101,7 +101,7 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
     </>,
     { title: "API keys" },

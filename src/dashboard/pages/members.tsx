@@ -5,7 +5,7 @@ import { UUID_PATTERN } from "../../domain/job-id";
 import { invitationUrl, inviteMember, MemberEmail, MemberRoleSchema, MAX_MEMBERS_PER_WORKSPACE } from "../../domain/members";
 import { isoNow, now } from "../../lib/clock";
 import type { DashboardEnv } from "../context";
-import { ConfirmForm, FieldError, Time } from "../components";
+import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { hasRole, requireRole } from "../roles";
@@ -115,7 +115,7 @@ async function renderMembers(c: Context<DashboardEnv>, form: { email?: string; r
           <FieldError field="email" message={form.error} />
         </section>
       ) : null}
-      <div class="table-wrap">
+      <TableScroll label="Members">
         <table>
           <thead>
             <tr>
@@ -136,7 +136,7 @@ async function renderMembers(c: Context<DashboardEnv>, form: { email?: string; r
             ))}
           </tbody>
         </table>
-      </div>
+      </TableScroll>
     </>,
     { title: "Members" },
   );

@@ -4,7 +4,7 @@ import { getWebhookOfNumber } from "../../db/webhooks";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { toPage } from "../../lib/pagination";
 import type { DashboardEnv } from "../context";
-import { Time } from "../components";
+import { Time, TableScroll } from "../components";
 import { pageCursor } from "../paging";
 import { notFoundPage } from "./errors";
 
@@ -24,7 +24,7 @@ export const numberPages = new Hono<DashboardEnv>()
         {page.data.length === 0 ? (
           <p>No number is connected yet. Numbers are connected by our team; ask support.</p>
         ) : (
-          <div class="table-wrap">
+          <TableScroll label="Numbers">
             <table>
               <thead>
                 <tr>
@@ -49,7 +49,7 @@ export const numberPages = new Hono<DashboardEnv>()
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableScroll>
         )}
         {page.nextCursor ? (
           <p>

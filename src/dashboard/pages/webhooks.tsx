@@ -16,7 +16,7 @@ import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";
 import { DISABLE_AFTER_MS, RETRY_DELAYS_SECONDS, retryDelaySeconds } from "../../queue/webhook-delivery";
 import type { DashboardEnv } from "../context";
-import { FieldError, Time } from "../components";
+import { FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { pageCursor } from "../paging";
@@ -53,7 +53,7 @@ function nextRetry(row: DeliveryListRow, newestOfEvent: boolean): string | null 
 function DeliveryLog({ rows, numberId, canReplay }: { rows: DeliveryListRow[]; numberId: string; canReplay: boolean }) {
   const seen = new Set<string>();
   return (
-    <div class="table-wrap">
+    <TableScroll label="Delivery log">
       <table>
         <thead>
           <tr>
@@ -106,7 +106,7 @@ function DeliveryLog({ rows, numberId, canReplay }: { rows: DeliveryListRow[]; n
           })}
         </tbody>
       </table>
-    </div>
+    </TableScroll>
   );
 }
 
@@ -246,7 +246,7 @@ export const webhookPages = new Hono<DashboardEnv>()
         {numbers.length === 0 ? (
           <p>No number is connected yet.</p>
         ) : (
-          <div class="table-wrap">
+          <TableScroll label="Webhooks by number">
             <table>
               <thead>
                 <tr>
@@ -270,7 +270,7 @@ export const webhookPages = new Hono<DashboardEnv>()
                 })}
               </tbody>
             </table>
-          </div>
+          </TableScroll>
         )}
       </>,
       { title: "Webhooks" },
