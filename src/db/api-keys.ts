@@ -54,7 +54,7 @@ export async function revokeKey(db: D1Database, keyId: string, at: string, works
 /** Records a use, unless one at or after `notBefore` is already recorded (then nothing is written). */
 export async function recordKeyUse(db: D1Database, keyId: string, at: string, notBefore: string): Promise<void> {
   await db
-    .prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)")
+    .prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)")
     .bind(at, keyId, notBefore)
     .run();
 }

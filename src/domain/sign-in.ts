@@ -17,8 +17,8 @@ export type SignInResult =
   | { ok: false; reason: "throttled"; retryAfterMs: number };
 
 // Throttle keys: the email is hashed so that addresses do not appear in object names.
-const emailKey = async (email: string) => `sign-in:email:${await sha256Hex(email)}`;
-const ipKey = (ip: string) => `sign-in:ip:${ip}`;
+export const emailKey = async (email: string): Promise<string> => `sign-in:email:${await sha256Hex(email)}`;
+export const ipKey = (ip: string): string => `sign-in:ip:${ip}`;
 
 /**
  * Email + password sign-in. Unknown emails, members without a password and

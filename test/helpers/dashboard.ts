@@ -32,16 +32,24 @@ export class Browser {
     return this.keep(await call(path, { headers, redirect: "manual" }));
   }
 
-  /** A form POST; `from` sets where the browser says it comes from (null: no Origin / Sec-Fetch-Site at all). */
-  async post(path: string, fields: Record<string, string> = {}, from: { origin?: string | null; site?: string | null; ip?: string } = {}): Promise<Response> {
-    const headers = new Headers({ "Content-Type": "application/x-www-form-urlencoded" });
+  /**
+   * A form POST; `from` sets where the browser says it comes from (null: no
+   * Origin / Sec-Fetch-Site at all); `raw` sends another body type instead.
+   */
+  async post(
+    path: string,
+    fields: Record<string, string> = {},
+    from: { origin?: string | null; site?: string | null; ip?: string; raw?: { type: string; body: string } } = {},
+  ): Promise<Response> {
+    const headers = new Headers({ "Content-Type": from.raw?.type ?? "application/x-www-form-urlencoded" });
     const origin = from.origin === undefined ? BASE : from.origin;
     const site = from.site === undefined ? "same-origin" : from.site;
     if (origin !== null) headers.set("Origin", origin);
     if (site !== null) headers.set("Sec-Fetch-Site", site);
     if (from.ip) headers.set("CF-Connecting-IP", from.ip);
     if (this.cookies.size) headers.set("Cookie", this.cookieHeader());
-    return this.keep(await call(path, { method: "POST", headers, body: new URLSearchParams(fields), redirect: "manual" }));
+    const body = from.raw ? from.raw.body : new URLSearchParams(fields);
+    return this.keep(await call(path, { method: "POST", headers, body, redirect: "manual" }));
   }
 }
 
