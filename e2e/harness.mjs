@@ -176,9 +176,9 @@ export async function startHarness() {
     return json;
   }
 
-  /** A fresh browser context (its own cookies), desktop-sized unless told otherwise. */
-  async function newPage(viewport = { width: 1280, height: 800 }) {
-    const context = await browser.newContext({ viewport, baseURL: BASE_URL });
+  /** A fresh browser context (its own cookies), desktop-sized and light unless told otherwise. */
+  async function newPage(viewport = { width: 1280, height: 800 }, colorScheme = "light") {
+    const context = await browser.newContext({ viewport, baseURL: BASE_URL, colorScheme });
     const page = await context.newPage();
     // Fail loudly on anything the strict CSP blocks, a script that throws, or a
     // missing stylesheet/script/icon. (Pages answered 4xx on purpose, such as a
@@ -230,6 +230,6 @@ export async function screenshot(page, name, { readme = false } = {}) {
   await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true });
   if (readme && process.env.UPDATE_SCREENSHOTS === "1") {
     mkdirSync(SCREENSHOTS_DIR, { recursive: true });
-    await page.screenshot({ path: join(SCREENSHOTS_DIR, `${name}.png`), fullPage: false });
+    await page.screenshot({ path: join(SCREENSHOTS_DIR, `${name}.png`), fullPage: true });
   }
 }

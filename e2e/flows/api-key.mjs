@@ -62,14 +62,16 @@ export async function apiKeyFlow(h) {
   assert.equal(css.status, 200);
   assert.equal(css.headers.get("x-content-type-options"), "nosniff");
 
-  // A phone-sized screen gets the same page, usable.
-  const phone = await h.newPage({ width: 375, height: 740 });
+  // A phone-sized screen in dark mode gets the same page, usable (axe checks the dark palette's contrast).
+  const phone = await h.newPage({ width: 375, height: 740 }, "dark");
   await phone.context.addCookies([await sessionCookie(context)]);
   await phone.page.goto("/dashboard/api-keys");
   const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
   assert.equal(overflow, false, "no sideways scrolling of the page at 375 px");
-  await expectAccessible(phone.page, "api keys (375 px)");
-  await screenshot(phone.page, "api-keys-375px");
+  await expectAccessible(phone.page, "api keys (375 px, dark)");
+  await screenshot(phone.page, "api-keys-375px-dark");
+  await phone.page.goto("/dashboard");
+  await expectAccessible(phone.page, "overview (375 px, dark)");
 
   assert.deepEqual([...problems, ...phone.problems], []);
   await phone.context.close();

@@ -118,6 +118,32 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
     ? await Promise.all([listDeliveries(c.env.DB, webhook.id, LOG_PAGE_SIZE + 1, pageCursor(c)), lastFailedDelivery(c.env.DB, webhook.id)])
     : [[], null];
   const page = toPage(rows, LOG_PAGE_SIZE, (r) => ({ sortKey: r.attempted_at, id: r.id }), (r) => r);
+  // Before the log for a new webhook, after it once there is one (the log is what people come back for).
+  const configureForm = canWrite ? (
+    <section class="card" aria-labelledby="configure-heading">
+      <h2 id="configure-heading">{webhook ? "Replace the URL" : "Configure"}</h2>
+      <form method="post" action={`/dashboard/webhooks/${number.id}`} class="stack">
+        <label for="url">Endpoint URL</label>
+        <input
+          id="url"
+          name="url"
+          type="url"
+          required
+          maxlength={MAX_URL_CHARS}
+          placeholder="https://hooks.example.com/messaging"
+          value={form.url ?? webhook?.url ?? ""}
+          aria-invalid={form.error ? "true" : undefined}
+          aria-describedby={form.error ? "url-error url-hint" : "url-hint"}
+        />
+        <p class="hint" id="url-hint">
+          Public HTTPS only; the address is checked now and at every delivery. Saving issues a new signing secret
+          {webhook ? " and the current one stops being used at once" : ""}.
+        </p>
+        <FieldError field="url" message={form.error} />
+        <button type="submit">{webhook ? "Replace URL and secret" : "Save"}</button>
+      </form>
+    </section>
+  ) : null;
   return c.render(
     <>
       <p class="crumbs">
@@ -182,31 +208,7 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
       ) : (
         <p>This number has no webhook: inbound messages and status changes are kept and can be replayed once you configure one.</p>
       )}
-      {canWrite ? (
-        <section class="card" aria-labelledby="configure-heading">
-          <h2 id="configure-heading">{webhook ? "Replace the URL" : "Configure"}</h2>
-          <form method="post" action={`/dashboard/webhooks/${number.id}`} class="stack">
-            <label for="url">Endpoint URL</label>
-            <input
-              id="url"
-              name="url"
-              type="url"
-              required
-              maxlength={MAX_URL_CHARS}
-              placeholder="https://hooks.example.com/messaging"
-              value={form.url ?? webhook?.url ?? ""}
-              aria-invalid={form.error ? "true" : undefined}
-              aria-describedby={form.error ? "url-error url-hint" : "url-hint"}
-            />
-            <p class="hint" id="url-hint">
-              Public HTTPS only; the address is checked now and at every delivery. Saving issues a new signing secret
-              {webhook ? " and the current one stops being used at once" : ""}.
-            </p>
-            <FieldError field="url" message={form.error} />
-            <button type="submit">{webhook ? "Replace URL and secret" : "Save"}</button>
-          </form>
-        </section>
-      ) : null}
+      {webhook ? null : configureForm}
       {webhook ? (
         <section aria-labelledby="log-heading">
           <h2 id="log-heading">Delivery log</h2>
@@ -222,6 +224,7 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
           ) : null}
         </section>
       ) : null}
+      {webhook ? configureForm : null}
     </>,
     { title: `Webhook of ${number.display_phone_number}` },
   );
