@@ -10,6 +10,7 @@ import {
   type DeliveryListRow,
   type WebhookRow,
 } from "../../db/webhooks";
+import type { WebhookEvent } from "../../domain/events";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { configureWebhook, queueEvent, storedEvent, testEvent } from "../../domain/webhook-config";
 import { isoNow } from "../../lib/clock";
@@ -29,9 +30,26 @@ const MAX_URL_CHARS = 2048;
 const MAX_NUMBERS = 100;
 const DISABLE_AFTER_HOURS = DISABLE_AFTER_MS / 3_600_000;
 
+const back = (numberId: string) => `/dashboard/webhooks/${numberId}`;
+
 async function ownNumber(c: Context<DashboardEnv>): Promise<ChannelNumberRow | null> {
   const id = c.req.param("numberId") ?? "";
   return UUID_PATTERN.test(id) ? getConnectedNumber(c.env.DB, c.get("session").workspace_id, id.toLowerCase()) : null;
+}
+
+/** The webhook of the URL's number, if the number is the workspace's and has one. */
+async function ownWebhook(c: Context<DashboardEnv>): Promise<{ number: ChannelNumberRow; webhook: WebhookRow } | null> {
+  const number = await ownNumber(c);
+  const webhook = number ? await getWebhookOfNumber(c.env.DB, c.get("session").workspace_id, number.id) : null;
+  return number && webhook ? { number, webhook } : null;
+}
+
+/** Queues an event to an enabled webhook (a disabled one must be re-enabled first) and goes back to its page. */
+async function sendEvent(c: Context<DashboardEnv>, webhook: WebhookRow, event: WebhookEvent, notice: string) {
+  const enabled = webhook.status === "enabled";
+  if (enabled) await queueEvent(c.env, event);
+  await setFlash(c, { notice: enabled ? notice : "The webhook is disabled: re-enable it first." }, c.get("session").token_hash);
+  return c.redirect(back(webhook.channel_number_id), 303);
 }
 
 function HealthLine({ w }: { w: WebhookRow }) {
@@ -230,8 +248,6 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
   );
 }
 
-const back = (numberId: string) => `/dashboard/webhooks/${numberId}`;
-
 export const webhookPages = new Hono<DashboardEnv>()
   .get("/webhooks", async (c) => {
     const { workspace_id: workspaceId } = c.get("session");
@@ -306,38 +322,21 @@ export const webhookPages = new Hono<DashboardEnv>()
     return c.redirect(back(number.id), 303);
   })
   .post("/webhooks/:numberId/test", requireRole("developer"), async (c) => {
-    const number = await ownNumber(c);
-    const session = c.get("session");
-    const webhook = number ? await getWebhookOfNumber(c.env.DB, session.workspace_id, number.id) : null;
-    if (!number || !webhook) return notFoundPage(c);
-    if (webhook.status !== "enabled") {
-      await setFlash(c, { notice: "The webhook is disabled: re-enable it first." }, session.token_hash);
-    } else {
-      await queueEvent(c.env, testEvent(webhook));
-      await setFlash(c, { notice: "Test event queued: it appears in the delivery log within seconds." }, session.token_hash);
-    }
-    return c.redirect(back(number.id), 303);
+    const own = await ownWebhook(c);
+    if (!own) return notFoundPage(c);
+    return sendEvent(c, own.webhook, testEvent(own.webhook), "Test event queued: it appears in the delivery log within seconds.");
   })
   .post("/webhooks/:numberId/enable", requireRole("developer"), async (c) => {
-    const number = await ownNumber(c);
+    const own = await ownWebhook(c);
+    if (!own) return notFoundPage(c);
     const session = c.get("session");
-    const webhook = number ? await getWebhookOfNumber(c.env.DB, session.workspace_id, number.id) : null;
-    if (!number || !webhook) return notFoundPage(c);
-    await reenableWebhook(c.env.DB, session.workspace_id, webhook.id, isoNow());
+    await reenableWebhook(c.env.DB, session.workspace_id, own.webhook.id, isoNow());
     await setFlash(c, { notice: "Webhook enabled again. Replay the events it missed from the log." }, session.token_hash);
-    return c.redirect(back(number.id), 303);
+    return c.redirect(back(own.webhook.channel_number_id), 303);
   })
   .post("/webhooks/:numberId/deliveries/:eventId/replay", requireRole("developer"), async (c) => {
-    const number = await ownNumber(c);
-    const session = c.get("session");
-    const webhook = number ? await getWebhookOfNumber(c.env.DB, session.workspace_id, number.id) : null;
-    const event = webhook ? await storedEvent(c.env.DB, webhook, c.req.param("eventId")) : null;
-    if (!number || !webhook || !event) return notFoundPage(c);
-    if (webhook.status !== "enabled") {
-      await setFlash(c, { notice: "The webhook is disabled: re-enable it first." }, session.token_hash);
-    } else {
-      await queueEvent(c.env, event);
-      await setFlash(c, { notice: `Event ${event.id} queued again (same webhook-id).` }, session.token_hash);
-    }
-    return c.redirect(back(number.id), 303);
+    const own = await ownWebhook(c);
+    const event = own ? await storedEvent(c.env.DB, own.webhook, c.req.param("eventId")) : null;
+    if (!own || !event) return notFoundPage(c);
+    return sendEvent(c, own.webhook, event, `Event ${event.id} queued again (same webhook-id).`);
   });
