@@ -23,9 +23,10 @@ const SECTIONS = [
   { href: "/dashboard/members", label: "Members" },
 ] as const;
 
+/** The section a path belongs to ("" for pages outside the navigation, such as the account page). */
 function currentSection(path: string): string {
-  const match = SECTIONS.filter((s) => path === s.href || (s.href !== "/dashboard" && path.startsWith(`${s.href}/`)) || path === s.href);
-  return match.at(-1)?.href ?? "";
+  const match = SECTIONS.find((s) => path === s.href || (s.href !== "/dashboard" && path.startsWith(`${s.href}/`)));
+  return match?.href ?? "";
 }
 
 function Header({ c }: { c: Context<DashboardEnv> }) {
@@ -37,7 +38,8 @@ function Header({ c }: { c: Context<DashboardEnv> }) {
       </header>
     );
   }
-  const active = currentSection(new URL(c.req.url).pathname);
+  const path = new URL(c.req.url).pathname;
+  const active = currentSection(path);
   return (
     <header class="site">
       <a class="brand" href="/dashboard">{session.workspace_name}</a>
@@ -53,7 +55,7 @@ function Header({ c }: { c: Context<DashboardEnv> }) {
         </ul>
       </nav>
       <div class="account">
-        <a href="/dashboard/account" aria-current={active === "" && new URL(c.req.url).pathname === "/dashboard/account" ? "page" : undefined}>
+        <a href="/dashboard/account" aria-current={path === "/dashboard/account" ? "page" : undefined}>
           {session.email}
         </a>{" "}
         <span class="badge">{session.role}</span>
