@@ -16,6 +16,7 @@ import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureDevVars as ensureDevVarsIn } from "./lib/dev-vars.mjs";
 import { callApi } from "./lib/http-call.mjs";
+import { dashboardBanner, demoDashboardSignIn } from "./lib/demo-dashboard.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DEMO_FILE = join(ROOT, ".dev-demo.json");
@@ -238,7 +239,8 @@ async function main() {
   if (!(await waitUntilReady(exited))) return;
   try {
     const demo = await ensureDemoTenant(adminToken);
-    if (!stopping) console.log(banner(demo));
+    const dashboard = await demoDashboardSignIn(call, adminToken, BASE_URL, demo.workspaceId);
+    if (!stopping) console.log(banner(demo) + dashboardBanner(dashboard));
   } catch (err) {
     if (!stopping) {
       console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err.message}`);

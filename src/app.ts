@@ -20,6 +20,8 @@ import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
 import { adminApiKeyRoutes } from "./routes/admin/api-keys";
 import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
+import { adminMemberRoutes } from "./routes/admin/members";
+import { dashboard } from "./dashboard/app";
 import { registerEventDocs } from "./routes/event-docs";
 
 const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
@@ -62,7 +64,11 @@ publicApi
 /** The operator's admin API (`/admin/v1`), behind ADMIN_TOKEN; not part of the public document. */
 const adminApi = newRouter();
 adminApi.use("*", adminAuth);
-adminApi.route("/", adminWorkspaceRoutes).route("/", adminApiKeyRoutes).route("/", adminChannelNumberRoutes);
+adminApi
+  .route("/", adminWorkspaceRoutes)
+  .route("/", adminApiKeyRoutes)
+  .route("/", adminChannelNumberRoutes)
+  .route("/", adminMemberRoutes);
 
 export const app = new Hono<AppEnv>();
 app.use("*", requestId);
@@ -71,6 +77,7 @@ app.route("/api/v1", publicApi);
 app.route("/admin/v1", adminApi);
 app.route("/docs", docsRoutes);
 app.route("/upstream", upstreamWebhookRoutes);
+app.route("/dashboard", dashboard);
 
 app.notFound((c) => c.json(errorBody("not_found", "No such route.", c.get("requestId")), 404));
 

@@ -8,6 +8,7 @@ import { consumeUpstreamEvents } from "./queue/upstream-events";
 
 export { WorkspaceDurableObject } from "./durable-objects/workspace/workspace";
 export { ChannelNumberDurableObject } from "./durable-objects/channel-number/channel-number";
+export { SignInThrottleDurableObject } from "./durable-objects/sign-in-throttle";
 
 export default {
   fetch: app.fetch,

@@ -69,9 +69,9 @@ describe("event publishing within the queue's limits", () => {
     );
     expect(states).toEqual(["pending", "set_aside", "pending"]);
     expect(errors.mock.calls.some(([line]) => String(line).includes("event set aside"))).toBe(true);
-    // Nothing keeps the alarm busy for it: the next wake is the delivery-report deadline, minutes away.
+    // Nothing keeps the alarm busy for it: the next wake is a later step (counts, report deadline), not now.
     const alarm = await runInDurableObject(workspace, (_, state) => state.storage.getAlarm());
-    expect(alarm).toBeGreaterThan(clock + 5 * 60_000);
+    expect(alarm).toBeGreaterThanOrEqual(clock + 60_000);
   });
 
   it("a queue that refuses publishing loses nothing: events stay unpublished, then go out once when it works", async () => {

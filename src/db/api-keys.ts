@@ -6,6 +6,8 @@ export interface ApiKeyRow {
   last_four: string;
   created_at: string;
   revoked_at: string | null;
+  /** Coarse: written at most once per key per 10 minutes (domain/api-key-last-used.ts). */
+  last_used_at: string | null;
 }
 
 export async function insertApiKey(db: D1Database, row: ApiKeyRow): Promise<void> {
@@ -37,11 +39,22 @@ export async function listKeys(db: D1Database, workspaceId: string): Promise<Api
   return results;
 }
 
-/** Marks the key revoked; returns its hash so caches can drop it, or null if unknown. */
-export async function revokeKey(db: D1Database, keyId: string, at: string): Promise<string | null> {
+/**
+ * Marks the key revoked; returns its hash so caches can drop it, or null if
+ * unknown (or, when `workspaceId` is given, a key of another workspace).
+ */
+export async function revokeKey(db: D1Database, keyId: string, at: string, workspaceId: string | null = null): Promise<string | null> {
   const row = await db
-    .prepare("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING key_hash")
-    .bind(at, keyId)
+    .prepare("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?1) WHERE id = ?2 AND (?3 IS NULL OR workspace_id = ?3) RETURNING key_hash")
+    .bind(at, keyId, workspaceId)
     .first<{ key_hash: string }>();
   return row?.key_hash ?? null;
+}
+
+/** Records a use, unless one at or after `notBefore` is already recorded (then nothing is written). */
+export async function recordKeyUse(db: D1Database, keyId: string, at: string, notBefore: string): Promise<void> {
+  await db
+    .prepare("UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)")
+    .bind(at, keyId, notBefore)
+    .run();
 }

@@ -27,6 +27,14 @@ export async function getWebhook(db: D1Database, workspaceId: string, id: string
   return db.prepare("SELECT * FROM webhooks WHERE id = ? AND workspace_id = ?").bind(id, workspaceId).first<WebhookRow>();
 }
 
+/** The webhook of a number of the workspace, if it has one. */
+export async function getWebhookOfNumber(db: D1Database, workspaceId: string, channelNumberId: string): Promise<WebhookRow | null> {
+  return db
+    .prepare("SELECT * FROM webhooks WHERE channel_number_id = ? AND workspace_id = ?")
+    .bind(channelNumberId, workspaceId)
+    .first<WebhookRow>();
+}
+
 /**
  * Creates the number's webhook, or replaces its URL and secret. A replaced
  * webhook keeps its id (and so its delivery log), is enabled again and starts
@@ -50,6 +58,21 @@ export async function upsertWebhook(
     .first<WebhookRow>();
   if (!row) throw new Error("webhook upsert matched a number of another workspace");
   return row;
+}
+
+/**
+ * Enables a disabled webhook again, keeping its URL and secret, with a clean
+ * failure record (the URL is checked again at every delivery). Null if the
+ * workspace has no such webhook.
+ */
+export async function reenableWebhook(db: D1Database, workspaceId: string, id: string, at: string): Promise<WebhookRow | null> {
+  return db
+    .prepare(
+      `UPDATE webhooks SET status = 'enabled', failing_since = NULL, disabled_at = NULL, updated_at = ?
+        WHERE id = ? AND workspace_id = ? RETURNING *`,
+    )
+    .bind(at, id, workspaceId)
+    .first<WebhookRow>();
 }
 
 /** The webhooks of the given numbers, in one query. */

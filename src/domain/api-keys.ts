@@ -1,4 +1,8 @@
+import { insertApiKey, revokeKey, type ApiKeyRow } from "../db/api-keys";
+import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
+import { UUID_PATTERN } from "./job-id";
+import { forgetKey } from "./key-cache";
 
 // 32 random bytes in base64url are 43 characters.
 const SECRET_PART = /^[A-Za-z0-9_-]{43}$/;
@@ -16,3 +20,32 @@ export function isWellFormedKey(env: Pick<Env, "API_KEY_PREFIX">, key: string): 
 }
 
 export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);
+
+/** Creates a key for the workspace; the full key is returned here only (its SHA-256 is stored). */
+export async function issueApiKey(env: Env, workspaceId: string, name: string | null): Promise<{ row: ApiKeyRow; key: string }> {
+  const key = generateApiKey(env);
+  const row: ApiKeyRow = {
+    id: crypto.randomUUID(),
+    workspace_id: workspaceId,
+    name,
+    key_hash: await hashApiKey(key),
+    last_four: key.slice(-4),
+    created_at: isoNow(),
+    revoked_at: null,
+    last_used_at: null,
+  };
+  await insertApiKey(env.DB, row);
+  return { row, key };
+}
+
+/**
+ * Revokes a key (scoped to `workspaceId` when given); false if there is no
+ * such key. This isolate forgets it at once, the others within the key
+ * cache's TTL (5 s).
+ */
+export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<boolean> {
+  const hash = UUID_PATTERN.test(keyId) ? await revokeKey(db, keyId.toLowerCase(), isoNow(), workspaceId) : null;
+  if (!hash) return false;
+  forgetKey(hash);
+  return true;
+}

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { WebhookRow } from "../db/webhooks";
+import type { AttemptRow } from "../durable-objects/workspace/event-log";
 
 export const Webhook = z
   .object({
@@ -25,4 +26,40 @@ export const toWebhookView = (row: WebhookRow): z.infer<typeof Webhook> => ({
   disabledAt: row.disabled_at,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
+});
+
+export const WebhookDelivery = z
+  .object({
+    id: z.string().uuid(),
+    eventId: z.string().openapi({ description: "The event's `webhook-id`; the same on every attempt and replay." }),
+    eventType: z.string().nullable(),
+    attempt: z.number().int().openapi({ description: "Attempt number within the delivery run (a replay starts a new run at 1)." }),
+    nextRetryAt: z.string().datetime().nullable().openapi({ description: "After a failed attempt: when the next one is due." }),
+    attemptedAt: z.string().datetime(),
+    statusCode: z.number().int().nullable().openapi({ description: "HTTP status your endpoint answered, if it answered." }),
+    latencyMs: z.number().int().nullable(),
+    error: z.string().nullable(),
+    outcome: z.enum(["delivered", "failed", "refused", "dead"]).openapi({
+      description: "`refused`: the URL failed the SSRF check at delivery time. `dead`: retries ran out after the previous attempt.",
+    }),
+  })
+  .openapi("WebhookDelivery");
+
+
+const DELIVERY_OUTCOMES = ["delivered", "failed", "refused", "dead"] as const;
+
+/** A UUID-shaped id for an attempt, from its webhook's id and its sequence number in the workspace's log. */
+const attemptId = (webhookId: string, seq: number): string => `${webhookId.slice(0, 24)}${seq.toString(16).padStart(12, "0").slice(-12)}`;
+
+export const toDeliveryView = (webhookId: string, row: AttemptRow): z.infer<typeof WebhookDelivery> => ({
+  id: attemptId(webhookId, row.seq),
+  eventId: row.event_id,
+  eventType: row.event_type,
+  attempt: row.attempt,
+  nextRetryAt: row.next_retry_at === null ? null : new Date(row.next_retry_at).toISOString(),
+  attemptedAt: new Date(row.attempted_at).toISOString(),
+  statusCode: row.status_code,
+  latencyMs: row.latency_ms,
+  error: row.error,
+  outcome: DELIVERY_OUTCOMES.find((o) => o === row.outcome) ?? "failed",
 });

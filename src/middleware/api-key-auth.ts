@@ -3,6 +3,7 @@ import type { AppEnv } from "../context";
 import { findActiveKeyByHash } from "../db/api-keys";
 import { hashApiKey, isWellFormedKey } from "../domain/api-keys";
 import { cachedPrincipal, rememberPrincipal } from "../domain/key-cache";
+import { noteKeyUsed } from "../domain/api-key-last-used";
 import { ApiError } from "../lib/errors";
 import { timingSafeEqualStrings } from "../lib/crypto";
 
@@ -32,5 +33,6 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   }
   if (!principal) throw unauthorized();
   c.set("principal", principal);
+  noteKeyUsed(c.env, c.executionCtx, principal.keyId);
   await next();
 });

@@ -1,8 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import { getWorkspaceWithLimits } from "../db/workspaces";
-import { countConnected } from "../db/channel-numbers";
-import { workspaceStub } from "../durable-objects/stubs";
+import { currentUsage } from "../domain/usage";
 import { ApiError } from "../lib/errors";
 
 const Usage = z
@@ -26,23 +24,7 @@ const route = createRoute({
 });
 
 export const usageRoutes = newRouter().openapi(route, async (c) => {
-  const { workspaceId } = c.get("principal");
-  const [workspace, numbers, usage] = await Promise.all([
-    getWorkspaceWithLimits(c.env.DB, workspaceId),
-    countConnected(c.env.DB, workspaceId),
-    workspaceStub(c.env, workspaceId).usage(),
-  ]);
-  if (!workspace) throw new ApiError("unauthorized", "Missing or invalid API key.");
-  return c.json(
-    {
-      period: usage.period,
-      messages: {
-        used: usage.messagesUsed,
-        limit: workspace.effective_quota,
-        remaining: Math.max(0, workspace.effective_quota - usage.messagesUsed),
-      },
-      numbers: { used: numbers, limit: workspace.max_numbers },
-    },
-    200,
-  );
+  const usage = await currentUsage(c.env, c.get("principal").workspaceId);
+  if (!usage) throw new ApiError("unauthorized", "Missing or invalid API key.");
+  return c.json({ period: usage.period, messages: usage.messages, numbers: usage.numbers }, 200);
 });

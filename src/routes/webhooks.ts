@@ -1,19 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import { getWebhook, listWebhooks, upsertWebhook, type WebhookRow } from "../db/webhooks";
-import { workspaceStub } from "../durable-objects/stubs";
-import type { AttemptRow } from "../durable-objects/workspace/event-log";
-import { getConnectedNumber } from "../db/channel-numbers";
-import { Webhook, toWebhookView } from "../domain/webhook-view";
-import { EVENT_ID_PATTERN } from "../domain/events";
-import { UUID_PATTERN } from "../domain/job-id";
+import { listWebhooks, type WebhookRow } from "../db/webhooks";
+import { Webhook, WebhookDelivery, toDeliveryView, toWebhookView } from "../domain/webhook-view";
+import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEvent } from "../domain/webhook-config";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 import { ApiError, notFound } from "../lib/errors";
-import { isoNow } from "../lib/clock";
-import { seal } from "../lib/secret-box";
 import { jsonBody } from "../middleware/json-body";
-import { checkWebhookUrl, checkWebhookUrlSyntax, type UrlCheck } from "../webhooks/ssrf";
-import { newWebhookSecret } from "../webhooks/signature";
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 
@@ -47,23 +39,6 @@ const ConfigureWebhookResponse = Webhook.extend({
     description: "Signing secret (`whsec_` + base64). Shown only in this response: store it now.",
   }),
 }).openapi("ConfigureWebhookResponse");
-
-const WebhookDelivery = z
-  .object({
-    id: z.string().uuid(),
-    eventId: z.string().openapi({ description: "The event's `webhook-id`; the same on every attempt and replay." }),
-    eventType: z.string().nullable(),
-    attempt: z.number().int().openapi({ description: "Attempt number within the delivery run (a replay starts a new run at 1)." }),
-    nextRetryAt: z.string().datetime().nullable().openapi({ description: "When the next attempt is due, after a failed one." }),
-    attemptedAt: z.string().datetime(),
-    statusCode: z.number().int().nullable().openapi({ description: "HTTP status your endpoint answered, if it answered." }),
-    latencyMs: z.number().int().nullable(),
-    error: z.string().nullable(),
-    outcome: z.enum(["delivered", "failed", "refused", "dead"]).openapi({
-      description: "`refused`: the URL failed the SSRF check at delivery time. `dead`: retries ran out after the previous attempt.",
-    }),
-  })
-  .openapi("WebhookDelivery");
 
 const WebhookDeliveryList = z
   .object({ data: z.array(WebhookDelivery), nextCursor: z.string().nullable() })
@@ -131,15 +106,15 @@ const sendTest = createRoute({
   responses: { 202: jsonContent(EventAccepted, "Queued for delivery."), ...errorResponses(400, 401, 404) },
 });
 
-function refuseUrl(check: Extract<UrlCheck, { ok: false }>): ApiError {
+function refuseUrl(reason: string): ApiError {
   return new ApiError("invalid_request", "The webhook URL is not allowed.", {
-    details: [{ path: "url", rule: "ssrf", message: check.reason }],
+    details: [{ path: "url", rule: "ssrf", message: reason }],
   });
 }
 
 async function ownWebhook(db: D1Database, workspaceId: string, id: string): Promise<WebhookRow> {
   // A malformed or foreign id is indistinguishable from an unknown one.
-  const row = UUID_PATTERN.test(id) ? await getWebhook(db, workspaceId, id.toLowerCase()) : null;
+  const row = await findOwnWebhook(db, workspaceId, id);
   if (!row) throw notFound("Webhook");
   return row;
 }
@@ -152,28 +127,6 @@ function requireEnabled(webhook: WebhookRow): void {
   }
 }
 
-const DELIVERY_OUTCOMES = ["delivered", "failed", "refused", "dead"] as const;
-
-const toDeliveryView = (webhookId: string, row: AttemptRow): z.infer<typeof WebhookDelivery> => ({
-  // Attempt rows are numbered per workspace; the id is stable and unique within the webhook.
-  id: attemptId(webhookId, row.seq),
-  eventId: row.event_id,
-  eventType: row.event_type,
-  attempt: row.attempt,
-  nextRetryAt: row.next_retry_at === null ? null : new Date(row.next_retry_at).toISOString(),
-  attemptedAt: new Date(row.attempted_at).toISOString(),
-  statusCode: row.status_code,
-  latencyMs: row.latency_ms,
-  error: row.error,
-  outcome: DELIVERY_OUTCOMES.find((o) => o === row.outcome) ?? "failed",
-});
-
-/** A UUID-shaped id for an attempt row, derived from the webhook's id and the row's sequence number. */
-function attemptId(webhookId: string, seq: number): string {
-  const hex = seq.toString(16).padStart(12, "0").slice(-12);
-  return `${webhookId.slice(0, 24)}${hex}`;
-}
-
 export const webhookRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
@@ -182,29 +135,9 @@ export const webhookRoutes = newRouter()
   })
   .openapi(configure, async (c) => {
     const { channelNumberId, url } = c.req.valid("json");
-    const { workspaceId } = c.get("principal");
-    const allowInsecure = c.env.ALLOW_INSECURE_WEBHOOK_URLS === "true";
-
-    // Input that is wrong whatever the number gets its 400 before the lookup.
-    const syntax = checkWebhookUrlSyntax(url, { allowInsecure });
-    if (!syntax.ok) throw refuseUrl(syntax);
-    // A foreign, disconnected or unknown number: the same 404.
-    const number = await getConnectedNumber(c.env.DB, workspaceId, channelNumberId.toLowerCase());
-    if (!number) throw notFound("Channel number");
-    const check = await checkWebhookUrl(url, { allowInsecure, dohResolverUrl: c.env.DOH_RESOLVER_URL });
-    if (!check.ok) throw refuseUrl(check);
-
-    const secret = newWebhookSecret();
-    const row = await upsertWebhook(c.env.DB, {
-      id: crypto.randomUUID(),
-      workspaceId,
-      channelNumberId: number.id,
-      // The parser's normal form is what deliveries call.
-      url: check.url.href,
-      sealedSecret: await seal(c.env.CREDENTIALS_ENCRYPTION_KEY, secret),
-      at: isoNow(),
-    });
-    return c.json({ ...toWebhookView(row), secret }, 201);
+    const outcome = await configureWebhook(c.env, c.get("principal").workspaceId, channelNumberId, url);
+    if (!outcome.ok) throw outcome.problem === "url" ? refuseUrl(outcome.reason) : notFound("Channel number");
+    return c.json({ ...toWebhookView(outcome.webhook), secret: outcome.secret }, 201);
   })
   .openapi(deliveries, async (c) => {
     const { id } = c.req.valid("param");
@@ -213,22 +146,19 @@ export const webhookRoutes = newRouter()
     const after = decodeCursor(cursor);
     const before = after === undefined ? null : Number(after.sortKey);
     if (before !== null && !Number.isSafeInteger(before)) throw invalidCursor();
-    const rows = await workspaceStub(c.env, webhook.workspace_id).listDeliveries(webhook.id, before, limit + 1);
+    const rows = await deliveryLog(c.env, webhook, before, limit + 1);
     return c.json(toPage(rows, limit, (r) => ({ sortKey: String(r.seq), id: "" }), (r) => toDeliveryView(webhook.id, r)), 200);
   })
   .openapi(replay, async (c) => {
     const { id, eventId } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
-    const stub = workspaceStub(c.env, webhook.workspace_id);
-    if (!EVENT_ID_PATTERN.test(eventId)) throw notFound("Event");
     requireEnabled(webhook);
-    if (!(await stub.replayEvent(webhook.channel_number_id, eventId))) throw notFound("Event");
+    if (!(await replayEvent(c.env, webhook, eventId))) throw notFound("Event");
     return c.json({ eventId, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
-    const eventId = await workspaceStub(c.env, webhook.workspace_id).recordTestEvent(webhook.workspace_id, webhook.channel_number_id);
-    return c.json({ eventId, status: "queued" as const }, 202);
+    return c.json({ eventId: await sendTestEvent(c.env, webhook), status: "queued" as const }, 202);
   });

@@ -223,6 +223,17 @@ export const attemptsOfWebhook = (sql: SqlStorage, webhookId: string, beforeSeq:
     )
     .toArray();
 
+/** The newest attempt among the latest `window` of a webhook that did not deliver (why it is failing or was disabled). */
+export const lastFailedAttempt = (sql: SqlStorage, webhookId: string, window = 500): AttemptRow | undefined =>
+  sql
+    .exec<AttemptRow>(
+      `SELECT * FROM (SELECT a.*, NULL AS event_type FROM event_attempts a WHERE a.webhook_id = ? ORDER BY a.seq DESC LIMIT ?)
+       WHERE outcome <> 'delivered' LIMIT 1`,
+      webhookId,
+      window,
+    )
+    .toArray()[0];
+
 /** Attempts to deliver the events about one subject, oldest first. */
 export const attemptsAbout = (sql: SqlStorage, subject: string): AttemptRow[] =>
   sql

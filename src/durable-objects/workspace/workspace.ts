@@ -18,6 +18,7 @@ import {
   eventsAbout,
   findEvent,
   hasUnpublishedEvents,
+  lastFailedAttempt,
   markReplayed,
   nextCheckDue,
   nextEventExpiry,
@@ -308,6 +309,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   /** A webhook's delivery attempts, newest first. */
   async listDeliveries(webhookId: string, beforeSeq: number | null, limit: number): Promise<AttemptRow[]> {
     return attemptsOfWebhook(this.sql, webhookId, beforeSeq, limit);
+  }
+
+  /** Why a webhook is failing: its latest attempt that did not deliver. */
+  async lastFailedAttempt(webhookId: string): Promise<AttemptRow | null> {
+    return lastFailedAttempt(this.sql, webhookId) ?? null;
   }
 
   /** The events recorded about one message, oldest first. */

@@ -1,11 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { getWorkspaceWithLimits } from "../../db/workspaces";
-import { insertApiKey, listKeys, revokeKey, type ApiKeyRow } from "../../db/api-keys";
-import { generateApiKey, hashApiKey } from "../../domain/api-keys";
-import { forgetKey } from "../../domain/key-cache";
+import { listKeys, type ApiKeyRow } from "../../db/api-keys";
+import { issueApiKey, revokeApiKey } from "../../domain/api-keys";
 import { notFound } from "../../lib/errors";
-import { isoNow } from "../../lib/clock";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
 
@@ -69,17 +67,7 @@ export const adminApiKeyRoutes = newRouter()
     const { workspaceId } = c.req.valid("param");
     const { name } = c.req.valid("json");
     await requireWorkspace(c.env.DB, workspaceId);
-    const key = generateApiKey(c.env);
-    const row: ApiKeyRow = {
-      id: crypto.randomUUID(),
-      workspace_id: workspaceId,
-      name: name ?? null,
-      key_hash: await hashApiKey(key),
-      last_four: key.slice(-4),
-      created_at: isoNow(),
-      revoked_at: null,
-    };
-    await insertApiKey(c.env.DB, row);
+    const { row, key } = await issueApiKey(c.env, workspaceId, name ?? null);
     c.header("Cache-Control", "no-store");
     return c.json({ ...toView(row), key }, 201);
   })
@@ -90,9 +78,6 @@ export const adminApiKeyRoutes = newRouter()
   })
   .openapi(revoke, async (c) => {
     const { keyId } = c.req.valid("param");
-    const hash = UUID_PATTERN.test(keyId) ? await revokeKey(c.env.DB, keyId, isoNow()) : null;
-    if (!hash) throw notFound("API key");
-    // This isolate forgets it now; others within the cache TTL (seconds).
-    forgetKey(hash);
+    if (!(await revokeApiKey(c.env.DB, keyId))) throw notFound("API key");
     return c.body(null, 204);
   });

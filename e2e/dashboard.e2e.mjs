@@ -1,0 +1,20 @@
+// `npm run test:e2e`: the dashboard in a real Chromium against `wrangler dev`.
+// One wrangler and one browser for the whole run; each flow has its own
+// workspace and browser contexts.
+import { after, before, test } from "node:test";
+import { startHarness } from "./harness.mjs";
+import { apiKeyFlow } from "./flows/api-key.mjs";
+import { webhookFlow } from "./flows/webhook.mjs";
+import { viewerFlow } from "./flows/viewer.mjs";
+
+let h;
+before(async () => {
+  h = await startHarness();
+});
+after(async () => {
+  await h?.stop();
+});
+
+test("invitation, sign-in, an API key shown once, working, then revoked", { timeout: 120_000 }, () => apiKeyFlow(h));
+test("a webhook to a loopback receiver gets a signed test event, logged as delivered", { timeout: 120_000 }, () => webhookFlow(h));
+test("a viewer sees no controls, forged posts change nothing", { timeout: 120_000 }, () => viewerFlow(h));

@@ -1,0 +1,235 @@
+// The real-browser harness of `npm run test:e2e`: a `wrangler dev` of this
+// Worker on loopback (its own state directory, fixed test secrets), a local
+// webhook receiver, and a headless Chromium driven by playwright-core.
+// Node built-ins plus playwright-core and @axe-core/playwright.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { randomBytes } from "node:crypto";
+import { chromium } from "playwright-core";
+import { AxeBuilder } from "@axe-core/playwright";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const RESULTS_DIR = join(ROOT, "test-results");
+export const SCREENSHOTS_DIR = join(ROOT, "docs", "screenshots");
+
+// Ports of this suite (8810-8819, inspector 9810-9819): see the README.
+const HOST = "127.0.0.1";
+const PORT = Number(process.env.E2E_PORT ?? 8810);
+const RECEIVER_PORT = PORT + 1;
+const INSPECTOR_PORT = PORT + 1000;
+export const BASE_URL = `http://${HOST}:${PORT}`;
+export const RECEIVER_URL = `http://${HOST}:${RECEIVER_PORT}/hook`;
+
+const BIN_DIR = join(ROOT, "node_modules", ".bin");
+const WRANGLER = join(BIN_DIR, process.platform === "win32" ? "wrangler.cmd" : "wrangler");
+const STARTUP_TIMEOUT_MS = 120_000;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns a truthy value (returned) or `timeoutMs` passes (throws with `what`). */
+export async function waitFor(what, check, { timeoutMs = 15_000, intervalMs = 250 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+}
+
+/** The Chromium to drive: $CHROMIUM_PATH, else Debian's, else Playwright's own download if there is one. */
+function chromiumPath() {
+  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter(Boolean);
+  const found = candidates.find((p) => existsSync(p));
+  if (found) return found;
+  try {
+    const own = chromium.executablePath();
+    if (own && existsSync(own)) return own;
+  } catch {
+    // no Playwright-managed browser
+  }
+  throw new Error("No Chromium found: install Debian's `chromium` (apt-get install -y chromium) or set CHROMIUM_PATH.");
+}
+
+function run(args, env, { capture = false } = {}) {
+  const child = spawn(WRANGLER, args, {
+    cwd: ROOT,
+    env: { ...process.env, PATH: `${BIN_DIR}${delimiter}${process.env.PATH ?? ""}`, CI: "true", WRANGLER_SEND_METRICS: "false", ...env },
+    stdio: ["ignore", capture ? "pipe" : "inherit", capture ? "pipe" : "inherit"],
+    shell: process.platform === "win32",
+  });
+  let output = "";
+  if (capture) {
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+  }
+  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code ?? 1)));
+  return { child, exited, output: () => output };
+}
+
+const escapeHtml = (s) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+
+/**
+ * A local webhook receiver: answers 204 and records each POST. On another
+ * origin than the dashboard, it also serves GET /forge?action=…: a page with
+ * a form posting there, the attacker's page of a CSRF attempt.
+ */
+function startReceiver() {
+  const received = [];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", `http://${HOST}`);
+    if (req.method === "GET" && url.pathname === "/forge") {
+      const action = escapeHtml(url.searchParams.get("action") ?? "");
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end(`<!doctype html><title>Forge</title><form method="post" action="${action}"><input name="name" value="forged"><button>Go</button></form>`);
+      return;
+    }
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      received.push({ headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(RECEIVER_PORT, HOST, () => resolve({ received, close: () => new Promise((r) => server.close(r)) }));
+  });
+}
+
+export async function startHarness() {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stateDir = mkdtempSync(join(tmpdir(), "dashboard-e2e-"));
+  const adminToken = randomBytes(24).toString("base64url");
+  // Fixed for this run only; ALLOW_INSECURE_WEBHOOK_URLS lets the loopback receiver in (local-development mode).
+  const envFile = join(stateDir, "e2e.env");
+  writeFileSync(
+    envFile,
+    [
+      `ADMIN_TOKEN=${adminToken}`,
+      `CREDENTIALS_ENCRYPTION_KEY=${randomBytes(32).toString("base64")}`,
+      `JOB_ID_SECRET=${randomBytes(24).toString("base64url")}`,
+      `UPSTREAM_APP_SECRET=${randomBytes(24).toString("base64url")}`,
+      `UPSTREAM_VERIFY_TOKEN=${randomBytes(24).toString("base64url")}`,
+      "ALLOW_INSECURE_WEBHOOK_URLS=true",
+      "",
+    ].join("\n"),
+  );
+
+  const migrate = run(["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {}, { capture: true });
+  if ((await migrate.exited) !== 0) throw new Error(`migrations failed:\n${migrate.output()}`);
+
+  const receiver = await startReceiver();
+  const dev = run(
+    [
+      "dev",
+      "--ip", HOST,
+      "--port", String(PORT),
+      "--inspector-port", String(INSPECTOR_PORT),
+      "--persist-to", stateDir,
+      "--env-file", envFile,
+      "--show-interactive-dev-session=false",
+      "--log-level", "warn",
+    ],
+    {},
+    { capture: true },
+  );
+  let devExited = false;
+  dev.exited.then(() => (devExited = true));
+  await waitFor(
+    `wrangler dev on ${BASE_URL}`,
+    async () => {
+      if (devExited) throw new Error(`wrangler dev exited:\n${dev.output()}`);
+      const res = await fetch(`${BASE_URL}/api/v1/openapi.json`, { signal: AbortSignal.timeout(3000) });
+      await res.arrayBuffer();
+      return res.status === 200;
+    },
+    { timeoutMs: STARTUP_TIMEOUT_MS, intervalMs: 500 },
+  ).catch((err) => {
+    dev.child.kill("SIGTERM");
+    throw err;
+  });
+
+  const browser = await chromium.launch({
+    executablePath: chromiumPath(),
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+
+  /** The operator admin API, as the operator (or `npm run dev`) calls it. */
+  async function admin(method, path, body) {
+    const res = await fetch(`${BASE_URL}/admin/v1${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${adminToken}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = await res.json().catch(() => null);
+    if (res.status >= 300) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+
+  /** A fresh browser context (its own cookies), desktop-sized and light unless told otherwise. */
+  async function newPage(viewport = { width: 1280, height: 800 }, colorScheme = "light") {
+    const context = await browser.newContext({ viewport, baseURL: BASE_URL, colorScheme });
+    const page = await context.newPage();
+    // Fail loudly on anything the strict CSP blocks, a script that throws, or a
+    // missing stylesheet/script/icon. (Pages answered 4xx on purpose, such as a
+    // refused form, are documents and are not counted.)
+    const problems = [];
+    page.on("console", (msg) => {
+      if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) problems.push(msg.text());
+    });
+    page.on("pageerror", (err) => problems.push(err.message));
+    page.on("response", (res) => {
+      if (res.status() >= 400 && res.request().resourceType() !== "document") problems.push(`${res.status()} ${res.url()}`);
+    });
+    return { context, page, problems };
+  }
+
+  async function stop() {
+    await browser.close().catch(() => {});
+    dev.child.kill("SIGTERM");
+    await Promise.race([dev.exited, sleep(10_000)]);
+    await receiver.close();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+
+  return { admin, newPage, receiver, stop, adminToken };
+}
+
+/** A workspace with a sandbox number, made through the admin API. */
+export async function createWorkspace(h, name) {
+  const workspace = await h.admin("POST", "/workspaces", { name, plan: "pro" });
+  const number = await h.admin("POST", `/workspaces/${workspace.id}/channel-numbers`, {
+    displayPhoneNumber: "15550001234",
+    upstream: { type: "sandbox" },
+  });
+  return { workspaceId: workspace.id, numberId: number.id };
+}
+
+/** Fails on any serious or critical accessibility violation of the current page. */
+export async function expectAccessible(page, label) {
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  if (bad.length > 0) {
+    const detail = bad.map((v) => `${v.id} (${v.impact}): ${v.help}\n  ${v.nodes.map((n) => n.target.join(" ")).join("\n  ")}`).join("\n");
+    throw new Error(`accessibility violations on ${label}:\n${detail}`);
+  }
+}
+
+/** Saves a full-page screenshot under test-results/ (and, with UPDATE_SCREENSHOTS=1, the README's copy in docs/screenshots/). */
+export async function screenshot(page, name, { readme = false } = {}) {
+  await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true });
+  if (readme && process.env.UPDATE_SCREENSHOTS === "1") {
+    mkdirSync(SCREENSHOTS_DIR, { recursive: true });
+    await page.screenshot({ path: join(SCREENSHOTS_DIR, `${name}.png`), fullPage: true });
+  }
+}

@@ -1,0 +1,56 @@
+import { Hono } from "hono";
+import { csrf } from "hono/csrf";
+import { HTTPException } from "hono/http-exception";
+import { log } from "../lib/log";
+import type { DashboardEnv } from "./context";
+import { formsOnly } from "./forms";
+import { pageHeaders } from "./headers";
+import { layout } from "./layout";
+import { requireSession } from "./session";
+import { accountPages } from "./pages/account";
+import { apiKeyPages } from "./pages/api-keys";
+import { crossSitePage, errorPage, notFoundPage } from "./pages/errors";
+import { invitationPages } from "./pages/invitation";
+import { memberPages } from "./pages/members";
+import { numberPages } from "./pages/numbers";
+import { overviewPage } from "./pages/overview";
+import { signInPages } from "./pages/sign-in";
+import { webhookPages } from "./pages/webhooks";
+
+/**
+ * The customer dashboard (`/dashboard`): server-rendered pages over the same
+ * domain and db functions as the API. Every state change is a form POST,
+ * checked for origin (`hono/csrf`: Origin or Sec-Fetch-Site must be ours) and
+ * for the member's role, then redirected (POST-redirect-GET).
+ */
+export const dashboard = new Hono<DashboardEnv>();
+
+dashboard.use("*", pageHeaders);
+dashboard.use("*", layout);
+dashboard.use("*", formsOnly);
+dashboard.use("*", csrf());
+
+// Public: sign-in and invitation links.
+dashboard.route("/", signInPages);
+dashboard.route("/", invitationPages);
+
+// Everything else needs a session.
+dashboard.use("*", requireSession);
+dashboard.route("/", overviewPage);
+dashboard.route("/", apiKeyPages);
+dashboard.route("/", numberPages);
+dashboard.route("/", webhookPages);
+dashboard.route("/", memberPages);
+dashboard.route("/", accountPages);
+dashboard.all("*", (c) => notFoundPage(c));
+
+dashboard.onError((err, c) => {
+  // hono/csrf refuses a cross-site form post with a 403.
+  if (err instanceof HTTPException && err.status === 403) return crossSitePage(c);
+  log("error", "dashboard error", {
+    requestId: c.get("requestId"),
+    error: err instanceof Error ? err.name : "unknown",
+    detail: err instanceof Error ? err.message : String(err),
+  });
+  return errorPage(c);
+});

@@ -1,0 +1,69 @@
+import type { Child } from "hono/jsx";
+import type { Flash } from "./flash";
+
+/** A UTC timestamp, readable and machine-readable; "—" for none. */
+export function Time({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span>—</span>;
+  return <time datetime={iso}>{`${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`}</time>;
+}
+
+/** A secret shown once: read-only field, copy button (with JavaScript), and the warning. */
+export function SecretOnce({ label, value }: { label: string; value: string }) {
+  return (
+    <div class="secret" role="status">
+      <label for="secret-value">{label}</label>
+      <div class="copy-row">
+        <input id="secret-value" type="text" readonly value={value} spellcheck={false} autocomplete="off" />
+        <button type="button" data-copy="secret-value" hidden>
+          Copy
+        </button>
+      </div>
+      <p class="warning">Copy it now: you won't see it again.</p>
+    </div>
+  );
+}
+
+export function FlashMessage({ flash }: { flash: Flash | undefined }) {
+  if (!flash) return null;
+  return (
+    <section class="flash" aria-label="Notice">
+      <p>{flash.notice}</p>
+      {flash.secret ? <SecretOnce label={flash.secret.label} value={flash.secret.value} /> : null}
+    </section>
+  );
+}
+
+/** A POST form for a destructive action: confirmed by a dialog with JavaScript, by a second page without. */
+export function ConfirmForm({ action, question, label, children }: { action: string; question: string; label: string; children?: Child }) {
+  return (
+    <form method="post" action={action} data-confirm={question} class="inline">
+      <input type="hidden" name="confirmed" value="" />
+      {children}
+      <button type="submit" class="danger">
+        {label}
+      </button>
+    </form>
+  );
+}
+
+/** The error of one form field, tied to it with aria-describedby (`id` = `${field}-error`). */
+export function FieldError({ field, message }: { field: string; message: string | undefined }) {
+  if (!message) return null;
+  return (
+    <p class="field-error" id={`${field}-error`}>
+      {message}
+    </p>
+  );
+}
+
+/**
+ * A wide table that scrolls sideways on a small screen; focusable, so that
+ * keyboard users can scroll it too.
+ */
+export function TableScroll({ label, children }: { label: string; children: Child }) {
+  return (
+    <div class="table-wrap" role="region" aria-label={label} tabindex={0}>
+      {children}
+    </div>
+  );
+}

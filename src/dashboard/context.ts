@@ -1,0 +1,14 @@
+import type { SessionWithMember } from "../db/dashboard-sessions";
+import type { Flash } from "./flash";
+
+export type DashboardEnv = {
+  Bindings: Env;
+  Variables: {
+    requestId: string;
+    /** The signed-in member's session (every page but sign-in and invitations). */
+    session: SessionWithMember;
+    sessionToken: string;
+    /** A one-time message (and maybe a secret shown once) left by the previous POST. */
+    flash: Flash | undefined;
+  };
+};

@@ -1,0 +1,141 @@
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { getKey, listKeys, type ApiKeyRow } from "../../db/api-keys";
+import { issueApiKey, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
+import { UUID_PATTERN } from "../../domain/job-id";
+import type { DashboardEnv } from "../context";
+import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
+import { setFlash } from "../flash";
+import { formFields } from "../forms";
+import { hasRole, requireRole } from "../roles";
+import { confirmPage, notFoundPage } from "./errors";
+
+const MAX_NAME_CHARS = 200;
+const REVOKE_DELAY_S = KEY_CACHE_TTL_MS / 1000;
+
+function KeyRow({ k, prefix, canRevoke }: { k: ApiKeyRow; prefix: string; canRevoke: boolean }) {
+  const name = k.name ?? "(unnamed)";
+  return (
+    <tr class={k.revoked_at ? "muted" : undefined}>
+      <td>{name}</td>
+      <td>
+        <code>{`${prefix}…${k.last_four}`}</code>
+      </td>
+      <td>
+        <Time iso={k.created_at} />
+      </td>
+      <td>{k.last_used_at ? <Time iso={k.last_used_at} /> : "never"}</td>
+      <td>
+        {k.revoked_at ? (
+          <>
+            revoked <Time iso={k.revoked_at} />
+          </>
+        ) : canRevoke ? (
+          <ConfirmForm
+            action={`/dashboard/api-keys/${k.id}/revoke`}
+            question={`Revoke the key "${name}"? Requests using it fail within ${REVOKE_DELAY_S} seconds.`}
+            label="Revoke"
+          />
+        ) : (
+          "active"
+        )}
+      </td>
+    </tr>
+  );
+}
+
+async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error?: string } = {}) {
+  const { workspace_id: workspaceId, role } = c.get("session");
+  const keys = await listKeys(c.env.DB, workspaceId);
+  const canWrite = hasRole(role, "developer");
+  const prefix = keyPrefix(c.env);
+  // Newest first; revoked keys after the active ones.
+  const sorted = [...keys].reverse().sort((a, b) => Number(a.revoked_at !== null) - Number(b.revoked_at !== null));
+  return c.render(
+    <>
+      <h1>API keys</h1>
+      <p>
+        Keys authenticate requests to the API (<code>Authorization: Bearer {prefix}…</code>). A revoked key stops working within{" "}
+        {REVOKE_DELAY_S} seconds. "Last used" is updated at most every 10 minutes.
+      </p>
+      {canWrite ? (
+        <section aria-labelledby="create-heading" class="card">
+          <h2 id="create-heading">Create a key</h2>
+          <form method="post" action="/dashboard/api-keys" class="row">
+            <label for="key-name">Name</label>
+            <input
+              id="key-name"
+              name="name"
+              type="text"
+              required
+              maxlength={MAX_NAME_CHARS}
+              placeholder="e.g. production backend"
+              value={form.name ?? ""}
+              aria-invalid={form.error ? "true" : undefined}
+              aria-describedby={form.error ? "name-error" : undefined}
+            />
+            <button type="submit">Create key</button>
+          </form>
+          <FieldError field="name" message={form.error} />
+        </section>
+      ) : null}
+      <h2>Keys</h2>
+      {sorted.length === 0 ? (
+        <p>No keys yet.</p>
+      ) : (
+        <TableScroll label="API keys">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Status</th>
+              </tr>
+            </thead>
+            <tbody>
+              {sorted.map((k) => (
+                <KeyRow k={k} prefix={prefix} canRevoke={canWrite} />
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+    </>,
+    { title: "API keys" },
+  );
+}
+
+export const apiKeyPages = new Hono<DashboardEnv>()
+  .get("/api-keys", (c) => renderKeys(c))
+  .post("/api-keys", requireRole("developer"), async (c) => {
+    const name = ((await formFields(c)).name ?? "").trim();
+    if (name.length === 0 || name.length > MAX_NAME_CHARS) {
+      c.status(400);
+      return renderKeys(c, { name: name.slice(0, MAX_NAME_CHARS), error: `Give the key a name (1 to ${MAX_NAME_CHARS} characters).` });
+    }
+    const session = c.get("session");
+    const { key } = await issueApiKey(c.env, session.workspace_id, name);
+    await setFlash(c, { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: key } }, session.token_hash);
+    return c.redirect("/dashboard/api-keys", 303);
+  })
+  .post("/api-keys/:id/revoke", requireRole("developer"), async (c) => {
+    const session = c.get("session");
+    const id = c.req.param("id");
+    const key = UUID_PATTERN.test(id) ? await getKey(c.env.DB, session.workspace_id, id.toLowerCase()) : null;
+    if (!key) return notFoundPage(c);
+    if ((await formFields(c)).confirmed !== "yes") {
+      return confirmPage(c, {
+        title: "Revoke key",
+        question: `Revoke the key "${key.name ?? "(unnamed)"}" (…${key.last_four})? Requests using it fail within ${REVOKE_DELAY_S} seconds.`,
+        action: `/dashboard/api-keys/${key.id}/revoke`,
+        label: "Revoke key",
+        back: "/dashboard/api-keys",
+      });
+    }
+    if (!(await revokeApiKey(c.env.DB, key.id, session.workspace_id))) return notFoundPage(c);
+    await setFlash(c, { notice: `Key "${key.name ?? "(unnamed)"}" revoked; it stops working within ${REVOKE_DELAY_S} seconds.` }, session.token_hash);
+    return c.redirect("/dashboard/api-keys", 303);
+  });

@@ -1,0 +1,215 @@
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { changeRole, deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { UUID_PATTERN } from "../../domain/job-id";
+import { invitationUrl, inviteMember, MemberEmail, MemberRoleSchema, MAX_MEMBERS_PER_WORKSPACE } from "../../domain/members";
+import { isoNow, now } from "../../lib/clock";
+import type { DashboardEnv } from "../context";
+import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
+import { setFlash } from "../flash";
+import { formFields } from "../forms";
+import { hasRole, requireRole } from "../roles";
+import { confirmPage, notFoundPage } from "./errors";
+
+const ROLE_HELP = {
+  owner: "everything, including members",
+  developer: "API keys and webhooks",
+  viewer: "read only",
+} as const;
+
+function memberState(m: MemberRow): string {
+  if (m.password_hash) return "active";
+  if (m.invitation_expires_at && Date.parse(m.invitation_expires_at) > now()) return "invited";
+  return "invitation expired";
+}
+
+function RoleSelect({ id, selected }: { id: string; selected: string }) {
+  return (
+    <select id={id} name="role">
+      {MEMBER_ROLES.map((r) => (
+        <option value={r} selected={r === selected}>
+          {r}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+function MemberRowView({ m, isOwner, isSelf }: { m: MemberRow; isOwner: boolean; isSelf: boolean }) {
+  return (
+    <tr>
+      <td>
+        {m.email}
+        {isSelf ? " (you)" : ""}
+      </td>
+      <td>
+        {isOwner ? (
+          <form method="post" action={`/dashboard/members/${m.id}/role`} class="inline">
+            <label for={`role-${m.id}`} class="visually-hidden">
+              Role of {m.email}
+            </label>
+            <RoleSelect id={`role-${m.id}`} selected={m.role} />{" "}
+            <button type="submit" class="secondary">
+              Change
+            </button>
+          </form>
+        ) : (
+          m.role
+        )}
+      </td>
+      <td>
+        {memberState(m)}
+        {memberState(m) === "invited" ? (
+          <>
+            {" "}
+            until <Time iso={m.invitation_expires_at} />
+          </>
+        ) : null}
+      </td>
+      <td>
+        <Time iso={m.created_at} />
+      </td>
+      {isOwner ? (
+        <td>
+          <ConfirmForm action={`/dashboard/members/${m.id}/remove`} question={`Remove ${m.email}? They are signed out at once.`} label="Remove" />
+        </td>
+      ) : null}
+    </tr>
+  );
+}
+
+async function renderMembers(c: Context<DashboardEnv>, form: { email?: string; role?: string; error?: string } = {}) {
+  const session = c.get("session");
+  const members = await listMembers(c.env.DB, session.workspace_id);
+  const isOwner = hasRole(session.role, "owner");
+  return c.render(
+    <>
+      <h1>Members</h1>
+      <p>
+        Roles: <strong>owner</strong> ({ROLE_HELP.owner}), <strong>developer</strong> ({ROLE_HELP.developer}), <strong>viewer</strong> (
+        {ROLE_HELP.viewer}).
+      </p>
+      {isOwner ? (
+        <section class="card" aria-labelledby="invite-heading">
+          <h2 id="invite-heading">Invite a member</h2>
+          <p class="hint">
+            You get a link to pass on (we send no email); it works once, for 7 days. Inviting an existing member again gives them a new
+            link, clears their password and signs them out.
+          </p>
+          <form method="post" action="/dashboard/members" class="row">
+            <label for="invite-email">Email</label>
+            <input
+              id="invite-email"
+              name="email"
+              type="email"
+              required
+              maxlength={254}
+              value={form.email ?? ""}
+              aria-invalid={form.error ? "true" : undefined}
+              aria-describedby={form.error ? "email-error" : undefined}
+            />
+            <label for="invite-role">Role</label>
+            <RoleSelect id="invite-role" selected={form.role ?? "developer"} />
+            <button type="submit">Create invitation link</button>
+          </form>
+          <FieldError field="email" message={form.error} />
+        </section>
+      ) : null}
+      <TableScroll label="Members">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">State</th>
+              <th scope="col">Added</th>
+              {isOwner ? (
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              ) : null}
+            </tr>
+          </thead>
+          <tbody>
+            {members.map((m) => (
+              <MemberRowView m={m} isOwner={isOwner} isSelf={m.id === session.member_id} />
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
+    </>,
+    { title: "Members" },
+  );
+}
+
+async function ownMember(c: Context<DashboardEnv>): Promise<MemberRow | null> {
+  const id = c.req.param("id") ?? "";
+  return UUID_PATTERN.test(id) ? getMember(c.env.DB, c.get("session").workspace_id, id.toLowerCase()) : null;
+}
+
+const LAST_OWNER = "A workspace needs at least one owner: make someone else owner first.";
+
+export const memberPages = new Hono<DashboardEnv>()
+  .get("/members", (c) => renderMembers(c))
+  .post("/members", requireRole("owner"), async (c) => {
+    const fields = await formFields(c);
+    const session = c.get("session");
+    const rawEmail = (fields.email ?? "").slice(0, 254);
+    const email = MemberEmail.safeParse(rawEmail);
+    const role = MemberRoleSchema.safeParse(fields.role);
+    const refuse = (error: string) => {
+      c.status(400);
+      return renderMembers(c, { email: rawEmail, role: role.success ? role.data : undefined, error });
+    };
+    if (!email.success) return refuse("Enter an email address.");
+    if (!role.success) return refuse("Choose a role.");
+    if (email.data === session.email) return refuse("That is you: change your own password on your account page.");
+    const result = await inviteMember(c.env.DB, session.workspace_id, email.data, role.data);
+    if (!result.ok) {
+      return refuse(
+        result.reason === "other_workspace"
+          ? "This email address is a member of another workspace. An address can belong to one workspace."
+          : `A workspace can have at most ${MAX_MEMBERS_PER_WORKSPACE} members.`,
+      );
+    }
+    await setFlash(
+      c,
+      {
+        notice: `Invitation for ${result.member.email} (${result.member.role}) created. Pass the link on; it works once, until ${result.expiresAt.slice(0, 10)}.`,
+        secret: { label: "Invitation link", value: invitationUrl(new URL(c.req.url).origin, result.token) },
+      },
+      session.token_hash,
+    );
+    return c.redirect("/dashboard/members", 303);
+  })
+  .post("/members/:id/role", requireRole("owner"), async (c) => {
+    const member = await ownMember(c);
+    if (!member) return notFoundPage(c);
+    const role = MemberRoleSchema.safeParse((await formFields(c)).role);
+    if (!role.success) {
+      c.status(400);
+      return renderMembers(c, { error: "Choose a role." });
+    }
+    const session = c.get("session");
+    const changed = await changeRole(c.env.DB, session.workspace_id, member.id, role.data, isoNow());
+    await setFlash(c, { notice: changed ? `${member.email} is now ${role.data}.` : LAST_OWNER }, session.token_hash);
+    return c.redirect("/dashboard/members", 303);
+  })
+  .post("/members/:id/remove", requireRole("owner"), async (c) => {
+    const member = await ownMember(c);
+    if (!member) return notFoundPage(c);
+    if ((await formFields(c)).confirmed !== "yes") {
+      return confirmPage(c, {
+        title: "Remove member",
+        question: `Remove ${member.email}? They are signed out at once and their invitation link stops working.`,
+        action: `/dashboard/members/${member.id}/remove`,
+        label: "Remove member",
+        back: "/dashboard/members",
+      });
+    }
+    const session = c.get("session");
+    const removed = await deleteMember(c.env.DB, session.workspace_id, member.id);
+    if (removed && member.id === session.member_id) return c.redirect("/dashboard/sign-in", 303);
+    await setFlash(c, { notice: removed ? `${member.email} removed.` : LAST_OWNER }, session.token_hash);
+    return c.redirect("/dashboard/members", 303);
+  });

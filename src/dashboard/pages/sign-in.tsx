@@ -1,0 +1,83 @@
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { endSession, hashSessionToken, resolveSession } from "../../domain/dashboard-session";
+import { PASSWORD_MAX_CHARS } from "../../domain/members";
+import { signIn } from "../../domain/sign-in";
+import type { DashboardEnv } from "../context";
+import { formFields } from "../forms";
+import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../session";
+import { setFlash } from "../flash";
+
+const MAX_EMAIL_CHARS = 254;
+
+function SignInForm({ next, error, email }: { next: string; error?: string; email?: string }) {
+  return (
+    <>
+      <h1>Sign in</h1>
+      {error ? (
+        <p class="form-error" role="alert" id="sign-in-error">
+          {error}
+        </p>
+      ) : null}
+      <form method="post" action="/dashboard/sign-in" class="stack narrow" aria-describedby={error ? "sign-in-error" : undefined}>
+        <input type="hidden" name="next" value={next} />
+        <label for="email">Email</label>
+        <input id="email" name="email" type="email" autocomplete="username" required maxlength={MAX_EMAIL_CHARS} value={email ?? ""} />
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength={PASSWORD_MAX_CHARS} />
+        <button type="submit">Sign in</button>
+      </form>
+      <p class="hint">
+        No account yet, or forgot your password? An owner of your workspace can send you a new invitation link from the Members page.
+      </p>
+    </>
+  );
+}
+
+function renderSignIn(c: Context<DashboardEnv>, next: string, opts: { error?: string; email?: string } = {}) {
+  return c.render(<SignInForm next={next} {...opts} />, { title: "Sign in" });
+}
+
+// The client address as Cloudflare saw it; locally (wrangler dev) there may be none.
+const clientIp = (c: Context<DashboardEnv>): string => c.req.header("cf-connecting-ip") ?? "unknown";
+
+export const signInPages = new Hono<DashboardEnv>()
+  .get("/sign-in", async (c) => {
+    if (await resolveSession(c.env.DB, readSessionCookie(c))) return c.redirect("/dashboard", 303);
+    return renderSignIn(c, safeNext(c.req.query("next")));
+  })
+  .post("/sign-in", async (c) => {
+    const fields = await formFields(c);
+    const next = safeNext(fields.next);
+    const email = (fields.email ?? "").trim().toLowerCase();
+    const password = fields.password ?? "";
+    if (!email || !password || email.length > MAX_EMAIL_CHARS || password.length > PASSWORD_MAX_CHARS) {
+      c.status(400);
+      return renderSignIn(c, next, { error: "Enter your email and password.", email: email.slice(0, MAX_EMAIL_CHARS) });
+    }
+    const result = await signIn(c.env.DB, c.env, { email, password, clientIp: clientIp(c) });
+    if (!result.ok) {
+      if (result.reason === "throttled") {
+        const seconds = Math.ceil(result.retryAfterMs / 1000);
+        c.status(429);
+        c.header("Retry-After", String(seconds));
+        return renderSignIn(c, next, { error: `Too many sign-in attempts. Try again in ${Math.ceil(seconds / 60)} minute(s).`, email });
+      }
+      // One answer for an unknown email, a member without a password and a wrong password.
+      c.status(401);
+      return renderSignIn(c, next, { error: "Email or password is incorrect.", email });
+    }
+    setSessionCookie(c, result.token);
+    return c.redirect(next, 303);
+  })
+  .post("/sign-out", async (c) => {
+    await endSession(c.env.DB, readSessionCookie(c));
+    clearSessionCookie(c);
+    return c.redirect("/dashboard/sign-in", 303);
+  });
+
+/** Signs the browser in with a fresh session token and leaves a notice for the next page. */
+export async function startSession(c: Context<DashboardEnv>, token: string, notice: string): Promise<void> {
+  setSessionCookie(c, token);
+  await setFlash(c, { notice }, await hashSessionToken(token));
+}

@@ -1,0 +1,331 @@
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
+import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "../../db/webhooks";
+import { UUID_PATTERN } from "../../domain/job-id";
+import { configureWebhook, deliveryLog, lastFailure, replayEvent, sendTestEvent } from "../../domain/webhook-config";
+import { toDeliveryView } from "../../domain/webhook-view";
+import { isoNow } from "../../lib/clock";
+import { toPage } from "../../lib/pagination";
+import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
+import type { DashboardEnv } from "../context";
+import { FieldError, Time, TableScroll } from "../components";
+import { setFlash } from "../flash";
+import { formFields } from "../forms";
+import { pageCursor } from "../paging";
+import { hasRole, requireRole } from "../roles";
+import { notFoundPage } from "./errors";
+
+const LOG_PAGE_SIZE = 25;
+const MAX_URL_CHARS = 2048;
+// One webhook per number, and a plan allows at most 100 numbers: one page lists them all.
+const MAX_NUMBERS = 100;
+const DISABLE_AFTER_HOURS = DISABLE_AFTER_MS / 3_600_000;
+
+const back = (numberId: string) => `/dashboard/webhooks/${numberId}`;
+
+async function ownNumber(c: Context<DashboardEnv>): Promise<ChannelNumberRow | null> {
+  const id = c.req.param("numberId") ?? "";
+  return UUID_PATTERN.test(id) ? getConnectedNumber(c.env.DB, c.get("session").workspace_id, id.toLowerCase()) : null;
+}
+
+/** The webhook of the URL's number, if the number is the workspace's and has one. */
+async function ownWebhook(c: Context<DashboardEnv>): Promise<{ number: ChannelNumberRow; webhook: WebhookRow } | null> {
+  const number = await ownNumber(c);
+  const webhook = number ? await getWebhookOfNumber(c.env.DB, c.get("session").workspace_id, number.id) : null;
+  return number && webhook ? { number, webhook } : null;
+}
+
+/** Sends an event to an enabled webhook (a disabled one must be re-enabled first) and goes back to its page. */
+async function sendEvent(c: Context<DashboardEnv>, webhook: WebhookRow, send: () => Promise<unknown>, notice: string) {
+  const enabled = webhook.status === "enabled";
+  if (enabled) await send();
+  await setFlash(c, { notice: enabled ? notice : "The webhook is disabled: re-enable it first." }, c.get("session").token_hash);
+  return c.redirect(back(webhook.channel_number_id), 303);
+}
+
+type DeliveryView = ReturnType<typeof toDeliveryView>;
+
+function HealthLine({ w }: { w: WebhookRow }) {
+  if (w.status === "disabled") return <strong class="bad">disabled</strong>;
+  if (w.failing_since) return <strong class="warn">failing</strong>;
+  return <span class="ok">enabled</span>;
+}
+
+/** When the queue tries the event again: shown on the event's newest attempt only (older ones were retried already). */
+const nextRetry = (row: DeliveryView, newestOfEvent: boolean): string | null => (newestOfEvent ? row.nextRetryAt : null);
+
+function DeliveryLog({ rows, numberId, canReplay }: { rows: DeliveryView[]; numberId: string; canReplay: boolean }) {
+  const seen = new Set<string>();
+  return (
+    <TableScroll label="Delivery log">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Attempted</th>
+            <th scope="col">Event</th>
+            <th scope="col">Attempt</th>
+            <th scope="col">Outcome</th>
+            <th scope="col">HTTP</th>
+            <th scope="col">Latency</th>
+            <th scope="col">Next retry</th>
+            <th scope="col">
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => {
+            const newest = !seen.has(r.eventId);
+            seen.add(r.eventId);
+            const retry = nextRetry(r, newest);
+            return (
+              <tr>
+                <td>
+                  <Time iso={r.attemptedAt} />
+                </td>
+                <td>
+                  {r.eventType ?? "?"}
+                  <br />
+                  <code class="small">{r.eventId}</code>
+                </td>
+                <td>{r.attempt}</td>
+                <td>
+                  <span class={r.outcome === "delivered" ? "ok" : "bad"}>{r.outcome}</span>
+                  {r.error ? <p class="small">{r.error}</p> : null}
+                </td>
+                <td>{r.statusCode ?? "—"}</td>
+                <td>{r.latencyMs === null ? "—" : `${r.latencyMs} ms`}</td>
+                <td>{retry ? <Time iso={retry} /> : "—"}</td>
+                <td>
+                  {canReplay && newest ? (
+                    <form method="post" action={`/dashboard/webhooks/${numberId}/deliveries/${encodeURIComponent(r.eventId)}/replay`} class="inline">
+                      <button type="submit" class="secondary" aria-label={`Replay event ${r.eventId}`}>
+                        Replay
+                      </button>
+                    </form>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow, form: { url?: string; error?: string } = {}) {
+  const { workspace_id: workspaceId, role } = c.get("session");
+  const canWrite = hasRole(role, "developer");
+  const webhook = await getWebhookOfNumber(c.env.DB, workspaceId, number.id);
+  const before = Number(pageCursor(c)?.sortKey);
+  const [rows, failure] = webhook
+    ? await Promise.all([deliveryLog(c.env, webhook, Number.isSafeInteger(before) ? before : null, LOG_PAGE_SIZE + 1), lastFailure(c.env, webhook)])
+    : [[], null];
+  const page = toPage(rows, LOG_PAGE_SIZE, (r) => ({ sortKey: String(r.seq), id: "" }), (r) => toDeliveryView(webhook!.id, r));
+  // Before the log for a new webhook, after it once there is one (the log is what people come back for).
+  const configureForm = canWrite ? (
+    <section class="card" aria-labelledby="configure-heading">
+      <h2 id="configure-heading">{webhook ? "Replace the URL" : "Configure"}</h2>
+      <form method="post" action={`/dashboard/webhooks/${number.id}`} class="stack">
+        <label for="url">Endpoint URL</label>
+        <input
+          id="url"
+          name="url"
+          type="url"
+          required
+          maxlength={MAX_URL_CHARS}
+          placeholder="https://hooks.example.com/messaging"
+          value={form.url ?? webhook?.url ?? ""}
+          aria-invalid={form.error ? "true" : undefined}
+          aria-describedby={form.error ? "url-error url-hint" : "url-hint"}
+        />
+        <p class="hint" id="url-hint">
+          Public HTTPS only; the address is checked now and at every delivery. Saving issues a new signing secret
+          {webhook ? " and the current one stops being used at once" : ""}.
+        </p>
+        <FieldError field="url" message={form.error} />
+        <button type="submit">{webhook ? "Replace URL and secret" : "Save"}</button>
+      </form>
+    </section>
+  ) : null;
+  return c.render(
+    <>
+      <p class="crumbs">
+        <a href="/dashboard/webhooks">Webhooks</a> /
+      </p>
+      <h1>Webhook of {number.display_phone_number}</h1>
+      {webhook ? (
+        <section class="card" aria-labelledby="status-heading">
+          <h2 id="status-heading">Endpoint</h2>
+          <dl class="facts">
+            <dt>URL</dt>
+            <dd>
+              <code>{webhook.url}</code>
+            </dd>
+            <dt>Status</dt>
+            <dd>
+              <HealthLine w={webhook} />
+            </dd>
+            {webhook.failing_since ? (
+              <>
+                <dt>Failing since</dt>
+                <dd>
+                  <Time iso={webhook.failing_since} />
+                </dd>
+              </>
+            ) : null}
+            <dt>Configured</dt>
+            <dd>
+              <Time iso={webhook.updated_at} />
+            </dd>
+          </dl>
+          {webhook.status === "disabled" ? (
+            <div class="problem" role="note">
+              <p>
+                Disabled <Time iso={webhook.disabled_at} /> because deliveries kept failing for more than {DISABLE_AFTER_HOURS} hours. Events
+                since then were kept and can be replayed.
+              </p>
+              {failure?.error ? (
+                <p>
+                  Last error: <span>{failure.error}</span>
+                </p>
+              ) : null}
+              {canWrite ? (
+                <form method="post" action={`/dashboard/webhooks/${number.id}/enable`}>
+                  <button type="submit">Re-enable (same URL and secret)</button>
+                </form>
+              ) : null}
+            </div>
+          ) : webhook.failing_since && failure?.error ? (
+            <p class="problem">
+              Last error: <span>{failure.error}</span>
+            </p>
+          ) : null}
+          {canWrite && webhook.status === "enabled" ? (
+            <form method="post" action={`/dashboard/webhooks/${number.id}/test`}>
+              <button type="submit" class="secondary">
+                Send test event
+              </button>
+            </form>
+          ) : null}
+        </section>
+      ) : (
+        <p>This number has no webhook: inbound messages and status changes are kept and can be replayed once you configure one.</p>
+      )}
+      {webhook ? null : configureForm}
+      {webhook ? (
+        <section aria-labelledby="log-heading">
+          <h2 id="log-heading">Delivery log</h2>
+          {page.data.length === 0 ? (
+            <p>No delivery yet.</p>
+          ) : (
+            <DeliveryLog rows={page.data} numberId={number.id} canReplay={canWrite && webhook.status === "enabled"} />
+          )}
+          {page.nextCursor ? (
+            <p>
+              <a href={`/dashboard/webhooks/${number.id}?cursor=${encodeURIComponent(page.nextCursor)}`}>Older attempts</a>
+            </p>
+          ) : null}
+        </section>
+      ) : null}
+      {webhook ? configureForm : null}
+    </>,
+    { title: `Webhook of ${number.display_phone_number}` },
+  );
+}
+
+export const webhookPages = new Hono<DashboardEnv>()
+  .get("/webhooks", async (c) => {
+    const { workspace_id: workspaceId } = c.get("session");
+    const numbers = await listConnectedNumbers(c.env.DB, workspaceId, MAX_NUMBERS);
+    const webhooks = new Map(
+      (await webhooksForNumbers(c.env.DB, numbers.map((n) => n.id))).filter((w) => w.workspace_id === workspaceId).map((w) => [w.channel_number_id, w]),
+    );
+    return c.render(
+      <>
+        <h1>Webhooks</h1>
+        <p>
+          One endpoint per number receives <code>message.received</code> and <code>message.status</code> events, signed with the Standard
+          Webhooks scheme.
+        </p>
+        {numbers.length === 0 ? (
+          <p>No number is connected yet.</p>
+        ) : (
+          <TableScroll label="Webhooks by number">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Number</th>
+                  <th scope="col">Endpoint</th>
+                  <th scope="col">Status</th>
+                </tr>
+              </thead>
+              <tbody>
+                {numbers.map((n) => {
+                  const w = webhooks.get(n.id);
+                  return (
+                    <tr>
+                      <td>
+                        <a href={back(n.id)}>{n.display_phone_number}</a>
+                      </td>
+                      <td>{w ? <code>{w.url}</code> : "not configured"}</td>
+                      <td>{w ? <HealthLine w={w} /> : "—"}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </TableScroll>
+        )}
+      </>,
+      { title: "Webhooks" },
+    );
+  })
+  .get("/webhooks/:numberId", async (c) => {
+    const number = await ownNumber(c);
+    return number ? renderWebhook(c, number) : notFoundPage(c);
+  })
+  .post("/webhooks/:numberId", requireRole("developer"), async (c) => {
+    const number = await ownNumber(c);
+    if (!number) return notFoundPage(c);
+    const url = ((await formFields(c)).url ?? "").trim();
+    const session = c.get("session");
+    if (url.length === 0 || url.length > MAX_URL_CHARS) {
+      c.status(400);
+      return renderWebhook(c, number, { url: url.slice(0, MAX_URL_CHARS), error: `Enter the endpoint's URL (at most ${MAX_URL_CHARS} characters).` });
+    }
+    const outcome = await configureWebhook(c.env, session.workspace_id, number.id, url);
+    if (!outcome.ok) {
+      if (outcome.problem === "number_not_found") return notFoundPage(c);
+      c.status(400);
+      return renderWebhook(c, number, { url, error: `This URL is not allowed: ${outcome.reason}` });
+    }
+    await setFlash(
+      c,
+      { notice: "Webhook saved.", secret: { label: "Signing secret (verify our signatures with it)", value: outcome.secret } },
+      session.token_hash,
+    );
+    return c.redirect(back(number.id), 303);
+  })
+  .post("/webhooks/:numberId/test", requireRole("developer"), async (c) => {
+    const own = await ownWebhook(c);
+    if (!own) return notFoundPage(c);
+    return sendEvent(c, own.webhook, () => sendTestEvent(c.env, own.webhook), "Test event queued: it appears in the delivery log within seconds.");
+  })
+  .post("/webhooks/:numberId/enable", requireRole("developer"), async (c) => {
+    const own = await ownWebhook(c);
+    if (!own) return notFoundPage(c);
+    const session = c.get("session");
+    await reenableWebhook(c.env.DB, session.workspace_id, own.webhook.id, isoNow());
+    await setFlash(c, { notice: "Webhook enabled again. Replay the events it missed from the log." }, session.token_hash);
+    return c.redirect(back(own.webhook.channel_number_id), 303);
+  })
+  .post("/webhooks/:numberId/deliveries/:eventId/replay", requireRole("developer"), async (c) => {
+    const own = await ownWebhook(c);
+    if (!own) return notFoundPage(c);
+    const eventId = c.req.param("eventId");
+    if (own.webhook.status === "enabled" && !(await replayEvent(c.env, own.webhook, eventId))) return notFoundPage(c);
+    return sendEvent(c, own.webhook, async () => undefined, `Event ${eventId} queued again (same webhook-id).`);
+  });

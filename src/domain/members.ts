@@ -1,0 +1,63 @@
+import { z } from "@hono/zod-openapi";
+import { MEMBER_ROLES, upsertInvitedMemberStatement, countMembers, findMemberByEmail, type MemberRole, type MemberRow } from "../db/members";
+import { deleteSessionsOfEmailStatement } from "../db/dashboard-sessions";
+import { now } from "../lib/clock";
+import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
+
+export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+export const MAX_MEMBERS_PER_WORKSPACE = 50;
+/** NIST SP 800-63B: at least 8 (we ask 12), and long passphrases must fit. */
+export const PASSWORD_MIN_CHARS = 12;
+export const PASSWORD_MAX_CHARS = 256;
+
+const INVITATION_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+export const MemberEmail = z
+  .string({ error: "email must be a string." })
+  .trim()
+  .max(254, { error: "email is longer than 254 characters." })
+  .email({ error: "email is not an email address." })
+  .transform((e) => e.toLowerCase());
+
+export const MemberRoleSchema = z.enum(MEMBER_ROLES, { error: "role must be owner, developer or viewer." });
+
+export const isWellFormedInvitationToken = (token: string): boolean => INVITATION_TOKEN.test(token);
+export const hashInvitationToken = (token: string): Promise<string> => sha256Hex(token);
+
+export const invitationUrl = (origin: string, token: string): string => `${origin}/dashboard/invitations/${token}`;
+
+export type InviteResult =
+  | { ok: true; member: MemberRow; token: string; expiresAt: string }
+  | { ok: false; reason: "other_workspace" | "too_many_members" };
+
+/**
+ * Invites `email` to the workspace with `role`, returning a single-use token
+ * (its hash is stored) valid for 7 days. Inviting an existing member again
+ * resets them: new role, password cleared, earlier link and every session
+ * revoked. Emails are unique across workspaces.
+ */
+export async function inviteMember(db: D1Database, workspaceId: string, email: string, role: MemberRole): Promise<InviteResult> {
+  const existing = await findMemberByEmail(db, email);
+  if (existing && existing.workspace_id !== workspaceId) return { ok: false, reason: "other_workspace" };
+  if (!existing && (await countMembers(db, workspaceId)) >= MAX_MEMBERS_PER_WORKSPACE) return { ok: false, reason: "too_many_members" };
+
+  const token = toBase64Url(randomBytes(32));
+  const at = now();
+  const expiresAt = new Date(at + INVITATION_TTL_MS).toISOString();
+  const [upserted] = await db.batch<MemberRow>([
+    upsertInvitedMemberStatement(db, {
+      id: crypto.randomUUID(),
+      workspaceId,
+      email,
+      role,
+      invitationHash: await hashInvitationToken(token),
+      expiresAt,
+      at: new Date(at).toISOString(),
+    }),
+    deleteSessionsOfEmailStatement(db, workspaceId, email),
+  ]);
+  const member = upserted?.results[0];
+  // The email moved to another workspace between the read and the write.
+  if (!member) return { ok: false, reason: "other_workspace" };
+  return { ok: true, member, token, expiresAt };
+}

@@ -1,0 +1,93 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
+import { getWorkspaceWithLimits } from "../../db/workspaces";
+import { listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { invitationUrl, inviteMember, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, MemberRoleSchema } from "../../domain/members";
+import { UUID_PATTERN } from "../../domain/job-id";
+import { ApiError, notFound } from "../../lib/errors";
+import { jsonBody } from "../../middleware/json-body";
+
+const Member = z
+  .object({
+    id: z.string().uuid(),
+    workspaceId: z.string().uuid(),
+    email: z.string(),
+    role: z.enum(MEMBER_ROLES),
+    passwordSet: z.boolean().openapi({ description: "False until the member uses an invitation link." }),
+    invitationExpiresAt: z.string().datetime().nullable().openapi({ description: "When the outstanding invitation link stops working, if there is one." }),
+    createdAt: z.string().datetime(),
+  })
+  .openapi("AdminMember");
+
+const Invitation = z
+  .object({
+    member: Member,
+    invitationUrl: z.string().url().openapi({ description: "Single-use link to set a password; shown in this response only." }),
+    expiresAt: z.string().datetime(),
+  })
+  .openapi("AdminInvitation");
+
+const toView = (m: MemberRow): z.infer<typeof Member> => ({
+  id: m.id,
+  workspaceId: m.workspace_id,
+  email: m.email,
+  role: m.role,
+  passwordSet: m.password_hash !== null,
+  invitationExpiresAt: m.invitation_expires_at,
+  createdAt: m.created_at,
+});
+
+const WorkspaceParam = z.object({ workspaceId: z.string() });
+
+const invite = createRoute({
+  method: "post",
+  path: "/workspaces/{workspaceId}/members",
+  middleware: [jsonBody] as const,
+  request: {
+    params: WorkspaceParam,
+    body: { required: true, content: { "application/json": { schema: z.strictObject({ email: MemberEmail, role: MemberRoleSchema }) } } },
+  },
+  responses: {
+    201: jsonContent(
+      Invitation,
+      "The member (created, or reset if the email is already a member: new role, password cleared, sessions ended) and its invitation link.",
+    ),
+    ...errorResponses(400, 401, 404),
+  },
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/workspaces/{workspaceId}/members",
+  request: { params: WorkspaceParam },
+  responses: { 200: jsonContent(z.object({ data: z.array(Member) }), "Members, without secrets."), ...errorResponses(401, 404) },
+});
+
+async function requireWorkspace(db: D1Database, workspaceId: string): Promise<void> {
+  if (!UUID_PATTERN.test(workspaceId) || !(await getWorkspaceWithLimits(db, workspaceId))) throw notFound("Workspace");
+}
+
+export const adminMemberRoutes = newRouter()
+  .openapi(invite, async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    const { email, role } = c.req.valid("json");
+    await requireWorkspace(c.env.DB, workspaceId);
+    const result = await inviteMember(c.env.DB, workspaceId, email, role);
+    if (!result.ok) {
+      const message =
+        result.reason === "other_workspace"
+          ? "This email is a member of another workspace; an email belongs to one workspace."
+          : `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`;
+      throw new ApiError("invalid_request", message, { details: [{ path: "email", rule: result.reason, message }] });
+    }
+    c.header("Cache-Control", "no-store");
+    return c.json(
+      { member: toView(result.member), invitationUrl: invitationUrl(new URL(c.req.url).origin, result.token), expiresAt: result.expiresAt },
+      201,
+    );
+  })
+  .openapi(list, async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    await requireWorkspace(c.env.DB, workspaceId);
+    return c.json({ data: (await listMembers(c.env.DB, workspaceId)).map(toView) }, 200);
+  });

@@ -1,0 +1,190 @@
+import { workspaceStub } from "../src/durable-objects/stubs";
+import { deliveryState } from "./helpers/events";
+import { env } from "cloudflare:workers";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { dashboard } from "../src/dashboard/app";
+import { api, BASE, json } from "./helpers/http";
+import { createTenant, type Tenant } from "./helpers/fixtures";
+import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { Browser, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
+
+/** A tenant with everything a dashboard POST can touch: a key, a webhook with one delivered event, members. */
+interface World {
+  tenant: Tenant;
+  owner: Member;
+  developer: Member;
+  viewer: Member;
+  webhookUrl: string;
+  eventId: string;
+}
+
+let net: Network;
+let a: World;
+let b: World;
+
+async function world(tag: string): Promise<World> {
+  const tenant = await createTenant();
+  const host = `${tag}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
+  net.dns.set(host, ["93.184.216.34"]);
+  const webhookUrl = `https://${host}/hook`;
+  net.receivers.set(webhookUrl, answers(204));
+  const configured = await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: tenant.numberId, url: webhookUrl } });
+  const webhookId = (await json<{ id: string }>(configured)).id;
+  const { eventId } = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }));
+  const [owner, developer, viewer] = [
+    await signedInMember(tenant.workspaceId, "owner"),
+    await signedInMember(tenant.workspaceId, "developer"),
+    await signedInMember(tenant.workspaceId, "viewer"),
+  ];
+  return { tenant, owner, developer, viewer, webhookUrl, eventId };
+}
+
+/** What any dashboard POST could change, read straight from D1. */
+async function state(w: World) {
+  const ws = w.tenant.workspaceId;
+  const [keys, webhooks, members] = await Promise.all([
+    env.DB.prepare("SELECT id, name, revoked_at FROM api_keys WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
+    env.DB.prepare("SELECT id, url, sealed_secret, status FROM webhooks WHERE workspace_id = ?").bind(ws).all(),
+    env.DB.prepare("SELECT id, email, role, password_hash, invitation_hash FROM members WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
+  ]);
+  // Delivery attempts live in the workspace object's log.
+  const attempts = await Promise.all(
+    webhooks.results.map((w) => workspaceStub(env, ws).listDeliveries(String(w.id), null, 100).then((rows) => rows.length)),
+  );
+  return JSON.stringify([keys.results, webhooks.results, members.results, attempts]);
+}
+
+beforeAll(async () => {
+  net = mockNetwork();
+  [a, b] = [await world("a"), await world("b")];
+  // The test events were delivered (so they can be replayed).
+  for (const w of [a, b]) {
+    await vi.waitFor(
+      async () => {
+        if ((await deliveryState(w.tenant.workspaceId, w.eventId)) !== "delivered") throw new Error("not delivered yet");
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+  }
+}, 60_000);
+afterAll(() => {
+  net.restore();
+  expect(net.unhandled).toEqual([]);
+});
+
+/** Every POST route of the dashboard and who may use it. A new route must be added here, or this test fails. */
+const POST_ROUTES = {
+  "/sign-in": "public",
+  "/sign-out": "public",
+  "/invitations/:token": "public",
+  "/account/password": "any member",
+  "/api-keys": "developer",
+  "/api-keys/:id/revoke": "developer",
+  "/webhooks/:numberId": "developer",
+  "/webhooks/:numberId/test": "developer",
+  "/webhooks/:numberId/enable": "developer",
+  "/webhooks/:numberId/deliveries/:eventId/replay": "developer",
+  "/members": "owner",
+  "/members/:id/role": "owner",
+  "/members/:id/remove": "owner",
+} as const;
+
+/** A concrete path and a valid form for a route, aimed at workspace `w`'s own things. */
+function request(route: string, w: World, target: Member): { path: string; fields: Record<string, string> } {
+  const path = `/dashboard${route}`
+    .replace(":numberId", w.tenant.numberId)
+    .replace(":eventId", w.eventId)
+    .replace(":id", route.startsWith("/members") ? target.memberId : w.tenant.keyId);
+  const fields: Record<string, Record<string, string>> = {
+    "/api-keys": { name: "made by a forged post" },
+    "/webhooks/:numberId": { url: w.webhookUrl },
+    "/members": { email: uniqueEmail("forged"), role: "owner" },
+    "/members/:id/role": { role: "owner" },
+  };
+  return { path, fields: { confirmed: "yes", ...(fields[route] ?? {}) } };
+}
+
+describe("dashboard POST routes", () => {
+  it("are exactly the ones this file checks", () => {
+    const posts = new Set(dashboard.routes.filter((r) => r.method === "POST").map((r) => r.path));
+    expect([...posts].sort()).toEqual(Object.keys(POST_ROUTES).sort());
+  });
+
+  const guarded = Object.entries(POST_ROUTES).filter(([, who]) => who === "developer" || who === "owner");
+  it.each(guarded)("%s refuses a viewer with 403 and changes nothing", async (route) => {
+    const before = await state(a);
+    const { path, fields } = request(route, a, a.developer);
+    const res = await a.viewer.browser.post(path, fields);
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain("Not allowed");
+    expect(await state(a)).toBe(before);
+  });
+
+  it.each(guarded.filter(([, who]) => who === "owner"))("%s refuses a developer with 403 and changes nothing", async (route) => {
+    const before = await state(a);
+    const { path, fields } = request(route, a, a.viewer);
+    const res = await a.developer.browser.post(path, fields);
+    expect(res.status).toBe(403);
+    expect(await state(a)).toBe(before);
+  });
+
+  it.each(guarded.filter(([route]) => route.includes(":")))("%s aimed at another workspace's id gets the unknown-id 404 and changes nothing there", async (route) => {
+    const before = await state(b);
+    const { path, fields } = request(route, b, b.developer);
+    const res = await a.owner.browser.post(path, fields);
+    expect(res.status).toBe(404);
+    const unknown = await a.owner.browser.post(path.replace(/[0-9a-f-]{36}/g, crypto.randomUUID()), fields);
+    expect(unknown.status).toBe(404);
+    const strip = (html: string) => html.replace(/req_[0-9a-f]+/g, "");
+    expect(strip(await res.text())).toBe(strip(await unknown.text()));
+    expect(await state(b)).toBe(before);
+  });
+
+  it("pages of another workspace's number and webhook are the unknown-id 404", async () => {
+    for (const path of [`/dashboard/numbers/${b.tenant.numberId}`, `/dashboard/webhooks/${b.tenant.numberId}`]) {
+      const res = await a.owner.browser.get(path);
+      expect(res.status).toBe(404);
+      expect(await res.text()).not.toContain(b.webhookUrl);
+    }
+    // B's key still works after A's attempts.
+    expect((await api("/me", b.tenant.key)).status).toBe(200);
+  });
+});
+
+describe("CSRF", () => {
+  const createKey = (from: { origin?: string | null; site?: string | null }) => a.owner.browser.post("/dashboard/api-keys", { name: "csrf" }, from);
+
+  it.each([
+    ["another site", { origin: "https://evil.example", site: "cross-site" }],
+    ["a sibling subdomain", { origin: "https://evil.gateway.test", site: "same-site" }],
+    ["no Origin and no Sec-Fetch-Site", { origin: null, site: null }],
+    ["a forged Origin only", { origin: "https://evil.example", site: null }],
+  ])("refuses a form posted from %s with 403, changing nothing", async (_label, from) => {
+    const before = await state(a);
+    const res = await createKey(from);
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain("Form refused");
+    expect(await state(a)).toBe(before);
+  });
+
+  it("accepts the same form from the dashboard's own origin (Origin alone, or Sec-Fetch-Site alone)", async () => {
+    expect((await createKey({ origin: BASE, site: null })).status).toBe(303);
+    expect((await createKey({ origin: null, site: "same-origin" })).status).toBe(303);
+  });
+
+  it("refuses any body that is not a form, so that no POST escapes the origin check", async () => {
+    for (const type of ["application/json", "text/xml", ""]) {
+      const res = await a.owner.browser.post(`/dashboard/webhooks/${a.tenant.numberId}/test`, {}, {
+        origin: "https://evil.example",
+        site: "cross-site",
+        raw: { type, body: "{}" },
+      });
+      expect(res.status).toBe(415);
+    }
+  });
+
+  it("also guards sign-in (no login CSRF)", async () => {
+    const res = await new Browser().post("/dashboard/sign-in", { email: a.owner.email, password: "x" }, { origin: "https://evil.example", site: "cross-site" });
+    expect(res.status).toBe(403);
+  });
+});

@@ -1,0 +1,209 @@
+import { env } from "cloudflare:workers";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { hit } from "../src/durable-objects/sign-in-throttle";
+import { emailKey, ipKey, SIGN_IN_EMAIL_LIMIT, SIGN_IN_IP_LIMIT, SIGN_IN_WINDOW_MS } from "../src/domain/sign-in";
+import { passwordKdf, PASSWORD_PARAMS } from "../src/lib/password";
+import { sha256Hex } from "../src/lib/crypto";
+import { admin, expectError, json } from "./helpers/http";
+import { createWorkspace } from "./helpers/fixtures";
+import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
+
+let workspaceId: string;
+beforeAll(async () => {
+  workspaceId = await createWorkspace();
+});
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+const freshIp = () => `203.0.113.${Math.floor(Math.random() * 250) + 1}-${crypto.randomUUID().slice(0, 4)}`;
+const signIn = (b: Browser, email: string, password: string, ip = freshIp()) => b.post("/dashboard/sign-in", { email, password }, { ip });
+
+const sessionCookieLine = (res: Response) => res.headers.getSetCookie().find((l) => l.startsWith("__Host-session="));
+
+describe("invitations", () => {
+  it("the admin API returns a single-use link; its token is stored hashed; setting a password signs the member in", async () => {
+    const email = uniqueEmail("invited");
+    const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email, role: "developer" } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const body = await json<{ invitationUrl: string; expiresAt: string; member: { email: string; role: string; passwordSet: boolean } }>(res);
+    expect(body.member).toMatchObject({ email, role: "developer", passwordSet: false });
+    const path = new URL(body.invitationUrl).pathname;
+    const token = path.split("/").at(-1)!;
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(Date.parse(body.expiresAt) - Date.now()).toBeGreaterThan(7 * 24 * 3_600_000 - 60_000);
+    const row = await env.DB.prepare("SELECT invitation_hash, password_hash FROM members WHERE email = ?").bind(email).first<{ invitation_hash: string; password_hash: string | null }>();
+    expect(row).toEqual({ invitation_hash: await sha256Hex(token), password_hash: null });
+
+    const b = new Browser();
+    const page = await b.get(path);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(await page.text()).toContain(email);
+
+    const done = await b.post(path, { password: PASSWORD, confirm: PASSWORD });
+    expect(done.status).toBe(303);
+    expect(done.headers.get("location")).toBe("/dashboard");
+    const cookie = sessionCookieLine(done)!;
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/; SameSite=Lax/);
+    expect(cookie).toMatch(/; Path=\//);
+    expect(cookie).not.toMatch(/Domain=/i);
+    expect((await b.get("/dashboard")).status).toBe(200);
+
+    const stored = await env.DB.prepare("SELECT invitation_hash, password_hash FROM members WHERE email = ?").bind(email).first<{ invitation_hash: string | null; password_hash: string }>();
+    expect(stored!.invitation_hash).toBeNull();
+    expect(stored!.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+
+    // Single use.
+    expect((await new Browser().get(path)).status).toBe(404);
+    expect((await new Browser().post(path, { password: "another long password", confirm: "another long password" })).status).toBe(404);
+  });
+
+  it("a link stops working after 7 days", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const { path } = await invite(workspaceId, uniqueEmail("late"), "viewer");
+    vi.setSystemTime(Date.now() + 7 * 24 * 3_600_000 + 1_000);
+    expect((await new Browser().get(path)).status).toBe(404);
+    expect((await new Browser().post(path, { password: PASSWORD, confirm: PASSWORD })).status).toBe(404);
+  });
+
+  it("refuses a short or mismatched password and keeps the link", async () => {
+    const { path } = await invite(workspaceId, uniqueEmail("weak"), "viewer");
+    const b = new Browser();
+    const short = await b.post(path, { password: "short", confirm: "short" });
+    expect(short.status).toBe(400);
+    expect(await short.text()).toContain("Use at least 12 characters.");
+    const mismatch = await b.post(path, { password: PASSWORD, confirm: `${PASSWORD}!` });
+    expect(mismatch.status).toBe(400);
+    expect(await mismatch.text()).toContain("The two passwords differ.");
+    expect(sessionCookieLine(mismatch)).toBeUndefined();
+    expect((await b.post(path, { password: PASSWORD, confirm: PASSWORD })).status).toBe(303);
+  });
+
+  it("a new link for an existing member resets them: old password and sessions stop working, the new role applies", async () => {
+    const member = await signedInMember(workspaceId, "developer");
+    expect((await member.browser.get("/dashboard")).status).toBe(200);
+    const { path } = await invite(workspaceId, member.email, "viewer");
+    // The session ended at once.
+    const after = await member.browser.get("/dashboard");
+    expect(after.status).toBe(303);
+    expect(after.headers.get("location")).toBe("/dashboard/sign-in");
+    // The old password no longer signs in.
+    expect((await signIn(new Browser(), member.email, PASSWORD)).status).toBe(401);
+    const b = new Browser();
+    expect((await b.post(path, { password: "a brand new passphrase", confirm: "a brand new passphrase" })).status).toBe(303);
+    expect(await (await b.get("/dashboard/account")).text()).toContain("viewer");
+  });
+
+  it("the admin API validates the body, the workspace, and that an email belongs to one workspace", async () => {
+    const email = uniqueEmail("taken");
+    await invite(workspaceId, email, "viewer");
+    const other = await createWorkspace();
+    const taken = await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email, role: "viewer" } }), 400, "invalid_request");
+    expect(taken.error.details?.[0]).toMatchObject({ path: "email", rule: "other_workspace" });
+    await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: "not-an-email", role: "viewer" } }), 400, "invalid_request");
+    await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: uniqueEmail(), role: "admin" } }), 400, "invalid_request");
+    await expectError(await admin(`/workspaces/${crypto.randomUUID()}/members`, { method: "POST", json: { email: uniqueEmail(), role: "viewer" } }), 404, "not_found");
+    const list = await json<{ data: { email: string; passwordSet: boolean }[] }>(await admin(`/workspaces/${workspaceId}/members`));
+    expect(list.data.find((m) => m.email === email)).toMatchObject({ passwordSet: false });
+    expect(JSON.stringify(list)).not.toMatch(/argon2|invitation_hash/);
+  });
+});
+
+describe("sign-in", () => {
+  it("a correct password signs in and goes to the requested dashboard page; a wrong one does not", async () => {
+    const { email } = await signedInMember(workspaceId, "viewer");
+    const b = new Browser();
+    const wrong = await signIn(b, email, "not the password at all");
+    expect(wrong.status).toBe(401);
+    expect(sessionCookieLine(wrong)).toBeUndefined();
+    expect(await wrong.text()).toContain("Email or password is incorrect.");
+
+    const ok = await b.post("/dashboard/sign-in", { email: email.toUpperCase(), password: PASSWORD, next: "/dashboard/api-keys" }, { ip: freshIp() });
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get("location")).toBe("/dashboard/api-keys");
+    expect(sessionCookieLine(ok)).toBeDefined();
+    expect((await b.get("/dashboard/api-keys")).status).toBe(200);
+  });
+
+  it("never redirects off the dashboard after sign-in", async () => {
+    const { email } = await signedInMember(workspaceId, "viewer");
+    for (const next of ["https://evil.example/", "//evil.example", "/dashboard/../admin", "/dashboard\\@evil"]) {
+      const res = await new Browser().post("/dashboard/sign-in", { email, password: PASSWORD, next }, { ip: freshIp() });
+      expect(res.headers.get("location")).toBe("/dashboard");
+    }
+  });
+
+  it("does not tell an unknown email from a wrong password: same status, same page, the same one argon2id derivation", async () => {
+    const { email: known } = await signedInMember(workspaceId, "viewer");
+    const { email: invitedOnly } = { email: uniqueEmail("pending") };
+    await invite(workspaceId, invitedOnly, "viewer");
+    const unknown = uniqueEmail("nobody");
+    const derive = vi.spyOn(passwordKdf, "derive");
+
+    const answers: { status: number; body: string; derivations: unknown[][] }[] = [];
+    for (const email of [known, unknown, invitedOnly]) {
+      derive.mockClear();
+      const res = await signIn(new Browser(), email, "a wrong password, surely");
+      answers.push({
+        status: res.status,
+        body: (await res.text()).replaceAll(email, "EMAIL").replace(/req_[0-9a-f]+/g, "REQ"),
+        derivations: derive.mock.calls.map(([, salt, params]) => [salt.length, params]),
+      });
+    }
+    expect(answers[0]!.status).toBe(401);
+    expect(answers[0]!.derivations).toEqual([[16, PASSWORD_PARAMS]]);
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+  });
+
+  it(`throttles an email after ${SIGN_IN_EMAIL_LIMIT} attempts in 15 minutes, known or not, even with the right password`, async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const { email: known } = await signedInMember(workspaceId, "viewer");
+    const unknown = uniqueEmail("ghost");
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++) expect((await signIn(new Browser(), known, "wrong password again")).status).toBe(401);
+    // The unknown email's attempts, counted the way sign-in counts them (the same code path, without ten more hashes).
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++) await hit(env, await emailKey(unknown), SIGN_IN_EMAIL_LIMIT, SIGN_IN_WINDOW_MS);
+    const derive = vi.spyOn(passwordKdf, "derive");
+    const throttled = await Promise.all([known, unknown].map((email) => signIn(new Browser(), email, PASSWORD)));
+    const bodies = await Promise.all(throttled.map(async (r, i) => (await r.text()).replaceAll([known, unknown][i]!, "EMAIL")));
+    expect(throttled.map((r) => r.status)).toEqual([429, 429]);
+    expect(throttled.map((r) => r.headers.get("retry-after"))).toEqual([String(SIGN_IN_WINDOW_MS / 1000), String(SIGN_IN_WINDOW_MS / 1000)]);
+    expect(bodies[0]).toBe(bodies[1]);
+    expect(bodies[0]).toContain("Too many sign-in attempts");
+    expect(derive).not.toHaveBeenCalled();
+    expect(sessionCookieLine(throttled[0]!)).toBeUndefined();
+
+    vi.setSystemTime(Date.now() + SIGN_IN_WINDOW_MS + 1);
+    expect((await signIn(new Browser(), known, PASSWORD)).status).toBe(303);
+  });
+
+  it("a success clears the email's count", async () => {
+    const { email } = await signedInMember(workspaceId, "viewer");
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT - 1; i++) expect((await signIn(new Browser(), email, "wrong password again")).status).toBe(401);
+    expect((await signIn(new Browser(), email, PASSWORD)).status).toBe(303);
+    // The count restarted at zero: a full allowance is left.
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++) expect((await hit(env, await emailKey(email), SIGN_IN_EMAIL_LIMIT, SIGN_IN_WINDOW_MS)).allowed).toBe(true);
+  });
+
+  it(`throttles a client IP (CF-Connecting-IP) after ${SIGN_IN_IP_LIMIT} attempts, whatever the emails`, async () => {
+    const ip = freshIp();
+    // The IP's earlier attempts, counted the way sign-in counts them.
+    for (let i = 0; i < SIGN_IN_IP_LIMIT; i++) expect((await hit(env, ipKey(ip), SIGN_IN_IP_LIMIT, SIGN_IN_WINDOW_MS)).allowed).toBe(true);
+    const { email } = await signedInMember(workspaceId, "viewer");
+    const refused = await signIn(new Browser(), email, PASSWORD, ip);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await signIn(new Browser(), email, PASSWORD, freshIp())).status).toBe(303);
+  });
+
+  it("empty fields get a 400 without any attempt counted", async () => {
+    const res = await new Browser().post("/dashboard/sign-in", { email: "", password: "" });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("Enter your email and password.");
+  });
+});

@@ -1,0 +1,83 @@
+import { BASE, admin, call, json } from "./http";
+
+export const PASSWORD = "a long enough passphrase";
+
+/**
+ * A minimal browser for dashboard tests: keeps cookies (honouring Max-Age=0
+ * deletions), sends form posts the way a same-origin page does (Origin and
+ * Sec-Fetch-Site), and never follows redirects, so tests see each response.
+ */
+export class Browser {
+  readonly cookies = new Map<string, string>();
+
+  private cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+  }
+
+  private keep(res: Response): Response {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair, ...attributes] = line.split(";");
+      const eq = pair!.indexOf("=");
+      const name = pair!.slice(0, eq).trim();
+      const deleted = attributes.some((a) => /^\s*max-age=0\s*$/i.test(a));
+      if (deleted) this.cookies.delete(name);
+      else this.cookies.set(name, pair!.slice(eq + 1).trim());
+    }
+    return res;
+  }
+
+  async get(path: string): Promise<Response> {
+    const headers = new Headers({ "Sec-Fetch-Site": "same-origin" });
+    if (this.cookies.size) headers.set("Cookie", this.cookieHeader());
+    return this.keep(await call(path, { headers, redirect: "manual" }));
+  }
+
+  /**
+   * A form POST; `from` sets where the browser says it comes from (null: no
+   * Origin / Sec-Fetch-Site at all); `raw` sends another body type instead.
+   */
+  async post(
+    path: string,
+    fields: Record<string, string> = {},
+    from: { origin?: string | null; site?: string | null; ip?: string; raw?: { type: string; body: string } } = {},
+  ): Promise<Response> {
+    const headers = new Headers({ "Content-Type": from.raw?.type ?? "application/x-www-form-urlencoded" });
+    const origin = from.origin === undefined ? BASE : from.origin;
+    const site = from.site === undefined ? "same-origin" : from.site;
+    if (origin !== null) headers.set("Origin", origin);
+    if (site !== null) headers.set("Sec-Fetch-Site", site);
+    if (from.ip) headers.set("CF-Connecting-IP", from.ip);
+    if (this.cookies.size) headers.set("Cookie", this.cookieHeader());
+    const body = from.raw ? from.raw.body : new URLSearchParams(fields);
+    return this.keep(await call(path, { method: "POST", headers, body, redirect: "manual" }));
+  }
+}
+
+export const uniqueEmail = (tag = "member") => `${tag}-${crypto.randomUUID().slice(0, 8)}@example.com`;
+
+/** Invites through the operator admin API; returns the path of the invitation link. */
+export async function invite(workspaceId: string, email: string, role: "owner" | "developer" | "viewer"): Promise<{ path: string; memberId: string }> {
+  const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email, role } });
+  if (res.status !== 201) throw new Error(`invite: ${res.status} ${await res.text()}`);
+  const body = await json<{ invitationUrl: string; member: { id: string } }>(res);
+  return { path: new URL(body.invitationUrl).pathname, memberId: body.member.id };
+}
+
+export interface Member {
+  browser: Browser;
+  email: string;
+  memberId: string;
+}
+
+/** A member of the workspace with `role`, signed in through the invitation link. */
+export async function signedInMember(workspaceId: string, role: "owner" | "developer" | "viewer"): Promise<Member> {
+  const email = uniqueEmail(role);
+  const { path, memberId } = await invite(workspaceId, email, role);
+  const browser = new Browser();
+  const res = await browser.post(path, { password: PASSWORD, confirm: PASSWORD });
+  if (res.status !== 303) throw new Error(`set password: ${res.status} ${await res.text()}`);
+  return { browser, email, memberId };
+}
+
+/** The text of an HTML page, for assertions. */
+export const html = (res: Response): Promise<string> => res.text();
