@@ -22,6 +22,8 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
+      // The SDK has its own suite, in Node against `wrangler dev` (npm run test:sdk).
+      include: ["test/**/*.test.ts"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       testTimeout: 20_000,
       // The Worker's JSON logs are shown for failing tests only.

@@ -538,7 +538,7 @@ export interface components {
              * @default text
              * @enum {string}
              */
-            type: "text";
+            type?: "text";
             text: {
                 /**
                  * @description 1 to 4096 Unicode code points.
