@@ -5,6 +5,7 @@ import worker from "../src/index";
 import { api, expectError, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
+import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { deriveJobId } from "../src/domain/job-id";
 import type { MessageCopy } from "../src/domain/message";
@@ -26,10 +27,14 @@ describe("faults between the steps of a send", () => {
     await runInDurableObject(number, (_, state) => {
       state.storage.sql.exec("ALTER TABLE outbox RENAME TO outbox_unavailable");
     });
+    // The runtime reports the objects' exceptions: expected here, so captured and checked rather than printed.
+    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*no such table: outbox/);
 
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
     expect(await usedMessages(t.key)).toBe(0);
+    expect((await trace.seen(2)).every((line) => line.includes("admit"))).toBe(true);
+    await trace.end();
 
     await runInDurableObject(number, (_, state) => {
       state.storage.sql.exec("ALTER TABLE outbox_unavailable RENAME TO outbox");
@@ -68,10 +73,13 @@ describe("faults between the steps of a send", () => {
   it("an object call that throws (D1 unavailable while loading the workspace) binds nothing; the retry succeeds", async () => {
     const t = await createTenant();
     expect((await api("/me", t.key)).status).toBe(200); // the key is now cached
+    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*no such table: workspaces/);
     await env.DB.exec("ALTER TABLE workspaces RENAME TO workspaces_unavailable");
     try {
       await expectError(await send(t.key, "d1-down", textMessage(t.numberId)), 500, "internal_error");
+      expect(await trace.seen()).toHaveLength(1);
     } finally {
+      await trace.end();
       await env.DB.exec("ALTER TABLE workspaces_unavailable RENAME TO workspaces");
     }
     const retry = await send(t.key, "d1-down", textMessage(t.numberId));
