@@ -145,7 +145,7 @@ async function main() {
     rmSync(cwd, { recursive: true, force: true });
   }
   console.log(`\nNot run here (marked in the documents):\n${skipped.map((s) => `  ${relative(ROOT, join(ROOT, s))}`).join("\n")}`);
-  console.log(`\n${passed} passed, ${failures} failed`);
+  console.log(`\nExamples: ${passed} ran as written, ${failures} failed, ${skipped.length} not run (listed above).`);
   process.exitCode = failures > 0 ? 1 : 0;
 }
 

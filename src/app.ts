@@ -48,7 +48,7 @@ publicApi.doc31("/openapi.json", {
     version: "1.0.0",
     description:
       "Send and receive text messages over a business chat channel. Every response carries X-Request-Id; every error uses one envelope: " +
-      '`{"error": {"code", "message", "requestId", "details"?}}`. The readable guide is docs/api.md of the gateway.',
+      '`{"error": {"code", "message", "requestId", "details"?}}`.',
     // The contract itself is MIT-licensed so that clients generated from it can be shipped freely.
     license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
   },
