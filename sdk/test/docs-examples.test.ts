@@ -1,8 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startReceiver } from "./helpers/receiver.js";
 import { createTenant } from "./helpers/tenant.js";
 
 // docs/webhooks.md shows how to verify a delivery with Node's crypto only. That code, exactly
@@ -24,22 +25,11 @@ async function loadDocumentedVerify(): Promise<{ verify: Verify; cleanup: () => 
   return { verify: module.verify, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-const RECEIVER_PORT = Number(process.env.SDK_TEST_RECEIVER_PORT ?? 8801) + 1;
-const deliveries: { body: string; headers: IncomingHttpHeaders }[] = [];
-let server: Server;
-
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      deliveries.push({ body: Buffer.concat(chunks).toString("utf8"), headers: req.headers });
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(RECEIVER_PORT, "127.0.0.1", resolve));
+  receiver = await startReceiver(Number(process.env.SDK_TEST_RECEIVER_PORT ?? 8801) + 1);
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(() => receiver.close());
 
 describe("docs/webhooks.md: verifying with Node's crypto only", () => {
   it("accepts a real delivery and refuses a tampered one or another secret", async () => {
@@ -47,18 +37,13 @@ describe("docs/webhooks.md: verifying with Node's crypto only", () => {
     try {
       const t = await createTenant();
       const client = t.client();
-      const webhook = await client.webhooks.configure({ channelNumberId: t.numberId, url: `http://127.0.0.1:${RECEIVER_PORT}/docs-example` });
+      const webhook = await client.webhooks.configure({ channelNumberId: t.numberId, url: receiver.url("/docs-example") });
       const { eventId } = await client.webhooks.test(webhook.id);
-      let delivery: (typeof deliveries)[number] | undefined;
-      for (let waited = 0; !delivery && waited < 20_000; waited += 100) {
-        delivery = deliveries.find((d) => d.headers["webhook-id"] === eventId);
-        if (!delivery) await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(delivery, "the test event arrived").toBeDefined();
+      const delivery = await receiver.delivered((d) => d.headers["webhook-id"] === eventId);
 
-      expect(verify(webhook.secret, delivery!.headers, delivery!.body)).toBe(true);
-      expect(verify(webhook.secret, delivery!.headers, delivery!.body.replace("test", "TEST"))).toBe(false);
-      expect(verify(`whsec_${btoa("another secret of thirty-two bytes")}`, delivery!.headers, delivery!.body)).toBe(false);
+      expect(verify(webhook.secret, delivery.headers, delivery.body)).toBe(true);
+      expect(verify(webhook.secret, delivery.headers, delivery.body.replace("test", "TEST"))).toBe(false);
+      expect(verify(`whsec_${btoa("another secret of thirty-two bytes")}`, delivery.headers, delivery.body)).toBe(false);
     } finally {
       cleanup();
     }
