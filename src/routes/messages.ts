@@ -83,7 +83,6 @@ const setRateHeaders = (c: Context<AppEnv>, headers: Record<string, string>): vo
   for (const [name, value] of Object.entries(headers)) c.header(name, value);
 };
 
-
 export const messageRoutes = newRouter()
   .openapi(
     send,
