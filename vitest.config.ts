@@ -1,5 +1,21 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { captureExpectedRuntimeLogs, runtimeLogService } from "./test/node/runtime-log.ts";
+
+// Fixed secrets for tests only (never used outside them). Also given to wrangler's config
+// reader through the environment, so that it finds the `[secrets] required` names and prints
+// no "Missing required secrets" warning.
+const TEST_SECRETS = {
+  ADMIN_TOKEN: "test-admin-token-0123456789abcdef",
+  CREDENTIALS_ENCRYPTION_KEY: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+  JOB_ID_SECRET: "test-job-id-secret",
+  UPSTREAM_APP_SECRET: "test-upstream-app-secret",
+  UPSTREAM_VERIFY_TOKEN: "test-verify-token",
+};
+Object.assign(process.env, TEST_SECRETS);
+// wrangler's informational lines ("Using secrets defined in process.env", once per test file); warnings stay.
+process.env.WRANGLER_LOG ??= "warn";
+captureExpectedRuntimeLogs();
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
@@ -8,22 +24,21 @@ export default defineConfig(async () => {
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
-          // Test-only bindings: fixed secrets (never used outside tests) and the migrations.
+          // Test-only bindings: fixed secrets, the migrations and the expected-log capture.
           bindings: {
             TEST_MIGRATIONS: migrations,
-            ADMIN_TOKEN: "test-admin-token-0123456789abcdef",
-            CREDENTIALS_ENCRYPTION_KEY: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
-            JOB_ID_SECRET: "test-job-id-secret",
-            UPSTREAM_APP_SECRET: "test-upstream-app-secret",
-            UPSTREAM_VERIFY_TOKEN: "test-verify-token",
+            ...TEST_SECRETS,
             ALLOW_INSECURE_WEBHOOK_URLS: "false",
             // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
             DRAIN_SESSION_MS: "0",
           },
+          serviceBindings: { RUNTIME_LOG: runtimeLogService },
         },
       }),
     ],
     test: {
+      // The SDK has its own suite, in Node against `wrangler dev` (npm run test:sdk).
+      include: ["test/**/*.test.ts"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       testTimeout: 20_000,
       // The Worker's JSON logs are shown for failing tests only.

@@ -4,11 +4,14 @@
 //   2. local D1 migrations;
 //   3. `wrangler dev` on 127.0.0.1:$PORT (8787), output streamed as is;
 //   4. a demo tenant (workspace, API key, sandbox number), reused across runs via .dev-demo.json;
-//   5. a banner with the demo API key and copy-paste curl lines.
-// Ctrl+C / SIGTERM go to wrangler; this script exits with wrangler's code.
-// Node built-ins only.
+//   5. .dev-server.json with the base URL (read by `npm run webhook:listen`), removed on exit;
+//   6. a banner with the demo API key and copy-paste curl lines.
+// wrangler runs in its own process group: Ctrl+C, SIGTERM and SIGHUP (a closed terminal) are
+// forwarded to the whole group, so wrangler and workerd stop together and free the port.
+// This script exits with wrangler's code. Node built-ins only.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { randomUUID } from "node:crypto";
 import { connect } from "node:net";
 import { constants as osConstants } from "node:os";
@@ -20,6 +23,7 @@ import { dashboardBanner, demoDashboardSignIn } from "./lib/demo-dashboard.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DEMO_FILE = join(ROOT, ".dev-demo.json");
+const SERVER_FILE = join(ROOT, ".dev-server.json");
 const BIN_DIR = join(ROOT, "node_modules", ".bin");
 const IS_WINDOWS = process.platform === "win32";
 const WRANGLER = join(BIN_DIR, IS_WINDOWS ? "wrangler.cmd" : "wrangler");
@@ -42,36 +46,93 @@ function parsePort(raw) {
 
 // ---------------------------------------------------------------- children and signals
 
-/** The child currently running (migrations, then wrangler dev); signals are forwarded to it. */
+/** The child currently running (migrations, then wrangler dev); signals are forwarded to its process group. */
 let current = null;
 let stopping = false;
 
+const running = (child) => child && child.exitCode === null && child.signalCode === null;
+
+/** Signals the child's whole process group (wrangler and the workerd it started). */
+function signalChild(signal) {
+  if (!running(current)) return;
+  try {
+    if (IS_WINDOWS) current.kill(signal);
+    else process.kill(-current.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
 function onSignal(signal) {
   stopping = true;
-  if (current && current.exitCode === null && current.signalCode === null) {
-    current.kill(signal);
+  if (running(current)) {
+    // A closed terminal (SIGHUP) stops the server the way `kill` does.
+    signalChild(signal === "SIGHUP" ? "SIGTERM" : signal);
   } else {
     process.exit(128 + (osConstants.signals[signal] ?? 1));
   }
 }
-process.on("SIGINT", () => onSignal("SIGINT"));
-process.on("SIGTERM", () => onSignal("SIGTERM"));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => onSignal(signal));
+// `kill <pid of npm run dev>` ends npm without telling this script: it notices that its parent
+// is gone (it was re-parented) and stops the server as if the terminal had closed.
+const launcher = process.ppid;
+setInterval(() => process.ppid !== launcher && !stopping && onSignal("SIGHUP"), 1_000).unref();
+process.on("exit", () => {
+  // However this script ends, it never leaves wrangler or workerd behind, nor a stale .dev-server.json.
+  signalChild("SIGTERM");
+  rmSync(SERVER_FILE, { force: true });
+});
 
 const childEnv = (extra = {}) => ({
   ...process.env,
   // The devDependency `node` (22) is in node_modules/.bin: keep it first for wrangler
   // even when this script was started without npm.
   PATH: `${BIN_DIR}${delimiter}${process.env.PATH ?? ""}`,
+  // Local dev needs no real `request.cf` data; fetching it prints stack traces when offline.
+  CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false",
+  // Our stdout is wrangler's when it is piped through this script: keep its colours.
+  ...(process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: "1" } : {}),
   ...extra,
 });
 
-function spawnWrangler(args, { env = {}, stdin = "ignore" } = {}) {
+/**
+ * wrangler dev prints its bindings table again whenever the local dev registry changes
+ * (another local Worker starts or stops). The same table twice is noise: only a changed
+ * one is shown again, and the "Connection status updated" line that precedes it is dropped.
+ */
+function printWithoutRepeatedBindings(stream) {
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  let table = null;
+  let lastTable = null;
+  const flush = () => {
+    const text = table.join("\n");
+    if (text !== lastTable) process.stdout.write(`${text}\n`);
+    lastTable = text;
+    table = null;
+  };
+  lines.on("line", (line) => {
+    if (table) {
+      table.push(line);
+      if (line.trim() === "") flush();
+    } else if (line.includes("Your Worker has access to the following bindings")) {
+      table = [line];
+    } else if (!line.includes("Connection status updated")) {
+      process.stdout.write(`${line}\n`);
+    }
+  });
+  lines.on("close", () => table && flush());
+}
+
+function spawnWrangler(args, { env = {}, stdin = "ignore", filterStdout = false } = {}) {
   const child = spawn(WRANGLER, args, {
     cwd: ROOT,
     env: childEnv(env),
-    stdio: [stdin, "inherit", "inherit"],
+    stdio: [stdin, filterStdout ? "pipe" : "inherit", "inherit"],
     shell: IS_WINDOWS, // .cmd shims need a shell on Windows
+    // Its own process group (POSIX), so that signals reach wrangler and workerd together.
+    detached: !IS_WINDOWS,
   });
+  if (filterStdout) printWithoutRepeatedBindings(child.stdout);
   current = child;
   const exited = new Promise((resolve) => {
     child.on("exit", (code, signal) => resolve(code ?? 128 + (osConstants.signals[signal] ?? 1)));
@@ -217,8 +278,10 @@ function banner(demo) {
     "  Check it (jobId from the send's response):",
     `    curl -s ${BASE_URL}/api/v1/messages/<jobId> ${auth}`,
     "",
-    "  Ctrl+C stops the server. The demo tenant is kept in .dev-demo.json and reused;",
-    "  delete that file (or .wrangler/) to start over.",
+    "  See webhooks arrive: `npm run webhook:listen` in a second terminal (it registers itself).",
+    "",
+    "  Ctrl+C stops the server (pending webhook retries are dropped: local queues are in memory).",
+    "  The demo tenant is kept in .dev-demo.json and reused; delete that file (or .wrangler/) to start over.",
     rule,
     "",
   ].join("\n");
@@ -233,10 +296,11 @@ async function main() {
 
   if (await portInUse(PORT)) fail(`${HOST}:${PORT} is already in use (another \`npm run dev\`?). Stop it or set PORT=<port>.`);
   say(`starting wrangler dev on ${BASE_URL}`);
-  const { exited } = spawnWrangler(["dev", "--ip", HOST, "--port", String(PORT), "--show-interactive-dev-session=false"]);
+  const { exited } = spawnWrangler(["dev", "--ip", HOST, "--port", String(PORT), "--show-interactive-dev-session=false"], { filterStdout: true });
   exited.then((code) => process.exit(code));
 
   if (!(await waitUntilReady(exited))) return;
+  writeFileSync(SERVER_FILE, `${JSON.stringify({ baseUrl: BASE_URL, pid: process.pid, startedAt: new Date().toISOString() }, null, 2)}\n`);
   try {
     const demo = await ensureDemoTenant(adminToken);
     const dashboard = await demoDashboardSignIn(call, adminToken, BASE_URL, demo.workspaceId);
@@ -251,6 +315,5 @@ async function main() {
 
 main().catch((err) => {
   console.error(`[dev] ${err?.stack ?? err}`);
-  if (current && current.exitCode === null) current.kill("SIGTERM");
   process.exit(1);
 });

@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// `npm run webhook:listen`: a local receiver for the gateway's webhooks.
+// `npm run webhook:listen`: a local receiver for the gateway's webhooks, for `npm run dev`.
 //
-//   npm run webhook:listen -- whsec_…             verify with this secret (or WEBHOOK_SECRET=whsec_…)
-//   npm run webhook:listen -- --register          register this receiver for the demo number of
-//                                                 `npm run dev` (.dev-demo.json) and use the new secret
+//   npm run webhook:listen                     listen on 127.0.0.1:$WEBHOOK_LISTEN_PORT (8788), register
+//                                              this receiver as the webhook of the demo number of the
+//                                              running `npm run dev` and verify with the new secret
+//   npm run webhook:listen -- --no-register whsec_…   only listen, verifying with this secret
+//                                              (or WEBHOOK_SECRET=whsec_…; without one nothing is verified)
 //
-// Listens on 127.0.0.1:$PORT (8788), checks each delivery's Standard Webhooks signature,
-// prints the event (or a "bad signature" line) and answers 204. The API is at $API_BASE_URL
-// (http://127.0.0.1:8787). Registering http://localhost works only because .dev.vars sets
+// The API's address comes from .dev-server.json, written by `npm run dev` while it runs
+// (API_BASE_URL overrides it); the demo API key and number from .dev-demo.json. Each delivery's
+// Standard Webhooks signature is checked, the event (or a "bad signature" line) is printed and
+// 204 is answered. Registering http://127.0.0.1 works only because .dev.vars sets
 // ALLOW_INSECURE_WEBHOOK_URLS=true; production accepts public https URLs only.
 // Node built-ins only.
 import { createHmac, timingSafeEqual } from "node:crypto";
@@ -18,34 +21,46 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DEMO_FILE = join(ROOT, ".dev-demo.json");
+const SERVER_FILE = join(ROOT, ".dev-server.json");
 const HOST = "127.0.0.1";
-const PORT = parsePort(process.env.PORT ?? "8788");
-const API_BASE_URL = (process.env.API_BASE_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
-const RECEIVER_URL = `http://localhost:${PORT}/`;
+const PORT = parsePort(process.env.WEBHOOK_LISTEN_PORT ?? "8788");
+const RECEIVER_URL = `http://${HOST}:${PORT}/`;
 const TOLERANCE_SECONDS = 5 * 60;
 const MAX_BODY_BYTES = 1024 * 1024;
 
 const args = process.argv.slice(2);
-const register = args.includes("--register");
+const register = !args.includes("--no-register");
 let secret = args.find((a) => a.startsWith("whsec_")) ?? process.env.WEBHOOK_SECRET ?? null;
+
+function fail(message) {
+  console.error(`[listen] ${message}`);
+  process.exit(1);
+}
 
 function parsePort(raw) {
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) {
-    console.error(`[listen] PORT must be a TCP port number, got "${raw}".`);
-    process.exit(1);
-  }
+  if (!Number.isInteger(n) || n < 1 || n > 65535) fail(`WEBHOOK_LISTEN_PORT must be a TCP port number, got "${raw}".`);
   return n;
 }
 
-function readDemo() {
-  if (!existsSync(DEMO_FILE)) return null;
+function readJson(file) {
+  if (!existsSync(file)) return null;
   try {
-    const demo = JSON.parse(readFileSync(DEMO_FILE, "utf8"));
-    return demo?.apiKey && demo?.channelNumberId ? demo : null;
+    return JSON.parse(readFileSync(file, "utf8"));
   } catch {
     return null;
   }
+}
+
+function readDemo() {
+  const demo = readJson(DEMO_FILE);
+  return demo?.apiKey && demo?.channelNumberId ? demo : null;
+}
+
+/** The running dev server's base URL: API_BASE_URL, else what `npm run dev` wrote. */
+function apiBaseUrl() {
+  const configured = process.env.API_BASE_URL ?? readJson(SERVER_FILE)?.baseUrl;
+  return configured ? configured.replace(/\/+$/, "") : null;
 }
 
 /** Standard Webhooks: HMAC-SHA256 over "{id}.{timestamp}.{body}", key = base64 after "whsec_". */
@@ -89,61 +104,49 @@ function printDelivery(headers, body) {
   console.log(JSON.stringify(event.data, null, 2).replace(/^/gm, "    "));
 }
 
-async function registerDemo() {
-  const demo = readDemo();
-  if (!demo) {
-    console.error("[listen] --register needs .dev-demo.json: run `npm run dev` first (it creates the demo tenant).");
-    process.exit(1);
-  }
+/** Makes this receiver the demo number's webhook; returns the webhook (its new secret included). */
+async function registerDemo(baseUrl, demo) {
   let res;
   try {
-    res = await fetch(`${API_BASE_URL}/api/v1/webhooks`, {
+    res = await fetch(`${baseUrl}/api/v1/webhooks`, {
       method: "POST",
       headers: { Authorization: `Bearer ${demo.apiKey}`, "Content-Type": "application/json" },
       body: JSON.stringify({ channelNumberId: demo.channelNumberId, url: RECEIVER_URL }),
+      signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {
-    console.error(`[listen] could not reach the API at ${API_BASE_URL} (${err.message}); is \`npm run dev\` running?`);
-    process.exit(1);
+    fail(`could not reach the API at ${baseUrl} (${err.message}); is \`npm run dev\` running?`);
   }
   const body = await res.json().catch(() => null);
-  if (res.status !== 201 || !body?.secret) {
-    console.error(`[listen] registration failed: HTTP ${res.status} ${JSON.stringify(body)}`);
-    process.exit(1);
-  }
-  secret = body.secret;
-  console.log(`[listen] registered webhook ${body.id} for number ${demo.channelNumberId}; using its new secret.`);
+  if (res.status !== 201 || !body?.secret) fail(`registration failed: HTTP ${res.status} ${JSON.stringify(body)}`);
+  return body;
 }
 
-function banner() {
-  const demo = readDemo();
-  const key = demo?.apiKey ?? "<API_KEY>";
-  const number = demo?.channelNumberId ?? "<CHANNEL_NUMBER_ID>";
-  const lines = [
-    "",
-    `  Webhook receiver on http://${HOST}:${PORT}/ (every delivery is answered 204)`,
-    secret
-      ? "  Signatures are verified with the secret given."
-      : "  No secret given: deliveries are printed UNVERIFIED. Pass whsec_… or set WEBHOOK_SECRET.",
-  ];
-  if (!register) {
+function banner(baseUrl, demo, webhook) {
+  const lines = ["", `  Webhook receiver on ${RECEIVER_URL} (every delivery is answered 204)`];
+  if (webhook) {
     lines.push(
-      "",
-      "  Register it (the answer's \"secret\" is shown only once):",
-      `    curl -sS -X POST ${API_BASE_URL}/api/v1/webhooks \\`,
-      `      -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" \\`,
-      `      -d '{"channelNumberId":"${number}","url":"${RECEIVER_URL}"}'`,
-      "  then restart with the secret:  WEBHOOK_SECRET=whsec_… npm run webhook:listen",
-      "  (or let this script do both:    npm run webhook:listen -- --register)",
+      `  Registered as webhook ${webhook.id} of the demo number ${demo.channelNumberId} at ${baseUrl};`,
+      "  deliveries are verified with its new secret. Send a message, or a test event:",
+      `    curl -sS -X POST ${baseUrl}/api/v1/webhooks/${webhook.id}/test -H "Authorization: Bearer ${demo.apiKey}"`,
     );
+  } else {
+    lines.push(secret ? "  Verifying signatures with the given secret." : "  No secret: events are printed unverified.");
   }
-  lines.push(
-    "",
-    "  Send a test event once registered:",
-    `    curl -sS -X POST ${API_BASE_URL}/api/v1/webhooks/<WEBHOOK_ID>/test -H "Authorization: Bearer ${key}"`,
-    "",
-  );
+  lines.push("  Ctrl+C stops it.", "");
   console.log(lines.join("\n"));
+}
+
+if (secret !== null && !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) {
+  fail("the secret must look like whsec_<base64>, as returned by POST /api/v1/webhooks.");
+}
+
+// Registration needs the dev server and its demo tenant: check both before listening.
+const baseUrl = apiBaseUrl();
+const demo = readDemo();
+if (register) {
+  if (!baseUrl) fail("`npm run dev` does not seem to run here (no .dev-server.json): start it first, or set API_BASE_URL.");
+  if (!demo) fail("no demo tenant in .dev-demo.json: `npm run dev` creates it on its first start.");
 }
 
 const server = createServer((req, res) => {
@@ -169,19 +172,12 @@ const server = createServer((req, res) => {
   });
 });
 
-server.on("error", (err) => {
-  console.error(`[listen] cannot listen on ${HOST}:${PORT}: ${err.message}`);
-  process.exit(1);
-});
-
-if (secret !== null && !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) {
-  console.error("[listen] the secret must look like whsec_<base64>, as returned by POST /api/v1/webhooks.");
-  process.exit(1);
-}
+server.on("error", (err) => fail(`cannot listen on ${HOST}:${PORT}: ${err.message} (set WEBHOOK_LISTEN_PORT to use another port)`));
 
 server.listen(PORT, HOST, async () => {
-  if (register) await registerDemo();
-  banner();
+  const webhook = register ? await registerDemo(baseUrl, demo) : null;
+  if (webhook) secret = webhook.secret;
+  banner(baseUrl, demo, webhook);
 });
 
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.close(() => process.exit(0)));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => server.close(() => process.exit(0)));

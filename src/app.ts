@@ -4,7 +4,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppEnv } from "./context";
 import { ApiError, errorBody, type ErrorCode } from "./lib/errors";
 import { log } from "./lib/log";
-import { newRouter } from "./lib/openapi";
+import { newRouter, registerSharedComponents } from "./lib/openapi";
+import { allowedMethods } from "./lib/allowed-methods";
 import { requestId } from "./middleware/request-id";
 import { serverTiming } from "./middleware/server-timing";
 import { apiKeyAuth } from "./middleware/api-key-auth";
@@ -40,6 +41,7 @@ publicApi.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
   scheme: "bearer",
   description: "An API key: `msg_live_…` (the prefix is per deployment).",
 });
+registerSharedComponents(publicApi.openAPIRegistry);
 registerEventDocs(publicApi.openAPIRegistry);
 publicApi.doc31("/openapi.json", {
   openapi: "3.1.0",
@@ -49,8 +51,18 @@ publicApi.doc31("/openapi.json", {
     description:
       "Send and receive text messages over a business chat channel. Every response carries X-Request-Id; every error uses one envelope: " +
       '`{"error": {"code", "message", "requestId", "details"?}}`.',
+    // The contract itself is MIT-licensed so that clients generated from it can be shipped freely.
+    license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
   },
-  servers: [{ url: "/api/v1" }],
+  servers: [{ url: "/api/v1", description: "This deployment" }],
+  tags: [
+    { name: "Messages", description: "Send text messages and follow their delivery." },
+    { name: "Channel numbers", description: "The numbers your workspace sends from, and the customer-service window per contact." },
+    { name: "Webhooks", description: "Where we POST your events; delivery log, replay and test events." },
+    { name: "Account", description: "The API key's workspace and the plan usage of the month." },
+    { name: "Sandbox", description: "Sandbox-only helpers to exercise an integration end to end." },
+    { name: "Webhook events", description: "The signed events we POST to your webhook (Standard Webhooks)." },
+  ],
 });
 publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : apiKeyAuth(c, next)));
 publicApi
@@ -78,8 +90,22 @@ app.route("/admin/v1", adminApi);
 app.route("/docs", docsRoutes);
 app.route("/upstream", upstreamWebhookRoutes);
 app.route("/dashboard", dashboard);
+// The root only points to the reference: a browser goes there, a client gets the addresses.
+app.get("/", (c) => {
+  c.header("Link", '</docs>; rel="service-doc", </api/v1/openapi.json>; rel="service-desc"');
+  if (c.req.header("accept")?.includes("text/html")) return c.redirect("/docs", 302);
+  return c.json({ name: "Messaging API", docs: "/docs", openapi: "/api/v1/openapi.json", api: "/api/v1" }, 200);
+});
 
-app.notFound((c) => c.json(errorBody("not_found", "No such route.", c.get("requestId")), 404));
+app.notFound((c) => {
+  // A known path with another method is 405 with the methods it has, not 404.
+  const allow = allowedMethods(app.routes, c.req.path);
+  if (allow.length > 0) {
+    c.header("Allow", allow.join(", "));
+    return c.json(errorBody("method_not_allowed", `${c.req.method} is not allowed here. Allowed: ${allow.join(", ")}.`, c.get("requestId")), 405);
+  }
+  return c.json(errorBody("not_found", "No such route.", c.get("requestId")), 404);
+});
 
 app.onError((err, c) => {
   const id = c.get("requestId");

@@ -1,5 +1,7 @@
 declare namespace Cloudflare {
   interface Env {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
+    /** Test-only: captures the runtime log lines a test expects (test/node/runtime-log.ts). */
+    RUNTIME_LOG: Fetcher;
   }
 }

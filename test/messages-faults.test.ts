@@ -1,11 +1,12 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { admin, api, expectError, json } from "./helpers/http";
+import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { holdObject, settleIo } from "./helpers/objects";
 import { jobIdFor, send, textMessage, usedMessages } from "./helpers/send";
 import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
+import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { ORPHAN_GRACE_MS, PACE_WINDOW_MS, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
 
@@ -60,9 +61,13 @@ describe("faults between the steps of a send", () => {
     const t = await createTenant();
     const number = channelNumberStub(env, t.numberId);
     await breakTable(number, "outbox");
+    // The runtime reports the objects' exceptions: expected here, so captured and checked rather than printed.
+    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*no such table: outbox/);
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
     expect(await usedMessages(t.key)).toBe(0);
+    expect((await trace.seen(2)).every((line) => line.includes("admit"))).toBe(true);
+    await trace.end();
 
     await repairTable(number, "outbox");
     const retry = await send(t.key, "fragile", textMessage(t.numberId));
@@ -89,10 +94,13 @@ describe("faults between the steps of a send", () => {
   it("an object call that throws (D1 unavailable while loading the workspace) binds nothing; the retry succeeds", async () => {
     const t = await createTenant();
     expect((await api("/me", t.key)).status).toBe(200); // the key is now cached
+    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*no such table: workspaces/);
     await env.DB.exec("ALTER TABLE workspaces RENAME TO workspaces_unavailable");
     try {
       await expectError(await send(t.key, "d1-down", textMessage(t.numberId)), 500, "internal_error");
+      expect(await trace.seen()).toHaveLength(1);
     } finally {
+      await trace.end();
       await env.DB.exec("ALTER TABLE workspaces_unavailable RENAME TO workspaces");
     }
     const retry = await send(t.key, "d1-down", textMessage(t.numberId));

@@ -121,12 +121,13 @@ describe("request ids and errors", () => {
   });
 
   it("answers unknown routes with the uniform 404", async () => {
-    for (const path of ["/api/v1/nope", "/api/v2/me", "/", "/admin/v1/nothing-here"]) {
+    for (const path of ["/api/v1/nope", "/api/v2/me", "/nope", "/admin/v1/nothing-here"]) {
       const res = await call(path, { headers: { Authorization: `Bearer ${a.key}` } });
       if (path.startsWith("/admin")) await expectError(res, 401, "unauthorized");
       else await expectError(res, 404, "not_found");
     }
-    await expectError(await api("/messages/1", a.key, { method: "DELETE" }), 404, "not_found");
+    // A known path with another method is 405 (test/first-hour.test.ts).
+    await expectError(await api("/messages/1", a.key, { method: "DELETE" }), 405, "method_not_allowed");
   });
 
   it("turns an internal failure into a 500 without stack or SQL text, and recovers", async () => {

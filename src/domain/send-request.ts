@@ -1,9 +1,29 @@
 import { z } from "@hono/zod-openapi";
+import { ApiError } from "../lib/errors";
 
 export const MAX_BODY_CODE_POINTS = 4096;
 
+/** E.164 without '+': a country code (never 0) and at most 32 digits in all. Documented as `to`'s pattern. */
+export const E164_DIGITS = /^[1-9][0-9]{0,31}$/;
+
 // Counted in Unicode code points, not UTF-16 units: an emoji is one character.
 const codePoints = (s: string): number => [...s].length;
+
+/** `text` of a message (sent, or injected in the sandbox). */
+export const TextContent = z.strictObject(
+  {
+    body: z
+      .string({ error: "text.body must be a string." })
+      .refine((v) => codePoints(v) >= 1, { error: "text.body is empty.", params: { rule: "min" } })
+      .refine((v) => codePoints(v) <= MAX_BODY_CODE_POINTS, {
+        error: `text.body is longer than ${MAX_BODY_CODE_POINTS} characters (Unicode code points).`,
+        params: { rule: "max" },
+      })
+      // JSON Schema counts string length in code points, as the refinements above do.
+      .openapi({ minLength: 1, maxLength: MAX_BODY_CODE_POINTS, description: "1 to 4096 Unicode code points.", example: "Your order has shipped." }),
+  },
+  { error: "text must be an object with a body." },
+);
 
 export const SendMessageRequest = z
   .strictObject({
@@ -18,30 +38,46 @@ export const SendMessageRequest = z
       .refine((v) => !v.startsWith("+"), { error: "Drop the leading '+': send E.164 digits only, for example 5511999998888.", params: { rule: "no_plus" } })
       .refine((v) => v.startsWith("+") || /^\d+$/.test(v), { error: "to must contain digits only.", params: { rule: "digits_only" } })
       .refine((v) => !v.startsWith("0"), { error: "to must not start with 0: begin with the country code.", params: { rule: "e164" } })
-      .openapi({ example: "5511999998888", description: "Recipient in E.164, digits only (no '+'), at most 32 characters." }),
+      // The refinements above explain each mistake; together with min/max they accept exactly
+      // E164_DIGITS, which the document states (test/openapi-contract.test.ts checks they agree).
+      .openapi({ example: "5511999998888", pattern: E164_DIGITS.source, description: "Recipient in E.164, digits only (no '+'), at most 32 characters." }),
     type: z
       .literal("text", { error: "type must be \"text\": only text messages exist in v1." })
       .default("text")
       .openapi({ description: "Only `text` in v1." }),
-    text: z.strictObject(
-      {
-        body: z
-          .string({ error: "text.body must be a string." })
-          .refine((v) => codePoints(v) >= 1, { error: "text.body is empty.", params: { rule: "min" } })
-          .refine((v) => codePoints(v) <= MAX_BODY_CODE_POINTS, {
-            error: `text.body is longer than ${MAX_BODY_CODE_POINTS} characters (Unicode code points).`,
-            params: { rule: "max" },
-          })
-          .openapi({ description: "1 to 4096 Unicode code points." }),
-      },
-      { error: "text must be an object with a body." },
-    ),
+    text: TextContent,
   }, { error: "The body must be a JSON object." })
   .openapi("SendMessageRequest");
 export type SendMessageRequest = z.infer<typeof SendMessageRequest>;
 
 // Printable ASCII (0x21–0x7E plus space), 1 to 255 characters.
 export const IDEMPOTENCY_KEY = /^[\x20-\x7E]{1,255}$/;
+
+const WHAT_TO_SEND =
+  "Send a new key for every message, for example a random UUID (crypto.randomUUID()), and reuse the same key " +
+  "unchanged when you retry that message after a timeout, a network error or a 5xx.";
+
+export const IdempotencyKeyHeader = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(IDEMPOTENCY_KEY)
+  .openapi({
+    description: "1–255 printable ASCII characters. One new key per message (a UUID), reused unchanged on every retry of that message.",
+    example: "6f1c2a7e-3b0d-4e59-9d7b-2f3c1a9e8b10",
+  });
+
+/** The 400 for a missing or malformed Idempotency-Key, saying what to send instead. */
+export function idempotencyKeyError(value: string | undefined): ApiError {
+  if (value === undefined || value === "") {
+    return new ApiError("invalid_request", `The Idempotency-Key header is required. ${WHAT_TO_SEND}`, {
+      details: [{ path: "header.idempotency-key", rule: "required", message: WHAT_TO_SEND }],
+    });
+  }
+  return new ApiError("invalid_request", "The Idempotency-Key header is invalid: use 1 to 255 printable ASCII characters.", {
+    details: [{ path: "header.idempotency-key", rule: "format", message: `Use 1 to 255 printable ASCII characters. ${WHAT_TO_SEND}` }],
+  });
+}
 
 /** Canonical JSON (sorted keys) so that key order and whitespace never make two sends differ. */
 export function canonicalJson(value: unknown): string {

@@ -7,6 +7,7 @@ export const ERROR_STATUS = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   idempotency_conflict: 409,
   rate_limit_exceeded: 429,
   monthly_message_limit_exceeded: 429,

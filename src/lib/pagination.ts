@@ -3,8 +3,12 @@ import { ApiError } from "./errors";
 import { fromBase64, toBase64Url } from "./crypto";
 
 export const PaginationQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(50).openapi({ description: "Page size, 1–100." }),
-  cursor: z.string().max(512).optional().openapi({ description: "`nextCursor` of the previous page." }),
+  limit: z.coerce.number().int().min(1).max(100).default(50).openapi({ description: "Page size, 1–100.", example: 50 }),
+  cursor: z
+    .string()
+    .max(512)
+    .optional()
+    .openapi({ description: "`nextCursor` of the previous page, unchanged.", example: "WyIyMDI2LTExLTIyVDE4OjM1OjQ3LjI4N1oiLCI2ZjFjMmM0ZSJd" }),
 });
 
 /** Opaque keyset cursor: the sort key and id of the last row of a page. */

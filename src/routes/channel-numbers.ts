@@ -1,5 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
+import { EXAMPLE } from "../lib/openapi-examples";
+import { E164_DIGITS } from "../domain/send-request";
 import { getConnectedNumber, listConnectedNumbers } from "../db/channel-numbers";
 import { ChannelNumber, toChannelNumberView } from "../domain/channel-number-view";
 import { ApiError, notFound } from "../lib/errors";
@@ -11,22 +13,39 @@ const NumbersList = z
   .object({ data: z.array(ChannelNumber), nextCursor: z.string().nullable() })
   .openapi("NumbersList");
 
+const NUMBER_EXAMPLE: z.output<typeof ChannelNumber> = {
+  id: EXAMPLE.channelNumberId,
+  displayPhoneNumber: "+15550001111",
+  status: "connected",
+  upstream: "sandbox",
+  createdAt: EXAMPLE.createdAt,
+};
+
+const NumberId = z.string().openapi({ format: "uuid", description: "A channel number id.", example: EXAMPLE.channelNumberId });
+
 const list = createRoute({
   method: "get",
   path: "/channel-numbers",
+  operationId: "listChannelNumbers",
+  tags: ["Channel numbers"],
   summary: "List the workspace's connected numbers",
   security: bearerSecurity,
   request: { query: PaginationQuery },
-  responses: { 200: jsonContent(NumbersList, "Connected numbers, oldest first."), ...errorResponses(400, 401) },
+  responses: {
+    200: jsonContent(NumbersList, "Connected numbers, oldest first.", { data: [NUMBER_EXAMPLE], nextCursor: null }),
+    ...errorResponses(400, 401),
+  },
 });
 
 const get = createRoute({
   method: "get",
   path: "/channel-numbers/{id}",
+  operationId: "getChannelNumber",
+  tags: ["Channel numbers"],
   summary: "Get one connected number",
   security: bearerSecurity,
-  request: { params: z.object({ id: z.string().openapi({ format: "uuid" }) }) },
-  responses: { 200: jsonContent(ChannelNumber, "The number."), ...errorResponses(401, 404) },
+  request: { params: z.object({ id: NumberId }) },
+  responses: { 200: jsonContent(ChannelNumber, "The number.", NUMBER_EXAMPLE), ...errorResponses(401, 404) },
 });
 
 const ContactWindow = z
@@ -41,13 +60,29 @@ const ContactWindow = z
 const contact = createRoute({
   method: "get",
   path: "/channel-numbers/{id}/contacts/{phone}",
+  operationId: "getContactWindow",
+  tags: ["Channel numbers"],
   summary: "The customer-service window with one contact",
   description:
     "Extension: the operator only delivers free-form text within 24 hours of the contact's last message; outside it a send " +
     "ends `failed` with `service_window_closed`.",
   security: bearerSecurity,
-  request: { params: z.object({ id: z.string().openapi({ format: "uuid" }), phone: z.string().openapi({ example: "5511999998888" }) }) },
-  responses: { 200: jsonContent(ContactWindow, "The window."), ...errorResponses(400, 401, 404) },
+  request: {
+    params: z.object({
+      id: NumberId,
+      // Checked in the handler, after the number is found (an unknown number is 404 whatever the phone).
+      phone: z.string().openapi({ pattern: E164_DIGITS.source, description: "The contact, E.164 digits without '+'.", example: EXAMPLE.to }),
+    }),
+  },
+  responses: {
+    200: jsonContent(ContactWindow, "The window.", {
+      phone: EXAMPLE.to,
+      lastInboundAt: "2026-11-22T09:12:03.000Z",
+      windowExpiresAt: "2026-11-23T09:12:03.000Z",
+      windowOpen: true,
+    }),
+    ...errorResponses(400, 401, 404),
+  },
 });
 
 export const channelNumberRoutes = newRouter()
@@ -67,7 +102,7 @@ export const channelNumberRoutes = newRouter()
     const { id, phone } = c.req.valid("param");
     const row = UUID_PATTERN.test(id) ? await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id) : null;
     if (!row) throw notFound("Channel number");
-    if (!/^[1-9]\d{0,31}$/.test(phone)) {
+    if (!E164_DIGITS.test(phone)) {
       throw new ApiError("invalid_request", "phone must be E.164 digits without '+'.", {
         details: [{ path: "path.phone", rule: "e164", message: "Digits only, no leading '+' or 0." }],
       });

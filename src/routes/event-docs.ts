@@ -1,34 +1,96 @@
 import { z, type OpenAPIHono } from "@hono/zod-openapi";
 import { MessageReceivedData, MessageStatusData, WebhookTestData } from "../domain/events";
+import { EXAMPLE } from "../lib/openapi-examples";
 
 const SIGNATURE_HEADERS = z.object({
-  "webhook-id": z.string().openapi({ description: "The event id; the same on every retry and replay. Deduplicate on it." }),
-  "webhook-timestamp": z.string().openapi({ description: "Unix seconds of this attempt." }),
-  "webhook-signature": z.string().openapi({ description: "`v1,<base64 HMAC-SHA256 of \"{id}.{timestamp}.{body}\">` (Standard Webhooks)." }),
+  "webhook-id": z
+    .string()
+    .openapi({ description: "The event id; the same on every retry and replay. Deduplicate on it.", example: EXAMPLE.eventId }),
+  "webhook-timestamp": z.string().openapi({ description: "Unix seconds of this attempt.", example: "1795372553" }),
+  "webhook-signature": z.string().openapi({
+    description: '`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">` (Standard Webhooks).',
+    example: "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+  }),
 });
 
 const envelope = <T extends z.ZodType>(type: string, data: T) =>
   z.object({ type: z.literal(type), timestamp: z.string().datetime(), data });
 
 const EVENTS = [
-  ["message.status", "A sent message's status changed, or the operator reported it delivered or read.", MessageStatusData],
-  ["message.received", "A user wrote to one of your numbers.", MessageReceivedData],
-  ["webhook.test", "Sent by POST /webhooks/{id}/test.", WebhookTestData],
+  {
+    type: "message.status",
+    operationId: "onMessageStatus",
+    description: "A sent message's status changed, or the operator reported it delivered or read.",
+    data: MessageStatusData,
+    example: {
+      type: "message.status",
+      timestamp: "2026-11-22T18:35:52.320Z",
+      data: {
+        messageId: EXAMPLE.jobId,
+        channelNumberId: EXAMPLE.channelNumberId,
+        to: EXAMPLE.to,
+        status: "sent",
+        previousStatus: "processing",
+        upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
+        error: null,
+        deliveredAt: null,
+        readAt: null,
+        updatedAt: "2026-11-22T18:35:52.314Z",
+      } satisfies z.output<typeof MessageStatusData>,
+    },
+  },
+  {
+    type: "message.received",
+    operationId: "onMessageReceived",
+    description: "A user wrote to one of your numbers.",
+    data: MessageReceivedData,
+    example: {
+      type: "message.received",
+      timestamp: "2026-11-22T18:40:03.118Z",
+      data: {
+        messageId: EXAMPLE.inboundMessageId,
+        channelNumberId: EXAMPLE.channelNumberId,
+        from: EXAMPLE.to,
+        type: "text",
+        text: { body: "Hi! Is my order on its way?" },
+        content: null,
+        upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABIYFjNFQjA",
+        receivedAt: "2026-11-22T18:40:02.000Z",
+      } satisfies z.output<typeof MessageReceivedData>,
+    },
+  },
+  {
+    type: "webhook.test",
+    operationId: "onWebhookTest",
+    description: "Sent by POST /webhooks/{id}/test.",
+    data: WebhookTestData,
+    example: {
+      type: "webhook.test",
+      timestamp: "2026-11-22T18:35:53.201Z",
+      data: { message: "This is a test event. Your endpoint received and can verify our webhooks." } satisfies z.output<typeof WebhookTestData>,
+    },
+  },
 ] as const;
 
 /** Documents the events we POST to customer webhooks in the OpenAPI 3.1 `webhooks` section. */
 export function registerEventDocs(registry: OpenAPIHono["openAPIRegistry"]): void {
-  for (const [type, description, data] of EVENTS) {
+  for (const { type, operationId, description, data, example } of EVENTS) {
     registry.registerWebhook({
       method: "post",
       path: type,
+      operationId,
+      tags: ["Webhook events"],
       summary: type,
       description: `${description} Signed with the Standard Webhooks scheme; answer 2xx within the timeout.`,
+      // We call your endpoint: it authenticates us by the signature, not by a key of yours.
+      security: [],
       request: {
         headers: SIGNATURE_HEADERS,
-        body: { content: { "application/json": { schema: envelope(type, data) } } },
+        body: { required: true, content: { "application/json": { schema: envelope(type, data), example } } },
       },
-      responses: { 200: { description: "Any 2xx acknowledges the event; anything else is retried." } },
+      responses: {
+        200: { description: "Any 2xx acknowledges the event; anything else (including 3xx) is retried." },
+      },
     });
   }
 }

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
+import { EXAMPLE } from "../lib/openapi-examples";
 import { getWorkspaceWithLimits } from "../db/workspaces";
 import { ApiError } from "../lib/errors";
 import { getKey } from "../db/api-keys";
@@ -19,9 +20,17 @@ const Me = z
 const route = createRoute({
   method: "get",
   path: "/me",
+  operationId: "getMe",
+  tags: ["Account"],
   summary: "Verify the API key and show its workspace",
   security: bearerSecurity,
-  responses: { 200: jsonContent(Me, "The workspace this key belongs to."), ...errorResponses(401) },
+  responses: {
+    200: jsonContent(Me, "The workspace this key belongs to.", {
+      workspace: { id: EXAMPLE.workspaceId, name: "Acme", plan: "pro" },
+      apiKey: { id: EXAMPLE.apiKeyId, name: "backend", lastFour: "x9Qz", createdAt: EXAMPLE.createdAt },
+    }),
+    ...errorResponses(401),
+  },
 });
 
 export const meRoutes = newRouter().openapi(route, async (c) => {

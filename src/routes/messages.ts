@@ -1,13 +1,15 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../context";
-import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import { SendMessageRequest, IDEMPOTENCY_KEY, canonicalJson } from "../domain/send-request";
+import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter, rateLimitHeaders } from "../lib/openapi";
+import { EXAMPLE } from "../lib/openapi-examples";
+import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError, canonicalJson } from "../domain/send-request";
 import { Message } from "../domain/message";
 import { sha256Hex } from "../lib/crypto";
 import { ApiError, notFound } from "../lib/errors";
+import { validationHook } from "../lib/validation";
+import { sendRateLimitHeaders } from "../lib/rate-limit-fields";
 import { workspaceStub } from "../durable-objects/stubs";
-import type { RateInfo } from "../durable-objects/workspace/contract";
 import { retryAfterSeconds } from "../domain/rate-window";
 import { UUID_PATTERN } from "../domain/job-id";
 import { jsonBody } from "../middleware/json-body";
@@ -19,15 +21,11 @@ const SendMessageDuplicate = z
   .object({ jobId: z.string().uuid().openapi({ description: "The jobId of the original send." }), status: z.literal("duplicado_identico") })
   .openapi("SendMessageDuplicate");
 
-const rateHeaders = {
-  "RateLimit-Limit": { schema: { type: "integer" as const }, description: "Sends allowed in the window of the limit closest to refusing." },
-  "RateLimit-Remaining": { schema: { type: "integer" as const }, description: "Sends left in that window." },
-  "RateLimit-Reset": { schema: { type: "integer" as const }, description: "Seconds until that window is entirely free." },
-};
-
 const send = createRoute({
   method: "post",
   path: "/messages",
+  operationId: "sendMessage",
+  tags: ["Messages"],
   summary: "Queue a text message for delivery",
   description:
     "Queues the message and answers at once; it does not wait for delivery. `Idempotency-Key` is required: " +
@@ -37,60 +35,68 @@ const send = createRoute({
   security: bearerSecurity,
   middleware: [jsonBody] as const,
   request: {
-    headers: z.object({
-      "idempotency-key": z.string().openapi({ description: "1–255 printable ASCII characters; one stable key (e.g. a UUID) per message." }),
-    }),
-    body: { required: true, content: { "application/json": { schema: SendMessageRequest } } },
+    headers: z.object({ "idempotency-key": IdempotencyKeyHeader }),
+    body: jsonRequestBody(SendMessageRequest, { channelNumberId: EXAMPLE.channelNumberId, to: EXAMPLE.to, text: { body: "Your order has shipped." } }),
   },
   responses: {
-    201: { ...jsonContent(SendMessageAccepted, "Accepted and queued."), headers: rateHeaders },
-    200: jsonContent(SendMessageDuplicate, "Identical retry of an accepted send: nothing is sent again."),
+    201: jsonContent(SendMessageAccepted, "Accepted and queued.", { jobId: EXAMPLE.jobId, status: "created" }, rateLimitHeaders),
+    200: jsonContent(SendMessageDuplicate, "Identical retry of an accepted send: nothing is sent again.", {
+      jobId: EXAMPLE.jobId,
+      status: "duplicado_identico",
+    }),
     ...errorResponses(400, 401, 403, 409, 429, 500),
   },
 });
 
+const MESSAGE_EXAMPLE: z.output<typeof Message> = {
+  id: EXAMPLE.jobId,
+  direction: "outbound",
+  channelNumberId: EXAMPLE.channelNumberId,
+  to: EXAMPLE.to,
+  type: "text",
+  text: { body: "Your order has shipped." },
+  status: "sent",
+  upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
+  error: null,
+  outcomeUnknownSince: null,
+  createdAt: EXAMPLE.createdAt,
+  updatedAt: EXAMPLE.updatedAt,
+  processingAt: "2026-11-22T18:35:47.512Z",
+  sentAt: EXAMPLE.updatedAt,
+  failedAt: null,
+  deliveredAt: null,
+  readAt: null,
+};
+
 const get = createRoute({
   method: "get",
   path: "/messages/{id}",
+  operationId: "getMessage",
+  tags: ["Messages"],
   summary: "Get a message and its delivery status",
   security: bearerSecurity,
-  request: { params: z.object({ id: z.string().openapi({ description: "The jobId returned on send.", format: "uuid" }) }) },
-  responses: { 200: jsonContent(Message, "The message record."), ...errorResponses(401, 404) },
+  request: {
+    params: z.object({ id: z.string().openapi({ description: "The jobId returned on send.", format: "uuid", example: EXAMPLE.jobId }) }),
+  },
+  responses: { 200: jsonContent(Message, "The message record.", MESSAGE_EXAMPLE), ...errorResponses(401, 404) },
 });
 
-function setRateHeaders(c: Context<AppEnv>, rate: RateInfo): void {
-  c.header("RateLimit-Limit", String(rate.limit));
-  c.header("RateLimit-Remaining", String(rate.remaining));
-  c.header("RateLimit-Reset", String(rate.resetSeconds));
-}
-
-function idempotencyKeyOf(c: Context<AppEnv>): string {
-  const key = c.req.header("idempotency-key");
-  if (key === undefined || key === "") {
-    throw new ApiError("invalid_request", "The Idempotency-Key header is required.", {
-      details: [{ path: "header.idempotency-key", rule: "required", message: "Send one stable key (for example a UUID) per message." }],
-    });
-  }
-  if (!IDEMPOTENCY_KEY.test(key)) {
-    throw new ApiError("invalid_request", "The Idempotency-Key header is invalid.", {
-      details: [{ path: "header.idempotency-key", rule: "format", message: "Use 1 to 255 printable ASCII characters." }],
-    });
-  }
-  return key;
-}
+const setRateHeaders = (c: Context<AppEnv>, headers: Record<string, string>): void => {
+  for (const [name, value] of Object.entries(headers)) c.header(name, value);
+};
 
 export const messageRoutes = newRouter()
   .openapi(
     send,
     async (c) => {
       const request = c.req.valid("json");
-      const idempotencyKey = idempotencyKeyOf(c);
+      const idempotencyKey = c.req.valid("header")["idempotency-key"];
       const { workspaceId } = c.get("principal");
       const fingerprint = await sha256Hex(canonicalJson(request));
       const outcome = await workspaceStub(c.env, workspaceId).send({ workspaceId, idempotencyKey, fingerprint, request });
       switch (outcome.kind) {
         case "created":
-          setRateHeaders(c, outcome.rate);
+          setRateHeaders(c, sendRateLimitHeaders(outcome.rate));
           return c.json({ jobId: outcome.jobId, status: "created" as const }, 201);
         case "duplicate":
           return c.json({ jobId: outcome.jobId, status: "duplicado_identico" as const }, 200);
@@ -113,20 +119,22 @@ export const messageRoutes = newRouter()
             `The plan's monthly quota of ${outcome.limit} messages is used up; it renews on the 1st (UTC).`,
           );
         case "rate_limited": {
-          setRateHeaders(c, outcome.rate);
           const which = outcome.scope === "number" ? "2 messages per second per number" : "1200 messages per minute per workspace";
           throw new ApiError("rate_limit_exceeded", `Rate limit exceeded (${which}). Retry after the Retry-After seconds.`, {
             headers: {
               "Retry-After": String(retryAfterSeconds(outcome.retryAfterMs)),
-              "RateLimit-Limit": String(outcome.rate.limit),
-              "RateLimit-Remaining": String(outcome.rate.remaining),
-              "RateLimit-Reset": String(outcome.rate.resetSeconds),
+              ...sendRateLimitHeaders(outcome.rate),
             },
           });
         }
       }
     },
-    // Header validation runs in the handler so that the message names the header clearly.
+    // A missing or malformed Idempotency-Key gets its own message, saying what to send.
+    (result, c) => {
+      if (!result.success && result.target === "header") throw idempotencyKeyError(c.req.header("idempotency-key"));
+      validationHook(result, c);
+      return undefined;
+    },
   )
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");

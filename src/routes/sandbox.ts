@@ -1,5 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
+import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../lib/openapi";
+import { EXAMPLE } from "../lib/openapi-examples";
+import { E164_DIGITS, TextContent } from "../domain/send-request";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import { ApiError, notFound } from "../lib/errors";
@@ -9,8 +11,8 @@ import { jsonBody } from "../middleware/json-body";
 const InjectInbound = z
   .strictObject({
     channelNumberId: z.string().uuid().openapi({ description: "A sandbox number of this workspace." }),
-    from: z.string().regex(/^[1-9]\d{0,31}$/, { error: "from must be E.164 digits without '+', for example 5511999998888." }),
-    text: z.strictObject({ body: z.string().min(1).max(4096) }),
+    from: z.string().regex(E164_DIGITS, { error: "from must be E.164 digits without '+', for example 5511999998888." }),
+    text: TextContent,
   })
   .openapi("SandboxInboundRequest");
 
@@ -19,14 +21,19 @@ const Injected = z.object({ messageId: z.string().uuid(), status: z.literal("rec
 const inject = createRoute({
   method: "post",
   path: "/sandbox/inbound",
+  operationId: "injectSandboxInbound",
+  tags: ["Sandbox"],
   summary: "Sandbox only: simulate a user writing to a sandbox number",
   description:
     "Extension for testing integrations: produces a `message.received` event exactly as a real inbound message would, " +
     "and opens the recipient's 24-hour customer-service window. Refused (403) for numbers that are not sandbox numbers.",
   security: bearerSecurity,
   middleware: [jsonBody] as const,
-  request: { body: { required: true, content: { "application/json": { schema: InjectInbound } } } },
-  responses: { 202: jsonContent(Injected, "Recorded; the event is on its way."), ...errorResponses(400, 401, 403, 404) },
+  request: { body: jsonRequestBody(InjectInbound, { channelNumberId: EXAMPLE.channelNumberId, from: EXAMPLE.contact, text: { body: "Hi!" } }) },
+  responses: {
+    202: jsonContent(Injected, "Recorded; the event is on its way.", { messageId: EXAMPLE.inboundMessageId, status: "received" }),
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 
 export const sandboxRoutes = newRouter().openapi(inject, async (c) => {

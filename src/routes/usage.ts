@@ -17,10 +17,19 @@ const Usage = z
 const route = createRoute({
   method: "get",
   path: "/usage",
+  operationId: "getUsage",
+  tags: ["Account"],
   summary: "Plan usage of the current period",
   description: "Accepted sends this calendar month (UTC) against the plan's quota, and connected numbers against the plan's maximum. Prices are never exposed.",
   security: bearerSecurity,
-  responses: { 200: jsonContent(Usage, "Usage of the current period."), ...errorResponses(401) },
+  responses: {
+    200: jsonContent(Usage, "Usage of the current period.", {
+      period: { start: "2026-11-01T00:00:00.000Z", end: "2026-12-01T00:00:00.000Z" },
+      messages: { used: 1520, limit: 100000, remaining: 98480 },
+      numbers: { used: 2, limit: 10 },
+    }),
+    ...errorResponses(401),
+  },
 });
 
 export const usageRoutes = newRouter().openapi(route, async (c) => {

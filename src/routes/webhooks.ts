@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
+import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../lib/openapi";
+import { EXAMPLE } from "../lib/openapi-examples";
 import { listWebhooks, type WebhookRow } from "../db/webhooks";
 import { Webhook, WebhookDelivery, toDeliveryView, toWebhookView } from "../domain/webhook-view";
 import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEvent } from "../domain/webhook-config";
@@ -48,20 +49,40 @@ const EventAccepted = z
   .object({ eventId: z.string().openapi({ description: "The event's `webhook-id`." }), status: z.literal("queued") })
   .openapi("WebhookEventQueued");
 
-const WebhookParams = z.object({ id: z.string().openapi({ format: "uuid", description: "Webhook id." }) });
+const WebhookParams = z.object({ id: z.string().openapi({ format: "uuid", description: "Webhook id.", example: EXAMPLE.webhookId }) });
+
+const WEBHOOK_EXAMPLE: z.output<typeof Webhook> = {
+  id: EXAMPLE.webhookId,
+  channelNumberId: EXAMPLE.channelNumberId,
+  url: "https://hooks.example.com/messaging",
+  status: "enabled",
+  failingSince: null,
+  disabledAt: null,
+  createdAt: EXAMPLE.createdAt,
+  updatedAt: EXAMPLE.createdAt,
+};
+
+const QUEUED_EXAMPLE = { eventId: EXAMPLE.eventId, status: "queued" as const };
 
 const list = createRoute({
   method: "get",
   path: "/webhooks",
+  operationId: "listWebhooks",
+  tags: ["Webhooks"],
   summary: "List the workspace's webhooks (secrets are never included)",
   security: bearerSecurity,
   request: { query: PaginationQuery },
-  responses: { 200: jsonContent(WebhookList, "Webhooks, oldest first."), ...errorResponses(400, 401) },
+  responses: {
+    200: jsonContent(WebhookList, "Webhooks, oldest first.", { data: [WEBHOOK_EXAMPLE], nextCursor: null }),
+    ...errorResponses(400, 401),
+  },
 });
 
 const configure = createRoute({
   method: "post",
   path: "/webhooks",
+  operationId: "configureWebhook",
+  tags: ["Webhooks"],
   summary: "Create or replace the webhook of a number",
   description:
     "One webhook per number: this creates it, or replaces its URL. Every call issues a new signing secret, returned only here; " +
@@ -69,9 +90,12 @@ const configure = createRoute({
     "The URL is checked against server-side request forgery (and again at every delivery).",
   security: bearerSecurity,
   middleware: [jsonBody] as const,
-  request: { body: { required: true, content: { "application/json": { schema: ConfigureWebhookRequest } } } },
+  request: { body: jsonRequestBody(ConfigureWebhookRequest, { channelNumberId: EXAMPLE.channelNumberId, url: "https://hooks.example.com/messaging" }) },
   responses: {
-    201: jsonContent(ConfigureWebhookResponse, "The webhook and its signing secret (shown once)."),
+    201: jsonContent(ConfigureWebhookResponse, "The webhook and its signing secret (shown once).", {
+      ...WEBHOOK_EXAMPLE,
+      secret: "whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=",
+    }),
     ...errorResponses(400, 401, 404),
   },
 });
@@ -79,20 +103,45 @@ const configure = createRoute({
 const deliveries = createRoute({
   method: "get",
   path: "/webhooks/{id}/deliveries",
+  operationId: "listWebhookDeliveries",
+  tags: ["Webhooks"],
   summary: "List delivery attempts of a webhook, newest first (extension)",
   security: bearerSecurity,
   request: { params: WebhookParams, query: PaginationQuery },
-  responses: { 200: jsonContent(WebhookDeliveryList, "Attempts, newest first."), ...errorResponses(400, 401, 404) },
+  responses: {
+    200: jsonContent(WebhookDeliveryList, "Attempts, newest first.", {
+      data: [
+        {
+          id: EXAMPLE.deliveryId,
+          eventId: EXAMPLE.eventId,
+          eventType: "message.status",
+          attempt: 1,
+          nextRetryAt: null,
+          attemptedAt: EXAMPLE.updatedAt,
+          statusCode: 204,
+          latencyMs: 84,
+          error: null,
+          outcome: "delivered",
+        },
+      ],
+      nextCursor: null,
+    }),
+    ...errorResponses(400, 401, 404),
+  },
 });
 
 const replay = createRoute({
   method: "post",
   path: "/webhooks/{id}/deliveries/{eventId}/replay",
+  operationId: "replayWebhookEvent",
+  tags: ["Webhooks"],
   summary: "Deliver a stored event again, with the same webhook-id (extension)",
   security: bearerSecurity,
-  request: { params: WebhookParams.extend({ eventId: z.string().openapi({ description: "`eventId` from the delivery log." }) }) },
+  request: {
+    params: WebhookParams.extend({ eventId: z.string().openapi({ description: "`eventId` from the delivery log.", example: EXAMPLE.eventId }) }),
+  },
   responses: {
-    202: jsonContent(EventAccepted, "Queued for delivery; it is signed again with the current secret."),
+    202: jsonContent(EventAccepted, "Queued for delivery; it is signed again with the current secret.", QUEUED_EXAMPLE),
     ...errorResponses(400, 401, 404),
   },
 });
@@ -100,10 +149,12 @@ const replay = createRoute({
 const sendTest = createRoute({
   method: "post",
   path: "/webhooks/{id}/test",
+  operationId: "sendWebhookTest",
+  tags: ["Webhooks"],
   summary: "Send a signed `webhook.test` event (extension)",
   security: bearerSecurity,
   request: { params: WebhookParams },
-  responses: { 202: jsonContent(EventAccepted, "Queued for delivery."), ...errorResponses(400, 401, 404) },
+  responses: { 202: jsonContent(EventAccepted, "Queued for delivery.", QUEUED_EXAMPLE), ...errorResponses(400, 401, 404) },
 });
 
 function refuseUrl(reason: string): ApiError {

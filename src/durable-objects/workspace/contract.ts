@@ -11,8 +11,9 @@ export interface SendCommand {
   request: SendMessageRequest;
 }
 
-/** The limit closest to refusing the next send, for the `RateLimit-*` headers. */
+/** The limit closest to refusing the next send, for the rate headers. */
 export interface RateInfo {
+  scope: "number" | "workspace";
   limit: number;
   remaining: number;
   resetSeconds: number;

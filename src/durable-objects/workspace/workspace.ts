@@ -56,7 +56,12 @@ const STRANDED_BATCH = 50;
 const COUNTS_FLUSH_INTERVAL_MS = 60_000;
 const COUNTS_BATCH = 200;
 
-const toRateInfo = (w: WindowState): RateInfo => ({ limit: w.limit, remaining: w.remaining, resetSeconds: Math.ceil(w.resetMs / 1000) });
+const toRateInfo = (w: WindowState, scope: RateInfo["scope"]): RateInfo => ({
+  scope,
+  limit: w.limit,
+  remaining: w.remaining,
+  resetSeconds: Math.ceil(w.resetMs / 1000),
+});
 
 /**
  * One per workspace: the authority for admitting a send (idempotency keys, the
@@ -137,7 +142,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       if (used >= config.quota) return { kind: "quota_exceeded", limit: config.quota };
       const committed = this.windowAt(at);
       if (committed.remaining === 0) {
-        return { kind: "rate_limited", scope: "workspace", retryAfterMs: committed.retryAfterMs, rate: toRateInfo(committed) };
+        return { kind: "rate_limited", scope: "workspace", retryAfterMs: committed.retryAfterMs, rate: toRateInfo(committed, "workspace") };
       }
       if (this.pending.size > 0 && (used + this.pending.size >= config.quota || committed.remaining <= this.pending.size)) {
         await Promise.race(this.pending).catch(() => undefined);
@@ -167,7 +172,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     });
     if (!admitted.ok) {
       if (admitted.reason === "conflict") throw new Error(`jobId ${jobId} is in its outbox with another payload`);
-      return { kind: "rate_limited", scope: "number", retryAfterMs: admitted.window.retryAfterMs, rate: toRateInfo(admitted.window) };
+      return { kind: "rate_limited", scope: "number", retryAfterMs: admitted.window.retryAfterMs, rate: toRateInfo(admitted.window, "number") };
     }
     try {
       this.ctx.storage.transactionSync(() => {
@@ -187,8 +192,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     await this.scheduler.wake(Math.min(at + STRANDED_AFTER_MS, this.lastCountsFlush + COUNTS_FLUSH_INTERVAL_MS));
     const workspace = this.windowAt(at);
     // Report whichever limit is closer to refusing the next send.
-    const rate = admitted.window.remaining <= workspace.remaining ? admitted.window : workspace;
-    return { kind: "created", jobId, rate: toRateInfo(rate) };
+    const rate = admitted.window.remaining <= workspace.remaining ? toRateInfo(admitted.window, "number") : toRateInfo(workspace, "workspace");
+    return { kind: "created", jobId, rate };
   }
 
   async getMessage(id: string): Promise<Message | null> {

@@ -1,0 +1,139 @@
+import createClient from "openapi-fetch";
+import type { components, operations, paths } from "./generated/openapi.js";
+import { Paginated } from "./paginate.js";
+import { DEFAULT_RETRY, once, withRetries, type RetryOptions } from "./retry.js";
+import { verifyWebhook, type WebhookEvent, type WebhookHeaders } from "./webhooks.js";
+
+type Schemas = components["schemas"];
+export type Message = Schemas["Message"];
+export type SendMessageInput = Schemas["SendMessageRequest"];
+export type ChannelNumber = Schemas["ChannelNumber"];
+export type ContactWindow = Schemas["ContactWindow"];
+export type Webhook = Schemas["Webhook"];
+export type WebhookWithSecret = Schemas["ConfigureWebhookResponse"];
+export type WebhookDelivery = Schemas["WebhookDelivery"];
+export type Usage = Schemas["Usage"];
+export type Me = Schemas["Me"];
+export type ListParams = NonNullable<operations["listWebhooks"]["parameters"]["query"]>;
+
+export interface SendResult {
+  jobId: string;
+  /** `created`, or `duplicado_identico` when this key had already been accepted: nothing was sent again. */
+  status: "created" | "duplicado_identico";
+  /** The key the send went out with (yours, or the one generated for you): keep it to retry later. */
+  idempotencyKey: string;
+}
+
+export interface ClientOptions {
+  /** An API key, `msg_live_…`. */
+  apiKey: string;
+  /** The deployment, e.g. `https://messaging.example.com` (`/api/v1` is added unless present). */
+  baseUrl: string;
+  /** Defaults to the global fetch: pass one for tests, proxies or instrumentation. */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Retry policy of sends and reads; see RetryOptions for the defaults. */
+  retry?: Partial<RetryOptions>;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+const apiRoot = (baseUrl: string) => {
+  const trimmed = baseUrl.replace(/\/+$/, "");
+  return trimmed.endsWith("/api/v1") ? trimmed : `${trimmed}/api/v1`;
+};
+
+/**
+ * A client of the Messaging API. Sends are safe to retry: each gets one Idempotency-Key,
+ * reused on every attempt. Reads are retried the same way; other writes are sent once.
+ */
+export class MessagingClient {
+  private readonly http: ReturnType<typeof createClient<paths>>;
+  private readonly retry: RetryOptions;
+
+  constructor(options: ClientOptions) {
+    if (!options.apiKey) throw new TypeError("apiKey is required");
+    const userFetch = options.fetch;
+    this.http = createClient<paths>({
+      baseUrl: apiRoot(options.baseUrl),
+      headers: { Authorization: `Bearer ${options.apiKey}` },
+      ...(userFetch ? { fetch: (request: Request) => userFetch(request) } : {}),
+    });
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+  }
+
+  private read<T>(attempt: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>, options?: CallOptions) {
+    return withRetries(attempt, this.retry, options?.signal).then((r) => r.data);
+  }
+
+  readonly messages = {
+    /**
+     * Queues a text message. Without `idempotencyKey`, a new UUID is generated; either way
+     * the same key goes out on every retry, so a send is never duplicated by retrying.
+     */
+    send: async (input: SendMessageInput, options: CallOptions & { idempotencyKey?: string } = {}): Promise<SendResult> => {
+      const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
+      const { data } = await withRetries(
+        (signal) => this.http.POST("/messages", { params: { header: { "idempotency-key": idempotencyKey } }, body: input, signal }),
+        this.retry,
+        options.signal,
+      );
+      return { jobId: data.jobId, status: data.status, idempotencyKey };
+    },
+    get: (id: string, options?: CallOptions): Promise<Message> =>
+      this.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
+  };
+
+  readonly channelNumbers = {
+    list: (params: ListParams = {}, options?: CallOptions): Paginated<ChannelNumber> =>
+      new Paginated(
+        (cursor) => this.read((signal) => this.http.GET("/channel-numbers", { params: { query: { ...params, cursor } }, signal }), options),
+        params.cursor,
+      ),
+    get: (id: string, options?: CallOptions): Promise<ChannelNumber> =>
+      this.read((signal) => this.http.GET("/channel-numbers/{id}", { params: { path: { id } }, signal }), options),
+    contactWindow: (id: string, phone: string, options?: CallOptions): Promise<ContactWindow> =>
+      this.read((signal) => this.http.GET("/channel-numbers/{id}/contacts/{phone}", { params: { path: { id, phone } }, signal }), options),
+  };
+
+  readonly webhooks = {
+    list: (params: ListParams = {}, options?: CallOptions): Paginated<Webhook> =>
+      new Paginated(
+        (cursor) => this.read((signal) => this.http.GET("/webhooks", { params: { query: { ...params, cursor } }, signal }), options),
+        params.cursor,
+      ),
+    /** Creates or replaces the webhook of a number; the returned `secret` is shown only here. Sent once, never retried. */
+    configure: (input: Schemas["ConfigureWebhookRequest"], options?: CallOptions): Promise<WebhookWithSecret> =>
+      once((signal) => this.http.POST("/webhooks", { body: input, signal }), options?.signal),
+    listDeliveries: (webhookId: string, params: ListParams = {}, options?: CallOptions): Paginated<WebhookDelivery> =>
+      new Paginated(
+        (cursor) =>
+          this.read(
+            (signal) => this.http.GET("/webhooks/{id}/deliveries", { params: { path: { id: webhookId }, query: { ...params, cursor } }, signal }),
+            options,
+          ),
+        params.cursor,
+      ),
+    replay: (webhookId: string, eventId: string, options?: CallOptions) =>
+      once((signal) => this.http.POST("/webhooks/{id}/deliveries/{eventId}/replay", { params: { path: { id: webhookId, eventId } }, signal }), options?.signal),
+    test: (webhookId: string, options?: CallOptions) =>
+      once((signal) => this.http.POST("/webhooks/{id}/test", { params: { path: { id: webhookId } }, signal }), options?.signal),
+    /** Verifies a delivery's signature and returns its event; see `verifyWebhook`. */
+    verify: (payload: string | Uint8Array, headers: WebhookHeaders, secret: string): WebhookEvent => verifyWebhook(payload, headers, secret),
+  };
+
+  readonly sandbox = {
+    /** Sandbox numbers only: simulate a user writing to the number (a `message.received` event follows). */
+    injectInbound: (input: Schemas["SandboxInboundRequest"], options?: CallOptions) =>
+      once((signal) => this.http.POST("/sandbox/inbound", { body: input, signal }), options?.signal),
+  };
+
+  me(options?: CallOptions): Promise<Me> {
+    return this.read((signal) => this.http.GET("/me", { signal }), options);
+  }
+
+  usage(options?: CallOptions): Promise<Usage> {
+    return this.read((signal) => this.http.GET("/usage", { signal }), options);
+  }
+}

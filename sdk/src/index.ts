@@ -1,0 +1,21 @@
+export {
+  MessagingClient,
+  type CallOptions,
+  type ChannelNumber,
+  type ClientOptions,
+  type ContactWindow,
+  type ListParams,
+  type Me,
+  type Message,
+  type SendMessageInput,
+  type SendResult,
+  type Usage,
+  type Webhook,
+  type WebhookDelivery,
+  type WebhookWithSecret,
+} from "./client.js";
+export { ApiError, ConnectionError, MessagingError, type ErrorCode, type ErrorDetail } from "./errors.js";
+export { Paginated, type Page } from "./paginate.js";
+export { DEFAULT_RETRY, type RetryOptions } from "./retry.js";
+export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookEventType, type WebhookHeaders } from "./webhooks.js";
+export type { components, operations, paths, webhooks } from "./generated/openapi.js";

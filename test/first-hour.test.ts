@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { admin, api, call, expectError, json } from "./helpers/http";
+import { createTenant } from "./helpers/fixtures";
+import { send, textMessage, usedMessages } from "./helpers/send";
+
+describe("a wrong method on a known path", () => {
+  it.each([
+    ["DELETE", "/api/v1/messages", "POST"],
+    ["PUT", "/api/v1/messages/42ab2093-bbe3-8710-9a4a-492ccdac721d", "GET, HEAD"],
+    ["PATCH", "/api/v1/webhooks", "GET, HEAD, POST"],
+    ["GET", "/api/v1/webhooks/0d8f6a61-3c1b-4f39-a6b4-6e1f1c9b2a70/test", "POST"],
+  ])("%s %s answers 405 with Allow: %s", async (method, path, allow) => {
+    const t = await createTenant();
+    const res = await call(path, { method, headers: { Authorization: `Bearer ${t.key}` } });
+    expect(res.headers.get("Allow")).toBe(allow);
+    const err = await expectError(res, 405, "method_not_allowed");
+    expect(err.error.message).toContain(allow);
+  });
+
+  it("the same holds outside the API key's area (the reference page, the admin API)", async () => {
+    const docs = await call("/docs", { method: "POST" });
+    expect(docs.headers.get("Allow")).toBe("GET, HEAD");
+    await expectError(docs, 405, "method_not_allowed");
+    const adm = await admin("/workspaces", { method: "PUT" });
+    expect(adm.headers.get("Allow")).toBe("POST");
+    await expectError(adm, 405, "method_not_allowed");
+  });
+
+  it("an unknown path is still 404", async () => {
+    const t = await createTenant();
+    await expectError(await api("/nothing-here", t.key), 404, "not_found");
+    await expectError(await call("/api/v1/messages/a/b", { method: "DELETE", headers: { Authorization: `Bearer ${t.key}` } }), 404, "not_found");
+  });
+});
+
+describe("GET /", () => {
+  it("points a client to the reference and the contract", async () => {
+    const res = await call("/");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-Request-Id")).toBeTruthy();
+    expect(res.headers.get("Link")).toBe('</docs>; rel="service-doc", </api/v1/openapi.json>; rel="service-desc"');
+    expect(await json(res)).toEqual({ name: "Messaging API", docs: "/docs", openapi: "/api/v1/openapi.json", api: "/api/v1" });
+  });
+
+  it("sends a browser to /docs", async () => {
+    const res = await call("/", { headers: { Accept: "text/html,application/xhtml+xml" }, redirect: "manual" });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("Location")).toBe("/docs");
+  });
+});
+
+describe("a missing or malformed Idempotency-Key", () => {
+  it("says what to send: one UUID per message, reused on retries", async () => {
+    const t = await createTenant();
+    const err = await expectError(await send(t.key, null, textMessage(t.numberId)), 400, "invalid_request");
+    expect(err.error.message).toMatch(/Idempotency-Key header is required/);
+    expect(err.error.message).toMatch(/UUID/);
+    expect(err.error.details).toEqual([
+      { path: "header.idempotency-key", rule: "required", message: expect.stringMatching(/new key for every message.*reuse the same key.*retry/) },
+    ]);
+    expect(await usedMessages(t.key)).toBe(0);
+  });
+
+  it("an empty or non-printable key names the rule and what to send", async () => {
+    const t = await createTenant();
+    const empty = await expectError(await send(t.key, "", textMessage(t.numberId)), 400, "invalid_request");
+    expect(empty.error.details?.[0]).toMatchObject({ path: "header.idempotency-key", rule: "required" });
+    const bad = await expectError(await send(t.key, "tab\there", textMessage(t.numberId)), 400, "invalid_request");
+    expect(bad.error.details?.[0]).toMatchObject({ path: "header.idempotency-key", rule: "format", message: expect.stringMatching(/printable ASCII.*UUID/) });
+  });
+});
