@@ -16,7 +16,7 @@ describe("the SDK inside the Workers runtime", () => {
     const client = clientFor(t.key);
     const sent = await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "from a Worker" } });
     expect(sent.status).toBe("created");
-    expect((await client.messages.get(sent.jobId)).text.body).toBe("from a Worker");
+    expect(await client.messages.get(sent.jobId)).toMatchObject({ direction: "outbound", text: { body: "from a Worker" } });
     expect((await client.channelNumbers.list({ limit: 1 }).toArray()).map((n) => n.id)).toEqual([t.numberId]);
     const err = await client.messages.get(crypto.randomUUID()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
