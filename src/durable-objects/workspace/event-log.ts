@@ -20,7 +20,7 @@ import type { DeliveryReport } from "./contract";
  * events per message; both kept 7 days, purged oldest first in batches.
  */
 export const KEEP_EVENTS_MS = 7 * 24 * 60 * 60 * 1000;
-/** An event not reported within this after it was due is published again. */
+/** An event not reported within this after it was due is published again (EVENT_CONFIRM_WITHIN_MS overrides it for local soak runs). */
 export const CONFIRM_WITHIN_MS = 10 * 60 * 1000;
 const PUBLISH_BATCH = 500;
 const RECONCILE_BATCH = 100;
@@ -62,7 +62,7 @@ export function createEventLogTable(sql: SqlStorage): void {
 const cursor = (sql: SqlStorage): number => Number(getMeta(sql, PUBLISH_CURSOR) ?? 0);
 
 /** Call inside the transaction that makes the change. `subject` is the message the event is about. */
-export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number): void {
+export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
   sql.exec(
     "INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, check_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
     event.id,
@@ -71,7 +71,7 @@ export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: strin
     JSON.stringify(event),
     at,
     event.channelNumberId,
-    at + publishDelayMs + CONFIRM_WITHIN_MS,
+    at + publishDelayMs + confirmWithinMs,
   );
 }
 
@@ -103,7 +103,7 @@ export const nextCheckDue = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(check_at) AS at FROM events WHERE check_at IS NOT NULL AND rowid <= ?", cursor(sql)).one().at;
 
 /** Publishes again the events whose delivery report is overdue (the queue lost them). */
-export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number): Promise<void> {
+export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number, confirmWithinMs = CONFIRM_WITHIN_MS): Promise<void> {
   const rows = sql
     .exec<{ seq: number; id: string; body: string }>(
       "SELECT rowid AS seq, id, body FROM events WHERE check_at IS NOT NULL AND check_at <= ? AND rowid <= ? ORDER BY check_at LIMIT ?",
@@ -119,7 +119,7 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
     rows.map((r) => ({ key: r.seq, body: { event: JSON.parse(r.body) as WebhookEvent } satisfies WebhookQueueMessage })),
     {
       sent: (seqs) => {
-        for (const seq of seqs) sql.exec("UPDATE events SET check_at = ? WHERE rowid = ?", at + CONFIRM_WITHIN_MS, seq);
+        for (const seq of seqs) sql.exec("UPDATE events SET check_at = ? WHERE rowid = ?", at + confirmWithinMs, seq);
       },
       setAside: (seq, reason) => sql.exec("UPDATE events SET set_aside = ?, delivery = 'set_aside', check_at = NULL WHERE rowid = ?", reason, seq),
     },
@@ -127,7 +127,7 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
 }
 
 /** Records what the webhook consumer did with events; a delivered event stays delivered. */
-export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at: number): void {
+export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
   for (const r of reports) {
     const event = sql.exec<{ delivery: string | null; attempts: number }>("SELECT delivery, attempts FROM events WHERE id = ?", r.eventId).toArray()[0];
     if (!event) continue;
@@ -158,7 +158,7 @@ export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at:
         sql.exec(
           "UPDATE events SET delivery = 'retrying', attempts = MAX(attempts, ?), check_at = ? WHERE id = ?",
           r.attempt,
-          (r.nextRetryAt ?? at) + CONFIRM_WITHIN_MS,
+          (r.nextRetryAt ?? at) + confirmWithinMs,
           r.eventId,
         );
         break;
@@ -188,8 +188,8 @@ export const findEvent = (sql: SqlStorage, id: string): EventRow | undefined =>
   sql.exec<EventRow>("SELECT rowid AS seq, * FROM events WHERE id = ?", id).toArray()[0];
 
 /** Marks an event for another delivery run (a replay); the caller publishes it. */
-export function markReplayed(sql: SqlStorage, id: string, at: number): void {
-  sql.exec("UPDATE events SET delivery = 'pending', check_at = ? WHERE id = ? AND delivery IS NOT 'delivered'", at + CONFIRM_WITHIN_MS, id);
+export function markReplayed(sql: SqlStorage, id: string, at: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
+  sql.exec("UPDATE events SET delivery = 'pending', check_at = ? WHERE id = ? AND delivery IS NOT 'delivered'", at + confirmWithinMs, id);
 }
 
 /** The recorded events about one subject, oldest first. */

@@ -13,6 +13,7 @@ import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./config";
 import type { DailyUsage, DeliveryReport, InboundRecord, RateInfo, SendCommand, SendOutcome, StatusResult, StatusUpdate, Usage } from "./contract";
 import { acceptedBetween, countOne, createDailyCountsTable, dailyUsage, dirtyCounts, hasDirtyCounts, markCountsClean, type CountsRow } from "./daily-counts";
 import {
+  CONFIRM_WITHIN_MS,
   attemptsOfWebhook,
   createEventLogTable,
   eventsAbout,
@@ -83,10 +84,12 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   private month: { key: string; used: number } | null = null;
   private lastCountsFlush = now();
   private lastStrandedCheck = 0;
+  private readonly confirmWithinMs: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.confirmWithinMs = Number(env.EVENT_CONFIRM_WITHIN_MS) || CONFIRM_WITHIN_MS;
     createMetaTable(this.sql);
     createIdempotencyKeysTable(this.sql);
     createMessagesTable(this.sql);
@@ -98,7 +101,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     this.recent = outboundTimesSince(this.sql, now() - WORKSPACE_LIMIT.windowMs);
     this.scheduler = new Scheduler(ctx.storage, [
       { name: "publish-events", due: (at) => (hasUnpublishedEvents(this.sql) ? at : null), run: () => publishEvents(this.sql, env.WEBHOOK_QUEUE) },
-      { name: "republish-unreported", due: () => nextCheckDue(this.sql), run: (at) => republishOverdue(this.sql, env.WEBHOOK_QUEUE, at) },
+      { name: "republish-unreported", due: () => nextCheckDue(this.sql), run: (at) => republishOverdue(this.sql, env.WEBHOOK_QUEUE, at, this.confirmWithinMs) },
       { name: "counts-to-d1", due: () => (hasDirtyCounts(this.sql) ? this.lastCountsFlush + COUNTS_FLUSH_INTERVAL_MS : null), run: () => this.flushCounts() },
       { name: "re-hand-stranded", due: () => this.strandedDue(), run: (at) => this.reHandStranded(at) },
       { name: "idempotency-purge", due: () => nextKeyExpiry(this.sql), run: async (at) => purgeExpiredKeys(this.sql, at) },
@@ -227,7 +230,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         }
         if (t.announce) {
           const fresh = findMessage(this.sql, row.id)!;
-          recordEvent(this.sql, this.statusEvent(fresh, row.status), row.id, at, PUBLISH_DELAY_MS);
+          recordEvent(this.sql, this.statusEvent(fresh, row.status), row.id, at, PUBLISH_DELAY_MS, this.confirmWithinMs);
           announced = true;
         }
         return { known: true, status: t.next.status };
@@ -272,6 +275,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
           id,
           now(),
           PUBLISH_DELAY_MS,
+          this.confirmWithinMs,
         );
         return id;
       }),
@@ -291,7 +295,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       createdAt: new Date(now()).toISOString(),
       data: { message: "This is a test event. Your endpoint received and can verify our webhooks." },
     };
-    recordEvent(this.sql, event, event.id, now(), 0);
+    recordEvent(this.sql, event, event.id, now(), 0, this.confirmWithinMs);
     await this.scheduler.wake(now());
     return event.id;
   }
@@ -300,14 +304,14 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   async replayEvent(channelNumberId: string, eventId: string): Promise<boolean> {
     const event = findEvent(this.sql, eventId);
     if (!event || event.channel_number_id !== channelNumberId || event.set_aside !== null) return false;
-    markReplayed(this.sql, eventId, now());
+    markReplayed(this.sql, eventId, now(), this.confirmWithinMs);
     await this.env.WEBHOOK_QUEUE.send({ event: JSON.parse(event.body) as WebhookEvent }, { contentType: "json" });
     return true;
   }
 
   /** What the webhook consumer did with events of this workspace. */
   async recordDeliveries(reports: DeliveryReport[]): Promise<void> {
-    this.ctx.storage.transactionSync(() => recordDeliveries(this.sql, reports, now()));
+    this.ctx.storage.transactionSync(() => recordDeliveries(this.sql, reports, now(), this.confirmWithinMs));
     await this.scheduler.rearm();
   }
 
