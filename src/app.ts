@@ -8,6 +8,7 @@ import { newRouter } from "./lib/openapi";
 import { requestId } from "./middleware/request-id";
 import { serverTiming } from "./middleware/server-timing";
 import { apiKeyAuth } from "./middleware/api-key-auth";
+import { perKeyLimits } from "./middleware/rate-limit";
 import { adminAuth } from "./middleware/admin-auth";
 import { meRoutes } from "./routes/me";
 import { channelNumberRoutes } from "./routes/channel-numbers";
@@ -51,6 +52,7 @@ publicApi.doc31("/openapi.json", {
   servers: [{ url: "/api/v1" }],
 });
 publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : apiKeyAuth(c, next)));
+publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : perKeyLimits(c, next)));
 publicApi
   .route("/", meRoutes)
   .route("/", channelNumberRoutes)

@@ -8,6 +8,7 @@ import { consumeUpstreamEvents } from "./queue/upstream-events";
 
 export { WorkspaceDurableObject } from "./durable-objects/workspace";
 export { ChannelNumberDurableObject } from "./durable-objects/channel-number";
+export { ThrottleDurableObject } from "./durable-objects/throttle";
 
 export default {
   fetch: app.fetch,

@@ -17,7 +17,7 @@ const list = createRoute({
   summary: "List the workspace's connected numbers",
   security: bearerSecurity,
   request: { query: PaginationQuery },
-  responses: { 200: jsonContent(NumbersList, "Connected numbers, oldest first."), ...errorResponses(400, 401) },
+  responses: { 200: jsonContent(NumbersList, "Connected numbers, oldest first."), ...errorResponses(400, 401, 429) },
 });
 
 const get = createRoute({
@@ -26,7 +26,7 @@ const get = createRoute({
   summary: "Get one connected number",
   security: bearerSecurity,
   request: { params: z.object({ id: z.string().openapi({ format: "uuid" }) }) },
-  responses: { 200: jsonContent(ChannelNumber, "The number."), ...errorResponses(401, 404) },
+  responses: { 200: jsonContent(ChannelNumber, "The number."), ...errorResponses(401, 404, 429) },
 });
 
 const ContactWindow = z
@@ -47,7 +47,7 @@ const contact = createRoute({
     "ends `failed` with `service_window_closed`.",
   security: bearerSecurity,
   request: { params: z.object({ id: z.string().openapi({ format: "uuid" }), phone: z.string().openapi({ example: "5511999998888" }) }) },
-  responses: { 200: jsonContent(ContactWindow, "The window."), ...errorResponses(400, 401, 404) },
+  responses: { 200: jsonContent(ContactWindow, "The window."), ...errorResponses(400, 401, 404, 429) },
 });
 
 export const channelNumberRoutes = newRouter()

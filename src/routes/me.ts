@@ -21,7 +21,7 @@ const route = createRoute({
   path: "/me",
   summary: "Verify the API key and show its workspace",
   security: bearerSecurity,
-  responses: { 200: jsonContent(Me, "The workspace this key belongs to."), ...errorResponses(401) },
+  responses: { 200: jsonContent(Me, "The workspace this key belongs to."), ...errorResponses(401, 429) },
 });
 
 export const meRoutes = newRouter().openapi(route, async (c) => {

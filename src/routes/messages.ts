@@ -55,7 +55,7 @@ const get = createRoute({
   summary: "Get a message and its delivery status",
   security: bearerSecurity,
   request: { params: z.object({ id: z.string().openapi({ description: "The jobId returned on send.", format: "uuid" }) }) },
-  responses: { 200: jsonContent(Message, "The message record."), ...errorResponses(401, 404) },
+  responses: { 200: jsonContent(Message, "The message record."), ...errorResponses(401, 404, 429) },
 });
 
 function setRateHeaders(c: Context<AppEnv>, rate: RateInfo): void {

@@ -26,7 +26,7 @@ const inject = createRoute({
   security: bearerSecurity,
   middleware: [jsonBody] as const,
   request: { body: { required: true, content: { "application/json": { schema: InjectInbound } } } },
-  responses: { 202: jsonContent(Injected, "Recorded; the event is on its way."), ...errorResponses(400, 401, 403, 404) },
+  responses: { 202: jsonContent(Injected, "Recorded; the event is on its way."), ...errorResponses(400, 401, 403, 404, 429) },
 });
 
 export const sandboxRoutes = newRouter().openapi(inject, async (c) => {

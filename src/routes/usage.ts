@@ -22,7 +22,7 @@ const route = createRoute({
   summary: "Plan usage of the current period",
   description: "Accepted sends this calendar month (UTC) against the plan's quota, and connected numbers against the plan's maximum. Prices are never exposed.",
   security: bearerSecurity,
-  responses: { 200: jsonContent(Usage, "Usage of the current period."), ...errorResponses(401) },
+  responses: { 200: jsonContent(Usage, "Usage of the current period."), ...errorResponses(401, 429) },
 });
 
 export const usageRoutes = newRouter().openapi(route, async (c) => {

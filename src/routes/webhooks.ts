@@ -1,4 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../context";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
 import {
   getEventOfWebhook,
@@ -20,6 +22,8 @@ import { seal } from "../lib/secret-box";
 import { jsonBody } from "../middleware/json-body";
 import { checkWebhookUrl, checkWebhookUrlSyntax, type UrlCheck } from "../webhooks/ssrf";
 import { newWebhookSecret } from "../webhooks/signature";
+import { bucket, scopes } from "../domain/abuse-limits";
+import { enforceLimit } from "../middleware/rate-limit";
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 
@@ -86,7 +90,7 @@ const list = createRoute({
   summary: "List the workspace's webhooks (secrets are never included)",
   security: bearerSecurity,
   request: { query: PaginationQuery },
-  responses: { 200: jsonContent(WebhookList, "Webhooks, oldest first."), ...errorResponses(400, 401) },
+  responses: { 200: jsonContent(WebhookList, "Webhooks, oldest first."), ...errorResponses(400, 401, 429) },
 });
 
 const configure = createRoute({
@@ -102,7 +106,7 @@ const configure = createRoute({
   request: { body: { required: true, content: { "application/json": { schema: ConfigureWebhookRequest } } } },
   responses: {
     201: jsonContent(ConfigureWebhookResponse, "The webhook and its signing secret (shown once)."),
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 
@@ -112,7 +116,7 @@ const deliveries = createRoute({
   summary: "List delivery attempts of a webhook, newest first (extension)",
   security: bearerSecurity,
   request: { params: WebhookParams, query: PaginationQuery },
-  responses: { 200: jsonContent(WebhookDeliveryList, "Attempts, newest first."), ...errorResponses(400, 401, 404) },
+  responses: { 200: jsonContent(WebhookDeliveryList, "Attempts, newest first."), ...errorResponses(400, 401, 404, 429) },
 });
 
 const replay = createRoute({
@@ -123,7 +127,7 @@ const replay = createRoute({
   request: { params: WebhookParams.extend({ eventId: z.string().openapi({ description: "`eventId` from the delivery log." }) }) },
   responses: {
     202: jsonContent(EventAccepted, "Queued for delivery; it is signed again with the current secret."),
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 
@@ -133,7 +137,7 @@ const sendTest = createRoute({
   summary: "Send a signed `webhook.test` event (extension)",
   security: bearerSecurity,
   request: { params: WebhookParams },
-  responses: { 202: jsonContent(EventAccepted, "Queued for delivery."), ...errorResponses(400, 401, 404) },
+  responses: { 202: jsonContent(EventAccepted, "Queued for delivery."), ...errorResponses(400, 401, 404, 429) },
 });
 
 function refuseUrl(check: Extract<UrlCheck, { ok: false }>): ApiError {
@@ -155,6 +159,23 @@ function requireEnabled(webhook: WebhookRow): void {
       details: [{ path: "path.id", rule: "webhook_disabled", message: "Configure the webhook again to re-enable it." }],
     });
   }
+}
+
+/**
+ * Test events and replays make us call a URL of the caller's choosing: limited
+ * per webhook and per workspace (all-or-nothing: a request refused by one limit
+ * spends nothing of the other).
+ */
+async function limitTriggers(c: Context<AppEnv>, webhook: WebhookRow, kind: "webhookTest" | "webhookReplay"): Promise<void> {
+  const perWebhook = bucket(kind, webhook.id);
+  const perWorkspace = bucket("webhookTriggers");
+  await enforceLimit(
+    c,
+    scopes.workspace(webhook.workspace_id),
+    [perWebhook, perWorkspace],
+    `${kind === "webhookTest" ? "test events" : "replays"}: ${perWebhook.limit} per ${perWebhook.periodSeconds} s per webhook, ` +
+      `${perWorkspace.limit} test events and replays per ${perWorkspace.periodSeconds} s per workspace`,
+  );
 }
 
 const toDeliveryView = (row: DeliveryListRow): z.infer<typeof WebhookDelivery> => ({
@@ -219,6 +240,7 @@ export const webhookRoutes = newRouter()
     const row = eventId.length <= 200 ? await getEventOfWebhook(c.env.DB, webhook, eventId) : null;
     if (!row) throw notFound("Event");
     requireEnabled(webhook);
+    await limitTriggers(c, webhook, "webhookReplay");
     const event: WebhookEvent = JSON.parse(row.payload);
     await enqueue(c.env, event);
     return c.json({ eventId: event.id, status: "queued" as const }, 202);
@@ -227,6 +249,7 @@ export const webhookRoutes = newRouter()
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
+    await limitTriggers(c, webhook, "webhookTest");
     const event: WebhookEvent = {
       // The same id format as every other event (`evt_` + 32 hex digits).
       id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
