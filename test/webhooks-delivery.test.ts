@@ -311,6 +311,22 @@ describe("webhook delivery", () => {
     expect((await webhookView(c)).failingSince).not.toBeNull();
   });
 
+  it.each([
+    ["a non-ICANN suffix", "https://orders.default.svc/hook", /ICANN/],
+    ["an internal service port", "https://hooks.acme-shop.com:6379/hook", /Port 6379 \(Redis\)/],
+    ["a cloud-internal address", "https://168.63.129.16/hook", /Azure WireServer/],
+  ])("a URL stored before today's rules with %s is refused at delivery, and nothing is sent", async (_, url, reason) => {
+    const c = await setUp();
+    // As if configured before the rule existed: the row holds the URL as it was accepted then.
+    await env.DB.prepare("UPDATE webhooks SET url = ? WHERE id = ?").bind(url, c.webhookId).run();
+    const run = await deliver(statusEvent(c.tenant));
+    expect(run.retried(0)).toBe(true);
+    expect(net.seen).toEqual([]);
+    const [row] = (await deliveryLog(c)).data;
+    expect(row).toMatchObject({ outcome: "refused", statusCode: null });
+    expect(row!.error).toMatch(reason);
+  });
+
   it("after a replace, events go to the new URL signed with the new secret only", async () => {
     const tenant = await createTenant();
     const old = await configure(tenant);
