@@ -7,6 +7,7 @@ import { log } from "./lib/log";
 import { newRouter } from "./lib/openapi";
 import { requestId } from "./middleware/request-id";
 import { serverTiming } from "./middleware/server-timing";
+import { securityHeaders } from "./middleware/security-headers";
 import { apiKeyAuth } from "./middleware/api-key-auth";
 import { perKeyLimits } from "./middleware/rate-limit";
 import { adminAuth } from "./middleware/admin-auth";
@@ -68,6 +69,7 @@ adminApi.route("/", adminWorkspaceRoutes).route("/", adminApiKeyRoutes).route("/
 
 export const app = new Hono<AppEnv>();
 app.use("*", requestId);
+app.use("*", securityHeaders);
 app.use("*", serverTiming);
 app.route("/api/v1", publicApi);
 app.route("/admin/v1", adminApi);

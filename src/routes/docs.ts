@@ -2,11 +2,12 @@ import { Hono } from "hono";
 import type { AppEnv } from "../context";
 
 // A self-contained reference page: it loads the OpenAPI document and renders
-// it with a few lines of script, so it works without any third-party CDN.
-const PAGE = `<!doctype html>
+// it with a few lines of script, so it works without any third-party CDN. The
+// inline style and script carry the response's CSP nonce (middleware/security-headers.ts).
+const page = (nonce: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Messaging API v1 reference</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
+<style nonce="${nonce}">
 body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1d1d1f}
 h1{font-size:1.6rem}h2{margin-top:2rem;border-top:1px solid #ddd;padding-top:1rem;font-size:1.15rem}
 code,pre{font:13px ui-monospace,monospace;background:#f4f4f6;border-radius:4px}pre{padding:.75rem;overflow:auto}
@@ -16,7 +17,7 @@ code,pre{font:13px ui-monospace,monospace;background:#f4f4f6;border-radius:4px}p
 <p>Base URL: <code>/api/v1</code>. Authenticate with <code>Authorization: Bearer &lt;API key&gt;</code>.
 The machine-readable document is at <a href="/api/v1/openapi.json"><code>/api/v1/openapi.json</code></a> (OpenAPI 3.1).</p>
 <div id="ops">Loading…</div>
-<script>
+<script nonce="${nonce}">
 fetch("/api/v1/openapi.json").then(r => r.json()).then(doc => {
   const esc = s => String(s ?? "").replace(/[&<>]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;"}[c]));
   const out = [];
@@ -33,4 +34,4 @@ fetch("/api/v1/openapi.json").then(r => r.json()).then(doc => {
 });
 </script></body></html>`;
 
-export const docsRoutes = new Hono<AppEnv>().get("/", (c) => c.html(PAGE));
+export const docsRoutes = new Hono<AppEnv>().get("/", (c) => c.html(page(c.get("cspNonce"))));

@@ -20,6 +20,7 @@ import { ApiError, notFound } from "../lib/errors";
 import { isoNow } from "../lib/clock";
 import { seal } from "../lib/secret-box";
 import { jsonBody } from "../middleware/json-body";
+import { noStore } from "../middleware/security-headers";
 import { checkWebhookUrl, checkWebhookUrlSyntax, type UrlCheck } from "../webhooks/ssrf";
 import { newWebhookSecret } from "../webhooks/signature";
 import { bucket, scopes } from "../domain/abuse-limits";
@@ -102,7 +103,8 @@ const configure = createRoute({
     "the previous secret stops being used at once. Replacing also re-enables a disabled webhook. " +
     "The URL is checked against server-side request forgery (and again at every delivery).",
   security: bearerSecurity,
-  middleware: [jsonBody] as const,
+  // The answer carries the signing secret.
+  middleware: [noStore, jsonBody] as const,
   request: { body: { required: true, content: { "application/json": { schema: ConfigureWebhookRequest } } } },
   responses: {
     201: jsonContent(ConfigureWebhookResponse, "The webhook and its signing secret (shown once)."),

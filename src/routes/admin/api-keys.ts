@@ -8,6 +8,7 @@ import { notFound } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
+import { noStore } from "../../middleware/security-headers";
 
 const ApiKey = z
   .object({
@@ -38,7 +39,8 @@ const WorkspaceParam = z.object({ workspaceId: z.string() });
 const create = createRoute({
   method: "post",
   path: "/workspaces/{workspaceId}/api-keys",
-  middleware: [jsonBody] as const,
+  // The answer carries the key.
+  middleware: [noStore, jsonBody] as const,
   request: {
     params: WorkspaceParam,
     body: { required: true, content: { "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) } } },
@@ -80,7 +82,6 @@ export const adminApiKeyRoutes = newRouter()
       revoked_at: null,
     };
     await insertApiKey(c.env.DB, row);
-    c.header("Cache-Control", "no-store");
     return c.json({ ...toView(row), key }, 201);
   })
   .openapi(list, async (c) => {
