@@ -22,6 +22,7 @@ import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
 import { adminApiKeyRoutes } from "./routes/admin/api-keys";
 import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
+import { adminSecretRoutes } from "./routes/admin/secrets";
 import { registerEventDocs } from "./routes/event-docs";
 
 const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
@@ -65,7 +66,11 @@ publicApi
 /** The operator's admin API (`/admin/v1`), behind ADMIN_TOKEN; not part of the public document. */
 const adminApi = newRouter();
 adminApi.use("*", adminAuth);
-adminApi.route("/", adminWorkspaceRoutes).route("/", adminApiKeyRoutes).route("/", adminChannelNumberRoutes);
+adminApi
+  .route("/", adminWorkspaceRoutes)
+  .route("/", adminApiKeyRoutes)
+  .route("/", adminChannelNumberRoutes)
+  .route("/", adminSecretRoutes);
 
 export const app = new Hono<AppEnv>();
 app.use("*", requestId);

@@ -13,7 +13,7 @@ import {
 } from "../db/webhooks";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
-import { open } from "../lib/secret-box";
+import { openWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, type UrlCheck } from "../webhooks/ssrf";
 import { signatureHeaders } from "../webhooks/signature";
 import { categorizeNetworkError, describeNetworkError } from "../webhooks/network-error";
@@ -151,7 +151,11 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
   const secrets = new Map<string, Promise<string>>();
   const secretOf = (w: WebhookRow): Promise<string> => {
     let s = secrets.get(w.id);
-    if (!s) secrets.set(w.id, (s = open(env.CREDENTIALS_ENCRYPTION_KEY, w.sealed_secret)));
+    if (!s) {
+      secrets.set(w.id, (s = openWebhookSecret(env, w)));
+      // An attempt refused before signing never awaits it: its failure must not go unhandled.
+      s.catch(() => undefined);
+    }
     return s;
   };
 

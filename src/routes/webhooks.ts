@@ -6,6 +6,7 @@ import {
   getEventOfWebhook,
   getWebhook,
   listDeliveries,
+  webhookIdOfNumber,
   listWebhooks,
   upsertWebhook,
   type DeliveryListRow,
@@ -18,7 +19,7 @@ import { UUID_PATTERN } from "../domain/job-id";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
 import { ApiError, notFound } from "../lib/errors";
 import { isoNow } from "../lib/clock";
-import { seal } from "../lib/secret-box";
+import { sealWebhookSecret } from "../lib/sealed-secrets";
 import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
 import { checkWebhookUrl, checkWebhookUrlSyntax, type UrlCheck } from "../webhooks/ssrf";
@@ -192,6 +193,30 @@ const toDeliveryView = (row: DeliveryListRow): z.infer<typeof WebhookDelivery> =
   outcome: row.outcome,
 });
 
+/**
+ * Creates or replaces the number's webhook with a new secret sealed for the
+ * webhook's row id. If a concurrent request creates the row between our read of
+ * its id and our write, the id is read again and the secret sealed again.
+ */
+async function storeWebhook(env: Env, w: { workspaceId: string; channelNumberId: string; url: string; secret: string }): Promise<WebhookRow> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const existing = await webhookIdOfNumber(env.DB, w.channelNumberId);
+    if (existing && existing.workspace_id !== w.workspaceId) break;
+    const id = existing?.id ?? crypto.randomUUID();
+    const row = await upsertWebhook(env.DB, {
+      id,
+      workspaceId: w.workspaceId,
+      channelNumberId: w.channelNumberId,
+      // The parser's normal form is what deliveries call.
+      url: w.url,
+      sealedSecret: await sealWebhookSecret(env, id, w.secret),
+      at: isoNow(),
+    });
+    if (row) return row;
+  }
+  throw new Error("webhook upsert kept losing a race, or matched a number of another workspace");
+}
+
 async function enqueue(env: Env, event: WebhookEvent): Promise<void> {
   const message: WebhookQueueMessage = { event };
   await env.WEBHOOK_QUEUE.send(message);
@@ -218,15 +243,7 @@ export const webhookRoutes = newRouter()
     if (!check.ok) throw refuseUrl(check);
 
     const secret = newWebhookSecret();
-    const row = await upsertWebhook(c.env.DB, {
-      id: crypto.randomUUID(),
-      workspaceId,
-      channelNumberId: number.id,
-      // The parser's normal form is what deliveries call.
-      url: check.url.href,
-      sealedSecret: await seal(c.env.CREDENTIALS_ENCRYPTION_KEY, secret),
-      at: isoNow(),
-    });
+    const row = await storeWebhook(c.env, { workspaceId, channelNumberId: number.id, url: check.url.href, secret });
     return c.json({ ...toWebhookView(row), secret }, 201);
   })
   .openapi(deliveries, async (c) => {

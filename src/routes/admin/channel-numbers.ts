@@ -11,7 +11,7 @@ import {
 } from "../../db/channel-numbers";
 import { ApiError, notFound } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
-import { seal } from "../../lib/secret-box";
+import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
 import { jsonBody } from "../../middleware/json-body";
@@ -85,6 +85,7 @@ export const adminChannelNumberRoutes = newRouter()
     if ((await countConnected(c.env.DB, workspaceId)) >= workspace.max_numbers) {
       throw new ApiError("forbidden", `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`);
     }
+    const id = crypto.randomUUID();
     let upstreamId: string | null = null;
     let credentials: string | null = null;
     if (body.upstream.type === "cloud") {
@@ -94,10 +95,10 @@ export const adminChannelNumberRoutes = newRouter()
         });
       }
       upstreamId = body.upstream.phoneNumberId;
-      credentials = await seal(c.env.CREDENTIALS_ENCRYPTION_KEY, JSON.stringify({ accessToken: body.upstream.accessToken }));
+      credentials = await sealUpstreamCredentials(c.env, id, { accessToken: body.upstream.accessToken });
     }
     const row: ChannelNumberRow = {
-      id: crypto.randomUUID(),
+      id,
       workspace_id: workspaceId,
       display_phone_number: body.displayPhoneNumber,
       upstream_type: body.upstream.type,
