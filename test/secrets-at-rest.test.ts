@@ -50,7 +50,8 @@ async function reseal(ring: { CREDENTIALS_ENCRYPTION_KEY: string; CREDENTIALS_EN
   );
   await waitOnExecutionContext(ctx);
   expect(res.status).toBe(200);
-  return json<{ resealed: Record<string, number>; unreadable: { table: string; id: string }[]; remaining: Record<string, number> }>(res);
+  type Counts = { upstreamCredentials: number; webhookSecrets: number };
+  return json<{ resealed: Counts; unreadable: { table: string; id: string }[]; remaining: Counts }>(res);
 }
 
 describe("what D1 holds", () => {
