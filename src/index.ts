@@ -5,6 +5,8 @@ import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/
 import type { WebhookQueueMessage } from "./domain/events";
 import { log } from "./lib/log";
 import { consumeUpstreamEvents } from "./queue/upstream-events";
+import { runScheduledJobs } from "./scheduled/jobs";
+import { now } from "./lib/clock";
 
 export { WorkspaceDurableObject } from "./durable-objects/workspace";
 export { ChannelNumberDurableObject } from "./durable-objects/channel-number";
@@ -12,6 +14,10 @@ export { ThrottleDurableObject } from "./durable-objects/throttle";
 
 export default {
   fetch: app.fetch,
+  // The cron trigger of wrangler.toml: retention jobs, each bounded and isolated from the others.
+  async scheduled(_controller, env, _ctx) {
+    await runScheduledJobs(env, now());
+  },
   async queue(batch, env, _ctx) {
     switch (batch.queue) {
       case "message-copies":
