@@ -23,6 +23,8 @@ export default defineConfig(async () => {
                   UPSTREAM_APP_SECRET: "test-upstream-app-secret",
                   UPSTREAM_VERIFY_TOKEN: "test-verify-token",
                   ALLOW_INSECURE_WEBHOOK_URLS: "false",
+                  // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
+                  DRAIN_SESSION_MS: "0",
                 },
               },
             }),

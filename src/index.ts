@@ -1,15 +1,15 @@
 import { app } from "./app";
-import { consumeMessageCopies } from "./queue/message-copies";
-import type { MessageCopy } from "./domain/message";
-import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
+import type { UsageCountMessage } from "./durable-objects/workspace/workspace";
 import type { WebhookQueueMessage } from "./domain/events";
 import { log } from "./lib/log";
+import { consumeUsageCounts } from "./queue/usage-counts";
+import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
 import { consumeUpstreamEvents } from "./queue/upstream-events";
 import { runScheduledJobs } from "./scheduled/jobs";
 import { now } from "./lib/clock";
 
-export { WorkspaceDurableObject } from "./durable-objects/workspace";
-export { ChannelNumberDurableObject } from "./durable-objects/channel-number";
+export { WorkspaceDurableObject } from "./durable-objects/workspace/workspace";
+export { ChannelNumberDurableObject } from "./durable-objects/channel-number/channel-number";
 export { ThrottleDurableObject } from "./durable-objects/throttle";
 
 export default {
@@ -20,8 +20,8 @@ export default {
   },
   async queue(batch, env, _ctx) {
     switch (batch.queue) {
-      case "message-copies":
-        return consumeMessageCopies(batch as MessageBatch<MessageCopy>, env);
+      case "usage-counts":
+        return consumeUsageCounts(batch as MessageBatch<UsageCountMessage>, env);
       case "webhook-deliveries":
         return consumeWebhookDeliveries(batch as MessageBatch<WebhookQueueMessage>, env);
       case "webhook-deliveries-dlq":

@@ -1,10 +1,11 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { ABUSE_LIMITS, bucket, scopes } from "../src/domain/abuse-limits";
 import { KEY_CACHE_MAX_ENTRIES, cachedPrincipal, rememberPrincipal } from "../src/domain/key-cache";
 import { takeToken } from "../src/lib/throttle";
+import { workspaceStub } from "../src/durable-objects/stubs";
 import { BASE, api, expectError, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
@@ -82,6 +83,9 @@ describe("webhook test events and replays", () => {
     expect(net.unhandled).toEqual([]);
   });
 
+  /** The workspace object publishes recorded events from its alarm; with the clock held far ahead, the test runs it. */
+  const publish = (workspaceId: string) => runDurableObjectAlarm(workspaceStub(env, workspaceId));
+
   async function webhookOf(t: Awaited<ReturnType<typeof createTenant>>, host: string) {
     net.dns.set(host, ["93.184.216.34"]);
     net.receivers.set(`https://${host}/hook`, answers(204));
@@ -105,11 +109,13 @@ describe("webhook test events and replays", () => {
     expect(err.error.message).toMatch(/test events/);
     expect(refused.headers.get("Retry-After")).toBe(String((ABUSE_LIMITS.webhookTest.periodSeconds) / limit));
     // Exactly `limit` events reach the receiver: the refused call queued nothing.
+    await publish(t.workspaceId);
     await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries?limit=100`, t.key))).data).toHaveLength(limit), { timeout: 15_000, interval: 100 });
     expect(net.seen).toHaveLength(limit);
 
     advance((ABUSE_LIMITS.webhookTest.periodSeconds * 1000) / limit);
     expect((await api(`/webhooks/${id}/test`, t.key, { method: "POST" })).status).toBe(202);
+    await publish(t.workspaceId);
     await vi.waitFor(() => expect(net.seen).toHaveLength(limit + 1), { timeout: 15_000, interval: 100 });
   });
 
@@ -124,6 +130,7 @@ describe("webhook test events and replays", () => {
     // The per-webhook bucket is still full: the refused call took nothing from it.
     const admitted = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
     expect(admitted.status).toBe(202);
+    await publish(t.workspaceId);
     await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1), { timeout: 15_000, interval: 100 });
   });
 
@@ -131,6 +138,7 @@ describe("webhook test events and replays", () => {
     const t = await createTenant();
     const id = await webhookOf(t, `r-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
     const sent = await json<{ eventId: string }>(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }));
+    await publish(t.workspaceId);
     await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1), { timeout: 15_000, interval: 100 });
     await takeToken(env, scopes.workspace(t.workspaceId), [bucket("webhookReplay", id)], ABUSE_LIMITS.webhookReplay.limit);
     const refused = await api(`/webhooks/${id}/deliveries/${sent.eventId}/replay`, t.key, { method: "POST" });

@@ -1,7 +1,9 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { app } from "../src/app";
 import { KEY_CACHE_TTL_MS } from "../src/domain/key-cache";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { admin, api, call, expectError, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
@@ -66,15 +68,25 @@ describe("webhook replay while the webhook is disabled", () => {
 });
 
 describe("another workspace's message", () => {
-  it("answers 404 like an unknown id, also once its D1 copy exists", async () => {
+  // The issue this guards: a lookup that falls back to a store outside the workspace's own object
+  // (once, the D1 copy of messages) without the workspace in its key. Messages no longer have a D1
+  // copy; the test waits until everything a send leaves behind exists (the message is settled and
+  // its daily count has reached D1) before asking for it from another workspace.
+  it("answers 404 like an unknown id, also once the message's traces outside its object exist (controlled clock)", async () => {
+    let clock = Date.UTC(2046, 0, 1);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(clock);
     const a = await createTenant();
     const b = await createTenant();
     const res = await send(a.key, crypto.randomUUID(), textMessage(a.numberId, "private"));
     expect(res.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(res);
-    // The copy reaches D1 through the message-copies queue: wait for it.
+    // The number sends it; a minute later the workspace ships its daily count to D1.
+    await runDurableObjectAlarm(channelNumberStub(env, a.numberId));
+    vi.setSystemTime((clock += 61_000));
+    await runDurableObjectAlarm(workspaceStub(env, a.workspaceId));
     await vi.waitFor(
-      async () => expect(await env.DB.prepare("SELECT workspace_id FROM messages WHERE id = ?").bind(jobId).first()).toEqual({ workspace_id: a.workspaceId }),
+      async () => expect(await env.DB.prepare("SELECT SUM(accepted) AS n FROM usage_daily WHERE workspace_id = ?").bind(a.workspaceId).first()).toEqual({ n: 1 }),
       { timeout: 15_000, interval: 100 },
     );
     expect((await api(`/messages/${jobId}`, a.key)).status).toBe(200);

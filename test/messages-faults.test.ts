@@ -1,39 +1,70 @@
-import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import worker from "../src/index";
-import { api, expectError, json } from "./helpers/http";
-import { createTenant } from "./helpers/fixtures";
-import { send, textMessage, usedMessages } from "./helpers/send";
+import { admin, api, expectError, json } from "./helpers/http";
+import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
+import { holdObject, settleIo } from "./helpers/objects";
+import { jobIdFor, send, textMessage, usedMessages } from "./helpers/send";
+import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { deriveJobId } from "../src/domain/job-id";
-import type { MessageCopy } from "../src/domain/message";
+import { ORPHAN_GRACE_MS, PACE_WINDOW_MS, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
 
 let clock = Date.UTC(2035, 5, 1, 8);
+const setClock = (ms: number) => {
+  clock = ms;
+  vi.setSystemTime(clock);
+};
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 3_600_000;
-  vi.setSystemTime(clock);
+  setClock(clock + 3 * 24 * 3_600_000);
 });
-afterEach(() => vi.useRealTimers());
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
 
-const d1Copy = (id: string) => env.DB.prepare("SELECT id, status, version FROM messages WHERE id = ?").bind(id).first();
+async function cloudTenant(opts: { monthlyMessageQuota?: number } = {}) {
+  const workspaceId = await createWorkspace({ plan: "pro", ...opts });
+  const { key } = await createKey(workspaceId);
+  const number = await connectCloudNumber(workspaceId);
+  return { workspaceId, key, ...number };
+}
+
+/** Runs a number's alarm until it has nothing due, moving the clock past each pace window and retry. */
+async function drainAll(numberId: string, rounds = 20): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    await runDurableObjectAlarm(channelNumberStub(env, numberId));
+    setClock(clock + PACE_WINDOW_MS);
+  }
+}
+
+/** What a send that died between its hand-off and its commit leaves behind: an entry the workspace never recorded. */
+async function handOffOnly(t: { workspaceId: string }, numberId: string, key: string, body = "Hello", to = "5511999998888") {
+  const jobId = await jobIdFor(t.workspaceId, key, textMessage(numberId, body, to), clock);
+  const handed = await channelNumberStub(env, numberId).admit({ jobId, workspaceId: t.workspaceId, channelNumberId: numberId, to, body, acceptedAt: clock });
+  expect(handed.ok).toBe(true);
+  return jobId;
+}
+
+const breakTable = (stub: DurableObjectStub, table: string) =>
+  runInDurableObject(stub, (_, state) => {
+    state.storage.sql.exec(`ALTER TABLE ${table} RENAME TO ${table}_unavailable`);
+  });
+const repairTable = (stub: DurableObjectStub, table: string) =>
+  runInDurableObject(stub, (_, state) => {
+    state.storage.sql.exec(`ALTER TABLE ${table}_unavailable RENAME TO ${table}`);
+  });
 
 describe("faults between the steps of a send", () => {
   it("the outbox hand-off fails after the workspace admitted: 500, key unbound, the retry makes exactly one message", async () => {
     const t = await createTenant();
     const number = channelNumberStub(env, t.numberId);
-    await runInDurableObject(number, (_, state) => {
-      state.storage.sql.exec("ALTER TABLE outbox RENAME TO outbox_unavailable");
-    });
-
+    await breakTable(number, "outbox");
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
     await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
     expect(await usedMessages(t.key)).toBe(0);
 
-    await runInDurableObject(number, (_, state) => {
-      state.storage.sql.exec("ALTER TABLE outbox_unavailable RENAME TO outbox");
-    });
+    await repairTable(number, "outbox");
     const retry = await send(t.key, "fragile", textMessage(t.numberId));
     expect(retry.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(retry);
@@ -44,17 +75,7 @@ describe("faults between the steps of a send", () => {
   it("the workspace object dies after the hand-off and before recording: the retry converges on the same single message", async () => {
     const t = await createTenant();
     const number = channelNumberStub(env, t.numberId);
-    const jobId = await deriveJobId(env.JOB_ID_SECRET, t.workspaceId, "crashy");
-    // What the workspace object had done when it died: the outbox already holds the entry.
-    const handedOff = await number.admit({
-      jobId,
-      workspaceId: t.workspaceId,
-      channelNumberId: t.numberId,
-      to: "5511999998888",
-      body: "Hello",
-      acceptedAt: clock,
-    });
-    expect(handedOff.ok).toBe(true);
+    const jobId = await handOffOnly(t, t.numberId, "crashy");
     await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
 
     const retry = await send(t.key, "crashy", textMessage(t.numberId));
@@ -80,63 +101,115 @@ describe("faults between the steps of a send", () => {
   });
 });
 
-describe("the D1 copy of message records", () => {
-  it("is written off the request path and reaches D1 through the copies queue", async () => {
-    const t = await createTenant();
-    const { jobId } = await json<{ jobId: string }>(await send(t.key, "copy-me", textMessage(t.numberId)));
-    expect(await d1Copy(jobId)).toBeNull(); // nothing written on the request path
+describe("a retry after a failed commit sends the payload the customer sees, once", () => {
+  it("the commit fails after the hand-off: a retry with another payload gets its own message, and the operator receives that text only", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
+    const workspace = workspaceStub(env, t.workspaceId);
+    await breakTable(workspace, "messages");
+    await expectError(await send(t.key, "k1", textMessage(t.numberId, "first text")), 500, "internal_error");
+    await repairTable(workspace, "messages");
 
-    vi.useRealTimers();
-    expect(await runDurableObjectAlarm(workspaceStub(env, t.workspaceId))).toBe(true);
-    await vi.waitFor(async () => expect(await d1Copy(jobId)).toMatchObject({ status: "queued", version: 1 }), { timeout: 5_000 });
+    // The failed commit gave its window slot back: two sends in the same second still fit.
+    const retry = await send(t.key, "k1", textMessage(t.numberId, "second text"));
+    expect(retry.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(retry);
+    expect((await send(t.key, "k2", textMessage(t.numberId, "other"))).status).toBe(201);
+
+    await drainAll(t.numberId);
+    expect(calls.filter((c) => c.body.biz_opaque_callback_data === jobId).map((c) => c.body.text.body)).toEqual(["second text"]);
+    expect(calls.some((c) => c.body.text.body === "first text")).toBe(false);
+    expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({ text: { body: "second text" }, status: "sent" });
   });
 
-  it("a failed batch is retried whole and loses nothing; an older version never overwrites a newer one", async () => {
-    const copy = (version: number, status: MessageCopy["status"]): MessageCopy => ({
-      id: crypto.randomUUID(),
-      workspaceId: crypto.randomUUID(),
-      channelNumberId: crypto.randomUUID(),
-      to: "5511999998888",
-      type: "text",
-      body: "hi",
-      status,
-      upstreamMessageId: null,
-      errorCode: null,
-      errorMessage: null,
-      createdAt: new Date(clock).toISOString(),
-      updatedAt: new Date(clock).toISOString(),
-      deliveredAt: null,
-      readAt: null,
-      version,
-    });
-    const a = copy(2, "sent");
-    const b = copy(1, "queued");
-    const messages = [a, b].map((body, i) => ({ id: `m${i}`, timestamp: new Date(clock), attempts: 1, body }));
+  it("an entry left by a failed commit is never revived by a retry with another payload: it is dropped, never sent", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
+    const orphan = await handOffOnly(t, t.numberId, "k", "old text");
+    await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
 
-    await env.DB.exec("ALTER TABLE messages RENAME TO messages_unavailable");
-    try {
-      const batch = createMessageBatch("message-copies", messages);
-      const ctx = createExecutionContext();
-      await worker.queue(batch, env, ctx);
-      const result = await getQueueResult(batch, ctx);
-      expect(result.retryBatch.retry).toBe(true);
-      expect(result.ackAll).toBe(false);
-    } finally {
-      await env.DB.exec("ALTER TABLE messages_unavailable RENAME TO messages");
-    }
+    const retry = await send(t.key, "k", textMessage(t.numberId, "new text"));
+    expect(retry.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(retry);
+    expect(jobId).not.toBe(orphan);
 
-    const again = createMessageBatch("message-copies", messages);
-    const ctx = createExecutionContext();
-    await worker.queue(again, env, ctx);
-    expect((await getQueueResult(again, ctx)).ackAll).toBe(true);
-    expect(await d1Copy(a.id)).toMatchObject({ status: "sent", version: 2 });
-    expect(await d1Copy(b.id)).toMatchObject({ status: "queued", version: 1 });
+    setClock(clock + UNCONFIRMED_WAIT_MS + 1);
+    await drainAll(t.numberId);
+    setClock(clock + ORPHAN_GRACE_MS);
+    await drainAll(t.numberId, 3);
+    expect(calls.map((c) => [c.body.biz_opaque_callback_data, c.body.text.body])).toEqual([[jobId, "new text"]]);
+    const outbox = await channelNumberStub(env, t.numberId).outbox();
+    expect(outbox.find((e) => e.jobId === orphan)?.state).toBe("dropped");
+    expect(outbox.find((e) => e.jobId === jobId)?.state).toBe("sent");
+  });
 
-    // A late, older copy of `a` changes nothing.
-    const late = createMessageBatch("message-copies", [{ id: "late", timestamp: new Date(clock), attempts: 1, body: { ...a, version: 1, status: "queued" as const } }]);
-    const ctx2 = createExecutionContext();
-    await worker.queue(late, env, ctx2);
-    await getQueueResult(late, ctx2);
-    expect(await d1Copy(a.id)).toMatchObject({ status: "sent", version: 2 });
+  it("retried on another number, only that number sends: one jobId reaches the operator at most once", async () => {
+    const t = await cloudTenant();
+    const other = await connectCloudNumber(t.workspaceId);
+    const calls = mockOperator((c) => accepted(`wamid.${c.url}.${c.body.text.body}`));
+    const orphan = await handOffOnly(t, t.numberId, "k", "Hello");
+    await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
+
+    const retry = await send(t.key, "k", textMessage(other.numberId, "Hello"));
+    expect(retry.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(retry);
+    expect(jobId).not.toBe(orphan);
+
+    setClock(clock + UNCONFIRMED_WAIT_MS + 1);
+    await drainAll(t.numberId);
+    await drainAll(other.numberId);
+    setClock(clock + ORPHAN_GRACE_MS);
+    await drainAll(t.numberId, 3);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.url).toContain(other.phoneNumberId);
+    expect(calls[0]!.body.biz_opaque_callback_data).toBe(jobId);
+  });
+
+  it("a key reused after its 24 hours never revives an entry its first use left behind", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const orphan = await handOffOnly(t, t.numberId, "daily-key", "Same text");
+    setClock(clock + UNCONFIRMED_WAIT_MS + 1);
+    await drainAll(t.numberId);
+    setClock(clock + ORPHAN_GRACE_MS);
+    await drainAll(t.numberId, 2);
+    expect((await channelNumberStub(env, t.numberId).outbox())[0]).toMatchObject({ jobId: orphan, state: "dropped" });
+
+    setClock(clock + 24 * 3_600_000 + 1);
+    const later = await send(t.key, "daily-key", textMessage(t.numberId, "Same text"));
+    expect(later.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(later);
+    expect(jobId).not.toBe(orphan);
+    await drainAll(t.numberId);
+    expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual([jobId]);
+    expect((await channelNumberStub(env, t.numberId).outbox()).find((e) => e.jobId === orphan)?.state).toBe("dropped");
+  });
+
+  it("an entry already in the outbox under a jobId with another payload is refused, never overwritten or sent", async () => {
+    const t = await createTenant();
+    const number = channelNumberStub(env, t.numberId);
+    const jobId = await handOffOnly(t, t.numberId, "k", "one");
+    const clash = await number.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "two", acceptedAt: clock });
+    expect(clash).toEqual({ ok: false, reason: "conflict" });
+    expect((await number.outbox()).map((e) => e.jobId)).toEqual([jobId]);
+  });
+});
+
+describe("a refusal is only caused by capacity actually used", () => {
+  it("a send its number refuses does not hold the last quota slot against a concurrent send to another number", async () => {
+    const t = await createTenant({ monthlyMessageQuota: 3 });
+    const second = await connectSandboxNumber(t.workspaceId, "15550002222");
+    expect((await send(t.key, "u1", textMessage(t.numberId))).status).toBe(201);
+    expect((await send(t.key, "u2", textMessage(t.numberId))).status).toBe(201);
+
+    const gate = await holdObject(channelNumberStub(env, t.numberId));
+    const refusedByNumber = send(t.key, "a", textMessage(t.numberId));
+    await settleIo();
+    const other = send(t.key, "b", textMessage(second));
+    await settleIo();
+    await gate.release();
+    await expectError(await refusedByNumber, 429, "rate_limit_exceeded");
+    expect((await other).status).toBe(201);
+    expect(await usedMessages(t.key)).toBe(3);
   });
 });

@@ -52,9 +52,13 @@ describe("idempotent sending", () => {
 
   it("answers 409 idempotency_conflict for the same key with another payload", async () => {
     const t = await createTenant();
-    expect((await send(t.key, "k", textMessage(t.numberId, "one"))).status).toBe(201);
+    const first = await send(t.key, "k", textMessage(t.numberId, "one"));
+    expect(first.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(first);
     advance(1_000);
-    await expectError(await send(t.key, "k", textMessage(t.numberId, "two")), 409, "idempotency_conflict");
+    const conflict = await expectError(await send(t.key, "k", textMessage(t.numberId, "two")), 409, "idempotency_conflict");
+    // The original jobId is in the details, so a client can look the first send up.
+    expect(conflict.error.details).toEqual([expect.objectContaining({ path: "header.idempotency-key", jobId })]);
     await expectError(await send(t.key, "k", textMessage(t.numberId, "one", "5511000000000")), 409, "idempotency_conflict");
   });
 
@@ -135,6 +139,7 @@ describe("GET /messages/{id}", () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
       id: jobId,
+      direction: "outbound",
       channelNumberId: t.numberId,
       to: "5511999998888",
       type: "text",
@@ -142,6 +147,7 @@ describe("GET /messages/{id}", () => {
       status: "queued",
       upstreamMessageId: null,
       error: null,
+      outcomeUnknownSince: null,
       createdAt: new Date(clock).toISOString(),
       updatedAt: new Date(clock).toISOString(),
       processingAt: null,

@@ -1,10 +1,11 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { holdObject, settleIo } from "./helpers/objects";
 
 let clock = Date.UTC(2033, 2, 3, 9);
 const setClock = (ms: number) => {
@@ -61,10 +62,10 @@ describe("per-number limit: 2 per second", () => {
     expect((await send(t.key, "n2", textMessage(t.numberId))).status).toBe(201);
     for (let i = 0; i < 5; i++) await expectError(await send(t.key, `n-over-${i}`, textMessage(t.numberId)), 429, "rate_limit_exceeded");
 
-    const workspaceWindow = await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
-      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM send_times").one().n,
-    );
-    expect(workspaceWindow).toBe(2);
+    expect((await workspaceStub(env, t.workspaceId).admissionState()).windowUsed).toBe(2);
+    // Also after a restart, when the window is rebuilt from the records.
+    await evictDurableObject(workspaceStub(env, t.workspaceId));
+    expect((await workspaceStub(env, t.workspaceId).admissionState()).windowUsed).toBe(2);
     expect(await usedMessages(t.key)).toBe(2);
   });
 
@@ -91,31 +92,50 @@ describe("per-workspace limit: 1200 per minute", () => {
 
     const t0 = clock;
     let accepted = 0;
-    // 99 numbers x 2 per second: 1200 sends take a little over 6 seconds.
-    for (let second = 0; accepted < 1200; second++) {
+    // 99 numbers x 2 per second: 1199 sends take a little over 6 seconds.
+    const filledNumbers: string[] = [];
+    for (let second = 0; accepted < 1199; second++) {
       setClock(t0 + second * 1_000);
-      const batch = [];
-      for (const n of numbers) for (let j = 0; j < 2 && accepted + batch.length < 1200; j++) batch.push(n);
+      const batch: string[] = [];
+      for (const n of numbers) for (let j = 0; j < 2 && accepted + batch.length < 1199; j++) batch.push(n);
       const results = await Promise.all(batch.map((n) => send(key, crypto.randomUUID(), textMessage(n))));
       expect(results.map((r) => r.status).every((s) => s === 201)).toBe(true);
       accepted += batch.length;
+      filledNumbers.splice(0, filledNumbers.length, ...batch);
     }
     const lastSecond = clock;
 
+    // 1,199 used. A send to a number whose own window is full waits at that number while
+    // another send arrives for the last slot: the refused one must not take it.
+    const full = filledNumbers[0]!;
+    const gate = await holdObject(channelNumberStub(env, full));
+    const refusedByNumber = send(key, "to-full-number", textMessage(full));
+    await settleIo();
+    const last = send(key, "last-slot", textMessage(spare));
+    await settleIo();
+    await gate.release();
+    await expectError(await refusedByNumber, 429, "rate_limit_exceeded");
+    expect((await last).status).toBe(201);
+    accepted++;
+
     // The 1201st, on a number with a free window, is refused by the workspace limit.
     setClock(lastSecond + 1_000);
-    const refused = await send(key, "over", textMessage(spare));
+    const fresh = numbers[numbers.length - 1]!;
+    const refused = await send(key, "over", textMessage(fresh));
     expect(refused.headers.get("Retry-After")).toBe(String(Math.ceil((t0 + 60_000 - clock) / 1000)));
     const err = await expectError(refused, 429, "rate_limit_exceeded");
     expect(err.error.message).toMatch(/1200 messages per minute/);
 
+    // Retry-After is the whole number of seconds rounded up: 1.5 s left is 2.
+    setClock(t0 + 58_500);
+    expect((await send(key, "over", textMessage(fresh))).headers.get("Retry-After")).toBe("2");
     // Just before the first second's sends leave the window: still refused.
     setClock(t0 + 59_999);
-    await expectError(await send(key, "over", textMessage(spare)), 429, "rate_limit_exceeded");
-    // As soon as they leave, the spare number has both of its slots: the refusals took none.
+    await expectError(await send(key, "over", textMessage(fresh)), 429, "rate_limit_exceeded");
+    // As soon as they leave, the number has both of its slots: the refusals took none.
     setClock(t0 + 60_000);
-    expect((await send(key, "over", textMessage(spare))).status).toBe(201);
-    expect((await send(key, "over-2", textMessage(spare))).status).toBe(201);
+    expect((await send(key, "over", textMessage(fresh))).status).toBe(201);
+    expect((await send(key, "over-2", textMessage(fresh))).status).toBe(201);
     expect(await usedMessages(key)).toBe(1202);
   }, 120_000);
 });

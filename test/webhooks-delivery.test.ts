@@ -7,6 +7,7 @@ import type { WebhookEvent, WebhookQueueMessage } from "../src/domain/events";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
 import { answers, hangs, mockNetwork, type Network, type Seen } from "./helpers/webhook-net";
+import { deliveryState, publishedEvent } from "./helpers/events";
 
 const SCHEDULE = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
 const HOUR = 3_600_000;
@@ -50,9 +51,11 @@ async function setUp(): Promise<Configured> {
   return configure(await createTenant());
 }
 
-function statusEvent(tenant: Tenant, numberId = tenant.numberId): WebhookEvent {
+/** A `message.status` event as its workspace logged and published it. */
+async function statusEvent(tenant: Tenant, numberId = tenant.numberId): Promise<WebhookEvent> {
   const at = new Date().toISOString();
-  return {
+  lastWorkspace = tenant.workspaceId;
+  return publishedEvent({
     id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
     type: "message.status",
     workspaceId: tenant.workspaceId,
@@ -70,7 +73,7 @@ function statusEvent(tenant: Tenant, numberId = tenant.numberId): WebhookEvent {
       readAt: null,
       updatedAt: at,
     },
-  };
+  });
 }
 
 /**
@@ -116,8 +119,9 @@ async function deliveryLog(c: Configured, query = ""): Promise<{ data: DeliveryV
   return json(res);
 }
 
-const eventState = async (id: string) =>
-  (await env.DB.prepare("SELECT state FROM webhook_events WHERE id = ?").bind(id).first<{ state: string }>())?.state;
+let lastWorkspace = "";
+/** The event's delivery state in its workspace's log. */
+const eventState = async (id: string, workspaceId = lastWorkspace) => deliveryState(workspaceId, id);
 
 async function webhookView(c: Configured) {
   const list = await json<{ data: { id: string; status: string; failingSince: string | null; disabledAt: string | null }[] }>(
@@ -140,7 +144,7 @@ describe("webhook delivery", () => {
   it("a 200 is one signed delivery that a Standard Webhooks library verifies", async () => {
     const c = await setUp();
     net.receivers.set(c.url, answers(200));
-    const event = statusEvent(c.tenant);
+    const event = await statusEvent(c.tenant);
 
     const run = await deliver(event);
     expect(run.acked(0)).toBe(true);
@@ -168,12 +172,12 @@ describe("webhook delivery", () => {
     freezeClock(start);
     const c = await setUp();
     net.receivers.set(c.url, answers(500, 500, 200));
-    const event = statusEvent(c.tenant);
+    const event = await statusEvent(c.tenant);
 
     const first = await deliver(event, 1);
     expect(first.retried(0)).toBe(true);
     expect(first.delayOf(0)).toBe(0);
-    expect(await eventState(event.id)).toBe("pending");
+    expect(await eventState(event.id)).toBe("retrying");
 
     vi.setSystemTime(start + 1_000);
     const second = await deliver(event, 2);
@@ -207,7 +211,7 @@ describe("webhook delivery", () => {
   it("a receiver that never answers times out (WEBHOOK_TIMEOUT_MS) and is retried", async () => {
     const c = await setUp();
     net.receivers.set(c.url, hangs);
-    const event = statusEvent(c.tenant);
+    const event = await statusEvent(c.tenant);
 
     const started = performance.now();
     const run = await deliver(event, 1, { ...env, WEBHOOK_TIMEOUT_MS: "50" });
@@ -230,7 +234,7 @@ describe("webhook delivery", () => {
     net.receivers.set(c.url, () => {
       throw error;
     });
-    const run = await deliver(statusEvent(c.tenant));
+    const run = await deliver(await statusEvent(c.tenant));
     expect(run.retried(0)).toBe(true);
     const [row] = (await deliveryLog(c)).data;
     expect(row).toMatchObject({ outcome: "failed", statusCode: null });
@@ -242,7 +246,7 @@ describe("webhook delivery", () => {
   it("a 301 to the metadata address is a failure and the redirect is not followed", async () => {
     const c = await setUp();
     net.receivers.set(c.url, () => new Response(null, { status: 301, headers: { location: "http://169.254.169.254/latest/meta-data/" } }));
-    const event = statusEvent(c.tenant);
+    const event = await statusEvent(c.tenant);
 
     const run = await deliver(event);
     expect(run.retried(0)).toBe(true);
@@ -260,7 +264,7 @@ describe("webhook delivery", () => {
     freezeClock(start);
     const c = await setUp();
     net.receivers.set(c.url, answers(500));
-    const event = statusEvent(c.tenant);
+    const event = await statusEvent(c.tenant);
 
     const delays: (number | undefined)[] = [];
     let at = start;
@@ -277,7 +281,7 @@ describe("webhook delivery", () => {
     expect(delays[8]).toBeDefined();
     expect(net.seen).toHaveLength(9);
     expect(new Set(net.seen.map((s) => s.headers["webhook-id"]))).toEqual(new Set([event.id]));
-    expect(await eventState(event.id)).toBe("pending");
+    expect(await eventState(event.id)).toBe("retrying");
 
     vi.setSystemTime(at);
     const dead = await runQueue("webhook-deliveries-dlq", [{ event }]);
@@ -298,7 +302,7 @@ describe("webhook delivery", () => {
     const host = new URL(c.url).hostname;
     net.receivers.set(c.url, answers(200));
     net.dns.set(host, [PUBLIC_V4, "192.168.1.20"]);
-    const event = statusEvent(c.tenant);
+    const event = await statusEvent(c.tenant);
 
     const run = await deliver(event);
     expect(run.retried(0)).toBe(true);
@@ -319,7 +323,7 @@ describe("webhook delivery", () => {
     const c = await setUp();
     // As if configured before the rule existed: the row holds the URL as it was accepted then.
     await env.DB.prepare("UPDATE webhooks SET url = ? WHERE id = ?").bind(url, c.webhookId).run();
-    const run = await deliver(statusEvent(c.tenant));
+    const run = await deliver(await statusEvent(c.tenant));
     expect(run.retried(0)).toBe(true);
     expect(net.seen).toEqual([]);
     const [row] = (await deliveryLog(c)).data;
@@ -334,7 +338,7 @@ describe("webhook delivery", () => {
     expect(replaced.webhookId).toBe(old.webhookId);
     net.receivers.set(old.url, answers(200));
     net.receivers.set(replaced.url, answers(200));
-    const event = statusEvent(tenant);
+    const event = await statusEvent(tenant);
 
     await deliver(event);
     expect(net.seen.map((s) => s.url)).toEqual([replaced.url]);
@@ -344,20 +348,20 @@ describe("webhook delivery", () => {
 
   it("an event for a number without a webhook is acked and kept as no_webhook", async () => {
     const tenant = await createTenant();
-    const event = statusEvent(tenant);
+    const event = await statusEvent(tenant);
     const run = await deliver(event);
     expect(run.acked(0)).toBe(true);
     expect(net.seen).toEqual([]);
     expect(await eventState(event.id)).toBe("no_webhook");
   });
 
-  it("a mixed batch is handled message by message and recorded with one D1 batch", async () => {
+  it("a mixed batch is handled message by message; D1 is written once, for the one webhook whose health changed", async () => {
     const ok = await setUp();
     const failing = await setUp();
     const bare = await createTenant();
     net.receivers.set(ok.url, answers(200));
     net.receivers.set(failing.url, answers(503));
-    const events = [statusEvent(ok.tenant), statusEvent(failing.tenant), statusEvent(bare)];
+    const events = [await statusEvent(ok.tenant), await statusEvent(failing.tenant), await statusEvent(bare)];
 
     const batchSpy = vi.spyOn(env.DB, "batch");
     try {
@@ -370,7 +374,7 @@ describe("webhook delivery", () => {
     } finally {
       batchSpy.mockRestore();
     }
-    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["delivered", "pending", "no_webhook"]);
+    expect(await Promise.all(events.map((e) => eventState(e.id, e.workspaceId)))).toEqual(["delivered", "retrying", "no_webhook"]);
   });
 
   it("one number's events go out one at a time, in queue order", async () => {
@@ -383,7 +387,7 @@ describe("webhook delivery", () => {
       inFlight--;
       return new Response(null, { status: 200 });
     });
-    const events = [statusEvent(c.tenant), statusEvent(c.tenant), statusEvent(c.tenant)];
+    const events = [await statusEvent(c.tenant), await statusEvent(c.tenant), await statusEvent(c.tenant)];
 
     const run = await runQueue("webhook-deliveries", events.map((event) => ({ event })));
     expect([0, 1, 2].map(run.acked)).toEqual([true, true, true]);
@@ -396,7 +400,7 @@ describe("webhook delivery", () => {
     const intruder = await createTenant();
     net.receivers.set(c.url, answers(200));
     // A producer bug: the event claims this number but another workspace.
-    const event = { ...statusEvent(c.tenant), workspaceId: intruder.workspaceId };
+    const event = await publishedEvent({ ...(await statusEvent(c.tenant)), id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, workspaceId: intruder.workspaceId });
     const run = await deliver(event);
     expect(run.acked(0)).toBe(true);
     expect(net.seen).toEqual([]);
@@ -410,16 +414,16 @@ describe("disabling a webhook that keeps failing", () => {
     const c = await setUp();
     net.receivers.set(c.url, answers(500));
 
-    await deliver(statusEvent(c.tenant));
+    await deliver(await statusEvent(c.tenant));
     expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: new Date(t0).toISOString(), disabledAt: null });
 
     vi.setSystemTime(t0 + 72 * HOUR);
-    await deliver(statusEvent(c.tenant));
+    await deliver(await statusEvent(c.tenant));
     expect((await webhookView(c)).status).toBe("enabled");
 
     const disabledAt = t0 + 72 * HOUR + 1;
     vi.setSystemTime(disabledAt);
-    await deliver(statusEvent(c.tenant));
+    await deliver(await statusEvent(c.tenant));
     expect(await webhookView(c)).toMatchObject({
       status: "disabled",
       failingSince: new Date(t0).toISOString(),
@@ -427,7 +431,7 @@ describe("disabling a webhook that keeps failing", () => {
     });
 
     vi.setSystemTime(disabledAt + HOUR);
-    const later = statusEvent(c.tenant);
+    const later = await statusEvent(c.tenant);
     const run = await deliver(later);
     expect(run.acked(0)).toBe(true);
     expect(net.seen).toHaveLength(3);
@@ -449,13 +453,13 @@ describe("disabling a webhook that keeps failing", () => {
     const c = await setUp();
     net.receivers.set(c.url, answers(500, 200, 500));
 
-    await deliver(statusEvent(c.tenant));
+    await deliver(await statusEvent(c.tenant));
     vi.setSystemTime(t0 + 48 * HOUR);
-    await deliver(statusEvent(c.tenant));
+    await deliver(await statusEvent(c.tenant));
     expect((await webhookView(c)).failingSince).toBeNull();
 
     vi.setSystemTime(t0 + 80 * HOUR);
-    await deliver(statusEvent(c.tenant));
+    await deliver(await statusEvent(c.tenant));
     expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: new Date(t0 + 80 * HOUR).toISOString() });
   });
 });
@@ -466,8 +470,8 @@ describe("delivery log, replay and test events", () => {
     freezeClock(start);
     const c = await setUp();
     net.receivers.set(c.url, answers(500, 500, 200, 404, 200));
-    const a = statusEvent(c.tenant);
-    const b = statusEvent(c.tenant);
+    const a = await statusEvent(c.tenant);
+    const b = await statusEvent(c.tenant);
     const steps: [WebhookEvent, number][] = [[a, 1], [a, 2], [a, 3], [b, 1], [b, 2]];
     for (const [i, [event, attempts]] of steps.entries()) {
       vi.setSystemTime(start + i * 60_000);
@@ -500,7 +504,7 @@ describe("delivery log, replay and test events", () => {
   it("replay re-delivers the stored event through the queue with the same webhook-id", async () => {
     const c = await setUp();
     net.receivers.set(c.url, answers(200));
-    const event = statusEvent(c.tenant);
+    const event = await statusEvent(c.tenant);
     await deliver(event);
     expect(net.seen).toHaveLength(1);
 
@@ -545,7 +549,7 @@ describe("delivery log, replay and test events", () => {
     const first = await configure(tenant);
     const second = await configure(tenant, await connectSandboxNumber(tenant.workspaceId, "15550003001"));
     net.receivers.set(first.url, answers(200));
-    await deliver(statusEvent(tenant));
+    await deliver(await statusEvent(tenant));
     expect((await deliveryLog(first)).data).toHaveLength(1);
     expect((await deliveryLog(second)).data).toEqual([]);
   });

@@ -13,37 +13,6 @@ export interface WebhookRow {
   updated_at: string;
 }
 
-/**
- * `pending` (being delivered or retried), `delivered` (a 2xx was seen; sticky),
- * `dead` (retries ran out), `no_webhook` (no enabled webhook when it was due).
- */
-export type WebhookEventState = "pending" | "delivered" | "dead" | "no_webhook";
-
-export interface WebhookEventRow {
-  id: string;
-  workspace_id: string;
-  channel_number_id: string;
-  type: string;
-  /** JSON of the whole WebhookEvent, so that a replay sends the same bytes. */
-  payload: string;
-  created_at: string;
-  state: WebhookEventState;
-}
-
-export type DeliveryOutcome = "delivered" | "failed" | "refused" | "dead";
-
-export interface WebhookDeliveryRow {
-  id: string;
-  webhook_id: string;
-  event_id: string;
-  attempt: number;
-  attempted_at: string;
-  status_code: number | null;
-  latency_ms: number | null;
-  error: string | null;
-  outcome: DeliveryOutcome;
-}
-
 export async function listWebhooks(db: D1Database, workspaceId: string, limit: number, after?: Cursor): Promise<WebhookRow[]> {
   const stmt = after
     ? db
@@ -98,68 +67,6 @@ export async function webhooksForNumbers(db: D1Database, channelNumberIds: strin
       .bind(...channelNumberIds)
       .all<WebhookRow>()
   ).results;
-}
-
-/** A stored event of the webhook's number, for replay. */
-export async function getEventOfWebhook(db: D1Database, webhook: WebhookRow, eventId: string): Promise<WebhookEventRow | null> {
-  return db
-    .prepare("SELECT * FROM webhook_events WHERE id = ? AND workspace_id = ? AND channel_number_id = ?")
-    .bind(eventId, webhook.workspace_id, webhook.channel_number_id)
-    .first<WebhookEventRow>();
-}
-
-export type DeliveryListRow = WebhookDeliveryRow & { event_type: string | null };
-
-/** Delivery attempts of a webhook, newest first (keyset on attempted_at, id). */
-export async function listDeliveries(db: D1Database, webhookId: string, limit: number, before?: Cursor): Promise<DeliveryListRow[]> {
-  const select = `SELECT d.*, e.type AS event_type FROM webhook_deliveries d LEFT JOIN webhook_events e ON e.id = d.event_id`;
-  const stmt = before
-    ? db
-        .prepare(`${select} WHERE d.webhook_id = ? AND (d.attempted_at, d.id) < (?, ?) ORDER BY d.attempted_at DESC, d.id DESC LIMIT ?`)
-        .bind(webhookId, before.sortKey, before.id, limit)
-    : db.prepare(`${select} WHERE d.webhook_id = ? ORDER BY d.attempted_at DESC, d.id DESC LIMIT ?`).bind(webhookId, limit);
-  return (await stmt.all<DeliveryListRow>()).results;
-}
-
-// The statements below are building blocks of the delivery consumers' single
-// `db.batch` per queue batch; they are never run one by one.
-
-/** Upserts the event; `delivered` is sticky so a late retry or duplicate never hides a success. */
-export function upsertEventStatement(db: D1Database, row: WebhookEventRow): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO webhook_events (id, workspace_id, channel_number_id, type, payload, created_at, state)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET
-         state = CASE WHEN webhook_events.state = 'delivered' THEN 'delivered' ELSE excluded.state END`,
-    )
-    .bind(row.id, row.workspace_id, row.channel_number_id, row.type, row.payload, row.created_at, row.state);
-}
-
-export function insertDeliveryStatement(db: D1Database, row: WebhookDeliveryRow): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO webhook_deliveries (id, webhook_id, event_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    )
-    .bind(row.id, row.webhook_id, row.event_id, row.attempt, row.attempted_at, row.status_code, row.latency_ms, row.error, row.outcome);
-}
-
-/**
- * Records the `dead` row of an event against its number's webhook, numbered
- * like the last attempt it follows. Inserts nothing if the number has no webhook.
- */
-export function insertDeadDeliveryStatement(
-  db: D1Database,
-  d: { id: string; eventId: string; channelNumberId: string; at: string; error: string },
-): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO webhook_deliveries (id, webhook_id, event_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
-       SELECT ?, w.id, ?, COALESCE((SELECT MAX(attempt) FROM webhook_deliveries WHERE event_id = ?), 0), ?, NULL, NULL, ?, 'dead'
-         FROM webhooks w WHERE w.channel_number_id = ?`,
-    )
-    .bind(d.id, d.eventId, d.eventId, d.at, d.error, d.channelNumberId);
 }
 
 /**

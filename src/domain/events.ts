@@ -52,3 +52,8 @@ export interface WebhookQueueMessage {
 
 /** The JSON a customer receives: the Standard Webhooks envelope. */
 export const envelopeOf = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });
+
+/** Our event ids: `evt_` and 32 hex digits; the Standard Webhooks `webhook-id`. */
+export const newEventId = (): string => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
+
+export const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;

@@ -19,6 +19,8 @@ export interface ErrorDetail {
   path: string;
   rule: string;
   message: string;
+  /** The message an Idempotency-Key is bound to (on `idempotency_conflict`). */
+  jobId?: string;
 }
 
 export interface ErrorBody {

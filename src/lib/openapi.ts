@@ -10,7 +10,14 @@ export const ErrorResponse = z
       message: z.string(),
       requestId: z.string(),
       details: z
-        .array(z.object({ path: z.string(), rule: z.string(), message: z.string() }))
+        .array(
+          z.object({
+            path: z.string(),
+            rule: z.string(),
+            message: z.string(),
+            jobId: z.string().optional().openapi({ description: "On `idempotency_conflict`: the jobId the key is bound to." }),
+          }),
+        )
         .optional()
         .openapi({ description: "One entry per bad field." }),
     }),

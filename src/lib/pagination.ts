@@ -28,10 +28,13 @@ export function decodeCursor(raw: string | undefined): Cursor | undefined {
   } catch {
     // fall through to the uniform error
   }
-  throw new ApiError("invalid_request", "The cursor is not one this API returned.", {
+  throw invalidCursor();
+}
+
+export const invalidCursor = (): ApiError =>
+  new ApiError("invalid_request", "The cursor is not one this API returned.", {
     details: [{ path: "cursor", rule: "format", message: "Pass the nextCursor value of a previous page unchanged." }],
   });
-}
 
 /** Turns `limit + 1` fetched rows into a page and the cursor of the next one. */
 export function toPage<Row, Item>(

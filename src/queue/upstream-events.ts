@@ -1,66 +1,123 @@
-import { findConnectedByUpstreamId } from "../db/channel-numbers";
-import { channelNumberStub } from "../durable-objects/stubs";
-import type { InboundMessage, OperatorStatus } from "../durable-objects/channel-number";
-import { CloudWebhookPayload, operatorTime } from "../upstream/cloud-webhook-payload";
+import { findConnectedByUpstreamId, type ChannelNumberRow } from "../db/channel-numbers";
+import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
+import type { OperatorStatus } from "../durable-objects/channel-number/contract";
+import type { InboundRecord } from "../durable-objects/workspace/contract";
+import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { UUID_PATTERN } from "../domain/job-id";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
-/** Applies one verified operator payload: statuses move our messages, inbound messages become events. */
-export async function applyOperatorPayload(env: Env, raw: unknown): Promise<void> {
-  const parsed = CloudWebhookPayload.safeParse(raw);
-  if (!parsed.success) {
-    log("warn", "operator payload not understood; dropped", { issues: parsed.error.issues.length });
-    return;
-  }
-  for (const entry of parsed.data.entry) {
-    for (const change of entry.changes) {
-      const phoneNumberId = change.value.metadata?.phone_number_id;
-      if (!phoneNumberId) continue;
-      const number = await findConnectedByUpstreamId(env.DB, phoneNumberId);
+function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
+  if (!OPERATOR_STATUSES.has(s.status)) return null;
+  const error = s.errors?.[0];
+  const details = error?.error_data?.details;
+  const message = error?.message ?? error?.title ?? null;
+  return {
+    upstreamMessageId: s.id,
+    jobId: s.biz_opaque_callback_data && UUID_PATTERN.test(s.biz_opaque_callback_data) ? s.biz_opaque_callback_data.toLowerCase() : null,
+    status: s.status as OperatorStatus["status"],
+    at: operatorTime(s.timestamp, now()),
+    errorCode: error?.code !== undefined ? String(error.code) : null,
+    errorMessage: message && details ? `${message} (${details})` : message ?? details ?? null,
+  };
+}
+
+function toInbound(m: CloudInbound, channelNumberId: string): InboundRecord {
+  const { id, from, from_user_id, timestamp, type, text, ...rest } = m;
+  return {
+    channelNumberId,
+    upstreamMessageId: id,
+    from: from ?? from_user_id ?? "",
+    type,
+    text: type === "text" && text ? text.body : null,
+    content: type === "text" ? null : ((rest[type] as Record<string, unknown> | undefined) ?? rest),
+    at: operatorTime(timestamp, now()),
+  };
+}
+
+interface Work {
+  number: ChannelNumberRow;
+  statuses: { message: Message<unknown>; status: OperatorStatus }[];
+  inbound: { message: Message<unknown>; record: InboundRecord }[];
+}
+
+/**
+ * Consumer of `upstream-events`: one status or inbound message per queue
+ * message (the webhook route splits payloads). Each item is validated on its
+ * own; a malformed one is logged and dropped without touching its siblings.
+ * Work is grouped per number: one call to the number object for its statuses,
+ * one to the workspace object for its inbound messages.
+ */
+export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const numbers = new Map<string, Promise<ChannelNumberRow | null>>();
+  const numberOf = (phoneNumberId: string) => {
+    let n = numbers.get(phoneNumberId);
+    if (!n) numbers.set(phoneNumberId, (n = findConnectedByUpstreamId(env.DB, phoneNumberId)));
+    return n;
+  };
+  const work = new Map<string, Work>();
+  for (const message of batch.messages) {
+    const item = message.body as UpstreamItem;
+    try {
+      if (!item || typeof item !== "object" || typeof item.phoneNumberId !== "string") throw new Error("not an operator item");
+      const number = await numberOf(item.phoneNumberId);
       if (!number) {
-        log("warn", "operator webhook for a number we do not have; acknowledged", { phoneNumberId });
+        log("warn", "operator webhook for a number we do not have; acknowledged", { phoneNumberId: item.phoneNumberId });
+        message.ack();
         continue;
       }
-      const stub = channelNumberStub(env, number.id);
-      const statuses: OperatorStatus[] = (change.value.statuses ?? [])
-        .filter((s) => OPERATOR_STATUSES.has(s.status))
-        .map((s) => ({
-          upstreamMessageId: s.id,
-          jobId: s.biz_opaque_callback_data && UUID_PATTERN.test(s.biz_opaque_callback_data) ? s.biz_opaque_callback_data : null,
-          status: s.status as OperatorStatus["status"],
-          at: operatorTime(s.timestamp, now()),
-          errorCode: s.errors?.[0]?.code !== undefined ? String(s.errors[0].code) : null,
-          errorMessage: s.errors?.[0]?.message ?? s.errors?.[0]?.title ?? null,
-        }));
-      if (statuses.length > 0) await stub.applyOperatorStatuses(statuses);
-
-      const inbound: InboundMessage[] = (change.value.messages ?? []).map((m) => {
-        const { id, from, timestamp, type, text, ...rest } = m;
-        return {
-          upstreamMessageId: id,
-          from,
-          type,
-          text: type === "text" && text ? text.body : null,
-          content: type === "text" ? null : ((rest[type] as Record<string, unknown> | undefined) ?? rest),
-          at: operatorTime(timestamp, now()),
-        };
-      });
-      if (inbound.length > 0) await stub.receiveInbound(number.workspace_id, number.id, inbound);
-    }
-  }
-}
-
-export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  for (const message of batch.messages) {
-    try {
-      await applyOperatorPayload(env, message.body);
-      message.ack();
+      const w = work.get(number.id) ?? { number, statuses: [], inbound: [] };
+      work.set(number.id, w);
+      if (item.kind === "status") {
+        const parsed = CloudStatus.safeParse(item.status);
+        const status = parsed.success ? toOperatorStatus(parsed.data) : null;
+        if (!parsed.success) log("warn", "operator status not understood; dropped", { issues: parsed.error.issues.length });
+        if (status) w.statuses.push({ message, status });
+        else message.ack();
+      } else if (item.kind === "message") {
+        const parsed = CloudInbound.safeParse(item.message);
+        if (parsed.success) w.inbound.push({ message, record: toInbound(parsed.data, number.id) });
+        else {
+          log("warn", "operator message not understood; dropped", { issues: parsed.error.issues.length });
+          message.ack();
+        }
+      } else {
+        throw new Error("not an operator item");
+      }
     } catch (err) {
-      log("warn", "operator payload failed; will retry", { error: String(err), attempts: message.attempts });
-      message.retry({ delaySeconds: Math.min(300, 2 ** message.attempts) });
+      if (err instanceof Error && err.message === "not an operator item") {
+        log("warn", "queue item is not an operator item; dropped");
+        message.ack();
+      } else {
+        log("warn", "operator item could not be routed; will retry", { error: String(err), attempts: message.attempts });
+        message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+      }
     }
   }
+  await Promise.all(
+    [...work.values()].map(async ({ number, statuses, inbound }) => {
+      const stub = channelNumberStub(env, number.id);
+      await settle(statuses.map((s) => s.message), () => (statuses.length ? stub.applyOperatorStatuses(statuses.map((s) => s.status)) : Promise.resolve()));
+      await settle(inbound.map((i) => i.message), async () => {
+        if (inbound.length === 0) return;
+        await workspaceStub(env, number.workspace_id).recordInbound(number.workspace_id, inbound.map((i) => i.record));
+        await stub.noteInbound(number.id, inbound.map(({ record }) => ({ from: record.from, at: record.at })));
+      });
+    }),
+  );
 }
+
+async function settle(messages: Message<unknown>[], work: () => Promise<unknown>): Promise<void> {
+  try {
+    await work();
+    for (const m of messages) m.ack();
+  } catch (err) {
+    // Applying is idempotent, so the whole group comes back.
+    log("warn", "operator items failed; will retry", { error: String(err), items: messages.length });
+    for (const m of messages) m.retry({ delaySeconds: backoffSeconds(m.attempts) });
+  }
+}
+
+const backoffSeconds = (attempts: number): number => Math.min(300, 2 ** attempts);

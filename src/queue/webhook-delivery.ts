@@ -1,16 +1,7 @@
 import { envelopeOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
-import {
-  insertDeadDeliveryStatement,
-  insertDeliveryStatement,
-  markWebhookFailingStatement,
-  markWebhookHealthyStatement,
-  upsertEventStatement,
-  webhooksForNumbers,
-  type DeliveryOutcome,
-  type WebhookEventRow,
-  type WebhookEventState,
-  type WebhookRow,
-} from "../db/webhooks";
+import { markWebhookFailingStatement, markWebhookHealthyStatement, webhooksForNumbers, type WebhookRow } from "../db/webhooks";
+import { workspaceStub } from "../durable-objects/stubs";
+import type { DeliveryReport } from "../durable-objects/workspace/contract";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { openWebhookSecret } from "../lib/sealed-secrets";
@@ -33,13 +24,21 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_ERROR_CHARS = 500;
 const USER_AGENT = "messaging-gateway-webhooks/1";
 
-export function retryDelaySeconds(attempts: number): number {
-  const index = Math.min(Math.max(attempts, 1), RETRY_DELAYS_SECONDS.length) - 1;
-  return RETRY_DELAYS_SECONDS[index] ?? RETRY_DELAYS_SECONDS[7];
+export function retryDelaySeconds(attempts: number, schedule: readonly number[] = RETRY_DELAYS_SECONDS): number {
+  const index = Math.min(Math.max(attempts, 1), schedule.length) - 1;
+  return schedule[index] ?? schedule[schedule.length - 1] ?? 0;
+}
+
+/** WEBHOOK_RETRY_DELAYS_SECONDS (comma-separated) shortens the schedule for local soak runs; production uses the default. */
+function retrySchedule(env: Env): readonly number[] {
+  const raw = env.WEBHOOK_RETRY_DELAYS_SECONDS?.trim();
+  if (!raw) return RETRY_DELAYS_SECONDS;
+  const parsed = raw.split(",").map((v) => Number(v.trim()));
+  return parsed.length > 0 && parsed.every((n) => Number.isInteger(n) && n >= 0) ? parsed : RETRY_DELAYS_SECONDS;
 }
 
 interface Attempt {
-  outcome: Exclude<DeliveryOutcome, "dead">;
+  outcome: "delivered" | "failed" | "refused";
   attemptedAt: string;
   statusCode: number | null;
   latencyMs: number | null;
@@ -54,18 +53,6 @@ const clip = (text: string): string => (text.length > MAX_ERROR_CHARS ? `${text.
 function timeoutOf(env: Env): number {
   const ms = Number(env.WEBHOOK_TIMEOUT_MS);
   return Number.isFinite(ms) && ms > 0 ? ms : DEFAULT_TIMEOUT_MS;
-}
-
-function eventRow(event: WebhookEvent, state: WebhookEventState): WebhookEventRow {
-  return {
-    id: event.id,
-    workspace_id: event.workspaceId,
-    channel_number_id: event.channelNumberId,
-    type: event.type,
-    payload: JSON.stringify(event),
-    created_at: event.createdAt,
-    state,
-  };
 }
 
 /** One signed POST of the event to the webhook's URL; never throws. */
@@ -137,11 +124,54 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
 }
 
 /**
+ * What this batch means for each webhook's health in D1, written only when it
+ * changes: a success ends a failure streak, a failure starts one (or, past
+ * DISABLE_AFTER_MS, disables the webhook). A healthy webhook costs no D1 write.
+ */
+function healthStatements(db: D1Database, results: Result[], at: number): D1PreparedStatement[] {
+  const byWebhook = new Map<string, { webhook: WebhookRow; delivered: boolean }>();
+  for (const r of results) {
+    if (r.kind !== "attempted") continue;
+    const seen = byWebhook.get(r.webhook.id);
+    byWebhook.set(r.webhook.id, { webhook: r.webhook, delivered: (seen?.delivered ?? false) || r.attempt.outcome === "delivered" });
+  }
+  const disableBefore = iso(at - DISABLE_AFTER_MS);
+  const statements: D1PreparedStatement[] = [];
+  for (const { webhook, delivered } of byWebhook.values()) {
+    if (delivered && webhook.failing_since !== null) statements.push(markWebhookHealthyStatement(db, webhook));
+    if (!delivered && (webhook.failing_since === null || webhook.failing_since < disableBefore)) {
+      statements.push(markWebhookFailingStatement(db, webhook, iso(at), disableBefore));
+    }
+  }
+  return statements;
+}
+
+/** Hands each workspace object the outcome of its events' attempts (one call per workspace). */
+async function reportToWorkspaces(env: Env, events: WebhookEvent[], reports: DeliveryReport[]): Promise<void> {
+  const byWorkspace = new Map<string, DeliveryReport[]>();
+  reports.forEach((r, i) => {
+    const workspaceId = events[i]!.workspaceId;
+    byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), r]);
+  });
+  await Promise.all(
+    [...byWorkspace].map(async ([workspaceId, list]) => {
+      try {
+        await workspaceStub(env, workspaceId).recordDeliveries(list);
+      } catch (err) {
+        // The customer-facing outcome already happened. Unreported events are published
+        // again later by their workspace (a duplicate the customer deduplicates on webhook-id).
+        log("error", "delivery outcomes could not be reported to the workspace", { workspaceId, detail: err instanceof Error ? err.message : String(err) });
+      }
+    }),
+  );
+}
+
+/**
  * Consumer of `webhook-deliveries`: one signed attempt per message, all of the
- * batch in parallel, then every record of the batch (event rows, attempts and
- * webhook health) in one D1 batch. Failures are retried on the schedule of
- * RETRY_DELAYS_SECONDS; events whose number has no enabled webhook are acked
- * and kept as `no_webhook` (they can be replayed once the webhook is set).
+ * batch in parallel (one number's events in queue order), then the outcomes go
+ * to the workspace objects (the delivery log) and health changes to D1. Failures
+ * are retried on the schedule of RETRY_DELAYS_SECONDS; events whose number has
+ * no enabled webhook are acked and recorded as `no_webhook` (replayable).
  */
 export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
   const events = batch.messages.map((m) => m.body.event);
@@ -177,45 +207,37 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
   );
 
   const at = now();
-  const disableBefore = iso(at - DISABLE_AFTER_MS);
-  const statements: D1PreparedStatement[] = [];
-  batch.messages.forEach((message, i) => {
-    const event = events[i]!;
+  const schedule = retrySchedule(env);
+  const reports: DeliveryReport[] = batch.messages.map((message, i) => {
     const result = results[i]!;
     if (result.kind === "no_webhook") {
-      statements.push(upsertEventStatement(env.DB, eventRow(event, "no_webhook")));
-      return;
+      return { eventId: events[i]!.id, webhookId: null, attempt: message.attempts, attemptedAt: at, outcome: "no_webhook", statusCode: null, latencyMs: null, error: null, nextRetryAt: null };
     }
-    const { webhook, attempt } = result;
-    const delivered = attempt.outcome === "delivered";
-    statements.push(
-      upsertEventStatement(env.DB, eventRow(event, delivered ? "delivered" : "pending")),
-      insertDeliveryStatement(env.DB, {
-        id: crypto.randomUUID(),
-        webhook_id: webhook.id,
-        event_id: event.id,
-        attempt: message.attempts,
-        attempted_at: attempt.attemptedAt,
-        status_code: attempt.statusCode,
-        latency_ms: attempt.latencyMs,
-        error: attempt.error,
-        outcome: attempt.outcome,
-      }),
-      delivered ? markWebhookHealthyStatement(env.DB, webhook) : markWebhookFailingStatement(env.DB, webhook, iso(at), disableBefore),
-    );
+    const { attempt } = result;
+    const retryIn = attempt.outcome === "delivered" ? null : retryDelaySeconds(message.attempts, schedule);
+    return {
+      eventId: events[i]!.id,
+      webhookId: result.webhook.id,
+      attempt: message.attempts,
+      attemptedAt: Date.parse(attempt.attemptedAt),
+      outcome: attempt.outcome,
+      statusCode: attempt.statusCode,
+      latencyMs: attempt.latencyMs,
+      error: attempt.error,
+      nextRetryAt: retryIn === null ? null : at + retryIn * 1000,
+    };
   });
 
-  try {
-    await env.DB.batch(statements);
-  } catch (err) {
-    // The customer-facing outcome already happened; retrying a delivered event
-    // because its log row was lost would only duplicate it. Log and go on.
-    log("error", "webhook delivery log write failed", {
-      queue: batch.queue,
-      events: events.map((e) => e.id).join(","),
-      detail: err instanceof Error ? err.message : String(err),
-    });
-  }
+  const health = healthStatements(env.DB, results, at);
+  await Promise.all([
+    reportToWorkspaces(env, events, reports),
+    health.length === 0
+      ? Promise.resolve()
+      : env.DB.batch(health).then(
+          () => undefined,
+          (err: unknown) => log("error", "webhook health could not be written", { detail: err instanceof Error ? err.message : String(err) }),
+        ),
+  ]);
 
   batch.messages.forEach((message, i) => {
     const result = results[i]!;
@@ -225,7 +247,7 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
     } else if (result.attempt.outcome === "delivered") {
       message.ack();
     } else {
-      const delaySeconds = retryDelaySeconds(message.attempts);
+      const delaySeconds = retryDelaySeconds(message.attempts, schedule);
       log("warn", "webhook delivery failed", {
         eventId: events[i]!.id,
         webhookId: result.webhook.id,
@@ -240,24 +262,30 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
 }
 
 /**
- * Consumer of `webhook-deliveries-dlq`: events whose retries ran out. Marks
- * each event `dead` (unless some attempt delivered it) and adds a `dead` row to
- * its webhook's delivery log, in one D1 batch.
+ * Consumer of `webhook-deliveries-dlq`: events whose retries ran out. Each
+ * workspace records them `dead`, with a `dead` entry in the webhook's delivery log.
  */
 export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
-  const at = iso(now());
-  const statements = batch.messages.flatMap(({ body: { event } }) => [
-    upsertEventStatement(env.DB, eventRow(event, "dead")),
-    insertDeadDeliveryStatement(env.DB, {
-      id: crypto.randomUUID(),
-      eventId: event.id,
-      channelNumberId: event.channelNumberId,
-      at,
-      error: "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.",
-    }),
-  ]);
+  const events = batch.messages.map((m) => m.body.event);
+  const webhooks = new Map(
+    (await webhooksForNumbers(env.DB, [...new Set(events.map((e) => e.channelNumberId))])).map((w) => [w.channel_number_id, w]),
+  );
+  const at = now();
+  const reports: DeliveryReport[] = batch.messages.map((m) => ({
+    eventId: m.body.event.id,
+    webhookId: webhooks.get(m.body.event.channelNumberId)?.id ?? null,
+    attempt: m.attempts,
+    attemptedAt: at,
+    outcome: "dead",
+    statusCode: null,
+    latencyMs: null,
+    error: "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.",
+    nextRetryAt: null,
+  }));
+  const byWorkspace = new Map<string, DeliveryReport[]>();
+  reports.forEach((r, i) => byWorkspace.set(events[i]!.workspaceId, [...(byWorkspace.get(events[i]!.workspaceId) ?? []), r]));
   try {
-    await env.DB.batch(statements);
+    await Promise.all([...byWorkspace].map(([workspaceId, list]) => workspaceStub(env, workspaceId).recordDeliveries(list)));
     batch.ackAll();
   } catch (err) {
     log("error", "dead webhook events could not be recorded", { detail: err instanceof Error ? err.message : String(err) });

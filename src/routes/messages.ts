@@ -7,7 +7,7 @@ import { Message } from "../domain/message";
 import { sha256Hex } from "../lib/crypto";
 import { ApiError, notFound } from "../lib/errors";
 import { workspaceStub } from "../durable-objects/stubs";
-import type { RateInfo } from "../durable-objects/workspace";
+import type { RateInfo } from "../durable-objects/workspace/contract";
 import { retryAfterSeconds } from "../domain/rate-window";
 import { UUID_PATTERN } from "../domain/job-id";
 import { jsonBody } from "../middleware/json-body";
@@ -95,7 +95,16 @@ export const messageRoutes = newRouter()
         case "duplicate":
           return c.json({ jobId: outcome.jobId, status: "duplicado_identico" as const }, 200);
         case "conflict":
-          throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different payload.");
+          throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different payload.", {
+            details: [
+              {
+                path: "header.idempotency-key",
+                rule: "bound_to_another_payload",
+                message: `This key is bound for 24 hours to the send that created jobId ${outcome.jobId}. Use a new key for a new message.`,
+                jobId: outcome.jobId,
+              },
+            ],
+          });
         case "forbidden":
           throw new ApiError("forbidden", "channelNumberId is not a connected number of this workspace.");
         case "quota_exceeded":

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
 import { getConnectedNumber } from "../db/channel-numbers";
-import { channelNumberStub } from "../durable-objects/stubs";
+import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import { ApiError, notFound } from "../lib/errors";
 import { now } from "../lib/clock";
 import { jsonBody } from "../middleware/json-body";
@@ -36,8 +36,9 @@ export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
   if (!number) throw notFound("Channel number");
   if (number.upstream_type !== "sandbox") throw new ApiError("forbidden", "Inbound messages can only be injected on sandbox numbers.");
   const at = now();
-  const [messageId] = await channelNumberStub(c.env, number.id).receiveInbound(workspaceId, number.id, [
-    { upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`, from: body.from, type: "text", text: body.text.body, content: null, at },
+  const [messageId] = await workspaceStub(c.env, workspaceId).recordInbound(workspaceId, [
+    { channelNumberId: number.id, upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`, from: body.from, type: "text", text: body.text.body, content: null, at },
   ]);
+  await channelNumberStub(c.env, number.id).noteInbound(number.id, [{ from: body.from, at }]);
   return c.json({ messageId: messageId!, status: "received" as const }, 202);
 });

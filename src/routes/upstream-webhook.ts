@@ -4,8 +4,10 @@ import { ApiError } from "../lib/errors";
 import { hmacSha256, timingSafeEqualStrings, toHex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { readCappedBody } from "../lib/capped-body";
+import { planBatches } from "../lib/queue-publisher";
+import { splitPayload } from "../upstream/cloud-webhook-payload";
 
-/** Meta's maximum webhook payload (3 MiB); anything larger is refused before it is read. */
+/** The operator's payloads reach 3 MiB (up to 1,000 updates); anything larger is refused before it is read. */
 export const MAX_OPERATOR_PAYLOAD_BYTES = 3 * 1024 * 1024;
 
 /**
@@ -39,7 +41,17 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     } catch {
       throw new ApiError("invalid_request", "The payload is not JSON.");
     }
-    await c.env.UPSTREAM_EVENT_QUEUE.send(payload);
-    log("info", "operator webhook accepted", { requestId: c.get("requestId") });
+    const items = splitPayload(payload);
+    if (items === null) {
+      // Not something we will ever understand: acknowledged, so the operator does not retry it for days.
+      log("warn", "operator payload without entries; acknowledged", { requestId: c.get("requestId") });
+      return c.text("EVENT_RECEIVED", 200);
+    }
+    // Queued item by item, within the queue's size limits; a failure answers 500 and the operator
+    // retries the whole payload (applying an item twice changes nothing).
+    const { batches, oversize } = planBatches(items.map((body, i) => ({ key: i, body })));
+    for (const item of oversize) log("error", "operator item too large to queue; dropped", { requestId: c.get("requestId"), bytes: item.bytes });
+    for (const batch of batches) await c.env.UPSTREAM_EVENT_QUEUE.sendBatch(batch.map((i) => ({ body: i.body, contentType: "json" as const })));
+    log("info", "operator webhook accepted", { requestId: c.get("requestId"), items: items.length });
     return c.text("EVENT_RECEIVED", 200);
   });

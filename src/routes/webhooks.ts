@@ -2,30 +2,23 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../context";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import {
-  getEventOfWebhook,
-  getWebhook,
-  listDeliveries,
-  webhookIdOfNumber,
-  listWebhooks,
-  upsertWebhook,
-  type DeliveryListRow,
-  type WebhookRow,
-} from "../db/webhooks";
+import { getWebhook, listWebhooks, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../db/webhooks";
+import { workspaceStub } from "../durable-objects/stubs";
+import type { AttemptRow } from "../durable-objects/workspace/event-log";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { Webhook, toWebhookView } from "../domain/webhook-view";
-import type { WebhookEvent, WebhookQueueMessage } from "../domain/events";
+import { EVENT_ID_PATTERN } from "../domain/events";
 import { UUID_PATTERN } from "../domain/job-id";
-import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
+import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 import { ApiError, notFound } from "../lib/errors";
 import { isoNow } from "../lib/clock";
 import { sealWebhookSecret } from "../lib/sealed-secrets";
 import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
+import { enforceLimit } from "../middleware/rate-limit";
+import { bucket, scopes } from "../domain/abuse-limits";
 import { checkWebhookUrl, checkWebhookUrlSyntax, type UrlCheck } from "../webhooks/ssrf";
 import { newWebhookSecret } from "../webhooks/signature";
-import { bucket, scopes } from "../domain/abuse-limits";
-import { enforceLimit } from "../middleware/rate-limit";
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 
@@ -66,6 +59,7 @@ const WebhookDelivery = z
     eventId: z.string().openapi({ description: "The event's `webhook-id`; the same on every attempt and replay." }),
     eventType: z.string().nullable(),
     attempt: z.number().int().openapi({ description: "Attempt number within the delivery run (a replay starts a new run at 1)." }),
+    nextRetryAt: z.string().datetime().nullable().openapi({ description: "When the next attempt is due, after a failed one." }),
     attemptedAt: z.string().datetime(),
     statusCode: z.number().int().nullable().openapi({ description: "HTTP status your endpoint answered, if it answered." }),
     latencyMs: z.number().int().nullable(),
@@ -181,18 +175,6 @@ async function limitTriggers(c: Context<AppEnv>, webhook: WebhookRow, kind: "web
   );
 }
 
-const toDeliveryView = (row: DeliveryListRow): z.infer<typeof WebhookDelivery> => ({
-  id: row.id,
-  eventId: row.event_id,
-  eventType: row.event_type,
-  attempt: row.attempt,
-  attemptedAt: row.attempted_at,
-  statusCode: row.status_code,
-  latencyMs: row.latency_ms,
-  error: row.error,
-  outcome: row.outcome,
-});
-
 /**
  * Creates or replaces the number's webhook with a new secret sealed for the
  * webhook's row id. If a concurrent request creates the row between our read of
@@ -217,9 +199,26 @@ async function storeWebhook(env: Env, w: { workspaceId: string; channelNumberId:
   throw new Error("webhook upsert kept losing a race, or matched a number of another workspace");
 }
 
-async function enqueue(env: Env, event: WebhookEvent): Promise<void> {
-  const message: WebhookQueueMessage = { event };
-  await env.WEBHOOK_QUEUE.send(message);
+const DELIVERY_OUTCOMES = ["delivered", "failed", "refused", "dead"] as const;
+
+const toDeliveryView = (webhookId: string, row: AttemptRow): z.infer<typeof WebhookDelivery> => ({
+  // Attempt rows are numbered per workspace; the id is stable and unique within the webhook.
+  id: attemptId(webhookId, row.seq),
+  eventId: row.event_id,
+  eventType: row.event_type,
+  attempt: row.attempt,
+  nextRetryAt: row.next_retry_at === null ? null : new Date(row.next_retry_at).toISOString(),
+  attemptedAt: new Date(row.attempted_at).toISOString(),
+  statusCode: row.status_code,
+  latencyMs: row.latency_ms,
+  error: row.error,
+  outcome: DELIVERY_OUTCOMES.find((o) => o === row.outcome) ?? "failed",
+});
+
+/** A UUID-shaped id for an attempt row, derived from the webhook's id and the row's sequence number. */
+function attemptId(webhookId: string, seq: number): string {
+  const hex = seq.toString(16).padStart(12, "0").slice(-12);
+  return `${webhookId.slice(0, 24)}${hex}`;
 }
 
 export const webhookRoutes = newRouter()
@@ -250,34 +249,27 @@ export const webhookRoutes = newRouter()
     const { id } = c.req.valid("param");
     const { limit, cursor } = c.req.valid("query");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
-    const rows = await listDeliveries(c.env.DB, webhook.id, limit + 1, decodeCursor(cursor));
-    return c.json(toPage(rows, limit, (r) => ({ sortKey: r.attempted_at, id: r.id }), toDeliveryView), 200);
+    const after = decodeCursor(cursor);
+    const before = after === undefined ? null : Number(after.sortKey);
+    if (before !== null && !Number.isSafeInteger(before)) throw invalidCursor();
+    const rows = await workspaceStub(c.env, webhook.workspace_id).listDeliveries(webhook.id, before, limit + 1);
+    return c.json(toPage(rows, limit, (r) => ({ sortKey: String(r.seq), id: "" }), (r) => toDeliveryView(webhook.id, r)), 200);
   })
   .openapi(replay, async (c) => {
     const { id, eventId } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
-    const row = eventId.length <= 200 ? await getEventOfWebhook(c.env.DB, webhook, eventId) : null;
-    if (!row) throw notFound("Event");
+    const stub = workspaceStub(c.env, webhook.workspace_id);
+    if (!EVENT_ID_PATTERN.test(eventId)) throw notFound("Event");
     requireEnabled(webhook);
     await limitTriggers(c, webhook, "webhookReplay");
-    const event: WebhookEvent = JSON.parse(row.payload);
-    await enqueue(c.env, event);
-    return c.json({ eventId: event.id, status: "queued" as const }, 202);
+    if (!(await stub.replayEvent(webhook.channel_number_id, eventId))) throw notFound("Event");
+    return c.json({ eventId, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
     await limitTriggers(c, webhook, "webhookTest");
-    const event: WebhookEvent = {
-      // The same id format as every other event (`evt_` + 32 hex digits).
-      id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
-      type: "webhook.test",
-      workspaceId: webhook.workspace_id,
-      channelNumberId: webhook.channel_number_id,
-      createdAt: isoNow(),
-      data: { message: "This is a test event. Your endpoint received and can verify our webhooks." },
-    };
-    await enqueue(c.env, event);
-    return c.json({ eventId: event.id, status: "queued" as const }, 202);
+    const eventId = await workspaceStub(c.env, webhook.workspace_id).recordTestEvent(webhook.workspace_id, webhook.channel_number_id);
+    return c.json({ eventId, status: "queued" as const }, 202);
   });

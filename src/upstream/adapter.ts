@@ -1,5 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import type { MessageError } from "../domain/message";
+import type { OperatorStatus } from "../durable-objects/channel-number/contract";
 
 export type NormalizedError = z.infer<typeof MessageError>;
 
@@ -12,15 +13,41 @@ export interface OutboundText {
 }
 
 /**
- * What one upstream call ended in. `unknown` means the request may have reached
- * the operator but no answer came back (a timeout): such a message is never sent
- * again; its status webhook or the unknown-outcome rule settles it.
+ * What one upstream call ended in:
+ * - `accepted`: the operator took the message (its own id; the recipient id it resolved the number to, if given);
+ * - `retryable`: the request certainly did not reach the operator, or the operator said it did not process it;
+ * - `permanent`: the operator refused the message for good;
+ * - `unknown`: the request may have reached the operator but no usable answer came back (timeout, connection
+ *   lost, a gateway error): never sent again; the operator's status webhook settles it.
  */
 export type SendResult =
-  | { kind: "accepted"; upstreamMessageId: string }
-  | { kind: "retryable"; upstreamCode: string | null; message: string; retryAfterMs?: number }
+  | { kind: "accepted"; upstreamMessageId: string; recipientId?: string; later?: SimulatedStatus[] }
+  | {
+      kind: "retryable";
+      upstreamCode: string | null;
+      message: string;
+      retryAfterMs?: number;
+      /** Floor of the next delay (long back-off for account-level rate limits). */
+      minDelayMs?: number;
+      /** Attempts allowed for this class of error, if fewer than the default. */
+      maxAttempts?: number;
+      /** `number`: the operator throttles the whole number, so every message waits, not only this one. */
+      scope?: "message" | "number";
+      /** The operator's per-recipient pair rate: back off 4^n seconds, this conversation only. */
+      pairRate?: boolean;
+    }
   | { kind: "permanent"; error: NormalizedError }
-  | { kind: "unknown"; message: string };
+  /** An account or credential problem: every message would fail alike, so the number pauses and the message waits. */
+  | { kind: "number_blocked"; error: NormalizedError }
+  | { kind: "unknown"; message: string; later?: SimulatedStatus[] };
+
+/** A status the sandbox will report later, as the operator's webhook would. */
+export interface SimulatedStatus {
+  afterMs: number;
+  status: OperatorStatus["status"];
+  errorCode?: string;
+  errorMessage?: string;
+}
 
 export interface UpstreamAdapter {
   send(message: OutboundText): Promise<SendResult>;

@@ -1,5 +1,5 @@
 import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
-import { classifyHttpFailure } from "./error-codes";
+import { classifyOperatorError } from "./error-codes";
 
 export interface CloudApiConfig {
   baseUrl: string;
@@ -10,9 +10,17 @@ export interface CloudApiConfig {
   timeoutMs: number;
 }
 
+/** The operator's answer, as far as we read it; newer API versions add fields, which pass untouched. */
 interface CloudApiResponse {
-  messages?: { id?: string }[];
-  error?: { code?: number | string; message?: string };
+  messages?: { id?: unknown }[];
+  contacts?: { input?: unknown; wa_id?: unknown }[];
+  error?: {
+    code?: number | string;
+    message?: string;
+    error_subcode?: number;
+    is_transient?: boolean;
+    error_data?: { details?: string };
+  };
 }
 
 /** The operator's Cloud API: one POST per message, our jobId echoed back in its status webhooks. */
@@ -29,7 +37,8 @@ export class CloudApiAdapter implements UpstreamAdapter {
         body: JSON.stringify({
           messaging_product: messagingProduct,
           recipient_type: "individual",
-          to: message.to,
+          // The operator prepends the business number's country code when '+' is missing: send it.
+          to: `+${message.to}`,
           type: "text",
           text: { body: message.body },
           biz_opaque_callback_data: message.jobId,
@@ -38,31 +47,35 @@ export class CloudApiAdapter implements UpstreamAdapter {
         redirect: "manual",
       });
     } catch (err) {
-      // A timeout may have reached the operator: its outcome is unknown, never retried.
-      if (err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError")) {
-        return { kind: "unknown", message: `No answer within ${timeoutMs} ms.` };
-      }
-      // A connection failure happens before the request is delivered.
-      return { kind: "retryable", upstreamCode: null, message: "Network error reaching the operator." };
+      // The runtime reports a refused connection and one lost after the request went out alike
+      // ("Network connection lost."), and a timeout may have reached the operator: never resent.
+      const timedOut = err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError");
+      return { kind: "unknown", message: timedOut ? `No answer within ${timeoutMs} ms.` : "The connection to the operator failed; the request may have reached it." };
     }
 
     let payload: CloudApiResponse = {};
+    let readable = true;
     try {
       payload = (await res.json()) as CloudApiResponse;
     } catch {
-      // An unreadable body is classified by its status alone.
+      readable = false;
     }
     const upstreamMessageId = payload.messages?.[0]?.id;
-    if (res.ok && upstreamMessageId) return { kind: "accepted", upstreamMessageId };
-    if (res.ok) return { kind: "unknown", message: "The operator answered 2xx without a message id." };
+    if (res.ok && typeof upstreamMessageId === "string") {
+      const waId = payload.contacts?.[0]?.wa_id;
+      return { kind: "accepted", upstreamMessageId, ...(typeof waId === "string" ? { recipientId: waId } : {}) };
+    }
+    if (res.ok) {
+      return { kind: "unknown", message: readable ? "The operator answered 2xx without a message id." : "The operator's answer was cut off." };
+    }
 
-    const code = payload.error?.code !== undefined ? String(payload.error.code) : null;
+    const error = payload.error;
+    const code = error?.code !== undefined ? String(error.code) : null;
     const retryAfter = Number(res.headers.get("retry-after"));
-    return classifyHttpFailure(
-      res.status,
-      code,
-      payload.error?.message ?? `HTTP ${res.status}`,
-      Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
-    );
+    return classifyOperatorError(res.status, code, error?.message ?? `HTTP ${res.status}`, {
+      ...(error?.error_data?.details ? { details: error.error_data.details } : {}),
+      ...(error?.is_transient !== undefined ? { isTransient: error.is_transient } : {}),
+      ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
+    });
   }
 }

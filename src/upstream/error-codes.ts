@@ -1,41 +1,123 @@
 import type { NormalizedError, SendResult } from "./adapter";
 
-// The operator's error codes that mean "try again later": throughput (130429),
-// pair rate (131056), temporary unavailability (131000, 131016), generic (1, 2, 4).
-const RETRYABLE_CODES = new Set(["1", "2", "4", "130429", "131000", "131016", "131056", "133004"]);
+/**
+ * How we treat each of the operator's error codes (WhatsApp Cloud API, "Error
+ * codes"; published with Meta's meaning in docs/api.md). The code decides;
+ * the HTTP status only decides when no code came back.
+ */
+type Treatment =
+  | { kind: "retry"; scope: "message" | "number"; minDelayMs?: number; maxAttempts?: number }
+  | { kind: "pair_rate" }
+  | { kind: "final"; code: string; message: string; retriableLater?: boolean }
+  | { kind: "pause"; code: string; message: string };
 
-/** Operator code → our documented code. Anything not listed is `upstream_rejected`. */
-const PERMANENT: Record<string, { code: string; message: string }> = {
-  "131047": { code: "service_window_closed", message: "More than 24 hours since the recipient last wrote: the customer-service window is closed." },
-  "131026": { code: "recipient_unreachable", message: "The message could not be delivered to the recipient." },
-  "131030": { code: "recipient_not_allowed", message: "The recipient is not in the number's allowed list." },
-  "131051": { code: "unsupported_message_type", message: "The operator does not support this message type." },
-  "131031": { code: "account_restricted", message: "The business account is locked or restricted." },
-  "368": { code: "account_restricted", message: "The business account is temporarily blocked for policy violations." },
-  "100": { code: "invalid_parameters", message: "The operator refused a parameter of the message." },
-  "131008": { code: "invalid_parameters", message: "A required parameter is missing." },
-  "131009": { code: "invalid_parameters", message: "A parameter value is not valid." },
-  "190": { code: "upstream_auth_failed", message: "The number's access token is invalid or expired." },
-  "10": { code: "upstream_auth_failed", message: "The number's access token lacks permission." },
-  "131021": { code: "invalid_parameters", message: "The recipient cannot be the sender." },
+const LONG_BACKOFF_MS = 60_000;
+
+const TREATMENTS: Record<string, Treatment> = {
+  // Not processed, try again: throughput and rate limits (the whole number waits) and temporary failures.
+  "130429": { kind: "retry", scope: "number", minDelayMs: LONG_BACKOFF_MS },
+  "4": { kind: "retry", scope: "number", minDelayMs: LONG_BACKOFF_MS },
+  "80007": { kind: "retry", scope: "number", minDelayMs: LONG_BACKOFF_MS },
+  "131000": { kind: "retry", scope: "message", maxAttempts: 3 },
+  "131016": { kind: "retry", scope: "message" },
+  "2": { kind: "retry", scope: "message" },
+  "131057": { kind: "retry", scope: "message", minDelayMs: LONG_BACKOFF_MS },
+  // Too many messages to one user: only this conversation waits.
+  "131056": { kind: "pair_rate" },
+  // Final for this message.
+  "131047": { kind: "final", code: "service_window_closed", message: "More than 24 hours since the recipient last wrote: the customer-service window is closed." },
+  "131026": { kind: "final", code: "recipient_unreachable", message: "The message could not be delivered to the recipient." },
+  "131030": { kind: "final", code: "recipient_not_allowed", message: "The recipient is not in the number's allowed list." },
+  "131051": { kind: "final", code: "unsupported_message_type", message: "The operator does not support this message type." },
+  "100": { kind: "final", code: "invalid_parameters", message: "The operator refused a parameter of the message." },
+  "131008": { kind: "final", code: "invalid_parameters", message: "A required parameter is missing." },
+  "131009": { kind: "final", code: "invalid_parameters", message: "A parameter value is not valid." },
+  "131021": { kind: "final", code: "invalid_parameters", message: "The recipient cannot be the sender." },
+  "130472": { kind: "final", code: "recipient_in_experiment", message: "The operator withheld the message: the recipient is part of an operator experiment." },
+  "131050": { kind: "final", code: "recipient_opted_out", message: "The recipient chose not to receive marketing messages from this business." },
+  "131049": {
+    kind: "final",
+    code: "ecosystem_limited",
+    message: "The operator did not deliver the message to protect the user's experience. Sending it again may succeed after 24 hours.",
+    retriableLater: true,
+  },
+  // The account or the number's credentials: every message would fail the same way, so the number pauses.
+  "0": { kind: "pause", code: "upstream_auth_failed", message: "The operator could not authenticate the number's access token." },
+  "190": { kind: "pause", code: "upstream_auth_failed", message: "The number's access token is invalid or expired." },
+  "3": { kind: "pause", code: "upstream_capability", message: "The operator app lacks the capability to send messages." },
+  "10": { kind: "pause", code: "upstream_permission_denied", message: "The number's access token lacks permission." },
+  "368": { kind: "pause", code: "account_restricted", message: "The business account is temporarily blocked for policy violations." },
+  "131031": { kind: "pause", code: "account_restricted", message: "The business account is locked or restricted." },
+  "131042": { kind: "pause", code: "account_payment_issue", message: "The business account has a payment problem." },
+  "131045": { kind: "pause", code: "number_not_registered", message: "The phone number is not registered with the operator." },
+  "131048": { kind: "pause", code: "account_spam_limited", message: "The number is rate limited by the operator for spam." },
+  "133010": { kind: "pause", code: "number_not_registered", message: "The phone number is not registered on the operator's platform." },
 };
 
-export function permanentError(upstreamCode: string | null, upstreamMessage?: string): NormalizedError {
-  const known = upstreamCode ? PERMANENT[upstreamCode] : undefined;
-  return {
-    code: known?.code ?? "upstream_rejected",
-    message: known?.message ?? upstreamMessage ?? "The operator refused the message.",
-    retriable: false,
-    upstreamCode,
-  };
+/** Template and parameter errors (132000–132999) are final for the message. */
+function treatmentOf(code: string): Treatment | undefined {
+  const known = TREATMENTS[code];
+  if (known) return known;
+  const n = Number(code);
+  if (Number.isInteger(n) && n >= 132000 && n < 133000) return { kind: "final", code: "template_error", message: "The operator refused the message template." };
+  return undefined;
 }
 
-/** Classifies an operator HTTP answer (status and its `error.code`). */
-export function classifyHttpFailure(status: number, upstreamCode: string | null, message: string, retryAfterMs?: number): SendResult {
-  if (status === 429 || status >= 500 || (upstreamCode !== null && RETRYABLE_CODES.has(upstreamCode))) {
-    return { kind: "retryable", upstreamCode, message, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+const PAIR_RATE_BASE_MS = 4_000;
+const PAIR_RATE_MAX_MS = 15 * 60_000;
+
+/** 4^n seconds after the n-th pair-rate refusal (4 s, 16 s, 64 s, …), capped at 15 minutes. */
+export const pairRateDelayMs = (attempt: number): number =>
+  Math.min(PAIR_RATE_MAX_MS, PAIR_RATE_BASE_MS * 4 ** Math.max(0, attempt - 1));
+
+const withDetails = (message: string, details: string | undefined): string => (details ? `${message} (${details})` : message);
+
+export function permanentError(upstreamCode: string | null, upstreamMessage?: string, details?: string): NormalizedError {
+  const t = upstreamCode ? treatmentOf(upstreamCode) : undefined;
+  if (t && (t.kind === "final" || t.kind === "pause")) {
+    return {
+      code: t.code,
+      message: withDetails(t.message, details),
+      retriable: t.kind === "final" ? t.retriableLater === true : true,
+      upstreamCode,
+    };
   }
-  return { kind: "permanent", error: permanentError(upstreamCode, message) };
+  return { code: "upstream_rejected", message: withDetails(upstreamMessage ?? "The operator refused the message.", details), retriable: false, upstreamCode };
+}
+
+export interface OperatorErrorBody {
+  code: string | null;
+  message: string;
+  details?: string;
+  isTransient?: boolean;
+}
+
+/**
+ * Classifies an operator answer that was not a success. An answer that carries
+ * the operator's error object means the operator processed the request and did
+ * not accept the message, so it is safe to decide by the code. An answer
+ * without one (a gateway's 502/504, an empty 500) may come from in front of the
+ * operator after it took the message: its outcome is unknown and it is never
+ * retried, except 429, which is always "not processed".
+ */
+export function classifyOperatorError(status: number, code: string | null, message: string, opts: { details?: string; isTransient?: boolean; retryAfterMs?: number } = {}): SendResult {
+  const retryAfter = opts.retryAfterMs !== undefined ? { retryAfterMs: opts.retryAfterMs } : {};
+  if (code !== null) {
+    const t = treatmentOf(code);
+    if (t?.kind === "retry") {
+      return { kind: "retryable", upstreamCode: code, message: withDetails(message, opts.details), scope: t.scope, ...retryAfter,
+        ...(t.minDelayMs !== undefined ? { minDelayMs: t.minDelayMs } : {}), ...(t.maxAttempts !== undefined ? { maxAttempts: t.maxAttempts } : {}) };
+    }
+    if (t?.kind === "pair_rate") return { kind: "retryable", upstreamCode: code, message: withDetails(message, opts.details), scope: "message", pairRate: true, ...retryAfter };
+    if (t?.kind === "pause") return { kind: "number_blocked", error: permanentError(code, message, opts.details) };
+    if (t?.kind === "final") return { kind: "permanent", error: permanentError(code, message, opts.details) };
+    // A code we do not know: the operator's own hint decides, then the status (it answered, so it did not accept it).
+    if (opts.isTransient || status === 429 || status >= 500) return { kind: "retryable", upstreamCode: code, message: withDetails(message, opts.details), scope: "message", ...retryAfter };
+    return { kind: "permanent", error: permanentError(code, message, opts.details) };
+  }
+  if (status === 429) return { kind: "retryable", upstreamCode: null, message, scope: "number", minDelayMs: LONG_BACKOFF_MS, ...retryAfter };
+  if (status >= 500) return { kind: "unknown", message: `${message}: no operator error came back, so the message may have been accepted.` };
+  return { kind: "permanent", error: permanentError(null, message) };
 }
 
 /** Our own terminal errors, documented beside the operator's. */
@@ -48,7 +130,7 @@ export const OWN_ERRORS = {
   }),
   outcomeUnknown: (): NormalizedError => ({
     code: "upstream_outcome_unknown",
-    message: "The operator did not answer and never reported a status; the message was not sent again to avoid a duplicate.",
+    message: "The operator's answer was lost and it never reported a status; the message was not sent again to avoid a duplicate.",
     retriable: true,
     upstreamCode: null,
   }),

@@ -1,43 +1,52 @@
 import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
-import { classifyHttpFailure, permanentError } from "./error-codes";
+import { classifyOperatorError } from "./error-codes";
 
 /**
  * Recipients with a documented behaviour in the sandbox, so that customers can
  * exercise every path of their integration. Any other recipient is sent.
  */
 export const SANDBOX_MAGIC_NUMBERS = {
-  /** Fails at once: customer-service window closed (operator code 131047). */
+  /** Accepted, then reported failed by the operator a second later: customer-service window closed (131047). */
   windowClosed: "15550131047",
-  /** Fails at once: recipient unreachable (operator code 131026). */
+  /** Accepted, then reported failed by the operator a second later: recipient unreachable (131026). */
   unreachable: "15550131026",
-  /** First attempt gets HTTP 500, the retry is sent. */
+  /** The first attempt is refused as "service unavailable" (131016, not processed); the retry is sent. */
   retryThenSent: "15550000500",
-  /** First two attempts get throughput errors (130429), then it is sent. */
+  /** The first two attempts hit the throughput limit (130429); then it is sent. */
   throttledThenSent: "15550130429",
-  /** Always HTTP 500: fails with upstream_retries_exhausted after the last attempt. */
+  /** Always "service unavailable": fails with upstream_retries_exhausted after the last attempt. */
   alwaysDown: "15550000503",
-  /** Never answers: the outcome is unknown and the message is never sent twice. */
+  /** The call times out (outcome unknown: never sent again); the operator's status report settles it as sent 10 s later. */
   timeout: "15550000408",
 } as const;
+
+/** Delay of the sandbox's simulated status reports after the call. */
+export const SANDBOX_REPORT_DELAY_MS = { failure: 1_000, unknownSettled: 10_000 } as const;
+
+const sandboxId = (jobId: string) => `sandbox.${jobId}`;
 
 export class SandboxAdapter implements UpstreamAdapter {
   async send(message: OutboundText): Promise<SendResult> {
     switch (message.to) {
       case SANDBOX_MAGIC_NUMBERS.windowClosed:
-        return { kind: "permanent", error: permanentError("131047") };
       case SANDBOX_MAGIC_NUMBERS.unreachable:
-        return { kind: "permanent", error: permanentError("131026") };
+        // Like the operator: the call is accepted; the failure arrives later as a status.
+        return {
+          kind: "accepted",
+          upstreamMessageId: sandboxId(message.jobId),
+          later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.failure, status: "failed", errorCode: message.to.slice(-6), errorMessage: "Sandbox: simulated failure after acceptance." }],
+        };
       case SANDBOX_MAGIC_NUMBERS.retryThenSent:
-        if (message.attempt === 1) return classifyHttpFailure(500, null, "Sandbox: simulated server error.");
+        if (message.attempt === 1) return classifyOperatorError(503, "131016", "Sandbox: simulated service unavailable.");
         break;
       case SANDBOX_MAGIC_NUMBERS.throttledThenSent:
-        if (message.attempt <= 2) return classifyHttpFailure(400, "130429", "Sandbox: simulated throughput limit.");
+        if (message.attempt <= 2) return classifyOperatorError(400, "130429", "Sandbox: simulated throughput limit.");
         break;
       case SANDBOX_MAGIC_NUMBERS.alwaysDown:
-        return classifyHttpFailure(503, null, "Sandbox: simulated outage.");
+        return classifyOperatorError(503, "131016", "Sandbox: simulated outage.");
       case SANDBOX_MAGIC_NUMBERS.timeout:
-        return { kind: "unknown", message: "Sandbox: simulated timeout." };
+        return { kind: "unknown", message: "Sandbox: simulated timeout.", later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.unknownSettled, status: "sent" }] };
     }
-    return { kind: "accepted", upstreamMessageId: `sandbox.${message.jobId}` };
+    return { kind: "accepted", upstreamMessageId: sandboxId(message.jobId) };
   }
 }

@@ -34,7 +34,7 @@ export async function json<T = Record<string, unknown>>(res: Response): Promise<
 }
 
 export interface ErrorEnvelope {
-  error: { code: string; message: string; requestId: string; details?: { path: string; rule: string; message: string }[] };
+  error: { code: string; message: string; requestId: string; details?: { path: string; rule: string; message: string; jobId?: string }[] };
 }
 
 /** Asserts the uniform error object and returns it. */

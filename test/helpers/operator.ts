@@ -69,7 +69,7 @@ export async function connectCloudNumber(workspaceId: string): Promise<{ numberI
   return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
 }
 
-/** The events an object recorded about one message (its eventsFor RPC returns JSON). */
-export async function recordedEvents(stub: { eventsFor(subject: string): Promise<string> }, subject: string): Promise<WebhookEvent[]> {
-  return JSON.parse(await stub.eventsFor(subject)) as WebhookEvent[];
+/** The events the workspace object recorded about one message, oldest first. */
+export async function recordedEvents(stub: { eventsFor(subject: string): Promise<WebhookEvent[]> }, subject: string): Promise<WebhookEvent[]> {
+  return stub.eventsFor(subject);
 }

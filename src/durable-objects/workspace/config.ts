@@ -1,6 +1,6 @@
-import { getWorkspaceWithLimits } from "../db/workspaces";
-import { listAllNumbers } from "../db/channel-numbers";
-import { now } from "../lib/clock";
+import { getWorkspaceWithLimits } from "../../db/workspaces";
+import { listAllNumbers } from "../../db/channel-numbers";
+import { now } from "../../lib/clock";
 
 /** What the workspace object needs from D1 to admit a send, cached for a few seconds. */
 export interface WorkspaceConfig {

@@ -1,0 +1,310 @@
+import { DurableObject } from "cloudflare:workers";
+import { now } from "../../lib/clock";
+import { log } from "../../lib/log";
+import { NUMBER_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
+import { OWN_ERRORS, permanentError } from "../../upstream/error-codes";
+import { Scheduler } from "../shared/scheduler";
+import { createMetaTable, setMeta } from "../shared/meta";
+import type { StatusUpdate } from "../workspace/contract";
+import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
+import { KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
+import { contactWindow, createContactsTable, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
+import { Drain } from "./drain";
+import { drainLegacyEvents, hasLegacyEvents } from "./legacy-events";
+import { NumberHold, type PauseState } from "./number-hold";
+import { loadNumber, type CachedNumber } from "./number-cache";
+import {
+  acceptedSince,
+  createOutboxTable,
+  deleteUnclaimed,
+  findByJobId,
+  findByUpstreamId,
+  insertEntry,
+  listEntries,
+  oldestFinishedAt,
+  oldestOrphanAcceptedAt,
+  oldestUnknownSince,
+  orphansAcceptedBefore,
+  promoteHead,
+  purgeFinished,
+  samePayload,
+  transition,
+  unknownSince,
+  type OutboxRow,
+} from "./outbox";
+import { createSandboxReportsTable, nextReportDue, takeDueReports } from "./sandbox-reports";
+import { createStatusRelayTable, deliverOwed, hasOwed, owe } from "./status-relay";
+
+const EXPIRY_BATCH = 100;
+const PURGE_BATCH = 500;
+
+/** What GET /channel-numbers/{id} shows about a number's sending. */
+export interface NumberSendingState {
+  paused: { code: string; message: string; upstreamCode: string | null; since: string; nextAttemptAt: string } | null;
+}
+
+/**
+ * One per channel number: its 2-per-second acceptance window and its outbox,
+ * drained per conversation at the number's pace. See drain.ts for how a call is
+ * made exactly once and outbox.ts for the order it keeps.
+ */
+export class ChannelNumberDurableObject extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private number: CachedNumber | null = null;
+  private readonly hold: NumberHold;
+  private readonly drain: Drain;
+  private readonly scheduler: Scheduler;
+  /** Acceptance times of the last second (the window), rebuilt from the outbox after a restart. */
+  private admitted: number[];
+  private relay: Promise<void> | null = null;
+  private relayAgain = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    createMetaTable(this.sql);
+    createOutboxTable(this.sql);
+    createStatusRelayTable(this.sql);
+    createContactsTable(this.sql);
+    createSandboxReportsTable(this.sql);
+    // Replaced by the outbox itself (window) and by the workspace object (inbound messages).
+    this.sql.exec("DROP TABLE IF EXISTS send_times; DROP TABLE IF EXISTS inbound;");
+    // An entry still `sending` belongs to a call a crash or restart cut short: it may
+    // have reached the operator, so it is never sent again.
+    const t = now();
+    for (const row of this.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE state = 'sending'").toArray()) {
+      // (outbox_sending is a partial index over the few entries in flight.)
+      if (transition(this.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) {
+        promoteHead(this.sql, row.recipient);
+        owe(this.sql, row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true });
+      }
+    }
+    this.admitted = acceptedSince(this.sql, t - NUMBER_LIMIT.windowMs);
+    this.hold = new NumberHold(this.sql);
+    this.drain = new Drain({
+      ctx,
+      env,
+      sql: this.sql,
+      hold: this.hold,
+      number: async () => (this.number = await loadNumber(env.DB, this.channelNumberId(), this.number)).row,
+      settled: () => this.flushRelay(),
+      sessionMs: Number(env.DRAIN_SESSION_MS ?? 0) || 0,
+    });
+    this.scheduler = new Scheduler(ctx.storage, [
+      { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
+      { name: "status-relay", due: (at) => (hasOwed(this.sql) ? at : null), run: (at) => deliverOwed(env, this.sql, at) },
+      { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
+      { name: "unknown-outcomes", due: () => plus(oldestUnknownSince(this.sql), UNKNOWN_OUTCOME_WINDOW_MS), run: (at) => this.expireUnknown(at) },
+      { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
+      { name: "purge", due: () => earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql)), run: (at) => this.purge(at) },
+      { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },
+    ]);
+    ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
+  }
+
+  async admit(cmd: AdmitCommand): Promise<AdmitResult> {
+    const at = now();
+    const existing = findByJobId(this.sql, cmd.jobId);
+    if (existing) {
+      if (!samePayload(existing, cmd)) return { ok: false, reason: "conflict" };
+      // A retried hand-off of the very same send brings an entry set aside after a failed commit back into line.
+      this.revive(existing, at);
+      await this.scheduler.wake(at);
+      return { ok: true, window: this.window(at) };
+    }
+    const before = this.window(at);
+    if (before.remaining === 0) return { ok: false, reason: "rate_limited", window: before };
+    this.ctx.storage.transactionSync(() => {
+      setMeta(this.sql, "channel_number_id", cmd.channelNumberId);
+      insertEntry(this.sql, cmd, at);
+    });
+    this.admitted.push(cmd.acceptedAt);
+    await this.scheduler.wake(Math.max(at, this.drain.due(at) ?? at));
+    return { ok: true, window: this.window(at) };
+  }
+
+  /**
+   * The workspace could not commit a send it handed off: forget its entry (and
+   * the window slot it held) unless it is already being called.
+   */
+  async release(jobId: string): Promise<void> {
+    const row = findByJobId(this.sql, jobId);
+    if (!row || row.state !== "queued") return;
+    const removed = deleteUnclaimed(this.sql, jobId);
+    if (!removed) return;
+    promoteHead(this.sql, removed.recipient);
+    const i = this.admitted.indexOf(removed.accepted_at);
+    if (i >= 0) this.admitted.splice(i, 1);
+  }
+
+  /** Entries of messages the workspace recorded as queued long ago: make sure each is in the outbox (no window slot: they were accepted already). */
+  async readmit(cmds: AdmitCommand[]): Promise<void> {
+    const at = now();
+    this.ctx.storage.transactionSync(() => {
+      for (const cmd of cmds) {
+        const existing = findByJobId(this.sql, cmd.jobId);
+        if (existing) this.revive(existing, at);
+        else insertEntry(this.sql, cmd, at);
+      }
+    });
+    await this.scheduler.wake(at);
+  }
+
+  /**
+   * The operator's status reports (its webhooks, or the sandbox's simulation).
+   * They settle what a lost answer left unknown and stop pending retries; they
+   * never cause a call. Duplicates and reports that arrive out of order change nothing.
+   */
+  async applyOperatorStatuses(statuses: OperatorStatus[], at: number = now()): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      for (const s of [...takeDueReports(this.sql, at), ...statuses]) this.applyOperatorStatus(s);
+    });
+    await this.flushRelay();
+    await this.scheduler.wake(now());
+  }
+
+  private applyOperatorStatus(s: OperatorStatus): void {
+    const row = (s.jobId ? findByJobId(this.sql, s.jobId) : undefined) ?? findByUpstreamId(this.sql, s.upstreamMessageId);
+    if (!row) {
+      log("info", "operator status for a message this number does not know", { upstreamMessageId: s.upstreamMessageId });
+      return;
+    }
+    const t = now();
+    // Only an entry that was called can have reached the operator.
+    const called = row.attempts > 0 ? (["queued", "sending", "unknown"] as const) : (["sending", "unknown"] as const);
+    const target = s.status === "failed" ? "failed" : "sent";
+    const from = target === "failed" ? ([...called, "sent"] as const) : called;
+    if (transition(this.sql, row.seq, from, target, t, { upstream_message_id: s.upstreamMessageId })) {
+      promoteHead(this.sql, row.recipient);
+      if (row.state === "unknown") log("info", "operator status settled an unknown outcome", { jobId: row.job_id, status: s.status });
+    }
+    const update: StatusUpdate = { jobId: row.job_id, at: s.at, upstreamMessageId: s.upstreamMessageId };
+    if (s.status === "sent") update.status = "sent";
+    if (s.status === "delivered") update.deliveredAt = s.at;
+    if (s.status === "read") update.readAt = s.at;
+    if (s.status === "failed") {
+      update.status = "failed";
+      update.error = permanentError(s.errorCode, s.errorMessage ?? undefined);
+    }
+    owe(this.sql, row.workspace_id, update);
+  }
+
+  /** A user wrote to this number: their customer-service window opens (the message itself is recorded by the workspace). */
+  async noteInbound(channelNumberId: string, contacts: { from: string; at: number }[]): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      setMeta(this.sql, "channel_number_id", channelNumberId);
+      for (const c of contacts) noteInbound(this.sql, c.from, c.at);
+    });
+    await this.scheduler.wake(nextContactExpiry(this.sql) ?? now());
+  }
+
+  async contactWindow(phone: string): Promise<ContactWindow> {
+    return contactWindow(this.sql, phone, now());
+  }
+
+  async sendingState(): Promise<NumberSendingState> {
+    const p: PauseState | null = this.hold.pauseState();
+    return {
+      paused: p
+        ? {
+            code: p.error.code,
+            message: p.error.message,
+            upstreamCode: p.error.upstreamCode,
+            since: new Date(p.since).toISOString(),
+            nextAttemptAt: new Date(p.nextProbeAt).toISOString(),
+          }
+        : null,
+    };
+  }
+
+  /** Forget the cached number row (a disconnect, or reconnected credentials: a paused number tries again at once). */
+  async invalidateNumber(): Promise<void> {
+    this.number = null;
+    this.hold.resume();
+    await this.scheduler.wake(now());
+  }
+
+  /** The outbox in acceptance order with each entry's state (operator view and tests). */
+  async outbox(): Promise<OutboxEntry[]> {
+    return listEntries(this.sql);
+  }
+
+  async outboxJobIds(): Promise<string[]> {
+    return listEntries(this.sql).map((e) => e.jobId);
+  }
+
+  /** Start times of the latest upstream calls (operator view and tests). */
+  async recentCalls(): Promise<number[]> {
+    return this.drain.recentCalls();
+  }
+
+  override async alarm(): Promise<void> {
+    await this.scheduler.runDue();
+  }
+
+  private window(at: number): WindowState {
+    this.admitted = this.admitted.filter((t) => t > at - NUMBER_LIMIT.windowMs).sort((a, b) => a - b);
+    return windowState(NUMBER_LIMIT, this.admitted, 0, at);
+  }
+
+  private revive(row: OutboxRow, at: number): void {
+    if (row.state !== "orphan" && row.state !== "dropped") return;
+    this.ctx.storage.transactionSync(() => {
+      transition(this.sql, row.seq, ["orphan", "dropped"], "queued", at, { next_attempt_at: at });
+      promoteHead(this.sql, row.recipient);
+    });
+  }
+
+  /** Hands owed changes to the workspaces; concurrent callers share one run. Never throws. */
+  private flushRelay(): Promise<void> {
+    if (this.relay) {
+      this.relayAgain = true;
+      return this.relay;
+    }
+    this.relay = (async () => {
+      do {
+        this.relayAgain = false;
+        try {
+          await deliverOwed(this.env, this.sql, now());
+        } catch (err) {
+          log("warn", "status relay failed; the alarm retries it", { error: String(err) });
+          await this.scheduler.wake(now() + 1_000);
+          return;
+        }
+      } while (this.relayAgain);
+    })().finally(() => {
+      this.relay = null;
+    });
+    return this.relay;
+  }
+
+  private async expireUnknown(at: number): Promise<void> {
+    for (const row of unknownSince(this.sql, at - UNKNOWN_OUTCOME_WINDOW_MS, EXPIRY_BATCH)) {
+      this.drain.finish(row, "failed", { error: OWN_ERRORS.outcomeUnknown() });
+    }
+    await this.flushRelay();
+  }
+
+  private async dropOrphans(at: number): Promise<void> {
+    for (const row of orphansAcceptedBefore(this.sql, at - ORPHAN_GRACE_MS, EXPIRY_BATCH)) {
+      transition(this.sql, row.seq, ["orphan"], "dropped", at);
+    }
+  }
+
+  private async purge(at: number): Promise<void> {
+    purgeFinished(this.sql, at - KEEP_FINISHED_MS, PURGE_BATCH);
+    purgeSilentContacts(this.sql, at);
+  }
+
+  private channelNumberId(): string {
+    const id = this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'channel_number_id'").toArray()[0]?.v;
+    if (!id) throw new Error("number object used before its first admit");
+    return id;
+  }
+}
+
+const plus = (t: number | null, ms: number): number | null => (t === null ? null : t + ms);
+const earliest = (...times: (number | null)[]): number | null => {
+  const known = times.filter((t): t is number => t !== null);
+  return known.length === 0 ? null : Math.min(...known);
+};

@@ -1,0 +1,69 @@
+import type { SendResult } from "../../upstream/adapter";
+
+/**
+ * The number's pace at the operator: no window of PACE_WINDOW_MS ever holds
+ * more than PACE_CALLS call starts. The window is the number's 1 s plus a 10 ms
+ * guard, so that jitter between our clock and the operator's cannot make one of
+ * its seconds see three calls; the sustained pace is 2 calls per 1.01 s.
+ */
+export const PACE_CALLS = 2;
+export const PACE_WINDOW_MS = 1_010;
+
+/** When a call may start at the earliest, given the start times of the latest calls (ascending). */
+export function nextCallAt(recentCalls: readonly number[], at: number): number {
+  if (recentCalls.length < PACE_CALLS) return at;
+  return Math.max(at, recentCalls[recentCalls.length - PACE_CALLS]! + PACE_WINDOW_MS);
+}
+
+/**
+ * Retries of calls that certainly did not reach the operator (see
+ * upstream/error-codes.ts for the classification). Delays grow with each
+ * attempt, honour the operator's Retry-After, and are capped; the whole run is
+ * bounded by attempts and by time, after which the message fails with
+ * `upstream_retries_exhausted`. A message waiting on a retry never holds up
+ * messages to other recipients.
+ */
+export const RETRY_POLICY = {
+  maxAttempts: 6,
+  delaysMs: [1_000, 5_000, 15_000, 30_000, 60_000],
+  maxDelayMs: 15 * 60_000,
+  budgetMs: 60 * 60_000,
+} as const;
+
+export type RetryDecision = { retryAt: number } | { exhausted: true };
+
+export function retryDecision(
+  attempts: number,
+  firstAttemptAt: number,
+  result: Extract<SendResult, { kind: "retryable" }>,
+  at: number,
+): RetryDecision {
+  if (attempts >= (result.maxAttempts ?? RETRY_POLICY.maxAttempts)) return { exhausted: true };
+  const scheduled = RETRY_POLICY.delaysMs[attempts - 1] ?? RETRY_POLICY.delaysMs[RETRY_POLICY.delaysMs.length - 1]!;
+  const delay = Math.min(RETRY_POLICY.maxDelayMs, Math.max(result.retryAfterMs ?? 0, result.minDelayMs ?? 0, scheduled));
+  const retryAt = at + delay;
+  if (retryAt - firstAttemptAt > RETRY_POLICY.budgetMs) return { exhausted: true };
+  return { retryAt };
+}
+
+/**
+ * An entry the workspace does not know yet is asked about again shortly (the
+ * workspace records a message microseconds after its hand-off); an older one
+ * belongs to a send whose commit failed: it steps out of line as an orphan, is
+ * revived if the client retries the very same send (same jobId), and is
+ * dropped after ORPHAN_GRACE_MS otherwise, never sent.
+ */
+export const UNCONFIRMED_WAIT_MS = 5_000;
+export const UNCONFIRMED_RECHECK_MS = 100;
+export const ORPHAN_GRACE_MS = 60_000;
+
+/**
+ * A message whose call got no usable answer may have reached the operator; it
+ * is never sent again. The operator's status webhook settles it (the operator
+ * retries webhooks for up to 7 days); without one, it fails with
+ * `upstream_outcome_unknown` when that window ends.
+ */
+export const UNKNOWN_OUTCOME_WINDOW_MS = 7 * 24 * 60 * 60_000;
+
+/** Finished entries are kept this long (operator statuses match them by upstream id), then purged. */
+export const KEEP_FINISHED_MS = 8 * 24 * 60 * 60_000;

@@ -1,0 +1,220 @@
+import type { ChannelNumberRow } from "../../db/channel-numbers";
+import { now } from "../../lib/clock";
+import { log } from "../../lib/log";
+import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
+import { adapterFor } from "../../upstream/adapter-for";
+import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
+import { getMeta, setMeta } from "../shared/meta";
+import { workspaceStub } from "../stubs";
+import type { StatusUpdate } from "../workspace/contract";
+import { PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
+import { nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
+import { scheduleReports } from "./sandbox-reports";
+import { owe } from "./status-relay";
+import type { NumberHold } from "./number-hold";
+
+export interface DrainDeps {
+  ctx: DurableObjectState;
+  env: Env;
+  sql: SqlStorage;
+  /** The number's D1 row (cached). */
+  number(): Promise<ChannelNumberRow | null>;
+  hold: NumberHold;
+  /** Called after an entry settled, to hand the change to the workspace soon. */
+  settled(): void;
+  /** How long one drain session may keep the alarm, pacing calls (0: start what the pace allows now, then return). */
+  sessionMs: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Takes due conversation heads to the operator at the number's pace. Each call
+ * is persisted as `sending` before it starts (the output gate holds the request
+ * until that write is durable), and its start time is taken in the same
+ * synchronous step as the fetch, so the pace holds at the operator. Calls
+ * overlap: a session keeps starting calls at the pace while earlier ones wait
+ * for their answers, so a slow operator does not slow the number down.
+ */
+export class Drain {
+  private readonly claimed = new Set<number>();
+  private calls: number[];
+
+  constructor(private readonly d: DrainDeps) {
+    this.calls = JSON.parse(getMeta(d.sql, "recent_calls") ?? "[]") as number[];
+  }
+
+  /** When the drain next has a call to start, or null. */
+  due(at: number): number | null {
+    const ready = nextReadyAt(this.d.sql);
+    if (ready === null) return null;
+    return Math.max(ready, nextCallAt(this.calls, at), this.d.hold.until());
+  }
+
+  /** Start times of the latest calls (operator view and tests). */
+  recentCalls(): number[] {
+    return [...this.calls];
+  }
+
+  async run(): Promise<void> {
+    const started = now();
+    let slept = 0;
+    const inFlight = new Set<Promise<void>>();
+    try {
+      for (;;) {
+        const t = now();
+        const held = this.d.hold.until() > t;
+        const row = held ? undefined : nextReady(this.d.sql, t, this.claimed);
+        const slot = nextCallAt(this.calls, t);
+        if (row && slot <= t) {
+          const started = await this.start(row);
+          if (started) {
+            const { call } = started;
+            inFlight.add(call);
+            void call.finally(() => inFlight.delete(call));
+          }
+          continue;
+        }
+        // Nothing to start now: within the session, wait for the next pace slot or due head.
+        const next = held ? this.d.hold.until() : row ? slot : nextReadyAt(this.d.sql);
+        const wait = next === null ? null : Math.max(1, next - t);
+        if (wait !== null && slept + wait <= this.d.sessionMs && t - started + wait <= this.d.sessionMs) {
+          slept += wait;
+          await sleep(wait);
+          continue;
+        }
+        if (inFlight.size > 0) {
+          // A finished call can make the next message of its conversation due.
+          await Promise.race(inFlight);
+          continue;
+        }
+        return;
+      }
+    } finally {
+      await Promise.allSettled([...inFlight]);
+    }
+  }
+
+  /** Claims the entry and starts its call; returns the running call (wrapped, so that it is not awaited here), or null. */
+  private async start(row: OutboxRow): Promise<{ call: Promise<void> } | null> {
+    this.claimed.add(row.seq);
+    let started = false;
+    try {
+      const number = await this.d.number();
+      if (!number || number.status !== "connected") {
+        this.finish(row, "failed", { error: OWN_ERRORS.numberDisconnected() });
+        return null;
+      }
+      // The workspace must know the message (its send may have failed after the hand-off) and learns it is processing.
+      const claim = await workspaceStub(this.d.env, row.workspace_id).applyStatus({ jobId: row.job_id, status: "processing", at: now() });
+      const t = now();
+      if (!claim.known) {
+        if (row.accepted_at < t - UNCONFIRMED_WAIT_MS) {
+          log("warn", "outbox entry its workspace never recorded steps out of line", { jobId: row.job_id });
+          if (transition(this.d.sql, row.seq, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);
+        } else {
+          transition(this.d.sql, row.seq, ["queued"], "queued", t, { next_attempt_at: t + UNCONFIRMED_RECHECK_MS });
+        }
+        return null;
+      }
+      if (claim.status === "sent" || claim.status === "failed") {
+        // Settled meanwhile (an operator status): never called again.
+        if (transition(this.d.sql, row.seq, ["queued"], claim.status, t)) promoteHead(this.d.sql, row.recipient);
+        return null;
+      }
+      const adapter = await adapterFor(this.d.env, number);
+      const callAt = now();
+      if (nextCallAt(this.calls, callAt) > callAt || this.d.hold.until() > callAt) return null;
+      const attempt = row.attempts + 1;
+      this.calls = [...this.calls, callAt].slice(-PACE_CALLS);
+      this.d.ctx.storage.transactionSync(() => {
+        transition(this.d.sql, row.seq, ["queued"], "sending", callAt, { attempts: attempt, first_attempt_at: callAt });
+        setMeta(this.d.sql, "recent_calls", JSON.stringify(this.calls));
+        this.d.hold.probing(callAt);
+      });
+      started = true;
+      // No await between taking the slot and starting the request.
+      return { call: this.call(adapter, row, attempt).finally(() => this.claimed.delete(row.seq)) };
+    } finally {
+      if (!started) this.claimed.delete(row.seq);
+    }
+  }
+
+  private async call(adapter: UpstreamAdapter, row: OutboxRow, attempt: number): Promise<void> {
+    let result: SendResult;
+    try {
+      result = await adapter.send({ jobId: row.job_id, to: row.recipient, body: row.body, attempt });
+    } catch (err) {
+      log("error", "upstream adapter threw", { jobId: row.job_id, error: String(err) });
+      result = { kind: "unknown", message: "The adapter failed during the call." };
+    }
+    try {
+      this.settle(row, attempt, result);
+    } catch (err) {
+      // The entry stays `sending`: a restart marks it unknown; it is never sent twice.
+      log("error", "settling an upstream call failed", { jobId: row.job_id, error: String(err) });
+    }
+    this.d.settled();
+  }
+
+  private settle(row: OutboxRow, attempt: number, result: SendResult): void {
+    const t = now();
+    switch (result.kind) {
+      case "accepted":
+        this.d.hold.resume();
+        this.finish(row, "sent", { upstreamMessageId: result.upstreamMessageId, ...(result.recipientId ? { recipientId: result.recipientId } : {}) });
+        if (result.later) scheduleReports(this.d.sql, row.job_id, result.upstreamMessageId, t, result.later);
+        return;
+      case "permanent":
+        this.d.hold.resume();
+        this.finish(row, "failed", { error: result.error });
+        return;
+      case "number_blocked":
+        // Nothing was sent: the message waits at the head of its conversation while the number pauses.
+        this.d.ctx.storage.transactionSync(() => {
+          transition(this.d.sql, row.seq, ["sending"], "queued", t, { attempts: attempt - 1 });
+          this.d.hold.pause(result.error, t);
+        });
+        return;
+      case "retryable": {
+        const decision = retryDecision(attempt, row.first_attempt_at ?? t, result.pairRate ? { ...result, minDelayMs: pairRateDelayMs(attempt) } : result, t);
+        if ("exhausted" in decision) {
+          this.finish(row, "failed", { error: OWN_ERRORS.retriesExhausted(result.upstreamCode ?? result.message) });
+          return;
+        }
+        this.d.ctx.storage.transactionSync(() => {
+          transition(this.d.sql, row.seq, ["sending"], "queued", t, { next_attempt_at: decision.retryAt });
+          if (result.scope === "number") this.d.hold.throttle(decision.retryAt);
+        });
+        return;
+      }
+      case "unknown":
+        this.d.ctx.storage.transactionSync(() => {
+          if (transition(this.d.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) {
+            promoteHead(this.d.sql, row.recipient);
+            owe(this.d.sql, row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true });
+          }
+        });
+        log("warn", "upstream outcome unknown; waiting for the operator's status", { jobId: row.job_id, reason: result.message });
+        if (result.later) scheduleReports(this.d.sql, row.job_id, `sandbox.${row.job_id}`, t, result.later);
+        return;
+    }
+  }
+
+  /** Final state of an entry, with the change owed to the workspace's record. */
+  finish(row: OutboxRow, state: "sent" | "failed", detail: Pick<StatusUpdate, "upstreamMessageId" | "error"> & { recipientId?: string }): void {
+    const t = now();
+    this.d.ctx.storage.transactionSync(() => {
+      const moved = transition(this.d.sql, row.seq, ["queued", "sending", "unknown"], state, t, {
+        upstream_message_id: detail.upstreamMessageId ?? null,
+        recipient_id: detail.recipientId ?? null,
+      });
+      if (!moved) return;
+      promoteHead(this.d.sql, row.recipient);
+      const update: StatusUpdate = { jobId: row.job_id, at: t, status: state };
+      if (detail.upstreamMessageId) update.upstreamMessageId = detail.upstreamMessageId;
+      if (detail.error) update.error = detail.error;
+      owe(this.d.sql, row.workspace_id, update);
+    });
+  }
+}

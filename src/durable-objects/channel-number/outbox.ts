@@ -1,0 +1,200 @@
+import { ensureColumn } from "../shared/sql-schema";
+import type { AdmitCommand, OutboxEntry, OutboxState } from "./contract";
+
+/**
+ * The number's outbox: one row per accepted message. Messages to one recipient
+ * (a conversation) leave in acceptance order, one call at a time; different
+ * conversations never wait on each other. The oldest unfinished entry of each
+ * conversation is its head (`is_head = 1`); the drain takes due heads.
+ *
+ * Bound: ~350 B per row with a 200-byte body; at the number's full 2/s,
+ * 172,800 rows a day, kept 8 days after they finish (operator statuses match
+ * by upstream id for 7 days): ≤ 1.4 M rows, ~0.5 GB. Purged in batches.
+ */
+export function createOutboxTable(sql: SqlStorage): void {
+  sql.exec(`
+    CREATE TABLE IF NOT EXISTS outbox (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      job_id TEXT NOT NULL UNIQUE,
+      workspace_id TEXT NOT NULL,
+      channel_number_id TEXT NOT NULL,
+      recipient TEXT NOT NULL,
+      body TEXT NOT NULL,
+      accepted_at INTEGER NOT NULL,
+      state TEXT NOT NULL DEFAULT 'queued',
+      attempts INTEGER NOT NULL DEFAULT 0,
+      next_attempt_at INTEGER NOT NULL DEFAULT 0,
+      upstream_message_id TEXT,
+      unknown_since INTEGER,
+      updated_at INTEGER NOT NULL);
+  `);
+  ensureColumn(sql, "outbox", "unknown_since", "INTEGER");
+  const headsAdded = ensureColumn(sql, "outbox", "is_head", "INTEGER NOT NULL DEFAULT 0");
+  ensureColumn(sql, "outbox", "first_attempt_at", "INTEGER");
+  ensureColumn(sql, "outbox", "recipient_id", "TEXT");
+  // A claim that never reached the upstream call (an earlier release persisted it) is safe to take again.
+  sql.exec("UPDATE outbox SET state = 'queued' WHERE state = 'claiming'");
+  if (headsAdded) {
+    // Storage from before per-recipient order: each conversation's oldest unfinished entry becomes its head.
+    sql.exec(`UPDATE outbox SET is_head = 1 WHERE seq IN (SELECT MIN(seq) FROM outbox WHERE state IN ('queued', 'sending') GROUP BY recipient)`);
+  }
+  sql.exec(`
+    DROP INDEX IF EXISTS outbox_by_state;
+    CREATE INDEX IF NOT EXISTS outbox_ready ON outbox (next_attempt_at, seq) WHERE is_head = 1 AND state = 'queued';
+    CREATE INDEX IF NOT EXISTS outbox_active_by_recipient ON outbox (recipient, seq) WHERE state IN ('queued', 'sending');
+    CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending';
+    CREATE INDEX IF NOT EXISTS outbox_unknown ON outbox (unknown_since) WHERE state = 'unknown';
+    CREATE INDEX IF NOT EXISTS outbox_orphans ON outbox (accepted_at) WHERE state = 'orphan';
+    CREATE INDEX IF NOT EXISTS outbox_finished ON outbox (updated_at) WHERE state IN ('sent', 'failed', 'dropped');
+    CREATE INDEX IF NOT EXISTS outbox_by_upstream_id ON outbox (upstream_message_id);
+    CREATE INDEX IF NOT EXISTS outbox_by_accepted ON outbox (accepted_at);
+  `);
+}
+
+export interface OutboxRow {
+  seq: number;
+  job_id: string;
+  workspace_id: string;
+  channel_number_id: string;
+  recipient: string;
+  body: string;
+  accepted_at: number;
+  state: OutboxState;
+  attempts: number;
+  next_attempt_at: number;
+  is_head: number;
+  upstream_message_id: string | null;
+  unknown_since: number | null;
+  first_attempt_at: number | null;
+  recipient_id: string | null;
+  updated_at: number;
+  [key: string]: SqlStorageValue;
+}
+
+const rows = (sql: SqlStorage, query: string, ...bindings: SqlStorageValue[]): OutboxRow[] =>
+  sql.exec<OutboxRow>(query, ...bindings).toArray();
+
+export const findByJobId = (sql: SqlStorage, jobId: string): OutboxRow | undefined =>
+  rows(sql, "SELECT * FROM outbox WHERE job_id = ?", jobId)[0];
+
+export const findBySeq = (sql: SqlStorage, seq: number): OutboxRow | undefined => rows(sql, "SELECT * FROM outbox WHERE seq = ?", seq)[0];
+
+export const findByUpstreamId = (sql: SqlStorage, upstreamMessageId: string): OutboxRow | undefined =>
+  rows(sql, "SELECT * FROM outbox WHERE upstream_message_id = ?", upstreamMessageId)[0];
+
+export const samePayload = (row: OutboxRow, cmd: AdmitCommand): boolean =>
+  row.workspace_id === cmd.workspaceId && row.recipient === cmd.to && row.body === cmd.body && row.channel_number_id === cmd.channelNumberId;
+
+/** Acceptance times after `since` (rebuilds the number's rate window after a restart). */
+export const acceptedSince = (sql: SqlStorage, since: number): number[] =>
+  sql
+    .exec<{ accepted_at: number }>("SELECT accepted_at FROM outbox WHERE accepted_at > ? ORDER BY accepted_at", since)
+    .toArray()
+    .map((r) => r.accepted_at);
+
+export function insertEntry(sql: SqlStorage, cmd: AdmitCommand, at: number): void {
+  sql.exec(
+    `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, next_attempt_at, updated_at, is_head)
+     VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, NOT EXISTS (SELECT 1 FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending')))`,
+    cmd.jobId,
+    cmd.workspaceId,
+    cmd.channelNumberId,
+    cmd.to,
+    cmd.body,
+    cmd.acceptedAt,
+    at,
+    at,
+    cmd.to,
+  );
+}
+
+/** Makes the conversation's oldest unfinished entry its head (and no other). Touches at most two rows. */
+export function promoteHead(sql: SqlStorage, recipient: string): void {
+  const head = sql
+    .exec<{ seq: number }>("SELECT seq FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 1", recipient)
+    .toArray()[0]?.seq;
+  sql.exec("UPDATE outbox SET is_head = 0 WHERE recipient = ? AND is_head = 1 AND seq IS NOT ?", recipient, head ?? null);
+  if (head !== undefined) sql.exec("UPDATE outbox SET is_head = 1 WHERE seq = ? AND is_head = 0", head);
+}
+
+/** The due head to call next: the earliest due, then the oldest. */
+export const nextReady = (sql: SqlStorage, at: number, skip: ReadonlySet<number>): OutboxRow | undefined => {
+  // `skip` holds the few entries this object is calling right now (their state is still `queued` while claimed).
+  const candidates = rows(
+    sql,
+    "SELECT * FROM outbox WHERE is_head = 1 AND state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?",
+    at,
+    skip.size + 1,
+  );
+  return candidates.find((r) => !skip.has(r.seq));
+};
+
+/** When the next head is due, or null when no conversation has work. */
+export const nextReadyAt = (sql: SqlStorage): number | null =>
+  sql.exec<{ at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE is_head = 1 AND state = 'queued'").one().at;
+
+/** Moves an entry from `from` to `to`; false when it was no longer in `from` (someone settled it first). */
+export function transition(
+  sql: SqlStorage,
+  seq: number,
+  from: readonly OutboxState[],
+  to: OutboxState,
+  at: number,
+  fields: { attempts?: number; next_attempt_at?: number; upstream_message_id?: string | null; unknown_since?: number | null; first_attempt_at?: number; recipient_id?: string | null } = {},
+): boolean {
+  const sets = ["state = ?", "updated_at = ?"];
+  const values: SqlStorageValue[] = [to, at];
+  for (const [k, v] of Object.entries(fields)) {
+    if (v === undefined) continue;
+    sets.push(k === "upstream_message_id" || k === "recipient_id" || k === "first_attempt_at" ? `${k} = COALESCE(${k}, ?)` : `${k} = ?`);
+    values.push(v);
+  }
+  const cursor = sql.exec(
+    `UPDATE outbox SET ${sets.join(", ")} WHERE seq = ? AND state IN (${from.map(() => "?").join(", ")})`,
+    ...values,
+    seq,
+    ...from,
+  );
+  return cursor.rowsWritten > 0;
+}
+
+export const unknownSince = (sql: SqlStorage, before: number, limit: number): OutboxRow[] =>
+  rows(sql, "SELECT * FROM outbox WHERE state = 'unknown' AND unknown_since <= ? ORDER BY unknown_since LIMIT ?", before, limit);
+
+export const oldestUnknownSince = (sql: SqlStorage): number | null =>
+  sql.exec<{ at: number | null }>("SELECT MIN(unknown_since) AS at FROM outbox WHERE state = 'unknown'").one().at;
+
+export const orphansAcceptedBefore = (sql: SqlStorage, before: number, limit: number): OutboxRow[] =>
+  rows(sql, "SELECT * FROM outbox WHERE state = 'orphan' AND accepted_at < ? ORDER BY accepted_at LIMIT ?", before, limit);
+
+export const oldestOrphanAcceptedAt = (sql: SqlStorage): number | null =>
+  sql.exec<{ at: number | null }>("SELECT MIN(accepted_at) AS at FROM outbox WHERE state = 'orphan'").one().at;
+
+export const oldestFinishedAt = (sql: SqlStorage): number | null =>
+  sql.exec<{ at: number | null }>("SELECT MIN(updated_at) AS at FROM outbox WHERE state IN ('sent', 'failed', 'dropped')").one().at;
+
+/** Deletes up to `limit` entries that finished before `before`. */
+export function purgeFinished(sql: SqlStorage, before: number, limit: number): void {
+  sql.exec(
+    "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE state IN ('sent', 'failed', 'dropped') AND updated_at < ? ORDER BY updated_at LIMIT ?)",
+    before,
+    limit,
+  );
+}
+
+/** Deletes an entry that was never claimed (its send's commit failed): it frees the window slot it held. */
+export function deleteUnclaimed(sql: SqlStorage, jobId: string): OutboxRow | undefined {
+  const row = findByJobId(sql, jobId);
+  if (!row || row.state !== "queued" || row.attempts > 0) return undefined;
+  sql.exec("DELETE FROM outbox WHERE seq = ?", row.seq);
+  return row;
+}
+
+export const listEntries = (sql: SqlStorage): OutboxEntry[] =>
+  rows(sql, "SELECT * FROM outbox ORDER BY seq").map((r) => ({
+    jobId: r.job_id,
+    recipient: r.recipient,
+    state: r.state,
+    attempts: r.attempts,
+    upstreamMessageId: r.upstream_message_id,
+  }));

@@ -1,0 +1,108 @@
+import { now } from "../../lib/clock";
+import { log } from "../../lib/log";
+
+/**
+ * One unit of an object's timed work (publishing events, a retention purge, a
+ * drain session). `due` reads storage through an index and is cheap; `run` does
+ * a bounded amount of work and leaves the rest for the next alarm.
+ */
+export interface ScheduledStep {
+  readonly name: string;
+  /** When this step next has work (epoch ms), or null when it has none. */
+  due(at: number): number | null;
+  run(at: number): Promise<void>;
+}
+
+const BACKOFF_BASE_MS = 1_000;
+const BACKOFF_MAX_MS = 60_000;
+
+/** Delay before a step that failed `failures` times in a row runs again: 1 s, 2 s, 4 s … 60 s, with ±20 % jitter. */
+export function stepBackoffMs(failures: number, random: () => number = Math.random): number {
+  const base = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, failures - 1));
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/**
+ * The single alarm of an object, shared by its steps. Each due step runs on its
+ * own, inside its own try/catch, so a step that keeps failing (a queue refusing,
+ * an RPC timing out) backs off alone and never starves the others; the alarm is
+ * then set to the earliest time any step is due.
+ */
+export class Scheduler {
+  private readonly failures = new Map<string, number>();
+  private readonly heldUntil = new Map<string, number>();
+
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly steps: readonly ScheduledStep[],
+  ) {}
+
+  /** Runs every due step once, then re-arms the alarm. Never throws. */
+  async runDue(): Promise<void> {
+    for (const step of this.steps) {
+      const at = now();
+      if ((this.heldUntil.get(step.name) ?? 0) > at) continue;
+      let due: number | null;
+      try {
+        due = step.due(at);
+        if (due === null || due > at) continue;
+        await step.run(at);
+        this.failures.delete(step.name);
+        this.heldUntil.delete(step.name);
+      } catch (err) {
+        const failures = (this.failures.get(step.name) ?? 0) + 1;
+        const wait = stepBackoffMs(failures);
+        this.failures.set(step.name, failures);
+        this.heldUntil.set(step.name, now() + wait);
+        log("warn", "scheduled step failed; it backs off alone", { step: step.name, failures, retryInMs: wait, error: errorText(err) });
+      }
+    }
+    await this.rearm();
+  }
+
+  /** The earliest time any step wants to run, honouring the back-off of failing steps. */
+  nextWake(): number | null {
+    let next: number | null = null;
+    for (const step of this.steps) {
+      let due: number | null;
+      try {
+        due = step.due(now());
+      } catch (err) {
+        log("warn", "scheduled step could not tell when it is due", { step: step.name, error: errorText(err) });
+        due = now() + BACKOFF_MAX_MS;
+      }
+      if (due === null) continue;
+      due = Math.max(due, this.heldUntil.get(step.name) ?? 0);
+      if (next === null || due < next) next = due;
+    }
+    return next;
+  }
+
+  /** Sets the alarm to the next due time (or clears it when nothing is due). */
+  async rearm(): Promise<void> {
+    const next = this.nextWake();
+    if (next === null) {
+      await this.storage.deleteAlarm();
+      return;
+    }
+    await this.storage.setAlarm(Math.max(next, now()));
+  }
+
+  /** Makes sure the alarm fires no later than `at` (called when new work arrives). */
+  async wake(at: number = now()): Promise<void> {
+    const current = await this.storage.getAlarm();
+    if (current === null || current > at) await this.storage.setAlarm(at);
+  }
+
+  /**
+   * Called from the constructor: an object whose alarm was lost (storage
+   * restored, an alarm deleted by a failed deploy) re-arms it from its own state.
+   */
+  async ensureArmed(): Promise<void> {
+    if ((await this.storage.getAlarm()) !== null) return;
+    const next = this.nextWake();
+    if (next !== null) await this.storage.setAlarm(Math.max(next, now()));
+  }
+}
+
+const errorText = (err: unknown): string => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));

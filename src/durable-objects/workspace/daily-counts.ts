@@ -1,0 +1,99 @@
+import { DAY_MS, utcDay } from "../../domain/job-id";
+import type { DailyUsage } from "./contract";
+
+export type CountField = "accepted" | "sent" | "failed" | "received";
+
+/**
+ * Per-day, per-number counters: the month's quota usage (the sum of `accepted`
+ * over the month's days), the usage history, and the aggregates shipped to D1
+ * for the operator. Bound: one row per number and day (~60 B), kept 400 days:
+ * ≤ 100 numbers × 400 rows. Purged by the retention step.
+ * `dirty` marks rows whose totals D1 has not seen yet.
+ */
+export function createDailyCountsTable(sql: SqlStorage): void {
+  sql.exec(`
+    CREATE TABLE IF NOT EXISTS daily_counts (
+      day INTEGER NOT NULL, channel_number_id TEXT NOT NULL,
+      accepted INTEGER NOT NULL DEFAULT 0, sent INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+      received INTEGER NOT NULL DEFAULT 0, dirty INTEGER NOT NULL DEFAULT 1,
+      PRIMARY KEY (day, channel_number_id)) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS daily_counts_dirty ON daily_counts (day) WHERE dirty = 1;
+  `);
+}
+
+export function countOne(sql: SqlStorage, at: number, channelNumberId: string, field: CountField): void {
+  sql.exec(
+    `INSERT INTO daily_counts (day, channel_number_id, ${field}, dirty) VALUES (?, ?, 1, 1)
+     ON CONFLICT (day, channel_number_id) DO UPDATE SET ${field} = ${field} + 1, dirty = 1`,
+    utcDay(at),
+    channelNumberId,
+  );
+}
+
+/** Accepted sends in the days [fromDay, toDay). */
+export const acceptedBetween = (sql: SqlStorage, fromDay: number, toDay: number): number =>
+  sql
+    .exec<{ n: number | null }>("SELECT SUM(accepted) AS n FROM daily_counts WHERE day >= ? AND day < ?", fromDay, toDay)
+    .one().n ?? 0;
+
+/** One entry per day in [fromDay, toDay), zeros included. */
+export function dailyUsage(sql: SqlStorage, fromDay: number, toDay: number): DailyUsage[] {
+  const rows = sql
+    .exec<{ day: number; accepted: number; sent: number; failed: number; received: number }>(
+      `SELECT day, SUM(accepted) AS accepted, SUM(sent) AS sent, SUM(failed) AS failed, SUM(received) AS received
+       FROM daily_counts WHERE day >= ? AND day < ? GROUP BY day`,
+      fromDay,
+      toDay,
+    )
+    .toArray();
+  const byDay = new Map(rows.map((r) => [r.day, r]));
+  const out: DailyUsage[] = [];
+  for (let day = fromDay; day < toDay; day++) {
+    const r = byDay.get(day);
+    out.push({
+      day: new Date(day * DAY_MS).toISOString().slice(0, 10),
+      accepted: r?.accepted ?? 0,
+      sent: r?.sent ?? 0,
+      failed: r?.failed ?? 0,
+      received: r?.received ?? 0,
+    });
+  }
+  return out;
+}
+
+export interface CountsRow {
+  day: number;
+  channel_number_id: string;
+  accepted: number;
+  sent: number;
+  failed: number;
+  received: number;
+  [key: string]: SqlStorageValue;
+}
+
+export const dirtyCounts = (sql: SqlStorage, limit: number): CountsRow[] =>
+  sql
+    .exec<CountsRow>(
+      "SELECT day, channel_number_id, accepted, sent, failed, received FROM daily_counts WHERE dirty = 1 ORDER BY day LIMIT ?",
+      limit,
+    )
+    .toArray();
+
+export const hasDirtyCounts = (sql: SqlStorage): boolean => sql.exec("SELECT 1 FROM daily_counts WHERE dirty = 1 LIMIT 1").toArray().length > 0;
+
+/** Clean only if unchanged since it was read: a count that moved meanwhile ships next round. */
+export function markCountsClean(sql: SqlStorage, r: CountsRow): void {
+  sql.exec(
+    `UPDATE daily_counts SET dirty = 0 WHERE day = ? AND channel_number_id = ? AND accepted = ? AND sent = ? AND failed = ? AND received = ?`,
+    r.day,
+    r.channel_number_id,
+    r.accepted,
+    r.sent,
+    r.failed,
+    r.received,
+  );
+}
+
+export function purgeCountsBefore(sql: SqlStorage, day: number): void {
+  sql.exec("DELETE FROM daily_counts WHERE day < ? AND dirty = 0", day);
+}

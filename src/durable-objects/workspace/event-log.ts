@@ -1,0 +1,264 @@
+import type { WebhookEvent, WebhookQueueMessage } from "../../domain/events";
+import { log } from "../../lib/log";
+import { getMeta, setMeta } from "../shared/meta";
+import { ensureColumn } from "../shared/sql-schema";
+import { publishInOrder } from "../../lib/queue-publisher";
+import type { DeliveryReport } from "./contract";
+
+/**
+ * The workspace's outbox of customer events, and what became of each.
+ *
+ * An event is written in the same transaction as the change it describes, then
+ * published to the webhook queue by the object's alarm, in insertion order
+ * (`rowid`); a cursor in `meta` records how far publishing got, so publishing
+ * costs one write per batch, not per event. The webhook consumer reports every
+ * attempt back here. An event whose report does not arrive when expected (the
+ * queue lost it) is published again with the same id: delivery is at least
+ * once, and customers deduplicate on `webhook-id`.
+ *
+ * Bound: ~800 B per event (body JSON, indexes) and ~120 B per attempt row; 2–4
+ * events per message; both kept 7 days, purged oldest first in batches.
+ */
+export const KEEP_EVENTS_MS = 7 * 24 * 60 * 60 * 1000;
+/** An event not reported within this after it was due is published again. */
+export const CONFIRM_WITHIN_MS = 10 * 60 * 1000;
+const PUBLISH_BATCH = 500;
+const RECONCILE_BATCH = 100;
+const PURGE_BATCH = 500;
+/** The `meta` key of the publishing cursor (the rowid of the last published event). */
+export const PUBLISH_CURSOR = "events_published_through";
+
+export function createEventLogTable(sql: SqlStorage): void {
+  sql.exec(`
+    CREATE TABLE IF NOT EXISTS events (
+      id TEXT PRIMARY KEY, type TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,
+      created_at INTEGER NOT NULL, published_at INTEGER);
+    CREATE TABLE IF NOT EXISTS event_attempts (
+      seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL, webhook_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+      attempted_at INTEGER NOT NULL, outcome TEXT NOT NULL, status_code INTEGER, latency_ms INTEGER, error TEXT,
+      next_retry_at INTEGER);
+    CREATE INDEX IF NOT EXISTS event_attempts_by_webhook ON event_attempts (webhook_id, seq);
+    CREATE INDEX IF NOT EXISTS event_attempts_by_event ON event_attempts (event_id);
+  `);
+  ensureColumn(sql, "events", "channel_number_id", "TEXT");
+  ensureColumn(sql, "events", "delivery", "TEXT");
+  ensureColumn(sql, "events", "attempts", "INTEGER NOT NULL DEFAULT 0");
+  ensureColumn(sql, "events", "check_at", "INTEGER");
+  ensureColumn(sql, "events", "delivered_at", "INTEGER");
+  ensureColumn(sql, "events", "set_aside", "TEXT");
+  if (getMeta(sql, PUBLISH_CURSOR) === undefined) {
+    // Storage from before the cursor: everything before the first unpublished event is published.
+    const first = sql.exec<{ r: number | null }>("SELECT MIN(rowid) AS r FROM events WHERE published_at IS NULL").one().r;
+    const last = sql.exec<{ r: number | null }>("SELECT MAX(rowid) AS r FROM events").one().r ?? 0;
+    setMeta(sql, PUBLISH_CURSOR, String(first === null ? last : first - 1));
+  }
+  sql.exec(`
+    DROP INDEX IF EXISTS events_unpublished;
+    CREATE INDEX IF NOT EXISTS events_by_subject ON events (subject);
+    CREATE INDEX IF NOT EXISTS events_to_check ON events (check_at) WHERE check_at IS NOT NULL;
+  `);
+}
+
+const cursor = (sql: SqlStorage): number => Number(getMeta(sql, PUBLISH_CURSOR) ?? 0);
+
+/** Call inside the transaction that makes the change. `subject` is the message the event is about. */
+export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number): void {
+  sql.exec(
+    "INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, check_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+    event.id,
+    event.type,
+    subject,
+    JSON.stringify(event),
+    at,
+    event.channelNumberId,
+    at + publishDelayMs + CONFIRM_WITHIN_MS,
+  );
+}
+
+export const hasUnpublishedEvents = (sql: SqlStorage): boolean =>
+  sql.exec("SELECT 1 FROM events WHERE rowid > ? AND set_aside IS NULL LIMIT 1", cursor(sql)).toArray().length > 0;
+
+/** Publishes the unpublished events, oldest first, a bounded number per call. Throws if the queue is failing. */
+export async function publishEvents(sql: SqlStorage, queue: Queue): Promise<void> {
+  const rows = sql
+    .exec<{ seq: number; body: string }>(
+      "SELECT rowid AS seq, body FROM events WHERE rowid > ? AND set_aside IS NULL ORDER BY rowid LIMIT ?",
+      cursor(sql),
+      PUBLISH_BATCH,
+    )
+    .toArray();
+  if (rows.length === 0) return;
+  const items = rows.map((r) => ({ key: r.seq, body: { event: JSON.parse(r.body) as WebhookEvent } satisfies WebhookQueueMessage }));
+  await publishInOrder(queue, items, {
+    sent: (seqs) => setMeta(sql, PUBLISH_CURSOR, String(Math.max(cursor(sql), ...seqs))),
+    setAside: (seq, reason) => {
+      sql.exec("UPDATE events SET set_aside = ?, delivery = 'set_aside', check_at = NULL WHERE rowid = ?", reason, seq);
+      log("error", "event set aside: it can never be published", { eventSeq: seq, reason });
+    },
+  });
+}
+
+/** When the next published event is overdue for a report, or null. */
+export const nextCheckDue = (sql: SqlStorage): number | null =>
+  sql.exec<{ at: number | null }>("SELECT MIN(check_at) AS at FROM events WHERE check_at IS NOT NULL AND rowid <= ?", cursor(sql)).one().at;
+
+/** Publishes again the events whose delivery report is overdue (the queue lost them). */
+export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number): Promise<void> {
+  const rows = sql
+    .exec<{ seq: number; id: string; body: string }>(
+      "SELECT rowid AS seq, id, body FROM events WHERE check_at IS NOT NULL AND check_at <= ? AND rowid <= ? ORDER BY check_at LIMIT ?",
+      at,
+      cursor(sql),
+      RECONCILE_BATCH,
+    )
+    .toArray();
+  if (rows.length === 0) return;
+  log("warn", "events without a delivery report are published again", { events: rows.length });
+  await publishInOrder(
+    queue,
+    rows.map((r) => ({ key: r.seq, body: { event: JSON.parse(r.body) as WebhookEvent } satisfies WebhookQueueMessage })),
+    {
+      sent: (seqs) => {
+        for (const seq of seqs) sql.exec("UPDATE events SET check_at = ? WHERE rowid = ?", at + CONFIRM_WITHIN_MS, seq);
+      },
+      setAside: (seq, reason) => sql.exec("UPDATE events SET set_aside = ?, delivery = 'set_aside', check_at = NULL WHERE rowid = ?", reason, seq),
+    },
+  );
+}
+
+/** Records what the webhook consumer did with events; a delivered event stays delivered. */
+export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at: number): void {
+  for (const r of reports) {
+    const event = sql.exec<{ delivery: string | null; attempts: number }>("SELECT delivery, attempts FROM events WHERE id = ?", r.eventId).toArray()[0];
+    if (!event) continue;
+    // A dead letter is numbered like the last attempt it follows (the dead-letter queue counts afresh).
+    const attempt = r.outcome === "dead" ? Math.max(event.attempts, r.attempt) : r.attempt;
+    if (r.webhookId !== null && r.outcome !== "no_webhook") {
+      sql.exec(
+        `INSERT INTO event_attempts (event_id, webhook_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_retry_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        r.eventId,
+        r.webhookId,
+        attempt,
+        r.attemptedAt,
+        r.outcome,
+        r.statusCode,
+        r.latencyMs,
+        r.error,
+        r.nextRetryAt,
+      );
+    }
+    if (event.delivery === "delivered") continue;
+    switch (r.outcome) {
+      case "delivered":
+        sql.exec("UPDATE events SET delivery = 'delivered', delivered_at = ?, attempts = MAX(attempts, ?), check_at = NULL WHERE id = ?", r.attemptedAt, r.attempt, r.eventId);
+        break;
+      case "failed":
+      case "refused":
+        sql.exec(
+          "UPDATE events SET delivery = 'retrying', attempts = MAX(attempts, ?), check_at = ? WHERE id = ?",
+          r.attempt,
+          (r.nextRetryAt ?? at) + CONFIRM_WITHIN_MS,
+          r.eventId,
+        );
+        break;
+      case "dead":
+      case "no_webhook":
+        sql.exec("UPDATE events SET delivery = ?, check_at = NULL WHERE id = ?", r.outcome, r.eventId);
+        break;
+    }
+  }
+}
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  type: string;
+  subject: string;
+  body: string;
+  created_at: number;
+  channel_number_id: string | null;
+  delivery: string | null;
+  attempts: number;
+  delivered_at: number | null;
+  [key: string]: SqlStorageValue;
+}
+
+export const findEvent = (sql: SqlStorage, id: string): EventRow | undefined =>
+  sql.exec<EventRow>("SELECT rowid AS seq, * FROM events WHERE id = ?", id).toArray()[0];
+
+/** Marks an event for another delivery run (a replay); the caller publishes it. */
+export function markReplayed(sql: SqlStorage, id: string, at: number): void {
+  sql.exec("UPDATE events SET delivery = 'pending', check_at = ? WHERE id = ? AND delivery IS NOT 'delivered'", at + CONFIRM_WITHIN_MS, id);
+}
+
+/** The recorded events about one subject, oldest first. */
+export const eventsAbout = (sql: SqlStorage, subject: string): EventRow[] =>
+  sql.exec<EventRow>("SELECT rowid AS seq, * FROM events WHERE subject = ? ORDER BY rowid", subject).toArray();
+
+export interface AttemptRow {
+  seq: number;
+  event_id: string;
+  event_type: string | null;
+  webhook_id: string;
+  attempt: number;
+  attempted_at: number;
+  outcome: string;
+  status_code: number | null;
+  latency_ms: number | null;
+  error: string | null;
+  next_retry_at: number | null;
+  [key: string]: SqlStorageValue;
+}
+
+/** Attempts to deliver to one webhook, newest first, after the keyset `beforeSeq`. */
+export const attemptsOfWebhook = (sql: SqlStorage, webhookId: string, beforeSeq: number | null, limit: number): AttemptRow[] =>
+  sql
+    .exec<AttemptRow>(
+      `SELECT a.*, e.type AS event_type FROM event_attempts a LEFT JOIN events e ON e.id = a.event_id
+       WHERE a.webhook_id = ? AND a.seq < ? ORDER BY a.seq DESC LIMIT ?`,
+      webhookId,
+      beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    )
+    .toArray();
+
+/** Attempts to deliver the events about one subject, oldest first. */
+export const attemptsAbout = (sql: SqlStorage, subject: string): AttemptRow[] =>
+  sql
+    .exec<AttemptRow>(
+      `SELECT a.*, e.type AS event_type FROM events e JOIN event_attempts a ON a.event_id = e.id
+       WHERE e.subject = ? ORDER BY a.seq`,
+      subject,
+    )
+    .toArray();
+
+/** When the oldest event leaves the 7-day window, or null. */
+export function nextEventExpiry(sql: SqlStorage): number | null {
+  // Only published events are purged: the oldest of those decides.
+  const oldestEvent = sql
+    .exec<{ created_at: number }>("SELECT created_at FROM events WHERE rowid <= ? ORDER BY rowid LIMIT 1", cursor(sql))
+    .toArray()[0];
+  const oldestAttempt = sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts ORDER BY seq LIMIT 1").toArray()[0];
+  const times = [oldestEvent?.created_at, oldestAttempt?.attempted_at].filter((t): t is number => t !== undefined);
+  return times.length === 0 ? null : Math.min(...times) + KEEP_EVENTS_MS;
+}
+
+/** Deletes one batch of events and attempts older than 7 days; visits at most one batch of rows of each. */
+export function purgeOldEvents(sql: SqlStorage, at: number): void {
+  const before = at - KEEP_EVENTS_MS;
+  // The oldest rows by insertion order are the oldest by time; looking at the first batch only keeps this bounded.
+  sql.exec(
+    `DELETE FROM events WHERE rowid IN (
+       SELECT rowid FROM (SELECT rowid, created_at FROM events ORDER BY rowid LIMIT ?) WHERE created_at < ? AND rowid <= ?)`,
+    PURGE_BATCH,
+    before,
+    cursor(sql),
+  );
+  sql.exec(
+    `DELETE FROM event_attempts WHERE seq IN (
+       SELECT seq FROM (SELECT seq, attempted_at FROM event_attempts ORDER BY seq LIMIT ?) WHERE attempted_at < ?)`,
+    PURGE_BATCH,
+    before,
+  );
+}

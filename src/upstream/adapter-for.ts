@@ -1,0 +1,20 @@
+import type { ChannelNumberRow } from "../db/channel-numbers";
+import { openUpstreamCredentials } from "../lib/sealed-secrets";
+import type { UpstreamAdapter } from "./adapter";
+import { CloudApiAdapter } from "./cloud-api";
+import { SandboxAdapter } from "./sandbox";
+
+/** Builds a number's adapter; credentials are decrypted here, at call time, and kept nowhere. */
+export async function adapterFor(env: Env, row: ChannelNumberRow): Promise<UpstreamAdapter> {
+  if (row.upstream_type === "sandbox") return new SandboxAdapter();
+  if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("cloud number without credentials");
+  const { accessToken } = await openUpstreamCredentials(env, row);
+  return new CloudApiAdapter({
+    baseUrl: env.UPSTREAM_CLOUD_API_BASE_URL,
+    version: env.UPSTREAM_CLOUD_API_VERSION,
+    phoneNumberId: row.upstream_phone_number_id,
+    accessToken,
+    messagingProduct: env.UPSTREAM_MESSAGING_PRODUCT,
+    timeoutMs: Number(env.UPSTREAM_TIMEOUT_MS) || 15_000,
+  });
+}
