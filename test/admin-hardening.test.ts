@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { runScheduledJobs, type ScheduledJob } from "../src/scheduled/jobs";
 import { sha256Hex } from "../src/lib/crypto";
+import type { AdminAuditRow } from "../src/db/admin-audit-log";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
 import { operatorNumberUrl } from "./helpers/operator";
@@ -47,18 +48,8 @@ describe("ADMIN_TOKEN shorter than 32 characters", () => {
   });
 });
 
-interface AuditRow {
-  actor: string;
-  method: string;
-  route: string;
-  path: string;
-  status: number;
-  request_id: string;
-  at: string;
-}
-
 const auditOf = async (requestId: string) =>
-  env.DB.prepare("SELECT * FROM admin_audit_log WHERE request_id = ?").bind(requestId).first<AuditRow>();
+  env.DB.prepare("SELECT * FROM admin_audit_log WHERE request_id = ?").bind(requestId).first<AdminAuditRow>();
 
 describe("admin audit log", () => {
   it("records who (the token's id, not the token), what, when and the result of every admin call", async () => {

@@ -1,5 +1,12 @@
+import { z } from "@hono/zod-openapi";
 import { ApiError } from "../lib/errors";
 import { log } from "../lib/log";
+
+/** The parts of the operator's answer that matter here (`GET /{phone-number-id}`, or its error object). */
+const OperatorAnswer = z.object({
+  id: z.string().optional(),
+  error: z.object({ code: z.union([z.number(), z.string()]).optional() }).optional(),
+});
 
 /**
  * Proves, before a live number is connected, that the access token controls
@@ -25,16 +32,15 @@ export async function verifyCloudNumber(
     log("warn", "operator unreachable while verifying a number", { phoneNumberId, detail: err instanceof Error ? err.name : "unknown" });
     throw new ApiError("internal_error", "The operator could not be reached to verify the number; nothing was stored. Retry later.");
   }
-  let body: unknown = null;
+  let body: z.infer<typeof OperatorAnswer> = {};
   try {
-    body = await res.json();
+    body = OperatorAnswer.parse(await res.json());
   } catch {
     // judged by the status alone
   }
-  const field = (obj: unknown, key: string): unknown => (typeof obj === "object" && obj !== null ? (obj as Record<string, unknown>)[key] : undefined);
-  const code = field(field(body, "error"), "code");
+  const code = body.error?.code;
 
-  if (res.ok && field(body, "id") === phoneNumberId) return;
+  if (res.ok && body.id === phoneNumberId) return;
   if (res.status >= 500) {
     log("warn", "operator error while verifying a number", { phoneNumberId, status: res.status });
     throw new ApiError("internal_error", `The operator answered HTTP ${res.status} while verifying the number; nothing was stored. Retry later.`);
