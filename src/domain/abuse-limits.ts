@@ -10,7 +10,7 @@ import type { BucketSpec } from "../lib/throttle";
  */
 export const ABUSE_LIMITS = {
   /** Every GET under /api/v1 (reads, lists, the delivery log), per API key. */
-  read: { limit: 3000, periodSeconds: 60 },
+  read: { limit: 6000, periodSeconds: 60 },
   /** POST /webhooks (each call resolves the URL's host over DNS), per API key. */
   webhookConfigure: { limit: 60, periodSeconds: 60 },
   /** POST /sandbox/inbound (each call produces a webhook event), per API key. */
