@@ -8,7 +8,9 @@ import { newRouter, registerSharedComponents } from "./lib/openapi";
 import { allowedMethods } from "./lib/allowed-methods";
 import { requestId } from "./middleware/request-id";
 import { serverTiming } from "./middleware/server-timing";
+import { securityHeaders } from "./middleware/security-headers";
 import { apiKeyAuth } from "./middleware/api-key-auth";
+import { perKeyLimits } from "./middleware/rate-limit";
 import { adminAuth } from "./middleware/admin-auth";
 import { meRoutes } from "./routes/me";
 import { channelNumberRoutes } from "./routes/channel-numbers";
@@ -23,6 +25,7 @@ import { adminApiKeyRoutes } from "./routes/admin/api-keys";
 import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
 import { adminMemberRoutes } from "./routes/admin/members";
 import { dashboard } from "./dashboard/app";
+import { adminSecretRoutes } from "./routes/admin/secrets";
 import { registerEventDocs } from "./routes/event-docs";
 
 const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
@@ -65,6 +68,7 @@ publicApi.doc31("/openapi.json", {
   ],
 });
 publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : apiKeyAuth(c, next)));
+publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : perKeyLimits(c, next)));
 publicApi
   .route("/", meRoutes)
   .route("/", channelNumberRoutes)
@@ -80,10 +84,12 @@ adminApi
   .route("/", adminWorkspaceRoutes)
   .route("/", adminApiKeyRoutes)
   .route("/", adminChannelNumberRoutes)
-  .route("/", adminMemberRoutes);
+  .route("/", adminMemberRoutes)
+  .route("/", adminSecretRoutes);
 
 export const app = new Hono<AppEnv>();
 app.use("*", requestId);
+app.use("*", securityHeaders);
 app.use("*", serverTiming);
 app.route("/api/v1", publicApi);
 app.route("/admin/v1", adminApi);

@@ -9,5 +9,7 @@ export type AppEnv = {
   Variables: {
     requestId: string;
     principal: Principal;
+    /** The Content-Security-Policy nonce of this response's inline scripts and styles (HTML pages). */
+    cspNonce: string;
   };
 };

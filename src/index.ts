@@ -5,13 +5,19 @@ import { log } from "./lib/log";
 import { consumeUsageCounts } from "./queue/usage-counts";
 import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
 import { consumeUpstreamEvents } from "./queue/upstream-events";
+import { runScheduledJobs } from "./scheduled/jobs";
+import { now } from "./lib/clock";
 
 export { WorkspaceDurableObject } from "./durable-objects/workspace/workspace";
 export { ChannelNumberDurableObject } from "./durable-objects/channel-number/channel-number";
-export { SignInThrottleDurableObject } from "./durable-objects/sign-in-throttle";
+export { ThrottleDurableObject } from "./durable-objects/throttle";
 
 export default {
   fetch: app.fetch,
+  // The cron trigger of wrangler.toml: retention jobs, each bounded and isolated from the others.
+  async scheduled(_controller, env, _ctx) {
+    await runScheduledJobs(env, now());
+  },
   async queue(batch, env, _ctx) {
     switch (batch.queue) {
       case "usage-counts":

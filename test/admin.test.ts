@@ -1,6 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { operatorNumberUrl } from "./helpers/operator";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe("admin API", () => {
   it("creates a workspace with its plan limits and reads it back", async () => {
@@ -49,6 +54,12 @@ describe("admin API", () => {
   it("connects sandbox and cloud numbers, never returns credentials, enforces the plan's maximum", async () => {
     const workspaceId = await createWorkspace({ plan: "pro" });
     const token = "EAAG-super-secret-operator-token-1234567890";
+    // The operator confirms that the token controls the phone number id.
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const req = new Request(input, init);
+      if (req.url !== operatorNumberUrl("1099887766")) throw new Error(`unexpected outbound request: ${req.url}`);
+      return Response.json({ id: "1099887766", display_phone_number: "+1 555-123-0000" });
+    });
     const cloud = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
       method: "POST",
       json: { displayPhoneNumber: "+15551230000", upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token } },

@@ -36,9 +36,8 @@ function authCases(): [string, Record<string, string>][] {
   return [
     ["no Authorization header", {}],
     ["Basic scheme", { Authorization: `Basic ${btoa(`user:${tenant.key}`)}` }],
-    ["lowercase scheme", { Authorization: `bearer ${tenant.key}` }],
     ["scheme without a key", { Authorization: "Bearer" }],
-    ["malformed: two spaces", { Authorization: `Bearer  ${tenant.key}` }],
+    ["malformed: a tab instead of a space", { Authorization: `Bearer\t${tenant.key}` }],
     ["malformed: trailing junk", { Authorization: `Bearer ${tenant.key} extra` }],
     ["unknown key", { Authorization: `Bearer ${env.API_KEY_PREFIX}live_${"A".repeat(43)}` }],
     ["wrong prefix", { Authorization: `Bearer other_live_${secret}` }],
@@ -50,15 +49,31 @@ function authCases(): [string, Record<string, string>][] {
 }
 
 describe("API-key authentication", () => {
-  it.each(PUBLIC_ENDPOINTS)("%s %s refuses every bad credential with a uniform 401", async (method, path) => {
-    for (const [, headers] of authCases()) {
+  it.each(PUBLIC_ENDPOINTS)("%s %s refuses every bad credential with a uniform 401 and a Bearer challenge", async (method, path) => {
+    for (const [name, headers] of authCases()) {
       const res = await api(path, null, {
         method,
         headers: { ...headers, "Content-Type": "application/json", "Idempotency-Key": "k1" },
         body: method === "POST" ? "{}" : undefined,
       });
+      // RFC 6750 §3: no error parameter when no credentials were sent.
+      const challenge = name === "no Authorization header" ? 'Bearer realm="api"' : 'Bearer realm="api", error="invalid_token"';
+      expect(res.headers.get("WWW-Authenticate"), name).toBe(challenge);
       await expectError(res, 401, "unauthorized");
     }
+  });
+
+  it.each([
+    ["lowercase", "bearer"],
+    ["uppercase", "BEARER"],
+    ["mixed case", "bEaReR"],
+  ])("accepts the %s scheme name (RFC 9110: the scheme is case-insensitive)", async (_, scheme) => {
+    const res = await api("/me", null, { headers: { Authorization: `${scheme} ${tenant.key}` } });
+    expect(res.status).toBe(200);
+  });
+
+  it("accepts more than one space after the scheme (RFC 9110: 1*SP)", async () => {
+    expect((await api("/me", null, { headers: { Authorization: `Bearer   ${tenant.key}` } })).status).toBe(200);
   });
 
   it("accepts a well-formed current key", async () => {
@@ -101,7 +116,7 @@ describe("admin authentication", () => {
     ["missing", undefined],
     ["wrong", "Bearer not-the-admin-token"],
     ["an API key instead", "API_KEY"],
-    ["lowercase scheme", `bearer ${"ADMIN"}`],
+    ["Basic scheme", `Basic ${"ADMIN"}`],
     ["10 KB", `Bearer ${"ADMIN"}${"x".repeat(10_240)}`],
   ])("every admin route refuses a %s admin token, and nothing changes", async (_, header) => {
     const value = header === "API_KEY" ? `Bearer ${tenant.key}` : header?.replace("ADMIN", env.ADMIN_TOKEN);
@@ -113,11 +128,19 @@ describe("admin authentication", () => {
         headers: { "Content-Type": "application/json", ...(value ? { Authorization: value } : {}) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
+      expect(res.headers.get("WWW-Authenticate")).toBe(value ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"');
       const err = await expectError(res, 401, "unauthorized");
       expect(JSON.stringify(err)).not.toContain(env.ADMIN_TOKEN);
     }
     expect(await (await admin(`/workspaces/${tenant.workspaceId}/api-keys`)).text()).toBe(keysBefore);
     expect(await (await admin(`/workspaces/${tenant.workspaceId}/channel-numbers`)).text()).toBe(numbersBefore);
     expect((await api("/me", tenant.key)).status).toBe(200);
+  });
+});
+
+describe("admin token scheme", () => {
+  it("is case-insensitive, like the API key's", async () => {
+    const res = await call(`/admin/v1/workspaces/${tenant.workspaceId}`, { headers: { Authorization: `bEARER ${env.ADMIN_TOKEN}` } });
+    expect(res.status).toBe(200);
   });
 });

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { admin, api, call, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
+import { mockNetwork } from "./helpers/webhook-net";
 
 let a: Tenant;
 let b: Tenant;
@@ -105,10 +106,44 @@ describe("GET /usage", () => {
 });
 
 describe("GET /webhooks", () => {
-  it("lists the workspace's webhooks in the list wrapper", async () => {
-    const res = await api("/webhooks", a.key);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ data: expect.any(Array), nextCursor: null });
+  it("lists exactly the workspace's webhooks, as configured, without secrets", async () => {
+    const t = await createTenant();
+    const other = await createTenant();
+    const net = mockNetwork();
+    try {
+      net.dns.set("hooks.list.acme-shop.com", ["93.184.216.34"]);
+      const configure = async (tenant: Tenant, path: string) =>
+        json<Record<string, unknown> & { secret: string }>(
+          await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: tenant.numberId, url: `https://hooks.list.acme-shop.com/${path}` } }),
+        );
+      const { secret, ...mine } = await configure(t, "mine");
+      const theirs = await configure(other, "theirs");
+      expect((await json<{ data: unknown[] }>(await api("/webhooks", t.key))).data).toHaveLength(1);
+
+      const res = await api("/webhooks", t.key);
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(JSON.parse(text)).toEqual({
+        data: [
+          {
+            id: mine.id,
+            channelNumberId: t.numberId,
+            url: "https://hooks.list.acme-shop.com/mine",
+            status: "enabled",
+            failingSince: null,
+            disabledAt: null,
+            createdAt: mine.createdAt,
+            updatedAt: mine.updatedAt,
+          },
+        ],
+        nextCursor: null,
+      });
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain(String(theirs.id));
+    } finally {
+      net.restore();
+    }
+    expect(net.unhandled).toEqual([]);
   });
 });
 

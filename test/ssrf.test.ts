@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { checkWebhookUrl, checkWebhookUrlSyntax, isPublicIp } from "../src/webhooks/ssrf";
+import { DENIED_PORTS, IPV4_BLOCK_LABELS, checkWebhookUrl, checkWebhookUrlSyntax, isPublicIp } from "../src/webhooks/ssrf";
 
 const PROD = { allowInsecure: false };
 const DEV = { allowInsecure: true };
@@ -52,6 +52,28 @@ describe("checkWebhookUrlSyntax: refused", () => {
     ["https://example.com:0/", /Port 0 /],
     ["https://example.com:1/", /Port 1 /],
     ["https://example.com:1023/", /Port 1023 /],
+    // Well-known internal service ports above 1023
+    ["https://example.com:6379/", /Port 6379 \(Redis\)/],
+    ["https://example.com:5432/", /Port 5432 \(PostgreSQL\)/],
+    ["https://example.com:3306/", /Port 3306 \(MySQL\)/],
+    ["https://example.com:27017/", /Port 27017 \(MongoDB\)/],
+    ["https://example.com:11211/", /Port 11211 \(Memcached\)/],
+    ["https://example.com:9200/", /Port 9200 \(Elasticsearch/],
+    ["https://example.com:5672/", /Port 5672 \(AMQP/],
+    ["https://example.com:9092/", /Port 9092 \(Kafka\)/],
+    ["https://example.com:2375/", /Port 2375 \(Docker API\)/],
+    ["https://example.com:6443/", /Port 6443 \(Kubernetes API server\)/],
+    ["https://example.com:10250/", /Port 10250 \(kubelet API\)/],
+    ["https://example.com:8500/", /Port 8500 \(Consul HTTP API\)/],
+    ["https://example.com:2379/", /Port 2379 \(etcd\)/],
+    ["https://example.com:15672/", /Port 15672 \(RabbitMQ management\)/],
+    ["https://93.184.216.34:6379/", /Port 6379 \(Redis\)/],
+    // Addresses that look public but reach a cloud platform's own services
+    ["https://168.63.129.16/", /168\.63\.129\.16 \(cloud platform internal: Azure WireServer\)/],
+    ["https://2822734096/", /168\.63\.129\.16 \(cloud platform internal: Azure WireServer\)/],
+    ["https://161.26.0.10/", /cloud platform internal: IBM Cloud service network/],
+    ["https://166.9.1.1/", /cloud platform internal: IBM Cloud private service endpoints/],
+    ["https://[::ffff:168.63.129.16]/", /IPv4-mapped 168\.63\.129\.16/],
     // IPv4 literals (every spelling normalises to dotted quad)
     ["https://127.0.0.1/", /127\.0\.0\.1 \(loopback\)/],
     ["https://127.0.0.1:8443/", /127\.0\.0\.1 \(loopback\)/],
@@ -154,6 +176,16 @@ describe("checkWebhookUrlSyntax: refused", () => {
     ["https://instance-data.ec2.internal/", /cloud metadata/],
     ["https://metadata.tencentyun.com/", /cloud metadata/],
     ["https://intranet/", /local/],
+    // Suffixes outside the ICANN section of the Public Suffix List
+    ["https://api.default.svc/", /"\.svc" is not in the ICANN section/],
+    ["https://vault.service.consul/", /"\.consul" is not in the ICANN section/],
+    ["https://db.k8s/", /"\.k8s" is not in the ICANN section/],
+    ["https://router.domain/", /"\.domain" is not in the ICANN section/],
+    ["https://printer.workgroup/", /"\.workgroup" is not in the ICANN section/],
+    ["https://app.docker/", /"\.docker" is not in the ICANN section/],
+    ["https://git.intern/", /"\.intern" is not in the ICANN section/],
+    ["https://api.cluster/", /"\.cluster" is not in the ICANN section/],
+    ["https://co.uk/", /is a public suffix, not a domain name/],
     ["https://server/", /Single-label/],
     ["https://kubernetes/", /Single-label/],
     ["https://example.com./", /trailing dot/],
@@ -165,8 +197,11 @@ describe("checkWebhookUrlSyntax: refused", () => {
     [`https://${"abcdefghi.".repeat(26)}com/`, /too long/],
   ];
 
-  it("has at least 60 refused forms", () => {
-    expect(refused.length).toBeGreaterThanOrEqual(60);
+  it("exercises every non-public IPv4 range the module knows", () => {
+    // A range added to the module without a refused case here fails this test.
+    const reasons = refused.map(([raw]) => checkWebhookUrlSyntax(raw, PROD)).flatMap((r) => (r.ok ? [] : [r.reason]));
+    const missing = IPV4_BLOCK_LABELS.filter((label) => !reasons.some((reason) => reason.includes(`(${label})`)));
+    expect(missing).toEqual([]);
   });
 
   it.each(refused)("refuses %s", (raw, reason) => {
@@ -190,6 +225,23 @@ describe("checkWebhookUrlSyntax: accepted", () => {
     ["https://example.com:443/x", "https://example.com/x"],
     ["https://example.com:1024/x", "https://example.com:1024/x"],
     ["https://example.com:65535/x", "https://example.com:65535/x"],
+    // Ports webhook receivers use stay open.
+    ["https://example.com:8080/x", "https://example.com:8080/x"],
+    ["https://example.com:8000/x", "https://example.com:8000/x"],
+    ["https://example.com:3000/x", "https://example.com:3000/x"],
+    ["https://example.com:5000/x", "https://example.com:5000/x"],
+    ["https://example.com:8888/x", "https://example.com:8888/x"],
+    ["https://example.com:9443/x", "https://example.com:9443/x"],
+    // ICANN suffixes, including new and IDN ones, and names under private PSL suffixes.
+    ["https://hooks.example.company/", "https://hooks.example.company/"],
+    ["https://nas.fritz.box/", "https://nas.fritz.box/"],
+    ["https://a.example.int/", "https://a.example.int/"],
+    ["https://shop.xn--fiqs8s/", "https://shop.xn--fiqs8s/"],
+    ["https://abc.ngrok.io/in", "https://abc.ngrok.io/in"],
+    ["https://hooks.my-worker.workers.dev/", "https://hooks.my-worker.workers.dev/"],
+    // Public addresses next to the cloud-internal ones.
+    ["https://168.63.129.17/", "https://168.63.129.17/"],
+    ["https://166.12.0.1/", "https://166.12.0.1/"],
     ["https://93.184.216.34/x", "https://93.184.216.34/x"],
     ["https://1.1.1.1/", "https://1.1.1.1/"],
     ["https://8.8.8.8:8443/", "https://8.8.8.8:8443/"],
@@ -260,7 +312,18 @@ describe("checkWebhookUrlSyntax: allowInsecure (local development)", () => {
     expectRefused("http://localhost:3000/x", PROD, /must use https/);
     expectRefused("http://127.0.0.1:9000", PROD, /must use https/);
     expectRefused("https://localhost:3000/x", PROD, /local/);
-    expectRefused("https://127.0.0.1:9000", PROD, /loopback/);
+    expectRefused("https://127.0.0.1:9443", PROD, /loopback/);
+  });
+});
+
+describe("DENIED_PORTS", () => {
+  it("are all within 1024–65535 and none is a port webhook receivers commonly use", () => {
+    for (const port of DENIED_PORTS.keys()) expect(port >= 1024 && port <= 65535, String(port)).toBe(true);
+    for (const port of [8443, 8080, 8000, 3000, 5000, 8888, 4443, 9443]) expect(DENIED_PORTS.has(port), String(port)).toBe(false);
+  });
+
+  it.each([...DENIED_PORTS.keys()])("refuses port %i with its service named", (port) => {
+    expectRefused(`https://hooks.example.com:${port}/`, PROD, new RegExp(`^Port ${port} \\(`));
   });
 });
 
@@ -316,6 +379,9 @@ describe("isPublicIp", () => {
     "::1",
     "[::1]",
     "::ffff:7f00:1",
+    "168.63.129.16",
+    "161.26.1.1",
+    "166.11.255.255",
     "::ffff:127.0.0.1",
     "::ffff:93.184.216.34",
     "::7f00:1",
@@ -391,6 +457,7 @@ const ZONE: Zone = {
   "garbage.example.com": "garbage",
   "rebind.example.com": { A: [a("rebind.example.com", "127.0.0.1")] },
   "bogus-data.example.com": { A: [a("bogus-data.example.com", "not-an-address")] },
+  "azure-wire.example.com": { A: [a("azure-wire.example.com", "168.63.129.16")] },
 };
 
 describe("checkWebhookUrl (DNS over HTTPS)", () => {
@@ -498,7 +565,16 @@ describe("checkWebhookUrl (DNS over HTTPS)", () => {
     expect((await checkWebhookUrl("https://chain.example.com/hook", DNS)).ok).toBe(true);
   });
 
-  it("refuses a CNAME chain that ends in the metadata address", async () => {
+  it("refuses a public name that resolves to Azure's WireServer", async () => {
+    expect(await refused("https://azure-wire.example.com/")).toMatch(/168\.63\.129\.16 \(cloud platform internal: Azure WireServer\)/);
+  });
+
+  it("refuses a non-ICANN suffix without resolving it", async () => {
+    expect(await refused("https://orders.default.svc/")).toMatch(/ICANN/);
+    expect(fetchSpy).not.toHaveBeenCalled();
+  });
+
+  it("refuses the CNAME chain that ends in the metadata address", async () => {
     expect(await refused("https://chain-private.example.com/")).toMatch(/169\.254\.169\.254 \(link-local\)/);
   });
 

@@ -223,6 +223,26 @@ describe("webhook delivery", () => {
     expect(row).toMatchObject({ attempt: 1, outcome: "failed", statusCode: null, error: "Timed out after 50 ms." });
   });
 
+  it.each([
+    ["dns", new TypeError("DNS lookup failed for internal-db.corp.example: NXDOMAIN")],
+    ["connect", new TypeError("connect ECONNREFUSED 10.0.0.12:6379")],
+    ["tls", new TypeError("TLS peer's certificate is not trusted; reason = self signed certificate (CN=vault.internal)")],
+    ["reset", new TypeError("Network connection lost.")],
+    ["network", new Error("kj/async-io.c++:1234: internal error; something about 172.16.4.4")],
+  ])("a %s failure is logged as its category, never as the runtime's message", async (category, error) => {
+    const c = await setUp();
+    net.receivers.set(c.url, () => {
+      throw error;
+    });
+    const run = await deliver(await statusEvent(c.tenant));
+    expect(run.retried(0)).toBe(true);
+    const [row] = (await deliveryLog(c)).data;
+    expect(row).toMatchObject({ outcome: "failed", statusCode: null });
+    expect(row!.error).toMatch(new RegExp(`^Network error \\(${category}\\): `));
+    expect(row!.error).not.toContain(error.message);
+    expect(row!.error).not.toMatch(/10\.0\.0\.12|6379|vault|172\.16|internal-db|kj\//);
+  });
+
   it("a 301 to the metadata address is a failure and the redirect is not followed", async () => {
     const c = await setUp();
     net.receivers.set(c.url, () => new Response(null, { status: 301, headers: { location: "http://169.254.169.254/latest/meta-data/" } }));
@@ -293,6 +313,22 @@ describe("webhook delivery", () => {
     expect(row).toMatchObject({ outcome: "refused", statusCode: null, latencyMs: null });
     expect(row!.error).toBe("URL refused: The host resolves to a non-public address: 192.168.1.20 (private network).");
     expect((await webhookView(c)).failingSince).not.toBeNull();
+  });
+
+  it.each([
+    ["a non-ICANN suffix", "https://orders.default.svc/hook", /ICANN/],
+    ["an internal service port", "https://hooks.acme-shop.com:6379/hook", /Port 6379 \(Redis\)/],
+    ["a cloud-internal address", "https://168.63.129.16/hook", /Azure WireServer/],
+  ])("a URL stored before today's rules with %s is refused at delivery, and nothing is sent", async (_, url, reason) => {
+    const c = await setUp();
+    // As if configured before the rule existed: the row holds the URL as it was accepted then.
+    await env.DB.prepare("UPDATE webhooks SET url = ? WHERE id = ?").bind(url, c.webhookId).run();
+    const run = await deliver(await statusEvent(c.tenant));
+    expect(run.retried(0)).toBe(true);
+    expect(net.seen).toEqual([]);
+    const [row] = (await deliveryLog(c)).data;
+    expect(row).toMatchObject({ outcome: "refused", statusCode: null });
+    expect(row!.error).toMatch(reason);
   });
 
   it("after a replace, events go to the new URL signed with the new secret only", async () => {

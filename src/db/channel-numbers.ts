@@ -12,23 +12,39 @@ export interface ChannelNumberRow {
   disconnected_at: string | null;
 }
 
-export async function insertChannelNumber(db: D1Database, row: ChannelNumberRow): Promise<void> {
-  await db
-    .prepare(
-      `INSERT INTO channel_numbers (id, workspace_id, display_phone_number, upstream_type, upstream_phone_number_id,
-                                    upstream_credentials, status, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'connected', ?)`,
-    )
-    .bind(
-      row.id,
-      row.workspace_id,
-      row.display_phone_number,
-      row.upstream_type,
-      row.upstream_phone_number_id,
-      row.upstream_credentials,
-      row.created_at,
-    )
-    .run();
+export type InsertOutcome = "inserted" | "plan_limit" | "upstream_taken";
+
+/**
+ * Inserts a connected number only if the workspace stays within its plan's
+ * maximum of connected numbers: the count and the insert are one statement, so
+ * concurrent connects cannot both take the last slot. A live number whose
+ * operator id is already connected (anywhere) is refused by the unique index.
+ */
+export async function insertChannelNumberWithinPlan(db: D1Database, row: ChannelNumberRow): Promise<InsertOutcome> {
+  try {
+    const result = await db
+      .prepare(
+        `INSERT INTO channel_numbers (id, workspace_id, display_phone_number, upstream_type, upstream_phone_number_id,
+                                      upstream_credentials, status, created_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'connected', ?7
+          WHERE (SELECT COUNT(*) FROM channel_numbers WHERE workspace_id = ?2 AND status = 'connected')
+              < (SELECT p.max_numbers FROM workspaces w JOIN plans p ON p.id = w.plan_id WHERE w.id = ?2)`,
+      )
+      .bind(
+        row.id,
+        row.workspace_id,
+        row.display_phone_number,
+        row.upstream_type,
+        row.upstream_phone_number_id,
+        row.upstream_credentials,
+        row.created_at,
+      )
+      .run();
+    return result.meta.changes === 1 ? "inserted" : "plan_limit";
+  } catch (err) {
+    if (err instanceof Error && /UNIQUE constraint failed/i.test(err.message)) return "upstream_taken";
+    throw err;
+  }
 }
 
 export async function countConnected(db: D1Database, workspaceId: string): Promise<number> {

@@ -35,29 +35,34 @@ export async function getWebhookOfNumber(db: D1Database, workspaceId: string, ch
     .first<WebhookRow>();
 }
 
+/** The id of the number's webhook, if it has one (of any workspace). */
+export async function webhookIdOfNumber(db: D1Database, channelNumberId: string): Promise<{ id: string; workspace_id: string } | null> {
+  return db.prepare("SELECT id, workspace_id FROM webhooks WHERE channel_number_id = ?").bind(channelNumberId).first();
+}
+
 /**
  * Creates the number's webhook, or replaces its URL and secret. A replaced
  * webhook keeps its id (and so its delivery log), is enabled again and starts
- * with a clean failure record.
+ * with a clean failure record. The secret is sealed for the row id `w.id`, so
+ * the update applies only if the existing row has that id (the caller read it
+ * with webhookIdOfNumber): null when another request created the row first.
  */
 export async function upsertWebhook(
   db: D1Database,
   w: { id: string; workspaceId: string; channelNumberId: string; url: string; sealedSecret: string; at: string },
-): Promise<WebhookRow> {
-  const row = await db
+): Promise<WebhookRow | null> {
+  return db
     .prepare(
       `INSERT INTO webhooks (id, workspace_id, channel_number_id, url, sealed_secret, status, failing_since, disabled_at, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, 'enabled', NULL, NULL, ?, ?)
        ON CONFLICT (channel_number_id) DO UPDATE SET
          url = excluded.url, sealed_secret = excluded.sealed_secret, status = 'enabled',
          failing_since = NULL, disabled_at = NULL, updated_at = excluded.updated_at
-       WHERE webhooks.workspace_id = excluded.workspace_id
+       WHERE webhooks.workspace_id = excluded.workspace_id AND webhooks.id = excluded.id
        RETURNING *`,
     )
     .bind(w.id, w.workspaceId, w.channelNumberId, w.url, w.sealedSecret, w.at, w.at)
     .first<WebhookRow>();
-  if (!row) throw new Error("webhook upsert matched a number of another workspace");
-  return row;
 }
 
 /**

@@ -5,30 +5,65 @@ import type { Principal } from "../context";
 // never reads D1 to authenticate. The TTL is what bounds how long a key revoked
 // through another isolate keeps working ("within seconds").
 export const KEY_CACHE_TTL_MS = 5_000;
-const MAX_ENTRIES = 10_000;
+/** Each map holds at most this many entries; the least recently used one leaves first. */
+export const KEY_CACHE_MAX_ENTRIES = 10_000;
 
-interface Entry {
-  principal: Principal | null;
+interface Entry<T> {
+  value: T;
   expiresAt: number;
 }
 
-const cache = new Map<string, Entry>();
+/** A Map kept in recency order (re-inserted on read), trimmed from its oldest end. */
+class LruTtl<T> {
+  private readonly entries = new Map<string, Entry<T>>();
 
-export function cachedPrincipal(keyHash: string): Principal | null | undefined {
-  const entry = cache.get(keyHash);
-  if (!entry) return undefined;
-  if (entry.expiresAt <= now()) {
-    cache.delete(keyHash);
-    return undefined;
+  get(key: string): T | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    if (entry.expiresAt <= now()) return undefined;
+    this.entries.set(key, entry);
+    return entry.value;
   }
-  return entry.principal;
+
+  set(key: string, value: T): void {
+    this.entries.delete(key);
+    this.entries.set(key, { value, expiresAt: now() + KEY_CACHE_TTL_MS });
+    while (this.entries.size > KEY_CACHE_MAX_ENTRIES) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest === undefined) break;
+      this.entries.delete(oldest);
+    }
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+}
+
+// Known keys and unknown ones live apart: a flood of unknown keys can only push
+// out other unknown keys, never the keys of paying customers.
+const known = new LruTtl<Principal>();
+const unknown = new LruTtl<true>();
+
+/** The cached principal, null for a cached unknown key, undefined when not cached. */
+export function cachedPrincipal(keyHash: string): Principal | null | undefined {
+  const principal = known.get(keyHash);
+  if (principal) return principal;
+  return unknown.get(keyHash) ? null : undefined;
 }
 
 export function rememberPrincipal(keyHash: string, principal: Principal | null): void {
-  if (cache.size >= MAX_ENTRIES) cache.clear();
-  cache.set(keyHash, { principal, expiresAt: now() + KEY_CACHE_TTL_MS });
+  if (principal) {
+    unknown.delete(keyHash);
+    known.set(keyHash, principal);
+  } else {
+    known.delete(keyHash);
+    unknown.set(keyHash, true);
+  }
 }
 
 export function forgetKey(keyHash: string): void {
-  cache.delete(keyHash);
+  known.delete(keyHash);
+  unknown.delete(keyHash);
 }

@@ -1,15 +1,24 @@
 import { findMemberByEmail, setPasswordStatement } from "../db/members";
-import { hit, resetThrottle } from "../durable-objects/sign-in-throttle";
+import { resetBuckets, takeToken, type ThrottleDecision } from "../lib/throttle";
 import { isoNow } from "../lib/clock";
 import { sha256Hex } from "../lib/crypto";
 import { hashPassword, needsRehash, verifyPassword } from "../lib/password";
 import { openSession } from "./dashboard-session";
 
-/** Attempts per email in any 15 minutes (a success clears the count). */
+/** Attempts per email: a burst of 10, refilled over 15 minutes (a success refills it). */
 export const SIGN_IN_EMAIL_LIMIT = 10;
-/** Attempts per client IP in any 15 minutes: higher, for offices behind one address. */
+/** Attempts per client IP: a burst of 50 over 15 minutes, for offices behind one address. */
 export const SIGN_IN_IP_LIMIT = 50;
 export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000;
+
+const SIGN_IN_BUCKET = "sign-in";
+
+/**
+ * One sign-in attempt against a scope's budget (the shared Throttle object,
+ * src/lib/throttle.ts): `limit` attempts in a burst, refilled over 15 minutes.
+ */
+export const signInAttempt = (env: Env, scope: string, limit: number): Promise<ThrottleDecision> =>
+  takeToken(env, scope, [{ name: SIGN_IN_BUCKET, limit, periodSeconds: SIGN_IN_WINDOW_MS / 1000 }]);
 
 export type SignInResult =
   | { ok: true; token: string }
@@ -29,8 +38,8 @@ export const ipKey = (ip: string): string => `sign-in:ip:${ip}`;
 export async function signIn(db: D1Database, env: Env, input: { email: string; password: string; clientIp: string }): Promise<SignInResult> {
   const byEmail = await emailKey(input.email);
   const [email, ip] = await Promise.all([
-    hit(env, byEmail, SIGN_IN_EMAIL_LIMIT, SIGN_IN_WINDOW_MS),
-    hit(env, ipKey(input.clientIp), SIGN_IN_IP_LIMIT, SIGN_IN_WINDOW_MS),
+    signInAttempt(env, byEmail, SIGN_IN_EMAIL_LIMIT),
+    signInAttempt(env, ipKey(input.clientIp), SIGN_IN_IP_LIMIT),
   ]);
   if (!email.allowed || !ip.allowed) {
     return { ok: false, reason: "throttled", retryAfterMs: Math.max(email.retryAfterMs, ip.retryAfterMs) };
@@ -41,7 +50,7 @@ export async function signIn(db: D1Database, env: Env, input: { email: string; p
   const valid = await verifyPassword(input.password, passwordHash);
   if (!valid || !member || passwordHash === null) return { ok: false, reason: "invalid" };
 
-  await resetThrottle(env, byEmail);
+  await resetBuckets(env, byEmail, [SIGN_IN_BUCKET]);
   const { token, statements } = await openSession(db, member.id, { revokeOthers: false });
   // Parameters raised since this hash was made: store a new one now that we have the password.
   const rehashed = needsRehash(passwordHash) ? [setPasswordStatement(db, member.id, passwordHash, await hashPassword(input.password), isoNow())] : [];
@@ -65,7 +74,7 @@ export async function changePassword(
   env: Env,
   input: { memberId: string; email: string; passwordHash: string | null; current: string; next: string },
 ): Promise<PasswordChangeResult> {
-  const throttle = await hit(env, await emailKey(input.email), SIGN_IN_EMAIL_LIMIT, SIGN_IN_WINDOW_MS);
+  const throttle = await signInAttempt(env, await emailKey(input.email), SIGN_IN_EMAIL_LIMIT);
   if (!throttle.allowed) return { ok: false, reason: "throttled", retryAfterMs: throttle.retryAfterMs };
   if (!(await verifyPassword(input.current, input.passwordHash)) || input.passwordHash === null) return { ok: false, reason: "invalid" };
   const newHash = await hashPassword(input.next);

@@ -1,11 +1,11 @@
-import { getWebhook, upsertWebhook, type WebhookRow } from "../db/webhooks";
+import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../db/webhooks";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { workspaceStub } from "../durable-objects/stubs";
 import type { AttemptRow } from "../durable-objects/workspace/event-log";
 import { EVENT_ID_PATTERN } from "./events";
 import { UUID_PATTERN } from "./job-id";
 import { isoNow } from "../lib/clock";
-import { seal } from "../lib/secret-box";
+import { sealWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, checkWebhookUrlSyntax } from "../webhooks/ssrf";
 import { newWebhookSecret } from "../webhooks/signature";
 
@@ -34,16 +34,32 @@ export async function configureWebhook(env: Env, workspaceId: string, channelNum
   if (!check.ok) return { ok: false, problem: "url", reason: check.reason };
 
   const secret = newWebhookSecret();
-  const webhook = await upsertWebhook(env.DB, {
-    id: crypto.randomUUID(),
-    workspaceId,
-    channelNumberId: number.id,
-    // The parser's normal form is what deliveries call.
-    url: check.url.href,
-    sealedSecret: await seal(env.CREDENTIALS_ENCRYPTION_KEY, secret),
-    at: isoNow(),
-  });
+  // The parser's normal form is what deliveries call.
+  const webhook = await storeWebhook(env, { workspaceId, channelNumberId: number.id, url: check.url.href, secret });
   return { ok: true, webhook, secret };
+}
+
+/**
+ * Creates or replaces the number's webhook with a new secret sealed for the
+ * webhook's row id. If a concurrent request creates the row between our read of
+ * its id and our write, the id is read again and the secret sealed again.
+ */
+async function storeWebhook(env: Env, w: { workspaceId: string; channelNumberId: string; url: string; secret: string }): Promise<WebhookRow> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const existing = await webhookIdOfNumber(env.DB, w.channelNumberId);
+    if (existing && existing.workspace_id !== w.workspaceId) break;
+    const id = existing?.id ?? crypto.randomUUID();
+    const row = await upsertWebhook(env.DB, {
+      id,
+      workspaceId: w.workspaceId,
+      channelNumberId: w.channelNumberId,
+      url: w.url,
+      sealedSecret: await sealWebhookSecret(env, id, w.secret),
+      at: isoNow(),
+    });
+    if (row) return row;
+  }
+  throw new Error("webhook upsert kept losing a race, or matched a number of another workspace");
 }
 
 /** A webhook of the workspace by id; a malformed or foreign id reads as missing. */

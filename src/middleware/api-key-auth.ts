@@ -5,24 +5,64 @@ import { hashApiKey, isWellFormedKey } from "../domain/api-keys";
 import { cachedPrincipal, rememberPrincipal } from "../domain/key-cache";
 import { noteKeyUsed } from "../domain/api-key-last-used";
 import { ApiError } from "../lib/errors";
+import { bucket, scopes } from "../domain/abuse-limits";
 import { timingSafeEqualStrings } from "../lib/crypto";
+import { bearerToken, unauthorized } from "../lib/bearer";
+import { clientAddress } from "../lib/client-address";
+import { peekToken, rateLimited, takeToken, type ThrottleDecision } from "../lib/throttle";
+import { now } from "../lib/clock";
 
-const MAX_AUTH_HEADER_LENGTH = 512;
+const refused = (sent: boolean) =>
+  unauthorized("Missing or invalid API key. Send Authorization: Bearer <API key>.", "api", sent);
 
-const unauthorized = () =>
-  new ApiError("unauthorized", "Missing or invalid API key. Send Authorization: Bearer <API key>.");
+// Addresses the throttle refused, with the refusal: repeated attempts from them
+// are answered here until Retry-After, without another call to the throttle
+// object. Bounded; the oldest entry leaves first.
+const blocked = new Map<string, { until: number; resetAt: number; limit: number }>();
+const MAX_BLOCKED = 10_000;
+const TOO_MANY = "too many failed authentications from this address";
 
-/** `Authorization: Bearer <prefix>live_…` on every /api/v1 endpoint. */
+function remember(address: string, d: ThrottleDecision): void {
+  blocked.delete(address);
+  blocked.set(address, { until: now() + d.retryAfterMs, resetAt: now() + d.resetMs, limit: d.limit });
+  if (blocked.size > MAX_BLOCKED) blocked.delete(blocked.keys().next().value ?? address);
+}
+
+function stillBlocked(address: string): ThrottleDecision | null {
+  const b = blocked.get(address);
+  if (!b) return null;
+  const at = now();
+  if (b.until <= at) {
+    blocked.delete(address);
+    return null;
+  }
+  return { allowed: false, bucket: "authFailures", limit: b.limit, remaining: 0, resetMs: b.resetAt - at, retryAfterMs: b.until - at };
+}
+
+/**
+ * `Authorization: Bearer <prefix>live_…` on every /api/v1 endpoint. A key found
+ * in the isolate's cache costs nothing more. Otherwise the caller's address is
+ * checked against the failed-authentication budget (ABUSE_LIMITS.authFailures)
+ * before D1 is read, and a key D1 does not know spends from that budget.
+ */
 export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   const header = c.req.header("authorization");
-  if (!header || header.length > MAX_AUTH_HEADER_LENGTH) throw unauthorized();
-  const match = /^Bearer ([^\s]+)$/.exec(header);
-  const key = match?.[1];
-  if (!key || !isWellFormedKey(c.env, key)) throw unauthorized();
+  const key = bearerToken(header);
+  if (!key || !isWellFormedKey(c.env, key)) throw refused(header !== undefined);
 
   const keyHash = await hashApiKey(key);
   let principal = cachedPrincipal(keyHash);
   if (principal === undefined) {
+    const address = clientAddress(c.req.raw);
+    const scope = scopes.clientAddress(address);
+    const failures = [bucket("authFailures")];
+    const memo = stillBlocked(address);
+    if (memo) throw rateLimited(memo, TOO_MANY);
+    const budget = await peekToken(c.env, scope, failures);
+    if (!budget.allowed) {
+      remember(address, budget);
+      throw rateLimited(budget, TOO_MANY);
+    }
     const row = await findActiveKeyByHash(c.env.DB, keyHash);
     // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
     principal =
@@ -30,8 +70,9 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
         ? { workspaceId: row.workspace_id, keyId: row.id }
         : null;
     rememberPrincipal(keyHash, principal);
+    if (!principal) await takeToken(c.env, scope, failures);
   }
-  if (!principal) throw unauthorized();
+  if (!principal) throw refused(true);
   c.set("principal", principal);
   noteKeyUsed(c.env, c.executionCtx, principal.keyId);
   await next();

@@ -3,6 +3,18 @@ import type { AppEnv } from "../context";
 import { resolveRequestId } from "../lib/request-id";
 import { log } from "../lib/log";
 
+// Query parameters whose values are never logged: the operator's handshake token, and
+// anything named like a credential.
+const SECRET_PARAM = /token|secret|password|passwd|key|signature|code|challenge/i;
+
+/** The query string with every secret-looking value replaced by "[redacted]"; undefined when there is none. */
+export function redactedQuery(url: URL): string | undefined {
+  if (url.search === "") return undefined;
+  const params = new URLSearchParams();
+  for (const [name, value] of url.searchParams) params.append(name, SECRET_PARAM.test(name) ? "[redacted]" : value);
+  return params.toString();
+}
+
 /** Assigns the request id, stamps it on every response, and writes one access-log line. */
 export const requestId = createMiddleware<AppEnv>(async (c, next) => {
   const id = resolveRequestId(c.req.header("x-request-id"));
@@ -12,11 +24,13 @@ export const requestId = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   // Error responses built by onError are new Response objects; stamp them too.
   c.res.headers.set("X-Request-Id", id);
-  // Method, path and outcome only: headers and bodies (keys, secrets) are never logged.
+  // Method, path, query (secrets redacted) and outcome: headers and bodies (keys, secrets) are never logged.
+  const url = new URL(c.req.url);
   log("info", "request", {
     requestId: id,
     method: c.req.method,
-    path: new URL(c.req.url).pathname,
+    path: url.pathname,
+    query: redactedQuery(url),
     status: c.res.status,
     ms: Date.now() - started,
     workspaceId: c.get("principal")?.workspaceId,

@@ -4,9 +4,10 @@ import { workspaceStub } from "../durable-objects/stubs";
 import type { DeliveryReport } from "../durable-objects/workspace/contract";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
-import { open } from "../lib/secret-box";
+import { openWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, type UrlCheck } from "../webhooks/ssrf";
 import { signatureHeaders } from "../webhooks/signature";
+import { categorizeNetworkError, describeNetworkError } from "../webhooks/network-error";
 
 /**
  * Delay before the next attempt after attempt N (`message.attempts`) failed:
@@ -73,7 +74,8 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
       dohResolverUrl: env.DOH_RESOLVER_URL,
     });
   } catch (err) {
-    return failure("failed", `Could not check the URL's host: ${err instanceof Error ? err.message : String(err)}`);
+    log("error", "webhook URL check failed", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
+    return failure("failed", "Could not check the URL's host (an internal error); it will be retried.");
   }
   if (!check.ok) return failure("refused", `URL refused: ${check.reason}`);
 
@@ -113,9 +115,11 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
     return failure("failed", error, res.status, latencyMs);
   } catch (err) {
     const latencyMs = now() - sent;
-    const name = err instanceof Error ? err.name : "";
-    if (name === "TimeoutError" || name === "AbortError") return failure("failed", `Timed out after ${timeoutMs} ms.`, null, latencyMs);
-    return failure("failed", `Network error: ${err instanceof Error ? err.message : String(err)}`, null, latencyMs);
+    const category = categorizeNetworkError(err);
+    if (category === "timeout") return failure("failed", `Timed out after ${timeoutMs} ms.`, null, latencyMs);
+    // Only the category reaches the customer; the runtime's message stays in our logs.
+    log("info", "webhook network error", { webhookId: webhook.id, category, detail: err instanceof Error ? err.message : String(err) });
+    return failure("failed", describeNetworkError(category), null, latencyMs);
   }
 }
 
@@ -177,7 +181,11 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
   const secrets = new Map<string, Promise<string>>();
   const secretOf = (w: WebhookRow): Promise<string> => {
     let s = secrets.get(w.id);
-    if (!s) secrets.set(w.id, (s = open(env.CREDENTIALS_ENCRYPTION_KEY, w.sealed_secret)));
+    if (!s) {
+      secrets.set(w.id, (s = openWebhookSecret(env, w)));
+      // An attempt refused before signing never awaits it: its failure must not go unhandled.
+      s.catch(() => undefined);
+    }
     return s;
   };
 

@@ -33,7 +33,7 @@ const list = createRoute({
   request: { query: PaginationQuery },
   responses: {
     200: jsonContent(NumbersList, "Connected numbers, oldest first.", { data: [NUMBER_EXAMPLE], nextCursor: null }),
-    ...errorResponses(400, 401),
+    ...errorResponses(400, 401, 429),
   },
 });
 
@@ -45,7 +45,7 @@ const get = createRoute({
   summary: "Get one connected number",
   security: bearerSecurity,
   request: { params: z.object({ id: NumberId }) },
-  responses: { 200: jsonContent(ChannelNumber, "The number.", NUMBER_EXAMPLE), ...errorResponses(401, 404) },
+  responses: { 200: jsonContent(ChannelNumber, "The number.", NUMBER_EXAMPLE), ...errorResponses(401, 404, 429) },
 });
 
 const ContactWindow = z
@@ -81,7 +81,7 @@ const contact = createRoute({
       windowExpiresAt: "2026-11-23T09:12:03.000Z",
       windowOpen: true,
     }),
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 

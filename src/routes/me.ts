@@ -29,7 +29,7 @@ const route = createRoute({
       workspace: { id: EXAMPLE.workspaceId, name: "Acme", plan: "pro" },
       apiKey: { id: EXAMPLE.apiKeyId, name: "backend", lastFour: "x9Qz", createdAt: EXAMPLE.createdAt },
     }),
-    ...errorResponses(401),
+    ...errorResponses(401, 429),
   },
 });
 

@@ -78,7 +78,7 @@ const get = createRoute({
   request: {
     params: z.object({ id: z.string().openapi({ description: "The jobId returned on send.", format: "uuid", example: EXAMPLE.jobId }) }),
   },
-  responses: { 200: jsonContent(Message, "The message record.", MESSAGE_EXAMPLE), ...errorResponses(401, 404) },
+  responses: { 200: jsonContent(Message, "The message record.", MESSAGE_EXAMPLE), ...errorResponses(401, 404, 429) },
 });
 
 const setRateHeaders = (c: Context<AppEnv>, headers: Record<string, string>): void => {

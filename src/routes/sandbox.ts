@@ -32,7 +32,7 @@ const inject = createRoute({
   request: { body: jsonRequestBody(InjectInbound, { channelNumberId: EXAMPLE.channelNumberId, from: EXAMPLE.contact, text: { body: "Hi!" } }) },
   responses: {
     202: jsonContent(Injected, "Recorded; the event is on its way.", { messageId: EXAMPLE.inboundMessageId, status: "received" }),
-    ...errorResponses(400, 401, 403, 404),
+    ...errorResponses(400, 401, 403, 404, 429),
   },
 });
 

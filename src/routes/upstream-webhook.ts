@@ -3,11 +3,12 @@ import type { AppEnv } from "../context";
 import { ApiError } from "../lib/errors";
 import { hmacSha256, timingSafeEqualStrings, toHex } from "../lib/crypto";
 import { log } from "../lib/log";
+import { readCappedBody } from "../lib/capped-body";
 import { planBatches } from "../lib/queue-publisher";
 import { splitPayload } from "../upstream/cloud-webhook-payload";
 
-/** The operator's payloads reach 3 MB (up to 1,000 updates). */
-const MAX_PAYLOAD_BYTES = 3 * 1024 * 1024;
+/** The operator's payloads reach 3 MiB (up to 1,000 updates); anything larger is refused before it is read. */
+export const MAX_OPERATOR_PAYLOAD_BYTES = 3 * 1024 * 1024;
 
 /**
  * The operator's webhooks (outside /api/v1, no API key). POSTs are verified
@@ -20,13 +21,15 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     const token = c.req.query("hub.verify_token") ?? "";
     const challenge = c.req.query("hub.challenge") ?? "";
     if (mode === "subscribe" && c.env.UPSTREAM_VERIFY_TOKEN && (await timingSafeEqualStrings(token, c.env.UPSTREAM_VERIFY_TOKEN))) {
-      return c.text(challenge, 200);
+      // Echoed as plain text (and nosniff, like every response): never interpretable as a page.
+      return c.text(challenge, 200, { "Content-Type": "text/plain; charset=utf-8" });
     }
     throw new ApiError("forbidden", "Verification failed.");
   })
   .post("/cloud/webhook", async (c) => {
-    const raw = new Uint8Array(await c.req.arrayBuffer());
-    if (raw.byteLength > MAX_PAYLOAD_BYTES) throw new ApiError("invalid_request", "Payload too large.");
+    // Size first (declared, then as read), signature second, parsing last.
+    const raw = await readCappedBody(c.req.raw, MAX_OPERATOR_PAYLOAD_BYTES);
+    if (raw === null) throw new ApiError("invalid_request", `Payload too large (more than ${MAX_OPERATOR_PAYLOAD_BYTES} bytes).`);
     const header = c.req.header("x-hub-signature-256") ?? "";
     const expected = `sha256=${toHex(await hmacSha256(c.env.UPSTREAM_APP_SECRET, raw))}`;
     if (!header || !(await timingSafeEqualStrings(header, expected))) {

@@ -28,7 +28,7 @@ const route = createRoute({
       messages: { used: 1520, limit: 100000, remaining: 98480 },
       numbers: { used: 2, limit: 10 },
     }),
-    ...errorResponses(401),
+    ...errorResponses(401, 429),
   },
 });
 

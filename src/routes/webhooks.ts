@@ -1,4 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../context";
 import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { listWebhooks, type WebhookRow } from "../db/webhooks";
@@ -7,6 +9,9 @@ import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEve
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 import { ApiError, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
+import { noStore } from "../middleware/security-headers";
+import { enforceLimit } from "../middleware/rate-limit";
+import { bucket, scopes } from "../domain/abuse-limits";
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 
@@ -74,7 +79,7 @@ const list = createRoute({
   request: { query: PaginationQuery },
   responses: {
     200: jsonContent(WebhookList, "Webhooks, oldest first.", { data: [WEBHOOK_EXAMPLE], nextCursor: null }),
-    ...errorResponses(400, 401),
+    ...errorResponses(400, 401, 429),
   },
 });
 
@@ -89,14 +94,15 @@ const configure = createRoute({
     "the previous secret stops being used at once. Replacing also re-enables a disabled webhook. " +
     "The URL is checked against server-side request forgery (and again at every delivery).",
   security: bearerSecurity,
-  middleware: [jsonBody] as const,
+  // The answer carries the signing secret.
+  middleware: [noStore, jsonBody] as const,
   request: { body: jsonRequestBody(ConfigureWebhookRequest, { channelNumberId: EXAMPLE.channelNumberId, url: "https://hooks.example.com/messaging" }) },
   responses: {
     201: jsonContent(ConfigureWebhookResponse, "The webhook and its signing secret (shown once).", {
       ...WEBHOOK_EXAMPLE,
       secret: "whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=",
     }),
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 
@@ -126,7 +132,7 @@ const deliveries = createRoute({
       ],
       nextCursor: null,
     }),
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 
@@ -142,7 +148,7 @@ const replay = createRoute({
   },
   responses: {
     202: jsonContent(EventAccepted, "Queued for delivery; it is signed again with the current secret.", QUEUED_EXAMPLE),
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 
@@ -154,7 +160,7 @@ const sendTest = createRoute({
   summary: "Send a signed `webhook.test` event (extension)",
   security: bearerSecurity,
   request: { params: WebhookParams },
-  responses: { 202: jsonContent(EventAccepted, "Queued for delivery.", QUEUED_EXAMPLE), ...errorResponses(400, 401, 404) },
+  responses: { 202: jsonContent(EventAccepted, "Queued for delivery.", QUEUED_EXAMPLE), ...errorResponses(400, 401, 404, 429) },
 });
 
 function refuseUrl(reason: string): ApiError {
@@ -176,6 +182,23 @@ function requireEnabled(webhook: WebhookRow): void {
       details: [{ path: "path.id", rule: "webhook_disabled", message: "Configure the webhook again to re-enable it." }],
     });
   }
+}
+
+/**
+ * Test events and replays make us call a URL of the caller's choosing: limited
+ * per webhook and per workspace (all-or-nothing: a request refused by one limit
+ * spends nothing of the other).
+ */
+async function limitTriggers(c: Context<AppEnv>, webhook: WebhookRow, kind: "webhookTest" | "webhookReplay"): Promise<void> {
+  const perWebhook = bucket(kind, webhook.id);
+  const perWorkspace = bucket("webhookTriggers");
+  await enforceLimit(
+    c,
+    scopes.workspace(webhook.workspace_id),
+    [perWebhook, perWorkspace],
+    `${kind === "webhookTest" ? "test events" : "replays"}: ${perWebhook.limit} per ${perWebhook.periodSeconds} s per webhook, ` +
+      `${perWorkspace.limit} test events and replays per ${perWorkspace.periodSeconds} s per workspace`,
+  );
 }
 
 export const webhookRoutes = newRouter()
@@ -204,6 +227,7 @@ export const webhookRoutes = newRouter()
     const { id, eventId } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
+    await limitTriggers(c, webhook, "webhookReplay");
     if (!(await replayEvent(c.env, webhook, eventId))) throw notFound("Event");
     return c.json({ eventId, status: "queued" as const }, 202);
   })
@@ -211,5 +235,6 @@ export const webhookRoutes = newRouter()
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
+    await limitTriggers(c, webhook, "webhookTest");
     return c.json({ eventId: await sendTestEvent(c.env, webhook), status: "queued" as const }, 202);
   });

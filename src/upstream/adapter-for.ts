@@ -1,5 +1,5 @@
 import type { ChannelNumberRow } from "../db/channel-numbers";
-import { open } from "../lib/secret-box";
+import { openUpstreamCredentials } from "../lib/sealed-secrets";
 import type { UpstreamAdapter } from "./adapter";
 import { CloudApiAdapter } from "./cloud-api";
 import { SandboxAdapter } from "./sandbox";
@@ -8,7 +8,7 @@ import { SandboxAdapter } from "./sandbox";
 export async function adapterFor(env: Env, row: ChannelNumberRow): Promise<UpstreamAdapter> {
   if (row.upstream_type === "sandbox") return new SandboxAdapter();
   if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("cloud number without credentials");
-  const { accessToken } = JSON.parse(await open(env.CREDENTIALS_ENCRYPTION_KEY, row.upstream_credentials)) as { accessToken: string };
+  const { accessToken } = await openUpstreamCredentials(env, row);
   return new CloudApiAdapter({
     baseUrl: env.UPSTREAM_CLOUD_API_BASE_URL,
     version: env.UPSTREAM_CLOUD_API_VERSION,

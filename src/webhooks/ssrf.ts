@@ -1,3 +1,5 @@
+import { parse as parseDomain } from "tldts";
+
 /**
  * Server-side request forgery (SSRF) guard for customer webhook URLs.
  *
@@ -14,10 +16,20 @@
  * textually). It rejects IPv6 zone ids (`[fe80::1%25eth0]`), which we report as invalid.
  *
  * Decisions:
- *   - Ports: the default port (none, i.e. 443 for https), 443, 8443 and any port from 1024 to
- *     65535 are allowed; every other port below 1024 (22 ssh, 25 smtp, 80 on https, 110, 389,
- *     ...) is refused, because those are the well-known service ports an attacker would aim a
- *     webhook at. 8443 is listed explicitly for readability even though it is >= 1024.
+ *   - Ports: the default port (none, i.e. 443 for https), 443, 8443 and the ports from 1024 to
+ *     65535 are allowed, except the well-known ports of internal services in that range
+ *     (DENIED_PORTS: datastores, caches, search engines, message brokers, proxies, cluster and
+ *     admin consoles). Every other port below 1024 (22 ssh, 25 smtp, 80 on https, ...) is refused.
+ *     Webhook receivers listen on 443 almost always, and otherwise on 8443, 8080, 8000, 3000,
+ *     5000, 8888 ...: none of those is denied.
+ *   - Host names must end in a public suffix of the ICANN section of the Public Suffix List
+ *     (`tldts`, which ships the list: no network at run time). Cluster-internal and
+ *     private-network suffixes (`.svc`, `.corp`, `.lan`, `.cluster.local`, ...) are not ICANN
+ *     suffixes and are refused whatever they resolve to; the special-use names of RFC 6761 and
+ *     friends (LOCAL_SUFFIXES) stay refused by name even where the PSL lists them (`home.arpa`).
+ *   - Addresses that look public but reach a cloud platform's own services (Azure's WireServer
+ *     168.63.129.16, IBM Cloud's service network) are refused like private ranges (see
+ *     IPV4_BLOCKS for the list and its sources).
  *   - Trailing dots: every host name ending in a dot is refused, including public ones like
  *     `example.com.`. A fully qualified trailing-dot name is a different string from the
  *     undotted one for TLS (SNI / certificate matching) and Host headers, and it is a classic
@@ -30,8 +42,10 @@
  *   - Local development (`allowInsecure`): `localhost` and `127.0.0.1` (any port, http or https)
  *     skip the scheme, port and private-address rules and are not resolved. Nothing else changes.
  *
- * This check runs when a URL is registered. DNS can change afterwards (rebinding), so the
- * delivery path should still send with `redirect: "manual"` and treat the URL as untrusted.
+ * This check runs when a URL is registered and again before every delivery. The delivery's own
+ * fetch resolves the name once more (a Worker cannot pin the address it connects to), so a name
+ * whose answers change between the check and the connection (DNS rebinding) is a residual risk;
+ * see docs/security.md for why it is small on Cloudflare's egress. Deliveries never follow redirects.
  */
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
@@ -50,6 +64,41 @@ const MAX_URL_LENGTH = 2048;
 const MAX_HOSTNAME_LENGTH = 253;
 const DNS_TIMEOUT_MS = 3000;
 const DEV_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1"]);
+
+/**
+ * Well-known ports of internal services within 1024–65535, refused even on public hosts: an
+ * HTTP POST aimed at one of them is a cross-protocol attack on a datastore or an admin API,
+ * never a webhook. Sources: IANA's service name and port registry and each product's docs.
+ */
+export const DENIED_PORTS: ReadonlyMap<number, string> = new Map([
+  // Relational and document datastores
+  [1433, "Microsoft SQL Server"], [1434, "Microsoft SQL Server browser"], [1521, "Oracle Database"], [2483, "Oracle Database"],
+  [2484, "Oracle Database (TLS)"], [3306, "MySQL"], [33060, "MySQL X protocol"], [5432, "PostgreSQL"], [6432, "PgBouncer"],
+  [5984, "CouchDB"], [26257, "CockroachDB"], [27017, "MongoDB"], [27018, "MongoDB"], [27019, "MongoDB"], [28015, "RethinkDB"],
+  [50000, "IBM Db2"], [7000, "Cassandra"], [7001, "Cassandra (TLS)"], [9042, "Cassandra CQL"], [9160, "Cassandra Thrift"],
+  [7474, "Neo4j"], [7687, "Neo4j Bolt"], [8086, "InfluxDB"], [8123, "ClickHouse HTTP"], [9000, "ClickHouse native / PHP-FPM / MinIO"],
+  [9009, "ClickHouse replication"],
+  // Caches and key-value stores, coordination services
+  [6379, "Redis"], [6380, "Redis (TLS)"], [16379, "Redis cluster bus"], [26379, "Redis Sentinel"], [11211, "Memcached"],
+  [2379, "etcd"], [2380, "etcd peers"], [2181, "ZooKeeper"], [2888, "ZooKeeper peers"], [3888, "ZooKeeper election"],
+  [8300, "Consul"], [8301, "Consul"], [8302, "Consul"], [8500, "Consul HTTP API"], [8600, "Consul DNS"],
+  // Search engines
+  [9200, "Elasticsearch / OpenSearch"], [9300, "Elasticsearch transport"], [8983, "Solr"],
+  // Message brokers
+  [5671, "AMQP (TLS)"], [5672, "AMQP / RabbitMQ"], [15672, "RabbitMQ management"], [25672, "RabbitMQ clustering"], [4369, "Erlang port mapper"],
+  [9092, "Kafka"], [9093, "Kafka (TLS) / Alertmanager"], [9094, "Kafka"], [4222, "NATS"], [6222, "NATS routing"], [8222, "NATS monitoring"],
+  [61613, "STOMP"], [61614, "STOMP (TLS)"], [61616, "ActiveMQ"], [8161, "ActiveMQ console"], [1883, "MQTT"], [8883, "MQTT (TLS)"],
+  [6650, "Pulsar"],
+  // Proxies
+  [1080, "SOCKS proxy"], [3128, "Squid proxy"],
+  // Container, cluster and admin consoles
+  [2375, "Docker API"], [2376, "Docker API (TLS)"], [2377, "Docker Swarm"], [6443, "Kubernetes API server"], [10250, "kubelet API"],
+  [10255, "kubelet read-only API"], [10256, "kube-proxy health"], [10257, "kube-controller-manager"], [10259, "kube-scheduler"],
+  [4646, "Nomad"], [8200, "Vault"], [8201, "Vault cluster"], [9090, "Prometheus"], [9100, "Prometheus node exporter"],
+  [5601, "Kibana"], [9901, "Envoy admin"], [15000, "Envoy admin (Istio)"], [10000, "Webmin"], [11434, "Ollama"],
+  // Remote access and file sharing
+  [2049, "NFS"], [3260, "iSCSI"], [3389, "RDP"], [5900, "VNC"], [5901, "VNC"], [5985, "WinRM"], [5986, "WinRM (TLS)"],
+]);
 
 /** Ports below 1024 that are nevertheless allowed (see the module comment). */
 const ALLOWED_LOW_PORTS: ReadonlySet<number> = new Set([443]);
@@ -124,8 +173,29 @@ function formatIpv4(value: number): string {
   return [value >>> 24, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff].join(".");
 }
 
-/** IPv4 ranges that are not globally routable unicast, with the label used in reasons. */
+/**
+ * IPv4 ranges that are not globally routable unicast, with the label used in reasons. The first
+ * match names the range, so the cloud-platform entries come first. Those look public but reach a
+ * cloud provider's own services from inside its network:
+ *   - 168.63.129.16/32: Azure WireServer (platform DNS, health probes, VM agent), reachable from
+ *     every Azure VM. Source: Microsoft Learn, "What is IP address 168.63.129.16?".
+ *   - 161.26.0.0/16: IBM Cloud service network (DNS, NTP, package mirrors, metadata).
+ *     Source: IBM Cloud docs, "IBM Cloud IP ranges" (service network).
+ *   - 166.8.0.0/14: IBM Cloud private service endpoints (cloud APIs over the private backbone).
+ *     Source: IBM Cloud docs, "IBM Cloud IP ranges" (private service endpoints).
+ * Other providers' metadata and internal services sit in ranges refused below: 169.254.169.254
+ * (AWS, GCP, Azure IMDS, Oracle, DigitalOcean, Hetzner …), 169.254.0.23 (Tencent), 100.100.100.200
+ * (Alibaba, carrier-grade NAT range), 192.0.0.192 (Oracle legacy, IETF protocol range), and in IPv6
+ * fd00:ec2::254 (AWS) and fd20:ce::254 (GCP) (unique local).
+ */
+export const CLOUD_INTERNAL_BLOCKS: readonly (readonly [string, number, string])[] = [
+  ["168.63.129.16", 32, "cloud platform internal: Azure WireServer"],
+  ["161.26.0.0", 16, "cloud platform internal: IBM Cloud service network"],
+  ["166.8.0.0", 14, "cloud platform internal: IBM Cloud private service endpoints"],
+];
+
 const IPV4_BLOCKS: readonly (readonly [string, number, string])[] = [
+  ...CLOUD_INTERNAL_BLOCKS,
   ["0.0.0.0", 8, "\"this\" network"],
   ["10.0.0.0", 8, "private network"],
   ["100.64.0.0", 10, "carrier-grade NAT"],
@@ -150,6 +220,9 @@ const IPV4_RANGES: readonly { base: number; mask: number; label: string }[] = IP
     return { base: (parseIpv4(base) ?? 0) & mask, mask, label };
   },
 );
+
+/** Every label an IPv4 refusal can name (tests check each is exercised). */
+export const IPV4_BLOCK_LABELS: readonly string[] = [...new Set(IPV4_BLOCKS.map(([, , label]) => label))];
 
 function classifyIpv4(value: number): string | null {
   for (const range of IPV4_RANGES) {
@@ -267,10 +340,14 @@ function displayAddress(address: string): string {
 function checkPort(url: URL): string | null {
   if (url.port === "") return null; // scheme default
   const port = Number(url.port);
+  const service = DENIED_PORTS.get(port);
+  if (service !== undefined) {
+    return `Port ${url.port} (${service}) is not allowed: it is a well-known internal service port, not a webhook receiver's.`;
+  }
   if (ALLOWED_LOW_PORTS.has(port) || EXTRA_ALLOWED_PORTS.has(port) || (port >= 1024 && port <= 65535)) {
     return null;
   }
-  return `Port ${url.port} is not allowed; use the default port, 443, 8443 or a port from 1024 to 65535.`;
+  return `Port ${url.port} is not allowed; use the default port, 443, 8443 or a port from 1024 to 65535 that is not a well-known internal service port.`;
 }
 
 function checkHostName(host: string): string | null {
@@ -289,6 +366,11 @@ function checkHostName(host: string): string | null {
   if (labels.length < 2) {
     return `Single-label host names ("${host}") are not allowed; use a fully qualified public domain name.`;
   }
+  const { publicSuffix, domain, isIcann } = parseDomain(host, { extractHostname: false, validateHostname: false });
+  if (isIcann !== true) {
+    return `The host "${host}" is not under a public top-level domain (".${publicSuffix ?? labels.at(-1)}" is not in the ICANN section of the Public Suffix List).`;
+  }
+  if (domain === null) return `The host "${host}" is a public suffix, not a domain name.`;
   return null;
 }
 

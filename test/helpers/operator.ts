@@ -35,13 +35,36 @@ export const accepted = (id: string) => Response.json({ messaging_product: "what
 export const operatorError = (status: number, code: number, message = "error") =>
   Response.json({ error: { code, message, type: "OAuthException" } }, { status });
 
+/** The operator's answer to the connect-time check of a number (`GET /{version}/{phoneNumberId}?fields=…`). */
+export const operatorNumberUrl = (phoneNumberId: string) =>
+  `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${phoneNumberId}?fields=id,display_phone_number`;
+
+/**
+ * Connects a live number. The operator's verification call is answered here by
+ * a temporary fetch wrapper that hands every other request to whatever fetch
+ * was installed before (a test's own mockOperator spy included), and is removed
+ * when the admin call returns.
+ */
 export async function connectCloudNumber(workspaceId: string): Promise<{ numberId: string; phoneNumberId: string; token: string }> {
   const phoneNumberId = String(100000000000 + Math.floor(Math.random() * 899999999999));
   const token = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
-  const res = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
-    method: "POST",
-    json: { displayPhoneNumber: "15557770000", upstream: { type: "cloud", phoneNumberId, accessToken: token } },
-  });
+  const previous = globalThis.fetch;
+  globalThis.fetch = async (input, init) => {
+    const req = new Request(input, init);
+    if (req.method === "GET" && req.url === operatorNumberUrl(phoneNumberId) && req.headers.get("authorization") === `Bearer ${token}`) {
+      return Response.json({ id: phoneNumberId, display_phone_number: "+1 555-777-0000" });
+    }
+    return previous(input, init);
+  };
+  let res: Response;
+  try {
+    res = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+      method: "POST",
+      json: { displayPhoneNumber: "15557770000", upstream: { type: "cloud", phoneNumberId, accessToken: token } },
+    });
+  } finally {
+    globalThis.fetch = previous;
+  }
   if (res.status !== 201) throw new Error(`cloud number: ${res.status} ${await res.text()}`);
   return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
 }

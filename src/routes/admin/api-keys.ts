@@ -6,6 +6,7 @@ import { issueApiKey, revokeApiKey } from "../../domain/api-keys";
 import { notFound } from "../../lib/errors";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
+import { noStore } from "../../middleware/security-headers";
 
 const ApiKey = z
   .object({
@@ -36,7 +37,8 @@ const WorkspaceParam = z.object({ workspaceId: z.string() });
 const create = createRoute({
   method: "post",
   path: "/workspaces/{workspaceId}/api-keys",
-  middleware: [jsonBody] as const,
+  // The answer carries the key.
+  middleware: [noStore, jsonBody] as const,
   request: {
     params: WorkspaceParam,
     body: { required: true, content: { "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) } } },

@@ -5,16 +5,17 @@ import {
   countConnected,
   disconnectNumber,
   findConnectedByUpstreamId,
-  insertChannelNumber,
+  insertChannelNumberWithinPlan,
   listAllNumbers,
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
 import { ApiError, notFound } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
-import { seal } from "../../lib/secret-box";
+import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
 import { jsonBody } from "../../middleware/json-body";
+import { verifyCloudNumber } from "../../domain/cloud-number-verification";
 
 const Upstream = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("sandbox") }),
@@ -82,22 +83,24 @@ export const adminChannelNumberRoutes = newRouter()
     const body = c.req.valid("json");
     const workspace = UUID_PATTERN.test(workspaceId) ? await getWorkspaceWithLimits(c.env.DB, workspaceId) : null;
     if (!workspace) throw notFound("Workspace");
-    if ((await countConnected(c.env.DB, workspaceId)) >= workspace.max_numbers) {
-      throw new ApiError("forbidden", `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`);
-    }
+    const planLimit = () => new ApiError("forbidden", `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`);
+    const alreadyConnected = () =>
+      new ApiError("invalid_request", "This operator phone number is already connected (to this or another workspace).", {
+        details: [{ path: "upstream.phoneNumberId", rule: "unique", message: "A phone number id can be connected once; disconnect it first." }],
+      });
+    const id = crypto.randomUUID();
     let upstreamId: string | null = null;
     let credentials: string | null = null;
     if (body.upstream.type === "cloud") {
-      if (await findConnectedByUpstreamId(c.env.DB, body.upstream.phoneNumberId)) {
-        throw new ApiError("invalid_request", "This operator phone number is already connected.", {
-          details: [{ path: "upstream.phoneNumberId", rule: "unique", message: "Disconnect it first." }],
-        });
-      }
+      // Fast refusals before the operator is called; the insert below is the guarantee of both rules.
+      if ((await countConnected(c.env.DB, workspaceId)) >= workspace.max_numbers) throw planLimit();
+      if (await findConnectedByUpstreamId(c.env.DB, body.upstream.phoneNumberId)) throw alreadyConnected();
+      await verifyCloudNumber(c.env, body.upstream.phoneNumberId, body.upstream.accessToken);
       upstreamId = body.upstream.phoneNumberId;
-      credentials = await seal(c.env.CREDENTIALS_ENCRYPTION_KEY, JSON.stringify({ accessToken: body.upstream.accessToken }));
+      credentials = await sealUpstreamCredentials(c.env, id, { accessToken: body.upstream.accessToken });
     }
     const row: ChannelNumberRow = {
-      id: crypto.randomUUID(),
+      id,
       workspace_id: workspaceId,
       display_phone_number: body.displayPhoneNumber,
       upstream_type: body.upstream.type,
@@ -107,7 +110,9 @@ export const adminChannelNumberRoutes = newRouter()
       created_at: isoNow(),
       disconnected_at: null,
     };
-    await insertChannelNumber(c.env.DB, row);
+    const outcome = await insertChannelNumberWithinPlan(c.env.DB, row);
+    if (outcome === "plan_limit") throw planLimit();
+    if (outcome === "upstream_taken") throw alreadyConnected();
     await workspaceStub(c.env, workspaceId).invalidateConfig();
     return c.json(toView(row), 201);
   })

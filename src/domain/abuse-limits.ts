@@ -1,0 +1,56 @@
+import type { Limit } from "../lib/gcra";
+import type { BucketSpec } from "../lib/throttle";
+
+/**
+ * Abuse limits of every endpoint except sending (`POST /messages` keeps its
+ * exact per-number and per-workspace windows in the Durable Objects). Each is a
+ * token bucket: up to `limit` requests at once, refilled continuously at
+ * `limit` per `periodSeconds`. Documented in docs/api.md and docs/security.md;
+ * change them there too.
+ */
+export const ABUSE_LIMITS = {
+  /** Every GET under /api/v1 (reads, lists, the delivery log), per API key. */
+  read: { limit: 6000, periodSeconds: 60 },
+  /** POST /webhooks (each call resolves the URL's host over DNS), per API key. */
+  webhookConfigure: { limit: 60, periodSeconds: 60 },
+  /** POST /sandbox/inbound (each call produces a webhook event), per API key. */
+  sandboxInbound: { limit: 60, periodSeconds: 60 },
+  /** POST /webhooks/{id}/test, per webhook. */
+  webhookTest: { limit: 5, periodSeconds: 60 },
+  /** POST /webhooks/{id}/deliveries/{eventId}/replay, per webhook. */
+  webhookReplay: { limit: 60, periodSeconds: 60 },
+  /** Test events and replays together, per workspace. */
+  webhookTriggers: { limit: 120, periodSeconds: 60 },
+  /** Well-formed API keys that are unknown or revoked (each costs a D1 query), per client address. */
+  authFailures: { limit: 30, periodSeconds: 60 },
+} as const satisfies Record<string, Limit>;
+
+export type AbuseLimit = keyof typeof ABUSE_LIMITS;
+
+export const bucket = (name: AbuseLimit, suffix?: string): BucketSpec => ({
+  name: suffix === undefined ? name : `${name}:${suffix}`,
+  ...ABUSE_LIMITS[name],
+});
+
+/** Scope names: each is one throttle object. */
+export const scopes = {
+  apiKey: (keyId: string) => `key:${keyId}`,
+  workspace: (workspaceId: string) => `workspace:${workspaceId}`,
+  clientAddress: (address: string) => `ip:${address}`,
+};
+
+/**
+ * The per-key bucket of a public API request (`path` relative to /api/v1), or
+ * null where the route applies its own limits: sends, and the webhook test and
+ * replay routes (limited per webhook and per workspace once the webhook is known).
+ */
+export function perKeyBucket(method: string, path: string): BucketSpec | null {
+  if (method === "POST") {
+    if (path === "/messages") return null;
+    if (path === "/webhooks") return bucket("webhookConfigure");
+    if (path === "/sandbox/inbound") return bucket("sandboxInbound");
+    if (/^\/webhooks\/[^/]+\/(test|deliveries\/[^/]+\/replay)$/.test(path)) return null;
+  }
+  // GET, and anything else (an unknown route answers 404 but still counts).
+  return bucket("read");
+}

@@ -1,0 +1,28 @@
+import type { ChannelNumberRow } from "../db/channel-numbers";
+import { open, seal, type KeyRingEnv } from "./secret-box";
+
+/** What a cloud number stores, sealed, in channel_numbers.upstream_credentials. */
+export interface UpstreamCredentials {
+  accessToken: string;
+}
+
+/** Seals a number's operator credentials, bound to the number's row id. */
+export const sealUpstreamCredentials = (env: KeyRingEnv, numberId: string, credentials: UpstreamCredentials): Promise<string> =>
+  seal(env, "upstream-credentials", numberId, JSON.stringify(credentials));
+
+/** Opens the operator credentials of a cloud number's row (throws if it has none or they do not open). */
+export async function openUpstreamCredentials(env: KeyRingEnv, row: Pick<ChannelNumberRow, "id" | "upstream_credentials">): Promise<UpstreamCredentials> {
+  if (!row.upstream_credentials) throw new Error("cloud number without credentials");
+  const parsed: unknown = JSON.parse(await open(env, "upstream-credentials", row.id, row.upstream_credentials));
+  if (typeof parsed !== "object" || parsed === null || !("accessToken" in parsed) || typeof parsed.accessToken !== "string") {
+    throw new Error("sealed upstream credentials without an access token");
+  }
+  return { accessToken: parsed.accessToken };
+}
+
+/** Seals a webhook's signing secret, bound to the webhook's row id. */
+export const sealWebhookSecret = (env: KeyRingEnv, webhookId: string, secret: string): Promise<string> =>
+  seal(env, "webhook-secret", webhookId, secret);
+
+export const openWebhookSecret = (env: KeyRingEnv, webhook: { id: string; sealed_secret: string }): Promise<string> =>
+  open(env, "webhook-secret", webhook.id, webhook.sealed_secret);

@@ -1,0 +1,23 @@
+import { createMiddleware } from "hono/factory";
+import type { Context } from "hono";
+import type { AppEnv } from "../context";
+import { perKeyBucket, scopes } from "../domain/abuse-limits";
+import { rateLimitHeaders, rateLimited, takeToken, type BucketSpec } from "../lib/throttle";
+
+/**
+ * Takes a token from the buckets of `scope`; on success the response carries
+ * the RateLimit-* headers of the bucket closest to refusing, else this throws
+ * 429 `rate_limit_exceeded` with Retry-After.
+ */
+export async function enforceLimit(c: Context<AppEnv>, scope: string, buckets: BucketSpec[], what: string): Promise<void> {
+  const decision = await takeToken(c.env, scope, buckets);
+  if (!decision.allowed) throw rateLimited(decision, what);
+  for (const [name, value] of Object.entries(rateLimitHeaders(decision))) c.header(name, value);
+}
+
+/** The per-key limits of ABUSE_LIMITS, after authentication (sends and webhook triggers limit themselves). */
+export const perKeyLimits = createMiddleware<AppEnv>(async (c, next) => {
+  const spec = perKeyBucket(c.req.method, c.req.path.replace(/^\/api\/v1/, ""));
+  if (spec) await enforceLimit(c, scopes.apiKey(c.get("principal").keyId), [spec], `${spec.limit} per ${spec.periodSeconds} s per API key for this kind of request`);
+  await next();
+});

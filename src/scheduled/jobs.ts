@@ -1,0 +1,37 @@
+import { log } from "../lib/log";
+import { purgeOldAdminAudit } from "./admin-audit-retention";
+
+/**
+ * One scheduled job: independent of the others, bounded (every statement
+ * LIMITed), and returning how many rows it handled. A job that has more to do
+ * than one run allows simply continues at the next run.
+ */
+export interface ScheduledJob {
+  name: string;
+  run(env: Env, now: number): Promise<number>;
+}
+
+/** Every job of the cron trigger (wrangler.toml `[triggers] crons`). Add new retention jobs here. */
+export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit];
+
+export interface JobOutcome {
+  name: string;
+  ok: boolean;
+  handled: number;
+}
+
+/** Runs every job; one job's failure is logged and never stops the others. */
+export async function runScheduledJobs(env: Env, now: number, jobs: readonly ScheduledJob[] = SCHEDULED_JOBS): Promise<JobOutcome[]> {
+  const outcomes: JobOutcome[] = [];
+  for (const job of jobs) {
+    try {
+      const handled = await job.run(env, now);
+      outcomes.push({ name: job.name, ok: true, handled });
+      log("info", "scheduled job done", { job: job.name, handled });
+    } catch (err) {
+      outcomes.push({ name: job.name, ok: false, handled: 0 });
+      log("error", "scheduled job failed", { job: job.name, detail: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return outcomes;
+}

@@ -1,0 +1,211 @@
+import { createExecutionContext, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import worker from "../src/index";
+import { ABUSE_LIMITS, bucket, scopes } from "../src/domain/abuse-limits";
+import { KEY_CACHE_MAX_ENTRIES, cachedPrincipal, rememberPrincipal } from "../src/domain/key-cache";
+import { takeToken } from "../src/lib/throttle";
+import { workspaceStub } from "../src/durable-objects/stubs";
+import { BASE, api, expectError, json } from "./helpers/http";
+import { createTenant } from "./helpers/fixtures";
+import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+
+let clock = Date.UTC(2042, 0, 1);
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  clock += 24 * 3_600_000;
+  vi.setSystemTime(clock);
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
+
+const advance = (ms: number) => vi.setSystemTime((clock += ms));
+
+function expectRateHeaders(res: Response, limit: number, remaining: number): void {
+  expect(res.headers.get("RateLimit-Limit")).toBe(String(limit));
+  expect(res.headers.get("RateLimit-Remaining")).toBe(String(remaining));
+  expect(Number(res.headers.get("RateLimit-Reset"))).toBeGreaterThanOrEqual(0);
+}
+
+describe("per-key limit on reads", () => {
+  it("answers with rate headers, refuses past the limit with 429 and Retry-After, and admits again when a token is back", async () => {
+    const t = await createTenant();
+    const { limit, periodSeconds } = ABUSE_LIMITS.read;
+    const first = await api("/me", t.key);
+    expect(first.status).toBe(200);
+    expectRateHeaders(first, limit, limit - 1);
+
+    // Spend all but one token in one call instead of thousands of requests.
+    await takeToken(env, scopes.apiKey(t.keyId), [bucket("read")], limit - 2);
+    const last = await api("/channel-numbers", t.key);
+    expect(last.status).toBe(200);
+    expectRateHeaders(last, limit, 0);
+
+    const refused = await api("/usage", t.key);
+    const err = await expectError(refused, 429, "rate_limit_exceeded");
+    expect(err.error.message).toMatch(/per API key/);
+    // One token comes back every period / limit: 20 ms, so Retry-After is its floor of 1 second.
+    expect(refused.headers.get("Retry-After")).toBe("1");
+    expectRateHeaders(refused, limit, 0);
+    expect(Number(refused.headers.get("RateLimit-Reset"))).toBe(periodSeconds);
+
+    advance((periodSeconds * 1000) / limit);
+    expect((await api("/me", t.key)).status).toBe(200);
+    // Another key of the same workspace has its own budget.
+    const other = await createTenant();
+    expect((await api("/me", other.key)).status).toBe(200);
+  });
+
+  it("does not touch POST /messages, whose limits stay those of the send windows", async () => {
+    const t = await createTenant();
+    await takeToken(env, scopes.apiKey(t.keyId), [bucket("read")], ABUSE_LIMITS.read.limit);
+    await expectError(await api("/me", t.key), 429, "rate_limit_exceeded");
+    const res = await api("/messages", t.key, {
+      method: "POST",
+      headers: { "Idempotency-Key": crypto.randomUUID() },
+      json: { channelNumberId: t.numberId, to: "5511999998888", text: { body: "hi" } },
+    });
+    expect(res.status).toBe(201);
+    // The send's own headers: 2 per second per number is the closest limit.
+    expect(res.headers.get("RateLimit-Limit")).toBe("2");
+  });
+});
+
+describe("webhook test events and replays", () => {
+  let net: Network;
+  beforeEach(() => {
+    net = mockNetwork();
+  });
+  afterEach(() => {
+    net.restore();
+    expect(net.unhandled).toEqual([]);
+  });
+
+  /** The workspace object publishes recorded events from its alarm; with the clock held far ahead, the test runs it. */
+  const publish = (workspaceId: string) => runDurableObjectAlarm(workspaceStub(env, workspaceId));
+
+  async function webhookOf(t: Awaited<ReturnType<typeof createTenant>>, host: string) {
+    net.dns.set(host, ["93.184.216.34"]);
+    net.receivers.set(`https://${host}/hook`, answers(204));
+    const res = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: `https://${host}/hook` } });
+    expect(res.status).toBe(201);
+    return (await json<{ id: string }>(res)).id;
+  }
+
+  it("limits test events per webhook; a refused call queues nothing", async () => {
+    const t = await createTenant();
+    const id = await webhookOf(t, `t-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
+    const { limit } = ABUSE_LIMITS.webhookTest;
+    for (let i = 0; i < limit; i++) {
+      const res = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
+      expect(res.status).toBe(202);
+      expect(res.headers.get("RateLimit-Limit")).toBe(String(limit));
+      expect(res.headers.get("RateLimit-Remaining")).toBe(String(limit - 1 - i));
+    }
+    const refused = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
+    const err = await expectError(refused, 429, "rate_limit_exceeded");
+    expect(err.error.message).toMatch(/test events/);
+    expect(refused.headers.get("Retry-After")).toBe(String((ABUSE_LIMITS.webhookTest.periodSeconds) / limit));
+    // Exactly `limit` events reach the receiver: the refused call queued nothing.
+    await publish(t.workspaceId);
+    await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries?limit=100`, t.key))).data).toHaveLength(limit), { timeout: 15_000, interval: 100 });
+    expect(net.seen).toHaveLength(limit);
+
+    advance((ABUSE_LIMITS.webhookTest.periodSeconds * 1000) / limit);
+    expect((await api(`/webhooks/${id}/test`, t.key, { method: "POST" })).status).toBe(202);
+    await publish(t.workspaceId);
+    await vi.waitFor(() => expect(net.seen).toHaveLength(limit + 1), { timeout: 15_000, interval: 100 });
+  });
+
+  it("limits test events and replays together per workspace; a refusal spends nothing of the per-webhook budget", async () => {
+    const t = await createTenant();
+    const id = await webhookOf(t, `w-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
+    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("webhookTriggers")], ABUSE_LIMITS.webhookTriggers.limit);
+    const refused = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
+    await expectError(refused, 429, "rate_limit_exceeded");
+    expect(refused.headers.get("RateLimit-Limit")).toBe(String(ABUSE_LIMITS.webhookTriggers.limit));
+    advance(1_000);
+    // The per-webhook bucket is still full: the refused call took nothing from it.
+    const admitted = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
+    expect(admitted.status).toBe(202);
+    await publish(t.workspaceId);
+    await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1), { timeout: 15_000, interval: 100 });
+  });
+
+  it("limits replays per webhook", async () => {
+    const t = await createTenant();
+    const id = await webhookOf(t, `r-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
+    const sent = await json<{ eventId: string }>(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }));
+    await publish(t.workspaceId);
+    await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1), { timeout: 15_000, interval: 100 });
+    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("webhookReplay", id)], ABUSE_LIMITS.webhookReplay.limit);
+    const refused = await api(`/webhooks/${id}/deliveries/${sent.eventId}/replay`, t.key, { method: "POST" });
+    const err = await expectError(refused, 429, "rate_limit_exceeded");
+    expect(err.error.message).toMatch(/replays/);
+    expect(refused.headers.get("RateLimit-Limit")).toBe(String(ABUSE_LIMITS.webhookReplay.limit));
+  });
+});
+
+describe("failed authentication per client address", () => {
+  const unknownKey = () => `${env.API_KEY_PREFIX}live_${btoa(crypto.randomUUID()).replaceAll("=", "").replaceAll("+", "-").replaceAll("/", "_").slice(0, 43).padEnd(43, "x")}`;
+
+  /** A request through the real fetch handler with Server-Timing on, to count the D1 statements it ran. */
+  async function from(address: string, key: string, path = "/api/v1/me") {
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(
+      new Request(`${BASE}${path}`, { headers: { Authorization: `Bearer ${key}`, "CF-Connecting-IP": address } }),
+      { ...env, SERVER_TIMING: "true" },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    const d1 = /d1;desc="D1 statements";dur=(\d+)/.exec(res.headers.get("Server-Timing") ?? "")?.[1];
+    return { res, d1Statements: Number(d1) };
+  }
+
+  it("after the documented number of unknown keys, answers 429 with Retry-After without reading D1; other addresses are unaffected", async () => {
+    const address = `198.51.100.${Math.floor(Math.random() * 250) + 1}`;
+    const { limit, periodSeconds } = ABUSE_LIMITS.authFailures;
+    for (let i = 0; i < limit; i++) {
+      const { res, d1Statements } = await from(address, unknownKey());
+      expect(res.status).toBe(401);
+      expect(d1Statements).toBe(1);
+    }
+    const { res, d1Statements } = await from(address, unknownKey());
+    await expectError(res, 429, "rate_limit_exceeded");
+    expect(res.headers.get("Retry-After")).toBe(String(Math.ceil(periodSeconds / limit)));
+    expect(d1Statements).toBe(0);
+    // The same budget from the isolate's memory: still no D1 and no throttle call.
+    expect((await from(address, unknownKey())).res.status).toBe(429);
+
+    // Another address still gets its plain 401.
+    expect((await from("203.0.113.77", unknownKey())).res.status).toBe(401);
+
+    // Once a token is back, one more lookup is allowed.
+    advance((periodSeconds * 1000) / limit);
+    expect((await from(address, unknownKey())).res.status).toBe(401);
+  });
+
+  it("keeps serving a cached valid key from a throttled address", async () => {
+    const t = await createTenant();
+    const address = "2001:db8:aaaa:bbbb::1";
+    expect((await from(address, t.key)).res.status).toBe(200);
+    await takeToken(env, scopes.clientAddress("2001:db8:aaaa:bbbb::/64"), [bucket("authFailures")], ABUSE_LIMITS.authFailures.limit);
+    // Another address of the same /64 is throttled …
+    expect((await from("2001:db8:aaaa:bbbb::2", unknownKey())).res.status).toBe(429);
+    // … but the key already known to this isolate goes on working.
+    expect((await from(address, t.key)).res.status).toBe(200);
+  });
+});
+
+describe("key cache", () => {
+  it("a flood of unknown keys never evicts a known key", () => {
+    rememberPrincipal("known-hash", { workspaceId: "w", keyId: "k" });
+    for (let i = 0; i <= KEY_CACHE_MAX_ENTRIES; i++) rememberPrincipal(`unknown-${i}`, null);
+    expect(cachedPrincipal("known-hash")).toEqual({ workspaceId: "w", keyId: "k" });
+    // The oldest unknown entry made room for the newest.
+    expect(cachedPrincipal("unknown-0")).toBeUndefined();
+    expect(cachedPrincipal(`unknown-${KEY_CACHE_MAX_ENTRIES}`)).toBeNull();
+  });
+});

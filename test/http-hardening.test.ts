@@ -1,0 +1,143 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { MAX_OPERATOR_PAYLOAD_BYTES } from "../src/routes/upstream-webhook";
+import { hmacSha256, toHex } from "../src/lib/crypto";
+import { admin, api, call, expectError, json } from "./helpers/http";
+import { createTenant, createWorkspace } from "./helpers/fixtures";
+import { mockNetwork } from "./helpers/webhook-net";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const sign = async (raw: Uint8Array | string) => `sha256=${toHex(await hmacSha256(env.UPSTREAM_APP_SECRET, raw))}`;
+
+/** A body stream of `total` bytes in 64 KiB chunks that records how much of it was pulled. */
+function countingStream(total: number) {
+  const chunk = new Uint8Array(64 * 1024).fill(0x20);
+  const pulled = { bytes: 0 };
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (pulled.bytes >= total) return controller.close();
+      const piece = chunk.subarray(0, Math.min(chunk.byteLength, total - pulled.bytes));
+      pulled.bytes += piece.byteLength;
+      controller.enqueue(piece);
+    },
+  });
+  return { stream, pulled };
+}
+
+describe("operator webhook body: size before signature, read with a cap", () => {
+  it("refuses a declared Content-Length over the cap without reading the body", async () => {
+    const { stream, pulled } = countingStream(8 * 1024 * 1024);
+    const res = await call("/upstream/cloud/webhook", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Content-Length": String(8 * 1024 * 1024), "X-Hub-Signature-256": "sha256=00" },
+      body: stream,
+      // @ts-expect-error: a streaming request body needs duplex "half" (workerd knows it; the DOM types do not)
+      duplex: "half",
+    });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.message).toMatch(/too large/);
+    // The runtime may buffer a chunk or two ahead; reading up to the cap would pull 3 MiB.
+    expect(pulled.bytes).toBeLessThanOrEqual(4 * 64 * 1024);
+  });
+
+  it("stops reading a body without Content-Length as soon as it passes the cap", async () => {
+    const { stream, pulled } = countingStream(16 * 1024 * 1024);
+    const res = await call("/upstream/cloud/webhook", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Hub-Signature-256": "sha256=00" },
+      body: stream,
+      // @ts-expect-error: see above
+      duplex: "half",
+    });
+    await expectError(res, 400, "invalid_request");
+    // The stream may be a few chunks ahead of the reader, never megabytes.
+    expect(pulled.bytes).toBeLessThanOrEqual(MAX_OPERATOR_PAYLOAD_BYTES + 4 * 64 * 1024);
+  });
+
+  it("accepts a signed payload of exactly the cap, and refuses one byte more", async () => {
+    const payload = JSON.stringify({ object: "whatsapp_business_account", entry: [] });
+    const exact = payload + " ".repeat(MAX_OPERATOR_PAYLOAD_BYTES - payload.length);
+    const ok = await call("/upstream/cloud/webhook", { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": await sign(exact) }, body: exact });
+    expect(ok.status).toBe(200);
+    const over = `${exact} `;
+    await expectError(
+      await call("/upstream/cloud/webhook", { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": await sign(over) }, body: over }),
+      400,
+      "invalid_request",
+    );
+  });
+});
+
+describe("the operator's verify token never reaches our logs", () => {
+  it("the access-log line of the handshake keeps its query but redacts the token", async () => {
+    const lines: string[] = [];
+    for (const method of ["log", "warn", "error", "info", "debug"] as const) {
+      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    }
+    const res = await call(`/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=8151`);
+    expect(res.status).toBe(200);
+    await call("/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=a-wrong-guess-42&hub.challenge=1");
+    const access = lines.filter((l) => l.includes('"msg":"request"') && l.includes("/upstream/cloud/webhook"));
+    expect(access).toHaveLength(2);
+    expect(JSON.parse(access[0]!).query).toBe("hub.mode=subscribe&hub.verify_token=%5Bredacted%5D&hub.challenge=%5Bredacted%5D");
+    expect(lines.join("\n")).not.toContain(env.UPSTREAM_VERIFY_TOKEN);
+    expect(lines.join("\n")).not.toContain("a-wrong-guess-42");
+  });
+});
+
+describe("responses that carry a secret are never cached", () => {
+  it("POST /webhooks (the signing secret) and admin key creation (the key) send no-store and Pragma", async () => {
+    const t = await createTenant();
+    const net = mockNetwork();
+    try {
+      net.dns.set("hooks.no-store.acme-shop.com", ["93.184.216.34"]);
+      const res = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: "https://hooks.no-store.acme-shop.com/" } });
+      expect(res.status).toBe(201);
+      expect((await json<{ secret: string }>(res)).secret).toMatch(/^whsec_/);
+      expect(res.headers.get("Cache-Control")).toBe("no-store");
+      expect(res.headers.get("Pragma")).toBe("no-cache");
+    } finally {
+      net.restore();
+    }
+    const key = await admin(`/workspaces/${await createWorkspace()}/api-keys`, { method: "POST", json: { name: "k" } });
+    expect(key.status).toBe(201);
+    expect(key.headers.get("Cache-Control")).toBe("no-store");
+    expect(key.headers.get("Pragma")).toBe("no-cache");
+  });
+});
+
+describe("HTTP details", () => {
+  it("/docs sends a CSP that forbids framing and any script but our own files, and nosniff", async () => {
+    const res = await call("/docs");
+    expect(res.status).toBe(200);
+    const csp = res.headers.get("Content-Security-Policy") ?? "";
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("default-src 'none'");
+    const scriptSrc = /script-src ([^;]*)/.exec(csp)?.[1] ?? "";
+    expect(scriptSrc.trim()).toBe("'self'");
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect(res.headers.get("X-Frame-Options")).toBe("DENY");
+    // No inline script at all: every <script> loads one of our files.
+    const html = await res.text();
+    expect([...html.matchAll(/<script(?![^>]*\bsrc=)[^>]*>/g)]).toEqual([]);
+  });
+
+  it("the handshake echo is text/plain with nosniff, so a crafted challenge is never a page", async () => {
+    const challenge = encodeURIComponent("<script>alert(1)</script>");
+    const res = await call(`/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=${challenge}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toBe("text/plain; charset=utf-8");
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect(res.headers.get("Content-Security-Policy")).toBeNull();
+  });
+
+  it("JSON responses, errors included, carry nosniff too", async () => {
+    const t = await createTenant();
+    expect((await api("/me", t.key)).headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect((await api("/me", null)).headers.get("X-Content-Type-Options")).toBe("nosniff");
+    expect((await call("/nowhere")).headers.get("X-Content-Type-Options")).toBe("nosniff");
+  });
+});
