@@ -17,6 +17,7 @@ import { channelNumberRoutes } from "./routes/channel-numbers";
 import { usageRoutes } from "./routes/usage";
 import { webhookRoutes } from "./routes/webhooks";
 import { messageRoutes } from "./routes/messages";
+import { messageArchiveRoutes } from "./routes/message-archives";
 import { sandboxRoutes } from "./routes/sandbox";
 import { docsRoutes } from "./routes/docs";
 import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
@@ -75,6 +76,7 @@ publicApi
   .route("/", usageRoutes)
   .route("/", webhookRoutes)
   .route("/", messageRoutes)
+  .route("/", messageArchiveRoutes)
   .route("/", sandboxRoutes);
 
 /** The operator's admin API (`/admin/v1`), behind ADMIN_TOKEN; not part of the public document. */

@@ -10,6 +10,7 @@ import { now } from "./lib/clock";
 
 export { WorkspaceDurableObject } from "./durable-objects/workspace/workspace";
 export { ChannelNumberDurableObject } from "./durable-objects/channel-number/channel-number";
+export { MessageHistoryDurableObject } from "./durable-objects/history/history";
 export { ThrottleDurableObject } from "./durable-objects/throttle";
 
 export default {

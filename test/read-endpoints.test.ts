@@ -94,7 +94,14 @@ describe("GET /usage", () => {
       period: { start, end: expect.any(String) },
       messages: { used: 0, limit: 1000, remaining: 1000 },
       numbers: { used: 1, limit: 1 },
+      daily: expect.any(Array),
     });
+    // One zero entry per day of the previous month and of this month up to today.
+    const days = (body as { daily: { day: string; accepted: number }[] }).daily;
+    const previousStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 10);
+    expect(days[0]!.day).toBe(previousStart);
+    expect(days.at(-1)!.day).toBe(now.toISOString().slice(0, 10));
+    expect(days.every((d) => d.accepted === 0)).toBe(true);
     expect(JSON.stringify(body)).not.toMatch(/price|cost|amount|currency/i);
   });
 

@@ -11,6 +11,8 @@ export interface WorkspaceWithLimits extends WorkspaceRow {
   plan_name: string;
   effective_quota: number;
   max_numbers: number;
+  /** Days of message records the plan keeps listable (older days are archived). */
+  message_history_days: number;
 }
 
 export async function planExists(db: D1Database, planId: string): Promise<boolean> {
@@ -27,7 +29,7 @@ export async function insertWorkspace(db: D1Database, row: WorkspaceRow): Promis
 export async function getWorkspaceWithLimits(db: D1Database, id: string): Promise<WorkspaceWithLimits | null> {
   return db
     .prepare(
-      `SELECT w.*, p.name AS plan_name, p.max_numbers,
+      `SELECT w.*, p.name AS plan_name, p.max_numbers, p.message_history_days,
               COALESCE(w.monthly_message_quota, p.monthly_message_quota) AS effective_quota
          FROM workspaces w JOIN plans p ON p.id = w.plan_id
         WHERE w.id = ?`,

@@ -1,20 +1,29 @@
 import { countConnected } from "../db/channel-numbers";
 import { getWorkspaceWithLimits, type WorkspaceWithLimits } from "../db/workspaces";
 import { workspaceStub } from "../durable-objects/stubs";
+import type { DailyUsage } from "../durable-objects/workspace/contract";
+import { monthPeriod, now } from "../lib/clock";
+import { DAY_MS } from "./job-id";
 
 export interface CurrentUsage {
   workspace: WorkspaceWithLimits;
   period: { start: string; end: string };
   messages: { used: number; limit: number; remaining: number };
   numbers: { used: number; limit: number };
+  /** One entry per UTC day of the previous and the current period, up to today. */
+  daily: DailyUsage[];
 }
 
 /** Plan usage of the current period (GET /usage and the dashboard's overview); null for an unknown workspace. */
 export async function currentUsage(env: Env, workspaceId: string): Promise<CurrentUsage | null> {
-  const [workspace, numbers, usage] = await Promise.all([
+  const stub = workspaceStub(env, workspaceId);
+  const usage = await stub.usage();
+  const previousStart = Date.parse(monthPeriod(Date.parse(usage.period.start) - 1).start);
+  const tomorrow = (Math.floor(now() / DAY_MS) + 1) * DAY_MS;
+  const [workspace, numbers, daily] = await Promise.all([
     getWorkspaceWithLimits(env.DB, workspaceId),
     countConnected(env.DB, workspaceId),
-    workspaceStub(env, workspaceId).usage(),
+    stub.usageHistory(previousStart, Math.min(tomorrow, Date.parse(usage.period.end))),
   ]);
   if (!workspace) return null;
   return {
@@ -26,5 +35,6 @@ export async function currentUsage(env: Env, workspaceId: string): Promise<Curre
       remaining: Math.max(0, workspace.effective_quota - usage.messagesUsed),
     },
     numbers: { used: numbers, limit: workspace.max_numbers },
+    daily,
   };
 }

@@ -13,6 +13,10 @@ import { workspaceStub } from "../durable-objects/stubs";
 import { retryAfterSeconds } from "../domain/rate-window";
 import { UUID_PATTERN } from "../domain/job-id";
 import { jsonBody } from "../middleware/json-body";
+import { toMessageView } from "../durable-objects/workspace/messages";
+import { MessageListQuery, decodeMessageCursor, encodeMessageCursor, toFilter } from "../domain/message-list";
+import { MessageTimeline, timelineOf } from "../domain/message-timeline";
+import { WebhookDelivery, toDeliveryView } from "../domain/webhook-view";
 
 const SendMessageAccepted = z
   .object({ jobId: z.string().uuid(), status: z.literal("created") })
@@ -67,6 +71,60 @@ const MESSAGE_EXAMPLE: z.output<typeof Message> = {
   deliveredAt: null,
   readAt: null,
 };
+
+const MessageList = z
+  .object({ data: z.array(Message), nextCursor: z.string().nullable() })
+  .openapi("MessageList");
+
+const list = createRoute({
+  method: "get",
+  path: "/messages",
+  operationId: "listMessages",
+  tags: ["Messages"],
+  summary: "List messages, outbound and inbound, newest first",
+  description:
+    "Every message of the plan's history window (30 days on pro and scale, 7 on free; older days are in `GET /message-archives`), " +
+    "newest first, with optional filters. Pages are bounded in the work they do: a page can hold fewer than `limit` messages " +
+    "while more exist; keep following `nextCursor` until it is null. New messages never shift a page: they are newer than the first one.",
+  security: bearerSecurity,
+  request: { query: MessageListQuery },
+  responses: {
+    200: jsonContent(MessageList, "Messages, newest first.", { data: [MESSAGE_EXAMPLE], nextCursor: EXAMPLE.cursor }),
+    ...errorResponses(400, 401, 429),
+  },
+});
+
+const MessageEvents = z
+  .object({
+    messageId: z.string().uuid(),
+    timeline: MessageTimeline,
+    deliveries: z.array(WebhookDelivery).openapi({ description: "Attempts to deliver this message's events to its number's webhook (kept 3 days), oldest first." }),
+  })
+  .openapi("MessageEvents");
+
+const events = createRoute({
+  method: "get",
+  path: "/messages/{id}/events",
+  operationId: "getMessageEvents",
+  tags: ["Messages"],
+  summary: "A message's status timeline and its webhook deliveries",
+  security: bearerSecurity,
+  request: {
+    params: z.object({ id: z.string().openapi({ description: "A message id (the jobId of a send, or an inbound message's id).", format: "uuid", example: EXAMPLE.jobId }) }),
+  },
+  responses: {
+    200: jsonContent(MessageEvents, "The timeline, oldest first.", {
+      messageId: EXAMPLE.jobId,
+      timeline: [
+        { status: "queued", at: EXAMPLE.createdAt, error: null },
+        { status: "processing", at: "2026-11-22T18:35:47.512Z", error: null },
+        { status: "sent", at: EXAMPLE.updatedAt, error: null },
+      ],
+      deliveries: [],
+    }),
+    ...errorResponses(401, 404, 429),
+  },
+});
 
 const get = createRoute({
   method: "get",
@@ -136,9 +194,25 @@ export const messageRoutes = newRouter()
       return undefined;
     },
   )
+  .openapi(list, async (c) => {
+    const query = c.req.valid("query");
+    const { workspaceId } = c.get("principal");
+    const after = await decodeMessageCursor(workspaceId, query.cursor);
+    const page = await workspaceStub(c.env, workspaceId).listMessages(toFilter(query), after, query.limit);
+    return c.json({ data: page.rows.map(toMessageView), nextCursor: page.next ? await encodeMessageCursor(workspaceId, page.next) : null }, 200);
+  })
+  .openapi(events, async (c) => {
+    const { id } = c.req.valid("param");
+    const stub = workspaceStub(c.env, c.get("principal").workspaceId);
+    const found = UUID_PATTERN.test(id) ? await stub.getMessage(id.toLowerCase()) : null;
+    if (!found) throw notFound("Message");
+    const message = toMessageView(found);
+    const attempts = await stub.deliveriesAbout(message.id);
+    return c.json({ messageId: message.id, timeline: timelineOf(message), deliveries: attempts.map((a) => toDeliveryView(a.webhook_id, a)) }, 200);
+  })
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");
-    const message = UUID_PATTERN.test(id) ? await workspaceStub(c.env, c.get("principal").workspaceId).getMessage(id.toLowerCase()) : null;
-    if (!message) throw notFound("Message");
-    return c.json(message, 200);
+    const row = UUID_PATTERN.test(id) ? await workspaceStub(c.env, c.get("principal").workspaceId).getMessage(id.toLowerCase()) : null;
+    if (!row) throw notFound("Message");
+    return c.json(toMessageView(row), 200);
   });

@@ -70,6 +70,6 @@ export async function connectCloudNumber(workspaceId: string): Promise<{ numberI
 }
 
 /** The events the workspace object recorded about one message, oldest first. */
-export async function recordedEvents(stub: { eventsFor(subject: string): Promise<WebhookEvent[]> }, subject: string): Promise<WebhookEvent[]> {
-  return stub.eventsFor(subject);
+export async function recordedEvents(stub: { eventsFor(subject: string): Promise<string[]> }, subject: string): Promise<WebhookEvent[]> {
+  return (await stub.eventsFor(subject)).map((body) => JSON.parse(body) as WebhookEvent);
 }

@@ -81,7 +81,7 @@ export interface paths {
         };
         /**
          * Plan usage of the current period
-         * @description Accepted sends this calendar month (UTC) against the plan's quota, and connected numbers against the plan's maximum. Prices are never exposed.
+         * @description Accepted sends this calendar month (UTC) against the plan's quota, connected numbers against the plan's maximum, and daily counts of this and the previous month. Prices are never exposed.
          */
         get: operations["getUsage"];
         put?: never;
@@ -171,13 +171,34 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List messages, outbound and inbound, newest first
+         * @description Every message of the plan's history window (30 days on pro and scale, 7 on free; older days are in `GET /message-archives`), newest first, with optional filters. Pages are bounded in the work they do: a page can hold fewer than `limit` messages while more exist; keep following `nextCursor` until it is null. New messages never shift a page: they are newer than the first one.
+         */
+        get: operations["listMessages"];
         put?: never;
         /**
          * Queue a text message for delivery
          * @description Queues the message and answers at once; it does not wait for delivery. `Idempotency-Key` is required: an identical retry (same key, same JSON payload) within 24 hours answers 200 `duplicado_identico` with the original jobId and sends nothing again; the same key with another payload answers 409 `idempotency_conflict`. A request refused with 400, 401, 403, 429 or 500 does not bind the key.
          */
         post: operations["sendMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A message's status timeline and its webhook deliveries */
+        get: operations["getMessageEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -193,6 +214,46 @@ export interface paths {
         };
         /** Get a message and its delivery status */
         get: operations["getMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/message-archives": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Days of messages older than the plan's history window, archived
+         * @description When a day leaves the history window of `GET /messages`, its messages are written to an archive (one file per day) and kept 400 days. Newest first.
+         */
+        get: operations["listMessageArchives"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/message-archives/{day}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download one archived day (gzip-compressed NDJSON)
+         * @description One message per line, as `GET /messages/{id}` shows it, oldest first; the file is gzip-compressed (`gunzip`, `zcat`, or any gzip reader).
+         */
+        get: operations["downloadMessageArchive"];
         put?: never;
         post?: never;
         delete?: never;
@@ -434,6 +495,20 @@ export interface components {
                 used: number;
                 limit: number;
             };
+            /** @description One entry per UTC day of the previous and the current period, up to today (zeros included). */
+            daily: {
+                /**
+                 * @description UTC day, YYYY-MM-DD.
+                 * @example 2026-11-21
+                 */
+                day: string;
+                /** @description Sends accepted that day (what counts against the quota). */
+                accepted: number;
+                sent: number;
+                failed: number;
+                /** @description Inbound messages. */
+                received: number;
+            }[];
         };
         WebhookList: {
             data: components["schemas"]["Webhook"][];
@@ -554,6 +629,10 @@ export interface components {
                 body: string;
             };
         };
+        MessageList: {
+            data: components["schemas"]["Message"][];
+            nextCursor: string | null;
+        };
         Message: components["schemas"]["OutboundMessage"] | components["schemas"]["InboundMessage"];
         OutboundMessage: {
             /**
@@ -638,6 +717,38 @@ export interface components {
             receivedAt: string;
             /** Format: date-time */
             createdAt: string;
+        };
+        MessageEvents: {
+            /** Format: uuid */
+            messageId: string;
+            timeline: components["schemas"]["MessageTimeline"];
+            /** @description Attempts to deliver this message's events to its number's webhook (kept 3 days), oldest first. */
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
+        MessageTimeline: components["schemas"]["MessageTimelineEntry"][];
+        MessageTimelineEntry: {
+            /**
+             * @description `outcome_unknown`: the operator's answer was lost; its status report settles the message later.
+             * @enum {string}
+             */
+            status: "queued" | "processing" | "outcome_unknown" | "sent" | "delivered" | "read" | "failed" | "received";
+            /** Format: date-time */
+            at: string;
+            error: components["schemas"]["MessageError"];
+        };
+        MessageArchiveList: {
+            data: components["schemas"]["MessageArchive"][];
+            nextCursor: string | null;
+        };
+        MessageArchive: {
+            /**
+             * @description The UTC day (YYYY-MM-DD) of the messages' creation.
+             * @example 2026-10-01
+             */
+            day: string;
+            messages: number;
+            /** Format: date-time */
+            archivedAt: string;
         };
         SandboxInboundAccepted: {
             /** Format: uuid */
@@ -1147,7 +1258,16 @@ export interface operations {
                      *       "numbers": {
                      *         "used": 2,
                      *         "limit": 10
-                     *       }
+                     *       },
+                     *       "daily": [
+                     *         {
+                     *           "day": "2026-11-21",
+                     *           "accepted": 1520,
+                     *           "sent": 1512,
+                     *           "failed": 8,
+                     *           "received": 311
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["Usage"];
@@ -1822,6 +1942,143 @@ export interface operations {
             };
         };
     };
+    listMessages: {
+        parameters: {
+            query?: {
+                /** @description Only messages sent, or only messages received. */
+                direction?: "outbound" | "inbound";
+                /** @description Outbound statuses, or `received` (every inbound message). */
+                status?: "queued" | "processing" | "sent" | "failed" | "received";
+                channelNumberId?: string;
+                /** @description Outbound messages to this recipient. */
+                to?: string;
+                /** @description Inbound messages from this sender. */
+                from?: string;
+                /** @description Only messages created strictly after this instant. */
+                createdAfter?: string;
+                /** @description Only messages created strictly before this instant. */
+                createdBefore?: string;
+                /** @description Messages per page, 1–100 (default 20). A page may hold fewer: follow `nextCursor` until it is null. */
+                limit?: number;
+                /** @description `nextCursor` of the previous page, unchanged (with the same filters). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Messages, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
+                     *           "direction": "outbound",
+                     *           "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
+                     *           "to": "5511999998888",
+                     *           "type": "text",
+                     *           "text": {
+                     *             "body": "Your order has shipped."
+                     *           },
+                     *           "status": "sent",
+                     *           "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
+                     *           "error": null,
+                     *           "outcomeUnknownSince": null,
+                     *           "createdAt": "2026-11-22T18:35:47.287Z",
+                     *           "updatedAt": "2026-11-22T18:35:48.012Z",
+                     *           "processingAt": "2026-11-22T18:35:47.512Z",
+                     *           "sentAt": "2026-11-22T18:35:48.012Z",
+                     *           "failedAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null
+                     *         }
+                     *       ],
+                     *       "nextCursor": "WyIyMDI2LTExLTIyVDE4OjM1OjQ3LjI4N1oiLCI2ZjFjMmM0ZS04YTU3LTRiNWUtOWQwZS0yZjhjOWExYjdkMzMiXQ"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageList"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`); `details` names each bad field. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_request",
+                     *         "message": "The request is invalid. See details for each field.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9",
+                     *         "details": [
+                     *           {
+                     *             "path": "to",
+                     *             "rule": "no_plus",
+                     *             "message": "Drop the leading '+': send E.164 digits only, for example 5511999998888."
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     sendMessage: {
         parameters: {
             query?: never;
@@ -2013,6 +2270,116 @@ export interface operations {
             };
         };
     };
+    getMessageEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id (the jobId of a send, or an inbound message's id). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The timeline, oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
+                     *       "timeline": [
+                     *         {
+                     *           "status": "queued",
+                     *           "at": "2026-11-22T18:35:47.287Z",
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "status": "processing",
+                     *           "at": "2026-11-22T18:35:47.512Z",
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "status": "sent",
+                     *           "at": "2026-11-22T18:35:48.012Z",
+                     *           "error": null
+                     *         }
+                     *       ],
+                     *       "deliveries": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageEvents"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getMessage: {
         parameters: {
             query?: never;
@@ -2056,6 +2423,202 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMessageArchives: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1–100. */
+                limit?: number;
+                /** @description `nextCursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Archived days, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "day": "2026-10-01",
+                     *           "messages": 1520,
+                     *           "archivedAt": "2026-11-01T00:04:12.000Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageArchiveList"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`); `details` names each bad field. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_request",
+                     *         "message": "The request is invalid. See details for each field.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9",
+                     *         "details": [
+                     *           {
+                     *             "path": "to",
+                     *             "rule": "no_plus",
+                     *             "message": "Drop the leading '+': send E.164 digits only, for example 5511999998888."
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    downloadMessageArchive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM-DD (UTC). */
+                day: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The day's messages. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"id":"42ab2093-bbe3-8710-9a4a-492ccdac721d","direction":"outbound","status":"sent", …} */
+                    "application/gzip": string;
                 };
             };
             /** @description Missing or invalid API key (`unauthorized`). */

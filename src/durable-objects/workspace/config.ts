@@ -5,6 +5,7 @@ import { now } from "../../lib/clock";
 /** What the workspace object needs from D1 to admit a send, cached for a few seconds. */
 export interface WorkspaceConfig {
   quota: number;
+  historyDays: number;
   connectedNumbers: Set<string>;
   loadedAt: number;
 }
@@ -18,6 +19,7 @@ export async function loadWorkspaceConfig(db: D1Database, workspaceId: string): 
   if (!workspace) return null;
   return {
     quota: workspace.effective_quota,
+    historyDays: workspace.message_history_days,
     connectedNumbers: new Set(numbers.filter((n) => n.status === "connected").map((n) => n.id)),
     loadedAt: now(),
   };

@@ -16,10 +16,17 @@ import type { DeliveryReport } from "./contract";
  * queue lost it) is published again with the same id: delivery is at least
  * once, and customers deduplicate on `webhook-id`.
  *
- * Bound: ~800 B per event (body JSON, indexes) and ~120 B per attempt row; 2–4
- * events per message; both kept 7 days, purged oldest first in batches.
+ * Bound: ~800 B per event (body JSON, indexes) and ~130 B per attempt row
+ * (with its indexes); 2–4 events per message. A settled event (delivered, or
+ * with no webhook to deliver to) is kept 24 hours for replays, any other 3
+ * days; attempts (the delivery log) 3 days. Under storage pressure (see
+ * workspace.ts, HOT_BYTES_BUDGET) settled events go after 1 hour and attempts
+ * after 1 day. Purged in bounded batches.
  */
-export const KEEP_EVENTS_MS = 7 * 24 * 60 * 60 * 1000;
+export const KEEP_EVENTS_MS = 3 * 24 * 60 * 60 * 1000;
+export const KEEP_SETTLED_EVENTS_MS = 24 * 60 * 60 * 1000;
+const KEEP_SETTLED_UNDER_PRESSURE_MS = 60 * 60 * 1000;
+const KEEP_ATTEMPTS_UNDER_PRESSURE_MS = 24 * 60 * 60 * 1000;
 /** An event not reported within this after it was due is published again (EVENT_CONFIRM_WITHIN_MS overrides it for local soak runs). */
 export const CONFIRM_WITHIN_MS = 10 * 60 * 1000;
 const PUBLISH_BATCH = 500;
@@ -33,12 +40,14 @@ export function createEventLogTable(sql: SqlStorage): void {
     CREATE TABLE IF NOT EXISTS events (
       id TEXT PRIMARY KEY, type TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,
       created_at INTEGER NOT NULL, published_at INTEGER);
+    -- The event's type and subject are copied here: the delivery log outlives settled events.
     CREATE TABLE IF NOT EXISTS event_attempts (
-      seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL, webhook_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+      seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL, event_type TEXT NOT NULL, subject TEXT NOT NULL,
+      webhook_id TEXT NOT NULL, attempt INTEGER NOT NULL,
       attempted_at INTEGER NOT NULL, outcome TEXT NOT NULL, status_code INTEGER, latency_ms INTEGER, error TEXT,
       next_retry_at INTEGER);
     CREATE INDEX IF NOT EXISTS event_attempts_by_webhook ON event_attempts (webhook_id, seq);
-    CREATE INDEX IF NOT EXISTS event_attempts_by_event ON event_attempts (event_id);
+    CREATE INDEX IF NOT EXISTS event_attempts_by_subject ON event_attempts (subject, seq);
   `);
   ensureColumn(sql, "events", "channel_number_id", "TEXT");
   ensureColumn(sql, "events", "delivery", "TEXT");
@@ -56,6 +65,7 @@ export function createEventLogTable(sql: SqlStorage): void {
     DROP INDEX IF EXISTS events_unpublished;
     CREATE INDEX IF NOT EXISTS events_by_subject ON events (subject);
     CREATE INDEX IF NOT EXISTS events_to_check ON events (check_at) WHERE check_at IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS events_settled ON events (delivered_at) WHERE delivered_at IS NOT NULL;
   `);
 }
 
@@ -129,15 +139,19 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
 /** Records what the webhook consumer did with events; a delivered event stays delivered. */
 export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
   for (const r of reports) {
-    const event = sql.exec<{ delivery: string | null; attempts: number }>("SELECT delivery, attempts FROM events WHERE id = ?", r.eventId).toArray()[0];
+    const event = sql
+      .exec<{ delivery: string | null; attempts: number; type: string; subject: string }>("SELECT delivery, attempts, type, subject FROM events WHERE id = ?", r.eventId)
+      .toArray()[0];
     if (!event) continue;
     // A dead letter is numbered like the last attempt it follows (the dead-letter queue counts afresh).
     const attempt = r.outcome === "dead" ? Math.max(event.attempts, r.attempt) : r.attempt;
     if (r.webhookId !== null && r.outcome !== "no_webhook") {
       sql.exec(
-        `INSERT INTO event_attempts (event_id, webhook_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_retry_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_retry_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         r.eventId,
+        event.type,
+        event.subject,
         r.webhookId,
         attempt,
         r.attemptedAt,
@@ -162,9 +176,12 @@ export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at:
           r.eventId,
         );
         break;
-      case "dead":
       case "no_webhook":
-        sql.exec("UPDATE events SET delivery = ?, check_at = NULL WHERE id = ?", r.outcome, r.eventId);
+        // Settled like a delivered event (delivered_at is when it settled): replayable for a day.
+        sql.exec("UPDATE events SET delivery = 'no_webhook', delivered_at = ?, check_at = NULL WHERE id = ?", r.attemptedAt, r.eventId);
+        break;
+      case "dead":
+        sql.exec("UPDATE events SET delivery = 'dead', check_at = NULL WHERE id = ?", r.eventId);
         break;
     }
   }
@@ -200,6 +217,7 @@ export interface AttemptRow {
   seq: number;
   event_id: string;
   event_type: string | null;
+  subject: string;
   webhook_id: string;
   attempt: number;
   attempted_at: number;
@@ -215,8 +233,7 @@ export interface AttemptRow {
 export const attemptsOfWebhook = (sql: SqlStorage, webhookId: string, beforeSeq: number | null, limit: number): AttemptRow[] =>
   sql
     .exec<AttemptRow>(
-      `SELECT a.*, e.type AS event_type FROM event_attempts a LEFT JOIN events e ON e.id = a.event_id
-       WHERE a.webhook_id = ? AND a.seq < ? ORDER BY a.seq DESC LIMIT ?`,
+      "SELECT * FROM event_attempts WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
       webhookId,
       beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit,
@@ -227,49 +244,52 @@ export const attemptsOfWebhook = (sql: SqlStorage, webhookId: string, beforeSeq:
 export const lastFailedAttempt = (sql: SqlStorage, webhookId: string, window = 500): AttemptRow | undefined =>
   sql
     .exec<AttemptRow>(
-      `SELECT * FROM (SELECT a.*, NULL AS event_type FROM event_attempts a WHERE a.webhook_id = ? ORDER BY a.seq DESC LIMIT ?)
+      `SELECT * FROM (SELECT * FROM event_attempts WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?)
        WHERE outcome <> 'delivered' LIMIT 1`,
       webhookId,
       window,
     )
     .toArray()[0];
 
-/** Attempts to deliver the events about one subject, oldest first. */
-export const attemptsAbout = (sql: SqlStorage, subject: string): AttemptRow[] =>
-  sql
-    .exec<AttemptRow>(
-      `SELECT a.*, e.type AS event_type FROM events e JOIN event_attempts a ON a.event_id = e.id
-       WHERE e.subject = ? ORDER BY a.seq`,
-      subject,
-    )
-    .toArray();
+/** Attempts to deliver the events about one subject (a message), oldest first. */
+export const attemptsAbout = (sql: SqlStorage, subject: string, limit = 100): AttemptRow[] =>
+  sql.exec<AttemptRow>("SELECT * FROM event_attempts WHERE subject = ? ORDER BY seq LIMIT ?", subject, limit).toArray();
 
-/** When the oldest event leaves the 7-day window, or null. */
-export function nextEventExpiry(sql: SqlStorage): number | null {
+/** When the next event or attempt leaves its window, or null. */
+export function nextEventExpiry(sql: SqlStorage, pressure = false): number | null {
   // Only published events are purged: the oldest of those decides.
   const oldestEvent = sql
     .exec<{ created_at: number }>("SELECT created_at FROM events WHERE rowid <= ? ORDER BY rowid LIMIT 1", cursor(sql))
     .toArray()[0];
+  const oldestSettled = sql.exec<{ at: number | null }>("SELECT MIN(delivered_at) AS at FROM events WHERE delivered_at IS NOT NULL").one().at;
   const oldestAttempt = sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts ORDER BY seq LIMIT 1").toArray()[0];
-  const times = [oldestEvent?.created_at, oldestAttempt?.attempted_at].filter((t): t is number => t !== undefined);
-  return times.length === 0 ? null : Math.min(...times) + KEEP_EVENTS_MS;
+  const times = [
+    oldestEvent ? oldestEvent.created_at + KEEP_EVENTS_MS : null,
+    oldestSettled !== null ? oldestSettled + (pressure ? KEEP_SETTLED_UNDER_PRESSURE_MS : KEEP_SETTLED_EVENTS_MS) : null,
+    oldestAttempt ? oldestAttempt.attempted_at + (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS) : null,
+  ].filter((t): t is number => t !== null);
+  return times.length === 0 ? null : Math.min(...times);
 }
 
-/** Deletes one batch of events and attempts older than 7 days; visits at most one batch of rows of each. */
-export function purgeOldEvents(sql: SqlStorage, at: number): void {
-  const before = at - KEEP_EVENTS_MS;
+/** Deletes one batch of expired events and attempts; each query visits at most one batch of rows. */
+export function purgeOldEvents(sql: SqlStorage, at: number, pressure = false): void {
   // The oldest rows by insertion order are the oldest by time; looking at the first batch only keeps this bounded.
   sql.exec(
     `DELETE FROM events WHERE rowid IN (
        SELECT rowid FROM (SELECT rowid, created_at FROM events ORDER BY rowid LIMIT ?) WHERE created_at < ? AND rowid <= ?)`,
     PURGE_BATCH,
-    before,
+    at - KEEP_EVENTS_MS,
     cursor(sql),
+  );
+  sql.exec(
+    "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE delivered_at IS NOT NULL AND delivered_at < ? ORDER BY delivered_at LIMIT ?)",
+    at - (pressure ? KEEP_SETTLED_UNDER_PRESSURE_MS : KEEP_SETTLED_EVENTS_MS),
+    PURGE_BATCH,
   );
   sql.exec(
     `DELETE FROM event_attempts WHERE seq IN (
        SELECT seq FROM (SELECT seq, attempted_at FROM event_attempts ORDER BY seq LIMIT ?) WHERE attempted_at < ?)`,
     PURGE_BATCH,
-    before,
+    at - (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS),
   );
 }

@@ -23,10 +23,19 @@ export function createMessagesTable(sql: SqlStorage): void {
   ensureColumn(sql, "messages", "type", "TEXT NOT NULL DEFAULT 'text'");
   ensureColumn(sql, "messages", "content", "TEXT");
   ensureColumn(sql, "messages", "outcome_unknown_since", "INTEGER");
+  // The operator's own time of an inbound message (created_at is when we recorded it).
+  ensureColumn(sql, "messages", "received_at", "INTEGER");
+  // Lists run newest first on (created_at, id); each filter that narrows a list a lot has its own index.
   sql.exec(`
     DROP INDEX IF EXISTS messages_copy_pending;
-    CREATE INDEX IF NOT EXISTS messages_by_created ON messages (created_at);
-    CREATE INDEX IF NOT EXISTS messages_in_flight ON messages (created_at) WHERE status IN ('queued', 'processing');
+    DROP INDEX IF EXISTS messages_by_created;
+    DROP INDEX IF EXISTS messages_in_flight;
+    CREATE INDEX IF NOT EXISTS messages_by_time ON messages (created_at, id);
+    CREATE INDEX IF NOT EXISTS messages_by_counterpart ON messages (recipient, created_at, id);
+    CREATE INDEX IF NOT EXISTS messages_by_number ON messages (channel_number_id, created_at, id);
+    CREATE INDEX IF NOT EXISTS messages_active ON messages (created_at, id) WHERE status IN ('queued', 'processing');
+    CREATE INDEX IF NOT EXISTS messages_failed ON messages (created_at, id) WHERE status = 'failed';
+    CREATE INDEX IF NOT EXISTS messages_inbound ON messages (created_at, id) WHERE direction = 'inbound';
     CREATE INDEX IF NOT EXISTS messages_inbound_by_upstream_id ON messages (upstream_message_id) WHERE direction = 'inbound';
   `);
 }
@@ -42,6 +51,9 @@ export interface MessageRow extends Omit<LifecycleState, "status"> {
   status: MessageStatus | "received";
   created_at: number;
   updated_at: number;
+  received_at: number | null;
+  /** Grows with every change: a row moved to history is forgotten here only if unchanged meanwhile. */
+  version: number;
   [key: string]: SqlStorageValue;
 }
 
@@ -58,11 +70,12 @@ export function insertOutbound(sql: SqlStorage, m: { id: string; channelNumberId
   );
 }
 
-export function insertInbound(sql: SqlStorage, id: string, m: InboundRecord): void {
+/** `at` is when we record it (lists are ordered by it); the operator's time is kept apart. */
+export function insertInbound(sql: SqlStorage, id: string, m: InboundRecord, at: number): void {
   sql.exec(
     `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, content, status, upstream_message_id,
-                           created_at, updated_at, version, copy_pending)
-     VALUES (?, 'inbound', ?, ?, ?, ?, ?, 'received', ?, ?, ?, 1, 0)`,
+                           received_at, created_at, updated_at, version, copy_pending)
+     VALUES (?, 'inbound', ?, ?, ?, ?, ?, 'received', ?, ?, ?, ?, 1, 0)`,
     id,
     m.channelNumberId,
     m.from,
@@ -71,7 +84,8 @@ export function insertInbound(sql: SqlStorage, id: string, m: InboundRecord): vo
     m.content === null ? null : JSON.stringify(m.content),
     m.upstreamMessageId,
     m.at,
-    m.at,
+    at,
+    at,
   );
 }
 
@@ -85,7 +99,7 @@ export function writeLifecycle(sql: SqlStorage, id: string, s: LifecycleState, u
   sql.exec(
     `UPDATE messages SET status = ?, upstream_message_id = ?, processing_at = ?, sent_at = ?, failed_at = ?,
        delivered_at = ?, read_at = ?, outcome_unknown_since = ?, error_code = ?, error_message = ?, error_retriable = ?,
-       upstream_error_code = ?, updated_at = ?
+       upstream_error_code = ?, updated_at = ?, version = version + 1
      WHERE id = ?`,
     s.status,
     s.upstream_message_id,
@@ -114,11 +128,11 @@ export const outboundTimesSince = (sql: SqlStorage, since: number): number[] =>
     .toArray()
     .map((r) => r.created_at);
 
-/** The oldest messages still queued that were accepted at or before `before`. */
+/** The oldest messages still queued that were accepted at or before `before` (visits the active messages only). */
 export const queuedAcceptedBefore = (sql: SqlStorage, before: number, limit: number): MessageRow[] =>
   sql
     .exec<MessageRow>(
-      "SELECT * FROM messages WHERE status IN ('queued', 'processing') AND created_at <= ? AND status = 'queued' ORDER BY created_at LIMIT ?",
+      "SELECT * FROM messages WHERE status IN ('queued', 'processing') AND created_at <= ? AND status = 'queued' ORDER BY created_at, id LIMIT ?",
       before,
       limit,
     )
@@ -128,9 +142,26 @@ export const queuedAcceptedBefore = (sql: SqlStorage, before: number, limit: num
 export const oldestQueuedAt = (sql: SqlStorage): number | null =>
   sql
     .exec<{ created_at: number }>(
-      "SELECT created_at FROM messages WHERE status IN ('queued', 'processing') AND status = 'queued' ORDER BY created_at LIMIT 1",
+      "SELECT created_at FROM messages WHERE status IN ('queued', 'processing') AND status = 'queued' ORDER BY created_at, id LIMIT 1",
     )
     .toArray()[0]?.created_at ?? null;
+
+/** Upserts rows as they were elsewhere (moving messages between a workspace and its history shards). */
+export function putRows(sql: SqlStorage, rows: MessageRow[]): void {
+  for (const row of rows) {
+    const cols = MESSAGE_COLUMNS.filter((c) => c in row);
+    sql.exec(
+      `INSERT OR REPLACE INTO messages (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`,
+      ...cols.map((c) => row[c] ?? null),
+    );
+  }
+}
+
+const MESSAGE_COLUMNS = [
+  "id", "direction", "channel_number_id", "recipient", "type", "body", "content", "status", "upstream_message_id",
+  "error_code", "error_message", "error_retriable", "upstream_error_code", "created_at", "updated_at", "processing_at",
+  "sent_at", "failed_at", "delivered_at", "read_at", "outcome_unknown_since", "received_at", "version", "copy_pending",
+] as const;
 
 export const lifecycleOf = (row: MessageRow & { status: MessageStatus }): LifecycleState => ({
   status: row.status,
@@ -164,7 +195,7 @@ export function toMessageView(row: MessageRow): Message {
       content: row.content === null ? null : (JSON.parse(row.content) as Record<string, unknown>),
       status: "received",
       upstreamMessageId: row.upstream_message_id,
-      receivedAt: iso(row.created_at)!,
+      receivedAt: iso(row.received_at ?? row.created_at)!,
       createdAt: iso(row.created_at)!,
     };
   }

@@ -4,7 +4,6 @@ import { log } from "../../lib/log";
 import { DAY_MS, deriveJobId, newUuidV7, utcDay } from "../../domain/job-id";
 import { WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { newEventId, type MessageStatusData, type WebhookEvent } from "../../domain/events";
-import type { Message } from "../../domain/message";
 import { Scheduler } from "../shared/scheduler";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import { publishInOrder } from "../../lib/queue-publisher";
@@ -14,6 +13,7 @@ import type { DailyUsage, DeliveryReport, InboundRecord, RateInfo, SendCommand, 
 import { acceptedBetween, countOne, createDailyCountsTable, dailyUsage, dirtyCounts, hasDirtyCounts, markCountsClean, type CountsRow } from "./daily-counts";
 import {
   CONFIRM_WITHIN_MS,
+  attemptsAbout,
   attemptsOfWebhook,
   createEventLogTable,
   eventsAbout,
@@ -47,6 +47,23 @@ import {
   type MessageRow,
 } from "./messages";
 import { applyTransition } from "./status-transition";
+import { listPage, SCAN_BUDGET, type Keyset, type MessageFilter } from "./message-queries";
+import {
+  archivedDay,
+  archivedDays,
+  createHistoryTables,
+  recordArchivedDay,
+  type ArchivedDay,
+  forgetHistoryDay,
+  forgetMoved,
+  historyBoundary,
+  historyDayOf,
+  historyDays,
+  oldestHistoryDay,
+  oldestHotAt,
+  oldestHotRows,
+} from "./history-tiering";
+import { historyStub } from "../history/history";
 
 /** Events wait this long before publishing, so that a burst goes out in one batch. */
 const PUBLISH_DELAY_MS = 250;
@@ -56,6 +73,15 @@ const STRANDED_BATCH = 50;
 /** Daily counts reach D1 (operator analytics) at most this often per workspace. */
 const COUNTS_FLUSH_INTERVAL_MS = 60_000;
 const COUNTS_BATCH = 200;
+/** Messages stay in this object this long, then move to their day's history shard. */
+export const HOT_WINDOW_MS = 48 * 60 * 60 * 1000;
+/** Above this, the object sheds early: the hot window shrinks to MIN_HOT_WINDOW_MS (the storage budget, docs/architecture.md). */
+export const HOT_BYTES_BUDGET = 3.5 * 1024 ** 3;
+export const MIN_HOT_WINDOW_MS = 6 * 60 * 60 * 1000;
+const TIER_BATCH = 500;
+/** Archive parts written per alarm run (each ~20,000 messages). */
+const ARCHIVE_PARTS_PER_RUN = 4;
+const DEFAULT_HISTORY_DAYS = 30;
 
 const toRateInfo = (w: WindowState, scope: RateInfo["scope"]): RateInfo => ({
   scope,
@@ -95,6 +121,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     createMessagesTable(this.sql);
     createEventLogTable(this.sql);
     createDailyCountsTable(this.sql);
+    createHistoryTables(this.sql);
     this.migrateMonthlyUsage();
     this.sql.exec("DROP TABLE IF EXISTS send_times");
     this.workspaceId = getMeta(this.sql, "workspace_id") ?? null;
@@ -105,7 +132,9 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       { name: "counts-to-d1", due: () => (hasDirtyCounts(this.sql) ? this.lastCountsFlush + COUNTS_FLUSH_INTERVAL_MS : null), run: () => this.flushCounts() },
       { name: "re-hand-stranded", due: () => this.strandedDue(), run: (at) => this.reHandStranded(at) },
       { name: "idempotency-purge", due: () => nextKeyExpiry(this.sql), run: async (at) => purgeExpiredKeys(this.sql, at) },
-      { name: "event-purge", due: () => nextEventExpiry(this.sql), run: async (at) => purgeOldEvents(this.sql, at) },
+      { name: "event-purge", due: () => nextEventExpiry(this.sql, this.underPressure()), run: async (at) => purgeOldEvents(this.sql, at, this.underPressure()) },
+      { name: "move-to-history", due: () => this.tierDue(), run: (at) => this.moveToHistory(at) },
+      { name: "archive-history", due: () => this.archiveDue(), run: (at) => this.archiveOldestDay(at) },
     ]);
     ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
   }
@@ -199,9 +228,54 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return { kind: "created", jobId, rate };
   }
 
-  async getMessage(id: string): Promise<Message | null> {
+  /**
+   * A message of this workspace, wherever it lives now (this object or its
+   * day's history shard), as its stored row (`toMessageView` renders it: rows
+   * are what RPC carries without loss).
+   */
+  async getMessage(id: string): Promise<MessageRow | null> {
     const row = findMessage(this.sql, id);
-    return row ? toMessageView(row) : null;
+    if (row) return row;
+    const day = historyDayOf(this.sql, id);
+    return day === null || !this.workspaceId ? null : historyStub(this.env, this.workspaceId, day).get(id);
+  }
+
+  /**
+   * One page of the workspace's messages, newest first, strictly older than
+   * `after`: the rows still in this object, then the history shards day by day.
+   * At most SCAN_BUDGET rows are read per page, so a page may be short; `next`
+   * says where to go on (null: nothing older matches).
+   */
+  async listMessages(filter: MessageFilter, after: Keyset | null, limit: number): Promise<{ rows: MessageRow[]; next: Keyset | null }> {
+    const rows: MessageRow[] = [];
+    let budget = SCAN_BUDGET;
+    const boundary = historyBoundary(this.sql);
+    let position = after;
+    if (!boundary || !after || after.createdAt > boundary.createdAt || (after.createdAt === boundary.createdAt && after.id > boundary.id)) {
+      const page = listPage(this.sql, filter, after, limit, budget);
+      rows.push(...page.rows);
+      budget -= page.scanned;
+      if (page.next) return { rows, next: page.next };
+      // The hot rows are exhausted: history is older than all of them.
+      position = null;
+    }
+    if (boundary && this.workspaceId) {
+      const newestDay = utcDay(position?.createdAt ?? boundary.createdAt);
+      const upper = filter.createdUntil === undefined ? newestDay : Math.min(newestDay, utcDay(filter.createdUntil - 1));
+      const lower = filter.createdFrom === undefined ? 0 : utcDay(filter.createdFrom);
+      for (const day of historyDays(this.sql, lower, upper)) {
+        if (rows.length === limit || budget <= 0) {
+          const last = rows[rows.length - 1];
+          return { rows, next: last ? { createdAt: last.created_at, id: last.id } : position };
+        }
+        const page = await historyStub(this.env, this.workspaceId, day).list(filter, position, limit - rows.length, budget);
+        rows.push(...page.rows);
+        budget -= page.scanned;
+        if (page.next) return { rows, next: page.next };
+        position = null;
+      }
+    }
+    return { rows, next: null };
   }
 
   /** One change (the number's claim before it calls the operator). */
@@ -220,6 +294,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const results = this.ctx.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
         const row = findMessage(this.sql, u.jobId);
+        if (!row && historyDayOf(this.sql, u.jobId) !== null) return { known: true, status: null }; // applied below, in its shard
         if (!row || !isOutbound(row)) return { known: false, status: null };
         const t = applyTransition(lifecycleOf(row), u);
         if (!t.changed) return { known: true, status: row.status };
@@ -236,8 +311,30 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         return { known: true, status: t.next.status };
       }),
     );
+    for (let i = 0; i < updates.length; i++) {
+      if (results[i]!.known && results[i]!.status === null) {
+        results[i] = await this.applyInHistory(updates[i]!);
+        announced = true;
+      }
+    }
     if (announced) await this.scheduler.wake(now() + PUBLISH_DELAY_MS);
     return results;
+  }
+
+  /** A late report about a message already in its day's history shard; the event is recorded here. */
+  private async applyInHistory(u: StatusUpdate): Promise<StatusResult> {
+    const day = historyDayOf(this.sql, u.jobId);
+    if (day === null || !this.workspaceId) return { known: false, status: null };
+    const change = await historyStub(this.env, this.workspaceId, day).applyStatus(u);
+    if (!change || !isOutbound(change.after)) return { known: false, status: null };
+    const { before, after } = change;
+    if (change.announce) {
+      this.ctx.storage.transactionSync(() => {
+        if (after.status !== before.status && (after.status === "sent" || after.status === "failed")) countOne(this.sql, u.at, after.channel_number_id, after.status);
+        recordEvent(this.sql, this.statusEvent(after, before.status), after.id, now(), PUBLISH_DELAY_MS, this.confirmWithinMs);
+      });
+    }
+    return { known: true, status: after.status };
   }
 
   /**
@@ -250,9 +347,10 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       records.map((m) => {
         const seen = findInboundByUpstreamId(this.sql, m.upstreamMessageId);
         if (seen) return seen.id;
-        const id = newUuidV7(m.at);
-        insertInbound(this.sql, id, m);
-        countOne(this.sql, m.at, m.channelNumberId, "received");
+        const at = now();
+        const id = newUuidV7(at);
+        insertInbound(this.sql, id, m, at);
+        countOne(this.sql, at, m.channelNumberId, "received");
         recordEvent(
           this.sql,
           {
@@ -320,14 +418,19 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return attemptsOfWebhook(this.sql, webhookId, beforeSeq, limit);
   }
 
+  /** Attempts to deliver the events about one message, oldest first (its webhook deliveries, kept 3 days). */
+  async deliveriesAbout(messageId: string): Promise<AttemptRow[]> {
+    return attemptsAbout(this.sql, messageId);
+  }
+
   /** Why a webhook is failing: its latest attempt that did not deliver. */
   async lastFailedAttempt(webhookId: string): Promise<AttemptRow | null> {
     return lastFailedAttempt(this.sql, webhookId) ?? null;
   }
 
-  /** The events recorded about one message, oldest first. */
-  async eventsFor(subject: string): Promise<WebhookEvent[]> {
-    return eventsAbout(this.sql, subject).map((r) => JSON.parse(r.body) as WebhookEvent);
+  /** The events recorded about one message, oldest first, as their JSON bodies (operator view and tests). */
+  async eventsFor(subject: string): Promise<string[]> {
+    return eventsAbout(this.sql, subject).map((r) => r.body);
   }
 
   async usage(at: number = now()): Promise<Usage> {
@@ -418,6 +521,70 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     );
   }
 
+  /** Over its storage budget, the object keeps less: a shorter hot window, delivery logs trimmed sooner. */
+  private underPressure(): boolean {
+    return this.sql.databaseSize > HOT_BYTES_BUDGET;
+  }
+
+  private tierDue(): number | null {
+    const oldest = oldestHotAt(this.sql);
+    if (oldest === null) return null;
+    return oldest + (this.underPressure() ? MIN_HOT_WINDOW_MS : HOT_WINDOW_MS);
+  }
+
+  /** Moves one batch of the oldest messages past the hot window to their days' history shards. */
+  private async moveToHistory(at: number): Promise<void> {
+    const workspaceId = this.workspaceId;
+    if (!workspaceId) return;
+    const rows = oldestHotRows(this.sql, at - (this.underPressure() ? MIN_HOT_WINDOW_MS : HOT_WINDOW_MS), TIER_BATCH);
+    const byDay = new Map<number, MessageRow[]>();
+    for (const r of rows) byDay.set(utcDay(r.created_at), [...(byDay.get(utcDay(r.created_at)) ?? []), r]);
+    // Oldest day first, so that everything in history stays older than everything here.
+    for (const [day, dayRows] of [...byDay].sort(([a], [b]) => a - b)) {
+      await historyStub(this.env, workspaceId, day).put(workspaceId, day, dayRows);
+      this.ctx.storage.transactionSync(() => forgetMoved(this.sql, dayRows, day));
+    }
+  }
+
+  private archiveDue(): number | null {
+    const oldest = oldestHistoryDay(this.sql);
+    if (oldest === null) return null;
+    const keepDays = Number(getMeta(this.sql, "history_days") ?? DEFAULT_HISTORY_DAYS);
+    // A day leaves once all of it is older than the window.
+    return (oldest + 1 + keepDays) * DAY_MS;
+  }
+
+  /**
+   * Archives the oldest day past the plan's window to R2, a few parts per run,
+   * then deletes its shard: the rows are deleted only once the archive is confirmed.
+   */
+  private async archiveOldestDay(at: number): Promise<void> {
+    const workspaceId = this.workspaceId;
+    const day = oldestHistoryDay(this.sql);
+    if (!workspaceId || day === null) return;
+    await this.loadConfig(workspaceId);
+    if ((day + 1 + Number(getMeta(this.sql, "history_days") ?? DEFAULT_HISTORY_DAYS)) * DAY_MS > at) return;
+    const shard = historyStub(this.env, workspaceId, day);
+    const { done, manifest } = await shard.archive(ARCHIVE_PARTS_PER_RUN);
+    if (!done) {
+      await this.scheduler.wake(now());
+      return;
+    }
+    if (manifest) this.ctx.storage.transactionSync(() => recordArchivedDay(this.sql, day, manifest.messages, manifest.parts, now()));
+    await shard.drop();
+    this.ctx.storage.transactionSync(() => forgetHistoryDay(this.sql, day));
+  }
+
+  /** Days archived to R2, newest first (GET /message-archives). */
+  async listArchives(beforeDay: number | null, limit: number): Promise<ArchivedDay[]> {
+    return archivedDays(this.sql, beforeDay, limit);
+  }
+
+  /** One archived day of this workspace, or null (GET /message-archives/{day}). */
+  async archive(day: number): Promise<ArchivedDay | null> {
+    return archivedDay(this.sql, day);
+  }
+
   private rememberWorkspace(workspaceId: string): void {
     if (this.workspaceId === workspaceId) return;
     this.workspaceId = workspaceId;
@@ -425,7 +592,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   }
 
   private async loadConfig(workspaceId: string): Promise<WorkspaceConfig | null> {
-    if (!isFresh(this.config)) this.config = await loadWorkspaceConfig(this.env.DB, workspaceId);
+    if (!isFresh(this.config)) {
+      this.config = await loadWorkspaceConfig(this.env.DB, workspaceId);
+      // The retention step reads it without D1 (its due time is computed on every alarm).
+      if (this.config && getMeta(this.sql, "history_days") !== String(this.config.historyDays)) setMeta(this.sql, "history_days", String(this.config.historyDays));
+    }
     return this.config;
   }
 

@@ -1,0 +1,119 @@
+import { z } from "@hono/zod-openapi";
+import { ApiError } from "../lib/errors";
+import { fromBase64, toBase64Url } from "../lib/crypto";
+import { E164_DIGITS } from "./send-request";
+import type { Keyset, MessageFilter } from "../durable-objects/workspace/message-queries";
+
+// The query of GET /messages and what it means for the workspace object's list.
+
+const SENDER = /^[A-Za-z0-9._-]{1,160}$/;
+
+export const MessageListQuery = z
+  .object({
+    direction: z.enum(["outbound", "inbound"]).optional().openapi({ description: "Only messages sent, or only messages received.", example: "outbound" }),
+    status: z
+      .enum(["queued", "processing", "sent", "failed", "received"])
+      .optional()
+      .openapi({ description: "Outbound statuses, or `received` (every inbound message).", example: "failed" }),
+    channelNumberId: z
+      .string()
+      .uuid({ error: "channelNumberId must be a number id (a UUID)." })
+      .optional()
+      .openapi({ format: "uuid", example: "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33" }),
+    to: z
+      .string()
+      .regex(E164_DIGITS, { error: "to must be E.164 digits without '+'." })
+      .optional()
+      .openapi({ description: "Outbound messages to this recipient.", example: "5511999998888" }),
+    from: z
+      .string()
+      .regex(SENDER, { error: "from must be E.164 digits, or the operator's user id of the sender." })
+      .optional()
+      .openapi({ description: "Inbound messages from this sender.", example: "5511977776666" }),
+    createdAfter: z.string().datetime({ error: "createdAfter must be an ISO 8601 date-time (UTC), e.g. 2026-11-01T00:00:00Z." }).optional().openapi({
+      description: "Only messages created strictly after this instant.",
+      example: "2026-11-01T00:00:00Z",
+    }),
+    createdBefore: z.string().datetime({ error: "createdBefore must be an ISO 8601 date-time (UTC), e.g. 2026-11-02T00:00:00Z." }).optional().openapi({
+      description: "Only messages created strictly before this instant.",
+      example: "2026-11-02T00:00:00Z",
+    }),
+    limit: z.coerce
+      .number({ error: "limit must be a whole number from 1 to 100." })
+      .int({ error: "limit must be a whole number from 1 to 100." })
+      .min(1, { error: "limit must be at least 1." })
+      .max(100, { error: "limit must be at most 100." })
+      .default(20)
+      .openapi({ description: "Messages per page, 1–100 (default 20). A page may hold fewer: follow `nextCursor` until it is null.", example: 20 }),
+    cursor: z
+      .string()
+      .max(300)
+      .optional()
+      .openapi({ description: "`nextCursor` of the previous page, unchanged (with the same filters).", example: "WzEsImEzYjRjNWQ2ZTdmOCIsMTc2MzgzNjU0NzI4NywiNDJhYjIwOTMiXQ" }),
+  })
+  .superRefine((q, ctx) => {
+    const issue = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message, params: { rule: "conflict" } });
+    if (q.to !== undefined && q.from !== undefined) issue("from", "Give either to (outbound) or from (inbound), not both.");
+    if (q.to !== undefined && q.direction === "inbound") issue("to", "to filters outbound messages; drop direction=inbound or use from.");
+    if (q.from !== undefined && q.direction === "outbound") issue("from", "from filters inbound messages; drop direction=outbound or use to.");
+    if (q.status === "received" && q.direction === "outbound") issue("status", "received is the status of inbound messages.");
+    if (q.status !== undefined && q.status !== "received" && (q.direction === "inbound" || q.from !== undefined)) {
+      issue("status", `${q.status} is a status of outbound messages; inbound messages are received.`);
+    }
+    if (q.createdAfter && q.createdBefore && Date.parse(q.createdAfter) >= Date.parse(q.createdBefore)) {
+      issue("createdBefore", "createdBefore must be later than createdAfter.");
+    }
+  });
+export type MessageListQuery = z.infer<typeof MessageListQuery>;
+
+export function toFilter(q: MessageListQuery): MessageFilter {
+  const f: MessageFilter = {};
+  if (q.direction) f.direction = q.direction;
+  if (q.status) f.status = q.status;
+  if (q.channelNumberId) f.channelNumberId = q.channelNumberId.toLowerCase();
+  if (q.to !== undefined) {
+    f.counterpart = q.to;
+    f.direction = "outbound";
+  }
+  if (q.from !== undefined) {
+    f.counterpart = q.from;
+    f.direction = "inbound";
+  }
+  if (q.createdAfter) f.createdFrom = Date.parse(q.createdAfter) + 1;
+  if (q.createdBefore) f.createdUntil = Date.parse(q.createdBefore);
+  return f;
+}
+
+// Cursors carry the position and a tag of the workspace, so that a cursor of
+// another workspace (or a made-up one) is refused rather than reinterpreted.
+const tagOf = async (workspaceId: string): Promise<string> => {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`cursor\n${workspaceId}`)));
+  return Array.from(digest.slice(0, 6), (b) => b.toString(16).padStart(2, "0")).join("");
+};
+
+export async function encodeMessageCursor(workspaceId: string, k: Keyset): Promise<string> {
+  return toBase64Url(new TextEncoder().encode(JSON.stringify([1, await tagOf(workspaceId), k.createdAt, k.id])));
+}
+
+export async function decodeMessageCursor(workspaceId: string, raw: string | undefined): Promise<Keyset | null> {
+  if (raw === undefined) return null;
+  try {
+    const parsed: unknown = JSON.parse(new TextDecoder().decode(fromBase64(raw.replaceAll("-", "+").replaceAll("_", "/"))));
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 4 &&
+      parsed[0] === 1 &&
+      parsed[1] === (await tagOf(workspaceId)) &&
+      Number.isSafeInteger(parsed[2]) &&
+      typeof parsed[3] === "string" &&
+      parsed[3].length <= 64
+    ) {
+      return { createdAt: parsed[2] as number, id: parsed[3] };
+    }
+  } catch {
+    // the uniform error below
+  }
+  throw new ApiError("invalid_request", "The cursor is not one this API returned for this workspace.", {
+    details: [{ path: "query.cursor", rule: "format", message: "Pass the nextCursor value of a previous page unchanged." }],
+  });
+}

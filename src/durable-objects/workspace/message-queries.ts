@@ -1,0 +1,100 @@
+import type { MessageStatus } from "../../domain/message";
+import type { MessageRow } from "./messages";
+
+/** What a message list can be narrowed by (all optional, combined with AND). */
+export type MessageFilter = {
+  direction?: "outbound" | "inbound";
+  status?: MessageStatus | "received";
+  channelNumberId?: string;
+  /** The other party: the recipient of an outbound message, the sender of an inbound one. */
+  counterpart?: string;
+  /** Inclusive lower bound on created_at (epoch ms). */
+  createdFrom?: number;
+  /** Exclusive upper bound on created_at (epoch ms). */
+  createdUntil?: number;
+};
+
+/** A position in the newest-first order: rows strictly older than it come next. */
+export type Keyset = {
+  createdAt: number;
+  id: string;
+};
+
+export interface Page {
+  rows: MessageRow[];
+  /** Where the next page continues, or null when nothing older matches in this store. */
+  next: Keyset | null;
+  /** Rows read to build the page. */
+  scanned: number;
+}
+
+/** Rows one page may read, whatever the filters: a selective filter on a large workspace answers a short page and a cursor instead of scanning on. */
+export const SCAN_BUDGET = 1_000;
+
+interface Driver {
+  /** The equality that selects an index, and its binding. */
+  where: string;
+  bindings: SqlStorageValue[];
+}
+
+/** The index that narrows the scan most for these filters (each ends in (created_at, id), the list's order). */
+function driverOf(f: MessageFilter): Driver {
+  if (f.counterpart !== undefined) return { where: "recipient = ?", bindings: [f.counterpart] };
+  if (f.channelNumberId !== undefined) return { where: "channel_number_id = ?", bindings: [f.channelNumberId] };
+  if (f.status === "failed") return { where: "status = 'failed'", bindings: [] };
+  if (f.status === "queued" || f.status === "processing") return { where: "status IN ('queued', 'processing')", bindings: [] };
+  if (f.direction === "inbound" || f.status === "received") return { where: "direction = 'inbound'", bindings: [] };
+  return { where: "1", bindings: [] };
+}
+
+const matches = (r: MessageRow, f: MessageFilter): boolean =>
+  (f.direction === undefined || r.direction === f.direction) &&
+  (f.status === undefined || r.status === f.status) &&
+  (f.channelNumberId === undefined || r.channel_number_id === f.channelNumberId) &&
+  (f.counterpart === undefined || r.recipient === f.counterpart);
+
+/**
+ * One page of messages, newest first, strictly older than `after`: the driving
+ * index is scanned for at most `budget` rows within the time bounds, the other
+ * filters are applied to what was read. A page can hold fewer than `limit` rows
+ * (then `next` says where to go on) — the work per page is bounded either way.
+ */
+export function listPage(sql: SqlStorage, f: MessageFilter, after: Keyset | null, limit: number, budget = SCAN_BUDGET): Page {
+  const d = driverOf(f);
+  const conds = [d.where];
+  const bindings = [...d.bindings];
+  if (f.createdFrom !== undefined) {
+    conds.push("created_at >= ?");
+    bindings.push(f.createdFrom);
+  }
+  if (f.createdUntil !== undefined) {
+    conds.push("created_at < ?");
+    bindings.push(f.createdUntil);
+  }
+  if (after) {
+    conds.push("(created_at, id) < (?, ?)");
+    bindings.push(after.createdAt, after.id);
+  }
+  const scanned = sql
+    .exec<MessageRow>(`SELECT * FROM messages WHERE ${conds.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`, ...bindings, budget)
+    .toArray();
+  const rows: MessageRow[] = [];
+  for (const r of scanned) {
+    if (!matches(r, f)) continue;
+    if (rows.length === limit) {
+      // One more match exists: the page ends at its last row.
+      const last = rows[rows.length - 1]!;
+      return { rows, next: { createdAt: last.created_at, id: last.id }, scanned: scanned.length };
+    }
+    rows.push(r);
+  }
+  if (scanned.length < budget) {
+    // Nothing older is left in range.
+    return { rows, next: null, scanned: scanned.length };
+  }
+  const lastRead = scanned[scanned.length - 1]!;
+  const lastRow = rows[rows.length - 1];
+  // The budget ran out: continue after what was read (or after the page's last row, when it is full).
+  const next = rows.length === limit && lastRow ? { createdAt: lastRow.created_at, id: lastRow.id } : { createdAt: lastRead.created_at, id: lastRead.id };
+  return { rows, next, scanned: scanned.length };
+}

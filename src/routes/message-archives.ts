@@ -1,0 +1,102 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bearerSecurity, errorResponses, jsonContent, newRouter, requestIdHeader } from "../lib/openapi";
+import { notFound } from "../lib/errors";
+import { workspaceStub } from "../durable-objects/stubs";
+import { dayNumber, dayString, partKey } from "../durable-objects/history/archive-keys";
+import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
+
+const MessageArchive = z
+  .object({
+    day: z.string().openapi({ description: "The UTC day (YYYY-MM-DD) of the messages' creation.", example: "2026-10-01" }),
+    messages: z.number().int(),
+    archivedAt: z.string().datetime(),
+  })
+  .openapi("MessageArchive");
+
+const MessageArchiveList = z.object({ data: z.array(MessageArchive), nextCursor: z.string().nullable() }).openapi("MessageArchiveList");
+
+const list = createRoute({
+  method: "get",
+  path: "/message-archives",
+  operationId: "listMessageArchives",
+  tags: ["Messages"],
+  summary: "Days of messages older than the plan's history window, archived",
+  description:
+    "When a day leaves the history window of `GET /messages`, its messages are written to an archive (one file per day) " +
+    "and kept 400 days. Newest first.",
+  security: bearerSecurity,
+  request: { query: PaginationQuery },
+  responses: {
+    200: jsonContent(MessageArchiveList, "Archived days, newest first.", {
+      data: [{ day: "2026-10-01", messages: 1520, archivedAt: "2026-11-01T00:04:12.000Z" }],
+      nextCursor: null,
+    }),
+    ...errorResponses(400, 401, 429),
+  },
+});
+
+const download = createRoute({
+  method: "get",
+  path: "/message-archives/{day}",
+  operationId: "downloadMessageArchive",
+  tags: ["Messages"],
+  summary: "Download one archived day (gzip-compressed NDJSON)",
+  description:
+    "One message per line, as `GET /messages/{id}` shows it, oldest first; the file is gzip-compressed " +
+    "(`gunzip`, `zcat`, or any gzip reader).",
+  security: bearerSecurity,
+  request: { params: z.object({ day: z.string().openapi({ description: "YYYY-MM-DD (UTC).", example: "2026-10-01" }) }) },
+  responses: {
+    200: {
+      description: "The day's messages.",
+      headers: requestIdHeader,
+      content: {
+        "application/gzip": {
+          schema: z.string().openapi({ format: "binary" }),
+          // (decompressed: one message per line)
+          example: '{"id":"42ab2093-bbe3-8710-9a4a-492ccdac721d","direction":"outbound","status":"sent", …}\n',
+        },
+      },
+    },
+    ...errorResponses(401, 404, 429),
+  },
+});
+
+export const messageArchiveRoutes = newRouter()
+  .openapi(list, async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    const after = decodeCursor(cursor);
+    const before = after === undefined ? null : dayNumber(after.sortKey);
+    if (after !== undefined && before === null) throw invalidCursor();
+    const rows = await workspaceStub(c.env, c.get("principal").workspaceId).listArchives(before, limit + 1);
+    return c.json(
+      toPage(rows, limit, (r) => ({ sortKey: dayString(r.day), id: "" }), (r) => ({
+        day: dayString(r.day),
+        messages: r.messages,
+        archivedAt: new Date(r.archived_at).toISOString(),
+      })),
+      200,
+    );
+  })
+  .openapi(download, async (c) => {
+    const { workspaceId } = c.get("principal");
+    const day = dayNumber(c.req.valid("param").day);
+    // Another workspace's day reads as missing: the index is the caller's own.
+    const archived = day === null ? null : await workspaceStub(c.env, workspaceId).archive(day);
+    if (day === null || !archived) throw notFound("Archive");
+    const bucket = c.env.ARCHIVE;
+    let part = 0;
+    // The parts are gzip members: concatenated, they are one gzip file.
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (part >= archived.parts) return controller.close();
+        const object = await bucket.get(partKey(workspaceId, day, part++));
+        if (!object) return controller.error(new Error(`archive part ${part - 1} of ${dayString(day)} is missing`));
+        controller.enqueue(new Uint8Array(await object.arrayBuffer()));
+      },
+    });
+    c.header("Content-Type", "application/gzip");
+    c.header("Content-Disposition", `attachment; filename="messages-${dayString(day)}.ndjson.gz"`);
+    c.header("Cache-Control", "private, no-store");
+    return c.body(body, 200);
+  });
