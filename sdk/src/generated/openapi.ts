@@ -222,6 +222,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/message-archives/{day}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download one archived day (NDJSON)
+         * @description One message per line, as `GET /messages/{id}` shows it, oldest first, streamed. Send `Accept-Encoding: gzip` to receive it compressed.
+         */
+        get: operations["downloadMessageArchive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/message-archives": {
         parameters: {
             query?: never;
@@ -234,26 +254,6 @@ export interface paths {
          * @description When a day leaves the history window of `GET /messages`, its messages are written to an archive (one file per day) and kept 400 days. Newest first.
          */
         get: operations["listMessageArchives"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/message-archives/{day}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Download one archived day (gzip-compressed NDJSON)
-         * @description One message per line, as `GET /messages/{id}` shows it, oldest first; the file is gzip-compressed (`gunzip`, `zcat`, or any gzip reader).
-         */
-        get: operations["downloadMessageArchive"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2490,6 +2490,94 @@ export interface operations {
             };
         };
     };
+    downloadMessageArchive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM-DD (UTC). */
+                day: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The day's messages. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {"id":"42ab2093-bbe3-8710-9a4a-492ccdac721d","direction":"outbound","status":"sent", …} */
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listMessageArchives: {
         parameters: {
             query?: {
@@ -2564,94 +2652,6 @@ export interface operations {
                      *       "error": {
                      *         "code": "unauthorized",
                      *         "message": "Missing or invalid API key.",
-                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "rate_limit_exceeded",
-                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
-                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    downloadMessageArchive: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description YYYY-MM-DD (UTC). */
-                day: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The day's messages. */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example {"id":"42ab2093-bbe3-8710-9a4a-492ccdac721d","direction":"outbound","status":"sent", …} */
-                    "application/gzip": string;
-                };
-            };
-            /** @description Missing or invalid API key (`unauthorized`). */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "unauthorized",
-                     *         "message": "Missing or invalid API key.",
-                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Not found (`not_found`). */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "not_found",
-                     *         "message": "Resource not found.",
                      *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
                      *       }
                      *     }

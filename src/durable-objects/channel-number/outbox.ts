@@ -108,12 +108,19 @@ export function insertEntry(sql: SqlStorage, cmd: AdmitCommand, at: number): voi
   );
 }
 
-/** Makes the conversation's oldest unfinished entry its head (and no other). Touches at most two rows. */
+const ACTIVE: readonly OutboxState[] = ["queued", "sending"];
+
+/**
+ * Makes the conversation's oldest unfinished entry its head (and no other).
+ * Heads are only ever active entries (an entry leaving them loses the mark in
+ * `transition`), so this reads the conversation's active entries only, through
+ * their index, and writes at most two rows.
+ */
 export function promoteHead(sql: SqlStorage, recipient: string): void {
   const head = sql
     .exec<{ seq: number }>("SELECT seq FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 1", recipient)
     .toArray()[0]?.seq;
-  sql.exec("UPDATE outbox SET is_head = 0 WHERE recipient = ? AND is_head = 1 AND seq IS NOT ?", recipient, head ?? null);
+  sql.exec("UPDATE outbox SET is_head = 0 WHERE recipient = ? AND state IN ('queued', 'sending') AND is_head = 1 AND seq IS NOT ?", recipient, head ?? null);
   if (head !== undefined) sql.exec("UPDATE outbox SET is_head = 1 WHERE seq = ? AND is_head = 0", head);
 }
 
@@ -144,6 +151,8 @@ export function transition(
 ): boolean {
   const sets = ["state = ?", "updated_at = ?"];
   const values: SqlStorageValue[] = [to, at];
+  // Only active entries are heads (promoteHead relies on it).
+  if (!ACTIVE.includes(to)) sets.push("is_head = 0");
   for (const [k, v] of Object.entries(fields)) {
     if (v === undefined) continue;
     sets.push(k === "upstream_message_id" || k === "recipient_id" || k === "first_attempt_at" ? `${k} = COALESCE(${k}, ?)` : `${k} = ?`);

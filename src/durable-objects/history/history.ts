@@ -111,9 +111,12 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     return { done: false, manifest: null };
   }
 
-  /** Deletes the day's storage (after its archive is confirmed). */
+  /** Deletes the day's storage (after its archive is confirmed). The workspace no longer routes anything here. */
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
+    // This instance may still answer a late call: give it empty tables rather than none.
+    createMetaTable(this.sql);
+    createMessagesTable(this.sql);
   }
 
   /** Rows and bytes held (operator view, bench). */

@@ -35,16 +35,20 @@ interface Driver {
   /** The equality that selects an index, and its binding. */
   where: string;
   bindings: SqlStorageValue[];
+  /** Whether the index alone decides every filter (then no row read is wasted). */
+  exact: boolean;
 }
 
 /** The index that narrows the scan most for these filters (each ends in (created_at, id), the list's order). */
 function driverOf(f: MessageFilter): Driver {
-  if (f.counterpart !== undefined) return { where: "recipient = ?", bindings: [f.counterpart] };
-  if (f.channelNumberId !== undefined) return { where: "channel_number_id = ?", bindings: [f.channelNumberId] };
-  if (f.status === "failed") return { where: "status = 'failed'", bindings: [] };
-  if (f.status === "queued" || f.status === "processing") return { where: "status IN ('queued', 'processing')", bindings: [] };
-  if (f.direction === "inbound" || f.status === "received") return { where: "direction = 'inbound'", bindings: [] };
-  return { where: "1", bindings: [] };
+  const others = (covered: (keyof MessageFilter)[]) =>
+    (Object.keys(f) as (keyof MessageFilter)[]).every((k) => f[k] === undefined || covered.includes(k) || k === "createdFrom" || k === "createdUntil");
+  if (f.counterpart !== undefined) return { where: "recipient = ?", bindings: [f.counterpart], exact: others(["counterpart"]) };
+  if (f.channelNumberId !== undefined) return { where: "channel_number_id = ?", bindings: [f.channelNumberId], exact: others(["channelNumberId"]) };
+  if (f.status === "failed") return { where: "status = 'failed'", bindings: [], exact: others(["status", "direction"]) };
+  if (f.status === "queued" || f.status === "processing") return { where: "status IN ('queued', 'processing')", bindings: [], exact: false };
+  if (f.direction === "inbound" || f.status === "received") return { where: "direction = 'inbound'", bindings: [], exact: others(["direction", "status"]) };
+  return { where: "1", bindings: [], exact: others([]) };
 }
 
 const matches = (r: MessageRow, f: MessageFilter): boolean =>
@@ -75,8 +79,10 @@ export function listPage(sql: SqlStorage, f: MessageFilter, after: Keyset | null
     conds.push("(created_at, id) < (?, ?)");
     bindings.push(after.createdAt, after.id);
   }
+  // When the index decides every filter, one row past the page is all there is to read.
+  const read = d.exact ? Math.min(budget, limit + 1) : budget;
   const scanned = sql
-    .exec<MessageRow>(`SELECT * FROM messages WHERE ${conds.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`, ...bindings, budget)
+    .exec<MessageRow>(`SELECT * FROM messages WHERE ${conds.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`, ...bindings, read)
     .toArray();
   const rows: MessageRow[] = [];
   for (const r of scanned) {
@@ -88,7 +94,7 @@ export function listPage(sql: SqlStorage, f: MessageFilter, after: Keyset | null
     }
     rows.push(r);
   }
-  if (scanned.length < budget) {
+  if (scanned.length < read) {
     // Nothing older is left in range.
     return { rows, next: null, scanned: scanned.length };
   }

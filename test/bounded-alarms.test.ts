@@ -1,0 +1,157 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createTenant } from "./helpers/fixtures";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { DAY_MS } from "../src/domain/job-id";
+import { nextKeyExpiry, purgeExpiredKeys } from "../src/durable-objects/workspace/idempotency-keys";
+import { hasUnpublishedEvents, nextCheckDue, nextEventExpiry, purgeOldEvents, attemptsOfWebhook, attemptsAbout } from "../src/durable-objects/workspace/event-log";
+import { oldestQueuedAt, queuedAcceptedBefore } from "../src/durable-objects/workspace/messages";
+import { oldestHotAt, oldestHotRows } from "../src/durable-objects/workspace/history-tiering";
+import { hasDirtyCounts } from "../src/durable-objects/workspace/daily-counts";
+import { listPage } from "../src/durable-objects/workspace/message-queries";
+import {
+  nextReady,
+  nextReadyAt,
+  oldestFinishedAt,
+  oldestOrphanAcceptedAt,
+  oldestUnknownSince,
+  purgeFinished,
+  unknownSince,
+  acceptedSince,
+  promoteHead,
+} from "../src/durable-objects/channel-number/outbox";
+import { nextContactExpiry, purgeSilentContacts } from "../src/durable-objects/channel-number/contacts";
+
+const ROWS = 100_000;
+let clock = Date.UTC(2046, 5, 1);
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  clock += 400 * DAY_MS;
+  vi.setSystemTime(clock);
+});
+afterEach(() => vi.useRealTimers());
+
+/** Wraps an object's SQL so that the rows each statement reads are added up (SqlStorageCursor.rowsRead). */
+function counting(sql: SqlStorage) {
+  const totals = { read: 0 };
+  const wrapped = new Proxy(sql, {
+    get(target, prop) {
+      if (prop !== "exec") return Reflect.get(target, prop, target);
+      return (query: string, ...bindings: SqlStorageValue[]) => {
+        const cursor = target.exec(query, ...bindings);
+        const rows = cursor.toArray();
+        totals.read += cursor.rowsRead;
+        // Hand the caller what it asked for, already read.
+        return Object.assign(rows[Symbol.iterator](), {
+          toArray: () => rows,
+          one: () => {
+            if (rows.length !== 1) throw new Error(`expected one row, got ${rows.length}`);
+            return rows[0];
+          },
+          rowsRead: cursor.rowsRead,
+          rowsWritten: cursor.rowsWritten,
+          columnNames: cursor.columnNames,
+          raw: () => rows.map((r) => Object.values(r as object))[Symbol.iterator](),
+          next: () => ({ done: true, value: undefined }),
+        });
+      };
+    },
+  });
+  /** Rows read by `fn`. */
+  const measure = <T>(fn: (sql: SqlStorage) => T): { value: T; read: number } => {
+    totals.read = 0;
+    const value = fn(wrapped);
+    return { value, read: totals.read };
+  };
+  return measure;
+}
+
+/** `rows` rows through one recursive INSERT … SELECT (fast, inside the object). */
+const seed = (sql: SqlStorage, insert: string) =>
+  sql.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS}) ${insert}`);
+
+describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per table`, () => {
+  it("the workspace object's steps and lists read a bounded number of rows", async () => {
+    const t = await createTenant();
+    const stub = workspaceStub(env, t.workspaceId);
+    const old = clock - 10 * DAY_MS;
+    await runInDurableObject(stub, (_, state) => {
+      const sql = state.storage.sql;
+      state.storage.transactionSync(() => {
+        seed(sql, `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending, sent_at)
+          SELECT printf('00000000-0000-7000-8000-%012d', i), 'outbound', '${t.numberId}', printf('5511%09d', i % 5000), 'text', 'x', 'sent', ${old} + i, ${old} + i, 1, 0, ${old} + i FROM n`);
+        seed(sql, `INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, delivered_at)
+          SELECT printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), '{}', ${old} + i, '${t.numberId}', 'delivered', ${clock} - 1000 + (i % 10) FROM n`);
+        seed(sql, `INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome)
+          SELECT printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), 'wh', 1, ${clock} - 1000 + (i % 10), 'delivered' FROM n`);
+        seed(sql, `INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) SELECT printf('k%d', i), 'f', 'j', ${clock} - 1000 + (i % 10) FROM n`);
+        sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('events_published_through', ?)", String(ROWS));
+      });
+    });
+    await runInDurableObject(stub, (_, state) => {
+      const measure = counting(state.storage.sql);
+      const at = Date.now();
+      const checks: [string, number, (sql: SqlStorage) => unknown][] = [
+        ["nextKeyExpiry", 2, (s) => nextKeyExpiry(s)],
+        ["purgeExpiredKeys (nothing due)", 2, (s) => purgeExpiredKeys(s, at)],
+        ["hasUnpublishedEvents", 2, (s) => hasUnpublishedEvents(s)],
+        ["nextCheckDue", 2, (s) => nextCheckDue(s)],
+        ["nextEventExpiry", 6, (s) => nextEventExpiry(s)],
+        ["purgeOldEvents (three batches of 500)", 3_100, (s) => purgeOldEvents(s, at)],
+        ["hasDirtyCounts", 2, (s) => hasDirtyCounts(s)],
+        ["oldestQueuedAt", 2, (s) => oldestQueuedAt(s)],
+        ["queuedAcceptedBefore", 51, (s) => queuedAcceptedBefore(s, at, 50)],
+        ["oldestHotAt", 2, (s) => oldestHotAt(s)],
+        ["oldestHotRows (one batch)", 501, (s) => oldestHotRows(s, at, 500)],
+        ["attemptsOfWebhook (a page)", 101, (s) => attemptsOfWebhook(s, "wh", null, 100)],
+        ["attemptsAbout (one message)", 3, (s) => attemptsAbout(s, "00000000-0000-7000-8000-000000050000")],
+        ["listPage, no filter", 21, (s) => listPage(s, {}, null, 20)],
+        ["listPage, a rare recipient", 30, (s) => listPage(s, { counterpart: "5511000000007" }, null, 20)],
+        ["listPage, a filter nothing matches (budget)", 1_001, (s) => listPage(s, { status: "queued" }, null, 20)],
+        ["listPage, an unselective filter with no match (budget)", 1_001, (s) => listPage(s, { direction: "outbound", status: "sent", counterpart: undefined, createdFrom: 0, channelNumberId: "00000000-0000-0000-0000-000000000000" }, null, 20)],
+      ];
+      // Every bound is a batch size (or a handful of rows), far below the rows in the tables.
+      const over = checks.map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read })).filter((c) => c.read > c.bound);
+      expect(over).toEqual([]);
+    });
+    // And the real alarm runs each due step once, within its batches (nothing here scans a table).
+    await runDurableObjectAlarm(stub);
+  }, 120_000);
+
+  it("the number object's steps read a bounded number of rows", async () => {
+    const t = await createTenant();
+    const stub = channelNumberStub(env, t.numberId);
+    await stub.noteInbound(t.numberId, [{ from: "5511000000000", at: Date.now() }]);
+    const old = clock - 3 * DAY_MS;
+    await runInDurableObject(stub, (_, state) => {
+      const sql = state.storage.sql;
+      state.storage.transactionSync(() => {
+        seed(sql, `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, attempts, next_attempt_at, updated_at, is_head, upstream_message_id)
+          SELECT printf('job-%d', i), '${t.workspaceId}', '${t.numberId}', printf('5511%09d', i % 5000), 'x', ${old} + i, 'sent', 1, 0, ${old} + i, 0, printf('wamid.%d', i) FROM n`);
+        seed(sql, `INSERT INTO contacts (phone, last_inbound_at) SELECT printf('5522%09d', i), ${clock} - 1000 FROM n`);
+      });
+    });
+    await runInDurableObject(stub, (_, state) => {
+      const measure = counting(state.storage.sql);
+      const at = Date.now();
+      const checks: [string, number, (sql: SqlStorage) => unknown][] = [
+        ["nextReadyAt", 2, (s) => nextReadyAt(s)],
+        ["nextReady", 3, (s) => nextReady(s, at, new Set())],
+        ["oldestUnknownSince", 2, (s) => oldestUnknownSince(s)],
+        ["unknownSince", 2, (s) => unknownSince(s, at, 100)],
+        ["oldestOrphanAcceptedAt", 2, (s) => oldestOrphanAcceptedAt(s)],
+        ["oldestFinishedAt", 2, (s) => oldestFinishedAt(s)],
+        ["purgeFinished (one batch of 500)", 2_100, (s) => purgeFinished(s, at, 500)],
+        ["acceptedSince (the window)", 3, (s) => acceptedSince(s, at - 1000)],
+        ["promoteHead", 4, (s) => promoteHead(s, "5511000000007")],
+        ["nextContactExpiry", 2, (s) => nextContactExpiry(s)],
+        ["purgeSilentContacts (nothing due)", 2, (s) => purgeSilentContacts(s, at)],
+      ];
+      // Every bound is a batch size (or a handful of rows), far below the rows in the tables.
+      const over = checks.map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read })).filter((c) => c.read > c.bound);
+      expect(over).toEqual([]);
+    });
+    await runDurableObjectAlarm(stub);
+  }, 120_000);
+});
