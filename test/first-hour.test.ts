@@ -5,7 +5,7 @@ import { send, textMessage, usedMessages } from "./helpers/send";
 
 describe("a wrong method on a known path", () => {
   it.each([
-    ["DELETE", "/api/v1/messages", "POST"],
+    ["DELETE", "/api/v1/messages", "GET, HEAD, POST"],
     ["PUT", "/api/v1/messages/42ab2093-bbe3-8710-9a4a-492ccdac721d", "GET, HEAD"],
     ["PATCH", "/api/v1/webhooks", "GET, HEAD, POST"],
     ["GET", "/api/v1/webhooks/0d8f6a61-3c1b-4f39-a6b4-6e1f1c9b2a70/test", "POST"],
