@@ -4,7 +4,7 @@ import type { WebhookQueueMessage } from "./domain/events";
 import { log } from "./lib/log";
 import { consumeUsageCounts } from "./queue/usage-counts";
 import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
-import { consumeUpstreamEvents } from "./queue/upstream-events";
+import { consumeDeadUpstreamEvents, consumeUpstreamEvents } from "./queue/upstream-events";
 import { runScheduledJobs } from "./scheduled/jobs";
 import { now } from "./lib/clock";
 
@@ -29,6 +29,8 @@ export default {
         return consumeDeadWebhookDeliveries(batch as MessageBatch<WebhookQueueMessage>, env);
       case "upstream-events":
         return consumeUpstreamEvents(batch, env);
+      case "upstream-events-dlq":
+        return consumeDeadUpstreamEvents(batch);
       default:
         log("warn", "message from an unknown queue acknowledged", { queue: batch.queue });
         batch.ackAll();

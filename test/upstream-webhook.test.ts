@@ -6,7 +6,7 @@ import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { accepted, connectCloudNumber, mockOperator, recordedEvents } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { hmacSha256, toHex } from "../src/lib/crypto";
+import { inboundPayload, operatorSignature as sign, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 
 let clock = Date.UTC(2041, 0, 1);
 beforeEach(() => {
@@ -18,28 +18,6 @@ afterEach(() => {
   vi.restoreAllMocks();
   vi.useRealTimers();
 });
-
-const sign = async (raw: string, secret = env.UPSTREAM_APP_SECRET) => `sha256=${toHex(await hmacSha256(secret, raw))}`;
-
-async function postOperator(payload: unknown, opts: { signature?: string | null; raw?: string } = {}) {
-  const raw = opts.raw ?? JSON.stringify(payload);
-  const headers: Record<string, string> = { "Content-Type": "application/json" };
-  const signature = opts.signature === undefined ? await sign(raw) : opts.signature;
-  if (signature !== null) headers["X-Hub-Signature-256"] = signature;
-  return call("/upstream/cloud/webhook", { method: "POST", headers, body: raw });
-}
-
-const statusPayload = (phoneNumberId: string, statuses: Record<string, unknown>[]) => ({
-  object: "whatsapp_business_account",
-  entry: [{ id: "WABA", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { phone_number_id: phoneNumberId }, statuses } }] }],
-});
-
-const inboundPayload = (phoneNumberId: string, messages: Record<string, unknown>[]) => ({
-  object: "whatsapp_business_account",
-  entry: [{ id: "WABA", changes: [{ field: "messages", value: { metadata: { phone_number_id: phoneNumberId }, contacts: [{ wa_id: "5511912345678" }], messages } }] }],
-});
-
-const seconds = (ms: number) => String(Math.floor(ms / 1000));
 
 /** A cloud number with one message already sent (upstream id wamid.S1). */
 async function sentMessage() {

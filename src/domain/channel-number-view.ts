@@ -11,6 +11,40 @@ export const ChannelNumber = z
   })
   .openapi("ChannelNumber");
 
+/** What GET /channel-numbers/{id} shows about a number's sending. */
+export interface NumberSendingState {
+  paused: { code: string; message: string; upstreamCode: string | null; since: string; nextAttemptAt: string } | null;
+}
+
+export const NumberSending = z
+  .object({
+    state: z.enum(["active", "paused"]).openapi({
+      description:
+        "`paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number). " +
+        "Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, " +
+        "or at once when its credentials are reconnected.",
+    }),
+    pausedSince: z.string().datetime().nullable(),
+    nextAttemptAt: z.string().datetime().nullable().openapi({ description: "When a paused number next tries one message." }),
+    reason: z
+      .object({ code: z.string(), message: z.string(), upstreamCode: z.string().nullable() })
+      .nullable()
+      .openapi({ description: "Why the number is paused: the normalized code, our explanation, and the operator's code." }),
+  })
+  .openapi("NumberSending");
+
+export const ChannelNumberDetail = ChannelNumber.extend({
+  sending: NumberSending.openapi({ description: "Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`." }),
+}).openapi("ChannelNumberDetail");
+
+/** The number's sending state as the channel-number object reports it. */
+export function toNumberSending(state: NumberSendingState): z.infer<typeof NumberSending> {
+  const p = state.paused;
+  return p
+    ? { state: "paused", pausedSince: p.since, nextAttemptAt: p.nextAttemptAt, reason: { code: p.code, message: p.message, upstreamCode: p.upstreamCode } }
+    : { state: "active", pausedSince: null, nextAttemptAt: null, reason: null };
+}
+
 export const toChannelNumberView = (row: ChannelNumberRow): z.infer<typeof ChannelNumber> => ({
   id: row.id,
   displayPhoneNumber: row.display_phone_number,

@@ -24,7 +24,10 @@ export const MessageReceivedData = z
   .object({
     messageId: z.string().openapi({ description: "Our id for the inbound message." }),
     channelNumberId: z.string().uuid(),
-    from: z.string().openapi({ description: "Sender, E.164 digits." }),
+    from: z.string().openapi({
+      description:
+        "Sender, E.164 digits. When the user withholds their number (operator usernames), the operator's business-scoped user id instead, which is not digits.",
+    }),
     type: z.string().openapi({ description: "`text`, or the operator's type for other content (image, audio, …)." }),
     text: z.object({ body: z.string() }).nullable(),
     content: z.record(z.string(), z.unknown()).nullable().openapi({ description: "The operator's payload for non-text types, unchanged." }),

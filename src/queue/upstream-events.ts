@@ -20,7 +20,8 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
     status: s.status as OperatorStatus["status"],
     at: operatorTime(s.timestamp, now()),
     errorCode: error?.code !== undefined ? String(error.code) : null,
-    errorMessage: message && details ? `${message} (${details})` : message ?? details ?? null,
+    errorMessage: message,
+    errorDetails: details ?? null,
   };
 }
 
@@ -121,3 +122,23 @@ async function settle(messages: Message<unknown>[], work: () => Promise<unknown>
 }
 
 const backoffSeconds = (attempts: number): number => Math.min(300, 2 ** attempts);
+
+/**
+ * Consumer of `upstream-events-dlq`: operator items that kept failing. They
+ * are logged as an error with their identifiers only (no message text or phone
+ * number), for the operator to replay from the provider's side if needed.
+ */
+export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
+  for (const message of batch.messages) {
+    const item = message.body as Partial<UpstreamItem> | null;
+    const inner = item?.kind === "status" ? item.status : item?.kind === "message" ? item.message : undefined;
+    const id = inner && typeof inner === "object" && "id" in inner && typeof inner.id === "string" ? inner.id : null;
+    log("error", "operator item dead-lettered after its retries", {
+      kind: typeof item?.kind === "string" ? item.kind : "unknown",
+      phoneNumberId: typeof item?.phoneNumberId === "string" ? item.phoneNumberId : null,
+      upstreamId: id,
+      attempts: message.attempts,
+    });
+  }
+  batch.ackAll();
+}

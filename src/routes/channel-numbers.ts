@@ -3,7 +3,7 @@ import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/o
 import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS } from "../domain/send-request";
 import { getConnectedNumber, listConnectedNumbers } from "../db/channel-numbers";
-import { ChannelNumber, toChannelNumberView } from "../domain/channel-number-view";
+import { ChannelNumber, ChannelNumberDetail, toChannelNumberView, toNumberSending } from "../domain/channel-number-view";
 import { ApiError, notFound } from "../lib/errors";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
 import { UUID_PATTERN } from "../domain/job-id";
@@ -45,7 +45,13 @@ const get = createRoute({
   summary: "Get one connected number",
   security: bearerSecurity,
   request: { params: z.object({ id: NumberId }) },
-  responses: { 200: jsonContent(ChannelNumber, "The number.", NUMBER_EXAMPLE), ...errorResponses(401, 404, 429) },
+  responses: {
+    200: jsonContent(ChannelNumberDetail, "The number, with whether its messages are leaving.", {
+      ...NUMBER_EXAMPLE,
+      sending: { state: "active", pausedSince: null, nextAttemptAt: null, reason: null },
+    }),
+    ...errorResponses(401, 404, 429),
+  },
 });
 
 const ContactWindow = z
@@ -96,7 +102,8 @@ export const channelNumberRoutes = newRouter()
     // A malformed, foreign or disconnected id is indistinguishable from an unknown one.
     const row = UUID_PATTERN.test(id) ? await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id) : null;
     if (!row) throw notFound("Channel number");
-    return c.json(toChannelNumberView(row), 200);
+    const sending = toNumberSending(await channelNumberStub(c.env, row.id).sendingState());
+    return c.json({ ...toChannelNumberView(row), sending }, 200);
   })
   .openapi(contact, async (c) => {
     const { id, phone } = c.req.valid("param");

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
 import { classifyOperatorError } from "./error-codes";
 
@@ -10,18 +11,26 @@ export interface CloudApiConfig {
   timeoutMs: number;
 }
 
-/** The operator's answer, as far as we read it; newer API versions add fields, which pass untouched. */
-interface CloudApiResponse {
-  messages?: { id?: unknown }[];
-  contacts?: { input?: unknown; wa_id?: unknown }[];
-  error?: {
-    code?: number | string;
-    message?: string;
-    error_subcode?: number;
-    is_transient?: boolean;
-    error_data?: { details?: string };
-  };
-}
+/**
+ * The operator's answer, as far as we read it. Newer API versions add fields
+ * (stripped here), and a field of an unexpected shape reads as absent instead
+ * of failing the whole answer.
+ */
+const lenient = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
+const CloudApiResponse = z.object({
+  messages: lenient(z.array(z.object({ id: lenient(z.string()) }))),
+  contacts: lenient(z.array(z.object({ input: lenient(z.string()), wa_id: lenient(z.string()) }))),
+  error: lenient(
+    z.object({
+      code: lenient(z.union([z.number(), z.string()])),
+      message: lenient(z.string()),
+      error_subcode: lenient(z.number()),
+      is_transient: lenient(z.boolean()),
+      error_data: lenient(z.object({ details: lenient(z.string()) })),
+    }),
+  ),
+});
+type CloudApiResponse = z.infer<typeof CloudApiResponse>;
 
 /** The operator's Cloud API: one POST per message, our jobId echoed back in its status webhooks. */
 export class CloudApiAdapter implements UpstreamAdapter {
@@ -56,14 +65,14 @@ export class CloudApiAdapter implements UpstreamAdapter {
     let payload: CloudApiResponse = {};
     let readable = true;
     try {
-      payload = (await res.json()) as CloudApiResponse;
+      payload = CloudApiResponse.catch({}).parse(await res.json());
     } catch {
       readable = false;
     }
     const upstreamMessageId = payload.messages?.[0]?.id;
     if (res.ok && typeof upstreamMessageId === "string") {
       const waId = payload.contacts?.[0]?.wa_id;
-      return { kind: "accepted", upstreamMessageId, ...(typeof waId === "string" ? { recipientId: waId } : {}) };
+      return { kind: "accepted", upstreamMessageId, ...(waId ? { recipientId: waId } : {}) };
     }
     if (res.ok) {
       return { kind: "unknown", message: readable ? "The operator answered 2xx without a message id." : "The operator's answer was cut off." };

@@ -33,15 +33,13 @@ import {
   type OutboxRow,
 } from "./outbox";
 import { createSandboxReportsTable, nextReportDue, takeDueReports } from "./sandbox-reports";
+import { createPairPaceTable, nextPairExpiry, purgeIdlePairs } from "./pair-pace";
 import { createStatusRelayTable, deliverOwed, hasOwed, owe } from "./status-relay";
+import type { NumberSendingState } from "../../domain/channel-number-view";
 
 const EXPIRY_BATCH = 100;
 const PURGE_BATCH = 500;
 
-/** What GET /channel-numbers/{id} shows about a number's sending. */
-export interface NumberSendingState {
-  paused: { code: string; message: string; upstreamCode: string | null; since: string; nextAttemptAt: string } | null;
-}
 
 /**
  * One per channel number: its 2-per-second acceptance window and its outbox,
@@ -67,6 +65,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     createStatusRelayTable(this.sql);
     createContactsTable(this.sql);
     createSandboxReportsTable(this.sql);
+    createPairPaceTable(this.sql);
     // Replaced by the outbox itself (window) and by the workspace object (inbound messages).
     this.sql.exec("DROP TABLE IF EXISTS send_times; DROP TABLE IF EXISTS inbound;");
     // An entry still `sending` belongs to a call a crash or restart cut short: it may
@@ -96,7 +95,12 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
       { name: "unknown-outcomes", due: () => plus(oldestUnknownSince(this.sql), UNKNOWN_OUTCOME_WINDOW_MS), run: (at) => this.expireUnknown(at) },
       { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
-      { name: "purge", due: () => earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql)), run: (at) => this.purge(at) },
+      {
+        name: "purge",
+        // Idle pair-rate buckets are forgotten an hour after they are full again (a few bytes each: no hurry).
+        due: () => earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), plus(nextPairExpiry(this.sql), 60 * 60_000)),
+        run: (at) => this.purge(at),
+      },
       { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },
     ]);
     ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
@@ -184,7 +188,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     if (s.status === "read") update.readAt = s.at;
     if (s.status === "failed") {
       update.status = "failed";
-      update.error = permanentError(s.errorCode, s.errorMessage ?? undefined);
+      update.error = permanentError(s.errorCode, s.errorMessage ?? undefined, s.errorDetails ?? undefined);
     }
     owe(this.sql, row.workspace_id, update);
   }
@@ -294,6 +298,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private async purge(at: number): Promise<void> {
     purgeFinished(this.sql, at - KEEP_FINISHED_MS, PURGE_BATCH);
     purgeSilentContacts(this.sql, at);
+    purgeIdlePairs(this.sql, at);
   }
 
   private channelNumberId(): string {

@@ -14,8 +14,27 @@ export function createContactsTable(sql: SqlStorage): void {
   sql.exec(`
     CREATE TABLE IF NOT EXISTS contacts (phone TEXT PRIMARY KEY, last_inbound_at INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS contacts_by_last_inbound ON contacts (last_inbound_at);
+    -- The operator's own id for a recipient when it differs from the number the customer sent to
+    -- (contacts[].wa_id of a send: e.g. Brazilian and Mexican prefixes). Inbound messages come from that id.
+    -- Bound: one row per such recipient (~60 B), purged with the contacts (30 days without a send).
+    CREATE TABLE IF NOT EXISTS recipient_aliases (recipient TEXT PRIMARY KEY, wa_id TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS recipient_aliases_by_age ON recipient_aliases (updated_at);
   `);
 }
+
+/** Remembers that the operator knows `recipient` as `waId`. */
+export function noteAlias(sql: SqlStorage, recipient: string, waId: string, at: number): void {
+  if (recipient === waId) return;
+  sql.exec(
+    "INSERT INTO recipient_aliases (recipient, wa_id, updated_at) VALUES (?, ?, ?) ON CONFLICT (recipient) DO UPDATE SET wa_id = excluded.wa_id, updated_at = excluded.updated_at",
+    recipient,
+    waId,
+    at,
+  );
+}
+
+const aliasOf = (sql: SqlStorage, recipient: string): string | undefined =>
+  sql.exec<{ wa_id: string }>("SELECT wa_id FROM recipient_aliases WHERE recipient = ?", recipient).toArray()[0]?.wa_id;
 
 export function noteInbound(sql: SqlStorage, phone: string, at: number): void {
   sql.exec(
@@ -26,8 +45,11 @@ export function noteInbound(sql: SqlStorage, phone: string, at: number): void {
   );
 }
 
+/** The window with `phone`, matched directly or through the operator's id for it. */
 export function contactWindow(sql: SqlStorage, phone: string, at: number): ContactWindow {
-  const row = sql.exec<{ last_inbound_at: number }>("SELECT last_inbound_at FROM contacts WHERE phone = ?", phone).toArray()[0];
+  const lookup = (p: string) => sql.exec<{ last_inbound_at: number }>("SELECT last_inbound_at FROM contacts WHERE phone = ?", p).toArray()[0];
+  const alias = aliasOf(sql, phone);
+  const row = lookup(phone) ?? (alias ? lookup(alias) : undefined);
   const expires = row ? row.last_inbound_at + CUSTOMER_SERVICE_WINDOW_MS : null;
   return {
     phone,
@@ -38,13 +60,20 @@ export function contactWindow(sql: SqlStorage, phone: string, at: number): Conta
 }
 
 export const nextContactExpiry = (sql: SqlStorage): number | null => {
-  const at = sql.exec<{ at: number | null }>("SELECT MIN(last_inbound_at) AS at FROM contacts").one().at;
+  const contact = sql.exec<{ at: number | null }>("SELECT MIN(last_inbound_at) AS at FROM contacts").one().at;
+  const alias = sql.exec<{ at: number | null }>("SELECT MIN(updated_at) AS at FROM recipient_aliases").one().at;
+  const at = contact === null ? alias : alias === null ? contact : Math.min(contact, alias);
   return at === null ? null : at + KEEP_CONTACTS_MS;
 };
 
 export function purgeSilentContacts(sql: SqlStorage, at: number): void {
   sql.exec(
     "DELETE FROM contacts WHERE phone IN (SELECT phone FROM contacts WHERE last_inbound_at < ? ORDER BY last_inbound_at LIMIT ?)",
+    at - KEEP_CONTACTS_MS,
+    PURGE_BATCH,
+  );
+  sql.exec(
+    "DELETE FROM recipient_aliases WHERE recipient IN (SELECT recipient FROM recipient_aliases WHERE updated_at < ? ORDER BY updated_at LIMIT ?)",
     at - KEEP_CONTACTS_MS,
     PURGE_BATCH,
   );

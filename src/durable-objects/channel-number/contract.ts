@@ -23,6 +23,8 @@ export interface OperatorStatus {
   at: number;
   errorCode: string | null;
   errorMessage: string | null;
+  /** The operator's `error_data.details`, kept in our error message. */
+  errorDetails?: string | null;
 }
 
 export interface ContactWindow {

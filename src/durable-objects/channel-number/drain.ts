@@ -11,6 +11,8 @@ import { PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, re
 import { nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
 import { scheduleReports } from "./sandbox-reports";
 import { owe } from "./status-relay";
+import { notePairCall, pairReadyAt } from "./pair-pace";
+import { noteAlias } from "./contacts";
 import type { NumberHold } from "./number-hold";
 
 export interface DrainDeps {
@@ -100,6 +102,12 @@ export class Drain {
     this.claimed.add(row.seq);
     let started = false;
     try {
+      // The operator's pair rate: this conversation waits (still queued, nothing asked of anyone); the others go on.
+      const pairAt = pairReadyAt(this.d.sql, row.recipient, now());
+      if (pairAt > now()) {
+        transition(this.d.sql, row.seq, ["queued"], "queued", now(), { next_attempt_at: pairAt });
+        return null;
+      }
       const number = await this.d.number();
       if (!number || number.status !== "connected") {
         this.finish(row, "failed", { error: OWN_ERRORS.numberDisconnected() });
@@ -130,6 +138,7 @@ export class Drain {
       this.d.ctx.storage.transactionSync(() => {
         transition(this.d.sql, row.seq, ["queued"], "sending", callAt, { attempts: attempt, first_attempt_at: callAt });
         setMeta(this.d.sql, "recent_calls", JSON.stringify(this.calls));
+        notePairCall(this.d.sql, row.recipient, callAt);
         this.d.hold.probing(callAt);
       });
       started = true;
@@ -211,6 +220,7 @@ export class Drain {
       });
       if (!moved) return;
       promoteHead(this.d.sql, row.recipient);
+      if (detail.recipientId) noteAlias(this.d.sql, row.recipient, detail.recipientId, t);
       const update: StatusUpdate = { jobId: row.job_id, at: t, status: state };
       if (detail.upstreamMessageId) update.upstreamMessageId = detail.upstreamMessageId;
       if (detail.error) update.error = detail.error;

@@ -6,7 +6,9 @@ import {
   disconnectNumber,
   findConnectedByUpstreamId,
   insertChannelNumberWithinPlan,
+  getNumberById,
   listAllNumbers,
+  replaceCredentials,
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
 import { ApiError, notFound } from "../../lib/errors";
@@ -17,12 +19,14 @@ import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
 import { jsonBody } from "../../middleware/json-body";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
 
+const AccessToken = z.string().min(16).max(4096).openapi({ description: "Stored encrypted; never returned." });
+
 const Upstream = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("sandbox") }),
   z.strictObject({
     type: z.literal("cloud"),
     phoneNumberId: z.string().regex(/^\d{1,32}$/, { error: "phoneNumberId is the operator's numeric phone number id." }),
-    accessToken: z.string().min(16).max(4096).openapi({ description: "Stored encrypted; never returned." }),
+    accessToken: AccessToken,
   }),
 ]);
 
@@ -77,6 +81,24 @@ const disconnect = createRoute({
   responses: { 204: { description: "Disconnected (also when it already was)." }, ...errorResponses(401, 404) },
 });
 
+const Credentials = z.strictObject({
+  accessToken: AccessToken,
+});
+
+const reconnect = createRoute({
+  method: "put",
+  path: "/channel-numbers/{numberId}/credentials",
+  description:
+    "Replaces a live number's access token after the operator's check that it controls the number's phone number id. " +
+    "A number paused by an account-level refusal (e.g. an expired token) sends again at once.",
+  middleware: [jsonBody] as const,
+  request: {
+    params: z.object({ numberId: z.string() }),
+    body: { required: true, content: { "application/json": { schema: Credentials } } },
+  },
+  responses: { 200: jsonContent(AdminNumber, "Reconnected."), ...errorResponses(400, 401, 404) },
+});
+
 export const adminChannelNumberRoutes = newRouter()
   .openapi(connect, async (c) => {
     const { workspaceId } = c.req.valid("param");
@@ -129,4 +151,21 @@ export const adminChannelNumberRoutes = newRouter()
     // Messages still queued on it fail with number_disconnected instead of leaving.
     await channelNumberStub(c.env, row.id).invalidateNumber();
     return c.body(null, 204);
+  })
+  .openapi(reconnect, async (c) => {
+    const { numberId } = c.req.valid("param");
+    const { accessToken } = c.req.valid("json");
+    const row = UUID_PATTERN.test(numberId) ? await getNumberById(c.env.DB, numberId) : null;
+    if (!row || row.status !== "connected") throw notFound("Channel number");
+    if (row.upstream_type !== "cloud" || !row.upstream_phone_number_id) {
+      throw new ApiError("invalid_request", "Only live (cloud) numbers have credentials; sandbox numbers need none.", {
+        details: [{ path: "path.numberId", rule: "cloud_number", message: "This is a sandbox number." }],
+      });
+    }
+    await verifyCloudNumber(c.env, row.upstream_phone_number_id, accessToken);
+    const updated = await replaceCredentials(c.env.DB, row.id, await sealUpstreamCredentials(c.env, row.id, { accessToken }));
+    // Disconnected between the read and the write.
+    if (!updated) throw notFound("Channel number");
+    await channelNumberStub(c.env, row.id).invalidateNumber();
+    return c.json(toView(updated), 200);
   });

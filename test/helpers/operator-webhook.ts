@@ -1,0 +1,31 @@
+import { env } from "cloudflare:workers";
+import { call } from "./http";
+import { hmacSha256, toHex } from "../../src/lib/crypto";
+
+/** `X-Hub-Signature-256` as the operator computes it: HMAC-SHA256 of the raw body bytes with the app secret. */
+export const operatorSignature = async (raw: string | Uint8Array, secret = env.UPSTREAM_APP_SECRET) =>
+  `sha256=${toHex(await hmacSha256(secret, raw))}`;
+
+/** POSTs an operator webhook, signed over its exact bytes unless told otherwise. */
+export async function postOperator(payload: unknown, opts: { signature?: string | null; raw?: string } = {}): Promise<Response> {
+  const raw = opts.raw ?? JSON.stringify(payload);
+  const headers: Record<string, string> = { "Content-Type": "application/json" };
+  const signature = opts.signature === undefined ? await operatorSignature(raw) : opts.signature;
+  if (signature !== null) headers["X-Hub-Signature-256"] = signature;
+  return call("/upstream/cloud/webhook", { method: "POST", headers, body: raw });
+}
+
+const change = (phoneNumberId: string, value: Record<string, unknown>) => ({
+  object: "whatsapp_business_account",
+  entry: [{ id: "WABA", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15557770000", phone_number_id: phoneNumberId }, ...value } }] }],
+});
+
+/** A status webhook shaped like the operator's documented examples. */
+export const statusPayload = (phoneNumberId: string, statuses: Record<string, unknown>[]) => change(phoneNumberId, { statuses });
+
+/** An inbound-message webhook shaped like the operator's documented examples. */
+export const inboundPayload = (phoneNumberId: string, messages: Record<string, unknown>[], contacts: Record<string, unknown>[] = [{ wa_id: "5511912345678" }]) =>
+  change(phoneNumberId, { contacts, messages });
+
+/** The operator's timestamps: unix seconds as strings. */
+export const seconds = (ms: number) => String(Math.floor(ms / 1000));
