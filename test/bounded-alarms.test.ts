@@ -21,7 +21,8 @@ import {
   acceptedSince,
   promoteHead,
 } from "../src/durable-objects/channel-number/outbox";
-import { nextContactExpiry, purgeSilentContacts } from "../src/durable-objects/channel-number/contacts";
+import { contactWindow, nextContactExpiry, purgeSilentContacts } from "../src/durable-objects/channel-number/contacts";
+import { nextPairExpiry, pairReadyAt, purgeIdlePairs } from "../src/durable-objects/channel-number/pair-pace";
 
 const ROWS = 100_000;
 let clock = Date.UTC(2046, 5, 1);
@@ -130,6 +131,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         seed(sql, `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, attempts, next_attempt_at, updated_at, is_head, upstream_message_id)
           SELECT printf('job-%d', i), '${t.workspaceId}', '${t.numberId}', printf('5511%09d', i % 5000), 'x', ${old} + i, 'sent', 1, 0, ${old} + i, 0, printf('wamid.%d', i) FROM n`);
         seed(sql, `INSERT INTO contacts (phone, last_inbound_at) SELECT printf('5522%09d', i), ${clock} - 1000 FROM n`);
+        seed(sql, `INSERT INTO recipient_aliases (recipient, wa_id, updated_at) SELECT printf('5533%09d', i), printf('553%09d', i), ${clock} - 1000 FROM n`);
+        seed(sql, `INSERT INTO pair_pace (recipient, tat) SELECT printf('5544%09d', i), ${clock} + 6000 FROM n`);
       });
     });
     await runInDurableObject(stub, (_, state) => {
@@ -145,8 +148,12 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["purgeFinished (one batch of 500)", 2_100, (s) => purgeFinished(s, at, 500)],
         ["acceptedSince (the window)", 3, (s) => acceptedSince(s, at - 1000)],
         ["promoteHead", 4, (s) => promoteHead(s, "5511000000007")],
-        ["nextContactExpiry", 2, (s) => nextContactExpiry(s)],
-        ["purgeSilentContacts (nothing due)", 2, (s) => purgeSilentContacts(s, at)],
+        ["nextContactExpiry", 4, (s) => nextContactExpiry(s)],
+        ["purgeSilentContacts (nothing due)", 6, (s) => purgeSilentContacts(s, at)],
+        ["contactWindow (through an alias)", 4, (s) => contactWindow(s, "5533000000007", at)],
+        ["nextPairExpiry", 2, (s) => nextPairExpiry(s)],
+        ["pairReadyAt", 2, (s) => pairReadyAt(s, "5544000000007", at)],
+        ["purgeIdlePairs (nothing due)", 3, (s) => purgeIdlePairs(s, at)],
       ];
       // Every bound is a batch size (or a handful of rows), far below the rows in the tables.
       const over = checks.map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read })).filter((c) => c.read > c.bound);

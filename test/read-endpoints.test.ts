@@ -65,6 +65,7 @@ describe("GET /channel-numbers", () => {
       status: "connected",
       upstream: "sandbox",
       createdAt: expect.any(String),
+      sending: { state: "active", pausedSince: null, nextAttemptAt: null, reason: null },
     });
 
     const bodies = [];

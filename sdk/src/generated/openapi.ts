@@ -386,7 +386,7 @@ export interface components {
             messageId: string;
             /** Format: uuid */
             channelNumberId: string;
-            /** @description Sender, E.164 digits. */
+            /** @description Sender, E.164 digits. When the user withholds their number (operator usernames), the operator's business-scoped user id instead, which is not digits. */
             from: string;
             /** @description `text`, or the operator's type for other content (image, audio, …). */
             type: string;
@@ -457,6 +457,30 @@ export interface components {
             upstream: "sandbox" | "cloud";
             /** Format: date-time */
             createdAt: string;
+        };
+        ChannelNumberDetail: components["schemas"]["ChannelNumber"] & {
+            sending: components["schemas"]["NumberSending"];
+        };
+        /** @description Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`. */
+        NumberSending: {
+            /**
+             * @description `paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number). Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, or at once when its credentials are reconnected.
+             * @enum {string}
+             */
+            state: "active" | "paused";
+            /** Format: date-time */
+            pausedSince: string | null;
+            /**
+             * Format: date-time
+             * @description When a paused number next tries one message.
+             */
+            nextAttemptAt: string | null;
+            /** @description Why the number is paused: the normalized code, our explanation, and the operator's code. */
+            reason: {
+                code: string;
+                message: string;
+                upstreamCode: string | null;
+            } | null;
         };
         ContactWindow: {
             phone: string;
@@ -1021,7 +1045,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The number. */
+            /** @description The number, with whether its messages are leaving. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1034,10 +1058,16 @@ export interface operations {
                      *       "displayPhoneNumber": "+15550001111",
                      *       "status": "connected",
                      *       "upstream": "sandbox",
-                     *       "createdAt": "2026-11-22T18:35:47.287Z"
+                     *       "createdAt": "2026-11-22T18:35:47.287Z",
+                     *       "sending": {
+                     *         "state": "active",
+                     *         "pausedSince": null,
+                     *         "nextAttemptAt": null,
+                     *         "reason": null
+                     *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["ChannelNumber"];
+                    "application/json": components["schemas"]["ChannelNumberDetail"];
                 };
             };
             /** @description Missing or invalid API key (`unauthorized`). */
