@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
@@ -10,6 +10,7 @@ import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { classifyOperatorError } from "../src/upstream/error-codes";
 import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { PAIR_BURST, PAIR_INTERVAL_MS } from "../src/durable-objects/channel-number/pair-pace";
+import worker from "../src/index";
 
 // The operator's real contract (WhatsApp Cloud API: send messages, error codes,
 // throughput, webhooks), with the operator mocked at the fetch edge and its
@@ -441,6 +442,27 @@ describe("webhook intake at the operator's sizes", () => {
     expect((await postOperator(payload)).status).toBe(200);
     await vi.waitFor(async () => expect(await receivedEvents(t.workspaceId)).toHaveLength(1), { timeout: 10_000, interval: 50 });
     expect((await receivedEvents(t.workspaceId))[0]).toMatchObject({ data: { from: "BR.1349120865530274191", text: { body: "sem número" }, upstreamMessageId: "wamid.NOFROM" } });
+  });
+});
+
+describe("operator items that keep failing", () => {
+  it("land in the dead-letter queue, whose consumer logs their ids only (no text, no phone number) and acknowledges them", async () => {
+    const item = {
+      kind: "message",
+      phoneNumberId: "106540352242922",
+      message: { from: "5511912345678", id: "wamid.DEAD", timestamp: "1700000000", type: "text", text: { body: "secret words" } },
+    };
+    const lines: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const batch = createMessageBatch("upstream-events-dlq", [{ id: "d1", timestamp: new Date(), attempts: 1, body: item }]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env, ctx);
+    expect((await getQueueResult(batch, ctx)).ackAll).toBe(true);
+    const line = lines.find((l) => l.includes("operator item dead-lettered"));
+    expect(line).toContain("wamid.DEAD");
+    expect(line).toContain("106540352242922");
+    expect(line).not.toContain("secret words");
+    expect(line).not.toContain("5511912345678");
   });
 });
 
