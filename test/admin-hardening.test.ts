@@ -122,6 +122,35 @@ describe("scheduled retention", () => {
     expect(await count(recent)).toBe(3);
   });
 
+  it("the cron handler purges daily usage rows older than 400 days in LIMITed batches, and keeps newer ones", async () => {
+    const now = Date.UTC(2045, 5, 1);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(now);
+    const workspaceId = crypto.randomUUID();
+    const day = (daysAgo: number) => new Date(now - daysAgo * 24 * 3_600_000).toISOString().slice(0, 10);
+    // 10,050 old rows (one row per number; more than one run deletes) and the boundary day kept.
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10050)
+       INSERT INTO usage_daily (workspace_id, day, channel_number_id, accepted, sent) SELECT ?1, ?2, 'n-' || i, 1, 1 FROM n`,
+    ).bind(workspaceId, day(401)).run();
+    await env.DB.prepare("INSERT INTO usage_daily (workspace_id, day, channel_number_id, accepted, sent) VALUES (?, ?, 'kept', 1, 1)").bind(workspaceId, day(400)).run();
+    const count = async () => (await env.DB.prepare("SELECT day, COUNT(*) AS n FROM usage_daily WHERE workspace_id = ? GROUP BY day ORDER BY day").bind(workspaceId).all()).results;
+    const runCron = async () => {
+      const ctx = createExecutionContext();
+      await worker.scheduled(createScheduledController({ scheduledTime: now, cron: "17 * * * *" }), env, ctx);
+      await waitOnExecutionContext(ctx);
+    };
+    // Every row older than the cutoff, this test's and any earlier test's (all are older at this clock).
+    const expired = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM usage_daily WHERE day < ?").bind(day(400)).first<{ n: number }>())!.n;
+    const before = await expired();
+    expect(before).toBeGreaterThanOrEqual(10_050);
+    await runCron();
+    // One run deletes at most 10 batches of 1,000.
+    expect(await expired()).toBe(before - 10_000);
+    for (let i = 0; i < 5 && (await expired()) > 0; i++) await runCron();
+    expect(await count()).toEqual([{ day: day(400), n: 1 }]);
+  });
+
   it("one failing job never stops the others", async () => {
     const ran: string[] = [];
     const failing: ScheduledJob = { name: "failing", run: async () => { throw new Error("boom"); } };

@@ -1,5 +1,6 @@
 import { log } from "../lib/log";
 import { purgeOldAdminAudit } from "./admin-audit-retention";
+import { purgeOldUsageDaily } from "./usage-daily-retention";
 
 /**
  * One scheduled job: independent of the others, bounded (every statement
@@ -12,7 +13,7 @@ export interface ScheduledJob {
 }
 
 /** Every job of the cron trigger (wrangler.toml `[triggers] crons`). Add new retention jobs here. */
-export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit];
+export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit, purgeOldUsageDaily];
 
 export interface JobOutcome {
   name: string;
