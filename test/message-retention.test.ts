@@ -155,3 +155,51 @@ describe("retention and archives", () => {
     expect((await call(`/api/v1/message-archives/${day}`)).status).toBe(401);
   });
 });
+
+describe("the storage budget", () => {
+  const counts = (t: Tenant) =>
+    runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
+      const n = (q: string) => state.storage.sql.exec<{ n: number }>(q).one().n;
+      return {
+        messages: n("SELECT COUNT(*) AS n FROM messages"),
+        events: n("SELECT COUNT(*) AS n FROM events"),
+        attempts: n("SELECT COUNT(*) AS n FROM event_attempts"),
+      };
+    });
+
+  it("an object over its budget keeps 6 hours of messages hot, settled events and delivery logs 1 hour, any event 6 hours", async () => {
+    const tight = await createTenant();
+    const roomy = await createTenant();
+    const ids: Record<string, string[]> = {};
+    for (const t of [tight, roomy]) {
+      ids[t.workspaceId] = await sendSome(t, 2, "budget");
+      await workspaceAlarms(t, 2);
+    }
+    // Both workspaces have no webhook: their events settle as soon as the consumer reports on them.
+    const settled = (t: Tenant) =>
+      runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE delivered_at IS NOT NULL").one().n,
+      );
+    for (const t of [tight, roomy]) await vi.waitFor(async () => expect(await settled(t)).toBe(4), { timeout: 10_000, interval: 50 });
+    for (const t of [tight, roomy]) {
+      await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
+        const sql = state.storage.sql;
+        // One event still being retried for a failing webhook, and one delivery attempt in the log.
+        sql.exec("UPDATE events SET delivery = 'retrying', delivered_at = NULL WHERE rowid = (SELECT MAX(rowid) FROM events)");
+        sql.exec(
+          "INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome) VALUES ('e', 'message.status', 's', 'w', 1, ?, 'failed')",
+          clock,
+        );
+        if (t === tight) sql.exec("INSERT INTO meta (k, v) VALUES ('hot_bytes_budget', '1')");
+      });
+    }
+    expect(await counts(tight)).toEqual({ messages: 2, events: 4, attempts: 1 });
+
+    setClock(clock + 7 * 3_600_000);
+    for (const t of [tight, roomy]) await workspaceAlarms(t, 6);
+    expect(await counts(tight)).toEqual({ messages: 0, events: 0, attempts: 0 });
+    expect(await counts(roomy)).toEqual({ messages: 2, events: 4, attempts: 1 });
+    // Moved, not lost: the records read the same from their day's shard.
+    for (const id of ids[tight.workspaceId]!) expect(await view(tight, id)).toMatchObject({ id, status: "sent" });
+  });
+});

@@ -20,13 +20,17 @@ import type { DeliveryReport } from "./contract";
  * (with its indexes); 2–4 events per message. A settled event (delivered, or
  * with no webhook to deliver to) is kept 24 hours for replays, any other 3
  * days; attempts (the delivery log) 3 days. Under storage pressure (see
- * workspace.ts, HOT_BYTES_BUDGET) settled events go after 1 hour and attempts
- * after 1 day. Purged in bounded batches.
+ * workspace.ts, HOT_BYTES_BUDGET) settled events and attempts go after 1 hour
+ * and any event after 6 hours, even one a failing webhook is still retrying
+ * (the storage budget in docs/architecture.md has the arithmetic). Purged in
+ * bounded batches.
  */
 export const KEEP_EVENTS_MS = 3 * 24 * 60 * 60 * 1000;
 export const KEEP_SETTLED_EVENTS_MS = 24 * 60 * 60 * 1000;
-const KEEP_SETTLED_UNDER_PRESSURE_MS = 60 * 60 * 1000;
-const KEEP_ATTEMPTS_UNDER_PRESSURE_MS = 24 * 60 * 60 * 1000;
+export const KEEP_SETTLED_UNDER_PRESSURE_MS = 60 * 60 * 1000;
+export const KEEP_ATTEMPTS_UNDER_PRESSURE_MS = 60 * 60 * 1000;
+/** Under pressure even an event still being retried goes after this: customers catch up with GET /messages. */
+export const KEEP_EVENTS_UNDER_PRESSURE_MS = 6 * 60 * 60 * 1000;
 /** An event not reported within this after it was due is published again (EVENT_CONFIRM_WITHIN_MS overrides it for local soak runs). */
 export const CONFIRM_WITHIN_MS = 10 * 60 * 1000;
 const PUBLISH_BATCH = 500;
@@ -264,7 +268,7 @@ export function nextEventExpiry(sql: SqlStorage, pressure = false): number | nul
   const oldestSettled = sql.exec<{ at: number | null }>("SELECT MIN(delivered_at) AS at FROM events WHERE delivered_at IS NOT NULL").one().at;
   const oldestAttempt = sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts ORDER BY seq LIMIT 1").toArray()[0];
   const times = [
-    oldestEvent ? oldestEvent.created_at + KEEP_EVENTS_MS : null,
+    oldestEvent ? oldestEvent.created_at + (pressure ? KEEP_EVENTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS) : null,
     oldestSettled !== null ? oldestSettled + (pressure ? KEEP_SETTLED_UNDER_PRESSURE_MS : KEEP_SETTLED_EVENTS_MS) : null,
     oldestAttempt ? oldestAttempt.attempted_at + (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS) : null,
   ].filter((t): t is number => t !== null);
@@ -278,7 +282,7 @@ export function purgeOldEvents(sql: SqlStorage, at: number, pressure = false): v
     `DELETE FROM events WHERE rowid IN (
        SELECT rowid FROM (SELECT rowid, created_at FROM events ORDER BY rowid LIMIT ?) WHERE created_at < ? AND rowid <= ?)`,
     PURGE_BATCH,
-    at - KEEP_EVENTS_MS,
+    at - (pressure ? KEEP_EVENTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS),
     cursor(sql),
   );
   sql.exec(

@@ -521,9 +521,12 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     );
   }
 
-  /** Over its storage budget, the object keeps less: a shorter hot window, delivery logs trimmed sooner. */
+  /**
+   * Over its storage budget, the object keeps less: a shorter hot window, delivery logs trimmed sooner.
+   * The operator may set a lower budget for one workspace in its `meta` (`hot_bytes_budget`).
+   */
   private underPressure(): boolean {
-    return this.sql.databaseSize > HOT_BYTES_BUDGET;
+    return this.sql.databaseSize > Number(getMeta(this.sql, "hot_bytes_budget") ?? HOT_BYTES_BUDGET);
   }
 
   private tierDue(): number | null {
