@@ -1,8 +1,14 @@
-import { exports } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
-import { ApiError, MessagingClient, verifyWebhook } from "../sdk/src/index";
-import { BASE } from "./helpers/http";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ApiError, MessagingClient, verifyWebhook, type Message } from "../sdk/src/index";
+import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { DAY_MS } from "../src/domain/job-id";
+import { hmacSha256, toHex } from "../src/lib/crypto";
+import { BASE, call } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
+import { connectCloudNumber } from "./helpers/operator";
 import { mockNetwork } from "./helpers/webhook-net";
 
 // The SDK uses web APIs only, so it runs in a Worker: here, inside workerd, against this
@@ -10,7 +16,22 @@ import { mockNetwork } from "./helpers/webhook-net";
 const clientFor = (apiKey: string) =>
   new MessagingClient({ apiKey, baseUrl: BASE, fetch: (request) => exports.default.fetch(request), retry: { maxRetries: 0 } });
 
+/** The operator's webhook delivering `count` inbound messages to a live number in one signed post, as it batches them. */
+async function operatorDelivers(phoneNumberId: string, count: number): Promise<void> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const messages = Array.from({ length: count }, (_, i) => ({ from: "5511977776666", id: `wamid.IN${i}`, timestamp, type: "text", text: { body: `in ${i}` } }));
+  const raw = JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [{ id: "WABA", changes: [{ field: "messages", value: { metadata: { phone_number_id: phoneNumberId }, contacts: [{ wa_id: "5511977776666" }], messages } }] }],
+  });
+  const signature = `sha256=${toHex(await hmacSha256(env.UPSTREAM_APP_SECRET, raw))}`;
+  const res = await call("/upstream/cloud/webhook", { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature }, body: raw });
+  expect(res.status).toBe(200);
+}
+
 describe("the SDK inside the Workers runtime", () => {
+  afterEach(() => vi.useRealTimers());
+
   it("sends, reads, pages and raises typed errors", async () => {
     const t = await createTenant();
     const client = clientFor(t.key);
@@ -20,6 +41,70 @@ describe("the SDK inside the Workers runtime", () => {
     expect((await client.channelNumbers.list({ limit: 1 }).toArray()).map((n) => n.id)).toEqual([t.numberId]);
     const err = await client.messages.get(crypto.randomUUID()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ status: 404, code: "not_found" });
+  });
+
+  it("lists messages over pages that come back short, or empty, while more exist", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(Date.UTC(2047, 2, 1, 9));
+    const t = await createTenant();
+    const client = clientFor(t.key);
+    const sent: string[] = [];
+    for (const body of ["oldest", "middle", "newest"]) {
+      vi.setSystemTime(Date.now() + 1_000);
+      sent.unshift((await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId);
+    }
+    // Newer than the sends: as many inbound messages as one page may read, so that the first
+    // page of outbound messages reads only these and comes back empty, with a cursor.
+    vi.setSystemTime(Date.now() + 1_000);
+    const live = await connectCloudNumber(t.workspaceId);
+    await operatorDelivers(live.phoneNumberId, SCAN_BUDGET);
+    await vi.waitFor(async () => expect(await client.messages.list({ direction: "inbound", limit: 100 }).toArray()).toHaveLength(SCAN_BUDGET), {
+      timeout: 15_000,
+      interval: 100,
+    });
+
+    const outbound = client.messages.list({ direction: "outbound", limit: 2 });
+    const listed: Message[] = [];
+    for await (const m of outbound) listed.push(m);
+    expect(listed.map((m) => m.id)).toEqual(sent);
+    expect(listed.map((m) => (m.direction === "outbound" ? m.text.body : m.from))).toEqual(["newest", "middle", "oldest"]);
+    // Why: the first page was empty and not the last, the second full, the third short and the last.
+    const pages = [];
+    for await (const page of outbound.pages()) pages.push(page);
+    expect(pages.map((p) => [p.data.length, p.nextCursor !== null])).toEqual([[0, true], [2, true], [1, false]]);
+  });
+
+  it("downloads an archived day, message by message, as GET /messages/{id} showed them", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(Date.UTC(2047, 5, 1, 9));
+    const t = await createTenant(); // pro: 30 days of history
+    const client = clientFor(t.key);
+    const ids = [];
+    for (const body of ["first", "second"]) {
+      vi.setSystemTime(Date.now() + 1_000);
+      ids.push((await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId);
+    }
+    vi.setSystemTime(Date.now() + 1_000);
+    ids.push((await client.sandbox.injectInbound({ channelNumberId: t.numberId, from: "5511977776666", text: { body: "Olá 👋" } })).messageId);
+    // The sandbox number sends them (one pass per alarm here) and reports them sent.
+    for (let i = 0; i < 4; i++) {
+      await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
+      vi.setSystemTime(Date.now() + 1_100);
+    }
+    const records = await Promise.all(ids.map((id) => client.messages.get(id)));
+    expect(records.map((r) => r.status)).toEqual(["sent", "sent", "received"]);
+    const day = records[0]!.createdAt.slice(0, 10);
+
+    // A month later the day is archived (the workspace's alarm re-arms until it is done).
+    vi.setSystemTime(Date.now() + 31 * DAY_MS);
+    for (let i = 0; i < 20; i++) await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    expect(await client.messageArchives.list().toArray()).toEqual([{ day, messages: 3, archivedAt: expect.any(String) }]);
+
+    const archived: Message[] = [];
+    for await (const m of client.messageArchives.download(day)) archived.push(m);
+    expect(archived).toEqual(records);
+    const err = await client.messages.get(ids[0]!).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 404, code: "not_found" });
   });
 

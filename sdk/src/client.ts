@@ -1,11 +1,20 @@
 import createClient from "openapi-fetch";
 import type { components, operations, paths } from "./generated/openapi.js";
-import { Paginated } from "./paginate.js";
+import { ndjsonValues } from "./ndjson.js";
+import { Paginated, type Page } from "./paginate.js";
 import { DEFAULT_RETRY, once, withRetries, type RetryOptions } from "./retry.js";
 import { verifyWebhook, type WebhookEvent, type WebhookHeaders } from "./webhooks.js";
 
 type Schemas = components["schemas"];
+/** An outbound or an inbound message: narrow on `direction`. */
 export type Message = Schemas["Message"];
+export type OutboundMessage = Schemas["OutboundMessage"];
+export type InboundMessage = Schemas["InboundMessage"];
+/** A message's status timeline and the deliveries of its webhook events. */
+export type MessageEvents = Schemas["MessageEvents"];
+export type MessageTimelineEntry = Schemas["MessageTimelineEntry"];
+/** One archived day: `GET /message-archives`. */
+export type MessageArchive = Schemas["MessageArchive"];
 export type SendMessageInput = Schemas["SendMessageRequest"];
 export type ChannelNumber = Schemas["ChannelNumber"];
 export type ContactWindow = Schemas["ContactWindow"];
@@ -15,6 +24,8 @@ export type WebhookDelivery = Schemas["WebhookDelivery"];
 export type Usage = Schemas["Usage"];
 export type Me = Schemas["Me"];
 export type ListParams = NonNullable<operations["listWebhooks"]["parameters"]["query"]>;
+/** Filters of `messages.list` (combined with AND), `limit` (the page size) and a starting `cursor`. */
+export type MessageListParams = NonNullable<operations["listMessages"]["parameters"]["query"]>;
 
 export interface SendResult {
   jobId: string;
@@ -67,6 +78,15 @@ export class MessagingClient {
     return withRetries(attempt, this.retry, options?.signal).then((r) => r.data);
   }
 
+  /** A list: each page is a read (retried), starting at `params.cursor` if given. */
+  private paged<T>(
+    params: { cursor?: string },
+    page: (cursor: string | undefined, signal: AbortSignal) => Promise<{ data?: Page<T>; error?: unknown; response: Response }>,
+    options?: CallOptions,
+  ): Paginated<T> {
+    return new Paginated((cursor) => this.read((signal) => page(cursor, signal), options), params.cursor);
+  }
+
   readonly messages = {
     /**
      * Queues a text message. Without `idempotencyKey`, a new UUID is generated; either way
@@ -83,14 +103,37 @@ export class MessagingClient {
     },
     get: (id: string, options?: CallOptions): Promise<Message> =>
       this.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
+    /**
+     * Messages, outbound and inbound, newest first, over every page. A page can hold fewer
+     * than `limit` messages (even none) while more exist: the iteration follows `nextCursor`
+     * until it is null, so a short page never ends it.
+     */
+    list: (params: MessageListParams = {}, options?: CallOptions): Paginated<Message> =>
+      this.paged(params, (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }), options),
+    /** The message's status timeline, oldest first, and the deliveries of its webhook events. */
+    events: (id: string, options?: CallOptions): Promise<MessageEvents> =>
+      this.read((signal) => this.http.GET("/messages/{id}/events", { params: { path: { id } }, signal }), options),
+  };
+
+  readonly messageArchives = {
+    /** Days older than the plan's history window, archived, newest first. */
+    list: (params: ListParams = {}, options?: CallOptions): Paginated<MessageArchive> =>
+      this.paged(params, (cursor, signal) => this.http.GET("/message-archives", { params: { query: { ...params, cursor } }, signal }), options),
+    /**
+     * The messages of one archived day (`YYYY-MM-DD`, UTC), oldest first, parsed line by line
+     * as the download streams in. Nothing is requested until iteration starts. The request is
+     * retried like other reads (an unknown day throws `ApiError` 404); a download that breaks
+     * off half-way throws `ConnectionError` and starts over when iterated again. The retry
+     * deadline bounds the wait for the answer, not the download: pass a `signal` to bound it.
+     */
+    download: (day: string, options?: CallOptions): AsyncIterable<Message> => ({
+      [Symbol.asyncIterator]: () => this.downloadArchive(day, options?.signal),
+    }),
   };
 
   readonly channelNumbers = {
     list: (params: ListParams = {}, options?: CallOptions): Paginated<ChannelNumber> =>
-      new Paginated(
-        (cursor) => this.read((signal) => this.http.GET("/channel-numbers", { params: { query: { ...params, cursor } }, signal }), options),
-        params.cursor,
-      ),
+      this.paged(params, (cursor, signal) => this.http.GET("/channel-numbers", { params: { query: { ...params, cursor } }, signal }), options),
     get: (id: string, options?: CallOptions): Promise<ChannelNumber> =>
       this.read((signal) => this.http.GET("/channel-numbers/{id}", { params: { path: { id } }, signal }), options),
     contactWindow: (id: string, phone: string, options?: CallOptions): Promise<ContactWindow> =>
@@ -99,21 +142,15 @@ export class MessagingClient {
 
   readonly webhooks = {
     list: (params: ListParams = {}, options?: CallOptions): Paginated<Webhook> =>
-      new Paginated(
-        (cursor) => this.read((signal) => this.http.GET("/webhooks", { params: { query: { ...params, cursor } }, signal }), options),
-        params.cursor,
-      ),
+      this.paged(params, (cursor, signal) => this.http.GET("/webhooks", { params: { query: { ...params, cursor } }, signal }), options),
     /** Creates or replaces the webhook of a number; the returned `secret` is shown only here. Sent once, never retried. */
     configure: (input: Schemas["ConfigureWebhookRequest"], options?: CallOptions): Promise<WebhookWithSecret> =>
       once((signal) => this.http.POST("/webhooks", { body: input, signal }), options?.signal),
     listDeliveries: (webhookId: string, params: ListParams = {}, options?: CallOptions): Paginated<WebhookDelivery> =>
-      new Paginated(
-        (cursor) =>
-          this.read(
-            (signal) => this.http.GET("/webhooks/{id}/deliveries", { params: { path: { id: webhookId }, query: { ...params, cursor } }, signal }),
-            options,
-          ),
-        params.cursor,
+      this.paged(
+        params,
+        (cursor, signal) => this.http.GET("/webhooks/{id}/deliveries", { params: { path: { id: webhookId }, query: { ...params, cursor } }, signal }),
+        options,
       ),
     replay: (webhookId: string, eventId: string, options?: CallOptions) =>
       once((signal) => this.http.POST("/webhooks/{id}/deliveries/{eventId}/replay", { params: { path: { id: webhookId, eventId } }, signal }), options?.signal),
@@ -128,6 +165,37 @@ export class MessagingClient {
     injectInbound: (input: Schemas["SandboxInboundRequest"], options?: CallOptions) =>
       once((signal) => this.http.POST("/sandbox/inbound", { body: input, signal }), options?.signal),
   };
+
+  private async *downloadArchive(day: string, signal: AbortSignal | undefined): AsyncGenerator<Message, void, undefined> {
+    // The attempt's signal (deadline and caller) governs the wait for the answer; once it is
+    // there, only the caller's signal can stop the body, however long the day is to read.
+    let answered = new AbortController();
+    const { data: body } = await withRetries(
+      async (attemptSignal) => {
+        const request = new AbortController();
+        answered = request;
+        const forward = () => request.abort(attemptSignal.reason);
+        attemptSignal.addEventListener("abort", forward, { once: true });
+        try {
+          return await this.http.GET("/message-archives/{day}", { params: { path: { day } }, parseAs: "stream", signal: request.signal });
+        } finally {
+          attemptSignal.removeEventListener("abort", forward);
+        }
+      },
+      this.retry,
+      signal,
+    );
+    if (!body) return;
+    const download = answered;
+    const stop = () => download.abort(signal?.reason);
+    signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) stop();
+    try {
+      yield* ndjsonValues<Message>(body, signal);
+    } finally {
+      signal?.removeEventListener("abort", stop);
+    }
+  }
 
   me(options?: CallOptions): Promise<Me> {
     return this.read((signal) => this.http.GET("/me", { signal }), options);

@@ -11,6 +11,8 @@ export interface Page<T> {
  *   for await (const page of client.webhooks.list().pages()) { … }
  *
  * Nothing is requested until iteration starts; each iteration starts from the first page again.
+ * The end of the list is a null `nextCursor`, never the size of a page: some lists (messages)
+ * answer short or empty pages while more items exist.
  */
 export class Paginated<T> implements AsyncIterable<T> {
   constructor(
@@ -34,9 +36,11 @@ export class Paginated<T> implements AsyncIterable<T> {
   /** Every item, at most `max` of them (a guard against draining a huge list by mistake). */
   async toArray(max = 10_000): Promise<T[]> {
     const items: T[] = [];
+    if (max <= 0) return items;
+    // Stop as soon as `max` is reached, without requesting the page after it.
     for await (const item of this) {
-      if (items.length >= max) break;
       items.push(item);
+      if (items.length >= max) break;
     }
     return items;
   }
