@@ -376,7 +376,7 @@ describe("the sends-per-day chart on the overview", () => {
     const viewer = await signedInMember(t.workspaceId, "viewer");
     const html = await page(viewer, "/dashboard");
 
-    expect(html).toContain('<svg viewBox="0 0 560 200" role="img" aria-labelledby="sends-title" aria-describedby="sends-desc">');
+    expect(html).toContain('<svg viewBox="0 0 400 180" role="img" aria-labelledby="sends-title" aria-describedby="sends-desc">');
     expect(html).toContain('<title id="sends-title">Sends per day</title>');
     expect(html).toContain(
       '<desc id="sends-desc">May 2047: 5 sends so far, on 2 days; the busiest day was 2047-05-06 with 3. April 2047: 1 send.</desc>',
@@ -385,7 +385,7 @@ describe("the sends-per-day chart on the overview", () => {
     // Sends (accepted), sent, failed, received.
     expect(row("2047-05-06")).toBe("<td>3</td><td>0</td><td>0</td><td>1</td>");
     expect(row("2047-05-03")).toBe("<td>2</td><td>0</td><td>0</td><td>0</td>");
-    expect(row("2047-05-01")).toBe("<td>0</td><td>0</td><td>0</td><td>0</td>");
+    expect(row("2047-05-01")).toBeUndefined(); // days without messages are left out
     expect(row("2047-04-10")).toBe("<td>1</td><td>0</td><td>0</td><td>0</td>");
     expect(row("2047-05-07")).toBeUndefined(); // tomorrow
     // One bar per day with sends, titled for pointer users; the previous period lighter, behind.

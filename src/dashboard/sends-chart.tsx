@@ -10,10 +10,12 @@ import { DAY_MS } from "../domain/job-id";
  * the numbers as tables.
  */
 
-// Drawing units (the SVG scales to its box).
-const W = 560;
-const H = 200;
-const LEFT = 44;
+// Drawing units. The SVG scales to its box (at most 30rem wide): narrow enough
+// that the 13-unit labels stay readable at 375 px (about 10 px) and on a desktop (about 16 px).
+const W = 400;
+const H = 180;
+const FONT = "13";
+const LEFT = 40;
 const RIGHT = 8;
 const TOP = 12;
 const BOTTOM = 28;
@@ -47,7 +49,11 @@ function Summary({ current, previous, periodStart, previousStart }: { current: D
   );
 }
 
+const active = (d: DailyUsage) => d.accepted + d.sent + d.failed + d.received > 0;
+
+/** The days with any message, newest first (the others had none). */
 function DailyTable({ caption, days }: { caption: string; days: DailyUsage[] }) {
+  if (!days.some(active)) return <p>{`${caption}: no messages.`}</p>;
   return (
     <table>
       <caption>{caption}</caption>
@@ -61,7 +67,7 @@ function DailyTable({ caption, days }: { caption: string; days: DailyUsage[] }) 
         </tr>
       </thead>
       <tbody>
-        {[...days].reverse().map((d) => (
+        {days.filter(active).reverse().map((d) => (
           <tr>
             <th scope="row">{d.day}</th>
             <td>{fmt(d.accepted)}</td>
@@ -102,7 +108,7 @@ export function SendsChart({ daily, period }: { daily: DailyUsage[]; period: { s
         {gridlines.map((v) => (
           <>
             <line class="grid" x1={LEFT} x2={W - RIGHT} y1={y(v)} y2={y(v)} />
-            <text class="axis" x={LEFT - 6} y={r1(y(v) + 4)} text-anchor="end" font-size="12">
+            <text class="axis" x={LEFT - 6} y={r1(y(v) + 4)} text-anchor="end" font-size={FONT}>
               {fmt(v)}
             </text>
           </>
@@ -110,7 +116,7 @@ export function SendsChart({ daily, period }: { daily: DailyUsage[]; period: { s
         {shownPrevious.map((d, i) => bar(d, i, "prev", 0.08))}
         {current.map((d, i) => bar(d, i, "cur", 0.28))}
         {LABELLED_DAYS.filter((d) => d <= days).map((d) => (
-          <text class="axis" x={r1(LEFT + (d - 0.5) * slot)} y={H - 8} text-anchor="middle" font-size="12">
+          <text class="axis" x={r1(LEFT + (d - 0.5) * slot)} y={H - 8} text-anchor="middle" font-size={FONT}>
             {String(d)}
           </text>
         ))}
@@ -122,8 +128,9 @@ export function SendsChart({ daily, period }: { daily: DailyUsage[]; period: { s
       <details>
         <summary>Sends per day as a table</summary>
         <div class="table-wrap">
-          <DailyTable caption={`${monthName(period.start)}, newest first`} days={current} />
-          <DailyTable caption={`${monthName(previousStart)}, newest first`} days={previous} />
+          <p>Days without any message are left out.</p>
+          <DailyTable caption={monthName(period.start)} days={current} />
+          <DailyTable caption={monthName(previousStart)} days={previous} />
         </div>
       </details>
     </figure>
