@@ -111,7 +111,8 @@ describe("messages list", () => {
     expect(await list(`?createdBefore=${encodeURIComponent(at(w.m2))}`)).toEqual([w.m1]);
 
     // The form shows the filters it applied.
-    const filtered = await page(w.viewer, `/dashboard/messages?direction=outbound&channelNumberId=${w.b}&createdAfter=${local(w.m2)}`);
+    const filtered = await page(w.viewer, `/dashboard/messages?direction=outbound&channelNumberId=${w.b.toUpperCase()}&createdAfter=${local(w.m2)}`);
+    expect(listedIds(filtered)).toEqual([w.m5, w.m4]);
     expect(filtered).toContain('<option value="outbound" selected="">Outbound (sent by you)</option>');
     expect(filtered).toContain(`<option value="${w.b}" selected="">15550009999</option>`);
     expect(filtered).toContain(`value="${local(w.m2)}"`);

@@ -32,6 +32,8 @@ const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 function tidy(field: FilterField, raw: string): string {
   const value = raw.trim();
   if ((field === "to" || field === "from") && PHONE_LIKE.test(value)) return value.replace(/\D/g, "");
+  // Ids are lowercase everywhere, so the number's option is selected whatever the link's case.
+  if (field === "channelNumberId") return value.toLowerCase();
   if (field === "createdAfter" || field === "createdBefore") {
     if (LOCAL_MINUTES.test(value)) return `${value}:00Z`;
     if (LOCAL_SECONDS.test(value)) return `${value}Z`;

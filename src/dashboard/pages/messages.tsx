@@ -94,7 +94,7 @@ function When({ field, label, values, errors }: { field: "createdAfter" | "creat
 function FilterForm({ values, limit, errors, numbers }: { values: FilterValues; limit: string; errors: Errors; numbers: ChannelNumberRow[] }) {
   const numberOptions: [string, string][] = [["", "Any number"], ...numbers.map((n): [string, string] => [n.id, n.display_phone_number])];
   // A number that is no longer connected still filters its messages.
-  if (values.channelNumberId && !numbers.some((n) => n.id === values.channelNumberId?.toLowerCase())) {
+  if (values.channelNumberId && !numbers.some((n) => n.id === values.channelNumberId)) {
     numberOptions.push([values.channelNumberId, values.channelNumberId]);
   }
   return (
