@@ -6,6 +6,7 @@ import { startHarness } from "./harness.mjs";
 import { apiKeyFlow } from "./flows/api-key.mjs";
 import { webhookFlow } from "./flows/webhook.mjs";
 import { viewerFlow } from "./flows/viewer.mjs";
+import { messagesFlow } from "./flows/messages.mjs";
 
 let h;
 before(async () => {
@@ -18,3 +19,4 @@ after(async () => {
 test("invitation, sign-in, an API key shown once, working, then revoked", { timeout: 120_000 }, () => apiKeyFlow(h));
 test("a webhook to a loopback receiver gets a signed test event, logged as delivered", { timeout: 120_000 }, () => webhookFlow(h));
 test("a viewer sees no controls, forged posts change nothing", { timeout: 120_000 }, () => viewerFlow(h));
+test("a message sent with a dashboard key is listed, filtered, and its page shows it sent", { timeout: 120_000 }, () => messagesFlow(h));

@@ -138,7 +138,8 @@ export async function startHarness() {
       "--persist-to", stateDir,
       "--env-file", envFile,
       "--show-interactive-dev-session=false",
-      "--log-level", "warn",
+      // Everything, Worker logs included: kept in test-results/wrangler-dev.log, not printed.
+      "--log-level", "log",
     ],
     {},
     { capture: true },
@@ -198,6 +199,8 @@ export async function startHarness() {
     await browser.close().catch(() => {});
     dev.child.kill("SIGTERM");
     await Promise.race([dev.exited, sleep(10_000)]);
+    // What the Worker logged, for a failure's post-mortem.
+    writeFileSync(join(RESULTS_DIR, "wrangler-dev.log"), dev.output());
     await receiver.close();
     rmSync(stateDir, { recursive: true, force: true });
   }

@@ -56,6 +56,9 @@ describe("every dashboard response", () => {
     const responses: [string, Response][] = [];
     for (const path of [
       "/dashboard",
+      "/dashboard/messages",
+      "/dashboard/messages?to=not-a-number",
+      `/dashboard/messages/${crypto.randomUUID()}`,
       "/dashboard/api-keys",
       "/dashboard/numbers",
       `/dashboard/numbers/${tenant.numberId}`,
@@ -79,6 +82,9 @@ describe("every dashboard response", () => {
 
     expect(responses.map(([p, r]) => `${p} ${r.status}`)).toEqual([
       "/dashboard 200",
+      "/dashboard/messages 200",
+      "/dashboard/messages?to=not-a-number 400",
+      expect.stringMatching(/^\/dashboard\/messages\/.* 404$/),
       "/dashboard/api-keys 200",
       "/dashboard/numbers 200",
       `/dashboard/numbers/${tenant.numberId} 200`,

@@ -22,6 +22,22 @@ const signIn = (b: Browser, email: string, password: string, ip = freshIp()) => 
 const sessionCookieLine = (res: Response) => res.headers.getSetCookie().find((l) => l.startsWith("__Host-session="));
 
 describe("invitations", () => {
+  it("an invitation link's token never reaches our logs: the access log redacts it from the path", async () => {
+    const { path } = await invite(workspaceId, uniqueEmail("logged"), "viewer");
+    const token = path.split("/").at(-1)!;
+    const lines: string[] = [];
+    for (const method of ["log", "warn", "error", "info", "debug"] as const) {
+      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    }
+    const b = new Browser();
+    expect((await b.get(path)).status).toBe(200);
+    expect((await b.post(path, { password: PASSWORD, confirm: PASSWORD })).status).toBe(303);
+    expect((await b.get(path)).status).toBe(404);
+    const access = lines.filter((l) => l.includes('"msg":"request"') && l.includes("/dashboard/invitations/"));
+    expect(access.map((l) => JSON.parse(l).path)).toEqual(Array(3).fill("/dashboard/invitations/[redacted]"));
+    expect(lines.join("\n")).not.toContain(token);
+  });
+
   it("the admin API returns a single-use link; its token is stored hashed; setting a password signs the member in", async () => {
     const email = uniqueEmail("invited");
     const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email, role: "developer" } });

@@ -25,7 +25,7 @@ export async function apiKeyFlow(h) {
   await page.waitForURL(`${BASE_URL}/dashboard/sign-in`);
   await signIn(page, email);
   await expectAccessible(page, "overview");
-  await screenshot(page, "overview", { readme: true });
+  await screenshot(page, "overview-new-workspace");
 
   // Create a key: the full key is on the page after the redirect, once.
   await page.getByRole("link", { name: "API keys" }).click();

@@ -12,6 +12,8 @@ import { apiKeyPages } from "./pages/api-keys";
 import { crossSitePage, errorPage, notFoundPage } from "./pages/errors";
 import { invitationPages } from "./pages/invitation";
 import { memberPages } from "./pages/members";
+import { messagePage } from "./pages/message";
+import { messagesPage } from "./pages/messages";
 import { numberPages } from "./pages/numbers";
 import { overviewPage } from "./pages/overview";
 import { signInPages } from "./pages/sign-in";
@@ -37,6 +39,8 @@ dashboard.route("/", invitationPages);
 // Everything else needs a session.
 dashboard.use("*", requireSession);
 dashboard.route("/", overviewPage);
+dashboard.route("/", messagesPage);
+dashboard.route("/", messagePage);
 dashboard.route("/", apiKeyPages);
 dashboard.route("/", numberPages);
 dashboard.route("/", webhookPages);

@@ -1,10 +1,10 @@
 import type { Child } from "hono/jsx";
 import type { Flash } from "./flash";
 
-/** A UTC timestamp, readable and machine-readable; "—" for none. */
-export function Time({ iso }: { iso: string | null | undefined }) {
+/** A UTC timestamp, readable and machine-readable; "—" for none. `seconds` where they tell events apart (a message's timeline). */
+export function Time({ iso, seconds = false }: { iso: string | null | undefined; seconds?: boolean }) {
   if (!iso) return <span>—</span>;
-  return <time datetime={iso}>{`${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`}</time>;
+  return <time datetime={iso}>{`${iso.slice(0, 10)} ${iso.slice(11, seconds ? 19 : 16)} UTC`}</time>;
 }
 
 /** A secret shown once: read-only field, copy button (with JavaScript), and the warning. */

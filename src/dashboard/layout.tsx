@@ -10,13 +10,10 @@ declare module "hono" {
   }
 }
 
-/**
- * The sections of the signed-in dashboard, in navigation order. Messages
- * (the list with filters, a message's timeline) joins after Numbers when the
- * message-history API lands.
- */
+/** The sections of the signed-in dashboard, in navigation order. */
 const SECTIONS = [
   { href: "/dashboard", label: "Overview" },
+  { href: "/dashboard/messages", label: "Messages" },
   { href: "/dashboard/api-keys", label: "API keys" },
   { href: "/dashboard/numbers", label: "Numbers" },
   { href: "/dashboard/webhooks", label: "Webhooks" },

@@ -4,9 +4,9 @@ import type { DashboardEnv } from "./context";
 import { forbiddenPage } from "./pages/errors";
 
 /**
- * What each role may change. Viewers read everything and change nothing (but
- * their own password); developers manage keys and webhooks (and, with message
- * history, messages); owners do everything, members included.
+ * What each role may change. Viewers read everything (messages included) and
+ * change nothing (but their own password); developers manage keys and
+ * webhooks; owners do everything, members included.
  */
 const RANK: Record<MemberRole, number> = { viewer: 0, developer: 1, owner: 2 };
 

@@ -15,6 +15,12 @@ export function redactedQuery(url: URL): string | undefined {
   return params.toString();
 }
 
+// Path segments that are credentials: a dashboard invitation link's token.
+const SECRET_PATH = /^(\/dashboard\/invitations\/)[^/]+/;
+
+/** The path with a credential segment replaced by "[redacted]". */
+export const redactedPath = (pathname: string): string => pathname.replace(SECRET_PATH, "$1[redacted]");
+
 /** Assigns the request id, stamps it on every response, and writes one access-log line. */
 export const requestId = createMiddleware<AppEnv>(async (c, next) => {
   const id = resolveRequestId(c.req.header("x-request-id"));
@@ -24,12 +30,12 @@ export const requestId = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   // Error responses built by onError are new Response objects; stamp them too.
   c.res.headers.set("X-Request-Id", id);
-  // Method, path, query (secrets redacted) and outcome: headers and bodies (keys, secrets) are never logged.
+  // Method, path and query (secrets redacted) and outcome: headers and bodies (keys, secrets) are never logged.
   const url = new URL(c.req.url);
   log("info", "request", {
     requestId: id,
     method: c.req.method,
-    path: url.pathname,
+    path: redactedPath(url.pathname),
     query: redactedQuery(url),
     status: c.res.status,
     ms: Date.now() - started,

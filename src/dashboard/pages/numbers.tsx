@@ -85,6 +85,10 @@ export const numberPages = new Hono<DashboardEnv>()
           <dd>
             <Time iso={number.created_at} />
           </dd>
+          <dt>Messages</dt>
+          <dd>
+            <a href={`/dashboard/messages?channelNumberId=${number.id}`}>Messages of this number</a>
+          </dd>
           <dt>Webhook</dt>
           <dd>
             {webhook ? (

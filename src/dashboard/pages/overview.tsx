@@ -4,6 +4,7 @@ import { listWebhooks, type WebhookRow } from "../../db/webhooks";
 import { currentUsage } from "../../domain/usage";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
+import { SendsChart } from "../sends-chart";
 import { notFoundPage } from "./errors";
 
 const SHOWN_NUMBERS = 10;
@@ -70,7 +71,13 @@ export const overviewPage = new Hono<DashboardEnv>().get("/", async (c) => {
           calendar month).
         </p>
         <UsageBar used={usage.messages.used} limit={usage.messages.limit} />
-        <p class="hint">A chart of sends per day will appear here with message history.</p>
+      </section>
+      <section aria-labelledby="sends-heading" class="card">
+        <h2 id="sends-heading">Sends per day</h2>
+        <SendsChart daily={usage.daily} period={usage.period} />
+        <p>
+          <a href="/dashboard/messages">See every message</a>
+        </p>
       </section>
       <section aria-labelledby="numbers-heading" class="card">
         <h2 id="numbers-heading">Connected numbers</h2>

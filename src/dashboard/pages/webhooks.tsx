@@ -10,6 +10,7 @@ import { toPage } from "../../lib/pagination";
 import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
 import type { DashboardEnv } from "../context";
 import { FieldError, Time, TableScroll } from "../components";
+import { DeliveryLog } from "../delivery-log";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { pageCursor } from "../paging";
@@ -44,75 +45,10 @@ async function sendEvent(c: Context<DashboardEnv>, webhook: WebhookRow, send: ()
   return c.redirect(back(webhook.channel_number_id), 303);
 }
 
-type DeliveryView = ReturnType<typeof toDeliveryView>;
-
 function HealthLine({ w }: { w: WebhookRow }) {
   if (w.status === "disabled") return <strong class="bad">disabled</strong>;
   if (w.failing_since) return <strong class="warn">failing</strong>;
   return <span class="ok">enabled</span>;
-}
-
-/** When the queue tries the event again: shown on the event's newest attempt only (older ones were retried already). */
-const nextRetry = (row: DeliveryView, newestOfEvent: boolean): string | null => (newestOfEvent ? row.nextRetryAt : null);
-
-function DeliveryLog({ rows, numberId, canReplay }: { rows: DeliveryView[]; numberId: string; canReplay: boolean }) {
-  const seen = new Set<string>();
-  return (
-    <TableScroll label="Delivery log">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Attempted</th>
-            <th scope="col">Event</th>
-            <th scope="col">Attempt</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">HTTP</th>
-            <th scope="col">Latency</th>
-            <th scope="col">Next retry</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r) => {
-            const newest = !seen.has(r.eventId);
-            seen.add(r.eventId);
-            const retry = nextRetry(r, newest);
-            return (
-              <tr>
-                <td>
-                  <Time iso={r.attemptedAt} />
-                </td>
-                <td>
-                  {r.eventType ?? "?"}
-                  <br />
-                  <code class="small">{r.eventId}</code>
-                </td>
-                <td>{r.attempt}</td>
-                <td>
-                  <span class={r.outcome === "delivered" ? "ok" : "bad"}>{r.outcome}</span>
-                  {r.error ? <p class="small">{r.error}</p> : null}
-                </td>
-                <td>{r.statusCode ?? "—"}</td>
-                <td>{r.latencyMs === null ? "—" : `${r.latencyMs} ms`}</td>
-                <td>{retry ? <Time iso={retry} /> : "—"}</td>
-                <td>
-                  {canReplay && newest ? (
-                    <form method="post" action={`/dashboard/webhooks/${numberId}/deliveries/${encodeURIComponent(r.eventId)}/replay`} class="inline">
-                      <button type="submit" class="secondary" aria-label={`Replay event ${r.eventId}`}>
-                        Replay
-                      </button>
-                    </form>
-                  ) : null}
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </TableScroll>
-  );
 }
 
 async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow, form: { url?: string; error?: string } = {}) {

@@ -1,0 +1,126 @@
+// A key created in the dashboard sends a message through the API → it appears
+// in the message list → its page shows `sent` (the sandbox number delivers
+// within a second) with its timeline; an inbound message from the sandbox is
+// listed too; the filters narrow the list; the overview's chart counts the send.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { BASE_URL, createWorkspace, expectAccessible, screenshot, waitFor } from "../harness.mjs";
+import { acceptInvitation, sessionCookie, uniqueEmail } from "./common.mjs";
+
+const post = (path, key, body, headers = {}) =>
+  fetch(`${BASE_URL}/api/v1${path}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+
+export async function messagesFlow(h) {
+  const { workspaceId, numberId } = await createWorkspace(h, "Acme Shipping");
+  const invitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, { email: uniqueEmail("dev"), role: "developer" });
+  const { context, page, problems } = await h.newPage();
+  await acceptInvitation(page, invitation.invitationUrl);
+
+  // A key from the dashboard.
+  await page.getByRole("link", { name: "API keys" }).click();
+  await page.getByLabel("Name").fill("Order notifications");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const key = await page.locator("#secret-value").inputValue();
+
+  // A user writes in, then we answer through the API.
+  const inbound = await post("/sandbox/inbound", key, { channelNumberId: numberId, from: "5511977776666", text: { body: "Hi! Where is my order #1042?" } });
+  assert.equal(inbound.status, 202, await inbound.clone().text());
+  const sent = await post(
+    "/messages",
+    key,
+    { channelNumberId: numberId, to: "5511977776666", text: { body: "Your order #1042 has shipped and arrives on Thursday." } },
+    { "Idempotency-Key": randomUUID() },
+  );
+  assert.equal(sent.status, 201);
+  const { jobId } = await sent.json();
+  // And one the operator refuses (a sandbox number that simulates a closed customer-service window).
+  const refused = await post("/messages", key, { channelNumberId: numberId, to: "15550131047", text: { body: "Following up on your return." } }, { "Idempotency-Key": randomUUID() });
+  assert.equal(refused.status, 201);
+  const { jobId: failedId } = await refused.json();
+
+  await page.getByRole("link", { name: "Messages", exact: true }).click();
+  await page.waitForURL(`${BASE_URL}/dashboard/messages`);
+  await page.getByRole("heading", { name: "Messages", level: 1 }).waitFor();
+  // The sandbox reports within seconds: reload until both outcomes show.
+  await waitFor(
+    "the sent and the failed message in the list",
+    async () => {
+      await page.reload();
+      const sentRow = page.getByRole("row", { name: /out sent .*5511977776666 .*order #1042 has shipped/ });
+      const failedRow = page.getByRole("row", { name: /out failed service_window_closed .*15550131047/ });
+      return (await sentRow.count()) === 1 && (await failedRow.count()) === 1;
+    },
+    { timeoutMs: 20_000, intervalMs: 500 },
+  );
+  await page.getByRole("row", { name: /in received .*5511977776666 .*Where is my order/ }).waitFor();
+  await expectAccessible(page, "messages");
+  await screenshot(page, "messages", { readme: true });
+
+  // Filters are a GET form: the URL says what is shown.
+  await page.getByLabel("Direction").selectOption("inbound");
+  await page.getByRole("button", { name: "Apply filters" }).click();
+  await page.waitForURL(/\/dashboard\/messages\?direction=inbound&/);
+  assert.equal(await page.getByRole("row", { name: /in received/ }).count(), 1);
+  assert.equal(await page.getByRole("row", { name: /out / }).count(), 0);
+  // A filter the API refuses is explained beside its field.
+  await page.getByLabel("Recipient (to)").fill("not a number");
+  await page.getByRole("button", { name: "Apply filters" }).click();
+  await page.locator("#to-error").getByText("to must be E.164 digits without '+'.").waitFor();
+  await expectAccessible(page, "messages (bad filter)");
+  await page.getByRole("link", { name: "Clear" }).click();
+
+  // The message's own page: sent, with its timeline.
+  await page.getByRole("row", { name: /out sent/ }).getByRole("link").first().click();
+  await page.waitForURL(`${BASE_URL}/dashboard/messages/${jobId}`);
+  await page.getByRole("heading", { name: "Message to 5511977776666" }).waitFor();
+  const status = await page.locator("dt:text-is('Status') + dd").textContent();
+  assert.equal(status, "sent");
+  assert.deepEqual(
+    (await page.locator("ol.timeline li strong").allTextContents()),
+    ["queued", "processing", "sent"],
+  );
+  await expectAccessible(page, "message (sent)");
+  await screenshot(page, "message-sent");
+
+  await page.goto(`/dashboard/messages/${failedId}`);
+  await page.getByRole("heading", { name: "Upstream error" }).waitFor();
+  assert.equal(await page.locator("dt:text-is('Operator code') + dd").textContent(), "131047");
+  await expectAccessible(page, "message (failed)");
+  await screenshot(page, "message-failed");
+
+  // The overview's chart counts today's two sends.
+  await page.getByRole("link", { name: "Overview" }).click();
+  const summary = await page.locator("#sends-desc").textContent();
+  assert.match(summary, /: 2 sends so far, on 1 day;/);
+  await expectAccessible(page, "overview with chart");
+  await screenshot(page, "overview", { readme: true });
+  await page.getByText("Sends per day as a table").click();
+  await page.getByRole("row", { name: new RegExp(`^${new Date().toISOString().slice(0, 10)} 2 `) }).waitFor();
+  await expectAccessible(page, "overview with the chart's table");
+
+  // A phone-sized screen in dark mode: the list scrolls inside its table, not the page.
+  const phone = await h.newPage({ width: 375, height: 740 }, "dark");
+  await phone.context.addCookies([await sessionCookie(context)]);
+  for (const [path, name] of [["/dashboard/messages", "messages"], [`/dashboard/messages/${jobId}`, "message"], ["/dashboard", "overview"]]) {
+    await phone.page.goto(path);
+    const overflow = await phone.page.evaluate(() => ({
+      wider: document.documentElement.scrollWidth > window.innerWidth,
+      // For the failure message: what sticks out (a wide table's cells do, inside their scrolling box).
+      sticking: [...document.querySelectorAll("body *")]
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .map((e) => `${e.tagName.toLowerCase()}${e.className ? `.${e.className}` : ""}`)
+        .slice(0, 20),
+    }));
+    assert.equal(overflow.wider, false, `no sideways scrolling of ${path} at 375 px; sticking out: ${overflow.sticking.join(", ")}`);
+    await expectAccessible(phone.page, `${path} (375 px, dark)`);
+    await screenshot(phone.page, `${name}-375px-dark`);
+  }
+
+  assert.deepEqual([...problems, ...phone.problems], []);
+  await phone.context.close();
+  await context.close();
+}

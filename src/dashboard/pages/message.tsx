@@ -1,0 +1,215 @@
+import { Hono } from "hono";
+import type { Child } from "hono/jsx";
+import { UUID_PATTERN } from "../../domain/job-id";
+import type { InboundMessage, Message, OutboundMessage } from "../../domain/message";
+import { timelineOf } from "../../domain/message-timeline";
+import { toDeliveryView } from "../../domain/webhook-view";
+import { workspaceStub } from "../../durable-objects/stubs";
+import { toMessageView } from "../../durable-objects/workspace/messages";
+import type { DashboardEnv } from "../context";
+import { Time } from "../components";
+import { DeliveryLog } from "../delivery-log";
+import { counterpartOf, NumberLink, numberLabels, StatusLine, type NumberLabels } from "../message-parts";
+import { notFoundPage } from "./errors";
+
+/** One row of the record: a label and its value ("—" when the value is absent). */
+function Fact({ label, children }: { label: string; children: Child }) {
+  return (
+    <>
+      <dt>{label}</dt>
+      <dd>{children ?? "—"}</dd>
+    </>
+  );
+}
+
+const Code = ({ value }: { value: string | null }) => (value === null ? <span>—</span> : <code>{value}</code>);
+
+function OutboundFacts({ m }: { m: OutboundMessage }) {
+  return (
+    <>
+      <Fact label="To">
+        <code>{m.to}</code>
+      </Fact>
+      <Fact label="Type">{m.type}</Fact>
+      <Fact label="Upstream message id">
+        <Code value={m.upstreamMessageId} />
+      </Fact>
+      <Fact label="Created (accepted)">
+        <Time iso={m.createdAt} seconds />
+      </Fact>
+      <Fact label="Processing">
+        <Time iso={m.processingAt} seconds />
+      </Fact>
+      <Fact label="Outcome unknown since">
+        <Time iso={m.outcomeUnknownSince} seconds />
+      </Fact>
+      <Fact label="Sent">
+        <Time iso={m.sentAt} seconds />
+      </Fact>
+      <Fact label="Delivered">
+        <Time iso={m.deliveredAt} seconds />
+      </Fact>
+      <Fact label="Read">
+        <Time iso={m.readAt} seconds />
+      </Fact>
+      <Fact label="Failed">
+        <Time iso={m.failedAt} seconds />
+      </Fact>
+      <Fact label="Updated">
+        <Time iso={m.updatedAt} seconds />
+      </Fact>
+    </>
+  );
+}
+
+function InboundFacts({ m }: { m: InboundMessage }) {
+  return (
+    <>
+      <Fact label="From">
+        <code>{m.from}</code>
+      </Fact>
+      <Fact label="Type">{m.type}</Fact>
+      <Fact label="Upstream message id">
+        <Code value={m.upstreamMessageId} />
+      </Fact>
+      <Fact label="Received (operator's time)">
+        <Time iso={m.receivedAt} seconds />
+      </Fact>
+      <Fact label="Recorded">
+        <Time iso={m.createdAt} seconds />
+      </Fact>
+    </>
+  );
+}
+
+function Content({ m }: { m: Message }) {
+  if (m.text !== null) return <pre class="message-body">{m.text.body}</pre>;
+  if (m.direction === "inbound" && m.content !== null) {
+    return (
+      <>
+        <p>
+          Type <strong>{m.type}</strong>; the operator's payload, unchanged:
+        </p>
+        <pre class="message-body">
+          <code>{JSON.stringify(m.content, null, 2)}</code>
+        </pre>
+      </>
+    );
+  }
+  return (
+    <p>
+      Type <strong>{m.type}</strong>, without content.
+    </p>
+  );
+}
+
+function UpstreamError({ m }: { m: OutboundMessage }) {
+  if (!m.error) return null;
+  return (
+    <section class="card" aria-labelledby="error-heading">
+      <h2 id="error-heading">Upstream error</h2>
+      <dl class="facts">
+        <Fact label="Code">
+          <code>{m.error.code}</code>
+        </Fact>
+        <Fact label="Message">{m.error.message || "—"}</Fact>
+        <Fact label="Retriable">{m.error.retriable ? "yes: sending the same content again later may succeed" : "no"}</Fact>
+        <Fact label="Operator code">
+          <Code value={m.error.upstreamCode} />
+        </Fact>
+      </dl>
+    </section>
+  );
+}
+
+function Timeline({ m }: { m: Message }) {
+  return (
+    <ol class="timeline">
+      {timelineOf(m).map((e) => (
+        <li>
+          <strong class={e.status === "failed" ? "bad" : e.status === "outcome_unknown" ? "warn" : undefined}>{e.status.replace("_", " ")}</strong>{" "}
+          <Time iso={e.at} seconds />
+          {e.error ? (
+            <>
+              {" "}
+              <code>{e.error.code}</code>
+            </>
+          ) : null}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function Record({ m, labels }: { m: Message; labels: NumberLabels }) {
+  return (
+    <dl class="facts">
+      <Fact label="Id">
+        <code>{m.id}</code>
+      </Fact>
+      <Fact label="Direction">{m.direction}</Fact>
+      <Fact label="Status">
+        <StatusLine m={m} />
+      </Fact>
+      <Fact label="Number">
+        <NumberLink id={m.channelNumberId} labels={labels} /> <code class="small-inline">{m.channelNumberId}</code>
+      </Fact>
+      {m.direction === "outbound" ? <OutboundFacts m={m} /> : <InboundFacts m={m} />}
+    </dl>
+  );
+}
+
+export const messagePage = new Hono<DashboardEnv>().get("/messages/:id", async (c) => {
+  const { workspace_id: workspaceId } = c.get("session");
+  const id = c.req.param("id");
+  const stub = workspaceStub(c.env, workspaceId);
+  // The workspace's own object answers: another workspace's id is as unknown as a made-up one.
+  const row = UUID_PATTERN.test(id) ? await stub.getMessage(id.toLowerCase()) : null;
+  if (!row) return notFoundPage(c);
+  const m = toMessageView(row);
+  const [attempts, labels] = await Promise.all([stub.deliveriesAbout(m.id), numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId])]);
+  // Newest first, like the webhook's delivery log.
+  const deliveries = attempts.map((a) => toDeliveryView(a.webhook_id, a)).reverse();
+  const title = `Message ${m.direction === "outbound" ? "to" : "from"} ${counterpartOf(m)}`;
+  return c.render(
+    <>
+      <p class="crumbs">
+        <a href="/dashboard/messages">Messages</a> /
+      </p>
+      <h1>{title}</h1>
+      <section class="card" aria-labelledby="record-heading">
+        <h2 id="record-heading">Record</h2>
+        <Record m={m} labels={labels} />
+      </section>
+      {m.direction === "outbound" && m.outcomeUnknownSince ? (
+        <p class="problem">
+          The operator's answer to our call was lost (a timeout or a dropped connection), so the message may or may not have reached it. It
+          is never sent again; the operator's status report settles it.
+        </p>
+      ) : null}
+      {m.direction === "outbound" ? <UpstreamError m={m} /> : null}
+      <section aria-labelledby="content-heading">
+        <h2 id="content-heading">Content</h2>
+        <Content m={m} />
+      </section>
+      <section aria-labelledby="timeline-heading">
+        <h2 id="timeline-heading">Status timeline</h2>
+        <Timeline m={m} />
+      </section>
+      <section aria-labelledby="deliveries-heading">
+        <h2 id="deliveries-heading">Webhook deliveries</h2>
+        {deliveries.length === 0 ? (
+          <p>No delivery of an event about this message to a webhook (attempts are kept 3 days).</p>
+        ) : (
+          <DeliveryLog rows={deliveries} numberId={m.channelNumberId} canReplay={false} label="Webhook deliveries" />
+        )}
+        {labels.get(m.channelNumberId)?.connected ? (
+          <p>
+            <a href={`/dashboard/webhooks/${m.channelNumberId}`}>The number's webhook</a>: its full delivery log, and replays.
+          </p>
+        ) : null}
+      </section>
+    </>,
+    { title },
+  );
+});
