@@ -1,13 +1,14 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { api, call, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
 import { connectCloudNumber } from "./helpers/operator";
 import { send, textMessage } from "./helpers/send";
+import { messageSeeder } from "./helpers/seed-messages";
 import { signedInMember, type Member } from "./helpers/dashboard";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
 
@@ -29,26 +30,7 @@ afterEach(() => vi.useRealTimers());
 const SCRIPT_TAGS = /<script/gi;
 const scripts = (html: string) => html.match(SCRIPT_TAGS)?.length ?? 0;
 
-async function sendAt(t: Tenant, numberId: string, to: string, body: string): Promise<string> {
-  setClock(clock + 1_000);
-  const res = await send(t.key, crypto.randomUUID(), textMessage(numberId, body, to));
-  expect(res.status).toBe(201);
-  return (await json<{ jobId: string }>(res)).jobId;
-}
-
-async function inbound(t: Tenant, numberId: string, from: string, body: string): Promise<string> {
-  setClock(clock + 1_000);
-  const res = await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: numberId, from, text: { body } } });
-  expect(res.status).toBe(202);
-  return (await json<{ messageId: string }>(res)).messageId;
-}
-
-const drain = async (numberId: string, rounds = 6) => {
-  for (let i = 0; i < rounds; i++) {
-    await runDurableObjectAlarm(channelNumberStub(env, numberId));
-    setClock(clock + 1_100);
-  }
-};
+const { sendAt, inbound, drain } = messageSeeder((ms) => setClock(clock + ms));
 
 /** A workspace with two numbers and messages of every kind; a viewer signed in last (sessions follow the clock). */
 async function world() {

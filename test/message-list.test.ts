@@ -1,10 +1,7 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
-import { send, textMessage } from "./helpers/send";
-import { channelNumberStub } from "../src/durable-objects/stubs";
+import { messageSeeder } from "./helpers/seed-messages";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 
 let clock = Date.UTC(2044, 1, 1, 9);
@@ -52,26 +49,7 @@ async function listAll(t: Tenant, query: string, limit = 2): Promise<Listed[]> {
   throw new Error("too many pages");
 }
 
-async function sendAt(t: Tenant, numberId: string, to: string, body: string): Promise<string> {
-  setClock(clock + 1_000);
-  const res = await send(t.key, crypto.randomUUID(), textMessage(numberId, body, to));
-  expect(res.status).toBe(201);
-  return (await json<{ jobId: string }>(res)).jobId;
-}
-
-async function inbound(t: Tenant, numberId: string, from: string, body: string): Promise<string> {
-  setClock(clock + 1_000);
-  const res = await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: numberId, from, text: { body } } });
-  expect(res.status).toBe(202);
-  return (await json<{ messageId: string }>(res)).messageId;
-}
-
-const drain = async (numberId: string, rounds = 6) => {
-  for (let i = 0; i < rounds; i++) {
-    await runDurableObjectAlarm(channelNumberStub(env, numberId));
-    setClock(clock + 1_100);
-  }
-};
+const { sendAt, inbound, drain } = messageSeeder((ms) => setClock(clock + ms));
 
 /** A workspace with two numbers and six messages of every kind, returned newest first. */
 async function world() {
