@@ -144,6 +144,39 @@ describe("each alarm step is isolated", () => {
   });
 });
 
+describe("the pace at the operator", () => {
+  it("a commit slower than the pace's margin does not bring three calls within one second at the operator", async () => {
+    const workspaceId = await createWorkspace();
+    const { key } = await createKey(workspaceId);
+    const number = await connectCloudNumber(workspaceId);
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
+    const stub = channelNumberStub(env, number.numberId);
+    for (let i = 0; i < 3; i++) {
+      expect((await send(key, `slow-commit-${i}`, textMessage(number.numberId, `m${i}`, `551100000001${i}`))).status).toBe(201);
+      setClock(clock + 500);
+    }
+    // The first call's commit takes 300 ms: its request leaves (output gate) only once it is durable.
+    await runInDurableObject(stub, (_, state) => {
+      const transactionSync = state.storage.transactionSync.bind(state.storage);
+      let slow = true;
+      state.storage.transactionSync = <T,>(fn: () => T): T => {
+        const result = transactionSync(fn);
+        if (slow) {
+          slow = false;
+          setClock(clock + 300);
+        }
+        return result;
+      };
+    });
+    for (let i = 0; i < 60 && calls.length < 3; i++) {
+      await runDurableObjectAlarm(stub);
+      setClock(clock + 50);
+    }
+    expect(calls).toHaveLength(3);
+    expect(calls[2]!.at - calls[0]!.at).toBeGreaterThanOrEqual(PACE_WINDOW_MS);
+  });
+});
+
 describe("alarms are never lost", () => {
   it("an object whose alarm is missing re-arms it from its own state when it starts", async () => {
     const t = await createTenant();

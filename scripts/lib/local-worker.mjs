@@ -37,12 +37,15 @@ async function waitUntilReady(baseUrl, child, output) {
   throw new Error(`wrangler dev did not answer on ${baseUrl} within 90 s:\n${output()}`);
 }
 
-/** Starts the Worker on 127.0.0.1:`port` (inspector on `port + 1000`); resolves once it answers. */
-export async function startLocalWorker(port) {
+/**
+ * Starts the Worker on 127.0.0.1:`port` (inspector on `port + 1000`); resolves once it answers.
+ * `vars` override wrangler.toml's [vars] (e.g. the operator's base URL, for a fake operator on loopback).
+ */
+export async function startLocalWorker(port, vars = {}) {
   const baseUrl = `http://127.0.0.1:${port}`;
   const state = mkdtempSync(join(tmpdir(), "local-worker-"));
   const envFile = join(state, ".env");
-  writeFileSync(envFile, Object.entries(LOCAL_SECRETS).map(([k, v]) => `${k}=${v}`).join("\n"));
+  writeFileSync(envFile, Object.entries({ ...LOCAL_SECRETS, ...vars }).map(([k, v]) => `${k}=${v}`).join("\n"));
   const env = { ...process.env, CI: "true", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
 
   const migrate = spawnSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], { cwd: ROOT, env, encoding: "utf8" });

@@ -131,18 +131,33 @@ export class Drain {
         return null;
       }
       const adapter = await adapterFor(this.d.env, number);
-      const callAt = now();
-      if (nextCallAt(this.calls, callAt) > callAt || this.d.hold.until() > callAt) return null;
+      const slotAt = now();
+      if (nextCallAt(this.calls, slotAt) > slotAt || this.d.hold.until() > slotAt) return null;
       const attempt = row.attempts + 1;
-      this.calls = [...this.calls, callAt].slice(-PACE_CALLS);
+      const earlier = this.calls;
+      this.calls = [...earlier, slotAt].slice(-PACE_CALLS);
       this.d.ctx.storage.transactionSync(() => {
-        transition(this.d.sql, row.seq, ["queued"], "sending", callAt, { attempts: attempt, first_attempt_at: callAt });
+        transition(this.d.sql, row.seq, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt });
         setMeta(this.d.sql, "recent_calls", JSON.stringify(this.calls));
-        notePairCall(this.d.sql, row.recipient, callAt);
-        this.d.hold.probing(callAt);
+        notePairCall(this.d.sql, row.recipient, slotAt);
+        this.d.hold.probing(slotAt);
       });
+      const holdAtSlot = this.d.hold.until();
+      // The output gate holds the request until these writes are durable, and a commit can take
+      // longer than the pace's margin: a call held that long would reach the operator less than
+      // a second before the call after next. So wait for durability here and count the pace from
+      // when the request really leaves.
+      await this.d.ctx.storage.sync();
+      const callAt = now();
+      if (this.d.hold.until() > holdAtSlot) {
+        // Another call's answer paused the number meanwhile: this one does not go out.
+        transition(this.d.sql, row.seq, ["sending"], "queued", callAt, { attempts: row.attempts });
+        this.calls = earlier;
+        return null;
+      }
+      this.calls = [...earlier, callAt].slice(-PACE_CALLS);
       started = true;
-      // No await between taking the slot and starting the request.
+      // No await between taking the call's time and starting the request.
       return { call: this.call(adapter, row, attempt).finally(() => this.claimed.delete(row.seq)) };
     } finally {
       if (!started) this.claimed.delete(row.seq);
