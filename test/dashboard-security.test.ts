@@ -30,6 +30,18 @@ afterEach(() => {
 /** Routes that name an event need a world with one. */
 const namesEvent = (route: string) => route.includes(":eventId");
 
+/** Sends the webhook a test event and waits until it was delivered; returns its id. */
+async function deliveredTestEvent(tenant: Tenant, webhookId: string): Promise<string> {
+  const { eventId } = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }));
+  await vi.waitFor(
+    async () => {
+      if ((await deliveryState(tenant.workspaceId, eventId)) !== "delivered") throw new Error("not delivered yet");
+    },
+    { timeout: 15_000, interval: 100 },
+  );
+  return eventId;
+}
+
 /**
  * A fresh world for one test. `withEvent`: the webhook also gets a test event,
  * delivered before this returns (so that it can be replayed, and no delivery is
@@ -43,17 +55,7 @@ async function world(tag: string, withEvent = false): Promise<World> {
   net.receivers.set(webhookUrl, answers(204));
   const configured = await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: tenant.numberId, url: webhookUrl } });
   const webhookId = (await json<{ id: string }>(configured)).id;
-  let eventId: string | null = null;
-  if (withEvent) {
-    eventId = (await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }))).eventId;
-    const id = eventId;
-    await vi.waitFor(
-      async () => {
-        if ((await deliveryState(tenant.workspaceId, id)) !== "delivered") throw new Error("not delivered yet");
-      },
-      { timeout: 15_000, interval: 100 },
-    );
-  }
+  const eventId = withEvent ? await deliveredTestEvent(tenant, webhookId) : null;
   const [owner, developer, viewer] = await Promise.all([
     signedInMember(tenant.workspaceId, "owner"),
     signedInMember(tenant.workspaceId, "developer"),
