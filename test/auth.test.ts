@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admin, api, call, expectError } from "./helpers/http";
-import { createTenant, type Tenant } from "./helpers/fixtures";
+import { createKey, createTenant, type Tenant } from "./helpers/fixtures";
 
 const PUBLIC_ENDPOINTS: [string, string][] = [
   ["POST", "/messages"],
@@ -20,18 +20,16 @@ const PUBLIC_ENDPOINTS: [string, string][] = [
   ["POST", "/webhooks/00000000-0000-4000-8000-000000000000/test"],
 ];
 
-let tenant: Tenant;
-let revokedKey: string;
-beforeAll(async () => {
-  tenant = await createTenant();
-  const created = await admin(`/workspaces/${tenant.workspaceId}/api-keys`, { method: "POST", json: { name: "revoked" } });
-  const { key, id } = (await created.json()) as { key: string; id: string };
+/** A fresh tenant, and another key of its workspace that worked and was then revoked. */
+async function tenantWithRevokedKey(): Promise<{ tenant: Tenant; revokedKey: string }> {
+  const tenant = await createTenant();
+  const { key, id } = await createKey(tenant.workspaceId);
   expect((await api("/me", key)).status).toBe(200);
   expect((await admin(`/api-keys/${id}`, { method: "DELETE" })).status).toBe(204);
-  revokedKey = key;
-});
+  return { tenant, revokedKey: key };
+}
 
-function authCases(): [string, Record<string, string>][] {
+function authCases(tenant: Tenant, revokedKey: string): [string, Record<string, string>][] {
   const secret = tenant.key.slice(`${env.API_KEY_PREFIX}live_`.length);
   return [
     ["no Authorization header", {}],
@@ -50,7 +48,8 @@ function authCases(): [string, Record<string, string>][] {
 
 describe("API-key authentication", () => {
   it.each(PUBLIC_ENDPOINTS)("%s %s refuses every bad credential with a uniform 401 and a Bearer challenge", async (method, path) => {
-    for (const [name, headers] of authCases()) {
+    const { tenant, revokedKey } = await tenantWithRevokedKey();
+    for (const [name, headers] of authCases(tenant, revokedKey)) {
       const res = await api(path, null, {
         method,
         headers: { ...headers, "Content-Type": "application/json", "Idempotency-Key": "k1" },
@@ -68,20 +67,24 @@ describe("API-key authentication", () => {
     ["uppercase", "BEARER"],
     ["mixed case", "bEaReR"],
   ])("accepts the %s scheme name (RFC 9110: the scheme is case-insensitive)", async (_, scheme) => {
+    const tenant = await createTenant();
     const res = await api("/me", null, { headers: { Authorization: `${scheme} ${tenant.key}` } });
     expect(res.status).toBe(200);
   });
 
   it("accepts more than one space after the scheme (RFC 9110: 1*SP)", async () => {
+    const tenant = await createTenant();
     expect((await api("/me", null, { headers: { Authorization: `Bearer   ${tenant.key}` } })).status).toBe(200);
   });
 
   it("accepts a well-formed current key", async () => {
+    const tenant = await createTenant();
     const res = await api("/me", tenant.key);
     expect(res.status).toBe(200);
   });
 
   it("a created key works at once and a revoked key stops working", async () => {
+    const tenant = await createTenant();
     const created = await admin(`/workspaces/${tenant.workspaceId}/api-keys`, { method: "POST", json: {} });
     const { key, id } = (await created.json()) as { key: string; id: string };
     expect((await api("/me", key)).status).toBe(200);
@@ -101,7 +104,7 @@ describe("API-key authentication", () => {
 
 describe("admin authentication", () => {
   // Real ids of a live tenant: with the right token each call would change or reveal something.
-  const adminRoutes = (): [string, string, unknown?][] => [
+  const adminRoutes = (tenant: Tenant): [string, string, unknown?][] => [
     ["POST", "/workspaces", { name: "x", plan: "free" }],
     ["GET", `/workspaces/${tenant.workspaceId}`],
     ["POST", `/workspaces/${tenant.workspaceId}/api-keys`, { name: "x" }],
@@ -119,10 +122,11 @@ describe("admin authentication", () => {
     ["Basic scheme", `Basic ${"ADMIN"}`],
     ["10 KB", `Bearer ${"ADMIN"}${"x".repeat(10_240)}`],
   ])("every admin route refuses a %s admin token, and nothing changes", async (_, header) => {
+    const tenant = await createTenant();
     const value = header === "API_KEY" ? `Bearer ${tenant.key}` : header?.replace("ADMIN", env.ADMIN_TOKEN);
     const keysBefore = await (await admin(`/workspaces/${tenant.workspaceId}/api-keys`)).text();
     const numbersBefore = await (await admin(`/workspaces/${tenant.workspaceId}/channel-numbers`)).text();
-    for (const [method, path, body] of adminRoutes()) {
+    for (const [method, path, body] of adminRoutes(tenant)) {
       const res = await call(`/admin/v1${path}`, {
         method,
         headers: { "Content-Type": "application/json", ...(value ? { Authorization: value } : {}) },
@@ -140,6 +144,7 @@ describe("admin authentication", () => {
 
 describe("admin token scheme", () => {
   it("is case-insensitive, like the API key's", async () => {
+    const tenant = await createTenant();
     const res = await call(`/admin/v1/workspaces/${tenant.workspaceId}`, { headers: { Authorization: `bEARER ${env.ADMIN_TOKEN}` } });
     expect(res.status).toBe(200);
   });

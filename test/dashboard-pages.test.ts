@@ -1,6 +1,6 @@
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CONTENT_SECURITY_POLICY } from "../src/dashboard/headers";
 import { LAST_USED_RESOLUTION_MS, noteKeyUsed } from "../src/domain/api-key-last-used";
 import { recordKeyUse } from "../src/db/api-keys";
@@ -19,12 +19,11 @@ afterEach(() => {
   expect(net.unhandled).toEqual([]);
 });
 
-let tenant: Tenant;
-let owner: Member;
-beforeAll(async () => {
-  tenant = await createTenant();
-  owner = await signedInMember(tenant.workspaceId, "owner");
-});
+/** A fresh tenant and its owner, signed in. */
+async function ownedTenant(): Promise<{ tenant: Tenant; owner: Member }> {
+  const tenant = await createTenant();
+  return { tenant, owner: await signedInMember(tenant.workspaceId, "owner") };
+}
 
 const KEY = /msg_live_[A-Za-z0-9_-]{43}/;
 const SCRIPT_TAGS = /<script/gi;
@@ -51,6 +50,7 @@ function expectSecurityHeaders(res: Response, what: string) {
 
 describe("every dashboard response", () => {
   it("carries the security headers: pages, errors, forms refused and redirects", async () => {
+    const { tenant, owner } = await ownedTenant();
     const viewer = await signedInMember(tenant.workspaceId, "viewer");
     const { path: invitation } = await invite(tenant.workspaceId, uniqueEmail("headers"), "viewer");
     const responses: [string, Response][] = [];
@@ -112,6 +112,7 @@ describe("every dashboard response", () => {
 
 describe("API keys page", () => {
   it("shows a new key in exactly one response: the page after the redirect", async () => {
+    const { tenant, owner } = await ownedTenant();
     const seen: string[] = [];
     const record = async (res: Response) => {
       seen.push(`${res.status} ${JSON.stringify([...res.headers])} ${await res.text()}`);
@@ -135,6 +136,7 @@ describe("API keys page", () => {
   });
 
   it("revokes after a confirmation (a second page without JavaScript); the key stops working", async () => {
+    const { tenant, owner } = await ownedTenant();
     await owner.browser.post("/dashboard/api-keys", { name: "to revoke" });
     const key = KEY.exec(await (await owner.browser.get("/dashboard/api-keys")).text())![0];
     const id = await env.DB.prepare("SELECT id FROM api_keys WHERE name = 'to revoke' AND workspace_id = ?").bind(tenant.workspaceId).first<string>("id");
@@ -184,6 +186,7 @@ describe("customer-controlled text is escaped", () => {
   const scripts = (html: string) => html.match(SCRIPT_TAGS)?.length ?? 0;
 
   it("in key names (list, flash and confirmation dialog text)", async () => {
+    const { owner } = await ownedTenant();
     await owner.browser.post("/dashboard/api-keys", { name: PAYLOAD });
     const page = await (await owner.browser.get("/dashboard/api-keys")).text();
     // The only script element is our own file.
@@ -209,6 +212,7 @@ describe("customer-controlled text is escaped", () => {
   });
 
   it("in webhook URLs, stored or refused", async () => {
+    const tenant = await createTenant();
     const developer = await signedInMember(tenant.workspaceId, "developer");
     const refused = await developer.browser.post(`/dashboard/webhooks/${tenant.numberId}`, { url: `https://x"><script>alert(1)</script>.example/` });
     expect(refused.status).toBe(400);

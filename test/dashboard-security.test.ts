@@ -1,28 +1,53 @@
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { deliveryState } from "./helpers/events";
 import { env } from "cloudflare:workers";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { dashboard } from "../src/dashboard/app";
 import { api, BASE, json } from "./helpers/http";
-import { createTenant, type Tenant } from "./helpers/fixtures";
+import { createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
 import { Browser, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
 
-/** A tenant with everything a dashboard POST can touch: a key, a webhook with one delivered event, members. */
+/** A tenant with everything a dashboard POST can touch: a key, a webhook (with one delivered event if asked), members. */
 interface World {
   tenant: Tenant;
   owner: Member;
   developer: Member;
   viewer: Member;
   webhookUrl: string;
-  eventId: string;
+  eventId: string | null;
 }
 
 let net: Network;
-let a: World;
-let b: World;
+beforeEach(() => {
+  net = mockNetwork();
+});
+afterEach(() => {
+  net.restore();
+  expect(net.unhandled).toEqual([]);
+});
 
-async function world(tag: string): Promise<World> {
+/** Routes that name an event need a world with one. */
+const namesEvent = (route: string) => route.includes(":eventId");
+
+/** Sends the webhook a test event and waits until it was delivered; returns its id. */
+async function deliveredTestEvent(tenant: Tenant, webhookId: string): Promise<string> {
+  const { eventId } = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }));
+  await vi.waitFor(
+    async () => {
+      if ((await deliveryState(tenant.workspaceId, eventId)) !== "delivered") throw new Error("not delivered yet");
+    },
+    { timeout: 15_000, interval: 100 },
+  );
+  return eventId;
+}
+
+/**
+ * A fresh world for one test. `withEvent`: the webhook also gets a test event,
+ * delivered before this returns (so that it can be replayed, and no delivery is
+ * still under way while a test compares states).
+ */
+async function world(tag: string, withEvent = false): Promise<World> {
   const tenant = await createTenant();
   const host = `${tag}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
   net.dns.set(host, ["93.184.216.34"]);
@@ -30,12 +55,12 @@ async function world(tag: string): Promise<World> {
   net.receivers.set(webhookUrl, answers(204));
   const configured = await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: tenant.numberId, url: webhookUrl } });
   const webhookId = (await json<{ id: string }>(configured)).id;
-  const { eventId } = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }));
-  const [owner, developer, viewer] = [
-    await signedInMember(tenant.workspaceId, "owner"),
-    await signedInMember(tenant.workspaceId, "developer"),
-    await signedInMember(tenant.workspaceId, "viewer"),
-  ];
+  const eventId = withEvent ? await deliveredTestEvent(tenant, webhookId) : null;
+  const [owner, developer, viewer] = await Promise.all([
+    signedInMember(tenant.workspaceId, "owner"),
+    signedInMember(tenant.workspaceId, "developer"),
+    signedInMember(tenant.workspaceId, "viewer"),
+  ]);
   return { tenant, owner, developer, viewer, webhookUrl, eventId };
 }
 
@@ -53,24 +78,6 @@ async function state(w: World) {
   );
   return JSON.stringify([keys.results, webhooks.results, members.results, attempts]);
 }
-
-beforeAll(async () => {
-  net = mockNetwork();
-  [a, b] = [await world("a"), await world("b")];
-  // The test events were delivered (so they can be replayed).
-  for (const w of [a, b]) {
-    await vi.waitFor(
-      async () => {
-        if ((await deliveryState(w.tenant.workspaceId, w.eventId)) !== "delivered") throw new Error("not delivered yet");
-      },
-      { timeout: 15_000, interval: 100 },
-    );
-  }
-}, 60_000);
-afterAll(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
 
 /** Every POST route of the dashboard and who may use it. A new route must be added here, or this test fails. */
 const POST_ROUTES = {
@@ -91,9 +98,10 @@ const POST_ROUTES = {
 
 /** A concrete path and a valid form for a route, aimed at workspace `w`'s own things. */
 function request(route: string, w: World, target: Member): { path: string; fields: Record<string, string> } {
+  if (namesEvent(route) && !w.eventId) throw new Error(`${route} needs a world with an event`);
   const path = `/dashboard${route}`
     .replace(":numberId", w.tenant.numberId)
-    .replace(":eventId", w.eventId)
+    .replace(":eventId", w.eventId ?? "")
     .replace(":id", route.startsWith("/members") ? target.memberId : w.tenant.keyId);
   const fields: Record<string, Record<string, string>> = {
     "/api-keys": { name: "made by a forged post" },
@@ -112,6 +120,7 @@ describe("dashboard POST routes", () => {
 
   const guarded = Object.entries(POST_ROUTES).filter(([, who]) => who === "developer" || who === "owner");
   it.each(guarded)("%s refuses a viewer with 403 and changes nothing", async (route) => {
+    const a = await world("a", namesEvent(route));
     const before = await state(a);
     const { path, fields } = request(route, a, a.developer);
     const res = await a.viewer.browser.post(path, fields);
@@ -121,6 +130,7 @@ describe("dashboard POST routes", () => {
   });
 
   it.each(guarded.filter(([, who]) => who === "owner"))("%s refuses a developer with 403 and changes nothing", async (route) => {
+    const a = await world("a");
     const before = await state(a);
     const { path, fields } = request(route, a, a.viewer);
     const res = await a.developer.browser.post(path, fields);
@@ -129,6 +139,7 @@ describe("dashboard POST routes", () => {
   });
 
   it.each(guarded.filter(([route]) => route.includes(":")))("%s aimed at another workspace's id gets the unknown-id 404 and changes nothing there", async (route) => {
+    const [a, b] = await Promise.all([world("a"), world("b", namesEvent(route))]);
     const before = await state(b);
     const { path, fields } = request(route, b, b.developer);
     const res = await a.owner.browser.post(path, fields);
@@ -141,6 +152,7 @@ describe("dashboard POST routes", () => {
   });
 
   it("pages of another workspace's number and webhook are the unknown-id 404", async () => {
+    const [a, b] = await Promise.all([world("a"), world("b")]);
     for (const path of [`/dashboard/numbers/${b.tenant.numberId}`, `/dashboard/webhooks/${b.tenant.numberId}`]) {
       const res = await a.owner.browser.get(path);
       expect(res.status).toBe(404);
@@ -152,7 +164,7 @@ describe("dashboard POST routes", () => {
 });
 
 describe("CSRF", () => {
-  const createKey = (from: { origin?: string | null; site?: string | null }) => a.owner.browser.post("/dashboard/api-keys", { name: "csrf" }, from);
+  const createKey = (a: World, from: { origin?: string | null; site?: string | null }) => a.owner.browser.post("/dashboard/api-keys", { name: "csrf" }, from);
 
   it.each([
     ["another site", { origin: "https://evil.example", site: "cross-site" }],
@@ -160,19 +172,22 @@ describe("CSRF", () => {
     ["no Origin and no Sec-Fetch-Site", { origin: null, site: null }],
     ["a forged Origin only", { origin: "https://evil.example", site: null }],
   ])("refuses a form posted from %s with 403, changing nothing", async (_label, from) => {
+    const a = await world("a");
     const before = await state(a);
-    const res = await createKey(from);
+    const res = await createKey(a, from);
     expect(res.status).toBe(403);
     expect(await res.text()).toContain("Form refused");
     expect(await state(a)).toBe(before);
   });
 
   it("accepts the same form from the dashboard's own origin (Origin alone, or Sec-Fetch-Site alone)", async () => {
-    expect((await createKey({ origin: BASE, site: null })).status).toBe(303);
-    expect((await createKey({ origin: null, site: "same-origin" })).status).toBe(303);
+    const a = await world("a");
+    expect((await createKey(a, { origin: BASE, site: null })).status).toBe(303);
+    expect((await createKey(a, { origin: null, site: "same-origin" })).status).toBe(303);
   });
 
   it("refuses any body that is not a form, so that no POST escapes the origin check", async () => {
+    const a = await world("a");
     for (const type of ["application/json", "text/xml", ""]) {
       const res = await a.owner.browser.post(`/dashboard/webhooks/${a.tenant.numberId}/test`, {}, {
         origin: "https://evil.example",
@@ -184,7 +199,8 @@ describe("CSRF", () => {
   });
 
   it("also guards sign-in (no login CSRF)", async () => {
-    const res = await new Browser().post("/dashboard/sign-in", { email: a.owner.email, password: "x" }, { origin: "https://evil.example", site: "cross-site" });
+    const owner = await signedInMember(await createWorkspace(), "owner");
+    const res = await new Browser().post("/dashboard/sign-in", { email: owner.email, password: "x" }, { origin: "https://evil.example", site: "cross-site" });
     expect(res.status).toBe(403);
   });
 });

@@ -1,14 +1,10 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, SESSION_TOUCH_EVERY_MS } from "../src/domain/dashboard-session";
 import { sha256Hex } from "../src/lib/crypto";
 import { createWorkspace } from "./helpers/fixtures";
 import { Browser, PASSWORD, signedInMember } from "./helpers/dashboard";
 
-let workspaceId: string;
-beforeAll(async () => {
-  workspaceId = await createWorkspace();
-});
 afterEach(() => vi.useRealTimers());
 
 const HOUR = 3_600_000;
@@ -27,6 +23,7 @@ const lastSeen = async (b: Browser) =>
 
 describe("sessions", () => {
   it("are stored hashed: the cookie's token is not in D1", async () => {
+    const workspaceId = await createWorkspace();
     const { browser } = await signedInMember(workspaceId, "viewer");
     const token = browser.cookies.get("__Host-session")!;
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -36,6 +33,7 @@ describe("sessions", () => {
   });
 
   it(`end after ${SESSION_IDLE_MS / HOUR} hours without a request`, async () => {
+    const workspaceId = await createWorkspace();
     vi.useFakeTimers({ toFake: ["Date"] });
     const { browser } = await signedInMember(workspaceId, "viewer");
     const t0 = Date.now();
@@ -50,6 +48,7 @@ describe("sessions", () => {
   });
 
   it(`end ${SESSION_ABSOLUTE_MS / (24 * HOUR)} days after sign-in, however active`, async () => {
+    const workspaceId = await createWorkspace();
     vi.useFakeTimers({ toFake: ["Date"] });
     const { browser } = await signedInMember(workspaceId, "viewer");
     const t0 = Date.now();
@@ -62,6 +61,7 @@ describe("sessions", () => {
   });
 
   it(`write their last use at most every ${SESSION_TOUCH_EVERY_MS / 60_000} minutes, not on every request`, async () => {
+    const workspaceId = await createWorkspace();
     vi.useFakeTimers({ toFake: ["Date"] });
     const { browser } = await signedInMember(workspaceId, "viewer");
     const first = await lastSeen(browser);
@@ -75,6 +75,7 @@ describe("sessions", () => {
   });
 
   it("end at sign-out: the same cookie no longer works anywhere", async () => {
+    const workspaceId = await createWorkspace();
     const { browser } = await signedInMember(workspaceId, "viewer");
     const stolen = copyOf(browser);
     const out = await browser.post("/dashboard/sign-out");
@@ -84,6 +85,7 @@ describe("sessions", () => {
   });
 
   it("end everywhere else at a password change; the browser that changed it stays signed in", async () => {
+    const workspaceId = await createWorkspace();
     const { browser, email } = await signedInMember(workspaceId, "developer");
     const elsewhere = new Browser();
     expect((await elsewhere.post("/dashboard/sign-in", { email, password: PASSWORD }, { ip: "198.51.100.7" })).status).toBe(303);
@@ -103,6 +105,7 @@ describe("sessions", () => {
   });
 
   it("end when the member is removed", async () => {
+    const workspaceId = await createWorkspace();
     const owner = await signedInMember(workspaceId, "owner");
     const member = await signedInMember(workspaceId, "developer");
     expect((await member.browser.get("/dashboard")).status).toBe(200);

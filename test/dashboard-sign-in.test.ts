@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { emailKey, ipKey, signInAttempt, SIGN_IN_EMAIL_LIMIT, SIGN_IN_IP_LIMIT, SIGN_IN_WINDOW_MS } from "../src/domain/sign-in";
 import { passwordKdf, PASSWORD_PARAMS } from "../src/lib/password";
 import { sha256Hex } from "../src/lib/crypto";
@@ -7,10 +7,6 @@ import { admin, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
 
-let workspaceId: string;
-beforeAll(async () => {
-  workspaceId = await createWorkspace();
-});
 afterEach(() => {
   vi.useRealTimers();
   vi.restoreAllMocks();
@@ -23,6 +19,7 @@ const sessionCookieLine = (res: Response) => res.headers.getSetCookie().find((l)
 
 describe("invitations", () => {
   it("an invitation link's token never reaches our logs: the access log redacts it from the path", async () => {
+    const workspaceId = await createWorkspace();
     const { path } = await invite(workspaceId, uniqueEmail("logged"), "viewer");
     const token = path.split("/").at(-1)!;
     const lines: string[] = [];
@@ -39,6 +36,7 @@ describe("invitations", () => {
   });
 
   it("the admin API returns a single-use link; its token is stored hashed; setting a password signs the member in", async () => {
+    const workspaceId = await createWorkspace();
     const email = uniqueEmail("invited");
     const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email, role: "developer" } });
     expect(res.status).toBe(201);
@@ -79,6 +77,7 @@ describe("invitations", () => {
   });
 
   it("a link stops working after 7 days", async () => {
+    const workspaceId = await createWorkspace();
     vi.useFakeTimers({ toFake: ["Date"] });
     const { path } = await invite(workspaceId, uniqueEmail("late"), "viewer");
     vi.setSystemTime(Date.now() + 7 * 24 * 3_600_000 + 1_000);
@@ -87,6 +86,7 @@ describe("invitations", () => {
   });
 
   it("refuses a short or mismatched password and keeps the link", async () => {
+    const workspaceId = await createWorkspace();
     const { path } = await invite(workspaceId, uniqueEmail("weak"), "viewer");
     const b = new Browser();
     const short = await b.post(path, { password: "short", confirm: "short" });
@@ -100,6 +100,7 @@ describe("invitations", () => {
   });
 
   it("a new link for an existing member resets them: old password and sessions stop working, the new role applies", async () => {
+    const workspaceId = await createWorkspace();
     const member = await signedInMember(workspaceId, "developer");
     expect((await member.browser.get("/dashboard")).status).toBe(200);
     const { path } = await invite(workspaceId, member.email, "viewer");
@@ -115,6 +116,7 @@ describe("invitations", () => {
   });
 
   it("the admin API validates the body, the workspace, and that an email belongs to one workspace", async () => {
+    const workspaceId = await createWorkspace();
     const email = uniqueEmail("taken");
     await invite(workspaceId, email, "viewer");
     const other = await createWorkspace();
@@ -131,6 +133,7 @@ describe("invitations", () => {
 
 describe("sign-in", () => {
   it("a correct password signs in and goes to the requested dashboard page; a wrong one does not", async () => {
+    const workspaceId = await createWorkspace();
     const { email } = await signedInMember(workspaceId, "viewer");
     const b = new Browser();
     const wrong = await signIn(b, email, "not the password at all");
@@ -146,6 +149,7 @@ describe("sign-in", () => {
   });
 
   it("never redirects off the dashboard after sign-in", async () => {
+    const workspaceId = await createWorkspace();
     const { email } = await signedInMember(workspaceId, "viewer");
     for (const next of ["https://evil.example/", "//evil.example", "/dashboard/../admin", "/dashboard\\@evil"]) {
       const res = await new Browser().post("/dashboard/sign-in", { email, password: PASSWORD, next }, { ip: freshIp() });
@@ -154,6 +158,7 @@ describe("sign-in", () => {
   });
 
   it("does not tell an unknown email from a wrong password: same status, same page, the same one argon2id derivation", async () => {
+    const workspaceId = await createWorkspace();
     const { email: known } = await signedInMember(workspaceId, "viewer");
     const { email: invitedOnly } = { email: uniqueEmail("pending") };
     await invite(workspaceId, invitedOnly, "viewer");
@@ -177,6 +182,7 @@ describe("sign-in", () => {
   });
 
   it(`throttles an email after ${SIGN_IN_EMAIL_LIMIT} attempts in 15 minutes, known or not, even with the right password`, async () => {
+    const workspaceId = await createWorkspace();
     vi.useFakeTimers({ toFake: ["Date"] });
     const { email: known } = await signedInMember(workspaceId, "viewer");
     const unknown = uniqueEmail("ghost");
@@ -202,6 +208,7 @@ describe("sign-in", () => {
   });
 
   it("a success clears the email's count", async () => {
+    const workspaceId = await createWorkspace();
     const { email } = await signedInMember(workspaceId, "viewer");
     for (let i = 0; i < SIGN_IN_EMAIL_LIMIT - 1; i++) expect((await signIn(new Browser(), email, "wrong password again")).status).toBe(401);
     expect((await signIn(new Browser(), email, PASSWORD)).status).toBe(303);
@@ -210,6 +217,7 @@ describe("sign-in", () => {
   });
 
   it(`throttles a client IP (CF-Connecting-IP) after ${SIGN_IN_IP_LIMIT} attempts, whatever the emails`, async () => {
+    const workspaceId = await createWorkspace();
     const ip = freshIp();
     // The IP's earlier attempts, counted the way sign-in counts them.
     for (let i = 0; i < SIGN_IN_IP_LIMIT; i++) expect((await signInAttempt(env, ipKey(ip), SIGN_IN_IP_LIMIT)).allowed).toBe(true);

@@ -1,29 +1,24 @@
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 
-let t: Tenant;
-let other: Tenant;
-
-// Each test starts a few seconds after the previous one, so the 2-per-second
-// number limit never interferes with what a test checks.
-let tick = 0;
+// Every test starts at the same moment, with numbers of its own: no test's sends
+// count against another's 2-per-second number limit.
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(Date.UTC(2031, 4, 10) + tick++ * 5_000);
+  vi.setSystemTime(Date.UTC(2031, 4, 10));
 });
 afterEach(() => vi.useRealTimers());
-beforeAll(async () => {
-  t = await createTenant({ plan: "scale" });
-  other = await createTenant();
-});
+
+/** The workspace under test, fresh for each test. */
+const scaleTenant = () => createTenant({ plan: "scale" });
 
 const emoji = "😀";
 
 /** Every refusal is a 400 that names the field, binds no key and changes nothing. */
-async function expectRefused(body: unknown, path: string, init: RequestInit = {}, idem = crypto.randomUUID()) {
+async function expectRefused(t: Tenant, body: unknown, path: string, init: RequestInit = {}, idem = crypto.randomUUID()) {
   const before = await usedMessages(t.key);
   const res = await send(t.key, idem, body, init);
   const err = await expectError(res, 400, "invalid_request");
@@ -34,7 +29,8 @@ async function expectRefused(body: unknown, path: string, init: RequestInit = {}
 
 describe("POST /messages validation", () => {
   it("explains that a leading + must be dropped", async () => {
-    const err = await expectRefused({ ...textMessage(t.numberId), to: "+5511999998888" }, "to");
+    const t = await scaleTenant();
+    const err = await expectRefused(t, { ...textMessage(t.numberId), to: "+5511999998888" }, "to");
     expect(err.error.details?.find((d) => d.path === "to")?.message).toMatch(/drop the leading '\+'/i);
   });
 
@@ -46,10 +42,12 @@ describe("POST /messages validation", () => {
     ["a number, not a string", 5511999998888],
     ["spaces", "55 11 99999"],
   ])("refuses `to` with %s", async (_, to) => {
-    await expectRefused({ ...textMessage(t.numberId), to }, "to");
+    const t = await scaleTenant();
+    await expectRefused(t, { ...textMessage(t.numberId), to }, "to");
   });
 
   it("accepts 32 digits", async () => {
+    const t = await scaleTenant();
     expect((await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: "1".repeat(32) })).status).toBe(201);
   });
 
@@ -60,22 +58,26 @@ describe("POST /messages validation", () => {
     ["null", null],
     ["a number", 42],
   ])("refuses text.body %s", async (_, body) => {
-    await expectRefused({ ...textMessage(t.numberId), text: { body } }, "text.body");
+    const t = await scaleTenant();
+    await expectRefused(t, { ...textMessage(t.numberId), text: { body } }, "text.body");
   });
 
   it("counts code points: 4096 emoji (8192 UTF-16 units) are accepted", async () => {
+    const t = await scaleTenant();
     const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, emoji.repeat(4096)));
     expect(res.status).toBe(201);
   });
 
   it("refuses type image", async () => {
-    await expectRefused({ ...textMessage(t.numberId), type: "image" }, "type");
+    const t = await scaleTenant();
+    await expectRefused(t, { ...textMessage(t.numberId), type: "image" }, "type");
   });
 
   it("refuses unknown top-level and nested fields, naming them", async () => {
-    const err = await expectRefused({ ...textMessage(t.numberId), priority: "high", callbackUrl: "x" }, "priority");
+    const t = await scaleTenant();
+    const err = await expectRefused(t, { ...textMessage(t.numberId), priority: "high", callbackUrl: "x" }, "priority");
     expect(err.error.details?.map((d) => d.path)).toContain("callbackUrl");
-    await expectRefused({ ...textMessage(t.numberId), text: { body: "x", preview_url: true } }, "text.preview_url");
+    await expectRefused(t, { ...textMessage(t.numberId), text: { body: "x", preview_url: true } }, "text.preview_url");
   });
 
   it.each([
@@ -84,6 +86,7 @@ describe("POST /messages validation", () => {
     ["null", "null", "(body)"],
     ["a string", '"x"', "(body)"],
   ])("refuses a body that is %s", async (_, raw, path) => {
+    const t = await scaleTenant();
     const res = await api("/messages", t.key, {
       method: "POST",
       headers: { "Content-Type": "application/json", "Idempotency-Key": crypto.randomUUID() },
@@ -94,6 +97,7 @@ describe("POST /messages validation", () => {
   });
 
   it("refuses form-encoded bodies", async () => {
+    const t = await scaleTenant();
     const res = await api("/messages", t.key, {
       method: "POST",
       headers: { "Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": crypto.randomUUID() },
@@ -104,6 +108,7 @@ describe("POST /messages validation", () => {
   });
 
   it("refuses a 200 KB body", async () => {
+    const t = await scaleTenant();
     const res = await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), padding: "x".repeat(200 * 1024) });
     const err = await expectError(res, 400, "invalid_request");
     expect(err.error.details?.[0]?.rule).toBe("max_size");
@@ -116,6 +121,7 @@ describe("POST /messages validation", () => {
     ["non-ASCII", "clé-é"],
     ["a control character", "abc\u0001"],
   ])("refuses an Idempotency-Key that is %s", async (_, key) => {
+    const t = await scaleTenant();
     // The runtime warns when a header value is not ASCII: expected for that case, so captured and checked.
     const warning = key !== null && /[^\x00-\x7F]/.test(key) ? await expectRuntimeLog(/header value for "Idempotency-Key" contains non-ASCII/) : null;
     const before = await usedMessages(t.key);
@@ -130,15 +136,17 @@ describe("POST /messages validation", () => {
   });
 
   it("accepts a 255-character printable ASCII key", async () => {
+    const t = await scaleTenant();
     expect((await send(t.key, "~".repeat(255), textMessage(t.numberId))).status).toBe(201);
   });
 
   it("refuses a channelNumberId that is not a UUID with 400", async () => {
-    await expectRefused({ ...textMessage(t.numberId), channelNumberId: "number-1" }, "channelNumberId");
+    const t = await scaleTenant();
+    await expectRefused(t, { ...textMessage(t.numberId), channelNumberId: "number-1" }, "channelNumberId");
   });
 
   it("refuses an unknown, foreign or disconnected number with 403", async () => {
-    const disconnected = await createTenant();
+    const [t, other, disconnected] = await Promise.all([scaleTenant(), createTenant(), createTenant()]);
     await admin(`/channel-numbers/${disconnected.numberId}`, { method: "DELETE" });
     for (const [key, numberId] of [
       [t.key, crypto.randomUUID()],
@@ -150,6 +158,7 @@ describe("POST /messages validation", () => {
   });
 
   it("a refused request binds no key: the same key succeeds once the request is fixed", async () => {
+    const [t, other] = await Promise.all([scaleTenant(), createTenant()]);
     const key = crypto.randomUUID();
     await expectError(await send(t.key, key, { ...textMessage(t.numberId), to: "+55119" }), 400, "invalid_request");
     await expectError(await send(t.key, key, textMessage(other.numberId)), 403, "forbidden");
@@ -160,6 +169,7 @@ describe("POST /messages validation", () => {
 
 describe("validation details", () => {
   it("tell a missing field from a field of the wrong type", async () => {
+    const t = await scaleTenant();
     const missing = await expectError(await send(t.key, crypto.randomUUID(), { channelNumberId: t.numberId, text: { body: "x" } }), 400, "invalid_request");
     expect(missing.error.details).toContainEqual({ path: "to", rule: "required", message: "This field is required." });
     const wrong = await expectError(await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: 5511999998888 }), 400, "invalid_request");

@@ -1,18 +1,18 @@
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admin, api, call, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
 import { mockNetwork } from "./helpers/webhook-net";
 
-let a: Tenant;
-let b: Tenant;
-beforeAll(async () => {
-  a = await createTenant({ plan: "pro" });
-  b = await createTenant({ plan: "free" });
-});
+/** The workspace under test (pro) and another one (free), fresh for each test. */
+async function tenants(): Promise<{ a: Tenant; b: Tenant }> {
+  const [a, b] = await Promise.all([createTenant({ plan: "pro" }), createTenant({ plan: "free" })]);
+  return { a, b };
+}
 
 describe("GET /me", () => {
   it("identifies the workspace and never contains the key", async () => {
+    const a = await createTenant({ plan: "pro" });
     const res = await api("/me", a.key);
     expect(res.status).toBe(200);
     expect(res.headers.get("X-Request-Id")).toMatch(/^req_/);
@@ -29,6 +29,7 @@ describe("GET /me", () => {
 
 describe("GET /channel-numbers", () => {
   it("lists only the workspace's own connected numbers", async () => {
+    const { a, b } = await tenants();
     const res = await api("/channel-numbers", a.key);
     expect(res.status).toBe(200);
     const body = await json<{ data: { id: string }[]; nextCursor: string | null }>(res);
@@ -51,12 +52,14 @@ describe("GET /channel-numbers", () => {
   });
 
   it("refuses a bad limit or a forged cursor with 400", async () => {
+    const a = await createTenant({ plan: "pro" });
     await expectError(await api("/channel-numbers?limit=0", a.key), 400, "invalid_request");
     await expectError(await api("/channel-numbers?limit=abc", a.key), 400, "invalid_request");
     await expectError(await api("/channel-numbers?cursor=%27%20OR%201%3D1", a.key), 400, "invalid_request");
   });
 
   it("returns one number, and the same 404 for a foreign, unknown, malformed or SQL-looking id", async () => {
+    const { a, b } = await tenants();
     const own = await api(`/channel-numbers/${a.numberId}`, a.key);
     expect(own.status).toBe(200);
     expect(await own.json()).toEqual({
@@ -86,7 +89,8 @@ describe("GET /channel-numbers", () => {
 
 describe("GET /usage", () => {
   it("reports the current calendar month, messages and numbers, and no price", async () => {
-    const res = await api("/usage", b.key);
+    const free = await createTenant({ plan: "free" });
+    const res = await api("/usage", free.key);
     expect(res.status).toBe(200);
     const body = await json(res);
     const now = new Date();
@@ -157,6 +161,7 @@ describe("GET /webhooks", () => {
 
 describe("request ids and errors", () => {
   it("echoes a sane client request id and replaces an unsafe one", async () => {
+    const a = await createTenant({ plan: "pro" });
     const echoed = await api("/me", a.key, { headers: { "X-Request-Id": "client-trace-12345" } });
     expect(echoed.headers.get("X-Request-Id")).toBe("client-trace-12345");
     const replaced = await api("/me", a.key, { headers: { "X-Request-Id": "bad id\twith<script>" } });
@@ -164,6 +169,7 @@ describe("request ids and errors", () => {
   });
 
   it("answers unknown routes with the uniform 404", async () => {
+    const a = await createTenant({ plan: "pro" });
     for (const path of ["/api/v1/nope", "/api/v2/me", "/nope", "/admin/v1/nothing-here"]) {
       const res = await call(path, { headers: { Authorization: `Bearer ${a.key}` } });
       if (path.startsWith("/admin")) await expectError(res, 401, "unauthorized");
@@ -174,6 +180,7 @@ describe("request ids and errors", () => {
   });
 
   it("turns an internal failure into a 500 without stack or SQL text, and recovers", async () => {
+    const a = await createTenant({ plan: "pro" });
     await env.DB.exec("ALTER TABLE channel_numbers RENAME TO channel_numbers_broken");
     try {
       const res = await api("/channel-numbers", a.key);

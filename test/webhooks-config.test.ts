@@ -1,6 +1,6 @@
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
-import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
+import { createTenant, type Tenant } from "./helpers/fixtures";
 import { mockNetwork, type Network } from "./helpers/webhook-net";
 
 const HOST = "hooks.acme-shop.com";
@@ -18,13 +18,13 @@ interface WebhookView {
   secret?: string;
 }
 
-let tenant: Tenant;
-let other: Tenant;
 let net: Network;
 
-beforeAll(async () => {
-  [tenant, other] = await Promise.all([createTenant(), createTenant()]);
-});
+/** The workspace under test and another one, fresh for each test. */
+async function twoTenants(): Promise<{ tenant: Tenant; other: Tenant }> {
+  const [tenant, other] = await Promise.all([createTenant(), createTenant()]);
+  return { tenant, other };
+}
 
 beforeEach(() => {
   net = mockNetwork();
@@ -40,7 +40,8 @@ const configure = (key: string, json: unknown) => api("/webhooks", key, { method
 
 describe("POST /webhooks", () => {
   it("creates the number's webhook and returns its secret once", async () => {
-    const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002001");
+    const tenant = await createTenant();
+    const numberId = tenant.numberId;
     const res = await configure(tenant.key, { channelNumberId: numberId, url: URL_OK });
     expect(res.status).toBe(201);
     expect(res.headers.get("X-Request-Id")).toBeTruthy();
@@ -59,11 +60,12 @@ describe("POST /webhooks", () => {
     expect(text).not.toContain("secret");
     const list = JSON.parse(text) as { data: WebhookView[]; nextCursor: string | null };
     const { secret: _secret, ...view } = body;
-    expect(list.data).toContainEqual(view);
+    expect(list.data).toEqual([view]);
   });
 
   it("replaces the webhook: same id, new URL, new secret, one webhook per number", async () => {
-    const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002002");
+    const tenant = await createTenant();
+    const numberId = tenant.numberId;
     const first = await json<WebhookView>(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }));
     const second = await configure(tenant.key, { channelNumberId: numberId, url: `https://${HOST}/v2` });
     expect(second.status).toBe(201);
@@ -74,47 +76,49 @@ describe("POST /webhooks", () => {
     expect(replaced.createdAt).toBe(first.createdAt);
 
     const list = await json<{ data: WebhookView[] }>(await api("/webhooks", tenant.key));
-    expect(list.data.filter((w) => w.channelNumberId === numberId)).toHaveLength(1);
-    expect(list.data.find((w) => w.id === first.id)?.url).toBe(`https://${HOST}/v2`);
+    expect(list.data).toHaveLength(1);
+    expect(list.data[0]).toMatchObject({ id: first.id, channelNumberId: numberId, url: `https://${HOST}/v2` });
   });
 
   it("stores the URL in its normal form", async () => {
+    const tenant = await createTenant();
     const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: `HTTPS://Hooks.Acme-Shop.com:443/a/../messaging` });
     expect(res.status).toBe(201);
     expect((await json<WebhookView>(res)).url).toBe(URL_OK);
   });
 
   describe("refuses invalid input with 400 naming the field", () => {
-    const cases: [string, () => unknown, string, RegExp | string | null][] = [
-      ["missing url", () => ({ channelNumberId: tenant.numberId }), "url", "required"],
+    const cases: [string, (numberId: string) => unknown, string, RegExp | string | null][] = [
+      ["missing url", (numberId) => ({ channelNumberId: numberId }), "url", "required"],
       ["missing channelNumberId", () => ({ url: URL_OK }), "channelNumberId", "required"],
       ["channelNumberId that is not a UUID", () => ({ channelNumberId: "123", url: URL_OK }), "channelNumberId", /UUID/],
       // Only the path: src/lib/validation.ts reports every invalid_type as "required" (zod 4 omits issue.input).
-      ["url of the wrong type", () => ({ channelNumberId: tenant.numberId, url: 42 }), "url", null],
-      ["unknown fields", () => ({ channelNumberId: tenant.numberId, url: URL_OK, secret: "mine" }), "secret", "unknown_field"],
-      ["a 5 KB URL", () => ({ channelNumberId: tenant.numberId, url: `${URL_OK}?q=${"a".repeat(5_000)}` }), "url", /longer than 2048/],
-      ["ftp://", () => ({ channelNumberId: tenant.numberId, url: `ftp://${HOST}/` }), "url", /must use https/],
-      ["http:// without the development setting", () => ({ channelNumberId: tenant.numberId, url: `http://${HOST}/` }), "url", /must use https/],
-      ["http://localhost without the development setting", () => ({ channelNumberId: tenant.numberId, url: "http://localhost:8788/" }), "url", /must use https/],
-      ["userinfo", () => ({ channelNumberId: tenant.numberId, url: `https://user:pass@${HOST}/` }), "url", /Userinfo/],
-      ["a relative URL", () => ({ channelNumberId: tenant.numberId, url: "/hooks" }), "url", /not a valid absolute URL/],
-      ["decimal IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://2130706433/" }), "url", /127\.0\.0\.1 \(loopback\)/],
-      ["octal IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://0177.0.0.1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
-      ["hex IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://0x7f.0x0.0x0.0x1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
-      ["short IPv4", () => ({ channelNumberId: tenant.numberId, url: "https://10.1/" }), "url", /10\.0\.0\.1 \(private network\)/],
-      ["IPv4-mapped IPv6", () => ({ channelNumberId: tenant.numberId, url: "https://[::ffff:127.0.0.1]/" }), "url", /IPv4-mapped 127\.0\.0\.1/],
-      ["NAT64 IPv6", () => ({ channelNumberId: tenant.numberId, url: "https://[64:ff9b::7f00:1]/" }), "url", /NAT64 127\.0\.0\.1/],
-      ["6to4 IPv6", () => ({ channelNumberId: tenant.numberId, url: "https://[2002:7f00:1::]/" }), "url", /6to4 127\.0\.0\.1/],
-      ["an IPv6 zone id", () => ({ channelNumberId: tenant.numberId, url: "https://[fe80::1%25eth0]/" }), "url", /not a valid absolute URL/],
-      ["the metadata address", () => ({ channelNumberId: tenant.numberId, url: "https://169.254.169.254/latest/meta-data/" }), "url", /link-local/],
-      ["IPv6 loopback", () => ({ channelNumberId: tenant.numberId, url: "https://[::1]/" }), "url", /loopback/],
-      ["a .internal name", () => ({ channelNumberId: tenant.numberId, url: "https://billing.internal/" }), "url", /local, internal or special-use/],
-      ["a cloud metadata name", () => ({ channelNumberId: tenant.numberId, url: "https://metadata.google.internal/" }), "url", /metadata/],
-      ["localhost", () => ({ channelNumberId: tenant.numberId, url: "https://localhost/" }), "url", /local/],
+      ["url of the wrong type", (numberId) => ({ channelNumberId: numberId, url: 42 }), "url", null],
+      ["unknown fields", (numberId) => ({ channelNumberId: numberId, url: URL_OK, secret: "mine" }), "secret", "unknown_field"],
+      ["a 5 KB URL", (numberId) => ({ channelNumberId: numberId, url: `${URL_OK}?q=${"a".repeat(5_000)}` }), "url", /longer than 2048/],
+      ["ftp://", (numberId) => ({ channelNumberId: numberId, url: `ftp://${HOST}/` }), "url", /must use https/],
+      ["http:// without the development setting", (numberId) => ({ channelNumberId: numberId, url: `http://${HOST}/` }), "url", /must use https/],
+      ["http://localhost without the development setting", (numberId) => ({ channelNumberId: numberId, url: "http://localhost:8788/" }), "url", /must use https/],
+      ["userinfo", (numberId) => ({ channelNumberId: numberId, url: `https://user:pass@${HOST}/` }), "url", /Userinfo/],
+      ["a relative URL", (numberId) => ({ channelNumberId: numberId, url: "/hooks" }), "url", /not a valid absolute URL/],
+      ["decimal IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://2130706433/" }), "url", /127\.0\.0\.1 \(loopback\)/],
+      ["octal IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://0177.0.0.1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
+      ["hex IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://0x7f.0x0.0x0.0x1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
+      ["short IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://10.1/" }), "url", /10\.0\.0\.1 \(private network\)/],
+      ["IPv4-mapped IPv6", (numberId) => ({ channelNumberId: numberId, url: "https://[::ffff:127.0.0.1]/" }), "url", /IPv4-mapped 127\.0\.0\.1/],
+      ["NAT64 IPv6", (numberId) => ({ channelNumberId: numberId, url: "https://[64:ff9b::7f00:1]/" }), "url", /NAT64 127\.0\.0\.1/],
+      ["6to4 IPv6", (numberId) => ({ channelNumberId: numberId, url: "https://[2002:7f00:1::]/" }), "url", /6to4 127\.0\.0\.1/],
+      ["an IPv6 zone id", (numberId) => ({ channelNumberId: numberId, url: "https://[fe80::1%25eth0]/" }), "url", /not a valid absolute URL/],
+      ["the metadata address", (numberId) => ({ channelNumberId: numberId, url: "https://169.254.169.254/latest/meta-data/" }), "url", /link-local/],
+      ["IPv6 loopback", (numberId) => ({ channelNumberId: numberId, url: "https://[::1]/" }), "url", /loopback/],
+      ["a .internal name", (numberId) => ({ channelNumberId: numberId, url: "https://billing.internal/" }), "url", /local, internal or special-use/],
+      ["a cloud metadata name", (numberId) => ({ channelNumberId: numberId, url: "https://metadata.google.internal/" }), "url", /metadata/],
+      ["localhost", (numberId) => ({ channelNumberId: numberId, url: "https://localhost/" }), "url", /local/],
     ];
 
     it.each(cases)("%s", async (_name, body, path, expected) => {
-      const res = await configure(tenant.key, body());
+      const tenant = await createTenant();
+      const res = await configure(tenant.key, body(tenant.numberId));
       const err = await expectError(res, 400, "invalid_request");
       const detail = err.error.details?.[0];
       expect(detail?.path).toBe(path);
@@ -126,6 +130,7 @@ describe("POST /webhooks", () => {
     });
 
     it("a host name that resolves to a private address", async () => {
+      const tenant = await createTenant();
       net.dns.set("intranet-gw.acme-shop.com", ["93.184.216.35", "10.0.0.7"]);
       const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: "https://intranet-gw.acme-shop.com/hook" });
       const err = await expectError(res, 400, "invalid_request");
@@ -137,6 +142,7 @@ describe("POST /webhooks", () => {
     });
 
     it("a host name that resolves to an IPv6 loopback only over AAAA", async () => {
+      const tenant = await createTenant();
       net.dns.set("v6.acme-shop.com", ["93.184.216.36", "::1"]);
       const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: "https://v6.acme-shop.com/" });
       const err = await expectError(res, 400, "invalid_request");
@@ -144,12 +150,14 @@ describe("POST /webhooks", () => {
     });
 
     it("a body that is not JSON", async () => {
+      const tenant = await createTenant();
       const res = await api("/webhooks", tenant.key, { method: "POST", headers: { "Content-Type": "text/plain" }, body: "url=x" });
       await expectError(res, 400, "invalid_request");
     });
 
     it("a refused URL leaves the existing webhook untouched", async () => {
-      const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002003");
+      const tenant = await createTenant();
+      const numberId = tenant.numberId;
       const created = await json<WebhookView>(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }));
       await expectError(await configure(tenant.key, { channelNumberId: numberId, url: "https://[::1]/" }), 400, "invalid_request");
       const list = await json<{ data: WebhookView[] }>(await api("/webhooks", tenant.key));
@@ -159,12 +167,14 @@ describe("POST /webhooks", () => {
 
   describe("answers 404 alike for every number that is not a connected number of the workspace", () => {
     it("an unknown number", async () => {
+      const tenant = await createTenant();
       const res = await configure(tenant.key, { channelNumberId: "00000000-0000-4000-8000-000000000000", url: URL_OK });
       const err = await expectError(res, 404, "not_found");
       expect(err.error.message).toBe("Channel number not found.");
     });
 
     it("another workspace's number, which keeps no trace", async () => {
+      const { tenant, other } = await twoTenants();
       const res = await configure(tenant.key, { channelNumberId: other.numberId, url: URL_OK });
       const err = await expectError(res, 404, "not_found");
       expect(err.error.message).toBe("Channel number not found.");
@@ -173,7 +183,8 @@ describe("POST /webhooks", () => {
     });
 
     it("a disconnected number", async () => {
-      const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002004");
+      const tenant = await createTenant();
+      const numberId = tenant.numberId;
       expect((await admin(`/channel-numbers/${numberId}`, { method: "DELETE" })).status).toBe(204);
       const err = await expectError(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }), 404, "not_found");
       expect(err.error.message).toBe("Channel number not found.");
@@ -183,8 +194,8 @@ describe("POST /webhooks", () => {
 
 describe("webhook extension routes", () => {
   it("answer 404 for an unknown, malformed or foreign webhook id", async () => {
-    const numberId = await connectSandboxNumber(other.workspaceId, "15550002005");
-    const theirs = await json<WebhookView>(await configure(other.key, { channelNumberId: numberId, url: URL_OK }));
+    const { tenant, other } = await twoTenants();
+    const theirs = await json<WebhookView>(await configure(other.key, { channelNumberId: other.numberId, url: URL_OK }));
     for (const id of [theirs.id, "00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
       await expectError(await api(`/webhooks/${id}/deliveries`, tenant.key), 404, "not_found");
       await expectError(await api(`/webhooks/${id}/test`, tenant.key, { method: "POST" }), 404, "not_found");
@@ -193,8 +204,8 @@ describe("webhook extension routes", () => {
   });
 
   it("replay of an event the webhook never had is 404", async () => {
-    const numberId = await connectSandboxNumber(tenant.workspaceId, "15550002006");
-    const mine = await json<WebhookView>(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }));
+    const tenant = await createTenant();
+    const mine = await json<WebhookView>(await configure(tenant.key, { channelNumberId: tenant.numberId, url: URL_OK }));
     const err = await expectError(
       await api(`/webhooks/${mine.id}/deliveries/00000000-0000-4000-8000-000000000000/replay`, tenant.key, { method: "POST" }),
       404,

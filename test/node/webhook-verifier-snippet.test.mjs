@@ -20,6 +20,7 @@ function snippet() {
 }
 
 let verify;
+// Shared and read-only: the snippet's function, loaded once; no test changes it.
 beforeAll(async () => {
   const file = join(mkdtempSync(join(tmpdir(), "verifier-")), "verify.mjs");
   writeFileSync(file, `${snippet()}\nexport { verify };\n`);
