@@ -73,8 +73,9 @@ function mockNetwork(): void {
     if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`) && req.url.endsWith("/messages")) {
       meter.outbound("operator call");
       operatorCalls++;
-      const body = (await req.json()) as { biz_opaque_callback_data: string };
-      return Response.json({ messaging_product: "whatsapp", contacts: [{ wa_id: "x" }], messages: [{ id: `wamid.${body.biz_opaque_callback_data}` }] });
+      const body = (await req.json()) as { biz_opaque_callback_data: string; to: string };
+      // The operator knows the recipient under the number we sent to (no alias to remember).
+      return Response.json({ messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: body.to.replace(/^\+/, "") }], messages: [{ id: `wamid.${body.biz_opaque_callback_data}` }] });
     }
     throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
   });
@@ -159,7 +160,7 @@ async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
     for (let i = 0; i < ids.length; i++) {
       const number = t.numbers[i % t.numbers.length]!;
       const payload = statusPayload(number.phoneNumberId, [
-        { id: `wamid.${ids[i]}`, status, timestamp: seconds(clock), biz_opaque_callback_data: ids[i], recipient_id: "x" },
+        { id: `wamid.${ids[i]}`, status, timestamp: seconds(clock), biz_opaque_callback_data: ids[i] },
       ]);
       expect((await postOperator(payload)).status).toBe(200);
     }
