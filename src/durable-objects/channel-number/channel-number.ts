@@ -3,7 +3,7 @@ import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { NUMBER_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { OWN_ERRORS, permanentError } from "../../upstream/error-codes";
-import { Scheduler } from "../shared/scheduler";
+import { Scheduler, withSlack } from "../shared/scheduler";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import type { StatusUpdate } from "../workspace/contract";
 import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
@@ -101,7 +101,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       {
         name: "purge",
         // Idle pair-rate buckets are forgotten an hour after they are full again (a few bytes each: no hurry).
-        due: () => earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), plus(nextPairExpiry(this.sql), 60 * 60_000)),
+        due: () => withSlack(earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), plus(nextPairExpiry(this.sql), 60 * 60_000))),
         run: (at) => this.purge(at),
       },
       { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },

@@ -13,6 +13,18 @@ export interface ScheduledStep {
   run(at: number): Promise<void>;
 }
 
+/**
+ * Retention steps (purges, the move to history) run this long after their first row expires, so
+ * that one alarm removes every row that expired meanwhile, in bounded batches, instead of one
+ * alarm per row: each alarm is a billed request and its re-arming a billed row written. Rows are
+ * therefore kept up to this much longer than their window; reads never rely on a purge (they
+ * compare times), so nothing else changes.
+ */
+export const RETENTION_SLACK_MS = 5 * 60_000;
+
+/** A retention step's due time, with the slack that lets expired rows gather into one run. */
+export const withSlack = (due: number | null): number | null => (due === null ? null : due + RETENTION_SLACK_MS);
+
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 60_000;
 
