@@ -100,6 +100,25 @@ export class Scheduler {
     await this.storage.setAlarm(Math.max(next, now()));
   }
 
+  /**
+   * Outside the alarm handler, after work was removed (a delivery report cleared an event's
+   * check): re-arms only if the due time moved, since each `setAlarm()` is a billed row written.
+   * A concurrent alarm run re-arms itself when it ends, so skipping here never loses a wake.
+   */
+  async rearmIfMoved(): Promise<void> {
+    const next = this.nextWake();
+    const current = await this.storage.getAlarm();
+    if (next === null) {
+      if (current !== null) await this.storage.deleteAlarm();
+      return;
+    }
+    const t = now();
+    const at = Math.max(next, t);
+    // Unchanged, or already pending with work due: the alarm will run and re-arm itself.
+    if (current === at || (current !== null && current <= t && next <= t)) return;
+    await this.storage.setAlarm(at);
+  }
+
   /** Makes sure the alarm fires no later than `at` (called when new work arrives). */
   async wake(at: number = now()): Promise<void> {
     const current = await this.storage.getAlarm();

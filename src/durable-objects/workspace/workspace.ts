@@ -414,7 +414,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   /** What the webhook consumer did with events of this workspace. */
   async recordDeliveries(reports: DeliveryReport[]): Promise<void> {
     this.ctx.storage.transactionSync(() => recordDeliveries(this.sql, reports, now(), this.confirmWithinMs));
-    await this.scheduler.rearm();
+    await this.scheduler.rearmIfMoved();
   }
 
   /** A webhook's delivery attempts, newest first. */
