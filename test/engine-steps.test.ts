@@ -11,6 +11,7 @@ import { findEvent, hasUnpublishedEvents } from "../src/durable-objects/workspac
 import { IDEMPOTENCY_TTL_MS } from "../src/durable-objects/workspace/idempotency-keys";
 import { STRANDED_AFTER_MS } from "../src/durable-objects/workspace/workspace";
 import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import type { InboundRecord } from "../src/durable-objects/workspace/contract";
 
 let clock = Date.UTC(2042, 6, 1);
@@ -108,7 +109,7 @@ describe("each alarm step is isolated", () => {
     vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("queue unavailable"));
     vi.spyOn(env.WEBHOOK_QUEUE, "send").mockRejectedValue(new Error("queue unavailable"));
 
-    setClock(clock + Math.max(STRANDED_AFTER_MS, IDEMPOTENCY_TTL_MS) + 1_000);
+    setClock(clock + Math.max(STRANDED_AFTER_MS, IDEMPOTENCY_TTL_MS) + RETENTION_SLACK_MS + 1_000);
     await runDurableObjectAlarm(workspace);
     // The stranded message went back to its outbox and the expired key was purged, while publishing failed.
     expect(await channelNumberStub(env, number.numberId).outboxJobIds()).toEqual([jobId]);
@@ -117,6 +118,25 @@ describe("each alarm step is isolated", () => {
     expect(await unpublished(workspaceId)).toBe(true);
     await runDurableObjectAlarm(channelNumberStub(env, number.numberId));
     expect(calls).toHaveLength(1);
+  });
+
+  it("expired keys gather: none is purged before the oldest one's slack ends, then one run purges every key expired by then", async () => {
+    const t = await createTenant();
+    const workspace = workspaceStub(env, t.workspaceId);
+    const first = clock;
+    for (let i = 0; i < 3; i++) {
+      setClock(first + i * 60_000);
+      expect((await send(t.key, crypto.randomUUID(), textMessage(t.numberId, `m${i}`))).status).toBe(201);
+    }
+    const keys = () => runInDurableObject(workspace, (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_keys").one().n);
+    // Past every key's expiry but within the first one's slack, nothing is purged yet.
+    setClock(first + IDEMPOTENCY_TTL_MS + RETENTION_SLACK_MS - 1_000);
+    await runDurableObjectAlarm(workspace);
+    expect(await keys()).toBe(3);
+    // At the end of the slack one run purges all three.
+    setClock(first + IDEMPOTENCY_TTL_MS + RETENTION_SLACK_MS);
+    await runDurableObjectAlarm(workspace);
+    expect(await keys()).toBe(0);
   });
 
   it("a number whose housekeeping step keeps failing still sends at its full pace", async () => {

@@ -7,6 +7,7 @@ import { send, textMessage } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { historyStub } from "../src/durable-objects/history/history";
 import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/workspace";
+import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { utcDay, DAY_MS } from "../src/domain/job-id";
 import { recordedEvents } from "./helpers/operator";
 import { expectRuntimeLog } from "./helpers/runtime-log";
@@ -57,7 +58,7 @@ describe("the hot window and history shards", () => {
     const before = await Promise.all(old.map((id) => view(t, id)));
     expect(await hotCount(t)).toBe(3);
 
-    setClock(clock + HOT_WINDOW_MS + 60_000);
+    setClock(clock + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     const recent = await sendSome(t, 1, "recent");
     await workspaceAlarms(t);
     expect(await hotCount(t)).toBe(1);

@@ -3,8 +3,8 @@ import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { NUMBER_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { OWN_ERRORS, permanentError } from "../../upstream/error-codes";
-import { Scheduler } from "../shared/scheduler";
-import { createMetaTable, setMeta } from "../shared/meta";
+import { Scheduler, withSlack } from "../shared/scheduler";
+import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import type { StatusUpdate } from "../workspace/contract";
 import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
 import { KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
@@ -56,6 +56,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private admitted: number[];
   private relay: Promise<void> | null = null;
   private relayAgain = false;
+  /** The number this object is (its `meta` row): written once, not on every admission (each write is a billed row). */
+  private name: string | null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -68,6 +70,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     createPairPaceTable(this.sql);
     // Replaced by the outbox itself (window) and by the workspace object (inbound messages).
     this.sql.exec("DROP TABLE IF EXISTS send_times; DROP TABLE IF EXISTS inbound;");
+    this.name = getMeta(this.sql, "channel_number_id") ?? null;
     // An entry still `sending` belongs to a call a crash or restart cut short: it may
     // have reached the operator, so it is never sent again.
     const t = now();
@@ -98,7 +101,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       {
         name: "purge",
         // Idle pair-rate buckets are forgotten an hour after they are full again (a few bytes each: no hurry).
-        due: () => earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), plus(nextPairExpiry(this.sql), 60 * 60_000)),
+        due: () => withSlack(earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), plus(nextPairExpiry(this.sql), 60 * 60_000))),
         run: (at) => this.purge(at),
       },
       { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },
@@ -119,9 +122,10 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     const before = this.window(at);
     if (before.remaining === 0) return { ok: false, reason: "rate_limited", window: before };
     this.ctx.storage.transactionSync(() => {
-      setMeta(this.sql, "channel_number_id", cmd.channelNumberId);
+      this.writeName(cmd.channelNumberId);
       insertEntry(this.sql, cmd, at);
     });
+    this.name = cmd.channelNumberId;
     this.admitted.push(cmd.acceptedAt);
     await this.scheduler.wake(Math.max(at, this.drain.due(at) ?? at));
     return { ok: true, window: this.window(at) };
@@ -196,9 +200,10 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   /** A user wrote to this number: their customer-service window opens (the message itself is recorded by the workspace). */
   async noteInbound(channelNumberId: string, contacts: { from: string; at: number }[]): Promise<void> {
     this.ctx.storage.transactionSync(() => {
-      setMeta(this.sql, "channel_number_id", channelNumberId);
+      this.writeName(channelNumberId);
       for (const c of contacts) noteInbound(this.sql, c.from, c.at);
     });
+    this.name = channelNumberId;
     await this.scheduler.wake(nextContactExpiry(this.sql) ?? now());
   }
 
@@ -301,10 +306,14 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     purgeIdlePairs(this.sql, at);
   }
 
+  /** Inside the caller's transaction; the caller remembers the name once it committed. */
+  private writeName(channelNumberId: string): void {
+    if (this.name !== channelNumberId) setMeta(this.sql, "channel_number_id", channelNumberId);
+  }
+
   private channelNumberId(): string {
-    const id = this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'channel_number_id'").toArray()[0]?.v;
-    if (!id) throw new Error("number object used before its first admit");
-    return id;
+    if (!this.name) throw new Error("number object used before its first admit");
+    return this.name;
   }
 }
 

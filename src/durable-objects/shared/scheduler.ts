@@ -13,6 +13,18 @@ export interface ScheduledStep {
   run(at: number): Promise<void>;
 }
 
+/**
+ * Retention steps (purges, the move to history) run this long after their first row expires, so
+ * that one alarm removes every row that expired meanwhile, in bounded batches, instead of one
+ * alarm per row: each alarm is a billed request and its re-arming a billed row written. Rows are
+ * therefore kept up to this much longer than their window; reads never rely on a purge (they
+ * compare times), so nothing else changes.
+ */
+export const RETENTION_SLACK_MS = 5 * 60_000;
+
+/** A retention step's due time, with the slack that lets expired rows gather into one run. */
+export const withSlack = (due: number | null): number | null => (due === null ? null : due + RETENTION_SLACK_MS);
+
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 60_000;
 
@@ -86,6 +98,25 @@ export class Scheduler {
       return;
     }
     await this.storage.setAlarm(Math.max(next, now()));
+  }
+
+  /**
+   * Outside the alarm handler, after work was removed (a delivery report cleared an event's
+   * check): re-arms only if the due time moved, since each `setAlarm()` is a billed row written.
+   * A concurrent alarm run re-arms itself when it ends, so skipping here never loses a wake.
+   */
+  async rearmIfMoved(): Promise<void> {
+    const next = this.nextWake();
+    const current = await this.storage.getAlarm();
+    if (next === null) {
+      if (current !== null) await this.storage.deleteAlarm();
+      return;
+    }
+    const t = now();
+    const at = Math.max(next, t);
+    // Unchanged, or already pending with work due: the alarm will run and re-arm itself.
+    if (current === at || (current !== null && current <= t && next <= t)) return;
+    await this.storage.setAlarm(at);
   }
 
   /** Makes sure the alarm fires no later than `at` (called when new work arrives). */

@@ -4,7 +4,7 @@ import { log } from "../../lib/log";
 import { DAY_MS, deriveJobId, newUuidV7, utcDay } from "../../domain/job-id";
 import { WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { newEventId, type MessageStatusData, type WebhookEvent } from "../../domain/events";
-import { Scheduler } from "../shared/scheduler";
+import { Scheduler, withSlack } from "../shared/scheduler";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import { publishInOrder } from "../../lib/queue-publisher";
 import { channelNumberStub } from "../stubs";
@@ -131,9 +131,13 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       { name: "republish-unreported", due: () => nextCheckDue(this.sql), run: (at) => republishOverdue(this.sql, env.WEBHOOK_QUEUE, at, this.confirmWithinMs) },
       { name: "counts-to-d1", due: () => (hasDirtyCounts(this.sql) ? this.lastCountsFlush + COUNTS_FLUSH_INTERVAL_MS : null), run: () => this.flushCounts() },
       { name: "re-hand-stranded", due: () => this.strandedDue(), run: (at) => this.reHandStranded(at) },
-      { name: "idempotency-purge", due: () => nextKeyExpiry(this.sql), run: async (at) => purgeExpiredKeys(this.sql, at) },
-      { name: "event-purge", due: () => nextEventExpiry(this.sql, this.underPressure()), run: async (at) => purgeOldEvents(this.sql, at, this.underPressure()) },
-      { name: "move-to-history", due: () => this.tierDue(), run: (at) => this.moveToHistory(at) },
+      { name: "idempotency-purge", due: () => withSlack(nextKeyExpiry(this.sql)), run: async (at) => purgeExpiredKeys(this.sql, at) },
+      {
+        name: "event-purge",
+        due: () => withSlack(nextEventExpiry(this.sql, this.underPressure())),
+        run: async (at) => purgeOldEvents(this.sql, at, this.underPressure()),
+      },
+      { name: "move-to-history", due: () => withSlack(this.tierDue()), run: (at) => this.moveToHistory(at) },
       { name: "archive-history", due: () => this.archiveDue(), run: (at) => this.archiveOldestDay(at) },
     ]);
     ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
@@ -410,7 +414,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   /** What the webhook consumer did with events of this workspace. */
   async recordDeliveries(reports: DeliveryReport[]): Promise<void> {
     this.ctx.storage.transactionSync(() => recordDeliveries(this.sql, reports, now(), this.confirmWithinMs));
-    await this.scheduler.rearm();
+    await this.scheduler.rearmIfMoved();
   }
 
   /** A webhook's delivery attempts, newest first. */

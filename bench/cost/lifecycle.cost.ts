@@ -1,0 +1,242 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { api, json } from "../../test/helpers/http";
+import { createKey, createWorkspace } from "../../test/helpers/fixtures";
+import { connectCloudNumber, operatorMessagesUrl } from "../../test/helpers/operator";
+import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
+import { send, textMessage } from "../../test/helpers/send";
+import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
+import { historyStub } from "../../src/durable-objects/history/history";
+import { Meter, type ObjectClass, type Usage } from "./meter";
+
+// One message's whole life, and 100 of them, through the real Worker, Durable
+// Objects, queues, D1 and R2; only the operator and the customer's webhook
+// receiver (with its DNS) are answered here, at the outbound fetch. The clock
+// is vitest's fake Date, far in the future so that no alarm fires on its own:
+// the driver below runs each object's alarm when it is due, in time order,
+// and waits for the queues to drain between steps.
+
+const DAY = 86_400_000;
+const HORIZON_MS = 45 * DAY; // past the archive (plan window 30 days + 1) and every purge
+const RECEIVER_HOST = "hooks.acme-shop.com";
+const RECEIVER_URL = `https://${RECEIVER_HOST}/hook`;
+
+const meter = new Meter();
+let clock = Date.UTC(2047, 4, 1, 9);
+/** Moves the clock forward only (vi.waitFor advances fake time while it polls, so `clock` may be behind Date.now()). */
+const setClock = (ms: number) => {
+  clock = Math.max(ms, Date.now());
+  vi.setSystemTime(clock);
+};
+
+interface Tenant {
+  workspaceId: string;
+  key: string;
+  numbers: { numberId: string; phoneNumberId: string }[];
+}
+
+interface StepUsage {
+  step: string;
+  usage: Usage;
+}
+
+interface ScenarioResult {
+  name: string;
+  description: string;
+  messages: number;
+  steps: StepUsage[];
+}
+
+const results: ScenarioResult[] = [];
+/** What waking an (empty) object costs: its constructor's schema statements and one read. Paid again whenever an evicted object wakes. */
+let objectStart: Usage | null = null;
+let webhookDeliveries = 0;
+let operatorCalls = 0;
+
+/** The operator (accepts every message) and the customer's receiver (200), at the outbound fetch. */
+function mockNetwork(): void {
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const req = new Request(input as RequestInfo, init);
+    const url = new URL(req.url);
+    if (url.origin === new URL(env.DOH_RESOLVER_URL).origin) {
+      meter.outbound("dns");
+      const type = url.searchParams.get("type");
+      const answer = type === "AAAA" ? [] : [{ name: RECEIVER_HOST, type: 1, TTL: 60, data: "93.184.216.34" }];
+      return Response.json({ Status: 0, Answer: answer }, { headers: { "content-type": "application/dns-json" } });
+    }
+    if (req.url === RECEIVER_URL) {
+      meter.outbound("webhook delivery");
+      webhookDeliveries++;
+      return new Response(null, { status: 200 });
+    }
+    if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`) && req.url.endsWith("/messages")) {
+      meter.outbound("operator call");
+      operatorCalls++;
+      const body = (await req.json()) as { biz_opaque_callback_data: string; to: string };
+      // The operator knows the recipient under the number we sent to (no alias to remember).
+      return Response.json({ messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: body.to.replace(/^\+/, "") }], messages: [{ id: `wamid.${body.biz_opaque_callback_data}` }] });
+    }
+    throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
+  });
+}
+
+async function createTenant(numbers: number): Promise<Tenant> {
+  const workspaceId = await createWorkspace({ plan: "pro" });
+  const { key } = await createKey(workspaceId);
+  const list: Tenant["numbers"] = [];
+  for (let i = 0; i < numbers; i++) {
+    const n = await connectCloudNumber(workspaceId);
+    list.push({ numberId: n.numberId, phoneNumberId: n.phoneNumberId });
+    const hook = await api("/webhooks", key, { method: "POST", json: { channelNumberId: n.numberId, url: RECEIVER_URL } });
+    if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${await hook.text()}`);
+  }
+  return { workspaceId, key, numbers: list };
+}
+
+/** Waits until every queued message was consumed (the consumers call objects, which may arm alarms). */
+async function queuesIdle(): Promise<void> {
+  await vi.waitFor(() => expect(meter.queuesIdle()).toBe(true), { timeout: 20_000, interval: 20 });
+}
+
+/** The earliest armed alarm among the objects seen so far (read without counting). */
+async function earliestAlarm(): Promise<{ key: string; cls: ObjectClass; stub: DurableObjectStub; at: number } | null> {
+  let best: { key: string; cls: ObjectClass; stub: DurableObjectStub; at: number } | null = null;
+  meter.counting = false;
+  try {
+    for (const [key, o] of meter.objects) {
+      if (o.cls === "Throttle") continue;
+      const stub = o.stub();
+      const at = await runInDurableObject(stub, (_, state) => state.storage.getAlarm());
+      if (at !== null && (best === null || at < best.at)) best = { key, cls: o.cls, stub, at };
+    }
+  } finally {
+    meter.counting = true;
+  }
+  return best;
+}
+
+/** Runs due alarms in time order up to `until`, moving the clock to each, draining the queues between them. */
+async function runUntil(until: number): Promise<void> {
+  for (let guard = 0; guard < 5_000; guard++) {
+    await queuesIdle();
+    const next = await earliestAlarm();
+    if (!next || next.at > until) {
+      setClock(until);
+      return;
+    }
+    setClock(next.at);
+    if (await runDurableObjectAlarm(next.stub)) meter.alarm(next.cls);
+  }
+  throw new Error("alarms kept re-arming");
+}
+
+async function step(steps: StepUsage[], name: string, work: () => Promise<void>): Promise<void> {
+  await work();
+  await queuesIdle();
+  steps.push({ step: name, usage: await meter.harvest() });
+}
+
+/** Sends `count` messages round-robin over the tenant's numbers and recipients, each number at most 2 per second. */
+async function sendAll(t: Tenant, count: number, recipients: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const number = t.numbers[i % t.numbers.length]!;
+    // 2 per second per number: the next round of numbers starts 510 ms later.
+    if (i % t.numbers.length === 0 && i > 0) setClock(Date.now() + 510);
+    const to = `55119${String(1000000 + (i % recipients)).padStart(7, "0")}`;
+    const res = await send(t.key, crypto.randomUUID(), textMessage(number.numberId, `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`, to));
+    if (res.status !== 201) throw new Error(`send ${i}: ${res.status} ${await res.text()}`);
+    ids.push((await json<{ jobId: string }>(res)).jobId);
+    await runUntil(Date.now());
+  }
+  return ids;
+}
+
+/** The operator's two status webhooks per message (sent, then delivered), one POST each, as the Cloud API sends them. */
+async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
+  for (const status of ["sent", "delivered"]) {
+    setClock(Date.now() + 2_000);
+    for (let i = 0; i < ids.length; i++) {
+      const number = t.numbers[i % t.numbers.length]!;
+      const payload = statusPayload(number.phoneNumberId, [
+        { id: `wamid.${ids[i]}`, status, timestamp: seconds(clock), biz_opaque_callback_data: ids[i] },
+      ]);
+      expect((await postOperator(payload)).status).toBe(200);
+    }
+    await runUntil(Date.now() + 5_000);
+  }
+}
+
+async function scenario(name: string, description: string, opts: { messages: number; numbers: number; recipients: number }): Promise<void> {
+  setClock(clock + 100 * DAY);
+  const t = await createTenant(opts.numbers);
+  await queuesIdle();
+  await meter.harvest(); // setup is not part of the life
+  webhookDeliveries = 0;
+  operatorCalls = 0;
+
+  const steps: StepUsage[] = [];
+  const start = clock;
+  let ids: string[] = [];
+  await step(steps, "accept and send (POST, hand-off, drain, operator call, events published and delivered)", async () => {
+    ids = await sendAll(t, opts.messages, opts.recipients);
+    // The drain paces each number at 2 calls per 1,010 ms: let it finish.
+    for (let guard = 0; operatorCalls < opts.messages && guard < 600; guard++) await runUntil(Date.now() + 1_000);
+    await runUntil(Date.now() + 5_000);
+  });
+  expect(operatorCalls).toBe(opts.messages);
+  await step(steps, "operator status webhooks (sent, delivered) and their events delivered", () => operatorReports(t, ids));
+  // Each message: processing, sent, delivered.
+  if (webhookDeliveries !== 3 * opts.messages) {
+    const events = await workspaceStub(env, t.workspaceId).eventsFor(ids[0]!);
+    const msg = await json(await api(`/messages/${ids[0]}`, t.key));
+    throw new Error(`deliveries ${webhookDeliveries}; events ${JSON.stringify(events)}; message ${JSON.stringify(msg)}`);
+  }
+  await step(steps, "first hour (daily counts to D1, stranded check)", () => runUntil(start + 3_600_000));
+  await step(steps, "until day 3 (idempotency keys and settled events purged, move to history at 48 h)", () => runUntil(start + 3 * DAY));
+  await step(steps, "until day 45 (outbox and delivery log purged, archive to R2, shard dropped)", () => runUntil(start + HORIZON_MS));
+
+  const archives = await json<{ data: { messages: number }[] }>(await api("/message-archives", t.key));
+  expect(archives.data.reduce((n, a) => n + a.messages, 0)).toBe(opts.messages);
+  await meter.harvest(); // the check above is not part of the life
+  results.push({ name, description, messages: opts.messages, steps });
+}
+
+beforeAll(async () => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  setClock(clock);
+  await meter.install();
+  mockNetwork();
+});
+
+afterAll(async () => {
+  vi.restoreAllMocks();
+  meter.uninstall();
+  vi.useRealTimers();
+  const res = await env.COST_SINK.fetch("http://cost-sink/results", { method: "POST", body: JSON.stringify({ measuredAt: new Date().toISOString(), results, objectStart }) });
+  if (!res.ok) throw new Error(`cost sink: ${res.status}`);
+});
+
+describe("cost per message", () => {
+  it("waking an empty object of each class", async () => {
+    await meter.harvest();
+    const id = crypto.randomUUID();
+    await workspaceStub(env, id).usage();
+    await channelNumberStub(env, id).outbox();
+    await historyStub(env, id, 1).size();
+    objectStart = await meter.harvest();
+  });
+
+  it("one message, its whole life", async () => {
+    await scenario("one", "1 message: 1 workspace, 1 number, 1 recipient", { messages: 1, numbers: 1, recipients: 1 });
+  }, 120_000);
+
+  it("100 messages to one number", async () => {
+    await scenario("one-number", "100 messages: 1 workspace, 1 number, 10 recipients", { messages: 100, numbers: 1, recipients: 10 });
+  }, 600_000);
+
+  it("100 messages spread over numbers", async () => {
+    await scenario("spread", "100 messages: 1 workspace, 10 numbers, 100 recipients", { messages: 100, numbers: 10, recipients: 100 });
+  }, 600_000);
+});

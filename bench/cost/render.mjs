@@ -1,0 +1,274 @@
+// Writes bench/cost.md from the counts of the last cost run (bench/cost-results.json, written by
+// bench/cost/lifecycle.cost.ts through the COST_SINK binding) and the prices in prices.mjs.
+// When bench/cost-results.before.json exists (the counts before a change), rows written are
+// compared with it.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { PRICES, perMillion } from "./prices.mjs";
+
+const here = (p) => new URL(p, import.meta.url);
+const run = JSON.parse(readFileSync(here("../cost-results.json"), "utf8"));
+const beforePath = here("../cost-results.before.json");
+const before = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, "utf8")) : null;
+
+// Assumptions for what the local runtime cannot measure (stated in the output).
+const ASSUME = {
+  workerCpuMsPerInvocation: 5,
+  doActiveMsPerRequest: 10,
+  operatorLatencyMs: 300,
+  gbPerObject: 0.128,
+};
+// Bytes per row measured for docs/architecture.md ("Storage budget"), and how long each is kept.
+const STORED = [
+  { what: "workspace `messages` row (hot)", bytes: 836, days: 2 },
+  { what: "history shard `messages` row", bytes: 836, days: 30 },
+  { what: "`events` rows (3, settled: kept 24 h)", bytes: 3 * 936, days: 1 },
+  { what: "`event_attempts` rows (3, kept 3 days)", bytes: 3 * 271, days: 3 },
+  { what: "`idempotency_keys` row", bytes: 198, days: 1 },
+  { what: "`outbox` row (8 days after finishing)", bytes: 597, days: 8 },
+];
+const R2_BYTES_PER_MESSAGE = 130;
+const R2_DAYS = 400;
+
+// What changed since the baseline, with the rows written per message each run measured
+// (lone message; 100 to one number; 100 over ten numbers).
+const CUTS = [
+  "**Baseline** (before any cut): 177; 104.1; 101.2 rows written per message.",
+  "**The number object writes its name once** (`channel-number.ts`): `admit()` upserted `meta.channel_number_id` on every admission, an unchanged value but a billed row each time; now only when the object does not know it yet. 177 → 177 (a new object still writes it once); 104.1 → 103.1; 101.2 → 100.3.",
+  "**Retention steps gather their rows** (`RETENTION_SLACK_MS`, `scheduler.ts`): idempotency-purge, event-purge, move-to-history and the number's purge were due the instant their oldest row expired, so each expiring row cost its own alarm (a request) and re-arming (a row), and each message moved to history alone (its own `put`, two `meta` upserts in the shard). Now they are due 5 minutes later and take everything expired by then, in batches of 500. 177 → 169; 103.1 → 90.0; 100.3 → 90.1. Alarm runs (billed requests) per message: 21 → 13; 11.3 → 2.1; 7.9 → 1.7.",
+  "**A delivery report re-arms the alarm only if the due time moved** (`Scheduler.rearmIfMoved`): `recordDeliveries()` called `setAlarm()` every time, usually with the time already set. Outside the alarm handler only (an alarm run always re-arms itself when it ends, so a skipped call never loses a wake). 169 → 167; 90.0 → 88.9; 90.1 → 89.7 (workspace `setAlarm()` per message 12 → 10; 3.2 → 2.1; 0.9 → 0.5).",
+];
+
+// Rows the table points at that were left alone, and why.
+const NOT_DONE = [
+  "`outbox` and `status_outbox` keys are `AUTOINCREMENT`: each insert also writes `sqlite_sequence` (about 4 rows per message). Without it a key can be reused once the table empties, and the relay deletes delivered changes by key after an awaited RPC, while the alarm's relay run and a flush may overlap: a reused key could delete a newer change that was never delivered, a lost status (\"never lost\"). Kept.",
+  "The event log is the largest block (about 33 rows per message: three inserts of 4 rows, three delivered updates of 2, three delivery-log rows of 3, and their purges). The `events_to_check` entry is how a lost queue message is published again (\"never lost\"); the delivery log is the documented `GET /webhooks/{id}/deliveries`. `events_by_subject` (one row per event) serves the operator view and tests only; dropping it would turn those lookups into full scans. Kept.",
+  "The drain writes `meta.recent_calls` with every call (one row per message): it keeps the 2-per-1,010 ms pace across a restart, and the outbox keeps only each entry's first attempt time, not its retries'. Kept.",
+];
+
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+const values = (rec) => sum(Object.values(rec ?? {}));
+
+function totals(scenario) {
+  const t = {
+    workerRequests: 0,
+    doRpc: 0,
+    alarms: 0,
+    rowsRead: 0,
+    rowsWrittenSql: 0,
+    setAlarm: 0,
+    queueOps: 0,
+    queueMessages: 0,
+    d1Read: 0,
+    d1Written: 0,
+    r2A: 0,
+    r2B: 0,
+    operatorCalls: 0,
+    byClass: {},
+    byStep: [],
+    byStatement: {},
+  };
+  for (const { step, usage: u } of scenario.steps) {
+    t.workerRequests += values(u.workerRequests);
+    t.doRpc += values(u.doRequests);
+    t.alarms += values(u.alarms);
+    t.setAlarm += values(u.setAlarm);
+    let stepWritten = values(u.setAlarm);
+    for (const [cls, rows] of Object.entries(u.sql)) {
+      t.rowsRead += rows.read;
+      t.rowsWrittenSql += rows.written;
+      stepWritten += rows.written;
+      const c = (t.byClass[cls] ??= { read: 0, written: 0, setAlarm: 0 });
+      c.read += rows.read;
+      c.written += rows.written;
+    }
+    for (const [cls, n] of Object.entries(u.setAlarm)) (t.byClass[cls] ??= { read: 0, written: 0, setAlarm: 0 }).setAlarm += n;
+    for (const q of Object.values(u.queues)) {
+      t.queueOps += q.writes + q.reads + q.deletes;
+      t.queueMessages += q.messages;
+    }
+    t.d1Read += u.d1.read;
+    t.d1Written += u.d1.written;
+    t.r2A += u.r2.classA;
+    t.r2B += u.r2.classB;
+    t.operatorCalls += u.outbound["operator call"] ?? 0;
+    t.byStep.push({ step, written: stepWritten, read: sum(Object.values(u.sql).map((r) => r.read)) });
+    for (const [k, s] of Object.entries(u.sqlByStatement)) {
+      const b = (t.byStatement[k] ??= { read: 0, written: 0, calls: 0 });
+      b.read += s.read;
+      b.written += s.written;
+      b.calls += s.calls;
+    }
+  }
+  return t;
+}
+
+const fmt = (n, digits = 2) => (n === 0 ? "0" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: n < 10 ? digits : 0 }));
+const usd = (n) => `$${n < 1 ? n.toFixed(3) : n.toFixed(2)}`;
+
+function costRows(t, n) {
+  const per = (x) => x / n;
+  const doDurationGbS = ((t.doRpc + t.alarms) * ASSUME.doActiveMsPerRequest + t.operatorCalls * ASSUME.operatorLatencyMs) / 1000 * ASSUME.gbPerObject;
+  const storedGbMonth = sum(STORED.map((s) => (s.bytes / 1e9) * (s.days / 30)));
+  const r2GbMonth = (R2_BYTES_PER_MESSAGE / 1e9) * (R2_DAYS / 30);
+  return [
+    ["Worker requests (API call, operator webhooks, queue consumer invocations)", per(t.workerRequests), PRICES.workerRequests, "measured"],
+    ["Worker CPU ms", per(t.workerRequests) * ASSUME.workerCpuMsPerInvocation, PRICES.workerCpuMs, `estimate: ${ASSUME.workerCpuMsPerInvocation} ms per invocation`],
+    ["Durable Object requests: RPC calls", per(t.doRpc), PRICES.doRequests, "measured"],
+    ["Durable Object requests: alarm invocations", per(t.alarms), PRICES.doRequests, "measured"],
+    ["Durable Object duration (GB-s)", per(doDurationGbS), PRICES.doDurationGbS, `estimate: ${ASSUME.doActiveMsPerRequest} ms active per request or alarm, + ${ASSUME.operatorLatencyMs} ms per operator call`],
+    ["SQLite rows read", per(t.rowsRead), PRICES.sqliteRowsRead, "measured"],
+    ["SQLite rows written: SQL", per(t.rowsWrittenSql), PRICES.sqliteRowsWritten, "measured"],
+    ["SQLite rows written: setAlarm()", per(t.setAlarm), PRICES.sqliteRowsWritten, "measured"],
+    ["SQLite storage (GB-month)", storedGbMonth, PRICES.sqliteStorageGbMonth, "estimate: bytes per row × days kept (below)"],
+    ["Queue operations (write + read + delete per 64 KB)", per(t.queueOps), PRICES.queueOperations, "measured"],
+    ["D1 rows read", per(t.d1Read), PRICES.d1RowsRead, "measured"],
+    ["D1 rows written", per(t.d1Written), PRICES.d1RowsWritten, "measured"],
+    ["R2 Class A operations", per(t.r2A), PRICES.r2ClassA, "measured"],
+    ["R2 Class B operations", per(t.r2B), PRICES.r2ClassB, "measured"],
+    ["R2 storage (GB-month)", r2GbMonth, PRICES.r2StorageGbMonth, `estimate: ${R2_BYTES_PER_MESSAGE} B gzip per message × ${R2_DAYS} days`],
+  ].map(([what, perMessage, price, basis]) => ({ what, perMessage, dollars: perMillion(price, perMessage), basis }));
+}
+
+const out = [];
+const p = (line = "") => out.push(line);
+p("# Cost per message (`npm run bench:cost`)");
+p();
+p(`Generated by \`bench/cost/render.mjs\` from the counts of \`bench/cost/lifecycle.cost.ts\` (run ${run.measuredAt}).`);
+p("Counts are exact for what they measure: every SQL statement's `SqlStorageCursor.rowsRead`/`rowsWritten` in every object,");
+p("every `setAlarm()`, every RPC call on a Durable Object stub, every alarm run, every queue message sent, delivered and");
+p("acknowledged, every D1 statement's `meta.rows_read`/`rows_written`, every R2 call, every inbound Worker invocation.");
+p("The harness wraps the runtime's prototypes and the Worker's handlers for the run (`bench/cost/meter.ts`); no module of");
+p("`src/` is replaced. Only the operator and the customer's receiver are answered at the outbound fetch.");
+p();
+p("## The life of a message");
+p();
+p("Accepted (`POST /api/v1/messages`), handed to its number, sent to the operator (Cloud API, mocked), then two operator");
+p("status webhooks (`sent`, `delivered`, one POST each); the customer's webhook receives three `message.status` events");
+p("(`processing`, `sent`, `delivered`), each reported back to the event log; daily counts reach D1; after 48 hours the");
+p("record moves to its day's history shard; after the plan's 30 days the day is archived to R2 and the shard dropped; every");
+p("purge (idempotency key, events, delivery log, outbox) runs. The clock is simulated: the harness runs each object's alarm");
+p("when it is due, in time order, up to day 45, and waits for the queues between alarms (`DRAIN_SESSION_MS = 0`: one");
+p("drain pass per alarm, as in the test suite). Batched work (archive parts, count flushes, purges, event publishing) is");
+p("shared by the messages of the run, so its share per message = batch cost ÷ messages in the batch.");
+p();
+p("## Prices");
+p();
+p("| price | per | included monthly (Workers Paid) | page | read on | source |");
+p("| --- | --- | --- | --- | --- | --- |");
+for (const [name, pr] of Object.entries(PRICES)) {
+  p(`| ${name}: $${pr.usd} | ${pr.per === 1 ? "" : `${pr.per.toLocaleString("en-US")} `}${pr.unit} | ${pr.included} | ${pr.cite.url} | ${pr.cite.readOn} | ${pr.cite.source} |`);
+}
+p();
+p("Dollars below are marginal (after the included usage, which is per account and month and does not scale with messages),");
+p("per **million messages**. Not in the corpus, so not used: Workers Paid's $5 monthly minimum is a fixed fee, not per message.");
+p();
+
+const summary = [];
+for (const scenario of run.results) {
+  const t = totals(scenario);
+  const n = scenario.messages;
+  const rows = costRows(t, n);
+  const total = sum(rows.map((r) => r.dollars));
+  const written = (t.rowsWrittenSql + t.setAlarm) / n;
+  summary.push({ name: scenario.name, description: scenario.description, total, written, t, n });
+  p(`## ${scenario.description}`);
+  p();
+  p("| component | per message | $ / million messages | basis |");
+  p("| --- | ---: | ---: | --- |");
+  for (const r of rows) p(`| ${r.what} | ${r.perMessage > 0 && r.perMessage < 0.001 ? r.perMessage.toExponential(2) : fmt(r.perMessage, 3)} | ${usd(r.dollars)} | ${r.basis} |`);
+  p(`| **total** | | **${usd(total)}** | |`);
+  p();
+  p(`Rows written per message: **${fmt(written)}** (SQL ${fmt(t.rowsWrittenSql / n)}, setAlarm ${fmt(t.setAlarm / n)}), ${fmt((100 * perMillion(PRICES.sqliteRowsWritten, written)) / total, 0)}% of the total.`);
+  p();
+  p("Rows per message, per object class:");
+  p();
+  p("| object | rows read | rows written (SQL) | setAlarm() |");
+  p("| --- | ---: | ---: | ---: |");
+  for (const [cls, c] of Object.entries(t.byClass).sort()) p(`| ${cls} | ${fmt(c.read / n)} | ${fmt(c.written / n)} | ${fmt(c.setAlarm / n)} |`);
+  p();
+  p("Rows written per message, per step of the life (SQL and setAlarm):");
+  p();
+  p("| step | rows written | rows read |");
+  p("| --- | ---: | ---: |");
+  for (const s of t.byStep) p(`| ${s.step} | ${fmt(s.written / n)} | ${fmt(s.read / n)} |`);
+  p();
+  p("Statements writing the most rows per message (object: statement, cut at 110 characters):");
+  p();
+  p("| statement | calls / message | rows written / message | rows read / message |");
+  p("| --- | ---: | ---: | ---: |");
+  const top = Object.entries(t.byStatement)
+    .filter(([, s]) => s.written > 0)
+    .sort(([, a], [, b]) => b.written - a.written)
+    .slice(0, 15);
+  for (const [k, s] of top) p(`| \`${k.replaceAll("|", "\\|")}\` | ${fmt(s.calls / n)} | ${fmt(s.written / n)} | ${fmt(s.read / n)} |`);
+  p();
+}
+
+if (run.objectStart) {
+  const u = run.objectStart;
+  p("## Waking an object");
+  p();
+  p("Not per message: what a new object's first start costs (its constructor creates the schema and reads `meta`). An");
+  p("existing object re-runs the same `CREATE … IF NOT EXISTS` statements whenever it starts again (after an eviction);");
+  p("that restart is not measured here.");
+  p();
+  p("| object | rows read | rows written |");
+  p("| --- | ---: | ---: |");
+  for (const [cls, r] of Object.entries(u.sql).sort()) p(`| ${cls} | ${r.read} | ${r.written} |`);
+  p();
+}
+
+p("## Summary");
+p();
+p("| scenario | rows written / message | total $ / million messages |" + (before ? " rows written before | total before |" : ""));
+p("| --- | ---: | ---: |" + (before ? " ---: | ---: |" : ""));
+for (const s of summary) {
+  let extra = "";
+  if (before) {
+    const b = before.results.find((r) => r.name === s.name);
+    if (b) {
+      const bt = totals(b);
+      const bw = (bt.rowsWrittenSql + bt.setAlarm) / b.messages;
+      extra = ` ${fmt(bw)} | ${usd(sum(costRows(bt, b.messages).map((r) => r.dollars)))} |`;
+    }
+  }
+  p(`| ${s.description} | ${fmt(s.written)} | ${usd(s.total)} |${extra}`);
+}
+p();
+if (before) {
+  p("Rows written per message before → after, per step (SQL and setAlarm; before = `bench/cost-results.before.json`, the code before the cuts):");
+  p();
+  p("| scenario | step | before | after |");
+  p("| --- | --- | ---: | ---: |");
+  for (const s of summary) {
+    const b = before.results.find((r) => r.name === s.name);
+    if (!b) continue;
+    const bt = totals(b);
+    s.t.byStep.forEach((step, i) => p(`| ${s.name} | ${step.step} | ${fmt((bt.byStep[i]?.written ?? 0) / b.messages)} | ${fmt(step.written / s.n)} |`));
+  }
+  p();
+}
+p("## Cuts");
+p();
+for (const c of CUTS) p(`- ${c}`);
+p();
+p("Considered and not done:");
+p();
+for (const c of NOT_DONE) p(`- ${c}`);
+p();
+p("## Assumptions");
+p();
+p(`- Durable Object duration cannot be measured in the local runtime: ${ASSUME.doActiveMsPerRequest} ms of activity per request or alarm, plus`);
+p(`  ${ASSUME.operatorLatencyMs} ms per operator call (the drain alarm awaits the answer), at 0.128 GB per object (the pricing page's`);
+p("  arithmetic). Objects hold no WebSockets, so an idle object is hibernatable and not billed.");
+p(`- Worker CPU: ${ASSUME.workerCpuMsPerInvocation} ms per invocation (the local bench, bench/results.md, measures 4–14 ms of runtime CPU per request`);
+p("  including the objects' work; Workers bill the Worker's own CPU only).");
+p("- Storage: bytes per row from docs/architecture.md (\"Storage budget\", measured), kept as long as the retention windows say:");
+for (const s of STORED) p(`  ${s.what}: ${s.bytes} B × ${s.days} days;`);
+p(`  R2: ${R2_BYTES_PER_MESSAGE} B per message compressed (the architecture's estimate) × ${R2_DAYS} days.`);
+p("- Queue messages are each under 64 KB (measured sizes + 100 B metadata), so one operation per write, read and delete.");
+p("- Customer webhook deliveries, operator calls and DNS lookups are outbound subrequests: not billed as requests.");
+p("- The hourly cron (D1 retention) is a fixed cost per deployment, not per message, and is left out.");
+p();
+writeFileSync(here("../cost.md"), `${out.join("\n")}\n`);
+console.log(out.filter((l) => l.startsWith("| ") && (l.includes("**total**") || l.includes("rows written /"))).join("\n"));

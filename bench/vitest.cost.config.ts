@@ -1,0 +1,56 @@
+import { writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+// The cost harness (npm run bench:cost): the same runtime as the test suite (vitest.config.ts),
+// its own files (bench/cost/*.cost.ts, which `npm test` does not pick up), and one extra
+// binding, COST_SINK, through which the run hands its counts to this Node process.
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const RESULTS = fileURLToPath(new URL("./cost-results.json", import.meta.url));
+
+const TEST_SECRETS = {
+  ADMIN_TOKEN: "test-admin-token-0123456789abcdef",
+  CREDENTIALS_ENCRYPTION_KEY: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+  JOB_ID_SECRET: "test-job-id-secret",
+  UPSTREAM_APP_SECRET: "test-upstream-app-secret",
+  UPSTREAM_VERIFY_TOKEN: "test-verify-token",
+};
+Object.assign(process.env, TEST_SECRETS);
+process.env.WRANGLER_LOG ??= "warn";
+
+async function costSink(request: Request): Promise<Response> {
+  await writeFile(RESULTS, `${JSON.stringify(await request.json(), null, 2)}\n`);
+  return new Response(null, { status: 204 });
+}
+
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations(`${root}/migrations`);
+  return {
+    root,
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: `${root}/wrangler.toml` },
+        miniflare: {
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            ...TEST_SECRETS,
+            ALLOW_INSECURE_WEBHOOK_URLS: "false",
+            // One pass per alarm: the harness runs each alarm when it is due, on a controlled clock.
+            DRAIN_SESSION_MS: "0",
+          },
+          serviceBindings: { COST_SINK: costSink },
+        },
+      }),
+    ],
+    test: {
+      name: "cost",
+      include: ["bench/cost/**/*.cost.ts"],
+      setupFiles: ["./test/setup/apply-migrations.ts"],
+      testTimeout: 600_000,
+      silent: "passed-only" as const,
+      hookTimeout: 120_000,
+    },
+  };
+});
