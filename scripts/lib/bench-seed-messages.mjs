@@ -61,6 +61,9 @@ const TEMPLATES = [
 ];
 const NAMES = ["Ana", "Bruno", "Carla", "Diego", "Elisa", "Fábio", "Gabriela", "Hugo", "Iara", "João", "Karina", "Lucas"];
 
+/** An operator message id of the usual length (55 characters, "wamid." and base64), unique per row. */
+const wamidOf = (rest, i) => `wamid.HBgNNTUxMTk${rest.toString("base64url")}${String(i).padStart(8, "0")}FQIAEhggQjRBRjQ5`.slice(0, 58);
+
 /** A realistic body of exactly BODY_CHARS characters. */
 function bodyOf(i) {
   const t = TEMPLATES[i % TEMPLATES.length]
@@ -138,7 +141,7 @@ export function seedMessages({ file, count, numberIds, now }) {
         if (shape === "inbound") {
           const id = uuidV7(at, rest);
           // An inbound row: received_at is the operator's time, created_at when it was recorded.
-          insert.run(id, "inbound", numberId, counterpart, bodyOf(i), "received", `wamid.${rest.toString("hex")}`,
+          insert.run(id, "inbound", numberId, counterpart, bodyOf(i), "received", wamidOf(rest, i),
             null, null, null, null, at, at, null, null, null, null, null, at - 800, 1);
           tally(day, numberId, "received");
           continue;
@@ -151,14 +154,14 @@ export function seedMessages({ file, count, numberIds, now }) {
         const failed = shape === "failed" ? at + 400 : shape === "failed-after-sent" ? at + 1_400 : null;
         const error =
           shape === "failed"
-            ? ["upstream_rejected", "The operator refused the message: invalid parameter.", 0, "131009"]
+            ? ["invalid_parameters", "A parameter value is not valid.", 0, "131009"] // src/upstream/error-codes.ts
             : shape === "failed-after-sent"
-              ? ["recipient_unreachable", "Message undeliverable.", 0, "131026"]
+              ? ["recipient_unreachable", "The message could not be delivered to the recipient.", 0, "131026"]
               : [null, null, null, null];
         const updated = Math.max(processing, sent ?? 0, delivered ?? 0, read ?? 0, failed ?? 0);
         // One version per lifecycle write after the insert (processing, sent, delivered, read, failed).
         const version = 1 + [processing, sent, delivered, read, failed].filter((t) => t !== null).length;
-        insert.run(id, "outbound", numberId, counterpart, bodyOf(i), failed !== null ? "failed" : "sent", `wamid.${rest.toString("hex")}`,
+        insert.run(id, "outbound", numberId, counterpart, bodyOf(i), failed !== null ? "failed" : "sent", wamidOf(rest, i),
           ...error, at, updated, processing, sent, failed, delivered, read, null, version);
         tally(day, numberId, "accepted");
         if (sent !== null) tally(day, numberId, "sent");
