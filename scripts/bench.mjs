@@ -838,7 +838,7 @@ function readBaseline() {
   }
 }
 
-const pct = (x) => `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(0)}%`;
+const pct = (x) => (Math.round(x * 100) === 0 ? "±0%" : `${x > 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(0)}%`);
 const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(2)} MiB`;
 
 /** Bytes per message in the workspace object, from its file before and after the storage sends. */
