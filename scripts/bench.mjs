@@ -37,7 +37,7 @@ import { fileURLToPath } from "node:url";
 import { ensureDevVars } from "./lib/dev-vars.mjs";
 import { callApi } from "./lib/http-call.mjs";
 import { BODY_CHARS, HOT_WINDOW_MARGIN_MS, RATE_WINDOW_MARGIN_MS, seedMessages } from "./lib/bench-seed-messages.mjs";
-import { expectedPages, findWorkspaceFile, pendingWork, storageOf } from "./lib/bench-workspace-file.mjs";
+import { expectedPages, findWorkspaceFile, pendingWork, retentionState, storageOf } from "./lib/bench-workspace-file.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN_DIR = join(ROOT, "node_modules", ".bin");
@@ -781,6 +781,8 @@ async function main() {
   if (dev.hasExited) fail(`wrangler dev exited during the run:\n${tailOfLog()}`);
   await cleanup();
   say("stopped wrangler dev");
+  // The retention alarm must have left the seeded rows where they were for the whole measurement.
+  const retained = retentionState(storeFile);
 
   // ---- report
   const report = buildReport({
@@ -795,7 +797,7 @@ async function main() {
     settleMs,
     perWorkspaceAccepted,
     storage: { before: storageBefore, after: storageAfter, sends: storeAccepted.length, rps: storeRaw.requests.total / storeRaw.duration, deliveryMs: storeDeliveryMs },
-    seed: { ...seeded, storage: storageSeeded, filterScanned: expected.filterScanned, firstListMs },
+    seed: { ...seeded, storage: storageSeeded, filterScanned: expected.filterScanned, firstListMs, retained },
     listResults,
     baseline: readBaseline(),
     runMs: Date.now() - runStarted,
@@ -951,6 +953,7 @@ function listSection(seed, listResults, row, a, header) {
       e.bad + f.bad + g.bad,
     )}.`,
     `The first list request after the restart (the object starts on its ${f0(seed.storage.rows.messages)} rows, then reads the page) took ${f0(seed.firstListMs)} ms.`,
+    `After the run the object still held ${f0(seed.retained.messages)} rows and ${f0(seed.retained.historyDays)} days in history: the retention alarm moved nothing meanwhile.`,
     "",
     `Drift: (a2') did ${f0(Math.abs(drift) * 100)}% ${drift >= 0 ? "more" : "fewer"} req/s than (a2). (e) ran at ${f2(e.rps / a2.rps)}× (a2)'s req/s (${f2(e.rps / a.rps)}× (a)),`,
     `(f), which reads ${f0(seed.filterScanned)} rows through the number's index to answer ${LIST_LIMIT}, at ${f2(f.rps / a2.rps)}×, (g) at ${f2(g.rps / a2.rps)}×.`,
@@ -998,6 +1001,9 @@ function buildReport({ results, accepted, warmRow, warmSettle, loadBefore, loadA
   }
   if (b.statuses["429"]) problems.push(`(b) was rate limited ${b.statuses["429"]} times: the pacing is wrong`);
   if (a.d1PerRequest === null) problems.push("no Server-Timing header: the D1 statement count is missing");
+  if (seed.retained.messages !== seed.storage.rows.messages || seed.retained.historyDays !== 0) {
+    problems.push(`the seeded object changed during the list cases: ${JSON.stringify(seed.retained)}, seeded ${seed.storage.rows.messages} rows`);
+  }
 
   const cpus = os.cpus();
   const wranglerDir = dirname(require.resolve("wrangler/package.json"));

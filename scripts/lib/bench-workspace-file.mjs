@@ -59,6 +59,19 @@ export function storageOf(file) {
   }
 }
 
+/** What the retention steps would have changed: the rows left here, and the days moved to history shards. */
+export function retentionState(file) {
+  const db = open(file);
+  try {
+    return {
+      messages: db.prepare("SELECT COUNT(*) AS n FROM messages").get().n,
+      historyDays: db.prepare("SELECT COUNT(*) AS n FROM history_days").get().n,
+    };
+  } finally {
+    db.close();
+  }
+}
+
 /** Work the object still has to write about its messages: messages not yet settled, events not yet reported. */
 export function pendingWork(file) {
   const db = open(file);
