@@ -34,18 +34,25 @@ export interface ThrottleDecision {
  */
 export class ThrottleDurableObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** False once the cleanup alarm deleted the storage: the instance may stay in memory and serve the scope again. */
+  private hasTable = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    void ctx.blockConcurrencyWhile(async () => {
-      // ~60 bytes a row; rows per object: the bucket names of the scope; purged by alarm().
-      this.sql.exec("CREATE TABLE IF NOT EXISTS buckets (name TEXT PRIMARY KEY, tat REAL NOT NULL)");
-    });
+    void ctx.blockConcurrencyWhile(async () => this.ensureTable());
+  }
+
+  private ensureTable(): void {
+    if (this.hasTable) return;
+    // ~60 bytes a row; rows per object: the bucket names of the scope; purged by alarm().
+    this.sql.exec("CREATE TABLE IF NOT EXISTS buckets (name TEXT PRIMARY KEY, tat REAL NOT NULL)");
+    this.hasTable = true;
   }
 
   /** Takes `cost` tokens from every bucket, or from none if any of them refuses. */
   async take(buckets: BucketSpec[], cost = 1): Promise<ThrottleDecision> {
+    this.ensureTable();
     const at = now();
     const decisions = buckets.map((b) => ({ name: b.name, d: decide(b, this.stateOf(b.name), at, cost) }));
     const refused = decisions.filter((x) => !x.d.allowed);
@@ -59,6 +66,7 @@ export class ThrottleDurableObject extends DurableObject<Env> {
 
   /** What `take` would answer now, without taking anything. */
   async peek(buckets: BucketSpec[], cost = 1): Promise<ThrottleDecision> {
+    this.ensureTable();
     const at = now();
     const decisions = buckets.map((b) => ({ name: b.name, d: decide(b, this.stateOf(b.name), at, cost) }));
     const refused = decisions.filter((x) => !x.d.allowed);
@@ -67,14 +75,19 @@ export class ThrottleDurableObject extends DurableObject<Env> {
 
   /** Forgets these buckets: they are full again (a successful sign-in clears its email's failures). */
   async reset(names: string[]): Promise<void> {
+    this.ensureTable();
     for (const name of names) this.sql.exec("DELETE FROM buckets WHERE name = ?", name);
   }
 
   override async alarm(): Promise<void> {
+    this.ensureTable();
     this.sql.exec("DELETE FROM buckets WHERE tat <= ?", now());
     const next = this.sql.exec<{ tat: number | null }>("SELECT MAX(tat) AS tat FROM buckets").one().tat;
-    if (next === null) await this.ctx.storage.deleteAll();
-    else await this.ctx.storage.setAlarm(next);
+    if (next === null) {
+      await this.ctx.storage.deleteAll();
+      // That dropped the table as well; the next request re-creates it (idle scopes keep nothing).
+      this.hasTable = false;
+    } else await this.ctx.storage.setAlarm(next);
   }
 
   private stateOf(name: string): { tat: number } | null {
