@@ -34,14 +34,19 @@ export interface ThrottleDecision {
  */
 export class ThrottleDurableObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** False once alarm() deleted the storage: this instance may stay live and must not read a dropped table. */
+  private hasTable = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    void ctx.blockConcurrencyWhile(async () => {
-      // ~60 bytes a row; rows per object: the bucket names of the scope; purged by alarm().
-      this.sql.exec("CREATE TABLE IF NOT EXISTS buckets (name TEXT PRIMARY KEY, tat REAL NOT NULL)");
-    });
+    void ctx.blockConcurrencyWhile(async () => this.createTable());
+  }
+
+  private createTable(): void {
+    // ~60 bytes a row; rows per object: the bucket names of the scope; purged by alarm().
+    this.sql.exec("CREATE TABLE IF NOT EXISTS buckets (name TEXT PRIMARY KEY, tat REAL NOT NULL)");
+    this.hasTable = true;
   }
 
   /** Takes `cost` tokens from every bucket, or from none if any of them refuses. */
@@ -50,6 +55,7 @@ export class ThrottleDurableObject extends DurableObject<Env> {
     const decisions = buckets.map((b) => ({ name: b.name, d: decide(b, this.stateOf(b.name), at, cost) }));
     const refused = decisions.filter((x) => !x.d.allowed);
     if (refused.length > 0) return summarize(refused, "refused");
+    if (!this.hasTable) this.createTable();
     for (const { name, d } of decisions) {
       this.sql.exec("INSERT INTO buckets (name, tat) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat", name, d.nextTat);
     }
@@ -67,17 +73,23 @@ export class ThrottleDurableObject extends DurableObject<Env> {
 
   /** Forgets these buckets: they are full again (a successful sign-in clears its email's failures). */
   async reset(names: string[]): Promise<void> {
+    if (!this.hasTable) return;
     for (const name of names) this.sql.exec("DELETE FROM buckets WHERE name = ?", name);
   }
 
   override async alarm(): Promise<void> {
+    if (!this.hasTable) return;
     this.sql.exec("DELETE FROM buckets WHERE tat <= ?", now());
     const next = this.sql.exec<{ tat: number | null }>("SELECT MAX(tat) AS tat FROM buckets").one().tat;
-    if (next === null) await this.ctx.storage.deleteAll();
-    else await this.ctx.storage.setAlarm(next);
+    if (next === null) {
+      // An idle scope keeps nothing, not even an empty table; take() creates it again.
+      this.hasTable = false;
+      await this.ctx.storage.deleteAll();
+    } else await this.ctx.storage.setAlarm(next);
   }
 
   private stateOf(name: string): { tat: number } | null {
+    if (!this.hasTable) return null;
     return this.sql.exec<{ tat: number }>("SELECT tat FROM buckets WHERE name = ?", name).toArray()[0] ?? null;
   }
 
