@@ -166,5 +166,7 @@ export function createLoad({ baseUrl, tenants, random, runId, operatorWebhooks }
       await Promise.all(loops);
       while (inFlight.size) await Promise.allSettled([...inFlight]);
     },
+    /** Operations still waiting for their answer, and sends among them. */
+    inFlight: () => ({ operations: inFlight.size, sends: sends.filter((s) => s.outcome === "pending").length }),
   };
 }

@@ -89,10 +89,11 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     return res.json;
   };
 
+  // A failed message ignores later delivery reports by design (failed is final).
   const effects = {
     sent: (m) => m.status === "sent" || m.status === "failed",
-    delivered: (m) => m.deliveredAt !== null,
-    read: (m) => m.readAt !== null,
+    delivered: (m) => m.deliveredAt !== null || m.status === "failed",
+    read: (m) => m.readAt !== null || m.status === "failed",
     failed: (m) => m.status === "failed",
   };
 

@@ -1,7 +1,10 @@
 // The fake channel operator of `npm run soak` (shaped like the WhatsApp Cloud API): answers the
 // number check and message sends on loopback, slowly and with faults, and records every call it
-// received. It runs in its own worker thread so that the soak's load and checks in the main thread
-// never delay its receive times: they are what the 2-calls-per-second limit is measured on.
+// received. Its receive times are what the 2-calls-per-second limit is measured on, so it runs in
+// its own process (raised priority when allowed), away from the soak's load and checks, and it
+// measures its own lateness: a 1 ms timer ticks throughout, and a request handled at `hr` arrived
+// no earlier than the tick before the last tick preceding `hr` (`earliest`). On a healthy event
+// loop that interval is ~1–2 ms; when the process was not scheduled it is as long as the stall.
 //
 // Faults, by the recipient's last digit (a recipient keeps its class for the whole run):
 //   0  400 error 131026 (undeliverable): final, the message fails
@@ -15,39 +18,47 @@
 //      after reading the body (accepted by the operator all the same)
 // Any call may also get a bare 429 with Retry-After: 2 (at most once per number): the number holds.
 import { createServer } from "node:http";
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
+import { fork } from "node:child_process";
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { seededRandom } from "./soak-random.mjs";
 
-const ROLE = "soak-operator";
+const ROLE_FLAG = "--soak-operator";
 
 /**
- * Starts the operator thread on 127.0.0.1:`port`. `numbers` maps phone number id → access token.
+ * Starts the operator process on 127.0.0.1:`port`. `numbers` maps phone number id → access token.
  * `onCall` receives each call's record once it was answered (or its connection dropped).
  */
 export async function startOperator({ port, seed, version, numbers, latencyMs = [50, 700], onCall }) {
-  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { role: ROLE, port, seed, version, numbers, latencyMs } });
+  const child = fork(fileURLToPath(import.meta.url), [ROLE_FLAG], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const calls = [];
-  let listening;
+  let priority = null;
+  const exited = new Promise((r) => child.once("exit", r));
   const ready = new Promise((resolve, reject) => {
-    listening = resolve;
-    worker.once("error", reject);
+    child.once("error", reject);
+    exited.then(() => reject(new Error("the fake operator exited before it listened")));
+    child.on("message", (msg) => {
+      if (msg.type === "listening") {
+        priority = msg.priority;
+        resolve();
+      }
+      if (msg.type === "call") {
+        calls.push(msg.call);
+        onCall?.(msg.call);
+      }
+    });
   });
-  worker.on("message", (msg) => {
-    if (msg.type === "listening") listening();
-    if (msg.type === "call") {
-      calls.push(msg.call);
-      onCall?.(msg.call);
-    }
-  });
+  child.send({ type: "config", port, seed, version, numbers, latencyMs });
   await ready;
   return {
     calls,
-    /** Stops the server; resolves when the thread has ended. */
+    priority: () => priority,
+    /** Stops the server; resolves when the process has ended. */
     stop: async () => {
-      worker.postMessage({ type: "stop" });
-      await new Promise((r) => worker.once("exit", r));
+      if (child.exitCode === null && child.connected) child.send({ type: "stop" });
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+      if (child.exitCode === null) child.kill("SIGKILL");
     },
   };
 }
@@ -55,7 +66,25 @@ export async function startOperator({ port, seed, version, numbers, latencyMs = 
 /** Meta's error object. */
 const metaError = (code, message, extra = {}) => JSON.stringify({ error: { message, type: "OAuthException", code, error_data: { messaging_product: "whatsapp", details: message }, fbtrace_id: "Soak", ...extra } });
 
-function runOperatorThread({ port, seed, version, numbers, latencyMs }) {
+function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
+  let priority = null;
+  try {
+    os.setPriority(-10);
+    priority = -10;
+  } catch {
+    // not allowed here: the measured lateness says what that cost
+  }
+  const hrNow = () => performance.timeOrigin + performance.now();
+  // The lateness ticks: a ring of the last ticks is enough, a request looks back two ticks.
+  const ticks = new Float64Array(64);
+  let tickCount = 0;
+  const tick = () => {
+    ticks[tickCount++ % ticks.length] = hrNow();
+  };
+  tick();
+  const ticker = setInterval(tick, 1);
+  /** The tick before the last tick at or before now: the request was not there yet then. */
+  const earliestArrival = () => ticks[(tickCount - 2 + ticks.length) % ticks.length];
   const rnd = seededRandom(seed);
   const attempts = new Map(); // jobId → calls so far
   const heldNumbers = new Set(); // numbers that already got their bare 429
@@ -89,7 +118,8 @@ function runOperatorThread({ port, seed, version, numbers, latencyMs }) {
 
   const server = createServer((req, res) => {
     // Receive time first: the request's headers have just been parsed.
-    const hr = performance.timeOrigin + performance.now();
+    const hr = hrNow();
+    const earliest = tickCount >= 2 ? earliestArrival() : hr;
     const at = Date.now();
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
@@ -123,13 +153,13 @@ function runOperatorThread({ port, seed, version, numbers, latencyMs }) {
       const plan = decide(to.replace(/^\+/, ""), attempt, phoneNumberId);
       const wamid = `wamid.SOAK${String(++seq).padStart(7, "0")}`;
       const call = {
-        seq, at, hr, phoneNumberId, jobId, attempt, to, text: body?.text?.body ?? null, messagingProduct: body?.messaging_product ?? null,
+        seq, at, hr, earliest, phoneNumberId, jobId, attempt, to, text: body?.text?.body ?? null, messagingProduct: body?.messaging_product ?? null,
         answer: plan.kind, httpStatus: plan.status, code: plan.code ?? null, processed: plan.processed, finalStatus: plan.finalStatus ?? null,
         wamid: plan.processed ? wamid : null,
       };
       const delay = rnd.between(latencyMs[0], latencyMs[1]);
       setTimeout(() => {
-        call.answeredHr = performance.timeOrigin + performance.now();
+        call.answeredHr = hrNow();
         if (plan.kind === "dropped") {
           req.socket.destroy();
         } else if (plan.kind === "accepted") {
@@ -142,7 +172,7 @@ function runOperatorThread({ port, seed, version, numbers, latencyMs }) {
           const headers = { "Content-Type": "application/json", ...(plan.retryAfter ? { "Retry-After": plan.retryAfter } : {}) };
           res.writeHead(plan.status, headers).end(plan.body);
         }
-        parentPort.postMessage({ type: "call", call });
+        process.send({ type: "call", call });
       }, delay);
     });
   });
@@ -151,12 +181,15 @@ function runOperatorThread({ port, seed, version, numbers, latencyMs }) {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  server.listen(port, "127.0.0.1", () => parentPort.postMessage({ type: "listening" }));
-  parentPort.on("message", (msg) => {
-    if (msg.type !== "stop") return;
+  server.listen(port, "127.0.0.1", () => process.send({ type: "listening", priority }));
+  const stop = () => {
+    clearInterval(ticker);
     server.close(() => process.exit(0));
     for (const s of sockets) s.destroy();
-  });
+  };
+  process.on("message", (msg) => msg.type === "stop" && stop());
+  // The soak ended (or died): never outlive it.
+  process.on("disconnect", stop);
 }
 
-if (!isMainThread && workerData?.role === ROLE) runOperatorThread(workerData);
+if (process.argv[2] === ROLE_FLAG) process.once("message", (config) => runOperatorProcess(config));
