@@ -1,7 +1,7 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { resetBuckets, takeToken } from "../src/lib/throttle";
+import { peekToken, resetBuckets, takeToken } from "../src/lib/throttle";
 
 const scope = () => `test:${crypto.randomUUID()}`;
 const bucket = { name: "sign-in", limit: 1, periodSeconds: 60 };
@@ -19,15 +19,27 @@ describe("the shared throttle", () => {
     await resetBuckets(env, a, ["sign-in"]);
     expect((await takeToken(env, a, [bucket])).allowed).toBe(true);
   });
+});
 
-  it("keeps limiting after its cleanup alarm deleted an idle scope's storage (the object stays in memory)", async () => {
-    const s = scope();
+describe("a throttle object that emptied its storage", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("keeps answering after its cleanup alarm deleted everything (found by npm run soak: 500s until the object was evicted)", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(Date.now());
+    const start = Date.UTC(2042, 5, 1);
+    vi.setSystemTime(start);
+    const s = scope();
     expect((await takeToken(env, s, [bucket])).allowed).toBe(true);
-    // Every bucket is full again: the alarm deletes the rows, then the whole storage.
-    vi.setSystemTime(Date.now() + 5 * 60_000);
-    expect(await runDurableObjectAlarm(env.THROTTLE.get(env.THROTTLE.idFromName(s)))).toBe(true);
+    const stub = env.THROTTLE.get(env.THROTTLE.idFromName(s));
+    // Past the bucket's refill and the cleanup slack: the alarm finds every bucket full and deletes the storage.
+    vi.setSystemTime(start + 10 * 60_000);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const tables = await runInDurableObject(stub, (_obj, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'buckets'").toArray());
+    expect(tables).toEqual([]);
+
+    // The same live instance: reads and resets of the empty scope, then takes, work as on a fresh scope.
+    expect((await peekToken(env, s, [bucket])).allowed).toBe(true);
+    await resetBuckets(env, s, ["sign-in"]);
     expect((await takeToken(env, s, [bucket])).allowed).toBe(true);
     expect((await takeToken(env, s, [bucket])).allowed).toBe(false);
   });

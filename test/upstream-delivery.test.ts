@@ -286,6 +286,28 @@ describe("calls that may have reached the operator are never sent again", () => 
     expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "upstream_outcome_unknown", retriable: true } });
   });
 
+  it("UNKNOWN_OUTCOME_WINDOW_MS shortens that window (local soak runs): the message fails when it ends, never called again", async () => {
+    const vars = env as { UNKNOWN_OUTCOME_WINDOW_MS: string };
+    const before = vars.UNKNOWN_OUTCOME_WINDOW_MS;
+    vars.UNKNOWN_OUTCOME_WINDOW_MS = "60000";
+    try {
+      // A number created now reads the var in its constructor.
+      const t = await cloudTenant();
+      const calls = mockOperator(() => Promise.reject(new TypeError("Network connection lost.")));
+      const jobId = await sendOne(t.key, t.numberId);
+      await drain(t.numberId);
+      advance(59_999);
+      await drain(t.numberId);
+      expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+      advance(1);
+      await drain(t.numberId);
+      expect(calls).toHaveLength(1);
+      expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "upstream_outcome_unknown", retriable: true } });
+    } finally {
+      vars.UNKNOWN_OUTCOME_WINDOW_MS = before;
+    }
+  });
+
   it("an operator 'sent' that arrives while the message waits on a retry stops the retry", async () => {
     const t = await cloudTenant();
     const calls = mockOperator(() => operatorError(500, 131000, "Something went wrong"));

@@ -1,6 +1,8 @@
 // A throwaway local Worker for the SDK tests and the documentation examples: `wrangler dev`
 // on loopback with fixed secrets, its state in a temporary directory (migrated first), in its
 // own process group so that stopping it ends workerd too. Node built-ins only.
+// The pieces (prepareState, spawnWorker, waitUntilReady) are shared with `npm run soak`, which
+// kills and restarts the Worker on one state directory.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,9 +23,60 @@ export const LOCAL_SECRETS = {
   ALLOW_INSECURE_WEBHOOK_URLS: "true",
 };
 
-async function waitUntilReady(baseUrl, child, output) {
+const childEnv = () => ({ ...process.env, CI: "true", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_SEND_METRICS: "false" });
+
+/** Writes the secrets file into `state` and applies the D1 migrations there; returns the secrets file's path. */
+export function prepareState(state) {
+  const envFile = join(state, ".env");
+  writeFileSync(envFile, Object.entries(LOCAL_SECRETS).map(([k, v]) => `${k}=${v}`).join("\n"));
+  const migrate = spawnSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], { cwd: ROOT, env: childEnv(), encoding: "utf8" });
+  if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  return envFile;
+}
+
+/**
+ * Starts `wrangler dev` on 127.0.0.1:`port` over `state`, in its own process group.
+ * `vars` are passed as `--var NAME:value`; `onOutput` receives wrangler's output.
+ */
+export function spawnWorker({ port, inspectorPort, state, envFile, vars = {}, onOutput }) {
+  const child = spawn(
+    WRANGLER,
+    [
+      "dev", "--ip", "127.0.0.1", "--port", String(port),
+      "--inspector-ip", "127.0.0.1", "--inspector-port", String(inspectorPort),
+      "--persist-to", state, "--env-file", envFile,
+      ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+      "--show-interactive-dev-session=false", "--log-level", "warn",
+    ],
+    { cwd: ROOT, env: childEnv(), stdio: ["ignore", "pipe", "pipe"], detached: process.platform !== "win32" },
+  );
+  child.stdout.on("data", (d) => onOutput?.(String(d)));
+  child.stderr.on("data", (d) => onOutput?.(String(d)));
+  /** Sends `signal` to the whole group (wrangler and its workerd processes). */
+  const signalGroup = (signal) => {
+    try {
+      if (process.platform === "win32") child.kill(signal);
+      else if (child.pid) process.kill(-child.pid, signal);
+    } catch {
+      // already gone
+    }
+  };
+  const groupAlive = () => {
+    if (!child.pid || process.platform === "win32") return child.exitCode === null;
+    try {
+      process.kill(-child.pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return { child, signalGroup, groupAlive };
+}
+
+/** Resolves once the Worker answers on `baseUrl`; rejects when the child exits or after `limitMs`. */
+export async function waitUntilReady(baseUrl, child, output, limitMs = 90_000) {
   const started = Date.now();
-  while (Date.now() - started < 90_000) {
+  while (Date.now() - started < limitMs) {
     if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${output()}`);
     try {
       const res = await fetch(`${baseUrl}/api/v1/openapi.json`, { signal: AbortSignal.timeout(2_000) });
@@ -34,7 +87,7 @@ async function waitUntilReady(baseUrl, child, output) {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`wrangler dev did not answer on ${baseUrl} within 90 s:\n${output()}`);
+  throw new Error(`wrangler dev did not answer on ${baseUrl} within ${limitMs / 1000} s:\n${output()}`);
 }
 
 /**
@@ -44,36 +97,17 @@ async function waitUntilReady(baseUrl, child, output) {
 export async function startLocalWorker(port, vars = {}) {
   const baseUrl = `http://127.0.0.1:${port}`;
   const state = mkdtempSync(join(tmpdir(), "local-worker-"));
-  const envFile = join(state, ".env");
-  writeFileSync(envFile, Object.entries({ ...LOCAL_SECRETS, ...vars }).map(([k, v]) => `${k}=${v}`).join("\n"));
-  const env = { ...process.env, CI: "true", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
-
-  const migrate = spawnSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", state], { cwd: ROOT, env, encoding: "utf8" });
-  if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  const envFile = prepareState(state);
 
   let log = "";
-  const child = spawn(
-    WRANGLER,
-    ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(port + 1000), "--persist-to", state, "--env-file", envFile, "--show-interactive-dev-session=false", "--log-level", "warn"],
-    { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: process.platform !== "win32" },
-  );
-  child.stdout.on("data", (d) => (log += d));
-  child.stderr.on("data", (d) => (log += d));
+  const { child, signalGroup } = spawnWorker({ port, inspectorPort: port + 1000, state, envFile, vars, onOutput: (d) => (log += d) });
 
   const stop = async () => {
     if (child.exitCode === null && child.pid) {
       const exited = new Promise((r) => child.once("exit", r));
-      const kill = (signal) => {
-        try {
-          if (process.platform === "win32") child.kill(signal);
-          else process.kill(-child.pid, signal);
-        } catch {
-          // already gone
-        }
-      };
-      kill("SIGTERM");
+      signalGroup("SIGTERM");
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-      if (child.exitCode === null) kill("SIGKILL");
+      if (child.exitCode === null) signalGroup("SIGKILL");
     }
     rmSync(state, { recursive: true, force: true });
   };

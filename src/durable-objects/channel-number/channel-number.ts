@@ -58,10 +58,13 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private relayAgain = false;
   /** The number this object is (its `meta` row): written once, not on every admission (each write is a billed row). */
   private name: string | null;
+  /** UNKNOWN_OUTCOME_WINDOW_MS shortens the operator's 7-day window for local soak runs; production uses the default. */
+  private readonly unknownWindowMs: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.unknownWindowMs = Number(env.UNKNOWN_OUTCOME_WINDOW_MS) || UNKNOWN_OUTCOME_WINDOW_MS;
     createMetaTable(this.sql);
     createOutboxTable(this.sql);
     createStatusRelayTable(this.sql);
@@ -96,7 +99,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
       { name: "status-relay", due: (at) => (hasOwed(this.sql) ? at : null), run: (at) => deliverOwed(env, this.sql, at) },
       { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
-      { name: "unknown-outcomes", due: () => plus(oldestUnknownSince(this.sql), UNKNOWN_OUTCOME_WINDOW_MS), run: (at) => this.expireUnknown(at) },
+      { name: "unknown-outcomes", due: () => plus(oldestUnknownSince(this.sql), this.unknownWindowMs), run: (at) => this.expireUnknown(at) },
       { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
       {
         name: "purge",
@@ -288,7 +291,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   private async expireUnknown(at: number): Promise<void> {
-    for (const row of unknownSince(this.sql, at - UNKNOWN_OUTCOME_WINDOW_MS, EXPIRY_BATCH)) {
+    for (const row of unknownSince(this.sql, at - this.unknownWindowMs, EXPIRY_BATCH)) {
       this.drain.finish(row, "failed", { error: OWN_ERRORS.outcomeUnknown() });
     }
     await this.flushRelay();

@@ -1,0 +1,278 @@
+// The invariants of `npm run soak`, computed from what the run recorded: the client's answers,
+// the API's final records, the fake operator's calls and the customer receiver's deliveries.
+// Each check returns its figures and its failing items; nothing here talks to the network.
+
+const RANK = { queued: 0, processing: 1, sent: 2, failed: 3 };
+
+const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : null);
+
+/** Every accepted send is terminal, and its record carries what the client sent. */
+export function checkTerminal(accepted, records) {
+  const failures = [];
+  let terminal = 0;
+  const byStatus = {};
+  for (const s of accepted) {
+    const m = records.get(s.jobId);
+    const status = m?.status ?? "unreadable";
+    byStatus[status] = (byStatus[status] ?? 0) + 1;
+    if (status === "sent" || status === "failed") terminal++;
+    else failures.push({ jobId: s.jobId, status, outcomeUnknownSince: m?.outcomeUnknownSince ?? null, processingAt: m?.processingAt ?? null });
+    if (m && (m.to !== s.to || m.text?.body !== s.text || m.channelNumberId !== s.numberId)) {
+      failures.push({ jobId: s.jobId, problem: "record differs from the accepted send", record: { to: m.to, text: m.text, channelNumberId: m.channelNumberId } });
+    }
+  }
+  return { figures: { accepted: accepted.length, terminal, byStatus }, failures };
+}
+
+/**
+ * At most one delivery to the operator per jobId: a call the operator processed (accepted, or
+ * whose answer was lost) or refused for good is never followed by another call for that jobId.
+ * Calls refused as "not processed" (429, transient codes) are retried by design and counted apart.
+ * Every call's payload is the record's, for the number's own phone number id.
+ */
+export function checkOperatorCalls(calls, accepted, records) {
+  const failures = [];
+  const sendOf = new Map(accepted.map((s) => [s.jobId, s]));
+  const byJob = new Map();
+  for (const c of calls) {
+    if (!sendOf.has(c.jobId)) {
+      failures.push({ problem: "call for a jobId no accepted send has", jobId: c.jobId, seq: c.seq });
+      continue;
+    }
+    if (!byJob.has(c.jobId)) byJob.set(c.jobId, []);
+    byJob.get(c.jobId).push(c);
+  }
+  let maxCalls = 0;
+  let maxDeliveries = 0;
+  const callsPerJob = {};
+  for (const [jobId, list] of byJob) {
+    list.sort((a, b) => a.seq - b.seq);
+    maxCalls = Math.max(maxCalls, list.length);
+    callsPerJob[list.length] = (callsPerJob[list.length] ?? 0) + 1;
+    const deliveries = list.filter((c) => c.processed).length;
+    maxDeliveries = Math.max(maxDeliveries, deliveries);
+    const endIndex = list.findIndex((c) => c.processed || (c.answer === "error" && c.httpStatus === 400));
+    if (deliveries > 1) failures.push({ problem: "delivered to the operator more than once", jobId, calls: list.map((c) => ({ seq: c.seq, answer: c.answer })) });
+    else if (endIndex !== -1 && endIndex < list.length - 1) {
+      failures.push({ problem: "called again after a processed or final answer", jobId, calls: list.map((c) => ({ seq: c.seq, answer: c.answer, code: c.code })) });
+    }
+    const s = sendOf.get(jobId);
+    const m = records.get(jobId);
+    for (const c of list) {
+      const want = m ?? { to: s.to, text: { body: s.text } };
+      if (c.to !== `+${want.to}` || c.text !== want.text?.body || c.phoneNumberId !== s.phoneNumberId || c.messagingProduct !== "whatsapp") {
+        failures.push({ problem: "operator payload differs from the record", jobId, seq: c.seq, call: { to: c.to, text: c.text, phoneNumberId: c.phoneNumberId } });
+      }
+    }
+  }
+  const answers = {};
+  for (const c of calls) answers[c.answer] = (answers[c.answer] ?? 0) + 1;
+  return { figures: { calls: calls.length, jobsCalled: byJob.size, maxCallsPerJob: maxCalls, maxDeliveriesPerJob: maxDeliveries, callsPerJob, answers }, failures };
+}
+
+/**
+ * The operator's view of the 2-per-second limit: no 1,000 ms window holds more than 2 calls of a
+ * number, by the fake operator's receive times. Each receive time is known within the operator's
+ * own measured lateness: the call arrived in [earliest, hr] (soak-operator.mjs). A window fails when
+ * even the widest placement of its calls in those intervals spans less than 1,000 ms:
+ * max(hr) − min(earliest) < 1000. The plain `hr` count is reported beside it.
+ */
+export function checkNumberRate(calls) {
+  const failures = [];
+  const byNumber = new Map();
+  for (const c of calls) {
+    if (!byNumber.has(c.phoneNumberId)) byNumber.set(c.phoneNumberId, []);
+    byNumber.get(c.phoneNumberId).push(c);
+  }
+  let maxMeasured = 0;
+  let maxCertain = 0;
+  let minSpanOf3 = Infinity;
+  const uncertainty = calls.map((c) => c.hr - (c.earliest ?? c.hr)).sort((a, b) => a - b);
+  for (const [phoneNumberId, list] of byNumber) {
+    list.sort((a, b) => a.hr - b.hr);
+    let j = 0;
+    for (let i = 0; i < list.length; i++) {
+      while (list[i].hr - list[j].hr >= 1_000) j++;
+      maxMeasured = Math.max(maxMeasured, i - j + 1);
+      if (i >= 2) minSpanOf3 = Math.min(minSpanOf3, list[i].hr - list[i - 2].hr);
+      // The largest k such that the last k calls up to i surely fit in under 1,000 ms.
+      let k = 1;
+      let earliest = list[i].earliest ?? list[i].hr;
+      for (let m = i - 1; m >= 0 && list[i].hr - list[m].hr < 1_000; m--) {
+        earliest = Math.min(earliest, list[m].earliest ?? list[m].hr);
+        if (list[i].hr - earliest < 1_000) k = i - m + 1;
+        else break;
+      }
+      maxCertain = Math.max(maxCertain, k);
+      if (k > 2) {
+        const group = list.slice(i - k + 1, i + 1);
+        failures.push({
+          phoneNumberId,
+          calls: k,
+          firstAt: new Date(group[0].at).toISOString(),
+          measuredSpanMs: +(list[i].hr - group[0].hr).toFixed(3),
+          widestSpanMs: +(list[i].hr - Math.min(...group.map((c) => c.earliest ?? c.hr))).toFixed(3),
+          jobs: group.map((c) => `${c.jobId}#${c.attempt}`),
+        });
+      }
+    }
+  }
+  return {
+    figures: {
+      maxCallsPerNumberIn1s: maxCertain,
+      maxCallsPerNumberIn1sByReceiveTimeAlone: maxMeasured,
+      minSpanOf3ConsecutiveCallsMs: Number.isFinite(minSpanOf3) ? +minSpanOf3.toFixed(3) : null,
+      receiveTimeUncertaintyMs: { p50: +(percentile(uncertainty, 50) ?? 0).toFixed(3), p99: +(percentile(uncertainty, 99) ?? 0).toFixed(3), max: +(uncertainty.at(-1) ?? 0).toFixed(3) },
+    },
+    failures,
+  };
+}
+
+/** Messages to one recipient reach the operator in acceptance order, one at a time. */
+export function checkConversationOrder(accepted, calls) {
+  const failures = [];
+  const callsOf = new Map();
+  for (const c of calls) {
+    if (!callsOf.has(c.jobId)) callsOf.set(c.jobId, []);
+    callsOf.get(c.jobId).push(c);
+  }
+  const byConversation = new Map();
+  for (const s of accepted) {
+    const k = `${s.phoneNumberId}/${s.to}`;
+    if (!byConversation.has(k)) byConversation.set(k, []);
+    byConversation.get(k).push(s);
+  }
+  let pairs = 0;
+  for (const list of byConversation.values()) {
+    // Only pairs whose order the client knows: the first was accepted before the second was first tried.
+    for (const a of list) {
+      const aCalls = callsOf.get(a.jobId);
+      if (!aCalls?.length) continue;
+      const aLastAnswered = Math.max(...aCalls.map((c) => c.answeredHr));
+      for (const b of list) {
+        if (b === a || !(a.acceptedAt < b.firstTriedAt)) continue;
+        const bCalls = callsOf.get(b.jobId);
+        if (!bCalls?.length) continue;
+        pairs++;
+        const bFirst = Math.min(...bCalls.map((c) => c.hr));
+        if (bFirst < aLastAnswered) failures.push({ conversation: `${a.phoneNumberId}/${a.to}`, earlier: a.jobId, later: b.jobId, laterCalledBeforeEarlierAnsweredMs: +(aLastAnswered - bFirst).toFixed(3) });
+      }
+    }
+  }
+  return { figures: { orderedPairsChecked: pairs }, failures };
+}
+
+const progress = (e) => RANK[e.status] * 4 + (e.deliveredAt ? 1 : 0) + (e.readAt ? 2 : 0);
+
+/**
+ * Exactly one customer event per status change: the distinct `message.status` events a message
+ * got (by webhook-id, answered 2xx by the customer) form one chain from `queued` (creation, which
+ * is not announced) to the record's
+ * final state, each event one step further than the one before (previousStatus = the previous
+ * event's status), no step repeated, and the chain visits every status of the record's timeline.
+ * A delivery or read report is a step too. Inbound: one `message.received` per operator message.
+ */
+export function checkEvents(accepted, records, timelines, deliveries, injected) {
+  const failures = [];
+  const received = new Map(); // webhook-id → body
+  let refusedByUs = 0;
+  let unverified = 0;
+  for (const d of deliveries) {
+    if (!d.verified) unverified++;
+    if (d.status >= 200 && d.status < 300) {
+      if (!received.has(d.webhookId)) received.set(d.webhookId, d.body);
+    } else refusedByUs++;
+  }
+  if (unverified) failures.push({ problem: "deliveries whose Standard Webhooks signature did not verify", count: unverified });
+  const statusEvents = new Map();
+  const receivedEvents = new Map();
+  for (const [id, body] of received) {
+    if (body?.type === "message.status") {
+      const k = body.data.messageId;
+      if (!statusEvents.has(k)) statusEvents.set(k, []);
+      statusEvents.get(k).push({ id, ...body.data });
+    } else if (body?.type === "message.received") {
+      const k = body.data.upstreamMessageId;
+      if (!receivedEvents.has(k)) receivedEvents.set(k, []);
+      receivedEvents.get(k).push({ id, ...body.data });
+    }
+  }
+  const ours = new Set(accepted.map((s) => s.jobId));
+  for (const k of statusEvents.keys()) if (!ours.has(k)) failures.push({ problem: "status event for a message no accepted send has", messageId: k });
+
+  let changes = 0;
+  let events = 0;
+  for (const s of accepted) {
+    const m = records.get(s.jobId);
+    // Changes: the timeline but its creation (`queued`) and `outcome_unknown` (a note, not a status).
+    const timeline = (timelines.get(s.jobId) ?? []).filter((t) => t.status !== "outcome_unknown" && t.status !== "queued");
+    changes += timeline.length;
+    const list = (statusEvents.get(s.jobId) ?? []).sort((a, b) => progress(a) - progress(b));
+    events += list.length;
+    const problem = (why) => failures.push({ jobId: s.jobId, problem: why, timeline: timeline.map((t) => t.status), events: list.map((e) => `${e.previousStatus}→${e.status}${e.deliveredAt ? "+delivered" : ""}${e.readAt ? "+read" : ""} ${e.id}`) });
+    if (!m) {
+      problem("record unreadable");
+      continue;
+    }
+    if (list.length === 0) {
+      if (timeline.length) problem("no event");
+      continue;
+    }
+    // Creation (queued) is not a change: the first event leaves `queued`.
+    if (list[0].previousStatus !== "queued") {
+      problem("a change without its event (the first event does not leave queued)");
+      continue;
+    }
+    const broken = list.findIndex((e, i) => i > 0 && (progress(e) === progress(list[i - 1]) || e.previousStatus !== list[i - 1].status));
+    if (broken !== -1) {
+      problem(progress(list[broken]) === progress(list[broken - 1]) ? "two events for one change" : "a change without its event (chain broken)");
+      continue;
+    }
+    const last = list.at(-1);
+    if (last.status !== m.status || !!last.deliveredAt !== !!m.deliveredAt || !!last.readAt !== !!m.readAt) {
+      problem("the last event is not the record's final state");
+      continue;
+    }
+    const visited = new Set(["queued", ...list.map((e) => e.status)]);
+    const statuses = timeline.map((t) => t.status).filter((st) => st in RANK);
+
+    if (statuses.some((st) => !visited.has(st))) problem("a status of the timeline without its event");
+  }
+
+  let inboundOk = 0;
+  for (const [wamid, sent] of injected) {
+    const list = receivedEvents.get(wamid) ?? [];
+    if (list.length === 1 && list[0].from === sent.from && list[0].text?.body === sent.text) inboundOk++;
+    else failures.push({ problem: list.length === 0 ? "inbound message without its event" : list.length > 1 ? "inbound message with several events" : "inbound event differs", wamid, events: list.map((e) => e.id) });
+  }
+  for (const wamid of receivedEvents.keys()) if (!injected.has(wamid)) failures.push({ problem: "message.received for a message the operator never sent", wamid });
+
+  return {
+    figures: { deliveries: deliveries.length, refusedByReceiver: refusedByUs, distinctEvents: received.size, statusChanges: changes, statusEvents: events, inboundInjected: injected.size, inboundWithOneEvent: inboundOk },
+    failures,
+  };
+}
+
+/** No 5xx and no network failure outside the kill windows. */
+export function checkClientErrors(answers, inKillWindow) {
+  const failures = [];
+  let inWindow = 0;
+  const statuses = {};
+  for (const a of answers) {
+    const k = a.status === null ? `network:${a.error}` : String(a.status);
+    statuses[k] = (statuses[k] ?? 0) + 1;
+    const bad = a.status === null || a.status >= 500;
+    if (!bad) continue;
+    if (inKillWindow(a.start, a.end)) inWindow++;
+    else failures.push({ op: a.op, status: a.status, error: a.error, code: a.code, requestId: a.requestId, start: new Date(a.start).toISOString(), ms: a.end - a.start });
+  }
+  return { figures: { answers: answers.length, byStatus: statuses, errorsInKillWindows: inWindow, errorsOutsideKillWindows: failures.length }, failures };
+}
+
+/** Accepted (the client got its 201) → the operator received the first call. */
+export function queuedTimes(accepted, calls) {
+  const first = new Map();
+  for (const c of calls) if (!first.has(c.jobId) || c.at < first.get(c.jobId)) first.set(c.jobId, c.at);
+  const times = accepted.filter((s) => first.has(s.jobId)).map((s) => first.get(s.jobId) - s.acceptedAt).sort((a, b) => a - b);
+  return { count: times.length, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), maxMs: times.at(-1) ?? null };
+}

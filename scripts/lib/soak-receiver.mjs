@@ -1,0 +1,70 @@
+// The customer's webhook endpoint of `npm run soak`: verifies each delivery's Standard Webhooks
+// signature with its number's secret, refuses a share of them with 503 (the gateway must retry;
+// at most 3 times per event), and records every delivery with its `webhook-id`.
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { createServer } from "node:http";
+
+const MAX_REFUSALS_PER_EVENT = 3;
+
+/** Standard Webhooks: HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret after `whsec_`. */
+export function verifyStandardWebhook(secret, headers, rawBody) {
+  const id = headers["webhook-id"];
+  const ts = headers["webhook-timestamp"];
+  const sigs = headers["webhook-signature"];
+  if (typeof id !== "string" || typeof ts !== "string" || typeof sigs !== "string" || !/^[0-9]{1,12}$/.test(ts)) return false;
+  if (Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
+  const expected = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64")).update(`${id}.${ts}.${rawBody}`).digest();
+  return sigs.split(" ").some((entry) => {
+    const [version, sig] = entry.split(",");
+    const given = Buffer.from(sig ?? "", "base64");
+    return version === "v1" && given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+/**
+ * Listens on 127.0.0.1:`port`; a number's webhook URL is `/hooks/{numberId}`. `secrets` (numberId →
+ * whsec_…) is filled in after the webhooks are created. `random` decides the refusals.
+ */
+export async function startReceiver({ port, failShare, random, secrets }) {
+  /** Every delivery: what came, and what we answered. */
+  const deliveries = [];
+  const refusedSoFar = new Map();
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const raw = Buffer.concat(chunks).toString("utf8");
+      const numberId = (req.url ?? "").split("/")[2] ?? "";
+      const secret = secrets.get(numberId);
+      const verified = secret !== undefined && verifyStandardWebhook(secret, req.headers, raw);
+      let body = null;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // recorded unparsed
+      }
+      // A delivery we cannot verify is refused like a real customer would; it counts as a failure below.
+      // At most MAX_REFUSALS_PER_EVENT refusals per event: the gateway gives an event 9 attempts, then
+      // it is dead (replayable from the delivery log). Independent 30% refusals would kill ~1 event in
+      // 50,000 (0.3^9) by design; that path is not what this run checks.
+      const refusals = refusedSoFar.get(req.headers["webhook-id"]) ?? 0;
+      const status = !verified ? 400 : refusals < MAX_REFUSALS_PER_EVENT && random.chance(failShare) ? 503 : 204;
+      if (status === 503) refusedSoFar.set(req.headers["webhook-id"], refusals + 1);
+      deliveries.push({ at: Date.now(), numberId, webhookId: req.headers["webhook-id"] ?? null, verified, status, body });
+      res.writeHead(status).end();
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  return {
+    deliveries,
+    stop: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
