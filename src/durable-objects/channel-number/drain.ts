@@ -41,6 +41,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class Drain {
   private readonly claimed = new Set<number>();
   private calls: number[];
+  private session: Promise<void> | null = null;
 
   constructor(private readonly d: DrainDeps) {
     this.calls = JSON.parse(getMeta(d.sql, "recent_calls") ?? "[]") as number[];
@@ -58,7 +59,18 @@ export class Drain {
     return [...this.calls];
   }
 
-  async run(): Promise<void> {
+  /**
+   * One session at a time: a second alarm run (or any other caller) while a session is active
+   * joins it instead of starting another loop over the same outbox and pace.
+   */
+  run(): Promise<void> {
+    this.session ??= this.runSession().finally(() => {
+      this.session = null;
+    });
+    return this.session;
+  }
+
+  private async runSession(): Promise<void> {
     const started = now();
     let slept = 0;
     const inFlight = new Set<Promise<void>>();
@@ -134,8 +146,7 @@ export class Drain {
       const slotAt = now();
       if (nextCallAt(this.calls, slotAt) > slotAt || this.d.hold.until() > slotAt) return null;
       const attempt = row.attempts + 1;
-      const earlier = this.calls;
-      this.calls = [...earlier, slotAt].slice(-PACE_CALLS);
+      this.calls = [...this.calls, slotAt].slice(-PACE_CALLS);
       this.d.ctx.storage.transactionSync(() => {
         transition(this.d.sql, row.seq, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt });
         setMeta(this.d.sql, "recent_calls", JSON.stringify(this.calls));
@@ -152,10 +163,11 @@ export class Drain {
       if (this.d.hold.until() > holdAtSlot) {
         // Another call's answer paused the number meanwhile: this one does not go out.
         transition(this.d.sql, row.seq, ["sending"], "queued", callAt, { attempts: row.attempts });
-        this.calls = earlier;
         return null;
       }
-      this.calls = [...earlier, callAt].slice(-PACE_CALLS);
+      // Only this call's own slot moves to its real time.
+      const slot = this.calls.lastIndexOf(slotAt);
+      if (slot >= 0) this.calls = this.calls.map((t, i) => (i === slot ? callAt : t));
       started = true;
       // No await between taking the call's time and starting the request.
       return { call: this.call(adapter, row, attempt).finally(() => this.claimed.delete(row.seq)) };
