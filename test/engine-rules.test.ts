@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { applyTransition, type LifecycleState } from "../src/durable-objects/workspace/status-transition";
-import { PACE_WINDOW_MS, RETRY_POLICY, nextCallAt, retryDecision } from "../src/durable-objects/channel-number/delivery-policy";
+import { PACE_SPACING_MS, PACE_WINDOW_MS, RETRY_POLICY, nextCallAt, retryDecision } from "../src/durable-objects/channel-number/delivery-policy";
 import { QUEUE_BUDGET, planBatches, queuedBytes } from "../src/lib/queue-publisher";
 import { stepBackoffMs } from "../src/durable-objects/shared/scheduler";
 import { classifyOperatorError, pairRateDelayMs } from "../src/upstream/error-codes";
@@ -55,9 +55,10 @@ describe("status transitions", () => {
 });
 
 describe("the pace at the operator", () => {
-  it("allows two calls per window and then waits for the older one to leave it", () => {
+  it("spaces calls by half the window: two per window, never a pair that leaves together", () => {
     expect(nextCallAt([], 100)).toBe(100);
-    expect(nextCallAt([100], 100)).toBe(100);
+    expect(nextCallAt([100], 100)).toBe(100 + PACE_SPACING_MS);
+    expect(nextCallAt([100], 2_000)).toBe(2_000);
     expect(nextCallAt([100, 100], 100)).toBe(100 + PACE_WINDOW_MS);
     expect(nextCallAt([100, 600], 700)).toBe(100 + PACE_WINDOW_MS);
     expect(nextCallAt([100, 600], 5_000)).toBe(5_000);

@@ -8,7 +8,7 @@ import { connectCloudNumber, operatorMessagesUrl, operatorNumberUrl, recordedEve
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { classifyOperatorError } from "../src/upstream/error-codes";
-import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { PAIR_BURST, PAIR_INTERVAL_MS } from "../src/durable-objects/channel-number/pair-pace";
 import worker from "../src/index";
 
@@ -337,7 +337,7 @@ describe("the operator's pair rate", () => {
       toOthers.push(await sendOne(t.key, t.numberId, to));
       advance(500);
     }
-    await drainFor(t.numberId, 140);
+    await drainFor(t.numberId, 280, PACE_SPACING_MS);
 
     expect(refusals).toBe(0);
     const one = calls.filter((c) => c.body.to === "+5511900000001");

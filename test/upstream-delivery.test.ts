@@ -8,7 +8,7 @@ import { accepted, connectCloudNumber, mockOperator, operatorError, operatorMess
 import { holdObject } from "./helpers/objects";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../src/upstream/sandbox";
-import { PACE_WINDOW_MS, RETRY_POLICY, UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { PACE_SPACING_MS, PACE_WINDOW_MS, RETRY_POLICY, UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { hasUnpublishedEvents } from "../src/durable-objects/workspace/event-log";
 
 // A clock far in the future: alarms then fire only when a test runs them, so
@@ -389,15 +389,16 @@ describe("the pace holds at the operator", () => {
     advance(400);
     await gate.release();
     await alarm;
-    expect(calls.map((c) => c.at)).toEqual([t0 + 400, t0 + 400]);
-    // A pace counted from before the claim would allow a third call at t0 + 1010: three in one second.
-    setClock(t0 + PACE_WINDOW_MS);
+    expect(calls.map((c) => c.at)).toEqual([t0 + 400]);
+    // A pace counted from before the claim would allow the next call at t0 + 505 and a third at t0 + 1010.
+    setClock(t0 + PACE_SPACING_MS);
     await drain(t.numberId);
-    for (let i = 0; i < 10 && calls.length < 3; i++) {
+    for (let i = 0; i < 20 && calls.length < 3; i++) {
       advance(100);
       await drain(t.numberId);
     }
     expect(calls).toHaveLength(3);
+    expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(PACE_SPACING_MS);
     expect(maxCallsInWindow(calls.map((c) => c.at), 1_000)).toBeLessThanOrEqual(2);
     expect(await channelNumberStub(env, t.numberId).recentCalls()).toEqual(calls.slice(-2).map((c) => c.at));
   });

@@ -5,14 +5,23 @@ import type { SendResult } from "../../upstream/adapter";
  * more than PACE_CALLS call starts. The window is the number's 1 s plus a 10 ms
  * guard, so that jitter between our clock and the operator's cannot make one of
  * its seconds see three calls; the sustained pace is 2 calls per 1.01 s.
+ *
+ * Calls are also spaced by PACE_SPACING_MS (half the window) instead of leaving
+ * in pairs: a call started right behind another can hold the first one's request
+ * until its own commit (measured with `npm run soak`: pairs reached the operator
+ * in the same millisecond, and the next pair less than a second after the first
+ * one's real departure). Spaced, the sustained pace is the same.
  */
 export const PACE_CALLS = 2;
 export const PACE_WINDOW_MS = 1_010;
+export const PACE_SPACING_MS = PACE_WINDOW_MS / PACE_CALLS;
 
 /** When a call may start at the earliest, given the start times of the latest calls (ascending). */
 export function nextCallAt(recentCalls: readonly number[], at: number): number {
-  if (recentCalls.length < PACE_CALLS) return at;
-  return Math.max(at, recentCalls[recentCalls.length - PACE_CALLS]! + PACE_WINDOW_MS);
+  const last = recentCalls[recentCalls.length - 1];
+  const spaced = last === undefined ? at : Math.max(at, last + PACE_SPACING_MS);
+  if (recentCalls.length < PACE_CALLS) return spaced;
+  return Math.max(spaced, recentCalls[recentCalls.length - PACE_CALLS]! + PACE_WINDOW_MS);
 }
 
 /**

@@ -97,11 +97,14 @@ export class Drain {
           await sleep(wait);
           continue;
         }
-        if (inFlight.size > 0) {
-          // A finished call can make the next message of its conversation due.
+        if (wait === null && inFlight.size > 0) {
+          // Nothing else is due: a finished call can make the next message of its conversation due.
           await Promise.race(inFlight);
           continue;
         }
+        // The session's time is up with work still due: end it (its calls are awaited below) and let
+        // the alarm start the next one. Waiting on answers here would pace the number by the
+        // operator's latency instead of by the pace.
         return;
       }
     } finally {
