@@ -1,17 +1,8 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { captureExpectedRuntimeLogs, runtimeLogService } from "./test/node/runtime-log.ts";
+import { TEST_SECRETS } from "./test/node/test-secrets.ts";
 
-// Fixed secrets for tests only (never used outside them). Also given to wrangler's config
-// reader through the environment, so that it finds the `[secrets] required` names and prints
-// no "Missing required secrets" warning.
-const TEST_SECRETS = {
-  ADMIN_TOKEN: "test-admin-token-0123456789abcdef",
-  CREDENTIALS_ENCRYPTION_KEY: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
-  JOB_ID_SECRET: "test-job-id-secret",
-  UPSTREAM_APP_SECRET: "test-upstream-app-secret",
-  UPSTREAM_VERIFY_TOKEN: "test-verify-token",
-};
 Object.assign(process.env, TEST_SECRETS);
 // wrangler's informational lines ("Using secrets defined in process.env", once per test file); warnings stay.
 process.env.WRANGLER_LOG ??= "warn";

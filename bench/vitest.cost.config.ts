@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { TEST_SECRETS } from "../test/node/test-secrets.ts";
 
 // The cost harness (npm run bench:cost): the same runtime as the test suite (vitest.config.ts),
 // its own files (bench/cost/*.cost.ts, which `npm test` does not pick up), and one extra
@@ -10,13 +11,6 @@ import { defineConfig } from "vitest/config";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const RESULTS = fileURLToPath(new URL("./cost-results.json", import.meta.url));
 
-const TEST_SECRETS = {
-  ADMIN_TOKEN: "test-admin-token-0123456789abcdef",
-  CREDENTIALS_ENCRYPTION_KEY: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
-  JOB_ID_SECRET: "test-job-id-secret",
-  UPSTREAM_APP_SECRET: "test-upstream-app-secret",
-  UPSTREAM_VERIFY_TOKEN: "test-verify-token",
-};
 Object.assign(process.env, TEST_SECRETS);
 process.env.WRANGLER_LOG ??= "warn";
 

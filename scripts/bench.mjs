@@ -39,6 +39,7 @@ import { callApi } from "./lib/http-call.mjs";
 import { PRICES } from "../bench/cost/prices.mjs";
 import { BODY_CHARS, HOT_WINDOW_MARGIN_MS, RATE_WINDOW_MARGIN_MS, seedMessages } from "./lib/bench-seed-messages.mjs";
 import { expectedPages, findWorkspaceFile, pendingWork, retentionState, storageOf } from "./lib/bench-workspace-file.mjs";
+import { mapLimit } from "./lib/map-limit.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN_DIR = join(ROOT, "node_modules", ".bin");
@@ -231,21 +232,6 @@ async function admin(adminToken, path, body) {
   const res = await call("POST", `/admin/v1${path}`, adminToken, body);
   if (res.status !== 201) fail(`POST /admin/v1${path} answered ${res.status}: ${res.text.slice(0, 300)}`);
   return res.json;
-}
-
-/** Runs fn over items with at most `limit` at once; results in order. */
-async function mapLimit(items, limit, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i], i);
-      }
-    }),
-  );
-  return out;
 }
 
 async function waitUntilReady(exited) {

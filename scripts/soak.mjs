@@ -30,6 +30,7 @@ import { createOperatorWebhooks } from "./lib/soak-operator-webhooks.mjs";
 import { createRuntime, KILL_MARGIN_MS } from "./lib/soak-runtime.mjs";
 import { createLoad } from "./lib/soak-load.mjs";
 import { checkClientErrors, checkConversationOrder, checkEvents, checkNumberRate, checkOperatorCalls, checkTerminal, queuedTimes } from "./lib/soak-checks.mjs";
+import { mapLimit } from "./lib/map-limit.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WORK_DIR = join(ROOT, ".wrangler", "soak");
@@ -116,20 +117,6 @@ async function read(baseUrl, path, key, limitMs = 10_000) {
     if (Date.now() - started > limitMs) return { status: null, json: null, text: "" };
     await sleep(500);
   }
-}
-
-async function mapLimit(items, limit, fn) {
-  const out = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i], i);
-      }
-    }),
-  );
-  return out;
 }
 
 async function admin(baseUrl, path, body) {
