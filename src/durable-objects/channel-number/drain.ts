@@ -168,9 +168,8 @@ export class Drain {
         transition(this.d.sql, row.seq, ["sending"], "queued", callAt, { attempts: row.attempts });
         return null;
       }
-      // Only this call's own slot moves to its real time.
-      const slot = this.calls.lastIndexOf(slotAt);
-      if (slot >= 0) this.calls = this.calls.map((t, i) => (i === slot ? callAt : t));
+      // This call's slot is still the latest (one session, one start at a time): it moves to the real time.
+      this.calls = [...this.calls.slice(0, -1), callAt];
       started = true;
       // No await between taking the call's time and starting the request.
       return { call: this.call(adapter, row, attempt).finally(() => this.claimed.delete(row.seq)) };
