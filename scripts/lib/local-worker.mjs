@@ -73,18 +73,42 @@ export function spawnWorker({ port, inspectorPort, state, envFile, vars = {}, on
   return { child, signalGroup, groupAlive };
 }
 
+/**
+ * Whether `url` answers 2xx within `limitMs`. The limit is a timer of our own raced against the
+ * request, so the probe ends even if aborting never settles the request: after a restart, a soak
+ * once stayed in this wait for minutes while the Worker answered curl in 60 ms.
+ */
+async function answers(url, limitMs) {
+  const controller = new AbortController();
+  let timer;
+  const expired = new Promise((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      resolve(false);
+    }, limitMs);
+  });
+  const probe = (async () => {
+    try {
+      const res = await fetch(url, { signal: controller.signal });
+      await res.arrayBuffer();
+      return res.ok;
+    } catch {
+      return false; // not listening yet
+    }
+  })();
+  try {
+    return await Promise.race([probe, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Resolves once the Worker answers on `baseUrl`; rejects when the child exits or after `limitMs`. */
 export async function waitUntilReady(baseUrl, child, output, limitMs = 90_000) {
   const started = Date.now();
   while (Date.now() - started < limitMs) {
     if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${output()}`);
-    try {
-      const res = await fetch(`${baseUrl}/api/v1/openapi.json`, { signal: AbortSignal.timeout(2_000) });
-      await res.arrayBuffer();
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
+    if (await answers(`${baseUrl}/api/v1/openapi.json`, 2_000)) return;
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`wrangler dev did not answer on ${baseUrl} within ${limitMs / 1000} s:\n${output()}`);
