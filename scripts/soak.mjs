@@ -77,6 +77,8 @@ const WORKER_VARS = (operatorPort) => ({
   // A call whose answer a kill cut off while the operator refused it ("not processed": no status
   // webhook will ever come) fails with upstream_outcome_unknown after 60 s instead of 7 days.
   UNKNOWN_OUTCOME_WINDOW_MS: "60000",
+  // Each operator call carries the time its number object started it: the pace invariant is checked on it.
+  UPSTREAM_STAMP_CALLS: "true",
 });
 
 // ---------------------------------------------------------------- what the run started
@@ -344,7 +346,10 @@ async function main() {
   line("client answers / 5xx or network errors inside kill windows", `${f.clientErrors.figures.answers} / ${f.clientErrors.figures.errorsInKillWindows}`);
   line("5xx or network errors outside kill windows", `${f.clientErrors.figures.errorsOutsideKillWindows}`, f.clientErrors.failures.length === 0);
   line("replays 200 with the original jobId / conflicting replays 409", `${load.counts.replayOk} / ${load.counts.conflictOk} (unexpected answers: ${load.mismatches.length})`, load.mismatches.length === 0);
-  line("max operator calls per number in any 1 s (receive times ± measured lateness)", `${f.numberRate.figures.maxCallsPerNumberIn1s} (by receive time alone ${f.numberRate.figures.maxCallsPerNumberIn1sByReceiveTimeAlone}; lateness p50/p99/max ${Object.values(f.numberRate.figures.receiveTimeUncertaintyMs).join("/")} ms)`, f.numberRate.failures.length === 0);
+  const rate = f.numberRate.figures;
+  line("max calls per number started in any 1 s (number object's X-Call-Started-At)", `${rate.maxCallsPerNumberIn1sAsStarted} (closest 3 consecutive starts ${rate.minStartedSpanOf3ConsecutiveCallsMs} ms apart; unstamped calls ${rate.unstampedCalls})`, f.numberRate.failures.length === 0);
+  line("  as received by the operator (± its measured lateness)", `${rate.maxCallsPerNumberIn1sAsReceived}, ${rate.windowsOver2AsReceived} window(s) over 2 (by receive time alone ${rate.maxCallsPerNumberIn1sByReceiveTimeAlone}; lateness p50/p99/max ${Object.values(rate.receiveTimeUncertaintyMs).join("/")} ms)`);
+  line("  transit, started → received: p50 / p99 / max", `${rate.transitMs.p50} / ${rate.transitMs.p99} / ${rate.transitMs.max} ms`);
   line("conversation order: ordered pairs checked / violations", `${f.conversationOrder.figures.orderedPairsChecked} / ${f.conversationOrder.failures.length}`, f.conversationOrder.failures.length === 0);
   line("queued time, accepted → operator call: p50 / p99 / max", `${queued.p50Ms} / ${queued.p99Ms} / ${queued.maxMs} ms`);
   line("operator webhooks: posts / repeated after no effect / inbound duplicates", `${operatorWebhooks.stats.posts} / ${operatorWebhooks.stats.repeats} / ${operatorWebhooks.stats.inboundDuplicates}`);
@@ -354,6 +359,7 @@ async function main() {
     console.log(`FAILED ${name}: ${c.failures.length} item(s)`);
     for (const item of c.failures.slice(0, 20)) console.log(`  ${JSON.stringify(item)}`);
   }
+  for (const w of rate.arrivalWindows.slice(0, 10)) console.log(`  received within 1 s: ${JSON.stringify(w)}`);
   console.log(`${summary.passed ? "PASSED" : "FAILED"}; summary: ${OPTIONS.summary.startsWith(ROOT) ? OPTIONS.summary.slice(ROOT.length + 1) : OPTIONS.summary}`);
   return summary.passed;
 }

@@ -8,6 +8,7 @@ import { connectCloudNumber, operatorMessagesUrl, operatorNumberUrl, recordedEve
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { classifyOperatorError } from "../src/upstream/error-codes";
+import { CALL_STARTED_AT_HEADER, CloudApiAdapter } from "../src/upstream/cloud-api";
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { PAIR_BURST, PAIR_INTERVAL_MS } from "../src/durable-objects/channel-number/pair-pace";
 import worker from "../src/index";
@@ -147,6 +148,25 @@ describe("the recipient as the operator knows it", () => {
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.NEW" });
     expect(env.UPSTREAM_CLOUD_API_VERSION).toMatch(/^v\d+\.0$/);
+  });
+
+  it("carries only the operator's headers; X-Call-Started-At (when the call started) only when a soak run asks for it", async () => {
+    const t = await cloudTenant();
+    const seen: Headers[] = [];
+    operator(t, () => metaAccepted("wamid.H1", "+5511900000001", "5511900000001"));
+    const spied = vi.mocked(globalThis.fetch).getMockImplementation()!;
+    vi.mocked(globalThis.fetch).mockImplementation(async (input, init) => {
+      seen.push(new Request(input as RequestInfo, init).headers);
+      return spied(input, init);
+    });
+    await sendOne(t.key, t.numberId, "5511900000001");
+    await drain(t.numberId);
+    expect(env.UPSTREAM_STAMP_CALLS).toBe("false");
+    expect([...seen[0]!.keys()].sort()).toEqual(["authorization", "content-type"]);
+
+    const stamped = new CloudApiAdapter({ baseUrl: env.UPSTREAM_CLOUD_API_BASE_URL, version: env.UPSTREAM_CLOUD_API_VERSION, phoneNumberId: t.phoneNumberId, accessToken: t.token, messagingProduct: "whatsapp", timeoutMs: 1_000, stampCalls: true });
+    expect(await stamped.send({ jobId: crypto.randomUUID(), to: "5511900000001", body: "hi", attempt: 1 })).toMatchObject({ kind: "accepted" });
+    expect(seen[1]!.get(CALL_STARTED_AT_HEADER)).toBe(String(clock));
   });
 });
 

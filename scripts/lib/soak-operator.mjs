@@ -1,6 +1,7 @@
 // The fake channel operator of `npm run soak` (shaped like the WhatsApp Cloud API): answers the
 // number check and message sends on loopback, slowly and with faults, and records every call it
-// received. Its receive times are what the 2-calls-per-second limit is measured on, so it runs in
+// received, with the time the number object started each call (X-Call-Started-At, which the soak
+// asks for) beside the time the call arrived. The arrival times are measured precisely, so it runs in
 // its own process (raised priority when allowed), away from the soak's load and checks, and it
 // measures its own lateness: a 1 ms timer ticks throughout, and a request handled at `hr` arrived
 // no earlier than the tick before the last tick preceding `hr` (`earliest`). On a healthy event
@@ -153,7 +154,7 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
       const plan = decide(to.replace(/^\+/, ""), attempt, phoneNumberId);
       const wamid = `wamid.SOAK${String(++seq).padStart(7, "0")}`;
       const call = {
-        seq, at, hr, earliest, phoneNumberId, jobId, attempt, to, text: body?.text?.body ?? null, messagingProduct: body?.messaging_product ?? null,
+        seq, at, hr, earliest, startedAt: Number(req.headers["x-call-started-at"]) || null, phoneNumberId, jobId, attempt, to, text: body?.text?.body ?? null, messagingProduct: body?.messaging_product ?? null,
         answer: plan.kind, httpStatus: plan.status, code: plan.code ?? null, processed: plan.processed, finalStatus: plan.finalStatus ?? null,
         wamid: plan.processed ? wamid : null,
       };

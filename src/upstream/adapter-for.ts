@@ -16,5 +16,6 @@ export async function adapterFor(env: Env, row: ChannelNumberRow): Promise<Upstr
     accessToken,
     messagingProduct: env.UPSTREAM_MESSAGING_PRODUCT,
     timeoutMs: Number(env.UPSTREAM_TIMEOUT_MS) || 15_000,
+    stampCalls: env.UPSTREAM_STAMP_CALLS === "true",
   });
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
+import { now } from "../lib/clock";
 import { classifyOperatorError } from "./error-codes";
 
 export interface CloudApiConfig {
@@ -9,7 +10,12 @@ export interface CloudApiConfig {
   accessToken: string;
   messagingProduct: string;
   timeoutMs: number;
+  /** Adds CALL_STARTED_AT_HEADER to each call (local soak runs: their fake operator measures the pace as started). */
+  stampCalls?: boolean;
 }
+
+/** The time (ms since the epoch) at which the number object started the call. */
+export const CALL_STARTED_AT_HEADER = "X-Call-Started-At";
 
 /**
  * The operator's answer, as far as we read it. Newer API versions add fields
@@ -37,12 +43,16 @@ export class CloudApiAdapter implements UpstreamAdapter {
   constructor(private readonly config: CloudApiConfig) {}
 
   async send(message: OutboundText): Promise<SendResult> {
-    const { baseUrl, version, phoneNumberId, accessToken, messagingProduct, timeoutMs } = this.config;
+    const { baseUrl, version, phoneNumberId, accessToken, messagingProduct, timeoutMs, stampCalls } = this.config;
     let res: Response;
     try {
       res = await fetch(`${baseUrl.replace(/\/+$/, "")}/${version}/${phoneNumberId}/messages`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${accessToken}`, "Content-Type": "application/json" },
+        headers: {
+          Authorization: `Bearer ${accessToken}`,
+          "Content-Type": "application/json",
+          ...(stampCalls ? { [CALL_STARTED_AT_HEADER]: String(now()) } : {}),
+        },
         body: JSON.stringify({
           messaging_product: messagingProduct,
           recipient_type: "individual",
