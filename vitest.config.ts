@@ -1,5 +1,5 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { captureExpectedRuntimeLogs, runtimeLogService } from "./test/node/runtime-log.ts";
 import { TEST_SECRETS } from "./test/node/test-secrets.ts";
 
@@ -10,37 +10,41 @@ captureExpectedRuntimeLogs();
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
+  const workersProject = (o: { name: string; include: string[]; exclude: string[]; drainSessionMs: string }) => ({
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: "./wrangler.toml" },
+        miniflare: {
+          // Test-only bindings: fixed secrets, the migrations and the expected-log capture.
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            ...TEST_SECRETS,
+            ALLOW_INSECURE_WEBHOOK_URLS: "false",
+            DRAIN_SESSION_MS: o.drainSessionMs,
+          },
+          serviceBindings: { RUNTIME_LOG: runtimeLogService },
+        },
+      }),
+    ],
+    test: {
+      name: o.name,
+      // The SDK has its own suite, in Node against `wrangler dev` (npm run test:sdk).
+      include: o.include,
+      exclude: [...configDefaults.exclude, ...o.exclude],
+      setupFiles: ["./test/setup/apply-migrations.ts"],
+      testTimeout: 20_000,
+    },
+  });
   return {
     test: {
       testTimeout: 20_000,
       // The Worker's JSON logs are shown for failing tests only.
       silent: "passed-only" as const,
       projects: [
-        {
-          plugins: [
-            cloudflareTest({
-              wrangler: { configPath: "./wrangler.toml" },
-              miniflare: {
-                // Test-only bindings: fixed secrets, the migrations and the expected-log capture.
-                bindings: {
-                  TEST_MIGRATIONS: migrations,
-                  ...TEST_SECRETS,
-                  ALLOW_INSECURE_WEBHOOK_URLS: "false",
-                  // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
-                  DRAIN_SESSION_MS: "0",
-                },
-                serviceBindings: { RUNTIME_LOG: runtimeLogService },
-              },
-            }),
-          ],
-          test: {
-            name: "workers",
-            // The SDK has its own suite, in Node against `wrangler dev` (npm run test:sdk).
-            include: ["test/**/*.test.ts"],
-            setupFiles: ["./test/setup/apply-migrations.ts"],
-            testTimeout: 20_000,
-          },
-        },
+        // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
+        workersProject({ name: "workers", include: ["test/**/*.test.ts"], exclude: ["test/sessions/**"], drainSessionMs: "0" }),
+        // Drain sessions as in production (10 s, real time): what only happens while calls overlap.
+        workersProject({ name: "workers-sessions", include: ["test/sessions/**/*.test.ts"], exclude: [], drainSessionMs: "10000" }),
         {
           // Checks that run as customers and operators run things, in Node: the documentation's
           // code snippets and the deployment configuration.

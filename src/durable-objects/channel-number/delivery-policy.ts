@@ -1,6 +1,14 @@
 import type { SendResult } from "../../upstream/adapter";
 
 /**
+ * Calls of one number waiting on the operator at once. Cloudflare lets one invocation wait on at
+ * most 6 responses (headers) and queues a seventh request until one arrives; the drain never makes
+ * one wait there. With an operator answering in L seconds a number drains at most 6/L calls/s:
+ * the full 2/s up to 3 s.
+ */
+export const MAX_CALLS_IN_FLIGHT = 6;
+
+/**
  * The number's pace at the operator: no window of PACE_WINDOW_MS ever holds
  * more than PACE_CALLS call starts. The window is the number's 1 s plus a 10 ms
  * guard, so that jitter between our clock and the operator's cannot make one of

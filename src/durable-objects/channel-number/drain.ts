@@ -7,7 +7,7 @@ import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
 import { getMeta, setMeta } from "../shared/meta";
 import { workspaceStub } from "../stubs";
 import type { StatusUpdate } from "../workspace/contract";
-import { PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
+import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
 import { nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
 import { scheduleReports } from "./sandbox-reports";
 import { owe } from "./status-relay";
@@ -80,6 +80,12 @@ export class Drain {
         const held = this.d.hold.until() > t;
         const row = held ? undefined : nextReady(this.d.sql, t, this.claimed);
         const slot = nextCallAt(this.calls, t);
+        if (row && slot <= t && inFlight.size >= MAX_CALLS_IN_FLIGHT) {
+          // The runtime queues a request beyond its limit of responses an object may wait on: it
+          // would leave later than its slot, outside the pace. Wait for an answer instead.
+          await Promise.race(inFlight);
+          continue;
+        }
         if (row && slot <= t) {
           const started = await this.start(row);
           if (started) {

@@ -1,0 +1,72 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createKey, createWorkspace } from "../helpers/fixtures";
+import { send, textMessage } from "../helpers/send";
+import { accepted, connectCloudNumber, mockOperator } from "../helpers/operator";
+import { api, json } from "../helpers/http";
+import { channelNumberStub } from "../../src/durable-objects/stubs";
+import { MAX_CALLS_IN_FLIGHT, PACE_SPACING_MS } from "../../src/durable-objects/channel-number/delivery-policy";
+
+// A drain session as in production (DRAIN_SESSION_MS 10 s, this project's binding), in real time:
+// calls overlap only within a session.
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
+
+describe("calls waiting on the operator", () => {
+  it(`are at most ${MAX_CALLS_IN_FLIGHT} at once: the next one starts when an answer comes, not in the runtime's queue`, async () => {
+    expect(env.DRAIN_SESSION_MS).toBe("10000");
+    // The operator answers a call only once the test released it. The answer is made in the
+    // caller's context (the object's), which polls for its release: an answer created here could
+    // not be read there.
+    let released = 0;
+    const calls = mockOperator(async (c, index) => {
+      while (index >= released) await new Promise((r) => setTimeout(r, 5));
+      return accepted(`wamid.${c.body.text.body}`);
+    });
+    // A clock in the future (the object's alarm, due by it, fires only when the test runs it) that
+    // advances in real time (the session paces and sleeps in real time).
+    vi.useFakeTimers({ toFake: ["Date"], shouldAdvanceTime: true });
+    let clock = Date.UTC(2043, 0, 1) + Math.floor(Math.random() * 1e9);
+    const workspaceId = await createWorkspace({ plan: "pro" });
+    const { key } = await createKey(workspaceId);
+    const number = await connectCloudNumber(workspaceId);
+    const total = MAX_CALLS_IN_FLIGHT + 2;
+    // 2 per second, as the number accepts them, each to its own recipient (no pair pace).
+    const jobIds: string[] = [];
+    for (let i = 0; i < total; i++) {
+      vi.setSystemTime(clock);
+      const res = await send(key, `in-flight-${i}`, textMessage(number.numberId, `m${i}`, `55119000000${String(i).padStart(2, "0")}`));
+      expect(res.status).toBe(201);
+      jobIds.push((await json<{ jobId: string }>(res)).jobId);
+      clock += 600;
+    }
+    vi.setSystemTime(clock + 5_000);
+    const session = runDurableObjectAlarm(channelNumberStub(env, number.numberId));
+
+    await vi.waitFor(() => expect(calls).toHaveLength(MAX_CALLS_IN_FLIGHT), { timeout: 10_000, interval: 20 });
+    // The next call's pace slot comes PACE_SPACING_MS after the last start; three slots later it
+    // still has not started, because every allowed call is waiting on the operator.
+    const lastStart = calls.at(-1)!.at;
+    await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(lastStart + 3 * PACE_SPACING_MS), { timeout: 5_000, interval: 20 });
+    expect(calls).toHaveLength(MAX_CALLS_IN_FLIGHT);
+
+    const answeredAt = Date.now();
+    released = 1;
+    await vi.waitFor(() => expect(calls).toHaveLength(MAX_CALLS_IN_FLIGHT + 1), { timeout: 5_000, interval: 10 });
+    expect(calls.at(-1)!.at - answeredAt).toBeLessThan(PACE_SPACING_MS);
+
+    // Everything answered: the session ends with every message sent, each called once.
+    released = total;
+    await session;
+    expect(calls).toHaveLength(total);
+    for (const jobId of jobIds) {
+      const res = await api(`/messages/${jobId}`, key);
+      expect(await json<{ status: string }>(res)).toMatchObject({ status: "sent" });
+    }
+    expect(new Set(calls.map((c) => c.body.text.body)).size).toBe(total);
+  });
+});
