@@ -3,8 +3,7 @@ import type { SendResult } from "../../upstream/adapter";
 /**
  * Calls of one number waiting on the operator at once. Cloudflare lets one invocation wait on at
  * most 6 responses (headers) and queues a seventh request until one arrives; the drain never makes
- * one wait there. With an operator answering in L seconds a number drains at most 6/L calls/s:
- * the full 2/s up to 3 s.
+ * one wait there. With an operator answering in L seconds a number drains at most 6/L calls/s.
  */
 export const MAX_CALLS_IN_FLIGHT = 6;
 
