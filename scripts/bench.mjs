@@ -41,6 +41,15 @@ import { BODY_CHARS, HOT_WINDOW_MARGIN_MS, RATE_WINDOW_MARGIN_MS, seedMessages }
 import { expectedPages, findWorkspaceFile, pendingWork, retentionState, storageOf } from "./lib/bench-workspace-file.mjs";
 import { mapLimit } from "./lib/map-limit.mjs";
 
+/** An answer's JSON, or null when it is not JSON (such an answer counts as bad). */
+const parseJsonOrNull = (body) => {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return null;
+  }
+};
+
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN_DIR = join(ROOT, "node_modules", ".bin");
 const IS_WINDOWS = process.platform === "win32";
@@ -608,12 +617,7 @@ async function main() {
               },
               onResponse: (status, body, context, headers) => {
                 tallyResponse(t, headers);
-                let parsed = null;
-                try {
-                  parsed = JSON.parse(body);
-                } catch {
-                  // counted as bad
-                }
+                const parsed = parseJsonOrNull(body);
                 if (status !== 200 || parsed?.status !== "duplicado_identico" || parsed?.jobId !== context.sent?.jobId) t.bad++;
               },
             },
@@ -646,12 +650,7 @@ async function main() {
               },
               onResponse: (status, body, context, headers) => {
                 tallyResponse(t, headers);
-                let parsed = null;
-                try {
-                  parsed = JSON.parse(body);
-                } catch {
-                  // counted as bad
-                }
+                const parsed = parseJsonOrNull(body);
                 if (status !== 200 || parsed?.id !== context.sent?.jobId) t.bad++;
               },
             },
@@ -740,12 +739,7 @@ async function main() {
         headers: { authorization: auth(store.apiKey) },
         onResponse: (status, body, _context, headers) => {
           tallyResponse(tally, headers);
-          let parsed = null;
-          try {
-            parsed = JSON.parse(body);
-          } catch {
-            // counted as bad
-          }
+          const parsed = parseJsonOrNull(body);
           if (status !== 200 || !sameIds(parsed?.data, ids)) tally.bad++;
         },
       },

@@ -8,9 +8,15 @@ import { loadSqlite } from "./bench-seed-messages.mjs";
 
 const SCAN_BUDGET = 1_000; // src/durable-objects/workspace/message-queries.ts
 
-function open(file) {
+/** Runs `read` on the file opened read-only, and closes it. */
+function withDatabase(file, read) {
   const { DatabaseSync } = loadSqlite();
-  return new DatabaseSync(file, { readOnly: true });
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
 }
 
 /** The SQLite file of the workspace object that serves `workspaceId` (its `meta` names it). */
@@ -21,13 +27,11 @@ export function findWorkspaceFile(stateDir, workspaceId) {
   for (const name of readdirSync(join(doDir, classDir))) {
     if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
     const file = join(doDir, classDir, name);
-    const db = open(file);
-    try {
+    const owns = withDatabase(file, (db) => {
       const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
-      if (hasMeta && db.prepare("SELECT v FROM meta WHERE k = 'workspace_id'").get()?.v === workspaceId) return file;
-    } finally {
-      db.close();
-    }
+      return Boolean(hasMeta) && db.prepare("SELECT v FROM meta WHERE k = 'workspace_id'").get()?.v === workspaceId;
+    });
+    if (owns) return file;
   }
   return null;
 }
@@ -40,8 +44,7 @@ const ROW_TABLES = ["messages", "events", "idempotency_keys", "event_attempts", 
  * the row counts.
  */
 export function storageOf(file) {
-  const db = open(file);
-  try {
+  return withDatabase(file, (db) => {
     const pageSize = db.prepare("PRAGMA page_size").get().page_size;
     const pageCount = db.prepare("PRAGMA page_count").get().page_count;
     const freePages = db.prepare("PRAGMA freelist_count").get().freelist_count;
@@ -54,35 +57,23 @@ export function storageOf(file) {
     const rows = {};
     for (const t of ROW_TABLES) rows[t] = db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get().n;
     return { bytes: pageSize * pageCount, pageSize, pageCount, freePages, tables, rows };
-  } finally {
-    db.close();
-  }
+  });
 }
 
 /** What the retention steps would have changed: the rows left here, and the days moved to history shards. */
 export function retentionState(file) {
-  const db = open(file);
-  try {
-    return {
-      messages: db.prepare("SELECT COUNT(*) AS n FROM messages").get().n,
-      historyDays: db.prepare("SELECT COUNT(*) AS n FROM history_days").get().n,
-    };
-  } finally {
-    db.close();
-  }
+  return withDatabase(file, (db) => ({
+    messages: db.prepare("SELECT COUNT(*) AS n FROM messages").get().n,
+    historyDays: db.prepare("SELECT COUNT(*) AS n FROM history_days").get().n,
+  }));
 }
 
 /** Work the object still has to write about its messages: messages not yet settled, events not yet reported. */
 export function pendingWork(file) {
-  const db = open(file);
-  try {
-    return {
-      active: db.prepare("SELECT COUNT(*) AS n FROM messages WHERE status IN ('queued', 'processing')").get().n,
-      events: db.prepare("SELECT COUNT(*) AS n FROM events WHERE delivery = 'pending'").get().n,
-    };
-  } finally {
-    db.close();
-  }
+  return withDatabase(file, (db) => ({
+    active: db.prepare("SELECT COUNT(*) AS n FROM messages WHERE status IN ('queued', 'processing')").get().n,
+    events: db.prepare("SELECT COUNT(*) AS n FROM events WHERE delivery = 'pending'").get().n,
+  }));
 }
 
 /**
@@ -92,15 +83,12 @@ export function pendingWork(file) {
  * what was read.
  */
 export function expectedPages(file, { status, channelNumberId, limit }) {
-  const db = open(file);
-  try {
+  return withDatabase(file, (db) => {
     const newest = db.prepare("SELECT id FROM messages ORDER BY created_at DESC, id DESC LIMIT ?").all(2 * limit).map((r) => r.id);
     const scanned = db
       .prepare("SELECT id, status FROM messages WHERE channel_number_id = ? ORDER BY created_at DESC, id DESC LIMIT ?")
       .all(channelNumberId, SCAN_BUDGET);
     const filtered = scanned.filter((r) => r.status === status).slice(0, limit).map((r) => r.id);
     return { first: newest.slice(0, limit), second: newest.slice(limit), filtered, filterScanned: scanned.length };
-  } finally {
-    db.close();
-  }
+  });
 }
