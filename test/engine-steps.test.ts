@@ -28,6 +28,15 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** A live number whose operator accepts every call (recorded in `calls`), and its object. */
+async function cloudNumberAcceptingAll() {
+  const workspaceId = await createWorkspace();
+  const { key } = await createKey(workspaceId);
+  const number = await connectCloudNumber(workspaceId);
+  const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
+  return { key, number, calls, stub: channelNumberStub(env, number.numberId) };
+}
+
 const inbound = (channelNumberId: string, i: number, over: Partial<InboundRecord> = {}): InboundRecord => ({
   channelNumberId,
   upstreamMessageId: `wamid.IN-${i}-${crypto.randomUUID()}`,
@@ -140,11 +149,7 @@ describe("each alarm step is isolated", () => {
   });
 
   it("a number whose housekeeping step keeps failing still sends at its full pace", async () => {
-    const workspaceId = await createWorkspace();
-    const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
-    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-    const stub = channelNumberStub(env, number.numberId);
+    const { key, number, calls, stub } = await cloudNumberAcceptingAll();
     // Leftover storage of an older release that cannot be read: its step throws on every alarm.
     await runInDurableObject(stub, (_, state) => {
       state.storage.sql.exec("CREATE TABLE events (id TEXT)");
@@ -166,11 +171,7 @@ describe("each alarm step is isolated", () => {
 
 describe("the pace at the operator", () => {
   it("a commit slower than the pace's margin does not bring three calls within one second at the operator", async () => {
-    const workspaceId = await createWorkspace();
-    const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
-    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-    const stub = channelNumberStub(env, number.numberId);
+    const { key, number, calls, stub } = await cloudNumberAcceptingAll();
     for (let i = 0; i < 3; i++) {
       expect((await send(key, `slow-commit-${i}`, textMessage(number.numberId, `m${i}`, `551100000001${i}`))).status).toBe(201);
       setClock(clock + 500);
