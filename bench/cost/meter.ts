@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
+import { splitStatements } from "./statements";
 import worker from "../../src/index";
 
 /**
@@ -158,14 +159,20 @@ export class Meter {
       const meter = this;
       this.patch(p, "exec", (original) =>
         function (this: object, ...args: unknown[]) {
-          const cursor = original.apply(this, args) as PendingCursor["cursor"];
-          const statement = statementKey(String(args[0]));
-          if (!meter.classOfSql.has(this)) {
-            const cls = classOfStatement(statement);
-            if (cls) meter.classOfSql.set(this, cls);
+          // A string of several statements reports the rows of its last one only: run them one by
+          // one (same order, same effect; such strings carry no bindings) so that each is counted.
+          const parts = args.length === 1 ? splitStatements(String(args[0])) : [String(args[0])];
+          let cursor: PendingCursor["cursor"] | null = null;
+          for (const part of parts) {
+            cursor = original.apply(this, parts.length === 1 ? args : [part]) as PendingCursor["cursor"];
+            const statement = statementKey(part);
+            if (!meter.classOfSql.has(this)) {
+              const cls = classOfStatement(statement);
+              if (cls) meter.classOfSql.set(this, cls);
+            }
+            if (meter.counting) meter.pending.push({ sql: this, statement, cursor });
           }
-          if (meter.counting) meter.pending.push({ sql: this, statement, cursor });
-          return cursor;
+          return cursor ?? original.apply(this, args);
         },
       );
     });
