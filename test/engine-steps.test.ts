@@ -13,6 +13,7 @@ import { STRANDED_AFTER_MS } from "../src/durable-objects/workspace/workspace";
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import type { InboundRecord } from "../src/durable-objects/workspace/contract";
+import { eventsOf, type WebhookQueueMessage } from "../src/domain/events";
 
 let clock = Date.UTC(2042, 6, 1);
 const setClock = (ms: number) => {
@@ -51,16 +52,17 @@ const inbound = (channelNumberId: string, i: number, over: Partial<InboundRecord
 const unpublished = (workspaceId: string) => runInDurableObject(workspaceStub(env, workspaceId), (_, state) => hasUnpublishedEvents(state.storage.sql));
 
 describe("event publishing within the queue's limits", () => {
-  it("100 events of 16 KB each are published in byte-sized batches, all of them, in one alarm", async () => {
+  it("100 events of 16 KB each are published in packs of several, each within one billed 64 KB unit, all of them, in one alarm", async () => {
     const t = await createTenant();
-    const sendBatch = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch");
+    const send = vi.spyOn(env.WEBHOOK_QUEUE, "send");
     await workspaceStub(env, t.workspaceId).recordInbound(t.workspaceId, Array.from({ length: 100 }, (_, i) => inbound(t.numberId, i)));
     expect(await unpublished(t.workspaceId)).toBe(true);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
     expect(await unpublished(t.workspaceId)).toBe(false);
-    const sizes = sendBatch.mock.calls.map(([messages]) => [...messages].reduce((n, m) => n + new TextEncoder().encode(JSON.stringify(m.body)).byteLength, 0));
-    expect(sendBatch.mock.calls.reduce((n, [messages]) => n + [...messages].length, 0)).toBe(100);
-    expect(Math.max(...sizes)).toBeLessThanOrEqual(200 * 1024);
+    const bodies = send.mock.calls.map(([body]) => body as WebhookQueueMessage);
+    expect(bodies.flatMap(eventsOf)).toHaveLength(100);
+    expect(bodies.length).toBeLessThanOrEqual(34); // three 16 KB events to a pack
+    expect(Math.max(...bodies.map((b) => new TextEncoder().encode(JSON.stringify(b)).byteLength))).toBeLessThanOrEqual(64 * 1024);
   });
 
   it("an event that can never be sent is set aside and reported; the events after it go out", async () => {
@@ -94,11 +96,11 @@ describe("event publishing within the queue's limits", () => {
     expect(await unpublished(t.workspaceId)).toBe(true);
     sendBatch.mockRestore();
     sendOne.mockRestore();
-    const published = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch");
+    const published = vi.spyOn(env.WEBHOOK_QUEUE, "send");
     setClock(clock + 61_000); // past the failing step's back-off
     await runDurableObjectAlarm(workspace);
     expect(await unpublished(t.workspaceId)).toBe(false);
-    expect(published.mock.calls.flatMap(([m]) => [...m]).map((m) => (m.body as { event: { data: { messageId: string } } }).event.data.messageId)).toEqual([id]);
+    expect(published.mock.calls.flatMap(([body]) => eventsOf(body as WebhookQueueMessage)).map((e) => (e.data as { messageId: string }).messageId)).toEqual([id]);
   });
 });
 
@@ -263,10 +265,10 @@ describe("republishing events the queue lost", () => {
     const [id] = await workspace.recordInbound(t.workspaceId, [inbound(t.numberId, 1, { text: "lost" })]);
     await runDurableObjectAlarm(workspace);
     const event = await runInDurableObject(workspace, (_, state) => findEvent(state.storage.sql, (state.storage.sql.exec<{ id: string }>("SELECT id FROM events WHERE subject = ?", id!).one()).id)!);
-    const republished = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch");
+    const republished = vi.spyOn(env.WEBHOOK_QUEUE, "send");
     setClock(clock + 11 * 60_000);
     await runDurableObjectAlarm(workspace);
-    const again = republished.mock.calls.flatMap(([m]) => [...m]).map((m) => (m.body as { event: { id: string } }).event.id);
+    const again = republished.mock.calls.flatMap(([body]) => eventsOf(body as WebhookQueueMessage)).map((e) => e.id);
     expect(again).toEqual([event.id]);
   });
 });

@@ -87,6 +87,25 @@ describe("operator statuses", () => {
     expect(events.filter((e) => e.type === "message.status" && e.data.deliveredAt !== null)).toHaveLength(1);
   });
 
+  it("a status is applied within the operator's request, with no queue operation; one that cannot be applied then is queued and its consumer applies it", async () => {
+    const m = await sentMessage();
+    const queued = vi.spyOn(env.UPSTREAM_EVENT_QUEUE, "sendBatch");
+    const report = (status: string, at: number) =>
+      postOperator(statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId }]));
+    expect((await report("delivered", clock + 5_000)).status).toBe(200);
+    // Already applied when the operator got its answer.
+    expect(await getMessage(m.key, m.jobId)).toMatchObject({ deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString() });
+    expect(queued).not.toHaveBeenCalled();
+
+    // D1 fails while the route looks the number up: the item is queued, not lost, and the consumer applies it.
+    vi.spyOn(env.DB, "prepare").mockImplementationOnce(() => {
+      throw new Error("D1_ERROR: the database is unavailable");
+    });
+    expect((await report("read", clock + 6_000)).status).toBe(200);
+    expect(queued).toHaveBeenCalledTimes(1);
+    await vi.waitFor(async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ readAt: expect.any(String) }), { timeout: 10_000, interval: 50 });
+  });
+
   it("out-of-order statuses never move a message back; read before delivered is fine", async () => {
     const m = await sentMessage();
     const report = (status: string, at: number, extra: Record<string, unknown> = {}) =>

@@ -407,6 +407,76 @@ describe("webhook delivery", () => {
   });
 });
 
+/** Runs one queue message carrying a pack of events (as the publisher sends them), `attempts` as the queue counts it. */
+async function runPack(events: WebhookEvent[], { attempt, attempts = 1 }: { attempt?: number; attempts?: number } = {}) {
+  const body: WebhookQueueMessage = attempt === undefined ? { events } : { events, attempt };
+  const batch = createMessageBatch<WebhookQueueMessage>("webhook-deliveries", [{ id: `pack-${events[0]!.id}`, timestamp: new Date(), attempts, body }]);
+  const retry = vi.spyOn(batch.messages[0]!, "retry");
+  const ctx = createExecutionContext();
+  await worker.queue(batch, env, ctx);
+  const result = await getQueueResult(batch, ctx);
+  return { acked: result.ackAll || result.explicitAcks.includes(batch.messages[0]!.id), retried: retry.mock.calls.length > 0 };
+}
+
+const attemptsOf = async (c: Configured, eventId: string) =>
+  (await deliveryLog(c, "?limit=100")).data
+    .filter((d) => d.eventId === eventId)
+    .map((d) => `${d.attempt}:${d.outcome}`)
+    .reverse();
+
+describe("packs: several events in one queue message", () => {
+  it("a pack partly delivered is acked; the failed event and those behind it come back as a pack of their own, the delivered one never again", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, answers(200, 500, 200));
+    const events = [await statusEvent(c.tenant), await statusEvent(c.tenant), await statusEvent(c.tenant)];
+    const requeue = vi.spyOn(env.WEBHOOK_QUEUE, "send");
+    try {
+      const run = await runPack(events);
+      expect(run).toEqual({ acked: true, retried: false });
+      // The endpoint failed on the second: the third was not tried behind it (it would overtake it).
+      expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual([events[0]!.id, events[1]!.id]);
+      expect(requeue).toHaveBeenCalledTimes(1);
+      expect(requeue.mock.calls[0]![0]).toEqual({ events: [events[1], events[2]], attempt: 2 });
+      expect(requeue.mock.calls[0]![1]).toMatchObject({ delaySeconds: SCHEDULE[0] });
+      // The queue brings the re-queued pack back (first retry: at once); it is delivered in order.
+      await vi.waitFor(() => expect(net.seen).toHaveLength(4), { timeout: 10_000 });
+    } finally {
+      requeue.mockRestore();
+    }
+    expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual([events[0]!.id, events[1]!.id, events[1]!.id, events[2]!.id]);
+    await vi.waitFor(async () => expect(await eventState(events[2]!.id)).toBe("delivered"), { timeout: 10_000 });
+    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["delivered", "delivered", "delivered"]);
+    // The delivery log shows real attempts only: the third event was tried once, as attempt 2.
+    expect(await attemptsOf(c, events[0]!.id)).toEqual(["1:delivered"]);
+    expect(await attemptsOf(c, events[1]!.id)).toEqual(["1:failed", "2:delivered"]);
+    expect(await attemptsOf(c, events[2]!.id)).toEqual(["2:delivered"]);
+  });
+
+  it("a pack that fails whole is retried as it is, on the schedule of its attempt", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, answers(503));
+    const events = [await statusEvent(c.tenant), await statusEvent(c.tenant)];
+    const run = await runPack(events, { attempt: 3, attempts: 2 });
+    expect(run).toEqual({ acked: false, retried: true });
+    expect(net.seen).toHaveLength(1);
+    // Attempt 3 + 2 - 1 = 4: the fourth delay of the schedule.
+    expect(await attemptsOf(c, events[0]!.id)).toEqual(["4:failed"]);
+    expect(await attemptsOf(c, events[1]!.id)).toEqual([]);
+    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["retrying", "retrying"]);
+  });
+
+  it("a re-queued pack whose ninth attempt fails is dead at once: the queue, counting afresh, would retry it past the schedule", async () => {
+    const c = await setUp();
+    net.receivers.set(c.url, answers(500));
+    const events = [await statusEvent(c.tenant), await statusEvent(c.tenant)];
+    const run = await runPack(events, { attempt: 9 });
+    expect(run).toEqual({ acked: true, retried: false });
+    expect(await attemptsOf(c, events[0]!.id)).toEqual(["9:failed", "9:dead"]);
+    expect(await attemptsOf(c, events[1]!.id)).toEqual(["9:dead"]);
+    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["dead", "dead"]);
+  });
+});
+
 describe("disabling a webhook that keeps failing", () => {
   it("failures lasting more than 72 hours disable it; GET /webhooks shows it; later events are not sent", async () => {
     const t0 = Date.UTC(2036, 2, 1, 0);

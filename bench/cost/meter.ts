@@ -407,7 +407,7 @@ function classOfStatement(statement: string): ObjectClass | null {
 
 function queueOfBody(body: unknown): string {
   if (body && typeof body === "object") {
-    if ("event" in body) return "webhook-deliveries";
+    if ("event" in body || "events" in body) return "webhook-deliveries";
     if ("accepted" in body && "day" in body) return "usage-counts";
   }
   return "upstream-events";

@@ -11,6 +11,12 @@ export const QUEUE_BUDGET = {
   batchMessages: 100,
 } as const;
 
+/** What publishing needs of a queue binding (narrow, so that a unit test can stand in for one). */
+export interface QueueSender {
+  send(body: unknown, options?: QueueSendOptions): Promise<unknown>;
+  sendBatch(messages: Iterable<MessageSendRequest>, options?: QueueSendBatchOptions): Promise<unknown>;
+}
+
 export interface Outgoing<K> {
   key: K;
   body: unknown;
@@ -63,7 +69,7 @@ export interface PublishHooks<K> {
  * queue itself is failing and this throws (the caller's step backs off and
  * tries again later, from the first unpublished item).
  */
-export async function publishInOrder<K>(queue: Queue, items: readonly Outgoing<K>[], hooks: PublishHooks<K>, budget = QUEUE_BUDGET): Promise<void> {
+export async function publishInOrder<K>(queue: QueueSender, items: readonly Outgoing<K>[], hooks: PublishHooks<K>, budget = QUEUE_BUDGET): Promise<void> {
   const { batches, oversize } = planBatches(items, budget);
   for (const item of oversize) {
     hooks.setAside(item.key, `${item.bytes} bytes is more than the ${budget.messageBytes}-byte budget of one queue message`);

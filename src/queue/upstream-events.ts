@@ -40,18 +40,25 @@ function toInbound(m: CloudInbound, channelNumberId: string): InboundRecord {
 
 interface Work {
   number: ChannelNumberRow;
-  statuses: { message: Message<unknown>; status: OperatorStatus }[];
-  inbound: { message: Message<unknown>; record: InboundRecord }[];
+  statuses: { index: number; status: OperatorStatus }[];
+  inbound: { index: number; record: InboundRecord }[];
 }
 
+/** What became of one operator item: applied (or never applicable, and logged), or to be tried again. */
+export type ItemOutcome = "done" | "retry";
+
+class NotAnOperatorItem extends Error {}
+
 /**
- * Consumer of `upstream-events`: one status or inbound message per queue
- * message (the webhook route splits payloads). Each item is validated on its
- * own; a malformed one is logged and dropped without touching its siblings.
- * Work is grouped per number: one call to the number object for its statuses,
- * one to the workspace object for its inbound messages.
+ * Applies operator items (statuses and inbound messages, see
+ * cloud-webhook-payload.ts). Each item is validated on its own: a malformed
+ * one is logged and done without touching its siblings. Work is grouped per
+ * number: one call to the number object for its statuses, one to the
+ * workspace object for its inbound messages. Applying an item twice changes
+ * nothing, so "retry" is always safe. Never throws.
  */
-export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+export async function applyUpstreamItems(items: readonly unknown[], env: Env): Promise<ItemOutcome[]> {
+  const outcomes: ItemOutcome[] = items.map(() => "done");
   const numbers = new Map<string, Promise<ChannelNumberRow | null>>();
   const numberOf = (phoneNumberId: string) => {
     let n = numbers.get(phoneNumberId);
@@ -59,14 +66,13 @@ export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: E
     return n;
   };
   const work = new Map<string, Work>();
-  for (const message of batch.messages) {
-    const item = message.body as UpstreamItem;
+  for (const [index, body] of items.entries()) {
+    const item = body as UpstreamItem;
     try {
-      if (!item || typeof item !== "object" || typeof item.phoneNumberId !== "string") throw new Error("not an operator item");
+      if (!item || typeof item !== "object" || typeof item.phoneNumberId !== "string") throw new NotAnOperatorItem();
       const number = await numberOf(item.phoneNumberId);
       if (!number) {
         log("warn", "operator webhook for a number we do not have; acknowledged", { phoneNumberId: item.phoneNumberId });
-        message.ack();
         continue;
       }
       const w = work.get(number.id) ?? { number, statuses: [], inbound: [] };
@@ -75,50 +81,62 @@ export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: E
         const parsed = CloudStatus.safeParse(item.status);
         const status = parsed.success ? toOperatorStatus(parsed.data) : null;
         if (!parsed.success) log("warn", "operator status not understood; dropped", { issues: parsed.error.issues.length });
-        if (status) w.statuses.push({ message, status });
-        else message.ack();
+        if (status) w.statuses.push({ index, status });
       } else if (item.kind === "message") {
         const parsed = CloudInbound.safeParse(item.message);
-        if (parsed.success) w.inbound.push({ message, record: toInbound(parsed.data, number.id) });
-        else {
-          log("warn", "operator message not understood; dropped", { issues: parsed.error.issues.length });
-          message.ack();
-        }
+        if (parsed.success) w.inbound.push({ index, record: toInbound(parsed.data, number.id) });
+        else log("warn", "operator message not understood; dropped", { issues: parsed.error.issues.length });
       } else {
-        throw new Error("not an operator item");
+        throw new NotAnOperatorItem();
       }
     } catch (err) {
-      if (err instanceof Error && err.message === "not an operator item") {
+      if (err instanceof NotAnOperatorItem) {
         log("warn", "queue item is not an operator item; dropped");
-        message.ack();
       } else {
-        log("warn", "operator item could not be routed; will retry", { error: String(err), attempts: message.attempts });
-        message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+        log("warn", "operator item could not be routed; will retry", { error: String(err) });
+        outcomes[index] = "retry";
       }
     }
   }
+  const settle = async (indexes: number[], apply: () => Promise<unknown>) => {
+    if (indexes.length === 0) return;
+    try {
+      await apply();
+    } catch (err) {
+      log("warn", "operator items failed; will retry", { error: String(err), items: indexes.length });
+      for (const i of indexes) outcomes[i] = "retry";
+    }
+  };
   await Promise.all(
     [...work.values()].map(async ({ number, statuses, inbound }) => {
       const stub = channelNumberStub(env, number.id);
-      await settle(statuses.map((s) => s.message), () => (statuses.length ? stub.applyOperatorStatuses(statuses.map((s) => s.status)) : Promise.resolve()));
-      await settle(inbound.map((i) => i.message), async () => {
-        if (inbound.length === 0) return;
-        await workspaceStub(env, number.workspace_id).recordInbound(number.workspace_id, inbound.map((i) => i.record));
-        await stub.noteInbound(number.id, inbound.map(({ record }) => ({ from: record.from, at: record.at })));
-      });
+      await settle(
+        statuses.map((s) => s.index),
+        () => stub.applyOperatorStatuses(statuses.map((s) => s.status)),
+      );
+      await settle(
+        inbound.map((i) => i.index),
+        async () => {
+          await workspaceStub(env, number.workspace_id).recordInbound(number.workspace_id, inbound.map((i) => i.record));
+          await stub.noteInbound(number.id, inbound.map(({ record }) => ({ from: record.from, at: record.at })));
+        },
+      );
     }),
   );
+  return outcomes;
 }
 
-async function settle(messages: Message<unknown>[], work: () => Promise<unknown>): Promise<void> {
-  try {
-    await work();
-    for (const m of messages) m.ack();
-  } catch (err) {
-    // Applying is idempotent, so the whole group comes back.
-    log("warn", "operator items failed; will retry", { error: String(err), items: messages.length });
-    for (const m of messages) m.retry({ delaySeconds: backoffSeconds(m.attempts) });
-  }
+/**
+ * Consumer of `upstream-events`: operator items the webhook route could not
+ * apply at once (one item per queue message). Applied like there; an item
+ * that fails again comes back with a growing delay, then to the dead-letter queue.
+ */
+export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const outcomes = await applyUpstreamItems(
+    batch.messages.map((m) => m.body),
+    env,
+  );
+  batch.messages.forEach((m, i) => (outcomes[i] === "done" ? m.ack() : m.retry({ delaySeconds: backoffSeconds(m.attempts) })));
 }
 
 const backoffSeconds = (attempts: number): number => Math.min(300, 2 ** attempts);

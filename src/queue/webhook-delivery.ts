@@ -1,4 +1,4 @@
-import { envelopeOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
+import { envelopeOf, eventsOf, firstAttemptOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
 import { markWebhookFailingStatement, markWebhookHealthyStatement, webhooksForNumbers, type WebhookRow } from "../db/webhooks";
 import { workspaceStub } from "../durable-objects/stubs";
 import type { DeliveryReport } from "../durable-objects/workspace/contract";
@@ -45,7 +45,7 @@ interface Attempt {
   error: string | null;
 }
 
-type Result = { kind: "no_webhook" } | { kind: "attempted"; webhook: WebhookRow; attempt: Attempt };
+type Result = { kind: "no_webhook" } | { kind: "attempted"; webhook: WebhookRow; attempt: Attempt } | { kind: "deferred"; webhook: WebhookRow };
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const clip = (text: string): string => (text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text);
@@ -147,12 +147,9 @@ function healthStatements(db: D1Database, results: Result[], at: number): D1Prep
 }
 
 /** Hands each workspace object the outcome of its events' attempts (one call per workspace). */
-async function reportToWorkspaces(env: Env, events: WebhookEvent[], reports: DeliveryReport[]): Promise<void> {
+async function reportToWorkspaces(env: Env, reports: { workspaceId: string; report: DeliveryReport }[]): Promise<void> {
   const byWorkspace = new Map<string, DeliveryReport[]>();
-  reports.forEach((r, i) => {
-    const workspaceId = events[i]!.workspaceId;
-    byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), r]);
-  });
+  for (const { workspaceId, report } of reports) byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), report]);
   await Promise.all(
     [...byWorkspace].map(async ([workspaceId, list]) => {
       try {
@@ -166,17 +163,99 @@ async function reportToWorkspaces(env: Env, events: WebhookEvent[], reports: Del
   );
 }
 
+/** One event of a queue message, with the attempt this delivery is. */
+interface Entry {
+  message: Message<WebhookQueueMessage>;
+  event: WebhookEvent;
+  attempt: number;
+}
+
+/** What to do with one queue message once its events were tried. */
+type Disposition =
+  | { kind: "ack" }
+  | { kind: "retry"; delaySeconds: number }
+  /** Some of its events still need delivering: they go back to the queue as a message of their own, the rest is done. */
+  | { kind: "requeue"; events: WebhookEvent[]; attempt: number; delaySeconds: number }
+  | { kind: "dead"; entries: Entry[] };
+
 /**
- * Consumer of `webhook-deliveries`: one signed attempt per message, all of the
- * batch in parallel (one number's events in queue order), then the outcomes go
- * to the workspace objects (the delivery log) and health changes to D1. Failures
- * are retried on the schedule of RETRY_DELAYS_SECONDS; events whose number has
- * no enabled webhook are acked and recorded as `no_webhook` (replayable).
+ * Attempts per event before it is dead: the first and `max_retries = 8` more
+ * (wrangler.toml), after which the queue dead-letters a message it retried.
+ */
+export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1;
+
+const DEAD_ERROR = "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.";
+
+const deadReport = (event: WebhookEvent, webhookId: string | null, attempt: number, at: number): DeliveryReport => ({
+  eventId: event.id,
+  webhookId,
+  attempt,
+  attemptedAt: at,
+  outcome: "dead",
+  statusCode: null,
+  latencyMs: null,
+  error: DEAD_ERROR,
+  nextRetryAt: null,
+});
+
+function dispositionOf(message: Message<WebhookQueueMessage>, entries: Entry[], results: Map<Entry, Result>, schedule: readonly number[]): Disposition {
+  const pending = entries.filter((e) => {
+    const r = results.get(e)!;
+    return r.kind === "deferred" || (r.kind === "attempted" && r.attempt.outcome !== "delivered");
+  });
+  if (pending.length === 0) return { kind: "ack" };
+  const attempt = pending[0]!.attempt;
+  const delaySeconds = retryDelaySeconds(attempt, schedule);
+  if (pending.length === entries.length) {
+    // Nothing of it was delivered: the queue retries it as it is and dead-letters it after
+    // max_retries. A re-queued pack starts at a later attempt than the queue counts, so it
+    // is declared dead here when its own count is spent.
+    if (attempt >= MAX_ATTEMPTS && message.attempts < MAX_ATTEMPTS) return { kind: "dead", entries: pending };
+    return { kind: "retry", delaySeconds };
+  }
+  if (attempt >= MAX_ATTEMPTS) return { kind: "dead", entries: pending };
+  return { kind: "requeue", events: pending.map((e) => e.event), attempt: attempt + 1, delaySeconds };
+}
+
+/** The delivery-log report of one event's turn in this invocation. */
+function reportOf(e: Entry, result: Result, at: number, schedule: readonly number[]): DeliveryReport {
+  const base = { eventId: e.event.id, attempt: e.attempt, statusCode: null, latencyMs: null, error: null };
+  if (result.kind === "no_webhook") return { ...base, webhookId: null, attemptedAt: at, outcome: "no_webhook", nextRetryAt: null };
+  const nextRetryAt = at + retryDelaySeconds(e.attempt, schedule) * 1000;
+  if (result.kind === "deferred") return { ...base, webhookId: result.webhook.id, attemptedAt: at, outcome: "deferred", nextRetryAt };
+  const { attempt } = result;
+  return {
+    ...base,
+    webhookId: result.webhook.id,
+    attemptedAt: Date.parse(attempt.attemptedAt),
+    outcome: attempt.outcome,
+    statusCode: attempt.statusCode,
+    latencyMs: attempt.latencyMs,
+    error: attempt.error,
+    nextRetryAt: attempt.outcome === "delivered" ? null : nextRetryAt,
+  };
+}
+
+/**
+ * Consumer of `webhook-deliveries`: each queue message carries a pack of events
+ * (see lib/event-publisher.ts). One number's events are attempted one after
+ * another in queue order, numbers in parallel; once an endpoint fails, its
+ * later events in this invocation are not tried (they would fail alike, each
+ * after a timeout, and must not overtake the failed one): they wait with it.
+ * Outcomes go to the workspace objects (the delivery log) and health changes
+ * to D1. A message whose events all failed is retried on the schedule of
+ * RETRY_DELAYS_SECONDS; a pack partly delivered is acknowledged and its
+ * undelivered events are queued again as a pack of their own, with the same
+ * delay. Events whose number has no enabled webhook are recorded `no_webhook`
+ * (replayable).
  */
 export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
-  const events = batch.messages.map((m) => m.body.event);
+  const entries: Entry[] = batch.messages.flatMap((message) => {
+    const attempt = firstAttemptOf(message.body) + message.attempts - 1;
+    return eventsOf(message.body).map((event) => ({ message, event, attempt }));
+  });
   const webhooks = new Map(
-    (await webhooksForNumbers(env.DB, [...new Set(events.map((e) => e.channelNumberId))])).map((w) => [w.channel_number_id, w]),
+    (await webhooksForNumbers(env.DB, [...new Set(entries.map((e) => e.event.channelNumberId))])).map((w) => [w.channel_number_id, w]),
   );
   const secrets = new Map<string, Promise<string>>();
   const secretOf = (w: WebhookRow): Promise<string> => {
@@ -189,48 +268,48 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
     return s;
   };
 
-  const resultOf = async (event: WebhookEvent): Promise<Result> => {
-    const webhook = webhooks.get(event.channelNumberId);
-    if (!webhook || webhook.status !== "enabled" || webhook.workspace_id !== event.workspaceId) return { kind: "no_webhook" };
-    return { kind: "attempted", webhook, attempt: await attemptDelivery(event, webhook, secretOf(webhook), env) };
-  };
-  // One number's events go out one after another in queue order, so that a
-  // status change usually arrives after the one before it (best effort: a retry
-  // can still overtake); different numbers are served in parallel.
-  const results: Result[] = [];
-  const byNumber = new Map<string, number[]>();
-  events.forEach((e, i) => byNumber.set(e.channelNumberId, [...(byNumber.get(e.channelNumberId) ?? []), i]));
+  const results = new Map<Entry, Result>();
+  const byNumber = new Map<string, Entry[]>();
+  for (const e of entries) byNumber.set(e.event.channelNumberId, [...(byNumber.get(e.event.channelNumberId) ?? []), e]);
   await Promise.all(
-    [...byNumber.values()].map(async (indexes) => {
-      for (const i of indexes) results[i] = await resultOf(events[i]!);
+    [...byNumber.values()].map(async (list) => {
+      let failed = false;
+      for (const e of list) {
+        const webhook = webhooks.get(e.event.channelNumberId);
+        if (!webhook || webhook.status !== "enabled" || webhook.workspace_id !== e.event.workspaceId) {
+          results.set(e, { kind: "no_webhook" });
+        } else if (failed) {
+          results.set(e, { kind: "deferred", webhook });
+        } else {
+          const attempt = await attemptDelivery(e.event, webhook, secretOf(webhook), env);
+          results.set(e, { kind: "attempted", webhook, attempt });
+          failed = attempt.outcome !== "delivered";
+        }
+      }
     }),
   );
 
   const at = now();
   const schedule = retrySchedule(env);
-  const reports: DeliveryReport[] = batch.messages.map((message, i) => {
-    const result = results[i]!;
-    if (result.kind === "no_webhook") {
-      return { eventId: events[i]!.id, webhookId: null, attempt: message.attempts, attemptedAt: at, outcome: "no_webhook", statusCode: null, latencyMs: null, error: null, nextRetryAt: null };
+  const reports = entries.map((e) => ({ workspaceId: e.event.workspaceId, report: reportOf(e, results.get(e)!, at, schedule) }));
+  const dispositions = batch.messages.map((message) =>
+    dispositionOf(
+      message,
+      entries.filter((e) => e.message === message),
+      results,
+      schedule,
+    ),
+  );
+  for (const d of dispositions) {
+    if (d.kind !== "dead") continue;
+    for (const e of d.entries) {
+      reports.push({ workspaceId: e.event.workspaceId, report: deadReport(e.event, webhooks.get(e.event.channelNumberId)?.id ?? null, e.attempt, at) });
     }
-    const { attempt } = result;
-    const retryIn = attempt.outcome === "delivered" ? null : retryDelaySeconds(message.attempts, schedule);
-    return {
-      eventId: events[i]!.id,
-      webhookId: result.webhook.id,
-      attempt: message.attempts,
-      attemptedAt: Date.parse(attempt.attemptedAt),
-      outcome: attempt.outcome,
-      statusCode: attempt.statusCode,
-      latencyMs: attempt.latencyMs,
-      error: attempt.error,
-      nextRetryAt: retryIn === null ? null : at + retryIn * 1000,
-    };
-  });
+  }
 
-  const health = healthStatements(env.DB, results, at);
+  const health = healthStatements(env.DB, [...results.values()], at);
   await Promise.all([
-    reportToWorkspaces(env, events, reports),
+    reportToWorkspaces(env, reports),
     health.length === 0
       ? Promise.resolve()
       : env.DB.batch(health).then(
@@ -239,26 +318,31 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
         ),
   ]);
 
-  batch.messages.forEach((message, i) => {
-    const result = results[i]!;
-    if (result.kind === "no_webhook") {
-      log("info", "webhook event without an enabled webhook", { eventId: events[i]!.id, channelNumberId: events[i]!.channelNumberId });
-      message.ack();
-    } else if (result.attempt.outcome === "delivered") {
-      message.ack();
-    } else {
-      const delaySeconds = retryDelaySeconds(message.attempts, schedule);
+  await Promise.all(
+    batch.messages.map(async (message, i) => {
+      const d = dispositions[i]!;
+      if (d.kind === "ack" || d.kind === "dead") {
+        message.ack();
+        return;
+      }
       log("warn", "webhook delivery failed", {
-        eventId: events[i]!.id,
-        webhookId: result.webhook.id,
-        attempt: message.attempts,
-        outcome: result.attempt.outcome,
-        statusCode: result.attempt.statusCode,
-        retryInSeconds: delaySeconds,
+        eventIds: (d.kind === "requeue" ? d.events : eventsOf(message.body)).map((e) => e.id).join(","),
+        attempt: firstAttemptOf(message.body) + message.attempts - 1,
+        retryInSeconds: d.delaySeconds,
       });
-      message.retry({ delaySeconds });
-    }
-  });
+      if (d.kind === "requeue") {
+        try {
+          await env.WEBHOOK_QUEUE.send({ events: d.events, attempt: d.attempt } satisfies WebhookQueueMessage, { contentType: "json", delaySeconds: d.delaySeconds });
+          message.ack();
+          return;
+        } catch (err) {
+          // The whole pack comes back instead: its delivered events arrive twice (customers deduplicate on webhook-id).
+          log("warn", "undelivered events could not be queued again; the pack is retried whole", { detail: err instanceof Error ? err.message : String(err) });
+        }
+      }
+      message.retry({ delaySeconds: d.delaySeconds });
+    }),
+  );
 }
 
 /**
@@ -266,24 +350,16 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
  * workspace records them `dead`, with a `dead` entry in the webhook's delivery log.
  */
 export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
-  const events = batch.messages.map((m) => m.body.event);
+  const dead = batch.messages.flatMap((m) => eventsOf(m.body).map((event) => ({ event, attempt: firstAttemptOf(m.body) + m.attempts - 1 })));
   const webhooks = new Map(
-    (await webhooksForNumbers(env.DB, [...new Set(events.map((e) => e.channelNumberId))])).map((w) => [w.channel_number_id, w]),
+    (await webhooksForNumbers(env.DB, [...new Set(dead.map((d) => d.event.channelNumberId))])).map((w) => [w.channel_number_id, w]),
   );
   const at = now();
-  const reports: DeliveryReport[] = batch.messages.map((m) => ({
-    eventId: m.body.event.id,
-    webhookId: webhooks.get(m.body.event.channelNumberId)?.id ?? null,
-    attempt: m.attempts,
-    attemptedAt: at,
-    outcome: "dead",
-    statusCode: null,
-    latencyMs: null,
-    error: "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.",
-    nextRetryAt: null,
-  }));
   const byWorkspace = new Map<string, DeliveryReport[]>();
-  reports.forEach((r, i) => byWorkspace.set(events[i]!.workspaceId, [...(byWorkspace.get(events[i]!.workspaceId) ?? []), r]));
+  for (const { event, attempt } of dead) {
+    const report = deadReport(event, webhooks.get(event.channelNumberId)?.id ?? null, attempt, at);
+    byWorkspace.set(event.workspaceId, [...(byWorkspace.get(event.workspaceId) ?? []), report]);
+  }
   try {
     await Promise.all([...byWorkspace].map(([workspaceId, list]) => workspaceStub(env, workspaceId).recordDeliveries(list)));
     batch.ackAll();

@@ -6,14 +6,18 @@ import { log } from "../lib/log";
 import { readCappedBody } from "../lib/capped-body";
 import { planBatches } from "../lib/queue-publisher";
 import { splitPayload } from "../upstream/cloud-webhook-payload";
+import { applyUpstreamItems } from "../queue/upstream-events";
 
 /** The operator's payloads reach 3 MiB (up to 1,000 updates); anything larger is refused before it is read. */
 export const MAX_OPERATOR_PAYLOAD_BYTES = 3 * 1024 * 1024;
+/** How long the route applies a payload itself before it leaves the rest to the queue (the operator is kept waiting meanwhile). */
+export const APPLY_WITHIN_MS = 3_000;
 
 /**
  * The operator's webhooks (outside /api/v1, no API key). POSTs are verified
- * against the raw bytes, acknowledged at once and processed from a queue, so
- * the operator never waits on us and a processing failure is retried.
+ * against the raw bytes and applied at once; what fails (or takes longer than
+ * APPLY_WITHIN_MS) is queued, so that the operator never waits long on us and
+ * a processing failure is retried.
  */
 export const upstreamWebhookRoutes = new Hono<AppEnv>()
   .get("/cloud/webhook", async (c) => {
@@ -47,11 +51,17 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
       log("warn", "operator payload without entries; acknowledged", { requestId: c.get("requestId") });
       return c.text("EVENT_RECEIVED", 200);
     }
-    // Queued item by item, within the queue's size limits; a failure answers 500 and the operator
-    // retries the whole payload (applying an item twice changes nothing).
-    const { batches, oversize } = planBatches(items.map((body, i) => ({ key: i, body })));
+    // Applied at once (no queue operation on the way: each costs a write, a read and a delete);
+    // what cannot be applied now, or not within APPLY_WITHIN_MS, is queued item by item for the
+    // consumer to retry. A failure to queue answers 500 and the operator retries the whole
+    // payload (applying an item twice changes nothing).
+    const applying = applyUpstreamItems(items, c.env);
+    const outcomes = await Promise.race([applying, new Promise<null>((resolve) => setTimeout(() => resolve(null), APPLY_WITHIN_MS))]);
+    if (outcomes === null) c.executionCtx.waitUntil(applying);
+    const left = outcomes === null ? items : items.filter((_, i) => outcomes[i] === "retry");
+    const { batches, oversize } = planBatches(left.map((body, i) => ({ key: i, body })));
     for (const item of oversize) log("error", "operator item too large to queue; dropped", { requestId: c.get("requestId"), bytes: item.bytes });
     for (const batch of batches) await c.env.UPSTREAM_EVENT_QUEUE.sendBatch(batch.map((i) => ({ body: i.body, contentType: "json" as const })));
-    log("info", "operator webhook accepted", { requestId: c.get("requestId"), items: items.length });
+    log("info", "operator webhook accepted", { requestId: c.get("requestId"), items: items.length, queued: left.length });
     return c.text("EVENT_RECEIVED", 200);
   });

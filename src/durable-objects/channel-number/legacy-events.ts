@@ -1,6 +1,6 @@
-import type { WebhookEvent, WebhookQueueMessage } from "../../domain/events";
+import type { WebhookEvent } from "../../domain/events";
 import { log } from "../../lib/log";
-import { publishInOrder } from "../../lib/queue-publisher";
+import { publishEventPacks } from "../../lib/event-publisher";
 
 /**
  * Number objects used to keep their own event log (inbound messages); inbound
@@ -18,9 +18,9 @@ export async function drainLegacyEvents(sql: SqlStorage, queue: Queue): Promise<
     sql.exec("DROP TABLE events");
     return;
   }
-  await publishInOrder(
+  await publishEventPacks(
     queue,
-    rows.map((r) => ({ key: r.id, body: { event: JSON.parse(r.body) as WebhookEvent } satisfies WebhookQueueMessage })),
+    rows.map((r) => ({ key: r.id, event: JSON.parse(r.body) as WebhookEvent })),
     {
       sent: (ids) => {
         for (const id of ids) sql.exec("UPDATE events SET published_at = ? WHERE id = ?", Date.now(), id);

@@ -76,7 +76,8 @@ export interface DeliveryReport {
   webhookId: string | null;
   attempt: number;
   attemptedAt: number;
-  outcome: "delivered" | "failed" | "refused" | "dead" | "no_webhook";
+  /** `deferred`: not tried, because an earlier event to the same endpoint failed in the same run; it waits with that one. */
+  outcome: "delivered" | "failed" | "refused" | "deferred" | "dead" | "no_webhook";
   statusCode: number | null;
   latencyMs: number | null;
   error: string | null;

@@ -1,8 +1,8 @@
-import type { WebhookEvent, WebhookQueueMessage } from "../../domain/events";
+import type { WebhookEvent } from "../../domain/events";
 import { log } from "../../lib/log";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureColumn } from "../shared/sql-schema";
-import { publishInOrder } from "../../lib/queue-publisher";
+import { publishEventPacks } from "../../lib/event-publisher";
 import type { DeliveryReport } from "./contract";
 
 /**
@@ -102,8 +102,8 @@ export async function publishEvents(sql: SqlStorage, queue: Queue): Promise<void
     )
     .toArray();
   if (rows.length === 0) return;
-  const items = rows.map((r) => ({ key: r.seq, body: { event: JSON.parse(r.body) as WebhookEvent } satisfies WebhookQueueMessage }));
-  await publishInOrder(queue, items, {
+  const items = rows.map((r) => ({ key: r.seq, event: JSON.parse(r.body) as WebhookEvent }));
+  await publishEventPacks(queue, items, {
     sent: (seqs) => setMeta(sql, PUBLISH_CURSOR, String(Math.max(cursor(sql), ...seqs))),
     setAside: (seq, reason) => {
       sql.exec("UPDATE events SET set_aside = ?, delivery = 'set_aside', check_at = NULL WHERE rowid = ?", reason, seq);
@@ -128,9 +128,9 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
     .toArray();
   if (rows.length === 0) return;
   log("warn", "events without a delivery report are published again", { events: rows.length });
-  await publishInOrder(
+  await publishEventPacks(
     queue,
-    rows.map((r) => ({ key: r.seq, body: { event: JSON.parse(r.body) as WebhookEvent } satisfies WebhookQueueMessage })),
+    rows.map((r) => ({ key: r.seq, event: JSON.parse(r.body) as WebhookEvent })),
     {
       sent: (seqs) => {
         for (const seq of seqs) sql.exec("UPDATE events SET check_at = ? WHERE rowid = ?", at + confirmWithinMs, seq);
@@ -149,7 +149,7 @@ export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at:
     if (!event) continue;
     // A dead letter is numbered like the last attempt it follows (the dead-letter queue counts afresh).
     const attempt = r.outcome === "dead" ? Math.max(event.attempts, r.attempt) : r.attempt;
-    if (r.webhookId !== null && r.outcome !== "no_webhook") {
+    if (r.webhookId !== null && r.outcome !== "no_webhook" && r.outcome !== "deferred") {
       sql.exec(
         `INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_retry_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -179,6 +179,10 @@ export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at:
           (r.nextRetryAt ?? at) + confirmWithinMs,
           r.eventId,
         );
+        break;
+      case "deferred":
+        // Not attempted (its endpoint failed just before): no attempt to log, only when to expect the next report.
+        sql.exec("UPDATE events SET delivery = 'retrying', check_at = ? WHERE id = ?", (r.nextRetryAt ?? at) + confirmWithinMs, r.eventId);
         break;
       case "no_webhook":
         // Settled like a delivered event (delivered_at is when it settled): replayable for a day.

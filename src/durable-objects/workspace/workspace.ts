@@ -3,7 +3,7 @@ import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { DAY_MS, deriveJobId, newUuidV7, utcDay } from "../../domain/job-id";
 import { WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
-import { newEventId, type MessageStatusData, type WebhookEvent } from "../../domain/events";
+import { newEventId, type MessageStatusData, type WebhookEvent, type WebhookQueueMessage } from "../../domain/events";
 import { Scheduler, withSlack } from "../shared/scheduler";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import { publishInOrder } from "../../lib/queue-publisher";
@@ -407,7 +407,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const event = findEvent(this.sql, eventId);
     if (!event || event.channel_number_id !== channelNumberId || event.set_aside !== null) return false;
     markReplayed(this.sql, eventId, now(), this.confirmWithinMs);
-    await this.env.WEBHOOK_QUEUE.send({ event: JSON.parse(event.body) as WebhookEvent }, { contentType: "json" });
+    await this.env.WEBHOOK_QUEUE.send({ events: [JSON.parse(event.body) as WebhookEvent] } satisfies WebhookQueueMessage, { contentType: "json" });
     return true;
   }
 
