@@ -10,8 +10,8 @@ import type { DeliveryReport } from "./contract";
  *
  * An event is written in the same transaction as the change it describes, then
  * published to the webhook queue by the object's alarm, in insertion order
- * (`rowid`); a cursor in `meta` records how far publishing got, so publishing
- * costs one write per batch, not per event. The webhook consumer reports every
+ * (`rowid`, which only grows: see `recordEvent`); a cursor in `meta` records how
+ * far publishing got, so publishing costs one write per batch, not per event. The webhook consumer reports every
  * attempt back here. An event whose report does not arrive when expected (the
  * queue lost it) is published again with the same id: delivery is at least
  * once, and customers deduplicate on `webhook-id`.
@@ -75,17 +75,31 @@ export function createEventLogTable(sql: SqlStorage): void {
 
 const cursor = (sql: SqlStorage): number => Number(getMeta(sql, PUBLISH_CURSOR) ?? 0);
 
-/** Call inside the transaction that makes the change. `subject` is the message the event is about. */
-export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
-  sql.exec(
-    "INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, check_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-    event.id,
-    event.type,
-    subject,
-    JSON.stringify(event),
-    at,
-    event.channelNumberId,
-    at + publishDelayMs + confirmWithinMs,
+/**
+ * Call inside the transaction that makes the change. `subject` is the message the event is about.
+ * Returns false when an event with this id is already recorded (a derived id recorded again: a retry).
+ *
+ * The event's sequence number (its rowid) is one past both the newest event and the publishing
+ * cursor. SQLite alone would hand out MAX(rowid) + 1, which falls at or below the cursor once
+ * purges removed the newest events: such an event would wait for `republishOverdue` and reach the
+ * customer after events recorded later. AUTOINCREMENT would prevent it too, but at one more row
+ * written per event (its `sqlite_sequence` update); this costs two rows read.
+ */
+export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number, confirmWithinMs = CONFIRM_WITHIN_MS): boolean {
+  return (
+    sql.exec(
+      `INSERT OR IGNORE INTO events (rowid, id, type, subject, body, created_at, channel_number_id, delivery, check_at)
+       VALUES (MAX(IFNULL((SELECT MAX(rowid) FROM events), 0), IFNULL((SELECT CAST(v AS INTEGER) FROM meta WHERE k = ?), 0)) + 1,
+               ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+      PUBLISH_CURSOR,
+      event.id,
+      event.type,
+      subject,
+      JSON.stringify(event),
+      at,
+      event.channelNumberId,
+      at + publishDelayMs + confirmWithinMs,
+    ).rowsWritten > 0
   );
 }
 

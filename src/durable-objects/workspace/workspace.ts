@@ -3,7 +3,7 @@ import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { DAY_MS, deriveJobId, newUuidV7, utcDay } from "../../domain/job-id";
 import { WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
-import { newEventId, type MessageStatusData, type WebhookEvent } from "../../domain/events";
+import { derivedEventId, newEventId, type MessageStatusData, type WebhookEvent } from "../../domain/events";
 import { Scheduler, withSlack } from "../shared/scheduler";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import { publishInOrder } from "../../lib/queue-publisher";
@@ -110,6 +110,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   private month: { key: string; used: number } | null = null;
   private lastCountsFlush = now();
   private lastStrandedCheck = 0;
+  /** Reports being applied to messages in history, per jobId (applyInHistory). */
+  private readonly historyUpdates = new Map<string, Promise<StatusResult>>();
   private readonly confirmWithinMs: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -309,7 +311,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         }
         if (t.announce) {
           const fresh = findMessage(this.sql, row.id)!;
-          recordEvent(this.sql, this.statusEvent(fresh, row.status), row.id, at, PUBLISH_DELAY_MS, this.confirmWithinMs);
+          recordEvent(this.sql, this.statusEvent(fresh, row), row.id, at, PUBLISH_DELAY_MS, this.confirmWithinMs);
           announced = true;
         }
         return { known: true, status: t.next.status };
@@ -325,20 +327,40 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return results;
   }
 
-  /** A late report about a message already in its day's history shard; the event is recorded here. */
+  /**
+   * A late report about a message already in its day's history shard. The change is decided from
+   * the shard's row, its event and count are recorded here first, then the shard is written: a
+   * crash in between leaves the shard unchanged, and the retry derives the same change and the
+   * same event id, which is recorded once (the count goes with the event). One report per message
+   * at a time, so that two reports never derive their changes from the same row.
+   */
   private async applyInHistory(u: StatusUpdate): Promise<StatusResult> {
     const day = historyDayOf(this.sql, u.jobId);
-    if (day === null || !this.workspaceId) return { known: false, status: null };
-    const change = await historyStub(this.env, this.workspaceId, day).applyStatus(u);
-    if (!change || !isOutbound(change.after)) return { known: false, status: null };
-    const { before, after } = change;
-    if (change.announce) {
-      this.ctx.storage.transactionSync(() => {
-        if (after.status !== before.status && (after.status === "sent" || after.status === "failed")) countOne(this.sql, u.at, after.channel_number_id, after.status);
-        recordEvent(this.sql, this.statusEvent(after, before.status), after.id, now(), PUBLISH_DELAY_MS, this.confirmWithinMs);
-      });
+    const workspaceId = this.workspaceId;
+    if (day === null || !workspaceId) return { known: false, status: null };
+    const earlier = this.historyUpdates.get(u.jobId) ?? Promise.resolve();
+    const mine = earlier.catch(() => undefined).then(async (): Promise<StatusResult> => {
+      const shard = historyStub(this.env, workspaceId, day);
+      const row = await shard.get(u.jobId);
+      if (!row || !isOutbound(row)) return { known: false, status: null };
+      const t = applyTransition(lifecycleOf(row), u);
+      if (!t.changed) return { known: true, status: row.status };
+      if (t.announce) {
+        const after: MessageRow = { ...row, ...t.next, updated_at: Math.max(u.at, row.updated_at), version: row.version + 1 };
+        this.ctx.storage.transactionSync(() => {
+          const recorded = recordEvent(this.sql, this.statusEvent(after, row), row.id, now(), PUBLISH_DELAY_MS, this.confirmWithinMs);
+          if (recorded && after.status !== row.status && (after.status === "sent" || after.status === "failed")) countOne(this.sql, u.at, row.channel_number_id, after.status);
+        });
+      }
+      await shard.applyStatus(u);
+      return { known: true, status: t.next.status };
+    });
+    this.historyUpdates.set(u.jobId, mine);
+    try {
+      return await mine;
+    } finally {
+      if (this.historyUpdates.get(u.jobId) === mine) this.historyUpdates.delete(u.jobId);
     }
-    return { known: true, status: after.status };
   }
 
   /**
@@ -358,7 +380,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         recordEvent(
           this.sql,
           {
-            id: newEventId(),
+            id: derivedEventId(workspaceId, "message.received", m.channelNumberId, m.upstreamMessageId),
             type: "message.received",
             workspaceId,
             channelNumberId: m.channelNumberId,
@@ -624,8 +646,10 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     });
   }
 
-  private statusEvent(row: MessageRow, previous: MessageRow["status"]): WebhookEvent {
+  /** The `message.status` event of the change from `before` to `row`; its id is derived from the message and what changed. */
+  private statusEvent(row: MessageRow, before: MessageRow): WebhookEvent {
     const message = toMessageView(row);
+    const previous = before.status;
     if (message.direction !== "outbound" || previous === "received") throw new Error("status events are about outbound messages");
     const data: MessageStatusData = {
       messageId: message.id,
@@ -639,10 +663,13 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       readAt: message.readAt,
       updatedAt: message.updatedAt,
     };
+    // Each of these happens once per message (statuses only move forward; delivery and read times are set once).
+    const what = row.status !== before.status ? row.status : row.read_at !== before.read_at ? "read" : "delivered";
+    const workspaceId = this.workspaceId ?? "";
     return {
-      id: newEventId(),
+      id: derivedEventId(workspaceId, "message.status", message.id, what),
       type: "message.status",
-      workspaceId: this.workspaceId ?? "",
+      workspaceId,
       channelNumberId: message.channelNumberId,
       createdAt: new Date(now()).toISOString(),
       data,
