@@ -1,18 +1,21 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { json } from "./helpers/http";
-import { createTenant, type Tenant } from "./helpers/fixtures";
+import worker from "../src/index";
+import { api, json } from "./helpers/http";
+import { createKey, createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { recordedEvents } from "./helpers/operator";
+import { connectCloudNumber, recordedEvents } from "./helpers/operator";
+import { seconds } from "./helpers/operator-webhook";
+import { publishedEvent } from "./helpers/events";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { KEEP_EVENTS_MS, PUBLISH_CURSOR } from "../src/durable-objects/workspace/event-log";
-import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/workspace";
+import { HOT_WINDOW_MS, STRANDED_AFTER_MS } from "../src/durable-objects/workspace/workspace";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { getMeta } from "../src/durable-objects/shared/meta";
-import { DAY_MS, utcDay } from "../src/domain/job-id";
-import type { WebhookEvent } from "../src/domain/events";
+import { DAY_MS, newUuidV7, utcDay } from "../src/domain/job-id";
+import { newEventId, type WebhookEvent } from "../src/domain/events";
 import type { MessageHistoryDurableObject } from "../src/durable-objects/history/history";
 
 // A future clock: the objects' alarms never fire on their own, each step is run by the test.
@@ -160,4 +163,197 @@ describe("late reports about a message already in history", () => {
       expect(await workspaceOf(t).getMessage(jobId)).toMatchObject({ status: "failed", error_code: "recipient_unreachable" });
     });
   }
+});
+
+describe("the stranded-message check", () => {
+  it("reaches stranded messages behind more than a page of messages legitimately waiting in their outbox", async () => {
+    const t = await createTenant();
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      setClock(clock + 600);
+      const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, `backlog ${i}`));
+      expect(res.status).toBe(201);
+      ids.push((await json<{ jobId: string }>(res)).jobId);
+    }
+    // The number has not drained yet (its alarm is not run): the oldest 50 wait in its outbox;
+    // the newest 10 are not there (their entries were lost).
+    const number = channelNumberStub(env, t.numberId);
+    await runInDurableObject(number, (_, state) => {
+      for (const id of ids.slice(50)) state.storage.sql.exec("DELETE FROM outbox WHERE job_id = ?", id);
+    });
+    expect((await number.outboxJobIds()).sort()).toEqual(ids.slice(0, 50).sort());
+
+    setClock(clock + STRANDED_AFTER_MS + 1_000);
+    await workspaceAlarms(t, 1);
+    expect((await number.outboxJobIds()).sort()).toEqual([...ids].sort());
+  });
+});
+
+describe("inbound de-duplication", () => {
+  it("an operator redelivery after the message moved to history records nothing new", async () => {
+    const workspaceId = await createWorkspace();
+    const { key } = await createKey(workspaceId);
+    const number = await connectCloudNumber(workspaceId);
+    const t = { workspaceId, key, keyId: "", numberId: number.numberId };
+    const item = {
+      kind: "message",
+      phoneNumberId: number.phoneNumberId,
+      message: { from: "5511912345678", id: "wamid.REDELIVERED", timestamp: seconds(clock), type: "text", text: { body: "Oi" } },
+    };
+    /** The operator's webhook item, through the Worker's queue handler. */
+    const deliver = async () => {
+      const batch = createMessageBatch("upstream-events", [{ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body: item }]);
+      const ctx = createExecutionContext();
+      await worker.queue(batch, env, ctx);
+      expect(await getQueueResult(batch, ctx)).toMatchObject({ explicitAcks: [batch.messages[0]!.id], retryMessages: [] });
+    };
+    const inboundIds = async () => (await json<{ data: { id: string }[] }>(await api("/messages?direction=inbound", key))).data.map((m) => m.id);
+    const receivedEvents = () =>
+      runInDurableObject(workspaceStub(env, workspaceId), (_, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE type = 'message.received'").one().n,
+      );
+
+    await deliver();
+    const first = await inboundIds();
+    expect(first).toHaveLength(1);
+    expect(await receivedEvents()).toBe(1);
+
+    // Two days later the record is in its day's shard; the operator (retrying for up to 7 days) delivers it again.
+    setClock(clock + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    await workspaceAlarms(t, 3);
+    expect(await runInDurableObject(workspaceStub(env, workspaceId), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n)).toBe(0);
+    await deliver();
+    expect(await inboundIds()).toEqual(first);
+    expect(await receivedEvents()).toBe(1);
+  });
+});
+
+describe("moving to history", () => {
+  it("a message that changed while its move was under way is listed once, as it is now", async () => {
+    const t = await createTenant();
+    const a = await sendOne(t, "changes meanwhile");
+    const b = await sendOne(t, "unchanged");
+    setClock(clock + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+
+    // The shard's `put` waits until a delivery report for `a` has changed its hot row.
+    const get = env.HISTORY.get.bind(env.HISTORY);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let reached!: () => void;
+    const putReached = new Promise<void>((resolve) => (reached = resolve));
+    vi.spyOn(env.HISTORY, "get").mockImplementation((id) => {
+      const stub = get(id);
+      return new Proxy(stub, {
+        get(target, prop) {
+          const value: unknown = Reflect.get(target, prop);
+          if (typeof value !== "function") return value;
+          if (prop !== "put") return (...args: unknown[]) => Reflect.apply(value, target, args);
+          return async (...args: unknown[]) => {
+            reached();
+            await gate;
+            return Reflect.apply(value, target, args);
+          };
+        },
+      });
+    });
+    const alarm = runDurableObjectAlarm(workspaceOf(t));
+    await putReached;
+    expect(await workspaceOf(t).applyStatuses([{ jobId: a, at: clock, deliveredAt: clock }])).toEqual([{ known: true, status: "sent" }]);
+    open();
+    await alarm;
+
+    // `a` stayed hot (changed meanwhile) and its stale copy is in the shard: listed once, from here.
+    const listed = (await json<{ data: { id: string; deliveredAt: string | null }[] }>(await api("/messages", t.key))).data;
+    expect(listed.map((m) => m.id).sort()).toEqual([a, b].sort());
+    expect(listed.find((m) => m.id === a)!.deliveredAt).toBe(new Date(clock).toISOString());
+    // The next move takes the changed row over; it is still listed once.
+    vi.restoreAllMocks();
+    await workspaceAlarms(t, 2);
+    expect((await json<{ data: { id: string }[] }>(await api("/messages", t.key))).data.map((m) => m.id)).toEqual([b, a]);
+  });
+});
+
+describe("archives", () => {
+  const archiveLines = async (t: Tenant, day: string) =>
+    (await (await api(`/message-archives/${day}`, t.key)).text()).trim().split("\n").map((l) => JSON.parse(l) as { id: string });
+
+  it("a day re-created after it was archived adds parts after the archived ones: nothing archived is overwritten", async () => {
+    const t = await createTenant(); // pro: 30 days
+    const ids = [await sendOne(t, "one"), await sendOne(t, "two")];
+    const createdAt = Date.parse(String((await json<{ createdAt: string }>(await api(`/messages/${ids[0]}`, t.key))).createdAt));
+    const day = new Date(createdAt).toISOString().slice(0, 10);
+    setClock(clock + 31 * DAY_MS + 60_000);
+    await workspaceAlarms(t, 10);
+    expect((await archiveLines(t, day)).map((l) => l.id)).toEqual(ids);
+
+    // A record of that day reaches the hot table again (moved late), then moves and is archived.
+    const late = newUuidV7(createdAt + 1_000);
+    await runInDurableObject(workspaceOf(t), (_, state) => {
+      state.storage.sql.exec(
+        `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending)
+         VALUES (?, 'outbound', ?, '5511999998888', 'text', 'late', 'queued', ?, ?, 1, 0)`,
+        late, t.numberId, createdAt + 1_000, createdAt + 1_000,
+      );
+      return state.storage.setAlarm(Date.now());
+    });
+    setClock(clock + RETENTION_SLACK_MS + 60_000);
+    await workspaceAlarms(t, 10);
+    const archives = await json<{ data: { day: string; messages: number }[] }>(await api("/message-archives", t.key));
+    expect(archives.data).toMatchObject([{ day, messages: 3 }]);
+    expect((await archiveLines(t, day)).map((l) => l.id)).toEqual([...ids, late]);
+  });
+
+  it("a day leaves history when all of it is past the plan's window, not a day sooner (the plan changed meanwhile)", async () => {
+    const t = await createTenant({ plan: "free" }); // 7 days
+    const id = await sendOne(t, "kept 30 days");
+    const day = utcDay(clock);
+    // Upgraded to pro (30 days): the object still has the old window until it reloads its configuration.
+    await env.DB.prepare("UPDATE workspaces SET plan_id = 'pro' WHERE id = ?").bind(t.workspaceId).run();
+
+    setClock((day + 1 + 30) * DAY_MS - 60_000);
+    await workspaceAlarms(t, 6);
+    expect((await json<{ data: unknown[] }>(await api("/message-archives", t.key))).data).toEqual([]);
+    expect(await workspaceOf(t).getMessage(id)).toMatchObject({ id });
+
+    setClock((day + 1 + 30) * DAY_MS + 60_000);
+    await workspaceAlarms(t, 6);
+    expect((await json<{ data: { day: string }[] }>(await api("/message-archives", t.key))).data).toMatchObject([{ day: new Date(day * DAY_MS).toISOString().slice(0, 10) }]);
+    expect(await workspaceOf(t).getMessage(id)).toBeNull();
+  });
+});
+
+describe("event retention", () => {
+  it("an event the queue never took is kept past the age window, and published once the queue works", async () => {
+    const t = await createTenant();
+    // One event published and never reported on: the age purge is due 3 days after it.
+    const early: WebhookEvent = {
+      id: newEventId(),
+      type: "webhook.test",
+      workspaceId: t.workspaceId,
+      channelNumberId: t.numberId,
+      createdAt: new Date(clock).toISOString(),
+      data: { message: "published" },
+    };
+    await publishedEvent(early);
+    vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("queue unavailable"));
+    vi.spyOn(env.WEBHOOK_QUEUE, "send").mockRejectedValue(new Error("queue unavailable"));
+    const [stuck] = await workspaceOf(t).recordInbound(t.workspaceId, [
+      { channelNumberId: t.numberId, upstreamMessageId: `wamid.${crypto.randomUUID()}`, from: "5511977776666", type: "text", text: "hello", content: null, at: clock },
+    ]);
+    setClock(clock + 1_000);
+    await workspaceAlarms(t, 1);
+
+    setClock(clock + KEEP_EVENTS_MS + RETENTION_SLACK_MS + 60_000);
+    await workspaceAlarms(t, 2);
+    const left = await runInDurableObject(workspaceOf(t), (_, state) =>
+      state.storage.sql.exec<{ id: string; subject: string }>("SELECT id, subject FROM events").toArray().map((r) => r.subject),
+    );
+    expect(left).toEqual([stuck]);
+
+    vi.restoreAllMocks();
+    const published = publishedEvents();
+    setClock(clock + 61_000); // past the failing step's back-off
+    await workspaceAlarms(t, 1);
+    expect(new Set(published().map((e) => (e.type === "message.received" ? e.data.messageId : e.id)))).toEqual(new Set([stuck]));
+  });
 });

@@ -69,7 +69,9 @@ import { historyStub } from "../history/history";
 const PUBLISH_DELAY_MS = 250;
 /** A message still queued after this is handed to its outbox again (idempotent on the jobId). */
 export const STRANDED_AFTER_MS = 2 * 60_000;
+/** Messages per `readmit` call, and calls per run: a run looks at most at 200 queued messages. */
 const STRANDED_BATCH = 50;
+const STRANDED_PAGES_PER_RUN = 4;
 /** Daily counts reach D1 (operator analytics) at most this often per workspace. */
 const COUNTS_FLUSH_INTERVAL_MS = 60_000;
 const COUNTS_BATCH = 200;
@@ -82,6 +84,10 @@ const TIER_BATCH = 500;
 /** Archive parts written per alarm run (each ~20,000 messages). */
 const ARCHIVE_PARTS_PER_RUN = 4;
 const DEFAULT_HISTORY_DAYS = 30;
+/** The operator retries an inbound webhook for up to 7 days (one more: our record may fall on the next UTC day). */
+const OPERATOR_RETRY_DAYS = 8;
+/** How far the operator's clock may run ahead of ours. */
+const OPERATOR_CLOCK_SKEW_MS = 60 * 60_000;
 
 const toRateInfo = (w: WindowState, scope: RateInfo["scope"]): RateInfo => ({
   scope,
@@ -110,6 +116,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   private month: { key: string; used: number } | null = null;
   private lastCountsFlush = now();
   private lastStrandedCheck = 0;
+  /** Where the stranded-message check goes on (a backlog longer than one run), or null: from the oldest. */
+  private strandedAfter: Keyset | null = null;
   /** Reports being applied to messages in history, per jobId (applyInHistory). */
   private readonly historyUpdates = new Map<string, Promise<StatusResult>>();
   private readonly confirmWithinMs: number;
@@ -266,6 +274,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       position = null;
     }
     if (boundary && this.workspaceId) {
+      const oldestHot = oldestHotAt(this.sql);
       const newestDay = utcDay(position?.createdAt ?? boundary.createdAt);
       const upper = filter.createdUntil === undefined ? newestDay : Math.min(newestDay, utcDay(filter.createdUntil - 1));
       const lower = filter.createdFrom === undefined ? 0 : utcDay(filter.createdFrom);
@@ -275,7 +284,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
           return { rows, next: last ? { createdAt: last.created_at, id: last.id } : position };
         }
         const page = await historyStub(this.env, this.workspaceId, day).list(filter, position, limit - rows.length, budget);
-        rows.push(...page.rows);
+        rows.push(...page.rows.filter((r) => !stillHot(this.sql, r, oldestHot)));
         budget -= page.scanned;
         if (page.next) return { rows, next: page.next };
         position = null;
@@ -369,10 +378,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
    */
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
     this.rememberWorkspace(workspaceId);
+    const moved = await this.inboundInHistory(workspaceId, records);
     const ids = this.ctx.storage.transactionSync(() =>
       records.map((m) => {
-        const seen = findInboundByUpstreamId(this.sql, m.upstreamMessageId);
-        if (seen) return seen.id;
+        const seen = findInboundByUpstreamId(this.sql, m.upstreamMessageId)?.id ?? moved.get(m.upstreamMessageId);
+        if (seen) return seen;
         const at = now();
         const id = newUuidV7(at);
         insertInbound(this.sql, id, m, at);
@@ -406,6 +416,32 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     );
     await this.scheduler.wake(now() + PUBLISH_DELAY_MS);
     return ids;
+  }
+
+  /**
+   * Inbound messages the operator delivers again after our record of them moved to history (it
+   * retries a webhook for up to 7 days): their ids, by upstream id. Our record is never older
+   * than the operator's time of the message (less a clock skew), so only a message whose time is
+   * at or before the newest moved record can be in history, and only on the days from its time
+   * to 7 days later; the usual inbound message is newer and costs no lookup. No row is kept for it.
+   */
+  private async inboundInHistory(workspaceId: string, records: InboundRecord[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    const boundary = historyBoundary(this.sql);
+    if (!boundary) return found;
+    for (const m of records) {
+      const earliest = m.at - OPERATOR_CLOCK_SKEW_MS;
+      if (earliest > boundary.createdAt || findInboundByUpstreamId(this.sql, m.upstreamMessageId)) continue;
+      const from = utcDay(earliest);
+      for (const day of historyDays(this.sql, from, Math.min(utcDay(boundary.createdAt), from + OPERATOR_RETRY_DAYS))) {
+        const row = await historyStub(this.env, workspaceId, day).findInbound(m.upstreamMessageId);
+        if (row) {
+          found.set(m.upstreamMessageId, row.id);
+          break;
+        }
+      }
+    }
+    return found;
   }
 
   /** A `webhook.test` event for a number's webhook, recorded and published like any other. */
@@ -503,6 +539,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   }
 
   private strandedDue(): number | null {
+    // The rest of a long backlog: the next run goes on where the last one stopped.
+    if (this.strandedAfter) return this.lastStrandedCheck + STRANDED_AFTER_MS / 2;
     const oldest = oldestQueuedAt(this.sql);
     if (oldest === null) return null;
     // A long backlog keeps old messages queued: look again at most every half period.
@@ -512,19 +550,28 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   /**
    * The safety net behind "never lost": messages recorded as queued that have
    * not started after a while are handed to their number's outbox again, in
-   * one call per number; the number ignores the ones it has.
+   * one call per number and page; the number ignores the ones it has. A run
+   * looks at a bounded number of them and the next run goes on after the last
+   * one, so that a backlog of messages legitimately waiting never hides a
+   * stranded one behind it: every queued message is looked at within
+   * ceil(backlog / 200) half-periods (one minute each).
    */
   private async reHandStranded(at: number): Promise<void> {
     this.lastStrandedCheck = at;
     const workspaceId = this.workspaceId;
     if (!workspaceId) return;
-    const stale = queuedAcceptedBefore(this.sql, at - STRANDED_AFTER_MS, STRANDED_BATCH);
-    const byNumber = new Map<string, MessageRow[]>();
-    for (const row of stale) byNumber.set(row.channel_number_id, [...(byNumber.get(row.channel_number_id) ?? []), row]);
-    for (const [numberId, rows] of byNumber) {
-      await channelNumberStub(this.env, numberId).readmit(
-        rows.map((row) => ({ jobId: row.id, workspaceId, channelNumberId: numberId, to: row.recipient, body: row.body, acceptedAt: row.created_at })),
-      );
+    for (let page = 0; page < STRANDED_PAGES_PER_RUN; page++) {
+      const stale = queuedAcceptedBefore(this.sql, at - STRANDED_AFTER_MS, STRANDED_BATCH, this.strandedAfter);
+      const last = stale[stale.length - 1];
+      const byNumber = new Map<string, MessageRow[]>();
+      for (const row of stale) byNumber.set(row.channel_number_id, [...(byNumber.get(row.channel_number_id) ?? []), row]);
+      for (const [numberId, rows] of byNumber) {
+        await channelNumberStub(this.env, numberId).readmit(
+          rows.map((row) => ({ jobId: row.id, workspaceId, channelNumberId: numberId, to: row.recipient, body: row.body, acceptedAt: row.created_at })),
+        );
+      }
+      this.strandedAfter = stale.length === STRANDED_BATCH && last ? { createdAt: last.created_at, id: last.id } : null;
+      if (!this.strandedAfter) return;
     }
   }
 
@@ -594,7 +641,9 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     await this.loadConfig(workspaceId);
     if ((day + 1 + Number(getMeta(this.sql, "history_days") ?? DEFAULT_HISTORY_DAYS)) * DAY_MS > at) return;
     const shard = historyStub(this.env, workspaceId, day);
-    const { done, manifest } = await shard.archive(ARCHIVE_PARTS_PER_RUN);
+    // A day archived before and re-created since (a row moved late) adds parts after the archived ones.
+    const earlier = archivedDay(this.sql, day);
+    const { done, manifest } = await shard.archive(ARCHIVE_PARTS_PER_RUN, earlier && { parts: earlier.parts, messages: earlier.messages });
     if (!done) {
       await this.scheduler.wake(now());
       return;
@@ -676,6 +725,15 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     };
   }
 }
+
+/**
+ * Whether a row read from a shard is also hot: a move copies rows to the shard, then forgets here
+ * only those unchanged meanwhile (`forgetMoved`); a changed one stays until the next move, and
+ * lists show it once, from here. Such rows are the oldest hot ones, so a shard row older than
+ * every hot row (`oldestHot`) needs no lookup.
+ */
+const stillHot = (sql: SqlStorage, row: MessageRow, oldestHot: number | null): boolean =>
+  oldestHot !== null && row.created_at >= oldestHot && findMessage(sql, row.id) !== undefined;
 
 /** The body of a USAGE_QUEUE message: absolute totals, so that redelivery and reordering are harmless. */
 export interface UsageCountMessage {
