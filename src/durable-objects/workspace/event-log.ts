@@ -3,7 +3,10 @@ import { log } from "../../lib/log";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureColumn } from "../shared/sql-schema";
 import { publishInOrder } from "../../lib/queue-publisher";
+import type { ScheduledStep } from "../shared/scheduler";
+import { withSlack } from "../shared/scheduler";
 import type { DeliveryReport } from "./contract";
+import type { WorkspaceContext } from "./context";
 
 /**
  * The workspace's outbox of customer events, and what became of each.
@@ -310,4 +313,17 @@ export function purgeOldEvents(sql: SqlStorage, at: number, pressure = false): v
     PURGE_BATCH,
     at - (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS),
   );
+}
+
+/** The event log's scheduled steps: publish new events, publish again those without a report, purge old ones. */
+export function eventLogSteps(w: WorkspaceContext): { publish: ScheduledStep; republish: ScheduledStep; purge: ScheduledStep } {
+  return {
+    publish: { name: "publish-events", due: (at) => (hasUnpublishedEvents(w.sql) ? at : null), run: () => publishEvents(w.sql, w.env.WEBHOOK_QUEUE) },
+    republish: { name: "republish-unreported", due: () => nextCheckDue(w.sql), run: (at) => republishOverdue(w.sql, w.env.WEBHOOK_QUEUE, at, w.confirmWithinMs) },
+    purge: {
+      name: "event-purge",
+      due: () => withSlack(nextEventExpiry(w.sql, w.underPressure())),
+      run: async (at) => purgeOldEvents(w.sql, at, w.underPressure()),
+    },
+  };
 }
