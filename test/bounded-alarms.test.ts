@@ -82,6 +82,12 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       state.storage.transactionSync(() => {
         seed(sql, `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending, sent_at)
           SELECT printf('00000000-0000-7000-8000-%012d', i), 'outbound', '${t.numberId}', printf('5511%09d', i % 5000), 'text', 'x', 'sent', ${old} + i, ${old} + i, 1, 0, ${old} + i FROM n`);
+        // Backlogs of active messages: unknown outcomes (processing, older than everything: an
+        // operator outage) and queued ones (a number that drains slower than it is fed).
+        seed(sql, `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending, processing_at, outcome_unknown_since)
+          SELECT printf('00000000-0000-7000-9000-%012d', i), 'outbound', '${t.numberId}', printf('5599%09d', i % 5000), 'text', 'x', 'processing', ${old} - ${ROWS} + i, ${old} - ${ROWS} + i, 1, 0, ${old} - ${ROWS} + i, ${old} - ${ROWS} + i FROM n`);
+        seed(sql, `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending)
+          SELECT printf('00000000-0000-7000-a000-%012d', i), 'outbound', '${t.numberId}', printf('5588%09d', i % 5000), 'text', 'x', 'queued', ${clock} - ${ROWS} + i, ${clock} - ${ROWS} + i, 1, 0 FROM n`);
         seed(sql, `INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, delivered_at)
           SELECT printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), '{}', ${old} + i, '${t.numberId}', 'delivered', ${clock} - 1000 + (i % 10) FROM n`);
         seed(sql, `INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome)
@@ -103,13 +109,15 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["hasDirtyCounts", 2, (s) => hasDirtyCounts(s)],
         ["oldestQueuedAt", 2, (s) => oldestQueuedAt(s)],
         ["queuedAcceptedBefore", 51, (s) => queuedAcceptedBefore(s, at, 50)],
+        ["queuedAcceptedBefore (a later page)", 51, (s) => queuedAcceptedBefore(s, at, 50, { createdAt: clock - ROWS / 2, id: "00000000-0000-7000-a000-000000050000" })],
         ["oldestHotAt", 2, (s) => oldestHotAt(s)],
         ["oldestHotRows (one batch)", 501, (s) => oldestHotRows(s, at, 500)],
         ["attemptsOfWebhook (a page)", 101, (s) => attemptsOfWebhook(s, "wh", null, 100)],
         ["attemptsAbout (one message)", 3, (s) => attemptsAbout(s, "00000000-0000-7000-8000-000000050000")],
         ["listPage, no filter", 21, (s) => listPage(s, {}, null, 20)],
         ["listPage, a rare recipient", 30, (s) => listPage(s, { counterpart: "5511000000007" }, null, 20)],
-        ["listPage, a filter nothing matches (budget)", 1_001, (s) => listPage(s, { status: "queued" }, null, 20)],
+        ["listPage, queued (its index)", 21, (s) => listPage(s, { status: "queued" }, null, 20)],
+        ["listPage, processing (no index of its own: the budget)", 1_001, (s) => listPage(s, { status: "processing" }, null, 20)],
         ["listPage, an unselective filter with no match (budget)", 1_001, (s) => listPage(s, { direction: "outbound", status: "sent", counterpart: undefined, createdFrom: 0, channelNumberId: "00000000-0000-0000-0000-000000000000" }, null, 20)],
       ];
       // Every bound is a batch size (or a handful of rows), far below the rows in the tables.

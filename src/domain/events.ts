@@ -1,4 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { MESSAGE_STATUSES, MessageError } from "./message";
 
 /**
@@ -67,5 +69,12 @@ export const envelopeOf = (event: WebhookEvent) => ({ type: event.type, timestam
 
 /** Our event ids: `evt_` and 32 hex digits; the Standard Webhooks `webhook-id`. */
 export const newEventId = (): string => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
+
+/**
+ * The id of an event that a fact determines (a message reaching a status, an
+ * inbound message's upstream id): the same fact always gets the same id, so
+ * that recording it twice (a retry after a crash) records it once.
+ */
+export const derivedEventId = (...parts: string[]): string => `evt_${bytesToHex(sha256(utf8ToBytes(parts.join("\n")))).slice(0, 32)}`;
 
 export const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;

@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { now } from "../../lib/clock";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
-import { createMessagesTable, findMessage, isOutbound, lifecycleOf, putRows, toMessageView, writeLifecycle, type MessageRow } from "../workspace/messages";
+import { createMessagesTable, findInboundByUpstreamId, findMessage, isOutbound, lifecycleOf, putRows, toMessageView, writeLifecycle, type MessageRow } from "../workspace/messages";
 import { listPage, type Keyset, type MessageFilter, type Page } from "../workspace/message-queries";
 import { applyTransition } from "../workspace/status-transition";
 import type { StatusUpdate } from "../workspace/contract";
@@ -66,17 +66,25 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     return { before: row, after: findMessage(this.sql, row.id)!, announce: t.announce };
   }
 
+  /** An inbound message of this day by the operator's id (a redelivery after it left the hot window). */
+  async findInbound(upstreamMessageId: string): Promise<MessageRow | null> {
+    return findInboundByUpstreamId(this.sql, upstreamMessageId) ?? null;
+  }
+
   /**
    * Writes up to `maxParts` more parts of the day to R2 (in (created_at, id)
    * order, so a retry writes the same objects), then the manifest when all are
-   * written. Returns whether the day is completely archived.
+   * written. Returns whether the day is completely archived. `earlier` is what
+   * an earlier archive of this day holds (the day was re-created after it):
+   * parts are numbered after its parts and the manifest counts both, so that
+   * nothing archived is ever overwritten.
    */
-  async archive(maxParts: number): Promise<{ done: boolean; manifest: ArchiveManifest | null }> {
+  async archive(maxParts: number, earlier: { parts: number; messages: number } | null = null): Promise<{ done: boolean; manifest: ArchiveManifest | null }> {
     const workspaceId = getMeta(this.sql, "workspace_id");
     const day = Number(getMeta(this.sql, "day"));
     if (!workspaceId || !Number.isInteger(day)) return { done: true, manifest: null };
-    let part = Number(getMeta(this.sql, "archived_parts") ?? 0);
-    let count = Number(getMeta(this.sql, "archived_messages") ?? 0);
+    let part = Number(getMeta(this.sql, "archived_parts") ?? earlier?.parts ?? 0);
+    let count = Number(getMeta(this.sql, "archived_messages") ?? earlier?.messages ?? 0);
     let after = JSON.parse(getMeta(this.sql, "archived_through") ?? "null") as Keyset | null;
     for (let written = 0; written < maxParts; written++) {
       const rows = this.sql

@@ -1,5 +1,14 @@
+import { now } from "../../lib/clock";
+import { log } from "../../lib/log";
 import { DAY_MS, utcDay } from "../../domain/job-id";
+import { publishInOrder } from "../../lib/queue-publisher";
+import type { ScheduledStep } from "../shared/scheduler";
 import type { DailyUsage } from "./contract";
+import type { WorkspaceContext } from "./context";
+
+/** Daily counts reach D1 (operator analytics) at most this often per workspace. */
+const COUNTS_FLUSH_INTERVAL_MS = 60_000;
+const COUNTS_BATCH = 200;
 
 export type CountField = "accepted" | "sent" | "failed" | "received";
 
@@ -97,3 +106,76 @@ export function markCountsClean(sql: SqlStorage, r: CountsRow): void {
 export function purgeCountsBefore(sql: SqlStorage, day: number): void {
   sql.exec("DELETE FROM daily_counts WHERE day < ? AND dirty = 0", day);
 }
+
+/** Ships changed daily counts to D1 through the usage queue, at most once a minute. */
+export class CountsShipper {
+  private lastFlush = now();
+
+  constructor(private readonly w: WorkspaceContext) {}
+
+  /** When changed counts may ship next. */
+  nextFlush(): number {
+    return this.lastFlush + COUNTS_FLUSH_INTERVAL_MS;
+  }
+
+  steps(): { countsToD1: ScheduledStep } {
+    return { countsToD1: { name: "counts-to-d1", due: () => (hasDirtyCounts(this.w.sql) ? this.nextFlush() : null), run: () => this.flush() } };
+  }
+
+  /** Ships changed daily counts to D1 (through the usage queue); a count that moved meanwhile ships next round. */
+  private async flush(): Promise<void> {
+    const workspaceId = this.w.workspaceId();
+    this.lastFlush = now();
+    if (!workspaceId) return;
+    const rows = dirtyCounts(this.w.sql, COUNTS_BATCH);
+    const byKey = new Map(rows.map((r) => [`${r.day}:${r.channel_number_id}`, r]));
+    await publishInOrder(
+      this.w.env.USAGE_QUEUE,
+      rows.map((r) => ({ key: `${r.day}:${r.channel_number_id}`, body: usageMessage(workspaceId, r) })),
+      {
+        sent: (keys) => {
+          for (const k of keys) markCountsClean(this.w.sql, byKey.get(k)!);
+        },
+        setAside: (k, reason) => log("error", "daily count set aside", { key: k, reason }),
+      },
+    );
+  }
+}
+
+/** Storage from before daily counts kept one counter per month: it becomes that month's first day. */
+export function migrateMonthlyUsage(storage: DurableObjectStorage, sql: SqlStorage): void {
+  const exists = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'monthly_usage'").toArray().length > 0;
+  if (!exists) return;
+  storage.transactionSync(() => {
+    for (const m of sql.exec<{ period: string; used: number }>("SELECT period, used FROM monthly_usage").toArray()) {
+      const day = utcDay(Date.parse(`${m.period}-01T00:00:00Z`));
+      sql.exec(
+        "INSERT INTO daily_counts (day, channel_number_id, accepted, dirty) VALUES (?, '', ?, 0) ON CONFLICT DO UPDATE SET accepted = accepted + excluded.accepted",
+        day,
+        m.used,
+      );
+    }
+    sql.exec("DROP TABLE monthly_usage");
+  });
+}
+
+/** The body of a USAGE_QUEUE message: absolute totals, so that redelivery and reordering are harmless. */
+export interface UsageCountMessage {
+  workspaceId: string;
+  day: string;
+  channelNumberId: string;
+  accepted: number;
+  sent: number;
+  failed: number;
+  received: number;
+}
+
+const usageMessage = (workspaceId: string, r: CountsRow): UsageCountMessage => ({
+  workspaceId,
+  day: new Date(r.day * DAY_MS).toISOString().slice(0, 10),
+  channelNumberId: r.channel_number_id,
+  accepted: r.accepted,
+  sent: r.sent,
+  failed: r.failed,
+  received: r.received,
+});

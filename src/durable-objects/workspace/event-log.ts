@@ -3,15 +3,18 @@ import { log } from "../../lib/log";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureColumn } from "../shared/sql-schema";
 import { publishEventPacks } from "../../lib/event-publisher";
+import type { ScheduledStep } from "../shared/scheduler";
+import { withSlack } from "../shared/scheduler";
 import type { DeliveryReport } from "./contract";
+import type { WorkspaceContext } from "./context";
 
 /**
  * The workspace's outbox of customer events, and what became of each.
  *
  * An event is written in the same transaction as the change it describes, then
  * published to the webhook queue by the object's alarm, in insertion order
- * (`rowid`); a cursor in `meta` records how far publishing got, so publishing
- * costs one write per batch, not per event. The webhook consumer reports every
+ * (`rowid`, which only grows: see `recordEvent`); a cursor in `meta` records how
+ * far publishing got, so publishing costs one write per batch, not per event. The webhook consumer reports every
  * attempt back here. An event whose report does not arrive when expected (the
  * queue lost it) is published again with the same id: delivery is at least
  * once, and customers deduplicate on `webhook-id`.
@@ -75,17 +78,31 @@ export function createEventLogTable(sql: SqlStorage): void {
 
 const cursor = (sql: SqlStorage): number => Number(getMeta(sql, PUBLISH_CURSOR) ?? 0);
 
-/** Call inside the transaction that makes the change. `subject` is the message the event is about. */
-export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
-  sql.exec(
-    "INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, check_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-    event.id,
-    event.type,
-    subject,
-    JSON.stringify(event),
-    at,
-    event.channelNumberId,
-    at + publishDelayMs + confirmWithinMs,
+/**
+ * Call inside the transaction that makes the change. `subject` is the message the event is about.
+ * Returns false when an event with this id is already recorded (a derived id recorded again: a retry).
+ *
+ * The event's sequence number (its rowid) is one past both the newest event and the publishing
+ * cursor. SQLite alone would hand out MAX(rowid) + 1, which falls at or below the cursor once
+ * purges removed the newest events: such an event would wait for `republishOverdue` and reach the
+ * customer after events recorded later. AUTOINCREMENT would prevent it too, but at one more row
+ * written per event (its `sqlite_sequence` update); this costs two rows read.
+ */
+export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number, confirmWithinMs = CONFIRM_WITHIN_MS): boolean {
+  return (
+    sql.exec(
+      `INSERT OR IGNORE INTO events (rowid, id, type, subject, body, created_at, channel_number_id, delivery, check_at)
+       VALUES (MAX(IFNULL((SELECT MAX(rowid) FROM events), 0), IFNULL((SELECT CAST(v AS INTEGER) FROM meta WHERE k = ?), 0)) + 1,
+               ?, ?, ?, ?, ?, ?, 'pending', ?)`,
+      PUBLISH_CURSOR,
+      event.id,
+      event.type,
+      subject,
+      JSON.stringify(event),
+      at,
+      event.channelNumberId,
+      at + publishDelayMs + confirmWithinMs,
+    ).rowsWritten > 0
   );
 }
 
@@ -300,4 +317,17 @@ export function purgeOldEvents(sql: SqlStorage, at: number, pressure = false): v
     PURGE_BATCH,
     at - (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS),
   );
+}
+
+/** The event log's scheduled steps: publish new events, publish again those without a report, purge old ones. */
+export function eventLogSteps(w: WorkspaceContext): { publish: ScheduledStep; republish: ScheduledStep; purge: ScheduledStep } {
+  return {
+    publish: { name: "publish-events", due: (at) => (hasUnpublishedEvents(w.sql) ? at : null), run: () => publishEvents(w.sql, w.env.WEBHOOK_QUEUE) },
+    republish: { name: "republish-unreported", due: () => nextCheckDue(w.sql), run: (at) => republishOverdue(w.sql, w.env.WEBHOOK_QUEUE, at, w.confirmWithinMs) },
+    purge: {
+      name: "event-purge",
+      due: () => withSlack(nextEventExpiry(w.sql, w.underPressure())),
+      run: async (at) => purgeOldEvents(w.sql, at, w.underPressure()),
+    },
+  };
 }

@@ -1,7 +1,21 @@
-import { utcDay, uuidV7Time } from "../../domain/job-id";
+import { now } from "../../lib/clock";
+import { DAY_MS, utcDay, uuidV7Time } from "../../domain/job-id";
 import { getMeta, setMeta } from "../shared/meta";
-import type { Keyset } from "./message-queries";
-import type { MessageRow } from "./messages";
+import { withSlack, type ScheduledStep } from "../shared/scheduler";
+import { historyStub } from "../history/history";
+import type { WorkspaceContext } from "./context";
+import { listPage, SCAN_BUDGET, type Keyset, type MessageFilter } from "./message-queries";
+import { findMessage, type MessageRow } from "./messages";
+
+/** Messages stay in the workspace object this long, then move to their day's history shard. */
+export const HOT_WINDOW_MS = 48 * 60 * 60 * 1000;
+/** Above this, the object sheds early: the hot window shrinks to MIN_HOT_WINDOW_MS (the storage budget, docs/architecture.md). */
+export const HOT_BYTES_BUDGET = 3.5 * 1024 ** 3;
+export const MIN_HOT_WINDOW_MS = 6 * 60 * 60 * 1000;
+const TIER_BATCH = 500;
+/** Archive parts written per alarm run (each ~20,000 messages). */
+const ARCHIVE_PARTS_PER_RUN = 4;
+const DEFAULT_HISTORY_DAYS = 30;
 
 /**
  * Which UTC days of this workspace's messages live in history shards, and
@@ -100,3 +114,142 @@ export function forgetHistoryDay(sql: SqlStorage, day: number): void {
   sql.exec("DELETE FROM history_days WHERE day = ?", day);
   sql.exec("DELETE FROM history_legacy_ids WHERE id IN (SELECT id FROM history_legacy_ids WHERE day = ? LIMIT 10000)", day);
 }
+
+/**
+ * The workspace's messages across tiers: reads and lists over the hot rows and
+ * the history shards, and the steps that move old rows to their day's shard
+ * and archive days past the plan's window to R2.
+ */
+export class HistoryTiering {
+  constructor(private readonly w: WorkspaceContext) {}
+
+  steps(): { moveToHistory: ScheduledStep; archiveHistory: ScheduledStep } {
+    return {
+      moveToHistory: { name: "move-to-history", due: () => withSlack(this.tierDue()), run: (at) => this.moveToHistory(at) },
+      archiveHistory: { name: "archive-history", due: () => this.archiveDue(), run: (at) => this.archiveOldestDay(at) },
+    };
+  }
+
+  /**
+   * A message of this workspace, wherever it lives now (this object or its
+   * day's history shard), as its stored row (`toMessageView` renders it: rows
+   * are what RPC carries without loss).
+   */
+  async getMessage(id: string): Promise<MessageRow | null> {
+    const row = findMessage(this.w.sql, id);
+    if (row) return row;
+    const day = historyDayOf(this.w.sql, id);
+    const workspaceId = this.w.workspaceId();
+    return day === null || !workspaceId ? null : historyStub(this.w.env, workspaceId, day).get(id);
+  }
+
+  /**
+   * One page of the workspace's messages, newest first, strictly older than
+   * `after`: the rows still in this object, then the history shards day by day.
+   * At most SCAN_BUDGET rows are read per page, so a page may be short; `next`
+   * says where to go on (null: nothing older matches).
+   */
+  async listMessages(filter: MessageFilter, after: Keyset | null, limit: number): Promise<{ rows: MessageRow[]; next: Keyset | null }> {
+    const workspaceId = this.w.workspaceId();
+    const rows: MessageRow[] = [];
+    let budget = SCAN_BUDGET;
+    const boundary = historyBoundary(this.w.sql);
+    let position = after;
+    if (!boundary || !after || after.createdAt > boundary.createdAt || (after.createdAt === boundary.createdAt && after.id > boundary.id)) {
+      const page = listPage(this.w.sql, filter, after, limit, budget);
+      rows.push(...page.rows);
+      budget -= page.scanned;
+      if (page.next) return { rows, next: page.next };
+      // The hot rows are exhausted: history is older than all of them.
+      position = null;
+    }
+    if (boundary && workspaceId) {
+      const oldestHot = oldestHotAt(this.w.sql);
+      const newestDay = utcDay(position?.createdAt ?? boundary.createdAt);
+      const upper = filter.createdUntil === undefined ? newestDay : Math.min(newestDay, utcDay(filter.createdUntil - 1));
+      const lower = filter.createdFrom === undefined ? 0 : utcDay(filter.createdFrom);
+      for (const day of historyDays(this.w.sql, lower, upper)) {
+        if (rows.length === limit || budget <= 0) {
+          const last = rows[rows.length - 1];
+          return { rows, next: last ? { createdAt: last.created_at, id: last.id } : position };
+        }
+        const page = await historyStub(this.w.env, workspaceId, day).list(filter, position, limit - rows.length, budget);
+        rows.push(...page.rows.filter((r) => !stillHot(this.w.sql, r, oldestHot)));
+        budget -= page.scanned;
+        if (page.next) return { rows, next: page.next };
+        position = null;
+      }
+    }
+    return { rows, next: null };
+  }
+
+  private tierDue(): number | null {
+    const oldest = oldestHotAt(this.w.sql);
+    if (oldest === null) return null;
+    return oldest + (this.w.underPressure() ? MIN_HOT_WINDOW_MS : HOT_WINDOW_MS);
+  }
+
+  /** Moves one batch of the oldest messages past the hot window to their days' history shards. */
+  private async moveToHistory(at: number): Promise<void> {
+    const workspaceId = this.w.workspaceId();
+    if (!workspaceId) return;
+    const rows = oldestHotRows(this.w.sql, at - (this.w.underPressure() ? MIN_HOT_WINDOW_MS : HOT_WINDOW_MS), TIER_BATCH);
+    const byDay = new Map<number, MessageRow[]>();
+    for (const r of rows) byDay.set(utcDay(r.created_at), [...(byDay.get(utcDay(r.created_at)) ?? []), r]);
+    // Oldest day first, so that everything in history stays older than everything here.
+    for (const [day, dayRows] of [...byDay].sort(([a], [b]) => a - b)) {
+      await historyStub(this.w.env, workspaceId, day).put(workspaceId, day, dayRows);
+      this.w.storage.transactionSync(() => forgetMoved(this.w.sql, dayRows, day));
+    }
+  }
+
+  private archiveDue(): number | null {
+    const oldest = oldestHistoryDay(this.w.sql);
+    if (oldest === null) return null;
+    const keepDays = Number(getMeta(this.w.sql, "history_days") ?? DEFAULT_HISTORY_DAYS);
+    // A day leaves once all of it is older than the window.
+    return (oldest + 1 + keepDays) * DAY_MS;
+  }
+
+  /**
+   * Archives the oldest day past the plan's window to R2, a few parts per run,
+   * then deletes its shard: the rows are deleted only once the archive is confirmed.
+   */
+  private async archiveOldestDay(at: number): Promise<void> {
+    const workspaceId = this.w.workspaceId();
+    const day = oldestHistoryDay(this.w.sql);
+    if (!workspaceId || day === null) return;
+    await this.w.loadConfig(workspaceId);
+    if ((day + 1 + Number(getMeta(this.w.sql, "history_days") ?? DEFAULT_HISTORY_DAYS)) * DAY_MS > at) return;
+    const shard = historyStub(this.w.env, workspaceId, day);
+    // A day archived before and re-created since (a row moved late) adds parts after the archived ones.
+    const earlier = archivedDay(this.w.sql, day);
+    const { done, manifest } = await shard.archive(ARCHIVE_PARTS_PER_RUN, earlier && { parts: earlier.parts, messages: earlier.messages });
+    if (!done) {
+      await this.w.wake(now());
+      return;
+    }
+    if (manifest) this.w.storage.transactionSync(() => recordArchivedDay(this.w.sql, day, manifest.messages, manifest.parts, now()));
+    await shard.drop();
+    this.w.storage.transactionSync(() => forgetHistoryDay(this.w.sql, day));
+  }
+
+  /** Days archived to R2, newest first (GET /message-archives). */
+  async listArchives(beforeDay: number | null, limit: number): Promise<ArchivedDay[]> {
+    return archivedDays(this.w.sql, beforeDay, limit);
+  }
+
+  /** One archived day of this workspace, or null (GET /message-archives/{day}). */
+  async archive(day: number): Promise<ArchivedDay | null> {
+    return archivedDay(this.w.sql, day);
+  }
+}
+
+/**
+ * Whether a row read from a shard is also hot: a move copies rows to the shard, then forgets here
+ * only those unchanged meanwhile (`forgetMoved`); a changed one stays until the next move, and
+ * lists show it once, from here. Such rows are the oldest hot ones, so a shard row older than
+ * every hot row (`oldestHot`) needs no lookup.
+ */
+const stillHot = (sql: SqlStorage, row: MessageRow, oldestHot: number | null): boolean =>
+  oldestHot !== null && row.created_at >= oldestHot && findMessage(sql, row.id) !== undefined;

@@ -46,7 +46,7 @@ function driverOf(f: MessageFilter): Driver {
   if (f.counterpart !== undefined) return { where: "recipient = ?", bindings: [f.counterpart], exact: others(["counterpart"]) };
   if (f.channelNumberId !== undefined) return { where: "channel_number_id = ?", bindings: [f.channelNumberId], exact: others(["channelNumberId"]) };
   if (f.status === "failed") return { where: "status = 'failed'", bindings: [], exact: others(["status", "direction"]) };
-  if (f.status === "queued" || f.status === "processing") return { where: "status IN ('queued', 'processing')", bindings: [], exact: false };
+  if (f.status === "queued") return { where: "status = 'queued'", bindings: [], exact: others(["status", "direction"]) };
   if (f.direction === "inbound" || f.status === "received") return { where: "direction = 'inbound'", bindings: [], exact: others(["direction", "status"]) };
   return { where: "1", bindings: [], exact: others([]) };
 }

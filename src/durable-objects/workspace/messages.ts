@@ -2,6 +2,7 @@ import type { Message, MessageStatus } from "../../domain/message";
 import { ensureColumn } from "../shared/sql-schema";
 import type { InboundRecord } from "./contract";
 import type { LifecycleState } from "./status-transition";
+import type { Keyset } from "./message-queries";
 
 /**
  * Message records, outbound and inbound: the authority for `GET /messages`.
@@ -26,6 +27,9 @@ export function createMessagesTable(sql: SqlStorage): void {
   // The operator's own time of an inbound message (created_at is when we recorded it).
   ensureColumn(sql, "messages", "received_at", "INTEGER");
   // Lists run newest first on (created_at, id); each filter that narrows a list a lot has its own index.
+  // Queued messages have one (the stranded-message check reads the oldest of them on every alarm);
+  // processing ones do not: after an operator outage they are most of the table (unknown outcomes
+  // wait up to 7 days), and an entry for them would be a row written per message on the claim.
   sql.exec(`
     DROP INDEX IF EXISTS messages_copy_pending;
     DROP INDEX IF EXISTS messages_by_created;
@@ -33,7 +37,8 @@ export function createMessagesTable(sql: SqlStorage): void {
     CREATE INDEX IF NOT EXISTS messages_by_time ON messages (created_at, id);
     CREATE INDEX IF NOT EXISTS messages_by_counterpart ON messages (recipient, created_at, id);
     CREATE INDEX IF NOT EXISTS messages_by_number ON messages (channel_number_id, created_at, id);
-    CREATE INDEX IF NOT EXISTS messages_active ON messages (created_at, id) WHERE status IN ('queued', 'processing');
+    DROP INDEX IF EXISTS messages_active;
+    CREATE INDEX IF NOT EXISTS messages_queued ON messages (created_at, id) WHERE status = 'queued';
     CREATE INDEX IF NOT EXISTS messages_failed ON messages (created_at, id) WHERE status = 'failed';
     CREATE INDEX IF NOT EXISTS messages_inbound ON messages (created_at, id) WHERE direction = 'inbound';
     CREATE INDEX IF NOT EXISTS messages_inbound_by_upstream_id ON messages (upstream_message_id) WHERE direction = 'inbound';
@@ -128,12 +133,15 @@ export const outboundTimesSince = (sql: SqlStorage, since: number): number[] =>
     .toArray()
     .map((r) => r.created_at);
 
-/** The oldest messages still queued that were accepted at or before `before` (visits the active messages only). */
-export const queuedAcceptedBefore = (sql: SqlStorage, before: number, limit: number): MessageRow[] =>
+/** The oldest messages still queued that were accepted at or before `before`, after the keyset `after` (visits queued messages only). */
+export const queuedAcceptedBefore = (sql: SqlStorage, before: number, limit: number, after: Keyset | null = null): MessageRow[] =>
   sql
     .exec<MessageRow>(
-      "SELECT * FROM messages WHERE status IN ('queued', 'processing') AND created_at <= ? AND status = 'queued' ORDER BY created_at, id LIMIT ?",
+      `SELECT * FROM messages INDEXED BY messages_queued
+       WHERE status = 'queued' AND created_at <= ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
       before,
+      after?.createdAt ?? -1,
+      after?.id ?? "",
       limit,
     )
     .toArray();
@@ -141,9 +149,7 @@ export const queuedAcceptedBefore = (sql: SqlStorage, before: number, limit: num
 /** When the oldest queued message was accepted (the stranded-message check's due time). */
 export const oldestQueuedAt = (sql: SqlStorage): number | null =>
   sql
-    .exec<{ created_at: number }>(
-      "SELECT created_at FROM messages WHERE status IN ('queued', 'processing') AND status = 'queued' ORDER BY created_at, id LIMIT 1",
-    )
+    .exec<{ created_at: number }>("SELECT created_at FROM messages INDEXED BY messages_queued WHERE status = 'queued' ORDER BY created_at, id LIMIT 1")
     .toArray()[0]?.created_at ?? null;
 
 /** Upserts rows as they were elsewhere (moving messages between a workspace and its history shards). */
