@@ -1,7 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { now } from "../../lib/clock";
-import { createMetaTable, getMeta, setMeta } from "../shared/meta";
-import { createMessagesTable, findInboundByUpstreamId, findMessage, isOutbound, lifecycleOf, putRows, toMessageView, writeLifecycle, type MessageRow } from "../workspace/messages";
+import { getMeta, setMeta } from "../shared/meta";
+import { ensureSchema } from "../shared/schema-version";
+import { HISTORY_SCHEMA } from "./schema";
+import { findInboundByUpstreamId, findMessage, isOutbound, lifecycleOf, putRows, toMessageView, writeLifecycle, type MessageRow } from "../workspace/messages";
 import { listPage, type Keyset, type MessageFilter, type Page } from "../workspace/message-queries";
 import { applyTransition } from "../workspace/status-transition";
 import type { StatusUpdate } from "../workspace/contract";
@@ -32,32 +34,45 @@ const gzip = (text: string): Promise<ArrayBuffer> =>
 export class MessageHistoryDurableObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
 
+  /** Whether this shard holds tables: a shard nothing was moved to, or one archived and dropped, has none and writes none. */
+  private hasTables: boolean;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    createMetaTable(this.sql);
-    createMessagesTable(this.sql);
+    // Only a shard that holds a day upgrades its schema; an empty one stays empty (an empty
+    // object is not billed for storage, and every table created would be rows written).
+    this.hasTables = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").toArray().length > 0;
+    if (this.hasTables) ensureSchema(ctx.storage, HISTORY_SCHEMA);
   }
 
   /** Takes messages over from the workspace object (an upsert: moving a row twice changes nothing). */
   async put(workspaceId: string, day: number, rows: MessageRow[]): Promise<void> {
+    if (!this.hasTables) {
+      ensureSchema(this.ctx.storage, HISTORY_SCHEMA);
+      this.hasTables = true;
+    }
     this.ctx.storage.transactionSync(() => {
-      setMeta(this.sql, "workspace_id", workspaceId);
-      setMeta(this.sql, "day", String(day));
+      // Named once: each upsert of an unchanged value would still be a row written.
+      if (getMeta(this.sql, "workspace_id") !== workspaceId) setMeta(this.sql, "workspace_id", workspaceId);
+      if (getMeta(this.sql, "day") !== String(day)) setMeta(this.sql, "day", String(day));
       putRows(this.sql, rows);
     });
   }
 
   async get(id: string): Promise<MessageRow | null> {
+    if (!this.hasTables) return null;
     return findMessage(this.sql, id) ?? null;
   }
 
   async list(filter: MessageFilter, after: Keyset | null, limit: number, budget: number): Promise<Page> {
+    if (!this.hasTables) return { rows: [], next: null, scanned: 0 };
     return listPage(this.sql, filter, after, limit, budget);
   }
 
   /** A late status report for a message of this day; the workspace object records the event. */
   async applyStatus(update: StatusUpdate): Promise<ShardChange | null> {
+    if (!this.hasTables) return null;
     const row = findMessage(this.sql, update.jobId);
     if (!row || !isOutbound(row)) return null;
     const t = applyTransition(lifecycleOf(row), update);
@@ -68,6 +83,7 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
 
   /** An inbound message of this day by the operator's id (a redelivery after it left the hot window). */
   async findInbound(upstreamMessageId: string): Promise<MessageRow | null> {
+    if (!this.hasTables) return null;
     return findInboundByUpstreamId(this.sql, upstreamMessageId) ?? null;
   }
 
@@ -80,6 +96,7 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
    * nothing archived is ever overwritten.
    */
   async archive(maxParts: number, earlier: { parts: number; messages: number } | null = null): Promise<{ done: boolean; manifest: ArchiveManifest | null }> {
+    if (!this.hasTables) return { done: true, manifest: null };
     const workspaceId = getMeta(this.sql, "workspace_id");
     const day = Number(getMeta(this.sql, "day"));
     if (!workspaceId || !Number.isInteger(day)) return { done: true, manifest: null };
@@ -122,13 +139,13 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
   /** Deletes the day's storage (after its archive is confirmed). The workspace no longer routes anything here. */
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
-    // This instance may still answer a late call: give it empty tables rather than none.
-    createMetaTable(this.sql);
-    createMessagesTable(this.sql);
+    // A late call finds no tables and answers as an empty shard; nothing is created again.
+    this.hasTables = false;
   }
 
   /** Rows and bytes held (operator view, bench). */
   async size(): Promise<{ messages: number; bytes: number }> {
+    if (!this.hasTables) return { messages: 0, bytes: this.sql.databaseSize };
     return { messages: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n, bytes: this.sql.databaseSize };
   }
 }

@@ -2,6 +2,7 @@ import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { DAY_MS, utcDay } from "../../domain/job-id";
 import { publishInOrder } from "../../lib/queue-publisher";
+import { getMeta } from "../shared/meta";
 import type { ScheduledStep } from "../shared/scheduler";
 import type { DailyUsage } from "./contract";
 import type { WorkspaceContext } from "./context";
@@ -26,9 +27,20 @@ export function createDailyCountsTable(sql: SqlStorage): void {
       accepted INTEGER NOT NULL DEFAULT 0, sent INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
       received INTEGER NOT NULL DEFAULT 0, dirty INTEGER NOT NULL DEFAULT 1,
       PRIMARY KEY (day, channel_number_id)) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS daily_counts_dirty ON daily_counts (day) WHERE dirty = 1;
+    -- Each count's upsert SETs dirty, so an index on it cost a row per count: dirty rows are
+    -- found by a range of the key instead (changingSince).
+    DROP INDEX IF EXISTS daily_counts_dirty;
   `);
 }
+
+/**
+ * The oldest day whose counts can still change: a report about a message is
+ * counted on the day it happened, and messages leave for the archive after
+ * the plan's window. Dirty rows are looked for from here on, through the key:
+ * at most numbers × (window + 2) rows read.
+ */
+const changingSince = (sql: SqlStorage): number => utcDay(now()) - (Number(getMeta(sql, "history_days") ?? DEFAULT_WINDOW_DAYS) + 2);
+const DEFAULT_WINDOW_DAYS = 30;
 
 export function countOne(sql: SqlStorage, at: number, channelNumberId: string, field: CountField): void {
   sql.exec(
@@ -83,12 +95,14 @@ export interface CountsRow {
 export const dirtyCounts = (sql: SqlStorage, limit: number): CountsRow[] =>
   sql
     .exec<CountsRow>(
-      "SELECT day, channel_number_id, accepted, sent, failed, received FROM daily_counts WHERE dirty = 1 ORDER BY day LIMIT ?",
+      "SELECT day, channel_number_id, accepted, sent, failed, received FROM daily_counts WHERE day >= ? AND dirty = 1 ORDER BY day LIMIT ?",
+      changingSince(sql),
       limit,
     )
     .toArray();
 
-export const hasDirtyCounts = (sql: SqlStorage): boolean => sql.exec("SELECT 1 FROM daily_counts WHERE dirty = 1 LIMIT 1").toArray().length > 0;
+export const hasDirtyCounts = (sql: SqlStorage): boolean =>
+  sql.exec("SELECT 1 FROM daily_counts WHERE day >= ? AND dirty = 1 LIMIT 1", changingSince(sql)).toArray().length > 0;
 
 /** Clean only if unchanged since it was read: a count that moved meanwhile ships next round. */
 export function markCountsClean(sql: SqlStorage, r: CountsRow): void {
@@ -143,20 +157,19 @@ export class CountsShipper {
 }
 
 /** Storage from before daily counts kept one counter per month: it becomes that month's first day. */
-export function migrateMonthlyUsage(storage: DurableObjectStorage, sql: SqlStorage): void {
+export function migrateMonthlyUsage(sql: SqlStorage): void {
   const exists = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'monthly_usage'").toArray().length > 0;
   if (!exists) return;
-  storage.transactionSync(() => {
-    for (const m of sql.exec<{ period: string; used: number }>("SELECT period, used FROM monthly_usage").toArray()) {
-      const day = utcDay(Date.parse(`${m.period}-01T00:00:00Z`));
-      sql.exec(
-        "INSERT INTO daily_counts (day, channel_number_id, accepted, dirty) VALUES (?, '', ?, 0) ON CONFLICT DO UPDATE SET accepted = accepted + excluded.accepted",
-        day,
-        m.used,
-      );
-    }
-    sql.exec("DROP TABLE monthly_usage");
-  });
+  // Inside the schema step's transaction: all of it or none.
+  for (const m of sql.exec<{ period: string; used: number }>("SELECT period, used FROM monthly_usage").toArray()) {
+    const day = utcDay(Date.parse(`${m.period}-01T00:00:00Z`));
+    sql.exec(
+      "INSERT INTO daily_counts (day, channel_number_id, accepted, dirty) VALUES (?, '', ?, 0) ON CONFLICT DO UPDATE SET accepted = accepted + excluded.accepted",
+      day,
+      m.used,
+    );
+  }
+  sql.exec("DROP TABLE monthly_usage");
 }
 
 /** The body of a USAGE_QUEUE message: absolute totals, so that redelivery and reordering are harmless. */

@@ -10,7 +10,7 @@ const PURGE_BATCH = 1_000;
 export function createIdempotencyKeysTable(sql: SqlStorage): void {
   sql.exec(`
     CREATE TABLE IF NOT EXISTS idempotency_keys (
-      key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, job_id TEXT NOT NULL, created_at INTEGER NOT NULL);
+      key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, job_id TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS idempotency_keys_by_age ON idempotency_keys (created_at);
   `);
 }

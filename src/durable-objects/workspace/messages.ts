@@ -8,6 +8,11 @@ import type { Keyset } from "./message-queries";
  * Message records, outbound and inbound: the authority for `GET /messages`.
  * Bound: one row per message (~300 B + indexes with a 200-byte body); purged by
  * retention (see docs/architecture.md, storage budget).
+ *
+ * `WITHOUT ROWID`: the id is the table's key, so an insert writes no separate
+ * key index (a billed row). Storage created before keeps its rowid layout (a
+ * rebuild would rewrite millions of rows in a constructor): same columns, same
+ * queries.
  */
 export function createMessagesTable(sql: SqlStorage): void {
   sql.exec(`
@@ -17,7 +22,7 @@ export function createMessagesTable(sql: SqlStorage): void {
       error_retriable INTEGER, upstream_error_code TEXT,
       created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, processing_at INTEGER, sent_at INTEGER,
       failed_at INTEGER, delivered_at INTEGER, read_at INTEGER,
-      version INTEGER NOT NULL, copy_pending INTEGER NOT NULL DEFAULT 1);
+      version INTEGER NOT NULL, copy_pending INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID;
   `);
   // Added after the first release; `recipient` holds the other party: `to` when outbound, `from` when inbound.
   ensureColumn(sql, "messages", "direction", "TEXT NOT NULL DEFAULT 'outbound'");

@@ -3,17 +3,18 @@ import { now } from "../../lib/clock";
 import { utcDay } from "../../domain/job-id";
 import type { WebhookEvent, WebhookQueueMessage } from "../../domain/events";
 import { Scheduler } from "../shared/scheduler";
-import { createMetaTable, getMeta, setMeta } from "../shared/meta";
+import { getMeta, setMeta } from "../shared/meta";
+import { ensureSchema } from "../shared/schema-version";
+import { WORKSPACE_SCHEMA } from "./schema";
 import { Admission } from "./admission";
 import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./config";
 import type { WorkspaceContext } from "./context";
 import type { DailyUsage, DeliveryReport, InboundRecord, SendCommand, SendOutcome, StatusResult, StatusUpdate, Usage } from "./contract";
-import { CountsShipper, createDailyCountsTable, dailyUsage, migrateMonthlyUsage } from "./daily-counts";
+import { CountsShipper, dailyUsage } from "./daily-counts";
 import {
   CONFIRM_WITHIN_MS,
   attemptsAbout,
   attemptsOfWebhook,
-  createEventLogTable,
   eventLogSteps,
   eventsAbout,
   findEvent,
@@ -22,9 +23,8 @@ import {
   recordDeliveries,
   type AttemptRow,
 } from "./event-log";
-import { HOT_BYTES_BUDGET, HistoryTiering, createHistoryTables, type ArchivedDay } from "./history-tiering";
-import { createIdempotencyKeysTable } from "./idempotency-keys";
-import { createMessagesTable, type MessageRow } from "./messages";
+import { HOT_BYTES_BUDGET, HistoryTiering, type ArchivedDay } from "./history-tiering";
+import type { MessageRow } from "./messages";
 import type { Keyset, MessageFilter } from "./message-queries";
 import { StatusLedger } from "./status";
 
@@ -60,14 +60,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.confirmWithinMs = Number(env.EVENT_CONFIRM_WITHIN_MS) || CONFIRM_WITHIN_MS;
-    createMetaTable(this.sql);
-    createIdempotencyKeysTable(this.sql);
-    createMessagesTable(this.sql);
-    createEventLogTable(this.sql);
-    createDailyCountsTable(this.sql);
-    createHistoryTables(this.sql);
-    migrateMonthlyUsage(ctx.storage, this.sql);
-    this.sql.exec("DROP TABLE IF EXISTS send_times");
+    // Before anything reads a table: the constructor runs inside the object's input gate.
+    ensureSchema(ctx.storage, WORKSPACE_SCHEMA);
     this.workspaceId = getMeta(this.sql, "workspace_id") ?? null;
     const context: WorkspaceContext = {
       storage: ctx.storage,
