@@ -101,7 +101,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       const at = Date.now();
       const checks: [string, number, (sql: SqlStorage) => unknown][] = [
         ["nextKeyExpiry", 2, (s) => nextKeyExpiry(s)],
-        ["purgeExpiredKeys (nothing due)", 2, (s) => purgeExpiredKeys(s, at)],
+        // 3 on the WITHOUT ROWID layout of new objects (the key lookup of the empty subquery reads one more row), 2 on the older one.
+        ["purgeExpiredKeys (nothing due)", 3, (s) => purgeExpiredKeys(s, at)],
         ["hasUnpublishedEvents", 2, (s) => hasUnpublishedEvents(s)],
         ["nextCheckDue", 2, (s) => nextCheckDue(s)],
         ["nextEventExpiry", 6, (s) => nextEventExpiry(s)],

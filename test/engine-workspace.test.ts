@@ -15,7 +15,7 @@ import { HOT_WINDOW_MS, STRANDED_AFTER_MS } from "../src/durable-objects/workspa
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { getMeta } from "../src/durable-objects/shared/meta";
 import { DAY_MS, newUuidV7, utcDay } from "../src/domain/job-id";
-import { newEventId, type WebhookEvent } from "../src/domain/events";
+import { eventsOf, newEventId, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
 import type { MessageHistoryDurableObject } from "../src/durable-objects/history/history";
 
 // A future clock: the objects' alarms never fire on their own, each step is run by the test.
@@ -62,7 +62,7 @@ function publishedEvents() {
     [...batch.mock.invocationCallOrder.map((order, i) => ({ order, bodies: [...batch.mock.calls[i]![0]].map((m) => m.body) })),
      ...one.mock.invocationCallOrder.map((order, i) => ({ order, bodies: [one.mock.calls[i]![0]] }))]
       .sort((a, b) => a.order - b.order)
-      .flatMap((c) => c.bodies.map((b) => (b as { event: WebhookEvent }).event));
+      .flatMap((c) => c.bodies.flatMap((b) => eventsOf(b as WebhookQueueMessage)));
 }
 
 const statusesOf = (events: WebhookEvent[], messageId: string) =>
