@@ -1,14 +1,14 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { api, json } from "./helpers/http";
+import { admin, api, expectError, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { accepted, connectCloudNumber, mockOperator, operatorError, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { holdObject } from "./helpers/objects";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { RETRY_POLICY } from "../src/durable-objects/channel-number/delivery-policy";
+import { ORPHAN_GRACE_MS, RETRY_POLICY, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import type { ChannelNumberDurableObject } from "../src/durable-objects/channel-number/channel-number";
 
 // A clock far in the future: the number's alarm fires only when a test runs it.
@@ -103,5 +103,97 @@ describe("one operator call per jobId, also when a status settles the entry duri
     expect(callsFor(calls, jobId)).toHaveLength(1);
     expect(await stateOf(t.stub, jobId)).toBe("sent");
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.FIRST" });
+  });
+});
+
+describe("the number's admission window", () => {
+  it("counts in acceptance times: acceptances at 0, 10 and 960 ms are refused at the third, however late its hand-off arrives", async () => {
+    const t = await cloudTenant();
+    const t0 = clock;
+    expect((await send(t.key, "w0", textMessage(t.numberId, "m0"))).status).toBe(201);
+    setClock(t0 + 10);
+    expect((await send(t.key, "w1", textMessage(t.numberId, "m1"))).status).toBe(201);
+    // The third is accepted by the workspace at 960 ms; its hand-off reaches the number at 1,200 ms
+    // (the number's clock), as the workspace makes it.
+    setClock(t0 + 1_200);
+    const third = await t.stub.admit({ jobId: crypto.randomUUID(), workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "m2", acceptedAt: t0 + 960 });
+    // Its slot frees when the send at 0 leaves the window: 40 ms after its acceptance (Retry-After: 1).
+    expect(third).toEqual({ ok: false, reason: "rate_limited", window: { limit: 2, remaining: 0, retryAfterMs: 40, resetMs: 50 } });
+    expect(await t.stub.outboxJobIds()).toHaveLength(2);
+    // The API's refusal at the same acceptance time says the same.
+    setClock(t0 + 960);
+    const res = await send(t.key, "w2", textMessage(t.numberId, "m2"));
+    expect(res.headers.get("Retry-After")).toBe("1");
+    await expectError(res, 429, "rate_limit_exceeded");
+  });
+});
+
+describe("operator statuses for a disconnected number", () => {
+  it("still reach the message record: a delivery report after the disconnect is applied", async () => {
+    const t = await cloudTenant();
+    mockOperator(() => accepted("wamid.BEFORE"));
+    const jobId = await sendOne(t.key, t.numberId);
+    await runDurableObjectAlarm(t.stub);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
+    expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBeLessThan(300);
+    advance(5_000);
+    const res = await postOperator(statusPayload(t.phoneNumberId, [
+      { id: "wamid.BEFORE", status: "delivered", timestamp: seconds(clock), recipient_id: "5511999998888", biz_opaque_callback_data: jobId },
+    ]));
+    expect(res.status).toBe(200);
+    await vi.waitFor(async () => expect(await message(t.key, jobId)).toMatchObject({ status: "sent", deliveredAt: new Date(Math.floor(clock / 1000) * 1000).toISOString() }), {
+      timeout: 10_000,
+      interval: 50,
+    });
+  });
+});
+
+describe("orphans", () => {
+  const orphan = async (t: Awaited<ReturnType<typeof cloudTenant>>, jobId: string) => {
+    // What a send that died after its hand-off leaves behind: an entry its workspace never recorded.
+    await t.stub.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "Hello", acceptedAt: clock });
+    const acceptedAt = clock;
+    advance(UNCONFIRMED_WAIT_MS + 1);
+    await runDurableObjectAlarm(t.stub);
+    expect(await stateOf(t.stub, jobId)).toBe("orphan");
+    return acceptedAt;
+  };
+
+  it("one alarm at its due time (acceptance + grace) drops an orphan", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator(() => accepted("wamid.never"));
+    const jobId = crypto.randomUUID();
+    const acceptedAt = await orphan(t, jobId);
+    setClock(acceptedAt + ORPHAN_GRACE_MS);
+    const due = await runInDurableObject(t.stub, (_, state) => state.storage.getAlarm());
+    expect(due).toBe(acceptedAt + ORPHAN_GRACE_MS);
+    await runDurableObjectAlarm(t.stub);
+    expect(await stateOf(t.stub, jobId)).toBe("dropped");
+    expect(calls).toHaveLength(0);
+  });
+
+  it("a revived orphan gets a fresh grace: a claim before its retry's commit does not set it aside again", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator(() => accepted("wamid.REVIVED"));
+    const { jobIdFor } = await import("./helpers/send");
+    const jobId = await jobIdFor(t.workspaceId, "retry-me", textMessage(t.numberId), clock);
+    const acceptedAt = await orphan(t, jobId);
+    // The client's retry, late in the grace: its hand-off revives the entry; the drain asks the workspace
+    // before the retry's record is committed there (microseconds later in production).
+    setClock(acceptedAt + ORPHAN_GRACE_MS - UNCONFIRMED_WAIT_MS / 2);
+    await t.stub.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "Hello", acceptedAt: clock });
+    await runDurableObjectAlarm(t.stub);
+    expect(await stateOf(t.stub, jobId)).toBe("queued");
+    // Past the first acceptance's grace, still within the revived one's.
+    setClock(acceptedAt + ORPHAN_GRACE_MS + 1);
+    await runDurableObjectAlarm(t.stub);
+    expect(await stateOf(t.stub, jobId)).toBe("queued");
+    // The retry commits (same key, same jobId); the message is sent once.
+    const retry = await send(t.key, "retry-me", textMessage(t.numberId));
+    expect(await json(retry)).toEqual({ jobId, status: "created" });
+    advance(1_000); // past the recheck of the unconfirmed claim
+    await runDurableObjectAlarm(t.stub);
+    expect(callsFor(calls, jobId)).toHaveLength(1);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.REVIVED" });
   });
 });

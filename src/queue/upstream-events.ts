@@ -1,4 +1,4 @@
-import { findConnectedByUpstreamId, type ChannelNumberRow } from "../db/channel-numbers";
+import { findConnectedByUpstreamId, findReportingNumberByUpstreamId, type ChannelNumberRow } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import type { OperatorStatus } from "../durable-objects/channel-number/contract";
 import type { InboundRecord } from "../durable-objects/workspace/contract";
@@ -53,9 +53,20 @@ interface Work {
  */
 export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const numbers = new Map<string, Promise<ChannelNumberRow | null>>();
+  const reporting = new Map<string, Promise<ChannelNumberRow | null>>();
   const numberOf = (phoneNumberId: string) => {
     let n = numbers.get(phoneNumberId);
     if (!n) numbers.set(phoneNumberId, (n = findConnectedByUpstreamId(env.DB, phoneNumberId)));
+    return n;
+  };
+  // Statuses also reach a disconnected number: its outbox still knows the jobIds it sent, and the
+  // message records still need their delivered/read/failed reports. Inbound messages do not.
+  const reportingNumberOf = (phoneNumberId: string) => {
+    let n = reporting.get(phoneNumberId);
+    if (!n) {
+      n = numberOf(phoneNumberId).then((connected) => connected ?? findReportingNumberByUpstreamId(env.DB, phoneNumberId));
+      reporting.set(phoneNumberId, n);
+    }
     return n;
   };
   const work = new Map<string, Work>();
@@ -63,7 +74,7 @@ export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: E
     const item = message.body as UpstreamItem;
     try {
       if (!item || typeof item !== "object" || typeof item.phoneNumberId !== "string") throw new Error("not an operator item");
-      const number = await numberOf(item.phoneNumberId);
+      const number = await (item.kind === "status" ? reportingNumberOf(item.phoneNumberId) : numberOf(item.phoneNumberId));
       if (!number) {
         log("warn", "operator webhook for a number we do not have; acknowledged", { phoneNumberId: item.phoneNumberId });
         message.ack();

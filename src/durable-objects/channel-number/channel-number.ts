@@ -118,11 +118,13 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     if (existing) {
       if (!samePayload(existing, cmd)) return { ok: false, reason: "conflict" };
       // A retried hand-off of the very same send brings an entry set aside after a failed commit back into line.
-      this.revive(existing, at);
+      this.revive(existing, cmd.acceptedAt, at);
       await this.scheduler.wake(at);
-      return { ok: true, window: this.window(at) };
+      return { ok: true, window: this.window(cmd.acceptedAt) };
     }
-    const before = this.window(at);
+    // The window is kept in acceptance times, the workspace's clock (the outbox rebuilds it from
+    // them after a restart): the hand-off can reach this object well after the acceptance.
+    const before = this.window(cmd.acceptedAt);
     if (before.remaining === 0) return { ok: false, reason: "rate_limited", window: before };
     this.ctx.storage.transactionSync(() => {
       this.writeName(cmd.channelNumberId);
@@ -131,7 +133,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     this.name = cmd.channelNumberId;
     this.admitted.push(cmd.acceptedAt);
     await this.scheduler.wake(Math.max(at, this.drain.due(at) ?? at));
-    return { ok: true, window: this.window(at) };
+    return { ok: true, window: this.window(cmd.acceptedAt) };
   }
 
   /**
@@ -154,7 +156,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     this.ctx.storage.transactionSync(() => {
       for (const cmd of cmds) {
         const existing = findByJobId(this.sql, cmd.jobId);
-        if (existing) this.revive(existing, at);
+        if (existing) this.revive(existing, cmd.acceptedAt, at);
         else insertEntry(this.sql, cmd, at);
       }
     });
@@ -254,15 +256,21 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     await this.scheduler.runDue();
   }
 
-  private window(at: number): WindowState {
-    this.admitted = this.admitted.filter((t) => t > at - NUMBER_LIMIT.windowMs).sort((a, b) => a - b);
-    return windowState(NUMBER_LIMIT, this.admitted, 0, at);
+  /** The window at acceptance time `acceptedAt` (the workspace's clock, like every time in `admitted`). */
+  private window(acceptedAt: number): WindowState {
+    this.admitted = this.admitted.filter((t) => t > acceptedAt - NUMBER_LIMIT.windowMs).sort((a, b) => a - b);
+    return windowState(NUMBER_LIMIT, this.admitted, 0, acceptedAt);
   }
 
-  private revive(row: OutboxRow, at: number): void {
+  /**
+   * Brings a set-aside entry back into line. Its acceptance time becomes that of the hand-off that
+   * revives it, so that it gets a fresh grace: the retry's record is committed just after this
+   * call, and a claim in between must not find it "unconfirmed for 5 s" and drop it at once.
+   */
+  private revive(row: OutboxRow, acceptedAt: number, at: number): void {
     if (row.state !== "orphan" && row.state !== "dropped") return;
     this.ctx.storage.transactionSync(() => {
-      transition(this.sql, row.seq, ["orphan", "dropped"], "queued", at, { next_attempt_at: at });
+      transition(this.sql, row.seq, ["orphan", "dropped"], "queued", at, { next_attempt_at: at, accepted_at: Math.max(row.accepted_at, acceptedAt) });
       promoteHead(this.sql, row.recipient);
     });
   }
@@ -298,8 +306,9 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   private async dropOrphans(at: number): Promise<void> {
+    // Due at exactly `oldest + grace`: the filter includes that instant, so the run that is due drops it.
     for (const row of orphansAcceptedBefore(this.sql, at - ORPHAN_GRACE_MS, EXPIRY_BATCH)) {
-      transition(this.sql, row.seq, ["orphan"], "dropped", at);
+      if (transition(this.sql, row.seq, ["orphan"], "dropped", at)) log("warn", "orphan outbox entry dropped unsent: its workspace never recorded it", { jobId: row.job_id });
     }
   }
 

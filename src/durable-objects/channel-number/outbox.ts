@@ -147,7 +147,15 @@ export function transition(
   from: readonly OutboxState[],
   to: OutboxState,
   at: number,
-  fields: { attempts?: number; next_attempt_at?: number; upstream_message_id?: string | null; unknown_since?: number | null; first_attempt_at?: number; recipient_id?: string | null } = {},
+  fields: {
+    attempts?: number;
+    next_attempt_at?: number;
+    upstream_message_id?: string | null;
+    unknown_since?: number | null;
+    first_attempt_at?: number;
+    recipient_id?: string | null;
+    accepted_at?: number;
+  } = {},
 ): boolean {
   const sets = ["state = ?", "updated_at = ?"];
   const values: SqlStorageValue[] = [to, at];
@@ -173,8 +181,9 @@ export const unknownSince = (sql: SqlStorage, before: number, limit: number): Ou
 export const oldestUnknownSince = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(unknown_since) AS at FROM outbox WHERE state = 'unknown'").one().at;
 
-export const orphansAcceptedBefore = (sql: SqlStorage, before: number, limit: number): OutboxRow[] =>
-  rows(sql, "SELECT * FROM outbox WHERE state = 'orphan' AND accepted_at < ? ORDER BY accepted_at LIMIT ?", before, limit);
+/** Orphans accepted at `until` or earlier (inclusive: the step is due at exactly `oldest + grace`). */
+export const orphansAcceptedBefore = (sql: SqlStorage, until: number, limit: number): OutboxRow[] =>
+  rows(sql, "SELECT * FROM outbox WHERE state = 'orphan' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?", until, limit);
 
 export const oldestOrphanAcceptedAt = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(accepted_at) AS at FROM outbox WHERE state = 'orphan'").one().at;
