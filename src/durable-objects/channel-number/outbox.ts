@@ -113,15 +113,19 @@ const ACTIVE: readonly OutboxState[] = ["queued", "sending"];
 /**
  * Makes the conversation's oldest unfinished entry its head (and no other).
  * Heads are only ever active entries (an entry leaving them loses the mark in
- * `transition`), so this reads the conversation's active entries only, through
- * their index, and writes at most two rows.
+ * `transition`), and every change calls this, so at most one active entry is a
+ * head, and it is the oldest but for one change: a newer entry finished (its
+ * successor is now the oldest), or an older one came back into line (the old
+ * head is now the second). The two oldest active entries, read through the
+ * index, are therefore all there is to fix: two rows read and at most two
+ * written, however long the conversation's backlog.
  */
 export function promoteHead(sql: SqlStorage, recipient: string): void {
-  const head = sql
-    .exec<{ seq: number }>("SELECT seq FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 1", recipient)
-    .toArray()[0]?.seq;
-  sql.exec("UPDATE outbox SET is_head = 0 WHERE recipient = ? AND state IN ('queued', 'sending') AND is_head = 1 AND seq IS NOT ?", recipient, head ?? null);
-  if (head !== undefined) sql.exec("UPDATE outbox SET is_head = 1 WHERE seq = ? AND is_head = 0", head);
+  const [first, second] = sql
+    .exec<{ seq: number; is_head: number }>("SELECT seq, is_head FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 2", recipient)
+    .toArray();
+  if (second?.is_head) sql.exec("UPDATE outbox SET is_head = 0 WHERE seq = ?", second.seq);
+  if (first && !first.is_head) sql.exec("UPDATE outbox SET is_head = 1 WHERE seq = ?", first.seq);
 }
 
 /** The due head to call next: the earliest due, then the oldest. */
