@@ -21,6 +21,8 @@ import {
   acceptedSince,
   promoteHead,
   transition,
+  oldestQueuedEntryAt,
+  queuedEntriesAcceptedBy,
 } from "../src/durable-objects/channel-number/outbox";
 import { contactWindow, nextContactExpiry, purgeSilentContacts } from "../src/durable-objects/channel-number/contacts";
 import { nextPairExpiry, pairReadyAt, purgeIdlePairs } from "../src/durable-objects/channel-number/pair-pace";
@@ -145,6 +147,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["oldestUnknownSince", 2, (s) => oldestUnknownSince(s)],
         ["unknownSince", 2, (s) => unknownSince(s, at, 100)],
         ["oldestOrphanAcceptedAt", 2, (s) => oldestOrphanAcceptedAt(s)],
+        ["oldestQueuedEntryAt", 2, (s) => oldestQueuedEntryAt(s)],
+        ["queuedEntriesAcceptedBy (nothing due)", 2, (s) => queuedEntriesAcceptedBy(s, at, 100)],
         ["oldestFinishedAt", 2, (s) => oldestFinishedAt(s)],
         ["purgeFinished (one batch of 500)", 2_100, (s) => purgeFinished(s, at, 500)],
         ["acceptedSince (the window)", 3, (s) => acceptedSince(s, at - 1000)],
@@ -202,6 +206,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         { name: "promoteHead after the head finished", read: promoted.read, bound: 8 },
         { name: "promoteHead after an older entry came back", read: back.read, bound: 8 },
         { name: "nextReadyAt", read: measure((s) => nextReadyAt(s)).read, bound: 2 },
+        { name: "oldestQueuedAt (the held-bound step's due time)", read: measure((s) => oldestQueuedEntryAt(s)).read, bound: 2 },
+        { name: "queuedAcceptedBefore (one batch of the held-bound step)", read: measure((s) => queuedEntriesAcceptedBy(s, at + ROWS, 100)).read, bound: 101 },
         { name: "nextReady", read: measure((s) => nextReady(s, at + ROWS, new Set())).read, bound: 3 },
       ];
       expect(checks.filter((c) => c.read > c.bound)).toEqual([]);

@@ -4,11 +4,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, connectCloudNumber, mockOperator, operatorError, type OperatorCall } from "./helpers/operator";
+import { accepted, connectCloudNumber, mockOperator, operatorError, recordedEvents, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { holdObject } from "./helpers/objects";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { ORPHAN_GRACE_MS, RETRY_POLICY, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { HELD_BOUND_MS, ORPHAN_GRACE_MS, RETRY_POLICY, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import type { ChannelNumberDurableObject } from "../src/durable-objects/channel-number/channel-number";
 
 // A clock far in the future: the number's alarm fires only when a test runs it.
@@ -195,5 +195,67 @@ describe("orphans", () => {
     await runDurableObjectAlarm(t.stub);
     expect(callsFor(calls, jobId)).toHaveLength(1);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.REVIVED" });
+  });
+});
+
+describe("messages held by a paused number", () => {
+  /** A number whose first call is refused with 190 (bad token): it pauses; later calls are accepted. */
+  async function pausedNumber() {
+    const t = await cloudTenant();
+    const calls = mockOperator((c, i) => (i === 0 ? operatorError(401, 190, "Invalid OAuth access token") : accepted(`wamid.${c.body.text.body}`)));
+    const first = await sendOne(t.key, t.numberId, "5511999998888", "first");
+    const acceptedAt = clock;
+    await runDurableObjectAlarm(t.stub);
+    expect((await t.stub.sendingState()).paused).toMatchObject({ code: "upstream_auth_failed" });
+    expect(await stateOf(t.stub, first)).toBe("queued");
+    return { ...t, calls, first, acceptedAt };
+  }
+
+  it("fail with held_too_long at their bound, with their failed event, and are not called again", async () => {
+    const t = await pausedNumber();
+    const callsBefore = callsFor(t.calls, t.first).length;
+    // At its bound the alarm fails it; the pause's probe (due long before, accepted by the operator now) does not call it.
+    setClock(t.acceptedAt + HELD_BOUND_MS);
+    await runDurableObjectAlarm(t.stub);
+    expect(await stateOf(t.stub, t.first)).toBe("failed");
+    expect(callsFor(t.calls, t.first)).toHaveLength(callsBefore);
+    expect(await message(t.key, t.first)).toMatchObject({
+      status: "failed",
+      failedAt: new Date(clock).toISOString(),
+      error: { code: "held_too_long", retriable: true, upstreamCode: null },
+    });
+    const events = await recordedEvents(workspaceStub(env, t.workspaceId), t.first);
+    expect(events.map((e) => e.type === "message.status" && [e.data.previousStatus, e.data.status])).toEqual([
+      ["queued", "processing"],
+      ["processing", "failed"],
+    ]);
+    // Resumed later, the number has nothing left to send for it.
+    await t.stub.invalidateNumber();
+    advance(61_000);
+    await runDurableObjectAlarm(t.stub);
+    expect(callsFor(t.calls, t.first)).toHaveLength(callsBefore);
+  });
+
+  it("a held message whose workspace record is gone is logged and failed, never dropped", async () => {
+    const t = await pausedNumber();
+    advance(1_000);
+    const held = await sendOne(t.key, t.numberId, "5511000000002", "held");
+    // The workspace loses the record meanwhile.
+    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
+      state.storage.sql.exec("DELETE FROM messages WHERE id = ?", held);
+    });
+    const errors = vi.spyOn(console, "error");
+    // Hours later the number's credentials are reconnected: it resumes.
+    advance(3 * 3_600_000);
+    await t.stub.invalidateNumber();
+    for (let i = 0; i < 3; i++) {
+      await runDurableObjectAlarm(t.stub);
+      advance(ORPHAN_GRACE_MS);
+    }
+    expect(await stateOf(t.stub, held)).toBe("failed");
+    expect(callsFor(t.calls, held)).toHaveLength(0);
+    expect(errors.mock.calls.some(([line]) => String(line).includes("record cannot be found") && String(line).includes(held))).toBe(true);
+    // The one whose record is there was sent.
+    expect(await message(t.key, t.first)).toMatchObject({ status: "sent" });
   });
 });

@@ -7,7 +7,7 @@ import { Scheduler, withSlack } from "../shared/scheduler";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import type { StatusUpdate } from "../workspace/contract";
 import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
-import { KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
+import { HELD_BOUND_MS, KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
 import { contactWindow, createContactsTable, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
 import { Drain } from "./drain";
 import { drainLegacyEvents, hasLegacyEvents } from "./legacy-events";
@@ -23,10 +23,12 @@ import {
   listEntries,
   oldestFinishedAt,
   oldestOrphanAcceptedAt,
+  oldestQueuedEntryAt,
   oldestUnknownSince,
   orphansAcceptedBefore,
   promoteHead,
   purgeFinished,
+  queuedEntriesAcceptedBy,
   samePayload,
   transition,
   unknownSince,
@@ -96,6 +98,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       sessionMs: Number(env.DRAIN_SESSION_MS ?? 0) || 0,
     });
     this.scheduler = new Scheduler(ctx.storage, [
+      // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
+      { name: "held-bound", due: () => plus(oldestQueuedEntryAt(this.sql), HELD_BOUND_MS), run: (at) => this.expireHeld(at) },
       { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
       { name: "status-relay", due: (at) => (hasOwed(this.sql) ? at : null), run: (at) => deliverOwed(env, this.sql, at) },
       { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
@@ -301,6 +305,20 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private async expireUnknown(at: number): Promise<void> {
     for (const row of unknownSince(this.sql, at - this.unknownWindowMs, EXPIRY_BATCH)) {
       this.drain.finish(row, "failed", { error: OWN_ERRORS.outcomeUnknown() });
+    }
+    await this.flushRelay();
+  }
+
+  /**
+   * Messages that could not leave within HELD_BOUND_MS of their acceptance fail with `held_too_long`,
+   * through the status relay like any other failure (the workspace records it and its event). An
+   * entry the drain is claiming right now is still `queued`: failing it here makes the drain's
+   * compare-and-set refuse the call.
+   */
+  private async expireHeld(at: number): Promise<void> {
+    for (const row of queuedEntriesAcceptedBy(this.sql, at - HELD_BOUND_MS, EXPIRY_BATCH)) {
+      log("warn", "message held past its bound; failed, not sent", { jobId: row.job_id, acceptedAt: row.accepted_at });
+      this.drain.finish(row, "failed", { error: OWN_ERRORS.heldTooLong() });
     }
     await this.flushRelay();
   }

@@ -138,6 +138,14 @@ export class Drain {
       const claim = await workspaceStub(this.d.env, row.workspace_id).applyStatus({ jobId: row.job_id, status: "processing", at: now() });
       const t = now();
       if (!claim.known) {
+        if (row.accepted_at < t - UNCONFIRMED_WAIT_MS && this.d.hold.pausedDuring(row.accepted_at, row.accepted_at + UNCONFIRMED_WAIT_MS)) {
+          // Held by a pause since its acceptance, it was never asked about in its first seconds: a
+          // missing record may be one the workspace lost. Never dropped in silence: it fails, and the
+          // failure stays owed to the workspace (a retry of the same send that commits it learns it).
+          log("error", "held message whose workspace record cannot be found; failed, not sent", { jobId: row.job_id });
+          this.finish(row, "failed", { error: OWN_ERRORS.recordMissing() });
+          return null;
+        }
         if (row.accepted_at < t - UNCONFIRMED_WAIT_MS) {
           log("warn", "outbox entry its workspace never recorded steps out of line", { jobId: row.job_id });
           if (transition(this.d.sql, row.seq, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);

@@ -45,6 +45,8 @@ export function createOutboxTable(sql: SqlStorage): void {
     CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending';
     CREATE INDEX IF NOT EXISTS outbox_unknown ON outbox (unknown_since) WHERE state = 'unknown';
     CREATE INDEX IF NOT EXISTS outbox_orphans ON outbox (accepted_at) WHERE state = 'orphan';
+    -- The held-bound step's oldest queued entry (one entry per message while it waits to be called).
+    CREATE INDEX IF NOT EXISTS outbox_queued ON outbox (accepted_at) WHERE state = 'queued';
     CREATE INDEX IF NOT EXISTS outbox_finished ON outbox (updated_at) WHERE state IN ('sent', 'failed', 'dropped');
     CREATE INDEX IF NOT EXISTS outbox_by_upstream_id ON outbox (upstream_message_id);
     CREATE INDEX IF NOT EXISTS outbox_by_accepted ON outbox (accepted_at);
@@ -184,6 +186,14 @@ export const unknownSince = (sql: SqlStorage, before: number, limit: number): Ou
 
 export const oldestUnknownSince = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(unknown_since) AS at FROM outbox WHERE state = 'unknown'").one().at;
+
+/** When the oldest queued entry was accepted, or null (one row of the `outbox_queued` index). */
+export const oldestQueuedEntryAt = (sql: SqlStorage): number | null =>
+  sql.exec<{ accepted_at: number }>("SELECT accepted_at FROM outbox WHERE state = 'queued' ORDER BY accepted_at LIMIT 1").toArray()[0]?.accepted_at ?? null;
+
+/** Queued entries accepted at `until` or earlier, oldest first. */
+export const queuedEntriesAcceptedBy = (sql: SqlStorage, until: number, limit: number): OutboxRow[] =>
+  rows(sql, "SELECT * FROM outbox WHERE state = 'queued' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?", until, limit);
 
 /** Orphans accepted at `until` or earlier (inclusive: the step is due at exactly `oldest + grace`). */
 export const orphansAcceptedBefore = (sql: SqlStorage, until: number, limit: number): OutboxRow[] =>
