@@ -20,6 +20,9 @@ import {
   unknownSince,
   acceptedSince,
   promoteHead,
+  transition,
+  oldestQueuedEntryAt,
+  queuedEntriesAcceptedBy,
 } from "../src/durable-objects/channel-number/outbox";
 import { contactWindow, nextContactExpiry, purgeSilentContacts } from "../src/durable-objects/channel-number/contacts";
 import { nextPairExpiry, pairReadyAt, purgeIdlePairs } from "../src/durable-objects/channel-number/pair-pace";
@@ -153,6 +156,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["oldestUnknownSince", 2, (s) => oldestUnknownSince(s)],
         ["unknownSince", 2, (s) => unknownSince(s, at, 100)],
         ["oldestOrphanAcceptedAt", 2, (s) => oldestOrphanAcceptedAt(s)],
+        ["oldestQueuedEntryAt", 2, (s) => oldestQueuedEntryAt(s)],
+        ["queuedEntriesAcceptedBy (nothing due)", 2, (s) => queuedEntriesAcceptedBy(s, at, 100)],
         ["oldestFinishedAt", 2, (s) => oldestFinishedAt(s)],
         ["purgeFinished (one batch of 500)", 2_100, (s) => purgeFinished(s, at, 500)],
         ["acceptedSince (the window)", 3, (s) => acceptedSince(s, at - 1000)],
@@ -169,5 +174,52 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       expect(over).toEqual([]);
     });
     await runDurableObjectAlarm(stub);
+  }, 120_000);
+
+  it("a conversation with a large queued backlog promotes its next head reading a bounded number of rows", async () => {
+    const t = await createTenant();
+    const stub = channelNumberStub(env, t.numberId);
+    await stub.noteInbound(t.numberId, [{ from: "5511000000000", at: Date.now() }]);
+    const recipient = "5511777777777";
+    await runInDurableObject(stub, (_, state) => {
+      const sql = state.storage.sql;
+      state.storage.transactionSync(() => {
+        // One recipient's backlog (a paused number, or one user paced by the operator): the oldest is its head.
+        seed(sql, `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, attempts, next_attempt_at, updated_at, is_head)
+          SELECT printf('queued-%d', i), '${t.workspaceId}', '${t.numberId}', '${recipient}', 'x', ${clock} + i, 'queued', 0, ${clock} + i, ${clock} + i, i = 1 FROM n`);
+      });
+    });
+    await runInDurableObject(stub, (_, state) => {
+      const measure = counting(state.storage.sql);
+      const sql = state.storage.sql;
+      const heads = () => sql.exec<{ job_id: string }>("SELECT job_id FROM outbox WHERE recipient = ? AND is_head = 1", recipient).toArray().map((r) => r.job_id);
+      const at = Date.now();
+      // The head is sent; the next entry becomes the head.
+      const first = sql.exec<{ seq: number }>("SELECT seq FROM outbox WHERE job_id = 'queued-1'").one().seq;
+      const promoted = measure((s) => {
+        transition(s, first, ["queued"], "sent", at);
+        promoteHead(s, recipient);
+      });
+      expect(heads()).toEqual(["queued-2"]);
+      // An older entry comes back into line (a revived orphan): it becomes the head, the previous one no longer is.
+      sql.exec("UPDATE outbox SET state = 'orphan', is_head = 0 WHERE job_id = 'queued-2'");
+      promoteHead(sql, recipient);
+      expect(heads()).toEqual(["queued-3"]);
+      const revived = sql.exec<{ seq: number }>("SELECT seq FROM outbox WHERE job_id = 'queued-2'").one().seq;
+      const back = measure((s) => {
+        transition(s, revived, ["orphan"], "queued", at);
+        promoteHead(s, recipient);
+      });
+      expect(heads()).toEqual(["queued-2"]);
+      const checks = [
+        { name: "promoteHead after the head finished", read: promoted.read, bound: 8 },
+        { name: "promoteHead after an older entry came back", read: back.read, bound: 8 },
+        { name: "nextReadyAt", read: measure((s) => nextReadyAt(s)).read, bound: 2 },
+        { name: "oldestQueuedAt (the held-bound step's due time)", read: measure((s) => oldestQueuedEntryAt(s)).read, bound: 2 },
+        { name: "queuedAcceptedBefore (one batch of the held-bound step)", read: measure((s) => queuedEntriesAcceptedBy(s, at + ROWS, 100)).read, bound: 101 },
+        { name: "nextReady", read: measure((s) => nextReady(s, at + ROWS, new Set())).read, bound: 3 },
+      ];
+      expect(checks.filter((c) => c.read > c.bound)).toEqual([]);
+    });
   }, 120_000);
 });

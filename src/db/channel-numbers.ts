@@ -81,6 +81,20 @@ export async function findConnectedByUpstreamId(
     .first<ChannelNumberRow>();
 }
 
+/**
+ * The number whose object the operator's status reports for `upstreamPhoneNumberId` go to: the
+ * connected one, else the one disconnected last (its outbox still knows the messages it sent).
+ */
+export async function findReportingNumberByUpstreamId(db: D1Database, upstreamPhoneNumberId: string): Promise<ChannelNumberRow | null> {
+  return db
+    .prepare(
+      `SELECT * FROM channel_numbers WHERE upstream_phone_number_id = ?
+        ORDER BY status = 'connected' DESC, disconnected_at DESC LIMIT 1`,
+    )
+    .bind(upstreamPhoneNumberId)
+    .first<ChannelNumberRow>();
+}
+
 export async function listConnectedNumbers(
   db: D1Database,
   workspaceId: string,

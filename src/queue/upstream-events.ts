@@ -1,4 +1,4 @@
-import { findConnectedByUpstreamId, type ChannelNumberRow } from "../db/channel-numbers";
+import { findConnectedByUpstreamId, findReportingNumberByUpstreamId, type ChannelNumberRow } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import type { OperatorStatus } from "../durable-objects/channel-number/contract";
 import type { InboundRecord } from "../durable-objects/workspace/contract";
@@ -60,9 +60,20 @@ class NotAnOperatorItem extends Error {}
 export async function applyUpstreamItems(items: readonly unknown[], env: Env): Promise<ItemOutcome[]> {
   const outcomes: ItemOutcome[] = items.map(() => "done");
   const numbers = new Map<string, Promise<ChannelNumberRow | null>>();
+  const reporting = new Map<string, Promise<ChannelNumberRow | null>>();
   const numberOf = (phoneNumberId: string) => {
     let n = numbers.get(phoneNumberId);
     if (!n) numbers.set(phoneNumberId, (n = findConnectedByUpstreamId(env.DB, phoneNumberId)));
+    return n;
+  };
+  // Statuses also reach a disconnected number: its outbox still knows the jobIds it sent, and the
+  // message records still need their delivered/read/failed reports. Inbound messages do not.
+  const reportingNumberOf = (phoneNumberId: string) => {
+    let n = reporting.get(phoneNumberId);
+    if (!n) {
+      n = numberOf(phoneNumberId).then((connected) => connected ?? findReportingNumberByUpstreamId(env.DB, phoneNumberId));
+      reporting.set(phoneNumberId, n);
+    }
     return n;
   };
   const work = new Map<string, Work>();
@@ -70,7 +81,7 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
     const item = body as UpstreamItem;
     try {
       if (!item || typeof item !== "object" || typeof item.phoneNumberId !== "string") throw new NotAnOperatorItem();
-      const number = await numberOf(item.phoneNumberId);
+      const number = await (item.kind === "status" ? reportingNumberOf(item.phoneNumberId) : numberOf(item.phoneNumberId));
       if (!number) {
         log("warn", "operator webhook for a number we do not have; acknowledged", { phoneNumberId: item.phoneNumberId });
         continue;

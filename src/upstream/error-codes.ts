@@ -134,6 +134,18 @@ export const OWN_ERRORS = {
     retriable: true,
     upstreamCode: null,
   }),
+  heldTooLong: (): NormalizedError => ({
+    code: "held_too_long",
+    message: "The message could not leave within 24 hours of its acceptance (its number was paused, or the operator's limits held it back); it was not sent.",
+    retriable: true,
+    upstreamCode: null,
+  }),
+  recordMissing: (): NormalizedError => ({
+    code: "record_missing",
+    message: "The message's record could not be found when its number, paused since the message was accepted, could send it; it was not sent.",
+    retriable: true,
+    upstreamCode: null,
+  }),
   numberDisconnected: (): NormalizedError => ({
     code: "number_disconnected",
     message: "The channel number was disconnected before the message left.",

@@ -7,7 +7,7 @@ import { Scheduler, withSlack } from "../shared/scheduler";
 import { createMetaTable, getMeta, setMeta } from "../shared/meta";
 import type { StatusUpdate } from "../workspace/contract";
 import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
-import { KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
+import { HELD_BOUND_MS, KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
 import { contactWindow, createContactsTable, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
 import { Drain } from "./drain";
 import { drainLegacyEvents, hasLegacyEvents } from "./legacy-events";
@@ -23,10 +23,12 @@ import {
   listEntries,
   oldestFinishedAt,
   oldestOrphanAcceptedAt,
+  oldestQueuedEntryAt,
   oldestUnknownSince,
   orphansAcceptedBefore,
   promoteHead,
   purgeFinished,
+  queuedEntriesAcceptedBy,
   samePayload,
   transition,
   unknownSince,
@@ -96,6 +98,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       sessionMs: Number(env.DRAIN_SESSION_MS ?? 0) || 0,
     });
     this.scheduler = new Scheduler(ctx.storage, [
+      // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
+      { name: "held-bound", due: () => plus(oldestQueuedEntryAt(this.sql), HELD_BOUND_MS), run: (at) => this.expireHeld(at) },
       { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
       { name: "status-relay", due: (at) => (hasOwed(this.sql) ? at : null), run: (at) => deliverOwed(env, this.sql, at) },
       { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
@@ -118,11 +122,13 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     if (existing) {
       if (!samePayload(existing, cmd)) return { ok: false, reason: "conflict" };
       // A retried hand-off of the very same send brings an entry set aside after a failed commit back into line.
-      this.revive(existing, at);
+      this.revive(existing, cmd.acceptedAt, at);
       await this.scheduler.wake(at);
-      return { ok: true, window: this.window(at) };
+      return { ok: true, window: this.window(cmd.acceptedAt) };
     }
-    const before = this.window(at);
+    // The window is kept in acceptance times, the workspace's clock (the outbox rebuilds it from
+    // them after a restart): the hand-off can reach this object well after the acceptance.
+    const before = this.window(cmd.acceptedAt);
     if (before.remaining === 0) return { ok: false, reason: "rate_limited", window: before };
     this.ctx.storage.transactionSync(() => {
       this.writeName(cmd.channelNumberId);
@@ -131,7 +137,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     this.name = cmd.channelNumberId;
     this.admitted.push(cmd.acceptedAt);
     await this.scheduler.wake(Math.max(at, this.drain.due(at) ?? at));
-    return { ok: true, window: this.window(at) };
+    return { ok: true, window: this.window(cmd.acceptedAt) };
   }
 
   /**
@@ -154,7 +160,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     this.ctx.storage.transactionSync(() => {
       for (const cmd of cmds) {
         const existing = findByJobId(this.sql, cmd.jobId);
-        if (existing) this.revive(existing, at);
+        if (existing) this.revive(existing, cmd.acceptedAt, at);
         else insertEntry(this.sql, cmd, at);
       }
     });
@@ -254,15 +260,21 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     await this.scheduler.runDue();
   }
 
-  private window(at: number): WindowState {
-    this.admitted = this.admitted.filter((t) => t > at - NUMBER_LIMIT.windowMs).sort((a, b) => a - b);
-    return windowState(NUMBER_LIMIT, this.admitted, 0, at);
+  /** The window at acceptance time `acceptedAt` (the workspace's clock, like every time in `admitted`). */
+  private window(acceptedAt: number): WindowState {
+    this.admitted = this.admitted.filter((t) => t > acceptedAt - NUMBER_LIMIT.windowMs).sort((a, b) => a - b);
+    return windowState(NUMBER_LIMIT, this.admitted, 0, acceptedAt);
   }
 
-  private revive(row: OutboxRow, at: number): void {
+  /**
+   * Brings a set-aside entry back into line. Its acceptance time becomes that of the hand-off that
+   * revives it, so that it gets a fresh grace: the retry's record is committed just after this
+   * call, and a claim in between must not find it "unconfirmed for 5 s" and drop it at once.
+   */
+  private revive(row: OutboxRow, acceptedAt: number, at: number): void {
     if (row.state !== "orphan" && row.state !== "dropped") return;
     this.ctx.storage.transactionSync(() => {
-      transition(this.sql, row.seq, ["orphan", "dropped"], "queued", at, { next_attempt_at: at });
+      transition(this.sql, row.seq, ["orphan", "dropped"], "queued", at, { next_attempt_at: at, accepted_at: Math.max(row.accepted_at, acceptedAt) });
       promoteHead(this.sql, row.recipient);
     });
   }
@@ -297,9 +309,24 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     await this.flushRelay();
   }
 
+  /**
+   * Messages that could not leave within HELD_BOUND_MS of their acceptance fail with `held_too_long`,
+   * through the status relay like any other failure (the workspace records it and its event). An
+   * entry the drain is claiming right now is still `queued`: failing it here makes the drain's
+   * compare-and-set refuse the call.
+   */
+  private async expireHeld(at: number): Promise<void> {
+    for (const row of queuedEntriesAcceptedBy(this.sql, at - HELD_BOUND_MS, EXPIRY_BATCH)) {
+      log("warn", "message held past its bound; failed, not sent", { jobId: row.job_id, acceptedAt: row.accepted_at });
+      this.drain.finish(row, "failed", { error: OWN_ERRORS.heldTooLong() });
+    }
+    await this.flushRelay();
+  }
+
   private async dropOrphans(at: number): Promise<void> {
+    // Due at exactly `oldest + grace`: the filter includes that instant, so the run that is due drops it.
     for (const row of orphansAcceptedBefore(this.sql, at - ORPHAN_GRACE_MS, EXPIRY_BATCH)) {
-      transition(this.sql, row.seq, ["orphan"], "dropped", at);
+      if (transition(this.sql, row.seq, ["orphan"], "dropped", at)) log("warn", "orphan outbox entry dropped unsent: its workspace never recorded it", { jobId: row.job_id });
     }
   }
 

@@ -81,5 +81,15 @@ export const ORPHAN_GRACE_MS = 60_000;
  */
 export const UNKNOWN_OUTCOME_WINDOW_MS = 7 * 24 * 60 * 60_000;
 
+/**
+ * A message that has not left this long after its acceptance (its number paused, or held back by
+ * the operator's limits: a number-wide throttle, one user's pair rate) fails with `held_too_long`
+ * instead of waiting for ever. 24 hours: well inside the hot window (48 h) and the shortest history
+ * window (7 days), so its record is always there to fail; and what the operator itself allows for a
+ * free-form text (its customer-service window is 24 h after the user's last message), past which a
+ * late send would mostly be refused anyway.
+ */
+export const HELD_BOUND_MS = 24 * 60 * 60_000;
+
 /** Finished entries are kept this long (operator statuses match them by upstream id), then purged. */
 export const KEEP_FINISHED_MS = 8 * 24 * 60 * 60_000;

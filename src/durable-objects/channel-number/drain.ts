@@ -8,7 +8,7 @@ import { getMeta, setMeta } from "../shared/meta";
 import { workspaceStub } from "../stubs";
 import type { StatusUpdate } from "../workspace/contract";
 import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
-import { nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
+import { findBySeq, nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
 import { scheduleReports } from "./sandbox-reports";
 import { owe } from "./status-relay";
 import { notePairCall, pairReadyAt } from "./pair-pace";
@@ -138,6 +138,14 @@ export class Drain {
       const claim = await workspaceStub(this.d.env, row.workspace_id).applyStatus({ jobId: row.job_id, status: "processing", at: now() });
       const t = now();
       if (!claim.known) {
+        if (row.accepted_at < t - UNCONFIRMED_WAIT_MS && this.d.hold.pausedDuring(row.accepted_at, row.accepted_at + UNCONFIRMED_WAIT_MS)) {
+          // Held by a pause since its acceptance, it was never asked about in its first seconds: a
+          // missing record may be one the workspace lost. Never dropped in silence: it fails, and the
+          // failure stays owed to the workspace (a retry of the same send that commits it learns it).
+          log("error", "held message whose workspace record cannot be found; failed, not sent", { jobId: row.job_id });
+          this.finish(row, "failed", { error: OWN_ERRORS.recordMissing() });
+          return null;
+        }
         if (row.accepted_at < t - UNCONFIRMED_WAIT_MS) {
           log("warn", "outbox entry its workspace never recorded steps out of line", { jobId: row.job_id });
           if (transition(this.d.sql, row.seq, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);
@@ -155,13 +163,21 @@ export class Drain {
       const slotAt = now();
       if (nextCallAt(this.calls, slotAt) > slotAt || this.d.hold.until() > slotAt) return null;
       const attempt = row.attempts + 1;
-      this.calls = [...this.calls, slotAt].slice(-PACE_CALLS);
-      this.d.ctx.storage.transactionSync(() => {
-        transition(this.d.sql, row.seq, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt });
-        setMeta(this.d.sql, "recent_calls", JSON.stringify(this.calls));
+      const calls = [...this.calls, slotAt].slice(-PACE_CALLS);
+      // The compare-and-set that makes the call ours: an operator status may have settled the entry
+      // during the awaits above (the claim, the number's row, the adapter), and then it never leaves.
+      const claimed = this.d.ctx.storage.transactionSync(() => {
+        if (!transition(this.d.sql, row.seq, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
+        setMeta(this.d.sql, "recent_calls", JSON.stringify(calls));
         notePairCall(this.d.sql, row.recipient, slotAt);
         this.d.hold.probing(slotAt);
+        return true;
       });
+      if (!claimed) {
+        log("info", "outbox entry settled while its call was being prepared; not called", { jobId: row.job_id });
+        return null;
+      }
+      this.calls = calls;
       const holdAtSlot = this.d.hold.until();
       // The output gate holds the request until these writes are durable, and a commit can take
       // longer than the pace's margin: a call held that long would reach the operator less than
@@ -172,6 +188,12 @@ export class Drain {
       if (this.d.hold.until() > holdAtSlot) {
         // Another call's answer paused the number meanwhile: this one does not go out.
         transition(this.d.sql, row.seq, ["sending"], "queued", callAt, { attempts: row.attempts });
+        return null;
+      }
+      // An operator status about an earlier attempt can also settle a `sending` entry during that
+      // wait. Compared here, in the same synchronous step as the request's start (a read, no write).
+      if (findBySeq(this.d.sql, row.seq)?.state !== "sending") {
+        log("info", "outbox entry settled while its `sending` state was made durable; not called", { jobId: row.job_id });
         return null;
       }
       // This call's slot is still the latest (one session, one start at a time): it moves to the real time.

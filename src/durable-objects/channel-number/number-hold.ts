@@ -1,4 +1,5 @@
 import type { NormalizedError } from "../../upstream/adapter";
+import { now } from "../../lib/clock";
 import { getMeta, setMeta } from "../shared/meta";
 
 /** First probe 15 minutes after a pause, then doubling up to 6 hours. */
@@ -23,11 +24,25 @@ export interface PauseState {
 export class NumberHold {
   private throttledUntil: number;
   private paused: PauseState | null;
+  /** The last pause that ended, [since, until): a message accepted in it could not be claimed then. */
+  private lastPause: { since: number; until: number } | null;
 
   constructor(private readonly sql: SqlStorage) {
     this.throttledUntil = Number(getMeta(sql, "throttled_until") ?? 0);
     const raw = getMeta(sql, "paused");
     this.paused = raw ? (JSON.parse(raw) as PauseState | null) : null;
+    const last = getMeta(sql, "last_pause");
+    this.lastPause = last ? (JSON.parse(last) as { since: number; until: number }) : null;
+  }
+
+  /**
+   * Whether the number was paused at some time in [from, to]: a message accepted then could not
+   * be claimed within its first seconds, so a record its workspace does not know is no proof that
+   * its send was never committed.
+   */
+  pausedDuring(from: number, to: number): boolean {
+    if (this.paused && this.paused.since <= to) return true;
+    return this.lastPause !== null && this.lastPause.since <= to && this.lastPause.until >= from;
   }
 
   /** No call starts before this. */
@@ -64,10 +79,12 @@ export class NumberHold {
   }
 
   /** A call went through (or the credentials changed): the number sends again. */
-  resume(): boolean {
+  resume(at: number = now()): boolean {
     if (!this.paused) return false;
+    this.lastPause = { since: this.paused.since, until: at };
     this.paused = null;
     setMeta(this.sql, "paused", "null");
+    setMeta(this.sql, "last_pause", JSON.stringify(this.lastPause));
     return true;
   }
 }

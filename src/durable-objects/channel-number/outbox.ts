@@ -45,6 +45,8 @@ export function createOutboxTable(sql: SqlStorage): void {
     CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending';
     CREATE INDEX IF NOT EXISTS outbox_unknown ON outbox (unknown_since) WHERE state = 'unknown';
     CREATE INDEX IF NOT EXISTS outbox_orphans ON outbox (accepted_at) WHERE state = 'orphan';
+    -- The held-bound step's oldest queued entry (one entry per message while it waits to be called).
+    CREATE INDEX IF NOT EXISTS outbox_queued ON outbox (accepted_at) WHERE state = 'queued';
     CREATE INDEX IF NOT EXISTS outbox_finished ON outbox (updated_at) WHERE state IN ('sent', 'failed', 'dropped');
     CREATE INDEX IF NOT EXISTS outbox_by_upstream_id ON outbox (upstream_message_id);
     CREATE INDEX IF NOT EXISTS outbox_by_accepted ON outbox (accepted_at);
@@ -113,15 +115,19 @@ const ACTIVE: readonly OutboxState[] = ["queued", "sending"];
 /**
  * Makes the conversation's oldest unfinished entry its head (and no other).
  * Heads are only ever active entries (an entry leaving them loses the mark in
- * `transition`), so this reads the conversation's active entries only, through
- * their index, and writes at most two rows.
+ * `transition`), and every change calls this, so at most one active entry is a
+ * head, and it is the oldest but for one change: a newer entry finished (its
+ * successor is now the oldest), or an older one came back into line (the old
+ * head is now the second). The two oldest active entries, read through the
+ * index, are therefore all there is to fix: two rows read and at most two
+ * written, however long the conversation's backlog.
  */
 export function promoteHead(sql: SqlStorage, recipient: string): void {
-  const head = sql
-    .exec<{ seq: number }>("SELECT seq FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 1", recipient)
-    .toArray()[0]?.seq;
-  sql.exec("UPDATE outbox SET is_head = 0 WHERE recipient = ? AND state IN ('queued', 'sending') AND is_head = 1 AND seq IS NOT ?", recipient, head ?? null);
-  if (head !== undefined) sql.exec("UPDATE outbox SET is_head = 1 WHERE seq = ? AND is_head = 0", head);
+  const [first, second] = sql
+    .exec<{ seq: number; is_head: number }>("SELECT seq, is_head FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 2", recipient)
+    .toArray();
+  if (second?.is_head) sql.exec("UPDATE outbox SET is_head = 0 WHERE seq = ?", second.seq);
+  if (first && !first.is_head) sql.exec("UPDATE outbox SET is_head = 1 WHERE seq = ?", first.seq);
 }
 
 /** The due head to call next: the earliest due, then the oldest. */
@@ -147,7 +153,15 @@ export function transition(
   from: readonly OutboxState[],
   to: OutboxState,
   at: number,
-  fields: { attempts?: number; next_attempt_at?: number; upstream_message_id?: string | null; unknown_since?: number | null; first_attempt_at?: number; recipient_id?: string | null } = {},
+  fields: {
+    attempts?: number;
+    next_attempt_at?: number;
+    upstream_message_id?: string | null;
+    unknown_since?: number | null;
+    first_attempt_at?: number;
+    recipient_id?: string | null;
+    accepted_at?: number;
+  } = {},
 ): boolean {
   const sets = ["state = ?", "updated_at = ?"];
   const values: SqlStorageValue[] = [to, at];
@@ -173,8 +187,17 @@ export const unknownSince = (sql: SqlStorage, before: number, limit: number): Ou
 export const oldestUnknownSince = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(unknown_since) AS at FROM outbox WHERE state = 'unknown'").one().at;
 
-export const orphansAcceptedBefore = (sql: SqlStorage, before: number, limit: number): OutboxRow[] =>
-  rows(sql, "SELECT * FROM outbox WHERE state = 'orphan' AND accepted_at < ? ORDER BY accepted_at LIMIT ?", before, limit);
+/** When the oldest queued entry was accepted, or null (one row of the `outbox_queued` index). */
+export const oldestQueuedEntryAt = (sql: SqlStorage): number | null =>
+  sql.exec<{ accepted_at: number }>("SELECT accepted_at FROM outbox WHERE state = 'queued' ORDER BY accepted_at LIMIT 1").toArray()[0]?.accepted_at ?? null;
+
+/** Queued entries accepted at `until` or earlier, oldest first. */
+export const queuedEntriesAcceptedBy = (sql: SqlStorage, until: number, limit: number): OutboxRow[] =>
+  rows(sql, "SELECT * FROM outbox WHERE state = 'queued' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?", until, limit);
+
+/** Orphans accepted at `until` or earlier (inclusive: the step is due at exactly `oldest + grace`). */
+export const orphansAcceptedBefore = (sql: SqlStorage, until: number, limit: number): OutboxRow[] =>
+  rows(sql, "SELECT * FROM outbox WHERE state = 'orphan' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?", until, limit);
 
 export const oldestOrphanAcceptedAt = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(accepted_at) AS at FROM outbox WHERE state = 'orphan'").one().at;
