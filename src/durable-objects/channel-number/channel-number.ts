@@ -4,18 +4,19 @@ import { log } from "../../lib/log";
 import { NUMBER_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { OWN_ERRORS, permanentError } from "../../upstream/error-codes";
 import { Scheduler, withSlack } from "../shared/scheduler";
-import { createMetaTable, getMeta, setMeta } from "../shared/meta";
+import { getMeta, setMeta } from "../shared/meta";
+import { ensureSchema } from "../shared/schema-version";
+import { CHANNEL_NUMBER_SCHEMA } from "./schema";
 import type { StatusUpdate } from "../workspace/contract";
 import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
 import { HELD_BOUND_MS, KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
-import { contactWindow, createContactsTable, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
+import { contactWindow, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
 import { Drain } from "./drain";
 import { drainLegacyEvents, hasLegacyEvents } from "./legacy-events";
 import { NumberHold, type PauseState } from "./number-hold";
 import { loadNumber, type CachedNumber } from "./number-cache";
 import {
   acceptedSince,
-  createOutboxTable,
   deleteUnclaimed,
   findByJobId,
   findByUpstreamId,
@@ -34,9 +35,9 @@ import {
   unknownSince,
   type OutboxRow,
 } from "./outbox";
-import { createSandboxReportsTable, nextReportDue, takeDueReports } from "./sandbox-reports";
-import { createPairPaceTable, nextPairExpiry, purgeIdlePairs } from "./pair-pace";
-import { createStatusRelayTable, deliverOwed, hasOwed, owe } from "./status-relay";
+import { nextReportDue, takeDueReports } from "./sandbox-reports";
+import { nextPairExpiry, purgeIdlePairs } from "./pair-pace";
+import { deliverOwed, hasOwed, owe } from "./status-relay";
 import type { NumberSendingState } from "../../domain/channel-number-view";
 
 const EXPIRY_BATCH = 100;
@@ -67,14 +68,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.unknownWindowMs = Number(env.UNKNOWN_OUTCOME_WINDOW_MS) || UNKNOWN_OUTCOME_WINDOW_MS;
-    createMetaTable(this.sql);
-    createOutboxTable(this.sql);
-    createStatusRelayTable(this.sql);
-    createContactsTable(this.sql);
-    createSandboxReportsTable(this.sql);
-    createPairPaceTable(this.sql);
-    // Replaced by the outbox itself (window) and by the workspace object (inbound messages).
-    this.sql.exec("DROP TABLE IF EXISTS send_times; DROP TABLE IF EXISTS inbound;");
+    // Before anything reads a table: the constructor runs inside the object's input gate.
+    ensureSchema(ctx.storage, CHANNEL_NUMBER_SCHEMA);
     this.name = getMeta(this.sql, "channel_number_id") ?? null;
     // An entry still `sending` belongs to a call a crash or restart cut short: it may
     // have reached the operator, so it is never sent again.
