@@ -1,3 +1,4 @@
+import { config, type ConfigVars } from "../config";
 import { insertApiKey, revokeKey, type ApiKeyRow } from "../db/api-keys";
 import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
@@ -7,14 +8,14 @@ import { forgetKey } from "./key-cache";
 // 32 random bytes in base64url are 43 characters.
 const SECRET_PART = /^[A-Za-z0-9_-]{43}$/;
 
-export const keyPrefix = (env: Pick<Env, "API_KEY_PREFIX">): string => `${env.API_KEY_PREFIX}live_`;
+export const keyPrefix = (env: ConfigVars): string => `${config(env).apiKeyPrefix}live_`;
 
-export function generateApiKey(env: Pick<Env, "API_KEY_PREFIX">): string {
+export function generateApiKey(env: ConfigVars): string {
   return `${keyPrefix(env)}${toBase64Url(randomBytes(32))}`;
 }
 
 /** True when `key` has our shape; anything else is refused before it is hashed or looked up. */
-export function isWellFormedKey(env: Pick<Env, "API_KEY_PREFIX">, key: string): boolean {
+export function isWellFormedKey(env: ConfigVars, key: string): boolean {
   const prefix = keyPrefix(env);
   return key.startsWith(prefix) && SECRET_PART.test(key.slice(prefix.length));
 }

@@ -1,3 +1,4 @@
+import { config } from "../config";
 import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../db/webhooks";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { workspaceStub } from "../durable-objects/stubs";
@@ -23,14 +24,14 @@ export type ConfigureOutcome =
  * the SSRF checks; a new signing secret every time (returned here only).
  */
 export async function configureWebhook(env: Env, workspaceId: string, channelNumberId: string, url: string): Promise<ConfigureOutcome> {
-  const allowInsecure = env.ALLOW_INSECURE_WEBHOOK_URLS === "true";
+  const { allowInsecureUrls: allowInsecure, dohResolverUrl } = config(env).webhooks;
   // Input that is wrong whatever the number gets its answer before the lookup.
   const syntax = checkWebhookUrlSyntax(url, { allowInsecure });
   if (!syntax.ok) return { ok: false, problem: "url", reason: syntax.reason };
   // A foreign, disconnected or unknown number: the same answer.
   const number = UUID_PATTERN.test(channelNumberId) ? await getConnectedNumber(env.DB, workspaceId, channelNumberId.toLowerCase()) : null;
   if (!number) return { ok: false, problem: "number_not_found" };
-  const check = await checkWebhookUrl(url, { allowInsecure, dohResolverUrl: env.DOH_RESOLVER_URL });
+  const check = await checkWebhookUrl(url, { allowInsecure, dohResolverUrl });
   if (!check.ok) return { ok: false, problem: "url", reason: check.reason };
 
   const secret = newWebhookSecret();

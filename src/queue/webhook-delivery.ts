@@ -1,3 +1,4 @@
+import { config } from "../config";
 import { envelopeOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
 import { markWebhookFailingStatement, markWebhookHealthyStatement, webhooksForNumbers, type WebhookRow } from "../db/webhooks";
 import { workspaceStub } from "../durable-objects/stubs";
@@ -20,7 +21,6 @@ export const RETRY_DELAYS_SECONDS = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36
 /** A webhook whose failures have lasted longer than this is disabled. */
 export const DISABLE_AFTER_MS = 72 * 60 * 60 * 1000;
 
-const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_ERROR_CHARS = 500;
 const USER_AGENT = "messaging-gateway-webhooks/1";
 
@@ -29,13 +29,8 @@ export function retryDelaySeconds(attempts: number, schedule: readonly number[] 
   return schedule[index] ?? schedule[schedule.length - 1] ?? 0;
 }
 
-/** WEBHOOK_RETRY_DELAYS_SECONDS (comma-separated) shortens the schedule for local soak runs; production uses the default. */
-function retrySchedule(env: Env): readonly number[] {
-  const raw = env.WEBHOOK_RETRY_DELAYS_SECONDS?.trim();
-  if (!raw) return RETRY_DELAYS_SECONDS;
-  const parsed = raw.split(",").map((v) => Number(v.trim()));
-  return parsed.length > 0 && parsed.every((n) => Number.isInteger(n) && n >= 0) ? parsed : RETRY_DELAYS_SECONDS;
-}
+/** WEBHOOK_RETRY_DELAYS_SECONDS shortens the schedule for local soak runs; production uses the default. */
+const retrySchedule = (env: Env): readonly number[] => config(env).webhooks.retryDelaysSeconds ?? RETRY_DELAYS_SECONDS;
 
 interface Attempt {
   outcome: "delivered" | "failed" | "refused";
@@ -49,11 +44,6 @@ type Result = { kind: "no_webhook" } | { kind: "attempted"; webhook: WebhookRow;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const clip = (text: string): string => (text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text);
-
-function timeoutOf(env: Env): number {
-  const ms = Number(env.WEBHOOK_TIMEOUT_MS);
-  return Number.isFinite(ms) && ms > 0 ? ms : DEFAULT_TIMEOUT_MS;
-}
 
 /** One signed POST of the event to the webhook's URL; never throws. */
 async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret: Promise<string>, env: Env): Promise<Attempt> {
@@ -70,8 +60,8 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
   let check: UrlCheck;
   try {
     check = await checkWebhookUrl(webhook.url, {
-      allowInsecure: env.ALLOW_INSECURE_WEBHOOK_URLS === "true",
-      dohResolverUrl: env.DOH_RESOLVER_URL,
+      allowInsecure: config(env).webhooks.allowInsecureUrls,
+      dohResolverUrl: config(env).webhooks.dohResolverUrl,
     });
   } catch (err) {
     log("error", "webhook URL check failed", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
@@ -91,7 +81,7 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
     log("error", "webhook secret could not be opened", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
     return failure("failed", "Internal error while signing the event; it will be retried.");
   }
-  const timeoutMs = timeoutOf(env);
+  const timeoutMs = config(env).webhooks.timeoutMs;
   const sent = now();
   try {
     const res = await fetch(check.url.href, {

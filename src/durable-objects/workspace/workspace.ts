@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { config } from "../../config";
 import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { DAY_MS, deriveJobId, newUuidV7, utcDay } from "../../domain/job-id";
@@ -115,7 +116,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.confirmWithinMs = Number(env.EVENT_CONFIRM_WITHIN_MS) || CONFIRM_WITHIN_MS;
+    this.confirmWithinMs = config(env).eventConfirmWithinMs ?? CONFIRM_WITHIN_MS;
     createMetaTable(this.sql);
     createIdempotencyKeysTable(this.sql);
     createMessagesTable(this.sql);
