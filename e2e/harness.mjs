@@ -2,17 +2,16 @@
 // Worker on loopback (its own state directory, fixed test secrets), a local
 // webhook receiver, and a headless Chromium driven by playwright-core.
 // Node built-ins plus playwright-core and @axe-core/playwright.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { chromium } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
+import { LocalWorker, migrateLocalD1, ROOT, UNATTENDED_ENV, writeEnvFile } from "../scripts/lib/local-worker.mjs";
 
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+export { ROOT };
 export const RESULTS_DIR = join(ROOT, "test-results");
 export const SCREENSHOTS_DIR = join(ROOT, "docs", "screenshots");
 
@@ -24,8 +23,6 @@ const INSPECTOR_PORT = PORT + 1000;
 export const BASE_URL = `http://${HOST}:${PORT}`;
 export const RECEIVER_URL = `http://${HOST}:${RECEIVER_PORT}/hook`;
 
-const BIN_DIR = join(ROOT, "node_modules", ".bin");
-const WRANGLER = join(BIN_DIR, process.platform === "win32" ? "wrangler.cmd" : "wrangler");
 const STARTUP_TIMEOUT_MS = 120_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -58,22 +55,6 @@ function chromiumPath() {
     // no Playwright-managed browser
   }
   throw new Error("No Chromium found: install Debian's `chromium` (apt-get install -y chromium) or set CHROMIUM_PATH.");
-}
-
-function run(args, env, { capture = false } = {}) {
-  const child = spawn(WRANGLER, args, {
-    cwd: ROOT,
-    env: { ...process.env, PATH: `${BIN_DIR}${delimiter}${process.env.PATH ?? ""}`, CI: "true", WRANGLER_SEND_METRICS: "false", ...env },
-    stdio: ["ignore", capture ? "pipe" : "inherit", capture ? "pipe" : "inherit"],
-    shell: process.platform === "win32",
-  });
-  let output = "";
-  if (capture) {
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
-  }
-  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code ?? 1)));
-  return { child, exited, output: () => output };
 }
 
 const escapeHtml = (s) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
@@ -111,54 +92,35 @@ export async function startHarness() {
   const stateDir = mkdtempSync(join(tmpdir(), "dashboard-e2e-"));
   const adminToken = randomBytes(24).toString("base64url");
   // Fixed for this run only; ALLOW_INSECURE_WEBHOOK_URLS lets the loopback receiver in (local-development mode).
-  const envFile = join(stateDir, "e2e.env");
-  writeFileSync(
-    envFile,
-    [
-      `ADMIN_TOKEN=${adminToken}`,
-      `CREDENTIALS_ENCRYPTION_KEY=${randomBytes(32).toString("base64")}`,
-      `JOB_ID_SECRET=${randomBytes(24).toString("base64url")}`,
-      `UPSTREAM_APP_SECRET=${randomBytes(24).toString("base64url")}`,
-      `UPSTREAM_VERIFY_TOKEN=${randomBytes(24).toString("base64url")}`,
-      "ALLOW_INSECURE_WEBHOOK_URLS=true",
-      "",
-    ].join("\n"),
-  );
+  const envFile = writeEnvFile(join(stateDir, "e2e.env"), {
+    ADMIN_TOKEN: adminToken,
+    CREDENTIALS_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+    JOB_ID_SECRET: randomBytes(24).toString("base64url"),
+    UPSTREAM_APP_SECRET: randomBytes(24).toString("base64url"),
+    UPSTREAM_VERIFY_TOKEN: randomBytes(24).toString("base64url"),
+    ALLOW_INSECURE_WEBHOOK_URLS: "true",
+  });
 
-  const migrate = run(["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {}, { capture: true });
-  if ((await migrate.exited) !== 0) throw new Error(`migrations failed:\n${migrate.output()}`);
+  const migrated = await migrateLocalD1({ state: stateDir, env: UNATTENDED_ENV });
+  if (migrated.code !== 0) throw new Error(`migrations failed:\n${migrated.output}`);
 
   const receiver = await startReceiver();
-  const dev = run(
-    [
-      "dev",
-      "--ip", HOST,
-      "--port", String(PORT),
-      "--inspector-port", String(INSPECTOR_PORT),
-      "--persist-to", stateDir,
-      "--env-file", envFile,
-      "--show-interactive-dev-session=false",
-      // Everything, Worker logs included: kept in test-results/wrangler-dev.log, not printed.
-      "--log-level", "log",
-    ],
-    {},
-    { capture: true },
-  );
-  let devExited = false;
-  dev.exited.then(() => (devExited = true));
-  await waitFor(
-    `wrangler dev on ${BASE_URL}`,
-    async () => {
-      if (devExited) throw new Error(`wrangler dev exited:\n${dev.output()}`);
-      const res = await fetch(`${BASE_URL}/api/v1/openapi.json`, { signal: AbortSignal.timeout(3000) });
-      await res.arrayBuffer();
-      return res.status === 200;
-    },
-    { timeoutMs: STARTUP_TIMEOUT_MS, intervalMs: 500 },
-  ).catch((err) => {
-    dev.child.kill("SIGTERM");
-    throw err;
+  const dev = new LocalWorker({
+    port: PORT,
+    inspectorPort: INSPECTOR_PORT,
+    state: stateDir,
+    envFile,
+    env: UNATTENDED_ENV,
+    // Everything, Worker logs included: kept in test-results/wrangler-dev.log, not printed.
+    logLevel: "log",
   });
+  try {
+    await dev.waitUntilReady({ limitMs: STARTUP_TIMEOUT_MS });
+  } catch (err) {
+    await dev.stop();
+    await receiver.close();
+    throw err;
+  }
 
   const browser = await chromium.launch({
     executablePath: chromiumPath(),
@@ -197,8 +159,7 @@ export async function startHarness() {
 
   async function stop() {
     await browser.close().catch(() => {});
-    dev.child.kill("SIGTERM");
-    await Promise.race([dev.exited, sleep(10_000)]);
+    await dev.stop();
     // What the Worker logged, for a failure's post-mortem.
     writeFileSync(join(RESULTS_DIR, "wrangler-dev.log"), dev.output());
     await receiver.close();

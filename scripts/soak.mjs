@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { randomBytes, randomInt } from "node:crypto";
 import { parseArgs } from "node:util";
 import { callApi } from "./lib/http-call.mjs";
-import { LOCAL_SECRETS } from "./lib/local-worker.mjs";
+import { LOCAL_SECRETS, onStop } from "./lib/local-worker.mjs";
 import { seededRandom } from "./lib/soak-random.mjs";
 import { startOperator } from "./lib/soak-operator.mjs";
 import { startReceiver } from "./lib/soak-receiver.mjs";
@@ -95,12 +95,11 @@ const cleanup = () =>
       }
     }
   })());
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => {
-    console.error(`[soak] ${signal}: stopping what the soak started`);
-    cleanup().then(() => process.exit(128 + (os.constants.signals[signal] ?? 1)));
-  });
-}
+// On a signal, the launcher runs this, then stops the Worker's process group and exits 128 + n.
+onStop((signal) => {
+  console.error(`[soak] ${signal}: stopping what the soak started`);
+  return cleanup();
+});
 
 // ---------------------------------------------------------------- API helpers
 
@@ -157,7 +156,7 @@ async function main() {
   const receiver = await startReceiver({ port: receiverPort, failShare: 0.3, random: seededRandom(OPTIONS.seed + 1), secrets });
   cleanups.push(() => receiver.stop());
 
-  const runtime = createRuntime({ port: workerPort, inspectorPort, state: join(WORK_DIR, "state"), vars: WORKER_VARS(operatorPort), logFile: join(WORK_DIR, "wrangler.log") });
+  const runtime = await createRuntime({ port: workerPort, inspectorPort, state: join(WORK_DIR, "state"), vars: WORKER_VARS(operatorPort), logFile: join(WORK_DIR, "wrangler.log") });
   const baseUrl = runtime.baseUrl;
   cleanups.push(() => runtime.stop());
 
