@@ -25,11 +25,22 @@ export const RECEIVER_URL = `http://${HOST}:${RECEIVER_PORT}/hook`;
 
 const STARTUP_TIMEOUT_MS = 120_000;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** @typedef {import("playwright-core").Page} Page */
+/** @typedef {import("playwright-core").BrowserContext} BrowserContext */
+/** @typedef {Awaited<ReturnType<typeof startHarness>>} Harness */
+/** @typedef {{ headers: import("node:http").IncomingHttpHeaders, body: string }} Received */
 
-/** Polls `check` until it returns a truthy value (returned) or `timeoutMs` passes (throws with `what`). */
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Polls `check` until it returns a truthy value (returned) or `timeoutMs` passes (throws with `what`).
+ * @template T
+ * @param {string} what @param {() => T | Promise<T>} check @param {{ timeoutMs?: number, intervalMs?: number }} [options]
+ * @returns {Promise<NonNullable<T>>}
+ */
 export async function waitFor(what, check, { timeoutMs = 15_000, intervalMs = 250 } = {}) {
   const deadline = Date.now() + timeoutMs;
+  /** @type {unknown} */
   let last;
   while (Date.now() < deadline) {
     try {
@@ -40,13 +51,13 @@ export async function waitFor(what, check, { timeoutMs = 15_000, intervalMs = 25
     }
     await sleep(intervalMs);
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last instanceof Error ? last.message : String(last)}` : ""}`);
 }
 
 /** The Chromium to drive: $CHROMIUM_PATH, else Debian's, else Playwright's own download if there is one. */
 function chromiumPath() {
-  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter(Boolean);
-  const found = candidates.find((p) => existsSync(p));
+  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter((p) => typeof p === "string" && p !== "");
+  const found = candidates.find((p) => p !== undefined && existsSync(p));
   if (found) return found;
   try {
     const own = chromium.executablePath();
@@ -57,14 +68,16 @@ function chromiumPath() {
   throw new Error("No Chromium found: install Debian's `chromium` (apt-get install -y chromium) or set CHROMIUM_PATH.");
 }
 
-const escapeHtml = (s) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+const escapeHtml = (/** @type {string} */ s) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /**
  * A local webhook receiver: answers 204 and records each POST. On another
  * origin than the dashboard, it also serves GET /forge?action=…: a page with
  * a form posting there, the attacker's page of a CSRF attempt.
  */
+/** @returns {Promise<{ received: Received[], close: () => Promise<unknown> }>} */
 function startReceiver() {
+  /** @type {Received[]} */
   const received = [];
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", `http://${HOST}`);
@@ -83,7 +96,7 @@ function startReceiver() {
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(RECEIVER_PORT, HOST, () => resolve({ received, close: () => new Promise((r) => server.close(r)) }));
+    server.listen(RECEIVER_PORT, HOST, () => resolve({ received, close: () => new Promise((r) => server.close(() => r(undefined))) }));
   });
 }
 
@@ -127,7 +140,11 @@ export async function startHarness() {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
 
-  /** The operator admin API, as the operator (or `npm run dev`) calls it. */
+  /**
+   * The operator admin API, as the operator (or `npm run dev`) calls it.
+   * @param {string} method @param {string} path @param {unknown} [body]
+   * @returns {Promise<ReturnType<typeof JSON.parse>>} the answer's JSON (what JSON.parse gives)
+   */
   async function admin(method, path, body) {
     const res = await fetch(`${BASE_URL}/admin/v1${path}`, {
       method,
@@ -139,13 +156,17 @@ export async function startHarness() {
     return json;
   }
 
-  /** A fresh browser context (its own cookies), desktop-sized and light unless told otherwise. */
+  /**
+   * A fresh browser context (its own cookies), desktop-sized and light unless told otherwise.
+   * @param {{ width: number, height: number }} [viewport] @param {"light" | "dark"} [colorScheme]
+   */
   async function newPage(viewport = { width: 1280, height: 800 }, colorScheme = "light") {
     const context = await browser.newContext({ viewport, baseURL: BASE_URL, colorScheme });
     const page = await context.newPage();
     // Fail loudly on anything the strict CSP blocks, a script that throws, or a
     // missing stylesheet/script/icon. (Pages answered 4xx on purpose, such as a
     // refused form, are documents and are not counted.)
+    /** @type {string[]} */
     const problems = [];
     page.on("console", (msg) => {
       if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) problems.push(msg.text());
@@ -169,7 +190,7 @@ export async function startHarness() {
   return { admin, newPage, receiver, stop, adminToken };
 }
 
-/** A workspace with a sandbox number, made through the admin API. */
+/** A workspace with a sandbox number, made through the admin API. @param {Harness} h @param {string} name */
 export async function createWorkspace(h, name) {
   const workspace = await h.admin("POST", "/workspaces", { name, plan: "pro" });
   const number = await h.admin("POST", `/workspaces/${workspace.id}/channel-numbers`, {
@@ -179,7 +200,7 @@ export async function createWorkspace(h, name) {
   return { workspaceId: workspace.id, numberId: number.id };
 }
 
-/** Fails on any serious or critical accessibility violation of the current page. */
+/** Fails on any serious or critical accessibility violation of the current page. @param {Page} page @param {string} label */
 export async function expectAccessible(page, label) {
   const results = await new AxeBuilder({ page }).analyze();
   const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
@@ -190,6 +211,7 @@ export async function expectAccessible(page, label) {
 }
 
 /** Saves a full-page screenshot under test-results/ (and, with UPDATE_SCREENSHOTS=1, the README's copy in docs/screenshots/). */
+/** @param {Page} page @param {string} name @param {{ readme?: boolean }} [options] */
 export async function screenshot(page, name, { readme = false } = {}) {
   await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true });
   if (readme && process.env.UPDATE_SCREENSHOTS === "1") {

@@ -101,14 +101,17 @@ async function applyMigrations() {
 
 // ---------------------------------------------------------------- 4. demo tenant
 
+/** @param {string} method @param {string} path @param {string} token @param {unknown} [body] */
 const call = (method, path, token, body) => callApi(BASE_URL, method, path, token, body);
 
+/** @param {string} adminToken @param {string} path @param {unknown} body @param {string} what */
 async function adminCall(adminToken, path, body, what) {
   const res = await call("POST", `/admin/v1${path}`, adminToken, body);
   if (res.status !== 201) throw new Error(`creating ${what} answered ${res.status}: ${res.text.slice(0, 500)}`);
   return res.json;
 }
 
+/** @returns {Demo | null} */
 function readDemo() {
   try {
     const demo = JSON.parse(readFileSync(DEMO_FILE, "utf8"));
@@ -118,6 +121,7 @@ function readDemo() {
   }
 }
 
+/** @param {Demo} demo */
 async function demoStillValid(demo) {
   const me = await call("GET", "/api/v1/me", demo.apiKey);
   if (me.status !== 200 || me.json?.workspace?.id !== demo.workspaceId) return false;
@@ -125,6 +129,7 @@ async function demoStillValid(demo) {
   return number.status === 200;
 }
 
+/** @param {string} adminToken @returns {Promise<Demo>} */
 async function ensureDemoTenant(adminToken) {
   const saved = readDemo();
   if (saved && (await demoStillValid(saved))) {
@@ -148,6 +153,7 @@ async function ensureDemoTenant(adminToken) {
 
 // ---------------------------------------------------------------- 5. banner
 
+/** @param {Demo} demo */
 function banner(demo) {
   const auth = `-H "Authorization: Bearer ${demo.apiKey}"`;
   const body = JSON.stringify({ channelNumberId: demo.channelNumberId, to: "5511999998888", text: { body: "Hello from the sandbox" } });
@@ -221,7 +227,7 @@ async function main() {
     if (!stopping) console.log(banner(demo) + dashboardBanner(dashboard));
   } catch (err) {
     if (!stopping) {
-      console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err.message}`);
+      console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err instanceof Error ? err.message : String(err)}`);
       console.error("[dev] fix the cause and restart `npm run dev`; wrangler keeps running meanwhile.");
     }
   }

@@ -43,8 +43,9 @@ export async function createRuntime({ port, inspectorPort, state, vars, logFile 
       await current?.kill();
       current = null;
       await start();
-      window.readyAt = Date.now();
-      return window;
+      const readyAt = Date.now();
+      window.readyAt = readyAt;
+      return { ...window, readyAt };
     },
     /** Whether [startMs, endMs] overlaps a kill window (an open window counts up to now). @param {number} startMs @param {number} endMs */
     inKillWindow(startMs, endMs) {
