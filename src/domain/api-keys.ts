@@ -2,7 +2,7 @@ import { config, type ConfigVars } from "../config";
 import { insertApiKey, revokeKey, type ApiKeyRow } from "../db/api-keys";
 import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
-import { UUID_PATTERN } from "./job-id";
+import { findByUuid } from "./job-id";
 import { forgetKey } from "./key-cache";
 
 // 32 random bytes in base64url are 43 characters.
@@ -45,7 +45,7 @@ export async function issueApiKey(env: Env, workspaceId: string, name: string | 
  * cache's TTL (5 s).
  */
 export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<boolean> {
-  const hash = UUID_PATTERN.test(keyId) ? await revokeKey(db, keyId.toLowerCase(), isoNow(), workspaceId) : null;
+  const hash = await findByUuid(keyId, (stored) => revokeKey(db, stored, isoNow(), workspaceId));
   if (!hash) return false;
   forgetKey(hash);
   return true;

@@ -4,7 +4,7 @@ import { markWebhookFailingStatement, markWebhookHealthyStatement, webhooksForNu
 import { workspaceStub } from "../durable-objects/stubs";
 import type { DeliveryReport } from "../durable-objects/workspace/contract";
 import { now } from "../lib/clock";
-import { log } from "../lib/log";
+import { errorText, log } from "../lib/log";
 import { openWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, type UrlCheck } from "../webhooks/ssrf";
 import { signatureHeaders } from "../webhooks/signature";
@@ -64,7 +64,7 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
       dohResolverUrl: config(env).webhooks.dohResolverUrl,
     });
   } catch (err) {
-    log("error", "webhook URL check failed", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
+    log("error", "webhook URL check failed", { webhookId: webhook.id, detail: errorText(err) });
     return failure("failed", "Could not check the URL's host (an internal error); it will be retried.");
   }
   if (!check.ok) return failure("refused", `URL refused: ${check.reason}`);
@@ -78,7 +78,7 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
       ...(await signatureHeaders(await secret, event.id, Math.floor(now() / 1000), body)),
     };
   } catch (err) {
-    log("error", "webhook secret could not be opened", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
+    log("error", "webhook secret could not be opened", { webhookId: webhook.id, detail: errorText(err) });
     return failure("failed", "Internal error while signing the event; it will be retried.");
   }
   const timeoutMs = config(env).webhooks.timeoutMs;
@@ -108,7 +108,7 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
     const category = categorizeNetworkError(err);
     if (category === "timeout") return failure("failed", `Timed out after ${timeoutMs} ms.`, null, latencyMs);
     // Only the category reaches the customer; the runtime's message stays in our logs.
-    log("info", "webhook network error", { webhookId: webhook.id, category, detail: err instanceof Error ? err.message : String(err) });
+    log("info", "webhook network error", { webhookId: webhook.id, category, detail: errorText(err) });
     return failure("failed", describeNetworkError(category), null, latencyMs);
   }
 }
@@ -138,11 +138,7 @@ function healthStatements(db: D1Database, results: Result[], at: number): D1Prep
 
 /** Hands each workspace object the outcome of its events' attempts (one call per workspace). */
 async function reportToWorkspaces(env: Env, events: WebhookEvent[], reports: DeliveryReport[]): Promise<void> {
-  const byWorkspace = new Map<string, DeliveryReport[]>();
-  reports.forEach((r, i) => {
-    const workspaceId = events[i]!.workspaceId;
-    byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), r]);
-  });
+  const byWorkspace = Map.groupBy(reports, (_, i) => events[i]!.workspaceId);
   await Promise.all(
     [...byWorkspace].map(async ([workspaceId, list]) => {
       try {
@@ -150,7 +146,7 @@ async function reportToWorkspaces(env: Env, events: WebhookEvent[], reports: Del
       } catch (err) {
         // The customer-facing outcome already happened. Unreported events are published
         // again later by their workspace (a duplicate the customer deduplicates on webhook-id).
-        log("error", "delivery outcomes could not be reported to the workspace", { workspaceId, detail: err instanceof Error ? err.message : String(err) });
+        log("error", "delivery outcomes could not be reported to the workspace", { workspaceId, detail: errorText(err) });
       }
     }),
   );
@@ -188,8 +184,7 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
   // status change usually arrives after the one before it (best effort: a retry
   // can still overtake); different numbers are served in parallel.
   const results: Result[] = [];
-  const byNumber = new Map<string, number[]>();
-  events.forEach((e, i) => byNumber.set(e.channelNumberId, [...(byNumber.get(e.channelNumberId) ?? []), i]));
+  const byNumber = Map.groupBy(events.keys(), (i) => events[i]!.channelNumberId);
   await Promise.all(
     [...byNumber.values()].map(async (indexes) => {
       for (const i of indexes) results[i] = await resultOf(events[i]!);
@@ -225,7 +220,7 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
       ? Promise.resolve()
       : env.DB.batch(health).then(
           () => undefined,
-          (err: unknown) => log("error", "webhook health could not be written", { detail: err instanceof Error ? err.message : String(err) }),
+          (err: unknown) => log("error", "webhook health could not be written", { detail: errorText(err) }),
         ),
   ]);
 
@@ -272,13 +267,12 @@ export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQu
     error: "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.",
     nextRetryAt: null,
   }));
-  const byWorkspace = new Map<string, DeliveryReport[]>();
-  reports.forEach((r, i) => byWorkspace.set(events[i]!.workspaceId, [...(byWorkspace.get(events[i]!.workspaceId) ?? []), r]));
+  const byWorkspace = Map.groupBy(reports, (_, i) => events[i]!.workspaceId);
   try {
     await Promise.all([...byWorkspace].map(([workspaceId, list]) => workspaceStub(env, workspaceId).recordDeliveries(list)));
     batch.ackAll();
   } catch (err) {
-    log("error", "dead webhook events could not be recorded", { detail: err instanceof Error ? err.message : String(err) });
+    log("error", "dead webhook events could not be recorded", { detail: errorText(err) });
     batch.retryAll({ delaySeconds: 30 });
   }
 }

@@ -498,8 +498,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const workspaceId = this.workspaceId;
     if (!workspaceId) return;
     const stale = queuedAcceptedBefore(this.sql, at - STRANDED_AFTER_MS, STRANDED_BATCH);
-    const byNumber = new Map<string, MessageRow[]>();
-    for (const row of stale) byNumber.set(row.channel_number_id, [...(byNumber.get(row.channel_number_id) ?? []), row]);
+    const byNumber = Map.groupBy(stale, (row) => row.channel_number_id);
     for (const [numberId, rows] of byNumber) {
       await channelNumberStub(this.env, numberId).readmit(
         rows.map((row) => ({ jobId: row.id, workspaceId, channelNumberId: numberId, to: row.recipient, body: row.body, acceptedAt: row.created_at })),
