@@ -42,6 +42,7 @@ export default defineConfig(async () => {
       silent: "passed-only" as const,
       projects: [
         // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
+        // test/**: the behaviour suites, and test/unit/ (one file per pure module of src/, mirroring its path).
         workersProject({ name: "workers", include: ["test/**/*.test.ts"], exclude: ["test/sessions/**"], drainSessionMs: "0" }),
         // Drain sessions as in production (10 s, real time): what only happens while calls overlap.
         workersProject({ name: "workers-sessions", include: ["test/sessions/**/*.test.ts"], exclude: [], drainSessionMs: "10000" }),

@@ -8,7 +8,13 @@ import { webhookFlow } from "./flows/webhook.mjs";
 import { viewerFlow } from "./flows/viewer.mjs";
 import { messagesFlow } from "./flows/messages.mjs";
 
+/** @type {import("./harness.mjs").Harness | undefined} */
 let h;
+/** The harness, once `before` started it. */
+const harness = () => {
+  if (!h) throw new Error("the harness did not start");
+  return h;
+};
 before(async () => {
   h = await startHarness();
 });
@@ -16,7 +22,7 @@ after(async () => {
   await h?.stop();
 });
 
-test("invitation, sign-in, an API key shown once, working, then revoked", { timeout: 120_000 }, () => apiKeyFlow(h));
-test("a webhook to a loopback receiver gets a signed test event, logged as delivered", { timeout: 120_000 }, () => webhookFlow(h));
-test("a viewer sees no controls, forged posts change nothing", { timeout: 120_000 }, () => viewerFlow(h));
-test("a message sent with a dashboard key is listed, filtered, and its page shows it sent", { timeout: 120_000 }, () => messagesFlow(h));
+test("invitation, sign-in, an API key shown once, working, then revoked", { timeout: 120_000 }, () => apiKeyFlow(harness()));
+test("a webhook to a loopback receiver gets a signed test event, logged as delivered", { timeout: 120_000 }, () => webhookFlow(harness()));
+test("a viewer sees no controls, forged posts change nothing", { timeout: 120_000 }, () => viewerFlow(harness()));
+test("a message sent with a dashboard key is listed, filtered, and its page shows it sent", { timeout: 120_000 }, () => messagesFlow(harness()));

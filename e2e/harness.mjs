@@ -2,17 +2,16 @@
 // Worker on loopback (its own state directory, fixed test secrets), a local
 // webhook receiver, and a headless Chromium driven by playwright-core.
 // Node built-ins plus playwright-core and @axe-core/playwright.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { chromium } from "playwright-core";
 import { AxeBuilder } from "@axe-core/playwright";
+import { LocalWorker, migrateLocalD1, ROOT, UNATTENDED_ENV, writeEnvFile } from "../scripts/lib/local-worker.mjs";
 
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+export { ROOT };
 export const RESULTS_DIR = join(ROOT, "test-results");
 export const SCREENSHOTS_DIR = join(ROOT, "docs", "screenshots");
 
@@ -24,15 +23,24 @@ const INSPECTOR_PORT = PORT + 1000;
 export const BASE_URL = `http://${HOST}:${PORT}`;
 export const RECEIVER_URL = `http://${HOST}:${RECEIVER_PORT}/hook`;
 
-const BIN_DIR = join(ROOT, "node_modules", ".bin");
-const WRANGLER = join(BIN_DIR, process.platform === "win32" ? "wrangler.cmd" : "wrangler");
 const STARTUP_TIMEOUT_MS = 120_000;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** @typedef {import("playwright-core").Page} Page */
+/** @typedef {import("playwright-core").BrowserContext} BrowserContext */
+/** @typedef {Awaited<ReturnType<typeof startHarness>>} Harness */
+/** @typedef {{ headers: import("node:http").IncomingHttpHeaders, body: string }} Received */
 
-/** Polls `check` until it returns a truthy value (returned) or `timeoutMs` passes (throws with `what`). */
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Polls `check` until it returns a truthy value (returned) or `timeoutMs` passes (throws with `what`).
+ * @template T
+ * @param {string} what @param {() => T | Promise<T>} check @param {{ timeoutMs?: number, intervalMs?: number }} [options]
+ * @returns {Promise<NonNullable<T>>}
+ */
 export async function waitFor(what, check, { timeoutMs = 15_000, intervalMs = 250 } = {}) {
   const deadline = Date.now() + timeoutMs;
+  /** @type {unknown} */
   let last;
   while (Date.now() < deadline) {
     try {
@@ -43,13 +51,13 @@ export async function waitFor(what, check, { timeoutMs = 15_000, intervalMs = 25
     }
     await sleep(intervalMs);
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last instanceof Error ? last.message : String(last)}` : ""}`);
 }
 
 /** The Chromium to drive: $CHROMIUM_PATH, else Debian's, else Playwright's own download if there is one. */
 function chromiumPath() {
-  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter(Boolean);
-  const found = candidates.find((p) => existsSync(p));
+  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter((p) => typeof p === "string" && p !== "");
+  const found = candidates.find((p) => p !== undefined && existsSync(p));
   if (found) return found;
   try {
     const own = chromium.executablePath();
@@ -60,30 +68,16 @@ function chromiumPath() {
   throw new Error("No Chromium found: install Debian's `chromium` (apt-get install -y chromium) or set CHROMIUM_PATH.");
 }
 
-function run(args, env, { capture = false } = {}) {
-  const child = spawn(WRANGLER, args, {
-    cwd: ROOT,
-    env: { ...process.env, PATH: `${BIN_DIR}${delimiter}${process.env.PATH ?? ""}`, CI: "true", WRANGLER_SEND_METRICS: "false", ...env },
-    stdio: ["ignore", capture ? "pipe" : "inherit", capture ? "pipe" : "inherit"],
-    shell: process.platform === "win32",
-  });
-  let output = "";
-  if (capture) {
-    child.stdout.on("data", (d) => (output += d));
-    child.stderr.on("data", (d) => (output += d));
-  }
-  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code ?? 1)));
-  return { child, exited, output: () => output };
-}
-
-const escapeHtml = (s) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+const escapeHtml = (/** @type {string} */ s) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /**
  * A local webhook receiver: answers 204 and records each POST. On another
  * origin than the dashboard, it also serves GET /forge?action=…: a page with
  * a form posting there, the attacker's page of a CSRF attempt.
  */
+/** @returns {Promise<{ received: Received[], close: () => Promise<unknown> }>} */
 function startReceiver() {
+  /** @type {Received[]} */
   const received = [];
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", `http://${HOST}`);
@@ -102,7 +96,7 @@ function startReceiver() {
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(RECEIVER_PORT, HOST, () => resolve({ received, close: () => new Promise((r) => server.close(r)) }));
+    server.listen(RECEIVER_PORT, HOST, () => resolve({ received, close: () => new Promise((r) => server.close(() => r(undefined))) }));
   });
 }
 
@@ -111,61 +105,46 @@ export async function startHarness() {
   const stateDir = mkdtempSync(join(tmpdir(), "dashboard-e2e-"));
   const adminToken = randomBytes(24).toString("base64url");
   // Fixed for this run only; ALLOW_INSECURE_WEBHOOK_URLS lets the loopback receiver in (local-development mode).
-  const envFile = join(stateDir, "e2e.env");
-  writeFileSync(
-    envFile,
-    [
-      `ADMIN_TOKEN=${adminToken}`,
-      `CREDENTIALS_ENCRYPTION_KEY=${randomBytes(32).toString("base64")}`,
-      `JOB_ID_SECRET=${randomBytes(24).toString("base64url")}`,
-      `UPSTREAM_APP_SECRET=${randomBytes(24).toString("base64url")}`,
-      `UPSTREAM_VERIFY_TOKEN=${randomBytes(24).toString("base64url")}`,
-      "ALLOW_INSECURE_WEBHOOK_URLS=true",
-      "",
-    ].join("\n"),
-  );
+  const envFile = writeEnvFile(join(stateDir, "e2e.env"), {
+    ADMIN_TOKEN: adminToken,
+    CREDENTIALS_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+    JOB_ID_SECRET: randomBytes(24).toString("base64url"),
+    UPSTREAM_APP_SECRET: randomBytes(24).toString("base64url"),
+    UPSTREAM_VERIFY_TOKEN: randomBytes(24).toString("base64url"),
+    ALLOW_INSECURE_WEBHOOK_URLS: "true",
+  });
 
-  const migrate = run(["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {}, { capture: true });
-  if ((await migrate.exited) !== 0) throw new Error(`migrations failed:\n${migrate.output()}`);
+  const migrated = await migrateLocalD1({ state: stateDir, env: UNATTENDED_ENV });
+  if (migrated.code !== 0) throw new Error(`migrations failed:\n${migrated.output}`);
 
   const receiver = await startReceiver();
-  const dev = run(
-    [
-      "dev",
-      "--ip", HOST,
-      "--port", String(PORT),
-      "--inspector-port", String(INSPECTOR_PORT),
-      "--persist-to", stateDir,
-      "--env-file", envFile,
-      "--show-interactive-dev-session=false",
-      // Everything, Worker logs included: kept in test-results/wrangler-dev.log, not printed.
-      "--log-level", "log",
-    ],
-    {},
-    { capture: true },
-  );
-  let devExited = false;
-  dev.exited.then(() => (devExited = true));
-  await waitFor(
-    `wrangler dev on ${BASE_URL}`,
-    async () => {
-      if (devExited) throw new Error(`wrangler dev exited:\n${dev.output()}`);
-      const res = await fetch(`${BASE_URL}/api/v1/openapi.json`, { signal: AbortSignal.timeout(3000) });
-      await res.arrayBuffer();
-      return res.status === 200;
-    },
-    { timeoutMs: STARTUP_TIMEOUT_MS, intervalMs: 500 },
-  ).catch((err) => {
-    dev.child.kill("SIGTERM");
-    throw err;
+  const dev = new LocalWorker({
+    port: PORT,
+    inspectorPort: INSPECTOR_PORT,
+    state: stateDir,
+    envFile,
+    env: UNATTENDED_ENV,
+    // Everything, Worker logs included: kept in test-results/wrangler-dev.log, not printed.
+    logLevel: "log",
   });
+  try {
+    await dev.waitUntilReady({ limitMs: STARTUP_TIMEOUT_MS });
+  } catch (err) {
+    await dev.stop();
+    await receiver.close();
+    throw err;
+  }
 
   const browser = await chromium.launch({
     executablePath: chromiumPath(),
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
 
-  /** The operator admin API, as the operator (or `npm run dev`) calls it. */
+  /**
+   * The operator admin API, as the operator (or `npm run dev`) calls it.
+   * @param {string} method @param {string} path @param {unknown} [body]
+   * @returns {Promise<ReturnType<typeof JSON.parse>>} the answer's JSON (what JSON.parse gives)
+   */
   async function admin(method, path, body) {
     const res = await fetch(`${BASE_URL}/admin/v1${path}`, {
       method,
@@ -177,13 +156,17 @@ export async function startHarness() {
     return json;
   }
 
-  /** A fresh browser context (its own cookies), desktop-sized and light unless told otherwise. */
+  /**
+   * A fresh browser context (its own cookies), desktop-sized and light unless told otherwise.
+   * @param {{ width: number, height: number }} [viewport] @param {"light" | "dark"} [colorScheme]
+   */
   async function newPage(viewport = { width: 1280, height: 800 }, colorScheme = "light") {
     const context = await browser.newContext({ viewport, baseURL: BASE_URL, colorScheme });
     const page = await context.newPage();
     // Fail loudly on anything the strict CSP blocks, a script that throws, or a
     // missing stylesheet/script/icon. (Pages answered 4xx on purpose, such as a
     // refused form, are documents and are not counted.)
+    /** @type {string[]} */
     const problems = [];
     page.on("console", (msg) => {
       if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) problems.push(msg.text());
@@ -197,8 +180,7 @@ export async function startHarness() {
 
   async function stop() {
     await browser.close().catch(() => {});
-    dev.child.kill("SIGTERM");
-    await Promise.race([dev.exited, sleep(10_000)]);
+    await dev.stop();
     // What the Worker logged, for a failure's post-mortem.
     writeFileSync(join(RESULTS_DIR, "wrangler-dev.log"), dev.output());
     await receiver.close();
@@ -208,7 +190,7 @@ export async function startHarness() {
   return { admin, newPage, receiver, stop, adminToken };
 }
 
-/** A workspace with a sandbox number, made through the admin API. */
+/** A workspace with a sandbox number, made through the admin API. @param {Harness} h @param {string} name */
 export async function createWorkspace(h, name) {
   const workspace = await h.admin("POST", "/workspaces", { name, plan: "pro" });
   const number = await h.admin("POST", `/workspaces/${workspace.id}/channel-numbers`, {
@@ -218,7 +200,7 @@ export async function createWorkspace(h, name) {
   return { workspaceId: workspace.id, numberId: number.id };
 }
 
-/** Fails on any serious or critical accessibility violation of the current page. */
+/** Fails on any serious or critical accessibility violation of the current page. @param {Page} page @param {string} label */
 export async function expectAccessible(page, label) {
   const results = await new AxeBuilder({ page }).analyze();
   const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
@@ -229,6 +211,7 @@ export async function expectAccessible(page, label) {
 }
 
 /** Saves a full-page screenshot under test-results/ (and, with UPDATE_SCREENSHOTS=1, the README's copy in docs/screenshots/). */
+/** @param {Page} page @param {string} name @param {{ readme?: boolean }} [options] */
 export async function screenshot(page, name, { readme = false } = {}) {
   await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true });
   if (readme && process.env.UPDATE_SCREENSHOTS === "1") {

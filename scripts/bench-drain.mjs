@@ -26,7 +26,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { callApi } from "./lib/http-call.mjs";
-import { startLocalWorker } from "./lib/local-worker.mjs";
+import { onStop, startLocalWorker } from "./lib/local-worker.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT = join(ROOT, "bench", "drain.md");
@@ -39,21 +39,32 @@ const API_VERSION = "v26.0";
 // so that it shows the conversation's order and not the pair rate.
 const PAIR_BURST = 45;
 
-const say = (line) => process.stdout.write(`[bench-drain] ${line}\n`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** @typedef {{ at: number, to: string, jobId: string }} Call */
+/** A number at the fake operator. @typedef {{ latencyMs: number, calls: Call[], waiting: number, maxWaiting: number }} OperatorNumber */
+/** @typedef {{ numbers: Map<string, OperatorNumber>, close: () => Promise<unknown> }} Operator */
+/**
+ * @typedef {{ label: string, latencyMs: number, sends: number, acceptRate: number, callRate: number, maxInOneSecond: number,
+ *   maxWaiting: number, waitP50: number, waitMax: number, lastWait: number }} CaseResult
+ */
 
-/** The fake operator: per phone number id, a latency and the arrival time of every send. */
+const say = (/** @type {string} */ line) => process.stdout.write(`[bench-drain] ${line}\n`);
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The fake operator: per phone number id, a latency and the arrival time of every send. @returns {Promise<Operator>} */
 function startOperator() {
+  /** @type {Map<string, OperatorNumber>} */
   const numbers = new Map();
   const server = createServer((req, res) => {
     // The call's arrival: its headers, before the body is read.
     const arrivedAt = Date.now();
+    /** @type {Buffer[]} */
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
       const url = new URL(req.url ?? "/", `http://${req.headers.host}`);
       const parts = url.pathname.split("/").filter(Boolean);
       const phoneNumberId = parts[1] ?? "";
+      /** @param {number} status @param {unknown} body */
       const reply = (status, body) => {
         res.writeHead(status, { "Content-Type": "application/json" });
         res.end(JSON.stringify(body));
@@ -72,16 +83,21 @@ function startOperator() {
       }, number.latencyMs);
     });
   });
-  return new Promise((resolve) => server.listen(OPERATOR_PORT, "127.0.0.1", () => resolve({ numbers, close: () => new Promise((r) => server.close(r)) })));
+  return new Promise((resolve) => server.listen(OPERATOR_PORT, "127.0.0.1", () => resolve({ numbers, close: () => new Promise((r) => server.close(() => r(undefined))) })));
 }
 
+/** @param {import("./lib/http-call.mjs").ApiAnswer} res @param {number} status @param {string} what */
 async function expectStatus(res, status, what) {
   if (res.status !== status) throw new Error(`${what} answered ${res.status}: ${res.text.slice(0, 300)}`);
   return res.json;
 }
 
-/** Sends `count` messages as fast as the number accepts them; a 429 is retried with the same key after its Retry-After. */
+/**
+ * Sends `count` messages as fast as the number accepts them; a 429 is retried with the same key after its Retry-After.
+ * @param {string} baseUrl @param {string} apiKey @param {string} numberId @param {(i: number) => string} recipientOf @param {number} count
+ */
 async function sendAll(baseUrl, apiKey, numberId, recipientOf, count) {
+  /** @type {Array<{ at: number, jobId: string }>} */
   const accepted = [];
   for (let i = 0; i < count; i++) {
     const key = `drain-${numberId}-${i}`;
@@ -104,28 +120,38 @@ async function sendAll(baseUrl, apiKey, numberId, recipientOf, count) {
   return accepted;
 }
 
+/** Events per second from the first to the last of `times`. @param {number[]} times */
 function rate(times) {
   if (times.length < 2) return 0;
-  return (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
+  return (times.length - 1) / (((times.at(-1) ?? 0) - (times[0] ?? 0)) / 1000);
 }
 
-/** Largest number of calls that started within any 1,000 ms. */
+/** Largest number of calls that started within any 1,000 ms. @param {number[]} times (ascending) */
 function maxInOneSecond(times) {
   let max = 0;
+  /** @param {number} n */
+  const at = (n) => /** @type {number} */ (times[n]);
   for (let i = 0, j = 0; i < times.length; i++) {
-    while (times[i] - times[j] >= 1000) j++;
+    while (at(i) - at(j) >= 1000) j++;
     max = Math.max(max, i - j + 1);
   }
   return max;
 }
 
+/** @param {number[]} xs @param {number} p */
 const percentile = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
 
+/**
+ * @param {{ baseUrl: string, adminToken: string, workspaceId: string, apiKey: string, operator: Operator, next: number }} ctx
+ * @param {string} label @param {number} latencyMs @param {(i: number) => string} recipientOf
+ * @returns {Promise<CaseResult>}
+ */
 async function runCase(ctx, label, latencyMs, recipientOf, count = SENDS) {
   const phoneNumberId = `${Date.now()}${ctx.next}`;
+  /** @type {OperatorNumber} */
   const number = { latencyMs, calls: [], waiting: 0, maxWaiting: 0 };
   ctx.operator.numbers.set(phoneNumberId, number);
   const created = await expectStatus(
@@ -144,10 +170,10 @@ async function runCase(ctx, label, latencyMs, recipientOf, count = SENDS) {
   if (jobIds.size !== number.calls.length || number.calls.length !== accepted.length) throw new Error(`(${label}): ${number.calls.length} calls for ${accepted.length} messages`);
 
   const callTimes = number.calls.map((c) => c.at);
-  if (process.env.BENCH_DRAIN_DEBUG) say(`(${label}) call gaps ms: ${callTimes.slice(1).map((t, i) => t - callTimes[i]).join(" ")}`);
+  if (process.env.BENCH_DRAIN_DEBUG) say(`(${label}) call gaps ms: ${callTimes.slice(1).map((t, i) => t - (callTimes[i] ?? t)).join(" ")}`);
   const acceptTimes = accepted.map((a) => a.at);
   const callAtByJob = new Map(number.calls.map((c) => [c.jobId, c.at]));
-  const waits = accepted.map((a) => callAtByJob.get(a.jobId) - a.at);
+  const waits = accepted.map((a) => (callAtByJob.get(a.jobId) ?? NaN) - a.at);
   return {
     label,
     latencyMs,
@@ -158,7 +184,7 @@ async function runCase(ctx, label, latencyMs, recipientOf, count = SENDS) {
     maxWaiting: number.maxWaiting,
     waitP50: percentile(waits, 50),
     waitMax: Math.max(...waits),
-    lastWait: waits[waits.length - 1],
+    lastWait: waits.at(-1) ?? NaN,
   };
 }
 
@@ -166,16 +192,13 @@ async function main() {
   const operator = await startOperator();
   say(`fake operator on 127.0.0.1:${OPERATOR_PORT}; starting wrangler dev on 127.0.0.1:${WORKER_PORT}`);
   const worker = await startLocalWorker(WORKER_PORT, { UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${OPERATOR_PORT}`, UPSTREAM_CLOUD_API_VERSION: API_VERSION });
-  const onSignal = async () => {
-    await worker.stop();
-    process.exit(130);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  // On a signal the launcher runs this (the Worker and its temporary state), then exits 128 + n.
+  onStop(() => worker.stop());
   try {
     const ws = await expectStatus(await callApi(worker.baseUrl, "POST", "/admin/v1/workspaces", worker.adminToken, { name: "Drain bench", plan: "scale" }), 201, "creating a workspace");
     const key = await expectStatus(await callApi(worker.baseUrl, "POST", `/admin/v1/workspaces/${ws.id}/api-keys`, worker.adminToken, { name: "drain" }), 201, "creating a key");
     const ctx = { baseUrl: worker.baseUrl, adminToken: worker.adminToken, workspaceId: ws.id, apiKey: key.key, operator, next: 1 };
+    /** @type {CaseResult[]} */
     const results = [];
     results.push(await runCase(ctx, "f", 10, (i) => `5511970${String(i).padStart(6, "0")}`));
     say(`(f) ${results[0].callRate.toFixed(2)} calls/s`);
@@ -186,7 +209,7 @@ async function main() {
     results.push(await runCase(ctx, "v", 4_000, (i) => `5511973${String(i).padStart(6, "0")}`));
     say(`(v) ${results[3].callRate.toFixed(2)} calls/s, at most ${results[3].maxWaiting} waiting`);
     write(results);
-    const [f, s] = results;
+    const [f, s] = /** @type {[CaseResult, CaseResult]} */ (results);
     if (results.some((r) => r.maxInOneSecond > 2)) throw new Error("a number made more than 2 calls within 1 s");
     if (results.some((r) => r.maxWaiting > 6)) throw new Error("more than 6 calls of a number waited on the operator at once");
     if (s.callRate < 0.95 * f.callRate) throw new Error(`(s) drained at ${(s.callRate / f.callRate).toFixed(2)}× the baseline: slow answers hold the drain back`);
@@ -196,10 +219,12 @@ async function main() {
   }
 }
 
+/** @param {CaseResult[]} results */
 function write(results) {
-  const [f] = results;
-  const f2 = (x) => x.toFixed(2);
-  const ms = (x) => `${Math.round(x)}`;
+  const [f] = /** @type {[CaseResult]} */ (results);
+  const f2 = (/** @type {number} */ x) => x.toFixed(2);
+  const ms = (/** @type {number} */ x) => `${Math.round(x)}`;
+  /** @type {Record<string, string>} */
   const describe = {
     f: "operator answers in 10 ms, a new recipient per send (baseline)",
     s: "operator answers in 700 ms, a new recipient per send",

@@ -28,9 +28,9 @@ for (let i = 0; i < RUNS; i++) {
   const c = process.cpuUsage(c0);
   cpu.push((c.user + c.system) / 1000);
 }
-const sorted = (xs) => [...xs].sort((a, b) => a - b);
-const median = (xs) => sorted(xs)[Math.floor(xs.length / 2)];
-const fmt = (ms) => `${ms.toFixed(0)} ms`;
+const sorted = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b);
+const median = (/** @type {number[]} */ xs) => sorted(xs)[Math.floor(xs.length / 2)] ?? NaN;
+const fmt = (/** @type {number} */ ms) => `${ms.toFixed(0)} ms`;
 
 const lines = [
   "# Password hash cost (dashboard sign-in)",
@@ -38,7 +38,7 @@ const lines = [
   `argon2id m=${PARAMS.m} KiB, t=${PARAMS.t}, p=${PARAMS.p} with @noble/hashes (pure JavaScript), ${RUNS} runs in Node ${process.version}`,
   `on ${process.platform}/${process.arch}:`,
   "",
-  `- CPU time of one hash: median ${fmt(median(cpu))} (min ${fmt(sorted(cpu)[0])}, max ${fmt(sorted(cpu).at(-1))})`,
+  `- CPU time of one hash: median ${fmt(median(cpu))} (min ${fmt(sorted(cpu)[0] ?? NaN)}, max ${fmt(sorted(cpu).at(-1) ?? NaN)})`,
   `- wall time of one hash: median ${fmt(median(wall))}`,
   "",
   "Every sign-in attempt that is not throttled costs one hash (an unknown email too: it is checked against a dummy hash),",

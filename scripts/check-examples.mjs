@@ -28,22 +28,27 @@ const RECEIVER_PORT = PORT + 1;
 const FILES = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`), "sdk/README.md"];
 const SHELL = new Set(["bash", "sh", "shell"]);
 
-/** Fenced blocks with their language, first line number and the marker comment just above. */
+/** @typedef {{ file: string, line: number, lang: string, code: string, marker: string | null }} Block */
+/** @typedef {{ failed: string | null, output: string }} Outcome */
+
+/** Fenced blocks with their language, first line number and the marker comment just above. @param {string} file */
 function blocksOf(file) {
   const lines = readFileSync(join(ROOT, file), "utf8").split("\n");
+  /** @type {Block[]} */
   const blocks = [];
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\w*)\s*$/.exec(lines[i]);
+    const open = /^```(\w*)\s*$/.exec(lines[i] ?? "");
     if (!open) continue;
     const start = i;
     const body = [];
-    for (i++; i < lines.length && !/^```\s*$/.test(lines[i]); i++) body.push(lines[i]);
+    for (i++; i < lines.length && !/^```\s*$/.test(lines[i] ?? ""); i++) body.push(lines[i] ?? "");
     const marker = /^<!--\s*example:\s*(.*?)\s*-->$/.exec(lines[start - 1]?.trim() ?? "")?.[1] ?? null;
-    blocks.push({ file, line: start + 1, lang: open[1], code: body.join("\n"), marker });
+    blocks.push({ file, line: start + 1, lang: open[1] ?? "", code: body.join("\n"), marker });
   }
   return blocks;
 }
 
+/** @param {string} baseUrl @param {string} token @param {string} path @param {unknown} body */
 async function admin(baseUrl, token, path, body) {
   const res = await fetch(`${baseUrl}/admin/v1${path}`, {
     method: "POST",
@@ -59,14 +64,16 @@ const SHELL_PRELUDE = `set -euo pipefail
 curl() { command curl --fail-with-body --silent --show-error --max-time 20 "$@"; echo; }
 `;
 
+/** @param {string} file @param {Block[]} blocks @param {string} cwd @param {NodeJS.ProcessEnv} env @returns {Outcome} */
 function runShell(file, blocks, cwd, env) {
   const script = SHELL_PRELUDE + blocks.map((b) => `echo "::example ${file}:${b.line}" >&2\n${b.code}\n`).join("\n");
   const result = spawnSync("bash", ["-c", script], { cwd, env, encoding: "utf8", timeout: 120_000 });
   const started = [...result.stderr.matchAll(/::example (\S+)/g)].map((m) => m[1]);
   if (result.status === 0) return { failed: null, output: result.stdout };
-  return { failed: started.at(-1) ?? `${file}:${blocks[0].line}`, output: `${result.stdout}\n${result.stderr}`.replace(/::example \S+\n/g, "") };
+  return { failed: started.at(-1) ?? `${file}:${blocks[0]?.line}`, output: `${result.stdout}\n${result.stderr}`.replace(/::example \S+\n/g, "") };
 }
 
+/** @param {Block} block @param {string} cwd @param {NodeJS.ProcessEnv} env @returns {Promise<Outcome>} */
 async function runTypeScript(block, cwd, env) {
   const bundled = await build({
     stdin: { contents: block.code, resolveDir: ROOT, loader: "ts", sourcefile: `${block.file}:${block.line}.ts` },
@@ -89,7 +96,7 @@ async function main() {
     req.resume();
     req.on("end", () => res.writeHead(204).end());
   });
-  await new Promise((resolve) => receiver.listen(RECEIVER_PORT, "127.0.0.1", resolve));
+  await new Promise((resolve) => receiver.listen(RECEIVER_PORT, "127.0.0.1", () => resolve(undefined)));
   const worker = await startLocalWorker(PORT);
   const cwd = mkdtempSync(join(tmpdir(), "examples-"));
   let failures = 0;

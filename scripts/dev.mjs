@@ -6,106 +6,69 @@
 //   4. a demo tenant (workspace, API key, sandbox number), reused across runs via .dev-demo.json;
 //   5. .dev-server.json with the base URL (read by `npm run webhook:listen`), removed on exit;
 //   6. a banner with the demo API key and copy-paste curl lines.
-// wrangler runs in its own process group: Ctrl+C, SIGTERM and SIGHUP (a closed terminal) are
-// forwarded to the whole group, so wrangler and workerd stop together and free the port.
-// This script exits with wrangler's code. Node built-ins only.
-import { spawn } from "node:child_process";
+// wrangler runs in its own process group (scripts/lib/local-worker.mjs): Ctrl+C, SIGTERM and
+// SIGHUP (a closed terminal) are passed on to the whole group, so wrangler and workerd stop
+// together and free the port. This script exits with wrangler's code. Node built-ins only.
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { randomUUID } from "node:crypto";
-import { connect } from "node:net";
-import { constants as osConstants } from "node:os";
-import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { ensureDevVars as ensureDevVarsIn } from "./lib/dev-vars.mjs";
 import { callApi } from "./lib/http-call.mjs";
 import { dashboardBanner, demoDashboardSignIn } from "./lib/demo-dashboard.mjs";
+import { HOST, LocalWorker, migrateLocalD1, onStop, portInUse, ROOT, stopAndExit, WRANGLER } from "./lib/local-worker.mjs";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+/** @typedef {{ workspaceId: string, apiKey: string, channelNumberId: string }} Demo */
+
 const DEMO_FILE = join(ROOT, ".dev-demo.json");
 const SERVER_FILE = join(ROOT, ".dev-server.json");
-const BIN_DIR = join(ROOT, "node_modules", ".bin");
-const IS_WINDOWS = process.platform === "win32";
-const WRANGLER = join(BIN_DIR, IS_WINDOWS ? "wrangler.cmd" : "wrangler");
 
-const HOST = "127.0.0.1";
 const PORT = parsePort(process.env.PORT ?? "8787");
 const BASE_URL = `http://${HOST}:${PORT}`;
 
-const say = (msg) => console.log(`[dev] ${msg}`);
+const say = (/** @type {string} */ msg) => console.log(`[dev] ${msg}`);
+/** @param {string} msg @returns {never} */
 const fail = (msg) => {
   console.error(`[dev] ${msg}`);
   process.exit(1);
 };
 
+/** @param {string} raw */
 function parsePort(raw) {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > 65535) fail(`PORT must be a TCP port number, got "${raw}".`);
   return n;
 }
 
-// ---------------------------------------------------------------- children and signals
+// ---------------------------------------------------------------- signals
 
-/** The child currently running (migrations, then wrangler dev); signals are forwarded to its process group. */
-let current = null;
 let stopping = false;
-
-const running = (child) => child && child.exitCode === null && child.signalCode === null;
-
-/** Signals the child's whole process group (wrangler and the workerd it started). */
-function signalChild(signal) {
-  if (!running(current)) return;
-  try {
-    if (IS_WINDOWS) current.kill(signal);
-    else process.kill(-current.pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-function onSignal(signal) {
-  stopping = true;
-  if (running(current)) {
-    // A closed terminal (SIGHUP) stops the server the way `kill` does.
-    signalChild(signal === "SIGHUP" ? "SIGTERM" : signal);
-  } else {
-    process.exit(128 + (osConstants.signals[signal] ?? 1));
-  }
-}
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => onSignal(signal));
+// The launcher passes a signal on to wrangler's group; wrangler's exit then ends this script with its code.
+onStop(() => (stopping = true));
 // `kill <pid of npm run dev>` ends npm without telling this script: it notices that its parent
 // is gone (it was re-parented) and stops the server as if the terminal had closed.
 const launcher = process.ppid;
-setInterval(() => process.ppid !== launcher && !stopping && onSignal("SIGHUP"), 1_000).unref();
-process.on("exit", () => {
-  // However this script ends, it never leaves wrangler or workerd behind, nor a stale .dev-server.json.
-  signalChild("SIGTERM");
-  rmSync(SERVER_FILE, { force: true });
-});
+setInterval(() => process.ppid !== launcher && !stopping && ((stopping = true), stopAndExit("SIGHUP")), 1_000).unref();
+// However this script ends, it leaves no stale .dev-server.json (the launcher stops wrangler).
+process.on("exit", () => rmSync(SERVER_FILE, { force: true }));
 
-const childEnv = (extra = {}) => ({
-  ...process.env,
-  // The devDependency `node` (22) is in node_modules/.bin: keep it first for wrangler
-  // even when this script was started without npm.
-  PATH: `${BIN_DIR}${delimiter}${process.env.PATH ?? ""}`,
-  // Local dev needs no real `request.cf` data; fetching it prints stack traces when offline.
-  CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false",
-  // Our stdout is wrangler's when it is piped through this script: keep its colours.
-  ...(process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: "1" } : {}),
-  ...extra,
-});
+/** Local dev needs no real `request.cf` data; fetching it prints stack traces when offline. */
+const CF_FETCH = { CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false" };
 
 /**
  * wrangler dev prints its bindings table again whenever the local dev registry changes
  * (another local Worker starts or stops). The same table twice is noise: only a changed
  * one is shown again, and the "Connection status updated" line that precedes it is dropped.
+ * @param {import("node:stream").Readable} stream
  */
 function printWithoutRepeatedBindings(stream) {
   const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  /** @type {string[] | null} */
   let table = null;
+  /** @type {string | null} */
   let lastTable = null;
   const flush = () => {
-    const text = table.join("\n");
+    const text = (table ?? []).join("\n");
     if (text !== lastTable) process.stdout.write(`${text}\n`);
     lastTable = text;
     table = null;
@@ -123,27 +86,6 @@ function printWithoutRepeatedBindings(stream) {
   lines.on("close", () => table && flush());
 }
 
-function spawnWrangler(args, { env = {}, stdin = "ignore", filterStdout = false } = {}) {
-  const child = spawn(WRANGLER, args, {
-    cwd: ROOT,
-    env: childEnv(env),
-    stdio: [stdin, filterStdout ? "pipe" : "inherit", "inherit"],
-    shell: IS_WINDOWS, // .cmd shims need a shell on Windows
-    // Its own process group (POSIX), so that signals reach wrangler and workerd together.
-    detached: !IS_WINDOWS,
-  });
-  if (filterStdout) printWithoutRepeatedBindings(child.stdout);
-  current = child;
-  const exited = new Promise((resolve) => {
-    child.on("exit", (code, signal) => resolve(code ?? 128 + (osConstants.signals[signal] ?? 1)));
-    child.on("error", (err) => {
-      console.error(`[dev] could not start wrangler: ${err.message}`);
-      resolve(1);
-    });
-  });
-  return { child, exited };
-}
-
 // ---------------------------------------------------------------- 1. .dev.vars
 
 const ensureDevVars = () => ensureDevVarsIn(ROOT, { say, fail });
@@ -152,63 +94,24 @@ const ensureDevVars = () => ensureDevVarsIn(ROOT, { say, fail });
 
 async function applyMigrations() {
   say("applying local D1 migrations (wrangler d1 migrations apply DB --local)");
-  // The command has no --yes flag: its "About to apply N migration(s)... continue?" prompt is
-  // answered "yes" automatically only when wrangler sees no TTY or CI is set. stdin is not
-  // a TTY here and CI=true makes that explicit.
-  const { exited } = spawnWrangler(["d1", "migrations", "apply", "DB", "--local"], { env: { CI: "true" } });
-  const code = await exited;
+  const { code } = await migrateLocalD1({ output: "inherit", env: CF_FETCH });
   if (stopping) process.exit(code);
   if (code !== 0) fail(`migrations failed (exit code ${code}); see the output above.`);
 }
 
-// ---------------------------------------------------------------- 3. wrangler dev
-
-function portInUse(port) {
-  return new Promise((resolve) => {
-    const socket = connect({ host: HOST, port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls the OpenAPI document until it answers 200; false if wrangler exits first. */
-async function waitUntilReady(exited) {
-  let done = false;
-  exited.then(() => (done = true));
-  const started = Date.now();
-  let hinted = false;
-  while (!done) {
-    try {
-      const res = await fetch(`${BASE_URL}/api/v1/openapi.json`, { signal: AbortSignal.timeout(5000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return true;
-    } catch {
-      // not listening yet
-    }
-    if (!hinted && Date.now() - started > 90_000) {
-      hinted = true;
-      say(`still waiting for ${BASE_URL}/api/v1/openapi.json; check wrangler's output above (a build error waits for a fix).`);
-    }
-    await sleep(500);
-  }
-  return false;
-}
-
 // ---------------------------------------------------------------- 4. demo tenant
 
+/** @param {string} method @param {string} path @param {string} token @param {unknown} [body] */
 const call = (method, path, token, body) => callApi(BASE_URL, method, path, token, body);
 
+/** @param {string} adminToken @param {string} path @param {unknown} body @param {string} what */
 async function adminCall(adminToken, path, body, what) {
   const res = await call("POST", `/admin/v1${path}`, adminToken, body);
   if (res.status !== 201) throw new Error(`creating ${what} answered ${res.status}: ${res.text.slice(0, 500)}`);
   return res.json;
 }
 
+/** @returns {Demo | null} */
 function readDemo() {
   try {
     const demo = JSON.parse(readFileSync(DEMO_FILE, "utf8"));
@@ -218,6 +121,7 @@ function readDemo() {
   }
 }
 
+/** @param {Demo} demo */
 async function demoStillValid(demo) {
   const me = await call("GET", "/api/v1/me", demo.apiKey);
   if (me.status !== 200 || me.json?.workspace?.id !== demo.workspaceId) return false;
@@ -225,6 +129,7 @@ async function demoStillValid(demo) {
   return number.status === 200;
 }
 
+/** @param {string} adminToken @returns {Promise<Demo>} */
 async function ensureDemoTenant(adminToken) {
   const saved = readDemo();
   if (saved && (await demoStillValid(saved))) {
@@ -248,6 +153,7 @@ async function ensureDemoTenant(adminToken) {
 
 // ---------------------------------------------------------------- 5. banner
 
+/** @param {Demo} demo */
 function banner(demo) {
   const auth = `-H "Authorization: Bearer ${demo.apiKey}"`;
   const body = JSON.stringify({ channelNumberId: demo.channelNumberId, to: "5511999998888", text: { body: "Hello from the sandbox" } });
@@ -296,10 +202,24 @@ async function main() {
 
   if (await portInUse(PORT)) fail(`${HOST}:${PORT} is already in use (another \`npm run dev\`?). Stop it or set PORT=<port>.`);
   say(`starting wrangler dev on ${BASE_URL}`);
-  const { exited } = spawnWrangler(["dev", "--ip", HOST, "--port", String(PORT), "--show-interactive-dev-session=false"], { filterStdout: true });
-  exited.then((code) => process.exit(code));
+  const worker = new LocalWorker({
+    port: PORT,
+    output: "inherit",
+    pipeStdout: printWithoutRepeatedBindings,
+    // Our stdout is wrangler's when it is piped through this script: keep its colours.
+    env: { ...CF_FETCH, ...(process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: "1" } : {}) },
+  });
+  worker.exited.then((code) => process.exit(code));
 
-  if (!(await waitUntilReady(exited))) return;
+  try {
+    await worker.waitUntilReady({
+      limitMs: Infinity,
+      slowAfterMs: 90_000,
+      onSlow: () => say(`still waiting for ${BASE_URL}/api/v1/openapi.json; check wrangler's output above (a build error waits for a fix).`),
+    });
+  } catch {
+    return; // wrangler exited: this script exits with its code
+  }
   writeFileSync(SERVER_FILE, `${JSON.stringify({ baseUrl: BASE_URL, pid: process.pid, startedAt: new Date().toISOString() }, null, 2)}\n`);
   try {
     const demo = await ensureDemoTenant(adminToken);
@@ -307,7 +227,7 @@ async function main() {
     if (!stopping) console.log(banner(demo) + dashboardBanner(dashboard));
   } catch (err) {
     if (!stopping) {
-      console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err.message}`);
+      console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err instanceof Error ? err.message : String(err)}`);
       console.error("[dev] fix the cause and restart `npm run dev`; wrangler keeps running meanwhile.");
     }
   }

@@ -22,21 +22,21 @@ import { fileURLToPath } from "node:url";
 import { randomBytes, randomInt } from "node:crypto";
 import { parseArgs } from "node:util";
 import { callApi } from "./lib/http-call.mjs";
-import { LOCAL_SECRETS } from "./lib/local-worker.mjs";
+import { LOCAL_SECRETS, onStop } from "./lib/local-worker.mjs";
 import { seededRandom } from "./lib/soak-random.mjs";
 import { startOperator } from "./lib/soak-operator.mjs";
 import { startReceiver } from "./lib/soak-receiver.mjs";
 import { createOperatorWebhooks } from "./lib/soak-operator-webhooks.mjs";
 import { createRuntime, KILL_MARGIN_MS } from "./lib/soak-runtime.mjs";
-import { createLoad } from "./lib/soak-load.mjs";
+import { createLoad, wasAccepted } from "./lib/soak-load.mjs";
 import { checkClientErrors, checkConversationOrder, checkEvents, checkNumberRate, checkOperatorCalls, checkTerminal, queuedTimes } from "./lib/soak-checks.mjs";
 import { mapLimit } from "./lib/map-limit.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const WORK_DIR = join(ROOT, ".wrangler", "soak");
 const API_VERSION = "v26.0"; // wrangler.toml UPSTREAM_CLOUD_API_VERSION
-const say = (msg) => console.log(`[soak] ${msg}`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const say = (/** @type {string} */ msg) => console.log(`[soak] ${msg}`);
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 
 const { values: args } = parseArgs({
   options: {
@@ -50,6 +50,7 @@ const { values: args } = parseArgs({
     summary: { type: "string" },
   },
 });
+/** @param {string | undefined} v @param {number} fallback */
 const num = (v, fallback) => (v === undefined || v === "" ? fallback : Number(v));
 const OPTIONS = {
   durationS: num(args.duration ?? process.env.SOAK_DURATION_S, 180),
@@ -61,11 +62,11 @@ const OPTIONS = {
   port: num(args.port ?? process.env.SOAK_PORT, 8830),
   summary: args.summary ?? join(WORK_DIR, "summary.json"),
 };
-for (const [k, v] of Object.entries(OPTIONS)) if (k !== "summary" && !(Number.isInteger(v) && v >= 0)) throw new Error(`--${k}: a whole number, got ${v}`);
+for (const [k, v] of Object.entries(OPTIONS)) if (k !== "summary" && !(typeof v === "number" && Number.isInteger(v) && v >= 0)) throw new Error(`--${k}: a whole number, got ${v}`);
 if (OPTIONS.durationS < 30) throw new Error("--duration: at least 30 s");
 
 /** The Worker's vars for this run: the fake operator, and the short delays that fit a soak (see README). */
-const WORKER_VARS = (operatorPort) => ({
+const WORKER_VARS = (/** @type {number} */ operatorPort) => ({
   UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${operatorPort}`,
   // In-memory local queues lose events on a kill; republished after 60 s instead of 10 min. Not
   // shorter: under the soak's load the local webhook queue's own latency reaches tens of seconds,
@@ -83,6 +84,7 @@ const WORKER_VARS = (operatorPort) => ({
 
 // ---------------------------------------------------------------- what the run started
 
+/** @type {Array<() => unknown>} */
 const cleanups = [];
 let cleaning = null;
 const cleanup = () =>
@@ -91,20 +93,23 @@ const cleanup = () =>
       try {
         await fn();
       } catch (err) {
-        console.error(`[soak] cleanup: ${err?.message ?? err}`);
+        console.error(`[soak] cleanup: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
   })());
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => {
-    console.error(`[soak] ${signal}: stopping what the soak started`);
-    cleanup().then(() => process.exit(128 + (os.constants.signals[signal] ?? 1)));
-  });
-}
+// On a signal, the launcher runs this, then stops the Worker's process group and exits 128 + n.
+onStop((signal) => {
+  console.error(`[soak] ${signal}: stopping what the soak started`);
+  return cleanup();
+});
 
 // ---------------------------------------------------------------- API helpers
 
 /** A read for the checks: retried through the read limit, bounded (then `status: null`). */
+/**
+ * @param {string} baseUrl @param {string} path @param {string} key
+ * @returns {Promise<import("./lib/http-call.mjs").ApiAnswer | { status: null, json: null, text: string }>}
+ */
 async function read(baseUrl, path, key, limitMs = 10_000) {
   const started = Date.now();
   while (true) {
@@ -121,6 +126,7 @@ async function read(baseUrl, path, key, limitMs = 10_000) {
   }
 }
 
+/** @param {string} baseUrl @param {string} path @param {unknown} body */
 async function admin(baseUrl, path, body) {
   const res = await callApi(baseUrl, "POST", `/admin/v1${path}`, LOCAL_SECRETS.ADMIN_TOKEN, body);
   if (res.status !== 201) throw new Error(`POST /admin/v1${path} answered ${res.status}: ${res.text.slice(0, 300)}`);
@@ -157,14 +163,18 @@ async function main() {
   const receiver = await startReceiver({ port: receiverPort, failShare: 0.3, random: seededRandom(OPTIONS.seed + 1), secrets });
   cleanups.push(() => receiver.stop());
 
-  const runtime = createRuntime({ port: workerPort, inspectorPort, state: join(WORK_DIR, "state"), vars: WORKER_VARS(operatorPort), logFile: join(WORK_DIR, "wrangler.log") });
+  const runtime = await createRuntime({ port: workerPort, inspectorPort, state: join(WORK_DIR, "state"), vars: WORKER_VARS(operatorPort), logFile: join(WORK_DIR, "wrangler.log") });
   const baseUrl = runtime.baseUrl;
   cleanups.push(() => runtime.stop());
 
   const operatorWebhooks = createOperatorWebhooks({
     baseUrl,
     appSecret: LOCAL_SECRETS.UPSTREAM_APP_SECRET,
-    tenantOf: (phoneNumberId) => byPhone.get(phoneNumberId).tenant,
+    tenantOf: (phoneNumberId) => {
+      const known = byPhone.get(phoneNumberId);
+      if (!known) throw new Error(`no soak number has the phone number id ${phoneNumberId}`);
+      return known.tenant;
+    },
     random: seededRandom(OPTIONS.seed + 2),
   });
   cleanups.push(() => operatorWebhooks.stop());
@@ -220,14 +230,17 @@ async function main() {
   await load.stop();
   clearInterval(waiting);
   const loadEnded = Date.now();
-  const accepted = load.sends.filter((s) => s.jobId !== null);
+  const accepted = load.sends.filter(wasAccepted);
   say(`${accepted.length} sends accepted; settling (at most ${OPTIONS.settleS} s)`);
 
   // ---- settle: every accepted message terminal, the operator's webhooks all confirmed, every event delivered
+  /** @typedef {import("./lib/soak-load.mjs").AcceptedLoadSend} AcceptedLoadSend */
+  /** @type {Map<string, import("./lib/soak-checks.mjs").MessageRecord>} */
   const records = new Map();
+  /** @type {Map<string, import("./lib/soak-checks.mjs").TimelineEntry[]>} */
   const timelines = new Map();
-  const keyOf = (s) => s.tenant.checkKey;
-  const fetchRecords = async (list) => {
+  const keyOf = (/** @type {AcceptedLoadSend} */ s) => s.tenant.checkKey;
+  const fetchRecords = async (/** @type {AcceptedLoadSend[]} */ list) => {
     await mapLimit(list, 8, async (s) => {
       const r = await read(baseUrl, `/api/v1/messages/${s.jobId}`, keyOf(s));
       if (r.status === 200) records.set(s.jobId, r.json);
@@ -239,7 +252,7 @@ async function main() {
       if (r.status === 200) timelines.set(s.jobId, r.json.timeline);
     });
   };
-  const isTerminal = (s) => ["sent", "failed"].includes(records.get(s.jobId)?.status);
+  const isTerminal = (/** @type {AcceptedLoadSend} */ s) => ["sent", "failed"].includes(records.get(s.jobId)?.status ?? "");
   const settleDeadline = Date.now() + OPTIONS.settleS * 1000;
   let settled = false;
   let lastReport = Date.now();
@@ -290,6 +303,7 @@ async function main() {
     clientExpectations: { figures: load.counts, failures: load.mismatches },
   };
   const queued = queuedTimes(accepted, calls);
+  /** @type {Record<string, number>} */
   const outcomes = {};
   for (const s of load.sends) outcomes[s.outcome] = (outcomes[s.outcome] ?? 0) + 1;
 
@@ -301,7 +315,7 @@ async function main() {
     machine: { platform: `${os.type()} ${os.release()} ${os.arch()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? null, memoryGb: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version },
     options: { ...OPTIONS, summary: undefined },
     vars: WORKER_VARS(operatorPort),
-    killWindows: runtime.windows.map((w) => ({ killedAtS: +((w.killedAt - loadStarted) / 1000).toFixed(1), downS: +((w.readyAt - w.killedAt) / 1000).toFixed(1), marginBeforeKillMs: KILL_MARGIN_MS })),
+    killWindows: runtime.windows.map((w) => ({ killedAtS: +((w.killedAt - loadStarted) / 1000).toFixed(1), downS: +(((w.readyAt ?? NaN) - w.killedAt) / 1000).toFixed(1), marginBeforeKillMs: KILL_MARGIN_MS })),
     settled,
     settleS: +(settleMs / 1000).toFixed(1),
     sends: { offered: load.sends.length, outcomes },
@@ -330,6 +344,7 @@ async function main() {
   writeFileSync(OPTIONS.summary, JSON.stringify(summary, null, 2));
 
   const f = checks;
+  /** @param {string} label @param {string} value @param {boolean} [ok] */
   const line = (label, value, ok) => console.log(`  ${ok === undefined ? " " : ok ? "✓" : "✗"} ${label.padEnd(64)} ${value}`);
   console.log("");
   console.log(`soak ${runId} (seed ${OPTIONS.seed}), ${new Date(runStarted).toISOString()}, ${OPTIONS.durationS} s of load, settled in ${summary.settleS} s`);

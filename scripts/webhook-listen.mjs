@@ -30,19 +30,27 @@ const MAX_BODY_BYTES = 1024 * 1024;
 
 const args = process.argv.slice(2);
 const register = !args.includes("--no-register");
+/** @type {string | null} */
 let secret = args.find((a) => a.startsWith("whsec_")) ?? process.env.WEBHOOK_SECRET ?? null;
 
+/** @typedef {{ apiKey: string, channelNumberId: string }} Demo */
+/** @typedef {{ id: string, secret: string }} Webhook */
+/** @typedef {import("node:http").IncomingHttpHeaders} Headers */
+
+/** @param {string} message @returns {never} */
 function fail(message) {
   console.error(`[listen] ${message}`);
   process.exit(1);
 }
 
+/** @param {string} raw */
 function parsePort(raw) {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > 65535) fail(`WEBHOOK_LISTEN_PORT must be a TCP port number, got "${raw}".`);
   return n;
 }
 
+/** @param {string} file @returns {Record<string, unknown> | null} */
 function readJson(file) {
   if (!existsSync(file)) return null;
   try {
@@ -52,23 +60,25 @@ function readJson(file) {
   }
 }
 
+/** @returns {Demo | null} */
 function readDemo() {
   const demo = readJson(DEMO_FILE);
-  return demo?.apiKey && demo?.channelNumberId ? demo : null;
+  return typeof demo?.apiKey === "string" && typeof demo?.channelNumberId === "string" ? { apiKey: demo.apiKey, channelNumberId: demo.channelNumberId } : null;
 }
 
 /** The running dev server's base URL: API_BASE_URL, else what `npm run dev` wrote. */
 function apiBaseUrl() {
   const configured = process.env.API_BASE_URL ?? readJson(SERVER_FILE)?.baseUrl;
-  return configured ? configured.replace(/\/+$/, "") : null;
+  return typeof configured === "string" && configured ? configured.replace(/\/+$/, "") : null;
 }
 
 /** Standard Webhooks: HMAC-SHA256 over "{id}.{timestamp}.{body}", key = base64 after "whsec_". */
-function verify(headers, body) {
+/** @param {Headers} headers @param {string} body @param {string} secret */
+function verify(headers, body, secret) {
   const id = headers["webhook-id"];
   const timestamp = headers["webhook-timestamp"];
   const signatures = headers["webhook-signature"];
-  if (!id || !timestamp || !signatures) return "missing webhook-id, webhook-timestamp or webhook-signature";
+  if (typeof id !== "string" || typeof timestamp !== "string" || typeof signatures !== "string") return "missing webhook-id, webhook-timestamp or webhook-signature";
   const age = Math.abs(Date.now() / 1000 - Number(timestamp));
   if (!Number.isFinite(age) || age > TOLERANCE_SECONDS) return `timestamp ${timestamp} is more than 5 minutes off`;
   const key = Buffer.from(secret.slice("whsec_".length), "base64");
@@ -82,11 +92,12 @@ function verify(headers, body) {
   return ok ? null : "no v1 signature matches the secret";
 }
 
+/** @param {Headers} headers @param {string} body */
 function printDelivery(headers, body) {
   const time = new Date().toISOString().slice(11, 19);
   const id = headers["webhook-id"] ?? "(no webhook-id)";
   if (secret) {
-    const problem = verify(headers, body);
+    const problem = verify(headers, body, secret);
     if (problem) {
       console.log(`${time}  ✗ BAD SIGNATURE  ${id}: ${problem}`);
       return;
@@ -104,7 +115,10 @@ function printDelivery(headers, body) {
   console.log(JSON.stringify(event.data, null, 2).replace(/^/gm, "    "));
 }
 
-/** Makes this receiver the demo number's webhook; returns the webhook (its new secret included). */
+/**
+ * Makes this receiver the demo number's webhook; returns the webhook (its new secret included).
+ * @param {string} baseUrl @param {Demo} demo @returns {Promise<Webhook>}
+ */
 async function registerDemo(baseUrl, demo) {
   let res;
   try {
@@ -115,20 +129,21 @@ async function registerDemo(baseUrl, demo) {
       signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {
-    fail(`could not reach the API at ${baseUrl} (${err.message}); is \`npm run dev\` running?`);
+    return fail(`could not reach the API at ${baseUrl} (${err instanceof Error ? err.message : String(err)}); is \`npm run dev\` running?`);
   }
   const body = await res.json().catch(() => null);
   if (res.status !== 201 || !body?.secret) fail(`registration failed: HTTP ${res.status} ${JSON.stringify(body)}`);
   return body;
 }
 
+/** @param {string | null} baseUrl @param {Demo | null} demo @param {Webhook | null} webhook */
 function banner(baseUrl, demo, webhook) {
   const lines = ["", `  Webhook receiver on ${RECEIVER_URL} (every delivery is answered 204)`];
   if (webhook) {
     lines.push(
-      `  Registered as webhook ${webhook.id} of the demo number ${demo.channelNumberId} at ${baseUrl};`,
+      `  Registered as webhook ${webhook.id} of the demo number ${demo?.channelNumberId} at ${baseUrl};`,
       "  deliveries are verified with its new secret. Send a message, or a test event:",
-      `    curl -sS -X POST ${baseUrl}/api/v1/webhooks/${webhook.id}/test -H "Authorization: Bearer ${demo.apiKey}"`,
+      `    curl -sS -X POST ${baseUrl}/api/v1/webhooks/${webhook.id}/test -H "Authorization: Bearer ${demo?.apiKey}"`,
     );
   } else {
     lines.push(secret ? "  Verifying signatures with the given secret." : "  No secret: events are printed unverified.");
@@ -154,6 +169,7 @@ const server = createServer((req, res) => {
     res.writeHead(405, { Allow: "POST" }).end();
     return;
   }
+  /** @type {Buffer[]} */
   const chunks = [];
   let size = 0;
   req.on("data", (chunk) => {
@@ -175,7 +191,8 @@ const server = createServer((req, res) => {
 server.on("error", (err) => fail(`cannot listen on ${HOST}:${PORT}: ${err.message} (set WEBHOOK_LISTEN_PORT to use another port)`));
 
 server.listen(PORT, HOST, async () => {
-  const webhook = register ? await registerDemo(baseUrl, demo) : null;
+  // Checked above: registering needs both.
+  const webhook = register && baseUrl && demo ? await registerDemo(baseUrl, demo) : null;
   if (webhook) secret = webhook.secret;
   banner(baseUrl, demo, webhook);
 });

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { config } from "./config";
 import type { AppEnv } from "./context";
 import { ApiError, errorBody, type ErrorCode } from "./lib/errors";
 import { log } from "./lib/log";
@@ -91,6 +92,12 @@ adminApi
 
 export const app = new Hono<AppEnv>();
 app.use("*", requestId);
+// A Worker has no start-up hook that could refuse to boot: a var with an unusable value
+// fails every request instead (500, logged with the var's name), not only the ones that read it.
+app.use("*", async (c, next) => {
+  config(c.env);
+  await next();
+});
 app.use("*", securityHeaders);
 app.use("*", serverTiming);
 app.route("/api/v1", publicApi);

@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { expectError } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { SEND_RATE_LIMIT_POLICY, sendRateLimitHeaders } from "../src/lib/rate-limit-fields";
 
 let clock = Date.UTC(2034, 7, 9, 10);
 beforeEach(() => {
@@ -43,15 +42,5 @@ describe("rate-limit fields of POST /messages (draft-ietf-httpapi-ratelimit-head
     const replay = await send(t.key, key, textMessage(t.numberId));
     expect(replay.status).toBe(200);
     expect(replay.headers.get("RateLimit")).toBeNull();
-  });
-
-  it("names the policy of the limit closest to refusing", () => {
-    expect(SEND_RATE_LIMIT_POLICY).toBe(POLICY);
-    expect(sendRateLimitHeaders({ scope: "workspace", limit: 1200, remaining: 0, resetSeconds: 42 })).toMatchObject({
-      RateLimit: '"workspace";r=0;t=42',
-      "RateLimit-Limit": "1200",
-      "RateLimit-Reset": "42",
-    });
-    expect(sendRateLimitHeaders({ scope: "number", limit: 2, remaining: 1, resetSeconds: 1 }).RateLimit).toBe('"number";r=1;t=1');
   });
 });

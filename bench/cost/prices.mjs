@@ -4,6 +4,9 @@
 // plan's included monthly usage is spent (the allowances are per account and month, so they
 // do not scale with messages; they are listed for reference).
 
+/** @typedef {{ url: string, source: string, readOn: string }} Cite */
+/** @typedef {{ usd: number, per: number, unit: string, included: string, cite: Cite }} Price */
+
 const READ_ON = "2026-11-23";
 const DOCS = "cloudflare/cloudflare-docs";
 
@@ -57,5 +60,5 @@ export const PRICES = {
   r2StorageGbMonth: { usd: 0.015, per: 1, unit: "GB-month (Standard)", included: "10 GB-month", cite: R2 },
 };
 
-/** Dollars per million messages for `perMessage` units of a price. */
+/** Dollars per million messages for `perMessage` units of a price. @param {Price} price @param {number} perMessage */
 export const perMillion = (price, perMessage) => (perMessage * price.usd * 1e6) / price.per;

@@ -5,9 +5,29 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { PRICES, perMillion } from "./prices.mjs";
 
-const here = (p) => new URL(p, import.meta.url);
+/**
+ * The counts of one step, as bench/cost/meter.ts writes them (its `Usage`; restated here because meter.ts is
+ * typed for workerd): per object class, queue or route.
+ * @typedef {object} Usage
+ * @property {Record<string, number>} workerRequests
+ * @property {Record<string, number>} doRequests
+ * @property {Record<string, number>} alarms
+ * @property {Record<string, { read: number, written: number }>} sql
+ * @property {Record<string, { read: number, written: number, calls: number }>} sqlByStatement
+ * @property {Record<string, number>} setAlarm
+ * @property {Record<string, { writes: number, reads: number, deletes: number, retries: number, messages: number, bytes: number }>} queues
+ * @property {{ read: number, written: number, queries: number }} d1
+ * @property {{ classA: number, classB: number, free: number, bytesPut: number }} r2
+ * @property {Record<string, number>} outbound
+ */
+/** One scenario of a cost run (bench/cost/lifecycle.cost.ts). @typedef {{ name: string, description: string, messages: number, steps: Array<{ step: string, usage: Usage }> }} Scenario */
+/** bench/cost-results.json. @typedef {{ measuredAt: string, results: Scenario[], objectStart?: Usage }} CostRun */
+
+const here = (/** @type {string} */ p) => new URL(p, import.meta.url);
+/** @type {CostRun} */
 const run = JSON.parse(readFileSync(here("../cost-results.json"), "utf8"));
 const beforePath = here("../cost-results.before.json");
+/** @type {CostRun | null} */
 const before = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, "utf8")) : null;
 
 // Assumptions for what the local runtime cannot measure (stated in the output).
@@ -47,10 +67,33 @@ const NOT_DONE = [
   "The drain writes `meta.recent_calls` with every call (one row per message): it keeps the 2-per-1,010 ms pace across a restart, and the outbox keeps only each entry's first attempt time, not its retries'. Kept.",
 ];
 
-const sum = (xs) => xs.reduce((a, b) => a + b, 0);
-const values = (rec) => sum(Object.values(rec ?? {}));
+const sum = (/** @type {number[]} */ xs) => xs.reduce((a, b) => a + b, 0);
+const values = (/** @type {Record<string, number> | undefined} */ rec) => sum(Object.values(rec ?? {}));
 
+/**
+ * A scenario's counts added up over its steps.
+ * @typedef {object} Totals
+ * @property {number} workerRequests
+ * @property {number} doRpc
+ * @property {number} alarms
+ * @property {number} rowsRead
+ * @property {number} rowsWrittenSql
+ * @property {number} setAlarm
+ * @property {number} queueOps
+ * @property {number} queueMessages
+ * @property {number} d1Read
+ * @property {number} d1Written
+ * @property {number} r2A
+ * @property {number} r2B
+ * @property {number} operatorCalls
+ * @property {Record<string, { read: number, written: number, setAlarm: number }>} byClass
+ * @property {Array<{ step: string, written: number, read: number }>} byStep
+ * @property {Record<string, { read: number, written: number, calls: number }>} byStatement
+ */
+
+/** @param {Scenario} scenario @returns {Totals} */
 function totals(scenario) {
+  /** @type {Totals} */
   const t = {
     workerRequests: 0,
     doRpc: 0,
@@ -104,15 +147,18 @@ function totals(scenario) {
   return t;
 }
 
+/** @param {number} n */
 const fmt = (n, digits = 2) => (n === 0 ? "0" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: n < 10 ? digits : 0 }));
-const usd = (n) => `$${n < 1 ? n.toFixed(3) : n.toFixed(2)}`;
+const usd = (/** @type {number} */ n) => `$${n < 1 ? n.toFixed(3) : n.toFixed(2)}`;
 
+/** @param {Totals} t @param {number} n messages */
 function costRows(t, n) {
-  const per = (x) => x / n;
+  const per = (/** @type {number} */ x) => x / n;
   const doDurationGbS = ((t.doRpc + t.alarms) * ASSUME.doActiveMsPerRequest + t.operatorCalls * ASSUME.operatorLatencyMs) / 1000 * ASSUME.gbPerObject;
   const storedGbMonth = sum(STORED.map((s) => (s.bytes / 1e9) * (s.days / 30)));
   const r2GbMonth = (R2_BYTES_PER_MESSAGE / 1e9) * (R2_DAYS / 30);
-  return [
+  /** @type {Array<[string, number, import("./prices.mjs").Price, string]>} */
+  const rows = [
     ["Worker requests (API call, operator webhooks, queue consumer invocations)", per(t.workerRequests), PRICES.workerRequests, "measured"],
     ["Worker CPU ms", per(t.workerRequests) * ASSUME.workerCpuMsPerInvocation, PRICES.workerCpuMs, `estimate: ${ASSUME.workerCpuMsPerInvocation} ms per invocation`],
     ["Durable Object requests: RPC calls", per(t.doRpc), PRICES.doRequests, "measured"],
@@ -128,9 +174,11 @@ function costRows(t, n) {
     ["R2 Class A operations", per(t.r2A), PRICES.r2ClassA, "measured"],
     ["R2 Class B operations", per(t.r2B), PRICES.r2ClassB, "measured"],
     ["R2 storage (GB-month)", r2GbMonth, PRICES.r2StorageGbMonth, `estimate: ${R2_BYTES_PER_MESSAGE} B gzip per message × ${R2_DAYS} days`],
-  ].map(([what, perMessage, price, basis]) => ({ what, perMessage, dollars: perMillion(price, perMessage), basis }));
+  ];
+  return rows.map(([what, perMessage, price, basis]) => ({ what, perMessage, dollars: perMillion(price, perMessage), basis }));
 }
 
+/** @type {string[]} */
 const out = [];
 const p = (line = "") => out.push(line);
 p("# Cost per message (`npm run bench:cost`)");
@@ -165,6 +213,7 @@ p("Dollars below are marginal (after the included usage, which is per account an
 p("per **million messages**. Not in the corpus, so not used: Workers Paid's $5 monthly minimum is a fixed fee, not per message.");
 p();
 
+/** @type {Array<{ name: string, description: string, total: number, written: number, t: Totals, n: number }>} */
 const summary = [];
 for (const scenario of run.results) {
   const t = totals(scenario);

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { BASE_URL, createWorkspace, expectAccessible, screenshot, waitFor } from "../harness.mjs";
 import { acceptInvitation, callApi, sessionCookie, signIn, uniqueEmail } from "./common.mjs";
 
+/** @param {import("../harness.mjs").Harness} h */
 export async function apiKeyFlow(h) {
   const { workspaceId } = await createWorkspace(h, "Acme Shipping");
   const email = uniqueEmail("owner");
@@ -17,7 +18,7 @@ export async function apiKeyFlow(h) {
 
   // The link worked once.
   const again = await page.goto(invitation.invitationUrl);
-  assert.equal(again.status(), 404);
+  assert.equal(again?.status(), 404);
 
   // Sign out, then in with the new password.
   await page.goto("/dashboard");

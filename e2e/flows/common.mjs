@@ -3,9 +3,11 @@ import { BASE_URL, expectAccessible } from "../harness.mjs";
 
 export const PASSWORD = "correct horse battery staple";
 
-export const uniqueEmail = (tag) => `${tag}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+/** @typedef {import("playwright-core").Page} Page */
 
-/** Opens an invitation link, sets the password, and lands signed in on the overview. */
+export const uniqueEmail = (/** @type {string} */ tag) => `${tag}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+
+/** Opens an invitation link, sets the password, and lands signed in on the overview. @param {Page} page @param {string} invitationUrl */
 export async function acceptInvitation(page, invitationUrl) {
   await page.goto(invitationUrl);
   await page.getByRole("heading", { name: "Set your password" }).waitFor();
@@ -17,6 +19,7 @@ export async function acceptInvitation(page, invitationUrl) {
   await page.getByRole("heading", { name: "Overview" }).waitFor();
 }
 
+/** @param {Page} page @param {string} email */
 export async function signIn(page, email) {
   await page.goto("/dashboard/sign-in");
   await expectAccessible(page, "sign in");
@@ -27,6 +30,7 @@ export async function signIn(page, email) {
 }
 
 /** The session cookie the browser kept: proves `__Host-` + Secure cookies are stored over http://127.0.0.1. */
+/** @param {import("playwright-core").BrowserContext} context */
 export async function sessionCookie(context) {
   const cookie = (await context.cookies()).find((c) => c.name === "__Host-session");
   assert.ok(cookie, "the browser stored the __Host-session cookie");
@@ -37,4 +41,4 @@ export async function sessionCookie(context) {
   return cookie;
 }
 
-export const callApi = (path, key) => fetch(`${BASE_URL}/api/v1${path}`, { headers: { Authorization: `Bearer ${key}` } });
+export const callApi = (/** @type {string} */ path, /** @type {string} */ key) => fetch(`${BASE_URL}/api/v1${path}`, { headers: { Authorization: `Bearer ${key}` } });

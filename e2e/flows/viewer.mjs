@@ -5,8 +5,10 @@ import assert from "node:assert/strict";
 import { BASE_URL, RECEIVER_URL, createWorkspace, expectAccessible, screenshot } from "../harness.mjs";
 import { acceptInvitation, uniqueEmail } from "./common.mjs";
 
+/** @param {import("../harness.mjs").Harness} h @param {string} workspaceId */
 const keyCount = async (h, workspaceId) => (await h.admin("GET", `/workspaces/${workspaceId}/api-keys`)).data.length;
 
+/** @param {import("../harness.mjs").Harness} h */
 export async function viewerFlow(h) {
   const { workspaceId, numberId } = await createWorkspace(h, "Acme Shipping");
   const ownerInvitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, { email: uniqueEmail("owner"), role: "owner" });

@@ -6,6 +6,7 @@ import { Webhook } from "standardwebhooks";
 import { BASE_URL, RECEIVER_URL, createWorkspace, expectAccessible, screenshot, waitFor } from "../harness.mjs";
 import { acceptInvitation, uniqueEmail } from "./common.mjs";
 
+/** @param {import("../harness.mjs").Harness} h */
 export async function webhookFlow(h) {
   const { workspaceId, numberId } = await createWorkspace(h, "Acme Shipping");
   const invitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, { email: uniqueEmail("dev"), role: "developer" });
@@ -34,11 +35,13 @@ export async function webhookFlow(h) {
   await page.getByRole("button", { name: "Send test event" }).click();
   await page.getByText(/Test event queued/).waitFor();
   const request = await waitFor("the test event at the receiver", () => h.receiver.received.slice(before).find((r) => r.body.includes("webhook.test")));
-  const verified = new Webhook(secret).verify(request.body, {
-    "webhook-id": request.headers["webhook-id"],
-    "webhook-timestamp": request.headers["webhook-timestamp"],
-    "webhook-signature": request.headers["webhook-signature"],
-  });
+  /** @param {string} name */
+  const header = (name) => String(request.headers[name] ?? "");
+  const verified = /** @type {{ type: string }} */ (new Webhook(secret).verify(request.body, {
+    "webhook-id": header("webhook-id"),
+    "webhook-timestamp": header("webhook-timestamp"),
+    "webhook-signature": header("webhook-signature"),
+  }));
   assert.equal(verified.type, "webhook.test");
 
   // The log row appears once the consumer has written it: reload until it does.
@@ -46,7 +49,7 @@ export async function webhookFlow(h) {
     await page.reload();
     return (await page.getByRole("row", { name: /webhook\.test.*delivered.*204/s }).count()) === 1;
   });
-  await page.getByRole("row", { name: new RegExp(request.headers["webhook-id"]) }).waitFor();
+  await page.getByRole("row", { name: new RegExp(header("webhook-id")) }).waitFor();
   await expectAccessible(page, "webhook delivery log");
   await screenshot(page, "webhook-deliveries", { readme: true });
 

@@ -5,14 +5,21 @@
 // would clear the password. Node built-ins only.
 
 /** One address per demo workspace (an email belongs to one workspace). */
-const ownerEmail = (workspaceId) => `owner.${workspaceId.slice(0, 8)}@example.com`;
+const ownerEmail = (/** @type {string} */ workspaceId) => `owner.${workspaceId.slice(0, 8)}@example.com`;
 
-/** `call(method, path, token, body)` as in scripts/lib/http-call.mjs, bound to the dev server. */
+/** @typedef {{ email: string, url: string, passwordSet: boolean }} DashboardSignIn */
+
+/**
+ * `call(method, path, token, body)` as in scripts/lib/http-call.mjs, bound to the dev server.
+ * @param {(method: string, path: string, token: string, body?: unknown) => Promise<import("./http-call.mjs").ApiAnswer>} call
+ * @param {string} adminToken @param {string} baseUrl @param {string} workspaceId
+ * @returns {Promise<DashboardSignIn>}
+ */
 export async function demoDashboardSignIn(call, adminToken, baseUrl, workspaceId) {
   const email = ownerEmail(workspaceId);
   const members = await call("GET", `/admin/v1/workspaces/${workspaceId}/members`, adminToken);
   if (members.status !== 200) throw new Error(`listing the demo workspace's members answered ${members.status}: ${members.text.slice(0, 300)}`);
-  if (members.json.data.some((m) => m.email === email && m.passwordSet)) {
+  if (members.json.data.some((/** @type {{ email: string, passwordSet: boolean }} */ m) => m.email === email && m.passwordSet)) {
     return { email, url: `${baseUrl}/dashboard/sign-in`, passwordSet: true };
   }
   const invited = await call("POST", `/admin/v1/workspaces/${workspaceId}/members`, adminToken, { email, role: "owner" });
@@ -20,6 +27,7 @@ export async function demoDashboardSignIn(call, adminToken, baseUrl, workspaceId
   return { email, url: invited.json.invitationUrl, passwordSet: false };
 }
 
+/** @param {DashboardSignIn} signIn */
 export function dashboardBanner({ email, url, passwordSet }) {
   return [
     "  Dashboard (owner of the demo workspace):",

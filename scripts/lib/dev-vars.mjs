@@ -6,31 +6,33 @@ import { existsSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 
-const secret = (encoding) => randomBytes(32).toString(encoding);
+const secret = (/** @type {BufferEncoding} */ encoding) => randomBytes(32).toString(encoding);
 // CREDENTIALS_ENCRYPTION_KEY is an AES-256 key read as standard base64; the rest are opaque tokens.
-const generateFor = (name) => (name === "CREDENTIALS_ENCRYPTION_KEY" ? secret("base64") : secret("base64url"));
+const generateFor = (/** @type {string} */ name) => (name === "CREDENTIALS_ENCRYPTION_KEY" ? secret("base64") : secret("base64url"));
 
 const VAR_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/;
 
+/** @param {string} text @returns {Map<string, string>} */
 export function parseVars(text) {
   const vars = new Map();
   for (const line of text.split(/\r?\n/)) {
     if (/^\s*#/.test(line)) continue;
     const m = VAR_LINE.exec(line);
-    if (m) vars.set(m[1], m[2].replace(/^(["'])(.*)\1$/, "$2"));
+    if (m?.[1] && m[2] !== undefined) vars.set(m[1], m[2].replace(/^(["'])(.*)\1$/, "$2"));
   }
   return vars;
 }
 
-/** Replaces `NAME=generate` with a fresh secret; everything else (comments included) is kept. */
+/** Replaces `NAME=generate` with a fresh secret; everything else (comments included) is kept. @param {string} text */
 function fillGenerated(text) {
+  /** @type {string[]} */
   const generated = [];
   const out = text
     .split(/\r?\n/)
     .map((line) => {
       if (/^\s*#/.test(line)) return line;
       const m = VAR_LINE.exec(line);
-      if (!m || m[2] !== "generate") return line;
+      if (!m?.[1] || m[2] !== "generate") return line;
       generated.push(m[1]);
       return `${m[1]}=${generateFor(m[1])}`;
     })
@@ -41,6 +43,7 @@ function fillGenerated(text) {
 /**
  * Makes sure `<root>/.dev.vars` exists and is complete; returns its ADMIN_TOKEN.
  * `say` reports progress, `fail` reports a fatal problem and does not return.
+ * @param {string} root @param {{ say: (msg: string) => void, fail: (msg: string) => never }} report
  */
 export function ensureDevVars(root, { say, fail }) {
   const DEV_VARS = join(root, ".dev.vars");
@@ -71,6 +74,6 @@ export function ensureDevVars(root, { say, fail }) {
   }
   const vars = parseVars(readFileSync(DEV_VARS, "utf8"));
   const adminToken = vars.get("ADMIN_TOKEN");
-  if (!adminToken || adminToken === "generate") fail("ADMIN_TOKEN is empty in .dev.vars; delete the file to regenerate it.");
+  if (!adminToken || adminToken === "generate") return fail("ADMIN_TOKEN is empty in .dev.vars; delete the file to regenerate it.");
   return { adminToken };
 }

@@ -1,5 +1,16 @@
 // One JSON request to the local API for the dev and bench scripts: the parsed
 // body when it is JSON, and the raw text either way (for error messages).
+
+/**
+ * `json` is what JSON.parse gives (typed as TypeScript types JSON.parse): the scripts read
+ * the fields they expect and check them, as they check `status`.
+ * @typedef {{ status: number, json: ReturnType<typeof JSON.parse> | null, text: string }} ApiAnswer
+ */
+
+/**
+ * @param {string} baseUrl @param {string} method @param {string} path @param {string} token @param {unknown} [body]
+ * @returns {Promise<ApiAnswer>}
+ */
 export async function callApi(baseUrl, method, path, token, body) {
   const res = await fetch(`${baseUrl}${path}`, {
     method,

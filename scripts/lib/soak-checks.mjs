@@ -2,14 +2,88 @@
 // the API's final records, the fake operator's calls and the customer receiver's deliveries.
 // Each check returns its figures and its failing items; nothing here talks to the network.
 
+/**
+ * A send the API accepted (201), as the load recorded it.
+ * @typedef {object} AcceptedSend
+ * @property {string} jobId
+ * @property {string} numberId our channel number id
+ * @property {string} phoneNumberId the operator's id of that number
+ * @property {string} to
+ * @property {string} text
+ * @property {number} acceptedAt when the 201 arrived (ms)
+ * @property {number} firstTriedAt when the client first sent it (ms)
+ */
+/**
+ * A message as GET /messages/{id} answers it (the fields checked here).
+ * @typedef {{ status: string, to?: string, text?: { body?: string }, channelNumberId?: string, outcomeUnknownSince?: string | null, processingAt?: string | null, deliveredAt?: string | null, readAt?: string | null }} MessageRecord
+ */
+/** @typedef {{ status: string, at?: string }} TimelineEntry */
+/**
+ * One call the fake operator received (soak-operator.mjs).
+ * @typedef {object} OperatorCall
+ * @property {number} seq
+ * @property {number} at receive time, wall clock (ms)
+ * @property {number} hr receive time, the operator's precise clock (ms)
+ * @property {number} [earliest] the earliest the call may have arrived (the operator's measured lateness)
+ * @property {number | null} startedAt X-Call-Started-At: when the number object started the call
+ * @property {string} phoneNumberId
+ * @property {string | null} jobId null: the call carried no jobId (biz_opaque_callback_data)
+ * @property {number} attempt
+ * @property {string} to
+ * @property {string | null} text
+ * @property {string | null} messagingProduct
+ * @property {string} answer what the operator answered (accepted, dropped, error, …)
+ * @property {number | null} [httpStatus] null: the connection was dropped
+ * @property {string | number | null} code
+ * @property {boolean} processed whether the operator processed the call (a delivery)
+ * @property {string | null} [finalStatus]
+ * @property {string | null} [wamid]
+ * @property {number} [answeredHr] when the answer left (the operator's precise clock)
+ */
+/**
+ * One delivery the customer receiver got (soak-receiver.mjs).
+ * @typedef {{ at: number, numberId: string, webhookId: string | null, verified: boolean, status: number, body: WebhookBody | null }} Delivery
+ */
+/** @typedef {{ type?: string, data: Record<string, unknown> & { messageId?: string, upstreamMessageId?: string } }} WebhookBody */
+/**
+ * One answer the load's client got.
+ * @typedef {{ op: string, status: number | null, start: number, end: number, error: string | null, requestId: string | null, code: string | null }} ClientAnswer
+ */
+/** An inbound message the soak made the operator send. @typedef {{ from: string, text: string }} InjectedInbound */
+/** @typedef {Record<string, unknown>} Failure */
+/** @typedef {{ status: string, deliveredAt?: string | null, readAt?: string | null, previousStatus?: string, id: string }} StatusEvent */
+
+/** @typedef {OperatorCall & { startedAt: number }} StampedCall */
+
+/** Whether the number object stamped the call with its start time. @param {OperatorCall} c @returns {c is StampedCall} */
+const stamped = (c) => Number.isFinite(c.startedAt);
+
+/**
+ * Appends `value` to the list of `key`.
+ * @template K, V
+ * @param {Map<K, V[]>} map @param {K} key @param {V} value
+ */
+function pushTo(map, key, value) {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+/** @type {Record<string, number>} */
 const RANK = { queued: 0, processing: 1, sent: 2, failed: 3 };
 
+/** @param {number[]} sorted @param {number} p */
 const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : null);
 
-/** Every accepted send is terminal, and its record carries what the client sent. */
+/**
+ * Every accepted send is terminal, and its record carries what the client sent.
+ * @param {AcceptedSend[]} accepted @param {Map<string, MessageRecord>} records
+ */
 export function checkTerminal(accepted, records) {
+  /** @type {Failure[]} */
   const failures = [];
   let terminal = 0;
+  /** @type {Record<string, number>} */
   const byStatus = {};
   for (const s of accepted) {
     const m = records.get(s.jobId);
@@ -29,21 +103,25 @@ export function checkTerminal(accepted, records) {
  * whose answer was lost) or refused for good is never followed by another call for that jobId.
  * Calls refused as "not processed" (429, transient codes) are retried by design and counted apart.
  * Every call's payload is the record's, for the number's own phone number id.
+ * @param {OperatorCall[]} calls @param {AcceptedSend[]} accepted @param {Map<string, MessageRecord>} records
  */
 export function checkOperatorCalls(calls, accepted, records) {
+  /** @type {Failure[]} */
   const failures = [];
+  /** @type {Map<string | null, AcceptedSend>} */
   const sendOf = new Map(accepted.map((s) => [s.jobId, s]));
+  /** @type {Map<string | null, OperatorCall[]>} */
   const byJob = new Map();
   for (const c of calls) {
     if (!sendOf.has(c.jobId)) {
       failures.push({ problem: "call for a jobId no accepted send has", jobId: c.jobId, seq: c.seq });
       continue;
     }
-    if (!byJob.has(c.jobId)) byJob.set(c.jobId, []);
-    byJob.get(c.jobId).push(c);
+    pushTo(byJob, c.jobId, c);
   }
   let maxCalls = 0;
   let maxDeliveries = 0;
+  /** @type {Record<number, number>} */
   const callsPerJob = {};
   for (const [jobId, list] of byJob) {
     list.sort((a, b) => a.seq - b.seq);
@@ -56,8 +134,8 @@ export function checkOperatorCalls(calls, accepted, records) {
     else if (endIndex !== -1 && endIndex < list.length - 1) {
       failures.push({ problem: "called again after a processed or final answer", jobId, calls: list.map((c) => ({ seq: c.seq, answer: c.answer, code: c.code })) });
     }
-    const s = sendOf.get(jobId);
-    const m = records.get(jobId);
+    const s = /** @type {AcceptedSend} */ (sendOf.get(jobId));
+    const m = jobId === null ? undefined : records.get(jobId);
     for (const c of list) {
       const want = m ?? { to: s.to, text: { body: s.text } };
       if (c.to !== `+${want.to}` || c.text !== want.text?.body || c.phoneNumberId !== s.phoneNumberId || c.messagingProduct !== "whatsapp") {
@@ -65,6 +143,7 @@ export function checkOperatorCalls(calls, accepted, records) {
       }
     }
   }
+  /** @type {Record<string, number>} */
   const answers = {};
   for (const c of calls) answers[c.answer] = (answers[c.answer] ?? 0) + 1;
   return { figures: { calls: calls.length, jobsCalled: byJob.size, maxCallsPerJob: maxCalls, maxDeliveriesPerJob: maxDeliveries, callsPerJob, answers }, failures };
@@ -82,59 +161,66 @@ export function checkOperatorCalls(calls, accepted, records) {
  * which the object cannot observe, and a number that starts calls at its full 2/s can only keep
  * every arrival window at 2 if its margin exceeds the spread of that transit (docs/architecture.md).
  * Each such window is listed with the transit of its calls.
+ * @param {OperatorCall[]} calls
  */
 export function checkNumberRate(calls) {
+  /** @type {Failure[]} */
   const failures = [];
+  /** @type {Map<string, OperatorCall[]>} */
   const byNumber = new Map();
-  for (const c of calls) {
-    if (!byNumber.has(c.phoneNumberId)) byNumber.set(c.phoneNumberId, []);
-    byNumber.get(c.phoneNumberId).push(c);
-  }
-  const unstamped = calls.filter((c) => !Number.isFinite(c.startedAt));
+  for (const c of calls) pushTo(byNumber, c.phoneNumberId, c);
+  const unstamped = calls.filter((c) => !stamped(c));
   for (const c of unstamped.slice(0, 5)) failures.push({ problem: "call without X-Call-Started-At", jobId: c.jobId, attempt: c.attempt });
-  const transit = calls.filter((c) => Number.isFinite(c.startedAt)).map((c) => c.at - c.startedAt).sort((a, b) => a - b);
+  const transit = calls.filter(stamped).map((c) => c.at - c.startedAt).sort((a, b) => a - b);
   let maxStarted = 0;
   let minStartSpanOf3 = Infinity;
   let maxMeasured = 0;
   let maxCertain = 0;
+  /** @type {Record<string, unknown>[]} */
   const arrivalWindows = [];
   const uncertainty = calls.map((c) => c.hr - (c.earliest ?? c.hr)).sort((a, b) => a - b);
   for (const [phoneNumberId, list] of byNumber) {
     // As started by the object.
-    const started = list.filter((c) => Number.isFinite(c.startedAt)).sort((a, b) => a.startedAt - b.startedAt);
+    const started = list.filter(stamped).sort((a, b) => a.startedAt - b.startedAt);
+    /** @param {number} n */
+    const startOf = (n) => /** @type {StampedCall} */ (started[n]).startedAt;
     let j = 0;
     for (let i = 0; i < started.length; i++) {
-      while (started[i].startedAt - started[j].startedAt >= 1_000) j++;
+      while (startOf(i) - startOf(j) >= 1_000) j++;
       maxStarted = Math.max(maxStarted, i - j + 1);
-      if (i >= 2) minStartSpanOf3 = Math.min(minStartSpanOf3, started[i].startedAt - started[i - 2].startedAt);
+      if (i >= 2) minStartSpanOf3 = Math.min(minStartSpanOf3, startOf(i) - startOf(i - 2));
       if (i - j + 1 > 2) {
-        failures.push({ phoneNumberId, calls: i - j + 1, startedSpanMs: started[i].startedAt - started[j].startedAt, jobs: started.slice(j, i + 1).map((c) => `${c.jobId}#${c.attempt}`) });
+        failures.push({ phoneNumberId, calls: i - j + 1, startedSpanMs: startOf(i) - startOf(j), jobs: started.slice(j, i + 1).map((c) => `${c.jobId}#${c.attempt}`) });
       }
     }
     // As received by the operator.
     list.sort((a, b) => a.hr - b.hr);
+    /** @param {number} n */
+    const callAt = (n) => /** @type {OperatorCall} */ (list[n]);
     j = 0;
     for (let i = 0; i < list.length; i++) {
-      while (list[i].hr - list[j].hr >= 1_000) j++;
+      const last = callAt(i);
+      while (last.hr - callAt(j).hr >= 1_000) j++;
       maxMeasured = Math.max(maxMeasured, i - j + 1);
       // The largest k such that the last k calls up to i surely arrived within under 1,000 ms.
       let k = 1;
-      let earliest = list[i].earliest ?? list[i].hr;
-      for (let m = i - 1; m >= 0 && list[i].hr - list[m].hr < 1_000; m--) {
-        earliest = Math.min(earliest, list[m].earliest ?? list[m].hr);
-        if (list[i].hr - earliest < 1_000) k = i - m + 1;
+      let earliest = last.earliest ?? last.hr;
+      for (let m = i - 1; m >= 0 && last.hr - callAt(m).hr < 1_000; m--) {
+        earliest = Math.min(earliest, callAt(m).earliest ?? callAt(m).hr);
+        if (last.hr - earliest < 1_000) k = i - m + 1;
         else break;
       }
       maxCertain = Math.max(maxCertain, k);
       if (k > 2) {
         const group = list.slice(i - k + 1, i + 1);
+        const first = /** @type {OperatorCall} */ (group[0]);
         arrivalWindows.push({
           phoneNumberId,
           calls: k,
-          firstAt: new Date(group[0].at).toISOString(),
-          arrivalSpanMs: +(list[i].hr - group[0].hr).toFixed(3),
-          startedSpanMs: Number.isFinite(group[0].startedAt) && Number.isFinite(list[i].startedAt) ? list[i].startedAt - group[0].startedAt : null,
-          transitMs: group.map((c) => (Number.isFinite(c.startedAt) ? c.at - c.startedAt : null)),
+          firstAt: new Date(first.at).toISOString(),
+          arrivalSpanMs: +(last.hr - first.hr).toFixed(3),
+          startedSpanMs: stamped(first) && stamped(last) ? last.startedAt - first.startedAt : null,
+          transitMs: group.map((c) => (stamped(c) ? c.at - c.startedAt : null)),
         });
       }
     }
@@ -155,27 +241,26 @@ export function checkNumberRate(calls) {
   };
 }
 
-/** Messages to one recipient reach the operator in acceptance order, one at a time. */
+/**
+ * Messages to one recipient reach the operator in acceptance order, one at a time.
+ * @param {AcceptedSend[]} accepted @param {OperatorCall[]} calls
+ */
 export function checkConversationOrder(accepted, calls) {
+  /** @type {Failure[]} */
   const failures = [];
+  /** @type {Map<string | null, OperatorCall[]>} */
   const callsOf = new Map();
-  for (const c of calls) {
-    if (!callsOf.has(c.jobId)) callsOf.set(c.jobId, []);
-    callsOf.get(c.jobId).push(c);
-  }
+  for (const c of calls) pushTo(callsOf, c.jobId, c);
+  /** @type {Map<string, AcceptedSend[]>} */
   const byConversation = new Map();
-  for (const s of accepted) {
-    const k = `${s.phoneNumberId}/${s.to}`;
-    if (!byConversation.has(k)) byConversation.set(k, []);
-    byConversation.get(k).push(s);
-  }
+  for (const s of accepted) pushTo(byConversation, `${s.phoneNumberId}/${s.to}`, s);
   let pairs = 0;
   for (const list of byConversation.values()) {
     // Only pairs whose order the client knows: the first was accepted before the second was first tried.
     for (const a of list) {
       const aCalls = callsOf.get(a.jobId);
       if (!aCalls?.length) continue;
-      const aLastAnswered = Math.max(...aCalls.map((c) => c.answeredHr));
+      const aLastAnswered = Math.max(...aCalls.map((c) => c.answeredHr ?? NaN));
       for (const b of list) {
         if (b === a || !(a.acceptedAt < b.firstTriedAt)) continue;
         const bCalls = callsOf.get(b.jobId);
@@ -189,7 +274,8 @@ export function checkConversationOrder(accepted, calls) {
   return { figures: { orderedPairsChecked: pairs }, failures };
 }
 
-const progress = (e) => RANK[e.status] * 4 + (e.deliveredAt ? 1 : 0) + (e.readAt ? 2 : 0);
+/** @param {StatusEvent} e */
+const progress = (e) => (RANK[e.status] ?? NaN) * 4 + (e.deliveredAt ? 1 : 0) + (e.readAt ? 2 : 0);
 
 /**
  * Exactly one customer event per status change: the distinct `message.status` events a message
@@ -198,10 +284,14 @@ const progress = (e) => RANK[e.status] * 4 + (e.deliveredAt ? 1 : 0) + (e.readAt
  * final state, each event one step further than the one before (previousStatus = the previous
  * event's status), no step repeated, and the chain visits every status of the record's timeline.
  * A delivery or read report is a step too. Inbound: one `message.received` per operator message.
+ * @param {AcceptedSend[]} accepted @param {Map<string, MessageRecord>} records @param {Map<string, TimelineEntry[]>} timelines
+ * @param {Delivery[]} deliveries @param {Map<string, InjectedInbound>} injected
  */
 export function checkEvents(accepted, records, timelines, deliveries, injected) {
+  /** @type {Failure[]} */
   const failures = [];
-  const received = new Map(); // webhook-id → body
+  /** @type {Map<string | null, WebhookBody | null>} webhook-id → body */
+  const received = new Map();
   let refusedByUs = 0;
   let unverified = 0;
   for (const d of deliveries) {
@@ -211,19 +301,18 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
     } else refusedByUs++;
   }
   if (unverified) failures.push({ problem: "deliveries whose Standard Webhooks signature did not verify", count: unverified });
+  /** @type {Map<string | undefined, StatusEvent[]>} */
   const statusEvents = new Map();
+  /** @type {Map<string | undefined, Array<{ id: string | null, from?: unknown, text?: { body?: string } }>>} */
   const receivedEvents = new Map();
   for (const [id, body] of received) {
     if (body?.type === "message.status") {
-      const k = body.data.messageId;
-      if (!statusEvents.has(k)) statusEvents.set(k, []);
-      statusEvents.get(k).push({ id, ...body.data });
+      pushTo(statusEvents, body.data.messageId, /** @type {StatusEvent} */ ({ id, ...body.data }));
     } else if (body?.type === "message.received") {
-      const k = body.data.upstreamMessageId;
-      if (!receivedEvents.has(k)) receivedEvents.set(k, []);
-      receivedEvents.get(k).push({ id, ...body.data });
+      pushTo(receivedEvents, body.data.upstreamMessageId, { id, ...body.data });
     }
   }
+  /** @type {Set<string | undefined>} */
   const ours = new Set(accepted.map((s) => s.jobId));
   for (const k of statusEvents.keys()) if (!ours.has(k)) failures.push({ problem: "status event for a message no accepted send has", messageId: k });
 
@@ -236,6 +325,7 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
     changes += timeline.length;
     const list = (statusEvents.get(s.jobId) ?? []).sort((a, b) => progress(a) - progress(b));
     events += list.length;
+    /** @param {string} why */
     const problem = (why) => failures.push({ jobId: s.jobId, problem: why, timeline: timeline.map((t) => t.status), events: list.map((e) => `${e.previousStatus}→${e.status}${e.deliveredAt ? "+delivered" : ""}${e.readAt ? "+read" : ""} ${e.id}`) });
     if (!m) {
       problem("record unreadable");
@@ -246,16 +336,19 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
       continue;
     }
     // Creation (queued) is not a change: the first event leaves `queued`.
-    if (list[0].previousStatus !== "queued") {
+    const firstEvent = /** @type {StatusEvent} */ (list[0]);
+    /** @param {number} n */
+    const eventAt = (n) => /** @type {StatusEvent} */ (list[n]);
+    if (firstEvent.previousStatus !== "queued") {
       problem("a change without its event (the first event does not leave queued)");
       continue;
     }
-    const broken = list.findIndex((e, i) => i > 0 && (progress(e) === progress(list[i - 1]) || e.previousStatus !== list[i - 1].status));
+    const broken = list.findIndex((e, i) => i > 0 && (progress(e) === progress(eventAt(i - 1)) || e.previousStatus !== eventAt(i - 1).status));
     if (broken !== -1) {
-      problem(progress(list[broken]) === progress(list[broken - 1]) ? "two events for one change" : "a change without its event (chain broken)");
+      problem(progress(eventAt(broken)) === progress(eventAt(broken - 1)) ? "two events for one change" : "a change without its event (chain broken)");
       continue;
     }
-    const last = list.at(-1);
+    const last = eventAt(list.length - 1);
     if (last.status !== m.status || !!last.deliveredAt !== !!m.deliveredAt || !!last.readAt !== !!m.readAt) {
       problem("the last event is not the record's final state");
       continue;
@@ -269,10 +362,10 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
   let inboundOk = 0;
   for (const [wamid, sent] of injected) {
     const list = receivedEvents.get(wamid) ?? [];
-    if (list.length === 1 && list[0].from === sent.from && list[0].text?.body === sent.text) inboundOk++;
+    if (list.length === 1 && list[0]?.from === sent.from && list[0]?.text?.body === sent.text) inboundOk++;
     else failures.push({ problem: list.length === 0 ? "inbound message without its event" : list.length > 1 ? "inbound message with several events" : "inbound event differs", wamid, events: list.map((e) => e.id) });
   }
-  for (const wamid of receivedEvents.keys()) if (!injected.has(wamid)) failures.push({ problem: "message.received for a message the operator never sent", wamid });
+  for (const wamid of receivedEvents.keys()) if (wamid === undefined || !injected.has(wamid)) failures.push({ problem: "message.received for a message the operator never sent", wamid });
 
   return {
     figures: { deliveries: deliveries.length, refusedByReceiver: refusedByUs, distinctEvents: received.size, statusChanges: changes, statusEvents: events, inboundInjected: injected.size, inboundWithOneEvent: inboundOk },
@@ -280,10 +373,15 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
   };
 }
 
-/** No 5xx and no network failure outside the kill windows. */
+/**
+ * No 5xx and no network failure outside the kill windows.
+ * @param {ClientAnswer[]} answers @param {(start: number, end: number) => boolean} inKillWindow
+ */
 export function checkClientErrors(answers, inKillWindow) {
+  /** @type {Failure[]} */
   const failures = [];
   let inWindow = 0;
+  /** @type {Record<string, number>} */
   const statuses = {};
   for (const a of answers) {
     const k = a.status === null ? `network:${a.error}` : String(a.status);
@@ -296,10 +394,21 @@ export function checkClientErrors(answers, inKillWindow) {
   return { figures: { answers: answers.length, byStatus: statuses, errorsInKillWindows: inWindow, errorsOutsideKillWindows: failures.length }, failures };
 }
 
-/** Accepted (the client got its 201) → the operator received the first call. */
+/**
+ * Accepted (the client got its 201) → the operator received the first call.
+ * @param {AcceptedSend[]} accepted @param {OperatorCall[]} calls
+ */
 export function queuedTimes(accepted, calls) {
+  /** @type {Map<string | null, number>} */
   const first = new Map();
-  for (const c of calls) if (!first.has(c.jobId) || c.at < first.get(c.jobId)) first.set(c.jobId, c.at);
-  const times = accepted.filter((s) => first.has(s.jobId)).map((s) => first.get(s.jobId) - s.acceptedAt).sort((a, b) => a - b);
+  for (const c of calls) {
+    const known = first.get(c.jobId);
+    if (known === undefined || c.at < known) first.set(c.jobId, c.at);
+  }
+  const times = accepted.flatMap((s) => {
+    const at = first.get(s.jobId);
+    return at === undefined ? [] : [at - s.acceptedAt];
+  });
+  times.sort((a, b) => a - b);
   return { count: times.length, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), maxMs: times.at(-1) ?? null };
 }

@@ -10,24 +10,33 @@
 import { createHmac } from "node:crypto";
 import { callApi } from "./http-call.mjs";
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** @typedef {import("./soak-checks.mjs").OperatorCall} OperatorCall */
+/** @typedef {import("./soak-checks.mjs").MessageRecord} MessageRecord */
+/** @typedef {"sent" | "delivered" | "read" | "failed"} StatusName */
 
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+
+/** @param {string} phoneNumberId @param {Record<string, unknown>} value */
 const change = (phoneNumberId, value) => ({
   object: "whatsapp_business_account",
   entry: [{ id: "WABA-SOAK", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId }, ...value } }] }],
 });
-const seconds = (ms) => String(Math.floor(ms / 1000));
+const seconds = (/** @type {number} */ ms) => String(Math.floor(ms / 1000));
 
 /**
  * `tenantOf(phoneNumberId)` → { checkKey } for the API reads that confirm an effect.
  * `confirmAfterMs`: how long after a 200 the effect must show before the webhook is posted again.
+ * @param {{ baseUrl: string, appSecret: string, tenantOf: (phoneNumberId: string) => { checkKey: string },
+ *   random: import("./soak-random.mjs").Random, confirmAfterMs?: number }} options
  */
 export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, confirmAfterMs = 8_000 }) {
   const stats = { posts: 0, repeats: 0, postFailures: 0, statuses: 0, inbound: 0, inboundDuplicates: 0, pending: 0, gaveUp: 0 };
-  /** Inbound messages injected: wamid → { phoneNumberId, from, text }. */
+  /** Inbound messages injected: wamid → { phoneNumberId, from, text }. @type {Map<string, { phoneNumberId: string, from: string, text: string }>} */
   const inbound = new Map();
   let stopped = false;
+  /** @type {Set<NodeJS.Timeout>} */
   const timers = new Set();
+  /** @param {number} ms @param {() => void} fn */
   const later = (ms, fn) => {
     const t = setTimeout(() => {
       timers.delete(t);
@@ -36,6 +45,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     timers.add(t);
   };
 
+  /** @param {string} raw */
   async function post(raw) {
     const signature = `sha256=${createHmac("sha256", appSecret).update(raw).digest("hex")}`;
     // The operator retries until it gets a 200 (here: every second, while the run lasts).
@@ -59,7 +69,10 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     return false;
   }
 
-  /** Posts `payload` until acknowledged, then again whenever `effectShows()` is still false `confirmAfterMs` later. */
+  /**
+   * Posts `payload` until acknowledged, then again whenever `effectShows()` is still false `confirmAfterMs` later.
+   * @param {unknown} payload @param {() => Promise<boolean | null>} effectShows (null: not known yet)
+   */
   async function deliver(payload, effectShows) {
     stats.pending++;
     const raw = JSON.stringify(payload);
@@ -83,6 +96,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     }
   }
 
+  /** @param {string} phoneNumberId @param {string | null} jobId @returns {Promise<MessageRecord | null>} */
   const readMessage = async (phoneNumberId, jobId) => {
     const res = await callApi(baseUrl, "GET", `/api/v1/messages/${jobId}`, tenantOf(phoneNumberId).checkKey);
     if (res.status !== 200) return null; // unknown yet: ask again
@@ -90,6 +104,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
   };
 
   // A failed message ignores later delivery reports by design (failed is final).
+  /** @type {Record<StatusName, (m: MessageRecord) => boolean>} */
   const effects = {
     sent: (m) => m.status === "sent" || m.status === "failed",
     delivered: (m) => m.deliveredAt !== null || m.status === "failed",
@@ -97,9 +112,10 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     failed: (m) => m.status === "failed",
   };
 
-  /** Reports one status of a call the operator processed. */
+  /** Reports one status of a call the operator processed. @param {OperatorCall} call @param {StatusName} name @param {number} at */
   function status(call, name, at) {
     stats.statuses++;
+    /** @type {Record<string, unknown>} */
     const item = { id: call.wamid, status: name, timestamp: seconds(at), recipient_id: call.to.replace(/^\+/, ""), biz_opaque_callback_data: call.jobId };
     if (name === "failed") {
       item.errors = [{ code: 131047, title: "Re-engagement message", message: "Re-engagement message", error_data: { details: "Message failed to send because more than 24 hours have passed since the customer last replied to this number." } }];
@@ -118,6 +134,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     stats,
     inbound,
     /** Schedules the status webhooks of a call the operator processed: `sent`, then its final report. */
+    /** @param {OperatorCall} call */
     onCall(call) {
       if (!call.processed || !call.jobId) return;
       const sentAt = call.at + random.between(100, 600);
@@ -134,6 +151,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
       });
     },
     /** One inbound text from `from` to the number; sometimes posted twice, as the operator may. */
+    /** @param {string} phoneNumberId @param {string} from @param {string} wamid @param {string} text */
     inject(phoneNumberId, from, wamid, text) {
       stats.inbound++;
       inbound.set(wamid, { phoneNumberId, from, text });
@@ -144,7 +162,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
       const shows = async () => {
         const res = await callApi(baseUrl, "GET", `/api/v1/messages?direction=inbound&from=${from}&limit=5`, tenantOf(phoneNumberId).checkKey);
         if (res.status !== 200) return null;
-        return (res.json?.data ?? []).some((m) => m.upstreamMessageId === wamid);
+        return (res.json?.data ?? []).some((/** @type {{ upstreamMessageId?: string }} */ m) => m.upstreamMessageId === wamid);
       };
       void deliver(payload, shows);
       if (random.chance(0.1)) {

@@ -27,19 +27,37 @@ import { seededRandom } from "./soak-random.mjs";
 
 const ROLE_FLAG = "--soak-operator";
 
+/** @typedef {import("./soak-checks.mjs").OperatorCall} OperatorCall */
+/**
+ * The operator process's settings, sent to it when it starts.
+ * @typedef {{ port: number, seed: number, version: string, numbers: Record<string, string>, latencyMs: [number, number] }} OperatorConfig
+ */
+/** What the operator process tells the soak. @typedef {{ type: "listening", priority: number | null } | { type: "call", call: OperatorCall }} OperatorMessage */
+/**
+ * How the operator answers one call.
+ * @typedef {{ kind: "accepted" | "error" | "bare502" | "dropped", status: number | null, processed: boolean, finalStatus?: string, code?: number | null, body?: string, retryAfter?: string }} Plan
+ */
+
+/** Sends `msg` to the soak over the IPC channel (this file runs as a forked child). @param {OperatorMessage} msg */
+const tell = (msg) => process.send?.(msg);
+
 /**
  * Starts the operator process on 127.0.0.1:`port`. `numbers` maps phone number id → access token.
  * `onCall` receives each call's record once it was answered (or its connection dropped).
+ * @param {Omit<OperatorConfig, "latencyMs"> & { latencyMs?: [number, number], onCall?: (call: OperatorCall) => void }} options
  */
 export async function startOperator({ port, seed, version, numbers, latencyMs = [50, 700], onCall }) {
   const child = fork(fileURLToPath(import.meta.url), [ROLE_FLAG], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  /** @type {OperatorCall[]} */
   const calls = [];
+  /** @type {number | null} */
   let priority = null;
   const exited = new Promise((r) => child.once("exit", r));
+  /** @type {Promise<void>} */
   const ready = new Promise((resolve, reject) => {
     child.once("error", reject);
     exited.then(() => reject(new Error("the fake operator exited before it listened")));
-    child.on("message", (msg) => {
+    child.on("message", (/** @type {OperatorMessage} */ msg) => {
       if (msg.type === "listening") {
         priority = msg.priority;
         resolve();
@@ -64,10 +82,12 @@ export async function startOperator({ port, seed, version, numbers, latencyMs = 
   };
 }
 
-/** Meta's error object. */
+/** Meta's error object. @param {number} code @param {string} message @param {Record<string, unknown>} [extra] */
 const metaError = (code, message, extra = {}) => JSON.stringify({ error: { message, type: "OAuthException", code, error_data: { messaging_product: "whatsapp", details: message }, fbtrace_id: "Soak", ...extra } });
 
+/** @param {OperatorConfig} config */
 function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
+  /** @type {number | null} */
   let priority = null;
   try {
     os.setPriority(-10);
@@ -85,19 +105,24 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
   tick();
   const ticker = setInterval(tick, 1);
   /** The tick before the last tick at or before now: the request was not there yet then. */
-  const earliestArrival = () => ticks[(tickCount - 2 + ticks.length) % ticks.length];
+  const earliestArrival = () => /** @type {number} */ (ticks[(tickCount - 2 + ticks.length) % ticks.length]);
   const rnd = seededRandom(seed);
-  const attempts = new Map(); // jobId → calls so far
-  const heldNumbers = new Set(); // numbers that already got their bare 429
+  /** @type {Map<string | null, number>} jobId → calls so far */
+  const attempts = new Map();
+  /** @type {Set<string>} numbers that already got their bare 429 */
+  const heldNumbers = new Set();
   let seq = 0;
+  /** @type {Set<import("node:net").Socket>} */
   const sockets = new Set();
 
+  /** @param {string} recipient @param {number} attempt @param {string} phoneNumberId @returns {Plan} */
   const decide = (recipient, attempt, phoneNumberId) => {
     if (!heldNumbers.has(phoneNumberId) && rnd.chance(0.003)) {
       heldNumbers.add(phoneNumberId);
       return { kind: "error", status: 429, body: "", retryAfter: "2", code: null, processed: false };
     }
     const cls = Number(recipient.at(-1));
+    /** @returns {Plan} */
     const accept = (finalStatus = "delivered") => ({ kind: "accepted", status: 200, processed: true, finalStatus: finalStatus === "delivered" && rnd.chance(0.3) ? "read" : finalStatus });
     switch (cls) {
       case 0:
@@ -122,6 +147,7 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
     const hr = hrNow();
     const earliest = tickCount >= 2 ? earliestArrival() : hr;
     const at = Date.now();
+    /** @type {Buffer[]} */
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
@@ -153,6 +179,7 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
       attempts.set(jobId, attempt);
       const plan = decide(to.replace(/^\+/, ""), attempt, phoneNumberId);
       const wamid = `wamid.SOAK${String(++seq).padStart(7, "0")}`;
+      /** @type {OperatorCall} */
       const call = {
         seq, at, hr, earliest, startedAt: Number(req.headers["x-call-started-at"]) || null, phoneNumberId, jobId, attempt, to, text: body?.text?.body ?? null, messagingProduct: body?.messaging_product ?? null,
         answer: plan.kind, httpStatus: plan.status, code: plan.code ?? null, processed: plan.processed, finalStatus: plan.finalStatus ?? null,
@@ -171,9 +198,9 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
           res.writeHead(502, { "Content-Type": "text/html" }).end("<html><body>502 Bad Gateway</body></html>");
         } else {
           const headers = { "Content-Type": "application/json", ...(plan.retryAfter ? { "Retry-After": plan.retryAfter } : {}) };
-          res.writeHead(plan.status, headers).end(plan.body);
+          res.writeHead(plan.status ?? 500, headers).end(plan.body);
         }
-        process.send({ type: "call", call });
+        tell({ type: "call", call });
       }, delay);
     });
   });
@@ -182,15 +209,15 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  server.listen(port, "127.0.0.1", () => process.send({ type: "listening", priority }));
+  server.listen(port, "127.0.0.1", () => tell({ type: "listening", priority }));
   const stop = () => {
     clearInterval(ticker);
     server.close(() => process.exit(0));
     for (const s of sockets) s.destroy();
   };
-  process.on("message", (msg) => msg.type === "stop" && stop());
+  process.on("message", (/** @type {{ type?: string }} */ msg) => msg.type === "stop" && stop());
   // The soak ended (or died): never outlive it.
   process.on("disconnect", stop);
 }
 
-if (process.argv[2] === ROLE_FLAG) process.once("message", (config) => runOperatorProcess(config));
+if (process.argv[2] === ROLE_FLAG) process.once("message", (/** @type {OperatorConfig} */ config) => runOperatorProcess(config));

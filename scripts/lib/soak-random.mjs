@@ -1,6 +1,8 @@
 // A seeded random source for `npm run soak`, so that a run's fault plan can be repeated with --seed.
 
-/** mulberry32: small, fast, good enough for choosing faults (not for secrets). */
+/** @typedef {ReturnType<typeof seededRandom>} Random */
+
+/** mulberry32: small, fast, good enough for choosing faults (not for secrets). @param {number} seed */
 export function seededRandom(seed) {
   let a = seed >>> 0;
   const next = () => {
@@ -13,10 +15,11 @@ export function seededRandom(seed) {
   return {
     next,
     /** Uniform in [min, max). */
-    between: (min, max) => min + next() * (max - min),
-    chance: (p) => next() < p,
-    pick: (items) => items[Math.floor(next() * items.length)],
+    between: (/** @type {number} */ min, /** @type {number} */ max) => min + next() * (max - min),
+    chance: (/** @type {number} */ p) => next() < p,
+    /** One of `items` (not empty). @template T @param {T[]} items @returns {T} */
+    pick: (items) => /** @type {T} */ (items[Math.floor(next() * items.length)]),
     /** Exponential inter-arrival time (ms) for `perSecond` events per second. */
-    interval: (perSecond) => (-Math.log(1 - next()) / perSecond) * 1000,
+    interval: (/** @type {number} */ perSecond) => (-Math.log(1 - next()) / perSecond) * 1000,
   };
 }

@@ -6,7 +6,10 @@ import { createServer } from "node:http";
 
 const MAX_REFUSALS_PER_EVENT = 3;
 
-/** Standard Webhooks: HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret after `whsec_`. */
+/**
+ * Standard Webhooks: HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret after `whsec_`.
+ * @param {string} secret @param {import("node:http").IncomingHttpHeaders} headers @param {string} rawBody
+ */
 export function verifyStandardWebhook(secret, headers, rawBody) {
   const id = headers["webhook-id"];
   const ts = headers["webhook-timestamp"];
@@ -24,12 +27,15 @@ export function verifyStandardWebhook(secret, headers, rawBody) {
 /**
  * Listens on 127.0.0.1:`port`; a number's webhook URL is `/hooks/{numberId}`. `secrets` (numberId →
  * whsec_…) is filled in after the webhooks are created. `random` decides the refusals.
+ * @param {{ port: number, failShare: number, random: import("./soak-random.mjs").Random, secrets: Map<string, string> }} options
  */
 export async function startReceiver({ port, failShare, random, secrets }) {
-  /** Every delivery: what came, and what we answered. */
+  /** Every delivery: what came, and what we answered. @type {import("./soak-checks.mjs").Delivery[]} */
   const deliveries = [];
+  /** @type {Map<string | undefined, number>} */
   const refusedSoFar = new Map();
   const server = createServer((req, res) => {
+    /** @type {Buffer[]} */
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
@@ -47,20 +53,22 @@ export async function startReceiver({ port, failShare, random, secrets }) {
       // At most MAX_REFUSALS_PER_EVENT refusals per event: the gateway gives an event 9 attempts, then
       // it is dead (replayable from the delivery log). Independent 30% refusals would kill ~1 event in
       // 50,000 (0.3^9) by design; that path is not what this run checks.
-      const refusals = refusedSoFar.get(req.headers["webhook-id"]) ?? 0;
+      const webhookId = typeof req.headers["webhook-id"] === "string" ? req.headers["webhook-id"] : undefined;
+      const refusals = refusedSoFar.get(webhookId) ?? 0;
       const status = !verified ? 400 : refusals < MAX_REFUSALS_PER_EVENT && random.chance(failShare) ? 503 : 204;
-      if (status === 503) refusedSoFar.set(req.headers["webhook-id"], refusals + 1);
-      deliveries.push({ at: Date.now(), numberId, webhookId: req.headers["webhook-id"] ?? null, verified, status, body });
+      if (status === 503) refusedSoFar.set(webhookId, refusals + 1);
+      deliveries.push({ at: Date.now(), numberId, webhookId: webhookId ?? null, verified, status, body });
       res.writeHead(status).end();
     });
   });
   server.keepAliveTimeout = 5_000;
   await new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, "127.0.0.1", resolve);
+    server.listen(port, "127.0.0.1", () => resolve(undefined));
   });
   return {
     deliveries,
+    /** @returns {Promise<void>} */
     stop: () =>
       new Promise((resolve) => {
         server.close(() => resolve());

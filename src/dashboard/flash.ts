@@ -1,7 +1,6 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { fromBase64, toBase64Url } from "../lib/crypto";
-import type { DashboardEnv } from "./context";
 
 /**
  * One-time messages across a POST-redirect-GET: the POST seals the message
@@ -15,6 +14,9 @@ export interface Flash {
   /** Shown once, with a copy button. */
   secret?: { label: string; value: string };
 }
+
+/** Any app with the Worker's bindings (the flash's key); not DashboardEnv, which itself carries a Flash. */
+type WithBindings = { Bindings: Env };
 
 const COOKIE = "flash";
 const MAX_AGE_SECONDS = 120;
@@ -34,7 +36,7 @@ async function flashKey(env: Env): Promise<CryptoKey> {
 const unb64url = (s: string) => fromBase64(s.replaceAll("-", "+").replaceAll("_", "/") + "=".repeat((4 - (s.length % 4)) % 4));
 
 /** Leaves `flash` for the next page of the same session (`binding`: the session's token hash). */
-export async function setFlash(c: Context<DashboardEnv>, flash: Flash, binding: string): Promise<void> {
+export async function setFlash<E extends WithBindings>(c: Context<E>, flash: Flash, binding: string): Promise<void> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const plaintext = encoder.encode(JSON.stringify({ ...flash, binding }));
   const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await flashKey(c.env), plaintext));
@@ -49,7 +51,7 @@ export async function setFlash(c: Context<DashboardEnv>, flash: Flash, binding: 
 }
 
 /** Takes the flash left for this session, if any, and deletes its cookie either way. */
-export async function takeFlash(c: Context<DashboardEnv>, binding: string): Promise<Flash | undefined> {
+export async function takeFlash<E extends WithBindings>(c: Context<E>, binding: string): Promise<Flash | undefined> {
   const raw = getCookie(c, COOKIE, "host");
   if (raw === undefined) return undefined;
   deleteCookie(c, COOKIE, { prefix: "host", path: "/", secure: true, httpOnly: true, sameSite: "Lax" });

@@ -1,6 +1,6 @@
 import { recordKeyUse } from "../db/api-keys";
 import { now } from "../lib/clock";
-import { log } from "../lib/log";
+import { errorText, log } from "../lib/log";
 
 /**
  * "Last used" of API keys, coarse on purpose: a key's `last_used_at` is
@@ -24,7 +24,7 @@ export function noteKeyUsed(env: Env, ctx: Pick<ExecutionContext, "waitUntil">, 
   const write = recordKeyUse(env.DB, keyId, new Date(at).toISOString(), new Date(at - LAST_USED_RESOLUTION_MS).toISOString()).catch((err) => {
     // Best effort: a lost "last used" never fails a request.
     recorded.delete(keyId);
-    log("warn", "api key last-used write failed", { keyId, detail: err instanceof Error ? err.message : String(err) });
+    log("warn", "api key last-used write failed", { keyId, detail: errorText(err) });
   });
   ctx.waitUntil(write);
 }

@@ -1,20 +1,21 @@
+import { config, type ConfigVars } from "../config";
 import { insertApiKey, revokeKey, type ApiKeyRow } from "../db/api-keys";
 import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
-import { UUID_PATTERN } from "./job-id";
+import { findByUuid } from "./job-id";
 import { forgetKey } from "./key-cache";
 
 // 32 random bytes in base64url are 43 characters.
 const SECRET_PART = /^[A-Za-z0-9_-]{43}$/;
 
-export const keyPrefix = (env: Pick<Env, "API_KEY_PREFIX">): string => `${env.API_KEY_PREFIX}live_`;
+export const keyPrefix = (env: ConfigVars): string => `${config(env).apiKeyPrefix}live_`;
 
-export function generateApiKey(env: Pick<Env, "API_KEY_PREFIX">): string {
+export function generateApiKey(env: ConfigVars): string {
   return `${keyPrefix(env)}${toBase64Url(randomBytes(32))}`;
 }
 
 /** True when `key` has our shape; anything else is refused before it is hashed or looked up. */
-export function isWellFormedKey(env: Pick<Env, "API_KEY_PREFIX">, key: string): boolean {
+export function isWellFormedKey(env: ConfigVars, key: string): boolean {
   const prefix = keyPrefix(env);
   return key.startsWith(prefix) && SECRET_PART.test(key.slice(prefix.length));
 }
@@ -44,7 +45,7 @@ export async function issueApiKey(env: Env, workspaceId: string, name: string | 
  * cache's TTL (5 s).
  */
 export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<boolean> {
-  const hash = UUID_PATTERN.test(keyId) ? await revokeKey(db, keyId.toLowerCase(), isoNow(), workspaceId) : null;
+  const hash = await findByUuid(keyId, (stored) => revokeKey(db, stored, isoNow(), workspaceId));
   if (!hash) return false;
   forgetKey(hash);
   return true;

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { config, type ConfigVars } from "../config";
 import { ApiError } from "../lib/errors";
 import { log } from "../lib/log";
 
@@ -16,17 +17,18 @@ const OperatorAnswer = z.object({
  * webhooks (routed by phone number id) would reach the wrong workspace.
  */
 export async function verifyCloudNumber(
-  env: Pick<Env, "UPSTREAM_CLOUD_API_BASE_URL" | "UPSTREAM_CLOUD_API_VERSION" | "UPSTREAM_TIMEOUT_MS">,
+  env: ConfigVars,
   phoneNumberId: string,
   accessToken: string,
 ): Promise<void> {
-  const url = `${env.UPSTREAM_CLOUD_API_BASE_URL.replace(/\/+$/, "")}/${env.UPSTREAM_CLOUD_API_VERSION}/${phoneNumberId}?fields=id,display_phone_number`;
+  const { baseUrl, version, timeoutMs } = config(env).upstream;
+  const url = `${baseUrl.replace(/\/+$/, "")}/${version}/${phoneNumberId}?fields=id,display_phone_number`;
   let res: Response;
   try {
     res = await fetch(url, {
       headers: { Authorization: `Bearer ${accessToken}` },
       redirect: "manual",
-      signal: AbortSignal.timeout(Number(env.UPSTREAM_TIMEOUT_MS) || 15_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
     log("warn", "operator unreachable while verifying a number", { phoneNumberId, detail: err instanceof Error ? err.name : "unknown" });

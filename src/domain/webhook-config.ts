@@ -1,9 +1,10 @@
+import { config } from "../config";
 import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../db/webhooks";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { workspaceStub } from "../durable-objects/stubs";
 import type { AttemptRow } from "../durable-objects/workspace/event-log";
 import { EVENT_ID_PATTERN } from "./events";
-import { UUID_PATTERN } from "./job-id";
+import { findByUuid } from "./job-id";
 import { isoNow } from "../lib/clock";
 import { sealWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, checkWebhookUrlSyntax } from "../webhooks/ssrf";
@@ -23,14 +24,14 @@ export type ConfigureOutcome =
  * the SSRF checks; a new signing secret every time (returned here only).
  */
 export async function configureWebhook(env: Env, workspaceId: string, channelNumberId: string, url: string): Promise<ConfigureOutcome> {
-  const allowInsecure = env.ALLOW_INSECURE_WEBHOOK_URLS === "true";
+  const { allowInsecureUrls: allowInsecure, dohResolverUrl } = config(env).webhooks;
   // Input that is wrong whatever the number gets its answer before the lookup.
   const syntax = checkWebhookUrlSyntax(url, { allowInsecure });
   if (!syntax.ok) return { ok: false, problem: "url", reason: syntax.reason };
   // A foreign, disconnected or unknown number: the same answer.
-  const number = UUID_PATTERN.test(channelNumberId) ? await getConnectedNumber(env.DB, workspaceId, channelNumberId.toLowerCase()) : null;
+  const number = await findByUuid(channelNumberId, (stored) => getConnectedNumber(env.DB, workspaceId, stored));
   if (!number) return { ok: false, problem: "number_not_found" };
-  const check = await checkWebhookUrl(url, { allowInsecure, dohResolverUrl: env.DOH_RESOLVER_URL });
+  const check = await checkWebhookUrl(url, { allowInsecure, dohResolverUrl });
   if (!check.ok) return { ok: false, problem: "url", reason: check.reason };
 
   const secret = newWebhookSecret();
@@ -64,7 +65,7 @@ async function storeWebhook(env: Env, w: { workspaceId: string; channelNumberId:
 
 /** A webhook of the workspace by id; a malformed or foreign id reads as missing. */
 export async function findOwnWebhook(db: D1Database, workspaceId: string, id: string): Promise<WebhookRow | null> {
-  return UUID_PATTERN.test(id) ? getWebhook(db, workspaceId, id.toLowerCase()) : null;
+  return findByUuid(id, (stored) => getWebhook(db, workspaceId, stored));
 }
 
 /** Records a new signed `webhook.test` event for the webhook's number and publishes it; returns its id. */

@@ -53,6 +53,12 @@ export class ApiError extends HTTPException {
 
 export const notFound = (what = "Resource") => new ApiError("not_found", `${what} not found.`);
 
+/** `value` when there is one; otherwise the route answers 404, naming `what`. */
+export function foundOr404<T>(value: T | null | undefined, what: string): T {
+  if (value === null || value === undefined) throw notFound(what);
+  return value;
+}
+
 export function errorBody(
   code: ErrorCode,
   message: string,

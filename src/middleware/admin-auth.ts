@@ -3,7 +3,7 @@ import type { AppEnv } from "../context";
 import { ApiError } from "../lib/errors";
 import { timingSafeEqualStrings } from "../lib/crypto";
 import { bearerToken, unauthorized } from "../lib/bearer";
-import { log } from "../lib/log";
+import { errorText, log } from "../lib/log";
 import { routePath } from "hono/route";
 import { sha256Hex } from "../lib/crypto";
 import { clientAddress } from "../lib/client-address";
@@ -51,7 +51,7 @@ export const adminAuth = createMiddleware<AppEnv>(async (c, next) => {
       client_address: c.req.header("cf-connecting-ip") ?? null,
     });
   } catch (err) {
-    log("error", "admin audit record could not be written", { requestId: c.get("requestId"), detail: err instanceof Error ? err.message : String(err) });
+    log("error", "admin audit record could not be written", { requestId: c.get("requestId"), detail: errorText(err) });
   }
 });
 

@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import { config } from "../config";
 import type { AppEnv } from "../context";
 
 /**
@@ -13,7 +14,7 @@ import type { AppEnv } from "../context";
  * middleware does nothing but one string comparison.
  */
 export const serverTiming = createMiddleware<AppEnv>(async (c, next) => {
-  if (c.env.SERVER_TIMING !== "true") return next();
+  if (!config(c.env).serverTiming) return next();
   const started = Date.now();
   const counter = { statements: 0 };
   // A per-request copy of the bindings: the shared env object is never modified.

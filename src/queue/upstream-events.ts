@@ -5,7 +5,7 @@ import type { InboundRecord } from "../durable-objects/workspace/contract";
 import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
-import { UUID_PATTERN } from "../domain/job-id";
+import { storedUuid } from "../domain/job-id";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -16,7 +16,7 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
   const message = error?.message ?? error?.title ?? null;
   return {
     upstreamMessageId: s.id,
-    jobId: s.biz_opaque_callback_data && UUID_PATTERN.test(s.biz_opaque_callback_data) ? s.biz_opaque_callback_data.toLowerCase() : null,
+    jobId: s.biz_opaque_callback_data ? storedUuid(s.biz_opaque_callback_data) : null,
     status: s.status as OperatorStatus["status"],
     at: operatorTime(s.timestamp, now()),
     errorCode: error?.code !== undefined ? String(error.code) : null,

@@ -1,9 +1,10 @@
+import { config } from "../config";
 import { envelopeOf, eventsOf, firstAttemptOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
 import { markWebhookFailingStatement, markWebhookHealthyStatement, webhooksForNumbers, type WebhookRow } from "../db/webhooks";
 import { workspaceStub } from "../durable-objects/stubs";
 import type { DeliveryReport } from "../durable-objects/workspace/contract";
 import { now } from "../lib/clock";
-import { log } from "../lib/log";
+import { errorText, log } from "../lib/log";
 import { openWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, type UrlCheck } from "../webhooks/ssrf";
 import { signatureHeaders } from "../webhooks/signature";
@@ -20,7 +21,6 @@ export const RETRY_DELAYS_SECONDS = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36
 /** A webhook whose failures have lasted longer than this is disabled. */
 export const DISABLE_AFTER_MS = 72 * 60 * 60 * 1000;
 
-const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_ERROR_CHARS = 500;
 const USER_AGENT = "messaging-gateway-webhooks/1";
 
@@ -29,13 +29,8 @@ export function retryDelaySeconds(attempts: number, schedule: readonly number[] 
   return schedule[index] ?? schedule[schedule.length - 1] ?? 0;
 }
 
-/** WEBHOOK_RETRY_DELAYS_SECONDS (comma-separated) shortens the schedule for local soak runs; production uses the default. */
-function retrySchedule(env: Env): readonly number[] {
-  const raw = env.WEBHOOK_RETRY_DELAYS_SECONDS?.trim();
-  if (!raw) return RETRY_DELAYS_SECONDS;
-  const parsed = raw.split(",").map((v) => Number(v.trim()));
-  return parsed.length > 0 && parsed.every((n) => Number.isInteger(n) && n >= 0) ? parsed : RETRY_DELAYS_SECONDS;
-}
+/** WEBHOOK_RETRY_DELAYS_SECONDS shortens the schedule for local soak runs; production uses the default. */
+const retrySchedule = (env: Env): readonly number[] => config(env).webhooks.retryDelaysSeconds ?? RETRY_DELAYS_SECONDS;
 
 interface Attempt {
   outcome: "delivered" | "failed" | "refused";
@@ -49,11 +44,6 @@ type Result = { kind: "no_webhook" } | { kind: "attempted"; webhook: WebhookRow;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const clip = (text: string): string => (text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text);
-
-function timeoutOf(env: Env): number {
-  const ms = Number(env.WEBHOOK_TIMEOUT_MS);
-  return Number.isFinite(ms) && ms > 0 ? ms : DEFAULT_TIMEOUT_MS;
-}
 
 /** One signed POST of the event to the webhook's URL; never throws. */
 async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret: Promise<string>, env: Env): Promise<Attempt> {
@@ -70,11 +60,11 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
   let check: UrlCheck;
   try {
     check = await checkWebhookUrl(webhook.url, {
-      allowInsecure: env.ALLOW_INSECURE_WEBHOOK_URLS === "true",
-      dohResolverUrl: env.DOH_RESOLVER_URL,
+      allowInsecure: config(env).webhooks.allowInsecureUrls,
+      dohResolverUrl: config(env).webhooks.dohResolverUrl,
     });
   } catch (err) {
-    log("error", "webhook URL check failed", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
+    log("error", "webhook URL check failed", { webhookId: webhook.id, detail: errorText(err) });
     return failure("failed", "Could not check the URL's host (an internal error); it will be retried.");
   }
   if (!check.ok) return failure("refused", `URL refused: ${check.reason}`);
@@ -88,10 +78,10 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
       ...(await signatureHeaders(await secret, event.id, Math.floor(now() / 1000), body)),
     };
   } catch (err) {
-    log("error", "webhook secret could not be opened", { webhookId: webhook.id, detail: err instanceof Error ? err.message : String(err) });
+    log("error", "webhook secret could not be opened", { webhookId: webhook.id, detail: errorText(err) });
     return failure("failed", "Internal error while signing the event; it will be retried.");
   }
-  const timeoutMs = timeoutOf(env);
+  const timeoutMs = config(env).webhooks.timeoutMs;
   const sent = now();
   try {
     const res = await fetch(check.url.href, {
@@ -118,7 +108,7 @@ async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret:
     const category = categorizeNetworkError(err);
     if (category === "timeout") return failure("failed", `Timed out after ${timeoutMs} ms.`, null, latencyMs);
     // Only the category reaches the customer; the runtime's message stays in our logs.
-    log("info", "webhook network error", { webhookId: webhook.id, category, detail: err instanceof Error ? err.message : String(err) });
+    log("info", "webhook network error", { webhookId: webhook.id, category, detail: errorText(err) });
     return failure("failed", describeNetworkError(category), null, latencyMs);
   }
 }
@@ -148,16 +138,16 @@ function healthStatements(db: D1Database, results: Result[], at: number): D1Prep
 
 /** Hands each workspace object the outcome of its events' attempts (one call per workspace). */
 async function reportToWorkspaces(env: Env, reports: { workspaceId: string; report: DeliveryReport }[]): Promise<void> {
-  const byWorkspace = new Map<string, DeliveryReport[]>();
-  for (const { workspaceId, report } of reports) byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), report]);
+  const byWorkspace = Map.groupBy(reports, (r) => r.workspaceId);
   await Promise.all(
-    [...byWorkspace].map(async ([workspaceId, list]) => {
+    [...byWorkspace].map(async ([workspaceId, items]) => {
+      const list = items.map((i) => i.report);
       try {
         await workspaceStub(env, workspaceId).recordDeliveries(list);
       } catch (err) {
         // The customer-facing outcome already happened. Unreported events are published
         // again later by their workspace (a duplicate the customer deduplicates on webhook-id).
-        log("error", "delivery outcomes could not be reported to the workspace", { workspaceId, detail: err instanceof Error ? err.message : String(err) });
+        log("error", "delivery outcomes could not be reported to the workspace", { workspaceId, detail: errorText(err) });
       }
     }),
   );
@@ -269,8 +259,7 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
   };
 
   const results = new Map<Entry, Result>();
-  const byNumber = new Map<string, Entry[]>();
-  for (const e of entries) byNumber.set(e.event.channelNumberId, [...(byNumber.get(e.event.channelNumberId) ?? []), e]);
+  const byNumber = Map.groupBy(entries, (e) => e.event.channelNumberId);
   await Promise.all(
     [...byNumber.values()].map(async (list) => {
       let failed = false;
@@ -314,7 +303,7 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
       ? Promise.resolve()
       : env.DB.batch(health).then(
           () => undefined,
-          (err: unknown) => log("error", "webhook health could not be written", { detail: err instanceof Error ? err.message : String(err) }),
+          (err: unknown) => log("error", "webhook health could not be written", { detail: errorText(err) }),
         ),
   ]);
 
@@ -364,7 +353,7 @@ export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQu
     await Promise.all([...byWorkspace].map(([workspaceId, list]) => workspaceStub(env, workspaceId).recordDeliveries(list)));
     batch.ackAll();
   } catch (err) {
-    log("error", "dead webhook events could not be recorded", { detail: err instanceof Error ? err.message : String(err) });
+    log("error", "dead webhook events could not be recorded", { detail: errorText(err) });
     batch.retryAll({ delaySeconds: 30 });
   }
 }

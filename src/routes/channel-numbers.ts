@@ -2,11 +2,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS } from "../domain/send-request";
-import { getConnectedNumber, listConnectedNumbers } from "../db/channel-numbers";
+import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../db/channel-numbers";
 import { ChannelNumber, ChannelNumberDetail, toChannelNumberView, toNumberSending } from "../domain/channel-number-view";
-import { ApiError, notFound } from "../lib/errors";
+import { ApiError, foundOr404 } from "../lib/errors";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
-import { UUID_PATTERN } from "../domain/job-id";
+import { findByUuid } from "../domain/job-id";
 import { channelNumberStub } from "../durable-objects/stubs";
 
 const NumbersList = z
@@ -91,6 +91,14 @@ const contact = createRoute({
   },
 });
 
+/**
+ * A connected number of the workspace, or 404: a malformed, foreign or disconnected id is
+ * indistinguishable from an unknown one.
+ */
+async function ownNumber(db: D1Database, workspaceId: string, id: string): Promise<ChannelNumberRow> {
+  return foundOr404(await findByUuid(id, (given) => getConnectedNumber(db, workspaceId, given), { asGiven: true }), "Channel number");
+}
+
 export const channelNumberRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
@@ -99,16 +107,13 @@ export const channelNumberRoutes = newRouter()
   })
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");
-    // A malformed, foreign or disconnected id is indistinguishable from an unknown one.
-    const row = UUID_PATTERN.test(id) ? await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id) : null;
-    if (!row) throw notFound("Channel number");
+    const row = await ownNumber(c.env.DB, c.get("principal").workspaceId, id);
     const sending = toNumberSending(await channelNumberStub(c.env, row.id).sendingState());
     return c.json({ ...toChannelNumberView(row), sending }, 200);
   })
   .openapi(contact, async (c) => {
     const { id, phone } = c.req.valid("param");
-    const row = UUID_PATTERN.test(id) ? await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id) : null;
-    if (!row) throw notFound("Channel number");
+    const row = await ownNumber(c.env.DB, c.get("principal").workspaceId, id);
     if (!E164_DIGITS.test(phone)) {
       throw new ApiError("invalid_request", "phone must be E.164 digits without '+'.", {
         details: [{ path: "path.phone", rule: "e164", message: "Digits only, no leading '+' or 0." }],

@@ -6,12 +6,12 @@ import { EXAMPLE } from "../lib/openapi-examples";
 import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError, canonicalJson } from "../domain/send-request";
 import { Message } from "../domain/message";
 import { sha256Hex } from "../lib/crypto";
-import { ApiError, notFound } from "../lib/errors";
+import { ApiError, foundOr404 } from "../lib/errors";
 import { validationHook } from "../lib/validation";
 import { sendRateLimitHeaders } from "../lib/rate-limit-fields";
 import { workspaceStub } from "../durable-objects/stubs";
 import { retryAfterSeconds } from "../domain/rate-window";
-import { UUID_PATTERN } from "../domain/job-id";
+import { findByUuid } from "../domain/job-id";
 import { jsonBody } from "../middleware/json-body";
 import { toMessageView } from "../durable-objects/workspace/messages";
 import { MessageListQuery, decodeMessageCursor, encodeMessageCursor, toFilter } from "../domain/message-list";
@@ -204,15 +204,12 @@ export const messageRoutes = newRouter()
   .openapi(events, async (c) => {
     const { id } = c.req.valid("param");
     const stub = workspaceStub(c.env, c.get("principal").workspaceId);
-    const found = UUID_PATTERN.test(id) ? await stub.getMessage(id.toLowerCase()) : null;
-    if (!found) throw notFound("Message");
-    const message = toMessageView(found);
+    const message = toMessageView(foundOr404(await findByUuid(id, (stored) => stub.getMessage(stored)), "Message"));
     const attempts = await stub.deliveriesAbout(message.id);
     return c.json({ messageId: message.id, timeline: timelineOf(message), deliveries: attempts.map((a) => toDeliveryView(a.webhook_id, a)) }, 200);
   })
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");
-    const row = UUID_PATTERN.test(id) ? await workspaceStub(c.env, c.get("principal").workspaceId).getMessage(id.toLowerCase()) : null;
-    if (!row) throw notFound("Message");
+    const row = foundOr404(await findByUuid(id, (stored) => workspaceStub(c.env, c.get("principal").workspaceId).getMessage(stored)), "Message");
     return c.json(toMessageView(row), 200);
   });

@@ -4,7 +4,7 @@ import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS, TextContent } from "../domain/send-request";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
-import { ApiError, notFound } from "../lib/errors";
+import { ApiError, foundOr404 } from "../lib/errors";
 import { now } from "../lib/clock";
 import { jsonBody } from "../middleware/json-body";
 
@@ -39,8 +39,7 @@ const inject = createRoute({
 export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
   const body = c.req.valid("json");
   const { workspaceId } = c.get("principal");
-  const number = await getConnectedNumber(c.env.DB, workspaceId, body.channelNumberId);
-  if (!number) throw notFound("Channel number");
+  const number = foundOr404(await getConnectedNumber(c.env.DB, workspaceId, body.channelNumberId), "Channel number");
   if (number.upstream_type !== "sandbox") throw new ApiError("forbidden", "Inbound messages can only be injected on sandbox numbers.");
   const at = now();
   const [messageId] = await workspaceStub(c.env, workspaceId).recordInbound(workspaceId, [

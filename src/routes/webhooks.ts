@@ -7,7 +7,7 @@ import { listWebhooks, type WebhookRow } from "../db/webhooks";
 import { Webhook, WebhookDelivery, toDeliveryView, toWebhookView } from "../domain/webhook-view";
 import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEvent } from "../domain/webhook-config";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
-import { ApiError, notFound } from "../lib/errors";
+import { ApiError, foundOr404, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
 import { enforceLimit } from "../middleware/rate-limit";
@@ -171,9 +171,7 @@ function refuseUrl(reason: string): ApiError {
 
 async function ownWebhook(db: D1Database, workspaceId: string, id: string): Promise<WebhookRow> {
   // A malformed or foreign id is indistinguishable from an unknown one.
-  const row = await findOwnWebhook(db, workspaceId, id);
-  if (!row) throw notFound("Webhook");
-  return row;
+  return foundOr404(await findOwnWebhook(db, workspaceId, id), "Webhook");
 }
 
 function requireEnabled(webhook: WebhookRow): void {

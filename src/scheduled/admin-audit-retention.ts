@@ -1,5 +1,5 @@
 import { ADMIN_AUDIT_RETENTION_DAYS, purgeAdminAudit } from "../db/admin-audit-log";
-import type { ScheduledJob } from "./jobs";
+import type { ScheduledJob } from "./job";
 
 const BATCH = 1_000;
 const MAX_BATCHES = 5;

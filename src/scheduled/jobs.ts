@@ -1,16 +1,9 @@
-import { log } from "../lib/log";
+import { errorText, log } from "../lib/log";
 import { purgeOldAdminAudit } from "./admin-audit-retention";
+import type { ScheduledJob } from "./job";
 import { purgeOldUsageDaily } from "./usage-daily-retention";
 
-/**
- * One scheduled job: independent of the others, bounded (every statement
- * LIMITed), and returning how many rows it handled. A job that has more to do
- * than one run allows simply continues at the next run.
- */
-export interface ScheduledJob {
-  name: string;
-  run(env: Env, now: number): Promise<number>;
-}
+export type { ScheduledJob };
 
 /** Every job of the cron trigger (wrangler.toml `[triggers] crons`). Add new retention jobs here. */
 export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit, purgeOldUsageDaily];
@@ -31,7 +24,7 @@ export async function runScheduledJobs(env: Env, now: number, jobs: readonly Sch
       log("info", "scheduled job done", { job: job.name, handled });
     } catch (err) {
       outcomes.push({ name: job.name, ok: false, handled: 0 });
-      log("error", "scheduled job failed", { job: job.name, detail: err instanceof Error ? err.message : String(err) });
+      log("error", "scheduled job failed", { job: job.name, detail: errorText(err) });
     }
   }
   return outcomes;

@@ -1,5 +1,5 @@
 import { USAGE_DAILY_RETENTION_DAYS, purgeUsageDaily } from "../db/usage-daily";
-import type { ScheduledJob } from "./jobs";
+import type { ScheduledJob } from "./job";
 
 const BATCH = 1_000;
 // 30,000 rows a day at design load arrive; an hourly run deleting up to 10,000 keeps up with 240,000 a day.

@@ -1,3 +1,4 @@
+import { config } from "../config";
 import type { ChannelNumberRow } from "../db/channel-numbers";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
 import type { UpstreamAdapter } from "./adapter";
@@ -9,13 +10,6 @@ export async function adapterFor(env: Env, row: ChannelNumberRow): Promise<Upstr
   if (row.upstream_type === "sandbox") return new SandboxAdapter();
   if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("cloud number without credentials");
   const { accessToken } = await openUpstreamCredentials(env, row);
-  return new CloudApiAdapter({
-    baseUrl: env.UPSTREAM_CLOUD_API_BASE_URL,
-    version: env.UPSTREAM_CLOUD_API_VERSION,
-    phoneNumberId: row.upstream_phone_number_id,
-    accessToken,
-    messagingProduct: env.UPSTREAM_MESSAGING_PRODUCT,
-    timeoutMs: Number(env.UPSTREAM_TIMEOUT_MS) || 15_000,
-    stampCalls: env.UPSTREAM_STAMP_CALLS === "true",
-  });
+  const { baseUrl, version, messagingProduct, timeoutMs, stampCalls } = config(env).upstream;
+  return new CloudApiAdapter({ baseUrl, version, phoneNumberId: row.upstream_phone_number_id, accessToken, messagingProduct, timeoutMs, stampCalls });
 }

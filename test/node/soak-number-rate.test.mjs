@@ -4,6 +4,7 @@ import { checkNumberRate } from "../../scripts/lib/soak-checks.mjs";
 // A call as the soak's fake operator records it: started by the number object at `startedAt`
 // (X-Call-Started-At), received at `at` (wall clock) and `hr` (its precise clock, here the same),
 // with `earliest` the start of the operator's own uncertainty.
+/** @param {string} phoneNumberId @param {number} startedAt @returns {import("../../scripts/lib/soak-checks.mjs").OperatorCall} */
 const call = (phoneNumberId, startedAt, transit = 3, n = startedAt) => ({
   phoneNumberId,
   jobId: `job-${phoneNumberId}-${n}`,
@@ -12,6 +13,13 @@ const call = (phoneNumberId, startedAt, transit = 3, n = startedAt) => ({
   at: startedAt + transit,
   hr: startedAt + transit,
   earliest: startedAt + transit - 1,
+  seq: n,
+  to: "+5511999",
+  text: "hi",
+  messagingProduct: "whatsapp",
+  answer: "accepted",
+  code: null,
+  processed: true,
 });
 
 describe("the soak's pace check", () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 
 const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
 
-/** The body of one `[table]` of wrangler.toml (up to the next table header). */
+/** The body of one `[table]` of wrangler.toml (up to the next table header). @param {string} name */
 function table(name) {
   const start = toml.indexOf(`\n[${name}]\n`);
   if (start < 0) return null;

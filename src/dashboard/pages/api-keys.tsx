@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { getKey, listKeys, type ApiKeyRow } from "../../db/api-keys";
 import { issueApiKey, keyPrefix, revokeApiKey } from "../../domain/api-keys";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { findByUuid } from "../../domain/job-id";
 import type { DashboardEnv } from "../context";
 import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
@@ -124,7 +124,7 @@ export const apiKeyPages = new Hono<DashboardEnv>()
   .post("/api-keys/:id/revoke", requireRole("developer"), async (c) => {
     const session = c.get("session");
     const id = c.req.param("id");
-    const key = UUID_PATTERN.test(id) ? await getKey(c.env.DB, session.workspace_id, id.toLowerCase()) : null;
+    const key = await findByUuid(id, (stored) => getKey(c.env.DB, session.workspace_id, stored));
     if (!key) return notFoundPage(c);
     if ((await formFields(c)).confirmed !== "yes") {
       return confirmPage(c, {

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { changeRole, deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { findByUuid } from "../../domain/job-id";
 import { invitationUrl, inviteMember, MemberEmail, MemberRoleSchema, MAX_MEMBERS_PER_WORKSPACE } from "../../domain/members";
 import { isoNow, now } from "../../lib/clock";
 import type { DashboardEnv } from "../context";
@@ -144,7 +144,7 @@ async function renderMembers(c: Context<DashboardEnv>, form: { email?: string; r
 
 async function ownMember(c: Context<DashboardEnv>): Promise<MemberRow | null> {
   const id = c.req.param("id") ?? "";
-  return UUID_PATTERN.test(id) ? getMember(c.env.DB, c.get("session").workspace_id, id.toLowerCase()) : null;
+  return findByUuid(id, (stored) => getMember(c.env.DB, c.get("session").workspace_id, stored));
 }
 
 const LAST_OWNER = "A workspace needs at least one owner: make someone else owner first.";

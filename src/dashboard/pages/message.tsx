@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { findByUuid } from "../../domain/job-id";
 import type { InboundMessage, Message, OutboundMessage } from "../../domain/message";
 import { timelineOf } from "../../domain/message-timeline";
 import { toDeliveryView } from "../../domain/webhook-view";
@@ -24,60 +24,48 @@ function Fact({ label, children }: { label: string; children: Child }) {
 
 const Code = ({ value }: { value: string | null }) => (value === null ? <span>—</span> : <code>{value}</code>);
 
-function OutboundFacts({ m }: { m: OutboundMessage }) {
-  return (
-    <>
-      <Fact label="To">
-        <code>{m.to}</code>
-      </Fact>
-      <Fact label="Type">{m.type}</Fact>
-      <Fact label="Upstream message id">
-        <Code value={m.upstreamMessageId} />
-      </Fact>
-      <Fact label="Created (accepted)">
-        <Time iso={m.createdAt} seconds />
-      </Fact>
-      <Fact label="Processing">
-        <Time iso={m.processingAt} seconds />
-      </Fact>
-      <Fact label="Outcome unknown since">
-        <Time iso={m.outcomeUnknownSince} seconds />
-      </Fact>
-      <Fact label="Sent">
-        <Time iso={m.sentAt} seconds />
-      </Fact>
-      <Fact label="Delivered">
-        <Time iso={m.deliveredAt} seconds />
-      </Fact>
-      <Fact label="Read">
-        <Time iso={m.readAt} seconds />
-      </Fact>
-      <Fact label="Failed">
-        <Time iso={m.failedAt} seconds />
-      </Fact>
-      <Fact label="Updated">
-        <Time iso={m.updatedAt} seconds />
-      </Fact>
-    </>
-  );
+/** How a fact's value is shown: as code, as text, as an id that may be absent, or as a time. */
+type FactKind = "code" | "text" | "id" | "time";
+/** One row of the record: its label, how it is shown, and where its value is. */
+type FactField<M> = readonly [label: string, kind: FactKind, value: (m: M) => string | null];
+
+const OUTBOUND_FACTS: readonly FactField<OutboundMessage>[] = [
+  ["To", "code", (m) => m.to],
+  ["Type", "text", (m) => m.type],
+  ["Upstream message id", "id", (m) => m.upstreamMessageId],
+  ["Created (accepted)", "time", (m) => m.createdAt],
+  ["Processing", "time", (m) => m.processingAt],
+  ["Outcome unknown since", "time", (m) => m.outcomeUnknownSince],
+  ["Sent", "time", (m) => m.sentAt],
+  ["Delivered", "time", (m) => m.deliveredAt],
+  ["Read", "time", (m) => m.readAt],
+  ["Failed", "time", (m) => m.failedAt],
+  ["Updated", "time", (m) => m.updatedAt],
+];
+
+const INBOUND_FACTS: readonly FactField<InboundMessage>[] = [
+  ["From", "code", (m) => m.from],
+  ["Type", "text", (m) => m.type],
+  ["Upstream message id", "id", (m) => m.upstreamMessageId],
+  ["Received (operator's time)", "time", (m) => m.receivedAt],
+  ["Recorded", "time", (m) => m.createdAt],
+];
+
+function FactValue({ kind, value }: { kind: FactKind; value: string | null }) {
+  if (kind === "code") return <code>{value}</code>;
+  if (kind === "id") return <Code value={value} />;
+  if (kind === "time") return <Time iso={value} seconds />;
+  return <>{value}</>;
 }
 
-function InboundFacts({ m }: { m: InboundMessage }) {
+function Facts<M>({ m, fields }: { m: M; fields: readonly FactField<M>[] }) {
   return (
     <>
-      <Fact label="From">
-        <code>{m.from}</code>
-      </Fact>
-      <Fact label="Type">{m.type}</Fact>
-      <Fact label="Upstream message id">
-        <Code value={m.upstreamMessageId} />
-      </Fact>
-      <Fact label="Received (operator's time)">
-        <Time iso={m.receivedAt} seconds />
-      </Fact>
-      <Fact label="Recorded">
-        <Time iso={m.createdAt} seconds />
-      </Fact>
+      {fields.map(([label, kind, value]) => (
+        <Fact label={label}>
+          <FactValue kind={kind} value={value(m)} />
+        </Fact>
+      ))}
     </>
   );
 }
@@ -154,7 +142,7 @@ function Record({ m, labels }: { m: Message; labels: NumberLabels }) {
       <Fact label="Number">
         <NumberLink id={m.channelNumberId} labels={labels} /> <code class="small-inline">{m.channelNumberId}</code>
       </Fact>
-      {m.direction === "outbound" ? <OutboundFacts m={m} /> : <InboundFacts m={m} />}
+      {m.direction === "outbound" ? <Facts m={m} fields={OUTBOUND_FACTS} /> : <Facts m={m} fields={INBOUND_FACTS} />}
     </dl>
   );
 }
@@ -164,7 +152,7 @@ export const messagePage = new Hono<DashboardEnv>().get("/messages/:id", async (
   const id = c.req.param("id");
   const stub = workspaceStub(c.env, workspaceId);
   // The workspace's own object answers: another workspace's id is as unknown as a made-up one.
-  const row = UUID_PATTERN.test(id) ? await stub.getMessage(id.toLowerCase()) : null;
+  const row = await findByUuid(id, (stored) => stub.getMessage(stored));
   if (!row) return notFoundPage(c);
   const m = toMessageView(row);
   const [attempts, labels] = await Promise.all([stub.deliveriesAbout(m.id), numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId])]);

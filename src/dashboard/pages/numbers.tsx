@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { getConnectedNumber, listConnectedNumbers } from "../../db/channel-numbers";
 import { getWebhookOfNumber } from "../../db/webhooks";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { findByUuid } from "../../domain/job-id";
 import { toPage } from "../../lib/pagination";
 import type { DashboardEnv } from "../context";
 import { Time, TableScroll } from "../components";
@@ -63,7 +63,7 @@ export const numberPages = new Hono<DashboardEnv>()
   .get("/numbers/:id", async (c) => {
     const { workspace_id: workspaceId } = c.get("session");
     const id = c.req.param("id");
-    const number = UUID_PATTERN.test(id) ? await getConnectedNumber(c.env.DB, workspaceId, id.toLowerCase()) : null;
+    const number = await findByUuid(id, (stored) => getConnectedNumber(c.env.DB, workspaceId, stored));
     if (!number) return notFoundPage(c);
     const webhook = await getWebhookOfNumber(c.env.DB, workspaceId, number.id);
     return c.render(

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "../../db/webhooks";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { findByUuid } from "../../domain/job-id";
 import { configureWebhook, deliveryLog, lastFailure, replayEvent, sendTestEvent } from "../../domain/webhook-config";
 import { toDeliveryView } from "../../domain/webhook-view";
 import { isoNow } from "../../lib/clock";
@@ -27,7 +27,7 @@ const back = (numberId: string) => `/dashboard/webhooks/${numberId}`;
 
 async function ownNumber(c: Context<DashboardEnv>): Promise<ChannelNumberRow | null> {
   const id = c.req.param("numberId") ?? "";
-  return UUID_PATTERN.test(id) ? getConnectedNumber(c.env.DB, c.get("session").workspace_id, id.toLowerCase()) : null;
+  return findByUuid(id, (stored) => getConnectedNumber(c.env.DB, c.get("session").workspace_id, stored));
 }
 
 /** The webhook of the URL's number, if the number is the workspace's and has one. */

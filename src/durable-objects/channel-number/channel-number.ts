@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { config } from "../../config";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { NUMBER_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
@@ -67,7 +68,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.unknownWindowMs = Number(env.UNKNOWN_OUTCOME_WINDOW_MS) || UNKNOWN_OUTCOME_WINDOW_MS;
+    this.unknownWindowMs = config(env).unknownOutcomeWindowMs ?? UNKNOWN_OUTCOME_WINDOW_MS;
     // Before anything reads a table: the constructor runs inside the object's input gate.
     ensureSchema(ctx.storage, CHANNEL_NUMBER_SCHEMA);
     this.name = getMeta(this.sql, "channel_number_id") ?? null;
@@ -90,7 +91,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       hold: this.hold,
       number: async () => (this.number = await loadNumber(env.DB, this.channelNumberId(), this.number)).row,
       settled: () => this.flushRelay(),
-      sessionMs: Number(env.DRAIN_SESSION_MS ?? 0) || 0,
+      sessionMs: config(env).drainSessionMs,
     });
     this.scheduler = new Scheduler(ctx.storage, [
       // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).

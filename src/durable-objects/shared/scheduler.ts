@@ -1,5 +1,5 @@
 import { now } from "../../lib/clock";
-import { log } from "../../lib/log";
+import { errorText, log } from "../../lib/log";
 
 /**
  * One unit of an object's timed work (publishing events, a retention purge, a
@@ -135,5 +135,3 @@ export class Scheduler {
     if (next !== null) await this.storage.setAlarm(Math.max(next, now()));
   }
 }
-
-const errorText = (err: unknown): string => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));

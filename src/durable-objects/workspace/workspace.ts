@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { config } from "../../config";
 import { now } from "../../lib/clock";
 import { utcDay } from "../../domain/job-id";
 import type { WebhookEvent, WebhookQueueMessage } from "../../domain/events";
@@ -59,7 +60,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.confirmWithinMs = Number(env.EVENT_CONFIRM_WITHIN_MS) || CONFIRM_WITHIN_MS;
+    this.confirmWithinMs = config(env).eventConfirmWithinMs ?? CONFIRM_WITHIN_MS;
     // Before anything reads a table: the constructor runs inside the object's input gate.
     ensureSchema(ctx.storage, WORKSPACE_SCHEMA);
     this.workspaceId = getMeta(this.sql, "workspace_id") ?? null;

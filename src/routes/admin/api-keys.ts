@@ -1,10 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
-import { getWorkspaceWithLimits } from "../../db/workspaces";
 import { listKeys, type ApiKeyRow } from "../../db/api-keys";
 import { issueApiKey, revokeApiKey } from "../../domain/api-keys";
 import { notFound } from "../../lib/errors";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { requireWorkspace } from "./require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
 
@@ -59,10 +58,6 @@ const revoke = createRoute({
   request: { params: z.object({ keyId: z.string() }) },
   responses: { 204: { description: "Revoked (also when it already was)." }, ...errorResponses(401, 404) },
 });
-
-async function requireWorkspace(db: D1Database, workspaceId: string): Promise<void> {
-  if (!UUID_PATTERN.test(workspaceId) || !(await getWorkspaceWithLimits(db, workspaceId))) throw notFound("Workspace");
-}
 
 export const adminApiKeyRoutes = newRouter()
   .openapi(create, async (c) => {

@@ -1,6 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
-import { getWorkspaceWithLimits } from "../../db/workspaces";
 import {
   countConnected,
   disconnectNumber,
@@ -11,10 +10,11 @@ import {
   replaceCredentials,
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
-import { ApiError, notFound } from "../../lib/errors";
+import { ApiError, foundOr404, notFound } from "../../lib/errors";
+import { requireWorkspace } from "./require-workspace";
 import { isoNow } from "../../lib/clock";
 import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { findByUuid } from "../../domain/job-id";
 import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
 import { jsonBody } from "../../middleware/json-body";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
@@ -103,8 +103,7 @@ export const adminChannelNumberRoutes = newRouter()
   .openapi(connect, async (c) => {
     const { workspaceId } = c.req.valid("param");
     const body = c.req.valid("json");
-    const workspace = UUID_PATTERN.test(workspaceId) ? await getWorkspaceWithLimits(c.env.DB, workspaceId) : null;
-    if (!workspace) throw notFound("Workspace");
+    const workspace = await requireWorkspace(c.env.DB, workspaceId);
     const planLimit = () => new ApiError("forbidden", `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`);
     const alreadyConnected = () =>
       new ApiError("invalid_request", "This operator phone number is already connected (to this or another workspace).", {
@@ -140,13 +139,12 @@ export const adminChannelNumberRoutes = newRouter()
   })
   .openapi(list, async (c) => {
     const { workspaceId } = c.req.valid("param");
-    if (!UUID_PATTERN.test(workspaceId) || !(await getWorkspaceWithLimits(c.env.DB, workspaceId))) throw notFound("Workspace");
+    await requireWorkspace(c.env.DB, workspaceId);
     return c.json({ data: (await listAllNumbers(c.env.DB, workspaceId)).map(toView) }, 200);
   })
   .openapi(disconnect, async (c) => {
     const { numberId } = c.req.valid("param");
-    const row = UUID_PATTERN.test(numberId) ? await disconnectNumber(c.env.DB, numberId, isoNow()) : null;
-    if (!row) throw notFound("Channel number");
+    const row = foundOr404(await findByUuid(numberId, (id) => disconnectNumber(c.env.DB, id, isoNow()), { asGiven: true }), "Channel number");
     await workspaceStub(c.env, row.workspace_id).invalidateConfig();
     // Messages still queued on it fail with number_disconnected instead of leaving.
     await channelNumberStub(c.env, row.id).invalidateNumber();
@@ -155,7 +153,7 @@ export const adminChannelNumberRoutes = newRouter()
   .openapi(reconnect, async (c) => {
     const { numberId } = c.req.valid("param");
     const { accessToken } = c.req.valid("json");
-    const row = UUID_PATTERN.test(numberId) ? await getNumberById(c.env.DB, numberId) : null;
+    const row = await findByUuid(numberId, (id) => getNumberById(c.env.DB, id), { asGiven: true });
     if (!row || row.status !== "connected") throw notFound("Channel number");
     if (row.upstream_type !== "cloud" || !row.upstream_phone_number_id) {
       throw new ApiError("invalid_request", "Only live (cloud) numbers have credentials; sandbox numbers need none.", {
@@ -163,9 +161,8 @@ export const adminChannelNumberRoutes = newRouter()
       });
     }
     await verifyCloudNumber(c.env, row.upstream_phone_number_id, accessToken);
-    const updated = await replaceCredentials(c.env.DB, row.id, await sealUpstreamCredentials(c.env, row.id, { accessToken }));
-    // Disconnected between the read and the write.
-    if (!updated) throw notFound("Channel number");
+    // Disconnected between the read and the write: 404 too.
+    const updated = foundOr404(await replaceCredentials(c.env.DB, row.id, await sealUpstreamCredentials(c.env, row.id, { accessToken })), "Channel number");
     await channelNumberStub(c.env, row.id).invalidateNumber();
     return c.json(toView(updated), 200);
   });

@@ -1,10 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
-import { getWorkspaceWithLimits } from "../../db/workspaces";
 import { listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
 import { invitationUrl, inviteMember, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, MemberRoleSchema } from "../../domain/members";
-import { UUID_PATTERN } from "../../domain/job-id";
-import { ApiError, notFound } from "../../lib/errors";
+import { ApiError } from "../../lib/errors";
+import { requireWorkspace } from "./require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 
 const Member = z
@@ -62,10 +61,6 @@ const list = createRoute({
   request: { params: WorkspaceParam },
   responses: { 200: jsonContent(z.object({ data: z.array(Member) }), "Members, without secrets."), ...errorResponses(401, 404) },
 });
-
-async function requireWorkspace(db: D1Database, workspaceId: string): Promise<void> {
-  if (!UUID_PATTERN.test(workspaceId) || !(await getWorkspaceWithLimits(db, workspaceId))) throw notFound("Workspace");
-}
 
 export const adminMemberRoutes = newRouter()
   .openapi(invite, async (c) => {

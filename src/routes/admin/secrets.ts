@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { SEALED_COLUMNS, countStaleSealed, replaceSealed, staleSealedRows } from "../../db/sealed-columns";
 import { currentPrefix, open, seal } from "../../lib/secret-box";
-import { log } from "../../lib/log";
+import { errorText, log } from "../../lib/log";
 
 const Counts = z.object({ upstreamCredentials: z.number().int(), webhookSecrets: z.number().int() });
 
@@ -39,7 +39,7 @@ export const adminSecretRoutes = newRouter().openapi(reseal, async (c) => {
       try {
         plaintext = await open(c.env, col.purpose, row.id, row.value);
       } catch (err) {
-        log("warn", "sealed value could not be opened for re-sealing", { table: col.table, id: row.id, detail: err instanceof Error ? err.message : String(err) });
+        log("warn", "sealed value could not be opened for re-sealing", { table: col.table, id: row.id, detail: errorText(err) });
         unreadable.push({ table: col.table, id: row.id });
         continue;
       }

@@ -1,9 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { getWorkspaceWithLimits, insertWorkspace, planExists } from "../../db/workspaces";
-import { ApiError, notFound } from "../../lib/errors";
+import { ApiError, foundOr404 } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
-import { UUID_PATTERN } from "../../domain/job-id";
+import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
 
 const CreateWorkspace = z.strictObject({
@@ -74,7 +74,5 @@ export const adminWorkspaceRoutes = newRouter()
   })
   .openapi(get, async (c) => {
     const { workspaceId } = c.req.valid("param");
-    const w = UUID_PATTERN.test(workspaceId) ? await view(c.env.DB, workspaceId) : null;
-    if (!w) throw notFound("Workspace");
-    return c.json(w, 200);
+    return c.json(foundOr404(await findByUuid(workspaceId, (id) => view(c.env.DB, id), { asGiven: true }), "Workspace"), 200);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hashPassword, needsRehash, PASSWORD_PARAMS, verifyPassword } from "../src/lib/password";
+import { hashPassword, needsRehash, PASSWORD_PARAMS, verifyPassword } from "../../../src/lib/password";
 
 // Made with the reference implementation (Debian's `argon2` CLI):
 //   echo -n "correct horse battery staple" | argon2 somesalt16bytes! -id -t 2 -k 19456 -p 1 -l 32 -e

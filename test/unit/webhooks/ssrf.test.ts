@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { DENIED_PORTS, IPV4_BLOCK_LABELS, checkWebhookUrl, checkWebhookUrlSyntax, isPublicIp } from "../src/webhooks/ssrf";
+import { DENIED_PORTS, IPV4_BLOCK_LABELS, checkWebhookUrl, checkWebhookUrlSyntax, isPublicIp } from "../../../src/webhooks/ssrf";
 
 const PROD = { allowInsecure: false };
 const DEV = { allowInsecure: true };

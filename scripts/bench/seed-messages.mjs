@@ -22,19 +22,26 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 
+/** @typedef {"sent" | "delivered" | "read" | "failed" | "failed-after-sent" | "inbound"} Shape */
+
 const DAY_MS = 24 * 60 * 60 * 1000;
 const HOT_WINDOW_MS = 48 * 60 * 60 * 1000; // src/durable-objects/workspace/workspace.ts
 export const HOT_WINDOW_MARGIN_MS = 4 * 60 * 60 * 1000;
 export const RATE_WINDOW_MARGIN_MS = 5 * 60 * 1000;
 export const BODY_CHARS = 200;
 
-/** node:sqlite without its "experimental" warning on every run (Node 22 prints one on first load). */
+/**
+ * node:sqlite without its "experimental" warning on every run (Node 22 prints one on first load).
+ * @returns {typeof import("node:sqlite")}
+ */
 export function loadSqlite() {
   const emit = process.emitWarning;
-  process.emitWarning = (warning, ...rest) => {
-    if (String(warning).includes("SQLite is an experimental feature")) return;
-    emit.call(process, warning, ...rest);
-  };
+  process.emitWarning = /** @type {typeof process.emitWarning} */ (
+    (/** @type {string | Error} */ warning, /** @type {unknown[]} */ ...rest) => {
+      if (String(warning).includes("SQLite is an experimental feature")) return;
+      Reflect.apply(emit, process, [warning, ...rest]);
+    }
+  );
   try {
     return require("node:sqlite");
   } finally {
@@ -42,13 +49,13 @@ export function loadSqlite() {
   }
 }
 
-/** A UUIDv7 string with the given millisecond timestamp and random other bits (src/domain/job-id.ts). */
+/** A UUIDv7 string with the given millisecond timestamp and random other bits (src/domain/job-id.ts). @param {number} ms @param {Buffer} rest */
 function uuidV7(ms, rest) {
   const b = Buffer.alloc(16);
   b.writeUIntBE(ms, 0, 6);
   rest.copy(b, 6, 0, 10);
-  b[6] = (b[6] & 0x0f) | 0x70;
-  b[8] = (b[8] & 0x3f) | 0x80;
+  b.writeUInt8((b.readUInt8(6) & 0x0f) | 0x70, 6);
+  b.writeUInt8((b.readUInt8(8) & 0x3f) | 0x80, 8);
   const hex = b.toString("hex");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
@@ -61,13 +68,13 @@ const TEMPLATES = [
 ];
 const NAMES = ["Ana", "Bruno", "Carla", "Diego", "Elisa", "Fábio", "Gabriela", "Hugo", "Iara", "João", "Karina", "Lucas"];
 
-/** An operator message id of the usual length (55 characters, "wamid." and base64), unique per row. */
+/** An operator message id of the usual length (55 characters, "wamid." and base64), unique per row. @param {Buffer} rest @param {number} i */
 const wamidOf = (rest, i) => `wamid.HBgNNTUxMTk${rest.toString("base64url")}${String(i).padStart(8, "0")}FQIAEhggQjRBRjQ5`.slice(0, 58);
 
-/** A realistic body of exactly BODY_CHARS characters. */
+/** A realistic body of exactly BODY_CHARS characters. @param {number} i */
 function bodyOf(i) {
-  const t = TEMPLATES[i % TEMPLATES.length]
-    .replace("{n}", NAMES[i % NAMES.length])
+  const t = /** @type {string} */ (TEMPLATES[i % TEMPLATES.length])
+    .replace("{n}", /** @type {string} */ (NAMES[i % NAMES.length]))
     .replace("{k}", String(100000 + ((i * 7919) % 900000)))
     .replace("{h}", String(8 + (i % 10)));
   return `${t} ${"Visit example.com/help for more.".repeat(3)}`.slice(0, BODY_CHARS).padEnd(BODY_CHARS, ".");
@@ -76,6 +83,7 @@ function bodyOf(i) {
 /**
  * The rows' mix, in 20ths: 16 outbound (10 sent, of them 4 delivered and 3 of those read; 1 failed
  * after processing; 1 failed after sent, reported by the operator), 4 inbound.
+ * @param {number} r @returns {Shape}
  */
 function shapeOf(r) {
   const k = r % 20;
@@ -91,6 +99,7 @@ function shapeOf(r) {
  * Inserts `count` message rows into the workspace object's SQLite file at `file`
  * (the object must be stopped), spread over the hot window before `now`, over
  * `numberIds`. One transaction, prepared statements. Returns what it wrote.
+ * @param {{ file: string, count: number, numberIds: string[], now: number }} o
  */
 export function seedMessages({ file, count, numberIds, now }) {
   const { DatabaseSync } = loadSqlite();
@@ -118,7 +127,9 @@ export function seedMessages({ file, count, numberIds, now }) {
     const newest = now - RATE_WINDOW_MARGIN_MS;
     const oldest = now - HOT_WINDOW_MS + HOT_WINDOW_MARGIN_MS;
     const step = (newest - oldest) / count;
+    /** @type {Map<string, { day: number, numberId: string, accepted: number, sent: number, failed: number, received: number }>} */
     const counts = new Map();
+    /** @param {number} day @param {string} numberId @param {"accepted" | "sent" | "failed" | "received"} field */
     const tally = (day, numberId, field) => {
       const key = `${day}\n${numberId}`;
       let c = counts.get(key);
@@ -126,6 +137,7 @@ export function seedMessages({ file, count, numberIds, now }) {
       c[field]++;
     };
     const random = randomBytes(10 * count);
+    /** @type {Record<Shape, number>} */
     const shapes = { sent: 0, delivered: 0, read: 0, failed: 0, "failed-after-sent": 0, inbound: 0 };
     db.exec("BEGIN");
     try {
@@ -133,7 +145,7 @@ export function seedMessages({ file, count, numberIds, now }) {
         const at = Math.floor(oldest + i * step);
         const rest = random.subarray(i * 10, i * 10 + 10);
         // Number and shape from the id's random bits: independent of each other and of the time.
-        const numberId = numberIds[rest.readUInt16BE(0) % numberIds.length];
+        const numberId = /** @type {string} */ (numberIds[rest.readUInt16BE(0) % numberIds.length]);
         const counterpart = `55119${String(10_000_000 + ((i * 104_729) % 89_999_999)).padStart(8, "0")}`;
         const shape = shapeOf(rest.readUInt16BE(2));
         shapes[shape]++;

@@ -1,0 +1,118 @@
+import { z } from "zod";
+
+// The Worker's vars (`[vars]` in wrangler.toml), parsed in one place: every
+// caller reads `config(env).x`, typed, and a var with a value that cannot mean
+// anything stops the request, the message batch or the object that reads it with
+// an error naming the var, instead of being replaced by a default unnoticed.
+// Secrets are not here: each has its own check where it is used (ADMIN_TOKEN's
+// length in admin-auth, the encryption keys in secret-box).
+
+/** An empty var means "not set" (wrangler.toml documents several as "Empty: the default"). */
+const unset = (v: unknown): unknown => (typeof v === "string" && v.trim() === "" ? undefined : v);
+
+const wholeNumber = z
+  .string()
+  .trim()
+  .regex(/^\d+$/, "expected a whole number")
+  .transform(Number);
+const positiveMs = wholeNumber.refine((n) => n > 0, "expected a number of milliseconds above 0");
+
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess(unset, schema.optional());
+const withDefault = <T extends z.ZodType<number>>(schema: T, fallback: number) => z.preprocess(unset, schema.optional()).transform((v) => v ?? fallback);
+/** "true" or "false"; unset is false. */
+const flag = z.preprocess(unset, z.enum(["true", "false"], "expected \"true\" or \"false\"").optional()).transform((v) => v === "true");
+const required = z.string().trim().min(1, "must not be empty");
+const url = z.url("expected an absolute URL");
+const secondsList = z
+  .string()
+  .regex(/^\s*\d+\s*(,\s*\d+\s*)*$/, "expected whole numbers of seconds, comma-separated")
+  .transform((s) => s.split(",").map((v) => Number(v.trim())));
+
+const VarsSchema = z.object({
+  API_KEY_PREFIX: required,
+  UPSTREAM_CLOUD_API_BASE_URL: url,
+  UPSTREAM_CLOUD_API_VERSION: required,
+  UPSTREAM_MESSAGING_PRODUCT: required,
+  UPSTREAM_TIMEOUT_MS: withDefault(positiveMs, 15_000),
+  UPSTREAM_STAMP_CALLS: flag,
+  DOH_RESOLVER_URL: url,
+  ALLOW_INSECURE_WEBHOOK_URLS: flag,
+  WEBHOOK_TIMEOUT_MS: withDefault(positiveMs, 10_000),
+  WEBHOOK_RETRY_DELAYS_SECONDS: optional(secondsList),
+  EVENT_CONFIRM_WITHIN_MS: optional(positiveMs),
+  UNKNOWN_OUTCOME_WINDOW_MS: optional(positiveMs),
+  // Unset: one pass per alarm (the tests' setting); wrangler.toml sets production's 10 s.
+  DRAIN_SESSION_MS: withDefault(wholeNumber, 0),
+  SERVER_TIMING: flag,
+});
+
+export type ConfigVar = keyof typeof VarsSchema.shape;
+const VAR_NAMES = Object.keys(VarsSchema.shape) as ConfigVar[];
+
+/** The vars `config` reads: a whole `Env`, or a test's copy of one. */
+export type ConfigVars = Pick<Env, ConfigVar>;
+
+const toConfig = (v: z.output<typeof VarsSchema>) => ({
+  /** Keys look like `<apiKeyPrefix>live_<43 characters>`. */
+  apiKeyPrefix: v.API_KEY_PREFIX,
+  upstream: {
+    baseUrl: v.UPSTREAM_CLOUD_API_BASE_URL,
+    version: v.UPSTREAM_CLOUD_API_VERSION,
+    messagingProduct: v.UPSTREAM_MESSAGING_PRODUCT,
+    /** One operator call; a timed-out message is never resent. */
+    timeoutMs: v.UPSTREAM_TIMEOUT_MS,
+    /** Local soak runs: X-Call-Started-At on each operator call. */
+    stampCalls: v.UPSTREAM_STAMP_CALLS,
+  },
+  webhooks: {
+    /** Local development only: http://localhost and http://127.0.0.1 receivers. */
+    allowInsecureUrls: v.ALLOW_INSECURE_WEBHOOK_URLS,
+    dohResolverUrl: v.DOH_RESOLVER_URL,
+    /** One delivery attempt. */
+    timeoutMs: v.WEBHOOK_TIMEOUT_MS,
+    /** Local soak runs: a short retry schedule; undefined is the documented one. */
+    retryDelaysSeconds: v.WEBHOOK_RETRY_DELAYS_SECONDS,
+  },
+  /** Local soak runs: when an unreported event is published again; undefined is the event log's default. */
+  eventConfirmWithinMs: v.EVENT_CONFIRM_WITHIN_MS,
+  /** Local soak runs: how long an unknown outcome waits for the operator; undefined is the operator's 7 days. */
+  unknownOutcomeWindowMs: v.UNKNOWN_OUTCOME_WINDOW_MS,
+  /** How long one drain session of a number object may keep its alarm (0: one pass). */
+  drainSessionMs: v.DRAIN_SESSION_MS,
+  /** `npm run bench`: the Server-Timing header. */
+  serverTiming: v.SERVER_TIMING,
+});
+
+export type Config = Readonly<ReturnType<typeof toConfig>>;
+
+/** Thrown for a var whose value cannot be used; the message names every such var. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export function parseConfig(vars: Partial<Record<ConfigVar, string>>): Config {
+  const parsed = VarsSchema.safeParse(vars);
+  if (parsed.success) return toConfig(parsed.data);
+  const problems = parsed.error.issues.map((issue) => {
+    const name = String(issue.path[0] ?? "?");
+    return `${name} ${JSON.stringify(vars[name as ConfigVar] ?? null)}: ${issue.message}`;
+  });
+  throw new ConfigError(`Invalid configuration (wrangler.toml [vars]): ${problems.join("; ")}`);
+}
+
+// Keyed by the raw values rather than by the env object: tests run the Worker on
+// copies of env with one var changed, and one test changes a var in place.
+const parsedByValues = new Map<string, Config>();
+const MAX_CACHED = 16;
+
+/** The Worker's vars, parsed and validated once per distinct set of values. */
+export function config(env: ConfigVars): Config {
+  const key = VAR_NAMES.map((name) => env[name] ?? "\u0001").join("\u0000");
+  let parsed = parsedByValues.get(key);
+  if (!parsed) {
+    parsed = parseConfig(env);
+    if (parsedByValues.size >= MAX_CACHED) parsedByValues.clear();
+    parsedByValues.set(key, parsed);
+  }
+  return parsed;
+}
