@@ -552,7 +552,8 @@ describe("object storage from an earlier release", () => {
         CREATE TABLE outbox_v1 AS SELECT seq, job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state,
           attempts, next_attempt_at, upstream_message_id, updated_at FROM outbox;
         DROP TABLE outbox;
-        ALTER TABLE outbox_v1 RENAME TO outbox;`);
+        ALTER TABLE outbox_v1 RENAME TO outbox;
+        DROP TABLE schema_version;`); // that release knew no schema versions
     });
     await evictDurableObject(stub);
     const calls = mockOperator(() => accepted("wamid.UPGRADED"));
