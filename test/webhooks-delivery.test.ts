@@ -408,8 +408,8 @@ describe("webhook delivery", () => {
 });
 
 /** Runs one queue message carrying a pack of events (as the publisher sends them), `attempts` as the queue counts it. */
-async function runPack(events: WebhookEvent[], { attempt, attempts = 1 }: { attempt?: number; attempts?: number } = {}) {
-  const body: WebhookQueueMessage = attempt === undefined ? { events } : { events, attempt };
+async function runPack(events: WebhookEvent[], { tried, attempts = 1 }: { tried?: number[]; attempts?: number } = {}) {
+  const body: WebhookQueueMessage = tried === undefined ? { events } : { events, tried };
   const batch = createMessageBatch<WebhookQueueMessage>("webhook-deliveries", [{ id: `pack-${events[0]!.id}`, timestamp: new Date(), attempts, body }]);
   const retry = vi.spyOn(batch.messages[0]!, "retry");
   const ctx = createExecutionContext();
@@ -436,7 +436,8 @@ describe("packs: several events in one queue message", () => {
       // The endpoint failed on the second: the third was not tried behind it (it would overtake it).
       expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual([events[0]!.id, events[1]!.id]);
       expect(requeue).toHaveBeenCalledTimes(1);
-      expect(requeue.mock.calls[0]![0]).toEqual({ events: [events[1], events[2]], attempt: 2 });
+      // Only real attempts count: the third keeps all of its attempts.
+      expect(requeue.mock.calls[0]![0]).toEqual({ events: [events[1], events[2]], tried: [1, 0] });
       expect(requeue.mock.calls[0]![1]).toMatchObject({ delaySeconds: SCHEDULE[0] });
       // The queue brings the re-queued pack back (first retry: at once); it is delivered in order.
       await vi.waitFor(() => expect(net.seen).toHaveLength(4), { timeout: 10_000 });
@@ -446,34 +447,41 @@ describe("packs: several events in one queue message", () => {
     expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual([events[0]!.id, events[1]!.id, events[1]!.id, events[2]!.id]);
     await vi.waitFor(async () => expect(await eventState(events[2]!.id)).toBe("delivered"), { timeout: 10_000 });
     expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["delivered", "delivered", "delivered"]);
-    // The delivery log shows real attempts only: the third event was tried once, as attempt 2.
+    // The delivery log shows real attempts only.
     expect(await attemptsOf(c, events[0]!.id)).toEqual(["1:delivered"]);
     expect(await attemptsOf(c, events[1]!.id)).toEqual(["1:failed", "2:delivered"]);
-    expect(await attemptsOf(c, events[2]!.id)).toEqual(["2:delivered"]);
+    expect(await attemptsOf(c, events[2]!.id)).toEqual(["1:delivered"]);
   });
 
-  it("a pack that fails whole is retried as it is, on the schedule of its attempt", async () => {
-    const c = await setUp();
-    net.receivers.set(c.url, answers(503));
-    const events = [await statusEvent(c.tenant), await statusEvent(c.tenant)];
-    const run = await runPack(events, { attempt: 3, attempts: 2 });
+  it("a pack whose events were all tried and failed is retried as it is, on the schedule of their attempt", async () => {
+    const a = await setUp();
+    const b = await setUp();
+    net.receivers.set(a.url, answers(503));
+    net.receivers.set(b.url, answers(503));
+    const events = [await statusEvent(a.tenant), await statusEvent(b.tenant)];
+    const run = await runPack(events, { tried: [3, 3], attempts: 2 });
     expect(run).toEqual({ acked: false, retried: true });
-    expect(net.seen).toHaveLength(1);
-    // Attempt 3 + 2 - 1 = 4: the fourth delay of the schedule.
-    expect(await attemptsOf(c, events[0]!.id)).toEqual(["4:failed"]);
-    expect(await attemptsOf(c, events[1]!.id)).toEqual([]);
-    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["retrying", "retrying"]);
+    expect(net.seen).toHaveLength(2);
+    // 3 tried before it was queued, and this message's second delivery: attempt 5.
+    expect(await attemptsOf(a, events[0]!.id)).toEqual(["5:failed"]);
+    expect(await attemptsOf(b, events[1]!.id)).toEqual(["5:failed"]);
   });
 
-  it("a re-queued pack whose ninth attempt fails is dead at once: the queue, counting afresh, would retry it past the schedule", async () => {
+  it("an event whose ninth real attempt fails is dead at once; one that waited behind it keeps its last attempt", async () => {
     const c = await setUp();
     net.receivers.set(c.url, answers(500));
     const events = [await statusEvent(c.tenant), await statusEvent(c.tenant)];
-    const run = await runPack(events, { attempt: 9 });
-    expect(run).toEqual({ acked: true, retried: false });
+    const requeue = vi.spyOn(env.WEBHOOK_QUEUE, "send");
+    try {
+      const run = await runPack(events, { tried: [8, 8] });
+      expect(run).toEqual({ acked: true, retried: false });
+      expect(requeue.mock.calls.map(([body]) => body)).toEqual([{ events: [events[1]], tried: [8] }]);
+    } finally {
+      requeue.mockRestore();
+    }
     expect(await attemptsOf(c, events[0]!.id)).toEqual(["9:failed", "9:dead"]);
-    expect(await attemptsOf(c, events[1]!.id)).toEqual(["9:dead"]);
-    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["dead", "dead"]);
+    expect(await attemptsOf(c, events[1]!.id)).toEqual([]);
+    expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["dead", "retrying"]);
   });
 });
 

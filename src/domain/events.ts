@@ -53,16 +53,16 @@ export type WebhookEventType = WebhookEvent["type"];
 /**
  * The body of a WEBHOOK_QUEUE message: several events in publishing order
  * (each queue operation is billed per 64 KB, so one message carries dozens of
- * events for the price of one), with the attempt the first delivery of this
- * message is; or one event, as queued before events were packed (and by
- * replays of that era still in flight).
+ * events for the price of one), with the attempts already made at each (a
+ * pack re-queued after a partial failure); or one event, as queued before
+ * events were packed (and by replays of that era still in flight).
  */
-export type WebhookQueueMessage = { events: WebhookEvent[]; attempt?: number } | { event: WebhookEvent };
+export type WebhookQueueMessage = { events: WebhookEvent[]; tried?: number[] } | { event: WebhookEvent };
 
 export const eventsOf = (m: WebhookQueueMessage): WebhookEvent[] => ("events" in m ? m.events : [m.event]);
 
-/** Which attempt the message's first delivery is (a pack re-queued after a partial failure starts later). */
-export const firstAttemptOf = (m: WebhookQueueMessage): number => ("events" in m ? (m.attempt ?? 1) : 1);
+/** Attempts made at each event of the message before it was queued. */
+export const triedOf = (m: WebhookQueueMessage): number[] => ("events" in m ? m.events.map((_, i) => m.tried?.[i] ?? 0) : [0]);
 
 /** The JSON a customer receives: the Standard Webhooks envelope. */
 export const envelopeOf = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });

@@ -1,5 +1,5 @@
 import { config } from "../config";
-import { envelopeOf, eventsOf, firstAttemptOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
+import { envelopeOf, eventsOf, triedOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
 import { markWebhookFailingStatement, markWebhookHealthyStatement, webhooksForNumbers, type WebhookRow } from "../db/webhooks";
 import { workspaceStub } from "../durable-objects/stubs";
 import type { DeliveryReport } from "../durable-objects/workspace/contract";
@@ -153,7 +153,7 @@ async function reportToWorkspaces(env: Env, reports: { workspaceId: string; repo
   );
 }
 
-/** One event of a queue message, with the attempt this delivery is. */
+/** One event of a queue message, with the number its attempt has in this run (if it is attempted). */
 interface Entry {
   message: Message<WebhookQueueMessage>;
   event: WebhookEvent;
@@ -164,8 +164,8 @@ interface Entry {
 type Disposition =
   | { kind: "ack" }
   | { kind: "retry"; delaySeconds: number }
-  /** Some of its events still need delivering: they go back to the queue as a message of their own, the rest is done. */
-  | { kind: "requeue"; events: WebhookEvent[]; attempt: number; delaySeconds: number }
+  /** Some of its events still need delivering: they go back to the queue as a pack of their own, the rest is done. */
+  | { kind: "requeue"; events: WebhookEvent[]; tried: number[]; delaySeconds: number }
   | { kind: "dead"; entries: Entry[] };
 
 /**
@@ -188,23 +188,34 @@ const deadReport = (event: WebhookEvent, webhookId: string | null, attempt: numb
   nextRetryAt: null,
 });
 
-function dispositionOf(message: Message<WebhookQueueMessage>, entries: Entry[], results: Map<Entry, Result>, schedule: readonly number[]): Disposition {
+function dispositionOf(message: Message<WebhookQueueMessage>, entries: Entry[], results: Map<Entry, Result>, schedule: readonly number[]): Disposition & { dead?: Entry[] } {
+  const attempted = (e: Entry) => results.get(e)!.kind === "attempted";
   const pending = entries.filter((e) => {
     const r = results.get(e)!;
     return r.kind === "deferred" || (r.kind === "attempted" && r.attempt.outcome !== "delivered");
   });
   if (pending.length === 0) return { kind: "ack" };
-  const attempt = pending[0]!.attempt;
-  const delaySeconds = retryDelaySeconds(attempt, schedule);
-  if (pending.length === entries.length) {
-    // Nothing of it was delivered: the queue retries it as it is and dead-letters it after
-    // max_retries. A re-queued pack starts at a later attempt than the queue counts, so it
-    // is declared dead here when its own count is spent.
-    if (attempt >= MAX_ATTEMPTS && message.attempts < MAX_ATTEMPTS) return { kind: "dead", entries: pending };
-    return { kind: "retry", delaySeconds };
+  const first = pending[0]!.attempt;
+  if (pending.length === entries.length && pending.every((e) => attempted(e) && e.attempt === first)) {
+    // All of it was tried and failed: the queue retries it as it is and dead-letters it after
+    // max_retries. A re-queued pack starts at a later attempt than the queue counts, so it is
+    // declared dead here when its events' count is spent.
+    if (first >= MAX_ATTEMPTS && message.attempts < MAX_ATTEMPTS) return { kind: "dead", entries: pending };
+    return { kind: "retry", delaySeconds: retryDelaySeconds(first, schedule) };
   }
-  if (attempt >= MAX_ATTEMPTS) return { kind: "dead", entries: pending };
-  return { kind: "requeue", events: pending.map((e) => e.event), attempt: attempt + 1, delaySeconds };
+  // Only real attempts count: an event that waited behind a failure keeps its count.
+  const tried = pending.map((e) => (attempted(e) ? e.attempt : e.attempt - 1));
+  const spent = pending.filter((_, i) => tried[i]! >= MAX_ATTEMPTS);
+  const left = pending.filter((_, i) => tried[i]! < MAX_ATTEMPTS);
+  const leftTried = tried.filter((t) => t < MAX_ATTEMPTS);
+  if (left.length === 0) return { kind: "dead", entries: spent };
+  return {
+    kind: "requeue",
+    events: left.map((e) => e.event),
+    tried: leftTried,
+    delaySeconds: retryDelaySeconds(Math.max(1, ...leftTried), schedule),
+    dead: spent,
+  };
 }
 
 /** The delivery-log report of one event's turn in this invocation. */
@@ -241,8 +252,9 @@ function reportOf(e: Entry, result: Result, at: number, schedule: readonly numbe
  */
 export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
   const entries: Entry[] = batch.messages.flatMap((message) => {
-    const attempt = firstAttemptOf(message.body) + message.attempts - 1;
-    return eventsOf(message.body).map((event) => ({ message, event, attempt }));
+    const tried = triedOf(message.body);
+    // Earlier deliveries of this very message were whole retries, in which every event was tried.
+    return eventsOf(message.body).map((event, i) => ({ message, event, attempt: tried[i]! + message.attempts }));
   });
   const webhooks = new Map(
     (await webhooksForNumbers(env.DB, [...new Set(entries.map((e) => e.event.channelNumberId))])).map((w) => [w.channel_number_id, w]),
@@ -290,8 +302,8 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
     ),
   );
   for (const d of dispositions) {
-    if (d.kind !== "dead") continue;
-    for (const e of d.entries) {
+    const spent = d.kind === "dead" ? d.entries : (d.dead ?? []);
+    for (const e of spent) {
       reports.push({ workspaceId: e.event.workspaceId, report: deadReport(e.event, webhooks.get(e.event.channelNumberId)?.id ?? null, e.attempt, at) });
     }
   }
@@ -316,12 +328,11 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
       }
       log("warn", "webhook delivery failed", {
         eventIds: (d.kind === "requeue" ? d.events : eventsOf(message.body)).map((e) => e.id).join(","),
-        attempt: firstAttemptOf(message.body) + message.attempts - 1,
         retryInSeconds: d.delaySeconds,
       });
       if (d.kind === "requeue") {
         try {
-          await env.WEBHOOK_QUEUE.send({ events: d.events, attempt: d.attempt } satisfies WebhookQueueMessage, { contentType: "json", delaySeconds: d.delaySeconds });
+          await env.WEBHOOK_QUEUE.send({ events: d.events, tried: d.tried } satisfies WebhookQueueMessage, { contentType: "json", delaySeconds: d.delaySeconds });
           message.ack();
           return;
         } catch (err) {
@@ -339,7 +350,10 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
  * workspace records them `dead`, with a `dead` entry in the webhook's delivery log.
  */
 export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
-  const dead = batch.messages.flatMap((m) => eventsOf(m.body).map((event) => ({ event, attempt: firstAttemptOf(m.body) + m.attempts - 1 })));
+  const dead = batch.messages.flatMap((m) => {
+    const tried = triedOf(m.body);
+    return eventsOf(m.body).map((event, i) => ({ event, attempt: tried[i]! + m.attempts }));
+  });
   const webhooks = new Map(
     (await webhooksForNumbers(env.DB, [...new Set(dead.map((d) => d.event.channelNumberId))])).map((w) => [w.channel_number_id, w]),
   );
