@@ -163,6 +163,20 @@ describe("dashboard POST routes", () => {
   });
 });
 
+describe("webhook URLs", () => {
+  it("are shown in full to developers and owners, and as scheme and host only to viewers (a URL may embed a token)", async () => {
+    const w = await world("u");
+    const { host } = new URL(w.webhookUrl);
+    const pages = ["/dashboard/webhooks", `/dashboard/webhooks/${w.tenant.numberId}`, `/dashboard/numbers/${w.tenant.numberId}`];
+    for (const path of pages) {
+      const viewerPage = await (await w.viewer.browser.get(path)).text();
+      expect(viewerPage).toContain(`https://${host}/…`);
+      expect(viewerPage).not.toContain(w.webhookUrl);
+      expect(await (await w.developer.browser.get(path)).text()).toContain(w.webhookUrl);
+    }
+  });
+});
+
 describe("CSRF", () => {
   const createKey = (a: World, from: { origin?: string | null; site?: string | null }) => a.owner.browser.post("/dashboard/api-keys", { name: "csrf" }, from);
 

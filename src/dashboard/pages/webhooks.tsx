@@ -16,6 +16,7 @@ import { formFields } from "../forms";
 import { pageCursor } from "../paging";
 import { hasRole, requireRole } from "../roles";
 import { notFoundPage } from "./errors";
+import { WebhookUrl } from "../webhook-url";
 
 const LOG_PAGE_SIZE = 25;
 const MAX_URL_CHARS = 2048;
@@ -98,7 +99,7 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
           <dl class="facts">
             <dt>URL</dt>
             <dd>
-              <code>{webhook.url}</code>
+              <WebhookUrl url={webhook.url} role={role} />
             </dd>
             <dt>Status</dt>
             <dd>
@@ -174,7 +175,7 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
 
 export const webhookPages = new Hono<DashboardEnv>()
   .get("/webhooks", async (c) => {
-    const { workspace_id: workspaceId } = c.get("session");
+    const { workspace_id: workspaceId, role } = c.get("session");
     const numbers = await listConnectedNumbers(c.env.DB, workspaceId, MAX_NUMBERS);
     const webhooks = new Map(
       (await webhooksForNumbers(c.env.DB, numbers.map((n) => n.id))).filter((w) => w.workspace_id === workspaceId).map((w) => [w.channel_number_id, w]),
@@ -206,7 +207,7 @@ export const webhookPages = new Hono<DashboardEnv>()
                       <td>
                         <a href={back(n.id)}>{n.display_phone_number}</a>
                       </td>
-                      <td>{w ? <code>{w.url}</code> : "not configured"}</td>
+                      <td>{w ? <WebhookUrl url={w.url} role={role} /> : "not configured"}</td>
                       <td>{w ? <HealthLine w={w} /> : "—"}</td>
                     </tr>
                   );

@@ -6,6 +6,7 @@ import { invitationUrl, inviteMember, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, Me
 import { UUID_PATTERN } from "../../domain/job-id";
 import { ApiError, notFound } from "../../lib/errors";
 import { jsonBody } from "../../middleware/json-body";
+import { noStore } from "../../middleware/security-headers";
 
 const Member = z
   .object({
@@ -42,7 +43,8 @@ const WorkspaceParam = z.object({ workspaceId: z.string() });
 const invite = createRoute({
   method: "post",
   path: "/workspaces/{workspaceId}/members",
-  middleware: [jsonBody] as const,
+  // The answer carries the invitation link (a credential until it is used).
+  middleware: [noStore, jsonBody] as const,
   request: {
     params: WorkspaceParam,
     body: { required: true, content: { "application/json": { schema: z.strictObject({ email: MemberEmail, role: MemberRoleSchema }) } } },
@@ -80,7 +82,6 @@ export const adminMemberRoutes = newRouter()
           : `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`;
       throw new ApiError("invalid_request", message, { details: [{ path: "email", rule: result.reason, message }] });
     }
-    c.header("Cache-Control", "no-store");
     return c.json(
       { member: toView(result.member), invitationUrl: invitationUrl(new URL(c.req.url).origin, result.token), expiresAt: result.expiresAt },
       201,
