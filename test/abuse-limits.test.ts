@@ -187,6 +187,29 @@ describe("failed authentication per client address", () => {
     expect((await from(address, unknownKey())).res.status).toBe(401);
   });
 
+  it("holds under concurrency: of 120 unknown keys sent at once from one address, exactly the budget reaches D1", async () => {
+    const address = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
+    const { limit } = ABUSE_LIMITS.authFailures;
+    const results = await Promise.all(Array.from({ length: 120 }, () => from(address, unknownKey())));
+    const statuses = results.map((r) => r.res.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(limit);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(120 - limit);
+    expect(results.reduce((n, r) => n + r.d1Statements, 0)).toBe(limit);
+  });
+
+  it("a valid key gets its token back: valid keys never use up an address's budget", async () => {
+    const t = await createTenant();
+    const address = "203.0.113.201";
+    const { limit } = ABUSE_LIMITS.authFailures;
+    // One failure left for this address.
+    await takeToken(env, scopes.clientAddress(address), [bucket("authFailures")], limit - 1);
+    // A key this isolate has not seen yet spends it for its lookup, then gets it back.
+    expect((await from(address, t.key)).res.status).toBe(200);
+    // So an unknown key still gets its lookup (401), and only the next one is refused.
+    expect((await from(address, unknownKey())).res.status).toBe(401);
+    expect((await from(address, unknownKey())).res.status).toBe(429);
+  });
+
   it("keeps serving a cached valid key from a throttled address", async () => {
     const t = await createTenant();
     const address = "2001:db8:aaaa:bbbb::1";

@@ -9,8 +9,9 @@ import { bucket, scopes } from "../domain/abuse-limits";
 import { timingSafeEqualStrings } from "../lib/crypto";
 import { bearerToken, unauthorized } from "../lib/bearer";
 import { clientAddress } from "../lib/client-address";
-import { peekToken, rateLimited, takeToken, type ThrottleDecision } from "../lib/throttle";
+import { rateLimited, refundToken, takeToken, type ThrottleDecision } from "../lib/throttle";
 import { now } from "../lib/clock";
+import { log } from "../lib/log";
 
 const refused = (sent: boolean) =>
   unauthorized("Missing or invalid API key. Send Authorization: Bearer <API key>.", "api", sent);
@@ -41,9 +42,13 @@ function stillBlocked(address: string): ThrottleDecision | null {
 
 /**
  * `Authorization: Bearer <prefix>live_…` on every /api/v1 endpoint. A key found
- * in the isolate's cache costs nothing more. Otherwise the caller's address is
- * checked against the failed-authentication budget (ABUSE_LIMITS.authFailures)
- * before D1 is read, and a key D1 does not know spends from that budget.
+ * in the isolate's cache costs nothing more. Otherwise the lookup first spends
+ * a token of the caller's failed-authentication budget
+ * (ABUSE_LIMITS.authFailures), and only an admitted request reads D1; a key
+ * that turns out valid gets its token back. Spending before the lookup (not
+ * checking, looking up, then spending) is what holds the budget under
+ * concurrency: requests sent at once cannot all pass a check made before any
+ * of them spent.
  */
 export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   const header = c.req.header("authorization");
@@ -58,7 +63,7 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
     const failures = [bucket("authFailures")];
     const memo = stillBlocked(address);
     if (memo) throw rateLimited(memo, TOO_MANY);
-    const budget = await peekToken(c.env, scope, failures);
+    const budget = await takeToken(c.env, scope, failures);
     if (!budget.allowed) {
       remember(address, budget);
       throw rateLimited(budget, TOO_MANY);
@@ -70,7 +75,14 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
         ? { workspaceId: row.workspace_id, keyId: row.id }
         : null;
     rememberPrincipal(keyHash, principal);
-    if (!principal) await takeToken(c.env, scope, failures);
+    // A valid key was no failure: its token goes back, after the response.
+    if (principal) {
+      c.executionCtx.waitUntil(
+        refundToken(c.env, scope, failures).catch((err: unknown) =>
+          log("warn", "failed-authentication token not refunded", { requestId: c.get("requestId"), detail: err instanceof Error ? err.message : String(err) }),
+        ),
+      );
+    }
   }
   if (!principal) throw refused(true);
   c.set("principal", principal);
