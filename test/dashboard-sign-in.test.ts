@@ -228,6 +228,19 @@ describe("sign-in", () => {
     expect((await signIn(new Browser(), email, PASSWORD, freshIp())).status).toBe(303);
   });
 
+  it("counts an IPv6 client by its /64, as the API's limits do (one subscriber holds the whole /64)", async () => {
+    const workspaceId = await createWorkspace();
+    const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:1`;
+    // The /64's earlier attempts, from its first address.
+    for (let i = 0; i < SIGN_IN_IP_LIMIT; i++) expect((await signInAttempt(env, ipKey(`${prefix}::/64`), SIGN_IN_IP_LIMIT)).allowed).toBe(true);
+    const { email } = await signedInMember(workspaceId, "viewer");
+    // Another address of the same /64 (written out in full) is refused...
+    const refused = await signIn(new Browser(), email, PASSWORD, `${prefix}:0:0:0:2`);
+    expect(refused.status).toBe(429);
+    // ...while another /64 is not.
+    expect((await signIn(new Browser(), email, PASSWORD, `2001:db8:ffff:2::2`)).status).toBe(303);
+  });
+
   it("empty fields get a 400 without any attempt counted", async () => {
     const res = await new Browser().post("/dashboard/sign-in", { email: "", password: "" });
     expect(res.status).toBe(400);

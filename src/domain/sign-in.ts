@@ -27,7 +27,8 @@ export type SignInResult =
 
 // Throttle keys: the email is hashed so that addresses do not appear in object names.
 export const emailKey = async (email: string): Promise<string> => `sign-in:email:${await sha256Hex(email)}`;
-export const ipKey = (ip: string): string => `sign-in:ip:${ip}`;
+// The address as `clientAddress()` groups it (an IPv6 address counts as its /64), as the API does.
+export const ipKey = (address: string): string => `sign-in:ip:${address}`;
 
 /**
  * Email + password sign-in. Unknown emails, members without a password and
@@ -35,11 +36,11 @@ export const ipKey = (ip: string): string => `sign-in:ip:${ip}`;
  * hash when there is no real one) and get the same answer; throttling is keyed
  * by the submitted email whether or not it exists.
  */
-export async function signIn(db: D1Database, env: Env, input: { email: string; password: string; clientIp: string }): Promise<SignInResult> {
+export async function signIn(db: D1Database, env: Env, input: { email: string; password: string; clientAddress: string }): Promise<SignInResult> {
   const byEmail = await emailKey(input.email);
   const [email, ip] = await Promise.all([
     signInAttempt(env, byEmail, SIGN_IN_EMAIL_LIMIT),
-    signInAttempt(env, ipKey(input.clientIp), SIGN_IN_IP_LIMIT),
+    signInAttempt(env, ipKey(input.clientAddress), SIGN_IN_IP_LIMIT),
   ]);
   if (!email.allowed || !ip.allowed) {
     return { ok: false, reason: "throttled", retryAfterMs: Math.max(email.retryAfterMs, ip.retryAfterMs) };

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { endSession, hashSessionToken, resolveSession } from "../../domain/dashboard-session";
 import { PASSWORD_MAX_CHARS } from "../../domain/members";
 import { signIn } from "../../domain/sign-in";
+import { clientAddress } from "../../lib/client-address";
 import type { DashboardEnv } from "../context";
 import { formFields } from "../forms";
 import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../session";
@@ -38,8 +39,6 @@ function renderSignIn(c: Context<DashboardEnv>, next: string, opts: { error?: st
   return c.render(<SignInForm next={next} {...opts} />, { title: "Sign in" });
 }
 
-// The client address as Cloudflare saw it; locally (wrangler dev) there may be none.
-const clientIp = (c: Context<DashboardEnv>): string => c.req.header("cf-connecting-ip") ?? "unknown";
 
 export const signInPages = new Hono<DashboardEnv>()
   .get("/sign-in", async (c) => {
@@ -55,7 +54,7 @@ export const signInPages = new Hono<DashboardEnv>()
       c.status(400);
       return renderSignIn(c, next, { error: "Enter your email and password.", email: email.slice(0, MAX_EMAIL_CHARS) });
     }
-    const result = await signIn(c.env.DB, c.env, { email, password, clientIp: clientIp(c) });
+    const result = await signIn(c.env.DB, c.env, { email, password, clientAddress: clientAddress(c.req.raw) });
     if (!result.ok) {
       if (result.reason === "throttled") {
         const seconds = Math.ceil(result.retryAfterMs / 1000);
