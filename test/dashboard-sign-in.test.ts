@@ -115,6 +115,20 @@ describe("invitations", () => {
     expect(await (await b.get("/dashboard/account")).text()).toContain("viewer");
   });
 
+  it("re-inviting the last owner with another role is refused, and ends none of their sessions; with a second owner it works", async () => {
+    const workspaceId = await createWorkspace();
+    const owner = await signedInMember(workspaceId, "owner");
+    const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email: owner.email, role: "viewer" } });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.details?.[0]?.rule).toBe("last_owner");
+    const owners = await env.DB.prepare("SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'").bind(workspaceId).first<{ n: number }>();
+    expect(owners?.n).toBe(1);
+    expect((await owner.browser.get("/dashboard")).status).toBe(200);
+    // With a second owner, the first one can be re-invited with another role.
+    await signedInMember(workspaceId, "owner");
+    expect((await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email: owner.email, role: "viewer" } })).status).toBe(201);
+  });
+
   it("the admin API validates the body, the workspace, and that an email belongs to one workspace", async () => {
     const workspaceId = await createWorkspace();
     const email = uniqueEmail("taken");

@@ -46,7 +46,8 @@ export async function findMemberByInvitation(db: D1Database, hash: string, at: s
 /**
  * Creates the member, or, for an email already in the workspace, gives it the
  * role and resets it: the password is cleared and the new invitation replaces
- * any earlier one. Returns null if the email belongs to another workspace.
+ * any earlier one. Returns null if the email belongs to another workspace, or
+ * if the reset would take the owner role from the workspace's last owner.
  * (Sessions of a reset member are deleted by the caller, in the same batch.)
  */
 export function upsertInvitedMemberStatement(
@@ -56,11 +57,14 @@ export function upsertInvitedMemberStatement(
   return db
     .prepare(
       `INSERT INTO members (id, workspace_id, email, role, password_hash, invitation_hash, invitation_expires_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?)
+       VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8)
        ON CONFLICT (email) DO UPDATE SET
          role = excluded.role, password_hash = NULL, invitation_hash = excluded.invitation_hash,
          invitation_expires_at = excluded.invitation_expires_at, updated_at = excluded.updated_at
        WHERE members.workspace_id = excluded.workspace_id
+         -- Like changeRole: never the last owner's role away.
+         AND (excluded.role = 'owner' OR members.role <> 'owner'
+              OR (SELECT COUNT(*) FROM members WHERE workspace_id = ?2 AND role = 'owner') > 1)
        RETURNING *`,
     )
     .bind(m.id, m.workspaceId, m.email, m.role, m.invitationHash, m.expiresAt, m.at, m.at);

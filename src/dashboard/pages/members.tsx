@@ -166,11 +166,12 @@ export const memberPages = new Hono<DashboardEnv>()
     if (email.data === session.email) return refuse("That is you: change your own password on your account page.");
     const result = await inviteMember(c.env.DB, session.workspace_id, email.data, role.data);
     if (!result.ok) {
-      return refuse(
-        result.reason === "other_workspace"
-          ? "This email address is a member of another workspace. An address can belong to one workspace."
-          : `A workspace can have at most ${MAX_MEMBERS_PER_WORKSPACE} members.`,
-      );
+      const reasons = {
+        other_workspace: "This email address is a member of another workspace. An address can belong to one workspace.",
+        too_many_members: `A workspace can have at most ${MAX_MEMBERS_PER_WORKSPACE} members.`,
+        last_owner: LAST_OWNER,
+      } as const;
+      return refuse(reasons[result.reason]);
     }
     await setFlash(
       c,

@@ -76,10 +76,12 @@ export const adminMemberRoutes = newRouter()
     await requireWorkspace(c.env.DB, workspaceId);
     const result = await inviteMember(c.env.DB, workspaceId, email, role);
     if (!result.ok) {
-      const message =
-        result.reason === "other_workspace"
-          ? "This email is a member of another workspace; an email belongs to one workspace."
-          : `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`;
+      const messages = {
+        other_workspace: "This email is a member of another workspace; an email belongs to one workspace.",
+        too_many_members: `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`,
+        last_owner: "This member is the workspace's last owner: make another member owner first.",
+      } as const;
+      const message = messages[result.reason];
       throw new ApiError("invalid_request", message, { details: [{ path: "email", rule: result.reason, message }] });
     }
     return c.json(
