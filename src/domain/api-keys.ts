@@ -3,6 +3,8 @@ import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
 import { UUID_PATTERN } from "./job-id";
 import { forgetKey } from "./key-cache";
+import { bucket, scopes } from "./abuse-limits";
+import { spend, type RateLimited } from "./limit-check";
 
 // 32 random bytes in base64url are 43 characters.
 const SECRET_PART = /^[A-Za-z0-9_-]{43}$/;
@@ -21,8 +23,15 @@ export function isWellFormedKey(env: Pick<Env, "API_KEY_PREFIX">, key: string): 
 
 export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);
 
-/** Creates a key for the workspace; the full key is returned here only (its SHA-256 is stored). */
-export async function issueApiKey(env: Env, workspaceId: string, name: string | null): Promise<{ row: ApiKeyRow; key: string }> {
+/**
+ * Creates a key for the workspace; the full key is returned here only (its
+ * SHA-256 is stored). Limited per workspace, whoever asks: keys are revoked,
+ * never deleted, so each one is a row for good.
+ */
+export async function issueApiKey(env: Env, workspaceId: string, name: string | null): Promise<{ ok: true; row: ApiKeyRow; key: string } | RateLimited> {
+  const perWorkspace = bucket("apiKeyCreate");
+  const spent = await spend(env, scopes.workspace(workspaceId), [perWorkspace], `new API keys: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`);
+  if (!spent.ok) return spent;
   const key = generateApiKey(env);
   const row: ApiKeyRow = {
     id: crypto.randomUUID(),
@@ -35,7 +44,7 @@ export async function issueApiKey(env: Env, workspaceId: string, name: string | 
     last_used_at: null,
   };
   await insertApiKey(env.DB, row);
-  return { row, key };
+  return { ok: true, row, key };
 }
 
 /**

@@ -10,8 +10,8 @@ import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pag
 import { ApiError, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
-import { enforceLimit } from "../middleware/rate-limit";
-import { bucket, scopes } from "../domain/abuse-limits";
+import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
+import type { Caller } from "../domain/actor";
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 
@@ -169,6 +169,11 @@ function refuseUrl(reason: string): ApiError {
   });
 }
 
+const callerOf = (c: Context<AppEnv>): Caller => {
+  const { workspaceId, keyId } = c.get("principal");
+  return { workspaceId, actor: { type: "api_key", id: keyId } };
+};
+
 async function ownWebhook(db: D1Database, workspaceId: string, id: string): Promise<WebhookRow> {
   // A malformed or foreign id is indistinguishable from an unknown one.
   const row = await findOwnWebhook(db, workspaceId, id);
@@ -184,23 +189,6 @@ function requireEnabled(webhook: WebhookRow): void {
   }
 }
 
-/**
- * Test events and replays make us call a URL of the caller's choosing: limited
- * per webhook and per workspace (all-or-nothing: a request refused by one limit
- * spends nothing of the other).
- */
-async function limitTriggers(c: Context<AppEnv>, webhook: WebhookRow, kind: "webhookTest" | "webhookReplay"): Promise<void> {
-  const perWebhook = bucket(kind, webhook.id);
-  const perWorkspace = bucket("webhookTriggers");
-  await enforceLimit(
-    c,
-    scopes.workspace(webhook.workspace_id),
-    [perWebhook, perWorkspace],
-    `${kind === "webhookTest" ? "test events" : "replays"}: ${perWebhook.limit} per ${perWebhook.periodSeconds} s per webhook, ` +
-      `${perWorkspace.limit} test events and replays per ${perWorkspace.periodSeconds} s per workspace`,
-  );
-}
-
 export const webhookRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
@@ -209,8 +197,10 @@ export const webhookRoutes = newRouter()
   })
   .openapi(configure, async (c) => {
     const { channelNumberId, url } = c.req.valid("json");
-    const outcome = await configureWebhook(c.env, c.get("principal").workspaceId, channelNumberId, url);
+    const outcome = await configureWebhook(c.env, callerOf(c), channelNumberId, url);
+    throwIfLimited(outcome);
     if (!outcome.ok) throw outcome.problem === "url" ? refuseUrl(outcome.reason) : notFound("Channel number");
+    limitHeaders(c, outcome.limit);
     return c.json({ ...toWebhookView(outcome.webhook), secret: outcome.secret }, 201);
   })
   .openapi(deliveries, async (c) => {
@@ -227,14 +217,18 @@ export const webhookRoutes = newRouter()
     const { id, eventId } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
-    await limitTriggers(c, webhook, "webhookReplay");
-    if (!(await replayEvent(c.env, webhook, eventId))) throw notFound("Event");
+    const outcome = await replayEvent(c.env, webhook, eventId);
+    throwIfLimited(outcome);
+    if (!outcome.ok) throw notFound("Event");
+    limitHeaders(c, outcome.limit);
     return c.json({ eventId, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
-    await limitTriggers(c, webhook, "webhookTest");
-    return c.json({ eventId: await sendTestEvent(c.env, webhook), status: "queued" as const }, 202);
+    const outcome = await sendTestEvent(c.env, webhook);
+    throwIfLimited(outcome);
+    limitHeaders(c, outcome.limit);
+    return c.json({ eventId: outcome.eventId, status: "queued" as const }, 202);
   });

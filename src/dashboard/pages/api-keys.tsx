@@ -9,7 +9,7 @@ import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { hasRole, requireRole } from "../roles";
-import { confirmPage, notFoundPage } from "./errors";
+import { confirmPage, notFoundPage, rateLimitedPage } from "./errors";
 
 const MAX_NAME_CHARS = 200;
 const REVOKE_DELAY_S = KEY_CACHE_TTL_MS / 1000;
@@ -117,8 +117,9 @@ export const apiKeyPages = new Hono<DashboardEnv>()
       return renderKeys(c, { name: name.slice(0, MAX_NAME_CHARS), error: `Give the key a name (1 to ${MAX_NAME_CHARS} characters).` });
     }
     const session = c.get("session");
-    const { key } = await issueApiKey(c.env, session.workspace_id, name);
-    await setFlash(c, { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: key } }, session.token_hash);
+    const issued = await issueApiKey(c.env, session.workspace_id, name);
+    if (!issued.ok) return rateLimitedPage(c, issued, "/dashboard/api-keys");
+    await setFlash(c, { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: issued.key } }, session.token_hash);
     return c.redirect("/dashboard/api-keys", 303);
   })
   .post("/api-keys/:id/revoke", requireRole("developer"), async (c) => {

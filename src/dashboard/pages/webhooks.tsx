@@ -8,14 +8,15 @@ import { toDeliveryView } from "../../domain/webhook-view";
 import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";
 import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
-import type { DashboardEnv } from "../context";
+import { memberCaller, type DashboardEnv } from "../context";
+import type { RateLimited } from "../../domain/limit-check";
 import { FieldError, Time, TableScroll } from "../components";
 import { DeliveryLog } from "../delivery-log";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { pageCursor } from "../paging";
 import { hasRole, requireRole } from "../roles";
-import { notFoundPage } from "./errors";
+import { notFoundPage, rateLimitedPage } from "./errors";
 import { WebhookUrl } from "../webhook-url";
 
 const LOG_PAGE_SIZE = 25;
@@ -38,11 +39,18 @@ async function ownWebhook(c: Context<DashboardEnv>): Promise<{ number: ChannelNu
   return number && webhook ? { number, webhook } : null;
 }
 
-/** Sends an event to an enabled webhook (a disabled one must be re-enabled first) and goes back to its page. */
-async function sendEvent(c: Context<DashboardEnv>, webhook: WebhookRow, send: () => Promise<unknown>, notice: string) {
-  const enabled = webhook.status === "enabled";
-  if (enabled) await send();
-  await setFlash(c, { notice: enabled ? notice : "The webhook is disabled: re-enable it first." }, c.get("session").token_hash);
+/**
+ * Sends an event to an enabled webhook (a disabled one must be re-enabled
+ * first) within the API's limits, and goes back to its page.
+ */
+async function sendEvent(c: Context<DashboardEnv>, webhook: WebhookRow, send: () => Promise<{ ok: true } | { ok: false; problem: "event_not_found" } | RateLimited>, notice: string) {
+  if (webhook.status !== "enabled") {
+    await setFlash(c, { notice: "The webhook is disabled: re-enable it first." }, c.get("session").token_hash);
+    return c.redirect(back(webhook.channel_number_id), 303);
+  }
+  const outcome = await send();
+  if (!outcome.ok) return outcome.problem === "rate_limited" ? rateLimitedPage(c, outcome, back(webhook.channel_number_id)) : notFoundPage(c);
+  await setFlash(c, { notice }, c.get("session").token_hash);
   return c.redirect(back(webhook.channel_number_id), 303);
 }
 
@@ -233,9 +241,10 @@ export const webhookPages = new Hono<DashboardEnv>()
       c.status(400);
       return renderWebhook(c, number, { url: url.slice(0, MAX_URL_CHARS), error: `Enter the endpoint's URL (at most ${MAX_URL_CHARS} characters).` });
     }
-    const outcome = await configureWebhook(c.env, session.workspace_id, number.id, url);
+    const outcome = await configureWebhook(c.env, memberCaller(session), number.id, url);
     if (!outcome.ok) {
       if (outcome.problem === "number_not_found") return notFoundPage(c);
+      if (outcome.problem === "rate_limited") return rateLimitedPage(c, outcome, back(number.id));
       c.status(400);
       return renderWebhook(c, number, { url, error: `This URL is not allowed: ${outcome.reason}` });
     }
@@ -263,6 +272,5 @@ export const webhookPages = new Hono<DashboardEnv>()
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
     const eventId = c.req.param("eventId");
-    if (own.webhook.status === "enabled" && !(await replayEvent(c.env, own.webhook, eventId))) return notFoundPage(c);
-    return sendEvent(c, own.webhook, async () => undefined, `Event ${eventId} queued again (same webhook-id).`);
+    return sendEvent(c, own.webhook, () => replayEvent(c.env, own.webhook, eventId), `Event ${eventId} queued again (same webhook-id).`);
   });

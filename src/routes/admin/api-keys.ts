@@ -7,6 +7,7 @@ import { notFound } from "../../lib/errors";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
+import { throwIfLimited } from "../../middleware/rate-limit";
 
 const ApiKey = z
   .object({
@@ -43,7 +44,7 @@ const create = createRoute({
     params: WorkspaceParam,
     body: { required: true, content: { "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) } } },
   },
-  responses: { 201: jsonContent(CreatedApiKey, "Created; the only response that contains the key."), ...errorResponses(400, 401, 404) },
+  responses: { 201: jsonContent(CreatedApiKey, "Created; the only response that contains the key."), ...errorResponses(400, 401, 404, 429) },
 });
 
 const list = createRoute({
@@ -69,9 +70,9 @@ export const adminApiKeyRoutes = newRouter()
     const { workspaceId } = c.req.valid("param");
     const { name } = c.req.valid("json");
     await requireWorkspace(c.env.DB, workspaceId);
-    const { row, key } = await issueApiKey(c.env, workspaceId, name ?? null);
-    c.header("Cache-Control", "no-store");
-    return c.json({ ...toView(row), key }, 201);
+    const issued = await issueApiKey(c.env, workspaceId, name ?? null);
+    throwIfLimited(issued);
+    return c.json({ ...toView(issued.row), key: issued.key }, 201);
   })
   .openapi(list, async (c) => {
     const { workspaceId } = c.req.valid("param");
