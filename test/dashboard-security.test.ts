@@ -84,6 +84,7 @@ const POST_ROUTES = {
   "/sign-in": "public",
   "/sign-out": "public",
   "/invitations/:token": "public",
+  "/choose-workspace": "public",
   "/account/password": "any member",
   "/api-keys": "developer",
   "/api-keys/:id/revoke": "developer",

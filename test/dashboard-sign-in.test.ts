@@ -129,13 +129,11 @@ describe("invitations", () => {
     expect((await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email: owner.email, role: "viewer" } })).status).toBe(201);
   });
 
-  it("the admin API validates the body, the workspace, and that an email belongs to one workspace", async () => {
+  it("the admin API validates the body and the workspace", async () => {
     const workspaceId = await createWorkspace();
     const email = uniqueEmail("taken");
     await invite(workspaceId, email, "viewer");
     const other = await createWorkspace();
-    const taken = await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email, role: "viewer" } }), 400, "invalid_request");
-    expect(taken.error.details?.[0]).toMatchObject({ path: "email", rule: "other_workspace" });
     await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: "not-an-email", role: "viewer" } }), 400, "invalid_request");
     await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: uniqueEmail(), role: "admin" } }), 400, "invalid_request");
     await expectError(await admin(`/workspaces/${crypto.randomUUID()}/members`, { method: "POST", json: { email: uniqueEmail(), role: "viewer" } }), 404, "not_found");

@@ -167,7 +167,6 @@ export const memberPages = new Hono<DashboardEnv>()
     const result = await inviteMember(c.env.DB, session.workspace_id, email.data, role.data);
     if (!result.ok) {
       const reasons = {
-        other_workspace: "This email address is a member of another workspace. An address can belong to one workspace.",
         too_many_members: `A workspace can have at most ${MAX_MEMBERS_PER_WORKSPACE} members.`,
         last_owner: LAST_OWNER,
       } as const;

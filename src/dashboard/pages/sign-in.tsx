@@ -8,6 +8,7 @@ import type { DashboardEnv } from "../context";
 import { formFields } from "../forms";
 import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../session";
 import { setFlash } from "../flash";
+import { askForWorkspace } from "./choose-workspace";
 
 const MAX_EMAIL_CHARS = 254;
 
@@ -66,6 +67,7 @@ export const signInPages = new Hono<DashboardEnv>()
       c.status(401);
       return renderSignIn(c, next, { error: "Email or password is incorrect.", email });
     }
+    if (result.kind === "choose") return askForWorkspace(c, result.memberIds, next);
     setSessionCookie(c, result.token);
     return c.redirect(next, 303);
   })

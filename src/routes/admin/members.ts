@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { getWorkspaceWithLimits } from "../../db/workspaces";
-import { listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
 import { invitationUrl, inviteMember, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, MemberRoleSchema } from "../../domain/members";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { ApiError, notFound } from "../../lib/errors";
@@ -65,6 +65,16 @@ const list = createRoute({
   responses: { 200: jsonContent(z.object({ data: z.array(Member) }), "Members, without secrets."), ...errorResponses(401, 404) },
 });
 
+const remove = createRoute({
+  method: "delete",
+  path: "/workspaces/{workspaceId}/members/{memberId}",
+  request: { params: WorkspaceParam.extend({ memberId: z.string() }) },
+  responses: {
+    204: { description: "Removed: the member's sessions ended and its invitation link stopped working." },
+    ...errorResponses(400, 401, 404),
+  },
+});
+
 async function requireWorkspace(db: D1Database, workspaceId: string): Promise<void> {
   if (!UUID_PATTERN.test(workspaceId) || !(await getWorkspaceWithLimits(db, workspaceId))) throw notFound("Workspace");
 }
@@ -77,7 +87,6 @@ export const adminMemberRoutes = newRouter()
     const result = await inviteMember(c.env.DB, workspaceId, email, role);
     if (!result.ok) {
       const messages = {
-        other_workspace: "This email is a member of another workspace; an email belongs to one workspace.",
         too_many_members: `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`,
         last_owner: "This member is the workspace's last owner: make another member owner first.",
       } as const;
@@ -88,6 +97,17 @@ export const adminMemberRoutes = newRouter()
       { member: toView(result.member), invitationUrl: invitationUrl(new URL(c.req.url).origin, result.token), expiresAt: result.expiresAt },
       201,
     );
+  })
+  .openapi(remove, async (c) => {
+    const { workspaceId, memberId } = c.req.valid("param");
+    await requireWorkspace(c.env.DB, workspaceId);
+    const member = UUID_PATTERN.test(memberId) ? await getMember(c.env.DB, workspaceId, memberId.toLowerCase()) : null;
+    if (!member) throw notFound("Member");
+    if (!(await deleteMember(c.env.DB, workspaceId, member.id))) {
+      const message = "This member is the workspace's last owner: make another member owner first.";
+      throw new ApiError("invalid_request", message, { details: [{ path: "path.memberId", rule: "last_owner", message }] });
+    }
+    return c.body(null, 204);
   })
   .openapi(list, async (c) => {
     const { workspaceId } = c.req.valid("param");
