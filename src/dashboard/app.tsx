@@ -9,6 +9,7 @@ import { layout } from "./layout";
 import { requireSession } from "./session";
 import { accountPages } from "./pages/account";
 import { apiKeyPages } from "./pages/api-keys";
+import { auditPage } from "./pages/audit";
 import { chooseWorkspacePages } from "./pages/choose-workspace";
 import { crossSitePage, errorPage, notFoundPage } from "./pages/errors";
 import { invitationPages } from "./pages/invitation";
@@ -48,6 +49,7 @@ dashboard.route("/", numberPages);
 dashboard.route("/", webhookPages);
 dashboard.route("/", memberPages);
 dashboard.route("/", accountPages);
+dashboard.route("/", auditPage);
 dashboard.all("*", (c) => notFoundPage(c));
 
 dashboard.onError((err, c) => {

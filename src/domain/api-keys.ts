@@ -21,6 +21,9 @@ export function isWellFormedKey(env: Pick<Env, "API_KEY_PREFIX">, key: string): 
   return key.startsWith(prefix) && SECRET_PART.test(key.slice(prefix.length));
 }
 
+/** How a key is named in the audit log and lists: its name and last four characters, never the key. */
+export const keyLabel = (row: Pick<ApiKeyRow, "name" | "last_four">): string => `"${row.name ?? "(unnamed)"}" (…${row.last_four})`;
+
 export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);
 
 /**
@@ -48,13 +51,13 @@ export async function issueApiKey(env: Env, workspaceId: string, name: string | 
 }
 
 /**
- * Revokes a key (scoped to `workspaceId` when given); false if there is no
- * such key. This isolate forgets it at once, the others within the key
- * cache's TTL (5 s).
+ * Revokes a key (scoped to `workspaceId` when given); returns the key's
+ * workspace, or null if there is no such key. This isolate forgets it at
+ * once, the others within the key cache's TTL (5 s).
  */
-export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<boolean> {
-  const hash = UUID_PATTERN.test(keyId) ? await revokeKey(db, keyId.toLowerCase(), isoNow(), workspaceId) : null;
-  if (!hash) return false;
-  forgetKey(hash);
-  return true;
+export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<string | null> {
+  const revoked = UUID_PATTERN.test(keyId) ? await revokeKey(db, keyId.toLowerCase(), isoNow(), workspaceId) : null;
+  if (!revoked) return null;
+  forgetKey(revoked.key_hash);
+  return revoked.workspace_id;
 }

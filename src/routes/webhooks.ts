@@ -4,7 +4,8 @@ import type { AppEnv } from "../context";
 import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { listWebhooks, type WebhookRow } from "../db/webhooks";
-import { Webhook, WebhookDelivery, toDeliveryView, toWebhookView } from "../domain/webhook-view";
+import { Webhook, WebhookDelivery, redactWebhookUrl, toDeliveryView, toWebhookView } from "../domain/webhook-view";
+import { auditApi } from "./audit";
 import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEvent } from "../domain/webhook-config";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 import { ApiError, notFound } from "../lib/errors";
@@ -201,6 +202,11 @@ export const webhookRoutes = newRouter()
     throwIfLimited(outcome);
     if (!outcome.ok) throw outcome.problem === "url" ? refuseUrl(outcome.reason) : notFound("Channel number");
     limitHeaders(c, outcome.limit);
+    await auditApi(c, {
+      action: "webhook.configured",
+      target: { type: "webhook", id: outcome.webhook.id },
+      detail: `number ${outcome.webhook.channel_number_id}, ${redactWebhookUrl(outcome.webhook.url)}`,
+    });
     return c.json({ ...toWebhookView(outcome.webhook), secret: outcome.secret }, 201);
   })
   .openapi(deliveries, async (c) => {
@@ -221,6 +227,7 @@ export const webhookRoutes = newRouter()
     throwIfLimited(outcome);
     if (!outcome.ok) throw notFound("Event");
     limitHeaders(c, outcome.limit);
+    await auditApi(c, { action: "webhook.event_replayed", target: { type: "webhook", id: webhook.id }, detail: `event ${eventId}` });
     return c.json({ eventId, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
@@ -230,5 +237,6 @@ export const webhookRoutes = newRouter()
     const outcome = await sendTestEvent(c.env, webhook);
     throwIfLimited(outcome);
     limitHeaders(c, outcome.limit);
+    await auditApi(c, { action: "webhook.test_sent", target: { type: "webhook", id: webhook.id }, detail: `event ${outcome.eventId}` });
     return c.json({ eventId: outcome.eventId, status: "queued" as const }, 202);
   });

@@ -1,6 +1,7 @@
 import { log } from "../lib/log";
 import { purgeOldAdminAudit } from "./admin-audit-retention";
 import { purgeOldUsageDaily } from "./usage-daily-retention";
+import { purgeOldAudit } from "./audit-retention";
 
 /**
  * One scheduled job: independent of the others, bounded (every statement
@@ -13,7 +14,7 @@ export interface ScheduledJob {
 }
 
 /** Every job of the cron trigger (wrangler.toml `[triggers] crons`). Add new retention jobs here. */
-export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit, purgeOldUsageDaily];
+export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit, purgeOldUsageDaily, purgeOldAudit];
 
 export interface JobOutcome {
   name: string;

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { getKey, listKeys, type ApiKeyRow } from "../../db/api-keys";
-import { issueApiKey, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { issueApiKey, keyLabel, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { auditMember } from "../audit";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
 import { UUID_PATTERN } from "../../domain/job-id";
 import type { DashboardEnv } from "../context";
@@ -119,6 +120,7 @@ export const apiKeyPages = new Hono<DashboardEnv>()
     const session = c.get("session");
     const issued = await issueApiKey(c.env, session.workspace_id, name);
     if (!issued.ok) return rateLimitedPage(c, issued, "/dashboard/api-keys");
+    await auditMember(c, { action: "api_key.created", target: { type: "api_key", id: issued.row.id }, detail: keyLabel(issued.row) });
     await setFlash(c, { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: issued.key } }, session.token_hash);
     return c.redirect("/dashboard/api-keys", 303);
   })
@@ -137,6 +139,7 @@ export const apiKeyPages = new Hono<DashboardEnv>()
       });
     }
     if (!(await revokeApiKey(c.env.DB, key.id, session.workspace_id))) return notFoundPage(c);
+    await auditMember(c, { action: "api_key.revoked", target: { type: "api_key", id: key.id }, detail: keyLabel(key) });
     await setFlash(c, { notice: `Key "${key.name ?? "(unnamed)"}" revoked; it stops working within ${REVOKE_DELAY_S} seconds.` }, session.token_hash);
     return c.redirect("/dashboard/api-keys", 303);
   });

@@ -9,6 +9,7 @@ import { formFields } from "../forms";
 import { deleteSealedCookie, readSealedCookie, setSealedCookie } from "../sealed-cookie";
 import { safeNext } from "../session";
 import { startSession } from "./sign-in";
+import { asActor, auditMember } from "../audit";
 
 // After a sign-in whose password matched memberships of several workspaces, the
 // person picks one. What the sign-in proved (which memberships, until when)
@@ -66,5 +67,6 @@ export const chooseWorkspacePages = new Hono<DashboardEnv>()
     // Removed in the meantime.
     if (!member) return backToSignIn(c);
     await startSession(c, await openChosenSession(c.env.DB, member.id), `Signed in to ${member.workspace_name}.`);
+    await auditMember(c, { action: "member.signed_in", target: { type: "member", id: member.id }, detail: "workspace chosen after sign-in" }, asActor(member));
     return c.redirect(safeNext(choice.next), 303);
   });

@@ -8,7 +8,7 @@ import { SendsChart } from "../sends-chart";
 import { notFoundPage } from "./errors";
 import type { MemberRole } from "../../db/members";
 import { hasRole } from "../roles";
-import { redactWebhookUrl } from "../webhook-url";
+import { redactWebhookUrl } from "../../domain/webhook-view";
 
 const SHOWN_NUMBERS = 10;
 // A workspace has at most its plan's numbers (100 on the largest plan), so one page covers its webhooks.

@@ -9,6 +9,7 @@ import { formFields } from "../forms";
 import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../session";
 import { setFlash } from "../flash";
 import { askForWorkspace } from "./choose-workspace";
+import { asActor, auditMember } from "../audit";
 
 const MAX_EMAIL_CHARS = 254;
 
@@ -68,10 +69,13 @@ export const signInPages = new Hono<DashboardEnv>()
       return renderSignIn(c, next, { error: "Email or password is incorrect.", email });
     }
     if (result.kind === "choose") return askForWorkspace(c, result.memberIds, next);
+    await auditMember(c, { action: "member.signed_in", target: { type: "member", id: result.member.id } }, asActor(result.member));
     setSessionCookie(c, result.token);
     return c.redirect(next, 303);
   })
   .post("/sign-out", async (c) => {
+    const session = await resolveSession(c.env.DB, readSessionCookie(c));
+    if (session) await auditMember(c, { action: "member.signed_out", target: { type: "member", id: session.member_id } }, session);
     await endSession(c.env.DB, readSessionCookie(c));
     clearSessionCookie(c);
     return c.redirect("/dashboard/sign-in", 303);

@@ -4,7 +4,8 @@ import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from 
 import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "../../db/webhooks";
 import { UUID_PATTERN } from "../../domain/job-id";
 import { configureWebhook, deliveryLog, lastFailure, replayEvent, sendTestEvent } from "../../domain/webhook-config";
-import { toDeliveryView } from "../../domain/webhook-view";
+import { redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
+import { auditMember } from "../audit";
 import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";
 import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
@@ -41,15 +42,23 @@ async function ownWebhook(c: Context<DashboardEnv>): Promise<{ number: ChannelNu
 
 /**
  * Sends an event to an enabled webhook (a disabled one must be re-enabled
- * first) within the API's limits, and goes back to its page.
+ * first) within the API's limits, records it in the audit log, and goes back
+ * to the webhook's page.
  */
-async function sendEvent(c: Context<DashboardEnv>, webhook: WebhookRow, send: () => Promise<{ ok: true } | { ok: false; problem: "event_not_found" } | RateLimited>, notice: string) {
+async function sendEvent(
+  c: Context<DashboardEnv>,
+  webhook: WebhookRow,
+  action: "webhook.test_sent" | "webhook.event_replayed",
+  send: () => Promise<{ ok: true; eventId: string } | { ok: false; problem: "event_not_found" } | RateLimited>,
+  notice: string,
+) {
   if (webhook.status !== "enabled") {
     await setFlash(c, { notice: "The webhook is disabled: re-enable it first." }, c.get("session").token_hash);
     return c.redirect(back(webhook.channel_number_id), 303);
   }
   const outcome = await send();
   if (!outcome.ok) return outcome.problem === "rate_limited" ? rateLimitedPage(c, outcome, back(webhook.channel_number_id)) : notFoundPage(c);
+  await auditMember(c, { action, target: { type: "webhook", id: webhook.id }, detail: `event ${outcome.eventId}` });
   await setFlash(c, { notice }, c.get("session").token_hash);
   return c.redirect(back(webhook.channel_number_id), 303);
 }
@@ -248,6 +257,11 @@ export const webhookPages = new Hono<DashboardEnv>()
       c.status(400);
       return renderWebhook(c, number, { url, error: `This URL is not allowed: ${outcome.reason}` });
     }
+    await auditMember(c, {
+      action: "webhook.configured",
+      target: { type: "webhook", id: outcome.webhook.id },
+      detail: `number ${number.id}, ${redactWebhookUrl(outcome.webhook.url)}`,
+    });
     await setFlash(
       c,
       { notice: "Webhook saved.", secret: { label: "Signing secret (verify our signatures with it)", value: outcome.secret } },
@@ -258,13 +272,14 @@ export const webhookPages = new Hono<DashboardEnv>()
   .post("/webhooks/:numberId/test", requireRole("developer"), async (c) => {
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
-    return sendEvent(c, own.webhook, () => sendTestEvent(c.env, own.webhook), "Test event queued: it appears in the delivery log within seconds.");
+    return sendEvent(c, own.webhook, "webhook.test_sent", () => sendTestEvent(c.env, own.webhook), "Test event queued: it appears in the delivery log within seconds.");
   })
   .post("/webhooks/:numberId/enable", requireRole("developer"), async (c) => {
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
     const session = c.get("session");
     await reenableWebhook(c.env.DB, session.workspace_id, own.webhook.id, isoNow());
+    await auditMember(c, { action: "webhook.reenabled", target: { type: "webhook", id: own.webhook.id } });
     await setFlash(c, { notice: "Webhook enabled again. Replay the events it missed from the log." }, session.token_hash);
     return c.redirect(back(own.webhook.channel_number_id), 303);
   })
@@ -272,5 +287,14 @@ export const webhookPages = new Hono<DashboardEnv>()
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
     const eventId = c.req.param("eventId");
-    return sendEvent(c, own.webhook, () => replayEvent(c.env, own.webhook, eventId), `Event ${eventId} queued again (same webhook-id).`);
+    return sendEvent(
+      c,
+      own.webhook,
+      "webhook.event_replayed",
+      async () => {
+        const replayed = await replayEvent(c.env, own.webhook, eventId);
+        return replayed.ok ? { ok: true, eventId } : replayed;
+      },
+      `Event ${eventId} queued again (same webhook-id).`,
+    );
   });

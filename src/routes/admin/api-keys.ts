@@ -8,6 +8,8 @@ import { UUID_PATTERN } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
 import { throwIfLimited } from "../../middleware/rate-limit";
+import { auditAdmin } from "../audit";
+import { keyLabel } from "../../domain/api-keys";
 
 const ApiKey = z
   .object({
@@ -72,6 +74,7 @@ export const adminApiKeyRoutes = newRouter()
     await requireWorkspace(c.env.DB, workspaceId);
     const issued = await issueApiKey(c.env, workspaceId, name ?? null);
     throwIfLimited(issued);
+    await auditAdmin(c, workspaceId, { action: "api_key.created", target: { type: "api_key", id: issued.row.id }, detail: keyLabel(issued.row) });
     return c.json({ ...toView(issued.row), key: issued.key }, 201);
   })
   .openapi(list, async (c) => {
@@ -81,6 +84,8 @@ export const adminApiKeyRoutes = newRouter()
   })
   .openapi(revoke, async (c) => {
     const { keyId } = c.req.valid("param");
-    if (!(await revokeApiKey(c.env.DB, keyId))) throw notFound("API key");
+    const workspaceId = await revokeApiKey(c.env.DB, keyId);
+    if (!workspaceId) throw notFound("API key");
+    await auditAdmin(c, workspaceId, { action: "api_key.revoked", target: { type: "api_key", id: keyId.toLowerCase() } });
     return c.body(null, 204);
   });

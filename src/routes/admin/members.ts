@@ -7,6 +7,7 @@ import { UUID_PATTERN } from "../../domain/job-id";
 import { ApiError, notFound } from "../../lib/errors";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
+import { auditAdmin } from "../audit";
 
 const Member = z
   .object({
@@ -93,6 +94,11 @@ export const adminMemberRoutes = newRouter()
       const message = messages[result.reason];
       throw new ApiError("invalid_request", message, { details: [{ path: "email", rule: result.reason, message }] });
     }
+    await auditAdmin(c, workspaceId, {
+      action: "member.invited",
+      target: { type: "member", id: result.member.id },
+      detail: `${result.member.email} as ${result.member.role}`,
+    });
     return c.json(
       { member: toView(result.member), invitationUrl: invitationUrl(new URL(c.req.url).origin, result.token), expiresAt: result.expiresAt },
       201,
@@ -107,6 +113,7 @@ export const adminMemberRoutes = newRouter()
       const message = "This member is the workspace's last owner: make another member owner first.";
       throw new ApiError("invalid_request", message, { details: [{ path: "path.memberId", rule: "last_owner", message }] });
     }
+    await auditAdmin(c, workspaceId, { action: "member.removed", target: { type: "member", id: member.id }, detail: member.email });
     return c.body(null, 204);
   })
   .openapi(list, async (c) => {
