@@ -302,6 +302,15 @@ describe("failed authentication per client address", () => {
     expect(results.reduce((n, r) => n + r.d1Statements, 0)).toBe(limit);
   });
 
+  it("a burst of a valid key's first requests from one address shares one lookup: all pass, and the budget is intact", async () => {
+    const t = await createTenant();
+    const address = "203.0.113.202";
+    const burst = await Promise.all(Array.from({ length: 2 * ABUSE_LIMITS.authFailures.limit }, () => from(address, t.key)));
+    expect(burst.map((r) => r.res.status)).toEqual(burst.map(() => 200));
+    for (let i = 0; i < ABUSE_LIMITS.authFailures.limit; i++) expect((await from(address, unknownKey())).res.status).toBe(401);
+    expect((await from(address, unknownKey())).res.status).toBe(429);
+  });
+
   it("a valid key gets its token back: valid keys never use up an address's budget", async () => {
     const t = await createTenant();
     const address = "203.0.113.201";

@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
-import type { AppEnv } from "../context";
+import type { Context } from "hono";
+import type { AppEnv, Principal } from "../context";
 import { findActiveKeyByHash } from "../db/api-keys";
 import { hashApiKey, isWellFormedKey } from "../domain/api-keys";
 import { cachedPrincipal, rememberPrincipal } from "../domain/key-cache";
@@ -40,6 +41,37 @@ function stillBlocked(address: string): ThrottleDecision | null {
   return { allowed: false, bucket: "authFailures", limit: b.limit, remaining: 0, resetMs: b.resetAt - at, retryAfterMs: b.until - at };
 }
 
+type Lookup = { principal: Principal | null } | { refused: ThrottleDecision };
+
+// Lookups under way in this isolate, by client address and key hash: requests
+// that arrive together with the same key share one lookup (one token spent and
+// refunded, one D1 read) instead of each spending from the address's budget,
+// which a burst of a valid key's first requests would otherwise exhaust.
+const inFlight = new Map<string, Promise<Lookup>>();
+
+/** Spends a token of the address's budget, then reads D1; a valid key's token goes back after the response. */
+async function lookUp(c: Context<AppEnv>, address: string, keyHash: string): Promise<Lookup> {
+  const scope = scopes.clientAddress(address);
+  const failures = [bucket("authFailures")];
+  const budget = await takeToken(c.env, scope, failures);
+  if (!budget.allowed) {
+    remember(address, budget);
+    return { refused: budget };
+  }
+  const row = await findActiveKeyByHash(c.env.DB, keyHash);
+  // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
+  const principal = row && (await timingSafeEqualStrings(row.key_hash, keyHash)) ? { workspaceId: row.workspace_id, keyId: row.id } : null;
+  rememberPrincipal(keyHash, principal);
+  if (principal) {
+    c.executionCtx.waitUntil(
+      refundToken(c.env, scope, failures).catch((err: unknown) =>
+        log("warn", "failed-authentication token not refunded", { requestId: c.get("requestId"), detail: err instanceof Error ? err.message : String(err) }),
+      ),
+    );
+  }
+  return { principal };
+}
+
 /**
  * `Authorization: Bearer <prefix>live_…` on every /api/v1 endpoint. A key found
  * in the isolate's cache costs nothing more. Otherwise the lookup first spends
@@ -59,30 +91,17 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   let principal = cachedPrincipal(keyHash);
   if (principal === undefined) {
     const address = clientAddress(c.req.raw);
-    const scope = scopes.clientAddress(address);
-    const failures = [bucket("authFailures")];
     const memo = stillBlocked(address);
     if (memo) throw rateLimited(memo, TOO_MANY);
-    const budget = await takeToken(c.env, scope, failures);
-    if (!budget.allowed) {
-      remember(address, budget);
-      throw rateLimited(budget, TOO_MANY);
+    const id = `${address} ${keyHash}`;
+    let pending = inFlight.get(id);
+    if (!pending) {
+      pending = lookUp(c, address, keyHash).finally(() => inFlight.delete(id));
+      inFlight.set(id, pending);
     }
-    const row = await findActiveKeyByHash(c.env.DB, keyHash);
-    // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
-    principal =
-      row && (await timingSafeEqualStrings(row.key_hash, keyHash))
-        ? { workspaceId: row.workspace_id, keyId: row.id }
-        : null;
-    rememberPrincipal(keyHash, principal);
-    // A valid key was no failure: its token goes back, after the response.
-    if (principal) {
-      c.executionCtx.waitUntil(
-        refundToken(c.env, scope, failures).catch((err: unknown) =>
-          log("warn", "failed-authentication token not refunded", { requestId: c.get("requestId"), detail: err instanceof Error ? err.message : String(err) }),
-        ),
-      );
-    }
+    const outcome = await pending;
+    if ("refused" in outcome) throw rateLimited(outcome.refused, TOO_MANY);
+    principal = outcome.principal;
   }
   if (!principal) throw refused(true);
   c.set("principal", principal);
