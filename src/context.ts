@@ -9,6 +9,8 @@ export type AppEnv = {
   Variables: {
     requestId: string;
     principal: Principal;
+    /** The admin token's fingerprint (`admin-token:…`), on admin API requests once authenticated. */
+    adminActor: string;
     /** The Content-Security-Policy nonce of this response's inline scripts and styles (HTML pages). */
     cspNonce: string;
   };

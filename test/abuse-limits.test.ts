@@ -5,8 +5,9 @@ import worker from "../src/index";
 import { ABUSE_LIMITS, bucket, scopes } from "../src/domain/abuse-limits";
 import { takeToken } from "../src/lib/throttle";
 import { workspaceStub } from "../src/durable-objects/stubs";
-import { BASE, api, expectError, json } from "./helpers/http";
-import { createTenant } from "./helpers/fixtures";
+import { BASE, admin, api, expectError, json } from "./helpers/http";
+import { createTenant, type Tenant } from "./helpers/fixtures";
+import { signedInMember } from "./helpers/dashboard";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
 
 let clock = Date.UTC(2042, 0, 1);
@@ -147,6 +148,110 @@ describe("webhook test events and replays", () => {
   });
 });
 
+describe("the dashboard is held to the same limits as the API", () => {
+  let net: Network;
+  beforeEach(() => {
+    net = mockNetwork();
+  });
+  afterEach(() => {
+    net.restore();
+    expect(net.unhandled).toEqual([]);
+  });
+
+  async function webhookOf(t: Tenant, tag: string) {
+    const host = `${tag}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
+    net.dns.set(host, ["93.184.216.34"]);
+    net.receivers.set(`https://${host}/hook`, answers(204));
+    const res = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: `https://${host}/hook` } });
+    expect(res.status).toBe(201);
+    return { id: (await json<{ id: string }>(res)).id, url: `https://${host}/hook` };
+  }
+
+  it("test events: API calls and dashboard clicks share the per-webhook budget; past it the dashboard says how long to wait and sends nothing", async () => {
+    const t = await createTenant();
+    const { id } = await webhookOf(t, "dt");
+    const dev = await signedInMember(t.workspaceId, "developer");
+    const { limit, periodSeconds } = ABUSE_LIMITS.webhookTest;
+    expect((await api(`/webhooks/${id}/test`, t.key, { method: "POST" })).status).toBe(202);
+    for (let i = 1; i < limit; i++) expect((await dev.browser.post(`/dashboard/webhooks/${t.numberId}/test`)).status).toBe(303);
+    const refused = await dev.browser.post(`/dashboard/webhooks/${t.numberId}/test`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("Retry-After")).toBe(String(periodSeconds / limit));
+    expect(await refused.text()).toContain(`Try again in ${periodSeconds / limit} seconds`);
+    await expectError(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }), 429, "rate_limit_exceeded");
+    // Exactly `limit` events were recorded: the refused clicks and calls queued nothing.
+    await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    await vi.waitFor(() => expect(net.seen).toHaveLength(limit), { timeout: 15_000, interval: 100 });
+  });
+
+  it("replays from the dashboard spend the per-webhook and per-workspace budgets", async () => {
+    const t = await createTenant();
+    const { id } = await webhookOf(t, "dr");
+    const dev = await signedInMember(t.workspaceId, "developer");
+    const sent = await json<{ eventId: string }>(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }));
+    await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    await vi.waitFor(() => expect(net.seen).toHaveLength(1), { timeout: 15_000, interval: 100 });
+    const path = `/dashboard/webhooks/${t.numberId}/deliveries/${sent.eventId}/replay`;
+    expect((await dev.browser.post(path)).status).toBe(303);
+    await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    await vi.waitFor(() => expect(net.seen).toHaveLength(2), { timeout: 15_000, interval: 100 });
+    // Whatever is left of the workspace's budget (the test event and the replay spent some).
+    while ((await takeToken(env, scopes.workspace(t.workspaceId), [bucket("webhookTriggers")])).allowed);
+    const refused = await dev.browser.post(path);
+    expect(refused.status).toBe(429);
+    expect(await refused.text()).toMatch(/replays: .* per workspace/);
+  });
+
+  it("configuring a webhook from the dashboard is limited per member, like POST /webhooks per API key", async () => {
+    const t = await createTenant();
+    const { url } = await webhookOf(t, "dc");
+    const dev = await signedInMember(t.workspaceId, "developer");
+    const before = await env.DB.prepare("SELECT sealed_secret FROM webhooks WHERE workspace_id = ?").bind(t.workspaceId).first();
+    await takeToken(env, scopes.actor({ type: "member", id: dev.memberId }), [bucket("webhookConfigure")], ABUSE_LIMITS.webhookConfigure.limit);
+    const refused = await dev.browser.post(`/dashboard/webhooks/${t.numberId}`, { url });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThan(0);
+    expect(await env.DB.prepare("SELECT sealed_secret FROM webhooks WHERE workspace_id = ?").bind(t.workspaceId).first()).toEqual(before);
+    // The API key's own budget is separate.
+    expect((await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url } })).status).toBe(201);
+  });
+
+  it("new API keys are limited per workspace, in the dashboard and the admin API alike", async () => {
+    const t = await createTenant();
+    const dev = await signedInMember(t.workspaceId, "developer");
+    const count = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys WHERE workspace_id = ?").bind(t.workspaceId).first<{ n: number }>())?.n;
+    // The tenant's own key was the first.
+    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("apiKeyCreate")], ABUSE_LIMITS.apiKeyCreate.limit - 2);
+    expect((await dev.browser.post("/dashboard/api-keys", { name: "last one" })).status).toBe(303);
+    const keys = await count();
+    const refused = await dev.browser.post("/dashboard/api-keys", { name: "one too many" });
+    expect(refused.status).toBe(429);
+    expect(await refused.text()).toContain("new API keys");
+    await expectError(await admin(`/workspaces/${t.workspaceId}/api-keys`, { method: "POST", json: { name: "admin too" } }), 429, "rate_limit_exceeded");
+    expect(await count()).toBe(keys);
+  });
+});
+
+describe("webhook test events and replays on ids that are not an enabled webhook of the caller", () => {
+  it("spend the key's request budget before the lookup: unknown, foreign and disabled ids are not free", async () => {
+    const [t, other] = await Promise.all([createTenant(), createTenant()]);
+    const disabled = crypto.randomUUID();
+    await env.DB.prepare(
+      "INSERT INTO webhooks (id, workspace_id, channel_number_id, url, sealed_secret, status, created_at, updated_at, disabled_at) VALUES (?, ?, ?, 'https://x.acme-shop.com/', 'v2.x', 'disabled', ?, ?, ?)",
+    )
+      .bind(disabled, t.workspaceId, t.numberId, new Date(clock).toISOString(), new Date(clock).toISOString(), new Date(clock).toISOString())
+      .run();
+    const ids = [crypto.randomUUID(), "not-a-uuid", disabled];
+    await takeToken(env, scopes.apiKey(t.keyId), [bucket("read")], ABUSE_LIMITS.read.limit);
+    for (const id of ids) {
+      await expectError(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }), 429, "rate_limit_exceeded");
+      await expectError(await api(`/webhooks/${id}/deliveries/evt_x/replay`, t.key, { method: "POST" }), 429, "rate_limit_exceeded");
+    }
+    // Another key is unaffected.
+    expect((await api(`/webhooks/${crypto.randomUUID()}/test`, other.key, { method: "POST" })).status).toBe(404);
+  });
+});
+
 describe("failed authentication per client address", () => {
   const unknownKey = () => `${env.API_KEY_PREFIX}live_${btoa(crypto.randomUUID()).replaceAll("=", "").replaceAll("+", "-").replaceAll("/", "_").slice(0, 43).padEnd(43, "x")}`;
 
@@ -184,6 +289,38 @@ describe("failed authentication per client address", () => {
     // Once a token is back, one more lookup is allowed.
     advance((periodSeconds * 1000) / limit);
     expect((await from(address, unknownKey())).res.status).toBe(401);
+  });
+
+  it("holds under concurrency: of 120 unknown keys sent at once from one address, exactly the budget reaches D1", async () => {
+    const address = `192.0.2.${Math.floor(Math.random() * 250) + 1}`;
+    const { limit } = ABUSE_LIMITS.authFailures;
+    const results = await Promise.all(Array.from({ length: 120 }, () => from(address, unknownKey())));
+    const statuses = results.map((r) => r.res.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(limit);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(120 - limit);
+    expect(results.reduce((n, r) => n + r.d1Statements, 0)).toBe(limit);
+  });
+
+  it("a burst of a valid key's first requests from one address shares one lookup: all pass, and the budget is intact", async () => {
+    const t = await createTenant();
+    const address = "203.0.113.202";
+    const burst = await Promise.all(Array.from({ length: 2 * ABUSE_LIMITS.authFailures.limit }, () => from(address, t.key)));
+    expect(burst.map((r) => r.res.status)).toEqual(burst.map(() => 200));
+    for (let i = 0; i < ABUSE_LIMITS.authFailures.limit; i++) expect((await from(address, unknownKey())).res.status).toBe(401);
+    expect((await from(address, unknownKey())).res.status).toBe(429);
+  });
+
+  it("a valid key gets its token back: valid keys never use up an address's budget", async () => {
+    const t = await createTenant();
+    const address = "203.0.113.201";
+    const { limit } = ABUSE_LIMITS.authFailures;
+    // One failure left for this address.
+    await takeToken(env, scopes.clientAddress(address), [bucket("authFailures")], limit - 1);
+    // A key this isolate has not seen yet spends it for its lookup, then gets it back.
+    expect((await from(address, t.key)).res.status).toBe(200);
+    // So an unknown key still gets its lookup (401), and only the next one is refused.
+    expect((await from(address, unknownKey())).res.status).toBe(401);
+    expect((await from(address, unknownKey())).res.status).toBe(429);
   });
 
   it("keeps serving a cached valid key from a throttled address", async () => {

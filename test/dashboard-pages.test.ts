@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CONTENT_SECURITY_POLICY } from "../src/dashboard/headers";
 import { LAST_USED_RESOLUTION_MS, noteKeyUsed } from "../src/domain/api-key-last-used";
 import { recordKeyUse } from "../src/db/api-keys";
-import { api } from "./helpers/http";
+import { api, call } from "./helpers/http";
 import { createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
@@ -340,5 +340,14 @@ describe("overview", () => {
     expect(html).toMatch(/<meter id="usage-meter" min="0" max="1000"[^>]* value="0">/);
     expect(html).toContain("1 of 1 allowed by the plan.");
     expect(html).toContain("No webhook is configured.");
+  });
+});
+
+describe("docs/security.md", () => {
+  it("states the Content-Security-Policy the dashboard actually sends", async () => {
+    const { default: doc } = await import("../docs/security.md?raw");
+    expect(doc).toContain(`\`Content-Security-Policy: ${CONTENT_SECURITY_POLICY}\``);
+    const res = await call("/dashboard/sign-in");
+    expect(res.headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);
   });
 });

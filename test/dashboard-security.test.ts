@@ -1,22 +1,12 @@
 import { workspaceStub } from "../src/durable-objects/stubs";
-import { deliveryState } from "./helpers/events";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { dashboard } from "../src/dashboard/app";
-import { api, BASE, json } from "./helpers/http";
-import { createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { api, BASE } from "./helpers/http";
+import { createWorkspace } from "./helpers/fixtures";
+import { world, type World } from "./helpers/world";
+import { mockNetwork, type Network } from "./helpers/webhook-net";
 import { Browser, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
-
-/** A tenant with everything a dashboard POST can touch: a key, a webhook (with one delivered event if asked), members. */
-interface World {
-  tenant: Tenant;
-  owner: Member;
-  developer: Member;
-  viewer: Member;
-  webhookUrl: string;
-  eventId: string | null;
-}
 
 let net: Network;
 beforeEach(() => {
@@ -30,53 +20,21 @@ afterEach(() => {
 /** Routes that name an event need a world with one. */
 const namesEvent = (route: string) => route.includes(":eventId");
 
-/** Sends the webhook a test event and waits until it was delivered; returns its id. */
-async function deliveredTestEvent(tenant: Tenant, webhookId: string): Promise<string> {
-  const { eventId } = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }));
-  await vi.waitFor(
-    async () => {
-      if ((await deliveryState(tenant.workspaceId, eventId)) !== "delivered") throw new Error("not delivered yet");
-    },
-    { timeout: 15_000, interval: 100 },
-  );
-  return eventId;
-}
-
-/**
- * A fresh world for one test. `withEvent`: the webhook also gets a test event,
- * delivered before this returns (so that it can be replayed, and no delivery is
- * still under way while a test compares states).
- */
-async function world(tag: string, withEvent = false): Promise<World> {
-  const tenant = await createTenant();
-  const host = `${tag}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
-  net.dns.set(host, ["93.184.216.34"]);
-  const webhookUrl = `https://${host}/hook`;
-  net.receivers.set(webhookUrl, answers(204));
-  const configured = await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: tenant.numberId, url: webhookUrl } });
-  const webhookId = (await json<{ id: string }>(configured)).id;
-  const eventId = withEvent ? await deliveredTestEvent(tenant, webhookId) : null;
-  const [owner, developer, viewer] = await Promise.all([
-    signedInMember(tenant.workspaceId, "owner"),
-    signedInMember(tenant.workspaceId, "developer"),
-    signedInMember(tenant.workspaceId, "viewer"),
-  ]);
-  return { tenant, owner, developer, viewer, webhookUrl, eventId };
-}
-
 /** What any dashboard POST could change, read straight from D1. */
 async function state(w: World) {
   const ws = w.tenant.workspaceId;
-  const [keys, webhooks, members] = await Promise.all([
+  const [keys, webhooks, members, audit] = await Promise.all([
     env.DB.prepare("SELECT id, name, revoked_at FROM api_keys WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
     env.DB.prepare("SELECT id, url, sealed_secret, status FROM webhooks WHERE workspace_id = ?").bind(ws).all(),
     env.DB.prepare("SELECT id, email, role, password_hash, invitation_hash FROM members WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
+    // A refused request writes no audit entry either.
+    env.DB.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE workspace_id = ?").bind(ws).first(),
   ]);
   // Delivery attempts live in the workspace object's log.
   const attempts = await Promise.all(
     webhooks.results.map((w) => workspaceStub(env, ws).listDeliveries(String(w.id), null, 100).then((rows) => rows.length)),
   );
-  return JSON.stringify([keys.results, webhooks.results, members.results, attempts]);
+  return JSON.stringify([keys.results, webhooks.results, members.results, attempts, audit]);
 }
 
 /** Every POST route of the dashboard and who may use it. A new route must be added here, or this test fails. */
@@ -84,6 +42,7 @@ const POST_ROUTES = {
   "/sign-in": "public",
   "/sign-out": "public",
   "/invitations/:token": "public",
+  "/choose-workspace": "public",
   "/account/password": "any member",
   "/api-keys": "developer",
   "/api-keys/:id/revoke": "developer",
@@ -120,7 +79,7 @@ describe("dashboard POST routes", () => {
 
   const guarded = Object.entries(POST_ROUTES).filter(([, who]) => who === "developer" || who === "owner");
   it.each(guarded)("%s refuses a viewer with 403 and changes nothing", async (route) => {
-    const a = await world("a", namesEvent(route));
+    const a = await world(net, "a", namesEvent(route));
     const before = await state(a);
     const { path, fields } = request(route, a, a.developer);
     const res = await a.viewer.browser.post(path, fields);
@@ -130,7 +89,7 @@ describe("dashboard POST routes", () => {
   });
 
   it.each(guarded.filter(([, who]) => who === "owner"))("%s refuses a developer with 403 and changes nothing", async (route) => {
-    const a = await world("a");
+    const a = await world(net, "a");
     const before = await state(a);
     const { path, fields } = request(route, a, a.viewer);
     const res = await a.developer.browser.post(path, fields);
@@ -139,7 +98,7 @@ describe("dashboard POST routes", () => {
   });
 
   it.each(guarded.filter(([route]) => route.includes(":")))("%s aimed at another workspace's id gets the unknown-id 404 and changes nothing there", async (route) => {
-    const [a, b] = await Promise.all([world("a"), world("b", namesEvent(route))]);
+    const [a, b] = await Promise.all([world(net, "a"), world(net, "b", namesEvent(route))]);
     const before = await state(b);
     const { path, fields } = request(route, b, b.developer);
     const res = await a.owner.browser.post(path, fields);
@@ -152,7 +111,7 @@ describe("dashboard POST routes", () => {
   });
 
   it("pages of another workspace's number and webhook are the unknown-id 404", async () => {
-    const [a, b] = await Promise.all([world("a"), world("b")]);
+    const [a, b] = await Promise.all([world(net, "a"), world(net, "b")]);
     for (const path of [`/dashboard/numbers/${b.tenant.numberId}`, `/dashboard/webhooks/${b.tenant.numberId}`]) {
       const res = await a.owner.browser.get(path);
       expect(res.status).toBe(404);
@@ -160,6 +119,20 @@ describe("dashboard POST routes", () => {
     }
     // B's key still works after A's attempts.
     expect((await api("/me", b.tenant.key)).status).toBe(200);
+  });
+});
+
+describe("webhook URLs", () => {
+  it("are shown in full to developers and owners, and as scheme and host only to viewers (a URL may embed a token)", async () => {
+    const w = await world(net, "u");
+    const { host } = new URL(w.webhookUrl);
+    const pages = ["/dashboard/webhooks", `/dashboard/webhooks/${w.tenant.numberId}`, `/dashboard/numbers/${w.tenant.numberId}`];
+    for (const path of pages) {
+      const viewerPage = await (await w.viewer.browser.get(path)).text();
+      expect(viewerPage).toContain(`https://${host}/…`);
+      expect(viewerPage).not.toContain(w.webhookUrl);
+      expect(await (await w.developer.browser.get(path)).text()).toContain(w.webhookUrl);
+    }
   });
 });
 
@@ -172,7 +145,7 @@ describe("CSRF", () => {
     ["no Origin and no Sec-Fetch-Site", { origin: null, site: null }],
     ["a forged Origin only", { origin: "https://evil.example", site: null }],
   ])("refuses a form posted from %s with 403, changing nothing", async (_label, from) => {
-    const a = await world("a");
+    const a = await world(net, "a");
     const before = await state(a);
     const res = await createKey(a, from);
     expect(res.status).toBe(403);
@@ -181,13 +154,13 @@ describe("CSRF", () => {
   });
 
   it("accepts the same form from the dashboard's own origin (Origin alone, or Sec-Fetch-Site alone)", async () => {
-    const a = await world("a");
+    const a = await world(net, "a");
     expect((await createKey(a, { origin: BASE, site: null })).status).toBe(303);
     expect((await createKey(a, { origin: null, site: "same-origin" })).status).toBe(303);
   });
 
   it("refuses any body that is not a form, so that no POST escapes the origin check", async () => {
-    const a = await world("a");
+    const a = await world(net, "a");
     for (const type of ["application/json", "text/xml", ""]) {
       const res = await a.owner.browser.post(`/dashboard/webhooks/${a.tenant.numberId}/test`, {}, {
         origin: "https://evil.example",

@@ -115,13 +115,25 @@ describe("invitations", () => {
     expect(await (await b.get("/dashboard/account")).text()).toContain("viewer");
   });
 
-  it("the admin API validates the body, the workspace, and that an email belongs to one workspace", async () => {
+  it("re-inviting the last owner with another role is refused, and ends none of their sessions; with a second owner it works", async () => {
+    const workspaceId = await createWorkspace();
+    const owner = await signedInMember(workspaceId, "owner");
+    const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email: owner.email, role: "viewer" } });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.details?.[0]?.rule).toBe("last_owner");
+    const owners = await env.DB.prepare("SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'").bind(workspaceId).first<{ n: number }>();
+    expect(owners?.n).toBe(1);
+    expect((await owner.browser.get("/dashboard")).status).toBe(200);
+    // With a second owner, the first one can be re-invited with another role.
+    await signedInMember(workspaceId, "owner");
+    expect((await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email: owner.email, role: "viewer" } })).status).toBe(201);
+  });
+
+  it("the admin API validates the body and the workspace", async () => {
     const workspaceId = await createWorkspace();
     const email = uniqueEmail("taken");
     await invite(workspaceId, email, "viewer");
     const other = await createWorkspace();
-    const taken = await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email, role: "viewer" } }), 400, "invalid_request");
-    expect(taken.error.details?.[0]).toMatchObject({ path: "email", rule: "other_workspace" });
     await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: "not-an-email", role: "viewer" } }), 400, "invalid_request");
     await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: uniqueEmail(), role: "admin" } }), 400, "invalid_request");
     await expectError(await admin(`/workspaces/${crypto.randomUUID()}/members`, { method: "POST", json: { email: uniqueEmail(), role: "viewer" } }), 404, "not_found");
@@ -226,6 +238,19 @@ describe("sign-in", () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     expect((await signIn(new Browser(), email, PASSWORD, freshIp())).status).toBe(303);
+  });
+
+  it("counts an IPv6 client by its /64, as the API's limits do (one subscriber holds the whole /64)", async () => {
+    const workspaceId = await createWorkspace();
+    const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:1`;
+    // The /64's earlier attempts, from its first address.
+    for (let i = 0; i < SIGN_IN_IP_LIMIT; i++) expect((await signInAttempt(env, ipKey(`${prefix}::/64`), SIGN_IN_IP_LIMIT)).allowed).toBe(true);
+    const { email } = await signedInMember(workspaceId, "viewer");
+    // Another address of the same /64 (written out in full) is refused...
+    const refused = await signIn(new Browser(), email, PASSWORD, `${prefix}:0:0:0:2`);
+    expect(refused.status).toBe(429);
+    // ...while another /64 is not.
+    expect((await signIn(new Browser(), email, PASSWORD, `2001:db8:ffff:2::2`)).status).toBe(303);
   });
 
   it("empty fields get a 400 without any attempt counted", async () => {

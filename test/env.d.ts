@@ -5,3 +5,9 @@ declare namespace Cloudflare {
     RUNTIME_LOG: Fetcher;
   }
 }
+
+// Vite's `?raw` imports: a documentation file's text, for tests that hold the docs to the code.
+declare module "*.md?raw" {
+  const text: string;
+  export default text;
+}

@@ -88,7 +88,45 @@ describe("the operator's verify token never reaches our logs", () => {
   });
 });
 
+describe("phone numbers never reach our logs", () => {
+  it("the access log redacts ?to=, ?from= and the contact of /contacts/{phone}, API and dashboard alike", async () => {
+    const t = await createTenant();
+    const lines: string[] = [];
+    for (const method of ["log", "warn", "error", "info", "debug"] as const) {
+      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    }
+    expect((await api("/messages?to=5511987650001&limit=5", t.key)).status).toBe(200);
+    expect((await api("/messages?from=5511987650002", t.key)).status).toBe(200);
+    expect((await api(`/channel-numbers/${t.numberId}/contacts/5511987650003`, t.key)).status).toBe(200);
+    await call("/dashboard/messages?to=5511987650004&from=5511987650005", { redirect: "manual" });
+    const access = lines
+      .filter((l) => l.includes('"msg":"request"'))
+      .map((l) => JSON.parse(l) as { path: string; query?: string })
+      .filter((l) => !l.path.startsWith("/admin/"));
+    expect(access).toHaveLength(4);
+    expect(access[0]!.query).toBe("to=%5Bredacted%5D&limit=5");
+    expect(access[2]!.path).toBe(`/api/v1/channel-numbers/${t.numberId}/contacts/[redacted]`);
+    expect(lines.join("\n")).not.toMatch(/551198765000/);
+  });
+});
+
+describe("HSTS", () => {
+  it("every response tells browsers to use https only: API, errors, pages and the dashboard", async () => {
+    const t = await createTenant();
+    for (const res of [await api("/me", t.key), await api("/me", null), await call("/docs"), await call("/dashboard/sign-in"), await call("/nowhere")]) {
+      expect(res.headers.get("Strict-Transport-Security")).toBe("max-age=31536000; includeSubDomains");
+    }
+  });
+});
+
 describe("responses that carry a secret are never cached", () => {
+  it("the admin invitation (its link is a credential) sends no-store and Pragma", async () => {
+    const res = await admin(`/workspaces/${await createWorkspace()}/members`, { method: "POST", json: { email: "pragma@example.com", role: "viewer" } });
+    expect(res.status).toBe(201);
+    expect(res.headers.get("Cache-Control")).toBe("no-store");
+    expect(res.headers.get("Pragma")).toBe("no-cache");
+  });
+
   it("POST /webhooks (the signing secret) and admin key creation (the key) send no-store and Pragma", async () => {
     const t = await createTenant();
     const net = mockNetwork();

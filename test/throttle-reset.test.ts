@@ -44,3 +44,23 @@ describe("a throttle object that emptied its storage", () => {
     expect((await takeToken(env, s, [bucket])).allowed).toBe(false);
   });
 });
+
+describe("a clock that went back", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("treats a bucket emptied 'in the future' as full instead of locking the caller out for the size of the jump", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = Date.UTC(2042, 7, 1);
+    vi.setSystemTime(start);
+    const s = scope();
+    expect((await takeToken(env, s, [bucket])).allowed).toBe(true);
+    expect((await takeToken(env, s, [bucket])).allowed).toBe(false);
+    // The object moves to a machine whose clock is an hour behind: its stored state lies more than a period ahead.
+    vi.setSystemTime(start - 3_600_000);
+    const after = await takeToken(env, s, [bucket]);
+    expect(after.allowed).toBe(true);
+    expect(after.retryAfterMs).toBe(0);
+    // And the bucket works normally from the new clock on.
+    expect((await takeToken(env, s, [bucket])).allowed).toBe(false);
+  });
+});

@@ -9,6 +9,8 @@ import { layout } from "./layout";
 import { requireSession } from "./session";
 import { accountPages } from "./pages/account";
 import { apiKeyPages } from "./pages/api-keys";
+import { auditPage } from "./pages/audit";
+import { chooseWorkspacePages } from "./pages/choose-workspace";
 import { crossSitePage, errorPage, notFoundPage } from "./pages/errors";
 import { invitationPages } from "./pages/invitation";
 import { memberPages } from "./pages/members";
@@ -35,6 +37,7 @@ dashboard.use("*", csrf());
 // Public: sign-in and invitation links.
 dashboard.route("/", signInPages);
 dashboard.route("/", invitationPages);
+dashboard.route("/", chooseWorkspacePages);
 
 // Everything else needs a session.
 dashboard.use("*", requireSession);
@@ -46,6 +49,7 @@ dashboard.route("/", numberPages);
 dashboard.route("/", webhookPages);
 dashboard.route("/", memberPages);
 dashboard.route("/", accountPages);
+dashboard.route("/", auditPage);
 dashboard.all("*", (c) => notFoundPage(c));
 
 dashboard.onError((err, c) => {

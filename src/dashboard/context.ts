@@ -1,5 +1,6 @@
 import type { SessionWithMember } from "../db/dashboard-sessions";
 import type { Flash } from "./flash";
+import type { Caller } from "../domain/actor";
 
 export type DashboardEnv = {
   Bindings: Env;
@@ -12,3 +13,6 @@ export type DashboardEnv = {
     flash: Flash | undefined;
   };
 };
+
+/** The signed-in member as the caller of a domain operation. */
+export const memberCaller = (session: SessionWithMember): Caller => ({ workspaceId: session.workspace_id, actor: { type: "member", id: session.member_id } });

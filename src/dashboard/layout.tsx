@@ -3,6 +3,8 @@ import type { Child } from "hono/jsx";
 import { jsxRenderer } from "hono/jsx-renderer";
 import type { DashboardEnv } from "./context";
 import { FlashMessage } from "./components";
+import type { MemberRole } from "../db/members";
+import { hasRole } from "./roles";
 
 declare module "hono" {
   interface ContextRenderer {
@@ -10,15 +12,16 @@ declare module "hono" {
   }
 }
 
-/** The sections of the signed-in dashboard, in navigation order. */
+/** The sections of the signed-in dashboard, in navigation order, and the role each needs. */
 const SECTIONS = [
-  { href: "/dashboard", label: "Overview" },
-  { href: "/dashboard/messages", label: "Messages" },
-  { href: "/dashboard/api-keys", label: "API keys" },
-  { href: "/dashboard/numbers", label: "Numbers" },
-  { href: "/dashboard/webhooks", label: "Webhooks" },
-  { href: "/dashboard/members", label: "Members" },
-] as const;
+  { href: "/dashboard", label: "Overview", role: "viewer" },
+  { href: "/dashboard/messages", label: "Messages", role: "viewer" },
+  { href: "/dashboard/api-keys", label: "API keys", role: "viewer" },
+  { href: "/dashboard/numbers", label: "Numbers", role: "viewer" },
+  { href: "/dashboard/webhooks", label: "Webhooks", role: "viewer" },
+  { href: "/dashboard/members", label: "Members", role: "viewer" },
+  { href: "/dashboard/audit", label: "Audit log", role: "owner" },
+] as const satisfies readonly { href: string; label: string; role: MemberRole }[];
 
 /** The section a path belongs to ("" for pages outside the navigation, such as the account page). */
 function currentSection(path: string): string {
@@ -42,7 +45,7 @@ function Header({ c }: { c: Context<DashboardEnv> }) {
       <a class="brand" href="/dashboard">{session.workspace_name}</a>
       <nav aria-label="Dashboard">
         <ul>
-          {SECTIONS.map((s) => (
+          {SECTIONS.filter((s) => hasRole(session.role, s.role)).map((s) => (
             <li>
               <a href={s.href} aria-current={s.href === active ? "page" : undefined}>
                 {s.label}

@@ -43,12 +43,16 @@ export async function listKeys(db: D1Database, workspaceId: string): Promise<Api
  * Marks the key revoked; returns its hash so caches can drop it, or null if
  * unknown (or, when `workspaceId` is given, a key of another workspace).
  */
-export async function revokeKey(db: D1Database, keyId: string, at: string, workspaceId: string | null = null): Promise<string | null> {
-  const row = await db
-    .prepare("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?1) WHERE id = ?2 AND (?3 IS NULL OR workspace_id = ?3) RETURNING key_hash")
+export async function revokeKey(
+  db: D1Database,
+  keyId: string,
+  at: string,
+  workspaceId: string | null = null,
+): Promise<{ key_hash: string; workspace_id: string } | null> {
+  return db
+    .prepare("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?1) WHERE id = ?2 AND (?3 IS NULL OR workspace_id = ?3) RETURNING key_hash, workspace_id")
     .bind(at, keyId, workspaceId)
-    .first<{ key_hash: string }>();
-  return row?.key_hash ?? null;
+    .first<{ key_hash: string; workspace_id: string }>();
 }
 
 /** Records a use, unless one at or after `notBefore` is already recorded (then nothing is written). */

@@ -59,9 +59,13 @@ export function deleteMemberSessionsStatement(db: D1Database, memberId: string):
   return db.prepare("DELETE FROM dashboard_sessions WHERE member_id = ?").bind(memberId);
 }
 
-/** Ends every session of the workspace's member with this email (a re-invited member starts over). */
-export function deleteSessionsOfEmailStatement(db: D1Database, workspaceId: string, email: string): D1PreparedStatement {
+/**
+ * Ends every session of the workspace's member with this email once it holds
+ * the invitation `invitationHash` (a re-invited member starts over). Run after
+ * the invitation's upsert in one batch: a refused upsert ends no session.
+ */
+export function deleteSessionsOfInvitedStatement(db: D1Database, workspaceId: string, email: string, invitationHash: string): D1PreparedStatement {
   return db
-    .prepare("DELETE FROM dashboard_sessions WHERE member_id IN (SELECT id FROM members WHERE email = ? AND workspace_id = ?)")
-    .bind(email, workspaceId);
+    .prepare("DELETE FROM dashboard_sessions WHERE member_id IN (SELECT id FROM members WHERE email = ? AND workspace_id = ? AND invitation_hash = ?)")
+    .bind(email, workspaceId, invitationHash);
 }

@@ -13,8 +13,31 @@ export interface MemberRow {
   updated_at: string;
 }
 
-export async function findMemberByEmail(db: D1Database, email: string): Promise<MemberRow | null> {
-  return db.prepare("SELECT * FROM members WHERE email = ?").bind(email).first<MemberRow>();
+/** The workspace's member with this email, if any (an email may belong to several workspaces). */
+export async function findMemberByEmail(db: D1Database, workspaceId: string, email: string): Promise<MemberRow | null> {
+  return db.prepare("SELECT * FROM members WHERE workspace_id = ? AND email = ?").bind(workspaceId, email).first<MemberRow>();
+}
+
+/** The memberships of an email that have a password (sign-in checks each), newest first, at most `limit`. */
+export async function membershipsWithPassword(db: D1Database, email: string, limit: number): Promise<MemberRow[]> {
+  const { results } = await db
+    .prepare("SELECT * FROM members WHERE email = ? AND password_hash IS NOT NULL ORDER BY created_at DESC LIMIT ?")
+    .bind(email, limit)
+    .all<MemberRow>();
+  return results;
+}
+
+/** Members by id, with their workspace's name (the workspace picker after sign-in). */
+export async function membersWithWorkspace(db: D1Database, ids: string[]): Promise<(MemberRow & { workspace_name: string })[]> {
+  if (ids.length === 0) return [];
+  const { results } = await db
+    .prepare(
+      `SELECT m.*, w.name AS workspace_name FROM members m JOIN workspaces w ON w.id = m.workspace_id
+        WHERE m.id IN (${ids.map(() => "?").join(", ")}) ORDER BY w.name, m.id`,
+    )
+    .bind(...ids)
+    .all<MemberRow & { workspace_name: string }>();
+  return results;
 }
 
 /** A member of the workspace; a foreign id reads as missing. */
@@ -46,7 +69,8 @@ export async function findMemberByInvitation(db: D1Database, hash: string, at: s
 /**
  * Creates the member, or, for an email already in the workspace, gives it the
  * role and resets it: the password is cleared and the new invitation replaces
- * any earlier one. Returns null if the email belongs to another workspace.
+ * any earlier one. Returns null if the reset would take the owner role from
+ * the workspace's last owner. Other workspaces' rows play no part.
  * (Sessions of a reset member are deleted by the caller, in the same batch.)
  */
 export function upsertInvitedMemberStatement(
@@ -56,11 +80,13 @@ export function upsertInvitedMemberStatement(
   return db
     .prepare(
       `INSERT INTO members (id, workspace_id, email, role, password_hash, invitation_hash, invitation_expires_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?)
-       ON CONFLICT (email) DO UPDATE SET
+       VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8)
+       ON CONFLICT (workspace_id, email) DO UPDATE SET
          role = excluded.role, password_hash = NULL, invitation_hash = excluded.invitation_hash,
          invitation_expires_at = excluded.invitation_expires_at, updated_at = excluded.updated_at
-       WHERE members.workspace_id = excluded.workspace_id
+       -- Like changeRole: never the last owner's role away.
+       WHERE excluded.role = 'owner' OR members.role <> 'owner'
+             OR (SELECT COUNT(*) FROM members WHERE workspace_id = ?2 AND role = 'owner') > 1
        RETURNING *`,
     )
     .bind(m.id, m.workspaceId, m.email, m.role, m.invitationHash, m.expiresAt, m.at, m.at);

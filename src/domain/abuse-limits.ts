@@ -1,5 +1,6 @@
 import type { Limit } from "../lib/gcra";
 import type { BucketSpec } from "../lib/throttle";
+import type { Actor } from "./actor";
 
 /**
  * Abuse limits of every endpoint except sending (`POST /messages` keeps its
@@ -11,16 +12,18 @@ import type { BucketSpec } from "../lib/throttle";
 export const ABUSE_LIMITS = {
   /** Every GET under /api/v1 (reads, lists, the delivery log), per API key. */
   read: { limit: 6000, periodSeconds: 60 },
-  /** POST /webhooks (each call resolves the URL's host over DNS), per API key. */
+  /** Configuring a webhook (each call resolves the URL's host over DNS), per caller: API key or member. */
   webhookConfigure: { limit: 60, periodSeconds: 60 },
   /** POST /sandbox/inbound (each call produces a webhook event), per API key. */
   sandboxInbound: { limit: 60, periodSeconds: 60 },
-  /** POST /webhooks/{id}/test, per webhook. */
+  /** Test events (API or dashboard), per webhook. */
   webhookTest: { limit: 5, periodSeconds: 60 },
-  /** POST /webhooks/{id}/deliveries/{eventId}/replay, per webhook. */
+  /** Replays (API or dashboard), per webhook. */
   webhookReplay: { limit: 60, periodSeconds: 60 },
   /** Test events and replays together, per workspace. */
   webhookTriggers: { limit: 120, periodSeconds: 60 },
+  /** New API keys (admin API or dashboard), per workspace: keys are never deleted, only revoked. */
+  apiKeyCreate: { limit: 20, periodSeconds: 3600 },
   /** Well-formed API keys that are unknown or revoked (each costs a D1 query), per client address. */
   authFailures: { limit: 30, periodSeconds: 60 },
 } as const satisfies Record<string, Limit>;
@@ -37,20 +40,24 @@ export const scopes = {
   apiKey: (keyId: string) => `key:${keyId}`,
   workspace: (workspaceId: string) => `workspace:${workspaceId}`,
   clientAddress: (address: string) => `ip:${address}`,
+  /** Limits per caller: an API key keeps its `key:` scope, so its API budgets and these are one object. */
+  actor: (actor: Actor) => (actor.type === "api_key" ? `key:${actor.id}` : `${actor.type}:${actor.id}`),
 };
 
 /**
  * The per-key bucket of a public API request (`path` relative to /api/v1), or
- * null where the route applies its own limits: sends, and the webhook test and
- * replay routes (limited per webhook and per workspace once the webhook is known).
+ * null where the operation applies its own limits: sends, and webhook
+ * configuration (limited per caller in src/domain/webhook-config.ts, for the
+ * dashboard too). Webhook test events and replays spend a read token here,
+ * before their webhook is looked up, so that unknown, foreign and disabled ids
+ * are not free; once the webhook is known, its own limits apply as well.
  */
 export function perKeyBucket(method: string, path: string): BucketSpec | null {
   if (method === "POST") {
     if (path === "/messages") return null;
-    if (path === "/webhooks") return bucket("webhookConfigure");
+    if (path === "/webhooks") return null;
     if (path === "/sandbox/inbound") return bucket("sandboxInbound");
-    if (/^\/webhooks\/[^/]+\/(test|deliveries\/[^/]+\/replay)$/.test(path)) return null;
   }
-  // GET, and anything else (an unknown route answers 404 but still counts).
+  // GET, test events and replays, and anything else (an unknown route answers 404 but still counts).
   return bucket("read");
 }

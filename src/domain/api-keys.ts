@@ -4,6 +4,8 @@ import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
 import { findByUuid } from "./job-id";
 import { forgetKey } from "./key-cache";
+import { bucket, scopes } from "./abuse-limits";
+import { spend, type RateLimited } from "./limit-check";
 
 // 32 random bytes in base64url are 43 characters.
 const SECRET_PART = /^[A-Za-z0-9_-]{43}$/;
@@ -20,10 +22,20 @@ export function isWellFormedKey(env: ConfigVars, key: string): boolean {
   return key.startsWith(prefix) && SECRET_PART.test(key.slice(prefix.length));
 }
 
+/** How a key is named in the audit log and lists: its name and last four characters, never the key. */
+export const keyLabel = (row: Pick<ApiKeyRow, "name" | "last_four">): string => `"${row.name ?? "(unnamed)"}" (…${row.last_four})`;
+
 export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);
 
-/** Creates a key for the workspace; the full key is returned here only (its SHA-256 is stored). */
-export async function issueApiKey(env: Env, workspaceId: string, name: string | null): Promise<{ row: ApiKeyRow; key: string }> {
+/**
+ * Creates a key for the workspace; the full key is returned here only (its
+ * SHA-256 is stored). Limited per workspace, whoever asks: keys are revoked,
+ * never deleted, so each one is a row for good.
+ */
+export async function issueApiKey(env: Env, workspaceId: string, name: string | null): Promise<{ ok: true; row: ApiKeyRow; key: string } | RateLimited> {
+  const perWorkspace = bucket("apiKeyCreate");
+  const spent = await spend(env, scopes.workspace(workspaceId), [perWorkspace], `new API keys: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`);
+  if (!spent.ok) return spent;
   const key = generateApiKey(env);
   const row: ApiKeyRow = {
     id: crypto.randomUUID(),
@@ -36,17 +48,17 @@ export async function issueApiKey(env: Env, workspaceId: string, name: string | 
     last_used_at: null,
   };
   await insertApiKey(env.DB, row);
-  return { row, key };
+  return { ok: true, row, key };
 }
 
 /**
- * Revokes a key (scoped to `workspaceId` when given); false if there is no
- * such key. This isolate forgets it at once, the others within the key
- * cache's TTL (5 s).
+ * Revokes a key (scoped to `workspaceId` when given); returns the key's
+ * workspace, or null if there is no such key. This isolate forgets it at
+ * once, the others within the key cache's TTL (5 s).
  */
-export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<boolean> {
-  const hash = await findByUuid(keyId, (stored) => revokeKey(db, stored, isoNow(), workspaceId));
-  if (!hash) return false;
-  forgetKey(hash);
-  return true;
+export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<string | null> {
+  const revoked = await findByUuid(keyId, (stored) => revokeKey(db, stored, isoNow(), workspaceId));
+  if (!revoked) return null;
+  forgetKey(revoked.key_hash);
+  return revoked.workspace_id;
 }

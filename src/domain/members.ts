@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { MEMBER_ROLES, upsertInvitedMemberStatement, countMembers, findMemberByEmail, type MemberRole, type MemberRow } from "../db/members";
-import { deleteSessionsOfEmailStatement } from "../db/dashboard-sessions";
+import { deleteSessionsOfInvitedStatement } from "../db/dashboard-sessions";
 import { now } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
 
@@ -28,36 +28,29 @@ export const invitationUrl = (origin: string, token: string): string => `${origi
 
 export type InviteResult =
   | { ok: true; member: MemberRow; token: string; expiresAt: string }
-  | { ok: false; reason: "other_workspace" | "too_many_members" };
+  | { ok: false; reason: "too_many_members" | "last_owner" };
 
 /**
  * Invites `email` to the workspace with `role`, returning a single-use token
  * (its hash is stored) valid for 7 days. Inviting an existing member again
  * resets them: new role, password cleared, earlier link and every session
- * revoked. Emails are unique across workspaces.
+ * revoked. Only this workspace's members are consulted: the answer is the
+ * same whatever exists in other workspaces (an email may belong to several).
  */
 export async function inviteMember(db: D1Database, workspaceId: string, email: string, role: MemberRole): Promise<InviteResult> {
-  const existing = await findMemberByEmail(db, email);
-  if (existing && existing.workspace_id !== workspaceId) return { ok: false, reason: "other_workspace" };
+  const existing = await findMemberByEmail(db, workspaceId, email);
   if (!existing && (await countMembers(db, workspaceId)) >= MAX_MEMBERS_PER_WORKSPACE) return { ok: false, reason: "too_many_members" };
 
   const token = toBase64Url(randomBytes(32));
+  const invitationHash = await hashInvitationToken(token);
   const at = now();
   const expiresAt = new Date(at + INVITATION_TTL_MS).toISOString();
   const [upserted] = await db.batch<MemberRow>([
-    upsertInvitedMemberStatement(db, {
-      id: crypto.randomUUID(),
-      workspaceId,
-      email,
-      role,
-      invitationHash: await hashInvitationToken(token),
-      expiresAt,
-      at: new Date(at).toISOString(),
-    }),
-    deleteSessionsOfEmailStatement(db, workspaceId, email),
+    upsertInvitedMemberStatement(db, { id: crypto.randomUUID(), workspaceId, email, role, invitationHash, expiresAt, at: new Date(at).toISOString() }),
+    deleteSessionsOfInvitedStatement(db, workspaceId, email, invitationHash),
   ]);
   const member = upserted?.results[0];
-  // The email moved to another workspace between the read and the write.
-  if (!member) return { ok: false, reason: "other_workspace" };
+  // Refused by the statement: the workspace's last owner would lose the role.
+  if (!member) return { ok: false, reason: "last_owner" };
   return { ok: true, member, token, expiresAt };
 }

@@ -9,21 +9,31 @@ import { isoNow } from "../lib/clock";
 import { sealWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, checkWebhookUrlSyntax } from "../webhooks/ssrf";
 import { newWebhookSecret } from "../webhooks/signature";
+import type { ThrottleDecision } from "../lib/throttle";
+import { bucket, scopes } from "./abuse-limits";
+import type { Caller } from "./actor";
+import { spend, type RateLimited } from "./limit-check";
 
 // What the API routes and the dashboard share about configuring webhooks and
 // sending them events. Each caller turns the outcomes into its own answer
 // (an error envelope, or a message beside a form field).
 
 export type ConfigureOutcome =
-  | { ok: true; webhook: WebhookRow; secret: string }
+  | { ok: true; webhook: WebhookRow; secret: string; limit: ThrottleDecision }
   | { ok: false; problem: "url"; reason: string }
-  | { ok: false; problem: "number_not_found" };
+  | { ok: false; problem: "number_not_found" }
+  | RateLimited;
 
 /**
  * Creates or replaces the webhook of a connected number of the workspace after
  * the SSRF checks; a new signing secret every time (returned here only).
+ * Limited per caller (each call may resolve a host over DNS), before anything else.
  */
-export async function configureWebhook(env: Env, workspaceId: string, channelNumberId: string, url: string): Promise<ConfigureOutcome> {
+export async function configureWebhook(env: Env, caller: Caller, channelNumberId: string, url: string): Promise<ConfigureOutcome> {
+  const perCaller = bucket("webhookConfigure");
+  const spent = await spend(env, scopes.actor(caller.actor), [perCaller], `webhook configuration: ${perCaller.limit} per ${perCaller.periodSeconds} s per caller`);
+  if (!spent.ok) return spent;
+  const { workspaceId } = caller;
   const { allowInsecureUrls: allowInsecure, dohResolverUrl } = config(env).webhooks;
   // Input that is wrong whatever the number gets its answer before the lookup.
   const syntax = checkWebhookUrlSyntax(url, { allowInsecure });
@@ -37,7 +47,7 @@ export async function configureWebhook(env: Env, workspaceId: string, channelNum
   const secret = newWebhookSecret();
   // The parser's normal form is what deliveries call.
   const webhook = await storeWebhook(env, { workspaceId, channelNumberId: number.id, url: check.url.href, secret });
-  return { ok: true, webhook, secret };
+  return { ok: true, webhook, secret, limit: spent.decision };
 }
 
 /**
@@ -68,15 +78,46 @@ export async function findOwnWebhook(db: D1Database, workspaceId: string, id: st
   return findByUuid(id, (stored) => getWebhook(db, workspaceId, stored));
 }
 
-/** Records a new signed `webhook.test` event for the webhook's number and publishes it; returns its id. */
-export function sendTestEvent(env: Env, webhook: WebhookRow): Promise<string> {
-  return workspaceStub(env, webhook.workspace_id).recordTestEvent(webhook.workspace_id, webhook.channel_number_id);
+/**
+ * Test events and replays make us call a URL of the customer's choosing:
+ * limited per webhook and per workspace, all or nothing (a request refused by
+ * one limit spends nothing of the other), whoever asks.
+ */
+function spendTrigger(env: Env, webhook: WebhookRow, kind: "webhookTest" | "webhookReplay"): Promise<RateLimited | { ok: true; decision: ThrottleDecision }> {
+  const perWebhook = bucket(kind, webhook.id);
+  const perWorkspace = bucket("webhookTriggers");
+  return spend(
+    env,
+    scopes.workspace(webhook.workspace_id),
+    [perWebhook, perWorkspace],
+    `${kind === "webhookTest" ? "test events" : "replays"}: ${perWebhook.limit} per ${perWebhook.periodSeconds} s per webhook, ` +
+      `${perWorkspace.limit} test events and replays per ${perWorkspace.periodSeconds} s per workspace`,
+  );
 }
 
-/** Publishes a stored event of the webhook's number again, with the same id and bytes; false if there is no such event. */
-export async function replayEvent(env: Env, webhook: WebhookRow, eventId: string): Promise<boolean> {
-  if (!EVENT_ID_PATTERN.test(eventId)) return false;
-  return workspaceStub(env, webhook.workspace_id).replayEvent(webhook.channel_number_id, eventId);
+/** Records a new signed `webhook.test` event for the webhook's number and publishes it, within the limits. */
+export async function sendTestEvent(env: Env, webhook: WebhookRow): Promise<{ ok: true; eventId: string; limit: ThrottleDecision } | RateLimited> {
+  const spent = await spendTrigger(env, webhook, "webhookTest");
+  if (!spent.ok) return spent;
+  const eventId = await workspaceStub(env, webhook.workspace_id).recordTestEvent(webhook.workspace_id, webhook.channel_number_id);
+  return { ok: true, eventId, limit: spent.decision };
+}
+
+/**
+ * Publishes a stored event of the webhook's number again, with the same id and
+ * bytes, within the limits (spent even when there is no such event: the lookup
+ * is what costs).
+ */
+export async function replayEvent(
+  env: Env,
+  webhook: WebhookRow,
+  eventId: string,
+): Promise<{ ok: true; limit: ThrottleDecision } | { ok: false; problem: "event_not_found" } | RateLimited> {
+  const spent = await spendTrigger(env, webhook, "webhookReplay");
+  if (!spent.ok) return spent;
+  if (!EVENT_ID_PATTERN.test(eventId)) return { ok: false, problem: "event_not_found" };
+  const found = await workspaceStub(env, webhook.workspace_id).replayEvent(webhook.channel_number_id, eventId);
+  return found ? { ok: true, limit: spent.decision } : { ok: false, problem: "event_not_found" };
 }
 
 /** The webhook's delivery attempts, newest first, before the attempt `beforeSeq` (the workspace object keeps them 7 days). */

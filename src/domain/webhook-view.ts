@@ -63,3 +63,18 @@ export const toDeliveryView = (webhookId: string, row: AttemptRow): z.infer<type
   error: row.error,
   outcome: DELIVERY_OUTCOMES.find((o) => o === row.outcome) ?? "failed",
 });
+
+/**
+ * A webhook URL as viewers and the audit log see it: scheme and host only. Customers sometimes
+ * put a token in the path or query of their endpoint; whoever may not change
+ * the webhook has no need to read it.
+ */
+export function redactWebhookUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return u.pathname === "/" && u.search === "" ? u.origin + "/" : `${u.origin}/…`;
+  } catch {
+    return "…";
+  }
+}
+

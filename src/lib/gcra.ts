@@ -33,7 +33,9 @@ export interface BucketDecision {
  * Decides one request of `cost` tokens against a bucket. A stored TAT further
  * ahead than one period cannot come from this algorithm (the clock went back,
  * for example a machine change): it is treated as a full bucket rather than
- * locking the caller out for the size of the jump.
+ * locking the caller out for the size of the jump. A negative `cost` gives
+ * tokens back: the TAT moves earlier, and a TAT in the past is simply a full
+ * bucket, so a refund never grants more than the limit.
  */
 export function decide(l: Limit, state: BucketState | null, now: number, cost = 1): BucketDecision {
   const periodMs = l.periodSeconds * 1000;

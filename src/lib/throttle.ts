@@ -16,6 +16,14 @@ export function takeToken(env: Pick<Env, "THROTTLE">, scope: string, buckets: Bu
   return stub(env, scope).take(buckets, cost);
 }
 
+/**
+ * Gives one token back to every bucket of the scope (a request that spent it
+ * turned out not to count). Never fills a bucket beyond full: see `decide`.
+ */
+export async function refundToken(env: Pick<Env, "THROTTLE">, scope: string, buckets: BucketSpec[]): Promise<void> {
+  await stub(env, scope).take(buckets, -1);
+}
+
 /** Whether `takeToken` would admit a request now, without taking anything. */
 export function peekToken(env: Pick<Env, "THROTTLE">, scope: string, buckets: BucketSpec[], cost = 1): Promise<ThrottleDecision> {
   return stub(env, scope).peek(buckets, cost);

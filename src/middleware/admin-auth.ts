@@ -36,13 +36,15 @@ export const adminAuth = createMiddleware<AppEnv>(async (c, next) => {
     throw unauthorized("Missing or invalid admin token.", "admin", header !== undefined);
   }
   const at = isoNow();
+  const actor = await adminActor(token);
+  c.set("adminActor", actor);
   await next();
   // After the call, with its result. A failed write is logged; the call itself has happened.
   try {
     await insertAdminAudit(c.env.DB, {
       id: crypto.randomUUID(),
       at,
-      actor: await adminActor(token),
+      actor,
       method: c.req.method,
       route: routePath(c, -1),
       path: c.req.path,

@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
-import type { AppEnv } from "../context";
+import type { Context } from "hono";
+import type { AppEnv, Principal } from "../context";
 import { findActiveKeyByHash } from "../db/api-keys";
 import { hashApiKey, isWellFormedKey } from "../domain/api-keys";
 import { cachedPrincipal, rememberPrincipal } from "../domain/key-cache";
@@ -9,8 +10,9 @@ import { bucket, scopes } from "../domain/abuse-limits";
 import { timingSafeEqualStrings } from "../lib/crypto";
 import { bearerToken, unauthorized } from "../lib/bearer";
 import { clientAddress } from "../lib/client-address";
-import { peekToken, rateLimited, takeToken, type ThrottleDecision } from "../lib/throttle";
+import { rateLimited, refundToken, takeToken, type ThrottleDecision } from "../lib/throttle";
 import { now } from "../lib/clock";
+import { log } from "../lib/log";
 
 const refused = (sent: boolean) =>
   unauthorized("Missing or invalid API key. Send Authorization: Bearer <API key>.", "api", sent);
@@ -39,11 +41,46 @@ function stillBlocked(address: string): ThrottleDecision | null {
   return { allowed: false, bucket: "authFailures", limit: b.limit, remaining: 0, resetMs: b.resetAt - at, retryAfterMs: b.until - at };
 }
 
+type Lookup = { principal: Principal | null } | { refused: ThrottleDecision };
+
+// Lookups under way in this isolate, by client address and key hash: requests
+// that arrive together with the same key share one lookup (one token spent and
+// refunded, one D1 read) instead of each spending from the address's budget,
+// which a burst of a valid key's first requests would otherwise exhaust.
+const inFlight = new Map<string, Promise<Lookup>>();
+
+/** Spends a token of the address's budget, then reads D1; a valid key's token goes back after the response. */
+async function lookUp(c: Context<AppEnv>, address: string, keyHash: string): Promise<Lookup> {
+  const scope = scopes.clientAddress(address);
+  const failures = [bucket("authFailures")];
+  const budget = await takeToken(c.env, scope, failures);
+  if (!budget.allowed) {
+    remember(address, budget);
+    return { refused: budget };
+  }
+  const row = await findActiveKeyByHash(c.env.DB, keyHash);
+  // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
+  const principal = row && (await timingSafeEqualStrings(row.key_hash, keyHash)) ? { workspaceId: row.workspace_id, keyId: row.id } : null;
+  rememberPrincipal(keyHash, principal);
+  if (principal) {
+    c.executionCtx.waitUntil(
+      refundToken(c.env, scope, failures).catch((err: unknown) =>
+        log("warn", "failed-authentication token not refunded", { requestId: c.get("requestId"), detail: err instanceof Error ? err.message : String(err) }),
+      ),
+    );
+  }
+  return { principal };
+}
+
 /**
  * `Authorization: Bearer <prefix>live_…` on every /api/v1 endpoint. A key found
- * in the isolate's cache costs nothing more. Otherwise the caller's address is
- * checked against the failed-authentication budget (ABUSE_LIMITS.authFailures)
- * before D1 is read, and a key D1 does not know spends from that budget.
+ * in the isolate's cache costs nothing more. Otherwise the lookup first spends
+ * a token of the caller's failed-authentication budget
+ * (ABUSE_LIMITS.authFailures), and only an admitted request reads D1; a key
+ * that turns out valid gets its token back. Spending before the lookup (not
+ * checking, looking up, then spending) is what holds the budget under
+ * concurrency: requests sent at once cannot all pass a check made before any
+ * of them spent.
  */
 export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   const header = c.req.header("authorization");
@@ -54,23 +91,17 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   let principal = cachedPrincipal(keyHash);
   if (principal === undefined) {
     const address = clientAddress(c.req.raw);
-    const scope = scopes.clientAddress(address);
-    const failures = [bucket("authFailures")];
     const memo = stillBlocked(address);
     if (memo) throw rateLimited(memo, TOO_MANY);
-    const budget = await peekToken(c.env, scope, failures);
-    if (!budget.allowed) {
-      remember(address, budget);
-      throw rateLimited(budget, TOO_MANY);
+    const id = `${address} ${keyHash}`;
+    let pending = inFlight.get(id);
+    if (!pending) {
+      pending = lookUp(c, address, keyHash).finally(() => inFlight.delete(id));
+      inFlight.set(id, pending);
     }
-    const row = await findActiveKeyByHash(c.env.DB, keyHash);
-    // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
-    principal =
-      row && (await timingSafeEqualStrings(row.key_hash, keyHash))
-        ? { workspaceId: row.workspace_id, keyId: row.id }
-        : null;
-    rememberPrincipal(keyHash, principal);
-    if (!principal) await takeToken(c.env, scope, failures);
+    const outcome = await pending;
+    if ("refused" in outcome) throw rateLimited(outcome.refused, TOO_MANY);
+    principal = outcome.principal;
   }
   if (!principal) throw refused(true);
   c.set("principal", principal);

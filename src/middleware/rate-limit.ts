@@ -2,7 +2,8 @@ import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { AppEnv } from "../context";
 import { perKeyBucket, scopes } from "../domain/abuse-limits";
-import { rateLimitHeaders, rateLimited, takeToken, type BucketSpec } from "../lib/throttle";
+import { rateLimitHeaders, rateLimited, takeToken, type BucketSpec, type ThrottleDecision } from "../lib/throttle";
+import { isRateLimited, type RateLimited } from "../domain/limit-check";
 
 /**
  * Takes a token from the buckets of `scope`; on success the response carries
@@ -15,7 +16,17 @@ export async function enforceLimit(c: Context<AppEnv>, scope: string, buckets: B
   for (const [name, value] of Object.entries(rateLimitHeaders(decision))) c.header(name, value);
 }
 
-/** The per-key limits of ABUSE_LIMITS, after authentication (sends and webhook triggers limit themselves). */
+/** The API's answer to a domain operation refused by a limit: 429 `rate_limit_exceeded` with Retry-After. */
+export function throwIfLimited<T>(outcome: T): asserts outcome is Exclude<T, RateLimited> {
+  if (isRateLimited(outcome)) throw rateLimited(outcome.decision, outcome.what);
+}
+
+/** The RateLimit-* headers of an admitted request. */
+export function limitHeaders(c: Context<AppEnv>, decision: ThrottleDecision): void {
+  for (const [name, value] of Object.entries(rateLimitHeaders(decision))) c.header(name, value);
+}
+
+/** The per-key limits of ABUSE_LIMITS, after authentication (sends, webhook configuration and webhook triggers are limited by their domain operations). */
 export const perKeyLimits = createMiddleware<AppEnv>(async (c, next) => {
   const spec = perKeyBucket(c.req.method, c.req.path.replace(/^\/api\/v1/, ""));
   if (spec) await enforceLimit(c, scopes.apiKey(c.get("principal").keyId), [spec], `${spec.limit} per ${spec.periodSeconds} s per API key for this kind of request`);

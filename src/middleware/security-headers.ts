@@ -2,9 +2,11 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../context";
 import { randomBytes, toBase64 } from "../lib/crypto";
 
+export const HSTS = "max-age=31536000; includeSubDomains";
+
 /**
  * Headers every response gets (`nosniff`: a body is never reinterpreted as
- * another type), and the policy of every HTML page: a Content-Security-Policy
+ * another type; HSTS), and the policy of every HTML page: a Content-Security-Policy
  * that allows only our own origin plus inline `<script>`/`<style>` elements
  * carrying this response's nonce (`c.get("cspNonce")`), no framing, no referrer.
  * It is decided by the response's Content-Type, so pages added later are
@@ -16,6 +18,9 @@ export const securityHeaders = createMiddleware<AppEnv>(async (c, next) => {
   c.set("cspNonce", nonce);
   await next();
   c.res.headers.set("X-Content-Type-Options", "nosniff");
+  // Browsers reach us over https only from now on (a year; subdomains too): no downgrade to
+  // plain http on a hostile network. Browsers ignore it on http://127.0.0.1 (wrangler dev).
+  c.res.headers.set("Strict-Transport-Security", HSTS);
   if (/^text\/html\b/i.test(c.res.headers.get("content-type") ?? "") && !c.res.headers.has("Content-Security-Policy")) {
     c.res.headers.set(
       "Content-Security-Policy",

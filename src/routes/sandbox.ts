@@ -7,6 +7,7 @@ import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { now } from "../lib/clock";
 import { jsonBody } from "../middleware/json-body";
+import { auditApi } from "./audit";
 
 const InjectInbound = z
   .strictObject({
@@ -46,5 +47,7 @@ export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
     { channelNumberId: number.id, upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`, from: body.from, type: "text", text: body.text.body, content: null, at },
   ]);
   await channelNumberStub(c.env, number.id).noteInbound(number.id, [{ from: body.from, at }]);
+  // The sender's number is personal data: the entry names the message, not the number.
+  await auditApi(c, { action: "sandbox.inbound_injected", target: { type: "channel_number", id: number.id }, detail: `message ${messageId}` });
   return c.json({ messageId: messageId!, status: "received" as const }, 202);
 });

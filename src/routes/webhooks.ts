@@ -4,14 +4,15 @@ import type { AppEnv } from "../context";
 import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { listWebhooks, type WebhookRow } from "../db/webhooks";
-import { Webhook, WebhookDelivery, toDeliveryView, toWebhookView } from "../domain/webhook-view";
+import { Webhook, WebhookDelivery, redactWebhookUrl, toDeliveryView, toWebhookView } from "../domain/webhook-view";
+import { auditApi } from "./audit";
 import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEvent } from "../domain/webhook-config";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 import { ApiError, foundOr404, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
-import { enforceLimit } from "../middleware/rate-limit";
-import { bucket, scopes } from "../domain/abuse-limits";
+import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
+import type { Caller } from "../domain/actor";
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 
@@ -169,6 +170,11 @@ function refuseUrl(reason: string): ApiError {
   });
 }
 
+const callerOf = (c: Context<AppEnv>): Caller => {
+  const { workspaceId, keyId } = c.get("principal");
+  return { workspaceId, actor: { type: "api_key", id: keyId } };
+};
+
 async function ownWebhook(db: D1Database, workspaceId: string, id: string): Promise<WebhookRow> {
   // A malformed or foreign id is indistinguishable from an unknown one.
   return foundOr404(await findOwnWebhook(db, workspaceId, id), "Webhook");
@@ -182,23 +188,6 @@ function requireEnabled(webhook: WebhookRow): void {
   }
 }
 
-/**
- * Test events and replays make us call a URL of the caller's choosing: limited
- * per webhook and per workspace (all-or-nothing: a request refused by one limit
- * spends nothing of the other).
- */
-async function limitTriggers(c: Context<AppEnv>, webhook: WebhookRow, kind: "webhookTest" | "webhookReplay"): Promise<void> {
-  const perWebhook = bucket(kind, webhook.id);
-  const perWorkspace = bucket("webhookTriggers");
-  await enforceLimit(
-    c,
-    scopes.workspace(webhook.workspace_id),
-    [perWebhook, perWorkspace],
-    `${kind === "webhookTest" ? "test events" : "replays"}: ${perWebhook.limit} per ${perWebhook.periodSeconds} s per webhook, ` +
-      `${perWorkspace.limit} test events and replays per ${perWorkspace.periodSeconds} s per workspace`,
-  );
-}
-
 export const webhookRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
@@ -207,8 +196,15 @@ export const webhookRoutes = newRouter()
   })
   .openapi(configure, async (c) => {
     const { channelNumberId, url } = c.req.valid("json");
-    const outcome = await configureWebhook(c.env, c.get("principal").workspaceId, channelNumberId, url);
+    const outcome = await configureWebhook(c.env, callerOf(c), channelNumberId, url);
+    throwIfLimited(outcome);
     if (!outcome.ok) throw outcome.problem === "url" ? refuseUrl(outcome.reason) : notFound("Channel number");
+    limitHeaders(c, outcome.limit);
+    await auditApi(c, {
+      action: "webhook.configured",
+      target: { type: "webhook", id: outcome.webhook.id },
+      detail: `number ${outcome.webhook.channel_number_id}, ${redactWebhookUrl(outcome.webhook.url)}`,
+    });
     return c.json({ ...toWebhookView(outcome.webhook), secret: outcome.secret }, 201);
   })
   .openapi(deliveries, async (c) => {
@@ -225,14 +221,20 @@ export const webhookRoutes = newRouter()
     const { id, eventId } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
-    await limitTriggers(c, webhook, "webhookReplay");
-    if (!(await replayEvent(c.env, webhook, eventId))) throw notFound("Event");
+    const outcome = await replayEvent(c.env, webhook, eventId);
+    throwIfLimited(outcome);
+    if (!outcome.ok) throw notFound("Event");
+    limitHeaders(c, outcome.limit);
+    await auditApi(c, { action: "webhook.event_replayed", target: { type: "webhook", id: webhook.id }, detail: `event ${eventId}` });
     return c.json({ eventId, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
     const { id } = c.req.valid("param");
     const webhook = await ownWebhook(c.env.DB, c.get("principal").workspaceId, id);
     requireEnabled(webhook);
-    await limitTriggers(c, webhook, "webhookTest");
-    return c.json({ eventId: await sendTestEvent(c.env, webhook), status: "queued" as const }, 202);
+    const outcome = await sendTestEvent(c.env, webhook);
+    throwIfLimited(outcome);
+    limitHeaders(c, outcome.limit);
+    await auditApi(c, { action: "webhook.test_sent", target: { type: "webhook", id: webhook.id }, detail: `event ${outcome.eventId}` });
+    return c.json({ eventId: outcome.eventId, status: "queued" as const }, 202);
   });

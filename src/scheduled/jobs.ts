@@ -2,11 +2,12 @@ import { errorText, log } from "../lib/log";
 import { purgeOldAdminAudit } from "./admin-audit-retention";
 import type { ScheduledJob } from "./job";
 import { purgeOldUsageDaily } from "./usage-daily-retention";
+import { purgeOldAudit } from "./audit-retention";
 
 export type { ScheduledJob };
 
 /** Every job of the cron trigger (wrangler.toml `[triggers] crons`). Add new retention jobs here. */
-export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit, purgeOldUsageDaily];
+export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit, purgeOldUsageDaily, purgeOldAudit];
 
 export interface JobOutcome {
   name: string;

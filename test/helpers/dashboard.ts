@@ -84,9 +84,9 @@ let passwordHash: Promise<string> | undefined;
  * API, then its link redeemed and a session opened with the service's own
  * functions, as the invitation page does, without hashing the password again
  * (the page itself is tested in dashboard-sign-in.test.ts). The password is PASSWORD.
+ * Pass an `email` to make the same person a member of several workspaces.
  */
-export async function signedInMember(workspaceId: string, role: "owner" | "developer" | "viewer"): Promise<Member> {
-  const email = uniqueEmail(role);
+export async function signedInMember(workspaceId: string, role: "owner" | "developer" | "viewer", email = uniqueEmail(role)): Promise<Member> {
   const { path, memberId } = await invite(workspaceId, email, role);
   const token = path.split("/").at(-1)!;
   const redeemed = await redeemInvitation(env.DB, await hashInvitationToken(token), await (passwordHash ??= hashPassword(PASSWORD)), isoNow());

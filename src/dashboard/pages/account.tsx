@@ -8,6 +8,7 @@ import { FieldError } from "../components";
 import { formFields } from "../forms";
 import { checkNewPassword, NewPasswordFields } from "./password-fields";
 import { startSession } from "./sign-in";
+import { auditMember } from "../audit";
 
 function renderAccount(c: Context<DashboardEnv>, errors: Record<string, string> = {}) {
   const session = c.get("session");
@@ -73,6 +74,7 @@ export const accountPages = new Hono<DashboardEnv>()
       const message = result.reason === "throttled" ? "Too many attempts. Try again later." : "The current password is not correct.";
       return renderAccount(c, { current: message });
     }
+    await auditMember(c, { action: "member.password_changed", target: { type: "member", id: member.id } });
     await startSession(c, result.token, "Password changed. Other browsers were signed out.");
     return c.redirect("/dashboard/account", 303);
   });

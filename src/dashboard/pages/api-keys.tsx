@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { getKey, listKeys, type ApiKeyRow } from "../../db/api-keys";
-import { issueApiKey, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { issueApiKey, keyLabel, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { auditMember } from "../audit";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
 import { findByUuid } from "../../domain/job-id";
 import type { DashboardEnv } from "../context";
@@ -9,7 +10,7 @@ import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { hasRole, requireRole } from "../roles";
-import { confirmPage, notFoundPage } from "./errors";
+import { confirmPage, notFoundPage, rateLimitedPage } from "./errors";
 
 const MAX_NAME_CHARS = 200;
 const REVOKE_DELAY_S = KEY_CACHE_TTL_MS / 1000;
@@ -117,8 +118,10 @@ export const apiKeyPages = new Hono<DashboardEnv>()
       return renderKeys(c, { name: name.slice(0, MAX_NAME_CHARS), error: `Give the key a name (1 to ${MAX_NAME_CHARS} characters).` });
     }
     const session = c.get("session");
-    const { key } = await issueApiKey(c.env, session.workspace_id, name);
-    await setFlash(c, { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: key } }, session.token_hash);
+    const issued = await issueApiKey(c.env, session.workspace_id, name);
+    if (!issued.ok) return rateLimitedPage(c, issued, "/dashboard/api-keys");
+    await auditMember(c, { action: "api_key.created", target: { type: "api_key", id: issued.row.id }, detail: keyLabel(issued.row) });
+    await setFlash(c, { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: issued.key } }, session.token_hash);
     return c.redirect("/dashboard/api-keys", 303);
   })
   .post("/api-keys/:id/revoke", requireRole("developer"), async (c) => {
@@ -136,6 +139,7 @@ export const apiKeyPages = new Hono<DashboardEnv>()
       });
     }
     if (!(await revokeApiKey(c.env.DB, key.id, session.workspace_id))) return notFoundPage(c);
+    await auditMember(c, { action: "api_key.revoked", target: { type: "api_key", id: key.id }, detail: keyLabel(key) });
     await setFlash(c, { notice: `Key "${key.name ?? "(unnamed)"}" revoked; it stops working within ${REVOKE_DELAY_S} seconds.` }, session.token_hash);
     return c.redirect("/dashboard/api-keys", 303);
   });

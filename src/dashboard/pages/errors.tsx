@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { MemberRole } from "../../db/members";
 import type { DashboardEnv } from "../context";
+import type { RateLimited } from "../../domain/limit-check";
 
 /** Unknown, malformed and other workspaces' ids all get this same page. */
 export function notFoundPage(c: Context<DashboardEnv>) {
@@ -81,5 +82,27 @@ export function confirmPage(
       </form>
     </>,
     { title: opts.title },
+  );
+}
+
+/**
+ * An action refused by an abuse limit (the API's own limits: the dashboard is
+ * held to them too): 429 with Retry-After, which limit, and how long to wait.
+ */
+export function rateLimitedPage(c: Context<DashboardEnv>, refusal: RateLimited, back: string) {
+  const seconds = Math.max(1, Math.ceil(refusal.decision.retryAfterMs / 1000));
+  c.status(429);
+  c.header("Retry-After", String(seconds));
+  return c.render(
+    <>
+      <h1>Too many requests</h1>
+      <p role="alert">
+        Nothing was done: this goes past a limit ({refusal.what}). Try again in {seconds} second{seconds === 1 ? "" : "s"}.
+      </p>
+      <p>
+        <a href={back}>Back</a>
+      </p>
+    </>,
+    { title: "Too many requests" },
   );
 }

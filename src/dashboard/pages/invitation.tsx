@@ -11,6 +11,7 @@ import { FieldError } from "../components";
 import { formFields } from "../forms";
 import { checkNewPassword, NewPasswordFields } from "./password-fields";
 import { startSession } from "./sign-in";
+import { asActor, auditMember } from "../audit";
 
 function invalidInvitation(c: Context<DashboardEnv>) {
   c.status(404);
@@ -72,6 +73,7 @@ export const invitationPages = new Hono<DashboardEnv>()
     if (!redeemed) return invalidInvitation(c);
     const session = await openSession(c.env.DB, redeemed.id, { revokeOthers: true });
     await c.env.DB.batch(session.statements);
+    await auditMember(c, { action: "member.invitation_accepted", target: { type: "member", id: redeemed.id }, detail: `as ${redeemed.role}` }, asActor(redeemed));
     await startSession(c, session.token, "Your password is set and you are signed in.");
     return c.redirect("/dashboard", 303);
   });

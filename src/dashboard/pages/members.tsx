@@ -10,6 +10,7 @@ import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { hasRole, requireRole } from "../roles";
 import { confirmPage, notFoundPage } from "./errors";
+import { auditMember } from "../audit";
 
 const ROLE_HELP = {
   owner: "everything, including members",
@@ -166,12 +167,13 @@ export const memberPages = new Hono<DashboardEnv>()
     if (email.data === session.email) return refuse("That is you: change your own password on your account page.");
     const result = await inviteMember(c.env.DB, session.workspace_id, email.data, role.data);
     if (!result.ok) {
-      return refuse(
-        result.reason === "other_workspace"
-          ? "This email address is a member of another workspace. An address can belong to one workspace."
-          : `A workspace can have at most ${MAX_MEMBERS_PER_WORKSPACE} members.`,
-      );
+      const reasons = {
+        too_many_members: `A workspace can have at most ${MAX_MEMBERS_PER_WORKSPACE} members.`,
+        last_owner: LAST_OWNER,
+      } as const;
+      return refuse(reasons[result.reason]);
     }
+    await auditMember(c, { action: "member.invited", target: { type: "member", id: result.member.id }, detail: `${result.member.email} as ${result.member.role}` });
     await setFlash(
       c,
       {
@@ -192,6 +194,9 @@ export const memberPages = new Hono<DashboardEnv>()
     }
     const session = c.get("session");
     const changed = await changeRole(c.env.DB, session.workspace_id, member.id, role.data, isoNow());
+    if (changed && member.role !== role.data) {
+      await auditMember(c, { action: "member.role_changed", target: { type: "member", id: member.id }, detail: `${member.email}: ${member.role} → ${role.data}` });
+    }
     await setFlash(c, { notice: changed ? `${member.email} is now ${role.data}.` : LAST_OWNER }, session.token_hash);
     return c.redirect("/dashboard/members", 303);
   })
@@ -209,6 +214,7 @@ export const memberPages = new Hono<DashboardEnv>()
     }
     const session = c.get("session");
     const removed = await deleteMember(c.env.DB, session.workspace_id, member.id);
+    if (removed) await auditMember(c, { action: "member.removed", target: { type: "member", id: member.id }, detail: member.email });
     if (removed && member.id === session.member_id) return c.redirect("/dashboard/sign-in", 303);
     await setFlash(c, { notice: removed ? `${member.email} removed.` : LAST_OWNER }, session.token_hash);
     return c.redirect("/dashboard/members", 303);

@@ -7,6 +7,7 @@ import type { DashboardEnv } from "../context";
 import { Time, TableScroll } from "../components";
 import { pageCursor } from "../paging";
 import { notFoundPage } from "./errors";
+import { WebhookUrl } from "../webhook-url";
 
 const PAGE_SIZE = 50;
 
@@ -61,7 +62,7 @@ export const numberPages = new Hono<DashboardEnv>()
     );
   })
   .get("/numbers/:id", async (c) => {
-    const { workspace_id: workspaceId } = c.get("session");
+    const { workspace_id: workspaceId, role } = c.get("session");
     const id = c.req.param("id");
     const number = await findByUuid(id, (stored) => getConnectedNumber(c.env.DB, workspaceId, stored));
     if (!number) return notFoundPage(c);
@@ -93,7 +94,7 @@ export const numberPages = new Hono<DashboardEnv>()
           <dd>
             {webhook ? (
               <>
-                <code>{webhook.url}</code> ({webhook.status}
+                <WebhookUrl url={webhook.url} role={role} /> ({webhook.status}
                 {webhook.failing_since ? ", failing" : ""}) · <a href={`/dashboard/webhooks/${number.id}`}>Webhook and deliveries</a>
               </>
             ) : (

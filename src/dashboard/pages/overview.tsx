@@ -6,6 +6,9 @@ import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { SendsChart } from "../sends-chart";
 import { notFoundPage } from "./errors";
+import type { MemberRole } from "../../db/members";
+import { hasRole } from "../roles";
+import { redactWebhookUrl } from "../../domain/webhook-view";
 
 const SHOWN_NUMBERS = 10;
 // A workspace has at most its plan's numbers (100 on the largest plan), so one page covers its webhooks.
@@ -25,7 +28,7 @@ function UsageBar({ used, limit }: { used: number; limit: number }) {
   );
 }
 
-function WebhookHealth({ webhooks }: { webhooks: WebhookRow[] }) {
+function WebhookHealth({ webhooks, role }: { webhooks: WebhookRow[]; role: MemberRole }) {
   const unhealthy = webhooks.filter((w) => w.status === "disabled" || w.failing_since !== null);
   if (webhooks.length === 0) {
     return (
@@ -39,7 +42,7 @@ function WebhookHealth({ webhooks }: { webhooks: WebhookRow[] }) {
     <ul class="problems">
       {unhealthy.map((w) => (
         <li>
-          <a href={`/dashboard/webhooks/${w.channel_number_id}`}>{w.url}</a>:{" "}
+          <a href={`/dashboard/webhooks/${w.channel_number_id}`}>{hasRole(role, "developer") ? w.url : redactWebhookUrl(w.url)}</a>:{" "}
           {w.status === "disabled" ? (
             <strong class="bad">disabled</strong>
           ) : (
@@ -54,7 +57,7 @@ function WebhookHealth({ webhooks }: { webhooks: WebhookRow[] }) {
 }
 
 export const overviewPage = new Hono<DashboardEnv>().get("/", async (c) => {
-  const { workspace_id: workspaceId } = c.get("session");
+  const { workspace_id: workspaceId, role } = c.get("session");
   const [usage, numbers, webhooks] = await Promise.all([
     currentUsage(c.env, workspaceId),
     listConnectedNumbers(c.env.DB, workspaceId, SHOWN_NUMBERS + 1),
@@ -99,7 +102,7 @@ export const overviewPage = new Hono<DashboardEnv>().get("/", async (c) => {
       </section>
       <section aria-labelledby="webhooks-heading" class="card">
         <h2 id="webhooks-heading">Webhook health</h2>
-        <WebhookHealth webhooks={webhooks} />
+        <WebhookHealth role={role} webhooks={webhooks} />
       </section>
     </>,
     { title: "Overview" },

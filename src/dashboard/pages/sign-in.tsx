@@ -3,10 +3,13 @@ import type { Context } from "hono";
 import { endSession, hashSessionToken, resolveSession } from "../../domain/dashboard-session";
 import { PASSWORD_MAX_CHARS } from "../../domain/members";
 import { signIn } from "../../domain/sign-in";
+import { clientAddress } from "../../lib/client-address";
 import type { DashboardEnv } from "../context";
 import { formFields } from "../forms";
 import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../session";
 import { setFlash } from "../flash";
+import { askForWorkspace } from "./choose-workspace";
+import { asActor, auditMember } from "../audit";
 
 const MAX_EMAIL_CHARS = 254;
 
@@ -38,8 +41,6 @@ function renderSignIn(c: Context<DashboardEnv>, next: string, opts: { error?: st
   return c.render(<SignInForm next={next} {...opts} />, { title: "Sign in" });
 }
 
-// The client address as Cloudflare saw it; locally (wrangler dev) there may be none.
-const clientIp = (c: Context<DashboardEnv>): string => c.req.header("cf-connecting-ip") ?? "unknown";
 
 export const signInPages = new Hono<DashboardEnv>()
   .get("/sign-in", async (c) => {
@@ -55,7 +56,7 @@ export const signInPages = new Hono<DashboardEnv>()
       c.status(400);
       return renderSignIn(c, next, { error: "Enter your email and password.", email: email.slice(0, MAX_EMAIL_CHARS) });
     }
-    const result = await signIn(c.env.DB, c.env, { email, password, clientIp: clientIp(c) });
+    const result = await signIn(c.env.DB, c.env, { email, password, clientAddress: clientAddress(c.req.raw) });
     if (!result.ok) {
       if (result.reason === "throttled") {
         const seconds = Math.ceil(result.retryAfterMs / 1000);
@@ -67,10 +68,14 @@ export const signInPages = new Hono<DashboardEnv>()
       c.status(401);
       return renderSignIn(c, next, { error: "Email or password is incorrect.", email });
     }
+    if (result.kind === "choose") return askForWorkspace(c, result.memberIds, next);
+    await auditMember(c, { action: "member.signed_in", target: { type: "member", id: result.member.id } }, asActor(result.member));
     setSessionCookie(c, result.token);
     return c.redirect(next, 303);
   })
   .post("/sign-out", async (c) => {
+    const session = await resolveSession(c.env.DB, readSessionCookie(c));
+    if (session) await auditMember(c, { action: "member.signed_out", target: { type: "member", id: session.member_id } }, session);
     await endSession(c.env.DB, readSessionCookie(c));
     clearSessionCookie(c);
     return c.redirect("/dashboard/sign-in", 303);

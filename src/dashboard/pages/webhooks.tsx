@@ -4,18 +4,21 @@ import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from 
 import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "../../db/webhooks";
 import { findByUuid } from "../../domain/job-id";
 import { configureWebhook, deliveryLog, lastFailure, replayEvent, sendTestEvent } from "../../domain/webhook-config";
-import { toDeliveryView } from "../../domain/webhook-view";
+import { redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
+import { auditMember } from "../audit";
 import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";
 import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
-import type { DashboardEnv } from "../context";
+import { memberCaller, type DashboardEnv } from "../context";
+import type { RateLimited } from "../../domain/limit-check";
 import { FieldError, Time, TableScroll } from "../components";
 import { DeliveryLog } from "../delivery-log";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { pageCursor } from "../paging";
 import { hasRole, requireRole } from "../roles";
-import { notFoundPage } from "./errors";
+import { notFoundPage, rateLimitedPage } from "./errors";
+import { WebhookUrl } from "../webhook-url";
 
 const LOG_PAGE_SIZE = 25;
 const MAX_URL_CHARS = 2048;
@@ -37,11 +40,26 @@ async function ownWebhook(c: Context<DashboardEnv>): Promise<{ number: ChannelNu
   return number && webhook ? { number, webhook } : null;
 }
 
-/** Sends an event to an enabled webhook (a disabled one must be re-enabled first) and goes back to its page. */
-async function sendEvent(c: Context<DashboardEnv>, webhook: WebhookRow, send: () => Promise<unknown>, notice: string) {
-  const enabled = webhook.status === "enabled";
-  if (enabled) await send();
-  await setFlash(c, { notice: enabled ? notice : "The webhook is disabled: re-enable it first." }, c.get("session").token_hash);
+/**
+ * Sends an event to an enabled webhook (a disabled one must be re-enabled
+ * first) within the API's limits, records it in the audit log, and goes back
+ * to the webhook's page.
+ */
+async function sendEvent(
+  c: Context<DashboardEnv>,
+  webhook: WebhookRow,
+  action: "webhook.test_sent" | "webhook.event_replayed",
+  send: () => Promise<{ ok: true; eventId: string } | { ok: false; problem: "event_not_found" } | RateLimited>,
+  notice: string,
+) {
+  if (webhook.status !== "enabled") {
+    await setFlash(c, { notice: "The webhook is disabled: re-enable it first." }, c.get("session").token_hash);
+    return c.redirect(back(webhook.channel_number_id), 303);
+  }
+  const outcome = await send();
+  if (!outcome.ok) return outcome.problem === "rate_limited" ? rateLimitedPage(c, outcome, back(webhook.channel_number_id)) : notFoundPage(c);
+  await auditMember(c, { action, target: { type: "webhook", id: webhook.id }, detail: `event ${outcome.eventId}` });
+  await setFlash(c, { notice }, c.get("session").token_hash);
   return c.redirect(back(webhook.channel_number_id), 303);
 }
 
@@ -98,7 +116,7 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
           <dl class="facts">
             <dt>URL</dt>
             <dd>
-              <code>{webhook.url}</code>
+              <WebhookUrl url={webhook.url} role={role} />
             </dd>
             <dt>Status</dt>
             <dd>
@@ -174,7 +192,7 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
 
 export const webhookPages = new Hono<DashboardEnv>()
   .get("/webhooks", async (c) => {
-    const { workspace_id: workspaceId } = c.get("session");
+    const { workspace_id: workspaceId, role } = c.get("session");
     const numbers = await listConnectedNumbers(c.env.DB, workspaceId, MAX_NUMBERS);
     const webhooks = new Map(
       (await webhooksForNumbers(c.env.DB, numbers.map((n) => n.id))).filter((w) => w.workspace_id === workspaceId).map((w) => [w.channel_number_id, w]),
@@ -206,7 +224,7 @@ export const webhookPages = new Hono<DashboardEnv>()
                       <td>
                         <a href={back(n.id)}>{n.display_phone_number}</a>
                       </td>
-                      <td>{w ? <code>{w.url}</code> : "not configured"}</td>
+                      <td>{w ? <WebhookUrl url={w.url} role={role} /> : "not configured"}</td>
                       <td>{w ? <HealthLine w={w} /> : "—"}</td>
                     </tr>
                   );
@@ -232,12 +250,18 @@ export const webhookPages = new Hono<DashboardEnv>()
       c.status(400);
       return renderWebhook(c, number, { url: url.slice(0, MAX_URL_CHARS), error: `Enter the endpoint's URL (at most ${MAX_URL_CHARS} characters).` });
     }
-    const outcome = await configureWebhook(c.env, session.workspace_id, number.id, url);
+    const outcome = await configureWebhook(c.env, memberCaller(session), number.id, url);
     if (!outcome.ok) {
       if (outcome.problem === "number_not_found") return notFoundPage(c);
+      if (outcome.problem === "rate_limited") return rateLimitedPage(c, outcome, back(number.id));
       c.status(400);
       return renderWebhook(c, number, { url, error: `This URL is not allowed: ${outcome.reason}` });
     }
+    await auditMember(c, {
+      action: "webhook.configured",
+      target: { type: "webhook", id: outcome.webhook.id },
+      detail: `number ${number.id}, ${redactWebhookUrl(outcome.webhook.url)}`,
+    });
     await setFlash(
       c,
       { notice: "Webhook saved.", secret: { label: "Signing secret (verify our signatures with it)", value: outcome.secret } },
@@ -248,13 +272,14 @@ export const webhookPages = new Hono<DashboardEnv>()
   .post("/webhooks/:numberId/test", requireRole("developer"), async (c) => {
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
-    return sendEvent(c, own.webhook, () => sendTestEvent(c.env, own.webhook), "Test event queued: it appears in the delivery log within seconds.");
+    return sendEvent(c, own.webhook, "webhook.test_sent", () => sendTestEvent(c.env, own.webhook), "Test event queued: it appears in the delivery log within seconds.");
   })
   .post("/webhooks/:numberId/enable", requireRole("developer"), async (c) => {
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
     const session = c.get("session");
     await reenableWebhook(c.env.DB, session.workspace_id, own.webhook.id, isoNow());
+    await auditMember(c, { action: "webhook.reenabled", target: { type: "webhook", id: own.webhook.id } });
     await setFlash(c, { notice: "Webhook enabled again. Replay the events it missed from the log." }, session.token_hash);
     return c.redirect(back(own.webhook.channel_number_id), 303);
   })
@@ -262,6 +287,14 @@ export const webhookPages = new Hono<DashboardEnv>()
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
     const eventId = c.req.param("eventId");
-    if (own.webhook.status === "enabled" && !(await replayEvent(c.env, own.webhook, eventId))) return notFoundPage(c);
-    return sendEvent(c, own.webhook, async () => undefined, `Event ${eventId} queued again (same webhook-id).`);
+    return sendEvent(
+      c,
+      own.webhook,
+      "webhook.event_replayed",
+      async () => {
+        const replayed = await replayEvent(c.env, own.webhook, eventId);
+        return replayed.ok ? { ok: true, eventId } : replayed;
+      },
+      `Event ${eventId} queued again (same webhook-id).`,
+    );
   });

@@ -6,6 +6,9 @@ import { notFound } from "../../lib/errors";
 import { requireWorkspace } from "./require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
+import { throwIfLimited } from "../../middleware/rate-limit";
+import { auditAdmin } from "../audit";
+import { keyLabel } from "../../domain/api-keys";
 
 const ApiKey = z
   .object({
@@ -42,7 +45,7 @@ const create = createRoute({
     params: WorkspaceParam,
     body: { required: true, content: { "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) } } },
   },
-  responses: { 201: jsonContent(CreatedApiKey, "Created; the only response that contains the key."), ...errorResponses(400, 401, 404) },
+  responses: { 201: jsonContent(CreatedApiKey, "Created; the only response that contains the key."), ...errorResponses(400, 401, 404, 429) },
 });
 
 const list = createRoute({
@@ -64,9 +67,10 @@ export const adminApiKeyRoutes = newRouter()
     const { workspaceId } = c.req.valid("param");
     const { name } = c.req.valid("json");
     await requireWorkspace(c.env.DB, workspaceId);
-    const { row, key } = await issueApiKey(c.env, workspaceId, name ?? null);
-    c.header("Cache-Control", "no-store");
-    return c.json({ ...toView(row), key }, 201);
+    const issued = await issueApiKey(c.env, workspaceId, name ?? null);
+    throwIfLimited(issued);
+    await auditAdmin(c, workspaceId, { action: "api_key.created", target: { type: "api_key", id: issued.row.id }, detail: keyLabel(issued.row) });
+    return c.json({ ...toView(issued.row), key: issued.key }, 201);
   })
   .openapi(list, async (c) => {
     const { workspaceId } = c.req.valid("param");
@@ -75,6 +79,8 @@ export const adminApiKeyRoutes = newRouter()
   })
   .openapi(revoke, async (c) => {
     const { keyId } = c.req.valid("param");
-    if (!(await revokeApiKey(c.env.DB, keyId))) throw notFound("API key");
+    const workspaceId = await revokeApiKey(c.env.DB, keyId);
+    if (!workspaceId) throw notFound("API key");
+    await auditAdmin(c, workspaceId, { action: "api_key.revoked", target: { type: "api_key", id: keyId.toLowerCase() } });
     return c.body(null, 204);
   });

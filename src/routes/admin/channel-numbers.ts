@@ -17,6 +17,7 @@ import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
 import { findByUuid } from "../../domain/job-id";
 import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
 import { jsonBody } from "../../middleware/json-body";
+import { auditAdmin } from "../audit";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
 
 const AccessToken = z.string().min(16).max(4096).openapi({ description: "Stored encrypted; never returned." });
@@ -135,6 +136,7 @@ export const adminChannelNumberRoutes = newRouter()
     if (outcome === "plan_limit") throw planLimit();
     if (outcome === "upstream_taken") throw alreadyConnected();
     await workspaceStub(c.env, workspaceId).invalidateConfig();
+    await auditAdmin(c, workspaceId, { action: "channel_number.connected", target: { type: "channel_number", id: row.id }, detail: `${row.upstream_type} ${row.display_phone_number}` });
     return c.json(toView(row), 201);
   })
   .openapi(list, async (c) => {
@@ -148,6 +150,7 @@ export const adminChannelNumberRoutes = newRouter()
     await workspaceStub(c.env, row.workspace_id).invalidateConfig();
     // Messages still queued on it fail with number_disconnected instead of leaving.
     await channelNumberStub(c.env, row.id).invalidateNumber();
+    await auditAdmin(c, row.workspace_id, { action: "channel_number.disconnected", target: { type: "channel_number", id: row.id }, detail: row.display_phone_number });
     return c.body(null, 204);
   })
   .openapi(reconnect, async (c) => {
@@ -164,5 +167,6 @@ export const adminChannelNumberRoutes = newRouter()
     // Disconnected between the read and the write: 404 too.
     const updated = foundOr404(await replaceCredentials(c.env.DB, row.id, await sealUpstreamCredentials(c.env, row.id, { accessToken })), "Channel number");
     await channelNumberStub(c.env, row.id).invalidateNumber();
+    await auditAdmin(c, row.workspace_id, { action: "channel_number.credentials_replaced", target: { type: "channel_number", id: row.id }, detail: row.display_phone_number });
     return c.json(toView(updated), 200);
   });

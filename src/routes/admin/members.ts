@@ -1,10 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
-import { listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
 import { invitationUrl, inviteMember, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, MemberRoleSchema } from "../../domain/members";
-import { ApiError } from "../../lib/errors";
+import { ApiError, notFound } from "../../lib/errors";
+import { findByUuid } from "../../domain/job-id";
 import { requireWorkspace } from "./require-workspace";
 import { jsonBody } from "../../middleware/json-body";
+import { noStore } from "../../middleware/security-headers";
+import { auditAdmin } from "../audit";
 
 const Member = z
   .object({
@@ -41,7 +44,8 @@ const WorkspaceParam = z.object({ workspaceId: z.string() });
 const invite = createRoute({
   method: "post",
   path: "/workspaces/{workspaceId}/members",
-  middleware: [jsonBody] as const,
+  // The answer carries the invitation link (a credential until it is used).
+  middleware: [noStore, jsonBody] as const,
   request: {
     params: WorkspaceParam,
     body: { required: true, content: { "application/json": { schema: z.strictObject({ email: MemberEmail, role: MemberRoleSchema }) } } },
@@ -62,6 +66,16 @@ const list = createRoute({
   responses: { 200: jsonContent(z.object({ data: z.array(Member) }), "Members, without secrets."), ...errorResponses(401, 404) },
 });
 
+const remove = createRoute({
+  method: "delete",
+  path: "/workspaces/{workspaceId}/members/{memberId}",
+  request: { params: WorkspaceParam.extend({ memberId: z.string() }) },
+  responses: {
+    204: { description: "Removed: the member's sessions ended and its invitation link stopped working." },
+    ...errorResponses(400, 401, 404),
+  },
+});
+
 export const adminMemberRoutes = newRouter()
   .openapi(invite, async (c) => {
     const { workspaceId } = c.req.valid("param");
@@ -69,17 +83,34 @@ export const adminMemberRoutes = newRouter()
     await requireWorkspace(c.env.DB, workspaceId);
     const result = await inviteMember(c.env.DB, workspaceId, email, role);
     if (!result.ok) {
-      const message =
-        result.reason === "other_workspace"
-          ? "This email is a member of another workspace; an email belongs to one workspace."
-          : `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`;
+      const messages = {
+        too_many_members: `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`,
+        last_owner: "This member is the workspace's last owner: make another member owner first.",
+      } as const;
+      const message = messages[result.reason];
       throw new ApiError("invalid_request", message, { details: [{ path: "email", rule: result.reason, message }] });
     }
-    c.header("Cache-Control", "no-store");
+    await auditAdmin(c, workspaceId, {
+      action: "member.invited",
+      target: { type: "member", id: result.member.id },
+      detail: `${result.member.email} as ${result.member.role}`,
+    });
     return c.json(
       { member: toView(result.member), invitationUrl: invitationUrl(new URL(c.req.url).origin, result.token), expiresAt: result.expiresAt },
       201,
     );
+  })
+  .openapi(remove, async (c) => {
+    const { workspaceId, memberId } = c.req.valid("param");
+    await requireWorkspace(c.env.DB, workspaceId);
+    const member = await findByUuid(memberId, (stored) => getMember(c.env.DB, workspaceId, stored));
+    if (!member) throw notFound("Member");
+    if (!(await deleteMember(c.env.DB, workspaceId, member.id))) {
+      const message = "This member is the workspace's last owner: make another member owner first.";
+      throw new ApiError("invalid_request", message, { details: [{ path: "path.memberId", rule: "last_owner", message }] });
+    }
+    await auditAdmin(c, workspaceId, { action: "member.removed", target: { type: "member", id: member.id }, detail: member.email });
+    return c.body(null, 204);
   })
   .openapi(list, async (c) => {
     const { workspaceId } = c.req.valid("param");

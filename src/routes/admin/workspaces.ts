@@ -5,6 +5,7 @@ import { ApiError, foundOr404 } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
 import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
+import { auditAdmin } from "../audit";
 
 const CreateWorkspace = z.strictObject({
   name: z.string().trim().min(1).max(200),
@@ -70,6 +71,7 @@ export const adminWorkspaceRoutes = newRouter()
       monthly_message_quota: body.monthlyMessageQuota ?? null,
       created_at: isoNow(),
     });
+    await auditAdmin(c, id, { action: "workspace.created", target: { type: "workspace", id }, detail: `plan ${body.plan}` });
     return c.json((await view(c.env.DB, id))!, 201);
   })
   .openapi(get, async (c) => {

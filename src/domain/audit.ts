@@ -1,0 +1,75 @@
+import { appendAudit } from "../db/audit-log";
+import { isoNow } from "../lib/clock";
+import { log } from "../lib/log";
+import type { Actor } from "./actor";
+
+/** Every action the audit log records, with the words owners read on its page. */
+export const AUDIT_ACTIONS = {
+  "workspace.created": "workspace created",
+  "api_key.created": "API key created",
+  "api_key.revoked": "API key revoked",
+  "webhook.configured": "webhook URL set (new signing secret)",
+  "webhook.reenabled": "webhook re-enabled",
+  "webhook.test_sent": "test event sent",
+  "webhook.event_replayed": "event replayed",
+  "sandbox.inbound_injected": "sandbox inbound message injected",
+  "channel_number.connected": "number connected",
+  "channel_number.disconnected": "number disconnected",
+  "channel_number.credentials_replaced": "number credentials replaced",
+  "member.invited": "member invited (or re-invited)",
+  "member.role_changed": "member role changed",
+  "member.removed": "member removed",
+  "member.invitation_accepted": "invitation accepted (password set)",
+  "member.signed_in": "signed in",
+  "member.signed_out": "signed out",
+  "member.password_changed": "password changed",
+} as const;
+
+export type AuditAction = keyof typeof AUDIT_ACTIONS;
+export const isAuditAction = (s: string): s is AuditAction => Object.hasOwn(AUDIT_ACTIONS, s);
+
+/** What happened; `detail` is for names, roles, hosts and ids, never a secret or a message's content. */
+export interface AuditEvent {
+  action: AuditAction;
+  target: { type: string; id: string | null };
+  detail?: string | null;
+}
+
+/** Who did it, from where, under which request. */
+export interface AuditSource {
+  workspaceId: string;
+  actor: Actor;
+  /** How the actor reads now (a member's email, a key's name): kept after the actor is gone. */
+  actorLabel: string | null;
+  clientAddress: string | null;
+  requestId: string;
+}
+
+/**
+ * Appends an entry to the workspace's audit log, after the action succeeded.
+ * A failed write is logged and does not undo or fail the action, which has
+ * already happened (as for the admin audit).
+ */
+export async function recordAudit(db: D1Database, source: AuditSource, event: AuditEvent): Promise<void> {
+  try {
+    await appendAudit(db, {
+      workspace_id: source.workspaceId,
+      at: isoNow(),
+      actor_type: source.actor.type,
+      actor_id: source.actor.id,
+      actor_label: source.actorLabel,
+      action: event.action,
+      target_type: event.target.type,
+      target_id: event.target.id,
+      detail: event.detail ?? null,
+      client_address: source.clientAddress,
+      request_id: source.requestId,
+    });
+  } catch (err) {
+    log("error", "audit entry could not be written", {
+      requestId: source.requestId,
+      action: event.action,
+      detail: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
