@@ -70,7 +70,8 @@ export function createEventLogTable(sql: SqlStorage): void {
   }
   sql.exec(`
     DROP INDEX IF EXISTS events_unpublished;
-    CREATE INDEX IF NOT EXISTS events_by_subject ON events (subject);
+    -- No lookup of events by subject: the delivery log (event_attempts) answers per message.
+    DROP INDEX IF EXISTS events_by_subject;
     CREATE INDEX IF NOT EXISTS events_to_check ON events (check_at) WHERE check_at IS NOT NULL;
     CREATE INDEX IF NOT EXISTS events_settled ON events (delivered_at) WHERE delivered_at IS NOT NULL;
   `);
@@ -233,10 +234,6 @@ export const findEvent = (sql: SqlStorage, id: string): EventRow | undefined =>
 export function markReplayed(sql: SqlStorage, id: string, at: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
   sql.exec("UPDATE events SET delivery = 'pending', check_at = ? WHERE id = ? AND delivery IS NOT 'delivered'", at + confirmWithinMs, id);
 }
-
-/** The recorded events about one subject, oldest first. */
-export const eventsAbout = (sql: SqlStorage, subject: string): EventRow[] =>
-  sql.exec<EventRow>("SELECT rowid AS seq, * FROM events WHERE subject = ? ORDER BY rowid", subject).toArray();
 
 export interface AttemptRow {
   seq: number;
