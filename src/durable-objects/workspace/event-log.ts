@@ -20,6 +20,12 @@ import type { WorkspaceContext } from "./context";
  * queue lost it) is published again with the same id: delivery is at least
  * once, and customers deduplicate on `webhook-id`.
  *
+ * Rows written are billed per row and per index entry: an event writes its row
+ * and its id's key, a delivered report its row. Events awaiting their first
+ * report are found by a walk in sequence order (`reportWalk`), only events whose
+ * report was asked for again have an indexed `check_at`; settled events are
+ * purged by a walk too (`purgeOldEvents`). docs/architecture.md, "Events".
+ *
  * Bound: ~800 B per event (body JSON, indexes) and ~130 B per attempt row
  * (with its indexes); 2–4 events per message. A settled event (delivered, or
  * with no webhook to deliver to) is kept 24 hours for replays, any other 3
