@@ -6,8 +6,12 @@ import {
   CONFIRM_WITHIN_MS,
   FIRST_REPORT_WALK,
   KEEP_SETTLED_EVENTS_MS,
+  KEEP_EVENTS_MS,
   REPORT_WALK,
   SETTLED_WALK,
+  attemptsAbout,
+  attemptsKeyedByWebhook,
+  attemptsOfWebhook,
   nextCheckDue,
   nextEventExpiry,
   publishEvents,
@@ -88,8 +92,8 @@ describe("the event log's walks", () => {
       expect(written(sql, (s) => recordEvent(s, e, "subject-1", T0, 0))).toBe(2);
       expect(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE check_at IS NOT NULL").one().n).toBe(0);
       await publishEvents(sql, recordingQueue().queue);
-      // The delivered report: its row, and the attempt in the delivery log (its row and two indexes).
-      expect(written(sql, (s) => recordDeliveries(s, [delivered(e, T0 + 1_000)], T0 + 1_000))).toBe(1 + 3);
+      // The delivered report: its row, and the attempt in the delivery log (kept in its webhook's order: its row and its subject entry).
+      expect(written(sql, (s) => recordDeliveries(s, [delivered(e, T0 + 1_000)], T0 + 1_000))).toBe(1 + 2);
       const indexes = sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").toArray().map((r) => r.name);
       expect(indexes).toEqual(["events_to_check"]);
     });
@@ -162,4 +166,70 @@ describe("the event log's walks", () => {
       expect(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n).toBe(SETTLED_WALK + 1);
     });
   });
+});
+
+/** The same storage seen as another handle (the layout is remembered per handle). */
+const handle = (sql: SqlStorage): SqlStorage =>
+  new Proxy(sql, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+
+async function logAttempts(sql: SqlStorage, webhookOf: (i: number) => string, count: number, at: number): Promise<WebhookEvent[]> {
+  const events = Array.from({ length: count }, (_, i) => event(i));
+  events.forEach((e, i) => recordEvent(sql, e, `subject-${i % 2}`, at + i, 0));
+  await publishEvents(sql, recordingQueue().queue);
+  for (const [i, e] of events.entries()) {
+    recordDeliveries(sql, [{ ...delivered(e, at + 10 * i), webhookId: webhookOf(i), outcome: "failed", statusCode: 500, nextRetryAt: at + 60_000 }], at + 10 * i);
+    recordDeliveries(sql, [{ ...delivered(e, at + 10 * i + 5), webhookId: webhookOf(i), attempt: 2 }], at + 10 * i + 5);
+  }
+  return events;
+}
+
+describe("the delivery log's two layouts", () => {
+  for (const layout of ["keyed (webhook_id, seq), new objects", "rowid, objects created before"] as const) {
+    it(`${layout}: every attempt listed per webhook newest first across pages, per message oldest first, and purged only past its window`, async () => {
+      await runInDurableObject(fresh(), async (_, state) => {
+        let sql = state.storage.sql;
+        expect(attemptsKeyedByWebhook(sql)).toBe(true);
+        if (layout === "rowid, objects created before") {
+          sql.exec("DROP TABLE event_attempts");
+          sql.exec(`CREATE TABLE event_attempts (
+            seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL, event_type TEXT NOT NULL, subject TEXT NOT NULL,
+            webhook_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+            attempted_at INTEGER NOT NULL, outcome TEXT NOT NULL, status_code INTEGER, latency_ms INTEGER, error TEXT,
+            next_retry_at INTEGER)`);
+          sql.exec("CREATE INDEX event_attempts_by_webhook ON event_attempts (webhook_id, seq)");
+          sql.exec("CREATE INDEX event_attempts_by_subject ON event_attempts (subject, seq)");
+          sql = handle(sql);
+          expect(attemptsKeyedByWebhook(sql)).toBe(false);
+        }
+        // Two webhooks (the second replaced the first halfway): 20 events, two attempts each.
+        const events = await logAttempts(sql, (i) => (i < 10 ? "wh_old" : "wh_new"), 20, T0);
+        for (const webhook of ["wh_old", "wh_new"]) {
+          const listed: string[] = [];
+          let before: number | null = null;
+          for (;;) {
+            const page = attemptsOfWebhook(sql, webhook, before, 3);
+            listed.push(...page.map((r) => `${r.event_id}#${r.attempt}`));
+            if (page.length < 3) break;
+            before = page[page.length - 1]!.seq;
+          }
+          const mine = (webhook === "wh_old" ? events.slice(0, 10) : events.slice(10)).flatMap((e) => [`${e.id}#1`, `${e.id}#2`]);
+          expect(listed).toEqual(mine.reverse());
+        }
+        const about = attemptsAbout(sql, "subject-0").map((r) => `${r.event_id}#${r.attempt}`);
+        expect(about).toEqual(events.filter((_, i) => i % 2 === 0).flatMap((e) => [`${e.id}#1`, `${e.id}#2`]));
+        const left = () => sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM event_attempts").one().n;
+        // The first ten attempts (five events of wh_old) are past the window; nothing else is.
+        purgeOldEvents(sql, T0 + 10 * 4 + 6 + KEEP_EVENTS_MS);
+        expect(left()).toBe(40 - 10);
+        expect(nextEventExpiry(sql)).toBeLessThanOrEqual(T0 + 50 + KEEP_EVENTS_MS);
+        purgeOldEvents(sql, T0 + 10 * 20 + KEEP_EVENTS_MS);
+        expect(left()).toBe(0);
+      });
+    });
+  }
 });

@@ -46,6 +46,11 @@ export const CONFIRM_WITHIN_MS = 10 * 60 * 1000;
 const PUBLISH_BATCH = 500;
 const RECONCILE_BATCH = 100;
 const PURGE_BATCH = 500;
+/**
+ * Webhooks whose delivery logs one purge looks at (keyed layout). A number has at most one webhook,
+ * so this is numbers with a webhook (and webhooks replaced within the log's window).
+ */
+const MAX_LOGGED_WEBHOOKS = 1_000;
 /** The `meta` key of the publishing cursor (the rowid of the last published event). */
 export const PUBLISH_CURSOR = "events_published_through";
 /**
@@ -62,15 +67,23 @@ export function createEventLogTable(sql: SqlStorage): void {
     CREATE TABLE IF NOT EXISTS events (
       id TEXT PRIMARY KEY, type TEXT NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,
       created_at INTEGER NOT NULL, published_at INTEGER);
-    -- The event's type and subject are copied here: the delivery log outlives settled events.
-    CREATE TABLE IF NOT EXISTS event_attempts (
-      seq INTEGER PRIMARY KEY, event_id TEXT NOT NULL, event_type TEXT NOT NULL, subject TEXT NOT NULL,
-      webhook_id TEXT NOT NULL, attempt INTEGER NOT NULL,
-      attempted_at INTEGER NOT NULL, outcome TEXT NOT NULL, status_code INTEGER, latency_ms INTEGER, error TEXT,
-      next_retry_at INTEGER);
-    CREATE INDEX IF NOT EXISTS event_attempts_by_webhook ON event_attempts (webhook_id, seq);
-    CREATE INDEX IF NOT EXISTS event_attempts_by_subject ON event_attempts (subject, seq);
   `);
+  if (sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_attempts'").toArray().length === 0) {
+    // A new object: the delivery log is kept in its by-webhook order (WITHOUT ROWID), so an attempt
+    // writes its row and its subject entry only. Existing objects keep the rowid layout and its
+    // by-webhook index (the same columns: every query works on both); rebuilding one is not done.
+    sql.exec(`
+      CREATE TABLE event_attempts (
+        seq INTEGER NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL, subject TEXT NOT NULL,
+        webhook_id TEXT NOT NULL, attempt INTEGER NOT NULL,
+        attempted_at INTEGER NOT NULL, outcome TEXT NOT NULL, status_code INTEGER, latency_ms INTEGER, error TEXT,
+        next_retry_at INTEGER,
+        PRIMARY KEY (webhook_id, seq)) WITHOUT ROWID;
+    `);
+  }
+  if (!attemptsKeyedByWebhook(sql)) sql.exec("CREATE INDEX IF NOT EXISTS event_attempts_by_webhook ON event_attempts (webhook_id, seq)");
+  // The event's type and subject are copied into the delivery log: it outlives settled events.
+  sql.exec("CREATE INDEX IF NOT EXISTS event_attempts_by_subject ON event_attempts (subject, seq)");
   ensureColumn(sql, "events", "channel_number_id", "TEXT");
   ensureColumn(sql, "events", "delivery", "TEXT");
   ensureColumn(sql, "events", "attempts", "INTEGER NOT NULL DEFAULT 0");
@@ -103,6 +116,18 @@ export function createEventLogTable(sql: SqlStorage): void {
 }
 
 const cursor = (sql: SqlStorage): number => Number(getMeta(sql, PUBLISH_CURSOR) ?? 0);
+
+const keyedLayout = new WeakMap<SqlStorage, boolean>();
+/** Whether the delivery log has the WITHOUT ROWID layout keyed (webhook_id, seq) (objects created since), or the rowid one. */
+export function attemptsKeyedByWebhook(sql: SqlStorage): boolean {
+  let keyed = keyedLayout.get(sql);
+  if (keyed === undefined) {
+    const ddl = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'event_attempts'").toArray()[0]?.sql ?? "";
+    keyed = /WITHOUT\s+ROWID/i.test(ddl);
+    keyedLayout.set(sql, keyed);
+  }
+  return keyed;
+}
 const walkStart = (sql: SqlStorage): number => Number(getMeta(sql, FIRST_REPORT_WALK) ?? 1);
 
 /**
@@ -246,6 +271,7 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
 
 /** Records what the webhook consumer did with events; a delivered event stays delivered. */
 export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
+  const keyed = attemptsKeyedByWebhook(sql);
   for (const r of reports) {
     const event = sql
       .exec<{ delivery: string | null; attempts: number; type: string; subject: string; check_at: number | null; delivered_at: number | null }>(
@@ -257,9 +283,13 @@ export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at:
     // A dead letter is numbered like the last attempt it follows (the dead-letter queue counts afresh).
     const attempt = r.outcome === "dead" ? Math.max(event.attempts, r.attempt) : r.attempt;
     if (r.webhookId !== null && r.outcome !== "no_webhook" && r.outcome !== "deferred") {
+      // The rowid layout numbers attempts itself; the keyed one gets the webhook's next number, at
+      // least the attempt's time in ms (so that one message's attempts to a replaced webhook and its
+      // successor still list in time order).
       sql.exec(
-        `INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_retry_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO event_attempts (seq, event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_retry_at)
+         VALUES (${keyed ? "MAX(IFNULL((SELECT MAX(seq) FROM event_attempts WHERE webhook_id = ?), 0) + 1, ?)" : "NULL"}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ...(keyed ? [r.webhookId, r.attemptedAt] : []),
         r.eventId,
         event.type,
         event.subject,
@@ -383,7 +413,7 @@ export function nextEventExpiry(sql: SqlStorage, pressure = false): number | nul
   const oldestSettled = sql
     .exec<{ at: number | null }>("SELECT MIN(delivered_at) AS at FROM (SELECT delivered_at FROM events ORDER BY rowid LIMIT ?)", SETTLED_WALK)
     .one().at;
-  const oldestAttempt = sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts ORDER BY seq LIMIT 1").toArray()[0];
+  const oldestAttempt = oldestAttempts(sql, 1)[0];
   const times = [
     oldestEvent ? oldestEvent.created_at + (pressure ? KEEP_EVENTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS) : null,
     oldestSettled !== null ? oldestSettled + (pressure ? KEEP_SETTLED_UNDER_PRESSURE_MS : KEEP_SETTLED_EVENTS_MS) : null,
@@ -411,12 +441,54 @@ export function purgeOldEvents(sql: SqlStorage, at: number, pressure = false): v
     SETTLED_WALK,
     at - (pressure ? KEEP_SETTLED_UNDER_PRESSURE_MS : KEEP_SETTLED_EVENTS_MS),
   );
-  sql.exec(
-    `DELETE FROM event_attempts WHERE seq IN (
-       SELECT seq FROM (SELECT seq, attempted_at FROM event_attempts ORDER BY seq LIMIT ?) WHERE attempted_at < ?)`,
-    PURGE_BATCH,
-    at - (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS),
-  );
+  const before = at - (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS);
+  if (!attemptsKeyedByWebhook(sql)) {
+    sql.exec(
+      `DELETE FROM event_attempts WHERE seq IN (
+         SELECT seq FROM (SELECT seq, attempted_at FROM event_attempts ORDER BY seq LIMIT ?) WHERE attempted_at < ?)`,
+      PURGE_BATCH,
+      before,
+    );
+    return;
+  }
+  // Keyed by webhook: each webhook's log is purged in its own order, PURGE_BATCH in all.
+  let budget = PURGE_BATCH;
+  for (const webhookId of attemptWebhooks(sql)) {
+    if (budget <= 0) break;
+    // A webhook's log is in time order: one whose oldest row is kept has nothing to purge.
+    const oldest = sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts WHERE webhook_id = ? ORDER BY seq LIMIT 1", webhookId).one();
+    if (oldest.attempted_at >= before) continue;
+    budget -= sql.exec(
+      `DELETE FROM event_attempts WHERE webhook_id = ? AND seq IN (
+         SELECT seq FROM (SELECT seq, attempted_at FROM event_attempts WHERE webhook_id = ? ORDER BY seq LIMIT ?) WHERE attempted_at < ?)`,
+      webhookId,
+      webhookId,
+      budget,
+      before,
+    ).rowsWritten;
+  }
+}
+
+/** Webhooks with a delivery log (keyed layout), each found by one step of its key: at most MAX_LOGGED_WEBHOOKS. */
+function attemptWebhooks(sql: SqlStorage): string[] {
+  const ids: string[] = [];
+  let last = "";
+  while (ids.length < MAX_LOGGED_WEBHOOKS) {
+    const next = sql.exec<{ w: string }>("SELECT webhook_id AS w FROM event_attempts WHERE webhook_id > ? ORDER BY webhook_id LIMIT 1", last).toArray()[0];
+    if (!next) break;
+    ids.push(next.w);
+    last = next.w;
+  }
+  return ids;
+}
+
+/** The oldest delivery-log row(s): by sequence in the rowid layout, each webhook's first in the keyed one. */
+function oldestAttempts(sql: SqlStorage, limit: number): { attempted_at: number }[] {
+  if (!attemptsKeyedByWebhook(sql)) return sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts ORDER BY seq LIMIT ?", limit).toArray();
+  return attemptWebhooks(sql)
+    .map((w) => sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts WHERE webhook_id = ? ORDER BY seq LIMIT 1", w).one())
+    .sort((a, b) => a.attempted_at - b.attempted_at)
+    .slice(0, limit);
 }
 
 /** The event log's scheduled steps: publish new events, publish again those without a report, purge old ones. */
