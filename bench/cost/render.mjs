@@ -43,7 +43,7 @@ const CUTS = [
 // Rows the table points at that were left alone, and why.
 const NOT_DONE = [
   "`outbox` and `status_outbox` keys are `AUTOINCREMENT`: each insert also writes `sqlite_sequence` (about 4 rows per message). Without it a key can be reused once the table empties, and the relay deletes delivered changes by key after an awaited RPC, while the alarm's relay run and a flush may overlap: a reused key could delete a newer change that was never delivered, a lost status (\"never lost\"). Kept.",
-  "The event log is the largest block (about 33 rows per message: three inserts of 4 rows, three delivered updates of 2, three delivery-log rows of 3, and their purges). The `events_to_check` entry is how a lost queue message is published again (\"never lost\"); the delivery log is the documented `GET /webhooks/{id}/deliveries`. `events_by_subject` (one row per event) serves the operator view and tests only; dropping it would turn those lookups into full scans. Kept.",
+  "The event log still writes about 21 rows per message: per event its row and its id's key (2; a WITHOUT ROWID events table keyed by id would lose the sequence that orders publishing), the delivered report (1), the delivery-log row and its subject entry (2; `GET /messages/{id}/events` needs them), and both purges (2). Not logging a first-try success as a row would need the events table indexed by webhook and by subject instead; one delivery-log row per consumer batch would change how the log is paged. Not done.",
   "The drain writes `meta.recent_calls` with every call (one row per message): it keeps the 2-per-1,010 ms pace across a restart, and the outbox keeps only each entry's first attempt time, not its retries'. Kept.",
 ];
 
