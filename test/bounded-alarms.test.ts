@@ -5,7 +5,7 @@ import { createTenant } from "./helpers/fixtures";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { DAY_MS } from "../src/domain/job-id";
 import { nextKeyExpiry, purgeExpiredKeys } from "../src/durable-objects/workspace/idempotency-keys";
-import { hasUnpublishedEvents, nextCheckDue, nextEventExpiry, purgeOldEvents, attemptsOfWebhook, attemptsAbout } from "../src/durable-objects/workspace/event-log";
+import { hasUnpublishedEvents, nextCheckDue, nextEventExpiry, purgeOldEvents, attemptsOfWebhook, attemptsAbout, REPORT_WALK, SETTLED_WALK } from "../src/durable-objects/workspace/event-log";
 import { oldestQueuedAt, queuedAcceptedBefore } from "../src/durable-objects/workspace/messages";
 import { oldestHotAt, oldestHotRows } from "../src/durable-objects/workspace/history-tiering";
 import { hasDirtyCounts } from "../src/durable-objects/workspace/daily-counts";
@@ -28,6 +28,8 @@ import { contactWindow, nextContactExpiry, purgeSilentContacts } from "../src/du
 import { nextPairExpiry, pairReadyAt, purgeIdlePairs } from "../src/durable-objects/channel-number/pair-pace";
 
 const ROWS = 100_000;
+/** Webhooks in the seeded delivery log: 'wh', and 50 more ('wh-0', 'wh-100', … 'wh-4900'). */
+const LOGGED_WEBHOOKS = 51;
 let clock = Date.UTC(2046, 5, 1);
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["Date"] });
@@ -93,8 +95,9 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
           SELECT printf('00000000-0000-7000-a000-%012d', i), 'outbound', '${t.numberId}', printf('5588%09d', i % 5000), 'text', 'x', 'queued', ${clock} - ${ROWS} + i, ${clock} - ${ROWS} + i, 1, 0 FROM n`);
         seed(sql, `INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, delivered_at)
           SELECT printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), '{}', ${old} + i, '${t.numberId}', 'delivered', ${clock} - 1000 + (i % 10) FROM n`);
-        seed(sql, `INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome)
-          SELECT printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), 'wh', 1, ${clock} - 1000 + (i % 10), 'delivered' FROM n`);
+        // The delivery log of a new object is keyed (webhook_id, seq); many webhooks' logs (one per number).
+        seed(sql, `INSERT INTO event_attempts (seq, event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome)
+          SELECT i, printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), CASE WHEN i % 100 = 0 THEN printf('wh-%d', i % 5000) ELSE 'wh' END, 1, ${clock} - 1000 + (i % 10), 'delivered' FROM n`);
         seed(sql, `INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) SELECT printf('k%d', i), 'f', 'j', ${clock} - 1000 + (i % 10) FROM n`);
         sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('events_published_through', ?)", String(ROWS));
       });
@@ -107,9 +110,11 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         // 3 on the WITHOUT ROWID layout of new objects (the key lookup of the empty subquery reads one more row), 2 on the older one.
         ["purgeExpiredKeys (nothing due)", 3, (s) => purgeExpiredKeys(s, at)],
         ["hasUnpublishedEvents", 2, (s) => hasUnpublishedEvents(s)],
-        ["nextCheckDue", 2, (s) => nextCheckDue(s)],
-        ["nextEventExpiry", 6, (s) => nextEventExpiry(s)],
-        ["purgeOldEvents (three batches of 500)", 3_100, (s) => purgeOldEvents(s, at)],
+        // The report walk (events awaiting a first report are found in sequence order, not through an index).
+        ["nextCheckDue (the index, then the report walk)", REPORT_WALK + 5, (s) => nextCheckDue(s, at)],
+        // The delivery log is kept per webhook: two rows read per webhook (its key's next step, its oldest row).
+        ["nextEventExpiry (the settled walk, each webhook's oldest attempt)", SETTLED_WALK + 6 + 3 * LOGGED_WEBHOOKS, (s) => nextEventExpiry(s)],
+        ["purgeOldEvents (a batch of 500 and the settled walk, with the rows they delete; each webhook's oldest attempt)", 2_000 + 2 * SETTLED_WALK + 3 * LOGGED_WEBHOOKS, (s) => purgeOldEvents(s, at)],
         ["hasDirtyCounts", 2, (s) => hasDirtyCounts(s)],
         ["oldestQueuedAt", 2, (s) => oldestQueuedAt(s)],
         ["queuedAcceptedBefore", 51, (s) => queuedAcceptedBefore(s, at, 50)],

@@ -188,7 +188,7 @@ describe("the storage budget", () => {
         // One event still being retried for a failing webhook, and one delivery attempt in the log.
         sql.exec("UPDATE events SET delivery = 'retrying', delivered_at = NULL WHERE rowid = (SELECT MAX(rowid) FROM events)");
         sql.exec(
-          "INSERT INTO event_attempts (event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome) VALUES ('e', 'message.status', 's', 'w', 1, ?, 'failed')",
+          "INSERT INTO event_attempts (seq, event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome) VALUES (1, 'e', 'message.status', 's', 'w', 1, ?, 'failed')",
           clock,
         );
         if (t === tight) sql.exec("INSERT INTO meta (k, v) VALUES ('hot_bytes_budget', '1')");

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { api, json } from "../../test/helpers/http";
 import { createKey, createWorkspace } from "../../test/helpers/fixtures";
-import { connectCloudNumber, operatorMessagesUrl } from "../../test/helpers/operator";
+import { connectCloudNumber, operatorMessagesUrl, recordedEvents } from "../../test/helpers/operator";
 import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
 import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
@@ -189,7 +189,7 @@ async function scenario(name: string, description: string, opts: { messages: num
   await step(steps, "operator status webhooks (sent, delivered) and their events delivered", () => operatorReports(t, ids));
   // Each message: processing, sent, delivered.
   if (webhookDeliveries !== 3 * opts.messages) {
-    const events = await workspaceStub(env, t.workspaceId).eventsFor(ids[0]!);
+    const events = await recordedEvents(workspaceStub(env, t.workspaceId), ids[0]!);
     const msg = await json(await api(`/messages/${ids[0]}`, t.key));
     throw new Error(`deliveries ${webhookDeliveries}; events ${JSON.stringify(events)}; message ${JSON.stringify(msg)}`);
   }

@@ -1,4 +1,6 @@
+import { runInDurableObject } from "cloudflare:test";
 import type { WebhookEvent } from "../../src/domain/events";
+import type { WorkspaceDurableObject } from "../../src/durable-objects/workspace/workspace";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { admin, json } from "./http";
@@ -69,7 +71,22 @@ export async function connectCloudNumber(workspaceId: string): Promise<{ numberI
   return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
 }
 
-/** The events the workspace object recorded about one message, oldest first. */
-export async function recordedEvents(stub: { eventsFor(subject: string): Promise<string[]> }, subject: string): Promise<WebhookEvent[]> {
-  return (await stub.eventsFor(subject)).map((body) => JSON.parse(body) as WebhookEvent);
+/**
+ * The events the workspace object recorded about one message, oldest first. Read from its storage:
+ * the event log has no index by subject (no production path looks events up by message), so this
+ * walks the newest RECORDED_EVENTS_WINDOW events, enough for any test.
+ */
+export async function recordedEvents(stub: DurableObjectStub<WorkspaceDurableObject>, subject: string): Promise<WebhookEvent[]> {
+  const bodies = await runInDurableObject(stub, (_, state) =>
+    state.storage.sql
+      .exec<{ body: string }>(
+        "SELECT body FROM (SELECT rowid AS seq, subject, body FROM events ORDER BY rowid DESC LIMIT ?) WHERE subject = ? ORDER BY seq",
+        RECORDED_EVENTS_WINDOW,
+        subject,
+      )
+      .toArray()
+      .map((r) => r.body),
+  );
+  return bodies.map((body) => JSON.parse(body) as WebhookEvent);
 }
+const RECORDED_EVENTS_WINDOW = 10_000;

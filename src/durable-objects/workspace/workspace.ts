@@ -17,7 +17,6 @@ import {
   attemptsAbout,
   attemptsOfWebhook,
   eventLogSteps,
-  eventsAbout,
   findEvent,
   lastFailedAttempt,
   markReplayed,
@@ -164,11 +163,6 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   /** Why a webhook is failing: its latest attempt that did not deliver. */
   async lastFailedAttempt(webhookId: string): Promise<AttemptRow | null> {
     return lastFailedAttempt(this.sql, webhookId) ?? null;
-  }
-
-  /** The events recorded about one message, oldest first, as their JSON bodies (operator view and tests). */
-  async eventsFor(subject: string): Promise<string[]> {
-    return eventsAbout(this.sql, subject).map((r) => r.body);
   }
 
   async usage(at: number = now()): Promise<Usage> {
