@@ -89,7 +89,7 @@ describe("the event log's publishing order", () => {
 
     const published = publishedEvents();
     const second = await sendOne(t, "monday morning");
-    // The publishing delay is 250 ms: one alarm a second later publishes both, in the order they happened.
+    // Within the publishing delay (1 s): one alarm a second later publishes both, in the order they happened.
     await workspaceAlarms(t, 1);
     expect(statusesOf(published(), second)).toEqual(["processing", "sent"]);
     // Their ids are derived from the message and the status: the same on every publication.
