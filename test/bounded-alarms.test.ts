@@ -23,6 +23,9 @@ import {
   transition,
   oldestQueuedEntryAt,
   queuedEntriesAcceptedBy,
+  WINDOW_REBUILD_ENTRIES,
+  finishedFrom,
+  unknownFrom,
 } from "../src/durable-objects/channel-number/outbox";
 import { contactWindow, nextContactExpiry, purgeSilentContacts } from "../src/durable-objects/channel-number/contacts";
 import { nextPairExpiry, pairReadyAt, purgeIdlePairs } from "../src/durable-objects/channel-number/pair-pace";
@@ -159,8 +162,11 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["oldestQueuedEntryAt", 2, (s) => oldestQueuedEntryAt(s)],
         ["queuedEntriesAcceptedBy (nothing due)", 2, (s) => queuedEntriesAcceptedBy(s, at, 100)],
         ["oldestFinishedAt", 2, (s) => oldestFinishedAt(s)],
+        ["finishedFrom (a page of the status relay's recovery)", 202, (s) => finishedFrom(s, at - 1000, -1, 200)],
+        ["unknownFrom (a page of the status relay's recovery)", 2, (s) => unknownFrom(s, at - 1000, -1, 200)],
         ["purgeFinished (one batch of 500)", 2_100, (s) => purgeFinished(s, at, 500)],
-        ["acceptedSince (the window)", 3, (s) => acceptedSince(s, at - 1000)],
+        // Once per start: the newest keys and the queued entries (no index of its own).
+        ["acceptedSince (the window)", WINDOW_REBUILD_ENTRIES + 3, (s) => acceptedSince(s, at - 1000)],
         ["promoteHead", 4, (s) => promoteHead(s, "5511000000007")],
         ["nextContactExpiry", 4, (s) => nextContactExpiry(s)],
         ["purgeSilentContacts (nothing due)", 6, (s) => purgeSilentContacts(s, at)],

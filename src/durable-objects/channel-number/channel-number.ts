@@ -9,7 +9,7 @@ import type { StatusUpdate } from "../workspace/contract";
 import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
 import { HELD_BOUND_MS, KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
 import { contactWindow, createContactsTable, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
-import { Drain } from "./drain";
+import { Drain, readPace, writePace } from "./drain";
 import { drainLegacyEvents, hasLegacyEvents } from "./legacy-events";
 import { NumberHold, type PauseState } from "./number-hold";
 import { loadNumber, type CachedNumber } from "./number-cache";
@@ -18,7 +18,6 @@ import {
   createOutboxTable,
   deleteUnclaimed,
   findByJobId,
-  findByUpstreamId,
   insertEntry,
   listEntries,
   oldestFinishedAt,
@@ -36,7 +35,7 @@ import {
 } from "./outbox";
 import { createSandboxReportsTable, nextReportDue, takeDueReports } from "./sandbox-reports";
 import { createPairPaceTable, nextPairExpiry, purgeIdlePairs } from "./pair-pace";
-import { createStatusRelayTable, deliverOwed, hasOwed, owe } from "./status-relay";
+import { StatusRelay, createStatusRelayTable, deliverOwed, hasOwed, owe } from "./status-relay";
 import type { NumberSendingState } from "../../domain/channel-number-view";
 
 const EXPIRY_BATCH = 100;
@@ -54,6 +53,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private readonly hold: NumberHold;
   private readonly drain: Drain;
   private readonly scheduler: Scheduler;
+  private readonly statusRelay: StatusRelay;
   /** Acceptance times of the last second (the window), rebuilt from the outbox after a restart. */
   private admitted: number[];
   private relay: Promise<void> | null = null;
@@ -79,12 +79,17 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     // An entry still `sending` belongs to a call a crash or restart cut short: it may
     // have reached the operator, so it is never sent again.
     const t = now();
+    this.statusRelay = new StatusRelay(env, ctx.storage, () => void this.scheduler.wake(now() + 1_000).catch(() => undefined));
+    // Changes written since the checkpoint may not have reached the workspace (a crash between a
+    // commit and its hand-off): the status-relay step hands them again. A first start (or one after
+    // the release that relayed every change through a row) has nothing to recover before now.
+    const pace = readPace(this.sql);
+    if (pace.relayAfter === null) writePace(this.sql, pace.calls, t);
+    this.statusRelay.startRecovery(pace.relayAfter ?? t);
     for (const row of this.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE state = 'sending'").toArray()) {
-      // (outbox_sending is a partial index over the few entries in flight.)
-      if (transition(this.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) {
-        promoteHead(this.sql, row.recipient);
-        owe(this.sql, row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true });
-      }
+      // (outbox_sending is a partial index over the few entries in flight.) Their `unknown` change
+      // is handed by the recovery (unknown_since = now, after the checkpoint).
+      if (transition(this.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) promoteHead(this.sql, row.recipient);
     }
     this.admitted = acceptedSince(this.sql, t - NUMBER_LIMIT.windowMs);
     this.hold = new NumberHold(this.sql);
@@ -94,14 +99,22 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       sql: this.sql,
       hold: this.hold,
       number: async () => (this.number = await loadNumber(env.DB, this.channelNumberId(), this.number)).row,
-      settled: () => this.flushRelay(),
+      relay: this.statusRelay,
       sessionMs: Number(env.DRAIN_SESSION_MS ?? 0) || 0,
     });
     this.scheduler = new Scheduler(ctx.storage, [
       // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
       { name: "held-bound", due: () => plus(oldestQueuedEntryAt(this.sql), HELD_BOUND_MS), run: (at) => this.expireHeld(at) },
       { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
-      { name: "status-relay", due: (at) => (hasOwed(this.sql) ? at : null), run: (at) => deliverOwed(env, this.sql, at) },
+      {
+        name: "status-relay",
+        due: (at) => (this.statusRelay.recovering || hasOwed(this.sql) ? at : null),
+        run: async (at) => {
+          // After a restart, the checkpoint moves on once what it covered was handed again (one row).
+          if (await this.statusRelay.recover(this.sql)) this.drain.notePace(now());
+          await deliverOwed(env, this.sql, at);
+        },
+      },
       { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
       { name: "unknown-outcomes", due: () => plus(oldestUnknownSince(this.sql), this.unknownWindowMs), run: (at) => this.expireUnknown(at) },
       { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
@@ -173,28 +186,30 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    * never cause a call. Duplicates and reports that arrive out of order change nothing.
    */
   async applyOperatorStatuses(statuses: OperatorStatus[], at: number = now()): Promise<void> {
-    this.ctx.storage.transactionSync(() => {
-      for (const s of [...takeDueReports(this.sql, at), ...statuses]) this.applyOperatorStatus(s);
+    const handed = this.ctx.storage.transactionSync(() => {
+      // Simulated reports leave their table in this transaction: their changes are owed in it too.
+      for (const s of takeDueReports(this.sql, at)) {
+        const change = this.applyOperatorStatus(s);
+        if (change) owe(this.sql, change.workspaceId, change.update);
+      }
+      return statuses.map((s) => this.applyOperatorStatus(s));
     });
-    await this.flushRelay();
+    // The operator's own reports are handed to the workspace directly: a crash before this leaves
+    // the caller's request failed, and the webhook route (or its queue) applies the report again.
+    for (const change of handed) if (change) this.statusRelay.hand(change.workspaceId, change.update, change.at);
+    await this.statusRelay.idle();
+    if (hasOwed(this.sql)) await this.flushRelay();
     await this.scheduler.wake(now());
   }
 
-  private applyOperatorStatus(s: OperatorStatus): void {
-    const row = (s.jobId ? findByJobId(this.sql, s.jobId) : undefined) ?? findByUpstreamId(this.sql, s.upstreamMessageId);
+  private applyOperatorStatus(s: OperatorStatus): { workspaceId: string; update: StatusUpdate; at: number } | null {
+    // Routed by our jobId (biz_opaque_callback_data, on every call we ever made): no index by the operator's id.
+    const row = s.jobId ? findByJobId(this.sql, s.jobId) : undefined;
     if (!row) {
       log("info", "operator status for a message this number does not know", { upstreamMessageId: s.upstreamMessageId });
-      return;
+      return null;
     }
     const t = now();
-    // Only an entry that was called can have reached the operator.
-    const called = row.attempts > 0 ? (["queued", "sending", "unknown"] as const) : (["sending", "unknown"] as const);
-    const target = s.status === "failed" ? "failed" : "sent";
-    const from = target === "failed" ? ([...called, "sent"] as const) : called;
-    if (transition(this.sql, row.seq, from, target, t, { upstream_message_id: s.upstreamMessageId })) {
-      promoteHead(this.sql, row.recipient);
-      if (row.state === "unknown") log("info", "operator status settled an unknown outcome", { jobId: row.job_id, status: s.status });
-    }
     const update: StatusUpdate = { jobId: row.job_id, at: s.at, upstreamMessageId: s.upstreamMessageId };
     if (s.status === "sent") update.status = "sent";
     if (s.status === "delivered") update.deliveredAt = s.at;
@@ -203,7 +218,16 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       update.status = "failed";
       update.error = permanentError(s.errorCode, s.errorMessage ?? undefined, s.errorDetails ?? undefined);
     }
-    owe(this.sql, row.workspace_id, update);
+    // Only an entry that was called can have reached the operator.
+    const called = row.attempts > 0 ? (["queued", "sending", "unknown"] as const) : (["sending", "unknown"] as const);
+    const target = s.status === "failed" ? "failed" : "sent";
+    const from = target === "failed" ? ([...called, "sent"] as const) : called;
+    const fields = { upstream_message_id: s.upstreamMessageId, ...(update.error ? { error: JSON.stringify(update.error) } : {}) };
+    if (transition(this.sql, row.seq, from, target, t, fields)) {
+      promoteHead(this.sql, row.recipient);
+      if (row.state === "unknown") log("info", "operator status settled an unknown outcome", { jobId: row.job_id, status: s.status });
+    }
+    return { workspaceId: row.workspace_id, update, at: t };
   }
 
   /** A user wrote to this number: their customer-service window opens (the message itself is recorded by the workspace). */
@@ -303,10 +327,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   private async expireUnknown(at: number): Promise<void> {
-    for (const row of unknownSince(this.sql, at - this.unknownWindowMs, EXPIRY_BATCH)) {
+    const rows = unknownSince(this.sql, at - this.unknownWindowMs, EXPIRY_BATCH);
+    for (const row of rows) {
       this.drain.finish(row, "failed", { error: OWN_ERRORS.outcomeUnknown() });
     }
-    await this.flushRelay();
+    if (rows.length > 0) await this.afterBatch();
   }
 
   /**
@@ -316,11 +341,18 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    * compare-and-set refuse the call.
    */
   private async expireHeld(at: number): Promise<void> {
-    for (const row of queuedEntriesAcceptedBy(this.sql, at - HELD_BOUND_MS, EXPIRY_BATCH)) {
+    const rows = queuedEntriesAcceptedBy(this.sql, at - HELD_BOUND_MS, EXPIRY_BATCH);
+    for (const row of rows) {
       log("warn", "message held past its bound; failed, not sent", { jobId: row.job_id, acceptedAt: row.accepted_at });
       this.drain.finish(row, "failed", { error: OWN_ERRORS.heldTooLong() });
     }
-    await this.flushRelay();
+    if (rows.length > 0) await this.afterBatch();
+  }
+
+  /** After a batch of expiries: their changes handed, the checkpoint moves past them (one row per batch). */
+  private async afterBatch(): Promise<void> {
+    await this.statusRelay.idle();
+    this.drain.notePace(now());
   }
 
   private async dropOrphans(at: number): Promise<void> {

@@ -10,7 +10,7 @@ import type { StatusUpdate } from "../workspace/contract";
 import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
 import { findBySeq, nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
 import { scheduleReports } from "./sandbox-reports";
-import { owe } from "./status-relay";
+import type { StatusRelay } from "./status-relay";
 import { notePairCall, pairReadyAt } from "./pair-pace";
 import { noteAlias } from "./contacts";
 import type { NumberHold } from "./number-hold";
@@ -22,8 +22,8 @@ export interface DrainDeps {
   /** The number's D1 row (cached). */
   number(): Promise<ChannelNumberRow | null>;
   hold: NumberHold;
-  /** Called after an entry settled, to hand the change to the workspace soon. */
-  settled(): void;
+  /** Hands each settled entry's change to its workspace right after the commit. */
+  relay: StatusRelay;
   /** How long one drain session may keep the alarm, pacing calls (0: start what the pace allows now, then return). */
   sessionMs: number;
 }
@@ -44,7 +44,12 @@ export class Drain {
   private session: Promise<void> | null = null;
 
   constructor(private readonly d: DrainDeps) {
-    this.calls = JSON.parse(getMeta(d.sql, "recent_calls") ?? "[]") as number[];
+    this.calls = readPace(d.sql).calls;
+  }
+
+  /** Writes the pace (and the status relay's checkpoint with it, one row) outside a call, e.g. after a batch of expiries. */
+  notePace(at: number): void {
+    writePace(this.d.sql, this.calls, this.d.relay.checkpoint(at));
   }
 
   /** When the drain next has a call to start, or null. */
@@ -168,7 +173,8 @@ export class Drain {
       // during the awaits above (the claim, the number's row, the adapter), and then it never leaves.
       const claimed = this.d.ctx.storage.transactionSync(() => {
         if (!transition(this.d.sql, row.seq, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
-        setMeta(this.d.sql, "recent_calls", JSON.stringify(calls));
+        // The relay's checkpoint rides on the pace's row, written with every call anyway.
+        writePace(this.d.sql, calls, this.d.relay.checkpoint(slotAt));
         notePairCall(this.d.sql, row.recipient, slotAt);
         this.d.hold.probing(slotAt);
         return true;
@@ -220,7 +226,7 @@ export class Drain {
       // The entry stays `sending`: a restart marks it unknown; it is never sent twice.
       log("error", "settling an upstream call failed", { jobId: row.job_id, error: String(err) });
     }
-    this.d.settled();
+    await this.d.relay.idle();
   }
 
   private settle(row: OutboxRow, attempt: number, result: SendResult): void {
@@ -255,33 +261,53 @@ export class Drain {
         return;
       }
       case "unknown":
-        this.d.ctx.storage.transactionSync(() => {
-          if (transition(this.d.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) {
+        if (
+          this.d.ctx.storage.transactionSync(() => {
+            if (!transition(this.d.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) return false;
             promoteHead(this.d.sql, row.recipient);
-            owe(this.d.sql, row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true });
-          }
-        });
+            return true;
+          })
+        ) {
+          this.d.relay.hand(row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true }, t);
+        }
         log("warn", "upstream outcome unknown; waiting for the operator's status", { jobId: row.job_id, reason: result.message });
         if (result.later) scheduleReports(this.d.sql, row.job_id, `sandbox.${row.job_id}`, t, result.later);
         return;
     }
   }
 
-  /** Final state of an entry, with the change owed to the workspace's record. */
+  /**
+   * Final state of an entry; the change is handed to the workspace's record right after the
+   * commit (the entry's state and `error` are its durable record: see StatusRelay).
+   */
   finish(row: OutboxRow, state: "sent" | "failed", detail: Pick<StatusUpdate, "upstreamMessageId" | "error"> & { recipientId?: string }): void {
     const t = now();
-    this.d.ctx.storage.transactionSync(() => {
+    const moved = this.d.ctx.storage.transactionSync(() => {
       const moved = transition(this.d.sql, row.seq, ["queued", "sending", "unknown"], state, t, {
         upstream_message_id: detail.upstreamMessageId ?? null,
         recipient_id: detail.recipientId ?? null,
+        ...(detail.error ? { error: JSON.stringify(detail.error) } : {}),
       });
-      if (!moved) return;
+      if (!moved) return false;
       promoteHead(this.d.sql, row.recipient);
       if (detail.recipientId) noteAlias(this.d.sql, row.recipient, detail.recipientId, t);
-      const update: StatusUpdate = { jobId: row.job_id, at: t, status: state };
-      if (detail.upstreamMessageId) update.upstreamMessageId = detail.upstreamMessageId;
-      if (detail.error) update.error = detail.error;
-      owe(this.d.sql, row.workspace_id, update);
+      return true;
     });
+    if (!moved) return;
+    const update: StatusUpdate = { jobId: row.job_id, at: t, status: state };
+    if (detail.upstreamMessageId) update.upstreamMessageId = detail.upstreamMessageId;
+    if (detail.error) update.error = detail.error;
+    this.d.relay.hand(row.workspace_id, update, t);
   }
+}
+
+/** The pace's `meta` row: the latest call times, and the status relay's checkpoint (StatusRelay). */
+export function readPace(sql: SqlStorage): { calls: number[]; relayAfter: number | null } {
+  const v = JSON.parse(getMeta(sql, "recent_calls") ?? "[]") as number[] | { calls: number[]; relayAfter: number };
+  // Earlier releases stored the call times alone (and relayed every change through a row).
+  return Array.isArray(v) ? { calls: v, relayAfter: null } : v;
+}
+
+export function writePace(sql: SqlStorage, calls: number[], relayAfter: number): void {
+  setMeta(sql, "recent_calls", JSON.stringify({ calls, relayAfter }));
 }
