@@ -103,18 +103,19 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       sessionMs: Number(env.DRAIN_SESSION_MS ?? 0) || 0,
     });
     this.scheduler = new Scheduler(ctx.storage, [
+      // First after a restart: changes written since the checkpoint are handed again (the
+      // checkpoint then moves past them, one row), before new changes are made.
+      {
+        name: "relay-recovery",
+        due: (at) => (this.statusRelay.recovering ? at : null),
+        run: async () => {
+          if (await this.statusRelay.recover(this.sql)) this.drain.notePace(now());
+        },
+      },
       // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
       { name: "held-bound", due: () => plus(oldestQueuedEntryAt(this.sql), HELD_BOUND_MS), run: (at) => this.expireHeld(at) },
       { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
-      {
-        name: "status-relay",
-        due: (at) => (this.statusRelay.recovering || hasOwed(this.sql) ? at : null),
-        run: async (at) => {
-          // After a restart, the checkpoint moves on once what it covered was handed again (one row).
-          if (await this.statusRelay.recover(this.sql)) this.drain.notePace(now());
-          await deliverOwed(env, this.sql, at);
-        },
-      },
+      { name: "status-relay", due: (at) => (hasOwed(this.sql) ? at : null), run: (at) => deliverOwed(env, this.sql, at) },
       { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
       { name: "unknown-outcomes", due: () => plus(oldestUnknownSince(this.sql), this.unknownWindowMs), run: (at) => this.expireUnknown(at) },
       { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
