@@ -131,7 +131,7 @@ export class Drain {
       // The operator's pair rate: this conversation waits (still queued, nothing asked of anyone); the others go on.
       const pairAt = pairReadyAt(this.d.sql, row.recipient, now());
       if (pairAt > now()) {
-        transition(this.d.sql, row.seq, ["queued"], "queued", now(), { next_attempt_at: pairAt });
+        transition(this.d.sql, row, ["queued"], "queued", now(), { next_attempt_at: pairAt });
         return null;
       }
       const number = await this.d.number();
@@ -153,15 +153,15 @@ export class Drain {
         }
         if (row.accepted_at < t - UNCONFIRMED_WAIT_MS) {
           log("warn", "outbox entry its workspace never recorded steps out of line", { jobId: row.job_id });
-          if (transition(this.d.sql, row.seq, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);
+          if (transition(this.d.sql, row, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);
         } else {
-          transition(this.d.sql, row.seq, ["queued"], "queued", t, { next_attempt_at: t + UNCONFIRMED_RECHECK_MS });
+          transition(this.d.sql, row, ["queued"], "queued", t, { next_attempt_at: t + UNCONFIRMED_RECHECK_MS });
         }
         return null;
       }
       if (claim.status === "sent" || claim.status === "failed") {
         // Settled meanwhile (an operator status): never called again.
-        if (transition(this.d.sql, row.seq, ["queued"], claim.status, t)) promoteHead(this.d.sql, row.recipient);
+        if (transition(this.d.sql, row, ["queued"], claim.status, t)) promoteHead(this.d.sql, row.recipient);
         return null;
       }
       const adapter = await adapterFor(this.d.env, number);
@@ -172,7 +172,7 @@ export class Drain {
       // The compare-and-set that makes the call ours: an operator status may have settled the entry
       // during the awaits above (the claim, the number's row, the adapter), and then it never leaves.
       const claimed = this.d.ctx.storage.transactionSync(() => {
-        if (!transition(this.d.sql, row.seq, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
+        if (!transition(this.d.sql, row, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
         // The relay's checkpoint rides on the pace's row, written with every call anyway.
         writePace(this.d.sql, calls, this.d.relay.checkpoint(slotAt));
         notePairCall(this.d.sql, row.recipient, slotAt);
@@ -193,12 +193,13 @@ export class Drain {
       const callAt = now();
       if (this.d.hold.until() > holdAtSlot) {
         // Another call's answer paused the number meanwhile: this one does not go out.
-        transition(this.d.sql, row.seq, ["sending"], "queued", callAt, { attempts: row.attempts });
+        transition(this.d.sql, row, ["sending"], "queued", callAt, { attempts: row.attempts });
         return null;
       }
       // An operator status about an earlier attempt can also settle a `sending` entry during that
       // wait. Compared here, in the same synchronous step as the request's start (a read, no write).
-      if (findBySeq(this.d.sql, row.seq)?.state !== "sending") {
+      const current = findBySeq(this.d.sql, row.seq);
+      if (current?.state !== "sending" || current.job_id !== row.job_id) {
         log("info", "outbox entry settled while its `sending` state was made durable; not called", { jobId: row.job_id });
         return null;
       }
@@ -244,7 +245,7 @@ export class Drain {
       case "number_blocked":
         // Nothing was sent: the message waits at the head of its conversation while the number pauses.
         this.d.ctx.storage.transactionSync(() => {
-          transition(this.d.sql, row.seq, ["sending"], "queued", t, { attempts: attempt - 1 });
+          transition(this.d.sql, row, ["sending"], "queued", t, { attempts: attempt - 1 });
           this.d.hold.pause(result.error, t);
         });
         return;
@@ -255,7 +256,7 @@ export class Drain {
           return;
         }
         this.d.ctx.storage.transactionSync(() => {
-          transition(this.d.sql, row.seq, ["sending"], "queued", t, { next_attempt_at: decision.retryAt });
+          transition(this.d.sql, row, ["sending"], "queued", t, { next_attempt_at: decision.retryAt });
           if (result.scope === "number") this.d.hold.throttle(decision.retryAt);
         });
         return;
@@ -263,7 +264,7 @@ export class Drain {
       case "unknown":
         if (
           this.d.ctx.storage.transactionSync(() => {
-            if (!transition(this.d.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) return false;
+            if (!transition(this.d.sql, row, ["sending"], "unknown", t, { unknown_since: t })) return false;
             promoteHead(this.d.sql, row.recipient);
             return true;
           })
@@ -283,7 +284,7 @@ export class Drain {
   finish(row: OutboxRow, state: "sent" | "failed", detail: Pick<StatusUpdate, "upstreamMessageId" | "error"> & { recipientId?: string }): void {
     const t = now();
     const moved = this.d.ctx.storage.transactionSync(() => {
-      const moved = transition(this.d.sql, row.seq, ["queued", "sending", "unknown"], state, t, {
+      const moved = transition(this.d.sql, row, ["queued", "sending", "unknown"], state, t, {
         upstream_message_id: detail.upstreamMessageId ?? null,
         recipient_id: detail.recipientId ?? null,
         ...(detail.error ? { error: JSON.stringify(detail.error) } : {}),

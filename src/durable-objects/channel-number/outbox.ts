@@ -12,9 +12,15 @@ import type { AdmitCommand, OutboxEntry, OutboxState } from "./contract";
  * by upstream id for 7 days): ≤ 1.4 M rows, ~0.5 GB. Purged in batches.
  */
 export function createOutboxTable(sql: SqlStorage): void {
+  // `seq` is a plain rowid key in tables created since (objects created earlier keep AUTOINCREMENT,
+  // which writes a `sqlite_sequence` row per insert). A key is then reused only when the newest
+  // entry is deleted (an unclaimed entry released, or everything purged) before the next insert:
+  // order is kept (a reused key is still above every other), and whoever holds an entry across an
+  // await (the drain) moves it by key *and* jobId (`transition` with the row), so a reused key is
+  // never taken for the entry it replaced.
   sql.exec(`
     CREATE TABLE IF NOT EXISTS outbox (
-      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      seq INTEGER PRIMARY KEY,
       job_id TEXT NOT NULL UNIQUE,
       workspace_id TEXT NOT NULL,
       channel_number_id TEXT NOT NULL,
@@ -162,7 +168,7 @@ export const nextReadyAt = (sql: SqlStorage): number | null =>
 /** Moves an entry from `from` to `to`; false when it was no longer in `from` (someone settled it first). */
 export function transition(
   sql: SqlStorage,
-  seq: number,
+  key: number | Pick<OutboxRow, "seq" | "job_id">,
   from: readonly OutboxState[],
   to: OutboxState,
   at: number,
@@ -187,10 +193,12 @@ export function transition(
     sets.push(k === "upstream_message_id" || k === "recipient_id" || k === "first_attempt_at" ? `${k} = COALESCE(${k}, ?)` : `${k} = ?`);
     values.push(v);
   }
+  const [seq, jobId] = typeof key === "number" ? [key, null] : [key.seq, key.job_id];
   const cursor = sql.exec(
-    `UPDATE outbox SET ${sets.join(", ")} WHERE seq = ? AND state IN (${from.map(() => "?").join(", ")})`,
+    `UPDATE outbox SET ${sets.join(", ")} WHERE seq = ?${jobId === null ? "" : " AND job_id = ?"} AND state IN (${from.map(() => "?").join(", ")})`,
     ...values,
     seq,
+    ...(jobId === null ? [] : [jobId]),
     ...from,
   );
   return cursor.rowsWritten > 0;
