@@ -259,6 +259,25 @@ describe("Cloud API delivery", () => {
     expect(await relayRows()).toBe(0);
   });
 
+  it("an entry an earlier release left `sending` (found through its former index) is marked unknown at the first start, never called again", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator(() => accepted("wamid.OLD"));
+    const jobId = await sendOne(t.key, t.numberId);
+    // As an earlier release left it: mid-call, listed by its `outbox_sending` index, not in the pace's row.
+    await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => {
+      state.storage.sql.exec("UPDATE outbox SET state = 'sending', attempts = 1 WHERE job_id = ?", jobId);
+      state.storage.sql.exec("CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending'");
+    });
+    await abortAllDurableObjects();
+    await drainFor(t.numberId, 3);
+    expect(callsFor(calls, jobId)).toHaveLength(0);
+    expect((await channelNumberStub(env, t.numberId).outbox()).find((e) => e.jobId === jobId)?.state).toBe("unknown");
+    const index = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'outbox_sending'").toArray(),
+    );
+    expect(index).toEqual([]);
+  });
+
   it("a number disconnected before its messages leave fails them with number_disconnected", async () => {
     const t = await cloudTenant();
     const calls = mockOperator(() => accepted("wamid.never"));

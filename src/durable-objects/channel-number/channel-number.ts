@@ -18,6 +18,7 @@ import {
   createOutboxTable,
   deleteUnclaimed,
   findByJobId,
+  findBySeq,
   insertEntry,
   listEntries,
   oldestFinishedAt,
@@ -68,7 +69,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     this.sql = ctx.storage.sql;
     this.unknownWindowMs = Number(env.UNKNOWN_OUTCOME_WINDOW_MS) || UNKNOWN_OUTCOME_WINDOW_MS;
     createMetaTable(this.sql);
-    createOutboxTable(this.sql);
+    const sendingFromEarlierRelease = createOutboxTable(this.sql);
     createStatusRelayTable(this.sql);
     createContactsTable(this.sql);
     createSandboxReportsTable(this.sql);
@@ -84,12 +85,13 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     // commit and its hand-off): the status-relay step hands them again. A first start (or one after
     // the release that relayed every change through a row) has nothing to recover before now.
     const pace = readPace(this.sql);
-    if (pace.relayAfter === null) writePace(this.sql, pace.calls, t);
+    if (pace.relayAfter === null) writePace(this.sql, pace.calls, t, pace.sending);
     this.statusRelay.startRecovery(pace.relayAfter ?? t);
-    for (const row of this.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE state = 'sending'").toArray()) {
-      // (outbox_sending is a partial index over the few entries in flight.) Their `unknown` change
-      // is handed by the recovery (unknown_since = now, after the checkpoint).
-      if (transition(this.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) promoteHead(this.sql, row.recipient);
+    // The entries in flight are listed in the pace's row (a few keys; an earlier release's through its index).
+    for (const seq of new Set([...pace.sending, ...sendingFromEarlierRelease])) {
+      const row = findBySeq(this.sql, seq);
+      // Their `unknown` change is handed by the recovery (unknown_since = now, after the checkpoint).
+      if (row && transition(this.sql, row, ["sending"], "unknown", t, { unknown_since: t })) promoteHead(this.sql, row.recipient);
     }
     this.admitted = acceptedSince(this.sql, t - NUMBER_LIMIT.windowMs);
     this.hold = new NumberHold(this.sql);

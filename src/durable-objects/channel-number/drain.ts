@@ -41,15 +41,19 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class Drain {
   private readonly claimed = new Set<number>();
   private calls: number[];
+  /** Keys of the entries this object has put in `sending` (as of its latest call), kept in the pace's row. */
+  private sending: number[];
   private session: Promise<void> | null = null;
 
   constructor(private readonly d: DrainDeps) {
-    this.calls = readPace(d.sql).calls;
+    const pace = readPace(d.sql);
+    this.calls = pace.calls;
+    this.sending = pace.sending;
   }
 
   /** Writes the pace (and the status relay's checkpoint with it, one row) outside a call, e.g. after a batch of expiries. */
   notePace(at: number): void {
-    writePace(this.d.sql, this.calls, this.d.relay.checkpoint(at));
+    writePace(this.d.sql, this.calls, this.d.relay.checkpoint(at), this.sending);
   }
 
   /** When the drain next has a call to start, or null. */
@@ -171,10 +175,13 @@ export class Drain {
       const calls = [...this.calls, slotAt].slice(-PACE_CALLS);
       // The compare-and-set that makes the call ours: an operator status may have settled the entry
       // during the awaits above (the claim, the number's row, the adapter), and then it never leaves.
+      let sending: number[] = [];
       const claimed = this.d.ctx.storage.transactionSync(() => {
         if (!transition(this.d.sql, row, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
-        // The relay's checkpoint rides on the pace's row, written with every call anyway.
-        writePace(this.d.sql, calls, this.d.relay.checkpoint(slotAt));
+        // The relay's checkpoint and the entries in flight (a restart marks them unknown) ride on
+        // the pace's row, written with every call anyway: no index row per call.
+        sending = [...stillSending(this.d.sql, this.sending), row.seq];
+        writePace(this.d.sql, calls, this.d.relay.checkpoint(slotAt), sending);
         notePairCall(this.d.sql, row.recipient, slotAt);
         this.d.hold.probing(slotAt);
         return true;
@@ -184,6 +191,7 @@ export class Drain {
         return null;
       }
       this.calls = calls;
+      this.sending = sending;
       const holdAtSlot = this.d.hold.until();
       // The output gate holds the request until these writes are durable, and a commit can take
       // longer than the pace's margin: a call held that long would reach the operator less than
@@ -302,13 +310,26 @@ export class Drain {
   }
 }
 
-/** The pace's `meta` row: the latest call times, and the status relay's checkpoint (StatusRelay). */
-export function readPace(sql: SqlStorage): { calls: number[]; relayAfter: number | null } {
-  const v = JSON.parse(getMeta(sql, "recent_calls") ?? "[]") as number[] | { calls: number[]; relayAfter: number };
+/**
+ * The pace's `meta` row: the latest call times, the status relay's checkpoint (StatusRelay) and
+ * the keys of the entries put in `sending` by the latest calls (a restart marks those still
+ * `sending` unknown; the list is pruned at each call, so it holds at most the calls in flight).
+ */
+export function readPace(sql: SqlStorage): { calls: number[]; relayAfter: number | null; sending: number[] } {
+  const v = JSON.parse(getMeta(sql, "recent_calls") ?? "[]") as number[] | { calls: number[]; relayAfter: number; sending?: number[] };
   // Earlier releases stored the call times alone (and relayed every change through a row).
-  return Array.isArray(v) ? { calls: v, relayAfter: null } : v;
+  return Array.isArray(v) ? { calls: v, relayAfter: null, sending: [] } : { ...v, sending: v.sending ?? [] };
 }
 
-export function writePace(sql: SqlStorage, calls: number[], relayAfter: number): void {
-  setMeta(sql, "recent_calls", JSON.stringify({ calls, relayAfter }));
+export function writePace(sql: SqlStorage, calls: number[], relayAfter: number, sending: number[]): void {
+  setMeta(sql, "recent_calls", JSON.stringify({ calls, relayAfter, sending }));
+}
+
+/** Which of `seqs` are still `sending` (a handful of key lookups). */
+function stillSending(sql: SqlStorage, seqs: number[]): number[] {
+  if (seqs.length === 0) return [];
+  return sql
+    .exec<{ seq: number }>(`SELECT seq FROM outbox WHERE seq IN (${seqs.map(() => "?").join(", ")}) AND state = 'sending'`, ...seqs)
+    .toArray()
+    .map((r) => r.seq);
 }

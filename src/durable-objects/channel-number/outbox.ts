@@ -11,7 +11,13 @@ import type { AdmitCommand, OutboxEntry, OutboxState } from "./contract";
  * 172,800 rows a day, kept 8 days after they finish (operator statuses match
  * by upstream id for 7 days): ≤ 1.4 M rows, ~0.5 GB. Purged in batches.
  */
-export function createOutboxTable(sql: SqlStorage): void {
+/**
+ * Creates the outbox (or brings an earlier release's up to date). Returns the keys of entries an
+ * earlier release left `sending`, found through its `outbox_sending` index before that index goes:
+ * entries in flight are listed in the pace's `meta` row since (`readPace().sending`), which every
+ * call writes anyway, instead of an index row written and removed per call.
+ */
+export function createOutboxTable(sql: SqlStorage): number[] {
   // `seq` is a plain rowid key in tables created since (objects created earlier keep AUTOINCREMENT,
   // which writes a `sqlite_sequence` row per insert). A key is then reused only when the newest
   // entry is deleted (an unclaimed entry released, or everything purged) before the next insert:
@@ -50,7 +56,6 @@ export function createOutboxTable(sql: SqlStorage): void {
     DROP INDEX IF EXISTS outbox_by_state;
     CREATE INDEX IF NOT EXISTS outbox_ready ON outbox (next_attempt_at, seq) WHERE is_head = 1 AND state = 'queued';
     CREATE INDEX IF NOT EXISTS outbox_active_by_recipient ON outbox (recipient, seq) WHERE state IN ('queued', 'sending');
-    CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending';
     CREATE INDEX IF NOT EXISTS outbox_unknown ON outbox (unknown_since) WHERE state = 'unknown';
     CREATE INDEX IF NOT EXISTS outbox_orphans ON outbox (accepted_at) WHERE state = 'orphan';
     -- The held-bound step's oldest queued entry (one entry per message while it waits to be called).
@@ -62,6 +67,13 @@ export function createOutboxTable(sql: SqlStorage): void {
     DROP INDEX IF EXISTS outbox_by_upstream_id;
     DROP INDEX IF EXISTS outbox_by_accepted;
   `);
+  const hadSendingIndex = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'outbox_sending'").toArray().length > 0;
+  if (!hadSendingIndex) return [];
+  // Read through the index, then dropped in the same synchronous step (one implicit transaction):
+  // the caller marks these entries before anything can interrupt it.
+  const inFlight = sql.exec<{ seq: number }>("SELECT seq FROM outbox WHERE state = 'sending'").toArray().map((r) => r.seq);
+  sql.exec("DROP INDEX IF EXISTS outbox_sending");
+  return inFlight;
 }
 
 export interface OutboxRow {
