@@ -35,7 +35,7 @@ import {
   type OutboxRow,
 } from "./outbox";
 import { createSandboxReportsTable, nextReportDue, takeDueReports } from "./sandbox-reports";
-import { createPairPaceTable, nextPairExpiry, purgeIdlePairs } from "./pair-pace";
+import { SWEEP_EVERY_MS, createPairPaceTable, hasPairs, sweepIdlePairs } from "./pair-pace";
 import { StatusRelay, createStatusRelayTable, deliverOwed, hasOwed, owe } from "./status-relay";
 import type { NumberSendingState } from "../../domain/channel-number-view";
 
@@ -58,6 +58,9 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   /** Acceptance times of the last second (the window), rebuilt from the outbox after a restart. */
   private admitted: number[];
   private relay: Promise<void> | null = null;
+  /** Where the pair-pace sweep goes on (in memory: a restart starts it over), and when it runs next. */
+  private pairSweep = "";
+  private pairSweepAt = now() + SWEEP_EVERY_MS;
   private relayAgain = false;
   /** The number this object is (its `meta` row): written once, not on every admission (each write is a billed row). */
   private name: string | null;
@@ -123,8 +126,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
       {
         name: "purge",
-        // Idle pair-rate buckets are forgotten an hour after they are full again (a few bytes each: no hurry).
-        due: () => withSlack(earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), plus(nextPairExpiry(this.sql), 60 * 60_000))),
+        // Idle pair-rate buckets are swept hourly while there are any (a few bytes each: no hurry).
+        due: () => withSlack(earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), hasPairs(this.sql) ? this.pairSweepAt : null)),
         run: (at) => this.purge(at),
       },
       { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },
@@ -368,7 +371,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private async purge(at: number): Promise<void> {
     purgeFinished(this.sql, at - KEEP_FINISHED_MS, PURGE_BATCH);
     purgeSilentContacts(this.sql, at);
-    purgeIdlePairs(this.sql, at);
+    this.pairSweep = sweepIdlePairs(this.sql, at, this.pairSweep);
+    this.pairSweepAt = at + SWEEP_EVERY_MS;
   }
 
   /** Inside the caller's transaction; the caller remembers the name once it committed. */
