@@ -247,7 +247,11 @@ describe("Cloud API delivery", () => {
     expect(await relayRows()).toBe(0);
     await abortAllDurableObjects();
 
-    // The restart hands every change written since the checkpoint again: the record learns it.
+    // The restart arms the alarm at once (not at the next purge, days away) ...
+    const armedAt = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => state.storage.getAlarm());
+    expect(armedAt).not.toBeNull();
+    expect(armedAt!).toBeLessThanOrEqual(Date.now());
+    // ... and hands every change written since the checkpoint again: the record learns it.
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.CRASH1" });
     // Once: another restart (the checkpoint moved past it) and more alarms change nothing, and one `sent` event exists.

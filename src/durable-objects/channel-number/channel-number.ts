@@ -19,6 +19,8 @@ import {
   deleteUnclaimed,
   findByJobId,
   findBySeq,
+  finishedFrom,
+  unknownFrom,
   insertEntry,
   listEntries,
   oldestFinishedAt,
@@ -89,13 +91,15 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     // the release that relayed every change through a row) has nothing to recover before now.
     const pace = readPace(this.sql);
     if (pace.relayAfter === null) writePace(this.sql, pace.calls, t, pace.sending);
-    this.statusRelay.startRecovery(pace.relayAfter ?? t);
+    const relayAfter = pace.relayAfter ?? t;
     // The entries in flight are listed in the pace's row (a few keys; an earlier release's through its index).
     for (const seq of new Set([...pace.sending, ...sendingFromEarlierRelease])) {
       const row = findBySeq(this.sql, seq);
       // Their `unknown` change is handed by the recovery (unknown_since = now, after the checkpoint).
       if (row && transition(this.sql, row, ["sending"], "unknown", t, { unknown_since: t })) promoteHead(this.sql, row.recipient);
     }
+    // Recovery only when the outbox holds a change from the checkpoint on (one index row read each way).
+    if (finishedFrom(this.sql, relayAfter, -1, 1).length > 0 || unknownFrom(this.sql, relayAfter, -1, 1).length > 0) this.statusRelay.startRecovery(relayAfter);
     this.admitted = acceptedSince(this.sql, t - NUMBER_LIMIT.windowMs);
     this.hold = new NumberHold(this.sql);
     this.drain = new Drain({
@@ -132,7 +136,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       },
       { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },
     ]);
-    ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
+    ctx.blockConcurrencyWhile(async () => {
+      await this.scheduler.ensureArmed();
+      // An alarm set for later (a purge days away) must not hold back the changes a crash left unhanded.
+      if (this.statusRelay.recovering) await this.scheduler.wake(now());
+    });
   }
 
   async admit(cmd: AdmitCommand): Promise<AdmitResult> {

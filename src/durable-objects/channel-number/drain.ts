@@ -73,7 +73,8 @@ export class Drain {
    * joins it instead of starting another loop over the same outbox and pace.
    */
   run(): Promise<void> {
-    this.session ??= this.runSession().finally(() => {
+    // The session ends once the changes its calls settled are handed to the workspace.
+    this.session ??= this.runSession().then(() => this.d.relay.idle()).finally(() => {
       this.session = null;
     });
     return this.session;
