@@ -10,6 +10,7 @@ import type { StatusUpdate } from "../workspace/contract";
 import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
 import { findBySeq, nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
 import { scheduleReports } from "./sandbox-reports";
+import { nextMove } from "./next-move";
 import type { StatusRelay } from "./status-relay";
 import { notePairCall, pairReadyAt } from "./pair-pace";
 import { noteAlias } from "./contacts";
@@ -87,40 +88,41 @@ export class Drain {
     try {
       for (;;) {
         const t = now();
-        const held = this.d.hold.until() > t;
-        const row = held ? undefined : nextReady(this.d.sql, t, this.claimed);
-        const slot = nextCallAt(this.calls, t);
-        if (row && slot <= t && inFlight.size >= MAX_CALLS_IN_FLIGHT) {
-          // The runtime queues a request beyond its limit of responses an object may wait on: it
-          // would leave later than its slot, outside the pace. Wait for an answer instead.
-          await Promise.race(inFlight);
-          continue;
-        }
-        if (row && slot <= t) {
-          const started = await this.start(row);
-          if (started) {
-            const { call } = started;
+        const heldUntil = this.d.hold.until();
+        const row = heldUntil > t ? undefined : nextReady(this.d.sql, t, this.claimed);
+        const move = nextMove(
+          {
+            heldUntil,
+            hasDueHead: row !== undefined,
+            slot: nextCallAt(this.calls, t),
+            nextHeadAt: heldUntil > t || row ? null : nextReadyAt(this.d.sql),
+            callsInFlight: inFlight.size,
+            maxCallsInFlight: MAX_CALLS_IN_FLIGHT,
+            startedAt: started,
+            slept,
+            sessionMs: this.d.sessionMs,
+          },
+          t,
+        );
+        if (move.kind === "start" && row) {
+          const begun = await this.start(row);
+          if (begun) {
+            const { call } = begun;
             inFlight.add(call);
             void call.finally(() => inFlight.delete(call));
           }
           continue;
         }
-        // Nothing to start now: within the session, wait for the next pace slot or due head.
-        const next = held ? this.d.hold.until() : row ? slot : nextReadyAt(this.d.sql);
-        const wait = next === null ? null : Math.max(1, next - t);
-        if (wait !== null && slept + wait <= this.d.sessionMs && t - started + wait <= this.d.sessionMs) {
-          slept += wait;
-          await sleep(wait);
-          continue;
-        }
-        if (wait === null && inFlight.size > 0) {
-          // Nothing else is due: a finished call can make the next message of its conversation due.
+        if (move.kind === "await-answer") {
           await Promise.race(inFlight);
           continue;
         }
-        // The session's time is up with work still due: end it (its calls are awaited below) and let
-        // the alarm start the next one. Waiting on answers here would pace the number by the
-        // operator's latency instead of by the pace.
+        if (move.kind === "sleep") {
+          slept += move.ms;
+          await sleep(move.ms);
+          continue;
+        }
+        // `end`: the session's time is up with work still due (or there is none); the alarm starts the next one.
         return;
       }
     } finally {
