@@ -23,9 +23,12 @@ import {
   transition,
   oldestQueuedEntryAt,
   queuedEntriesAcceptedBy,
+  WINDOW_REBUILD_ENTRIES,
+  finishedFrom,
+  unknownFrom,
 } from "../src/durable-objects/channel-number/outbox";
 import { contactWindow, nextContactExpiry, purgeSilentContacts } from "../src/durable-objects/channel-number/contacts";
-import { nextPairExpiry, pairReadyAt, purgeIdlePairs } from "../src/durable-objects/channel-number/pair-pace";
+import { hasPairs, pairReadyAt, sweepIdlePairs } from "../src/durable-objects/channel-number/pair-pace";
 
 const ROWS = 100_000;
 /** Webhooks in the seeded delivery log: 'wh', and 50 more ('wh-0', 'wh-100', … 'wh-4900'). */
@@ -164,15 +167,19 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["oldestQueuedEntryAt", 2, (s) => oldestQueuedEntryAt(s)],
         ["queuedEntriesAcceptedBy (nothing due)", 2, (s) => queuedEntriesAcceptedBy(s, at, 100)],
         ["oldestFinishedAt", 2, (s) => oldestFinishedAt(s)],
+        ["finishedFrom (a page of the status relay's recovery)", 202, (s) => finishedFrom(s, at - 1000, -1, 200)],
+        ["unknownFrom (a page of the status relay's recovery)", 2, (s) => unknownFrom(s, at - 1000, -1, 200)],
         ["purgeFinished (one batch of 500)", 2_100, (s) => purgeFinished(s, at, 500)],
-        ["acceptedSince (the window)", 3, (s) => acceptedSince(s, at - 1000)],
+        // Once per start: the newest keys and the queued entries (no index of its own).
+        ["acceptedSince (the window)", WINDOW_REBUILD_ENTRIES + 3, (s) => acceptedSince(s, at - 1000)],
         ["promoteHead", 4, (s) => promoteHead(s, "5511000000007")],
         ["nextContactExpiry", 4, (s) => nextContactExpiry(s)],
         ["purgeSilentContacts (nothing due)", 6, (s) => purgeSilentContacts(s, at)],
         ["contactWindow (through an alias)", 4, (s) => contactWindow(s, "5533000000007", at)],
-        ["nextPairExpiry", 2, (s) => nextPairExpiry(s)],
+        ["hasPairs", 2, (s) => hasPairs(s)],
         ["pairReadyAt", 2, (s) => pairReadyAt(s, "5544000000007", at)],
-        ["purgeIdlePairs (nothing due)", 3, (s) => purgeIdlePairs(s, at)],
+        // No index on tat: one sweep page of 1,000 keys (read twice: the page, then its range deleted).
+        ["sweepIdlePairs (one page)", 2_010, (s) => sweepIdlePairs(s, at, "")],
       ];
       // Every bound is a batch size (or a handful of rows), far below the rows in the tables.
       const over = checks.map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read })).filter((c) => c.read > c.bound);

@@ -10,6 +10,7 @@ import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../src/upstream/sandbox";
 import { PACE_SPACING_MS, PACE_WINDOW_MS, RETRY_POLICY, UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { hasUnpublishedEvents } from "../src/durable-objects/workspace/event-log";
+import { StatusRelay } from "../src/durable-objects/channel-number/status-relay";
 
 // A clock far in the future: alarms then fire only when a test runs them, so
 // every step of the drain is deterministic.
@@ -229,6 +230,56 @@ describe("Cloud API delivery", () => {
     const outbox = await channelNumberStub(env, t.numberId).outbox();
     expect(outbox.find((e) => e.jobId === jobId)?.state).toBe("unknown");
     expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+  });
+
+  it("a crash between the commit of the `sent` state and its hand-off to the workspace: the restart hands it, once", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator(() => accepted("wamid.CRASH1"));
+    const jobId = await sendOne(t.key, t.numberId);
+    // The object commits `sent` and dies before the change leaves for the workspace (no relay row either).
+    const lost = vi.spyOn(StatusRelay.prototype, "hand").mockImplementation(() => undefined);
+    await drain(t.numberId);
+    expect(lost).toHaveBeenCalled();
+    lost.mockRestore();
+    expect(callsFor(calls, jobId)).toHaveLength(1);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "processing" });
+    const relayRows = () => runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM status_outbox").one().n);
+    expect(await relayRows()).toBe(0);
+    await abortAllDurableObjects();
+
+    // The restart arms the alarm at once (not at the next purge, days away) ...
+    const armedAt = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => state.storage.getAlarm());
+    expect(armedAt).not.toBeNull();
+    expect(armedAt!).toBeLessThanOrEqual(Date.now());
+    // ... and hands every change written since the checkpoint again: the record learns it.
+    await drain(t.numberId);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.CRASH1" });
+    // Once: another restart (the checkpoint moved past it) and more alarms change nothing, and one `sent` event exists.
+    await abortAllDurableObjects();
+    await drainFor(t.numberId, 3);
+    const sentEvents = (await recordedEvents(workspaceStub(env, t.workspaceId), jobId)).filter((e) => (e.data as { status?: string }).status === "sent");
+    expect(sentEvents).toHaveLength(1);
+    expect(callsFor(calls, jobId)).toHaveLength(1);
+    expect(await relayRows()).toBe(0);
+  });
+
+  it("an entry an earlier release left `sending` (found through its former index) is marked unknown at the first start, never called again", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator(() => accepted("wamid.OLD"));
+    const jobId = await sendOne(t.key, t.numberId);
+    // As an earlier release left it: mid-call, listed by its `outbox_sending` index, not in the pace's row.
+    await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => {
+      state.storage.sql.exec("UPDATE outbox SET state = 'sending', attempts = 1 WHERE job_id = ?", jobId);
+      state.storage.sql.exec("CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending'");
+    });
+    await abortAllDurableObjects();
+    await drainFor(t.numberId, 3);
+    expect(callsFor(calls, jobId)).toHaveLength(0);
+    expect((await channelNumberStub(env, t.numberId).outbox()).find((e) => e.jobId === jobId)?.state).toBe("unknown");
+    const index = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'outbox_sending'").toArray(),
+    );
+    expect(index).toEqual([]);
   });
 
   it("a number disconnected before its messages leave fails them with number_disconnected", async () => {

@@ -12,7 +12,7 @@ import type { StatusUpdate } from "../workspace/contract";
 import type { AdmitCommand, AdmitResult, ContactWindow, OperatorStatus, OutboxEntry } from "./contract";
 import { HELD_BOUND_MS, KEEP_FINISHED_MS, ORPHAN_GRACE_MS, UNKNOWN_OUTCOME_WINDOW_MS } from "./delivery-policy";
 import { contactWindow, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
-import { Drain } from "./drain";
+import { Drain, readPace, writePace } from "./drain";
 import { drainLegacyEvents, hasLegacyEvents } from "./legacy-events";
 import { NumberHold, type PauseState } from "./number-hold";
 import { loadNumber, type CachedNumber } from "./number-cache";
@@ -20,7 +20,9 @@ import {
   acceptedSince,
   deleteUnclaimed,
   findByJobId,
-  findByUpstreamId,
+  findBySeq,
+  finishedFrom,
+  unknownFrom,
   insertEntry,
   listEntries,
   oldestFinishedAt,
@@ -37,8 +39,8 @@ import {
   type OutboxRow,
 } from "./outbox";
 import { nextReportDue, takeDueReports } from "./sandbox-reports";
-import { nextPairExpiry, purgeIdlePairs } from "./pair-pace";
-import { deliverOwed, hasOwed, owe } from "./status-relay";
+import { SWEEP_EVERY_MS, hasPairs, sweepIdlePairs } from "./pair-pace";
+import { StatusRelay, deliverOwed, hasOwed, owe } from "./status-relay";
 import type { NumberSendingState } from "../../domain/channel-number-view";
 
 const EXPIRY_BATCH = 100;
@@ -56,9 +58,13 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private readonly hold: NumberHold;
   private readonly drain: Drain;
   private readonly scheduler: Scheduler;
+  private readonly statusRelay: StatusRelay;
   /** Acceptance times of the last second (the window), rebuilt from the outbox after a restart. */
   private admitted: number[];
   private relay: Promise<void> | null = null;
+  /** Where the pair-pace sweep goes on (in memory: a restart starts it over), and when it runs next. */
+  private pairSweep = "";
+  private pairSweepAt = now() + SWEEP_EVERY_MS;
   private relayAgain = false;
   /** The number this object is (its `meta` row): written once, not on every admission (each write is a billed row). */
   private name: string | null;
@@ -75,13 +81,21 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     // An entry still `sending` belongs to a call a crash or restart cut short: it may
     // have reached the operator, so it is never sent again.
     const t = now();
-    for (const row of this.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE state = 'sending'").toArray()) {
-      // (outbox_sending is a partial index over the few entries in flight.)
-      if (transition(this.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) {
-        promoteHead(this.sql, row.recipient);
-        owe(this.sql, row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true });
-      }
+    this.statusRelay = new StatusRelay(env, ctx.storage, () => void this.scheduler.wake(now() + 1_000).catch(() => undefined));
+    // Changes written since the checkpoint may not have reached the workspace (a crash between a
+    // commit and its hand-off): the status-relay step hands them again. A first start (or one after
+    // the release that relayed every change through a row) has nothing to recover before now.
+    const pace = readPace(this.sql);
+    if (pace.relayAfter === null) writePace(this.sql, pace.calls, t, pace.sending);
+    const relayAfter = pace.relayAfter ?? t;
+    // The entries in flight are listed in the pace's row (a few keys; an earlier release's through its index).
+    for (const seq of new Set(pace.sending)) {
+      const row = findBySeq(this.sql, seq);
+      // Their `unknown` change is handed by the recovery (unknown_since = now, after the checkpoint).
+      if (row && transition(this.sql, row, ["sending"], "unknown", t, { unknown_since: t })) promoteHead(this.sql, row.recipient);
     }
+    // Recovery only when the outbox holds a change from the checkpoint on (one index row read each way).
+    if (finishedFrom(this.sql, relayAfter, -1, 1).length > 0 || unknownFrom(this.sql, relayAfter, -1, 1).length > 0) this.statusRelay.startRecovery(relayAfter);
     this.admitted = acceptedSince(this.sql, t - NUMBER_LIMIT.windowMs);
     this.hold = new NumberHold(this.sql);
     this.drain = new Drain({
@@ -90,10 +104,19 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       sql: this.sql,
       hold: this.hold,
       number: async () => (this.number = await loadNumber(env.DB, this.channelNumberId(), this.number)).row,
-      settled: () => this.flushRelay(),
+      relay: this.statusRelay,
       sessionMs: config(env).drainSessionMs,
     });
     this.scheduler = new Scheduler(ctx.storage, [
+      // First after a restart: changes written since the checkpoint are handed again (the
+      // checkpoint then moves past them, one row), before new changes are made.
+      {
+        name: "relay-recovery",
+        due: (at) => (this.statusRelay.recovering ? at : null),
+        run: async () => {
+          if (await this.statusRelay.recover(this.sql)) this.drain.notePace(now());
+        },
+      },
       // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
       { name: "held-bound", due: () => plus(oldestQueuedEntryAt(this.sql), HELD_BOUND_MS), run: (at) => this.expireHeld(at) },
       { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
@@ -103,13 +126,17 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
       {
         name: "purge",
-        // Idle pair-rate buckets are forgotten an hour after they are full again (a few bytes each: no hurry).
-        due: () => withSlack(earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), plus(nextPairExpiry(this.sql), 60 * 60_000))),
+        // Idle pair-rate buckets are swept hourly while there are any (a few bytes each: no hurry).
+        due: () => withSlack(earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), hasPairs(this.sql) ? this.pairSweepAt : null)),
         run: (at) => this.purge(at),
       },
       { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },
     ]);
-    ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
+    ctx.blockConcurrencyWhile(async () => {
+      await this.scheduler.ensureArmed();
+      // An alarm set for later (a purge days away) must not hold back the changes a crash left unhanded.
+      if (this.statusRelay.recovering) await this.scheduler.wake(now());
+    });
   }
 
   async admit(cmd: AdmitCommand): Promise<AdmitResult> {
@@ -169,28 +196,30 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    * never cause a call. Duplicates and reports that arrive out of order change nothing.
    */
   async applyOperatorStatuses(statuses: OperatorStatus[], at: number = now()): Promise<void> {
-    this.ctx.storage.transactionSync(() => {
-      for (const s of [...takeDueReports(this.sql, at), ...statuses]) this.applyOperatorStatus(s);
+    const handed = this.ctx.storage.transactionSync(() => {
+      // Simulated reports leave their table in this transaction: their changes are owed in it too.
+      for (const s of takeDueReports(this.sql, at)) {
+        const change = this.applyOperatorStatus(s);
+        if (change) owe(this.sql, change.workspaceId, change.update);
+      }
+      return statuses.map((s) => this.applyOperatorStatus(s));
     });
-    await this.flushRelay();
+    // The operator's own reports are handed to the workspace directly: a crash before this leaves
+    // the caller's request failed, and the webhook route (or its queue) applies the report again.
+    for (const change of handed) if (change) this.statusRelay.hand(change.workspaceId, change.update, change.at);
+    await this.statusRelay.idle();
+    if (hasOwed(this.sql)) await this.flushRelay();
     await this.scheduler.wake(now());
   }
 
-  private applyOperatorStatus(s: OperatorStatus): void {
-    const row = (s.jobId ? findByJobId(this.sql, s.jobId) : undefined) ?? findByUpstreamId(this.sql, s.upstreamMessageId);
+  private applyOperatorStatus(s: OperatorStatus): { workspaceId: string; update: StatusUpdate; at: number } | null {
+    // Routed by our jobId (biz_opaque_callback_data, on every call we ever made): no index by the operator's id.
+    const row = s.jobId ? findByJobId(this.sql, s.jobId) : undefined;
     if (!row) {
       log("info", "operator status for a message this number does not know", { upstreamMessageId: s.upstreamMessageId });
-      return;
+      return null;
     }
     const t = now();
-    // Only an entry that was called can have reached the operator.
-    const called = row.attempts > 0 ? (["queued", "sending", "unknown"] as const) : (["sending", "unknown"] as const);
-    const target = s.status === "failed" ? "failed" : "sent";
-    const from = target === "failed" ? ([...called, "sent"] as const) : called;
-    if (transition(this.sql, row.seq, from, target, t, { upstream_message_id: s.upstreamMessageId })) {
-      promoteHead(this.sql, row.recipient);
-      if (row.state === "unknown") log("info", "operator status settled an unknown outcome", { jobId: row.job_id, status: s.status });
-    }
     const update: StatusUpdate = { jobId: row.job_id, at: s.at, upstreamMessageId: s.upstreamMessageId };
     if (s.status === "sent") update.status = "sent";
     if (s.status === "delivered") update.deliveredAt = s.at;
@@ -199,7 +228,16 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       update.status = "failed";
       update.error = permanentError(s.errorCode, s.errorMessage ?? undefined, s.errorDetails ?? undefined);
     }
-    owe(this.sql, row.workspace_id, update);
+    // Only an entry that was called can have reached the operator.
+    const called = row.attempts > 0 ? (["queued", "sending", "unknown"] as const) : (["sending", "unknown"] as const);
+    const target = s.status === "failed" ? "failed" : "sent";
+    const from = target === "failed" ? ([...called, "sent"] as const) : called;
+    const fields = { upstream_message_id: s.upstreamMessageId, ...(update.error ? { error: JSON.stringify(update.error) } : {}) };
+    if (transition(this.sql, row.seq, from, target, t, fields)) {
+      promoteHead(this.sql, row.recipient);
+      if (row.state === "unknown") log("info", "operator status settled an unknown outcome", { jobId: row.job_id, status: s.status });
+    }
+    return { workspaceId: row.workspace_id, update, at: t };
   }
 
   /** A user wrote to this number: their customer-service window opens (the message itself is recorded by the workspace). */
@@ -299,10 +337,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   private async expireUnknown(at: number): Promise<void> {
-    for (const row of unknownSince(this.sql, at - this.unknownWindowMs, EXPIRY_BATCH)) {
+    const rows = unknownSince(this.sql, at - this.unknownWindowMs, EXPIRY_BATCH);
+    for (const row of rows) {
       this.drain.finish(row, "failed", { error: OWN_ERRORS.outcomeUnknown() });
     }
-    await this.flushRelay();
+    if (rows.length > 0) await this.afterBatch();
   }
 
   /**
@@ -312,11 +351,18 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    * compare-and-set refuse the call.
    */
   private async expireHeld(at: number): Promise<void> {
-    for (const row of queuedEntriesAcceptedBy(this.sql, at - HELD_BOUND_MS, EXPIRY_BATCH)) {
+    const rows = queuedEntriesAcceptedBy(this.sql, at - HELD_BOUND_MS, EXPIRY_BATCH);
+    for (const row of rows) {
       log("warn", "message held past its bound; failed, not sent", { jobId: row.job_id, acceptedAt: row.accepted_at });
       this.drain.finish(row, "failed", { error: OWN_ERRORS.heldTooLong() });
     }
-    await this.flushRelay();
+    if (rows.length > 0) await this.afterBatch();
+  }
+
+  /** After a batch of expiries: their changes handed, the checkpoint moves past them (one row per batch). */
+  private async afterBatch(): Promise<void> {
+    await this.statusRelay.idle();
+    this.drain.notePace(now());
   }
 
   private async dropOrphans(at: number): Promise<void> {
@@ -329,7 +375,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private async purge(at: number): Promise<void> {
     purgeFinished(this.sql, at - KEEP_FINISHED_MS, PURGE_BATCH);
     purgeSilentContacts(this.sql, at);
-    purgeIdlePairs(this.sql, at);
+    this.pairSweep = sweepIdlePairs(this.sql, at, this.pairSweep);
+    this.pairSweepAt = at + SWEEP_EVERY_MS;
   }
 
   /** Inside the caller's transaction; the caller remembers the name once it committed. */

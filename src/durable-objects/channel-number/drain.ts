@@ -10,7 +10,8 @@ import type { StatusUpdate } from "../workspace/contract";
 import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
 import { findBySeq, nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
 import { scheduleReports } from "./sandbox-reports";
-import { owe } from "./status-relay";
+import { nextMove } from "./next-move";
+import type { StatusRelay } from "./status-relay";
 import { notePairCall, pairReadyAt } from "./pair-pace";
 import { noteAlias } from "./contacts";
 import type { NumberHold } from "./number-hold";
@@ -22,8 +23,8 @@ export interface DrainDeps {
   /** The number's D1 row (cached). */
   number(): Promise<ChannelNumberRow | null>;
   hold: NumberHold;
-  /** Called after an entry settled, to hand the change to the workspace soon. */
-  settled(): void;
+  /** Hands each settled entry's change to its workspace right after the commit. */
+  relay: StatusRelay;
   /** How long one drain session may keep the alarm, pacing calls (0: start what the pace allows now, then return). */
   sessionMs: number;
 }
@@ -41,10 +42,19 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class Drain {
   private readonly claimed = new Set<number>();
   private calls: number[];
+  /** Keys of the entries this object has put in `sending` (as of its latest call), kept in the pace's row. */
+  private sending: number[];
   private session: Promise<void> | null = null;
 
   constructor(private readonly d: DrainDeps) {
-    this.calls = JSON.parse(getMeta(d.sql, "recent_calls") ?? "[]") as number[];
+    const pace = readPace(d.sql);
+    this.calls = pace.calls;
+    this.sending = pace.sending;
+  }
+
+  /** Writes the pace (and the status relay's checkpoint with it, one row) outside a call, e.g. after a batch of expiries. */
+  notePace(at: number): void {
+    writePace(this.d.sql, this.calls, this.d.relay.checkpoint(at), this.sending);
   }
 
   /** When the drain next has a call to start, or null. */
@@ -64,7 +74,8 @@ export class Drain {
    * joins it instead of starting another loop over the same outbox and pace.
    */
   run(): Promise<void> {
-    this.session ??= this.runSession().finally(() => {
+    // The session ends once the changes its calls settled are handed to the workspace.
+    this.session ??= this.runSession().then(() => this.d.relay.idle()).finally(() => {
       this.session = null;
     });
     return this.session;
@@ -77,40 +88,41 @@ export class Drain {
     try {
       for (;;) {
         const t = now();
-        const held = this.d.hold.until() > t;
-        const row = held ? undefined : nextReady(this.d.sql, t, this.claimed);
-        const slot = nextCallAt(this.calls, t);
-        if (row && slot <= t && inFlight.size >= MAX_CALLS_IN_FLIGHT) {
-          // The runtime queues a request beyond its limit of responses an object may wait on: it
-          // would leave later than its slot, outside the pace. Wait for an answer instead.
-          await Promise.race(inFlight);
-          continue;
-        }
-        if (row && slot <= t) {
-          const started = await this.start(row);
-          if (started) {
-            const { call } = started;
+        const heldUntil = this.d.hold.until();
+        const row = heldUntil > t ? undefined : nextReady(this.d.sql, t, this.claimed);
+        const move = nextMove(
+          {
+            heldUntil,
+            hasDueHead: row !== undefined,
+            slot: nextCallAt(this.calls, t),
+            nextHeadAt: heldUntil > t || row ? null : nextReadyAt(this.d.sql),
+            callsInFlight: inFlight.size,
+            maxCallsInFlight: MAX_CALLS_IN_FLIGHT,
+            startedAt: started,
+            slept,
+            sessionMs: this.d.sessionMs,
+          },
+          t,
+        );
+        if (move.kind === "start" && row) {
+          const begun = await this.start(row);
+          if (begun) {
+            const { call } = begun;
             inFlight.add(call);
             void call.finally(() => inFlight.delete(call));
           }
           continue;
         }
-        // Nothing to start now: within the session, wait for the next pace slot or due head.
-        const next = held ? this.d.hold.until() : row ? slot : nextReadyAt(this.d.sql);
-        const wait = next === null ? null : Math.max(1, next - t);
-        if (wait !== null && slept + wait <= this.d.sessionMs && t - started + wait <= this.d.sessionMs) {
-          slept += wait;
-          await sleep(wait);
-          continue;
-        }
-        if (wait === null && inFlight.size > 0) {
-          // Nothing else is due: a finished call can make the next message of its conversation due.
+        if (move.kind === "await-answer") {
           await Promise.race(inFlight);
           continue;
         }
-        // The session's time is up with work still due: end it (its calls are awaited below) and let
-        // the alarm start the next one. Waiting on answers here would pace the number by the
-        // operator's latency instead of by the pace.
+        if (move.kind === "sleep") {
+          slept += move.ms;
+          await sleep(move.ms);
+          continue;
+        }
+        // `end`: the session's time is up with work still due (or there is none); the alarm starts the next one.
         return;
       }
     } finally {
@@ -126,7 +138,7 @@ export class Drain {
       // The operator's pair rate: this conversation waits (still queued, nothing asked of anyone); the others go on.
       const pairAt = pairReadyAt(this.d.sql, row.recipient, now());
       if (pairAt > now()) {
-        transition(this.d.sql, row.seq, ["queued"], "queued", now(), { next_attempt_at: pairAt });
+        transition(this.d.sql, row, ["queued"], "queued", now(), { next_attempt_at: pairAt });
         return null;
       }
       const number = await this.d.number();
@@ -148,15 +160,15 @@ export class Drain {
         }
         if (row.accepted_at < t - UNCONFIRMED_WAIT_MS) {
           log("warn", "outbox entry its workspace never recorded steps out of line", { jobId: row.job_id });
-          if (transition(this.d.sql, row.seq, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);
+          if (transition(this.d.sql, row, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);
         } else {
-          transition(this.d.sql, row.seq, ["queued"], "queued", t, { next_attempt_at: t + UNCONFIRMED_RECHECK_MS });
+          transition(this.d.sql, row, ["queued"], "queued", t, { next_attempt_at: t + UNCONFIRMED_RECHECK_MS });
         }
         return null;
       }
       if (claim.status === "sent" || claim.status === "failed") {
         // Settled meanwhile (an operator status): never called again.
-        if (transition(this.d.sql, row.seq, ["queued"], claim.status, t)) promoteHead(this.d.sql, row.recipient);
+        if (transition(this.d.sql, row, ["queued"], claim.status, t)) promoteHead(this.d.sql, row.recipient);
         return null;
       }
       const adapter = await adapterFor(this.d.env, number);
@@ -166,9 +178,13 @@ export class Drain {
       const calls = [...this.calls, slotAt].slice(-PACE_CALLS);
       // The compare-and-set that makes the call ours: an operator status may have settled the entry
       // during the awaits above (the claim, the number's row, the adapter), and then it never leaves.
+      let sending: number[] = [];
       const claimed = this.d.ctx.storage.transactionSync(() => {
-        if (!transition(this.d.sql, row.seq, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
-        setMeta(this.d.sql, "recent_calls", JSON.stringify(calls));
+        if (!transition(this.d.sql, row, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
+        // The relay's checkpoint and the entries in flight (a restart marks them unknown) ride on
+        // the pace's row, written with every call anyway: no index row per call.
+        sending = [...stillSending(this.d.sql, this.sending), row.seq];
+        writePace(this.d.sql, calls, this.d.relay.checkpoint(slotAt), sending);
         notePairCall(this.d.sql, row.recipient, slotAt);
         this.d.hold.probing(slotAt);
         return true;
@@ -178,6 +194,7 @@ export class Drain {
         return null;
       }
       this.calls = calls;
+      this.sending = sending;
       const holdAtSlot = this.d.hold.until();
       // The output gate holds the request until these writes are durable, and a commit can take
       // longer than the pace's margin: a call held that long would reach the operator less than
@@ -187,12 +204,13 @@ export class Drain {
       const callAt = now();
       if (this.d.hold.until() > holdAtSlot) {
         // Another call's answer paused the number meanwhile: this one does not go out.
-        transition(this.d.sql, row.seq, ["sending"], "queued", callAt, { attempts: row.attempts });
+        transition(this.d.sql, row, ["sending"], "queued", callAt, { attempts: row.attempts });
         return null;
       }
       // An operator status about an earlier attempt can also settle a `sending` entry during that
       // wait. Compared here, in the same synchronous step as the request's start (a read, no write).
-      if (findBySeq(this.d.sql, row.seq)?.state !== "sending") {
+      const current = findBySeq(this.d.sql, row.seq);
+      if (current?.state !== "sending" || current.job_id !== row.job_id) {
         log("info", "outbox entry settled while its `sending` state was made durable; not called", { jobId: row.job_id });
         return null;
       }
@@ -220,7 +238,7 @@ export class Drain {
       // The entry stays `sending`: a restart marks it unknown; it is never sent twice.
       log("error", "settling an upstream call failed", { jobId: row.job_id, error: String(err) });
     }
-    this.d.settled();
+    await this.d.relay.idle();
   }
 
   private settle(row: OutboxRow, attempt: number, result: SendResult): void {
@@ -238,7 +256,7 @@ export class Drain {
       case "number_blocked":
         // Nothing was sent: the message waits at the head of its conversation while the number pauses.
         this.d.ctx.storage.transactionSync(() => {
-          transition(this.d.sql, row.seq, ["sending"], "queued", t, { attempts: attempt - 1 });
+          transition(this.d.sql, row, ["sending"], "queued", t, { attempts: attempt - 1 });
           this.d.hold.pause(result.error, t);
         });
         return;
@@ -249,39 +267,72 @@ export class Drain {
           return;
         }
         this.d.ctx.storage.transactionSync(() => {
-          transition(this.d.sql, row.seq, ["sending"], "queued", t, { next_attempt_at: decision.retryAt });
+          transition(this.d.sql, row, ["sending"], "queued", t, { next_attempt_at: decision.retryAt });
           if (result.scope === "number") this.d.hold.throttle(decision.retryAt);
         });
         return;
       }
       case "unknown":
-        this.d.ctx.storage.transactionSync(() => {
-          if (transition(this.d.sql, row.seq, ["sending"], "unknown", t, { unknown_since: t })) {
+        if (
+          this.d.ctx.storage.transactionSync(() => {
+            if (!transition(this.d.sql, row, ["sending"], "unknown", t, { unknown_since: t })) return false;
             promoteHead(this.d.sql, row.recipient);
-            owe(this.d.sql, row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true });
-          }
-        });
+            return true;
+          })
+        ) {
+          this.d.relay.hand(row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true }, t);
+        }
         log("warn", "upstream outcome unknown; waiting for the operator's status", { jobId: row.job_id, reason: result.message });
         if (result.later) scheduleReports(this.d.sql, row.job_id, `sandbox.${row.job_id}`, t, result.later);
         return;
     }
   }
 
-  /** Final state of an entry, with the change owed to the workspace's record. */
+  /**
+   * Final state of an entry; the change is handed to the workspace's record right after the
+   * commit (the entry's state and `error` are its durable record: see StatusRelay).
+   */
   finish(row: OutboxRow, state: "sent" | "failed", detail: Pick<StatusUpdate, "upstreamMessageId" | "error"> & { recipientId?: string }): void {
     const t = now();
-    this.d.ctx.storage.transactionSync(() => {
-      const moved = transition(this.d.sql, row.seq, ["queued", "sending", "unknown"], state, t, {
+    const moved = this.d.ctx.storage.transactionSync(() => {
+      const moved = transition(this.d.sql, row, ["queued", "sending", "unknown"], state, t, {
         upstream_message_id: detail.upstreamMessageId ?? null,
         recipient_id: detail.recipientId ?? null,
+        ...(detail.error ? { error: JSON.stringify(detail.error) } : {}),
       });
-      if (!moved) return;
+      if (!moved) return false;
       promoteHead(this.d.sql, row.recipient);
       if (detail.recipientId) noteAlias(this.d.sql, row.recipient, detail.recipientId, t);
-      const update: StatusUpdate = { jobId: row.job_id, at: t, status: state };
-      if (detail.upstreamMessageId) update.upstreamMessageId = detail.upstreamMessageId;
-      if (detail.error) update.error = detail.error;
-      owe(this.d.sql, row.workspace_id, update);
+      return true;
     });
+    if (!moved) return;
+    const update: StatusUpdate = { jobId: row.job_id, at: t, status: state };
+    if (detail.upstreamMessageId) update.upstreamMessageId = detail.upstreamMessageId;
+    if (detail.error) update.error = detail.error;
+    this.d.relay.hand(row.workspace_id, update, t);
   }
+}
+
+/**
+ * The pace's `meta` row: the latest call times, the status relay's checkpoint (StatusRelay) and
+ * the keys of the entries put in `sending` by the latest calls (a restart marks those still
+ * `sending` unknown; the list is pruned at each call, so it holds at most the calls in flight).
+ */
+export function readPace(sql: SqlStorage): { calls: number[]; relayAfter: number | null; sending: number[] } {
+  const v = JSON.parse(getMeta(sql, "recent_calls") ?? "[]") as number[] | { calls: number[]; relayAfter: number; sending?: number[] };
+  // Earlier releases stored the call times alone (and relayed every change through a row).
+  return Array.isArray(v) ? { calls: v, relayAfter: null, sending: [] } : { ...v, sending: v.sending ?? [] };
+}
+
+export function writePace(sql: SqlStorage, calls: number[], relayAfter: number, sending: number[]): void {
+  setMeta(sql, "recent_calls", JSON.stringify({ calls, relayAfter, sending }));
+}
+
+/** Which of `seqs` are still `sending` (a handful of key lookups). */
+function stillSending(sql: SqlStorage, seqs: number[]): number[] {
+  if (seqs.length === 0) return [];
+  return sql
+    .exec<{ seq: number }>(`SELECT seq FROM outbox WHERE seq IN (${seqs.map(() => "?").join(", ")}) AND state = 'sending'`, ...seqs)
+    .toArray()
+    .map((r) => r.seq);
 }

@@ -11,10 +11,22 @@ import type { AdmitCommand, OutboxEntry, OutboxState } from "./contract";
  * 172,800 rows a day, kept 8 days after they finish (operator statuses match
  * by upstream id for 7 days): ≤ 1.4 M rows, ~0.5 GB. Purged in batches.
  */
-export function createOutboxTable(sql: SqlStorage): void {
+/**
+ * Creates the outbox (or brings an earlier release's up to date). Returns the keys of entries an
+ * earlier release left `sending`, found through its `outbox_sending` index before that index goes:
+ * entries in flight are listed in the pace's `meta` row since (`readPace().sending`), which every
+ * call writes anyway, instead of an index row written and removed per call.
+ */
+export function createOutboxTable(sql: SqlStorage): number[] {
+  // `seq` is a plain rowid key in tables created since (objects created earlier keep AUTOINCREMENT,
+  // which writes a `sqlite_sequence` row per insert). A key is then reused only when the newest
+  // entry is deleted (an unclaimed entry released, or everything purged) before the next insert:
+  // order is kept (a reused key is still above every other), and whoever holds an entry across an
+  // await (the drain) moves it by key *and* jobId (`transition` with the row), so a reused key is
+  // never taken for the entry it replaced.
   sql.exec(`
     CREATE TABLE IF NOT EXISTS outbox (
-      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      seq INTEGER PRIMARY KEY,
       job_id TEXT NOT NULL UNIQUE,
       workspace_id TEXT NOT NULL,
       channel_number_id TEXT NOT NULL,
@@ -32,6 +44,8 @@ export function createOutboxTable(sql: SqlStorage): void {
   const headsAdded = ensureColumn(sql, "outbox", "is_head", "INTEGER NOT NULL DEFAULT 0");
   ensureColumn(sql, "outbox", "first_attempt_at", "INTEGER");
   ensureColumn(sql, "outbox", "recipient_id", "TEXT");
+  // A failed entry's error (JSON), unindexed: the status relay rebuilds the change from the row.
+  ensureColumn(sql, "outbox", "error", "TEXT");
   // A claim that never reached the upstream call (an earlier release persisted it) is safe to take again.
   sql.exec("UPDATE outbox SET state = 'queued' WHERE state = 'claiming'");
   if (headsAdded) {
@@ -42,15 +56,24 @@ export function createOutboxTable(sql: SqlStorage): void {
     DROP INDEX IF EXISTS outbox_by_state;
     CREATE INDEX IF NOT EXISTS outbox_ready ON outbox (next_attempt_at, seq) WHERE is_head = 1 AND state = 'queued';
     CREATE INDEX IF NOT EXISTS outbox_active_by_recipient ON outbox (recipient, seq) WHERE state IN ('queued', 'sending');
-    CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending';
     CREATE INDEX IF NOT EXISTS outbox_unknown ON outbox (unknown_since) WHERE state = 'unknown';
     CREATE INDEX IF NOT EXISTS outbox_orphans ON outbox (accepted_at) WHERE state = 'orphan';
     -- The held-bound step's oldest queued entry (one entry per message while it waits to be called).
     CREATE INDEX IF NOT EXISTS outbox_queued ON outbox (accepted_at) WHERE state = 'queued';
     CREATE INDEX IF NOT EXISTS outbox_finished ON outbox (updated_at) WHERE state IN ('sent', 'failed', 'dropped');
-    CREATE INDEX IF NOT EXISTS outbox_by_upstream_id ON outbox (upstream_message_id);
-    CREATE INDEX IF NOT EXISTS outbox_by_accepted ON outbox (accepted_at);
+    -- Not kept (each wrote an index row per message): operator statuses are routed by our jobId
+    -- (biz_opaque_callback_data, set on every call since the first release), and the window is
+    -- rebuilt from the newest keys and the queued entries (acceptedSince).
+    DROP INDEX IF EXISTS outbox_by_upstream_id;
+    DROP INDEX IF EXISTS outbox_by_accepted;
   `);
+  const hadSendingIndex = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'outbox_sending'").toArray().length > 0;
+  if (!hadSendingIndex) return [];
+  // Read through the index, then dropped in the same synchronous step (one implicit transaction):
+  // the caller marks these entries before anything can interrupt it.
+  const inFlight = sql.exec<{ seq: number }>("SELECT seq FROM outbox WHERE state = 'sending'").toArray().map((r) => r.seq);
+  sql.exec("DROP INDEX IF EXISTS outbox_sending");
+  return inFlight;
 }
 
 export interface OutboxRow {
@@ -69,6 +92,7 @@ export interface OutboxRow {
   unknown_since: number | null;
   first_attempt_at: number | null;
   recipient_id: string | null;
+  error: string | null;
   updated_at: number;
   [key: string]: SqlStorageValue;
 }
@@ -81,18 +105,25 @@ export const findByJobId = (sql: SqlStorage, jobId: string): OutboxRow | undefin
 
 export const findBySeq = (sql: SqlStorage, seq: number): OutboxRow | undefined => rows(sql, "SELECT * FROM outbox WHERE seq = ?", seq)[0];
 
-export const findByUpstreamId = (sql: SqlStorage, upstreamMessageId: string): OutboxRow | undefined =>
-  rows(sql, "SELECT * FROM outbox WHERE upstream_message_id = ?", upstreamMessageId)[0];
-
 export const samePayload = (row: OutboxRow, cmd: AdmitCommand): boolean =>
   row.workspace_id === cmd.workspaceId && row.recipient === cmd.to && row.body === cmd.body && row.channel_number_id === cmd.channelNumberId;
 
-/** Acceptance times after `since` (rebuilds the number's rate window after a restart). */
-export const acceptedSince = (sql: SqlStorage, since: number): number[] =>
-  sql
-    .exec<{ accepted_at: number }>("SELECT accepted_at FROM outbox WHERE accepted_at > ? ORDER BY accepted_at", since)
-    .toArray()
-    .map((r) => r.accepted_at);
+/** How many of the newest entries (by key) the window's rebuild reads. */
+export const WINDOW_REBUILD_ENTRIES = 256;
+
+/**
+ * Acceptance times after `since` (rebuilds the number's rate window after a restart). Read from
+ * the newest WINDOW_REBUILD_ENTRIES keys (an admission is the newest key when it is written; only
+ * a burst of more than that many re-admissions of old messages in the same second could push it
+ * out) and from the queued entries (their partial index): two bounded reads, no index of its own.
+ */
+export function acceptedSince(sql: SqlStorage, since: number): number[] {
+  const bySeq = new Map<number, number>();
+  const newest = sql.exec<{ seq: number; accepted_at: number }>("SELECT seq, accepted_at FROM outbox ORDER BY seq DESC LIMIT ?", WINDOW_REBUILD_ENTRIES);
+  const queued = sql.exec<{ seq: number; accepted_at: number }>("SELECT seq, accepted_at FROM outbox WHERE state = 'queued' AND accepted_at > ?", since);
+  for (const r of [...newest, ...queued]) if (r.accepted_at > since) bySeq.set(r.seq, r.accepted_at);
+  return [...bySeq.values()].sort((x, y) => x - y);
+}
 
 export function insertEntry(sql: SqlStorage, cmd: AdmitCommand, at: number): void {
   sql.exec(
@@ -149,7 +180,7 @@ export const nextReadyAt = (sql: SqlStorage): number | null =>
 /** Moves an entry from `from` to `to`; false when it was no longer in `from` (someone settled it first). */
 export function transition(
   sql: SqlStorage,
-  seq: number,
+  key: number | Pick<OutboxRow, "seq" | "job_id">,
   from: readonly OutboxState[],
   to: OutboxState,
   at: number,
@@ -161,6 +192,8 @@ export function transition(
     first_attempt_at?: number;
     recipient_id?: string | null;
     accepted_at?: number;
+    /** JSON of the error a failed entry owes its workspace. */
+    error?: string;
   } = {},
 ): boolean {
   const sets = ["state = ?", "updated_at = ?"];
@@ -172,10 +205,12 @@ export function transition(
     sets.push(k === "upstream_message_id" || k === "recipient_id" || k === "first_attempt_at" ? `${k} = COALESCE(${k}, ?)` : `${k} = ?`);
     values.push(v);
   }
+  const [seq, jobId] = typeof key === "number" ? [key, null] : [key.seq, key.job_id];
   const cursor = sql.exec(
-    `UPDATE outbox SET ${sets.join(", ")} WHERE seq = ? AND state IN (${from.map(() => "?").join(", ")})`,
+    `UPDATE outbox SET ${sets.join(", ")} WHERE seq = ?${jobId === null ? "" : " AND job_id = ?"} AND state IN (${from.map(() => "?").join(", ")})`,
     ...values,
     seq,
+    ...(jobId === null ? [] : [jobId]),
     ...from,
   );
   return cursor.rowsWritten > 0;
@@ -201,6 +236,31 @@ export const orphansAcceptedBefore = (sql: SqlStorage, until: number, limit: num
 
 export const oldestOrphanAcceptedAt = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(accepted_at) AS at FROM outbox WHERE state = 'orphan'").one().at;
+
+/**
+ * Entries that finished sent or failed at `at` or later, after (`at`, `seq`) when `seq` is given
+ * (one page of the status relay's recovery, through the `outbox_finished` index).
+ */
+export const finishedFrom = (sql: SqlStorage, at: number, seq: number, limit: number): OutboxRow[] =>
+  rows(
+    sql,
+    "SELECT * FROM outbox WHERE state IN ('sent', 'failed', 'dropped') AND updated_at >= ? AND (updated_at > ? OR seq > ?) ORDER BY updated_at, seq LIMIT ?",
+    at,
+    at,
+    seq,
+    limit,
+  );
+
+/** Unknown entries that became unknown at `at` or later, after (`at`, `seq`) (through `outbox_unknown`). */
+export const unknownFrom = (sql: SqlStorage, at: number, seq: number, limit: number): OutboxRow[] =>
+  rows(
+    sql,
+    "SELECT * FROM outbox WHERE state = 'unknown' AND unknown_since >= ? AND (unknown_since > ? OR seq > ?) ORDER BY unknown_since, seq LIMIT ?",
+    at,
+    at,
+    seq,
+    limit,
+  );
 
 export const oldestFinishedAt = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(updated_at) AS at FROM outbox WHERE state IN ('sent', 'failed', 'dropped')").one().at;

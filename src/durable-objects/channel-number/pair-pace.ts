@@ -5,17 +5,24 @@
  * number is paced with a GCRA bucket of that shape, so a number sending 2/s to
  * one user does not run into 131056 errors, while other users are not held up.
  *
- * Bound: one row per recipient with recent sends (~40 B); rows whose bucket is
- * full again are purged in batches (index on tat).
+ * Bound: one row per recipient with recent sends (~40 B). No index on `tat`
+ * (every call moved its entry: a second row written per call): the purge sweeps
+ * the table in key order, SWEEP_BATCH keys per run from where the last run
+ * stopped, and deletes the buckets full again; it runs at least hourly while the
+ * table has rows, so a sweep covers 1,000 × 24 recipients a day, far more than
+ * a number's 2/s can contact (rows of buckets full again are kept until the sweep
+ * passes them: ~40 B each).
  */
 export const PAIR_INTERVAL_MS = 6_000;
 export const PAIR_BURST = 45;
-const PURGE_BATCH = 1_000;
+export const SWEEP_BATCH = 1_000;
+/** How often the sweep runs while the table has rows. */
+export const SWEEP_EVERY_MS = 60 * 60_000;
 
 export function createPairPaceTable(sql: SqlStorage): void {
   sql.exec(`
     CREATE TABLE IF NOT EXISTS pair_pace (recipient TEXT PRIMARY KEY, tat INTEGER NOT NULL) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS pair_pace_by_tat ON pair_pace (tat);
+    DROP INDEX IF EXISTS pair_pace_by_tat;
   `);
 }
 
@@ -35,9 +42,16 @@ export function notePairCall(sql: SqlStorage, recipient: string, at: number): vo
   sql.exec("INSERT INTO pair_pace (recipient, tat) VALUES (?, ?) ON CONFLICT (recipient) DO UPDATE SET tat = excluded.tat", recipient, tat);
 }
 
-/** When the first bucket is full again (nothing to remember about it), or null. */
-export const nextPairExpiry = (sql: SqlStorage): number | null => sql.exec<{ at: number | null }>("SELECT MIN(tat) AS at FROM pair_pace").one().at;
+export const hasPairs = (sql: SqlStorage): boolean => sql.exec("SELECT 1 FROM pair_pace LIMIT 1").toArray().length > 0;
 
-export function purgeIdlePairs(sql: SqlStorage, at: number): void {
-  sql.exec("DELETE FROM pair_pace WHERE recipient IN (SELECT recipient FROM pair_pace WHERE tat <= ? ORDER BY tat LIMIT ?)", at, PURGE_BATCH);
+/**
+ * Deletes the buckets full again (tat ≤ at) among the SWEEP_BATCH keys after `after`; returns
+ * where the next sweep starts ("" once it reached the end).
+ */
+export function sweepIdlePairs(sql: SqlStorage, at: number, after: string): string {
+  const page = sql.exec<{ recipient: string }>("SELECT recipient FROM pair_pace WHERE recipient > ? ORDER BY recipient LIMIT ?", after, SWEEP_BATCH).toArray();
+  if (page.length === 0) return "";
+  const last = page[page.length - 1]!.recipient;
+  sql.exec("DELETE FROM pair_pace WHERE recipient > ? AND recipient <= ? AND tat <= ?", after, last, at);
+  return page.length < SWEEP_BATCH ? "" : last;
 }
