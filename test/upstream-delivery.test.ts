@@ -271,6 +271,7 @@ describe("Cloud API delivery", () => {
     await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => {
       state.storage.sql.exec("UPDATE outbox SET state = 'sending', attempts = 1 WHERE job_id = ?", jobId);
       state.storage.sql.exec("CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending'");
+      state.storage.sql.exec("DROP TABLE schema_version"); // that release knew no schema versions
     });
     await abortAllDurableObjects();
     await drainFor(t.numberId, 3);
