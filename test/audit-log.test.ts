@@ -123,6 +123,28 @@ const DASHBOARD: Record<string, Walk> = {
       actor: asOwner(w),
     }),
   },
+  "POST /dashboard/numbers": {
+    action: "channel_number.connected",
+    run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550004444" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+  },
+  "POST /dashboard/numbers/:id/token": {
+    action: "channel_number.credentials_replaced",
+    run: async (w) => {
+      const account = fakeOperatorAccount();
+      try {
+        const u = cloudUpstream(account);
+        const connected = await post(w.owner.browser, "/dashboard/numbers", { type: "cloud", phoneNumberId: u.phoneNumberId, wabaId: u.wabaId, accessToken: u.accessToken });
+        const res = await post(w.owner.browser, `${connected.headers.get("location") ?? ""}/token`, { accessToken: account.token });
+        return { res, workspaceId: w.tenant.workspaceId, actor: asOwner(w) };
+      } finally {
+        account.restore();
+      }
+    },
+  },
+  "POST /dashboard/numbers/:id/disconnect": {
+    action: "channel_number.disconnected",
+    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/disconnect`, { confirmed: "yes" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+  },
   "POST /dashboard/members": {
     action: "member.invited",
     run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/members", { email: uniqueEmail("new"), role: "viewer" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
