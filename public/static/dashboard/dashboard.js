@@ -11,12 +11,17 @@ for (const button of document.querySelectorAll("button[data-copy], button[data-c
     const field = button.dataset.copy ? document.getElementById(button.dataset.copy) : null;
     const text = button.dataset.copyText ?? field?.value;
     if (text === undefined) return;
+    // A button named by aria-label (a copy button in a list) announces the outcome by it too.
+    const say = (/** @type {string} */ words) => {
+      button.textContent = words;
+      if (button.hasAttribute("aria-label")) button.setAttribute("aria-label", words);
+    };
     try {
       await navigator.clipboard.writeText(text);
-      button.textContent = "Copied";
+      say("Copied");
     } catch {
       field?.select();
-      button.textContent = field ? "Press Ctrl+C" : "Select and copy";
+      say(field ? "Press Ctrl+C" : "Select and copy");
     }
   });
 }
