@@ -7,6 +7,7 @@ import { apiKeyFlow } from "./flows/api-key.mjs";
 import { webhookFlow } from "./flows/webhook.mjs";
 import { viewerFlow } from "./flows/viewer.mjs";
 import { messagesFlow } from "./flows/messages.mjs";
+import { connectNumberFlow } from "./flows/connect-number.mjs";
 
 /** @type {import("./harness.mjs").Harness | undefined} */
 let h;
@@ -26,3 +27,4 @@ test("invitation, sign-in, an API key shown once, working, then revoked", { time
 test("a webhook to a loopback receiver gets a signed test event, logged as delivered", { timeout: 120_000 }, () => webhookFlow(harness()));
 test("a viewer sees no controls, forged posts change nothing", { timeout: 120_000 }, () => viewerFlow(harness()));
 test("a message sent with a dashboard key is listed, filtered, and its page shows it sent", { timeout: 120_000 }, () => messagesFlow(harness()));
+test("an owner connects a sandbox number; the list shows its id with a copy button", { timeout: 120_000 }, () => connectNumberFlow(harness()));

@@ -15,6 +15,7 @@ import { perKeyLimits } from "./middleware/rate-limit";
 import { adminAuth } from "./middleware/admin-auth";
 import { meRoutes } from "./routes/me";
 import { channelNumberRoutes } from "./routes/channel-numbers";
+import { channelNumberChangeRoutes } from "./routes/channel-number-changes";
 import { usageRoutes } from "./routes/usage";
 import { webhookRoutes } from "./routes/webhooks";
 import { messageRoutes } from "./routes/messages";
@@ -74,6 +75,7 @@ publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? n
 publicApi
   .route("/", meRoutes)
   .route("/", channelNumberRoutes)
+  .route("/", channelNumberChangeRoutes)
   .route("/", usageRoutes)
   .route("/", webhookRoutes)
   .route("/", messageRoutes)

@@ -216,6 +216,20 @@ describe("the dashboard is held to the same limits as the API", () => {
     expect((await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url } })).status).toBe(201);
   });
 
+  it("number changes are limited per workspace, in the dashboard and the API alike; a refused one changes nothing", async () => {
+    const t = await createTenant();
+    const owner = await signedInMember(t.workspaceId, "owner");
+    const numbers = async () => (await env.DB.prepare("SELECT id, status FROM channel_numbers WHERE workspace_id = ? ORDER BY id").bind(t.workspaceId).all()).results;
+    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("numberChange")], ABUSE_LIMITS.numberChange.limit - 1);
+    expect((await api("/channel-numbers", t.key, { method: "POST", json: { displayPhoneNumber: "15550005555", upstream: { type: "sandbox" } } })).status).toBe(201);
+    const before = await numbers();
+    const refused = await owner.browser.post("/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550006666" });
+    expect(refused.status).toBe(429);
+    expect(await refused.text()).toContain("number changes");
+    await expectError(await api(`/channel-numbers/${t.numberId}`, t.key, { method: "DELETE" }), 429, "rate_limit_exceeded");
+    expect(await numbers()).toEqual(before);
+  });
+
   it("new API keys are limited per workspace, in the dashboard and the admin API alike", async () => {
     const t = await createTenant();
     const dev = await signedInMember(t.workspaceId, "developer");

@@ -7,7 +7,7 @@ import { purgeOldAudit } from "../src/scheduled/audit-retention";
 import { admin, api, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
-import { connectCloudNumber, operatorNumberUrl } from "./helpers/operator";
+import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorNumberUrl } from "./helpers/operator";
 import { mockNetwork, type Network } from "./helpers/webhook-net";
 import { world, type World } from "./helpers/world";
 
@@ -123,6 +123,28 @@ const DASHBOARD: Record<string, Walk> = {
       actor: asOwner(w),
     }),
   },
+  "POST /dashboard/numbers": {
+    action: "channel_number.connected",
+    run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550004444" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+  },
+  "POST /dashboard/numbers/:id/token": {
+    action: "channel_number.credentials_replaced",
+    run: async (w) => {
+      const account = fakeOperatorAccount();
+      try {
+        const u = cloudUpstream(account);
+        const connected = await post(w.owner.browser, "/dashboard/numbers", { type: "cloud", phoneNumberId: u.phoneNumberId, wabaId: u.wabaId, accessToken: u.accessToken });
+        const res = await post(w.owner.browser, `${connected.headers.get("location") ?? ""}/token`, { accessToken: account.token });
+        return { res, workspaceId: w.tenant.workspaceId, actor: asOwner(w) };
+      } finally {
+        account.restore();
+      }
+    },
+  },
+  "POST /dashboard/numbers/:id/disconnect": {
+    action: "channel_number.disconnected",
+    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/disconnect`, { confirmed: "yes" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+  },
   "POST /dashboard/members": {
     action: "member.invited",
     run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/members", { email: uniqueEmail("new"), role: "viewer" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
@@ -168,6 +190,32 @@ const API: Record<string, Walk | { exempt: string }> = {
       workspaceId: w.tenant.workspaceId,
       actor: asKey(w),
     }),
+  },
+  "POST /api/v1/channel-numbers": {
+    action: "channel_number.connected",
+    run: async (w) => ({
+      res: await apiCall("/channel-numbers", w.tenant.key, { method: "POST", json: { displayPhoneNumber: "15550003333", upstream: { type: "sandbox" } } }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asKey(w),
+    }),
+  },
+  "PATCH /api/v1/channel-numbers/:id": {
+    action: "channel_number.credentials_replaced",
+    run: async (w) => {
+      const account = fakeOperatorAccount();
+      try {
+        const connected = await apiCall("/channel-numbers", w.tenant.key, { method: "POST", json: { upstream: cloudUpstream(account) } });
+        const { id } = await json<{ id: string }>(connected);
+        const res = await apiCall(`/channel-numbers/${id}`, w.tenant.key, { method: "PATCH", json: { accessToken: account.token } });
+        return { res, workspaceId: w.tenant.workspaceId, actor: asKey(w) };
+      } finally {
+        account.restore();
+      }
+    },
+  },
+  "DELETE /api/v1/channel-numbers/:id": {
+    action: "channel_number.disconnected",
+    run: async (w) => ({ res: await apiCall(`/channel-numbers/${w.tenant.numberId}`, w.tenant.key, { method: "DELETE" }), workspaceId: w.tenant.workspaceId, actor: asKey(w) }),
   },
   "POST /api/v1/sandbox/inbound": {
     action: "sandbox.inbound_injected",

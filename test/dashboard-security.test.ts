@@ -23,18 +23,19 @@ const namesEvent = (route: string) => route.includes(":eventId");
 /** What any dashboard POST could change, read straight from D1. */
 async function state(w: World) {
   const ws = w.tenant.workspaceId;
-  const [keys, webhooks, members, audit] = await Promise.all([
+  const [keys, webhooks, members, audit, numbers] = await Promise.all([
     env.DB.prepare("SELECT id, name, revoked_at FROM api_keys WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
     env.DB.prepare("SELECT id, url, sealed_secret, status FROM webhooks WHERE workspace_id = ?").bind(ws).all(),
     env.DB.prepare("SELECT id, email, role, password_hash, invitation_hash FROM members WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
     // A refused request writes no audit entry either.
     env.DB.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE workspace_id = ?").bind(ws).first(),
+    env.DB.prepare("SELECT id, status, upstream_credentials FROM channel_numbers WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
   ]);
   // Delivery attempts live in the workspace object's log.
   const attempts = await Promise.all(
     webhooks.results.map((w) => workspaceStub(env, ws).listDeliveries(String(w.id), null, 100).then((rows) => rows.length)),
   );
-  return JSON.stringify([keys.results, webhooks.results, members.results, attempts, audit]);
+  return JSON.stringify([keys.results, webhooks.results, members.results, attempts, audit, numbers.results]);
 }
 
 /** Every POST route of the dashboard and who may use it. A new route must be added here, or this test fails. */
@@ -53,6 +54,9 @@ const POST_ROUTES = {
   "/members": "owner",
   "/members/:id/role": "owner",
   "/members/:id/remove": "owner",
+  "/numbers": "owner",
+  "/numbers/:id/token": "owner",
+  "/numbers/:id/disconnect": "owner",
 } as const;
 
 /** A concrete path and a valid form for a route, aimed at workspace `w`'s own things. */
@@ -61,12 +65,14 @@ function request(route: string, w: World, target: Member): { path: string; field
   const path = `/dashboard${route}`
     .replace(":numberId", w.tenant.numberId)
     .replace(":eventId", w.eventId ?? "")
-    .replace(":id", route.startsWith("/members") ? target.memberId : w.tenant.keyId);
+    .replace(":id", route.startsWith("/members") ? target.memberId : route.startsWith("/numbers") ? w.tenant.numberId : w.tenant.keyId);
   const fields: Record<string, Record<string, string>> = {
     "/api-keys": { name: "made by a forged post" },
     "/webhooks/:numberId": { url: w.webhookUrl },
     "/members": { email: uniqueEmail("forged"), role: "owner" },
     "/members/:id/role": { role: "owner" },
+    "/numbers": { type: "sandbox", displayPhoneNumber: "15550008888" },
+    "/numbers/:id/token": { accessToken: "EAAG-a-forged-token-000000" },
   };
   return { path, fields: { confirmed: "yes", ...(fields[route] ?? {}) } };
 }

@@ -69,6 +69,18 @@ describe("GET /channel-numbers", () => {
       upstream: "sandbox",
       createdAt: expect.any(String),
       sending: { state: "active", pausedSince: null, nextAttemptAt: null, reason: null },
+      // Extension (issue 22): a sandbox number has no operator health to report.
+      health: {
+        state: "active",
+        pausedSince: null,
+        pausedReason: null,
+        lastOperatorError: null,
+        verifiedName: null,
+        qualityRating: null,
+        messagingLimitTier: null,
+        checkedAt: null,
+        sendsToday: 0,
+      },
     });
 
     const bodies = [];

@@ -8,7 +8,7 @@ import { DAY_MS } from "../src/domain/job-id";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { BASE, call } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
-import { connectCloudNumber } from "./helpers/operator";
+import { cloudUpstream, connectCloudNumber, fakeOperatorAccount } from "./helpers/operator";
 import { mockNetwork } from "./helpers/webhook-net";
 
 // The SDK uses web APIs only, so it runs in a Worker: here, inside workerd, against this
@@ -31,6 +31,25 @@ async function operatorDelivers(phoneNumberId: string, count: number): Promise<v
 
 describe("the SDK inside the Workers runtime", () => {
   afterEach(() => vi.useRealTimers());
+
+  it("connects, re-keys and disconnects numbers (the operator faked at the network edge)", async () => {
+    const t = await createTenant();
+    const client = clientFor(t.key);
+    const sandbox = await client.channelNumbers.connect({ displayPhoneNumber: "+15550004444", upstream: { type: "sandbox" } });
+    expect(sandbox).toMatchObject({ upstream: "sandbox", health: { state: "active" } });
+    const account = fakeOperatorAccount();
+    try {
+      const live = await client.channelNumbers.connect({ upstream: cloudUpstream(account) });
+      expect(live.health).toMatchObject({ verifiedName: "Acme Shop", qualityRating: "GREEN", messagingLimitTier: "TIER_1K" });
+      expect((await client.channelNumbers.replaceToken(live.id, account.token)).id).toBe(live.id);
+      const refused = await client.channelNumbers.connect({ upstream: { ...cloudUpstream(account), accessToken: "EAAG-not-the-token-000000" } }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ApiError);
+    } finally {
+      account.restore();
+    }
+    await client.channelNumbers.disconnect(sandbox.id);
+    expect(await client.channelNumbers.get(sandbox.id).catch((e: unknown) => (e instanceof ApiError ? e.status : e))).toBe(404);
+  });
 
   it("sends, reads, pages and raises typed errors", async () => {
     const t = await createTenant();

@@ -3,10 +3,22 @@
 // esbuild and asked for the document. Used by `npm run openapi:lint` and by the SDK's
 // type generator. Only route definitions run; no binding is touched.
 import { build } from "esbuild";
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { parseVars } from "./dev-vars.mjs";
 import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/**
+ * wrangler.toml's [vars]: the app validates its configuration on every request
+ * (the OpenAPI document's included), so it is asked with the deployment's vars.
+ */
+function wranglerVars() {
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const section = /^\[vars\]\s*$([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec(toml)?.[1] ?? "";
+  return Object.fromEntries(parseVars(section));
+}
 
 export async function openApiDocument() {
   const result = await build({
@@ -42,7 +54,7 @@ export async function openApiDocument() {
   const log = console.log;
   console.log = () => {};
   try {
-    const res = await app.request("/api/v1/openapi.json", {}, {});
+    const res = await app.request("/api/v1/openapi.json", {}, wranglerVars());
     if (res.status !== 200) throw new Error(`GET /api/v1/openapi.json answered ${res.status}: ${await res.text()}`);
     return await res.json();
   } finally {

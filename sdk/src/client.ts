@@ -17,6 +17,9 @@ export type MessageTimelineEntry = Schemas["MessageTimelineEntry"];
 export type MessageArchive = Schemas["MessageArchive"];
 export type SendMessageInput = Schemas["SendMessageRequest"];
 export type ChannelNumber = Schemas["ChannelNumber"];
+/** A number with its sending state and health: `channelNumbers.get`, `connect` and `replaceToken`. */
+export type ChannelNumberDetail = Schemas["ChannelNumberDetail"];
+export type ConnectChannelNumberInput = Schemas["ConnectChannelNumberRequest"];
 export type ContactWindow = Schemas["ContactWindow"];
 export type Webhook = Schemas["Webhook"];
 export type WebhookWithSecret = Schemas["ConfigureWebhookResponse"];
@@ -134,8 +137,21 @@ export class MessagingClient {
   readonly channelNumbers = {
     list: (params: ListParams = {}, options?: CallOptions): Paginated<ChannelNumber> =>
       this.paged(params, (cursor, signal) => this.http.GET("/channel-numbers", { params: { query: { ...params, cursor } }, signal }), options),
-    get: (id: string, options?: CallOptions): Promise<ChannelNumber> =>
+    get: (id: string, options?: CallOptions): Promise<ChannelNumberDetail> =>
       this.read((signal) => this.http.GET("/channel-numbers/{id}", { params: { path: { id } }, signal }), options),
+    /**
+     * Connects a sandbox number, or a live one once the operator verified it (the error's details name the
+     * refused field). The access token is never returned. Sent once, never retried.
+     */
+    connect: (input: ConnectChannelNumberInput, options?: CallOptions): Promise<ChannelNumberDetail> =>
+      once((signal) => this.http.POST("/channel-numbers", { body: input, signal }), options?.signal),
+    /** Replaces a live number's access token after the operator confirmed it. Sent once, never retried. */
+    replaceToken: (id: string, accessToken: string, options?: CallOptions): Promise<ChannelNumberDetail> =>
+      once((signal) => this.http.PATCH("/channel-numbers/{id}", { params: { path: { id } }, body: { accessToken }, signal }), options?.signal),
+    /** Disconnects a number: its queued messages end `failed` with `number_disconnected`. Sent once, never retried. */
+    disconnect: async (id: string, options?: CallOptions): Promise<void> => {
+      await once((signal) => this.http.DELETE("/channel-numbers/{id}", { params: { path: { id } }, signal }), options?.signal);
+    },
     contactWindow: (id: string, phone: string, options?: CallOptions): Promise<ContactWindow> =>
       this.read((signal) => this.http.GET("/channel-numbers/{id}/contacts/{phone}", { params: { path: { id, phone } }, signal }), options),
   };

@@ -2,6 +2,8 @@ export {
   MessagingClient,
   type CallOptions,
   type ChannelNumber,
+  type ChannelNumberDetail,
+  type ConnectChannelNumberInput,
   type ClientOptions,
   type ContactWindow,
   type ListParams,

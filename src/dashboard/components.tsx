@@ -67,3 +67,15 @@ export function TableScroll({ label, children }: { label: string; children: Chil
     </div>
   );
 }
+
+/** An id with a copy button (shown with JavaScript): what a customer pastes into a request. */
+export function CopyableId({ id, label }: { id: string; label: string }) {
+  return (
+    <span class="copy-id">
+      <code>{id}</code>{" "}
+      <button type="button" class="small" data-copy-text={id} aria-label={`Copy ${label}`} hidden>
+        Copy
+      </button>
+    </span>
+  );
+}

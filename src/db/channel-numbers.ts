@@ -10,6 +10,20 @@ export interface ChannelNumberRow {
   status: "connected" | "disconnected";
   created_at: string;
   disconnected_at: string | null;
+  /** Live numbers: what the operator said when last asked (migration 0025). */
+  waba_id: string | null;
+  verified_name: string | null;
+  quality_rating: string | null;
+  messaging_limit_tier: string | null;
+  operator_checked_at: string | null;
+  last_operator_error: string | null;
+}
+
+/** The operator's answer about a live number, as stored on its row. */
+export interface StoredProfile {
+  verified_name: string | null;
+  quality_rating: string | null;
+  messaging_limit_tier: string | null;
 }
 
 export type InsertOutcome = "inserted" | "plan_limit" | "upstream_taken";
@@ -25,8 +39,9 @@ export async function insertChannelNumberWithinPlan(db: D1Database, row: Channel
     const result = await db
       .prepare(
         `INSERT INTO channel_numbers (id, workspace_id, display_phone_number, upstream_type, upstream_phone_number_id,
-                                      upstream_credentials, status, created_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'connected', ?7
+                                      upstream_credentials, status, created_at,
+                                      waba_id, verified_name, quality_rating, messaging_limit_tier, operator_checked_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'connected', ?7, ?8, ?9, ?10, ?11, ?12
           WHERE (SELECT COUNT(*) FROM channel_numbers WHERE workspace_id = ?2 AND status = 'connected')
               < (SELECT p.max_numbers FROM workspaces w JOIN plans p ON p.id = w.plan_id WHERE w.id = ?2)`,
       )
@@ -38,6 +53,11 @@ export async function insertChannelNumberWithinPlan(db: D1Database, row: Channel
         row.upstream_phone_number_id,
         row.upstream_credentials,
         row.created_at,
+        row.waba_id,
+        row.verified_name,
+        row.quality_rating,
+        row.messaging_limit_tier,
+        row.operator_checked_at,
       )
       .run();
     return result.meta.changes === 1 ? "inserted" : "plan_limit";
@@ -143,4 +163,61 @@ export async function replaceCredentials(db: D1Database, id: string, sealed: str
     )
     .bind(sealed, id)
     .first<ChannelNumberRow>();
+}
+
+/** A connected number of the workspace disconnected now; null when there is no such connected number. */
+export async function disconnectOwnNumber(db: D1Database, workspaceId: string, id: string, at: string): Promise<ChannelNumberRow | null> {
+  return db
+    .prepare(
+      `UPDATE channel_numbers SET status = 'disconnected', disconnected_at = ?
+        WHERE id = ? AND workspace_id = ? AND status = 'connected' RETURNING *`,
+    )
+    .bind(at, id, workspaceId)
+    .first<ChannelNumberRow>();
+}
+
+/** Replaces a connected live number's sealed token and what the operator said when it was verified. */
+export async function replaceCredentialsAndProfile(
+  db: D1Database,
+  id: string,
+  sealed: string,
+  profile: StoredProfile,
+  at: string,
+): Promise<ChannelNumberRow | null> {
+  return db
+    .prepare(
+      `UPDATE channel_numbers SET upstream_credentials = ?, verified_name = ?, quality_rating = ?, messaging_limit_tier = ?,
+              operator_checked_at = ?, last_operator_error = NULL
+        WHERE id = ? AND status = 'connected' AND upstream_type = 'cloud' RETURNING *`,
+    )
+    .bind(sealed, profile.verified_name, profile.quality_rating, profile.messaging_limit_tier, at, id)
+    .first<ChannelNumberRow>();
+}
+
+/** Records an hourly refresh: the operator's answer, or its refusal (the last known profile is kept). */
+export async function recordOperatorCheck(
+  db: D1Database,
+  id: string,
+  at: string,
+  result: { profile: StoredProfile } | { error: string },
+): Promise<ChannelNumberRow | null> {
+  const stmt =
+    "profile" in result
+      ? db
+          .prepare(
+            `UPDATE channel_numbers SET verified_name = ?, quality_rating = ?, messaging_limit_tier = ?, operator_checked_at = ?,
+                    last_operator_error = NULL WHERE id = ? RETURNING *`,
+          )
+          .bind(result.profile.verified_name, result.profile.quality_rating, result.profile.messaging_limit_tier, at, id)
+      : db.prepare("UPDATE channel_numbers SET operator_checked_at = ?, last_operator_error = ? WHERE id = ? RETURNING *").bind(at, result.error, id);
+  return stmt.first<ChannelNumberRow>();
+}
+
+/** Sends accepted today (UTC) from the number: the daily counts the workspace object ships (up to a minute behind). */
+export async function sendsOnDay(db: D1Database, workspaceId: string, numberId: string, day: string): Promise<number> {
+  const row = await db
+    .prepare("SELECT accepted FROM usage_daily WHERE workspace_id = ? AND day = ? AND channel_number_id = ?")
+    .bind(workspaceId, day, numberId)
+    .first<{ accepted: number }>();
+  return row?.accepted ?? 0;
 }

@@ -24,6 +24,8 @@ export const ABUSE_LIMITS = {
   webhookTriggers: { limit: 120, periodSeconds: 60 },
   /** New API keys (admin API or dashboard), per workspace: keys are never deleted, only revoked. */
   apiKeyCreate: { limit: 20, periodSeconds: 3600 },
+  /** Connecting, re-keying and disconnecting numbers (API or dashboard), per workspace: each may call the operator three times. */
+  numberChange: { limit: 30, periodSeconds: 3600 },
   /** Well-formed API keys that are unknown or revoked (each costs a D1 query), per client address. */
   authFailures: { limit: 30, periodSeconds: 60 },
 } as const satisfies Record<string, Limit>;
@@ -46,8 +48,8 @@ export const scopes = {
 
 /**
  * The per-key bucket of a public API request (`path` relative to /api/v1), or
- * null where the operation applies its own limits: sends, and webhook
- * configuration (limited per caller in src/domain/webhook-config.ts, for the
+ * null where the operation applies its own limits: sends, connecting a number
+ * (src/domain/number-connection.ts), and webhook configuration (limited per caller in src/domain/webhook-config.ts, for the
  * dashboard too). Webhook test events and replays spend a read token here,
  * before their webhook is looked up, so that unknown, foreign and disabled ids
  * are not free; once the webhook is known, its own limits apply as well.
@@ -56,6 +58,7 @@ export function perKeyBucket(method: string, path: string): BucketSpec | null {
   if (method === "POST") {
     if (path === "/messages") return null;
     if (path === "/webhooks") return null;
+    if (path === "/channel-numbers") return null;
     if (path === "/sandbox/inbound") return bucket("sandboxInbound");
   }
   // GET, test events and replays, and anything else (an unknown route answers 404 but still counts).

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { ChannelNumberRow } from "../db/channel-numbers";
+import { NumberHealth } from "./number-health";
 
 export const ChannelNumber = z
   .object({
@@ -35,6 +36,9 @@ export const NumberSending = z
 
 export const ChannelNumberDetail = ChannelNumber.extend({
   sending: NumberSending.openapi({ description: "Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`." }),
+  health: NumberHealth.openapi({
+    description: "Extension: the number's state, what the operator last said about it (asked at most hourly) and today's sends.",
+  }),
 }).openapi("ChannelNumberDetail");
 
 /** The number's sending state as the channel-number object reports it. */

@@ -3,7 +3,9 @@ import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/o
 import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS } from "../domain/send-request";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../db/channel-numbers";
-import { ChannelNumber, ChannelNumberDetail, toChannelNumberView, toNumberSending } from "../domain/channel-number-view";
+import { ChannelNumber, ChannelNumberDetail, toChannelNumberView } from "../domain/channel-number-view";
+import { numberDetail } from "../domain/number-detail";
+import type { NumberHealthView } from "../domain/number-health";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
 import { findByUuid } from "../domain/job-id";
@@ -13,7 +15,7 @@ const NumbersList = z
   .object({ data: z.array(ChannelNumber), nextCursor: z.string().nullable() })
   .openapi("NumbersList");
 
-const NUMBER_EXAMPLE: z.output<typeof ChannelNumber> = {
+export const NUMBER_EXAMPLE: z.output<typeof ChannelNumber> = {
   id: EXAMPLE.channelNumberId,
   displayPhoneNumber: "+15550001111",
   status: "connected",
@@ -21,7 +23,19 @@ const NUMBER_EXAMPLE: z.output<typeof ChannelNumber> = {
   createdAt: EXAMPLE.createdAt,
 };
 
-const NumberId = z.string().openapi({ format: "uuid", description: "A channel number id.", example: EXAMPLE.channelNumberId });
+export const HEALTH_EXAMPLE: NumberHealthView = {
+  state: "active",
+  pausedSince: null,
+  pausedReason: null,
+  lastOperatorError: null,
+  verifiedName: null,
+  qualityRating: null,
+  messagingLimitTier: null,
+  checkedAt: null,
+  sendsToday: 42,
+};
+
+export const NumberId = z.string().openapi({ format: "uuid", description: "A channel number id.", example: EXAMPLE.channelNumberId });
 
 const list = createRoute({
   method: "get",
@@ -49,6 +63,7 @@ const get = createRoute({
     200: jsonContent(ChannelNumberDetail, "The number, with whether its messages are leaving.", {
       ...NUMBER_EXAMPLE,
       sending: { state: "active", pausedSince: null, nextAttemptAt: null, reason: null },
+      health: HEALTH_EXAMPLE,
     }),
     ...errorResponses(401, 404, 429),
   },
@@ -95,7 +110,7 @@ const contact = createRoute({
  * A connected number of the workspace, or 404: a malformed, foreign or disconnected id is
  * indistinguishable from an unknown one.
  */
-async function ownNumber(db: D1Database, workspaceId: string, id: string): Promise<ChannelNumberRow> {
+export async function ownNumber(db: D1Database, workspaceId: string, id: string): Promise<ChannelNumberRow> {
   return foundOr404(await findByUuid(id, (given) => getConnectedNumber(db, workspaceId, given), { asGiven: true }), "Channel number");
 }
 
@@ -108,8 +123,7 @@ export const channelNumberRoutes = newRouter()
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");
     const row = await ownNumber(c.env.DB, c.get("principal").workspaceId, id);
-    const sending = toNumberSending(await channelNumberStub(c.env, row.id).sendingState());
-    return c.json({ ...toChannelNumberView(row), sending }, 200);
+    return c.json(await numberDetail(c.env, row, { refresh: true }), 200);
   })
   .openapi(contact, async (c) => {
     const { id, phone } = c.req.valid("param");

@@ -90,3 +90,75 @@ export async function recordedEvents(stub: DurableObjectStub<WorkspaceDurableObj
   return bodies.map((body) => JSON.parse(body) as WebhookEvent);
 }
 const RECORDED_EVENTS_WINDOW = 10_000;
+
+/** A business account at the operator, as the connect flow sees it: one number, one token, and how each call answers. */
+export interface FakeAccount {
+  phoneNumberId: string;
+  wabaId: string;
+  token: string;
+  profile: { display_phone_number: string; verified_name: string; quality_rating: string; messaging_limit_tier: string };
+  /** Answer of `POST /{waba-id}/subscribed_apps` (default: success). */
+  subscribe: () => Response;
+  /** Every call the fake answered ("METHOD path"), in order. */
+  calls: string[];
+  /** Removes the fake (also done by restoreAllMocks when installed with a spy). */
+  restore(): void;
+}
+
+const operatorPath = (url: string): string | null => {
+  const prefix = `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/`;
+  return url.startsWith(prefix) ? url.slice(prefix.length) : null;
+};
+
+/**
+ * Fakes the operator's account calls of the connect flow at the network edge:
+ * the number's record (`GET /{id}?fields=…`), the account's numbers
+ * (`GET /{waba}/phone_numbers`) and the webhook subscription
+ * (`POST /{waba}/subscribed_apps`), all answering only `token`. Any other
+ * request goes to the fetch installed before (a mockNetwork spy included).
+ */
+export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profile" | "subscribe">> = {}): FakeAccount {
+  const account: FakeAccount = {
+    phoneNumberId: String(100000000000 + Math.floor(Math.random() * 899999999999)),
+    wabaId: String(200000000000 + Math.floor(Math.random() * 799999999999)),
+    token: `EAAG${crypto.randomUUID().replaceAll("-", "")}`,
+    profile: { display_phone_number: "+1 555-777-0000", verified_name: "Acme Shop", quality_rating: "GREEN", messaging_limit_tier: "TIER_1K" },
+    subscribe: () => Response.json({ success: true }),
+    calls: [],
+    restore: () => undefined,
+    ...overrides,
+  };
+  const previous = globalThis.fetch;
+  const fake: typeof fetch = async (input, init) => {
+    const req = new Request(input, init);
+    const path = operatorPath(req.url);
+    const [route] = (path ?? "").split("?");
+    const mine = route === account.phoneNumberId || route === `${account.wabaId}/phone_numbers` || route === `${account.wabaId}/subscribed_apps`;
+    if (!path || !mine) {
+      // Another account's ids (a wrong WABA, say) are the operator's "unknown object" for this token.
+      if (path && /^\d+(\/(phone_numbers|subscribed_apps))?$/.test(route ?? "")) {
+        account.calls.push(`${req.method} ${route}`);
+        return operatorError(400, 100, "Unsupported request - object does not exist or cannot be loaded due to missing permissions");
+      }
+      return previous(input, init);
+    }
+    account.calls.push(`${req.method} ${route}`);
+    if (req.headers.get("authorization") !== `Bearer ${account.token}`) return operatorError(401, 190, "Error validating access token");
+    if (route === account.phoneNumberId) return Response.json({ id: account.phoneNumberId, ...account.profile });
+    if (route === `${account.wabaId}/phone_numbers`) return Response.json({ data: [{ id: account.phoneNumberId }] });
+    return account.subscribe();
+  };
+  globalThis.fetch = fake;
+  account.restore = () => {
+    if (globalThis.fetch === fake) globalThis.fetch = previous;
+  };
+  return account;
+}
+
+/** The connect body of a live number of `account` (for `POST /channel-numbers` and the dashboard form). */
+export const cloudUpstream = (a: Pick<FakeAccount, "phoneNumberId" | "wabaId" | "token">) => ({
+  type: "cloud" as const,
+  phoneNumberId: a.phoneNumberId,
+  wabaId: a.wabaId,
+  accessToken: a.token,
+});

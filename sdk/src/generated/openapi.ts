@@ -28,7 +28,11 @@ export interface paths {
         /** List the workspace's connected numbers */
         get: operations["listChannelNumbers"];
         put?: never;
-        post?: never;
+        /**
+         * Connect a number (extension)
+         * @description A sandbox number is connected at once. A live number is connected only after the operator confirmed, with the access token, the phone number id, that it belongs to the business account (`wabaId`), and subscribed this app to the account's webhooks; otherwise nothing is stored and the error names the field and the operator's reason. The plan's maximum of connected numbers applies. Limited to 30 number changes (connect, token replacement, disconnect) per hour per workspace.
+         */
+        post: operations["connectChannelNumber"];
         delete?: never;
         options?: never;
         head?: never;
@@ -46,10 +50,18 @@ export interface paths {
         get: operations["getChannelNumber"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Disconnect a number (extension)
+         * @description New sends naming the number are refused at once (`channelNumberId` unknown). Messages still queued on it end `failed` with `number_disconnected`, each with its `message.status` webhook event. The number then reads as unknown (404).
+         */
+        delete: operations["disconnectChannelNumber"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Replace a live number's access token (extension)
+         * @description The operator must confirm the new token controls the number (and its business account) before it replaces the old one. A number paused by a refused token sends again at once.
+         */
+        patch: operations["replaceChannelNumberToken"];
         trace?: never;
     };
     "/channel-numbers/{id}/contacts/{phone}": {
@@ -460,6 +472,7 @@ export interface components {
         };
         ChannelNumberDetail: components["schemas"]["ChannelNumber"] & {
             sending: components["schemas"]["NumberSending"];
+            health: components["schemas"]["NumberHealth"];
         };
         /** @description Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`. */
         NumberSending: {
@@ -482,6 +495,33 @@ export interface components {
                 upstreamCode: string | null;
             } | null;
         };
+        /** @description Extension: the number's state, what the operator last said about it (asked at most hourly) and today's sends. */
+        NumberHealth: {
+            /**
+             * @description `active`: messages are leaving. `paused`: the operator refused the number's account or credentials; sends wait in order (see `sending`). `disconnected`: shown in the dashboard only (the API answers 404 for a disconnected number).
+             * @enum {string}
+             */
+            state: "active" | "paused" | "disconnected";
+            /** Format: date-time */
+            pausedSince: string | null;
+            /** @description Why it is paused, with the operator's code. */
+            pausedReason: string | null;
+            /** @description The operator's refusal of the last hourly check (e.g. an expired token); null once a check succeeds. */
+            lastOperatorError: string | null;
+            /** @description Live numbers: the business name the operator verified. */
+            verifiedName: string | null;
+            /** @description Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …). */
+            qualityRating: string | null;
+            /** @description Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`). */
+            messagingLimitTier: string | null;
+            /**
+             * Format: date-time
+             * @description When the operator was last asked (at most hourly, when the number is read); null for sandbox numbers.
+             */
+            checkedAt: string | null;
+            /** @description Sends accepted from this number today (UTC); the counts reach it up to a minute behind. */
+            sendsToday: number;
+        };
         ContactWindow: {
             phone: string;
             /**
@@ -496,6 +536,25 @@ export interface components {
             windowExpiresAt: string | null;
             /** @description Whether a free-form text sent now is inside the window. */
             windowOpen: boolean;
+        };
+        ConnectChannelNumberRequest: {
+            /** @description Sandbox numbers only (required there); a live number's comes from the operator. */
+            displayPhoneNumber?: string;
+            upstream: {
+                /** @enum {string} */
+                type: "sandbox";
+            } | {
+                /** @enum {string} */
+                type: "cloud";
+                phoneNumberId: string;
+                wabaId: string;
+                /** @description The operator's access token; stored encrypted, never returned. */
+                accessToken: string;
+            };
+        };
+        ReplaceChannelNumberTokenRequest: {
+            /** @description The operator's access token; stored encrypted, never returned. */
+            accessToken: string;
         };
         Usage: {
             period: {
@@ -1033,6 +1092,175 @@ export interface operations {
             };
         };
     };
+    connectChannelNumber: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "upstream": {
+                 *         "type": "cloud",
+                 *         "phoneNumberId": "106540352242922",
+                 *         "wabaId": "102290129340398",
+                 *         "accessToken": "EAAGexampleAccessToken0123456789"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConnectChannelNumberRequest"];
+            };
+        };
+        responses: {
+            /** @description Connected: the number, with what the operator said about it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
+                     *       "displayPhoneNumber": "+15557770000",
+                     *       "status": "connected",
+                     *       "upstream": "cloud",
+                     *       "createdAt": "2026-11-22T18:35:47.287Z",
+                     *       "sending": {
+                     *         "state": "active",
+                     *         "pausedSince": null,
+                     *         "nextAttemptAt": null,
+                     *         "reason": null
+                     *       },
+                     *       "health": {
+                     *         "state": "active",
+                     *         "pausedSince": null,
+                     *         "pausedReason": null,
+                     *         "lastOperatorError": null,
+                     *         "verifiedName": "Acme Shop",
+                     *         "qualityRating": "GREEN",
+                     *         "messagingLimitTier": "TIER_1K",
+                     *         "checkedAt": "2026-11-22T18:35:47.287Z",
+                     *         "sendsToday": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChannelNumberDetail"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`); `details` names each bad field. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_request",
+                     *         "message": "The request is invalid. See details for each field.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9",
+                     *         "details": [
+                     *           {
+                     *             "path": "to",
+                     *             "rule": "no_plus",
+                     *             "message": "Drop the leading '+': send E.164 digits only, for example 5511999998888."
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden (`forbidden`). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "channelNumberId is not a connected number of this workspace.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error (`internal_error`); safe to retry. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "Something went wrong on our side. Quote the requestId to support.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getChannelNumber: {
         parameters: {
             query?: never;
@@ -1064,6 +1292,17 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "nextAttemptAt": null,
                      *         "reason": null
+                     *       },
+                     *       "health": {
+                     *         "state": "active",
+                     *         "pausedSince": null,
+                     *         "pausedReason": null,
+                     *         "lastOperatorError": null,
+                     *         "verifiedName": null,
+                     *         "qualityRating": null,
+                     *         "messagingLimitTier": null,
+                     *         "checkedAt": null,
+                     *         "sendsToday": 42
                      *       }
                      *     }
                      */
@@ -1126,6 +1365,258 @@ export interface operations {
                      *       "error": {
                      *         "code": "rate_limit_exceeded",
                      *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    disconnectChannelNumber: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A channel number id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Disconnected. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replaceChannelNumberToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A channel number id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "accessToken": "EAAGexampleAccessToken0123456789"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReplaceChannelNumberTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The number with its new token in use. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
+                     *       "displayPhoneNumber": "+15557770000",
+                     *       "status": "connected",
+                     *       "upstream": "cloud",
+                     *       "createdAt": "2026-11-22T18:35:47.287Z",
+                     *       "sending": {
+                     *         "state": "active",
+                     *         "pausedSince": null,
+                     *         "nextAttemptAt": null,
+                     *         "reason": null
+                     *       },
+                     *       "health": {
+                     *         "state": "active",
+                     *         "pausedSince": null,
+                     *         "pausedReason": null,
+                     *         "lastOperatorError": null,
+                     *         "verifiedName": "Acme Shop",
+                     *         "qualityRating": "GREEN",
+                     *         "messagingLimitTier": "TIER_1K",
+                     *         "checkedAt": "2026-11-22T18:35:47.287Z",
+                     *         "sendsToday": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChannelNumberDetail"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`); `details` names each bad field. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_request",
+                     *         "message": "The request is invalid. See details for each field.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9",
+                     *         "details": [
+                     *           {
+                     *             "path": "to",
+                     *             "rule": "no_plus",
+                     *             "message": "Drop the leading '+': send E.164 digits only, for example 5511999998888."
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error (`internal_error`); safe to retry. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "Something went wrong on our side. Quote the requestId to support.",
                      *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
                      *       }
                      *     }

@@ -131,6 +131,12 @@ export const adminChannelNumberRoutes = newRouter()
       status: "connected",
       created_at: isoNow(),
       disconnected_at: null,
+      waba_id: null,
+      verified_name: null,
+      quality_rating: null,
+      messaging_limit_tier: null,
+      operator_checked_at: null,
+      last_operator_error: null,
     };
     const outcome = await insertChannelNumberWithinPlan(c.env.DB, row);
     if (outcome === "plan_limit") throw planLimit();

@@ -1,0 +1,76 @@
+import { z } from "@hono/zod-openapi";
+import { recordOperatorCheck, sendsOnDay, type ChannelNumberRow } from "../db/channel-numbers";
+import { channelNumberStub } from "../durable-objects/stubs";
+import { isoNow, now } from "../lib/clock";
+import { openUpstreamCredentials } from "../lib/sealed-secrets";
+import { fetchNumberProfile } from "../upstream/operator-account";
+
+/** The operator is asked about a live number at most this often (its quality rating and tier change over days). */
+export const OPERATOR_REFRESH_MS = 60 * 60 * 1000;
+
+export const NumberHealth = z
+  .object({
+    state: z.enum(["active", "paused", "disconnected"]).openapi({
+      description:
+        "`active`: messages are leaving. `paused`: the operator refused the number's account or credentials; sends wait in order " +
+        "(see `sending`). `disconnected`: shown in the dashboard only (the API answers 404 for a disconnected number).",
+    }),
+    pausedSince: z.string().datetime().nullable(),
+    pausedReason: z.string().nullable().openapi({ description: "Why it is paused, with the operator's code." }),
+    lastOperatorError: z
+      .string()
+      .nullable()
+      .openapi({ description: "The operator's refusal of the last hourly check (e.g. an expired token); null once a check succeeds." }),
+    verifiedName: z.string().nullable().openapi({ description: "Live numbers: the business name the operator verified." }),
+    qualityRating: z.string().nullable().openapi({ description: "Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …)." }),
+    messagingLimitTier: z.string().nullable().openapi({ description: "Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`)." }),
+    checkedAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({ description: "When the operator was last asked (at most hourly, when the number is read); null for sandbox numbers." }),
+    sendsToday: z.number().int().openapi({ description: "Sends accepted from this number today (UTC); the counts reach it up to a minute behind." }),
+  })
+  .openapi("NumberHealth");
+
+export type NumberHealthView = z.infer<typeof NumberHealth>;
+
+const isStale = (row: ChannelNumberRow): boolean =>
+  row.upstream_type === "cloud" && (row.operator_checked_at === null || now() - Date.parse(row.operator_checked_at) >= OPERATOR_REFRESH_MS);
+
+/**
+ * Asks the operator about a live number again when the last answer is an hour
+ * old; the row as it is afterwards. A refusal is recorded as the number's last
+ * operator error and never hides the last known rating and tier.
+ */
+export async function refreshIfStale(env: Env, row: ChannelNumberRow): Promise<ChannelNumberRow> {
+  if (!isStale(row) || !row.upstream_phone_number_id) return row;
+  const { accessToken } = await openUpstreamCredentials(env, row);
+  const answer = await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
+  const result = answer.ok
+    ? { profile: { verified_name: answer.value.verifiedName, quality_rating: answer.value.qualityRating, messaging_limit_tier: answer.value.messagingLimitTier } }
+    : { error: answer.reason.slice(0, 300) };
+  return (await recordOperatorCheck(env.DB, row.id, isoNow(), result)) ?? row;
+}
+
+/** The health of a number, from its row (refreshed first when `refresh`), its object's sending state and today's counts (D1's usage_daily, shipped at most once a minute). */
+export async function numberHealth(env: Env, row: ChannelNumberRow, opts: { refresh: boolean }): Promise<NumberHealthView> {
+  const current = opts.refresh && row.status === "connected" ? await refreshIfStale(env, row) : row;
+  const today = isoNow().slice(0, 10);
+  const [sending, sendsToday] = await Promise.all([
+    current.status === "connected" ? channelNumberStub(env, current.id).sendingState() : null,
+    sendsOnDay(env.DB, current.workspace_id, current.id, today),
+  ]);
+  const paused = sending?.paused ?? null;
+  return {
+    state: current.status === "disconnected" ? "disconnected" : paused ? "paused" : "active",
+    pausedSince: paused?.since ?? null,
+    pausedReason: paused ? `${paused.message}${paused.upstreamCode ? ` (operator code ${paused.upstreamCode})` : ""}` : null,
+    lastOperatorError: current.last_operator_error,
+    verifiedName: current.verified_name,
+    qualityRating: current.quality_rating,
+    messagingLimitTier: current.messaging_limit_tier,
+    checkedAt: current.operator_checked_at,
+    sendsToday,
+  };
+}

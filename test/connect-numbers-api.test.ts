@@ -1,0 +1,208 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { api, expectError, json } from "./helpers/http";
+import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
+import { send, textMessage } from "./helpers/send";
+import { accepted, cloudUpstream, fakeOperatorAccount, mockOperator, operatorError, type FakeAccount } from "./helpers/operator";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
+
+let fakes: FakeAccount[] = [];
+const account = (overrides?: Parameters<typeof fakeOperatorAccount>[0]) => {
+  const a = fakeOperatorAccount(overrides);
+  fakes.push(a);
+  return a;
+};
+afterEach(() => {
+  for (const f of fakes.reverse()) f.restore();
+  fakes = [];
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
+
+const connect = (key: string, body: unknown) => api("/channel-numbers", key, { method: "POST", json: body });
+const rowsOf = async (workspaceId: string) =>
+  (await env.DB.prepare("SELECT * FROM channel_numbers WHERE workspace_id = ?").bind(workspaceId).all<Record<string, unknown>>()).results;
+
+interface Detail {
+  id: string;
+  displayPhoneNumber: string;
+  upstream: string;
+  health: { state: string; verifiedName: string | null; qualityRating: string | null; messagingLimitTier: string | null; sendsToday: number; lastOperatorError: string | null; checkedAt: string | null };
+}
+
+async function keyOnly(plan = "pro") {
+  const workspaceId = await createWorkspace({ plan });
+  const { key, id } = await createKey(workspaceId);
+  return { workspaceId, key, keyId: id };
+}
+
+describe("POST /channel-numbers", () => {
+  it("connects a sandbox number at once", async () => {
+    const t = await keyOnly();
+    const res = await connect(t.key, { displayPhoneNumber: "+15550009999", upstream: { type: "sandbox" } });
+    expect(res.status).toBe(201);
+    const body = await json<Detail>(res);
+    expect(body).toMatchObject({ displayPhoneNumber: "+15550009999", upstream: "sandbox", status: "connected", health: { state: "active", sendsToday: 0 } });
+    // Usable at once for sending.
+    expect((await send(t.key, crypto.randomUUID(), textMessage(body.id))).status).toBe(201);
+  });
+
+  it("connects a live number after the operator verified it and subscribed the app; the token is sealed and never returned", async () => {
+    const t = await keyOnly();
+    const a = account();
+    const res = await connect(t.key, { upstream: cloudUpstream(a) });
+    expect(res.status).toBe(201);
+    const text = await res.text();
+    expect(text).not.toContain(a.token);
+    const body = JSON.parse(text) as Detail;
+    expect(body).toMatchObject({
+      displayPhoneNumber: "+15557770000",
+      upstream: "cloud",
+      health: { state: "active", verifiedName: "Acme Shop", qualityRating: "GREEN", messagingLimitTier: "TIER_1K", lastOperatorError: null },
+    });
+    expect(a.calls).toEqual([`GET ${a.phoneNumberId}`, `GET ${a.wabaId}/phone_numbers`, `POST ${a.wabaId}/subscribed_apps`]);
+    const [row] = await rowsOf(t.workspaceId);
+    expect(row).toMatchObject({ upstream_phone_number_id: a.phoneNumberId, waba_id: a.wabaId, quality_rating: "GREEN" });
+    expect(String(row!.upstream_credentials)).not.toContain(a.token);
+    // The read shows the same, without asking the operator again within the hour.
+    const read = await json<Detail>(await api(`/channel-numbers/${body.id}`, t.key));
+    expect(read.health).toMatchObject({ verifiedName: "Acme Shop", messagingLimitTier: "TIER_1K" });
+    expect(a.calls).toHaveLength(3);
+  });
+
+  const refusals: [string, (a: FakeAccount) => unknown, string][] = [
+    ["a bad token", (a) => ({ upstream: { ...cloudUpstream(a), accessToken: "EAAG-not-the-token-000000" } }), "upstream.accessToken"],
+    ["a wrong business account", (a) => ({ upstream: { ...cloudUpstream(a), wabaId: "999000111222" } }), "upstream.wabaId"],
+    ["a phone number id the token does not know", (a) => ({ upstream: { ...cloudUpstream(a), phoneNumberId: "123456789" } }), "upstream.phoneNumberId"],
+  ];
+  it.each(refusals)("refuses %s, naming the field and the operator's reason; nothing is stored", async (_, body, field) => {
+    const t = await keyOnly();
+    const a = account();
+    const err = await expectError(await connect(t.key, body(a)), 400, "invalid_request");
+    expect(err.error.details?.[0]).toMatchObject({ path: field, rule: "upstream_verification" });
+    expect(err.error.details?.[0]?.message).toMatch(/HTTP 40[01], code (190|100)|not a number of business account|did not confirm/);
+    expect(await rowsOf(t.workspaceId)).toEqual([]);
+  });
+
+  it("refuses when the webhook subscription fails; nothing is stored", async () => {
+    const t = await keyOnly();
+    const a = account({ subscribe: () => operatorError(403, 200, "Permissions error") });
+    const err = await expectError(await connect(t.key, { upstream: cloudUpstream(a) }), 400, "invalid_request");
+    expect(err.error.details?.[0]).toMatchObject({ path: "upstream.wabaId" });
+    expect(err.error.details?.[0]?.message).toContain("HTTP 403, code 200: Permissions error");
+    expect(await rowsOf(t.workspaceId)).toEqual([]);
+  });
+
+  it("holds to the plan's number limit (free: one number)", async () => {
+    const t = await keyOnly("free");
+    expect((await connect(t.key, { displayPhoneNumber: "15550001", upstream: { type: "sandbox" } })).status).toBe(201);
+    await expectError(await connect(t.key, { displayPhoneNumber: "15550002", upstream: { type: "sandbox" } }), 403, "forbidden");
+    const a = account();
+    await expectError(await connect(t.key, { upstream: cloudUpstream(a) }), 403, "forbidden");
+    // Refused before the operator is asked.
+    expect(a.calls).toEqual([]);
+    expect(await rowsOf(t.workspaceId)).toHaveLength(1);
+  });
+
+  it("bad input gets the uniform error and changes nothing", async () => {
+    const t = await keyOnly();
+    await expectError(await connect(t.key, { upstream: { type: "sandbox" } }), 400, "invalid_request");
+    await expectError(await connect(t.key, { upstream: { type: "cloud", phoneNumberId: "12", accessToken: "short" } }), 400, "invalid_request");
+    await expectError(await connect(t.key, { displayPhoneNumber: "+1555", upstream: { ...cloudUpstream(account()) } }), 400, "invalid_request");
+    expect(await rowsOf(t.workspaceId)).toEqual([]);
+  });
+});
+
+describe("PATCH and DELETE /channel-numbers/{id}", () => {
+  it("replaces a live number's token after the operator confirmed it; a refused token changes nothing", async () => {
+    const t = await keyOnly();
+    const a = account();
+    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const before = (await rowsOf(t.workspaceId))[0]!.upstream_credentials;
+    const err = await expectError(await api(`/channel-numbers/${id}`, t.key, { method: "PATCH", json: { accessToken: "EAAG-a-wrong-token-00000" } }), 400, "invalid_request");
+    expect(err.error.details?.[0]?.path).toBe("upstream.accessToken");
+    expect((await rowsOf(t.workspaceId))[0]!.upstream_credentials).toBe(before);
+    const newToken = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
+    a.token = newToken;
+    const res = await api(`/channel-numbers/${id}`, t.key, { method: "PATCH", json: { accessToken: newToken } });
+    expect(res.status).toBe(200);
+    expect(await res.text()).not.toContain(newToken);
+    expect((await rowsOf(t.workspaceId))[0]!.upstream_credentials).not.toBe(before);
+  });
+
+  it("a sandbox number has no token to replace", async () => {
+    const t = await createTenant();
+    const err = await expectError(await api(`/channel-numbers/${t.numberId}`, t.key, { method: "PATCH", json: { accessToken: "EAAG-any-token-000000000" } }), 400, "invalid_request");
+    expect(err.error.details?.[0]?.path).toBe("path.id");
+  });
+
+  it("another workspace's number is 404 for reads, token replacement and disconnect, and stays connected", async () => {
+    const mine = await createTenant();
+    const other = await createTenant();
+    expect((await api(`/channel-numbers/${other.numberId}`, mine.key)).status).toBe(404);
+    await expectError(await api(`/channel-numbers/${other.numberId}`, mine.key, { method: "PATCH", json: { accessToken: "EAAG-any-token-000000000" } }), 404, "not_found");
+    await expectError(await api(`/channel-numbers/${other.numberId}`, mine.key, { method: "DELETE" }), 404, "not_found");
+    expect((await api(`/channel-numbers/${other.numberId}`, other.key)).status).toBe(200);
+  });
+
+  it("disconnect: a pending message ends failed with number_disconnected, new sends are refused, the number reads 404", async () => {
+    // A clock far ahead: the number's alarm runs only when the test runs it, so the message is still queued at the disconnect.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(Date.UTC(2041, 0, 1));
+    const t = await keyOnly();
+    const a = account();
+    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    a.restore();
+    const calls = mockOperator(() => accepted("wamid.never"));
+    const sent = await send(t.key, crypto.randomUUID(), textMessage(id));
+    expect(sent.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(sent);
+    expect((await api(`/channel-numbers/${id}`, t.key, { method: "DELETE" })).status).toBe(204);
+    await runDurableObjectAlarm(channelNumberStub(env, id));
+    expect(calls).toHaveLength(0);
+    expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({ status: "failed", error: { code: "number_disconnected" } });
+    expect((await api(`/channel-numbers/${id}`, t.key)).status).toBe(404);
+    expect((await send(t.key, crypto.randomUUID(), textMessage(id))).status).toBeGreaterThanOrEqual(400);
+    expect((await api(`/channel-numbers/${id}`, t.key, { method: "DELETE" })).status).toBe(404);
+  });
+});
+
+describe("number health", () => {
+  it("asks the operator again after an hour and shows its refusal as the last operator error, keeping the last rating", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = Date.UTC(2042, 0, 1);
+    vi.setSystemTime(start);
+    const t = await keyOnly();
+    const a = account();
+    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    a.profile = { ...a.profile, quality_rating: "YELLOW", messaging_limit_tier: "TIER_10K" };
+    vi.setSystemTime(start + OPERATOR_REFRESH_MS - 1000);
+    expect((await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health.qualityRating).toBe("GREEN");
+    vi.setSystemTime(start + OPERATOR_REFRESH_MS);
+    const fresh = await json<Detail>(await api(`/channel-numbers/${id}`, t.key));
+    expect(fresh.health).toMatchObject({ qualityRating: "YELLOW", messagingLimitTier: "TIER_10K", lastOperatorError: null });
+    a.token = "EAAG-rotated-elsewhere-0000";
+    vi.setSystemTime(start + 2 * OPERATOR_REFRESH_MS);
+    const refused = await json<Detail>(await api(`/channel-numbers/${id}`, t.key));
+    expect(refused.health.qualityRating).toBe("YELLOW");
+    expect(refused.health.lastOperatorError).toContain("HTTP 401, code 190");
+    expect(a.calls.filter((c) => c === `GET ${a.phoneNumberId}`)).toHaveLength(3);
+  });
+
+  it("counts today's sends", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = Date.UTC(2043, 0, 1, 12);
+    vi.setSystemTime(start);
+    const t = await createTenant();
+    expect((await send(t.key, crypto.randomUUID(), textMessage(t.numberId))).status).toBe(201);
+    // Counts reach D1 at most once a minute per workspace: the test ships them a minute later.
+    vi.setSystemTime(start + 61_000);
+    await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    await vi.waitFor(
+      async () => expect((await json<Detail>(await api(`/channel-numbers/${t.numberId}`, t.key))).health.sendsToday).toBe(1),
+      { timeout: 10_000, interval: 200 },
+    );
+  });
+});
