@@ -262,9 +262,9 @@ if (run.objectStart) {
   const u = run.objectStart;
   p("## Waking an object");
   p();
-  p("Not per message: what a new object's first start costs (its constructor creates the schema and reads `meta`). An");
-  p("existing object re-runs the same `CREATE … IF NOT EXISTS` statements whenever it starts again (after an eviction);");
-  p("that restart is not measured here.");
+  p("Not per message: what a new object's first start costs (its constructor runs the schema steps and reads `meta`). An");
+  p("existing object that starts again (after an eviction) reads its schema version (one row) and runs no schema statement;");
+  p("a history shard creates nothing until a day is moved to it.");
   p();
   p("| object | rows read | rows written |");
   p("| --- | ---: | ---: |");
