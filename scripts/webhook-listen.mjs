@@ -197,4 +197,14 @@ server.listen(PORT, HOST, async () => {
   banner(baseUrl, demo, webhook);
 });
 
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => server.close(() => process.exit(0)));
+// server.close() alone waits for idle keep-alive connections (the Worker's fetch keeps one open),
+// so a SIGTERM left the process, and its port, alive: drop them and exit once the port is released.
+/** @param {NodeJS.Signals} signal */
+function stop(signal) {
+  console.log(`[listen] ${signal}: stopping`);
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+  // A request still being read cannot hold the port open for long.
+  setTimeout(() => process.exit(0), 1000).unref();
+}
+for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM", "SIGHUP"])) process.on(signal, stop);
