@@ -111,8 +111,9 @@ function printDelivery(headers, body) {
     return;
   }
   const mark = secret ? "✓ signed" : "? unverified (no secret)";
-  console.log(`${time}  ${mark}  ${event.type}  ${id}`);
-  console.log(JSON.stringify(event.data, null, 2).replace(/^/gm, "    "));
+  console.log(`${time}  ${mark}  ${event?.type ?? "(no type)"}  ${id}`);
+  // A body that is JSON but not an event (no "data") is printed whole rather than crashing the receiver.
+  console.log((JSON.stringify(event?.data ?? event, null, 2) ?? "").replace(/^/gm, "    "));
 }
 
 /**
