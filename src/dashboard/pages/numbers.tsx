@@ -21,7 +21,7 @@ export const numberPages = new Hono<DashboardEnv>()
     return c.render(
       <>
         <h1>Numbers</h1>
-        <p>Connected channel numbers of the workspace. Use a number's id as `channelNumberId` when sending.</p>
+        <p>Connected channel numbers of the workspace. Use a number's id as <code>channelNumberId</code> when sending.</p>
         {page.data.length === 0 ? (
           <p>No number is connected yet. Numbers are connected by our team; ask support.</p>
         ) : (

@@ -37,7 +37,9 @@ function WebhookHealth({ webhooks, role }: { webhooks: WebhookRow[]; role: Membe
       </p>
     );
   }
-  if (unhealthy.length === 0) return <p class="ok">All {webhooks.length} webhook endpoint(s) are delivering.</p>;
+  if (unhealthy.length === 0) return (
+      <p class="ok">{webhooks.length === 1 ? "The webhook endpoint is delivering." : `All ${webhooks.length} webhook endpoints are delivering.`}</p>
+    );
   return (
     <ul class="problems">
       {unhealthy.map((w) => (
