@@ -69,3 +69,29 @@ describe("a missing or malformed Idempotency-Key", () => {
     expect(bad.error.details?.[0]).toMatchObject({ path: "header.idempotency-key", rule: "format", message: expect.stringMatching(/printable ASCII.*UUID/) });
   });
 });
+
+describe("a number of another workspace", () => {
+  /** The answer without its request id, which differs on every request. */
+  async function answer(res: Response): Promise<{ status: number; error: Record<string, unknown> }> {
+    const { error } = await json<{ error: Record<string, unknown> }>(res);
+    const { requestId: _ignored, ...rest } = error;
+    return { status: res.status, error: rest };
+  }
+
+  it("answers exactly like an unknown number on every endpoint: 403 to send from it, 404 to read or configure it", async () => {
+    const [me, other] = await Promise.all([createTenant(), createTenant()]);
+    const unknown = crypto.randomUUID();
+    const cases: [string, (id: string) => Promise<Response>, number][] = [
+      ["send", (id) => send(me.key, crypto.randomUUID(), textMessage(id)), 403],
+      ["webhook", (id) => api("/webhooks", me.key, { method: "POST", json: { channelNumberId: id, url: "https://hooks.example.com/in" } }), 404],
+      ["number", (id) => api(`/channel-numbers/${id}`, me.key), 404],
+      ["inbound", (id) => api("/sandbox/inbound", me.key, { method: "POST", json: { channelNumberId: id, from: "5511977776666", text: { body: "Hi" } } }), 404],
+    ];
+    for (const [what, request, status] of cases) {
+      const foreign = await answer(await request(other.numberId));
+      expect(foreign.status, what).toBe(status);
+      expect(foreign, what).toEqual(await answer(await request(unknown)));
+    }
+    expect(await usedMessages(me.key)).toBe(0);
+  });
+});
