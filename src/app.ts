@@ -7,6 +7,7 @@ import { ApiError, errorBody, type ErrorCode } from "./lib/errors";
 import { log } from "./lib/log";
 import { newRouter, registerSharedComponents } from "./lib/openapi";
 import { allowedMethods } from "./lib/allowed-methods";
+import { closestRoute } from "./lib/closest-route";
 import { requestId } from "./middleware/request-id";
 import { serverTiming } from "./middleware/server-timing";
 import { securityHeaders } from "./middleware/security-headers";
@@ -119,7 +120,10 @@ app.notFound((c) => {
     c.header("Allow", allow.join(", "));
     return c.json(errorBody("method_not_allowed", `${c.req.method} is not allowed here. Allowed: ${allow.join(", ")}.`, c.get("requestId")), 405);
   }
-  return c.json(errorBody("not_found", "No such route.", c.get("requestId")), 404);
+  // A typo gets the route it most likely meant, so the fix is in the answer itself.
+  const near = closestRoute(app.routes, c.req.path);
+  const hint = near ? ` Did you mean ${near.methods.join(", ")} ${near.path}?` : " The routes are listed at /docs.";
+  return c.json(errorBody("not_found", `No such route: ${c.req.method} ${c.req.path.slice(0, 200)}.${hint}`, c.get("requestId")), 404);
 });
 
 app.onError((err, c) => {
