@@ -21,6 +21,7 @@ import { webhookRoutes } from "./routes/webhooks";
 import { messageRoutes } from "./routes/messages";
 import { messageArchiveRoutes } from "./routes/message-archives";
 import { sandboxRoutes } from "./routes/sandbox";
+import { sandboxTestContactRoutes } from "./routes/sandbox-test-contacts";
 import { docsRoutes } from "./routes/docs";
 import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
@@ -67,7 +68,6 @@ publicApi.doc31("/openapi.json", {
     { name: "Webhooks", description: "Where we POST your events; delivery log, replay and test events." },
     { name: "Account", description: "The API key's workspace and the plan usage of the month." },
     { name: "Sandbox", description: "Sandbox-only helpers to exercise an integration end to end." },
-    { name: "Webhook events", description: "The signed events we POST to your webhook (Standard Webhooks)." },
   ],
 });
 publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : apiKeyAuth(c, next)));
@@ -79,7 +79,8 @@ publicApi
   .route("/", webhookRoutes)
   .route("/", messageRoutes)
   .route("/", messageArchiveRoutes)
-  .route("/", sandboxRoutes);
+  .route("/", sandboxRoutes)
+  .route("/", sandboxTestContactRoutes);
 
 /** The operator's admin API (`/admin/v1`), behind ADMIN_TOKEN; not part of the public document. */
 const adminApi = newRouter();

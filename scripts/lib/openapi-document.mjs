@@ -3,6 +3,8 @@
 // esbuild and asked for the document. Used by `npm run openapi:lint` and by the SDK's
 // type generator. Only route definitions run; no binding is touched.
 import { build } from "esbuild";
+import { readFileSync } from "node:fs";
+import { parseVars } from "./dev-vars.mjs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -42,10 +44,22 @@ export async function openApiDocument() {
   const log = console.log;
   console.log = () => {};
   try {
-    const res = await app.request("/api/v1/openapi.json", {}, {});
+    // Every request checks the configuration first (src/app.ts): wrangler.toml's [vars] are what
+    // the deployed Worker has; without them the document is a 500.
+    const res = await app.request("/api/v1/openapi.json", {}, tomlVars());
     if (res.status !== 200) throw new Error(`GET /api/v1/openapi.json answered ${res.status}: ${await res.text()}`);
     return await res.json();
   } finally {
     console.log = log;
   }
+}
+
+/** wrangler.toml's top-level [vars] table (`NAME = "value"` lines), as the Worker's env. */
+function tomlVars() {
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const start = toml.indexOf("\n[vars]\n");
+  if (start < 0) return {};
+  const rest = toml.slice(start + "\n[vars]\n".length);
+  const end = rest.search(/^\[/m);
+  return Object.fromEntries(parseVars((end < 0 ? rest : rest.slice(0, end)).replace(/^(\s*[A-Za-z_][A-Za-z0-9_]*)\s*=\s*/gm, "$1=")));
 }

@@ -1,4 +1,7 @@
-import { admin, json } from "./http";
+import { admin, api, json } from "./http";
+
+/** The recipient most tests send to: a test contact of every tenant's sandbox number (see createTenant). */
+export const TEST_CONTACT = "5511999998888";
 
 export interface Tenant {
   workspaceId: string;
@@ -31,10 +34,16 @@ export async function connectSandboxNumber(workspaceId: string, display = "15550
   return (await json<{ id: string }>(res)).id;
 }
 
-/** A fresh workspace with one API key and one sandbox number. */
+/**
+ * A fresh workspace with one API key and one sandbox number, whose usual recipient (TEST_CONTACT)
+ * is a test contact, as `npm run dev` makes the demo's: sends to it are not held to the 24-hour
+ * window. Any other recipient is, as on a live number.
+ */
 export async function createTenant(opts: { plan?: string; monthlyMessageQuota?: number } = {}): Promise<Tenant> {
   const workspaceId = await createWorkspace(opts);
   // Independent of each other: made at once (most tests make a tenant of their own).
   const [{ key, id: keyId }, numberId] = await Promise.all([createKey(workspaceId), connectSandboxNumber(workspaceId)]);
+  const marked = await api("/sandbox/test-contacts", key, { method: "POST", json: { channelNumberId: numberId, phone: TEST_CONTACT } });
+  if (marked.status !== 201) throw new Error(`test contact: ${marked.status} ${await marked.text()}`);
   return { workspaceId, key, keyId, numberId };
 }
