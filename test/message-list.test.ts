@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
-import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
+import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2, type Tenant } from "./helpers/fixtures";
 import { messageSeeder } from "./helpers/seed-messages";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 
@@ -56,10 +56,7 @@ async function world() {
   const t = await createTenant();
   const b = await connectSandboxNumber(t.workspaceId, "15550009999");
   // The sandbox holds sends to the 24-hour window: the recipient is a test contact of both numbers.
-  for (const numberId of [t.numberId, b]) {
-    const marked = await api("/sandbox/test-contacts", t.key, { method: "POST", json: { channelNumberId: numberId, phone: "5511000000001" } });
-    expect(marked.status).toBe(201);
-  }
+  await markTestContacts(b, TEST_CONTACT_2);
   const m1 = await sendAt(t, t.numberId, "5511000000001", "one");
   const m2 = await sendAt(t, t.numberId, SANDBOX_MAGIC_NUMBERS.windowClosed, "two");
   await drain(t.numberId);
