@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTenant } from "./helpers/fixtures";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
 import { signedInMember } from "./helpers/dashboard";
+import { send, textMessage } from "./helpers/send";
 
 let net: Network;
 beforeEach(() => {
@@ -51,5 +52,19 @@ describe("dashboard wording a newcomer reads in the first hour", () => {
     const page = await (await owner.browser.get(`/dashboard/webhooks/${t.numberId}`)).text();
     expect(page).toMatch(/Public HTTPS only\s*; the address is checked/);
     expect(page).not.toContain("127.0.0.1");
+  });
+
+  it("the overview of a workspace that has sent nothing shows how to send the first message, with its number; gone after a send", async () => {
+    const t = await createTenant();
+    const owner = await signedInMember(t.workspaceId, "owner");
+    const before = await (await owner.browser.get("/dashboard")).text();
+    expect(before).toContain('<h2 id="start-heading">Send your first message</h2>');
+    expect(before).toContain("curl -s -X POST https://gateway.test/api/v1/messages");
+    expect(before).toContain(`&quot;channelNumberId&quot;:&quot;${t.numberId}&quot;`);
+    expect(before).toMatch(/Idempotency-Key: [0-9a-f-]{36}/);
+    expect(before).not.toMatch(/msg_live_/);
+    const sent = await send(t.key, crypto.randomUUID(), textMessage(t.numberId));
+    expect(sent.status).toBe(201);
+    expect(await (await owner.browser.get("/dashboard")).text()).not.toContain("Send your first message");
   });
 });

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { GettingStarted } from "../getting-started";
 import { listConnectedNumbers } from "../../db/channel-numbers";
 import { listWebhooks, type WebhookRow } from "../../db/webhooks";
 import { currentUsage } from "../../domain/usage";
@@ -69,6 +70,8 @@ export const overviewPage = new Hono<DashboardEnv>().get("/", async (c) => {
   return c.render(
     <>
       <h1>Overview</h1>
+      {/* Nothing sent in this period or the previous one: the first steps, before anything else. */}
+      {usage.daily.every((d) => d.accepted === 0) ? <GettingStarted origin={new URL(c.req.url).origin} number={numbers[0]} /> : null}
       <section aria-labelledby="plan-heading" class="card">
         <h2 id="plan-heading">Plan and usage</h2>
         <p>
