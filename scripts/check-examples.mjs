@@ -110,6 +110,13 @@ async function main() {
       displayPhoneNumber: "15550009999",
       upstream: { type: "sandbox" },
     });
+    // As `npm run dev` does: the recipient of the examples' sends is a test contact (the sandbox holds others to the 24-hour window).
+    const marked = await fetch(`${worker.baseUrl}/api/v1/sandbox/test-contacts`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key.key}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ channelNumberId: number.id, phone: "5511999998888" }),
+    });
+    if (marked.status !== 201) throw new Error(`marking the test contact answered ${marked.status}: ${await marked.text()}`);
     writeFileSync(join(cwd, ".dev-server.json"), JSON.stringify({ baseUrl: worker.baseUrl }));
     writeFileSync(join(cwd, ".dev-demo.json"), JSON.stringify({ workspaceId: workspace.id, apiKey: key.key, channelNumberId: number.id }));
     writeFileSync(join(cwd, ".dev.vars"), `ADMIN_TOKEN=${worker.adminToken}\n`);

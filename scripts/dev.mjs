@@ -21,6 +21,8 @@ import { HOST, LocalWorker, migrateLocalD1, onStop, portInUse, ROOT, stopAndExit
 /** @typedef {{ workspaceId: string, apiKey: string, channelNumberId: string }} Demo */
 
 const DEMO_FILE = join(ROOT, ".dev-demo.json");
+/** The banner's send goes here: a test contact of the demo number (see markDemoRecipient). */
+const DEMO_RECIPIENT = "5511999998888";
 const SERVER_FILE = join(ROOT, ".dev-server.json");
 
 const PORT = parsePort(process.env.PORT ?? "8787");
@@ -92,11 +94,17 @@ const ensureDevVars = () => ensureDevVarsIn(ROOT, { say, fail });
 
 // ---------------------------------------------------------------- 2. migrations
 
+// Wrangler prints its table of migrations again after each one it applies (a first start printed
+// ~300 lines before the banner): its output is kept, summed up in one line, and shown only on failure.
 async function applyMigrations() {
-  say("applying local D1 migrations (wrangler d1 migrations apply DB --local)");
-  const { code } = await migrateLocalD1({ output: "inherit", env: CF_FETCH });
+  const { code, output } = await migrateLocalD1({ output: "capture", env: CF_FETCH });
   if (stopping) process.exit(code);
-  if (code !== 0) fail(`migrations failed (exit code ${code}); see the output above.`);
+  if (code !== 0) {
+    process.stderr.write(output);
+    fail(`migrations failed (exit code ${code}); wrangler's output is above.`);
+  }
+  const applied = new Set(output.match(/\d{4}_[\w-]+\.sql/g) ?? []);
+  say(applied.size > 0 ? `local D1: applied ${applied.size} migration(s) (${[...applied].at(-1)} the last)` : "local D1: migrations up to date");
 }
 
 // ---------------------------------------------------------------- 4. demo tenant
@@ -151,12 +159,22 @@ async function ensureDemoTenant(adminToken) {
   return demo;
 }
 
+/**
+ * The sandbox holds sends to the 24-hour window as the operator does; the banner's recipient is
+ * made a test contact (on every start: adding it again changes nothing) so the printed send is `sent`.
+ * @param {Demo} demo
+ */
+async function markDemoRecipient(demo) {
+  const res = await call("POST", "/api/v1/sandbox/test-contacts", demo.apiKey, { channelNumberId: demo.channelNumberId, phone: DEMO_RECIPIENT });
+  if (res.status !== 201 && res.status !== 200) throw new Error(`marking ${DEMO_RECIPIENT} as a test contact answered ${res.status}: ${res.text.slice(0, 500)}`);
+}
+
 // ---------------------------------------------------------------- 5. banner
 
 /** @param {Demo} demo */
 function banner(demo) {
   const auth = `-H "Authorization: Bearer ${demo.apiKey}"`;
-  const body = JSON.stringify({ channelNumberId: demo.channelNumberId, to: "5511999998888", text: { body: "Hello from the sandbox" } });
+  const body = JSON.stringify({ channelNumberId: demo.channelNumberId, to: DEMO_RECIPIENT, text: { body: "Hello from the sandbox" } });
   const rule = "=".repeat(78);
   return [
     "",
@@ -180,6 +198,8 @@ function banner(demo) {
     `      -H "Content-Type: application/json" \\`,
     `      -H "Idempotency-Key: ${randomUUID()}" \\`,
     `      -d '${body}'`,
+    `  (${DEMO_RECIPIENT} is a test contact of the sandbox number; like the operator, the sandbox fails other`,
+    "  recipients with service_window_closed until they write: see docs/api.md, \"Sandbox\".)",
     "",
     "  Check it (jobId from the send's response):",
     `    curl -s ${BASE_URL}/api/v1/messages/<jobId> ${auth}`,
@@ -223,6 +243,7 @@ async function main() {
   writeFileSync(SERVER_FILE, `${JSON.stringify({ baseUrl: BASE_URL, pid: process.pid, startedAt: new Date().toISOString() }, null, 2)}\n`);
   try {
     const demo = await ensureDemoTenant(adminToken);
+    await markDemoRecipient(demo);
     const dashboard = await demoDashboardSignIn(call, adminToken, BASE_URL, demo.workspaceId);
     if (!stopping) console.log(banner(demo) + dashboardBanner(dashboard));
   } catch (err) {

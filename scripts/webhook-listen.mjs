@@ -111,8 +111,9 @@ function printDelivery(headers, body) {
     return;
   }
   const mark = secret ? "✓ signed" : "? unverified (no secret)";
-  console.log(`${time}  ${mark}  ${event.type}  ${id}`);
-  console.log(JSON.stringify(event.data, null, 2).replace(/^/gm, "    "));
+  console.log(`${time}  ${mark}  ${event?.type ?? "(no type)"}  ${id}`);
+  // A body that is JSON but not an event (no "data") is printed whole rather than crashing the receiver.
+  console.log((JSON.stringify(event?.data ?? event, null, 2) ?? "").replace(/^/gm, "    "));
 }
 
 /**
@@ -197,4 +198,14 @@ server.listen(PORT, HOST, async () => {
   banner(baseUrl, demo, webhook);
 });
 
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => server.close(() => process.exit(0)));
+// server.close() alone waits for idle keep-alive connections (the Worker's fetch keeps one open),
+// so a SIGTERM left the process, and its port, alive: drop them and exit once the port is released.
+/** @param {NodeJS.Signals} signal */
+function stop(signal) {
+  console.log(`[listen] ${signal}: stopping`);
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+  // A request still being read cannot hold the port open for long.
+  setTimeout(() => process.exit(0), 1000).unref();
+}
+for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM", "SIGHUP"])) process.on(signal, stop);

@@ -7,6 +7,7 @@ import { ApiError, errorBody, type ErrorCode } from "./lib/errors";
 import { log } from "./lib/log";
 import { newRouter, registerSharedComponents } from "./lib/openapi";
 import { allowedMethods } from "./lib/allowed-methods";
+import { closestRoute } from "./lib/closest-route";
 import { requestId } from "./middleware/request-id";
 import { serverTiming } from "./middleware/server-timing";
 import { securityHeaders } from "./middleware/security-headers";
@@ -21,6 +22,7 @@ import { webhookRoutes } from "./routes/webhooks";
 import { messageRoutes } from "./routes/messages";
 import { messageArchiveRoutes } from "./routes/message-archives";
 import { sandboxRoutes } from "./routes/sandbox";
+import { sandboxTestContactRoutes } from "./routes/sandbox-test-contacts";
 import { docsRoutes } from "./routes/docs";
 import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
@@ -67,7 +69,6 @@ publicApi.doc31("/openapi.json", {
     { name: "Webhooks", description: "Where we POST your events; delivery log, replay and test events." },
     { name: "Account", description: "The API key's workspace and the plan usage of the month." },
     { name: "Sandbox", description: "Sandbox-only helpers to exercise an integration end to end." },
-    { name: "Webhook events", description: "The signed events we POST to your webhook (Standard Webhooks)." },
   ],
 });
 publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : apiKeyAuth(c, next)));
@@ -80,7 +81,8 @@ publicApi
   .route("/", webhookRoutes)
   .route("/", messageRoutes)
   .route("/", messageArchiveRoutes)
-  .route("/", sandboxRoutes);
+  .route("/", sandboxRoutes)
+  .route("/", sandboxTestContactRoutes);
 
 /** The operator's admin API (`/admin/v1`), behind ADMIN_TOKEN; not part of the public document. */
 const adminApi = newRouter();
@@ -121,7 +123,10 @@ app.notFound((c) => {
     c.header("Allow", allow.join(", "));
     return c.json(errorBody("method_not_allowed", `${c.req.method} is not allowed here. Allowed: ${allow.join(", ")}.`, c.get("requestId")), 405);
   }
-  return c.json(errorBody("not_found", "No such route.", c.get("requestId")), 404);
+  // A typo gets the route it most likely meant, so the fix is in the answer itself.
+  const near = closestRoute(app.routes, c.req.path);
+  const hint = near ? ` Did you mean ${near.methods.join(", ")} ${near.path}?` : " The routes are listed at /docs.";
+  return c.json(errorBody("not_found", `No such route: ${c.req.method} ${c.req.path.slice(0, 200)}.${hint}`, c.get("requestId")), 404);
 });
 
 app.onError((err, c) => {

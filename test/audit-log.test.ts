@@ -5,7 +5,7 @@ import { appendAudit, type AuditRow } from "../src/db/audit-log";
 import { AUDIT_ACTIONS, type AuditAction } from "../src/domain/audit";
 import { purgeOldAudit } from "../src/scheduled/audit-retention";
 import { admin, api, json } from "./helpers/http";
-import { createTenant, createWorkspace } from "./helpers/fixtures";
+import { createTenant, createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
 import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorNumberUrl } from "./helpers/operator";
 import { mockNetwork, type Network } from "./helpers/webhook-net";
@@ -222,6 +222,23 @@ const API: Record<string, Walk | { exempt: string }> = {
     deliveries: 1,
     run: async (w) => ({
       res: await apiCall("/sandbox/inbound", w.tenant.key, { method: "POST", json: { channelNumberId: w.tenant.numberId, from: "5511987654321", text: { body: "hi" } } }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asKey(w),
+    }),
+  },
+  "POST /api/v1/sandbox/test-contacts": {
+    action: "sandbox.test_contact_added",
+    run: async (w) => ({
+      res: await apiCall("/sandbox/test-contacts", w.tenant.key, { method: "POST", json: { channelNumberId: w.tenant.numberId, phone: "5511987654321" } }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asKey(w),
+    }),
+  },
+  "DELETE /api/v1/sandbox/test-contacts/:channelNumberId/:phone": {
+    action: "sandbox.test_contact_removed",
+    run: async (w) => ({
+      // createTenant made TEST_CONTACT a test contact.
+      res: await apiCall(`/sandbox/test-contacts/${w.tenant.numberId}/${TEST_CONTACT}`, w.tenant.key, { method: "DELETE" }),
       workspaceId: w.tenant.workspaceId,
       actor: asKey(w),
     }),

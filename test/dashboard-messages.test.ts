@@ -5,7 +5,7 @@ import { workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { api, call, json } from "./helpers/http";
-import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
+import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2, type Tenant } from "./helpers/fixtures";
 import { connectCloudNumber } from "./helpers/operator";
 import { send, textMessage } from "./helpers/send";
 import { messageSeeder } from "./helpers/seed-messages";
@@ -36,6 +36,7 @@ const { sendAt, inbound, drain } = messageSeeder((ms) => setClock(clock + ms));
 async function world() {
   const t = await createTenant();
   const b = await connectSandboxNumber(t.workspaceId, "15550009999");
+  await markTestContacts(b, TEST_CONTACT_2);
   const m1 = await sendAt(t, t.numberId, "5511000000001", "one");
   const m2 = await sendAt(t, t.numberId, SANDBOX_MAGIC_NUMBERS.windowClosed, "two");
   await drain(t.numberId);
@@ -228,7 +229,8 @@ describe("message page", () => {
     expect(html).toContain("<h1>Message to 5511000000001</h1>");
     expect(fact(html, "Id")).toBe(`<code>${w.m1}</code>`);
     expect(fact(html, "Direction")).toBe("outbound");
-    expect(fact(html, "Status")).toBe('<span class="ok">sent</span>');
+    // Sent, then the sandbox reported it delivered and read, as the operator would.
+    expect(fact(html, "Status")).toMatch(/^<span class="ok">sent<\/span>/);
     expect(fact(html, "Number")).toBe(`<a href="/dashboard/numbers/${w.a}">15550001111</a> <code class="small-inline">${w.a}</code>`);
     expect(fact(html, "To")).toBe("<code>5511000000001</code>");
     expect(fact(html, "Type")).toBe("text");
@@ -238,10 +240,12 @@ describe("message page", () => {
     expect(fact(html, "Processing")).toBe(time(view.processingAt!));
     expect(fact(html, "Sent")).toBe(time(view.sentAt!));
     expect(fact(html, "Updated")).toBe(time(view.updatedAt!));
-    for (const absent of ["Outcome unknown since", "Delivered", "Read", "Failed"]) expect(fact(html, absent), absent).toBe("<span>—</span>");
+    expect(fact(html, "Delivered")).toBe(time(view.deliveredAt!));
+    expect(fact(html, "Read")).toBe(time(view.readAt!));
+    for (const absent of ["Outcome unknown since", "Failed"]) expect(fact(html, absent), absent).toBe("<span>—</span>");
     expect(html).toContain('<pre class="message-body">one</pre>');
     expect(html).toContain(
-      `<ol class="timeline"><li><strong>queued</strong> ${time(view.createdAt!)}</li><li><strong>processing</strong> ${time(view.processingAt!)}</li><li><strong>sent</strong> ${time(view.sentAt!)}</li></ol>`,
+      `<ol class="timeline"><li><strong>queued</strong> ${time(view.createdAt!)}</li><li><strong>processing</strong> ${time(view.processingAt!)}</li><li><strong>sent</strong> ${time(view.sentAt!)}</li><li><strong>delivered</strong> ${time(view.deliveredAt!)}</li><li><strong>read</strong> ${time(view.readAt!)}</li></ol>`,
     );
     expect(html).not.toContain("Upstream error");
     expect(html).toContain("No delivery of an event about this message to a webhook");

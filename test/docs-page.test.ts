@@ -31,11 +31,11 @@ describe("the API reference at /docs", () => {
 
   it("serves the files it references from the static assets", async () => {
     const refs = referencesOf(await (await call("/docs")).text()).filter((r) => r.startsWith("/static/"));
-    expect(refs.length).toBe(4);
+    expect(refs.length).toBe(5);
     for (const ref of refs) {
       const res = await asset(ref);
       expect(res.status, ref).toBe(200);
-      expect(res.headers.get("content-type"), ref).toMatch(ref.endsWith(".css") ? /text\/css/ : /javascript/);
+      expect(res.headers.get("content-type"), ref).toMatch(ref.endsWith(".css") ? /text\/css/ : ref.endsWith(".svg") ? /image\/svg\+xml/ : /javascript/);
       const body = await res.text();
       expect(body.length, ref).toBeGreaterThan(0);
       if (ref.endsWith(".css")) {
@@ -50,5 +50,27 @@ describe("the API reference at /docs", () => {
     expect(init).toContain('url: "/api/v1/openapi.json"');
     expect(init).toContain("validatorUrl: null");
     expect(init).not.toMatch(/https?:\/\//);
+  });
+
+  it("has a favicon, one main heading (Swagger UI's own title hidden) and no empty tag section", async () => {
+    const html = await (await call("/docs")).text();
+    expect(html).toMatch(/<link rel="icon" type="image\/svg\+xml" href="\/static\/dashboard\/favicon.svg">/);
+    expect(html.match(/<h1[\s>]/g)).toHaveLength(1);
+    expect(await (await asset("/static/docs/reference.css")).text()).toMatch(/\.swagger-ui \.information-container hgroup\.main \{ display: none; \}/);
+    // Every tag listed at the top of the document has operations under paths (else Swagger UI shows it empty).
+    const doc = await (await call("/api/v1/openapi.json")).json<{ tags: { name: string }[]; paths: Record<string, Record<string, { tags?: string[] }>> }>();
+    const used = new Set(Object.values(doc.paths).flatMap((ops) => Object.values(ops).flatMap((op) => op.tags ?? [])));
+    for (const tag of doc.tags) expect(used.has(tag.name), tag.name).toBe(true);
+  });
+
+  it("'Try it out' on POST /messages fills a fresh Idempotency-Key per run and the caller's first number, and says why", async () => {
+    const init = await (await asset("/static/docs/reference.js")).text();
+    expect(init).toContain("requestInterceptor: prepareSend");
+    expect(init).toContain("crypto.randomUUID()");
+    expect(init).toContain('fetch("/api/v1/channel-numbers?limit=1"');
+    // The placeholders it replaces are the document's own examples.
+    const doc = await (await call("/api/v1/openapi.json")).text();
+    for (const placeholder of [...init.matchAll(/var EXAMPLE_(?:KEY|NUMBER) = "([^"]+)"/g)].map((m) => m[1]!)) expect(doc).toContain(placeholder);
+    expect(await (await call("/docs")).text()).toMatch(/new <code>Idempotency-Key<\/code> for every run/);
   });
 });

@@ -2,6 +2,7 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runDurableO
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
+import { ndjsonText } from "./helpers/ndjson";
 import { api, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
@@ -275,7 +276,7 @@ describe("moving to history", () => {
 
 describe("archives", () => {
   const archiveLines = async (t: Tenant, day: string) =>
-    (await (await api(`/message-archives/${day}`, t.key)).text()).trim().split("\n").map((l) => JSON.parse(l) as { id: string });
+    (await ndjsonText(await api(`/message-archives/${day}`, t.key))).trim().split("\n").map((l) => JSON.parse(l) as { id: string });
 
   it("a day re-created after it was archived adds parts after the archived ones: nothing archived is overwritten", async () => {
     const t = await createTenant(); // pro: 30 days

@@ -47,24 +47,28 @@ describe("events of real sends and inbound messages", () => {
     expect(injected.status).toBe(202);
     const { messageId } = await json<{ messageId: string }>(injected);
 
-    await vi.waitFor(() => expect(net.seen.length).toBeGreaterThanOrEqual(3), { timeout: 15_000, interval: 100 });
+    // processing, sent, received; then the sandbox operator's delivered (2 s) and read (5 s) reports.
+    await vi.waitFor(() => expect(net.seen.length).toBeGreaterThanOrEqual(5), { timeout: 15_000, interval: 100 });
     // A positive signal that everything published before it was delivered: a test event
     // published after them arrives. Only then is "nothing else came" meaningful.
     const marker = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, t.key, { method: "POST" }));
     await vi.waitFor(() => expect(net.seen.map((s) => s.headers["webhook-id"])).toContain(marker.eventId), { timeout: 15_000, interval: 100 });
-    expect(net.seen).toHaveLength(4);
-    expect(net.seen[3]!.headers["webhook-id"]).toBe(marker.eventId);
+    expect(net.seen).toHaveLength(6);
+    expect(net.seen[5]!.headers["webhook-id"]).toBe(marker.eventId);
 
     const verifier = new Webhook(secret);
-    const events = net.seen.slice(0, 3).map((seen) => ({ id: seen.headers["webhook-id"]!, ...(verifier.verify(seen.body, seen.headers) as Envelope) }));
-    expect(new Set(events.map((e) => e.id)).size).toBe(3);
+    const events = net.seen.slice(0, 5).map((seen) => ({ id: seen.headers["webhook-id"]!, ...(verifier.verify(seen.body, seen.headers) as Envelope) }));
+    expect(new Set(events.map((e) => e.id)).size).toBe(5);
 
     const statuses = events.filter((e) => e.type === "message.status").map((e) => e.data);
-    expect(statuses).toHaveLength(2);
+    expect(statuses).toHaveLength(4);
     expect(statuses).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ messageId: jobId, previousStatus: "queued", status: "processing" }),
         expect.objectContaining({ messageId: jobId, previousStatus: "processing", status: "sent", upstreamMessageId: `sandbox.${jobId}` }),
+        // Operator-style reports, through the same path as a live number's.
+        expect.objectContaining({ messageId: jobId, status: "sent", deliveredAt: expect.any(String), readAt: null }),
+        expect.objectContaining({ messageId: jobId, status: "sent", deliveredAt: expect.any(String), readAt: expect.any(String) }),
       ]),
     );
     const received = events.filter((e) => e.type === "message.received").map((e) => e.data);

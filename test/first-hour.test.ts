@@ -69,3 +69,64 @@ describe("a missing or malformed Idempotency-Key", () => {
     expect(bad.error.details?.[0]).toMatchObject({ path: "header.idempotency-key", rule: "format", message: expect.stringMatching(/printable ASCII.*UUID/) });
   });
 });
+
+describe("a number of another workspace", () => {
+  /** The answer without its request id, which differs on every request. */
+  async function answer(res: Response): Promise<{ status: number; error: Record<string, unknown> }> {
+    const { error } = await json<{ error: Record<string, unknown> }>(res);
+    const { requestId: _ignored, ...rest } = error;
+    return { status: res.status, error: rest };
+  }
+
+  it("answers exactly like an unknown number on every endpoint: 403 to send from it, 404 to read or configure it", async () => {
+    const [me, other] = await Promise.all([createTenant(), createTenant()]);
+    const unknown = crypto.randomUUID();
+    const cases: [string, (id: string) => Promise<Response>, number][] = [
+      ["send", (id) => send(me.key, crypto.randomUUID(), textMessage(id)), 403],
+      ["webhook", (id) => api("/webhooks", me.key, { method: "POST", json: { channelNumberId: id, url: "https://hooks.example.com/in" } }), 404],
+      ["number", (id) => api(`/channel-numbers/${id}`, me.key), 404],
+      ["inbound", (id) => api("/sandbox/inbound", me.key, { method: "POST", json: { channelNumberId: id, from: "5511977776666", text: { body: "Hi" } } }), 404],
+    ];
+    for (const [what, request, status] of cases) {
+      const foreign = await answer(await request(other.numberId));
+      expect(foreign.status, what).toBe(status);
+      expect(foreign, what).toEqual(await answer(await request(unknown)));
+    }
+    expect(await usedMessages(me.key)).toBe(0);
+  });
+});
+
+describe("a JSON syntax error", () => {
+  it("says where it is (line, column and character) and changes nothing", async () => {
+    const t = await createTenant();
+    const body = '{\n  "channelNumberId": "x",\n  "to": "5511999998888",\n  "text": {"body": "hi"},\n}';
+    const res = await send(t.key, crypto.randomUUID(), undefined, { body, headers: { "Content-Type": "application/json" } });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.message).toMatch(/^The request body is not valid JSON: .+ at line 5, column 1 \(character \d+\)\.$/);
+    expect(err.error.details).toEqual([{ path: "(body)", rule: "json_syntax", message: expect.stringContaining("line 5, column 1") }]);
+    expect(await usedMessages(t.key)).toBe(0);
+  });
+
+  it("a body cut short points at its end", async () => {
+    const t = await createTenant();
+    const res = await api("/webhooks", t.key, { method: "POST", body: '{"channelNumberId": "', headers: { "Content-Type": "application/json" } });
+    const err = await expectError(res, 400, "invalid_request");
+    expect(err.error.message).toContain("line 1, column 22 (character 21)");
+  });
+});
+
+describe("a mistyped route", () => {
+  it("names the closest route and its methods", async () => {
+    const t = await createTenant();
+    const err = await expectError(await api("/mesages", t.key), 404, "not_found");
+    expect(err.error.message).toBe("No such route: GET /api/v1/mesages. Did you mean GET, POST /api/v1/messages?");
+    const byId = await expectError(await api(`/mesages/${crypto.randomUUID()}/events`, t.key), 404, "not_found");
+    expect(byId.error.message).toContain("Did you mean GET /api/v1/messages/:id/events?");
+  });
+
+  it("suggests nothing for a path that is not close to any route", async () => {
+    const t = await createTenant();
+    const err = await expectError(await api("/nothing-here", t.key), 404, "not_found");
+    expect(err.error.message).toBe("No such route: GET /api/v1/nothing-here. The routes are listed at /docs.");
+  });
+});

@@ -1,3 +1,4 @@
+import { expectRuntimeLog } from "./helpers/runtime-log";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_OPERATOR_PAYLOAD_BYTES } from "../src/routes/upstream-webhook";
@@ -27,8 +28,13 @@ function countingStream(total: number) {
   return { stream, pulled };
 }
 
+/** What workerd prints when a request body it stopped reading is torn down (with its stack line). */
+const ABORTED_PIPE = /read end of pipe was aborted|^stack: \S*workerd/m;
+
 describe("operator webhook body: size before signature, read with a cap", () => {
   it("refuses a declared Content-Length over the cap without reading the body", async () => {
+    // Cancelling the body is the point: the runtime reports the test's stream as an aborted pipe.
+    const trace = await expectRuntimeLog(ABORTED_PIPE);
     const { stream, pulled } = countingStream(8 * 1024 * 1024);
     const res = await call("/upstream/cloud/webhook", {
       method: "POST",
@@ -41,9 +47,12 @@ describe("operator webhook body: size before signature, read with a cap", () => 
     expect(err.error.message).toMatch(/too large/);
     // The runtime may buffer a chunk or two ahead; reading up to the cap would pull 3 MiB.
     expect(pulled.bytes).toBeLessThanOrEqual(4 * 64 * 1024);
+    await trace.seen();
+    await trace.end();
   });
 
   it("stops reading a body without Content-Length as soon as it passes the cap", async () => {
+    const trace = await expectRuntimeLog(ABORTED_PIPE);
     const { stream, pulled } = countingStream(16 * 1024 * 1024);
     const res = await call("/upstream/cloud/webhook", {
       method: "POST",
@@ -55,6 +64,8 @@ describe("operator webhook body: size before signature, read with a cap", () => 
     await expectError(res, 400, "invalid_request");
     // The stream may be a few chunks ahead of the reader, never megabytes.
     expect(pulled.bytes).toBeLessThanOrEqual(MAX_OPERATOR_PAYLOAD_BYTES + 4 * 64 * 1024);
+    await trace.seen();
+    await trace.end();
   });
 
   it("accepts a signed payload of exactly the cap, and refuses one byte more", async () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
-import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
+import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2, type Tenant } from "./helpers/fixtures";
 import { messageSeeder } from "./helpers/seed-messages";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 
@@ -55,6 +55,8 @@ const { sendAt, inbound, drain } = messageSeeder((ms) => setClock(clock + ms));
 async function world() {
   const t = await createTenant();
   const b = await connectSandboxNumber(t.workspaceId, "15550009999");
+  // The sandbox holds sends to the 24-hour window: the recipient is a test contact of both numbers.
+  await markTestContacts(b, TEST_CONTACT_2);
   const m1 = await sendAt(t, t.numberId, "5511000000001", "one");
   const m2 = await sendAt(t, t.numberId, SANDBOX_MAGIC_NUMBERS.windowClosed, "two");
   await drain(t.numberId);
@@ -169,7 +171,8 @@ describe("GET /messages/{id}/events", () => {
   it("gives the status timeline, oldest first, with the error of a failure", async () => {
     const w = await world();
     const sent = await json<{ timeline: { status: string }[]; deliveries: unknown[] }>(await api(`/messages/${w.m1}/events`, w.t.key));
-    expect(sent.timeline.map((e) => e.status)).toEqual(["queued", "processing", "sent"]);
+    // The sandbox then reports delivered and read, as the operator would (seconds later, so the clock moved here).
+    expect(sent.timeline.map((e) => e.status)).toEqual(["queued", "processing", "sent", "delivered", "read"]);
     expect(sent.deliveries).toEqual([]);
     const failed = await json<{ timeline: { status: string; error: { code: string } | null }[] }>(await api(`/messages/${w.m2}/events`, w.t.key));
     expect(failed.timeline.map((e) => e.status)).toEqual(["queued", "processing", "sent", "failed"]);

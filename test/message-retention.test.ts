@@ -1,8 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { ndjsonText } from "./helpers/ndjson";
 import { api, call, expectError, json } from "./helpers/http";
-import { createTenant, type Tenant } from "./helpers/fixtures";
+import { createTenant, markTestContacts, type Tenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { historyStub } from "../src/durable-objects/history/history";
@@ -34,11 +35,20 @@ async function workspaceAlarms(t: Tenant, rounds = 10): Promise<void> {
   for (let i = 0; i < rounds; i++) await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
 }
 
-async function sendSome(t: Tenant, n: number, prefix: string): Promise<string[]> {
+/** Eight recipients (with createTenant's two, the ten test contacts a number may have; 5511000000001 is one of those). */
+const recipient = (i: number) => `55110000000${[0, 2, 3, 4, 5, 6, 7, 8][i % 8] ?? 0}`;
+
+/**
+ * Sends `n` messages and drains them. The sandbox then reports each delivered and read, as the
+ * operator would: applied here before the caller looks, or (`reports: false`) never sent, as for
+ * a phone that stays off, so that a test can deliver its own late report.
+ */
+async function sendSome(t: Tenant, n: number, prefix: string, { reports = true } = {}): Promise<string[]> {
+  await markTestContacts(t.numberId, ...Array.from({ length: Math.min(n, 8) }, (_, i) => recipient(i)));
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     setClock(clock + 600);
-    const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, `${prefix} ${i}`, `55110000000${i % 10}`));
+    const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, `${prefix} ${i}`, recipient(i)));
     expect(res.status).toBe(201);
     ids.push((await json<{ jobId: string }>(res)).jobId);
   }
@@ -46,6 +56,13 @@ async function sendSome(t: Tenant, n: number, prefix: string): Promise<string[]>
     await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
     setClock(clock + 1_100);
   }
+  if (!reports) {
+    await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => void state.storage.sql.exec("DELETE FROM sandbox_reports"));
+    return ids;
+  }
+  // The delivered (2 s) and read (5 s) reports.
+  setClock(clock + 6_000);
+  for (let i = 0; i < 3; i++) await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
   return ids;
 }
 
@@ -54,7 +71,7 @@ const view = async (t: Tenant, id: string) => json<Record<string, unknown>>(awai
 describe("the hot window and history shards", () => {
   it("moves messages older than 48 hours to their day's shard; reads, lists and late reports keep working", async () => {
     const t = await createTenant();
-    const old = await sendSome(t, 3, "old");
+    const old = await sendSome(t, 3, "old", { reports: false });
     const before = await Promise.all(old.map((id) => view(t, id)));
     expect(await hotCount(t)).toBe(3);
 
@@ -105,7 +122,7 @@ describe("retention and archives", () => {
     const res = await api(`/message-archives/${day}`, t.key);
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toBe("application/x-ndjson; charset=utf-8");
-    const lines = (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as unknown);
+    const lines = (await ndjsonText(res)).trim().split("\n").map((l) => JSON.parse(l) as unknown);
     expect(lines).toEqual(records);
     expect(await historyStub(env, t.workspaceId, utcDay(Date.parse(String(records[0]!.createdAt)))).size()).toEqual({ messages: 0, bytes: expect.any(Number) });
   });
@@ -136,7 +153,7 @@ describe("retention and archives", () => {
     setClock(clock + 120_000);
     await workspaceAlarms(t, 5);
     const res = await api(`/message-archives/${day}`, t.key);
-    const lines = (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as { id: string });
+    const lines = (await ndjsonText(res)).trim().split("\n").map((l) => JSON.parse(l) as { id: string });
     expect(lines.map((l) => l.id)).toEqual(ids);
     expect(lines).toEqual(records);
   });
@@ -173,7 +190,8 @@ describe("the storage budget", () => {
     const roomy = await createTenant();
     const ids: Record<string, string[]> = {};
     for (const t of [tight, roomy]) {
-      ids[t.workspaceId] = await sendSome(t, 2, "budget");
+      // Without the sandbox's delivered and read reports: the counts below are of the sends' own events.
+      ids[t.workspaceId] = await sendSome(t, 2, "budget", { reports: false });
       await workspaceAlarms(t, 2);
     }
     // Both workspaces have no webhook: their events settle as soon as the consumer reports on them.

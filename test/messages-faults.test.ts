@@ -115,7 +115,11 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     const workspace = workspaceStub(env, t.workspaceId);
     await breakTable(workspace, "messages");
+    // The object's exception is expected here: captured and checked, not printed as an uncaught error.
+    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*no such table: messages/);
     await expectError(await send(t.key, "k1", textMessage(t.numberId, "first text")), 500, "internal_error");
+    expect(await trace.seen()).toHaveLength(1);
+    await trace.end();
     await repairTable(workspace, "messages");
 
     // The failed commit gave its window slot back: two sends in the same second still fit.

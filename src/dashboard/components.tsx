@@ -25,6 +25,13 @@ export function SecretOnce({ label, value }: { label: string; value: string }) {
 
 export function FlashMessage({ flash }: { flash: Flash | undefined }) {
   if (!flash) return null;
+  if (flash.error) {
+    return (
+      <section class="flash flash-error" role="alert" aria-label="Error">
+        <p>{flash.notice}</p>
+      </section>
+    );
+  }
   return (
     <section class="flash" aria-label="Notice">
       <p>{flash.notice}</p>

@@ -11,6 +11,8 @@ import { deleteSealedCookie, readSealedCookie, setSealedCookie } from "./sealed-
  */
 export interface Flash {
   notice: string;
+  /** A refusal (the action did nothing): shown as an error, not as a confirmation. */
+  error?: true;
   /** Shown once, with a copy button. */
   secret?: { label: string; value: string };
 }
@@ -33,5 +35,5 @@ export async function takeFlash<E extends WithBindings>(c: Context<E>, binding: 
   const parsed = (await readSealedCookie(c, COOKIE, PURPOSE)) as (Flash & { binding: string }) | undefined;
   deleteSealedCookie(c, COOKIE);
   if (!parsed || parsed.binding !== binding) return undefined;
-  return { notice: parsed.notice, ...(parsed.secret ? { secret: parsed.secret } : {}) };
+  return { notice: parsed.notice, ...(parsed.error ? { error: true } : {}), ...(parsed.secret ? { secret: parsed.secret } : {}) };
 }

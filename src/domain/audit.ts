@@ -13,6 +13,8 @@ export const AUDIT_ACTIONS = {
   "webhook.test_sent": "test event sent",
   "webhook.event_replayed": "event replayed",
   "sandbox.inbound_injected": "sandbox inbound message injected",
+  "sandbox.test_contact_added": "sandbox test contact added",
+  "sandbox.test_contact_removed": "sandbox test contact removed",
   "channel_number.connected": "number connected",
   "channel_number.disconnected": "number disconnected",
   "channel_number.credentials_replaced": "number credentials replaced",

@@ -2,6 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "../context";
 import { ApiError } from "../lib/errors";
+import { jsonSyntaxError } from "../lib/json-syntax";
 import { illFormedStringPath } from "../lib/well-formed";
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
@@ -28,14 +29,17 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
     });
   }
   return limit(c, async () => {
-    let parsed: unknown;
-    try {
-      // Hono caches the parsed body: the route's validator reads this same value.
-      parsed = await c.req.json();
-    } catch {
-      // Malformed JSON: the validator answers it, as it always has.
-      return next();
+    // Read as text first (Hono caches it; the route's validator parses the same bytes) so that
+    // a syntax error can say where it is, not only that there is one.
+    const text = await c.req.text();
+    const syntax = jsonSyntaxError(text);
+    if (syntax) {
+      const where = syntax.line === null ? "" : ` at line ${syntax.line}, column ${syntax.column} (character ${syntax.position})`;
+      throw new ApiError("invalid_request", `The request body is not valid JSON: ${syntax.reason}${where}.`, {
+        details: [{ path: "(body)", rule: "json_syntax", message: `${syntax.reason}${where}.` }],
+      });
     }
+    const parsed: unknown = JSON.parse(text);
     const path = illFormedStringPath(parsed);
     if (path !== null) {
       throw new ApiError("invalid_request", `The request is invalid: ${path} is not well-formed Unicode.`, {

@@ -27,12 +27,17 @@ const PAGE = `<!doctype html>
 <title>Messaging API v1 reference</title>
 <link rel="stylesheet" href="/static/docs/vendor/swagger-ui.css">
 <link rel="stylesheet" href="/static/docs/reference.css">
+<link rel="icon" type="image/svg+xml" href="/static/dashboard/favicon.svg">
 </head>
 <body>
 <header class="intro">
 <h1>Messaging API v1</h1>
 <p>Base URL <code>/api/v1</code>; authenticate with <code>Authorization: Bearer &lt;API key&gt;</code> (the Authorize button below).
 The machine-readable contract is <a href="/api/v1/openapi.json"><code>/api/v1/openapi.json</code></a> (OpenAPI 3.1).</p>
+<p>"Try it out" on <code>POST /messages</code> sends a real message: it fills a new <code>Idempotency-Key</code> for every run
+(one key is one message: repeating a key with the same body returns the first answer and sends nothing, with another body it is a 409),
+and, once you are authorized, replaces the example <code>channelNumberId</code> with your first number.
+The signed events we POST to your webhook are described under "Webhooks" at the end of the page.</p>
 </header>
 <main id="reference"><noscript>The reference needs JavaScript; the contract itself is at /api/v1/openapi.json.</noscript></main>
 <script src="/static/docs/vendor/swagger-ui-bundle.js"></script>

@@ -79,7 +79,9 @@ export function registerEventDocs(registry: OpenAPIHono["openAPIRegistry"]): voi
       method: "post",
       path: type,
       operationId,
-      tags: ["Webhook events"],
+      // The "Webhooks" tag of the configuration routes: a tag of its own would show in Swagger UI as an
+      // empty section among the paths (the events have their own section, OpenAPI 3.1 `webhooks`).
+      tags: ["Webhooks"],
       summary: type,
       description: `${description} Signed with the Standard Webhooks scheme; answer 2xx within the timeout.`,
       // We call your endpoint: it authenticates us by the signature, not by a key of yours.

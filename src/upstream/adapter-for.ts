@@ -3,11 +3,18 @@ import type { ChannelNumberRow } from "../db/channel-numbers";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
 import type { UpstreamAdapter } from "./adapter";
 import { CloudApiAdapter } from "./cloud-api";
+import { isTestContact } from "../db/sandbox-test-contacts";
 import { SandboxAdapter } from "./sandbox";
 
-/** Builds a number's adapter; credentials are decrypted here, at call time, and kept nowhere. */
-export async function adapterFor(env: Env, row: ChannelNumberRow): Promise<UpstreamAdapter> {
-  if (row.upstream_type === "sandbox") return new SandboxAdapter();
+/**
+ * Builds a number's adapter; credentials are decrypted here, at call time, and kept nowhere.
+ * `windowOpen`: whether a recipient wrote in the last 24 hours (the number object's contacts),
+ * which the sandbox enforces as the operator does; live numbers learn it from the operator.
+ */
+export async function adapterFor(env: Env, row: ChannelNumberRow, windowOpen: (to: string) => boolean): Promise<UpstreamAdapter> {
+  if (row.upstream_type === "sandbox") {
+    return new SandboxAdapter({ mayReceiveFreeForm: async (to) => windowOpen(to) || (await isTestContact(env.DB, row.id, to)) });
+  }
   if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("cloud number without credentials");
   const { accessToken } = await openUpstreamCredentials(env, row);
   const { baseUrl, version, messagingProduct, timeoutMs, stampCalls } = config(env).upstream;

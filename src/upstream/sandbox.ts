@@ -20,12 +20,28 @@ export const SANDBOX_MAGIC_NUMBERS = {
   timeout: "15550000408",
 } as const;
 
+const MAGIC: ReadonlySet<string> = new Set(Object.values(SANDBOX_MAGIC_NUMBERS));
+
 /** Delay of the sandbox's simulated status reports after the call. */
-export const SANDBOX_REPORT_DELAY_MS = { failure: 1_000, unknownSettled: 10_000 } as const;
+export const SANDBOX_REPORT_DELAY_MS = { failure: 1_000, delivered: 2_000, read: 5_000, unknownSettled: 10_000 } as const;
+
+/** The operator's code for free-form text outside the 24-hour customer-service window. */
+const WINDOW_CLOSED_CODE = "131047";
+
+/**
+ * What the sandbox needs to know about a recipient to answer as the operator would: whether the
+ * 24-hour window is open (the number object's contacts) and whether the customer marked it a test
+ * contact (D1), which the operator's test numbers let through regardless.
+ */
+export interface SandboxRecipients {
+  mayReceiveFreeForm(to: string): Promise<boolean>;
+}
 
 const sandboxId = (jobId: string) => `sandbox.${jobId}`;
 
 export class SandboxAdapter implements UpstreamAdapter {
+  constructor(private readonly recipients: SandboxRecipients) {}
+
   async send(message: OutboundText): Promise<SendResult> {
     switch (message.to) {
       case SANDBOX_MAGIC_NUMBERS.windowClosed:
@@ -47,6 +63,25 @@ export class SandboxAdapter implements UpstreamAdapter {
       case SANDBOX_MAGIC_NUMBERS.timeout:
         return { kind: "unknown", message: "Sandbox: simulated timeout.", later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.unknownSettled, status: "sent" }] };
     }
-    return { kind: "accepted", upstreamMessageId: sandboxId(message.jobId) };
+    const id = sandboxId(message.jobId);
+    // The magic recipients above behave as documented whatever the window (they stand for the
+    // operator's own test numbers); any other recipient needs an open window or to be a test contact.
+    // The operator accepts the call and reports the closed window afterwards, as a failed status.
+    if (!MAGIC.has(message.to) && !(await this.recipients.mayReceiveFreeForm(message.to))) {
+      return {
+        kind: "accepted",
+        upstreamMessageId: id,
+        later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.failure, status: "failed", errorCode: WINDOW_CLOSED_CODE, errorMessage: "Sandbox: the recipient has not written in 24 hours and is not a test contact." }],
+      };
+    }
+    // Like a live number: delivered to the phone, then read by the user, each as an operator status.
+    return {
+      kind: "accepted",
+      upstreamMessageId: id,
+      later: [
+        { afterMs: SANDBOX_REPORT_DELAY_MS.delivered, status: "delivered" },
+        { afterMs: SANDBOX_REPORT_DELAY_MS.read, status: "read" },
+      ],
+    };
   }
 }

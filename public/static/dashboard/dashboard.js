@@ -36,3 +36,18 @@ document.addEventListener("submit", (event) => {
   const confirmed = form.querySelector('input[name="confirmed"]');
   if (confirmed) confirmed.value = "yes";
 });
+
+// Lists as stacked cards on a phone: each cell is labelled with its column's heading (data-label,
+// shown by the CSS below 600 px), so a row reads "To 5511… / Text …" instead of scrolling sideways
+// and hiding the recipient and the text. Without JavaScript the table scrolls inside its box.
+for (const wrap of document.querySelectorAll(".table-wrap")) {
+  const table = wrap.querySelector("table");
+  if (!table) continue;
+  const headings = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+  for (const row of table.querySelectorAll("tbody tr")) {
+    [...row.children].forEach((cell, i) => {
+      if (headings[i]) cell.dataset.label = headings[i];
+    });
+  }
+  wrap.classList.add("cards");
+}

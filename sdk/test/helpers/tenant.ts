@@ -14,6 +14,7 @@ async function admin<T>(path: string, body: unknown): Promise<T> {
 }
 
 let displayNumber = 15550100000;
+const TEST_CONTACTS = ["5511999998888", "5511000000001", "5511000000002"];
 
 export interface Tenant {
   workspaceId: string;
@@ -27,8 +28,19 @@ export interface Tenant {
 export async function createTenant(): Promise<Tenant> {
   const workspace = await admin<{ id: string }>("/workspaces", { name: "SDK test", plan: "pro" });
   const key = await admin<{ key: string }>(`/workspaces/${workspace.id}/api-keys`, { name: "sdk" });
-  const addNumber = async () =>
-    (await admin<{ id: string }>(`/workspaces/${workspace.id}/channel-numbers`, { displayPhoneNumber: String(displayNumber++), upstream: { type: "sandbox" } })).id;
+  const addNumber = async () => {
+    const id = (await admin<{ id: string }>(`/workspaces/${workspace.id}/channel-numbers`, { displayPhoneNumber: String(displayNumber++), upstream: { type: "sandbox" } })).id;
+    // The sandbox holds sends to the 24-hour window, as the operator does: the suites' recipients are test contacts.
+    for (const phone of TEST_CONTACTS) {
+      const res = await fetch(`${baseUrl}/api/v1/sandbox/test-contacts`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key.key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ channelNumberId: id, phone }),
+      });
+      if (res.status !== 201) throw new Error(`test contact ${phone}: ${res.status} ${await res.text()}`);
+    }
+    return id;
+  };
   const numberId = await addNumber();
   return {
     workspaceId: workspace.id,

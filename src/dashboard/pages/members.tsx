@@ -197,7 +197,7 @@ export const memberPages = new Hono<DashboardEnv>()
     if (changed && member.role !== role.data) {
       await auditMember(c, { action: "member.role_changed", target: { type: "member", id: member.id }, detail: `${member.email}: ${member.role} → ${role.data}` });
     }
-    await setFlash(c, { notice: changed ? `${member.email} is now ${role.data}.` : LAST_OWNER }, session.token_hash);
+    await setFlash(c, changed ? { notice: `${member.email} is now ${role.data}.` } : { notice: LAST_OWNER, error: true }, session.token_hash);
     return c.redirect("/dashboard/members", 303);
   })
   .post("/members/:id/remove", requireRole("owner"), async (c) => {
@@ -216,6 +216,6 @@ export const memberPages = new Hono<DashboardEnv>()
     const removed = await deleteMember(c.env.DB, session.workspace_id, member.id);
     if (removed) await auditMember(c, { action: "member.removed", target: { type: "member", id: member.id }, detail: member.email });
     if (removed && member.id === session.member_id) return c.redirect("/dashboard/sign-in", 303);
-    await setFlash(c, { notice: removed ? `${member.email} removed.` : LAST_OWNER }, session.token_hash);
+    await setFlash(c, removed ? { notice: `${member.email} removed.` } : { notice: LAST_OWNER, error: true }, session.token_hash);
     return c.redirect("/dashboard/members", 303);
   });

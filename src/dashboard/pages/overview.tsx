@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { GettingStarted } from "../getting-started";
 import { listConnectedNumbers } from "../../db/channel-numbers";
 import { listWebhooks, type WebhookRow } from "../../db/webhooks";
 import { currentUsage } from "../../domain/usage";
@@ -37,7 +38,9 @@ function WebhookHealth({ webhooks, role }: { webhooks: WebhookRow[]; role: Membe
       </p>
     );
   }
-  if (unhealthy.length === 0) return <p class="ok">All {webhooks.length} webhook endpoint(s) are delivering.</p>;
+  if (unhealthy.length === 0) return (
+      <p class="ok">{webhooks.length === 1 ? "The webhook endpoint is delivering." : `All ${webhooks.length} webhook endpoints are delivering.`}</p>
+    );
   return (
     <ul class="problems">
       {unhealthy.map((w) => (
@@ -67,6 +70,8 @@ export const overviewPage = new Hono<DashboardEnv>().get("/", async (c) => {
   return c.render(
     <>
       <h1>Overview</h1>
+      {/* Nothing sent in this period or the previous one: the first steps, before anything else. */}
+      {usage.daily.every((d) => d.accepted === 0) ? <GettingStarted origin={new URL(c.req.url).origin} number={numbers[0]} /> : null}
       <section aria-labelledby="plan-heading" class="card">
         <h2 id="plan-heading">Plan and usage</h2>
         <p>

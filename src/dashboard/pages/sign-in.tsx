@@ -62,7 +62,7 @@ export const signInPages = new Hono<DashboardEnv>()
         const seconds = Math.ceil(result.retryAfterMs / 1000);
         c.status(429);
         c.header("Retry-After", String(seconds));
-        return renderSignIn(c, next, { error: `Too many sign-in attempts. Try again in ${Math.ceil(seconds / 60)} minute(s).`, email });
+        return renderSignIn(c, next, { error: `Too many sign-in attempts. Try again in ${Math.ceil(seconds / 60) === 1 ? "a minute" : `${Math.ceil(seconds / 60)} minutes`}.`, email });
       }
       // One answer for an unknown email, a member without a password and a wrong password.
       c.status(401);

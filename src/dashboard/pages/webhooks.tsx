@@ -6,6 +6,7 @@ import { findByUuid } from "../../domain/job-id";
 import { configureWebhook, deliveryLog, lastFailure, replayEvent, sendTestEvent } from "../../domain/webhook-config";
 import { redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
 import { auditMember } from "../audit";
+import { config } from "../../config";
 import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";
 import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
@@ -96,7 +97,10 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
           aria-describedby={form.error ? "url-error url-hint" : "url-hint"}
         />
         <p class="hint" id="url-hint">
-          Public HTTPS only; the address is checked now and at every delivery. Saving issues a new signing secret
+          {config(c.env).webhooks.allowInsecureUrls
+            ? "Public HTTPS, or (local development: this deployment sets ALLOW_INSECURE_WEBHOOK_URLS) http://localhost and http://127.0.0.1"
+            : "Public HTTPS only"}
+          ; the address is checked now and at every delivery. Saving issues a new signing secret
           {webhook ? " and the current one stops being used at once" : ""}.
         </p>
         <FieldError field="url" message={form.error} />

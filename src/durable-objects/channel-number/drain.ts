@@ -13,7 +13,7 @@ import { scheduleReports } from "./sandbox-reports";
 import { nextMove } from "./next-move";
 import type { StatusRelay } from "./status-relay";
 import { notePairCall, pairReadyAt } from "./pair-pace";
-import { noteAlias } from "./contacts";
+import { contactWindow, noteAlias } from "./contacts";
 import type { NumberHold } from "./number-hold";
 
 export interface DrainDeps {
@@ -171,7 +171,7 @@ export class Drain {
         if (transition(this.d.sql, row, ["queued"], claim.status, t)) promoteHead(this.d.sql, row.recipient);
         return null;
       }
-      const adapter = await adapterFor(this.d.env, number);
+      const adapter = await adapterFor(this.d.env, number, (to) => contactWindow(this.d.sql, to, now()).windowOpen);
       const slotAt = now();
       if (nextCallAt(this.calls, slotAt) > slotAt || this.d.hold.until() > slotAt) return null;
       const attempt = row.attempts + 1;

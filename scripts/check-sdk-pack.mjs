@@ -1,0 +1,61 @@
+#!/usr/bin/env node
+// `npm run sdk:pack-check`: the SDK installs as a customer would install it. It is not published yet,
+// so the tarball `npm pack` makes is what sdk/README.md tells people to install: pack it, install it
+// into an empty project, import it with Node and typecheck a consumer against its types, and check
+// that `npm publish --dry-run` accepts it. Node built-ins only.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const SDK = join(ROOT, "sdk");
+const TSC = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+
+/** @param {string} cmd @param {string[]} args @param {string} cwd */
+function run(cmd, args, cwd) {
+  return execFileSync(cmd, args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+const work = mkdtempSync(join(tmpdir(), "sdk-pack-"));
+try {
+  run("npm", ["pack", "--silent", "--pack-destination", work], SDK);
+  const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"));
+  if (!tarball) throw new Error("npm pack made no tarball");
+  const app = join(work, "app");
+  run("mkdir", ["-p", app], work);
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  run("npm", ["install", "--silent", "--no-audit", "--no-fund", join(work, tarball)], app);
+  // Runtime: the package's "exports" resolve and every public value is there.
+  const exported = run(
+    "node",
+    ["--input-type=module", "-e", "const m = await import('@messaging-gateway/sdk'); console.log(Object.keys(m).sort().join(','))"],
+    app,
+  ).trim();
+  for (const name of ["MessagingClient", "ApiError", "verifyWebhook", "Paginated"]) {
+    if (!exported.split(",").includes(name)) throw new Error(`the installed SDK does not export ${name} (got ${exported})`);
+  }
+  // Types: a consumer with Node's own resolution finds the declarations through "exports" (skipLibCheck as
+  // most projects: standardwebhooks' own .d.ts needs @types/node, which is not ours to require).
+  writeFileSync(
+    join(app, "index.ts"),
+    'import { MessagingClient, type SendMessageInput } from "@messaging-gateway/sdk";\n' +
+      'const input: SendMessageInput = { channelNumberId: "cn_1", to: "5511999998888", text: { body: "hi" } };\n' +
+      'export const client = new MessagingClient({ apiKey: "k", baseUrl: "http://127.0.0.1:8787" });\nexport { input };\n',
+  );
+  run(
+    "node",
+    [TSC, "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--lib", "es2022,dom", "--skipLibCheck", "index.ts"],
+    app,
+  );
+  // Publishing: the registry would accept it (a dry run needs no login; its "not logged in" notice is expected).
+  run("npm", ["publish", "--dry-run", "--silent"], SDK);
+  console.log(`sdk: ${tarball} installs, imports (${exported.split(",").length} exports) and typechecks; publish --dry-run passes`);
+} catch (err) {
+  const e = /** @type {{ message?: string, stdout?: string, stderr?: string }} */ (err);
+  console.error(`sdk pack check failed: ${e.message ?? String(err)}\n${e.stdout ?? ""}${e.stderr ?? ""}`);
+  process.exitCode = 1;
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

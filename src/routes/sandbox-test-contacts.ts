@@ -1,0 +1,112 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter, requestIdHeader } from "../lib/openapi";
+import { EXAMPLE } from "../lib/openapi-examples";
+import { E164_DIGITS } from "../domain/send-request";
+import { getConnectedNumber, type ChannelNumberRow } from "../db/channel-numbers";
+import { addTestContact, listTestContacts, MAX_TEST_CONTACTS_PER_NUMBER, removeTestContact } from "../db/sandbox-test-contacts";
+import { ApiError, foundOr404 } from "../lib/errors";
+import { isoNow } from "../lib/clock";
+import { jsonBody } from "../middleware/json-body";
+import { auditApi } from "./audit";
+import type { AppEnv } from "../context";
+import type { Context } from "hono";
+
+// Test contacts: recipients a sandbox number sends to outside the 24-hour window, as the operator's
+// test numbers allow. Everyone else needs to have written in the last 24 hours, as on a live number.
+
+const Phone = z
+  .string()
+  .regex(E164_DIGITS, { error: "phone must be E.164 digits without '+', for example 5511999998888." })
+  .openapi({ description: "The contact, E.164 digits without '+'.", example: EXAMPLE.contact });
+const NumberId = z.string().uuid().openapi({ description: "A sandbox number of this workspace.", example: EXAMPLE.channelNumberId });
+
+const TestContact = z.object({ phone: z.string(), createdAt: z.string() }).openapi("SandboxTestContact");
+const TestContactList = z
+  .object({ data: z.array(TestContact), limit: z.number().int().openapi({ description: "Test contacts a number may have." }) })
+  .openapi("SandboxTestContactList");
+const AddTestContact = z.strictObject({ channelNumberId: NumberId, phone: Phone }).openapi("SandboxTestContactRequest");
+
+const EXAMPLE_CONTACT = { phone: EXAMPLE.contact, createdAt: "2026-11-21T14:03:11.000Z" };
+
+const list = createRoute({
+  method: "get",
+  path: "/sandbox/test-contacts",
+  operationId: "listSandboxTestContacts",
+  tags: ["Sandbox"],
+  summary: "Sandbox only: a sandbox number's test contacts",
+  description: `Recipients the sandbox number sends free-form text to outside the 24-hour window (at most ${MAX_TEST_CONTACTS_PER_NUMBER}).`,
+  security: bearerSecurity,
+  request: { query: z.object({ channelNumberId: NumberId }) },
+  responses: {
+    200: jsonContent(TestContactList, "The number's test contacts, oldest first.", { data: [EXAMPLE_CONTACT], limit: MAX_TEST_CONTACTS_PER_NUMBER }),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+const add = createRoute({
+  method: "post",
+  path: "/sandbox/test-contacts",
+  operationId: "addSandboxTestContact",
+  tags: ["Sandbox"],
+  summary: "Sandbox only: mark a recipient as a test contact",
+  description:
+    "A sandbox number enforces the operator's 24-hour customer-service window: a recipient who has not written in 24 hours gets " +
+    "`failed` with `service_window_closed`, except its test contacts. 201 when added, 200 when it already was one; " +
+    `at most ${MAX_TEST_CONTACTS_PER_NUMBER} per number. Refused (403) for numbers that are not sandbox numbers.`,
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: { body: jsonRequestBody(AddTestContact, { channelNumberId: EXAMPLE.channelNumberId, phone: EXAMPLE.contact }) },
+  responses: {
+    201: jsonContent(TestContact, "Added.", EXAMPLE_CONTACT),
+    200: jsonContent(TestContact, "It already was a test contact; nothing changed.", EXAMPLE_CONTACT),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
+const remove = createRoute({
+  method: "delete",
+  path: "/sandbox/test-contacts/{channelNumberId}/{phone}",
+  operationId: "removeSandboxTestContact",
+  tags: ["Sandbox"],
+  summary: "Sandbox only: unmark a test contact",
+  security: bearerSecurity,
+  request: { params: z.object({ channelNumberId: NumberId, phone: Phone }) },
+  responses: { 204: { description: "Removed.", headers: requestIdHeader }, ...errorResponses(400, 401, 403, 404, 429) },
+});
+
+/** The caller's sandbox number: 404 like an unknown one when not theirs, 403 when it is live. */
+async function sandboxNumber(c: Context<AppEnv>, id: string): Promise<ChannelNumberRow> {
+  const number = foundOr404(await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id), "Channel number");
+  if (number.upstream_type !== "sandbox") throw new ApiError("forbidden", "Test contacts exist only on sandbox numbers; a live number's window is the operator's.");
+  return number;
+}
+
+export const sandboxTestContactRoutes = newRouter()
+  .openapi(list, async (c) => {
+    const number = await sandboxNumber(c, c.req.valid("query").channelNumberId);
+    const rows = await listTestContacts(c.env.DB, number.id);
+    return c.json({ data: rows.map((r) => ({ phone: r.phone, createdAt: r.created_at })), limit: MAX_TEST_CONTACTS_PER_NUMBER }, 200);
+  })
+  .openapi(add, async (c) => {
+    const body = c.req.valid("json");
+    const number = await sandboxNumber(c, body.channelNumberId);
+    const at = isoNow();
+    const outcome = await addTestContact(c.env.DB, number.id, body.phone, at);
+    if (outcome === "full") {
+      throw new ApiError("invalid_request", `A sandbox number has at most ${MAX_TEST_CONTACTS_PER_NUMBER} test contacts: remove one first.`, {
+        details: [{ path: "phone", rule: "max_test_contacts", message: `At most ${MAX_TEST_CONTACTS_PER_NUMBER} per number.` }],
+      });
+    }
+    // The phone is personal data: the entry names the number, not the contact.
+    if (outcome === "added") await auditApi(c, { action: "sandbox.test_contact_added", target: { type: "channel_number", id: number.id } });
+    const row = (await listTestContacts(c.env.DB, number.id)).find((r) => r.phone === body.phone);
+    const contact = { phone: body.phone, createdAt: row?.created_at ?? at };
+    return outcome === "added" ? c.json(contact, 201) : c.json(contact, 200);
+  })
+  .openapi(remove, async (c) => {
+    const { channelNumberId, phone } = c.req.valid("param");
+    const number = await sandboxNumber(c, channelNumberId);
+    if (!(await removeTestContact(c.env.DB, number.id, phone))) throw new ApiError("not_found", "That phone is not a test contact of this number.");
+    await auditApi(c, { action: "sandbox.test_contact_removed", target: { type: "channel_number", id: number.id } });
+    return c.body(null, 204);
+  });
