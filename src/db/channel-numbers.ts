@@ -221,3 +221,41 @@ export async function sendsOnDay(db: D1Database, workspaceId: string, numberId: 
     .first<{ accepted: number }>();
   return row?.accepted ?? 0;
 }
+
+/** The display number's digits in SQL (stored as `+digits`; spaces, dashes and brackets dropped defensively). */
+const DISPLAY_DIGITS_SQL =
+  "REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(display_phone_number, '+', ''), ' ', ''), '-', ''), '(', ''), ')', '')";
+
+/**
+ * Applies the operator's quality webhook to the connected live numbers with these display digits
+ * (of this business account when the webhook names one and the row knows its own): a null rating or
+ * tier keeps the stored one. `checkedAt` null makes the next read ask the operator. The ids updated.
+ */
+export async function applyOperatorQualityUpdate(
+  db: D1Database,
+  match: { displayDigits: string; wabaId: string | null },
+  update: { quality_rating: string | null; messaging_limit_tier: string | null; checkedAt: string | null },
+): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE channel_numbers SET quality_rating = COALESCE(?1, quality_rating), messaging_limit_tier = COALESCE(?2, messaging_limit_tier),
+              operator_checked_at = ?3
+        WHERE status = 'connected' AND upstream_type = 'cloud' AND ${DISPLAY_DIGITS_SQL} = ?4
+          AND (?5 IS NULL OR waba_id IS NULL OR waba_id = ?5) RETURNING id`,
+    )
+    .bind(update.quality_rating, update.messaging_limit_tier, update.checkedAt, match.displayDigits, match.wabaId)
+    .all<{ id: string }>();
+  return results.map((r) => r.id);
+}
+
+/** Records the operator's ban or restriction of a business account on its connected live numbers; the ids updated. */
+export async function recordOperatorAccountError(db: D1Database, wabaId: string, error: string): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE channel_numbers SET last_operator_error = ?
+        WHERE status = 'connected' AND upstream_type = 'cloud' AND waba_id = ? RETURNING id`,
+    )
+    .bind(error, wabaId)
+    .all<{ id: string }>();
+  return results.map((r) => r.id);
+}

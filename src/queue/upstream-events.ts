@@ -6,6 +6,7 @@ import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../u
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
+import { applyAccountUpdate, applyQualityUpdate } from "../domain/operator-number-updates";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -51,7 +52,8 @@ class NotAnOperatorItem extends Error {}
 
 /**
  * Applies operator items (statuses and inbound messages, see
- * cloud-webhook-payload.ts). Each item is validated on its own: a malformed
+ * cloud-webhook-payload.ts; quality and account updates go to the numbers'
+ * D1 rows, each on its own). Each item is validated on its own: a malformed
  * one is logged and done without touching its siblings. Work is grouped per
  * number: one call to the number object for its statuses, one to the
  * workspace object for its inbound messages. Applying an item twice changes
@@ -77,8 +79,19 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
     return n;
   };
   const work = new Map<string, Work>();
+  const accountWork: Promise<void>[] = [];
   for (const [index, body] of items.entries()) {
     const item = body as UpstreamItem;
+    if (item && typeof item === "object" && (item.kind === "quality" || item.kind === "account")) {
+      const wabaId = typeof item.wabaId === "string" ? item.wabaId : null;
+      accountWork.push(
+        (item.kind === "quality" ? applyQualityUpdate(env, wabaId, item.update) : applyAccountUpdate(env, wabaId, item.update)).catch((err) => {
+          log("warn", "operator account item failed; will retry", { kind: item.kind, error: String(err) });
+          outcomes[index] = "retry";
+        }),
+      );
+      continue;
+    }
     try {
       if (!item || typeof item !== "object" || typeof item.phoneNumberId !== "string") throw new NotAnOperatorItem();
       const number = await (item.kind === "status" ? reportingNumberOf(item.phoneNumberId) : numberOf(item.phoneNumberId));
@@ -118,8 +131,9 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       for (const i of indexes) outcomes[i] = "retry";
     }
   };
-  await Promise.all(
-    [...work.values()].map(async ({ number, statuses, inbound }) => {
+  await Promise.all([
+    ...accountWork,
+    ...[...work.values()].map(async ({ number, statuses, inbound }) => {
       const stub = channelNumberStub(env, number.id);
       await settle(
         statuses.map((s) => s.index),
@@ -133,7 +147,7 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
         },
       );
     }),
-  );
+  ]);
   return outcomes;
 }
 
@@ -161,11 +175,13 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
   for (const message of batch.messages) {
     const item = message.body as Partial<UpstreamItem> | null;
     const inner = item?.kind === "status" ? item.status : item?.kind === "message" ? item.message : undefined;
+    const wabaId = (item?.kind === "quality" || item?.kind === "account") && typeof item.wabaId === "string" ? item.wabaId : null;
     const id = inner && typeof inner === "object" && "id" in inner && typeof inner.id === "string" ? inner.id : null;
     log("error", "operator item dead-lettered after its retries", {
       kind: typeof item?.kind === "string" ? item.kind : "unknown",
-      phoneNumberId: typeof item?.phoneNumberId === "string" ? item.phoneNumberId : null,
+      phoneNumberId: item && "phoneNumberId" in item && typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
       upstreamId: id,
+      wabaId,
       attempts: message.attempts,
     });
   }

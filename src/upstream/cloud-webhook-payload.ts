@@ -5,21 +5,16 @@ import { z } from "zod";
 // The envelope is read loosely and each status or message is validated on its
 // own, so that one malformed item never drops its siblings.
 
-const Envelope = z.looseObject({
-  entry: z.array(
-    z.looseObject({
-      changes: z.array(
-        z.looseObject({
-          value: z.looseObject({
-            metadata: z.looseObject({ phone_number_id: z.string() }).optional(),
-            statuses: z.array(z.unknown()).optional(),
-            messages: z.array(z.unknown()).optional(),
-            contacts: z.array(z.unknown()).optional(),
-          }),
-        }),
-      ),
-    }),
-  ),
+// Read level by level (entries, then each change) so that one malformed entry
+// or change never drops the others in the same payload.
+const Envelope = z.looseObject({ entry: z.array(z.unknown()) });
+const Entry = z.looseObject({ id: z.union([z.string(), z.number()]).optional(), changes: z.array(z.unknown()) });
+const Change = z.looseObject({ field: z.string().optional(), value: z.unknown() });
+const MessagesValue = z.looseObject({
+  metadata: z.looseObject({ phone_number_id: z.string() }).optional(),
+  statuses: z.array(z.unknown()).optional(),
+  messages: z.array(z.unknown()).optional(),
+  contacts: z.array(z.unknown()).optional(),
 });
 
 const StatusError = z.looseObject({
@@ -52,22 +47,77 @@ export const CloudInbound = z
   .refine((m) => m.from !== undefined || m.from_user_id !== undefined, { message: "message without a sender" });
 export type CloudInbound = z.infer<typeof CloudInbound>;
 
+/** Short operator words (events, tiers, states): bounded, never free text. */
+const Word = z.string().min(1).max(64);
+
+/**
+ * `phone_number_quality_update` (the business account's webhook, `entry.id` its WABA id): the number
+ * is named by its display number only. `event` is FLAGGED / UNFLAGGED (the quality rating reached
+ * Low / left it) or UPGRADE / DOWNGRADE / ONBOARDING (the messaging limit changed); `current_limit`
+ * is the tier (TIER_250, TIER_1K, …, TIER_UNLIMITED). Newer versions add `old_limit` and
+ * `max_daily_conversation_per_phone_number`; anything else passes through unread.
+ */
+export const CloudQualityUpdate = z.looseObject({
+  display_phone_number: z.union([z.string(), z.number()]).transform(String),
+  event: Word.optional(),
+  current_limit: Word.optional(),
+  old_limit: Word.optional(),
+  max_daily_conversation_per_phone_number: z.number().optional(),
+});
+export type CloudQualityUpdate = z.infer<typeof CloudQualityUpdate>;
+
+/**
+ * `account_update`: an event about the whole business account (`entry.id`), e.g.
+ * DISABLED_UPDATE with `ban_info`, ACCOUNT_RESTRICTION with `restriction_info`, ACCOUNT_VIOLATION.
+ */
+export const CloudAccountUpdate = z.looseObject({
+  event: Word,
+  ban_info: z.looseObject({ waba_ban_state: Word.optional(), waba_ban_date: z.string().max(64).optional() }).optional(),
+  restriction_info: z
+    .array(z.looseObject({ restriction_type: Word.optional(), expiration: z.string().max(64).optional() }))
+    .optional(),
+  violation_info: z.looseObject({ violation_type: Word.optional() }).optional(),
+});
+export type CloudAccountUpdate = z.infer<typeof CloudAccountUpdate>;
+
 /** One unit of work from an operator payload, queued on its own (a queue message holds at most 128 KB). */
 export type UpstreamItem =
   | { kind: "status"; phoneNumberId: string; status: unknown }
-  | { kind: "message"; phoneNumberId: string; message: unknown };
+  | { kind: "message"; phoneNumberId: string; message: unknown }
+  /** A number's quality or limit changed; `wabaId` is the entry's id (null when the operator left it out). */
+  | { kind: "quality"; wabaId: string | null; update: unknown }
+  | { kind: "account"; wabaId: string | null; update: unknown };
 
-/** Splits a verified payload into its statuses and messages; null when it is not an operator payload at all. */
+/**
+ * Splits a verified payload into its statuses, messages, quality and account
+ * updates; null when it is not an operator payload at all. Other fields (and
+ * entries or changes of no readable shape) are skipped.
+ */
 export function splitPayload(raw: unknown): UpstreamItem[] | null {
   const parsed = Envelope.safeParse(raw);
   if (!parsed.success) return null;
   const items: UpstreamItem[] = [];
-  for (const entry of parsed.data.entry) {
-    for (const change of entry.changes) {
-      const phoneNumberId = change.value.metadata?.phone_number_id;
-      if (!phoneNumberId) continue;
-      for (const status of change.value.statuses ?? []) items.push({ kind: "status", phoneNumberId, status });
-      for (const message of change.value.messages ?? []) items.push({ kind: "message", phoneNumberId, message });
+  for (const rawEntry of parsed.data.entry) {
+    const entry = Entry.safeParse(rawEntry);
+    if (!entry.success) continue;
+    const wabaId = entry.data.id === undefined ? null : String(entry.data.id);
+    for (const rawChange of entry.data.changes) {
+      const change = Change.safeParse(rawChange);
+      if (!change.success) continue;
+      const { field, value } = change.data;
+      if (field === "phone_number_quality_update") {
+        items.push({ kind: "quality", wabaId, update: value });
+        continue;
+      }
+      if (field === "account_update") {
+        items.push({ kind: "account", wabaId, update: value });
+        continue;
+      }
+      const messages = MessagesValue.safeParse(value);
+      const phoneNumberId = messages.success ? messages.data.metadata?.phone_number_id : undefined;
+      if (!messages.success || !phoneNumberId) continue;
+      for (const status of messages.data.statuses ?? []) items.push({ kind: "status", phoneNumberId, status });
+      for (const message of messages.data.messages ?? []) items.push({ kind: "message", phoneNumberId, message });
     }
   }
   return items;
