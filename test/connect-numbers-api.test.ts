@@ -7,6 +7,7 @@ import { send, textMessage } from "./helpers/send";
 import { accepted, cloudUpstream, fakeOperatorAccount, mockOperator, operatorError, type FakeAccount } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
+import { accountUpdatePayload, postOperator, qualityUpdatePayload } from "./helpers/operator-webhook";
 
 let fakes: FakeAccount[] = [];
 const account = (overrides?: Parameters<typeof fakeOperatorAccount>[0]) => {
@@ -204,5 +205,63 @@ describe("number health", () => {
       async () => expect((await json<Detail>(await api(`/channel-numbers/${t.numberId}`, t.key))).health.sendsToday).toBe(1),
       { timeout: 10_000, interval: 200 },
     );
+  });
+
+  it("the operator's quality webhook updates the rating and tier of the live number it names by display number, without waiting for the hour", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = Date.UTC(2044, 0, 1);
+    vi.setSystemTime(start);
+    const display = { display_phone_number: "+1 555-201-0001", verified_name: "Acme Shop", quality_rating: "GREEN", messaging_limit_tier: "TIER_1K" };
+    const t = await keyOnly();
+    const a = account({ profile: display });
+    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    // The same display number in another workspace, under another business account: never touched.
+    const other = await keyOnly();
+    const b = account({ profile: display });
+    const { id: otherId } = await json<Detail>(await connect(other.key, { upstream: cloudUpstream(b) }));
+    b.restore(); // one fake operator at a time from here (b's would refuse a's ids)
+    const gets = () => a.calls.filter((c) => c === `GET ${a.phoneNumberId}`).length;
+    const health = async () => (await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health;
+
+    vi.setSystemTime(start + 10 * 60_000);
+    const upgrade = qualityUpdatePayload(a.wabaId, { display_phone_number: "15552010001", event: "UPGRADE", current_limit: "TIER_10K", old_limit: "TIER_1K", max_daily_conversation_per_phone_number: 10000 });
+    expect((await postOperator(upgrade)).status).toBe(200);
+    expect(await health()).toMatchObject({ qualityRating: "GREEN", messagingLimitTier: "TIER_10K", checkedAt: new Date(start + 10 * 60_000).toISOString() });
+
+    // Formatted digits match too; FLAGGED is the operator's Low rating.
+    vi.setSystemTime(start + 20 * 60_000);
+    expect((await postOperator(qualityUpdatePayload(a.wabaId, { display_phone_number: "+1 (555) 201-0001", event: "FLAGGED", current_limit: "TIER_10K" }))).status).toBe(200);
+    expect(await health()).toMatchObject({ qualityRating: "RED", messagingLimitTier: "TIER_10K" });
+    expect(gets()).toBe(1);
+
+    // UNFLAGGED does not say which rating it left Low for: the next read asks the operator.
+    a.profile = { ...a.profile, quality_rating: "YELLOW", messaging_limit_tier: "TIER_10K" };
+    expect((await postOperator(qualityUpdatePayload(a.wabaId, { display_phone_number: "15552010001", event: "UNFLAGGED", current_limit: "TIER_10K" }))).status).toBe(200);
+    expect(await health()).toMatchObject({ qualityRating: "YELLOW", messagingLimitTier: "TIER_10K", lastOperatorError: null });
+    expect(gets()).toBe(2);
+
+    expect((await json<Detail>(await api(`/channel-numbers/${otherId}`, other.key))).health).toMatchObject({ qualityRating: "GREEN", messagingLimitTier: "TIER_1K" });
+  });
+
+  it("an account ban or restriction from the operator's webhook becomes the live number's last operator error; other account events change nothing", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(Date.UTC(2045, 0, 1));
+    const t = await keyOnly();
+    const a = account();
+    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const health = async () => (await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health;
+
+    expect((await postOperator(accountUpdatePayload(a.wabaId, { event: "VERIFIED_ACCOUNT", phone_number: "15557770000" }))).status).toBe(200);
+    expect((await health()).lastOperatorError).toBeNull();
+
+    const restriction = { event: "ACCOUNT_RESTRICTION", restriction_info: [{ restriction_type: "RESTRICTED_BIZ_INITIATED_MESSAGING", expiration: "2045-01-02T00:00:00+0000" }] };
+    expect((await postOperator(accountUpdatePayload(a.wabaId, restriction))).status).toBe(200);
+    expect((await health()).lastOperatorError).toBe(
+      "The operator restricted the business account (ACCOUNT_RESTRICTION: RESTRICTED_BIZ_INITIATED_MESSAGING until 2045-01-02T00:00:00+0000).",
+    );
+
+    const ban = { event: "DISABLED_UPDATE", ban_info: { waba_ban_state: "DISABLE", waba_ban_date: "January 1, 2045" } };
+    expect((await postOperator(accountUpdatePayload(a.wabaId, ban))).status).toBe(200);
+    expect(await health()).toMatchObject({ lastOperatorError: "The operator banned the business account (DISABLED_UPDATE, DISABLE on January 1, 2045).", qualityRating: "GREEN" });
   });
 });

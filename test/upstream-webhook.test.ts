@@ -6,7 +6,17 @@ import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { accepted, connectCloudNumber, mockOperator, recordedEvents } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { inboundPayload, operatorSignature as sign, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
+import {
+  accountFieldPayload,
+  accountUpdatePayload,
+  combined,
+  inboundPayload,
+  operatorSignature as sign,
+  postOperator,
+  qualityUpdatePayload,
+  seconds,
+  statusPayload,
+} from "./helpers/operator-webhook";
 
 let clock = Date.UTC(2041, 0, 1);
 beforeEach(() => {
@@ -137,6 +147,24 @@ describe("operator statuses", () => {
       { timeout: 5_000 },
     );
     expect((await channelNumberStub(env, number.numberId).outbox())[0]?.state).toBe("failed");
+  });
+
+  it("malformed quality and account entries are ignored without affecting a status in the same payload", async () => {
+    const m = await sentMessage();
+    const payload = combined(
+      qualityUpdatePayload("WABA", { display_phone_number: { digits: "15557770000" }, event: "FLAGGED" }),
+      qualityUpdatePayload("WABA", { display_phone_number: "12", event: "DOWNGRADE", current_limit: "TIER_250" }),
+      accountFieldPayload("WABA", "phone_number_quality_update", "not an object"),
+      accountUpdatePayload("WABA", { event: 42 } as unknown as { event: string }),
+      { entry: [{ id: "WABA" }, "not an entry", { id: "WABA", changes: [null, { field: "messages" }] }] },
+      statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId }]),
+    );
+    const res = await postOperator(payload);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("EVENT_RECEIVED");
+    await vi.waitFor(async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ deliveredAt: expect.any(String) }), { timeout: 10_000, interval: 50 });
+    const row = await env.DB.prepare("SELECT quality_rating, messaging_limit_tier, last_operator_error FROM channel_numbers WHERE id = ?").bind(m.numberId).first();
+    expect(row).toMatchObject({ messaging_limit_tier: null, last_operator_error: null });
   });
 
   it("an unknown phone_number_id is acknowledged with 200 and changes nothing", async () => {

@@ -29,3 +29,19 @@ export const inboundPayload = (phoneNumberId: string, messages: Record<string, u
 
 /** The operator's timestamps: unix seconds as strings. */
 export const seconds = (ms: number) => String(Math.floor(ms / 1000));
+
+/** A business-account webhook (`entry.id` is the WABA id) with one change of `field`, as the operator documents them. */
+export const accountFieldPayload = (wabaId: string, field: string, value: unknown) => ({
+  object: "whatsapp_business_account",
+  entry: [{ id: wabaId, time: 1_700_000_000, changes: [{ field, value }] }],
+});
+
+/** `phone_number_quality_update`: the number is named by its display number only. */
+export const qualityUpdatePayload = (wabaId: string, value: { display_phone_number: unknown; event?: string; current_limit?: string } & Record<string, unknown>) =>
+  accountFieldPayload(wabaId, "phone_number_quality_update", value);
+
+/** `account_update` (e.g. DISABLED_UPDATE with ban_info, ACCOUNT_RESTRICTION with restriction_info). */
+export const accountUpdatePayload = (wabaId: string, value: { event: string } & Record<string, unknown>) => accountFieldPayload(wabaId, "account_update", value);
+
+/** Several payloads' entries in one POST (the operator batches entries of different fields). */
+export const combined = (...payloads: { entry: unknown[] }[]) => ({ object: "whatsapp_business_account", entry: payloads.flatMap((p) => p.entry) });
