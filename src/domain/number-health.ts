@@ -20,15 +20,15 @@ export const NumberHealth = z
     lastOperatorError: z
       .string()
       .nullable()
-      .openapi({ description: "The operator's refusal of the last hourly check (e.g. an expired token); null once a check succeeds." }),
+      .openapi({ description: "The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds." }),
     verifiedName: z.string().nullable().openapi({ description: "Live numbers: the business name the operator verified." }),
-    qualityRating: z.string().nullable().openapi({ description: "Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …)." }),
-    messagingLimitTier: z.string().nullable().openapi({ description: "Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`)." }),
+    qualityRating: z.string().nullable().openapi({ description: "Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …), from the hourly check and its quality webhooks." }),
+    messagingLimitTier: z.string().nullable().openapi({ description: "Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`), from the hourly check and its quality webhooks." }),
     checkedAt: z
       .string()
       .datetime()
       .nullable()
-      .openapi({ description: "When the operator was last asked (at most hourly, when the number is read); null for sandbox numbers." }),
+      .openapi({ description: "When the operator was last asked (at most hourly, when the number is read) or its quality webhook arrived; null for sandbox numbers." }),
     sendsToday: z.number().int().openapi({ description: "Sends accepted from this number today (UTC); the counts reach it up to a minute behind." }),
   })
   .openapi("NumberHealth");

@@ -547,17 +547,17 @@ export interface components {
             pausedSince: string | null;
             /** @description Why it is paused, with the operator's code. */
             pausedReason: string | null;
-            /** @description The operator's refusal of the last hourly check (e.g. an expired token); null once a check succeeds. */
+            /** @description The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds. */
             lastOperatorError: string | null;
             /** @description Live numbers: the business name the operator verified. */
             verifiedName: string | null;
-            /** @description Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …). */
+            /** @description Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …), from the hourly check and its quality webhooks. */
             qualityRating: string | null;
-            /** @description Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`). */
+            /** @description Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`), from the hourly check and its quality webhooks. */
             messagingLimitTier: string | null;
             /**
              * Format: date-time
-             * @description When the operator was last asked (at most hourly, when the number is read); null for sandbox numbers.
+             * @description When the operator was last asked (at most hourly, when the number is read) or its quality webhook arrived; null for sandbox numbers.
              */
             checkedAt: string | null;
             /** @description Sends accepted from this number today (UTC); the counts reach it up to a minute behind. */
