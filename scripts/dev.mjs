@@ -2,17 +2,19 @@
 // `npm run dev`: everything a fresh clone needs to serve the API locally.
 //   1. .dev.vars from .dev.vars.example, with every "generate" value replaced by a fresh secret;
 //   2. local D1 migrations;
-//   3. `wrangler dev` on 127.0.0.1:$PORT (8787), output streamed as is;
+//   3. `wrangler dev` on 127.0.0.1:$PORT (8787); its output (and the migrations') goes to
+//      .wrangler/dev.log, and to the terminal only once the banner is out, on failure, or with
+//      DEV_VERBOSE=1 (then all of it, as it comes);
 //   4. a demo tenant (workspace, API key, sandbox number), reused across runs via .dev-demo.json;
 //   5. .dev-server.json with the base URL (read by `npm run webhook:listen`), removed on exit;
 //   6. a banner with the demo API key and copy-paste curl lines.
 // wrangler runs in its own process group (scripts/lib/local-worker.mjs): Ctrl+C, SIGTERM and
 // SIGHUP (a closed terminal) are passed on to the whole group, so wrangler and workerd stop
 // together and free the port. This script exits with wrangler's code. Node built-ins only.
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { ensureDevVars as ensureDevVarsIn } from "./lib/dev-vars.mjs";
 import { callApi } from "./lib/http-call.mjs";
 import { dashboardBanner, demoDashboardSignIn } from "./lib/demo-dashboard.mjs";
@@ -24,6 +26,13 @@ const DEMO_FILE = join(ROOT, ".dev-demo.json");
 /** The banner's send goes here: a test contact of the demo number (see markDemoRecipient). */
 const DEMO_RECIPIENT = "5511999998888";
 const SERVER_FILE = join(ROOT, ".dev-server.json");
+/** Everything wrangler prints, from the migrations on; started afresh by every run. */
+const LOG_FILE = join(ROOT, ".wrangler", "dev.log");
+const LOG_NAME = relative(ROOT, LOG_FILE);
+/** DEV_VERBOSE=1: wrangler's output on the terminal as it comes, as well as in the log. */
+const VERBOSE = /^(1|true|yes)$/i.test(process.env.DEV_VERBOSE ?? "");
+/** Lines of the log shown when something fails. */
+const TAIL_LINES = 40;
 
 const PORT = parsePort(process.env.PORT ?? "8787");
 const BASE_URL = `http://${HOST}:${PORT}`;
@@ -57,6 +66,41 @@ process.on("exit", () => rmSync(SERVER_FILE, { force: true }));
 /** Local dev needs no real `request.cf` data; fetching it prints stack traces when offline. */
 const CF_FETCH = { CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false" };
 
+// ---------------------------------------------------------------- wrangler's output
+
+/**
+ * Until the banner is out, wrangler's output (its bindings table, the warning about cron
+ * triggers, one or two lines per set-up request) only goes to the log: the terminal shows what
+ * a newcomer needs. After the banner, it is shown as it comes (requests, errors, reloads).
+ */
+let showWrangler = VERBOSE;
+let lastOutputAt = Date.now();
+
+/** The last `n` lines of the log, for a failure. */
+function logTail(n = TAIL_LINES) {
+  try {
+    return readFileSync(LOG_FILE, "utf8").trimEnd().split("\n").slice(-n).join("\n");
+  } catch {
+    return "";
+  }
+}
+
+/** Prints the log's tail (unless it was shown already), saying where the whole of it is. */
+function showLogTail() {
+  if (showWrangler) {
+    say(`wrangler's output is above and in ${LOG_NAME}.`);
+    return;
+  }
+  console.error(`[dev] the last ${TAIL_LINES} lines of wrangler's output (all of it: ${LOG_NAME}):`);
+  console.error(logTail());
+}
+
+/** Resolves once wrangler has printed nothing for `quietMs` (at most `limitMs`): set-up lines come before the banner, not after it. */
+async function outputSettled(quietMs = 300, limitMs = 2_000) {
+  const started = Date.now();
+  while (Date.now() - lastOutputAt < quietMs && Date.now() - started < limitMs) await new Promise((r) => setTimeout(r, 50));
+}
+
 /**
  * wrangler dev prints its bindings table again whenever the local dev registry changes
  * (another local Worker starts or stops). The same table twice is noise: only a changed
@@ -71,7 +115,7 @@ function printWithoutRepeatedBindings(stream) {
   let lastTable = null;
   const flush = () => {
     const text = (table ?? []).join("\n");
-    if (text !== lastTable) process.stdout.write(`${text}\n`);
+    if (text !== lastTable && showWrangler) process.stdout.write(`${text}\n`);
     lastTable = text;
     table = null;
   };
@@ -81,7 +125,7 @@ function printWithoutRepeatedBindings(stream) {
       if (line.trim() === "") flush();
     } else if (line.includes("Your Worker has access to the following bindings")) {
       table = [line];
-    } else if (!line.includes("Connection status updated")) {
+    } else if (!line.includes("Connection status updated") && showWrangler) {
       process.stdout.write(`${line}\n`);
     }
   });
@@ -97,11 +141,11 @@ const ensureDevVars = () => ensureDevVarsIn(ROOT, { say, fail });
 // Wrangler prints its table of migrations again after each one it applies (a first start printed
 // ~300 lines before the banner): its output is kept, summed up in one line, and shown only on failure.
 async function applyMigrations() {
-  const { code, output } = await migrateLocalD1({ output: "capture", env: CF_FETCH });
+  const { code, output } = await migrateLocalD1({ output: "capture", env: CF_FETCH, logFile: LOG_FILE });
   if (stopping) process.exit(code);
   if (code !== 0) {
     process.stderr.write(output);
-    fail(`migrations failed (exit code ${code}); wrangler's output is above.`);
+    fail(`migrations failed (exit code ${code}); wrangler's output is above (and in ${LOG_NAME}).`);
   }
   const applied = new Set(output.match(/\d{4}_[\w-]+\.sql/g) ?? []);
   say(applied.size > 0 ? `local D1: applied ${applied.size} migration(s) (${[...applied].at(-1)} the last)` : "local D1: migrations up to date");
@@ -187,6 +231,8 @@ function banner(demo) {
     `  Demo API key      ${demo.apiKey}`,
     `  Sandbox number    channelNumberId ${demo.channelNumberId}`,
     "  Admin API         /admin/v1 with Authorization: Bearer <ADMIN_TOKEN>, see .dev.vars",
+    `  Server log        ${LOG_NAME}: all of wrangler's output (new requests and errors`,
+    "                    also show below; DEV_VERBOSE=1 npm run dev shows all of it here)",
     "",
     "  Who am I:",
     `    curl -s ${BASE_URL}/api/v1/me ${auth}`,
@@ -217,6 +263,8 @@ function banner(demo) {
 
 async function main() {
   if (!existsSync(WRANGLER)) fail(`${WRANGLER} not found: run \`npm install\` first.`);
+  mkdirSync(dirname(LOG_FILE), { recursive: true });
+  writeFileSync(LOG_FILE, `# npm run dev, ${new Date().toISOString()}\n`);
   const { adminToken } = ensureDevVars();
   await applyMigrations();
 
@@ -224,18 +272,38 @@ async function main() {
   say(`starting wrangler dev on ${BASE_URL}`);
   const worker = new LocalWorker({
     port: PORT,
-    output: "inherit",
-    pipeStdout: printWithoutRepeatedBindings,
+    // Both streams go to the log (the launcher writes it); the terminal gets them once showWrangler is set.
+    output: "capture",
+    logFile: LOG_FILE,
+    tailChars: 64 * 1024,
+    pipeStdout: (stdout) => {
+      stdout.on("data", () => (lastOutputAt = Date.now()));
+      printWithoutRepeatedBindings(stdout);
+    },
     // Our stdout is wrangler's when it is piped through this script: keep its colours.
     env: { ...CF_FETCH, ...(process.stdout.isTTY && !process.env.NO_COLOR ? { FORCE_COLOR: "1" } : {}) },
   });
-  worker.exited.then((code) => process.exit(code));
+  worker.child.stderr?.on("data", (d) => {
+    lastOutputAt = Date.now();
+    if (showWrangler) process.stderr.write(d);
+  });
+  worker.exited.then((code) => {
+    if (!stopping && code !== 0) {
+      console.error(`[dev] wrangler dev exited with code ${code}.`);
+      showLogTail();
+    }
+    process.exit(code);
+  });
 
   try {
     await worker.waitUntilReady({
       limitMs: Infinity,
       slowAfterMs: 90_000,
-      onSlow: () => say(`still waiting for ${BASE_URL}/api/v1/openapi.json; check wrangler's output above (a build error waits for a fix).`),
+      onSlow: () => {
+        say(`still waiting for ${BASE_URL}/api/v1/openapi.json (a build error waits for a fix); from now on wrangler's output is shown as it comes.`);
+        showLogTail();
+        showWrangler = true;
+      },
     });
   } catch {
     return; // wrangler exited: this script exits with its code
@@ -245,10 +313,15 @@ async function main() {
     const demo = await ensureDemoTenant(adminToken);
     await markDemoRecipient(demo);
     const dashboard = await demoDashboardSignIn(call, adminToken, BASE_URL, demo.workspaceId);
+    await outputSettled();
     if (!stopping) console.log(banner(demo) + dashboardBanner(dashboard));
+    showWrangler = true;
   } catch (err) {
     if (!stopping) {
       console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err instanceof Error ? err.message : String(err)}`);
+      await outputSettled();
+      showLogTail();
+      showWrangler = true;
       console.error("[dev] fix the cause and restart `npm run dev`; wrangler keeps running meanwhile.");
     }
   }

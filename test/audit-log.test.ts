@@ -145,6 +145,15 @@ const DASHBOARD: Record<string, Walk> = {
     action: "channel_number.disconnected",
     run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/disconnect`, { confirmed: "yes" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
   },
+  "POST /dashboard/numbers/:id/test-contacts": {
+    action: "sandbox.test_contact_added",
+    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/test-contacts`, { phone: "5511987654321" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+  },
+  "POST /dashboard/numbers/:id/test-contacts/:phone/remove": {
+    action: "sandbox.test_contact_removed",
+    // createTenant made TEST_CONTACT a test contact.
+    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/test-contacts/${TEST_CONTACT}/remove`), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+  },
   "POST /dashboard/members": {
     action: "member.invited",
     run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/members", { email: uniqueEmail("new"), role: "viewer" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { dashboard } from "../src/dashboard/app";
 import { api, BASE } from "./helpers/http";
-import { createWorkspace } from "./helpers/fixtures";
+import { createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { world, type World } from "./helpers/world";
 import { mockNetwork, type Network } from "./helpers/webhook-net";
 import { Browser, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
@@ -23,19 +23,22 @@ const namesEvent = (route: string) => route.includes(":eventId");
 /** What any dashboard POST could change, read straight from D1. */
 async function state(w: World) {
   const ws = w.tenant.workspaceId;
-  const [keys, webhooks, members, audit, numbers] = await Promise.all([
+  const [keys, webhooks, members, audit, numbers, testContacts] = await Promise.all([
     env.DB.prepare("SELECT id, name, revoked_at FROM api_keys WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
     env.DB.prepare("SELECT id, url, sealed_secret, status FROM webhooks WHERE workspace_id = ?").bind(ws).all(),
     env.DB.prepare("SELECT id, email, role, password_hash, invitation_hash FROM members WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
     // A refused request writes no audit entry either.
     env.DB.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE workspace_id = ?").bind(ws).first(),
     env.DB.prepare("SELECT id, status, upstream_credentials FROM channel_numbers WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
+    env.DB.prepare("SELECT t.channel_number_id, t.phone FROM sandbox_test_contacts t JOIN channel_numbers n ON n.id = t.channel_number_id WHERE n.workspace_id = ? ORDER BY 1, 2")
+      .bind(ws)
+      .all(),
   ]);
   // Delivery attempts live in the workspace object's log.
   const attempts = await Promise.all(
     webhooks.results.map((w) => workspaceStub(env, ws).listDeliveries(String(w.id), null, 100).then((rows) => rows.length)),
   );
-  return JSON.stringify([keys.results, webhooks.results, members.results, attempts, audit, numbers.results]);
+  return JSON.stringify([keys.results, webhooks.results, members.results, attempts, audit, numbers.results, testContacts.results]);
 }
 
 /** Every POST route of the dashboard and who may use it. A new route must be added here, or this test fails. */
@@ -57,6 +60,8 @@ const POST_ROUTES = {
   "/numbers": "owner",
   "/numbers/:id/token": "owner",
   "/numbers/:id/disconnect": "owner",
+  "/numbers/:id/test-contacts": "developer",
+  "/numbers/:id/test-contacts/:phone/remove": "developer",
 } as const;
 
 /** A concrete path and a valid form for a route, aimed at workspace `w`'s own things. */
@@ -65,6 +70,7 @@ function request(route: string, w: World, target: Member): { path: string; field
   const path = `/dashboard${route}`
     .replace(":numberId", w.tenant.numberId)
     .replace(":eventId", w.eventId ?? "")
+    .replace(":phone", TEST_CONTACT)
     .replace(":id", route.startsWith("/members") ? target.memberId : route.startsWith("/numbers") ? w.tenant.numberId : w.tenant.keyId);
   const fields: Record<string, Record<string, string>> = {
     "/api-keys": { name: "made by a forged post" },
@@ -73,6 +79,7 @@ function request(route: string, w: World, target: Member): { path: string; field
     "/members/:id/role": { role: "owner" },
     "/numbers": { type: "sandbox", displayPhoneNumber: "15550008888" },
     "/numbers/:id/token": { accessToken: "EAAG-a-forged-token-000000" },
+    "/numbers/:id/test-contacts": { phone: "5511955554444" },
   };
   return { path, fields: { confirmed: "yes", ...(fields[route] ?? {}) } };
 }

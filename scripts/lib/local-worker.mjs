@@ -266,7 +266,8 @@ export async function prepareState(state) {
  * @property {Record<string, string>} [vars] each passed as `--var NAME:value`
  * @property {string} [logLevel] `--log-level`
  * @property {Record<string, string>} [env] added to the child's environment
- * @property {(stream: Readable) => void} [pipeStdout] takes wrangler's stdout (stderr follows `output`)
+ * @property {(stream: Readable) => void} [pipeStdout] also gets wrangler's stdout (to show it filtered); it is kept and
+ *   logged as `output` and `logFile` say all the same (stderr follows `output`)
  */
 
 /** One `wrangler dev` on `127.0.0.1:port`, in its own process group. */
@@ -292,8 +293,8 @@ export class LocalWorker {
     this.exited = exited;
     this.hasExited = false;
     exited.then(() => (this.hasExited = true));
+    this.sink.follow(child.stdout);
     if (pipeStdout && child.stdout) pipeStdout(child.stdout);
-    else this.sink.follow(child.stdout);
     this.sink.follow(child.stderr);
   }
 

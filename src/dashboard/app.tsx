@@ -20,6 +20,7 @@ import { numberPages } from "./pages/numbers";
 import { numberChangePages } from "./pages/number-changes";
 import { overviewPage } from "./pages/overview";
 import { signInPages } from "./pages/sign-in";
+import { testContactPages } from "./pages/test-contacts";
 import { webhookPages } from "./pages/webhooks";
 
 /**
@@ -48,6 +49,7 @@ dashboard.route("/", messagePage);
 dashboard.route("/", apiKeyPages);
 dashboard.route("/", numberPages);
 dashboard.route("/", numberChangePages);
+dashboard.route("/", testContactPages);
 dashboard.route("/", webhookPages);
 dashboard.route("/", memberPages);
 dashboard.route("/", accountPages);

@@ -3,9 +3,8 @@ import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter
 import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS } from "../domain/send-request";
 import { getConnectedNumber, type ChannelNumberRow } from "../db/channel-numbers";
-import { addTestContact, listTestContacts, MAX_TEST_CONTACTS_PER_NUMBER, removeTestContact } from "../db/sandbox-test-contacts";
+import { addSandboxTestContact, MAX_TEST_CONTACTS_PER_NUMBER, NOT_SANDBOX, PHONE_RULE, removeSandboxTestContact, testContactsOf } from "../domain/sandbox-test-contacts";
 import { ApiError, foundOr404 } from "../lib/errors";
-import { isoNow } from "../lib/clock";
 import { jsonBody } from "../middleware/json-body";
 import { auditApi } from "./audit";
 import type { AppEnv } from "../context";
@@ -16,7 +15,7 @@ import type { Context } from "hono";
 
 const Phone = z
   .string()
-  .regex(E164_DIGITS, { error: "phone must be E.164 digits without '+', for example 5511999998888." })
+  .regex(E164_DIGITS, { error: `phone must be ${PHONE_RULE}` })
   .openapi({ description: "The contact, E.164 digits without '+'.", example: EXAMPLE.contact });
 const NumberId = z.string().uuid().openapi({ description: "A sandbox number of this workspace.", example: EXAMPLE.channelNumberId });
 
@@ -77,36 +76,42 @@ const remove = createRoute({
 /** The caller's sandbox number: 404 like an unknown one when not theirs, 403 when it is live. */
 async function sandboxNumber(c: Context<AppEnv>, id: string): Promise<ChannelNumberRow> {
   const number = foundOr404(await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, id), "Channel number");
-  if (number.upstream_type !== "sandbox") throw new ApiError("forbidden", "Test contacts exist only on sandbox numbers; a live number's window is the operator's.");
+  if (number.upstream_type !== "sandbox") throw new ApiError("forbidden", NOT_SANDBOX);
   return number;
 }
 
+// The same operations as the dashboard's number page (src/domain/sandbox-test-contacts.ts). The
+// phone was validated by the schema above; the domain checks it again, as it does for the dashboard.
 export const sandboxTestContactRoutes = newRouter()
   .openapi(list, async (c) => {
     const number = await sandboxNumber(c, c.req.valid("query").channelNumberId);
-    const rows = await listTestContacts(c.env.DB, number.id);
+    const rows = await testContactsOf(c.env.DB, number);
     return c.json({ data: rows.map((r) => ({ phone: r.phone, createdAt: r.created_at })), limit: MAX_TEST_CONTACTS_PER_NUMBER }, 200);
   })
   .openapi(add, async (c) => {
     const body = c.req.valid("json");
     const number = await sandboxNumber(c, body.channelNumberId);
-    const at = isoNow();
-    const outcome = await addTestContact(c.env.DB, number.id, body.phone, at);
-    if (outcome === "full") {
-      throw new ApiError("invalid_request", `A sandbox number has at most ${MAX_TEST_CONTACTS_PER_NUMBER} test contacts: remove one first.`, {
-        details: [{ path: "phone", rule: "max_test_contacts", message: `At most ${MAX_TEST_CONTACTS_PER_NUMBER} per number.` }],
-      });
+    const outcome = await addSandboxTestContact(c.env.DB, number, body.phone);
+    if (!outcome.ok) {
+      if (outcome.problem === "not_sandbox") throw new ApiError("forbidden", outcome.reason);
+      const rule = outcome.problem === "full" ? "max_test_contacts" : "pattern";
+      const message = outcome.problem === "full" ? `At most ${MAX_TEST_CONTACTS_PER_NUMBER} per number.` : outcome.reason;
+      throw new ApiError("invalid_request", outcome.reason, { details: [{ path: "phone", rule, message }] });
     }
     // The phone is personal data: the entry names the number, not the contact.
-    if (outcome === "added") await auditApi(c, { action: "sandbox.test_contact_added", target: { type: "channel_number", id: number.id } });
-    const row = (await listTestContacts(c.env.DB, number.id)).find((r) => r.phone === body.phone);
-    const contact = { phone: body.phone, createdAt: row?.created_at ?? at };
-    return outcome === "added" ? c.json(contact, 201) : c.json(contact, 200);
+    if (outcome.added) await auditApi(c, { action: "sandbox.test_contact_added", target: { type: "channel_number", id: number.id } });
+    const contact = { phone: outcome.contact.phone, createdAt: outcome.contact.created_at };
+    return outcome.added ? c.json(contact, 201) : c.json(contact, 200);
   })
   .openapi(remove, async (c) => {
     const { channelNumberId, phone } = c.req.valid("param");
     const number = await sandboxNumber(c, channelNumberId);
-    if (!(await removeTestContact(c.env.DB, number.id, phone))) throw new ApiError("not_found", "That phone is not a test contact of this number.");
+    const outcome = await removeSandboxTestContact(c.env.DB, number, phone);
+    if (!outcome.ok) {
+      if (outcome.problem === "not_sandbox") throw new ApiError("forbidden", outcome.reason);
+      if (outcome.problem === "invalid_phone") throw new ApiError("invalid_request", outcome.reason, { details: [{ path: "phone", rule: "pattern", message: outcome.reason }] });
+      throw new ApiError("not_found", outcome.reason);
+    }
     await auditApi(c, { action: "sandbox.test_contact_removed", target: { type: "channel_number", id: number.id } });
     return c.body(null, 204);
   });

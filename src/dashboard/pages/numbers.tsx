@@ -13,6 +13,8 @@ import { ConnectForms, ReplaceTokenForm, type FormState } from "../number-forms"
 import { pageCursor } from "../paging";
 import { notFoundPage } from "./errors";
 import { WebhookUrl } from "../webhook-url";
+import { testContactsOf } from "../../domain/sandbox-test-contacts";
+import { TestContacts } from "../test-contact-forms";
 
 const PAGE_SIZE = 50;
 /** Recently disconnected numbers listed under the connected ones (the API reads them as unknown). */
@@ -99,10 +101,17 @@ export async function renderNumbers(c: Context<DashboardEnv>, form: FormState = 
   );
 }
 
-/** A number's page (health refreshed from the operator when an hour old); `form` re-renders a refused token form. */
-export async function renderNumber(c: Context<DashboardEnv>, number: ChannelNumberRow, form: FormState = {}) {
+/**
+ * A number's page (health refreshed from the operator when an hour old); `form` re-renders a refused
+ * token form, `contactForm` a refused test contact (sandbox numbers).
+ */
+export async function renderNumber(c: Context<DashboardEnv>, number: ChannelNumberRow, form: FormState = {}, contactForm: FormState = {}) {
   const { workspace_id: workspaceId, role } = c.get("session");
-  const [webhook, health] = await Promise.all([getWebhookOfNumber(c.env.DB, workspaceId, number.id), numberHealth(c.env, number, { refresh: true })]);
+  const [webhook, health, contacts] = await Promise.all([
+    getWebhookOfNumber(c.env.DB, workspaceId, number.id),
+    numberHealth(c.env, number, { refresh: true }),
+    testContactsOf(c.env.DB, number),
+  ]);
   const isOwner = hasRole(role, "owner");
   return c.render(
     <>
@@ -148,6 +157,7 @@ export async function renderNumber(c: Context<DashboardEnv>, number: ChannelNumb
         Customer-service windows (24 hours after a contact's last message) are not listed here yet; check one contact with{" "}
         <code>{`GET /api/v1/channel-numbers/${number.id}/contacts/{phone}`}</code>.
       </p>
+      {number.upstream_type === "sandbox" ? <TestContacts numberId={number.id} contacts={contacts} canWrite={hasRole(role, "developer")} form={contactForm} /> : null}
       {isOwner ? (
         <section aria-labelledby="manage-heading" class="card">
           <h2 id="manage-heading">Manage</h2>
