@@ -51,6 +51,21 @@ describe("the SDK inside the Workers runtime", () => {
     expect(await client.channelNumbers.get(sandbox.id).catch((e: unknown) => (e instanceof ApiError ? e.status : e))).toBe(404);
   });
 
+  it("marks, lists and unmarks a sandbox number's test contacts", async () => {
+    const t = await createTenant();
+    const client = clientFor(t.key);
+    const before = (await client.sandbox.testContacts.list(t.numberId)).data.map((c) => c.phone);
+    expect((await client.sandbox.testContacts.add(t.numberId, "5511955554444")).phone).toBe("5511955554444");
+    // Adding it again changes nothing.
+    await client.sandbox.testContacts.add(t.numberId, "5511955554444");
+    expect((await client.sandbox.testContacts.list(t.numberId)).data.map((c) => c.phone)).toEqual([...before, "5511955554444"]);
+    await client.sandbox.testContacts.remove(t.numberId, "5511955554444");
+    expect((await client.sandbox.testContacts.list(t.numberId)).data.map((c) => c.phone)).toEqual(before);
+    const refused = await client.sandbox.testContacts.add(t.numberId, "+5511955554444").catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect((refused as ApiError).status).toBe(400);
+  });
+
   it("sends, reads, pages and raises typed errors", async () => {
     const t = await createTenant();
     const client = clientFor(t.key);

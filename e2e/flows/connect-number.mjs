@@ -3,7 +3,7 @@
 // a refused display number is explained beside the field.
 import assert from "node:assert/strict";
 import { BASE_URL, expectAccessible, screenshot } from "../harness.mjs";
-import { acceptInvitation, uniqueEmail } from "./common.mjs";
+import { acceptInvitation, sessionCookie, uniqueEmail } from "./common.mjs";
 
 /** @param {import("../harness.mjs").Harness} h */
 export async function connectNumberFlow(h) {
@@ -39,6 +39,24 @@ export async function connectNumberFlow(h) {
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), numberId);
   await screenshot(page, "numbers-connected");
 
-  assert.deepEqual(problems, []);
+  // The owner's own lists at phone width (the other list pages are checked in the messages flow):
+  // stacked cards, every cell on a 390 px screen.
+  const phone = await h.newPage({ width: 390, height: 844 });
+  await phone.context.addCookies([await sessionCookie(context)]);
+  for (const path of ["/dashboard/members", "/dashboard/audit"]) {
+    await phone.page.goto(path);
+    const cells = await phone.page.evaluate(() =>
+      [...document.querySelectorAll(".table-wrap td")].map((td) => ({ text: (td.textContent ?? "").trim().slice(0, 40), right: td.getBoundingClientRect().right })),
+    );
+    assert.ok(cells.length > 0, `${path} lists something`);
+    assert.deepEqual(
+      cells.filter((c) => c.right > 390 + 1),
+      [],
+      `every cell of ${path} is on a 390 px screen`,
+    );
+    assert.equal(await phone.page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth), false, `no sideways scrolling of ${path} at 390 px`);
+  }
+  assert.deepEqual([...problems, ...phone.problems], []);
+  await phone.context.close();
   await context.close();
 }

@@ -180,6 +180,20 @@ export class MessagingClient {
     /** Sandbox numbers only: simulate a user writing to the number (a `message.received` event follows). */
     injectInbound: (input: Schemas["SandboxInboundRequest"], options?: CallOptions) =>
       once((signal) => this.http.POST("/sandbox/inbound", { body: input, signal }), options?.signal),
+    /**
+     * A sandbox number's test contacts: the recipients it sends free-form text to outside the 24-hour
+     * window, as the operator's own test numbers allow (at most 10 per number).
+     */
+    testContacts: {
+      list: (channelNumberId: string, options?: CallOptions): Promise<Schemas["SandboxTestContactList"]> =>
+        this.read((signal) => this.http.GET("/sandbox/test-contacts", { params: { query: { channelNumberId } }, signal }), options),
+      /** Marks a recipient (E.164 digits); adding one that already is changes nothing. Safe to retry. */
+      add: (channelNumberId: string, phone: string, options?: CallOptions): Promise<Schemas["SandboxTestContact"]> =>
+        this.read((signal) => this.http.POST("/sandbox/test-contacts", { body: { channelNumberId, phone }, signal }), options),
+      remove: async (channelNumberId: string, phone: string, options?: CallOptions): Promise<void> => {
+        await once((signal) => this.http.DELETE("/sandbox/test-contacts/{channelNumberId}/{phone}", { params: { path: { channelNumberId, phone } }, signal }), options?.signal);
+      },
+    },
   };
 
   private async *downloadArchive(day: string, signal: AbortSignal | undefined): AsyncGenerator<Message, void, undefined> {
