@@ -4,20 +4,15 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, cloudUpstream, fakeOperatorAccount, mockOperator, operatorError, type FakeAccount } from "./helpers/operator";
+import { accepted, cloudUpstream, fakeAccounts, mockOperator, operatorError, type FakeAccount } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
 import { accountUpdatePayload, postOperator, qualityUpdatePayload } from "./helpers/operator-webhook";
 
-let fakes: FakeAccount[] = [];
-const account = (overrides?: Parameters<typeof fakeOperatorAccount>[0]) => {
-  const a = fakeOperatorAccount(overrides);
-  fakes.push(a);
-  return a;
-};
+const accounts = fakeAccounts();
+const account = accounts.account;
 afterEach(() => {
-  for (const f of fakes.reverse()) f.restore();
-  fakes = [];
+  accounts.restoreAll();
   vi.restoreAllMocks();
   vi.useRealTimers();
 });

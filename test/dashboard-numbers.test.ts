@@ -2,17 +2,12 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
 import { signedInMember } from "./helpers/dashboard";
-import { cloudUpstream, fakeOperatorAccount, operatorError, type FakeAccount } from "./helpers/operator";
+import { cloudUpstream, fakeAccounts, operatorError, type FakeAccount } from "./helpers/operator";
 
-let fakes: FakeAccount[] = [];
-const account = (overrides?: Parameters<typeof fakeOperatorAccount>[0]) => {
-  const a = fakeOperatorAccount(overrides);
-  fakes.push(a);
-  return a;
-};
+const accounts = fakeAccounts();
+const account = accounts.account;
 afterEach(() => {
-  for (const f of fakes.reverse()) f.restore();
-  fakes = [];
+  accounts.restoreAll();
   vi.restoreAllMocks();
 });
 

@@ -2,9 +2,9 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
-import { createKey, createWorkspace } from "./helpers/fixtures";
+
 import { send, textMessage } from "./helpers/send";
-import { accepted, connectCloudNumber, mockOperator, operatorError, recordedEvents, type OperatorCall } from "./helpers/operator";
+import { accepted, cloudTenant as liveTenant, mockOperator, operatorError, recordedEvents, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { holdObject } from "./helpers/objects";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
@@ -27,11 +27,10 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** The shared live tenant, with its number object's stub. */
 async function cloudTenant() {
-  const workspaceId = await createWorkspace({ plan: "pro" });
-  const { key } = await createKey(workspaceId);
-  const number = await connectCloudNumber(workspaceId);
-  return { workspaceId, key, ...number, stub: channelNumberStub(env, number.numberId) };
+  const t = await liveTenant();
+  return { ...t, stub: channelNumberStub(env, t.numberId) };
 }
 
 async function sendOne(key: string, numberId: string, to = "5511999998888", body = "Hello"): Promise<string> {

@@ -2,10 +2,10 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
-import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
+import { connectSandboxNumber, createTenant } from "./helpers/fixtures";
 import { holdObject, settleIo } from "./helpers/objects";
 import { jobIdFor, send, textMessage, usedMessages } from "./helpers/send";
-import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
+import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { ORPHAN_GRACE_MS, PACE_WINDOW_MS, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
@@ -24,12 +24,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-async function cloudTenant(opts: { monthlyMessageQuota?: number } = {}) {
-  const workspaceId = await createWorkspace({ plan: "pro", ...opts });
-  const { key } = await createKey(workspaceId);
-  const number = await connectCloudNumber(workspaceId);
-  return { workspaceId, key, ...number };
-}
 
 /** Runs a number's alarm until it has nothing due, moving the clock past each pace window and retry. */
 async function drainAll(numberId: string, rounds = 20): Promise<void> {

@@ -2,9 +2,9 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runDurableO
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
-import { createKey, createWorkspace } from "./helpers/fixtures";
+import { createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { connectCloudNumber, operatorMessagesUrl, operatorNumberUrl, recordedEvents, type OperatorCall } from "./helpers/operator";
+import { cloudTenant, operatorMessagesUrl, operatorNumberUrl, recordedEvents, type OperatorCall } from "./helpers/operator";
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { classifyOperatorError } from "../src/upstream/error-codes";
@@ -32,12 +32,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-async function cloudTenant() {
-  const workspaceId = await createWorkspace({ plan: "pro" });
-  const { key } = await createKey(workspaceId);
-  const number = await connectCloudNumber(workspaceId);
-  return { workspaceId, key, ...number };
-}
 
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
 

@@ -2,9 +2,9 @@ import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runI
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, json } from "./helpers/http";
-import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
+import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, connectCloudNumber, mockOperator, operatorError, operatorMessagesUrl, recordedEvents, type OperatorCall } from "./helpers/operator";
+import { accepted, cloudTenant, mockOperator, operatorError, operatorMessagesUrl, recordedEvents, type OperatorCall } from "./helpers/operator";
 import { holdObject } from "./helpers/objects";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../src/upstream/sandbox";
@@ -29,12 +29,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-async function cloudTenant() {
-  const workspaceId = await createWorkspace({ plan: "pro" });
-  const { key } = await createKey(workspaceId);
-  const number = await connectCloudNumber(workspaceId);
-  return { workspaceId, key, ...number };
-}
 
 const message = async (key: string, jobId: string) => json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
 

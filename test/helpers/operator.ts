@@ -4,6 +4,7 @@ import type { WorkspaceDurableObject } from "../../src/durable-objects/workspace
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { admin, json } from "./http";
+import { createKey, createWorkspace } from "./fixtures";
 
 export interface OperatorCall {
   at: number;
@@ -69,6 +70,14 @@ export async function connectCloudNumber(workspaceId: string): Promise<{ numberI
   }
   if (res.status !== 201) throw new Error(`cloud number: ${res.status} ${await res.text()}`);
   return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
+}
+
+/** A pro workspace with an API key and one live Cloud API number (its connect-time check answered here). */
+export async function cloudTenant(opts: { monthlyMessageQuota?: number } = {}) {
+  const workspaceId = await createWorkspace({ plan: "pro", ...opts });
+  const { key } = await createKey(workspaceId);
+  const number = await connectCloudNumber(workspaceId);
+  return { workspaceId, key, ...number };
 }
 
 /**
@@ -153,6 +162,25 @@ export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profil
     if (globalThis.fetch === fake) globalThis.fetch = previous;
   };
   return account;
+}
+
+/**
+ * Fake operator accounts made by a test file, removed together after each test
+ * (`afterEach(accounts.restoreAll)`), newest first as each wraps the fetch before it.
+ */
+export function fakeAccounts() {
+  let made: FakeAccount[] = [];
+  return {
+    account: (overrides?: Parameters<typeof fakeOperatorAccount>[0]): FakeAccount => {
+      const a = fakeOperatorAccount(overrides);
+      made.push(a);
+      return a;
+    },
+    restoreAll: (): void => {
+      for (const a of made.reverse()) a.restore();
+      made = [];
+    },
+  };
 }
 
 /** The connect body of a live number of `account` (for `POST /channel-numbers` and the dashboard form). */
