@@ -56,7 +56,9 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     // consumer to retry. A failure to queue answers 500 and the operator retries the whole
     // payload (applying an item twice changes nothing).
     const applying = applyUpstreamItems(items, c.env);
-    const outcomes = await Promise.race([applying, new Promise<null>((resolve) => setTimeout(() => resolve(null), APPLY_WITHIN_MS))]);
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), APPLY_WITHIN_MS)));
+    const outcomes = await Promise.race([applying, deadline]).finally(() => clearTimeout(timer));
     if (outcomes === null) c.executionCtx.waitUntil(applying);
     const left = outcomes === null ? items : items.filter((_, i) => outcomes[i] === "retry");
     const { batches, oversize } = planBatches(left.map((body, i) => ({ key: i, body })));
