@@ -59,9 +59,19 @@ export default defineConfig(async () => {
       projects: [
         // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
         // test/**: the behaviour suites, and test/unit/ (one file per pure module of src/, mirroring its path).
-        workersProject({ name: "workers", include: ["test/**/*.test.ts"], exclude: ["test/sessions/**"], drainSessionMs: "0" }),
+        workersProject({
+          name: "workers",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/sessions/**"],
+          drainSessionMs: "0",
+        }),
         // Drain sessions as in production (10 s, real time): what only happens while calls overlap.
-        workersProject({ name: "workers-sessions", include: ["test/sessions/**/*.test.ts"], exclude: [], drainSessionMs: "10000" }),
+        workersProject({
+          name: "workers-sessions",
+          include: ["test/sessions/**/*.test.ts"],
+          exclude: [],
+          drainSessionMs: "10000",
+        }),
         {
           // Checks that run as customers and operators run things, in Node: the documentation's
           // code snippets and the deployment configuration.

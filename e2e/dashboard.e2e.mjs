@@ -23,8 +23,16 @@ after(async () => {
   await h?.stop();
 });
 
-test("invitation, sign-in, an API key shown once, working, then revoked", { timeout: 120_000 }, () => apiKeyFlow(harness()));
-test("a webhook to a loopback receiver gets a signed test event, logged as delivered", { timeout: 120_000 }, () => webhookFlow(harness()));
+test("invitation, sign-in, an API key shown once, working, then revoked", { timeout: 120_000 }, () =>
+  apiKeyFlow(harness()),
+);
+test("a webhook to a loopback receiver gets a signed test event, logged as delivered", { timeout: 120_000 }, () =>
+  webhookFlow(harness()),
+);
 test("a viewer sees no controls, forged posts change nothing", { timeout: 120_000 }, () => viewerFlow(harness()));
-test("a message sent with a dashboard key is listed, filtered, and its page shows it sent", { timeout: 120_000 }, () => messagesFlow(harness()));
-test("an owner connects a sandbox number; the list shows its id with a copy button", { timeout: 120_000 }, () => connectNumberFlow(harness()));
+test("a message sent with a dashboard key is listed, filtered, and its page shows it sent", { timeout: 120_000 }, () =>
+  messagesFlow(harness()),
+);
+test("an owner connects a sandbox number; the list shows its id with a copy button", { timeout: 120_000 }, () =>
+  connectNumberFlow(harness()),
+);

@@ -51,12 +51,16 @@ export async function waitFor(what, check, { timeoutMs = 15_000, intervalMs = 25
     }
     await sleep(intervalMs);
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last instanceof Error ? last.message : String(last)}` : ""}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last instanceof Error ? last.message : String(last)}` : ""}`,
+  );
 }
 
 /** The Chromium to drive: $CHROMIUM_PATH, else Debian's, else Playwright's own download if there is one. */
 function chromiumPath() {
-  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter((p) => typeof p === "string" && p !== "");
+  const candidates = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].filter(
+    (p) => typeof p === "string" && p !== "",
+  );
   const found = candidates.find((p) => p !== undefined && existsSync(p));
   if (found) return found;
   try {
@@ -84,7 +88,9 @@ function startReceiver() {
     if (req.method === "GET" && url.pathname === "/forge") {
       const action = escapeHtml(url.searchParams.get("action") ?? "");
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-      res.end(`<!doctype html><title>Forge</title><form method="post" action="${action}"><input name="name" value="forged"><button>Go</button></form>`);
+      res.end(
+        `<!doctype html><title>Forge</title><form method="post" action="${action}"><input name="name" value="forged"><button>Go</button></form>`,
+      );
       return;
     }
     let body = "";
@@ -96,7 +102,9 @@ function startReceiver() {
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(RECEIVER_PORT, HOST, () => resolve({ received, close: () => new Promise((r) => server.close(() => r(undefined))) }));
+    server.listen(RECEIVER_PORT, HOST, () =>
+      resolve({ received, close: () => new Promise((r) => server.close(() => r(undefined))) }),
+    );
   });
 }
 
@@ -137,7 +145,16 @@ export async function startHarness() {
 
   const browser = await chromium.launch({
     executablePath: chromiumPath(),
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 
   /**
@@ -173,7 +190,8 @@ export async function startHarness() {
     });
     page.on("pageerror", (err) => problems.push(err.message));
     page.on("response", (res) => {
-      if (res.status() >= 400 && res.request().resourceType() !== "document") problems.push(`${res.status()} ${res.url()}`);
+      if (res.status() >= 400 && res.request().resourceType() !== "document")
+        problems.push(`${res.status()} ${res.url()}`);
     });
     return { context, page, problems };
   }
@@ -205,7 +223,9 @@ export async function expectAccessible(page, label) {
   const results = await new AxeBuilder({ page }).analyze();
   const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   if (bad.length > 0) {
-    const detail = bad.map((v) => `${v.id} (${v.impact}): ${v.help}\n  ${v.nodes.map((n) => n.target.join(" ")).join("\n  ")}`).join("\n");
+    const detail = bad
+      .map((v) => `${v.id} (${v.impact}): ${v.help}\n  ${v.nodes.map((n) => n.target.join(" ")).join("\n  ")}`)
+      .join("\n");
     throw new Error(`accessibility violations on ${label}:\n${detail}`);
   }
 }

@@ -69,9 +69,11 @@ function startOperator() {
         res.writeHead(status, { "Content-Type": "application/json" });
         res.end(JSON.stringify(body));
       };
-      if (req.method === "GET" && parts.length === 2) return reply(200, { id: phoneNumberId, display_phone_number: "+1 555 0100" });
+      if (req.method === "GET" && parts.length === 2)
+        return reply(200, { id: phoneNumberId, display_phone_number: "+1 555 0100" });
       const number = numbers.get(phoneNumberId);
-      if (req.method !== "POST" || parts[2] !== "messages" || !number) return reply(404, { error: { code: 100, message: "unknown" } });
+      if (req.method !== "POST" || parts[2] !== "messages" || !number)
+        return reply(404, { error: { code: 100, message: "unknown" } });
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       number.calls.push({ at: arrivedAt, to: body.to, jobId: body.biz_opaque_callback_data });
       number.waiting += 1;
@@ -79,11 +81,19 @@ function startOperator() {
       setTimeout(() => {
         number.waiting -= 1;
         const waId = String(body.to).replace(/^\+/, "");
-        reply(200, { messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: waId }], messages: [{ id: `wamid.${number.calls.length}.${phoneNumberId}` }] });
+        reply(200, {
+          messaging_product: "whatsapp",
+          contacts: [{ input: body.to, wa_id: waId }],
+          messages: [{ id: `wamid.${number.calls.length}.${phoneNumberId}` }],
+        });
       }, number.latencyMs);
     });
   });
-  return new Promise((resolve) => server.listen(OPERATOR_PORT, "127.0.0.1", () => resolve({ numbers, close: () => new Promise((r) => server.close(() => r(undefined))) })));
+  return new Promise((resolve) =>
+    server.listen(OPERATOR_PORT, "127.0.0.1", () =>
+      resolve({ numbers, close: () => new Promise((r) => server.close(() => r(undefined))) }),
+    ),
+  );
 }
 
 /** @param {import("./lib/http-call.mjs").ApiAnswer} res @param {number} status @param {string} what */
@@ -105,7 +115,11 @@ async function sendAll(baseUrl, apiKey, numberId, recipientOf, count) {
       const res = await fetch(`${baseUrl}/api/v1/messages`, {
         method: "POST",
         headers: { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json", "Idempotency-Key": key },
-        body: JSON.stringify({ channelNumberId: numberId, to: recipientOf(i), text: { body: `drain bench message ${i}` } }),
+        body: JSON.stringify({
+          channelNumberId: numberId,
+          to: recipientOf(i),
+          text: { body: `drain bench message ${i}` },
+        }),
       });
       const text = await res.text();
       if (res.status === 201) {
@@ -165,12 +179,22 @@ async function runCase(ctx, label, latencyMs, recipientOf, count = SENDS) {
   const started = Date.now();
   const accepted = await sendAll(ctx.baseUrl, ctx.apiKey, created.id, recipientOf, count);
   while (number.calls.length < accepted.length && Date.now() - started < CASE_LIMIT_MS) await sleep(100);
-  if (number.calls.length < accepted.length) throw new Error(`(${label}): ${number.calls.length} of ${accepted.length} sends reached the operator within ${CASE_LIMIT_MS / 1000} s`);
+  if (number.calls.length < accepted.length)
+    throw new Error(
+      `(${label}): ${number.calls.length} of ${accepted.length} sends reached the operator within ${CASE_LIMIT_MS / 1000} s`,
+    );
   const jobIds = new Set(number.calls.map((c) => c.jobId));
-  if (jobIds.size !== number.calls.length || number.calls.length !== accepted.length) throw new Error(`(${label}): ${number.calls.length} calls for ${accepted.length} messages`);
+  if (jobIds.size !== number.calls.length || number.calls.length !== accepted.length)
+    throw new Error(`(${label}): ${number.calls.length} calls for ${accepted.length} messages`);
 
   const callTimes = number.calls.map((c) => c.at);
-  if (process.env.BENCH_DRAIN_DEBUG) say(`(${label}) call gaps ms: ${callTimes.slice(1).map((t, i) => t - (callTimes[i] ?? t)).join(" ")}`);
+  if (process.env.BENCH_DRAIN_DEBUG)
+    say(
+      `(${label}) call gaps ms: ${callTimes
+        .slice(1)
+        .map((t, i) => t - (callTimes[i] ?? t))
+        .join(" ")}`,
+    );
   const acceptTimes = accepted.map((a) => a.at);
   const callAtByJob = new Map(number.calls.map((c) => [c.jobId, c.at]));
   const waits = accepted.map((a) => (callAtByJob.get(a.jobId) ?? NaN) - a.at);
@@ -191,13 +215,36 @@ async function runCase(ctx, label, latencyMs, recipientOf, count = SENDS) {
 async function main() {
   const operator = await startOperator();
   say(`fake operator on 127.0.0.1:${OPERATOR_PORT}; starting wrangler dev on 127.0.0.1:${WORKER_PORT}`);
-  const worker = await startLocalWorker(WORKER_PORT, { UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${OPERATOR_PORT}`, UPSTREAM_CLOUD_API_VERSION: API_VERSION });
+  const worker = await startLocalWorker(WORKER_PORT, {
+    UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${OPERATOR_PORT}`,
+    UPSTREAM_CLOUD_API_VERSION: API_VERSION,
+  });
   // On a signal the launcher runs this (the Worker and its temporary state), then exits 128 + n.
   onStop(() => worker.stop());
   try {
-    const ws = await expectStatus(await callApi(worker.baseUrl, "POST", "/admin/v1/workspaces", worker.adminToken, { name: "Drain bench", plan: "scale" }), 201, "creating a workspace");
-    const key = await expectStatus(await callApi(worker.baseUrl, "POST", `/admin/v1/workspaces/${ws.id}/api-keys`, worker.adminToken, { name: "drain" }), 201, "creating a key");
-    const ctx = { baseUrl: worker.baseUrl, adminToken: worker.adminToken, workspaceId: ws.id, apiKey: key.key, operator, next: 1 };
+    const ws = await expectStatus(
+      await callApi(worker.baseUrl, "POST", "/admin/v1/workspaces", worker.adminToken, {
+        name: "Drain bench",
+        plan: "scale",
+      }),
+      201,
+      "creating a workspace",
+    );
+    const key = await expectStatus(
+      await callApi(worker.baseUrl, "POST", `/admin/v1/workspaces/${ws.id}/api-keys`, worker.adminToken, {
+        name: "drain",
+      }),
+      201,
+      "creating a key",
+    );
+    const ctx = {
+      baseUrl: worker.baseUrl,
+      adminToken: worker.adminToken,
+      workspaceId: ws.id,
+      apiKey: key.key,
+      operator,
+      next: 1,
+    };
     /** @type {CaseResult[]} */
     const results = [];
     results.push(await runCase(ctx, "f", 10, (i) => `5511970${String(i).padStart(6, "0")}`));
@@ -211,8 +258,12 @@ async function main() {
     write(results);
     const [f, s] = /** @type {[CaseResult, CaseResult]} */ (results);
     if (results.some((r) => r.maxInOneSecond > 2)) throw new Error("a number made more than 2 calls within 1 s");
-    if (results.some((r) => r.maxWaiting > 6)) throw new Error("more than 6 calls of a number waited on the operator at once");
-    if (s.callRate < 0.95 * f.callRate) throw new Error(`(s) drained at ${(s.callRate / f.callRate).toFixed(2)}× the baseline: slow answers hold the drain back`);
+    if (results.some((r) => r.maxWaiting > 6))
+      throw new Error("more than 6 calls of a number waited on the operator at once");
+    if (s.callRate < 0.95 * f.callRate)
+      throw new Error(
+        `(s) drained at ${(s.callRate / f.callRate).toFixed(2)}× the baseline: slow answers hold the drain back`,
+      );
   } finally {
     await worker.stop();
     await operator.close();
@@ -243,7 +294,10 @@ function write(results) {
     "",
     "| case | operator | sends | accepted/s | operator calls/s | ÷ (f) | max calls in 1 s | max waiting at once | accepted → call p50 ms | max ms | last send's wait ms |",
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ...results.map((r) => `| (${r.label}) | ${describe[r.label]} | ${r.sends} | ${f2(r.acceptRate)} | ${f2(r.callRate)} | ${f2(r.callRate / f.callRate)} | ${r.maxInOneSecond} | ${r.maxWaiting} | ${ms(r.waitP50)} | ${ms(r.waitMax)} | ${ms(r.lastWait)} |`),
+    ...results.map(
+      (r) =>
+        `| (${r.label}) | ${describe[r.label]} | ${r.sends} | ${f2(r.acceptRate)} | ${f2(r.callRate)} | ${f2(r.callRate / f.callRate)} | ${r.maxInOneSecond} | ${r.maxWaiting} | ${ms(r.waitP50)} | ${ms(r.waitMax)} | ${ms(r.lastWait)} |`,
+    ),
     "",
     "Reading it:",
     "",

@@ -104,7 +104,8 @@ async function main() {
   if (migrated.code !== 0) fail(`migrations failed (exit ${migrated.code}):\n${tailOfLog()}`);
 
   const fixedPort = Number(process.env.BENCH_PORT);
-  if (process.env.BENCH_PORT && !(Number.isInteger(fixedPort) && fixedPort > 0 && fixedPort < 65535)) fail(`BENCH_PORT=${process.env.BENCH_PORT} is not a port`);
+  if (process.env.BENCH_PORT && !(Number.isInteger(fixedPort) && fixedPort > 0 && fixedPort < 65535))
+    fail(`BENCH_PORT=${process.env.BENCH_PORT} is not a port`);
   const port = fixedPort || (await freePort());
   const inspectorPort = fixedPort ? fixedPort + 1 : await freePort();
   const baseUrl = `http://${HOST}:${port}`;
@@ -112,12 +113,24 @@ async function main() {
   /** wrangler dev on the bench's state and ports; the second start (after seeding) finds the same state. @param {string} label */
   async function startWorker(label) {
     say(`starting wrangler dev on ${baseUrl} (SERVER_TIMING=true; log: ${LOG_FILE.slice(ROOT.length + 1)})`);
-    current = new LocalWorker({ port, inspectorPort, state: STATE_DIR, vars: { SERVER_TIMING: "true" }, env: WRANGLER_ENV, logFile: LOG_FILE, tailChars: 20_000 });
+    current = new LocalWorker({
+      port,
+      inspectorPort,
+      state: STATE_DIR,
+      vars: { SERVER_TIMING: "true" },
+      env: WRANGLER_ENV,
+      logFile: LOG_FILE,
+      tailChars: 20_000,
+    });
     let readyMs = 0;
     try {
       readyMs = await current.waitUntilReady({ limitMs: READY_LIMIT_MS });
     } catch {
-      fail(current.hasExited ? `wrangler dev exited before it was ready:\n${tailOfLog()}` : `wrangler dev was not ready within ${READY_LIMIT_MS / 1000} s:\n${tailOfLog()}`);
+      fail(
+        current.hasExited
+          ? `wrangler dev exited before it was ready:\n${tailOfLog()}`
+          : `wrangler dev was not ready within ${READY_LIMIT_MS / 1000} s:\n${tailOfLog()}`,
+      );
     }
     say(`ready after ${seconds(readyMs)}`);
     phases.push(`${label} ${seconds(readyMs)}`);
@@ -148,7 +161,14 @@ async function main() {
   const requestCases = await runRequestCases(ctx, { workspaces, targets });
   stillRunning();
   const { storage, storeFile } = await runStorageCase(ctx, { store, stateDir: STATE_DIR });
-  const { seed, listResults } = await runListCases(ctx, { store, workspaces, storeFile, root: ROOT, stopWorker, startWorker: () => startWorker("wrangler dev restart") });
+  const { seed, listResults } = await runListCases(ctx, {
+    store,
+    workspaces,
+    storeFile,
+    root: ROOT,
+    stopWorker,
+    startWorker: () => startWorker("wrangler dev restart"),
+  });
   stillRunning();
   await stopWorker();
   say("stopped wrangler dev");

@@ -25,7 +25,13 @@ import { startLocalWorker } from "./lib/local-worker.mjs";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PORT = Number(process.env.EXAMPLES_PORT ?? 8806);
 const RECEIVER_PORT = PORT + 1;
-const FILES = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`), "sdk/README.md"];
+const FILES = [
+  "README.md",
+  ...readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+  "sdk/README.md",
+];
 const SHELL = new Set(["bash", "sh", "shell"]);
 
 /** @typedef {{ file: string, line: number, lang: string, code: string, marker: string | null }} Block */
@@ -70,7 +76,10 @@ function runShell(file, blocks, cwd, env) {
   const result = spawnSync("bash", ["-c", script], { cwd, env, encoding: "utf8", timeout: 120_000 });
   const started = [...result.stderr.matchAll(/::example (\S+)/g)].map((m) => m[1]);
   if (result.status === 0) return { failed: null, output: result.stdout };
-  return { failed: started.at(-1) ?? `${file}:${blocks[0]?.line}`, output: `${result.stdout}\n${result.stderr}`.replace(/::example \S+\n/g, "") };
+  return {
+    failed: started.at(-1) ?? `${file}:${blocks[0]?.line}`,
+    output: `${result.stdout}\n${result.stderr}`.replace(/::example \S+\n/g, ""),
+  };
 }
 
 /** @param {Block} block @param {string} cwd @param {NodeJS.ProcessEnv} env @returns {Promise<Outcome>} */
@@ -88,7 +97,9 @@ async function runTypeScript(block, cwd, env) {
   const file = join(cwd, `example-${block.line}.mjs`);
   writeFileSync(file, bundled.outputFiles[0].text);
   const result = spawnSync(process.execPath, [file], { cwd, env, encoding: "utf8", timeout: 60_000 });
-  return result.status === 0 ? { failed: null, output: result.stdout } : { failed: `${block.file}:${block.line}`, output: `${result.stdout}\n${result.stderr}` };
+  return result.status === 0
+    ? { failed: null, output: result.stdout }
+    : { failed: `${block.file}:${block.line}`, output: `${result.stdout}\n${result.stderr}` };
 }
 
 async function main() {
@@ -105,7 +116,9 @@ async function main() {
   try {
     // The state `npm run dev` leaves in the repository, for the README's blocks.
     const workspace = await admin(worker.baseUrl, worker.adminToken, "/workspaces", { name: "Examples", plan: "pro" });
-    const key = await admin(worker.baseUrl, worker.adminToken, `/workspaces/${workspace.id}/api-keys`, { name: "examples" });
+    const key = await admin(worker.baseUrl, worker.adminToken, `/workspaces/${workspace.id}/api-keys`, {
+      name: "examples",
+    });
     const number = await admin(worker.baseUrl, worker.adminToken, `/workspaces/${workspace.id}/channel-numbers`, {
       displayPhoneNumber: "15550009999",
       upstream: { type: "sandbox" },
@@ -116,9 +129,13 @@ async function main() {
       headers: { Authorization: `Bearer ${key.key}`, "Content-Type": "application/json" },
       body: JSON.stringify({ channelNumberId: number.id, phone: "5511999998888" }),
     });
-    if (marked.status !== 201) throw new Error(`marking the test contact answered ${marked.status}: ${await marked.text()}`);
+    if (marked.status !== 201)
+      throw new Error(`marking the test contact answered ${marked.status}: ${await marked.text()}`);
     writeFileSync(join(cwd, ".dev-server.json"), JSON.stringify({ baseUrl: worker.baseUrl }));
-    writeFileSync(join(cwd, ".dev-demo.json"), JSON.stringify({ workspaceId: workspace.id, apiKey: key.key, channelNumberId: number.id }));
+    writeFileSync(
+      join(cwd, ".dev-demo.json"),
+      JSON.stringify({ workspaceId: workspace.id, apiKey: key.key, channelNumberId: number.id }),
+    );
     writeFileSync(join(cwd, ".dev.vars"), `ADMIN_TOKEN=${worker.adminToken}\n`);
     const env = {
       ...process.env,
@@ -137,12 +154,16 @@ async function main() {
       const run = [];
       for (const block of blocks) {
         if (block.marker) skipped.push(`${file}:${block.line}  ${block.marker}`);
-        else if (block.lang === "js") throw new Error(`${file}:${block.line}: a js block needs an example marker (skip with a reason, or the test that runs it)`);
+        else if (block.lang === "js")
+          throw new Error(
+            `${file}:${block.line}: a js block needs an example marker (skip with a reason, or the test that runs it)`,
+          );
         else run.push(block);
       }
       const shell = run.filter((b) => SHELL.has(b.lang));
       const results = shell.length > 0 ? [{ count: shell.length, ...runShell(file, shell, cwd, env) }] : [];
-      for (const block of run.filter((b) => b.lang === "ts")) results.push({ count: 1, ...(await runTypeScript(block, cwd, env)) });
+      for (const block of run.filter((b) => b.lang === "ts"))
+        results.push({ count: 1, ...(await runTypeScript(block, cwd, env)) });
       for (const result of results) {
         if (result.failed) {
           failures++;
@@ -158,7 +179,9 @@ async function main() {
     receiver.close();
     rmSync(cwd, { recursive: true, force: true });
   }
-  console.log(`\nNot run here (marked in the documents):\n${skipped.map((s) => `  ${relative(ROOT, join(ROOT, s))}`).join("\n")}`);
+  console.log(
+    `\nNot run here (marked in the documents):\n${skipped.map((s) => `  ${relative(ROOT, join(ROOT, s))}`).join("\n")}`,
+  );
   console.log(`\nExamples: ${passed} ran as written, ${failures} failed, ${skipped.length} not run (listed above).`);
   process.exitCode = failures > 0 ? 1 : 0;
 }

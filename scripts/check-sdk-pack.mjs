@@ -30,11 +30,16 @@ try {
   // Runtime: the package's "exports" resolve and every public value is there.
   const exported = run(
     "node",
-    ["--input-type=module", "-e", "const m = await import('@messaging-gateway/sdk'); console.log(Object.keys(m).sort().join(','))"],
+    [
+      "--input-type=module",
+      "-e",
+      "const m = await import('@messaging-gateway/sdk'); console.log(Object.keys(m).sort().join(','))",
+    ],
     app,
   ).trim();
   for (const name of ["MessagingClient", "ApiError", "verifyWebhook", "Paginated"]) {
-    if (!exported.split(",").includes(name)) throw new Error(`the installed SDK does not export ${name} (got ${exported})`);
+    if (!exported.split(",").includes(name))
+      throw new Error(`the installed SDK does not export ${name} (got ${exported})`);
   }
   // Types: a consumer with Node's own resolution finds the declarations through "exports" (skipLibCheck as
   // most projects: standardwebhooks' own .d.ts needs @types/node, which is not ours to require).
@@ -46,12 +51,28 @@ try {
   );
   run(
     "node",
-    [TSC, "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--lib", "es2022,dom", "--skipLibCheck", "index.ts"],
+    [
+      TSC,
+      "--noEmit",
+      "--strict",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--target",
+      "es2022",
+      "--lib",
+      "es2022,dom",
+      "--skipLibCheck",
+      "index.ts",
+    ],
     app,
   );
   // Publishing: the registry would accept it (a dry run needs no login; its "not logged in" notice is expected).
   run("npm", ["publish", "--dry-run", "--silent"], SDK);
-  console.log(`sdk: ${tarball} installs, imports (${exported.split(",").length} exports) and typechecks; publish --dry-run passes`);
+  console.log(
+    `sdk: ${tarball} installs, imports (${exported.split(",").length} exports) and typechecks; publish --dry-run passes`,
+  );
 } catch (err) {
   const e = /** @type {{ message?: string, stdout?: string, stderr?: string }} */ (err);
   console.error(`sdk pack check failed: ${e.message ?? String(err)}\n${e.stdout ?? ""}${e.stderr ?? ""}`);

@@ -18,7 +18,16 @@ import { dirname, join, relative } from "node:path";
 import { ensureDevVars as ensureDevVarsIn } from "./lib/dev-vars.mjs";
 import { callApi } from "./lib/http-call.mjs";
 import { dashboardBanner, demoDashboardSignIn } from "./lib/demo-dashboard.mjs";
-import { HOST, LocalWorker, migrateLocalD1, onStop, portInUse, ROOT, stopAndExit, WRANGLER } from "./lib/local-worker.mjs";
+import {
+  HOST,
+  LocalWorker,
+  migrateLocalD1,
+  onStop,
+  portInUse,
+  ROOT,
+  stopAndExit,
+  WRANGLER,
+} from "./lib/local-worker.mjs";
 
 /** @typedef {{ workspaceId: string, apiKey: string, channelNumberId: string }} Demo */
 
@@ -98,7 +107,8 @@ function showLogTail() {
 /** Resolves once wrangler has printed nothing for `quietMs` (at most `limitMs`): set-up lines come before the banner, not after it. */
 async function outputSettled(quietMs = 300, limitMs = 2_000) {
   const started = Date.now();
-  while (Date.now() - lastOutputAt < quietMs && Date.now() - started < limitMs) await new Promise((r) => setTimeout(r, 50));
+  while (Date.now() - lastOutputAt < quietMs && Date.now() - started < limitMs)
+    await new Promise((r) => setTimeout(r, 50));
 }
 
 /**
@@ -148,7 +158,11 @@ async function applyMigrations() {
     fail(`migrations failed (exit code ${code}); wrangler's output is above (and in ${LOG_NAME}).`);
   }
   const applied = new Set(output.match(/\d{4}_[\w-]+\.sql/g) ?? []);
-  say(applied.size > 0 ? `local D1: applied ${applied.size} migration(s) (${[...applied].at(-1)} the last)` : "local D1: migrations up to date");
+  say(
+    applied.size > 0
+      ? `local D1: applied ${applied.size} migration(s) (${[...applied].at(-1)} the last)`
+      : "local D1: migrations up to date",
+  );
 }
 
 // ---------------------------------------------------------------- 4. demo tenant
@@ -188,9 +202,21 @@ async function ensureDemoTenant(adminToken) {
     say("reusing the demo tenant in .dev-demo.json");
     return saved;
   }
-  say(saved ? "the demo tenant in .dev-demo.json no longer works here; creating a new one" : "creating the demo tenant");
-  const workspace = await adminCall(adminToken, "/workspaces", { name: "Demo workspace", plan: "pro" }, "the demo workspace");
-  const key = await adminCall(adminToken, `/workspaces/${workspace.id}/api-keys`, { name: "Demo key (npm run dev)" }, "the demo API key");
+  say(
+    saved ? "the demo tenant in .dev-demo.json no longer works here; creating a new one" : "creating the demo tenant",
+  );
+  const workspace = await adminCall(
+    adminToken,
+    "/workspaces",
+    { name: "Demo workspace", plan: "pro" },
+    "the demo workspace",
+  );
+  const key = await adminCall(
+    adminToken,
+    `/workspaces/${workspace.id}/api-keys`,
+    { name: "Demo key (npm run dev)" },
+    "the demo API key",
+  );
   const number = await adminCall(
     adminToken,
     `/workspaces/${workspace.id}/channel-numbers`,
@@ -209,8 +235,12 @@ async function ensureDemoTenant(adminToken) {
  * @param {Demo} demo
  */
 async function markDemoRecipient(demo) {
-  const res = await call("POST", "/api/v1/sandbox/test-contacts", demo.apiKey, { channelNumberId: demo.channelNumberId, phone: DEMO_RECIPIENT });
-  if (res.status !== 201 && res.status !== 200) throw new Error(`marking ${DEMO_RECIPIENT} as a test contact answered ${res.status}: ${res.text.slice(0, 500)}`);
+  const res = await call("POST", "/api/v1/sandbox/test-contacts", demo.apiKey, {
+    channelNumberId: demo.channelNumberId,
+    phone: DEMO_RECIPIENT,
+  });
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`marking ${DEMO_RECIPIENT} as a test contact answered ${res.status}: ${res.text.slice(0, 500)}`);
 }
 
 // ---------------------------------------------------------------- 5. banner
@@ -218,7 +248,11 @@ async function markDemoRecipient(demo) {
 /** @param {Demo} demo */
 function banner(demo) {
   const auth = `-H "Authorization: Bearer ${demo.apiKey}"`;
-  const body = JSON.stringify({ channelNumberId: demo.channelNumberId, to: DEMO_RECIPIENT, text: { body: "Hello from the sandbox" } });
+  const body = JSON.stringify({
+    channelNumberId: demo.channelNumberId,
+    to: DEMO_RECIPIENT,
+    text: { body: "Hello from the sandbox" },
+  });
   const rule = "=".repeat(78);
   return [
     "",
@@ -245,7 +279,7 @@ function banner(demo) {
     `      -H "Idempotency-Key: ${randomUUID()}" \\`,
     `      -d '${body}'`,
     `  (${DEMO_RECIPIENT} is a test contact of the sandbox number; like the operator, the sandbox fails other`,
-    "  recipients with service_window_closed until they write: see docs/api.md, \"Sandbox\".)",
+    '  recipients with service_window_closed until they write: see docs/api.md, "Sandbox".)',
     "",
     "  Check it (jobId from the send's response):",
     `    curl -s ${BASE_URL}/api/v1/messages/<jobId> ${auth}`,
@@ -268,7 +302,8 @@ async function main() {
   const { adminToken } = ensureDevVars();
   await applyMigrations();
 
-  if (await portInUse(PORT)) fail(`${HOST}:${PORT} is already in use (another \`npm run dev\`?). Stop it or set PORT=<port>.`);
+  if (await portInUse(PORT))
+    fail(`${HOST}:${PORT} is already in use (another \`npm run dev\`?). Stop it or set PORT=<port>.`);
   say(`starting wrangler dev on ${BASE_URL}`);
   const worker = new LocalWorker({
     port: PORT,
@@ -300,7 +335,9 @@ async function main() {
       limitMs: Infinity,
       slowAfterMs: 90_000,
       onSlow: () => {
-        say(`still waiting for ${BASE_URL}/api/v1/openapi.json (a build error waits for a fix); from now on wrangler's output is shown as it comes.`);
+        say(
+          `still waiting for ${BASE_URL}/api/v1/openapi.json (a build error waits for a fix); from now on wrangler's output is shown as it comes.`,
+        );
         showLogTail();
         showWrangler = true;
       },
@@ -308,7 +345,10 @@ async function main() {
   } catch {
     return; // wrangler exited: this script exits with its code
   }
-  writeFileSync(SERVER_FILE, `${JSON.stringify({ baseUrl: BASE_URL, pid: process.pid, startedAt: new Date().toISOString() }, null, 2)}\n`);
+  writeFileSync(
+    SERVER_FILE,
+    `${JSON.stringify({ baseUrl: BASE_URL, pid: process.pid, startedAt: new Date().toISOString() }, null, 2)}\n`,
+  );
   try {
     const demo = await ensureDemoTenant(adminToken);
     await markDemoRecipient(demo);
@@ -318,7 +358,9 @@ async function main() {
     showWrangler = true;
   } catch (err) {
     if (!stopping) {
-      console.error(`[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err instanceof Error ? err.message : String(err)}`);
+      console.error(
+        `[dev] the server is up at ${BASE_URL}, but setting up the demo tenant failed: ${err instanceof Error ? err.message : String(err)}`,
+      );
       await outputSettled();
       showLogTail();
       showWrangler = true;

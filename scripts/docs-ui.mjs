@@ -31,7 +31,13 @@ for (const file of FILES) {
   }
 }
 if (check && stale.length > 0) {
-  console.error(`[docs-ui] public/static/docs/vendor/ differs from swagger-ui-dist for: ${stale.join(", ")}. Run \`npm run docs:ui\` and commit.`);
+  console.error(
+    `[docs-ui] public/static/docs/vendor/ differs from swagger-ui-dist for: ${stale.join(", ")}. Run \`npm run docs:ui\` and commit.`,
+  );
   process.exit(1);
 }
-console.log(check ? "[docs-ui] vendored Swagger UI matches swagger-ui-dist." : `[docs-ui] copied ${FILES.join(", ")} to public/static/docs/vendor/.`);
+console.log(
+  check
+    ? "[docs-ui] vendored Swagger UI matches swagger-ui-dist."
+    : `[docs-ui] copied ${FILES.join(", ")} to public/static/docs/vendor/.`,
+);

@@ -29,7 +29,15 @@ import { startReceiver } from "./lib/soak-receiver.mjs";
 import { createOperatorWebhooks } from "./lib/soak-operator-webhooks.mjs";
 import { createRuntime, KILL_MARGIN_MS } from "./lib/soak-runtime.mjs";
 import { createLoad, wasAccepted } from "./lib/soak-load.mjs";
-import { checkClientErrors, checkConversationOrder, checkEvents, checkNumberRate, checkOperatorCalls, checkTerminal, queuedTimes } from "./lib/soak-checks.mjs";
+import {
+  checkClientErrors,
+  checkConversationOrder,
+  checkEvents,
+  checkNumberRate,
+  checkOperatorCalls,
+  checkTerminal,
+  queuedTimes,
+} from "./lib/soak-checks.mjs";
 import { mapLimit } from "./lib/map-limit.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -62,7 +70,9 @@ const OPTIONS = {
   port: num(args.port ?? process.env.SOAK_PORT, 8830),
   summary: args.summary ?? join(WORK_DIR, "summary.json"),
 };
-for (const [k, v] of Object.entries(OPTIONS)) if (k !== "summary" && !(typeof v === "number" && Number.isInteger(v) && v >= 0)) throw new Error(`--${k}: a whole number, got ${v}`);
+for (const [k, v] of Object.entries(OPTIONS))
+  if (k !== "summary" && !(typeof v === "number" && Number.isInteger(v) && v >= 0))
+    throw new Error(`--${k}: a whole number, got ${v}`);
 if (OPTIONS.durationS < 30) throw new Error("--duration: at least 30 s");
 
 /** The Worker's vars for this run: the fake operator, and the short delays that fit a soak (see README). */
@@ -141,7 +151,9 @@ async function main() {
   const random = seededRandom(OPTIONS.seed);
   const [workerPort, inspectorPort, operatorPort, receiverPort] = [0, 1, 2, 3].map((i) => OPTIONS.port + i);
   mkdirSync(WORK_DIR, { recursive: true });
-  say(`run ${runId}, seed ${OPTIONS.seed}: ${OPTIONS.workspaces} workspaces × ${OPTIONS.numbersPerWorkspace} numbers, ${OPTIONS.durationS} s of load, ${OPTIONS.kills} kills`);
+  say(
+    `run ${runId}, seed ${OPTIONS.seed}: ${OPTIONS.workspaces} workspaces × ${OPTIONS.numbersPerWorkspace} numbers, ${OPTIONS.durationS} s of load, ${OPTIONS.kills} kills`,
+  );
 
   // Numbers and their operator credentials, known to the fake operator before anything connects.
   const tenants = Array.from({ length: OPTIONS.workspaces }, (_, w) => ({
@@ -154,16 +166,30 @@ async function main() {
       phoneNumberId: `1${String(w).padStart(2, "0")}${String(n).padStart(2, "0")}${randomInt(1e9, 1e10)}`,
       token: `EAAGsoak${randomBytes(16).toString("hex")}`,
       // 60 recipients: the last digit is the recipient's fault class at the operator (soak-operator.mjs).
-      recipients: Array.from({ length: 60 }, (_, i) => `5511${String(w)}${String(n)}${String(randomInt(0, 1e6)).padStart(6, "0")}${i % 10}`),
+      recipients: Array.from(
+        { length: 60 },
+        (_, i) => `5511${String(w)}${String(n)}${String(randomInt(0, 1e6)).padStart(6, "0")}${i % 10}`,
+      ),
     })),
   }));
   const byPhone = new Map(tenants.flatMap((t) => t.numbers.map((n) => [n.phoneNumberId, { tenant: t, number: n }])));
 
   const secrets = new Map();
-  const receiver = await startReceiver({ port: receiverPort, failShare: 0.3, random: seededRandom(OPTIONS.seed + 1), secrets });
+  const receiver = await startReceiver({
+    port: receiverPort,
+    failShare: 0.3,
+    random: seededRandom(OPTIONS.seed + 1),
+    secrets,
+  });
   cleanups.push(() => receiver.stop());
 
-  const runtime = await createRuntime({ port: workerPort, inspectorPort, state: join(WORK_DIR, "state"), vars: WORKER_VARS(operatorPort), logFile: join(WORK_DIR, "wrangler.log") });
+  const runtime = await createRuntime({
+    port: workerPort,
+    inspectorPort,
+    state: join(WORK_DIR, "state"),
+    vars: WORKER_VARS(operatorPort),
+    logFile: join(WORK_DIR, "wrangler.log"),
+  });
   const baseUrl = runtime.baseUrl;
   cleanups.push(() => runtime.stop());
 
@@ -188,7 +214,9 @@ async function main() {
   });
   cleanups.push(() => operator.stop());
 
-  say(`starting wrangler dev on ${baseUrl} (fake operator :${operatorPort}, receiver :${receiverPort}; log .wrangler/soak/wrangler.log)`);
+  say(
+    `starting wrangler dev on ${baseUrl} (fake operator :${operatorPort}, receiver :${receiverPort}; log .wrangler/soak/wrangler.log)`,
+  );
   const readyMs = await runtime.start();
   say(`ready after ${(readyMs / 1000).toFixed(1)} s`);
 
@@ -204,12 +232,17 @@ async function main() {
           upstream: { type: "cloud", phoneNumberId: number.phoneNumberId, accessToken: number.token },
         })
       ).id;
-      const hook = await callApi(baseUrl, "POST", "/api/v1/webhooks", t.loadKey, { channelNumberId: number.id, url: `http://127.0.0.1:${receiverPort}/hooks/${number.id}` });
+      const hook = await callApi(baseUrl, "POST", "/api/v1/webhooks", t.loadKey, {
+        channelNumberId: number.id,
+        url: `http://127.0.0.1:${receiverPort}/hooks/${number.id}`,
+      });
       if (hook.status !== 201) throw new Error(`POST /webhooks answered ${hook.status}: ${hook.text.slice(0, 300)}`);
       secrets.set(number.id, hook.json.secret);
     }
   }
-  say(`seeded ${tenants.length} workspaces, ${byPhone.size} Cloud-API numbers (connected through the fake operator), ${tenants.length * 2} API keys, ${byPhone.size} webhooks`);
+  say(
+    `seeded ${tenants.length} workspaces, ${byPhone.size} Cloud-API numbers (connected through the fake operator), ${tenants.length * 2} API keys, ${byPhone.size} webhooks`,
+  );
 
   // ---- load, with kills
   const load = createLoad({ baseUrl, tenants, random: seededRandom(OPTIONS.seed + 4), runId, operatorWebhooks });
@@ -222,11 +255,16 @@ async function main() {
     const at = loadStarted + k * slice + random.between(0.15, 0.85) * slice;
     await sleep(Math.max(0, at - Date.now()));
     const w = await runtime.killAndRestart();
-    say(`kill ${k + 1}: SIGKILL at +${((w.killedAt - loadStarted) / 1000).toFixed(1)} s, answering again ${((w.readyAt - w.killedAt) / 1000).toFixed(1)} s later`);
+    say(
+      `kill ${k + 1}: SIGKILL at +${((w.killedAt - loadStarted) / 1000).toFixed(1)} s, answering again ${((w.readyAt - w.killedAt) / 1000).toFixed(1)} s later`,
+    );
   }
   await sleep(Math.max(0, loadStarted + OPTIONS.durationS * 1000 - Date.now()));
   say("load stopped; waiting for the last answers");
-  const waiting = setInterval(() => say(`still waiting: ${JSON.stringify(load.inFlight())}, ${load.answers.length} answers so far`), 10_000);
+  const waiting = setInterval(
+    () => say(`still waiting: ${JSON.stringify(load.inFlight())}, ${load.answers.length} answers so far`),
+    10_000,
+  );
   await load.stop();
   clearInterval(waiting);
   const loadEnded = Date.now();
@@ -252,7 +290,8 @@ async function main() {
       if (r.status === 200) timelines.set(s.jobId, r.json.timeline);
     });
   };
-  const isTerminal = (/** @type {AcceptedLoadSend} */ s) => ["sent", "failed"].includes(records.get(s.jobId)?.status ?? "");
+  const isTerminal = (/** @type {AcceptedLoadSend} */ s) =>
+    ["sent", "failed"].includes(records.get(s.jobId)?.status ?? "");
   const settleDeadline = Date.now() + OPTIONS.settleS * 1000;
   let settled = false;
   let lastReport = Date.now();
@@ -289,7 +328,11 @@ async function main() {
   // The final figures read every record once more (a record that changed after the snapshot shows here).
   await fetchRecords(accepted);
   await fetchTimelines();
-  say(settled ? `settled ${(settleMs / 1000).toFixed(1)} s after the load stopped` : `NOT settled within ${OPTIONS.settleS} s`);
+  say(
+    settled
+      ? `settled ${(settleMs / 1000).toFixed(1)} s after the load stopped`
+      : `NOT settled within ${OPTIONS.settleS} s`,
+  );
 
   // ---- checks
   const calls = operator.calls.slice();
@@ -312,10 +355,20 @@ async function main() {
     runId,
     seed: OPTIONS.seed,
     date: new Date(runStarted).toISOString(),
-    machine: { platform: `${os.type()} ${os.release()} ${os.arch()}`, cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? null, memoryGb: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version },
+    machine: {
+      platform: `${os.type()} ${os.release()} ${os.arch()}`,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? null,
+      memoryGb: +(os.totalmem() / 2 ** 30).toFixed(1),
+      node: process.version,
+    },
     options: { ...OPTIONS, summary: undefined },
     vars: WORKER_VARS(operatorPort),
-    killWindows: runtime.windows.map((w) => ({ killedAtS: +((w.killedAt - loadStarted) / 1000).toFixed(1), downS: +(((w.readyAt ?? NaN) - w.killedAt) / 1000).toFixed(1), marginBeforeKillMs: KILL_MARGIN_MS })),
+    killWindows: runtime.windows.map((w) => ({
+      killedAtS: +((w.killedAt - loadStarted) / 1000).toFixed(1),
+      downS: +(((w.readyAt ?? NaN) - w.killedAt) / 1000).toFixed(1),
+      marginBeforeKillMs: KILL_MARGIN_MS,
+    })),
     settled,
     settleS: +(settleMs / 1000).toFixed(1),
     sends: { offered: load.sends.length, outcomes },
@@ -345,29 +398,98 @@ async function main() {
 
   const f = checks;
   /** @param {string} label @param {string} value @param {boolean} [ok] */
-  const line = (label, value, ok) => console.log(`  ${ok === undefined ? " " : ok ? "✓" : "✗"} ${label.padEnd(64)} ${value}`);
+  const line = (label, value, ok) =>
+    console.log(`  ${ok === undefined ? " " : ok ? "✓" : "✗"} ${label.padEnd(64)} ${value}`);
   console.log("");
-  console.log(`soak ${runId} (seed ${OPTIONS.seed}), ${new Date(runStarted).toISOString()}, ${OPTIONS.durationS} s of load, settled in ${summary.settleS} s`);
-  line("kills (SIGKILL to the process group) / seconds down each", `${runtime.windows.length} / ${summary.killWindows.map((w) => w.downS).join(", ")}`, runtime.windows.length >= OPTIONS.kills);
-  line("sends offered / accepted (201, or 200 on a retry after a lost answer)", `${load.sends.length} / ${accepted.length}`);
-  line("sends refused 429 (limits) / other", `${outcomes.refused_429 ?? 0} / ${load.sends.length - accepted.length - (outcomes.refused_429 ?? 0)}`);
-  line("accepted sends that reached a terminal status", `${f.terminal.figures.terminal} of ${accepted.length} ${JSON.stringify(f.terminal.figures.byStatus)}`, f.terminal.failures.length === 0);
-  line("operator calls / calls for one jobId, at most", `${f.operatorCalls.figures.calls} / ${f.operatorCalls.figures.maxCallsPerJob} ${JSON.stringify(f.operatorCalls.figures.answers)}`);
-  line("deliveries to the operator per jobId (processed or outcome lost), at most", `${f.operatorCalls.figures.maxDeliveriesPerJob} (must be ≤ 1; payloads equal to the record)`, f.operatorCalls.failures.length === 0);
-  line("status changes / customer events for them (distinct webhook-id)", `${f.events.figures.statusChanges} / ${f.events.figures.statusEvents}`);
-  line("status changes without exactly one customer event", `${f.events.failures.length}`, f.events.failures.length === 0);
-  line("inbound messages injected / with exactly one message.received", `${f.events.figures.inboundInjected} / ${f.events.figures.inboundWithOneEvent}`, f.events.figures.inboundInjected === f.events.figures.inboundWithOneEvent);
-  line("webhook deliveries / refused by the receiver (5xx)", `${f.events.figures.deliveries} / ${f.events.figures.refusedByReceiver}`);
-  line("client answers / 5xx or network errors inside kill windows", `${f.clientErrors.figures.answers} / ${f.clientErrors.figures.errorsInKillWindows}`);
-  line("5xx or network errors outside kill windows", `${f.clientErrors.figures.errorsOutsideKillWindows}`, f.clientErrors.failures.length === 0);
-  line("replays 200 with the original jobId / conflicting replays 409", `${load.counts.replayOk} / ${load.counts.conflictOk} (unexpected answers: ${load.mismatches.length})`, load.mismatches.length === 0);
+  console.log(
+    `soak ${runId} (seed ${OPTIONS.seed}), ${new Date(runStarted).toISOString()}, ${OPTIONS.durationS} s of load, settled in ${summary.settleS} s`,
+  );
+  line(
+    "kills (SIGKILL to the process group) / seconds down each",
+    `${runtime.windows.length} / ${summary.killWindows.map((w) => w.downS).join(", ")}`,
+    runtime.windows.length >= OPTIONS.kills,
+  );
+  line(
+    "sends offered / accepted (201, or 200 on a retry after a lost answer)",
+    `${load.sends.length} / ${accepted.length}`,
+  );
+  line(
+    "sends refused 429 (limits) / other",
+    `${outcomes.refused_429 ?? 0} / ${load.sends.length - accepted.length - (outcomes.refused_429 ?? 0)}`,
+  );
+  line(
+    "accepted sends that reached a terminal status",
+    `${f.terminal.figures.terminal} of ${accepted.length} ${JSON.stringify(f.terminal.figures.byStatus)}`,
+    f.terminal.failures.length === 0,
+  );
+  line(
+    "operator calls / calls for one jobId, at most",
+    `${f.operatorCalls.figures.calls} / ${f.operatorCalls.figures.maxCallsPerJob} ${JSON.stringify(f.operatorCalls.figures.answers)}`,
+  );
+  line(
+    "deliveries to the operator per jobId (processed or outcome lost), at most",
+    `${f.operatorCalls.figures.maxDeliveriesPerJob} (must be ≤ 1; payloads equal to the record)`,
+    f.operatorCalls.failures.length === 0,
+  );
+  line(
+    "status changes / customer events for them (distinct webhook-id)",
+    `${f.events.figures.statusChanges} / ${f.events.figures.statusEvents}`,
+  );
+  line(
+    "status changes without exactly one customer event",
+    `${f.events.failures.length}`,
+    f.events.failures.length === 0,
+  );
+  line(
+    "inbound messages injected / with exactly one message.received",
+    `${f.events.figures.inboundInjected} / ${f.events.figures.inboundWithOneEvent}`,
+    f.events.figures.inboundInjected === f.events.figures.inboundWithOneEvent,
+  );
+  line(
+    "webhook deliveries / refused by the receiver (5xx)",
+    `${f.events.figures.deliveries} / ${f.events.figures.refusedByReceiver}`,
+  );
+  line(
+    "client answers / 5xx or network errors inside kill windows",
+    `${f.clientErrors.figures.answers} / ${f.clientErrors.figures.errorsInKillWindows}`,
+  );
+  line(
+    "5xx or network errors outside kill windows",
+    `${f.clientErrors.figures.errorsOutsideKillWindows}`,
+    f.clientErrors.failures.length === 0,
+  );
+  line(
+    "replays 200 with the original jobId / conflicting replays 409",
+    `${load.counts.replayOk} / ${load.counts.conflictOk} (unexpected answers: ${load.mismatches.length})`,
+    load.mismatches.length === 0,
+  );
   const rate = f.numberRate.figures;
-  line("max calls per number started in any 1 s (number object's X-Call-Started-At)", `${rate.maxCallsPerNumberIn1sAsStarted} (closest 3 consecutive starts ${rate.minStartedSpanOf3ConsecutiveCallsMs} ms apart; unstamped calls ${rate.unstampedCalls})`, f.numberRate.failures.length === 0);
-  line("  as received by the operator (± its measured lateness)", `${rate.maxCallsPerNumberIn1sAsReceived}, ${rate.windowsOver2AsReceived} window(s) over 2 (by receive time alone ${rate.maxCallsPerNumberIn1sByReceiveTimeAlone}; lateness p50/p99/max ${Object.values(rate.receiveTimeUncertaintyMs).join("/")} ms)`);
-  line("  transit, started → received: p50 / p99 / max", `${rate.transitMs.p50} / ${rate.transitMs.p99} / ${rate.transitMs.max} ms`);
-  line("conversation order: ordered pairs checked / violations", `${f.conversationOrder.figures.orderedPairsChecked} / ${f.conversationOrder.failures.length}`, f.conversationOrder.failures.length === 0);
-  line("queued time, accepted → operator call: p50 / p99 / max", `${queued.p50Ms} / ${queued.p99Ms} / ${queued.maxMs} ms`);
-  line("operator webhooks: posts / repeated after no effect / inbound duplicates", `${operatorWebhooks.stats.posts} / ${operatorWebhooks.stats.repeats} / ${operatorWebhooks.stats.inboundDuplicates}`);
+  line(
+    "max calls per number started in any 1 s (number object's X-Call-Started-At)",
+    `${rate.maxCallsPerNumberIn1sAsStarted} (closest 3 consecutive starts ${rate.minStartedSpanOf3ConsecutiveCallsMs} ms apart; unstamped calls ${rate.unstampedCalls})`,
+    f.numberRate.failures.length === 0,
+  );
+  line(
+    "  as received by the operator (± its measured lateness)",
+    `${rate.maxCallsPerNumberIn1sAsReceived}, ${rate.windowsOver2AsReceived} window(s) over 2 (by receive time alone ${rate.maxCallsPerNumberIn1sByReceiveTimeAlone}; lateness p50/p99/max ${Object.values(rate.receiveTimeUncertaintyMs).join("/")} ms)`,
+  );
+  line(
+    "  transit, started → received: p50 / p99 / max",
+    `${rate.transitMs.p50} / ${rate.transitMs.p99} / ${rate.transitMs.max} ms`,
+  );
+  line(
+    "conversation order: ordered pairs checked / violations",
+    `${f.conversationOrder.figures.orderedPairsChecked} / ${f.conversationOrder.failures.length}`,
+    f.conversationOrder.failures.length === 0,
+  );
+  line(
+    "queued time, accepted → operator call: p50 / p99 / max",
+    `${queued.p50Ms} / ${queued.p99Ms} / ${queued.maxMs} ms`,
+  );
+  line(
+    "operator webhooks: posts / repeated after no effect / inbound duplicates",
+    `${operatorWebhooks.stats.posts} / ${operatorWebhooks.stats.repeats} / ${operatorWebhooks.stats.inboundDuplicates}`,
+  );
   console.log("");
   if (!settled) console.log("FAILED: the system did not settle within the bound");
   for (const [name, c] of failing) {
@@ -375,7 +497,9 @@ async function main() {
     for (const item of c.failures.slice(0, 20)) console.log(`  ${JSON.stringify(item)}`);
   }
   for (const w of rate.arrivalWindows.slice(0, 10)) console.log(`  received within 1 s: ${JSON.stringify(w)}`);
-  console.log(`${summary.passed ? "PASSED" : "FAILED"}; summary: ${OPTIONS.summary.startsWith(ROOT) ? OPTIONS.summary.slice(ROOT.length + 1) : OPTIONS.summary}`);
+  console.log(
+    `${summary.passed ? "PASSED" : "FAILED"}; summary: ${OPTIONS.summary.startsWith(ROOT) ? OPTIONS.summary.slice(ROOT.length + 1) : OPTIONS.summary}`,
+  );
   return summary.passed;
 }
 

@@ -63,7 +63,9 @@ function readJson(file) {
 /** @returns {Demo | null} */
 function readDemo() {
   const demo = readJson(DEMO_FILE);
-  return typeof demo?.apiKey === "string" && typeof demo?.channelNumberId === "string" ? { apiKey: demo.apiKey, channelNumberId: demo.channelNumberId } : null;
+  return typeof demo?.apiKey === "string" && typeof demo?.channelNumberId === "string"
+    ? { apiKey: demo.apiKey, channelNumberId: demo.channelNumberId }
+    : null;
 }
 
 /** The running dev server's base URL: API_BASE_URL, else what `npm run dev` wrote. */
@@ -78,7 +80,8 @@ function verify(headers, body, secret) {
   const id = headers["webhook-id"];
   const timestamp = headers["webhook-timestamp"];
   const signatures = headers["webhook-signature"];
-  if (typeof id !== "string" || typeof timestamp !== "string" || typeof signatures !== "string") return "missing webhook-id, webhook-timestamp or webhook-signature";
+  if (typeof id !== "string" || typeof timestamp !== "string" || typeof signatures !== "string")
+    return "missing webhook-id, webhook-timestamp or webhook-signature";
   const age = Math.abs(Date.now() / 1000 - Number(timestamp));
   if (!Number.isFinite(age) || age > TOLERANCE_SECONDS) return `timestamp ${timestamp} is more than 5 minutes off`;
   const key = Buffer.from(secret.slice("whsec_".length), "base64");
@@ -130,7 +133,9 @@ async function registerDemo(baseUrl, demo) {
       signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {
-    return fail(`could not reach the API at ${baseUrl} (${err instanceof Error ? err.message : String(err)}); is \`npm run dev\` running?`);
+    return fail(
+      `could not reach the API at ${baseUrl} (${err instanceof Error ? err.message : String(err)}); is \`npm run dev\` running?`,
+    );
   }
   const body = await res.json().catch(() => null);
   if (res.status !== 201 || !body?.secret) fail(`registration failed: HTTP ${res.status} ${JSON.stringify(body)}`);
@@ -147,7 +152,9 @@ function banner(baseUrl, demo, webhook) {
       `    curl -sS -X POST ${baseUrl}/api/v1/webhooks/${webhook.id}/test -H "Authorization: Bearer ${demo?.apiKey}"`,
     );
   } else {
-    lines.push(secret ? "  Verifying signatures with the given secret." : "  No secret: events are printed unverified.");
+    lines.push(
+      secret ? "  Verifying signatures with the given secret." : "  No secret: events are printed unverified.",
+    );
   }
   lines.push("  Ctrl+C stops it.", "");
   console.log(lines.join("\n"));
@@ -161,7 +168,8 @@ if (secret !== null && !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)) {
 const baseUrl = apiBaseUrl();
 const demo = readDemo();
 if (register) {
-  if (!baseUrl) fail("`npm run dev` does not seem to run here (no .dev-server.json): start it first, or set API_BASE_URL.");
+  if (!baseUrl)
+    fail("`npm run dev` does not seem to run here (no .dev-server.json): start it first, or set API_BASE_URL.");
   if (!demo) fail("no demo tenant in .dev-demo.json: `npm run dev` creates it on its first start.");
 }
 
@@ -189,7 +197,9 @@ const server = createServer((req, res) => {
   });
 });
 
-server.on("error", (err) => fail(`cannot listen on ${HOST}:${PORT}: ${err.message} (set WEBHOOK_LISTEN_PORT to use another port)`));
+server.on("error", (err) =>
+  fail(`cannot listen on ${HOST}:${PORT}: ${err.message} (set WEBHOOK_LISTEN_PORT to use another port)`),
+);
 
 server.listen(PORT, HOST, async () => {
   // Checked above: registering needs both.

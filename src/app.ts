@@ -65,7 +65,10 @@ publicApi.doc31("/openapi.json", {
   servers: [{ url: "/api/v1", description: "This deployment" }],
   tags: [
     { name: "Messages", description: "Send text messages and follow their delivery." },
-    { name: "Channel numbers", description: "The numbers your workspace sends from, and the customer-service window per contact." },
+    {
+      name: "Channel numbers",
+      description: "The numbers your workspace sends from, and the customer-service window per contact.",
+    },
     { name: "Webhooks", description: "Where we POST your events; delivery log, replay and test events." },
     { name: "Account", description: "The API key's workspace and the plan usage of the month." },
     { name: "Sandbox", description: "Sandbox-only helpers to exercise an integration end to end." },
@@ -121,12 +124,22 @@ app.notFound((c) => {
   const allow = allowedMethods(app.routes, c.req.path);
   if (allow.length > 0) {
     c.header("Allow", allow.join(", "));
-    return c.json(errorBody("method_not_allowed", `${c.req.method} is not allowed here. Allowed: ${allow.join(", ")}.`, c.get("requestId")), 405);
+    return c.json(
+      errorBody(
+        "method_not_allowed",
+        `${c.req.method} is not allowed here. Allowed: ${allow.join(", ")}.`,
+        c.get("requestId"),
+      ),
+      405,
+    );
   }
   // A typo gets the route it most likely meant, so the fix is in the answer itself.
   const near = closestRoute(app.routes, c.req.path);
   const hint = near ? ` Did you mean ${near.methods.join(", ")} ${near.path}?` : " The routes are listed at /docs.";
-  return c.json(errorBody("not_found", `No such route: ${c.req.method} ${c.req.path.slice(0, 200)}.${hint}`, c.get("requestId")), 404);
+  return c.json(
+    errorBody("not_found", `No such route: ${c.req.method} ${c.req.path.slice(0, 200)}.${hint}`, c.get("requestId")),
+    404,
+  );
 });
 
 app.onError((err, c) => {
@@ -141,6 +154,13 @@ app.onError((err, c) => {
     const message = err.status === 400 ? "The request body is not valid JSON." : err.message;
     return c.json(errorBody(code, message, id), err.status as ContentfulStatusCode);
   }
-  log("error", "unhandled error", { requestId: id, error: err instanceof Error ? err.name : "unknown", detail: err instanceof Error ? err.message : String(err) });
-  return c.json(errorBody("internal_error", "Something went wrong on our side. Quote the requestId to support.", id), 500);
+  log("error", "unhandled error", {
+    requestId: id,
+    error: err instanceof Error ? err.name : "unknown",
+    detail: err instanceof Error ? err.message : String(err),
+  });
+  return c.json(
+    errorBody("internal_error", "Something went wrong on our side. Quote the requestId to support.", id),
+    500,
+  );
 });

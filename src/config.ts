@@ -10,17 +10,16 @@ import { z } from "zod";
 /** An empty var means "not set" (wrangler.toml documents several as "Empty: the default"). */
 const unset = (v: unknown): unknown => (typeof v === "string" && v.trim() === "" ? undefined : v);
 
-const wholeNumber = z
-  .string()
-  .trim()
-  .regex(/^\d+$/, "expected a whole number")
-  .transform(Number);
+const wholeNumber = z.string().trim().regex(/^\d+$/, "expected a whole number").transform(Number);
 const positiveMs = wholeNumber.refine((n) => n > 0, "expected a number of milliseconds above 0");
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(unset, schema.optional());
-const withDefault = <T extends z.ZodType<number>>(schema: T, fallback: number) => z.preprocess(unset, schema.optional()).transform((v) => v ?? fallback);
+const withDefault = <T extends z.ZodType<number>>(schema: T, fallback: number) =>
+  z.preprocess(unset, schema.optional()).transform((v) => v ?? fallback);
 /** "true" or "false"; unset is false. */
-const flag = z.preprocess(unset, z.enum(["true", "false"], "expected \"true\" or \"false\"").optional()).transform((v) => v === "true");
+const flag = z
+  .preprocess(unset, z.enum(["true", "false"], 'expected "true" or "false"').optional())
+  .transform((v) => v === "true");
 const required = z.string().trim().min(1, "must not be empty");
 const url = z.url("expected an absolute URL");
 const secondsList = z

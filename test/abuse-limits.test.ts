@@ -89,7 +89,10 @@ describe("webhook test events and replays", () => {
   async function webhookOf(t: Awaited<ReturnType<typeof createTenant>>, host: string) {
     net.dns.set(host, ["93.184.216.34"]);
     net.receivers.set(`https://${host}/hook`, answers(204));
-    const res = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: `https://${host}/hook` } });
+    const res = await api("/webhooks", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, url: `https://${host}/hook` },
+    });
     expect(res.status).toBe(201);
     return (await json<{ id: string }>(res)).id;
   }
@@ -107,10 +110,16 @@ describe("webhook test events and replays", () => {
     const refused = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
     const err = await expectError(refused, 429, "rate_limit_exceeded");
     expect(err.error.message).toMatch(/test events/);
-    expect(refused.headers.get("Retry-After")).toBe(String((ABUSE_LIMITS.webhookTest.periodSeconds) / limit));
+    expect(refused.headers.get("Retry-After")).toBe(String(ABUSE_LIMITS.webhookTest.periodSeconds / limit));
     // Exactly `limit` events reach the receiver: the refused call queued nothing.
     await publish(t.workspaceId);
-    await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries?limit=100`, t.key))).data).toHaveLength(limit), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries?limit=100`, t.key))).data,
+        ).toHaveLength(limit),
+      { timeout: 15_000, interval: 100 },
+    );
     expect(net.seen).toHaveLength(limit);
 
     advance((ABUSE_LIMITS.webhookTest.periodSeconds * 1000) / limit);
@@ -122,7 +131,12 @@ describe("webhook test events and replays", () => {
   it("limits test events and replays together per workspace; a refusal spends nothing of the per-webhook budget", async () => {
     const t = await createTenant();
     const id = await webhookOf(t, `w-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
-    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("webhookTriggers")], ABUSE_LIMITS.webhookTriggers.limit);
+    await takeToken(
+      env,
+      scopes.workspace(t.workspaceId),
+      [bucket("webhookTriggers")],
+      ABUSE_LIMITS.webhookTriggers.limit,
+    );
     const refused = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
     await expectError(refused, 429, "rate_limit_exceeded");
     expect(refused.headers.get("RateLimit-Limit")).toBe(String(ABUSE_LIMITS.webhookTriggers.limit));
@@ -131,7 +145,11 @@ describe("webhook test events and replays", () => {
     const admitted = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
     expect(admitted.status).toBe(202);
     await publish(t.workspaceId);
-    await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(
+      async () =>
+        expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1),
+      { timeout: 15_000, interval: 100 },
+    );
   });
 
   it("limits replays per webhook", async () => {
@@ -139,8 +157,17 @@ describe("webhook test events and replays", () => {
     const id = await webhookOf(t, `r-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
     const sent = await json<{ eventId: string }>(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }));
     await publish(t.workspaceId);
-    await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1), { timeout: 15_000, interval: 100 });
-    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("webhookReplay", id)], ABUSE_LIMITS.webhookReplay.limit);
+    await vi.waitFor(
+      async () =>
+        expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1),
+      { timeout: 15_000, interval: 100 },
+    );
+    await takeToken(
+      env,
+      scopes.workspace(t.workspaceId),
+      [bucket("webhookReplay", id)],
+      ABUSE_LIMITS.webhookReplay.limit,
+    );
     const refused = await api(`/webhooks/${id}/deliveries/${sent.eventId}/replay`, t.key, { method: "POST" });
     const err = await expectError(refused, 429, "rate_limit_exceeded");
     expect(err.error.message).toMatch(/replays/);
@@ -162,7 +189,10 @@ describe("the dashboard is held to the same limits as the API", () => {
     const host = `${tag}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
     net.dns.set(host, ["93.184.216.34"]);
     net.receivers.set(`https://${host}/hook`, answers(204));
-    const res = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: `https://${host}/hook` } });
+    const res = await api("/webhooks", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, url: `https://${host}/hook` },
+    });
     expect(res.status).toBe(201);
     return { id: (await json<{ id: string }>(res)).id, url: `https://${host}/hook` };
   }
@@ -173,7 +203,8 @@ describe("the dashboard is held to the same limits as the API", () => {
     const dev = await signedInMember(t.workspaceId, "developer");
     const { limit, periodSeconds } = ABUSE_LIMITS.webhookTest;
     expect((await api(`/webhooks/${id}/test`, t.key, { method: "POST" })).status).toBe(202);
-    for (let i = 1; i < limit; i++) expect((await dev.browser.post(`/dashboard/webhooks/${t.numberId}/test`)).status).toBe(303);
+    for (let i = 1; i < limit; i++)
+      expect((await dev.browser.post(`/dashboard/webhooks/${t.numberId}/test`)).status).toBe(303);
     const refused = await dev.browser.post(`/dashboard/webhooks/${t.numberId}/test`);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("Retry-After")).toBe(String(periodSeconds / limit));
@@ -206,42 +237,91 @@ describe("the dashboard is held to the same limits as the API", () => {
     const t = await createTenant();
     const { url } = await webhookOf(t, "dc");
     const dev = await signedInMember(t.workspaceId, "developer");
-    const before = await env.DB.prepare("SELECT sealed_secret FROM webhooks WHERE workspace_id = ?").bind(t.workspaceId).first();
-    await takeToken(env, scopes.actor({ type: "member", id: dev.memberId }), [bucket("webhookConfigure")], ABUSE_LIMITS.webhookConfigure.limit);
+    const before = await env.DB.prepare("SELECT sealed_secret FROM webhooks WHERE workspace_id = ?")
+      .bind(t.workspaceId)
+      .first();
+    await takeToken(
+      env,
+      scopes.actor({ type: "member", id: dev.memberId }),
+      [bucket("webhookConfigure")],
+      ABUSE_LIMITS.webhookConfigure.limit,
+    );
     const refused = await dev.browser.post(`/dashboard/webhooks/${t.numberId}`, { url });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThan(0);
-    expect(await env.DB.prepare("SELECT sealed_secret FROM webhooks WHERE workspace_id = ?").bind(t.workspaceId).first()).toEqual(before);
+    expect(
+      await env.DB.prepare("SELECT sealed_secret FROM webhooks WHERE workspace_id = ?").bind(t.workspaceId).first(),
+    ).toEqual(before);
     // The API key's own budget is separate.
-    expect((await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url } })).status).toBe(201);
+    expect((await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url } })).status).toBe(
+      201,
+    );
   });
 
   it("number changes are limited per workspace, in the dashboard and the API alike; a refused one changes nothing", async () => {
     const t = await createTenant();
     const owner = await signedInMember(t.workspaceId, "owner");
-    const numbers = async () => (await env.DB.prepare("SELECT id, status FROM channel_numbers WHERE workspace_id = ? ORDER BY id").bind(t.workspaceId).all()).results;
-    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("numberChange")], ABUSE_LIMITS.numberChange.limit - 1);
-    expect((await api("/channel-numbers", t.key, { method: "POST", json: { displayPhoneNumber: "15550005555", upstream: { type: "sandbox" } } })).status).toBe(201);
+    const numbers = async () =>
+      (
+        await env.DB.prepare("SELECT id, status FROM channel_numbers WHERE workspace_id = ? ORDER BY id")
+          .bind(t.workspaceId)
+          .all()
+      ).results;
+    await takeToken(
+      env,
+      scopes.workspace(t.workspaceId),
+      [bucket("numberChange")],
+      ABUSE_LIMITS.numberChange.limit - 1,
+    );
+    expect(
+      (
+        await api("/channel-numbers", t.key, {
+          method: "POST",
+          json: { displayPhoneNumber: "15550005555", upstream: { type: "sandbox" } },
+        })
+      ).status,
+    ).toBe(201);
     const before = await numbers();
-    const refused = await owner.browser.post("/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550006666" });
+    const refused = await owner.browser.post("/dashboard/numbers", {
+      type: "sandbox",
+      displayPhoneNumber: "15550006666",
+    });
     expect(refused.status).toBe(429);
     expect(await refused.text()).toContain("number changes");
-    await expectError(await api(`/channel-numbers/${t.numberId}`, t.key, { method: "DELETE" }), 429, "rate_limit_exceeded");
+    await expectError(
+      await api(`/channel-numbers/${t.numberId}`, t.key, { method: "DELETE" }),
+      429,
+      "rate_limit_exceeded",
+    );
     expect(await numbers()).toEqual(before);
   });
 
   it("new API keys are limited per workspace, in the dashboard and the admin API alike", async () => {
     const t = await createTenant();
     const dev = await signedInMember(t.workspaceId, "developer");
-    const count = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys WHERE workspace_id = ?").bind(t.workspaceId).first<{ n: number }>())?.n;
+    const count = async () =>
+      (
+        await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys WHERE workspace_id = ?")
+          .bind(t.workspaceId)
+          .first<{ n: number }>()
+      )?.n;
     // The tenant's own key was the first.
-    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("apiKeyCreate")], ABUSE_LIMITS.apiKeyCreate.limit - 2);
+    await takeToken(
+      env,
+      scopes.workspace(t.workspaceId),
+      [bucket("apiKeyCreate")],
+      ABUSE_LIMITS.apiKeyCreate.limit - 2,
+    );
     expect((await dev.browser.post("/dashboard/api-keys", { name: "last one" })).status).toBe(303);
     const keys = await count();
     const refused = await dev.browser.post("/dashboard/api-keys", { name: "one too many" });
     expect(refused.status).toBe(429);
     expect(await refused.text()).toContain("new API keys");
-    await expectError(await admin(`/workspaces/${t.workspaceId}/api-keys`, { method: "POST", json: { name: "admin too" } }), 429, "rate_limit_exceeded");
+    await expectError(
+      await admin(`/workspaces/${t.workspaceId}/api-keys`, { method: "POST", json: { name: "admin too" } }),
+      429,
+      "rate_limit_exceeded",
+    );
     expect(await count()).toBe(keys);
   });
 });
@@ -253,13 +333,24 @@ describe("webhook test events and replays on ids that are not an enabled webhook
     await env.DB.prepare(
       "INSERT INTO webhooks (id, workspace_id, channel_number_id, url, sealed_secret, status, created_at, updated_at, disabled_at) VALUES (?, ?, ?, 'https://x.acme-shop.com/', 'v2.x', 'disabled', ?, ?, ?)",
     )
-      .bind(disabled, t.workspaceId, t.numberId, new Date(clock).toISOString(), new Date(clock).toISOString(), new Date(clock).toISOString())
+      .bind(
+        disabled,
+        t.workspaceId,
+        t.numberId,
+        new Date(clock).toISOString(),
+        new Date(clock).toISOString(),
+        new Date(clock).toISOString(),
+      )
       .run();
     const ids = [crypto.randomUUID(), "not-a-uuid", disabled];
     await takeToken(env, scopes.apiKey(t.keyId), [bucket("read")], ABUSE_LIMITS.read.limit);
     for (const id of ids) {
       await expectError(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }), 429, "rate_limit_exceeded");
-      await expectError(await api(`/webhooks/${id}/deliveries/evt_x/replay`, t.key, { method: "POST" }), 429, "rate_limit_exceeded");
+      await expectError(
+        await api(`/webhooks/${id}/deliveries/evt_x/replay`, t.key, { method: "POST" }),
+        429,
+        "rate_limit_exceeded",
+      );
     }
     // Another key is unaffected.
     expect((await api(`/webhooks/${crypto.randomUUID()}/test`, other.key, { method: "POST" })).status).toBe(404);
@@ -267,7 +358,8 @@ describe("webhook test events and replays on ids that are not an enabled webhook
 });
 
 describe("failed authentication per client address", () => {
-  const unknownKey = () => `${env.API_KEY_PREFIX}live_${btoa(crypto.randomUUID()).replaceAll("=", "").replaceAll("+", "-").replaceAll("/", "_").slice(0, 43).padEnd(43, "x")}`;
+  const unknownKey = () =>
+    `${env.API_KEY_PREFIX}live_${btoa(crypto.randomUUID()).replaceAll("=", "").replaceAll("+", "-").replaceAll("/", "_").slice(0, 43).padEnd(43, "x")}`;
 
   /** A request through the real fetch handler with Server-Timing on, to count the D1 statements it ran. */
   async function from(address: string, key: string, path = "/api/v1/me") {
@@ -318,9 +410,12 @@ describe("failed authentication per client address", () => {
   it("a burst of a valid key's first requests from one address shares one lookup: all pass, and the budget is intact", async () => {
     const t = await createTenant();
     const address = "203.0.113.202";
-    const burst = await Promise.all(Array.from({ length: 2 * ABUSE_LIMITS.authFailures.limit }, () => from(address, t.key)));
+    const burst = await Promise.all(
+      Array.from({ length: 2 * ABUSE_LIMITS.authFailures.limit }, () => from(address, t.key)),
+    );
     expect(burst.map((r) => r.res.status)).toEqual(burst.map(() => 200));
-    for (let i = 0; i < ABUSE_LIMITS.authFailures.limit; i++) expect((await from(address, unknownKey())).res.status).toBe(401);
+    for (let i = 0; i < ABUSE_LIMITS.authFailures.limit; i++)
+      expect((await from(address, unknownKey())).res.status).toBe(401);
     expect((await from(address, unknownKey())).res.status).toBe(429);
   });
 
@@ -341,7 +436,12 @@ describe("failed authentication per client address", () => {
     const t = await createTenant();
     const address = "2001:db8:aaaa:bbbb::1";
     expect((await from(address, t.key)).res.status).toBe(200);
-    await takeToken(env, scopes.clientAddress("2001:db8:aaaa:bbbb::/64"), [bucket("authFailures")], ABUSE_LIMITS.authFailures.limit);
+    await takeToken(
+      env,
+      scopes.clientAddress("2001:db8:aaaa:bbbb::/64"),
+      [bucket("authFailures")],
+      ABUSE_LIMITS.authFailures.limit,
+    );
     // Another address of the same /64 is throttled …
     expect((await from("2001:db8:aaaa:bbbb::2", unknownKey())).res.status).toBe(429);
     // … but the key already known to this isolate goes on working.

@@ -26,15 +26,25 @@ describe("ADMIN_TOKEN shorter than 32 characters", () => {
     const short = "a".repeat(31);
     const lines: string[] = [];
     vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(String(line)));
-    for (const [method, path] of [["POST", "/admin/v1/workspaces"], ["GET", `/admin/v1/workspaces/${crypto.randomUUID()}`], ["POST", "/admin/v1/secrets/reseal"]]) {
-      const res = await fetchWith({ ADMIN_TOKEN: short }, path!, { method, headers: { Authorization: `Bearer ${short}`, "Content-Type": "application/json" }, body: method === "POST" ? "{}" : undefined });
+    for (const [method, path] of [
+      ["POST", "/admin/v1/workspaces"],
+      ["GET", `/admin/v1/workspaces/${crypto.randomUUID()}`],
+      ["POST", "/admin/v1/secrets/reseal"],
+    ]) {
+      const res = await fetchWith({ ADMIN_TOKEN: short }, path!, {
+        method,
+        headers: { Authorization: `Bearer ${short}`, "Content-Type": "application/json" },
+        body: method === "POST" ? "{}" : undefined,
+      });
       const err = await expectError(res, 500, "internal_error");
       expect(err.error.message).toMatch(/ADMIN_TOKEN must be at least 32 characters/);
     }
     expect(lines.some((l) => l.includes("ADMIN_TOKEN is missing or shorter than 32 characters"))).toBe(true);
     expect(lines.join("\n")).not.toContain(short);
     const t = await createTenant();
-    expect((await fetchWith({ ADMIN_TOKEN: short }, "/api/v1/me", { headers: { Authorization: `Bearer ${t.key}` } })).status).toBe(200);
+    expect(
+      (await fetchWith({ ADMIN_TOKEN: short }, "/api/v1/me", { headers: { Authorization: `Bearer ${t.key}` } })).status,
+    ).toBe(200);
   });
 
   it("32 characters are enough", async () => {
@@ -53,7 +63,11 @@ const auditOf = async (requestId: string) =>
 
 describe("admin audit log", () => {
   it("records who (the token's id, not the token), what, when and the result of every admin call", async () => {
-    const created = await admin("/workspaces", { method: "POST", json: { name: "Audited", plan: "free" }, headers: { "X-Request-Id": `audit-${crypto.randomUUID()}` } });
+    const created = await admin("/workspaces", {
+      method: "POST",
+      json: { name: "Audited", plan: "free" },
+      headers: { "X-Request-Id": `audit-${crypto.randomUUID()}` },
+    });
     expect(created.status).toBe(201);
     const { id } = await json<{ id: string }>(created);
     const row = await auditOf(created.headers.get("X-Request-Id")!);
@@ -68,15 +82,28 @@ describe("admin audit log", () => {
     expect(JSON.stringify(row)).not.toContain(env.ADMIN_TOKEN);
 
     const read = await admin(`/workspaces/${id}`);
-    expect(await auditOf(read.headers.get("X-Request-Id")!)).toMatchObject({ method: "GET", route: "/admin/v1/workspaces/:workspaceId", path: `/admin/v1/workspaces/${id}`, status: 200 });
+    expect(await auditOf(read.headers.get("X-Request-Id")!)).toMatchObject({
+      method: "GET",
+      route: "/admin/v1/workspaces/:workspaceId",
+      path: `/admin/v1/workspaces/${id}`,
+      status: 200,
+    });
     const refused = await admin("/workspaces", { method: "POST", json: { name: "x", plan: "platinum" } });
     expect(await auditOf(refused.headers.get("X-Request-Id")!)).toMatchObject({ status: 400 });
     const missing = await admin(`/api-keys/${crypto.randomUUID()}`, { method: "DELETE" });
-    expect(await auditOf(missing.headers.get("X-Request-Id")!)).toMatchObject({ method: "DELETE", route: "/admin/v1/api-keys/:keyId", status: 404 });
+    expect(await auditOf(missing.headers.get("X-Request-Id")!)).toMatchObject({
+      method: "DELETE",
+      route: "/admin/v1/api-keys/:keyId",
+      status: 404,
+    });
   });
 
   it("does not record calls that fail authentication (anyone could fill the table)", async () => {
-    const res = await admin("/workspaces", { method: "POST", json: { name: "x", plan: "free" }, headers: { Authorization: "Bearer wrong" } });
+    const res = await admin("/workspaces", {
+      method: "POST",
+      json: { name: "x", plan: "free" },
+      headers: { Authorization: "Bearer wrong" },
+    });
     expect(res.status).toBe(401);
     expect(await auditOf(res.headers.get("X-Request-Id")!)).toBeNull();
   });
@@ -95,17 +122,25 @@ describe("scheduled retention", () => {
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5100)
        INSERT INTO admin_audit_log (id, at, actor, method, route, path, status, request_id, client_address)
        SELECT ?1 || '-' || i, ?2, ?1, 'GET', '/admin/v1/x', '/admin/v1/x', 200, 'r', NULL FROM n`,
-    ).bind(actor, old).run();
+    )
+      .bind(actor, old)
+      .run();
     await env.DB.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3)
        INSERT INTO admin_audit_log (id, at, actor, method, route, path, status, request_id, client_address)
        SELECT ?1 || '-new-' || i, ?2, ?1, 'GET', '/admin/v1/x', '/admin/v1/x', 200, 'r', NULL FROM n`,
-    ).bind(actor, recent).run();
+    )
+      .bind(actor, recent)
+      .run();
     const count = async (at: string) =>
-      (await env.DB.prepare("SELECT COUNT(*) AS n FROM admin_audit_log WHERE actor = ? AND at = ?").bind(actor, at).first<{ n: number }>())!.n;
+      (await env.DB.prepare("SELECT COUNT(*) AS n FROM admin_audit_log WHERE actor = ? AND at = ?")
+        .bind(actor, at)
+        .first<{ n: number }>())!.n;
     // Every row older than the cutoff, this test's and any earlier test's (all are older at this clock).
     const expired = async () =>
-      (await env.DB.prepare("SELECT COUNT(*) AS n FROM admin_audit_log WHERE at < ?").bind(new Date(now - 90 * 24 * 3_600_000).toISOString()).first<{ n: number }>())!.n;
+      (await env.DB.prepare("SELECT COUNT(*) AS n FROM admin_audit_log WHERE at < ?")
+        .bind(new Date(now - 90 * 24 * 3_600_000).toISOString())
+        .first<{ n: number }>())!.n;
     const before = await expired();
     expect(before).toBeGreaterThanOrEqual(5_100);
 
@@ -132,16 +167,32 @@ describe("scheduled retention", () => {
     await env.DB.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10050)
        INSERT INTO usage_daily (workspace_id, day, channel_number_id, accepted, sent) SELECT ?1, ?2, 'n-' || i, 1, 1 FROM n`,
-    ).bind(workspaceId, day(401)).run();
-    await env.DB.prepare("INSERT INTO usage_daily (workspace_id, day, channel_number_id, accepted, sent) VALUES (?, ?, 'kept', 1, 1)").bind(workspaceId, day(400)).run();
-    const count = async () => (await env.DB.prepare("SELECT day, COUNT(*) AS n FROM usage_daily WHERE workspace_id = ? GROUP BY day ORDER BY day").bind(workspaceId).all()).results;
+    )
+      .bind(workspaceId, day(401))
+      .run();
+    await env.DB.prepare(
+      "INSERT INTO usage_daily (workspace_id, day, channel_number_id, accepted, sent) VALUES (?, ?, 'kept', 1, 1)",
+    )
+      .bind(workspaceId, day(400))
+      .run();
+    const count = async () =>
+      (
+        await env.DB.prepare(
+          "SELECT day, COUNT(*) AS n FROM usage_daily WHERE workspace_id = ? GROUP BY day ORDER BY day",
+        )
+          .bind(workspaceId)
+          .all()
+      ).results;
     const runCron = async () => {
       const ctx = createExecutionContext();
       await worker.scheduled(createScheduledController({ scheduledTime: now, cron: "17 * * * *" }), env, ctx);
       await waitOnExecutionContext(ctx);
     };
     // Every row older than the cutoff, this test's and any earlier test's (all are older at this clock).
-    const expired = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM usage_daily WHERE day < ?").bind(day(400)).first<{ n: number }>())!.n;
+    const expired = async () =>
+      (await env.DB.prepare("SELECT COUNT(*) AS n FROM usage_daily WHERE day < ?")
+        .bind(day(400))
+        .first<{ n: number }>())!.n;
     const before = await expired();
     expect(before).toBeGreaterThanOrEqual(10_050);
     await runCron();
@@ -153,8 +204,19 @@ describe("scheduled retention", () => {
 
   it("one failing job never stops the others", async () => {
     const ran: string[] = [];
-    const failing: ScheduledJob = { name: "failing", run: async () => { throw new Error("boom"); } };
-    const fine: ScheduledJob = { name: "fine", run: async () => { ran.push("fine"); return 7; } };
+    const failing: ScheduledJob = {
+      name: "failing",
+      run: async () => {
+        throw new Error("boom");
+      },
+    };
+    const fine: ScheduledJob = {
+      name: "fine",
+      run: async () => {
+        ran.push("fine");
+        return 7;
+      },
+    };
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     expect(await runScheduledJobs(env, Date.now(), [failing, fine])).toEqual([
       { name: "failing", ok: false, handled: 0 },
@@ -169,11 +231,16 @@ describe("the plan's number limit", () => {
     const workspaceId = await createWorkspace({ plan: "free" });
     const results = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        admin(`/workspaces/${workspaceId}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: `1555000${1000 + i}`, upstream: { type: "sandbox" } } }),
+        admin(`/workspaces/${workspaceId}/channel-numbers`, {
+          method: "POST",
+          json: { displayPhoneNumber: `1555000${1000 + i}`, upstream: { type: "sandbox" } },
+        }),
       ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 403, 403, 403, 403, 403]);
-    const listed = await json<{ data: { status: string }[] }>(await admin(`/workspaces/${workspaceId}/channel-numbers`));
+    const listed = await json<{ data: { status: string }[] }>(
+      await admin(`/workspaces/${workspaceId}/channel-numbers`),
+    );
     expect(listed.data.filter((n) => n.status === "connected")).toHaveLength(1);
   });
 });
@@ -186,7 +253,8 @@ describe("connecting a live number", () => {
     const seen: Request[] = [];
     vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
       const req = new Request(input, init);
-      if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`)) throw new Error(`unexpected outbound request: ${req.url}`);
+      if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
+        throw new Error(`unexpected outbound request: ${req.url}`);
       seen.push(req);
       return reply(req);
     });
@@ -214,10 +282,26 @@ describe("connecting a live number", () => {
   });
 
   it.each([
-    ["another id", (id: string) => Response.json({ id: `${id}9`, display_phone_number: "+1 555" }), "upstream.phoneNumberId"],
-    ["no such object for this token (code 100)", () => Response.json({ error: { code: 100, message: "Unsupported get request." } }, { status: 400 }), "upstream.phoneNumberId"],
-    ["forbidden (code 200)", () => Response.json({ error: { code: 200, message: "Permissions error" } }, { status: 403 }), "upstream.phoneNumberId"],
-    ["an invalid token (code 190)", () => Response.json({ error: { code: 190, message: "Invalid OAuth access token." } }, { status: 401 }), "upstream.accessToken"],
+    [
+      "another id",
+      (id: string) => Response.json({ id: `${id}9`, display_phone_number: "+1 555" }),
+      "upstream.phoneNumberId",
+    ],
+    [
+      "no such object for this token (code 100)",
+      () => Response.json({ error: { code: 100, message: "Unsupported get request." } }, { status: 400 }),
+      "upstream.phoneNumberId",
+    ],
+    [
+      "forbidden (code 200)",
+      () => Response.json({ error: { code: 200, message: "Permissions error" } }, { status: 403 }),
+      "upstream.phoneNumberId",
+    ],
+    [
+      "an invalid token (code 190)",
+      () => Response.json({ error: { code: 190, message: "Invalid OAuth access token." } }, { status: 401 }),
+      "upstream.accessToken",
+    ],
   ])("refuses the number when the operator answers %s, and stores nothing", async (_, reply, path) => {
     const workspaceId = await createWorkspace();
     const id = phoneId();

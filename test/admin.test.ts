@@ -26,10 +26,26 @@ describe("admin API", () => {
 
   it("refuses bad workspace input and unknown plans", async () => {
     await expectError(await admin("/workspaces", { method: "POST", json: { plan: "free" } }), 400, "invalid_request");
-    await expectError(await admin("/workspaces", { method: "POST", json: { name: "x", plan: "platinum" } }), 400, "invalid_request");
-    await expectError(await admin("/workspaces", { method: "POST", json: { name: "x", plan: "free", monthlyMessageQuota: -1 } }), 400, "invalid_request");
-    await expectError(await admin("/workspaces", { method: "POST", json: { name: "x", plan: "free", extra: 1 } }), 400, "invalid_request");
-    await expectError(await admin("/workspaces", { method: "POST", body: "{", headers: { "Content-Type": "application/json" } }), 400, "invalid_request");
+    await expectError(
+      await admin("/workspaces", { method: "POST", json: { name: "x", plan: "platinum" } }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin("/workspaces", { method: "POST", json: { name: "x", plan: "free", monthlyMessageQuota: -1 } }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin("/workspaces", { method: "POST", json: { name: "x", plan: "free", extra: 1 } }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin("/workspaces", { method: "POST", body: "{", headers: { "Content-Type": "application/json" } }),
+      400,
+      "invalid_request",
+    );
     await expectError(await admin(`/workspaces/${crypto.randomUUID()}`), 404, "not_found");
   });
 
@@ -43,7 +59,9 @@ describe("admin API", () => {
     const list = await admin(`/workspaces/${workspaceId}/api-keys`);
     const text = await list.text();
     expect(text).not.toContain(created.key);
-    expect(JSON.parse(text).data).toEqual([expect.objectContaining({ id: created.id, revokedAt: null, lastFour: created.lastFour })]);
+    expect(JSON.parse(text).data).toEqual([
+      expect.objectContaining({ id: created.id, revokedAt: null, lastFour: created.lastFour }),
+    ]);
 
     expect((await admin(`/api-keys/${created.id}`, { method: "DELETE" })).status).toBe(204);
     expect((await admin(`/api-keys/${created.id}`, { method: "DELETE" })).status).toBe(204);
@@ -62,31 +80,46 @@ describe("admin API", () => {
     });
     const cloud = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
       method: "POST",
-      json: { displayPhoneNumber: "+15551230000", upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token } },
+      json: {
+        displayPhoneNumber: "+15551230000",
+        upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token },
+      },
     });
     expect(cloud.status).toBe(201);
     const listed = await (await admin(`/workspaces/${workspaceId}/channel-numbers`)).text();
     expect(listed).not.toContain(token);
-    expect(JSON.parse(listed).data[0]).toMatchObject({ upstream: { type: "cloud", phoneNumberId: "1099887766" }, status: "connected" });
+    expect(JSON.parse(listed).data[0]).toMatchObject({
+      upstream: { type: "cloud", phoneNumberId: "1099887766" },
+      status: "connected",
+    });
 
     // The same operator number cannot be connected twice.
     await expectError(
       await admin(`/workspaces/${workspaceId}/channel-numbers`, {
         method: "POST",
-        json: { displayPhoneNumber: "+15551230000", upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token } },
+        json: {
+          displayPhoneNumber: "+15551230000",
+          upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token },
+        },
       }),
       400,
       "invalid_request",
     );
     await expectError(
-      await admin(`/workspaces/${workspaceId}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: "abc", upstream: { type: "pigeon" } } }),
+      await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+        method: "POST",
+        json: { displayPhoneNumber: "abc", upstream: { type: "pigeon" } },
+      }),
       400,
       "invalid_request",
     );
 
     const free = await createTenant({ plan: "free" });
     await expectError(
-      await admin(`/workspaces/${free.workspaceId}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: "15550009999", upstream: { type: "sandbox" } } }),
+      await admin(`/workspaces/${free.workspaceId}/channel-numbers`, {
+        method: "POST",
+        json: { displayPhoneNumber: "15550009999", upstream: { type: "sandbox" } },
+      }),
       403,
       "forbidden",
     );

@@ -29,7 +29,11 @@ const NEW_PASSWORD = "a new and long enough passphrase";
 /** The state-changing routes the app declares under `prefix` ("METHOD /path"), read from the router itself. */
 function declaredRoutes(prefix: string): string[] {
   const mutating = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-  return [...new Set(app.routes.filter((r) => mutating.has(r.method) && r.path.startsWith(prefix)).map((r) => `${r.method} ${r.path}`))].sort();
+  return [
+    ...new Set(
+      app.routes.filter((r) => mutating.has(r.method) && r.path.startsWith(prefix)).map((r) => `${r.method} ${r.path}`),
+    ),
+  ].sort();
 }
 
 /** What one route's request must leave in the log: its action, and who must be named as the actor. */
@@ -45,7 +49,8 @@ const asKey = (w: World) => ({ type: "api_key" as const, id: w.tenant.keyId });
 const asAdmin = { type: "admin" as const, id: "" };
 const post = (b: Browser, path: string, fields: Record<string, string> = {}) => b.post(path, fields, { ip: IP });
 const adminCall = (path: string, init: RequestInit & { json?: unknown }) => admin(path, { ...init, headers: fromIp });
-const apiCall = (path: string, key: string, init: RequestInit & { json?: unknown }) => api(path, key, { ...init, headers: fromIp });
+const apiCall = (path: string, key: string, init: RequestInit & { json?: unknown }) =>
+  api(path, key, { ...init, headers: fromIp });
 
 const DASHBOARD: Record<string, Walk> = {
   "POST /dashboard/sign-in": {
@@ -58,13 +63,21 @@ const DASHBOARD: Record<string, Walk> = {
   },
   "POST /dashboard/sign-out": {
     action: "member.signed_out",
-    run: async (w) => ({ res: await post(w.viewer.browser, "/dashboard/sign-out"), workspaceId: w.tenant.workspaceId, actor: { type: "member", id: w.viewer.memberId } }),
+    run: async (w) => ({
+      res: await post(w.viewer.browser, "/dashboard/sign-out"),
+      workspaceId: w.tenant.workspaceId,
+      actor: { type: "member", id: w.viewer.memberId },
+    }),
   },
   "POST /dashboard/invitations/:token": {
     action: "member.invitation_accepted",
     run: async (w) => {
       const { path, memberId } = await invite(w.tenant.workspaceId, uniqueEmail("joins"), "viewer");
-      return { res: await post(new Browser(), path, { password: NEW_PASSWORD, confirm: NEW_PASSWORD }), workspaceId: w.tenant.workspaceId, actor: { type: "member", id: memberId } };
+      return {
+        res: await post(new Browser(), path, { password: NEW_PASSWORD, confirm: NEW_PASSWORD }),
+        workspaceId: w.tenant.workspaceId,
+        actor: { type: "member", id: memberId },
+      };
     },
   },
   "POST /dashboard/choose-workspace": {
@@ -74,21 +87,37 @@ const DASHBOARD: Record<string, Walk> = {
       const other = await createWorkspace({ name: "Second" });
       await signedInMember(other, "viewer", w.owner.email);
       const browser = new Browser();
-      expect((await post(browser, "/dashboard/sign-in", { email: w.owner.email, password: PASSWORD })).headers.get("location")).toBe("/dashboard/choose-workspace");
-      return { res: await post(browser, "/dashboard/choose-workspace", { memberId: w.owner.memberId }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) };
+      expect(
+        (await post(browser, "/dashboard/sign-in", { email: w.owner.email, password: PASSWORD })).headers.get(
+          "location",
+        ),
+      ).toBe("/dashboard/choose-workspace");
+      return {
+        res: await post(browser, "/dashboard/choose-workspace", { memberId: w.owner.memberId }),
+        workspaceId: w.tenant.workspaceId,
+        actor: asOwner(w),
+      };
     },
   },
   "POST /dashboard/account/password": {
     action: "member.password_changed",
     run: async (w) => ({
-      res: await post(w.owner.browser, "/dashboard/account/password", { current: PASSWORD, password: NEW_PASSWORD, confirm: NEW_PASSWORD }),
+      res: await post(w.owner.browser, "/dashboard/account/password", {
+        current: PASSWORD,
+        password: NEW_PASSWORD,
+        confirm: NEW_PASSWORD,
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asOwner(w),
     }),
   },
   "POST /dashboard/api-keys": {
     action: "api_key.created",
-    run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/api-keys", { name: "ci" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, "/dashboard/api-keys", { name: "ci" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/api-keys/:id/revoke": {
     action: "api_key.revoked",
@@ -100,18 +129,32 @@ const DASHBOARD: Record<string, Walk> = {
   },
   "POST /dashboard/webhooks/:numberId": {
     action: "webhook.configured",
-    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/webhooks/${w.tenant.numberId}`, { url: w.webhookUrl }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/webhooks/${w.tenant.numberId}`, { url: w.webhookUrl }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/webhooks/:numberId/test": {
     action: "webhook.test_sent",
     deliveries: 1,
-    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/webhooks/${w.tenant.numberId}/test`), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/webhooks/${w.tenant.numberId}/test`),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/webhooks/:numberId/enable": {
     action: "webhook.reenabled",
     run: async (w) => {
-      await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = updated_at WHERE id = ?").bind(w.webhookId).run();
-      return { res: await post(w.owner.browser, `/dashboard/webhooks/${w.tenant.numberId}/enable`), workspaceId: w.tenant.workspaceId, actor: asOwner(w) };
+      await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = updated_at WHERE id = ?")
+        .bind(w.webhookId)
+        .run();
+      return {
+        res: await post(w.owner.browser, `/dashboard/webhooks/${w.tenant.numberId}/enable`),
+        workspaceId: w.tenant.workspaceId,
+        actor: asOwner(w),
+      };
     },
   },
   "POST /dashboard/webhooks/:numberId/deliveries/:eventId/replay": {
@@ -125,7 +168,11 @@ const DASHBOARD: Record<string, Walk> = {
   },
   "POST /dashboard/numbers": {
     action: "channel_number.connected",
-    run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550004444" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, "/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550004444" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/numbers/:id/token": {
     action: "channel_number.credentials_replaced",
@@ -133,8 +180,15 @@ const DASHBOARD: Record<string, Walk> = {
       const account = fakeOperatorAccount();
       try {
         const u = cloudUpstream(account);
-        const connected = await post(w.owner.browser, "/dashboard/numbers", { type: "cloud", phoneNumberId: u.phoneNumberId, wabaId: u.wabaId, accessToken: u.accessToken });
-        const res = await post(w.owner.browser, `${connected.headers.get("location") ?? ""}/token`, { accessToken: account.token });
+        const connected = await post(w.owner.browser, "/dashboard/numbers", {
+          type: "cloud",
+          phoneNumberId: u.phoneNumberId,
+          wabaId: u.wabaId,
+          accessToken: u.accessToken,
+        });
+        const res = await post(w.owner.browser, `${connected.headers.get("location") ?? ""}/token`, {
+          accessToken: account.token,
+        });
         return { res, workspaceId: w.tenant.workspaceId, actor: asOwner(w) };
       } finally {
         account.restore();
@@ -143,24 +197,46 @@ const DASHBOARD: Record<string, Walk> = {
   },
   "POST /dashboard/numbers/:id/disconnect": {
     action: "channel_number.disconnected",
-    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/disconnect`, { confirmed: "yes" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/disconnect`, { confirmed: "yes" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/numbers/:id/test-contacts": {
     action: "sandbox.test_contact_added",
-    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/test-contacts`, { phone: "5511987654321" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/test-contacts`, {
+        phone: "5511987654321",
+      }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/numbers/:id/test-contacts/:phone/remove": {
     action: "sandbox.test_contact_removed",
     // createTenant made TEST_CONTACT a test contact.
-    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/test-contacts/${TEST_CONTACT}/remove`), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/test-contacts/${TEST_CONTACT}/remove`),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/members": {
     action: "member.invited",
-    run: async (w) => ({ res: await post(w.owner.browser, "/dashboard/members", { email: uniqueEmail("new"), role: "viewer" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, "/dashboard/members", { email: uniqueEmail("new"), role: "viewer" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/members/:id/role": {
     action: "member.role_changed",
-    run: async (w) => ({ res: await post(w.owner.browser, `/dashboard/members/${w.viewer.memberId}/role`, { role: "developer" }), workspaceId: w.tenant.workspaceId, actor: asOwner(w) }),
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/members/${w.viewer.memberId}/role`, { role: "developer" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
   },
   "POST /dashboard/members/:id/remove": {
     action: "member.removed",
@@ -181,7 +257,10 @@ const API: Record<string, Walk | { exempt: string }> = {
   "POST /api/v1/webhooks": {
     action: "webhook.configured",
     run: async (w) => ({
-      res: await apiCall("/webhooks", w.tenant.key, { method: "POST", json: { channelNumberId: w.tenant.numberId, url: w.webhookUrl } }),
+      res: await apiCall("/webhooks", w.tenant.key, {
+        method: "POST",
+        json: { channelNumberId: w.tenant.numberId, url: w.webhookUrl },
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asKey(w),
     }),
@@ -189,7 +268,11 @@ const API: Record<string, Walk | { exempt: string }> = {
   "POST /api/v1/webhooks/:id/test": {
     action: "webhook.test_sent",
     deliveries: 1,
-    run: async (w) => ({ res: await apiCall(`/webhooks/${w.webhookId}/test`, w.tenant.key, { method: "POST" }), workspaceId: w.tenant.workspaceId, actor: asKey(w) }),
+    run: async (w) => ({
+      res: await apiCall(`/webhooks/${w.webhookId}/test`, w.tenant.key, { method: "POST" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asKey(w),
+    }),
   },
   "POST /api/v1/webhooks/:id/deliveries/:eventId/replay": {
     action: "webhook.event_replayed",
@@ -203,7 +286,10 @@ const API: Record<string, Walk | { exempt: string }> = {
   "POST /api/v1/channel-numbers": {
     action: "channel_number.connected",
     run: async (w) => ({
-      res: await apiCall("/channel-numbers", w.tenant.key, { method: "POST", json: { displayPhoneNumber: "15550003333", upstream: { type: "sandbox" } } }),
+      res: await apiCall("/channel-numbers", w.tenant.key, {
+        method: "POST",
+        json: { displayPhoneNumber: "15550003333", upstream: { type: "sandbox" } },
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asKey(w),
     }),
@@ -213,9 +299,15 @@ const API: Record<string, Walk | { exempt: string }> = {
     run: async (w) => {
       const account = fakeOperatorAccount();
       try {
-        const connected = await apiCall("/channel-numbers", w.tenant.key, { method: "POST", json: { upstream: cloudUpstream(account) } });
+        const connected = await apiCall("/channel-numbers", w.tenant.key, {
+          method: "POST",
+          json: { upstream: cloudUpstream(account) },
+        });
         const { id } = await json<{ id: string }>(connected);
-        const res = await apiCall(`/channel-numbers/${id}`, w.tenant.key, { method: "PATCH", json: { accessToken: account.token } });
+        const res = await apiCall(`/channel-numbers/${id}`, w.tenant.key, {
+          method: "PATCH",
+          json: { accessToken: account.token },
+        });
         return { res, workspaceId: w.tenant.workspaceId, actor: asKey(w) };
       } finally {
         account.restore();
@@ -224,13 +316,20 @@ const API: Record<string, Walk | { exempt: string }> = {
   },
   "DELETE /api/v1/channel-numbers/:id": {
     action: "channel_number.disconnected",
-    run: async (w) => ({ res: await apiCall(`/channel-numbers/${w.tenant.numberId}`, w.tenant.key, { method: "DELETE" }), workspaceId: w.tenant.workspaceId, actor: asKey(w) }),
+    run: async (w) => ({
+      res: await apiCall(`/channel-numbers/${w.tenant.numberId}`, w.tenant.key, { method: "DELETE" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asKey(w),
+    }),
   },
   "POST /api/v1/sandbox/inbound": {
     action: "sandbox.inbound_injected",
     deliveries: 1,
     run: async (w) => ({
-      res: await apiCall("/sandbox/inbound", w.tenant.key, { method: "POST", json: { channelNumberId: w.tenant.numberId, from: "5511987654321", text: { body: "hi" } } }),
+      res: await apiCall("/sandbox/inbound", w.tenant.key, {
+        method: "POST",
+        json: { channelNumberId: w.tenant.numberId, from: "5511987654321", text: { body: "hi" } },
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asKey(w),
     }),
@@ -238,7 +337,10 @@ const API: Record<string, Walk | { exempt: string }> = {
   "POST /api/v1/sandbox/test-contacts": {
     action: "sandbox.test_contact_added",
     run: async (w) => ({
-      res: await apiCall("/sandbox/test-contacts", w.tenant.key, { method: "POST", json: { channelNumberId: w.tenant.numberId, phone: "5511987654321" } }),
+      res: await apiCall("/sandbox/test-contacts", w.tenant.key, {
+        method: "POST",
+        json: { channelNumberId: w.tenant.numberId, phone: "5511987654321" },
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asKey(w),
     }),
@@ -247,7 +349,9 @@ const API: Record<string, Walk | { exempt: string }> = {
     action: "sandbox.test_contact_removed",
     run: async (w) => ({
       // createTenant made TEST_CONTACT a test contact.
-      res: await apiCall(`/sandbox/test-contacts/${w.tenant.numberId}/${TEST_CONTACT}`, w.tenant.key, { method: "DELETE" }),
+      res: await apiCall(`/sandbox/test-contacts/${w.tenant.numberId}/${TEST_CONTACT}`, w.tenant.key, {
+        method: "DELETE",
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asKey(w),
     }),
@@ -255,7 +359,9 @@ const API: Record<string, Walk | { exempt: string }> = {
 };
 
 const ADMIN: Record<string, Walk | { exempt: string }> = {
-  "POST /admin/v1/secrets/reseal": { exempt: "acts on no workspace (re-seals every workspace's secrets); recorded in admin_audit_log" },
+  "POST /admin/v1/secrets/reseal": {
+    exempt: "acts on no workspace (re-seals every workspace's secrets); recorded in admin_audit_log",
+  },
   "POST /admin/v1/workspaces": {
     action: "workspace.created",
     run: async () => {
@@ -265,23 +371,38 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
   },
   "POST /admin/v1/workspaces/:workspaceId/api-keys": {
     action: "api_key.created",
-    run: async (w) => ({ res: await adminCall(`/workspaces/${w.tenant.workspaceId}/api-keys`, { method: "POST", json: { name: "ops" } }), workspaceId: w.tenant.workspaceId, actor: asAdmin }),
+    run: async (w) => ({
+      res: await adminCall(`/workspaces/${w.tenant.workspaceId}/api-keys`, { method: "POST", json: { name: "ops" } }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asAdmin,
+    }),
   },
   "DELETE /admin/v1/api-keys/:keyId": {
     action: "api_key.revoked",
-    run: async (w) => ({ res: await adminCall(`/api-keys/${w.tenant.keyId}`, { method: "DELETE" }), workspaceId: w.tenant.workspaceId, actor: asAdmin }),
+    run: async (w) => ({
+      res: await adminCall(`/api-keys/${w.tenant.keyId}`, { method: "DELETE" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asAdmin,
+    }),
   },
   "POST /admin/v1/workspaces/:workspaceId/channel-numbers": {
     action: "channel_number.connected",
     run: async (w) => ({
-      res: await adminCall(`/workspaces/${w.tenant.workspaceId}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: "15550002222", upstream: { type: "sandbox" } } }),
+      res: await adminCall(`/workspaces/${w.tenant.workspaceId}/channel-numbers`, {
+        method: "POST",
+        json: { displayPhoneNumber: "15550002222", upstream: { type: "sandbox" } },
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asAdmin,
     }),
   },
   "DELETE /admin/v1/channel-numbers/:numberId": {
     action: "channel_number.disconnected",
-    run: async (w) => ({ res: await adminCall(`/channel-numbers/${w.tenant.numberId}`, { method: "DELETE" }), workspaceId: w.tenant.workspaceId, actor: asAdmin }),
+    run: async (w) => ({
+      res: await adminCall(`/channel-numbers/${w.tenant.numberId}`, { method: "DELETE" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asAdmin,
+    }),
   },
   "PUT /admin/v1/channel-numbers/:numberId/credentials": {
     action: "channel_number.credentials_replaced",
@@ -290,9 +411,14 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
       // The operator confirms the new token controls the number (answered at the network edge).
       const previous = globalThis.fetch;
       globalThis.fetch = async (input, init) =>
-        new Request(input, init).url === operatorNumberUrl(phoneNumberId) ? Response.json({ id: phoneNumberId, display_phone_number: "+1 555" }) : previous(input, init);
+        new Request(input, init).url === operatorNumberUrl(phoneNumberId)
+          ? Response.json({ id: phoneNumberId, display_phone_number: "+1 555" })
+          : previous(input, init);
       try {
-        const res = await adminCall(`/channel-numbers/${numberId}/credentials`, { method: "PUT", json: { accessToken: "EAAG-a-new-token-0123456789" } });
+        const res = await adminCall(`/channel-numbers/${numberId}/credentials`, {
+          method: "PUT",
+          json: { accessToken: "EAAG-a-new-token-0123456789" },
+        });
         return { res, workspaceId: w.tenant.workspaceId, actor: asAdmin };
       } finally {
         globalThis.fetch = previous;
@@ -302,32 +428,49 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
   "POST /admin/v1/workspaces/:workspaceId/members": {
     action: "member.invited",
     run: async (w) => ({
-      res: await adminCall(`/workspaces/${w.tenant.workspaceId}/members`, { method: "POST", json: { email: uniqueEmail("ops"), role: "viewer" } }),
+      res: await adminCall(`/workspaces/${w.tenant.workspaceId}/members`, {
+        method: "POST",
+        json: { email: uniqueEmail("ops"), role: "viewer" },
+      }),
       workspaceId: w.tenant.workspaceId,
       actor: asAdmin,
     }),
   },
   "DELETE /admin/v1/workspaces/:workspaceId/members/:memberId": {
     action: "member.removed",
-    run: async (w) => ({ res: await adminCall(`/workspaces/${w.tenant.workspaceId}/members/${w.viewer.memberId}`, { method: "DELETE" }), workspaceId: w.tenant.workspaceId, actor: asAdmin }),
+    run: async (w) => ({
+      res: await adminCall(`/workspaces/${w.tenant.workspaceId}/members/${w.viewer.memberId}`, { method: "DELETE" }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asAdmin,
+    }),
   },
 };
 
 const entryOf = (workspaceId: string, requestId: string) =>
-  env.DB.prepare("SELECT * FROM audit_log WHERE workspace_id = ? AND request_id = ?").bind(workspaceId, requestId).all<AuditRow>();
+  env.DB.prepare("SELECT * FROM audit_log WHERE workspace_id = ? AND request_id = ?")
+    .bind(workspaceId, requestId)
+    .all<AuditRow>();
 
 /** Runs a route's request on a fresh world and checks its one entry. */
 async function walk(walkOf: Walk) {
   const w = await world(net, "audit", true);
   const seenBefore = net.seen.length;
   const { res, workspaceId, actor } = await walkOf.run(w);
-  await vi.waitFor(() => expect(net.seen).toHaveLength(seenBefore + (walkOf.deliveries ?? 0)), { timeout: 15_000, interval: 100 });
+  await vi.waitFor(() => expect(net.seen).toHaveLength(seenBefore + (walkOf.deliveries ?? 0)), {
+    timeout: 15_000,
+    interval: 100,
+  });
   expect(res.status).toBeLessThan(400);
   const requestId = res.headers.get("X-Request-Id") ?? "";
   const { results } = await entryOf(workspaceId, requestId);
   expect(results).toHaveLength(1);
   const entry = results[0]!;
-  expect(entry).toMatchObject({ action: walkOf.action, actor_type: actor.type, client_address: IP, request_id: requestId });
+  expect(entry).toMatchObject({
+    action: walkOf.action,
+    actor_type: actor.type,
+    client_address: IP,
+    request_id: requestId,
+  });
   if (actor.type === "admin") expect(entry.actor_id).toMatch(/^admin-token:[0-9a-f]{12}$/);
   else expect(entry.actor_id).toBe(actor.id);
   expect(Date.now() - Date.parse(entry.at)).toBeLessThan(60_000);
@@ -353,7 +496,9 @@ describe("every state-changing route writes one audit entry", () => {
   it.each(walks(ADMIN))("admin: %s", async (_, w) => walk(w));
 
   it("every action has words on the owners' page", () => {
-    const used = [...Object.values(DASHBOARD), ...Object.values(API), ...Object.values(ADMIN)].flatMap((w) => ("action" in w ? [w.action] : []));
+    const used = [...Object.values(DASHBOARD), ...Object.values(API), ...Object.values(ADMIN)].flatMap((w) =>
+      "action" in w ? [w.action] : [],
+    );
     expect(new Set(used)).toEqual(new Set(Object.keys(AUDIT_ACTIONS)));
   });
 });
@@ -385,7 +530,14 @@ describe("the audit page", () => {
   it("filters by action and by kind of actor, and pages 50 at a time, newest first", async () => {
     const t = await createTenant();
     const owner = await signedInMember(t.workspaceId, "owner");
-    const source = { workspace_id: t.workspaceId, actor_label: null, target_type: "webhook", target_id: null, detail: null, client_address: null };
+    const source = {
+      workspace_id: t.workspaceId,
+      actor_label: null,
+      target_type: "webhook",
+      target_id: null,
+      detail: null,
+      client_address: null,
+    };
     for (let i = 0; i < 60; i++) {
       await appendAudit(env.DB, {
         ...source,
@@ -403,7 +555,9 @@ describe("the audit page", () => {
     expect(older).toBeDefined();
     expect(ids(await (await owner.browser.get(older!)).text())).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
 
-    const replays = ids(await (await owner.browser.get("/dashboard/audit?action=webhook.event_replayed&actor=api_key")).text());
+    const replays = ids(
+      await (await owner.browser.get("/dashboard/audit?action=webhook.event_replayed&actor=api_key")).text(),
+    );
     expect(replays).toEqual([57, 51, 45, 39, 33, 27, 21, 15, 9, 3]);
     // An unknown filter is ignored, never an error.
     expect((await owner.browser.get("/dashboard/audit?action=drop%20table&before=x")).status).toBe(200);
@@ -425,9 +579,11 @@ describe("the audit log's bound", () => {
     request_id: `req_bound_${n}`,
   });
   const requestIds = async (workspaceId: string) =>
-    (await env.DB.prepare("SELECT request_id FROM audit_log WHERE workspace_id = ? ORDER BY seq").bind(workspaceId).all<{ request_id: string }>()).results.map(
-      (r) => r.request_id,
-    );
+    (
+      await env.DB.prepare("SELECT request_id FROM audit_log WHERE workspace_id = ? ORDER BY seq")
+        .bind(workspaceId)
+        .all<{ request_id: string }>()
+    ).results.map((r) => r.request_id);
 
   it("keeps at most the newest N entries of a workspace: each insert drops what fell below, other workspaces untouched", async () => {
     const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];

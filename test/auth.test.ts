@@ -47,20 +47,24 @@ function authCases(tenant: Tenant, revokedKey: string): [string, Record<string, 
 }
 
 describe("API-key authentication", () => {
-  it.each(PUBLIC_ENDPOINTS)("%s %s refuses every bad credential with a uniform 401 and a Bearer challenge", async (method, path) => {
-    const { tenant, revokedKey } = await tenantWithRevokedKey();
-    for (const [name, headers] of authCases(tenant, revokedKey)) {
-      const res = await api(path, null, {
-        method,
-        headers: { ...headers, "Content-Type": "application/json", "Idempotency-Key": "k1" },
-        body: method === "POST" ? "{}" : undefined,
-      });
-      // RFC 6750 §3: no error parameter when no credentials were sent.
-      const challenge = name === "no Authorization header" ? 'Bearer realm="api"' : 'Bearer realm="api", error="invalid_token"';
-      expect(res.headers.get("WWW-Authenticate"), name).toBe(challenge);
-      await expectError(res, 401, "unauthorized");
-    }
-  });
+  it.each(PUBLIC_ENDPOINTS)(
+    "%s %s refuses every bad credential with a uniform 401 and a Bearer challenge",
+    async (method, path) => {
+      const { tenant, revokedKey } = await tenantWithRevokedKey();
+      for (const [name, headers] of authCases(tenant, revokedKey)) {
+        const res = await api(path, null, {
+          method,
+          headers: { ...headers, "Content-Type": "application/json", "Idempotency-Key": "k1" },
+          body: method === "POST" ? "{}" : undefined,
+        });
+        // RFC 6750 §3: no error parameter when no credentials were sent.
+        const challenge =
+          name === "no Authorization header" ? 'Bearer realm="api"' : 'Bearer realm="api", error="invalid_token"';
+        expect(res.headers.get("WWW-Authenticate"), name).toBe(challenge);
+        await expectError(res, 401, "unauthorized");
+      }
+    },
+  );
 
   it.each([
     ["lowercase", "bearer"],
@@ -110,7 +114,11 @@ describe("admin authentication", () => {
     ["POST", `/workspaces/${tenant.workspaceId}/api-keys`, { name: "x" }],
     ["GET", `/workspaces/${tenant.workspaceId}/api-keys`],
     ["DELETE", `/api-keys/${tenant.keyId}`],
-    ["POST", `/workspaces/${tenant.workspaceId}/channel-numbers`, { displayPhoneNumber: "15550009999", upstream: { type: "sandbox" } }],
+    [
+      "POST",
+      `/workspaces/${tenant.workspaceId}/channel-numbers`,
+      { displayPhoneNumber: "15550009999", upstream: { type: "sandbox" } },
+    ],
     ["GET", `/workspaces/${tenant.workspaceId}/channel-numbers`],
     ["DELETE", `/channel-numbers/${tenant.numberId}`],
   ];
@@ -132,7 +140,9 @@ describe("admin authentication", () => {
         headers: { "Content-Type": "application/json", ...(value ? { Authorization: value } : {}) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
-      expect(res.headers.get("WWW-Authenticate")).toBe(value ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"');
+      expect(res.headers.get("WWW-Authenticate")).toBe(
+        value ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"',
+      );
       const err = await expectError(res, 401, "unauthorized");
       expect(JSON.stringify(err)).not.toContain(env.ADMIN_TOKEN);
     }
@@ -145,7 +155,9 @@ describe("admin authentication", () => {
 describe("admin token scheme", () => {
   it("is case-insensitive, like the API key's", async () => {
     const tenant = await createTenant();
-    const res = await call(`/admin/v1/workspaces/${tenant.workspaceId}`, { headers: { Authorization: `bEARER ${env.ADMIN_TOKEN}` } });
+    const res = await call(`/admin/v1/workspaces/${tenant.workspaceId}`, {
+      headers: { Authorization: `bEARER ${env.ADMIN_TOKEN}` },
+    });
     expect(res.status).toBe(200);
   });
 });

@@ -5,7 +5,16 @@ import { createTenant } from "./helpers/fixtures";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { DAY_MS } from "../src/domain/job-id";
 import { nextKeyExpiry, purgeExpiredKeys } from "../src/durable-objects/workspace/idempotency-keys";
-import { hasUnpublishedEvents, nextCheckDue, nextEventExpiry, purgeOldEvents, attemptsOfWebhook, attemptsAbout, REPORT_WALK, SETTLED_WALK } from "../src/durable-objects/workspace/event-log";
+import {
+  hasUnpublishedEvents,
+  nextCheckDue,
+  nextEventExpiry,
+  purgeOldEvents,
+  attemptsOfWebhook,
+  attemptsAbout,
+  REPORT_WALK,
+  SETTLED_WALK,
+} from "../src/durable-objects/workspace/event-log";
 import { oldestQueuedAt, queuedAcceptedBefore } from "../src/durable-objects/workspace/messages";
 import { oldestHotAt, oldestHotRows } from "../src/durable-objects/workspace/history-tiering";
 import { hasDirtyCounts } from "../src/durable-objects/workspace/daily-counts";
@@ -88,20 +97,38 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     await runInDurableObject(stub, (_, state) => {
       const sql = state.storage.sql;
       state.storage.transactionSync(() => {
-        seed(sql, `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending, sent_at)
-          SELECT printf('00000000-0000-7000-8000-%012d', i), 'outbound', '${t.numberId}', printf('5511%09d', i % 5000), 'text', 'x', 'sent', ${old} + i, ${old} + i, 1, 0, ${old} + i FROM n`);
+        seed(
+          sql,
+          `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending, sent_at)
+          SELECT printf('00000000-0000-7000-8000-%012d', i), 'outbound', '${t.numberId}', printf('5511%09d', i % 5000), 'text', 'x', 'sent', ${old} + i, ${old} + i, 1, 0, ${old} + i FROM n`,
+        );
         // Backlogs of active messages: unknown outcomes (processing, older than everything: an
         // operator outage) and queued ones (a number that drains slower than it is fed).
-        seed(sql, `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending, processing_at, outcome_unknown_since)
-          SELECT printf('00000000-0000-7000-9000-%012d', i), 'outbound', '${t.numberId}', printf('5599%09d', i % 5000), 'text', 'x', 'processing', ${old} - ${ROWS} + i, ${old} - ${ROWS} + i, 1, 0, ${old} - ${ROWS} + i, ${old} - ${ROWS} + i FROM n`);
-        seed(sql, `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending)
-          SELECT printf('00000000-0000-7000-a000-%012d', i), 'outbound', '${t.numberId}', printf('5588%09d', i % 5000), 'text', 'x', 'queued', ${clock} - ${ROWS} + i, ${clock} - ${ROWS} + i, 1, 0 FROM n`);
-        seed(sql, `INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, delivered_at)
-          SELECT printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), '{}', ${old} + i, '${t.numberId}', 'delivered', ${clock} - 1000 + (i % 10) FROM n`);
+        seed(
+          sql,
+          `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending, processing_at, outcome_unknown_since)
+          SELECT printf('00000000-0000-7000-9000-%012d', i), 'outbound', '${t.numberId}', printf('5599%09d', i % 5000), 'text', 'x', 'processing', ${old} - ${ROWS} + i, ${old} - ${ROWS} + i, 1, 0, ${old} - ${ROWS} + i, ${old} - ${ROWS} + i FROM n`,
+        );
+        seed(
+          sql,
+          `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending)
+          SELECT printf('00000000-0000-7000-a000-%012d', i), 'outbound', '${t.numberId}', printf('5588%09d', i % 5000), 'text', 'x', 'queued', ${clock} - ${ROWS} + i, ${clock} - ${ROWS} + i, 1, 0 FROM n`,
+        );
+        seed(
+          sql,
+          `INSERT INTO events (id, type, subject, body, created_at, channel_number_id, delivery, delivered_at)
+          SELECT printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), '{}', ${old} + i, '${t.numberId}', 'delivered', ${clock} - 1000 + (i % 10) FROM n`,
+        );
         // The delivery log of a new object is keyed (webhook_id, seq); many webhooks' logs (one per number).
-        seed(sql, `INSERT INTO event_attempts (seq, event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome)
-          SELECT i, printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), CASE WHEN i % 100 = 0 THEN printf('wh-%d', i % 5000) ELSE 'wh' END, 1, ${clock} - 1000 + (i % 10), 'delivered' FROM n`);
-        seed(sql, `INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) SELECT printf('k%d', i), 'f', 'j', ${clock} - 1000 + (i % 10) FROM n`);
+        seed(
+          sql,
+          `INSERT INTO event_attempts (seq, event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome)
+          SELECT i, printf('evt_%032d', i), 'message.status', printf('00000000-0000-7000-8000-%012d', i), CASE WHEN i % 100 = 0 THEN printf('wh-%d', i % 5000) ELSE 'wh' END, 1, ${clock} - 1000 + (i % 10), 'delivered' FROM n`,
+        );
+        seed(
+          sql,
+          `INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) SELECT printf('k%d', i), 'f', 'j', ${clock} - 1000 + (i % 10) FROM n`,
+        );
         sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('events_published_through', ?)", String(ROWS));
       });
     });
@@ -116,12 +143,28 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         // The report walk (events awaiting a first report are found in sequence order, not through an index).
         ["nextCheckDue (the index, then the report walk)", REPORT_WALK + 5, (s) => nextCheckDue(s, at)],
         // The delivery log is kept per webhook: two rows read per webhook (its key's next step, its oldest row).
-        ["nextEventExpiry (the settled walk, each webhook's oldest attempt)", SETTLED_WALK + 6 + 3 * LOGGED_WEBHOOKS, (s) => nextEventExpiry(s)],
-        ["purgeOldEvents (a batch of 500 and the settled walk, with the rows they delete; each webhook's oldest attempt)", 2_000 + 2 * SETTLED_WALK + 3 * LOGGED_WEBHOOKS, (s) => purgeOldEvents(s, at)],
+        [
+          "nextEventExpiry (the settled walk, each webhook's oldest attempt)",
+          SETTLED_WALK + 6 + 3 * LOGGED_WEBHOOKS,
+          (s) => nextEventExpiry(s),
+        ],
+        [
+          "purgeOldEvents (a batch of 500 and the settled walk, with the rows they delete; each webhook's oldest attempt)",
+          2_000 + 2 * SETTLED_WALK + 3 * LOGGED_WEBHOOKS,
+          (s) => purgeOldEvents(s, at),
+        ],
         ["hasDirtyCounts", 2, (s) => hasDirtyCounts(s)],
         ["oldestQueuedAt", 2, (s) => oldestQueuedAt(s)],
         ["queuedAcceptedBefore", 51, (s) => queuedAcceptedBefore(s, at, 50)],
-        ["queuedAcceptedBefore (a later page)", 51, (s) => queuedAcceptedBefore(s, at, 50, { createdAt: clock - ROWS / 2, id: "00000000-0000-7000-a000-000000050000" })],
+        [
+          "queuedAcceptedBefore (a later page)",
+          51,
+          (s) =>
+            queuedAcceptedBefore(s, at, 50, {
+              createdAt: clock - ROWS / 2,
+              id: "00000000-0000-7000-a000-000000050000",
+            }),
+        ],
         ["oldestHotAt", 2, (s) => oldestHotAt(s)],
         ["oldestHotRows (one batch)", 501, (s) => oldestHotRows(s, at, 500)],
         ["attemptsOfWebhook (a page)", 101, (s) => attemptsOfWebhook(s, "wh", null, 100)],
@@ -129,11 +172,33 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["listPage, no filter", 21, (s) => listPage(s, {}, null, 20)],
         ["listPage, a rare recipient", 30, (s) => listPage(s, { counterpart: "5511000000007" }, null, 20)],
         ["listPage, queued (its index)", 21, (s) => listPage(s, { status: "queued" }, null, 20)],
-        ["listPage, processing (no index of its own: the budget)", 1_001, (s) => listPage(s, { status: "processing" }, null, 20)],
-        ["listPage, an unselective filter with no match (budget)", 1_001, (s) => listPage(s, { direction: "outbound", status: "sent", counterpart: undefined, createdFrom: 0, channelNumberId: "00000000-0000-0000-0000-000000000000" }, null, 20)],
+        [
+          "listPage, processing (no index of its own: the budget)",
+          1_001,
+          (s) => listPage(s, { status: "processing" }, null, 20),
+        ],
+        [
+          "listPage, an unselective filter with no match (budget)",
+          1_001,
+          (s) =>
+            listPage(
+              s,
+              {
+                direction: "outbound",
+                status: "sent",
+                counterpart: undefined,
+                createdFrom: 0,
+                channelNumberId: "00000000-0000-0000-0000-000000000000",
+              },
+              null,
+              20,
+            ),
+        ],
       ];
       // Every bound is a batch size (or a handful of rows), far below the rows in the tables.
-      const over = checks.map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read })).filter((c) => c.read > c.bound);
+      const over = checks
+        .map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read }))
+        .filter((c) => c.read > c.bound);
       expect(over).toEqual([]);
     });
     // And the real alarm runs each due step once, within its batches (nothing here scans a table).
@@ -148,10 +213,16 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     await runInDurableObject(stub, (_, state) => {
       const sql = state.storage.sql;
       state.storage.transactionSync(() => {
-        seed(sql, `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, attempts, next_attempt_at, updated_at, is_head, upstream_message_id)
-          SELECT printf('job-%d', i), '${t.workspaceId}', '${t.numberId}', printf('5511%09d', i % 5000), 'x', ${old} + i, 'sent', 1, 0, ${old} + i, 0, printf('wamid.%d', i) FROM n`);
+        seed(
+          sql,
+          `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, attempts, next_attempt_at, updated_at, is_head, upstream_message_id)
+          SELECT printf('job-%d', i), '${t.workspaceId}', '${t.numberId}', printf('5511%09d', i % 5000), 'x', ${old} + i, 'sent', 1, 0, ${old} + i, 0, printf('wamid.%d', i) FROM n`,
+        );
         seed(sql, `INSERT INTO contacts (phone, last_inbound_at) SELECT printf('5522%09d', i), ${clock} - 1000 FROM n`);
-        seed(sql, `INSERT INTO recipient_aliases (recipient, wa_id, updated_at) SELECT printf('5533%09d', i), printf('553%09d', i), ${clock} - 1000 FROM n`);
+        seed(
+          sql,
+          `INSERT INTO recipient_aliases (recipient, wa_id, updated_at) SELECT printf('5533%09d', i), printf('553%09d', i), ${clock} - 1000 FROM n`,
+        );
         seed(sql, `INSERT INTO pair_pace (recipient, tat) SELECT printf('5544%09d', i), ${clock} + 6000 FROM n`);
       });
     });
@@ -182,7 +253,9 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         ["sweepIdlePairs (one page)", 2_010, (s) => sweepIdlePairs(s, at, "")],
       ];
       // Every bound is a batch size (or a handful of rows), far below the rows in the tables.
-      const over = checks.map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read })).filter((c) => c.read > c.bound);
+      const over = checks
+        .map(([name, bound, fn]) => ({ name, bound, read: measure(fn).read }))
+        .filter((c) => c.read > c.bound);
       expect(over).toEqual([]);
     });
     await runDurableObjectAlarm(stub);
@@ -197,14 +270,21 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       const sql = state.storage.sql;
       state.storage.transactionSync(() => {
         // One recipient's backlog (a paused number, or one user paced by the operator): the oldest is its head.
-        seed(sql, `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, attempts, next_attempt_at, updated_at, is_head)
-          SELECT printf('queued-%d', i), '${t.workspaceId}', '${t.numberId}', '${recipient}', 'x', ${clock} + i, 'queued', 0, ${clock} + i, ${clock} + i, i = 1 FROM n`);
+        seed(
+          sql,
+          `INSERT INTO outbox (job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state, attempts, next_attempt_at, updated_at, is_head)
+          SELECT printf('queued-%d', i), '${t.workspaceId}', '${t.numberId}', '${recipient}', 'x', ${clock} + i, 'queued', 0, ${clock} + i, ${clock} + i, i = 1 FROM n`,
+        );
       });
     });
     await runInDurableObject(stub, (_, state) => {
       const measure = counting(state.storage.sql);
       const sql = state.storage.sql;
-      const heads = () => sql.exec<{ job_id: string }>("SELECT job_id FROM outbox WHERE recipient = ? AND is_head = 1", recipient).toArray().map((r) => r.job_id);
+      const heads = () =>
+        sql
+          .exec<{ job_id: string }>("SELECT job_id FROM outbox WHERE recipient = ? AND is_head = 1", recipient)
+          .toArray()
+          .map((r) => r.job_id);
       const at = Date.now();
       // The head is sent; the next entry becomes the head.
       const first = sql.exec<{ seq: number }>("SELECT seq FROM outbox WHERE job_id = 'queued-1'").one().seq;
@@ -227,8 +307,16 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         { name: "promoteHead after the head finished", read: promoted.read, bound: 8 },
         { name: "promoteHead after an older entry came back", read: back.read, bound: 8 },
         { name: "nextReadyAt", read: measure((s) => nextReadyAt(s)).read, bound: 2 },
-        { name: "oldestQueuedAt (the held-bound step's due time)", read: measure((s) => oldestQueuedEntryAt(s)).read, bound: 2 },
-        { name: "queuedAcceptedBefore (one batch of the held-bound step)", read: measure((s) => queuedEntriesAcceptedBy(s, at + ROWS, 100)).read, bound: 101 },
+        {
+          name: "oldestQueuedAt (the held-bound step's due time)",
+          read: measure((s) => oldestQueuedEntryAt(s)).read,
+          bound: 2,
+        },
+        {
+          name: "queuedAcceptedBefore (one batch of the held-bound step)",
+          read: measure((s) => queuedEntriesAcceptedBy(s, at + ROWS, 100)).read,
+          bound: 101,
+        },
         { name: "nextReady", read: measure((s) => nextReady(s, at + ROWS, new Set())).read, bound: 3 },
       ];
       expect(checks.filter((c) => c.read > c.bound)).toEqual([]);

@@ -4,7 +4,14 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, cloudUpstream, fakeAccounts, mockOperator, operatorError, type FakeAccount } from "./helpers/operator";
+import {
+  accepted,
+  cloudUpstream,
+  fakeAccounts,
+  mockOperator,
+  operatorError,
+  type FakeAccount,
+} from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
 import { accountUpdatePayload, postOperator, qualityUpdatePayload } from "./helpers/operator-webhook";
@@ -19,13 +26,25 @@ afterEach(() => {
 
 const connect = (key: string, body: unknown) => api("/channel-numbers", key, { method: "POST", json: body });
 const rowsOf = async (workspaceId: string) =>
-  (await env.DB.prepare("SELECT * FROM channel_numbers WHERE workspace_id = ?").bind(workspaceId).all<Record<string, unknown>>()).results;
+  (
+    await env.DB.prepare("SELECT * FROM channel_numbers WHERE workspace_id = ?")
+      .bind(workspaceId)
+      .all<Record<string, unknown>>()
+  ).results;
 
 interface Detail {
   id: string;
   displayPhoneNumber: string;
   upstream: string;
-  health: { state: string; verifiedName: string | null; qualityRating: string | null; messagingLimitTier: string | null; sendsToday: number; lastOperatorError: string | null; checkedAt: string | null };
+  health: {
+    state: string;
+    verifiedName: string | null;
+    qualityRating: string | null;
+    messagingLimitTier: string | null;
+    sendsToday: number;
+    lastOperatorError: string | null;
+    checkedAt: string | null;
+  };
 }
 
 async function keyOnly(plan = "pro") {
@@ -40,7 +59,12 @@ describe("POST /channel-numbers", () => {
     const res = await connect(t.key, { displayPhoneNumber: "+15550009999", upstream: { type: "sandbox" } });
     expect(res.status).toBe(201);
     const body = await json<Detail>(res);
-    expect(body).toMatchObject({ displayPhoneNumber: "+15550009999", upstream: "sandbox", status: "connected", health: { state: "active", sendsToday: 0 } });
+    expect(body).toMatchObject({
+      displayPhoneNumber: "+15550009999",
+      upstream: "sandbox",
+      status: "connected",
+      health: { state: "active", sendsToday: 0 },
+    });
     // Usable at once for sending.
     expect((await send(t.key, crypto.randomUUID(), textMessage(body.id))).status).toBe(201);
   });
@@ -56,11 +80,25 @@ describe("POST /channel-numbers", () => {
     expect(body).toMatchObject({
       displayPhoneNumber: "+15557770000",
       upstream: "cloud",
-      health: { state: "active", verifiedName: "Acme Shop", qualityRating: "GREEN", messagingLimitTier: "TIER_1K", lastOperatorError: null },
+      health: {
+        state: "active",
+        verifiedName: "Acme Shop",
+        qualityRating: "GREEN",
+        messagingLimitTier: "TIER_1K",
+        lastOperatorError: null,
+      },
     });
-    expect(a.calls).toEqual([`GET ${a.phoneNumberId}`, `GET ${a.wabaId}/phone_numbers`, `POST ${a.wabaId}/subscribed_apps`]);
+    expect(a.calls).toEqual([
+      `GET ${a.phoneNumberId}`,
+      `GET ${a.wabaId}/phone_numbers`,
+      `POST ${a.wabaId}/subscribed_apps`,
+    ]);
     const [row] = await rowsOf(t.workspaceId);
-    expect(row).toMatchObject({ upstream_phone_number_id: a.phoneNumberId, waba_id: a.wabaId, quality_rating: "GREEN" });
+    expect(row).toMatchObject({
+      upstream_phone_number_id: a.phoneNumberId,
+      waba_id: a.wabaId,
+      quality_rating: "GREEN",
+    });
     expect(String(row!.upstream_credentials)).not.toContain(a.token);
     // The read shows the same, without asking the operator again within the hour.
     const read = await json<Detail>(await api(`/channel-numbers/${body.id}`, t.key));
@@ -69,18 +107,35 @@ describe("POST /channel-numbers", () => {
   });
 
   const refusals: [string, (a: FakeAccount) => unknown, string][] = [
-    ["a bad token", (a) => ({ upstream: { ...cloudUpstream(a), accessToken: "EAAG-not-the-token-000000" } }), "upstream.accessToken"],
-    ["a wrong business account", (a) => ({ upstream: { ...cloudUpstream(a), wabaId: "999000111222" } }), "upstream.wabaId"],
-    ["a phone number id the token does not know", (a) => ({ upstream: { ...cloudUpstream(a), phoneNumberId: "123456789" } }), "upstream.phoneNumberId"],
+    [
+      "a bad token",
+      (a) => ({ upstream: { ...cloudUpstream(a), accessToken: "EAAG-not-the-token-000000" } }),
+      "upstream.accessToken",
+    ],
+    [
+      "a wrong business account",
+      (a) => ({ upstream: { ...cloudUpstream(a), wabaId: "999000111222" } }),
+      "upstream.wabaId",
+    ],
+    [
+      "a phone number id the token does not know",
+      (a) => ({ upstream: { ...cloudUpstream(a), phoneNumberId: "123456789" } }),
+      "upstream.phoneNumberId",
+    ],
   ];
-  it.each(refusals)("refuses %s, naming the field and the operator's reason; nothing is stored", async (_, body, field) => {
-    const t = await keyOnly();
-    const a = account();
-    const err = await expectError(await connect(t.key, body(a)), 400, "invalid_request");
-    expect(err.error.details?.[0]).toMatchObject({ path: field, rule: "upstream_verification" });
-    expect(err.error.details?.[0]?.message).toMatch(/HTTP 40[01], code (190|100)|not a number of business account|did not confirm/);
-    expect(await rowsOf(t.workspaceId)).toEqual([]);
-  });
+  it.each(refusals)(
+    "refuses %s, naming the field and the operator's reason; nothing is stored",
+    async (_, body, field) => {
+      const t = await keyOnly();
+      const a = account();
+      const err = await expectError(await connect(t.key, body(a)), 400, "invalid_request");
+      expect(err.error.details?.[0]).toMatchObject({ path: field, rule: "upstream_verification" });
+      expect(err.error.details?.[0]?.message).toMatch(
+        /HTTP 40[01], code (190|100)|not a number of business account|did not confirm/,
+      );
+      expect(await rowsOf(t.workspaceId)).toEqual([]);
+    },
+  );
 
   it("refuses when the webhook subscription fails; nothing is stored", async () => {
     const t = await keyOnly();
@@ -94,7 +149,11 @@ describe("POST /channel-numbers", () => {
   it("holds to the plan's number limit (free: one number)", async () => {
     const t = await keyOnly("free");
     expect((await connect(t.key, { displayPhoneNumber: "15550001", upstream: { type: "sandbox" } })).status).toBe(201);
-    await expectError(await connect(t.key, { displayPhoneNumber: "15550002", upstream: { type: "sandbox" } }), 403, "forbidden");
+    await expectError(
+      await connect(t.key, { displayPhoneNumber: "15550002", upstream: { type: "sandbox" } }),
+      403,
+      "forbidden",
+    );
     const a = account();
     await expectError(await connect(t.key, { upstream: cloudUpstream(a) }), 403, "forbidden");
     // Refused before the operator is asked.
@@ -105,8 +164,16 @@ describe("POST /channel-numbers", () => {
   it("bad input gets the uniform error and changes nothing", async () => {
     const t = await keyOnly();
     await expectError(await connect(t.key, { upstream: { type: "sandbox" } }), 400, "invalid_request");
-    await expectError(await connect(t.key, { upstream: { type: "cloud", phoneNumberId: "12", accessToken: "short" } }), 400, "invalid_request");
-    await expectError(await connect(t.key, { displayPhoneNumber: "+1555", upstream: { ...cloudUpstream(account()) } }), 400, "invalid_request");
+    await expectError(
+      await connect(t.key, { upstream: { type: "cloud", phoneNumberId: "12", accessToken: "short" } }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await connect(t.key, { displayPhoneNumber: "+1555", upstream: { ...cloudUpstream(account()) } }),
+      400,
+      "invalid_request",
+    );
     expect(await rowsOf(t.workspaceId)).toEqual([]);
   });
 });
@@ -117,7 +184,14 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
     const a = account();
     const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
     const before = (await rowsOf(t.workspaceId))[0]!.upstream_credentials;
-    const err = await expectError(await api(`/channel-numbers/${id}`, t.key, { method: "PATCH", json: { accessToken: "EAAG-a-wrong-token-00000" } }), 400, "invalid_request");
+    const err = await expectError(
+      await api(`/channel-numbers/${id}`, t.key, {
+        method: "PATCH",
+        json: { accessToken: "EAAG-a-wrong-token-00000" },
+      }),
+      400,
+      "invalid_request",
+    );
     expect(err.error.details?.[0]?.path).toBe("upstream.accessToken");
     expect((await rowsOf(t.workspaceId))[0]!.upstream_credentials).toBe(before);
     const newToken = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
@@ -130,7 +204,14 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
 
   it("a sandbox number has no token to replace", async () => {
     const t = await createTenant();
-    const err = await expectError(await api(`/channel-numbers/${t.numberId}`, t.key, { method: "PATCH", json: { accessToken: "EAAG-any-token-000000000" } }), 400, "invalid_request");
+    const err = await expectError(
+      await api(`/channel-numbers/${t.numberId}`, t.key, {
+        method: "PATCH",
+        json: { accessToken: "EAAG-any-token-000000000" },
+      }),
+      400,
+      "invalid_request",
+    );
     expect(err.error.details?.[0]?.path).toBe("path.id");
   });
 
@@ -138,8 +219,19 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
     const mine = await createTenant();
     const other = await createTenant();
     expect((await api(`/channel-numbers/${other.numberId}`, mine.key)).status).toBe(404);
-    await expectError(await api(`/channel-numbers/${other.numberId}`, mine.key, { method: "PATCH", json: { accessToken: "EAAG-any-token-000000000" } }), 404, "not_found");
-    await expectError(await api(`/channel-numbers/${other.numberId}`, mine.key, { method: "DELETE" }), 404, "not_found");
+    await expectError(
+      await api(`/channel-numbers/${other.numberId}`, mine.key, {
+        method: "PATCH",
+        json: { accessToken: "EAAG-any-token-000000000" },
+      }),
+      404,
+      "not_found",
+    );
+    await expectError(
+      await api(`/channel-numbers/${other.numberId}`, mine.key, { method: "DELETE" }),
+      404,
+      "not_found",
+    );
     expect((await api(`/channel-numbers/${other.numberId}`, other.key)).status).toBe(200);
   });
 
@@ -158,7 +250,10 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
     expect((await api(`/channel-numbers/${id}`, t.key, { method: "DELETE" })).status).toBe(204);
     await runDurableObjectAlarm(channelNumberStub(env, id));
     expect(calls).toHaveLength(0);
-    expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({ status: "failed", error: { code: "number_disconnected" } });
+    expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({
+      status: "failed",
+      error: { code: "number_disconnected" },
+    });
     expect((await api(`/channel-numbers/${id}`, t.key)).status).toBe(404);
     expect((await send(t.key, crypto.randomUUID(), textMessage(id))).status).toBeGreaterThanOrEqual(400);
     expect((await api(`/channel-numbers/${id}`, t.key, { method: "DELETE" })).status).toBe(404);
@@ -178,7 +273,11 @@ describe("number health", () => {
     expect((await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health.qualityRating).toBe("GREEN");
     vi.setSystemTime(start + OPERATOR_REFRESH_MS);
     const fresh = await json<Detail>(await api(`/channel-numbers/${id}`, t.key));
-    expect(fresh.health).toMatchObject({ qualityRating: "YELLOW", messagingLimitTier: "TIER_10K", lastOperatorError: null });
+    expect(fresh.health).toMatchObject({
+      qualityRating: "YELLOW",
+      messagingLimitTier: "TIER_10K",
+      lastOperatorError: null,
+    });
     a.token = "EAAG-rotated-elsewhere-0000";
     vi.setSystemTime(start + 2 * OPERATOR_REFRESH_MS);
     const refused = await json<Detail>(await api(`/channel-numbers/${id}`, t.key));
@@ -197,7 +296,8 @@ describe("number health", () => {
     vi.setSystemTime(start + 61_000);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
     await vi.waitFor(
-      async () => expect((await json<Detail>(await api(`/channel-numbers/${t.numberId}`, t.key))).health.sendsToday).toBe(1),
+      async () =>
+        expect((await json<Detail>(await api(`/channel-numbers/${t.numberId}`, t.key))).health.sendsToday).toBe(1),
       { timeout: 10_000, interval: 200 },
     );
   });
@@ -206,7 +306,12 @@ describe("number health", () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const start = Date.UTC(2044, 0, 1);
     vi.setSystemTime(start);
-    const display = { display_phone_number: "+1 555-201-0001", verified_name: "Acme Shop", quality_rating: "GREEN", messaging_limit_tier: "TIER_1K" };
+    const display = {
+      display_phone_number: "+1 555-201-0001",
+      verified_name: "Acme Shop",
+      quality_rating: "GREEN",
+      messaging_limit_tier: "TIER_1K",
+    };
     const t = await keyOnly();
     const a = account({ profile: display });
     const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
@@ -219,23 +324,60 @@ describe("number health", () => {
     const health = async () => (await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health;
 
     vi.setSystemTime(start + 10 * 60_000);
-    const upgrade = qualityUpdatePayload(a.wabaId, { display_phone_number: "15552010001", event: "UPGRADE", current_limit: "TIER_10K", old_limit: "TIER_1K", max_daily_conversation_per_phone_number: 10000 });
+    const upgrade = qualityUpdatePayload(a.wabaId, {
+      display_phone_number: "15552010001",
+      event: "UPGRADE",
+      current_limit: "TIER_10K",
+      old_limit: "TIER_1K",
+      max_daily_conversation_per_phone_number: 10000,
+    });
     expect((await postOperator(upgrade)).status).toBe(200);
-    expect(await health()).toMatchObject({ qualityRating: "GREEN", messagingLimitTier: "TIER_10K", checkedAt: new Date(start + 10 * 60_000).toISOString() });
+    expect(await health()).toMatchObject({
+      qualityRating: "GREEN",
+      messagingLimitTier: "TIER_10K",
+      checkedAt: new Date(start + 10 * 60_000).toISOString(),
+    });
 
     // Formatted digits match too; FLAGGED is the operator's Low rating.
     vi.setSystemTime(start + 20 * 60_000);
-    expect((await postOperator(qualityUpdatePayload(a.wabaId, { display_phone_number: "+1 (555) 201-0001", event: "FLAGGED", current_limit: "TIER_10K" }))).status).toBe(200);
+    expect(
+      (
+        await postOperator(
+          qualityUpdatePayload(a.wabaId, {
+            display_phone_number: "+1 (555) 201-0001",
+            event: "FLAGGED",
+            current_limit: "TIER_10K",
+          }),
+        )
+      ).status,
+    ).toBe(200);
     expect(await health()).toMatchObject({ qualityRating: "RED", messagingLimitTier: "TIER_10K" });
     expect(gets()).toBe(1);
 
     // UNFLAGGED does not say which rating it left Low for: the next read asks the operator.
     a.profile = { ...a.profile, quality_rating: "YELLOW", messaging_limit_tier: "TIER_10K" };
-    expect((await postOperator(qualityUpdatePayload(a.wabaId, { display_phone_number: "15552010001", event: "UNFLAGGED", current_limit: "TIER_10K" }))).status).toBe(200);
-    expect(await health()).toMatchObject({ qualityRating: "YELLOW", messagingLimitTier: "TIER_10K", lastOperatorError: null });
+    expect(
+      (
+        await postOperator(
+          qualityUpdatePayload(a.wabaId, {
+            display_phone_number: "15552010001",
+            event: "UNFLAGGED",
+            current_limit: "TIER_10K",
+          }),
+        )
+      ).status,
+    ).toBe(200);
+    expect(await health()).toMatchObject({
+      qualityRating: "YELLOW",
+      messagingLimitTier: "TIER_10K",
+      lastOperatorError: null,
+    });
     expect(gets()).toBe(2);
 
-    expect((await json<Detail>(await api(`/channel-numbers/${otherId}`, other.key))).health).toMatchObject({ qualityRating: "GREEN", messagingLimitTier: "TIER_1K" });
+    expect((await json<Detail>(await api(`/channel-numbers/${otherId}`, other.key))).health).toMatchObject({
+      qualityRating: "GREEN",
+      messagingLimitTier: "TIER_1K",
+    });
   });
 
   it("an account ban or restriction from the operator's webhook becomes the live number's last operator error; other account events change nothing", async () => {
@@ -246,10 +388,18 @@ describe("number health", () => {
     const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
     const health = async () => (await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health;
 
-    expect((await postOperator(accountUpdatePayload(a.wabaId, { event: "VERIFIED_ACCOUNT", phone_number: "15557770000" }))).status).toBe(200);
+    expect(
+      (await postOperator(accountUpdatePayload(a.wabaId, { event: "VERIFIED_ACCOUNT", phone_number: "15557770000" })))
+        .status,
+    ).toBe(200);
     expect((await health()).lastOperatorError).toBeNull();
 
-    const restriction = { event: "ACCOUNT_RESTRICTION", restriction_info: [{ restriction_type: "RESTRICTED_BIZ_INITIATED_MESSAGING", expiration: "2045-01-02T00:00:00+0000" }] };
+    const restriction = {
+      event: "ACCOUNT_RESTRICTION",
+      restriction_info: [
+        { restriction_type: "RESTRICTED_BIZ_INITIATED_MESSAGING", expiration: "2045-01-02T00:00:00+0000" },
+      ],
+    };
     expect((await postOperator(accountUpdatePayload(a.wabaId, restriction))).status).toBe(200);
     expect((await health()).lastOperatorError).toBe(
       "The operator restricted the business account (ACCOUNT_RESTRICTION: RESTRICTED_BIZ_INITIATED_MESSAGING until 2045-01-02T00:00:00+0000).",
@@ -257,6 +407,9 @@ describe("number health", () => {
 
     const ban = { event: "DISABLED_UPDATE", ban_info: { waba_ban_state: "DISABLE", waba_ban_date: "January 1, 2045" } };
     expect((await postOperator(accountUpdatePayload(a.wabaId, ban))).status).toBe(200);
-    expect(await health()).toMatchObject({ lastOperatorError: "The operator banned the business account (DISABLED_UPDATE, DISABLE on January 1, 2045).", qualityRating: "GREEN" });
+    expect(await health()).toMatchObject({
+      lastOperatorError: "The operator banned the business account (DISABLED_UPDATE, DISABLE on January 1, 2045).",
+      qualityRating: "GREEN",
+    });
   });
 });

@@ -9,7 +9,8 @@ afterEach(() => {
 });
 
 const freshIp = () => `198.51.100.${Math.floor(Math.random() * 250) + 1}-${crypto.randomUUID().slice(0, 4)}`;
-const signIn = (b: Browser, email: string, password = PASSWORD) => b.post("/dashboard/sign-in", { email, password }, { ip: freshIp() });
+const signIn = (b: Browser, email: string, password = PASSWORD) =>
+  b.post("/dashboard/sign-in", { email, password }, { ip: freshIp() });
 
 /** The same person (one email) as a signed-up member of several workspaces, all with PASSWORD. */
 async function personIn(workspaces: string[], role: "owner" | "developer" | "viewer" = "developer") {
@@ -27,13 +28,18 @@ describe("membership is per workspace", () => {
     const [a, b] = await Promise.all([createWorkspace({ name: "Alpha" }), createWorkspace({ name: "Beta" })]);
     const taken = await signedInMember(a, "owner");
     const ownerB = await signedInMember(b, "owner");
-    const rowsOfA = async () => (await env.DB.prepare("SELECT * FROM members WHERE workspace_id = ? ORDER BY id").bind(a).all()).results;
+    const rowsOfA = async () =>
+      (await env.DB.prepare("SELECT * FROM members WHERE workspace_id = ? ORDER BY id").bind(a).all()).results;
     const before = await rowsOfA();
     const answers = [];
     for (const email of [taken.email, uniqueEmail("nobody")]) {
       const res = await ownerB.browser.post("/dashboard/members", { email, role: "viewer" });
       const page = await (await ownerB.browser.get("/dashboard/members")).text();
-      answers.push({ status: res.status, location: res.headers.get("location"), notice: /Invitation for \S+ \(viewer\) created/.test(page) });
+      answers.push({
+        status: res.status,
+        location: res.headers.get("location"),
+        notice: /Invitation for \S+ \(viewer\) created/.test(page),
+      });
       const adminRes = await admin(`/workspaces/${b}/members`, { method: "POST", json: { email, role: "developer" } });
       expect(adminRes.status).toBe(201);
     }
@@ -45,7 +51,11 @@ describe("membership is per workspace", () => {
   });
 
   it("one email in two workspaces with the same password: sign-in asks which workspace, and opens only what was proved", async () => {
-    const [a, b, c] = await Promise.all([createWorkspace({ name: "Alpha" }), createWorkspace({ name: "Beta" }), createWorkspace({ name: "Gamma" })]);
+    const [a, b, c] = await Promise.all([
+      createWorkspace({ name: "Alpha" }),
+      createWorkspace({ name: "Beta" }),
+      createWorkspace({ name: "Gamma" }),
+    ]);
     const person = await personIn([a, b]);
     // A third membership whose password was never set is not offered.
     await invite(c, person.email, "owner");
@@ -79,7 +89,10 @@ describe("membership is per workspace", () => {
     const person = await personIn([a]);
     // In B the same email redeemed its own link with another password.
     const { path } = await invite(b, person.email, "viewer");
-    const set = await new Browser().post(path, { password: "another passphrase, for Beta", confirm: "another passphrase, for Beta" });
+    const set = await new Browser().post(path, {
+      password: "another passphrase, for Beta",
+      confirm: "another passphrase, for Beta",
+    });
     expect(set.status).toBe(303);
     const browser = new Browser();
     const res = await signIn(browser, person.email, "another passphrase, for Beta");
@@ -97,12 +110,24 @@ describe("admin: removing a member", () => {
     expect((await dev.browser.get("/dashboard")).headers.get("location")).toMatch(/^\/dashboard\/sign-in/);
     expect(await env.DB.prepare("SELECT id FROM members WHERE id = ?").bind(dev.memberId).first()).toBeNull();
 
-    const last = await expectError(await admin(`/workspaces/${a}/members/${owner.memberId}`, { method: "DELETE" }), 400, "invalid_request");
+    const last = await expectError(
+      await admin(`/workspaces/${a}/members/${owner.memberId}`, { method: "DELETE" }),
+      400,
+      "invalid_request",
+    );
     expect(last.error.details?.[0]?.rule).toBe("last_owner");
     expect((await owner.browser.get("/dashboard")).status).toBe(200);
 
-    await expectError(await admin(`/workspaces/${b}/members/${owner.memberId}`, { method: "DELETE" }), 404, "not_found");
-    await expectError(await admin(`/workspaces/${a}/members/${crypto.randomUUID()}`, { method: "DELETE" }), 404, "not_found");
+    await expectError(
+      await admin(`/workspaces/${b}/members/${owner.memberId}`, { method: "DELETE" }),
+      404,
+      "not_found",
+    );
+    await expectError(
+      await admin(`/workspaces/${a}/members/${crypto.randomUUID()}`, { method: "DELETE" }),
+      404,
+      "not_found",
+    );
     await expectError(await admin(`/workspaces/${a}/members/not-a-uuid`, { method: "DELETE" }), 404, "not_found");
   });
 });

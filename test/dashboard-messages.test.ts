@@ -72,7 +72,15 @@ describe("messages list", () => {
     const list = (query = "") => page(w.viewer, `/dashboard/messages${query}`).then(listedIds);
     expect(await list()).toEqual([w.i2, w.i1, w.m5, w.m4, w.m3, w.m2, w.m1]);
     // The form sends every field, empty ones included.
-    expect(await list("?direction=&status=&channelNumberId=&to=&from=&createdAfter=&createdBefore=&limit=50")).toEqual([w.i2, w.i1, w.m5, w.m4, w.m3, w.m2, w.m1]);
+    expect(await list("?direction=&status=&channelNumberId=&to=&from=&createdAfter=&createdBefore=&limit=50")).toEqual([
+      w.i2,
+      w.i1,
+      w.m5,
+      w.m4,
+      w.m3,
+      w.m2,
+      w.m1,
+    ]);
     expect(await list("?direction=inbound")).toEqual([w.i2, w.i1]);
     expect(await list("?direction=outbound")).toEqual([w.m5, w.m4, w.m3, w.m2, w.m1]);
     expect(await list("?status=failed")).toEqual([w.m2]);
@@ -94,7 +102,10 @@ describe("messages list", () => {
     expect(await list(`?createdBefore=${encodeURIComponent(at(w.m2))}`)).toEqual([w.m1]);
 
     // The form shows the filters it applied.
-    const filtered = await page(w.viewer, `/dashboard/messages?direction=outbound&channelNumberId=${w.b.toUpperCase()}&createdAfter=${local(w.m2)}`);
+    const filtered = await page(
+      w.viewer,
+      `/dashboard/messages?direction=outbound&channelNumberId=${w.b.toUpperCase()}&createdAfter=${local(w.m2)}`,
+    );
     expect(listedIds(filtered)).toEqual([w.m5, w.m4]);
     expect(filtered).toContain('<option value="outbound" selected="">Outbound (sent by you)</option>');
     expect(filtered).toContain(`<option value="${w.b}" selected="">15550009999</option>`);
@@ -108,7 +119,9 @@ describe("messages list", () => {
       const start = html.indexOf(`href="/dashboard/messages/${id}"`);
       return html.slice(start, html.indexOf("</tr>", start));
     };
-    expect(row(w.m2)).toMatch(/<td>out<\/td><td><span class="bad">failed<\/span> <code class="small-inline">service_window_closed<\/code><\/td>/);
+    expect(row(w.m2)).toMatch(
+      /<td>out<\/td><td><span class="bad">failed<\/span> <code class="small-inline">service_window_closed<\/code><\/td>/,
+    );
     expect(row(w.m2)).toContain(`<a href="/dashboard/numbers/${w.a}">15550001111</a>`);
     expect(row(w.m2)).toContain(`<code>${SANDBOX_MAGIC_NUMBERS.windowClosed}</code>`);
     expect(row(w.m2)).toContain('<td class="preview">two</td>');
@@ -149,7 +162,11 @@ describe("messages list", () => {
 
     // The API's own cursors work here too (same filters, same workspace).
     const apiPage = await json<{ nextCursor: string }>(await api("/messages?direction=outbound&limit=3", w.t.key));
-    expect(listedIds(await page(w.viewer, `/dashboard/messages?direction=outbound&cursor=${encodeURIComponent(apiPage.nextCursor)}`))).toEqual([w.m3, w.m2, w.m1]);
+    expect(
+      listedIds(
+        await page(w.viewer, `/dashboard/messages?direction=outbound&cursor=${encodeURIComponent(apiPage.nextCursor)}`),
+      ),
+    ).toEqual([w.m3, w.m2, w.m1]);
   });
 
   it("fills a page across short answers of the workspace object (pages can be short while more exist)", async () => {
@@ -170,7 +187,9 @@ describe("messages list", () => {
     });
     setClock(from + 5_000);
     // The API's first page is empty and says to go on; the dashboard goes on by itself.
-    const apiPage = await json<{ data: unknown[]; nextCursor: string | null }>(await api("/messages?direction=outbound", t.key));
+    const apiPage = await json<{ data: unknown[]; nextCursor: string | null }>(
+      await api("/messages?direction=outbound", t.key),
+    );
     expect(apiPage.data).toEqual([]);
     expect(apiPage.nextCursor).not.toBeNull();
     const viewer = await signedInMember(t.workspaceId, "viewer");
@@ -190,15 +209,31 @@ describe("bad filters", () => {
       ["?direction=sideways", "direction", "Invalid option"],
       ["?channelNumberId=not-a-uuid", "channelNumberId", "channelNumberId must be a number id (a UUID)."],
       ["?createdAfter=yesterday", "createdAfter", "createdAfter must be an ISO 8601 date-time (UTC)"],
-      ["?createdAfter=2046-03-02T00:00&createdBefore=2046-03-01T00:00", "createdBefore", "createdBefore must be later than createdAfter."],
-      ["?to=5511999998888&direction=inbound", "to", "to filters outbound messages; drop direction=inbound or use from."],
-      ["?status=sent&direction=inbound", "status", "sent is a status of outbound messages; inbound messages are received."],
+      [
+        "?createdAfter=2046-03-02T00:00&createdBefore=2046-03-01T00:00",
+        "createdBefore",
+        "createdBefore must be later than createdAfter.",
+      ],
+      [
+        "?to=5511999998888&direction=inbound",
+        "to",
+        "to filters outbound messages; drop direction=inbound or use from.",
+      ],
+      [
+        "?status=sent&direction=inbound",
+        "status",
+        "sent is a status of outbound messages; inbound messages are received.",
+      ],
       ["?limit=0", "limit", "limit must be at least 1."],
     ];
     for (const [query, field, message] of cases) {
       const html = await page(viewer, `/dashboard/messages${query}`, 400);
-      expect(html, query).toMatch(new RegExp(`<p class="field-error" id="${field}-error">${message.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
-      expect(html, query).toMatch(new RegExp(`id="f-${field}" name="${field}"[^>]* aria-invalid="true" aria-describedby="${field}-error"`));
+      expect(html, query).toMatch(
+        new RegExp(`<p class="field-error" id="${field}-error">${message.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`),
+      );
+      expect(html, query).toMatch(
+        new RegExp(`id="f-${field}" name="${field}"[^>]* aria-invalid="true" aria-describedby="${field}-error"`),
+      );
       expect(html, query).toContain("Some filters are not valid");
       expect(listedIds(html), query).toEqual([]);
     }
@@ -231,7 +266,9 @@ describe("message page", () => {
     expect(fact(html, "Direction")).toBe("outbound");
     // Sent, then the sandbox reported it delivered and read, as the operator would.
     expect(fact(html, "Status")).toMatch(/^<span class="ok">sent<\/span>/);
-    expect(fact(html, "Number")).toBe(`<a href="/dashboard/numbers/${w.a}">15550001111</a> <code class="small-inline">${w.a}</code>`);
+    expect(fact(html, "Number")).toBe(
+      `<a href="/dashboard/numbers/${w.a}">15550001111</a> <code class="small-inline">${w.a}</code>`,
+    );
     expect(fact(html, "To")).toBe("<code>5511000000001</code>");
     expect(fact(html, "Type")).toBe("text");
     expect(fact(html, "Upstream message id")).toBe(`<code>${view.upstreamMessageId}</code>`);
@@ -257,13 +294,19 @@ describe("message page", () => {
     const failed = await page(w.viewer, `/dashboard/messages/${w.m2}`);
     expect(failed).toContain('<h2 id="error-heading">Upstream error</h2>');
     expect(fact(failed, "Code")).toBe("<code>service_window_closed</code>");
-    expect(fact(failed, "Message")).toBe("More than 24 hours since the recipient last wrote: the customer-service window is closed.");
+    expect(fact(failed, "Message")).toBe(
+      "More than 24 hours since the recipient last wrote: the customer-service window is closed.",
+    );
     expect(fact(failed, "Retriable")).toBe("no");
     expect(fact(failed, "Operator code")).toBe("<code>131047</code>");
-    expect(failed).toMatch(/<li><strong class="bad">failed<\/strong> <time[^>]*>[^<]*<\/time> <code>service_window_closed<\/code><\/li><\/ol>/);
+    expect(failed).toMatch(
+      /<li><strong class="bad">failed<\/strong> <time[^>]*>[^<]*<\/time> <code>service_window_closed<\/code><\/li><\/ol>/,
+    );
 
     const unknown = await page(w.viewer, `/dashboard/messages/${w.m5}`);
-    expect(fact(unknown, "Status")).toBe('<span class="pending">processing</span> <span class="badge warn">outcome unknown</span>');
+    expect(fact(unknown, "Status")).toBe(
+      '<span class="pending">processing</span> <span class="badge warn">outcome unknown</span>',
+    );
     expect(fact(unknown, "Outcome unknown since")).toMatch(/^<time datetime="/);
     expect(unknown).toContain("The operator&#39;s answer to our call was lost");
     expect(unknown).toMatch(/<strong class="warn">outcome unknown<\/strong>/);
@@ -277,7 +320,9 @@ describe("message page", () => {
     expect(fact(html, "Direction")).toBe("inbound");
     expect(fact(html, "Status")).toBe('<span class="ok">received</span>');
     expect(fact(html, "From")).toBe("<code>5511977770001</code>");
-    expect(fact(html, "Received \\(operator&#39;s time\\)")).toBe(`<time datetime="${view.receivedAt}">${view.receivedAt!.slice(0, 10)} ${view.receivedAt!.slice(11, 19)} UTC</time>`);
+    expect(fact(html, "Received \\(operator&#39;s time\\)")).toBe(
+      `<time datetime="${view.receivedAt}">${view.receivedAt!.slice(0, 10)} ${view.receivedAt!.slice(11, 19)} UTC</time>`,
+    );
     expect(html).toContain('<pre class="message-body">hello</pre>');
     expect(html).toMatch(/<ol class="timeline"><li><strong>received<\/strong> <time[^>]*>[^<]*<\/time><\/li><\/ol>/);
   });
@@ -288,7 +333,8 @@ describe("message page", () => {
     const stranger = await signedInMember(other.workspaceId, "owner");
     await page(stranger, "/dashboard"); // the welcome notice of the first page after sign-in
     const pages = [];
-    for (const id of [w.m1, w.i1, crypto.randomUUID(), "not-an-id"]) pages.push(await page(stranger, `/dashboard/messages/${id}`, 404));
+    for (const id of [w.m1, w.i1, crypto.randomUUID(), "not-an-id"])
+      pages.push(await page(stranger, `/dashboard/messages/${id}`, 404));
     expect(pages[0]).toContain("<h1>Not found</h1>");
     expect(new Set(pages).size).toBe(1);
     // The owner of the messages sees them.
@@ -304,7 +350,11 @@ describe("customer-controlled text is escaped", () => {
   async function postOperator(payload: unknown) {
     const raw = JSON.stringify(payload);
     const signature = `sha256=${toHex(await hmacSha256(env.UPSTREAM_APP_SECRET, raw))}`;
-    return call("/upstream/cloud/webhook", { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature }, body: raw });
+    return call("/upstream/cloud/webhook", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature },
+      body: raw,
+    });
   }
 
   it("in outbound bodies, inbound senders, types and content: a <script> payload is inert in the list and on the message pages", async () => {
@@ -313,17 +363,37 @@ describe("customer-controlled text is escaped", () => {
     const number = await connectCloudNumber(t.workspaceId);
     const seconds = String(Math.floor(clock / 1000));
     const messages = [
-      { from: `"><script>alert("x")</script>`, id: "wamid.XSS1", timestamp: seconds, type: "text", text: { body: PAYLOAD } },
-      { from: "5511900000000", id: "wamid.XSS2", timestamp: seconds, type: "image", image: { id: "media-1", mime_type: "image/jpeg", caption: PAYLOAD } },
+      {
+        from: `"><script>alert("x")</script>`,
+        id: "wamid.XSS1",
+        timestamp: seconds,
+        type: "text",
+        text: { body: PAYLOAD },
+      },
+      {
+        from: "5511900000000",
+        id: "wamid.XSS2",
+        timestamp: seconds,
+        type: "image",
+        image: { id: "media-1", mime_type: "image/jpeg", caption: PAYLOAD },
+      },
       { from: "5511900000001", id: "wamid.XSS3", timestamp: seconds, type: PAYLOAD },
     ];
     const res = await postOperator({
       object: "whatsapp_business_account",
-      entry: [{ id: "WABA", changes: [{ field: "messages", value: { metadata: { phone_number_id: number.phoneNumberId }, messages } }] }],
+      entry: [
+        {
+          id: "WABA",
+          changes: [{ field: "messages", value: { metadata: { phone_number_id: number.phoneNumberId }, messages } }],
+        },
+      ],
     });
     expect(res.status).toBe(200);
     const stub = workspaceStub(env, t.workspaceId);
-    await vi.waitFor(async () => expect((await stub.listMessages({ direction: "inbound" }, null, 10)).rows).toHaveLength(3), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(
+      async () => expect((await stub.listMessages({ direction: "inbound" }, null, 10)).rows).toHaveLength(3),
+      { timeout: 10_000, interval: 50 },
+    );
     const rows = (await stub.listMessages({ direction: "inbound" }, null, 10)).rows;
     const inboundIds = messages.map((m) => rows.find((r) => r.upstream_message_id === m.id)!.id);
 
@@ -363,7 +433,9 @@ describe("the sends-per-day chart on the overview", () => {
     const viewer = await signedInMember(t.workspaceId, "viewer");
     const html = await page(viewer, "/dashboard");
 
-    expect(html).toContain('<svg viewBox="0 0 400 180" role="img" aria-labelledby="sends-title" aria-describedby="sends-desc">');
+    expect(html).toContain(
+      '<svg viewBox="0 0 400 180" role="img" aria-labelledby="sends-title" aria-describedby="sends-desc">',
+    );
     expect(html).toContain('<title id="sends-title">Sends per day</title>');
     expect(html).toContain(
       '<desc id="sends-desc">May 2047: 5 sends so far, on 2 days; the busiest day was 2047-05-06 with 3. April 2047: 1 send.</desc>',
@@ -376,8 +448,13 @@ describe("the sends-per-day chart on the overview", () => {
     expect(row("2047-04-10")).toBe("<td>1</td><td>0</td><td>0</td><td>0</td>");
     expect(row("2047-05-07")).toBeUndefined(); // tomorrow
     // One bar per day with sends, titled for pointer users; the previous period lighter, behind.
-    expect([...html.matchAll(/<rect class="cur"[^>]*><title>([^<]*)<\/title><\/rect>/g)].map((m) => m[1])).toEqual(["2047-05-03: 2 sends", "2047-05-06: 3 sends"]);
-    expect([...html.matchAll(/<rect class="prev"[^>]*><title>([^<]*)<\/title><\/rect>/g)].map((m) => m[1])).toEqual(["2047-04-10: 1 send"]);
+    expect([...html.matchAll(/<rect class="cur"[^>]*><title>([^<]*)<\/title><\/rect>/g)].map((m) => m[1])).toEqual([
+      "2047-05-03: 2 sends",
+      "2047-05-06: 3 sends",
+    ]);
+    expect([...html.matchAll(/<rect class="prev"[^>]*><title>([^<]*)<\/title><\/rect>/g)].map((m) => m[1])).toEqual([
+      "2047-04-10: 1 send",
+    ]);
     // Styled by the stylesheet only (the CSP allows no inline style).
     expect(html).not.toMatch(/ style=/);
   });
@@ -401,7 +478,9 @@ describe("message page: webhook deliveries", () => {
     // The first attempt fails; the retry is delivered.
     net.receivers.set(url, answers(500, 204));
     const t = await createTenant();
-    expect((await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url } })).status).toBe(201);
+    expect((await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url } })).status).toBe(
+      201,
+    );
     const sent = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "tracked"));
     const { jobId } = await json<{ jobId: string }>(sent);
     const stub = workspaceStub(env, t.workspaceId);
@@ -417,7 +496,8 @@ describe("message page: webhook deliveries", () => {
     const viewer = await signedInMember(t.workspaceId, "viewer");
     const html = await page(viewer, `/dashboard/messages/${jobId}`);
     const table = html.slice(html.indexOf('aria-label="Webhook deliveries"'));
-    for (const a of attempts) expect(table).toContain(`message.status<br/><code class="small">${a.event_id}</code></td><td>${a.attempt}</td>`);
+    for (const a of attempts)
+      expect(table).toContain(`message.status<br/><code class="small">${a.event_id}</code></td><td>${a.attempt}</td>`);
     const failed = table.indexOf('<span class="bad">failed</span><p class="small">HTTP 500');
     const delivered = table.indexOf('<span class="ok">delivered</span></td><td>204</td>');
     expect(failed).toBeGreaterThan(0);

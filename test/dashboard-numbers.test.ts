@@ -12,7 +12,11 @@ afterEach(() => {
 });
 
 const numbersOf = async (workspaceId: string) =>
-  (await env.DB.prepare("SELECT * FROM channel_numbers WHERE workspace_id = ? ORDER BY created_at").bind(workspaceId).all<Record<string, string | null>>()).results;
+  (
+    await env.DB.prepare("SELECT * FROM channel_numbers WHERE workspace_id = ? ORDER BY created_at")
+      .bind(workspaceId)
+      .all<Record<string, string | null>>()
+  ).results;
 
 const liveForm = (a: FakeAccount) => {
   const u = cloudUpstream(a);
@@ -44,7 +48,11 @@ describe("Numbers page: connect a number (owners)", () => {
     const a = account();
     const res = await owner.browser.post("/dashboard/numbers", liveForm(a));
     expect(res.status).toBe(303);
-    expect(a.calls).toEqual([`GET ${a.phoneNumberId}`, `GET ${a.wabaId}/phone_numbers`, `POST ${a.wabaId}/subscribed_apps`]);
+    expect(a.calls).toEqual([
+      `GET ${a.phoneNumberId}`,
+      `GET ${a.wabaId}/phone_numbers`,
+      `POST ${a.wabaId}/subscribed_apps`,
+    ]);
     const page = await (await owner.browser.get(res.headers.get("location")!)).text();
     expect(page).toContain("The operator says: Acme Shop (+15557770000): quality GREEN, messaging limit tier TIER_1K");
     expect(page).toContain("GREEN · TIER_1K");
@@ -53,21 +61,29 @@ describe("Numbers page: connect a number (owners)", () => {
   });
 
   const refusals: [string, (a: FakeAccount) => Record<string, string>, string, RegExp][] = [
-    ["a bad token", (a) => ({ ...liveForm(a), accessToken: "EAAG-not-the-token-000000" }), "accessToken", /HTTP 401, code 190: Error validating access token/],
+    [
+      "a bad token",
+      (a) => ({ ...liveForm(a), accessToken: "EAAG-not-the-token-000000" }),
+      "accessToken",
+      /HTTP 401, code 190: Error validating access token/,
+    ],
     ["a wrong business account", (a) => ({ ...liveForm(a), wabaId: "999000111222" }), "wabaId", /HTTP 400, code 100/],
   ];
-  it.each(refusals)("refuses %s beside the field, with the operator's reason; nothing is stored", async (_, form, field, reason) => {
-    const workspaceId = await createWorkspace();
-    const owner = await signedInMember(workspaceId, "owner");
-    const a = account();
-    const res = await owner.browser.post("/dashboard/numbers", form(a));
-    expect(res.status).toBe(400);
-    const html = await res.text();
-    expect(html).toMatch(new RegExp(`id="${field}-error"[^>]*>[^<]*`));
-    expect(html).toMatch(reason);
-    expect(html).toMatch(new RegExp(`id="${field}"[^>]*aria-invalid="true"`));
-    expect(await numbersOf(workspaceId)).toEqual([]);
-  });
+  it.each(refusals)(
+    "refuses %s beside the field, with the operator's reason; nothing is stored",
+    async (_, form, field, reason) => {
+      const workspaceId = await createWorkspace();
+      const owner = await signedInMember(workspaceId, "owner");
+      const a = account();
+      const res = await owner.browser.post("/dashboard/numbers", form(a));
+      expect(res.status).toBe(400);
+      const html = await res.text();
+      expect(html).toMatch(new RegExp(`id="${field}-error"[^>]*>[^<]*`));
+      expect(html).toMatch(reason);
+      expect(html).toMatch(new RegExp(`id="${field}"[^>]*aria-invalid="true"`));
+      expect(await numbersOf(workspaceId)).toEqual([]);
+    },
+  );
 
   it("refuses when the webhook subscription fails; nothing is stored", async () => {
     const workspaceId = await createWorkspace();
@@ -82,7 +98,9 @@ describe("Numbers page: connect a number (owners)", () => {
   it("holds to the plan's number limit", async () => {
     const workspaceId = await createWorkspace({ plan: "free" });
     const owner = await signedInMember(workspaceId, "owner");
-    expect((await owner.browser.post("/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550001" })).status).toBe(303);
+    expect(
+      (await owner.browser.post("/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550001" })).status,
+    ).toBe(303);
     const refused = await owner.browser.post("/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550002" });
     expect(refused.status).toBe(403);
     expect(await refused.text()).toContain("allows at most 1 connected number");
@@ -132,7 +150,9 @@ describe("a number's page: health, token, disconnect", () => {
   it("shows health: state, quality and tier, last operator error, sends today", async () => {
     const t = await createTenant();
     const owner = await signedInMember(t.workspaceId, "owner");
-    await env.DB.prepare("UPDATE channel_numbers SET quality_rating = 'YELLOW', messaging_limit_tier = 'TIER_250', last_operator_error = 'HTTP 401, code 190: expired' WHERE id = ?")
+    await env.DB.prepare(
+      "UPDATE channel_numbers SET quality_rating = 'YELLOW', messaging_limit_tier = 'TIER_250', last_operator_error = 'HTTP 401, code 190: expired' WHERE id = ?",
+    )
       .bind(t.numberId)
       .run();
     const html = await (await owner.browser.get(`/dashboard/numbers/${t.numberId}`)).text();
@@ -148,9 +168,16 @@ describe("a number's page: health, token, disconnect", () => {
       const m = await signedInMember(t.workspaceId, role);
       expect(await (await m.browser.get("/dashboard/numbers")).text()).not.toContain("Connect a number");
       expect(await (await m.browser.get(`/dashboard/numbers/${t.numberId}`)).text()).not.toContain("Disconnect");
-      expect((await m.browser.post("/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550009" })).status).toBe(403);
-      expect((await m.browser.post(`/dashboard/numbers/${t.numberId}/token`, { accessToken: "EAAG-any-token-000000000" })).status).toBe(403);
-      expect((await m.browser.post(`/dashboard/numbers/${t.numberId}/disconnect`, { confirmed: "yes" })).status).toBe(403);
+      expect(
+        (await m.browser.post("/dashboard/numbers", { type: "sandbox", displayPhoneNumber: "15550009" })).status,
+      ).toBe(403);
+      expect(
+        (await m.browser.post(`/dashboard/numbers/${t.numberId}/token`, { accessToken: "EAAG-any-token-000000000" }))
+          .status,
+      ).toBe(403);
+      expect((await m.browser.post(`/dashboard/numbers/${t.numberId}/disconnect`, { confirmed: "yes" })).status).toBe(
+        403,
+      );
     }
     expect(await numbersOf(t.workspaceId)).toMatchObject([{ id: t.numberId, status: "connected" }]);
   });
@@ -160,8 +187,16 @@ describe("a number's page: health, token, disconnect", () => {
     const other = await createTenant();
     const owner = await signedInMember(mine.workspaceId, "owner");
     expect((await owner.browser.get(`/dashboard/numbers/${other.numberId}`)).status).toBe(404);
-    expect((await owner.browser.post(`/dashboard/numbers/${other.numberId}/token`, { accessToken: "EAAG-any-token-000000000" })).status).toBe(404);
-    expect((await owner.browser.post(`/dashboard/numbers/${other.numberId}/disconnect`, { confirmed: "yes" })).status).toBe(404);
+    expect(
+      (
+        await owner.browser.post(`/dashboard/numbers/${other.numberId}/token`, {
+          accessToken: "EAAG-any-token-000000000",
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await owner.browser.post(`/dashboard/numbers/${other.numberId}/disconnect`, { confirmed: "yes" })).status,
+    ).toBe(404);
     expect((await numbersOf(other.workspaceId))[0]).toMatchObject({ status: "connected" });
   });
 });

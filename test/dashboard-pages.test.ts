@@ -76,9 +76,23 @@ describe("every dashboard response", () => {
     responses.push(["dead invitation", await new Browser().get(`/dashboard/invitations/${"a".repeat(43)}`)]);
     responses.push(["signed out", await new Browser().get("/dashboard/api-keys")]);
     responses.push(["viewer refused", await viewer.browser.post("/dashboard/api-keys", { name: "x" })]);
-    responses.push(["cross-site", await owner.browser.post("/dashboard/api-keys", { name: "x" }, { origin: "https://evil.example", site: "cross-site" })]);
+    responses.push([
+      "cross-site",
+      await owner.browser.post(
+        "/dashboard/api-keys",
+        { name: "x" },
+        { origin: "https://evil.example", site: "cross-site" },
+      ),
+    ]);
     responses.push(["bad form", await owner.browser.post("/dashboard/api-keys", { name: "" })]);
-    responses.push(["wrong password", await new Browser().post("/dashboard/sign-in", { email: owner.email, password: "nope nope nope" }, { ip: "192.0.2.1" })]);
+    responses.push([
+      "wrong password",
+      await new Browser().post(
+        "/dashboard/sign-in",
+        { email: owner.email, password: "nope nope nope" },
+        { ip: "192.0.2.1" },
+      ),
+    ]);
 
     expect(responses.map(([p, r]) => `${p} ${r.status}`)).toEqual([
       "/dashboard 200",
@@ -131,7 +145,9 @@ describe("API keys page", () => {
     expect(seen[1]).toContain("you won&#39;t see it again");
     // It works, and only its hash is stored.
     expect((await api("/me", key!)).status).toBe(200);
-    const row = await env.DB.prepare("SELECT * FROM api_keys WHERE name = 'once' AND workspace_id = ?").bind(tenant.workspaceId).first();
+    const row = await env.DB.prepare("SELECT * FROM api_keys WHERE name = 'once' AND workspace_id = ?")
+      .bind(tenant.workspaceId)
+      .first();
     expect(JSON.stringify(row)).not.toContain(key!.slice(9));
   });
 
@@ -139,7 +155,9 @@ describe("API keys page", () => {
     const { tenant, owner } = await ownedTenant();
     await owner.browser.post("/dashboard/api-keys", { name: "to revoke" });
     const key = KEY.exec(await (await owner.browser.get("/dashboard/api-keys")).text())![0];
-    const id = await env.DB.prepare("SELECT id FROM api_keys WHERE name = 'to revoke' AND workspace_id = ?").bind(tenant.workspaceId).first<string>("id");
+    const id = await env.DB.prepare("SELECT id FROM api_keys WHERE name = 'to revoke' AND workspace_id = ?")
+      .bind(tenant.workspaceId)
+      .first<string>("id");
     const ask = await owner.browser.post(`/dashboard/api-keys/${id}/revoke`);
     expect(ask.status).toBe(200);
     expect(await ask.text()).toMatch(/<input type="hidden" name="confirmed" value="yes"\/>/);
@@ -153,11 +171,17 @@ describe("API keys page", () => {
   it(`records "last used" at most once per key per ${LAST_USED_RESOLUTION_MS / 60_000} minutes, and shows it`, async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const t = await createTenant();
-    const lastUsed = () => env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?").bind(t.keyId).first<string | null>("last_used_at");
+    const lastUsed = () =>
+      env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?")
+        .bind(t.keyId)
+        .first<string | null>("last_used_at");
     const t0 = Date.now();
     // Through the API: the middleware's hook records the use after the response.
     expect((await api("/me", t.key)).status).toBe(200);
-    await vi.waitFor(async () => expect(await lastUsed()).toBe(new Date(t0).toISOString()), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(async () => expect(await lastUsed()).toBe(new Date(t0).toISOString()), {
+      timeout: 5_000,
+      interval: 50,
+    });
 
     // The hook itself: within the period it issues no write at all (nothing handed to waitUntil).
     const writes: Promise<unknown>[] = [];
@@ -173,11 +197,18 @@ describe("API keys page", () => {
 
     // Another isolate (its own memory) within the period: the UPDATE's guard changes nothing.
     const later = t0 + LAST_USED_RESOLUTION_MS + 60_000;
-    await recordKeyUse(env.DB, t.keyId, new Date(later).toISOString(), new Date(later - LAST_USED_RESOLUTION_MS).toISOString());
+    await recordKeyUse(
+      env.DB,
+      t.keyId,
+      new Date(later).toISOString(),
+      new Date(later - LAST_USED_RESOLUTION_MS).toISOString(),
+    );
     expect(await lastUsed()).toBe(new Date(t0 + LAST_USED_RESOLUTION_MS).toISOString());
 
     const member = await signedInMember(t.workspaceId, "viewer");
-    expect(await (await member.browser.get("/dashboard/api-keys")).text()).toContain(`<time datetime="${new Date(t0 + LAST_USED_RESOLUTION_MS).toISOString()}">`);
+    expect(await (await member.browser.get("/dashboard/api-keys")).text()).toContain(
+      `<time datetime="${new Date(t0 + LAST_USED_RESOLUTION_MS).toISOString()}">`,
+    );
   });
 });
 
@@ -200,7 +231,10 @@ describe("customer-controlled text is escaped", () => {
     const member = await signedInMember(ws, "owner");
     const odd = `o'hara+${crypto.randomUUID().slice(0, 6)}@example.com`;
     await member.browser.post("/dashboard/members", { email: odd, role: "viewer" });
-    const refused = await member.browser.post("/dashboard/members", { email: `"><script>alert(1)</script>@x.com`, role: "viewer" });
+    const refused = await member.browser.post("/dashboard/members", {
+      email: `"><script>alert(1)</script>@x.com`,
+      role: "viewer",
+    });
     expect(refused.status).toBe(400);
     const refusedPage = await refused.text();
     expect(scripts(refusedPage)).toBe(1);
@@ -214,7 +248,9 @@ describe("customer-controlled text is escaped", () => {
   it("in webhook URLs, stored or refused", async () => {
     const tenant = await createTenant();
     const developer = await signedInMember(tenant.workspaceId, "developer");
-    const refused = await developer.browser.post(`/dashboard/webhooks/${tenant.numberId}`, { url: `https://x"><script>alert(1)</script>.example/` });
+    const refused = await developer.browser.post(`/dashboard/webhooks/${tenant.numberId}`, {
+      url: `https://x"><script>alert(1)</script>.example/`,
+    });
     expect(refused.status).toBe(400);
     const html = await refused.text();
     expect(scripts(html)).toBe(1);
@@ -239,7 +275,11 @@ describe("webhooks page", () => {
     const refusedHtml = await refused.text();
     expect(refusedHtml).toMatch(/<p class="field-error" id="url-error">This URL is not allowed: [^<]*private/);
     expect(refusedHtml).toContain('aria-invalid="true"');
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM webhooks WHERE channel_number_id = ?").bind(t.numberId).first("n")).toBe(0);
+    expect(
+      await env.DB.prepare("SELECT COUNT(*) AS n FROM webhooks WHERE channel_number_id = ?")
+        .bind(t.numberId)
+        .first("n"),
+    ).toBe(0);
 
     const url = receiver();
     expect((await dev.browser.post(page, { url })).status).toBe(303);
@@ -249,19 +289,29 @@ describe("webhooks page", () => {
     expect(await (await dev.browser.get(page)).text()).not.toContain(secret!);
 
     expect((await dev.browser.post(`${page}/test`)).status).toBe(303);
-    await vi.waitFor(() => expect(net.seen.filter((s) => s.url === url)).toHaveLength(1), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(() => expect(net.seen.filter((s) => s.url === url)).toHaveLength(1), {
+      timeout: 15_000,
+      interval: 100,
+    });
     const eventId = net.seen.find((s) => s.url === url)!.headers["webhook-id"]!;
     await vi.waitFor(
       async () => {
         const html = await (await dev.browser.get(page)).text();
-        expect(html).toMatch(new RegExp(`webhook\\.test<br/><code class="small">${eventId}</code></td><td>1</td><td><span class="ok">delivered</span></td><td>204</td>`));
+        expect(html).toMatch(
+          new RegExp(
+            `webhook\\.test<br/><code class="small">${eventId}</code></td><td>1</td><td><span class="ok">delivered</span></td><td>204</td>`,
+          ),
+        );
       },
       { timeout: 5_000, interval: 100 },
     );
 
     // Replay: the same event goes out again with the same id.
     expect((await dev.browser.post(`${page}/deliveries/${eventId}/replay`)).status).toBe(303);
-    await vi.waitFor(() => expect(net.seen.filter((s) => s.url === url)).toHaveLength(2), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(() => expect(net.seen.filter((s) => s.url === url)).toHaveLength(2), {
+      timeout: 15_000,
+      interval: 100,
+    });
     expect(net.seen.filter((s) => s.url === url)[1]!.headers["webhook-id"]).toBe(eventId);
   });
 
@@ -273,16 +323,27 @@ describe("webhooks page", () => {
     const url = receiver(500, 204);
     await dev.browser.post(page, { url });
     await dev.browser.post(`${page}/test`);
-    const webhookId = (await env.DB.prepare("SELECT id FROM webhooks WHERE channel_number_id = ?").bind(t.numberId).first<{ id: string }>())!.id;
+    const webhookId = (await env.DB.prepare("SELECT id FROM webhooks WHERE channel_number_id = ?")
+      .bind(t.numberId)
+      .first<{ id: string }>())!.id;
     await vi.waitFor(
-      async () => expect((await workspaceStub(env, t.workspaceId).listDeliveries(webhookId, null, 10)).filter((a) => a.outcome === "delivered")).toHaveLength(1),
+      async () =>
+        expect(
+          (await workspaceStub(env, t.workspaceId).listDeliveries(webhookId, null, 10)).filter(
+            (a) => a.outcome === "delivered",
+          ),
+        ).toHaveLength(1),
       { timeout: 15_000, interval: 100 },
     );
     // 72 hours of failures later (the consumer's rule is tested in webhooks-delivery.test.ts).
-    await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = ?, failing_since = ? WHERE channel_number_id = ?")
+    await env.DB.prepare(
+      "UPDATE webhooks SET status = 'disabled', disabled_at = ?, failing_since = ? WHERE channel_number_id = ?",
+    )
       .bind("2026-01-04T00:00:00.000Z", "2026-01-01T00:00:00.000Z", t.numberId)
       .run();
-    const before = await env.DB.prepare("SELECT url, sealed_secret FROM webhooks WHERE channel_number_id = ?").bind(t.numberId).first();
+    const before = await env.DB.prepare("SELECT url, sealed_secret FROM webhooks WHERE channel_number_id = ?")
+      .bind(t.numberId)
+      .first();
 
     const html = await (await dev.browser.get(page)).text();
     expect(html).toContain("because deliveries kept failing for more than 72 hours");
@@ -293,7 +354,11 @@ describe("webhooks page", () => {
     expect(await (await viewer.browser.get(page)).text()).not.toContain("Re-enable");
 
     expect((await dev.browser.post(`${page}/enable`)).status).toBe(303);
-    const after = await env.DB.prepare("SELECT url, sealed_secret, status, failing_since, disabled_at FROM webhooks WHERE channel_number_id = ?").bind(t.numberId).first();
+    const after = await env.DB.prepare(
+      "SELECT url, sealed_secret, status, failing_since, disabled_at FROM webhooks WHERE channel_number_id = ?",
+    )
+      .bind(t.numberId)
+      .first();
     expect(after).toEqual({ ...before, status: "enabled", failing_since: null, disabled_at: null });
     expect(await (await dev.browser.get("/dashboard")).text()).toContain("delivering");
   });
@@ -312,16 +377,22 @@ describe("members page", () => {
 
     const newbie = new Browser();
     expect((await newbie.post(new URL(link!).pathname, { password: PASSWORD, confirm: PASSWORD })).status).toBe(303);
-    const newbieId = (await env.DB.prepare("SELECT id FROM members WHERE email = ?").bind(email).first<{ id: string }>())!.id;
+    const newbieId = (await env.DB.prepare("SELECT id FROM members WHERE email = ?")
+      .bind(email)
+      .first<{ id: string }>())!.id;
 
     expect((await boss.browser.post(`/dashboard/members/${newbieId}/role`, { role: "viewer" })).status).toBe(303);
     expect(await (await newbie.get("/dashboard/account")).text()).toMatch(/<dt>Role<\/dt><dd>viewer<\/dd>/);
 
     // The only owner can neither step down nor leave.
     await boss.browser.post(`/dashboard/members/${boss.memberId}/role`, { role: "developer" });
-    expect(await (await boss.browser.get("/dashboard/members")).text()).toContain("A workspace needs at least one owner");
+    expect(await (await boss.browser.get("/dashboard/members")).text()).toContain(
+      "A workspace needs at least one owner",
+    );
     await boss.browser.post(`/dashboard/members/${boss.memberId}/remove`, { confirmed: "yes" });
-    expect(await env.DB.prepare("SELECT role FROM members WHERE id = ?").bind(boss.memberId).first("role")).toBe("owner");
+    expect(await env.DB.prepare("SELECT role FROM members WHERE id = ?").bind(boss.memberId).first("role")).toBe(
+      "owner",
+    );
 
     const self = await boss.browser.post("/dashboard/members", { email: boss.email, role: "viewer" });
     expect(self.status).toBe(400);

@@ -26,19 +26,39 @@ async function state(w: World) {
   const [keys, webhooks, members, audit, numbers, testContacts] = await Promise.all([
     env.DB.prepare("SELECT id, name, revoked_at FROM api_keys WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
     env.DB.prepare("SELECT id, url, sealed_secret, status FROM webhooks WHERE workspace_id = ?").bind(ws).all(),
-    env.DB.prepare("SELECT id, email, role, password_hash, invitation_hash FROM members WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
+    env.DB.prepare(
+      "SELECT id, email, role, password_hash, invitation_hash FROM members WHERE workspace_id = ? ORDER BY id",
+    )
+      .bind(ws)
+      .all(),
     // A refused request writes no audit entry either.
     env.DB.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE workspace_id = ?").bind(ws).first(),
-    env.DB.prepare("SELECT id, status, upstream_credentials FROM channel_numbers WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
-    env.DB.prepare("SELECT t.channel_number_id, t.phone FROM sandbox_test_contacts t JOIN channel_numbers n ON n.id = t.channel_number_id WHERE n.workspace_id = ? ORDER BY 1, 2")
+    env.DB.prepare("SELECT id, status, upstream_credentials FROM channel_numbers WHERE workspace_id = ? ORDER BY id")
+      .bind(ws)
+      .all(),
+    env.DB.prepare(
+      "SELECT t.channel_number_id, t.phone FROM sandbox_test_contacts t JOIN channel_numbers n ON n.id = t.channel_number_id WHERE n.workspace_id = ? ORDER BY 1, 2",
+    )
       .bind(ws)
       .all(),
   ]);
   // Delivery attempts live in the workspace object's log.
   const attempts = await Promise.all(
-    webhooks.results.map((w) => workspaceStub(env, ws).listDeliveries(String(w.id), null, 100).then((rows) => rows.length)),
+    webhooks.results.map((w) =>
+      workspaceStub(env, ws)
+        .listDeliveries(String(w.id), null, 100)
+        .then((rows) => rows.length),
+    ),
   );
-  return JSON.stringify([keys.results, webhooks.results, members.results, attempts, audit, numbers.results, testContacts.results]);
+  return JSON.stringify([
+    keys.results,
+    webhooks.results,
+    members.results,
+    attempts,
+    audit,
+    numbers.results,
+    testContacts.results,
+  ]);
 }
 
 /** Every POST route of the dashboard and who may use it. A new route must be added here, or this test fails. */
@@ -71,7 +91,14 @@ function request(route: string, w: World, target: Member): { path: string; field
     .replace(":numberId", w.tenant.numberId)
     .replace(":eventId", w.eventId ?? "")
     .replace(":phone", TEST_CONTACT)
-    .replace(":id", route.startsWith("/members") ? target.memberId : route.startsWith("/numbers") ? w.tenant.numberId : w.tenant.keyId);
+    .replace(
+      ":id",
+      route.startsWith("/members")
+        ? target.memberId
+        : route.startsWith("/numbers")
+          ? w.tenant.numberId
+          : w.tenant.keyId,
+    );
   const fields: Record<string, Record<string, string>> = {
     "/api-keys": { name: "made by a forged post" },
     "/webhooks/:numberId": { url: w.webhookUrl },
@@ -101,27 +128,33 @@ describe("dashboard POST routes", () => {
     expect(await state(a)).toBe(before);
   });
 
-  it.each(guarded.filter(([, who]) => who === "owner"))("%s refuses a developer with 403 and changes nothing", async (route) => {
-    const a = await world(net, "a");
-    const before = await state(a);
-    const { path, fields } = request(route, a, a.viewer);
-    const res = await a.developer.browser.post(path, fields);
-    expect(res.status).toBe(403);
-    expect(await state(a)).toBe(before);
-  });
+  it.each(guarded.filter(([, who]) => who === "owner"))(
+    "%s refuses a developer with 403 and changes nothing",
+    async (route) => {
+      const a = await world(net, "a");
+      const before = await state(a);
+      const { path, fields } = request(route, a, a.viewer);
+      const res = await a.developer.browser.post(path, fields);
+      expect(res.status).toBe(403);
+      expect(await state(a)).toBe(before);
+    },
+  );
 
-  it.each(guarded.filter(([route]) => route.includes(":")))("%s aimed at another workspace's id gets the unknown-id 404 and changes nothing there", async (route) => {
-    const [a, b] = await Promise.all([world(net, "a"), world(net, "b", namesEvent(route))]);
-    const before = await state(b);
-    const { path, fields } = request(route, b, b.developer);
-    const res = await a.owner.browser.post(path, fields);
-    expect(res.status).toBe(404);
-    const unknown = await a.owner.browser.post(path.replace(/[0-9a-f-]{36}/g, crypto.randomUUID()), fields);
-    expect(unknown.status).toBe(404);
-    const strip = (html: string) => html.replace(/req_[0-9a-f]+/g, "");
-    expect(strip(await res.text())).toBe(strip(await unknown.text()));
-    expect(await state(b)).toBe(before);
-  });
+  it.each(guarded.filter(([route]) => route.includes(":")))(
+    "%s aimed at another workspace's id gets the unknown-id 404 and changes nothing there",
+    async (route) => {
+      const [a, b] = await Promise.all([world(net, "a"), world(net, "b", namesEvent(route))]);
+      const before = await state(b);
+      const { path, fields } = request(route, b, b.developer);
+      const res = await a.owner.browser.post(path, fields);
+      expect(res.status).toBe(404);
+      const unknown = await a.owner.browser.post(path.replace(/[0-9a-f-]{36}/g, crypto.randomUUID()), fields);
+      expect(unknown.status).toBe(404);
+      const strip = (html: string) => html.replace(/req_[0-9a-f]+/g, "");
+      expect(strip(await res.text())).toBe(strip(await unknown.text()));
+      expect(await state(b)).toBe(before);
+    },
+  );
 
   it("pages of another workspace's number and webhook are the unknown-id 404", async () => {
     const [a, b] = await Promise.all([world(net, "a"), world(net, "b")]);
@@ -139,7 +172,11 @@ describe("webhook URLs", () => {
   it("are shown in full to developers and owners, and as scheme and host only to viewers (a URL may embed a token)", async () => {
     const w = await world(net, "u");
     const { host } = new URL(w.webhookUrl);
-    const pages = ["/dashboard/webhooks", `/dashboard/webhooks/${w.tenant.numberId}`, `/dashboard/numbers/${w.tenant.numberId}`];
+    const pages = [
+      "/dashboard/webhooks",
+      `/dashboard/webhooks/${w.tenant.numberId}`,
+      `/dashboard/numbers/${w.tenant.numberId}`,
+    ];
     for (const path of pages) {
       const viewerPage = await (await w.viewer.browser.get(path)).text();
       expect(viewerPage).toContain(`https://${host}/…`);
@@ -150,7 +187,8 @@ describe("webhook URLs", () => {
 });
 
 describe("CSRF", () => {
-  const createKey = (a: World, from: { origin?: string | null; site?: string | null }) => a.owner.browser.post("/dashboard/api-keys", { name: "csrf" }, from);
+  const createKey = (a: World, from: { origin?: string | null; site?: string | null }) =>
+    a.owner.browser.post("/dashboard/api-keys", { name: "csrf" }, from);
 
   it.each([
     ["another site", { origin: "https://evil.example", site: "cross-site" }],
@@ -175,18 +213,26 @@ describe("CSRF", () => {
   it("refuses any body that is not a form, so that no POST escapes the origin check", async () => {
     const a = await world(net, "a");
     for (const type of ["application/json", "text/xml", ""]) {
-      const res = await a.owner.browser.post(`/dashboard/webhooks/${a.tenant.numberId}/test`, {}, {
-        origin: "https://evil.example",
-        site: "cross-site",
-        raw: { type, body: "{}" },
-      });
+      const res = await a.owner.browser.post(
+        `/dashboard/webhooks/${a.tenant.numberId}/test`,
+        {},
+        {
+          origin: "https://evil.example",
+          site: "cross-site",
+          raw: { type, body: "{}" },
+        },
+      );
       expect(res.status).toBe(415);
     }
   });
 
   it("also guards sign-in (no login CSRF)", async () => {
     const owner = await signedInMember(await createWorkspace(), "owner");
-    const res = await new Browser().post("/dashboard/sign-in", { email: owner.email, password: "x" }, { origin: "https://evil.example", site: "cross-site" });
+    const res = await new Browser().post(
+      "/dashboard/sign-in",
+      { email: owner.email, password: "x" },
+      { origin: "https://evil.example", site: "cross-site" },
+    );
     expect(res.status).toBe(403);
   });
 });

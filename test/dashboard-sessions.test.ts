@@ -18,8 +18,11 @@ function copyOf(b: Browser): Browser {
 }
 
 const lastSeen = async (b: Browser) =>
-  (await env.DB.prepare("SELECT last_seen_at FROM dashboard_sessions WHERE token_hash = ?").bind(await sha256Hex(b.cookies.get("__Host-session")!)).first<{ last_seen_at: string }>())
-    ?.last_seen_at;
+  (
+    await env.DB.prepare("SELECT last_seen_at FROM dashboard_sessions WHERE token_hash = ?")
+      .bind(await sha256Hex(b.cookies.get("__Host-session")!))
+      .first<{ last_seen_at: string }>()
+  )?.last_seen_at;
 
 describe("sessions", () => {
   it("are stored hashed: the cookie's token is not in D1", async () => {
@@ -27,7 +30,9 @@ describe("sessions", () => {
     const { browser } = await signedInMember(workspaceId, "viewer");
     const token = browser.cookies.get("__Host-session")!;
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const rows = await env.DB.prepare("SELECT * FROM dashboard_sessions WHERE token_hash = ?").bind(await sha256Hex(token)).all();
+    const rows = await env.DB.prepare("SELECT * FROM dashboard_sessions WHERE token_hash = ?")
+      .bind(await sha256Hex(token))
+      .all();
     expect(rows.results).toHaveLength(1);
     expect(JSON.stringify(rows.results)).not.toContain(token);
   });
@@ -88,20 +93,40 @@ describe("sessions", () => {
     const workspaceId = await createWorkspace();
     const { browser, email } = await signedInMember(workspaceId, "developer");
     const elsewhere = new Browser();
-    expect((await elsewhere.post("/dashboard/sign-in", { email, password: PASSWORD }, { ip: "198.51.100.7" })).status).toBe(303);
+    expect(
+      (await elsewhere.post("/dashboard/sign-in", { email, password: PASSWORD }, { ip: "198.51.100.7" })).status,
+    ).toBe(303);
     const old = copyOf(browser);
 
-    const wrong = await browser.post("/dashboard/account/password", { current: "not my password", password: "a new passphrase here", confirm: "a new passphrase here" });
+    const wrong = await browser.post("/dashboard/account/password", {
+      current: "not my password",
+      password: "a new passphrase here",
+      confirm: "a new passphrase here",
+    });
     expect(wrong.status).toBe(400);
     expect((await elsewhere.get("/dashboard")).status).toBe(200);
 
-    const changed = await browser.post("/dashboard/account/password", { current: PASSWORD, password: "a new passphrase here", confirm: "a new passphrase here" });
+    const changed = await browser.post("/dashboard/account/password", {
+      current: PASSWORD,
+      password: "a new passphrase here",
+      confirm: "a new passphrase here",
+    });
     expect(changed.status).toBe(303);
     expect((await browser.get("/dashboard/account")).status).toBe(200);
     expect(signedOut(await elsewhere.get("/dashboard"))).toBe(true);
     expect(signedOut(await old.get("/dashboard"))).toBe(true);
-    expect((await new Browser().post("/dashboard/sign-in", { email, password: PASSWORD }, { ip: "198.51.100.8" })).status).toBe(401);
-    expect((await new Browser().post("/dashboard/sign-in", { email, password: "a new passphrase here" }, { ip: "198.51.100.9" })).status).toBe(303);
+    expect(
+      (await new Browser().post("/dashboard/sign-in", { email, password: PASSWORD }, { ip: "198.51.100.8" })).status,
+    ).toBe(401);
+    expect(
+      (
+        await new Browser().post(
+          "/dashboard/sign-in",
+          { email, password: "a new passphrase here" },
+          { ip: "198.51.100.9" },
+        )
+      ).status,
+    ).toBe(303);
   });
 
   it("end when the member is removed", async () => {
@@ -112,7 +137,15 @@ describe("sessions", () => {
     const removed = await owner.browser.post(`/dashboard/members/${member.memberId}/remove`, { confirmed: "yes" });
     expect(removed.status).toBe(303);
     expect(signedOut(await member.browser.get("/dashboard"))).toBe(true);
-    expect((await new Browser().post("/dashboard/sign-in", { email: member.email, password: PASSWORD }, { ip: "198.51.100.10" })).status).toBe(401);
+    expect(
+      (
+        await new Browser().post(
+          "/dashboard/sign-in",
+          { email: member.email, password: PASSWORD },
+          { ip: "198.51.100.10" },
+        )
+      ).status,
+    ).toBe(401);
   });
 
   it("an unknown or malformed cookie is sent to sign in, remembering the page", async () => {

@@ -1,6 +1,13 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { emailKey, ipKey, signInAttempt, SIGN_IN_EMAIL_LIMIT, SIGN_IN_IP_LIMIT, SIGN_IN_WINDOW_MS } from "../src/domain/sign-in";
+import {
+  emailKey,
+  ipKey,
+  signInAttempt,
+  SIGN_IN_EMAIL_LIMIT,
+  SIGN_IN_IP_LIMIT,
+  SIGN_IN_WINDOW_MS,
+} from "../src/domain/sign-in";
 import { passwordKdf, PASSWORD_PARAMS } from "../src/lib/password";
 import { sha256Hex } from "../src/lib/crypto";
 import { admin, expectError, json } from "./helpers/http";
@@ -13,7 +20,8 @@ afterEach(() => {
 });
 
 const freshIp = () => `203.0.113.${Math.floor(Math.random() * 250) + 1}-${crypto.randomUUID().slice(0, 4)}`;
-const signIn = (b: Browser, email: string, password: string, ip = freshIp()) => b.post("/dashboard/sign-in", { email, password }, { ip });
+const signIn = (b: Browser, email: string, password: string, ip = freshIp()) =>
+  b.post("/dashboard/sign-in", { email, password }, { ip });
 
 const sessionCookieLine = (res: Response) => res.headers.getSetCookie().find((l) => l.startsWith("__Host-session="));
 
@@ -38,16 +46,25 @@ describe("invitations", () => {
   it("the admin API returns a single-use link; its token is stored hashed; setting a password signs the member in", async () => {
     const workspaceId = await createWorkspace();
     const email = uniqueEmail("invited");
-    const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email, role: "developer" } });
+    const res = await admin(`/workspaces/${workspaceId}/members`, {
+      method: "POST",
+      json: { email, role: "developer" },
+    });
     expect(res.status).toBe(201);
     expect(res.headers.get("cache-control")).toBe("no-store");
-    const body = await json<{ invitationUrl: string; expiresAt: string; member: { email: string; role: string; passwordSet: boolean } }>(res);
+    const body = await json<{
+      invitationUrl: string;
+      expiresAt: string;
+      member: { email: string; role: string; passwordSet: boolean };
+    }>(res);
     expect(body.member).toMatchObject({ email, role: "developer", passwordSet: false });
     const path = new URL(body.invitationUrl).pathname;
     const token = path.split("/").at(-1)!;
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(Date.parse(body.expiresAt) - Date.now()).toBeGreaterThan(7 * 24 * 3_600_000 - 60_000);
-    const row = await env.DB.prepare("SELECT invitation_hash, password_hash FROM members WHERE email = ?").bind(email).first<{ invitation_hash: string; password_hash: string | null }>();
+    const row = await env.DB.prepare("SELECT invitation_hash, password_hash FROM members WHERE email = ?")
+      .bind(email)
+      .first<{ invitation_hash: string; password_hash: string | null }>();
     expect(row).toEqual({ invitation_hash: await sha256Hex(token), password_hash: null });
 
     const b = new Browser();
@@ -67,13 +84,17 @@ describe("invitations", () => {
     expect(cookie).not.toMatch(/Domain=/i);
     expect((await b.get("/dashboard")).status).toBe(200);
 
-    const stored = await env.DB.prepare("SELECT invitation_hash, password_hash FROM members WHERE email = ?").bind(email).first<{ invitation_hash: string | null; password_hash: string }>();
+    const stored = await env.DB.prepare("SELECT invitation_hash, password_hash FROM members WHERE email = ?")
+      .bind(email)
+      .first<{ invitation_hash: string | null; password_hash: string }>();
     expect(stored!.invitation_hash).toBeNull();
     expect(stored!.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
 
     // Single use.
     expect((await new Browser().get(path)).status).toBe(404);
-    expect((await new Browser().post(path, { password: "another long password", confirm: "another long password" })).status).toBe(404);
+    expect(
+      (await new Browser().post(path, { password: "another long password", confirm: "another long password" })).status,
+    ).toBe(404);
   });
 
   it("a link stops working after 7 days", async () => {
@@ -111,22 +132,36 @@ describe("invitations", () => {
     // The old password no longer signs in.
     expect((await signIn(new Browser(), member.email, PASSWORD)).status).toBe(401);
     const b = new Browser();
-    expect((await b.post(path, { password: "a brand new passphrase", confirm: "a brand new passphrase" })).status).toBe(303);
+    expect((await b.post(path, { password: "a brand new passphrase", confirm: "a brand new passphrase" })).status).toBe(
+      303,
+    );
     expect(await (await b.get("/dashboard/account")).text()).toContain("viewer");
   });
 
   it("re-inviting the last owner with another role is refused, and ends none of their sessions; with a second owner it works", async () => {
     const workspaceId = await createWorkspace();
     const owner = await signedInMember(workspaceId, "owner");
-    const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email: owner.email, role: "viewer" } });
+    const res = await admin(`/workspaces/${workspaceId}/members`, {
+      method: "POST",
+      json: { email: owner.email, role: "viewer" },
+    });
     const err = await expectError(res, 400, "invalid_request");
     expect(err.error.details?.[0]?.rule).toBe("last_owner");
-    const owners = await env.DB.prepare("SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'").bind(workspaceId).first<{ n: number }>();
+    const owners = await env.DB.prepare("SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'")
+      .bind(workspaceId)
+      .first<{ n: number }>();
     expect(owners?.n).toBe(1);
     expect((await owner.browser.get("/dashboard")).status).toBe(200);
     // With a second owner, the first one can be re-invited with another role.
     await signedInMember(workspaceId, "owner");
-    expect((await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email: owner.email, role: "viewer" } })).status).toBe(201);
+    expect(
+      (
+        await admin(`/workspaces/${workspaceId}/members`, {
+          method: "POST",
+          json: { email: owner.email, role: "viewer" },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it("the admin API validates the body and the workspace", async () => {
@@ -134,10 +169,27 @@ describe("invitations", () => {
     const email = uniqueEmail("taken");
     await invite(workspaceId, email, "viewer");
     const other = await createWorkspace();
-    await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: "not-an-email", role: "viewer" } }), 400, "invalid_request");
-    await expectError(await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: uniqueEmail(), role: "admin" } }), 400, "invalid_request");
-    await expectError(await admin(`/workspaces/${crypto.randomUUID()}/members`, { method: "POST", json: { email: uniqueEmail(), role: "viewer" } }), 404, "not_found");
-    const list = await json<{ data: { email: string; passwordSet: boolean }[] }>(await admin(`/workspaces/${workspaceId}/members`));
+    await expectError(
+      await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: "not-an-email", role: "viewer" } }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin(`/workspaces/${other}/members`, { method: "POST", json: { email: uniqueEmail(), role: "admin" } }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin(`/workspaces/${crypto.randomUUID()}/members`, {
+        method: "POST",
+        json: { email: uniqueEmail(), role: "viewer" },
+      }),
+      404,
+      "not_found",
+    );
+    const list = await json<{ data: { email: string; passwordSet: boolean }[] }>(
+      await admin(`/workspaces/${workspaceId}/members`),
+    );
     expect(list.data.find((m) => m.email === email)).toMatchObject({ passwordSet: false });
     expect(JSON.stringify(list)).not.toMatch(/argon2|invitation_hash/);
   });
@@ -153,7 +205,11 @@ describe("sign-in", () => {
     expect(sessionCookieLine(wrong)).toBeUndefined();
     expect(await wrong.text()).toContain("Email or password is incorrect.");
 
-    const ok = await b.post("/dashboard/sign-in", { email: email.toUpperCase(), password: PASSWORD, next: "/dashboard/api-keys" }, { ip: freshIp() });
+    const ok = await b.post(
+      "/dashboard/sign-in",
+      { email: email.toUpperCase(), password: PASSWORD, next: "/dashboard/api-keys" },
+      { ip: freshIp() },
+    );
     expect(ok.status).toBe(303);
     expect(ok.headers.get("location")).toBe("/dashboard/api-keys");
     expect(sessionCookieLine(ok)).toBeDefined();
@@ -164,7 +220,11 @@ describe("sign-in", () => {
     const workspaceId = await createWorkspace();
     const { email } = await signedInMember(workspaceId, "viewer");
     for (const next of ["https://evil.example/", "//evil.example", "/dashboard/../admin", "/dashboard\\@evil"]) {
-      const res = await new Browser().post("/dashboard/sign-in", { email, password: PASSWORD, next }, { ip: freshIp() });
+      const res = await new Browser().post(
+        "/dashboard/sign-in",
+        { email, password: PASSWORD, next },
+        { ip: freshIp() },
+      );
       expect(res.headers.get("location")).toBe("/dashboard");
     }
   });
@@ -198,12 +258,16 @@ describe("sign-in", () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const { email: known } = await signedInMember(workspaceId, "viewer");
     const unknown = uniqueEmail("ghost");
-    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++) expect((await signIn(new Browser(), known, "wrong password again")).status).toBe(401);
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++)
+      expect((await signIn(new Browser(), known, "wrong password again")).status).toBe(401);
     // The unknown email's attempts, counted the way sign-in counts them (the same code path, without ten more hashes).
-    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++) await signInAttempt(env, await emailKey(unknown), SIGN_IN_EMAIL_LIMIT);
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++)
+      await signInAttempt(env, await emailKey(unknown), SIGN_IN_EMAIL_LIMIT);
     const derive = vi.spyOn(passwordKdf, "derive");
     const throttled = await Promise.all([known, unknown].map((email) => signIn(new Browser(), email, PASSWORD)));
-    const bodies = await Promise.all(throttled.map(async (r, i) => (await r.text()).replaceAll([known, unknown][i]!, "EMAIL")));
+    const bodies = await Promise.all(
+      throttled.map(async (r, i) => (await r.text()).replaceAll([known, unknown][i]!, "EMAIL")),
+    );
     expect(throttled.map((r) => r.status)).toEqual([429, 429]);
     // A burst of 10, then one attempt more every 15 min / 10 = 90 s.
     const refill = SIGN_IN_WINDOW_MS / SIGN_IN_EMAIL_LIMIT;
@@ -222,17 +286,20 @@ describe("sign-in", () => {
   it("a success clears the email's count", async () => {
     const workspaceId = await createWorkspace();
     const { email } = await signedInMember(workspaceId, "viewer");
-    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT - 1; i++) expect((await signIn(new Browser(), email, "wrong password again")).status).toBe(401);
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT - 1; i++)
+      expect((await signIn(new Browser(), email, "wrong password again")).status).toBe(401);
     expect((await signIn(new Browser(), email, PASSWORD)).status).toBe(303);
     // The count restarted at zero: a full allowance is left.
-    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++) expect((await signInAttempt(env, await emailKey(email), SIGN_IN_EMAIL_LIMIT)).allowed).toBe(true);
+    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++)
+      expect((await signInAttempt(env, await emailKey(email), SIGN_IN_EMAIL_LIMIT)).allowed).toBe(true);
   });
 
   it(`throttles a client IP (CF-Connecting-IP) after ${SIGN_IN_IP_LIMIT} attempts, whatever the emails`, async () => {
     const workspaceId = await createWorkspace();
     const ip = freshIp();
     // The IP's earlier attempts, counted the way sign-in counts them.
-    for (let i = 0; i < SIGN_IN_IP_LIMIT; i++) expect((await signInAttempt(env, ipKey(ip), SIGN_IN_IP_LIMIT)).allowed).toBe(true);
+    for (let i = 0; i < SIGN_IN_IP_LIMIT; i++)
+      expect((await signInAttempt(env, ipKey(ip), SIGN_IN_IP_LIMIT)).allowed).toBe(true);
     const { email } = await signedInMember(workspaceId, "viewer");
     const refused = await signIn(new Browser(), email, PASSWORD, ip);
     expect(refused.status).toBe(429);
@@ -244,7 +311,8 @@ describe("sign-in", () => {
     const workspaceId = await createWorkspace();
     const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:1`;
     // The /64's earlier attempts, from its first address.
-    for (let i = 0; i < SIGN_IN_IP_LIMIT; i++) expect((await signInAttempt(env, ipKey(`${prefix}::/64`), SIGN_IN_IP_LIMIT)).allowed).toBe(true);
+    for (let i = 0; i < SIGN_IN_IP_LIMIT; i++)
+      expect((await signInAttempt(env, ipKey(`${prefix}::/64`), SIGN_IN_IP_LIMIT)).allowed).toBe(true);
     const { email } = await signedInMember(workspaceId, "viewer");
     // Another address of the same /64 (written out in full) is refused...
     const refused = await signIn(new Browser(), email, PASSWORD, `${prefix}:0:0:0:2`);

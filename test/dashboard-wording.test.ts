@@ -29,7 +29,9 @@ describe("dashboard wording a newcomer reads in the first hour", () => {
     const host = `hooks-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
     net.dns.set(host, ["93.184.216.34"]);
     net.receivers.set(`https://${host}/in`, answers(204));
-    expect((await owner.browser.post(`/dashboard/webhooks/${t.numberId}`, { url: `https://${host}/in` })).status).toBe(303);
+    expect((await owner.browser.post(`/dashboard/webhooks/${t.numberId}`, { url: `https://${host}/in` })).status).toBe(
+      303,
+    );
     const page = await (await owner.browser.get("/dashboard")).text();
     expect(page).toContain("The webhook endpoint is delivering.");
     expect(page).not.toContain("(s)");
@@ -38,10 +40,16 @@ describe("dashboard wording a newcomer reads in the first hour", () => {
   it("a refused member change is shown as an error (role=alert), not as a confirmation, and changes nothing", async () => {
     const t = await createTenant();
     const owner = await signedInMember(t.workspaceId, "owner");
-    expect((await owner.browser.post(`/dashboard/members/${owner.memberId}/role`, { role: "developer" })).status).toBe(303);
+    expect((await owner.browser.post(`/dashboard/members/${owner.memberId}/role`, { role: "developer" })).status).toBe(
+      303,
+    );
     const page = await (await owner.browser.get("/dashboard/members")).text();
-    expect(page).toMatch(/<section class="flash flash-error" role="alert"[^>]*><p>A workspace needs at least one owner/);
-    expect(await env.DB.prepare("SELECT role FROM members WHERE id = ?").bind(owner.memberId).first("role")).toBe("owner");
+    expect(page).toMatch(
+      /<section class="flash flash-error" role="alert"[^>]*><p>A workspace needs at least one owner/,
+    );
+    expect(await env.DB.prepare("SELECT role FROM members WHERE id = ?").bind(owner.memberId).first("role")).toBe(
+      "owner",
+    );
     // A success stays a plain notice.
     expect(page).not.toContain('aria-label="Notice"');
   });

@@ -16,14 +16,27 @@ describe("the API reference at /docs", () => {
     expect(res.headers.get("content-type")).toContain("text/html");
     expect(res.headers.get("X-Request-Id")).toBeTruthy();
     const csp = res.headers.get("Content-Security-Policy") ?? "";
-    for (const directive of ["default-src 'none'", "script-src 'self'", "connect-src 'self'", "img-src 'self' data:", "font-src 'self'", "frame-ancestors 'none'"]) {
+    for (const directive of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "connect-src 'self'",
+      "img-src 'self' data:",
+      "font-src 'self'",
+      "frame-ancestors 'none'",
+    ]) {
       expect(csp).toContain(directive);
     }
     expect(csp).not.toMatch(/https?:|\*|unsafe-eval/);
 
     const html = await res.text();
     const refs = referencesOf(html);
-    expect(refs).toEqual(expect.arrayContaining(["/static/docs/vendor/swagger-ui-bundle.js", "/static/docs/vendor/swagger-ui.css", "/static/docs/reference.js"]));
+    expect(refs).toEqual(
+      expect.arrayContaining([
+        "/static/docs/vendor/swagger-ui-bundle.js",
+        "/static/docs/vendor/swagger-ui.css",
+        "/static/docs/reference.js",
+      ]),
+    );
     for (const ref of refs) expect(isSameOrigin(ref), ref).toBe(true);
     // No inline script: the CSP would block it.
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/i);
@@ -35,7 +48,9 @@ describe("the API reference at /docs", () => {
     for (const ref of refs) {
       const res = await asset(ref);
       expect(res.status, ref).toBe(200);
-      expect(res.headers.get("content-type"), ref).toMatch(ref.endsWith(".css") ? /text\/css/ : ref.endsWith(".svg") ? /image\/svg\+xml/ : /javascript/);
+      expect(res.headers.get("content-type"), ref).toMatch(
+        ref.endsWith(".css") ? /text\/css/ : ref.endsWith(".svg") ? /image\/svg\+xml/ : /javascript/,
+      );
       const body = await res.text();
       expect(body.length, ref).toBeGreaterThan(0);
       if (ref.endsWith(".css")) {
@@ -56,9 +71,13 @@ describe("the API reference at /docs", () => {
     const html = await (await call("/docs")).text();
     expect(html).toMatch(/<link rel="icon" type="image\/svg\+xml" href="\/static\/dashboard\/favicon.svg">/);
     expect(html.match(/<h1[\s>]/g)).toHaveLength(1);
-    expect(await (await asset("/static/docs/reference.css")).text()).toMatch(/\.swagger-ui \.information-container hgroup\.main\s*\{\s*display: none;\s*\}/);
+    expect(await (await asset("/static/docs/reference.css")).text()).toMatch(
+      /\.swagger-ui \.information-container hgroup\.main\s*\{\s*display: none;\s*\}/,
+    );
     // Every tag listed at the top of the document has operations under paths (else Swagger UI shows it empty).
-    const doc = await (await call("/api/v1/openapi.json")).json<{ tags: { name: string }[]; paths: Record<string, Record<string, { tags?: string[] }>> }>();
+    const doc = await (
+      await call("/api/v1/openapi.json")
+    ).json<{ tags: { name: string }[]; paths: Record<string, Record<string, { tags?: string[] }>> }>();
     const used = new Set(Object.values(doc.paths).flatMap((ops) => Object.values(ops).flatMap((op) => op.tags ?? [])));
     for (const tag of doc.tags) expect(used.has(tag.name), tag.name).toBe(true);
   });
@@ -70,7 +89,8 @@ describe("the API reference at /docs", () => {
     expect(init).toContain('fetch("/api/v1/channel-numbers?limit=1"');
     // The placeholders it replaces are the document's own examples.
     const doc = await (await call("/api/v1/openapi.json")).text();
-    for (const placeholder of [...init.matchAll(/var EXAMPLE_(?:KEY|NUMBER) = "([^"]+)"/g)].map((m) => m[1]!)) expect(doc).toContain(placeholder);
+    for (const placeholder of [...init.matchAll(/var EXAMPLE_(?:KEY|NUMBER) = "([^"]+)"/g)].map((m) => m[1]!))
+      expect(doc).toContain(placeholder);
     expect(await (await call("/docs")).text()).toMatch(/new <code>Idempotency-Key<\/code> for every run/);
   });
 });

@@ -4,11 +4,23 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 
 import { send, textMessage } from "./helpers/send";
-import { accepted, cloudTenant as liveTenant, mockOperator, operatorError, recordedEvents, type OperatorCall } from "./helpers/operator";
+import {
+  accepted,
+  cloudTenant as liveTenant,
+  mockOperator,
+  operatorError,
+  recordedEvents,
+  type OperatorCall,
+} from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { holdObject } from "./helpers/objects";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { HELD_BOUND_MS, ORPHAN_GRACE_MS, RETRY_POLICY, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import {
+  HELD_BOUND_MS,
+  ORPHAN_GRACE_MS,
+  RETRY_POLICY,
+  UNCONFIRMED_WAIT_MS,
+} from "../src/durable-objects/channel-number/delivery-policy";
 import type { ChannelNumberDurableObject } from "../src/durable-objects/channel-number/channel-number";
 
 // A clock far in the future: the number's alarm fires only when a test runs it.
@@ -39,15 +51,20 @@ async function sendOne(key: string, numberId: string, to = "5511999998888", body
   return (await json<{ jobId: string }>(res)).jobId;
 }
 
-const message = async (key: string, jobId: string) => json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
-const callsFor = (calls: OperatorCall[], jobId: string) => calls.filter((c) => c.body.biz_opaque_callback_data === jobId);
-const stateOf = async (stub: DurableObjectStub<ChannelNumberDurableObject>, jobId: string) => (await stub.outbox()).find((e) => e.jobId === jobId)?.state;
+const message = async (key: string, jobId: string) =>
+  json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
+const callsFor = (calls: OperatorCall[], jobId: string) =>
+  calls.filter((c) => c.body.biz_opaque_callback_data === jobId);
+const stateOf = async (stub: DurableObjectStub<ChannelNumberDurableObject>, jobId: string) =>
+  (await stub.outbox()).find((e) => e.jobId === jobId)?.state;
 
 describe("one operator call per jobId, also when a status settles the entry during the drain's awaits", () => {
   it("a status webhook that settles a retried entry while its claim waits on the workspace: no second call", async () => {
     const t = await cloudTenant();
     // 131000: "try again", but the operator may have processed it after all; its webhook says so later.
-    const calls = mockOperator((c, i) => (i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted(`wamid.second-${c.body.text.body}`)));
+    const calls = mockOperator((c, i) =>
+      i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted(`wamid.second-${c.body.text.body}`),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     await runDurableObjectAlarm(t.stub);
     expect(callsFor(calls, jobId)).toHaveLength(1);
@@ -58,15 +75,27 @@ describe("one operator call per jobId, also when a status settles the entry duri
     advance(RETRY_POLICY.delaysMs[0]);
     const gate = await holdObject(workspaceStub(env, t.workspaceId));
     const alarm = runDurableObjectAlarm(t.stub);
-    const res = await postOperator(statusPayload(t.phoneNumberId, [
-      { id: "wamid.FIRST", status: "sent", timestamp: seconds(clock), recipient_id: "5511999998888", biz_opaque_callback_data: jobId },
-    ]));
+    const res = await postOperator(
+      statusPayload(t.phoneNumberId, [
+        {
+          id: "wamid.FIRST",
+          status: "sent",
+          timestamp: seconds(clock),
+          recipient_id: "5511999998888",
+          biz_opaque_callback_data: jobId,
+        },
+      ]),
+    );
     expect(res.status).toBe(200);
     // Positive signal: the number applied it (the entry settled while the claim is still waiting).
     await vi.waitFor(async () => expect(await stateOf(t.stub, jobId)).toBe("sent"), { timeout: 10_000, interval: 20 });
     await gate.release();
     await alarm;
-    await vi.waitFor(async () => expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.FIRST" }), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(
+      async () =>
+        expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.FIRST" }),
+      { timeout: 10_000, interval: 20 },
+    );
 
     for (let i = 0; i < 3; i++) {
       advance(61_000);
@@ -78,7 +107,9 @@ describe("one operator call per jobId, also when a status settles the entry duri
 
   it("a status that settles the entry while its `sending` state is made durable: the call does not start", async () => {
     const t = await cloudTenant();
-    const calls = mockOperator((c, i) => (i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted(`wamid.second-${c.body.text.body}`)));
+    const calls = mockOperator((c, i) =>
+      i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted(`wamid.second-${c.body.text.body}`),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     await runDurableObjectAlarm(t.stub);
     expect(callsFor(calls, jobId)).toHaveLength(1);
@@ -91,7 +122,9 @@ describe("one operator call per jobId, also when a status settles the entry duri
         await sync();
         if (!first) return;
         first = false;
-        await instance.applyOperatorStatuses([{ jobId, upstreamMessageId: "wamid.FIRST", status: "sent", at: clock, errorCode: null, errorMessage: null }]);
+        await instance.applyOperatorStatuses([
+          { jobId, upstreamMessageId: "wamid.FIRST", status: "sent", at: clock, errorCode: null, errorMessage: null },
+        ]);
       };
     });
     await runDurableObjectAlarm(t.stub);
@@ -115,9 +148,20 @@ describe("the number's admission window", () => {
     // The third is accepted by the workspace at 960 ms; its hand-off reaches the number at 1,200 ms
     // (the number's clock), as the workspace makes it.
     setClock(t0 + 1_200);
-    const third = await t.stub.admit({ jobId: crypto.randomUUID(), workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "m2", acceptedAt: t0 + 960 });
+    const third = await t.stub.admit({
+      jobId: crypto.randomUUID(),
+      workspaceId: t.workspaceId,
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      body: "m2",
+      acceptedAt: t0 + 960,
+    });
     // Its slot frees when the send at 0 leaves the window: 40 ms after its acceptance (Retry-After: 1).
-    expect(third).toEqual({ ok: false, reason: "rate_limited", window: { limit: 2, remaining: 0, retryAfterMs: 40, resetMs: 50 } });
+    expect(third).toEqual({
+      ok: false,
+      reason: "rate_limited",
+      window: { limit: 2, remaining: 0, retryAfterMs: 40, resetMs: 50 },
+    });
     expect(await t.stub.outboxJobIds()).toHaveLength(2);
     // The API's refusal at the same acceptance time says the same.
     setClock(t0 + 960);
@@ -136,21 +180,43 @@ describe("operator statuses for a disconnected number", () => {
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
     expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBeLessThan(300);
     advance(5_000);
-    const res = await postOperator(statusPayload(t.phoneNumberId, [
-      { id: "wamid.BEFORE", status: "delivered", timestamp: seconds(clock), recipient_id: "5511999998888", biz_opaque_callback_data: jobId },
-    ]));
+    const res = await postOperator(
+      statusPayload(t.phoneNumberId, [
+        {
+          id: "wamid.BEFORE",
+          status: "delivered",
+          timestamp: seconds(clock),
+          recipient_id: "5511999998888",
+          biz_opaque_callback_data: jobId,
+        },
+      ]),
+    );
     expect(res.status).toBe(200);
-    await vi.waitFor(async () => expect(await message(t.key, jobId)).toMatchObject({ status: "sent", deliveredAt: new Date(Math.floor(clock / 1000) * 1000).toISOString() }), {
-      timeout: 10_000,
-      interval: 50,
-    });
+    await vi.waitFor(
+      async () =>
+        expect(await message(t.key, jobId)).toMatchObject({
+          status: "sent",
+          deliveredAt: new Date(Math.floor(clock / 1000) * 1000).toISOString(),
+        }),
+      {
+        timeout: 10_000,
+        interval: 50,
+      },
+    );
   });
 });
 
 describe("orphans", () => {
   const orphan = async (t: Awaited<ReturnType<typeof cloudTenant>>, jobId: string) => {
     // What a send that died after its hand-off leaves behind: an entry its workspace never recorded.
-    await t.stub.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "Hello", acceptedAt: clock });
+    await t.stub.admit({
+      jobId,
+      workspaceId: t.workspaceId,
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      body: "Hello",
+      acceptedAt: clock,
+    });
     const acceptedAt = clock;
     advance(UNCONFIRMED_WAIT_MS + 1);
     await runDurableObjectAlarm(t.stub);
@@ -180,7 +246,14 @@ describe("orphans", () => {
     // The client's retry, late in the grace: its hand-off revives the entry; the drain asks the workspace
     // before the retry's record is committed there (microseconds later in production).
     setClock(acceptedAt + ORPHAN_GRACE_MS - UNCONFIRMED_WAIT_MS / 2);
-    await t.stub.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "Hello", acceptedAt: clock });
+    await t.stub.admit({
+      jobId,
+      workspaceId: t.workspaceId,
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      body: "Hello",
+      acceptedAt: clock,
+    });
     await runDurableObjectAlarm(t.stub);
     expect(await stateOf(t.stub, jobId)).toBe("queued");
     // Past the first acceptance's grace, still within the revived one's.
@@ -201,7 +274,9 @@ describe("messages held by a paused number", () => {
   /** A number whose first call is refused with 190 (bad token): it pauses; later calls are accepted. */
   async function pausedNumber() {
     const t = await cloudTenant();
-    const calls = mockOperator((c, i) => (i === 0 ? operatorError(401, 190, "Invalid OAuth access token") : accepted(`wamid.${c.body.text.body}`)));
+    const calls = mockOperator((c, i) =>
+      i === 0 ? operatorError(401, 190, "Invalid OAuth access token") : accepted(`wamid.${c.body.text.body}`),
+    );
     const first = await sendOne(t.key, t.numberId, "5511999998888", "first");
     const acceptedAt = clock;
     await runDurableObjectAlarm(t.stub);
@@ -253,7 +328,11 @@ describe("messages held by a paused number", () => {
     }
     expect(await stateOf(t.stub, held)).toBe("failed");
     expect(callsFor(t.calls, held)).toHaveLength(0);
-    expect(errors.mock.calls.some(([line]) => String(line).includes("record cannot be found") && String(line).includes(held))).toBe(true);
+    expect(
+      errors.mock.calls.some(
+        ([line]) => String(line).includes("record cannot be found") && String(line).includes(held),
+      ),
+    ).toBe(true);
     // The one whose record is there was sent.
     expect(await message(t.key, t.first)).toMatchObject({ status: "sent" });
   });

@@ -1,4 +1,11 @@
-import { createExecutionContext, createMessageBatch, evictDurableObject, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  evictDurableObject,
+  getQueueResult,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
@@ -49,20 +56,26 @@ const inbound = (channelNumberId: string, i: number, over: Partial<InboundRecord
   ...over,
 });
 
-const unpublished = (workspaceId: string) => runInDurableObject(workspaceStub(env, workspaceId), (_, state) => hasUnpublishedEvents(state.storage.sql));
+const unpublished = (workspaceId: string) =>
+  runInDurableObject(workspaceStub(env, workspaceId), (_, state) => hasUnpublishedEvents(state.storage.sql));
 
 describe("event publishing within the queue's limits", () => {
   it("100 events of 16 KB each are published in packs of several, each within one billed 64 KB unit, all of them, in one alarm", async () => {
     const t = await createTenant();
     const send = vi.spyOn(env.WEBHOOK_QUEUE, "send");
-    await workspaceStub(env, t.workspaceId).recordInbound(t.workspaceId, Array.from({ length: 100 }, (_, i) => inbound(t.numberId, i)));
+    await workspaceStub(env, t.workspaceId).recordInbound(
+      t.workspaceId,
+      Array.from({ length: 100 }, (_, i) => inbound(t.numberId, i)),
+    );
     expect(await unpublished(t.workspaceId)).toBe(true);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
     expect(await unpublished(t.workspaceId)).toBe(false);
     const bodies = send.mock.calls.map(([body]) => body as WebhookQueueMessage);
     expect(bodies.flatMap(eventsOf)).toHaveLength(100);
     expect(bodies.length).toBeLessThanOrEqual(34); // three 16 KB events to a pack
-    expect(Math.max(...bodies.map((b) => new TextEncoder().encode(JSON.stringify(b)).byteLength))).toBeLessThanOrEqual(64 * 1024);
+    expect(Math.max(...bodies.map((b) => new TextEncoder().encode(JSON.stringify(b)).byteLength))).toBeLessThanOrEqual(
+      64 * 1024,
+    );
   });
 
   it("an event that can never be sent is set aside and reported; the events after it go out", async () => {
@@ -77,7 +90,11 @@ describe("event publishing within the queue's limits", () => {
     await runDurableObjectAlarm(workspace);
     expect(await unpublished(t.workspaceId)).toBe(false);
     const states = await runInDurableObject(workspace, (_, state) =>
-      [before, poison, after].map((id) => state.storage.sql.exec<{ delivery: string }>("SELECT delivery FROM events WHERE subject = ?", id!).one().delivery),
+      [before, poison, after].map(
+        (id) =>
+          state.storage.sql.exec<{ delivery: string }>("SELECT delivery FROM events WHERE subject = ?", id!).one()
+            .delivery,
+      ),
     );
     expect(states).toEqual(["pending", "set_aside", "pending"]);
     expect(errors.mock.calls.some(([line]) => String(line).includes("event set aside"))).toBe(true);
@@ -100,7 +117,11 @@ describe("event publishing within the queue's limits", () => {
     setClock(clock + 61_000); // past the failing step's back-off
     await runDurableObjectAlarm(workspace);
     expect(await unpublished(t.workspaceId)).toBe(false);
-    expect(published.mock.calls.flatMap(([body]) => eventsOf(body as WebhookQueueMessage)).map((e) => (e.data as { messageId: string }).messageId)).toEqual([id]);
+    expect(
+      published.mock.calls
+        .flatMap(([body]) => eventsOf(body as WebhookQueueMessage))
+        .map((e) => (e.data as { messageId: string }).messageId),
+    ).toEqual([id]);
   });
 });
 
@@ -124,7 +145,10 @@ describe("each alarm step is isolated", () => {
     await runDurableObjectAlarm(workspace);
     // The stranded message went back to its outbox and the expired key was purged, while publishing failed.
     expect(await channelNumberStub(env, number.numberId).outboxJobIds()).toEqual([jobId]);
-    const keys = await runInDurableObject(workspace, (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_keys").one().n);
+    const keys = await runInDurableObject(
+      workspace,
+      (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_keys").one().n,
+    );
     expect(keys).toBe(0);
     expect(await unpublished(workspaceId)).toBe(true);
     // Handed back a day after its acceptance (the clock jumped past the key's 24 hours; in production
@@ -132,7 +156,10 @@ describe("each alarm step is isolated", () => {
     // with held_too_long instead of leaving a day late.
     await runDurableObjectAlarm(channelNumberStub(env, number.numberId));
     expect(calls).toHaveLength(0);
-    expect(await json(await api(`/messages/${jobId}`, key))).toMatchObject({ status: "failed", error: { code: "held_too_long" } });
+    expect(await json(await api(`/messages/${jobId}`, key))).toMatchObject({
+      status: "failed",
+      error: { code: "held_too_long" },
+    });
   });
 
   it("expired keys gather: none is purged before the oldest one's slack ends, then one run purges every key expired by then", async () => {
@@ -143,7 +170,11 @@ describe("each alarm step is isolated", () => {
       setClock(first + i * 60_000);
       expect((await send(t.key, crypto.randomUUID(), textMessage(t.numberId, `m${i}`))).status).toBe(201);
     }
-    const keys = () => runInDurableObject(workspace, (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_keys").one().n);
+    const keys = () =>
+      runInDurableObject(
+        workspace,
+        (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_keys").one().n,
+      );
     // Past every key's expiry but within the first one's slack, nothing is purged yet.
     setClock(first + IDEMPOTENCY_TTL_MS + RETENTION_SLACK_MS - 1_000);
     await runDurableObjectAlarm(workspace);
@@ -179,14 +210,16 @@ describe("the pace at the operator", () => {
   it("a commit slower than the pace's margin does not bring three calls within one second at the operator", async () => {
     const { key, number, calls, stub } = await cloudNumberAcceptingAll();
     for (let i = 0; i < 3; i++) {
-      expect((await send(key, `slow-commit-${i}`, textMessage(number.numberId, `m${i}`, `551100000001${i}`))).status).toBe(201);
+      expect(
+        (await send(key, `slow-commit-${i}`, textMessage(number.numberId, `m${i}`, `551100000001${i}`))).status,
+      ).toBe(201);
       setClock(clock + 500);
     }
     // The first call's commit takes 300 ms: its request leaves (output gate) only once it is durable.
     await runInDurableObject(stub, (_, state) => {
       const transactionSync = state.storage.transactionSync.bind(state.storage);
       let slow = true;
-      state.storage.transactionSync = <T,>(fn: () => T): T => {
+      state.storage.transactionSync = <T>(fn: () => T): T => {
         const result = transactionSync(fn);
         if (slow) {
           slow = false;
@@ -239,15 +272,24 @@ describe("the status relay", () => {
     await channelNumberStub(env, number.numberId).applyOperatorStatuses([
       { jobId, upstreamMessageId: "wamid.R1", status: "delivered", at: clock, errorCode: null, errorMessage: null },
     ]);
-    const owed = await runInDurableObject(channelNumberStub(env, number.numberId), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM status_outbox").one().n);
+    const owed = await runInDurableObject(
+      channelNumberStub(env, number.numberId),
+      (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM status_outbox").one().n,
+    );
     expect(owed).toBe(1);
     await runInDurableObject(workspace, (_, state) => {
       const cols = Object.keys(row);
-      state.storage.sql.exec(`INSERT INTO messages (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`, ...cols.map((c) => row[c]!));
+      state.storage.sql.exec(
+        `INSERT INTO messages (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`,
+        ...cols.map((c) => row[c]!),
+      );
     });
     setClock(clock + 61_000);
     await runDurableObjectAlarm(channelNumberStub(env, number.numberId));
-    expect(await json(await api(`/messages/${jobId}`, key))).toMatchObject({ status: "sent", deliveredAt: new Date(clock - 61_000).toISOString() });
+    expect(await json(await api(`/messages/${jobId}`, key))).toMatchObject({
+      status: "sent",
+      deliveredAt: new Date(clock - 61_000).toISOString(),
+    });
   });
 });
 
@@ -268,7 +310,12 @@ describe("republishing events the queue lost", () => {
     const workspace = workspaceStub(env, t.workspaceId);
     const [id] = await workspace.recordInbound(t.workspaceId, [inbound(t.numberId, 1, { text: "lost" })]);
     await runDurableObjectAlarm(workspace);
-    const event = await runInDurableObject(workspace, (_, state) => findEvent(state.storage.sql, (state.storage.sql.exec<{ id: string }>("SELECT id FROM events WHERE subject = ?", id!).one()).id)!);
+    const event = await runInDurableObject(workspace, (_, state) =>
+      findEvent(
+        state.storage.sql,
+        state.storage.sql.exec<{ id: string }>("SELECT id FROM events WHERE subject = ?", id!).one().id,
+      )!,
+    );
     const republished = vi.spyOn(env.WEBHOOK_QUEUE, "send");
     setClock(clock + 11 * 60_000);
     await runDurableObjectAlarm(workspace);

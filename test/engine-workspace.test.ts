@@ -1,4 +1,10 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
@@ -53,15 +59,23 @@ async function sendOne(t: Tenant, body: string): Promise<string> {
 }
 
 const eventCount = (t: Tenant) =>
-  runInDurableObject(workspaceOf(t), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n);
+  runInDurableObject(
+    workspaceOf(t),
+    (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
+  );
 
 /** The events handed to the webhook queue, in the order they were handed over. */
 function publishedEvents() {
   const batch = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch");
   const one = vi.spyOn(env.WEBHOOK_QUEUE, "send");
   return (): WebhookEvent[] =>
-    [...batch.mock.invocationCallOrder.map((order, i) => ({ order, bodies: [...batch.mock.calls[i]![0]].map((m) => m.body) })),
-     ...one.mock.invocationCallOrder.map((order, i) => ({ order, bodies: [one.mock.calls[i]![0]] }))]
+    [
+      ...batch.mock.invocationCallOrder.map((order, i) => ({
+        order,
+        bodies: [...batch.mock.calls[i]![0]].map((m) => m.body),
+      })),
+      ...one.mock.invocationCallOrder.map((order, i) => ({ order, bodies: [one.mock.calls[i]![0]] })),
+    ]
       .sort((a, b) => a.order - b.order)
       .flatMap((c) => c.bodies.flatMap((b) => eventsOf(b as WebhookQueueMessage)));
 }
@@ -76,8 +90,15 @@ describe("the event log's publishing order", () => {
     await workspaceAlarms(t, 1);
     // The consumer reports on each (no webhook): they are settled, then purged after their window.
     await vi.waitFor(
-      async () => expect(await runInDurableObject(workspaceOf(t), (_, state) =>
-        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE delivered_at IS NULL").one().n)).toBe(0),
+      async () =>
+        expect(
+          await runInDurableObject(
+            workspaceOf(t),
+            (_, state) =>
+              state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE delivered_at IS NULL").one()
+                .n,
+          ),
+        ).toBe(0),
       { timeout: 10_000, interval: 50 },
     );
     expect((await recordedEvents(workspaceOf(t), first)).length).toBeGreaterThanOrEqual(2);
@@ -85,7 +106,9 @@ describe("the event log's publishing order", () => {
     setClock(clock + KEEP_EVENTS_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t);
     expect(await eventCount(t)).toBe(0);
-    const cursor = await runInDurableObject(workspaceOf(t), (_, state) => Number(getMeta(state.storage.sql, PUBLISH_CURSOR)));
+    const cursor = await runInDurableObject(workspaceOf(t), (_, state) =>
+      Number(getMeta(state.storage.sql, PUBLISH_CURSOR)),
+    );
     expect(cursor).toBeGreaterThanOrEqual(2);
 
     const published = publishedEvents();
@@ -95,7 +118,11 @@ describe("the event log's publishing order", () => {
     expect(statusesOf(published(), second)).toEqual(["processing", "sent"]);
     // Their ids are derived from the message and the status: the same on every publication.
     const recorded = await recordedEvents(workspaceOf(t), second);
-    expect(published().filter((e) => e.type === "message.status" && e.data.messageId === second).map((e) => e.id)).toEqual(recorded.map((e) => e.id));
+    expect(
+      published()
+        .filter((e) => e.type === "message.status" && e.data.messageId === second)
+        .map((e) => e.id),
+    ).toEqual(recorded.map((e) => e.id));
   });
 });
 
@@ -105,7 +132,10 @@ describe("late reports about a message already in history", () => {
     const jobId = await sendOne(t, "moved");
     setClock(clock + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t, 3);
-    const hot = await runInDurableObject(workspaceOf(t), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n);
+    const hot = await runInDurableObject(
+      workspaceOf(t),
+      (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n,
+    );
     expect(hot).toBe(0);
     return jobId;
   }
@@ -123,7 +153,8 @@ describe("late reports about a message already in history", () => {
         get(target, prop) {
           const value: unknown = Reflect.get(target, prop);
           // A stub answers any name with an RPC method: call them on the stub itself.
-          if (prop !== "applyStatus" || failed) return typeof value === "function" ? (...args: unknown[]) => Reflect.apply(value, target, args) : value;
+          if (prop !== "applyStatus" || failed)
+            return typeof value === "function" ? (...args: unknown[]) => Reflect.apply(value, target, args) : value;
           return async (...args: Parameters<MessageHistoryDurableObject["applyStatus"]>) => {
             failed = true;
             if (afterCommit) await target.applyStatus(...args);
@@ -138,12 +169,22 @@ describe("late reports about a message already in history", () => {
     jobId,
     at: clock,
     status: "failed" as const,
-    error: { code: "recipient_unreachable", message: "The recipient cannot receive messages.", retriable: false, upstreamCode: "131026" },
+    error: {
+      code: "recipient_unreachable",
+      message: "The recipient cannot receive messages.",
+      retriable: false,
+      upstreamCode: "131026",
+    },
   });
 
   const failedEventsAndCount = async (t: Tenant, jobId: string) => ({
-    events: (await recordedEvents(workspaceOf(t), jobId)).filter((e) => e.type === "message.status" && e.data.status === "failed").length,
-    failed: (await workspaceOf(t).usageHistory(utcDay(clock) * DAY_MS, (utcDay(clock) + 1) * DAY_MS)).reduce((n, d) => n + d.failed, 0),
+    events: (await recordedEvents(workspaceOf(t), jobId)).filter(
+      (e) => e.type === "message.status" && e.data.status === "failed",
+    ).length,
+    failed: (await workspaceOf(t).usageHistory(utcDay(clock) * DAY_MS, (utcDay(clock) + 1) * DAY_MS)).reduce(
+      (n, d) => n + d.failed,
+      0,
+    ),
   });
 
   for (const afterCommit of [true, false]) {
@@ -153,7 +194,12 @@ describe("late reports about a message already in history", () => {
       shardWriteFailsOnce(afterCommit);
       // The runtime reports the failed call: expected here, captured and checked.
       const trace = await expectRuntimeLog(/the shard's answer was lost/);
-      const lost = await workspaceOf(t).applyStatuses([failedReport(jobId)]).then(() => null, (err: unknown) => err);
+      const lost = await workspaceOf(t)
+        .applyStatuses([failedReport(jobId)])
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
       expect(String(lost)).toMatch(/answer was lost/);
       await trace.seen();
       await trace.end();
@@ -161,7 +207,10 @@ describe("late reports about a message already in history", () => {
       expect(await workspaceOf(t).applyStatuses([failedReport(jobId)])).toEqual([{ known: true, status: "failed" }]);
       expect(await workspaceOf(t).applyStatuses([failedReport(jobId)])).toEqual([{ known: true, status: "failed" }]);
       expect(await failedEventsAndCount(t, jobId)).toEqual({ events: 1, failed: 1 });
-      expect(await workspaceOf(t).getMessage(jobId)).toMatchObject({ status: "failed", error_code: "recipient_unreachable" });
+      expect(await workspaceOf(t).getMessage(jobId)).toMatchObject({
+        status: "failed",
+        error_code: "recipient_unreachable",
+      });
     });
   }
 });
@@ -199,19 +248,35 @@ describe("inbound de-duplication", () => {
     const item = {
       kind: "message",
       phoneNumberId: number.phoneNumberId,
-      message: { from: "5511912345678", id: "wamid.REDELIVERED", timestamp: seconds(clock), type: "text", text: { body: "Oi" } },
+      message: {
+        from: "5511912345678",
+        id: "wamid.REDELIVERED",
+        timestamp: seconds(clock),
+        type: "text",
+        text: { body: "Oi" },
+      },
     };
     /** The operator's webhook item, through the Worker's queue handler. */
     const deliver = async () => {
-      const batch = createMessageBatch("upstream-events", [{ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body: item }]);
+      const batch = createMessageBatch("upstream-events", [
+        { id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body: item },
+      ]);
       const ctx = createExecutionContext();
       await worker.queue(batch, env, ctx);
-      expect(await getQueueResult(batch, ctx)).toMatchObject({ explicitAcks: [batch.messages[0]!.id], retryMessages: [] });
+      expect(await getQueueResult(batch, ctx)).toMatchObject({
+        explicitAcks: [batch.messages[0]!.id],
+        retryMessages: [],
+      });
     };
-    const inboundIds = async () => (await json<{ data: { id: string }[] }>(await api("/messages?direction=inbound", key))).data.map((m) => m.id);
+    const inboundIds = async () =>
+      (await json<{ data: { id: string }[] }>(await api("/messages?direction=inbound", key))).data.map((m) => m.id);
     const receivedEvents = () =>
-      runInDurableObject(workspaceStub(env, workspaceId), (_, state) =>
-        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE type = 'message.received'").one().n,
+      runInDurableObject(
+        workspaceStub(env, workspaceId),
+        (_, state) =>
+          state.storage.sql
+            .exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE type = 'message.received'")
+            .one().n,
       );
 
     await deliver();
@@ -222,7 +287,12 @@ describe("inbound de-duplication", () => {
     // Two days later the record is in its day's shard; the operator (retrying for up to 7 days) delivers it again.
     setClock(clock + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t, 3);
-    expect(await runInDurableObject(workspaceStub(env, workspaceId), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n)).toBe(0);
+    expect(
+      await runInDurableObject(
+        workspaceStub(env, workspaceId),
+        (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n,
+      ),
+    ).toBe(0);
     await deliver();
     expect(await inboundIds()).toEqual(first);
     expect(await receivedEvents()).toBe(1);
@@ -259,29 +329,40 @@ describe("moving to history", () => {
     });
     const alarm = runDurableObjectAlarm(workspaceOf(t));
     await putReached;
-    expect(await workspaceOf(t).applyStatuses([{ jobId: a, at: clock, deliveredAt: clock }])).toEqual([{ known: true, status: "sent" }]);
+    expect(await workspaceOf(t).applyStatuses([{ jobId: a, at: clock, deliveredAt: clock }])).toEqual([
+      { known: true, status: "sent" },
+    ]);
     open();
     await alarm;
 
     // `a` stayed hot (changed meanwhile) and its stale copy is in the shard: listed once, from here.
-    const listed = (await json<{ data: { id: string; deliveredAt: string | null }[] }>(await api("/messages", t.key))).data;
+    const listed = (await json<{ data: { id: string; deliveredAt: string | null }[] }>(await api("/messages", t.key)))
+      .data;
     expect(listed.map((m) => m.id).sort()).toEqual([a, b].sort());
     expect(listed.find((m) => m.id === a)!.deliveredAt).toBe(new Date(clock).toISOString());
     // The next move takes the changed row over; it is still listed once.
     vi.restoreAllMocks();
     await workspaceAlarms(t, 2);
-    expect((await json<{ data: { id: string }[] }>(await api("/messages", t.key))).data.map((m) => m.id)).toEqual([b, a]);
+    expect((await json<{ data: { id: string }[] }>(await api("/messages", t.key))).data.map((m) => m.id)).toEqual([
+      b,
+      a,
+    ]);
   });
 });
 
 describe("archives", () => {
   const archiveLines = async (t: Tenant, day: string) =>
-    (await ndjsonText(await api(`/message-archives/${day}`, t.key))).trim().split("\n").map((l) => JSON.parse(l) as { id: string });
+    (await ndjsonText(await api(`/message-archives/${day}`, t.key)))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: string });
 
   it("a day re-created after it was archived adds parts after the archived ones: nothing archived is overwritten", async () => {
     const t = await createTenant(); // pro: 30 days
     const ids = [await sendOne(t, "one"), await sendOne(t, "two")];
-    const createdAt = Date.parse(String((await json<{ createdAt: string }>(await api(`/messages/${ids[0]}`, t.key))).createdAt));
+    const createdAt = Date.parse(
+      String((await json<{ createdAt: string }>(await api(`/messages/${ids[0]}`, t.key))).createdAt),
+    );
     const day = new Date(createdAt).toISOString().slice(0, 10);
     setClock(clock + 31 * DAY_MS + 60_000);
     await workspaceAlarms(t, 10);
@@ -293,7 +374,10 @@ describe("archives", () => {
       state.storage.sql.exec(
         `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending)
          VALUES (?, 'outbound', ?, '5511999998888', 'text', 'late', 'queued', ?, ?, 1, 0)`,
-        late, t.numberId, createdAt + 1_000, createdAt + 1_000,
+        late,
+        t.numberId,
+        createdAt + 1_000,
+        createdAt + 1_000,
       );
       return state.storage.setAlarm(Date.now());
     });
@@ -318,7 +402,9 @@ describe("archives", () => {
 
     setClock((day + 1 + 30) * DAY_MS + 60_000);
     await workspaceAlarms(t, 6);
-    expect((await json<{ data: { day: string }[] }>(await api("/message-archives", t.key))).data).toMatchObject([{ day: new Date(day * DAY_MS).toISOString().slice(0, 10) }]);
+    expect((await json<{ data: { day: string }[] }>(await api("/message-archives", t.key))).data).toMatchObject([
+      { day: new Date(day * DAY_MS).toISOString().slice(0, 10) },
+    ]);
     expect(await workspaceOf(t).getMessage(id)).toBeNull();
   });
 });
@@ -339,7 +425,15 @@ describe("event retention", () => {
     vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("queue unavailable"));
     vi.spyOn(env.WEBHOOK_QUEUE, "send").mockRejectedValue(new Error("queue unavailable"));
     const [stuck] = await workspaceOf(t).recordInbound(t.workspaceId, [
-      { channelNumberId: t.numberId, upstreamMessageId: `wamid.${crypto.randomUUID()}`, from: "5511977776666", type: "text", text: "hello", content: null, at: clock },
+      {
+        channelNumberId: t.numberId,
+        upstreamMessageId: `wamid.${crypto.randomUUID()}`,
+        from: "5511977776666",
+        type: "text",
+        text: "hello",
+        content: null,
+        at: clock,
+      },
     ]);
     setClock(clock + 1_000);
     await workspaceAlarms(t, 1);
@@ -347,7 +441,10 @@ describe("event retention", () => {
     setClock(clock + KEEP_EVENTS_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t, 2);
     const left = await runInDurableObject(workspaceOf(t), (_, state) =>
-      state.storage.sql.exec<{ id: string; subject: string }>("SELECT id, subject FROM events").toArray().map((r) => r.subject),
+      state.storage.sql
+        .exec<{ id: string; subject: string }>("SELECT id, subject FROM events")
+        .toArray()
+        .map((r) => r.subject),
     );
     expect(left).toEqual([stuck]);
 
@@ -355,6 +452,8 @@ describe("event retention", () => {
     const published = publishedEvents();
     setClock(clock + 61_000); // past the failing step's back-off
     await workspaceAlarms(t, 1);
-    expect(new Set(published().map((e) => (e.type === "message.received" ? e.data.messageId : e.id)))).toEqual(new Set([stuck]));
+    expect(new Set(published().map((e) => (e.type === "message.received" ? e.data.messageId : e.id)))).toEqual(
+      new Set([stuck]),
+    );
   });
 });

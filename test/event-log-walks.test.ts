@@ -74,7 +74,12 @@ function written(sql: SqlStorage, fn: (s: SqlStorage) => void): number {
         const cursor = target.exec(query, ...bindings);
         const rows = cursor.toArray();
         total += cursor.rowsWritten;
-        return Object.assign(rows[Symbol.iterator](), { toArray: () => rows, one: () => rows[0], rowsWritten: cursor.rowsWritten, rowsRead: cursor.rowsRead });
+        return Object.assign(rows[Symbol.iterator](), {
+          toArray: () => rows,
+          one: () => rows[0],
+          rowsWritten: cursor.rowsWritten,
+          rowsRead: cursor.rowsRead,
+        });
       };
     },
   });
@@ -94,7 +99,12 @@ describe("the event log's walks", () => {
       await publishEvents(sql, recordingQueue().queue);
       // The delivered report: its row, and the attempt in the delivery log (kept in its webhook's order: its row and its subject entry).
       expect(written(sql, (s) => recordDeliveries(s, [delivered(e, T0 + 1_000)], T0 + 1_000))).toBe(1 + 2);
-      const indexes = sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL").toArray().map((r) => r.name);
+      const indexes = sql
+        .exec<{ name: string }>(
+          "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
+        )
+        .toArray()
+        .map((r) => r.name);
       expect(indexes).toEqual(["events_to_check"]);
     });
   });
@@ -110,7 +120,11 @@ describe("the event log's walks", () => {
       await publishEvents(sql, queue);
       expect(sent).toHaveLength(count);
       sent.length = 0;
-      recordDeliveries(sql, events.filter((_, i) => i !== lost).map((e) => delivered(e, T0 + 5_000)), T0 + 5_000);
+      recordDeliveries(
+        sql,
+        events.filter((_, i) => i !== lost).map((e) => delivered(e, T0 + 5_000)),
+        T0 + 5_000,
+      );
       // Nothing is overdue yet; the full walk asks to run at once only to move its start.
       let at = T0 + 6_000;
       for (let i = 0; i < 10; i++) {
@@ -142,7 +156,11 @@ describe("the event log's walks", () => {
       events.forEach((e, i) => recordEvent(sql, e, `subject-${i}`, T0 + i, 0));
       await publishEvents(sql, recordingQueue().queue);
       const settledAt = T0 + 5_000;
-      recordDeliveries(sql, events.map((e) => delivered(e, settledAt)), settledAt);
+      recordDeliveries(
+        sql,
+        events.map((e) => delivered(e, settledAt)),
+        settledAt,
+      );
       const left = () => sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n;
       expect(nextEventExpiry(sql)).toBe(settledAt + KEEP_SETTLED_EVENTS_MS);
       purgeOldEvents(sql, settledAt + KEEP_SETTLED_EVENTS_MS);
@@ -160,7 +178,12 @@ describe("the event log's walks", () => {
       const events = Array.from({ length: SETTLED_WALK + 1 }, (_, i) => event(i));
       events.forEach((e, i) => recordEvent(sql, e, `subject-${i}`, T0 + i, 0));
       await publishEvents(sql, recordingQueue().queue);
-      const failing = events.slice(0, SETTLED_WALK).map((e) => ({ ...delivered(e, T0 + 5_000), outcome: "failed" as const, statusCode: 500, nextRetryAt: T0 + 60_000 }));
+      const failing = events.slice(0, SETTLED_WALK).map((e) => ({
+        ...delivered(e, T0 + 5_000),
+        outcome: "failed" as const,
+        statusCode: 500,
+        nextRetryAt: T0 + 60_000,
+      }));
       recordDeliveries(sql, [...failing, delivered(events[SETTLED_WALK]!, T0 + 5_000)], T0 + 5_000);
       purgeOldEvents(sql, T0 + 5_000 + KEEP_SETTLED_EVENTS_MS + 1);
       expect(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n).toBe(SETTLED_WALK + 1);
@@ -177,12 +200,29 @@ const handle = (sql: SqlStorage): SqlStorage =>
     },
   });
 
-async function logAttempts(sql: SqlStorage, webhookOf: (i: number) => string, count: number, at: number): Promise<WebhookEvent[]> {
+async function logAttempts(
+  sql: SqlStorage,
+  webhookOf: (i: number) => string,
+  count: number,
+  at: number,
+): Promise<WebhookEvent[]> {
   const events = Array.from({ length: count }, (_, i) => event(i));
   events.forEach((e, i) => recordEvent(sql, e, `subject-${i % 2}`, at + i, 0));
   await publishEvents(sql, recordingQueue().queue);
   for (const [i, e] of events.entries()) {
-    recordDeliveries(sql, [{ ...delivered(e, at + 10 * i), webhookId: webhookOf(i), outcome: "failed", statusCode: 500, nextRetryAt: at + 60_000 }], at + 10 * i);
+    recordDeliveries(
+      sql,
+      [
+        {
+          ...delivered(e, at + 10 * i),
+          webhookId: webhookOf(i),
+          outcome: "failed",
+          statusCode: 500,
+          nextRetryAt: at + 60_000,
+        },
+      ],
+      at + 10 * i,
+    );
     recordDeliveries(sql, [{ ...delivered(e, at + 10 * i + 5), webhookId: webhookOf(i), attempt: 2 }], at + 10 * i + 5);
   }
   return events;
@@ -217,7 +257,10 @@ describe("the delivery log's two layouts", () => {
             if (page.length < 3) break;
             before = page[page.length - 1]!.seq;
           }
-          const mine = (webhook === "wh_old" ? events.slice(0, 10) : events.slice(10)).flatMap((e) => [`${e.id}#1`, `${e.id}#2`]);
+          const mine = (webhook === "wh_old" ? events.slice(0, 10) : events.slice(10)).flatMap((e) => [
+            `${e.id}#1`,
+            `${e.id}#2`,
+          ]);
           expect(listed).toEqual(mine.reverse());
         }
         const about = attemptsAbout(sql, "subject-0").map((r) => `${r.event_id}#${r.attempt}`);

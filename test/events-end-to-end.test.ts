@@ -52,12 +52,17 @@ describe("events of real sends and inbound messages", () => {
     // A positive signal that everything published before it was delivered: a test event
     // published after them arrives. Only then is "nothing else came" meaningful.
     const marker = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, t.key, { method: "POST" }));
-    await vi.waitFor(() => expect(net.seen.map((s) => s.headers["webhook-id"])).toContain(marker.eventId), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(() => expect(net.seen.map((s) => s.headers["webhook-id"])).toContain(marker.eventId), {
+      timeout: 15_000,
+      interval: 100,
+    });
     expect(net.seen).toHaveLength(6);
     expect(net.seen[5]!.headers["webhook-id"]).toBe(marker.eventId);
 
     const verifier = new Webhook(secret);
-    const events = net.seen.slice(0, 5).map((seen) => ({ id: seen.headers["webhook-id"]!, ...(verifier.verify(seen.body, seen.headers) as Envelope) }));
+    const events = net.seen
+      .slice(0, 5)
+      .map((seen) => ({ id: seen.headers["webhook-id"]!, ...(verifier.verify(seen.body, seen.headers) as Envelope) }));
     expect(new Set(events.map((e) => e.id)).size).toBe(5);
 
     const statuses = events.filter((e) => e.type === "message.status").map((e) => e.data);
@@ -65,15 +70,31 @@ describe("events of real sends and inbound messages", () => {
     expect(statuses).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ messageId: jobId, previousStatus: "queued", status: "processing" }),
-        expect.objectContaining({ messageId: jobId, previousStatus: "processing", status: "sent", upstreamMessageId: `sandbox.${jobId}` }),
+        expect.objectContaining({
+          messageId: jobId,
+          previousStatus: "processing",
+          status: "sent",
+          upstreamMessageId: `sandbox.${jobId}`,
+        }),
         // Operator-style reports, through the same path as a live number's.
         expect.objectContaining({ messageId: jobId, status: "sent", deliveredAt: expect.any(String), readAt: null }),
-        expect.objectContaining({ messageId: jobId, status: "sent", deliveredAt: expect.any(String), readAt: expect.any(String) }),
+        expect.objectContaining({
+          messageId: jobId,
+          status: "sent",
+          deliveredAt: expect.any(String),
+          readAt: expect.any(String),
+        }),
       ]),
     );
     const received = events.filter((e) => e.type === "message.received").map((e) => e.data);
     expect(received).toEqual([
-      expect.objectContaining({ messageId, channelNumberId: t.numberId, from: "5511977776666", type: "text", text: { body: "Thanks!" } }),
+      expect.objectContaining({
+        messageId,
+        channelNumberId: t.numberId,
+        from: "5511977776666",
+        type: "text",
+        text: { body: "Thanks!" },
+      }),
     ]);
 
     expect((await json<{ status: string }>(await api(`/messages/${jobId}`, t.key))).status).toBe("sent");

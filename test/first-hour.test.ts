@@ -29,7 +29,11 @@ describe("a wrong method on a known path", () => {
   it("an unknown path is still 404", async () => {
     const t = await createTenant();
     await expectError(await api("/nothing-here", t.key), 404, "not_found");
-    await expectError(await call("/api/v1/messages/a/b", { method: "DELETE", headers: { Authorization: `Bearer ${t.key}` } }), 404, "not_found");
+    await expectError(
+      await call("/api/v1/messages/a/b", { method: "DELETE", headers: { Authorization: `Bearer ${t.key}` } }),
+      404,
+      "not_found",
+    );
   });
 });
 
@@ -39,7 +43,12 @@ describe("GET /", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("X-Request-Id")).toBeTruthy();
     expect(res.headers.get("Link")).toBe('</docs>; rel="service-doc", </api/v1/openapi.json>; rel="service-desc"');
-    expect(await json(res)).toEqual({ name: "Messaging API", docs: "/docs", openapi: "/api/v1/openapi.json", api: "/api/v1" });
+    expect(await json(res)).toEqual({
+      name: "Messaging API",
+      docs: "/docs",
+      openapi: "/api/v1/openapi.json",
+      api: "/api/v1",
+    });
   });
 
   it("sends a browser to /docs", async () => {
@@ -56,7 +65,11 @@ describe("a missing or malformed Idempotency-Key", () => {
     expect(err.error.message).toMatch(/Idempotency-Key header is required/);
     expect(err.error.message).toMatch(/UUID/);
     expect(err.error.details).toEqual([
-      { path: "header.idempotency-key", rule: "required", message: expect.stringMatching(/new key for every message.*reuse the same key.*retry/) },
+      {
+        path: "header.idempotency-key",
+        rule: "required",
+        message: expect.stringMatching(/new key for every message.*reuse the same key.*retry/),
+      },
     ]);
     expect(await usedMessages(t.key)).toBe(0);
   });
@@ -66,7 +79,11 @@ describe("a missing or malformed Idempotency-Key", () => {
     const empty = await expectError(await send(t.key, "", textMessage(t.numberId)), 400, "invalid_request");
     expect(empty.error.details?.[0]).toMatchObject({ path: "header.idempotency-key", rule: "required" });
     const bad = await expectError(await send(t.key, "tab\there", textMessage(t.numberId)), 400, "invalid_request");
-    expect(bad.error.details?.[0]).toMatchObject({ path: "header.idempotency-key", rule: "format", message: expect.stringMatching(/printable ASCII.*UUID/) });
+    expect(bad.error.details?.[0]).toMatchObject({
+      path: "header.idempotency-key",
+      rule: "format",
+      message: expect.stringMatching(/printable ASCII.*UUID/),
+    });
   });
 });
 
@@ -83,9 +100,25 @@ describe("a number of another workspace", () => {
     const unknown = crypto.randomUUID();
     const cases: [string, (id: string) => Promise<Response>, number][] = [
       ["send", (id) => send(me.key, crypto.randomUUID(), textMessage(id)), 403],
-      ["webhook", (id) => api("/webhooks", me.key, { method: "POST", json: { channelNumberId: id, url: "https://hooks.example.com/in" } }), 404],
+      [
+        "webhook",
+        (id) =>
+          api("/webhooks", me.key, {
+            method: "POST",
+            json: { channelNumberId: id, url: "https://hooks.example.com/in" },
+          }),
+        404,
+      ],
       ["number", (id) => api(`/channel-numbers/${id}`, me.key), 404],
-      ["inbound", (id) => api("/sandbox/inbound", me.key, { method: "POST", json: { channelNumberId: id, from: "5511977776666", text: { body: "Hi" } } }), 404],
+      [
+        "inbound",
+        (id) =>
+          api("/sandbox/inbound", me.key, {
+            method: "POST",
+            json: { channelNumberId: id, from: "5511977776666", text: { body: "Hi" } },
+          }),
+        404,
+      ],
     ];
     for (const [what, request, status] of cases) {
       const foreign = await answer(await request(other.numberId));
@@ -100,16 +133,27 @@ describe("a JSON syntax error", () => {
   it("says where it is (line, column and character) and changes nothing", async () => {
     const t = await createTenant();
     const body = '{\n  "channelNumberId": "x",\n  "to": "5511999998888",\n  "text": {"body": "hi"},\n}';
-    const res = await send(t.key, crypto.randomUUID(), undefined, { body, headers: { "Content-Type": "application/json" } });
+    const res = await send(t.key, crypto.randomUUID(), undefined, {
+      body,
+      headers: { "Content-Type": "application/json" },
+    });
     const err = await expectError(res, 400, "invalid_request");
-    expect(err.error.message).toMatch(/^The request body is not valid JSON: .+ at line 5, column 1 \(character \d+\)\.$/);
-    expect(err.error.details).toEqual([{ path: "(body)", rule: "json_syntax", message: expect.stringContaining("line 5, column 1") }]);
+    expect(err.error.message).toMatch(
+      /^The request body is not valid JSON: .+ at line 5, column 1 \(character \d+\)\.$/,
+    );
+    expect(err.error.details).toEqual([
+      { path: "(body)", rule: "json_syntax", message: expect.stringContaining("line 5, column 1") },
+    ]);
     expect(await usedMessages(t.key)).toBe(0);
   });
 
   it("a body cut short points at its end", async () => {
     const t = await createTenant();
-    const res = await api("/webhooks", t.key, { method: "POST", body: '{"channelNumberId": "', headers: { "Content-Type": "application/json" } });
+    const res = await api("/webhooks", t.key, {
+      method: "POST",
+      body: '{"channelNumberId": "',
+      headers: { "Content-Type": "application/json" },
+    });
     const err = await expectError(res, 400, "invalid_request");
     expect(err.error.message).toContain("line 1, column 22 (character 21)");
   });

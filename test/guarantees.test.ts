@@ -26,7 +26,9 @@ describe("revocation reaches every isolate within the key cache's TTL", () => {
     // "Another isolate" revokes it: the admin call there writes D1 and clears *its own* cache. Our
     // cache is not touched by that, so the revocation is applied here the same way, by a D1 write
     // that bypasses this isolate's cache (the admin route would also clear ours, hiding the TTL).
-    await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?").bind(new Date(clock).toISOString(), t.keyId).run();
+    await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?")
+      .bind(new Date(clock).toISOString(), t.keyId)
+      .run();
 
     // Within the documented window the cached entry still answers …
     expect((await api("/me", t.key)).status).toBe(200);
@@ -47,19 +49,42 @@ describe("webhook replay while the webhook is disabled", () => {
       const host = `replay-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
       net.dns.set(host, ["93.184.216.34"]);
       net.receivers.set(`https://${host}/hook`, answers(204));
-      const { id } = await json<{ id: string }>(await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: `https://${host}/hook` } }));
+      const { id } = await json<{ id: string }>(
+        await api("/webhooks", t.key, {
+          method: "POST",
+          json: { channelNumberId: t.numberId, url: `https://${host}/hook` },
+        }),
+      );
       const { eventId } = await json<{ eventId: string }>(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }));
-      await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(1), { timeout: 15_000, interval: 100 });
+      await vi.waitFor(
+        async () =>
+          expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(
+            1,
+          ),
+        { timeout: 15_000, interval: 100 },
+      );
 
-      await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = ? WHERE id = ?").bind(new Date().toISOString(), id).run();
-      const err = await expectError(await api(`/webhooks/${id}/deliveries/${eventId}/replay`, t.key, { method: "POST" }), 400, "invalid_request");
+      await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = ? WHERE id = ?")
+        .bind(new Date().toISOString(), id)
+        .run();
+      const err = await expectError(
+        await api(`/webhooks/${id}/deliveries/${eventId}/replay`, t.key, { method: "POST" }),
+        400,
+        "invalid_request",
+      );
       expect(err.error.details?.[0]?.rule).toBe("webhook_disabled");
 
       // Positive signal that the queue is idle: a replay after re-enabling arrives, and it is the only second delivery.
       await env.DB.prepare("UPDATE webhooks SET status = 'enabled', disabled_at = NULL WHERE id = ?").bind(id).run();
       expect((await api(`/webhooks/${id}/deliveries/${eventId}/replay`, t.key, { method: "POST" })).status).toBe(202);
       await vi.waitFor(() => expect(net.seen).toHaveLength(2), { timeout: 15_000, interval: 100 });
-      await vi.waitFor(async () => expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(2), { timeout: 5_000, interval: 100 });
+      await vi.waitFor(
+        async () =>
+          expect((await json<{ data: unknown[] }>(await api(`/webhooks/${id}/deliveries`, t.key))).data).toHaveLength(
+            2,
+          ),
+        { timeout: 5_000, interval: 100 },
+      );
       expect(net.seen).toHaveLength(2);
     } finally {
       net.restore();
@@ -86,7 +111,12 @@ describe("another workspace's message", () => {
     vi.setSystemTime((clock += 61_000));
     await runDurableObjectAlarm(workspaceStub(env, a.workspaceId));
     await vi.waitFor(
-      async () => expect(await env.DB.prepare("SELECT SUM(accepted) AS n FROM usage_daily WHERE workspace_id = ?").bind(a.workspaceId).first()).toEqual({ n: 1 }),
+      async () =>
+        expect(
+          await env.DB.prepare("SELECT SUM(accepted) AS n FROM usage_daily WHERE workspace_id = ?")
+            .bind(a.workspaceId)
+            .first(),
+        ).toEqual({ n: 1 }),
       { timeout: 15_000, interval: 100 },
     );
     expect((await api(`/messages/${jobId}`, a.key)).status).toBe(200);
@@ -115,7 +145,10 @@ describe("X-Request-Id on every route", () => {
     const served = new Set(routes.map((r) => `${r.method} ${r.path}`));
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const method of Object.keys(ops)) {
-        expect(served.has(`${method.toUpperCase()} /api/v1${path.replace(/\{([A-Za-z]+)\}/g, ":$1")}`), `${method} ${path}`).toBe(true);
+        expect(
+          served.has(`${method.toUpperCase()} /api/v1${path.replace(/\{([A-Za-z]+)\}/g, ":$1")}`),
+          `${method} ${path}`,
+        ).toBe(true);
       }
     }
     expect(routes.some((r) => r.path.startsWith("/admin/v1/"))).toBe(true);
@@ -131,8 +164,13 @@ describe("X-Request-Id on every route", () => {
         const clientId = `trace-${crypto.randomUUID()}`;
         const headers: Record<string, string> = { "Content-Type": "application/json", "X-Request-Id": clientId };
         if (auth) headers.Authorization = auth;
-        const res = await call(url, { method, headers, body: method === "GET" || method === "HEAD" ? undefined : "{}" });
-        if (res.headers.get("X-Request-Id") !== clientId) missing.push(`${method} ${url} (${res.status}, auth: ${auth !== null})`);
+        const res = await call(url, {
+          method,
+          headers,
+          body: method === "GET" || method === "HEAD" ? undefined : "{}",
+        });
+        if (res.headers.get("X-Request-Id") !== clientId)
+          missing.push(`${method} ${url} (${res.status}, auth: ${auth !== null})`);
         if (res.status >= 400 && (res.headers.get("content-type") ?? "").includes("json")) {
           const body = await json<{ error?: { requestId?: string } }>(res);
           if (body.error?.requestId !== clientId) missing.push(`${method} ${url}: body requestId`);
@@ -146,7 +184,12 @@ describe("X-Request-Id on every route", () => {
 
   it("generated ids have one shape, on success and on error", async () => {
     const t = await createTenant();
-    for (const res of [await api("/me", t.key), await api("/me", null), await call("/nowhere"), await admin("/workspaces/nope")]) {
+    for (const res of [
+      await api("/me", t.key),
+      await api("/me", null),
+      await call("/nowhere"),
+      await admin("/workspaces/nope"),
+    ]) {
       expect(res.headers.get("X-Request-Id")).toMatch(/^req_[0-9a-f]{32}$/);
     }
   });

@@ -38,7 +38,11 @@ describe("operator webhook body: size before signature, read with a cap", () => 
     const { stream, pulled } = countingStream(8 * 1024 * 1024);
     const res = await call("/upstream/cloud/webhook", {
       method: "POST",
-      headers: { "Content-Type": "application/json", "Content-Length": String(8 * 1024 * 1024), "X-Hub-Signature-256": "sha256=00" },
+      headers: {
+        "Content-Type": "application/json",
+        "Content-Length": String(8 * 1024 * 1024),
+        "X-Hub-Signature-256": "sha256=00",
+      },
       body: stream,
       // @ts-expect-error: a streaming request body needs duplex "half" (workerd knows it; the DOM types do not)
       duplex: "half",
@@ -71,11 +75,19 @@ describe("operator webhook body: size before signature, read with a cap", () => 
   it("accepts a signed payload of exactly the cap, and refuses one byte more", async () => {
     const payload = JSON.stringify({ object: "whatsapp_business_account", entry: [] });
     const exact = payload + " ".repeat(MAX_OPERATOR_PAYLOAD_BYTES - payload.length);
-    const ok = await call("/upstream/cloud/webhook", { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": await sign(exact) }, body: exact });
+    const ok = await call("/upstream/cloud/webhook", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Hub-Signature-256": await sign(exact) },
+      body: exact,
+    });
     expect(ok.status).toBe(200);
     const over = `${exact} `;
     await expectError(
-      await call("/upstream/cloud/webhook", { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": await sign(over) }, body: over }),
+      await call("/upstream/cloud/webhook", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Hub-Signature-256": await sign(over) },
+        body: over,
+      }),
       400,
       "invalid_request",
     );
@@ -88,12 +100,16 @@ describe("the operator's verify token never reaches our logs", () => {
     for (const method of ["log", "warn", "error", "info", "debug"] as const) {
       vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
     }
-    const res = await call(`/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=8151`);
+    const res = await call(
+      `/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=8151`,
+    );
     expect(res.status).toBe(200);
     await call("/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=a-wrong-guess-42&hub.challenge=1");
     const access = lines.filter((l) => l.includes('"msg":"request"') && l.includes("/upstream/cloud/webhook"));
     expect(access).toHaveLength(2);
-    expect(JSON.parse(access[0]!).query).toBe("hub.mode=subscribe&hub.verify_token=%5Bredacted%5D&hub.challenge=%5Bredacted%5D");
+    expect(JSON.parse(access[0]!).query).toBe(
+      "hub.mode=subscribe&hub.verify_token=%5Bredacted%5D&hub.challenge=%5Bredacted%5D",
+    );
     expect(lines.join("\n")).not.toContain(env.UPSTREAM_VERIFY_TOKEN);
     expect(lines.join("\n")).not.toContain("a-wrong-guess-42");
   });
@@ -124,7 +140,13 @@ describe("phone numbers never reach our logs", () => {
 describe("HSTS", () => {
   it("every response tells browsers to use https only: API, errors, pages and the dashboard", async () => {
     const t = await createTenant();
-    for (const res of [await api("/me", t.key), await api("/me", null), await call("/docs"), await call("/dashboard/sign-in"), await call("/nowhere")]) {
+    for (const res of [
+      await api("/me", t.key),
+      await api("/me", null),
+      await call("/docs"),
+      await call("/dashboard/sign-in"),
+      await call("/nowhere"),
+    ]) {
       expect(res.headers.get("Strict-Transport-Security")).toBe("max-age=31536000; includeSubDomains");
     }
   });
@@ -132,7 +154,10 @@ describe("HSTS", () => {
 
 describe("responses that carry a secret are never cached", () => {
   it("the admin invitation (its link is a credential) sends no-store and Pragma", async () => {
-    const res = await admin(`/workspaces/${await createWorkspace()}/members`, { method: "POST", json: { email: "pragma@example.com", role: "viewer" } });
+    const res = await admin(`/workspaces/${await createWorkspace()}/members`, {
+      method: "POST",
+      json: { email: "pragma@example.com", role: "viewer" },
+    });
     expect(res.status).toBe(201);
     expect(res.headers.get("Cache-Control")).toBe("no-store");
     expect(res.headers.get("Pragma")).toBe("no-cache");
@@ -143,7 +168,10 @@ describe("responses that carry a secret are never cached", () => {
     const net = mockNetwork();
     try {
       net.dns.set("hooks.no-store.acme-shop.com", ["93.184.216.34"]);
-      const res = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: "https://hooks.no-store.acme-shop.com/" } });
+      const res = await api("/webhooks", t.key, {
+        method: "POST",
+        json: { channelNumberId: t.numberId, url: "https://hooks.no-store.acme-shop.com/" },
+      });
       expect(res.status).toBe(201);
       expect((await json<{ secret: string }>(res)).secret).toMatch(/^whsec_/);
       expect(res.headers.get("Cache-Control")).toBe("no-store");
@@ -176,7 +204,9 @@ describe("HTTP details", () => {
 
   it("the handshake echo is text/plain with nosniff, so a crafted challenge is never a page", async () => {
     const challenge = encodeURIComponent("<script>alert(1)</script>");
-    const res = await call(`/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=${challenge}`);
+    const res = await call(
+      `/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=${challenge}`,
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toBe("text/plain; charset=utf-8");
     expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");

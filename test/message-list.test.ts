@@ -41,7 +41,10 @@ async function listAll(t: Tenant, query: string, limit = 2): Promise<Listed[]> {
   let cursor: string | null = null;
   for (let i = 0; i < 100; i++) {
     const sep = query ? "&" : "?";
-    const page: Page = await list(t, `${query}${sep}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const page: Page = await list(
+      t,
+      `${query}${sep}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    );
     out.push(...page.data);
     cursor = page.nextCursor;
     if (!cursor) return out;
@@ -91,8 +94,17 @@ describe("GET /messages", () => {
     expect(ids(await listAll(w.t, `?createdAfter=${at(w.m4)}`))).toEqual([w.i2, w.i1]);
     expect(ids(await listAll(w.t, `?createdBefore=${at(w.m2)}`))).toEqual([w.m1]);
     // Rows carry the whole record.
-    expect(all.find((r) => r.id === w.i1)).toMatchObject({ direction: "inbound", status: "received", from: "5511977770001", channelNumberId: w.a });
-    expect(all.find((r) => r.id === w.m2)).toMatchObject({ direction: "outbound", status: "failed", to: SANDBOX_MAGIC_NUMBERS.windowClosed });
+    expect(all.find((r) => r.id === w.i1)).toMatchObject({
+      direction: "inbound",
+      status: "received",
+      from: "5511977770001",
+      channelNumberId: w.a,
+    });
+    expect(all.find((r) => r.id === w.m2)).toMatchObject({
+      direction: "outbound",
+      status: "failed",
+      to: SANDBOX_MAGIC_NUMBERS.windowClosed,
+    });
   });
 
   it("pages with limit (default 20) and a cursor that stays stable while new messages arrive", async () => {
@@ -136,7 +148,11 @@ describe("GET /messages", () => {
       await expectError(await api(`/messages/${id}/events`, other.key), 404, "not_found");
     }
     const page = await list(w.t, "?limit=1");
-    const err = await expectError(await api(`/messages?cursor=${encodeURIComponent(page.nextCursor!)}`, other.key), 400, "invalid_request");
+    const err = await expectError(
+      await api(`/messages?cursor=${encodeURIComponent(page.nextCursor!)}`, other.key),
+      400,
+      "invalid_request",
+    );
     expect(err.error.details?.[0]?.path).toBe("query.cursor");
   });
 
@@ -162,7 +178,10 @@ describe("GET /messages", () => {
     ];
     for (const [query, path] of cases) {
       const err = await expectError(await api(`/messages${query}`, t.key), 400, "invalid_request");
-      expect(err.error.details?.map((d) => d.path), query).toContain(path);
+      expect(
+        err.error.details?.map((d) => d.path),
+        query,
+      ).toContain(path);
     }
   });
 });
@@ -170,11 +189,15 @@ describe("GET /messages", () => {
 describe("GET /messages/{id}/events", () => {
   it("gives the status timeline, oldest first, with the error of a failure", async () => {
     const w = await world();
-    const sent = await json<{ timeline: { status: string }[]; deliveries: unknown[] }>(await api(`/messages/${w.m1}/events`, w.t.key));
+    const sent = await json<{ timeline: { status: string }[]; deliveries: unknown[] }>(
+      await api(`/messages/${w.m1}/events`, w.t.key),
+    );
     // The sandbox then reports delivered and read, as the operator would (seconds later, so the clock moved here).
     expect(sent.timeline.map((e) => e.status)).toEqual(["queued", "processing", "sent", "delivered", "read"]);
     expect(sent.deliveries).toEqual([]);
-    const failed = await json<{ timeline: { status: string; error: { code: string } | null }[] }>(await api(`/messages/${w.m2}/events`, w.t.key));
+    const failed = await json<{ timeline: { status: string; error: { code: string } | null }[] }>(
+      await api(`/messages/${w.m2}/events`, w.t.key),
+    );
     expect(failed.timeline.map((e) => e.status)).toEqual(["queued", "processing", "sent", "failed"]);
     expect(failed.timeline.at(-1)!.error).toMatchObject({ code: "service_window_closed" });
     const received = await json<{ timeline: { status: string }[] }>(await api(`/messages/${w.i1}/events`, w.t.key));

@@ -28,7 +28,10 @@ afterEach(() => {
 });
 
 const hotCount = (t: Tenant) =>
-  runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n);
+  runInDurableObject(
+    workspaceStub(env, t.workspaceId),
+    (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n,
+  );
 
 /** Runs the workspace's alarm until its due steps are done (the tiering and archiving re-arm until finished). */
 async function workspaceAlarms(t: Tenant, rounds = 10): Promise<void> {
@@ -57,7 +60,10 @@ async function sendSome(t: Tenant, n: number, prefix: string, { reports = true }
     setClock(clock + 1_100);
   }
   if (!reports) {
-    await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => void state.storage.sql.exec("DELETE FROM sandbox_reports"));
+    await runInDurableObject(
+      channelNumberStub(env, t.numberId),
+      (_, state) => void state.storage.sql.exec("DELETE FROM sandbox_reports"),
+    );
     return ids;
   }
   // The delivered (2 s) and read (5 s) reports.
@@ -89,7 +95,9 @@ describe("the hot window and history shards", () => {
     const paged: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { data: { id: string }[]; nextCursor: string | null } = await json(await api(`/messages?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, t.key));
+      const page: { data: { id: string }[]; nextCursor: string | null } = await json(
+        await api(`/messages?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, t.key),
+      );
       paged.push(...page.data.map((m) => m.id));
       cursor = page.nextCursor;
     } while (cursor);
@@ -97,11 +105,21 @@ describe("the hot window and history shards", () => {
 
     // A read receipt days later reaches the record in its shard and announces it.
     await channelNumberStub(env, t.numberId).applyOperatorStatuses([
-      { jobId: old[0]!, upstreamMessageId: `sandbox.${old[0]}`, status: "read", at: clock, errorCode: null, errorMessage: null },
+      {
+        jobId: old[0]!,
+        upstreamMessageId: `sandbox.${old[0]}`,
+        status: "read",
+        at: clock,
+        errorCode: null,
+        errorMessage: null,
+      },
     ]);
     expect(await view(t, old[0]!)).toMatchObject({ status: "sent", readAt: new Date(clock).toISOString() });
     const events = await recordedEvents(workspaceStub(env, t.workspaceId), old[0]!);
-    expect(events.at(-1)).toMatchObject({ type: "message.status", data: { messageId: old[0], readAt: new Date(clock).toISOString() } });
+    expect(events.at(-1)).toMatchObject({
+      type: "message.status",
+      data: { messageId: old[0], readAt: new Date(clock).toISOString() },
+    });
   });
 });
 
@@ -115,16 +133,27 @@ describe("retention and archives", () => {
     setClock(clock + 31 * DAY_MS + 60_000);
     await workspaceAlarms(t, 20);
     const archives = await json<{ data: { day: string; messages: number }[] }>(await api("/message-archives", t.key));
-    expect(archives.data).toEqual([{ day, messages: 4, archivedAt: new Date(clock).toISOString() }].map(({ archivedAt, ...rest }) => ({ ...rest, archivedAt: expect.any(String) })));
+    expect(archives.data).toEqual(
+      [{ day, messages: 4, archivedAt: new Date(clock).toISOString() }].map(({ archivedAt, ...rest }) => ({
+        ...rest,
+        archivedAt: expect.any(String),
+      })),
+    );
     for (const id of ids) await expectError(await api(`/messages/${id}`, t.key), 404, "not_found");
     expect((await json<{ data: unknown[] }>(await api("/messages", t.key))).data).toEqual([]);
 
     const res = await api(`/message-archives/${day}`, t.key);
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toBe("application/x-ndjson; charset=utf-8");
-    const lines = (await ndjsonText(res)).trim().split("\n").map((l) => JSON.parse(l) as unknown);
+    const lines = (await ndjsonText(res))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as unknown);
     expect(lines).toEqual(records);
-    expect(await historyStub(env, t.workspaceId, utcDay(Date.parse(String(records[0]!.createdAt)))).size()).toEqual({ messages: 0, bytes: expect.any(Number) });
+    expect(await historyStub(env, t.workspaceId, utcDay(Date.parse(String(records[0]!.createdAt)))).size()).toEqual({
+      messages: 0,
+      bytes: expect.any(Number),
+    });
   });
 
   it("a failure between writing the archive and deleting the rows loses nothing and duplicates nothing", async () => {
@@ -153,7 +182,10 @@ describe("retention and archives", () => {
     setClock(clock + 120_000);
     await workspaceAlarms(t, 5);
     const res = await api(`/message-archives/${day}`, t.key);
-    const lines = (await ndjsonText(res)).trim().split("\n").map((l) => JSON.parse(l) as { id: string });
+    const lines = (await ndjsonText(res))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: string });
     expect(lines.map((l) => l.id)).toEqual(ids);
     expect(lines).toEqual(records);
   });
@@ -196,15 +228,21 @@ describe("the storage budget", () => {
     }
     // Both workspaces have no webhook: their events settle as soon as the consumer reports on them.
     const settled = (t: Tenant) =>
-      runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
-        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE delivered_at IS NOT NULL").one().n,
+      runInDurableObject(
+        workspaceStub(env, t.workspaceId),
+        (_, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE delivered_at IS NOT NULL").one()
+            .n,
       );
-    for (const t of [tight, roomy]) await vi.waitFor(async () => expect(await settled(t)).toBe(4), { timeout: 10_000, interval: 50 });
+    for (const t of [tight, roomy])
+      await vi.waitFor(async () => expect(await settled(t)).toBe(4), { timeout: 10_000, interval: 50 });
     for (const t of [tight, roomy]) {
       await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
         const sql = state.storage.sql;
         // One event still being retried for a failing webhook, and one delivery attempt in the log.
-        sql.exec("UPDATE events SET delivery = 'retrying', delivered_at = NULL WHERE rowid = (SELECT MAX(rowid) FROM events)");
+        sql.exec(
+          "UPDATE events SET delivery = 'retrying', delivered_at = NULL WHERE rowid = (SELECT MAX(rowid) FROM events)",
+        );
         sql.exec(
           "INSERT INTO event_attempts (seq, event_id, event_type, subject, webhook_id, attempt, attempted_at, outcome) VALUES (1, 'e', 'message.status', 's', 'w', 1, ?, 'failed')",
           clock,

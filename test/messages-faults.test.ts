@@ -8,7 +8,11 @@ import { jobIdFor, send, textMessage, usedMessages } from "./helpers/send";
 import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { ORPHAN_GRACE_MS, PACE_WINDOW_MS, UNCONFIRMED_WAIT_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import {
+  ORPHAN_GRACE_MS,
+  PACE_WINDOW_MS,
+  UNCONFIRMED_WAIT_MS,
+} from "../src/durable-objects/channel-number/delivery-policy";
 
 let clock = Date.UTC(2035, 5, 1, 8);
 const setClock = (ms: number) => {
@@ -24,7 +28,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-
 /** Runs a number's alarm until it has nothing due, moving the clock past each pace window and retry. */
 async function drainAll(numberId: string, rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i++) {
@@ -34,9 +37,22 @@ async function drainAll(numberId: string, rounds = 20): Promise<void> {
 }
 
 /** What a send that died between its hand-off and its commit leaves behind: an entry the workspace never recorded. */
-async function handOffOnly(t: { workspaceId: string }, numberId: string, key: string, body = "Hello", to = "5511999998888") {
+async function handOffOnly(
+  t: { workspaceId: string },
+  numberId: string,
+  key: string,
+  body = "Hello",
+  to = "5511999998888",
+) {
   const jobId = await jobIdFor(t.workspaceId, key, textMessage(numberId, body, to), clock);
-  const handed = await channelNumberStub(env, numberId).admit({ jobId, workspaceId: t.workspaceId, channelNumberId: numberId, to, body, acceptedAt: clock });
+  const handed = await channelNumberStub(env, numberId).admit({
+    jobId,
+    workspaceId: t.workspaceId,
+    channelNumberId: numberId,
+    to,
+    body,
+    acceptedAt: clock,
+  });
   expect(handed.ok).toBe(true);
   return jobId;
 }
@@ -123,9 +139,14 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
     expect((await send(t.key, "k2", textMessage(t.numberId, "other"))).status).toBe(201);
 
     await drainAll(t.numberId);
-    expect(calls.filter((c) => c.body.biz_opaque_callback_data === jobId).map((c) => c.body.text.body)).toEqual(["second text"]);
+    expect(calls.filter((c) => c.body.biz_opaque_callback_data === jobId).map((c) => c.body.text.body)).toEqual([
+      "second text",
+    ]);
     expect(calls.some((c) => c.body.text.body === "first text")).toBe(false);
-    expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({ text: { body: "second text" }, status: "sent" });
+    expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({
+      text: { body: "second text" },
+      status: "sent",
+    });
   });
 
   it("an entry left by a failed commit is never revived by a retry with another payload: it is dropped, never sent", async () => {
@@ -195,7 +216,14 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
     const t = await createTenant();
     const number = channelNumberStub(env, t.numberId);
     const jobId = await handOffOnly(t, t.numberId, "k", "one");
-    const clash = await number.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "two", acceptedAt: clock });
+    const clash = await number.admit({
+      jobId,
+      workspaceId: t.workspaceId,
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      body: "two",
+      acceptedAt: clock,
+    });
     expect(clash).toEqual({ ok: false, reason: "conflict" });
     expect((await number.outbox()).map((e) => e.jobId)).toEqual([jobId]);
   });

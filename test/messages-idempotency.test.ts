@@ -56,10 +56,18 @@ describe("idempotent sending", () => {
     expect(first.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(first);
     advance(1_000);
-    const conflict = await expectError(await send(t.key, "k", textMessage(t.numberId, "two")), 409, "idempotency_conflict");
+    const conflict = await expectError(
+      await send(t.key, "k", textMessage(t.numberId, "two")),
+      409,
+      "idempotency_conflict",
+    );
     // The original jobId is in the details, so a client can look the first send up.
     expect(conflict.error.details).toEqual([expect.objectContaining({ path: "header.idempotency-key", jobId })]);
-    await expectError(await send(t.key, "k", textMessage(t.numberId, "one", "5511000000000")), 409, "idempotency_conflict");
+    await expectError(
+      await send(t.key, "k", textMessage(t.numberId, "one", "5511000000000")),
+      409,
+      "idempotency_conflict",
+    );
   });
 
   it("scopes keys to the workspace", async () => {
@@ -73,7 +81,9 @@ describe("idempotent sending", () => {
 
   it("gives exactly one 201 for concurrent identical requests; the rest are duplicates of it", async () => {
     const t = await createTenant();
-    const responses = await Promise.all(Array.from({ length: 12 }, () => send(t.key, "burst", textMessage(t.numberId))));
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, () => send(t.key, "burst", textMessage(t.numberId))),
+    );
     const bodies = await Promise.all(responses.map((r) => json<{ jobId: string; status: string }>(r)));
     expect(responses.filter((r) => r.status === 201)).toHaveLength(1);
     expect(responses.filter((r) => r.status === 200)).toHaveLength(11);
@@ -105,7 +115,11 @@ describe("idempotent sending", () => {
     await expectError(await send(bogusKey, "later", textMessage(t.numberId)), 401, "unauthorized");
     expect((await send(t.key, "first", textMessage(t.numberId))).status).toBe(201);
     advance(1_000);
-    await expectError(await send(t.key, "later", textMessage(t.numberId, "other text")), 429, "monthly_message_limit_exceeded");
+    await expectError(
+      await send(t.key, "later", textMessage(t.numberId, "other text")),
+      429,
+      "monthly_message_limit_exceeded",
+    );
 
     // The next calendar month (UTC) renews the quota; the key was never bound.
     const now = new Date(clock);

@@ -60,7 +60,8 @@ describe("per-number limit: 2 per second", () => {
     const t = await createTenant();
     expect((await send(t.key, "n1", textMessage(t.numberId))).status).toBe(201);
     expect((await send(t.key, "n2", textMessage(t.numberId))).status).toBe(201);
-    for (let i = 0; i < 5; i++) await expectError(await send(t.key, `n-over-${i}`, textMessage(t.numberId)), 429, "rate_limit_exceeded");
+    for (let i = 0; i < 5; i++)
+      await expectError(await send(t.key, `n-over-${i}`, textMessage(t.numberId)), 429, "rate_limit_exceeded");
 
     expect((await workspaceStub(env, t.workspaceId).admissionState()).windowUsed).toBe(2);
     // Also after a restart, when the window is rebuilt from the records.
@@ -87,7 +88,8 @@ describe("per-workspace limit: 1200 per minute", () => {
     const workspaceId = await createWorkspace({ plan: "scale" });
     const { key } = await createKey(workspaceId);
     const numbers: string[] = [];
-    for (let i = 0; i < 100; i++) numbers.push(await connectSandboxNumber(workspaceId, `1555100${String(i).padStart(4, "0")}`));
+    for (let i = 0; i < 100; i++)
+      numbers.push(await connectSandboxNumber(workspaceId, `1555100${String(i).padStart(4, "0")}`));
     const spare = numbers.pop()!;
 
     const t0 = clock;
@@ -148,7 +150,9 @@ describe("monthly quota", () => {
     expect((await send(t.key, "q2", textMessage(t.numberId))).status).toBe(201);
     setClock(clock + 1_000);
     await expectError(await send(t.key, "q3", textMessage(t.numberId)), 429, "monthly_message_limit_exceeded");
-    const usage = await json<{ period: { start: string }; messages: { used: number; remaining: number } }>(await api("/usage", t.key));
+    const usage = await json<{ period: { start: string }; messages: { used: number; remaining: number } }>(
+      await api("/usage", t.key),
+    );
     expect(usage).toMatchObject({ period: { start: "2034-01-01T00:00:00.000Z" }, messages: { used: 2, remaining: 0 } });
 
     setClock(Date.UTC(2034, 1, 1, 0, 0, 0));

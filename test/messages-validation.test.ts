@@ -18,7 +18,13 @@ const scaleTenant = () => createTenant({ plan: "scale" });
 const emoji = "😀";
 
 /** Every refusal is a 400 that names the field, binds no key and changes nothing. */
-async function expectRefused(t: Tenant, body: unknown, path: string, init: RequestInit = {}, idem = crypto.randomUUID()) {
+async function expectRefused(
+  t: Tenant,
+  body: unknown,
+  path: string,
+  init: RequestInit = {},
+  idem = crypto.randomUUID(),
+) {
   const before = await usedMessages(t.key);
   const res = await send(t.key, idem, body, init);
   const err = await expectError(res, 400, "invalid_request");
@@ -48,7 +54,9 @@ describe("POST /messages validation", () => {
 
   it("accepts 32 digits", async () => {
     const t = await scaleTenant();
-    expect((await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: "1".repeat(32) })).status).toBe(201);
+    expect((await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: "1".repeat(32) })).status).toBe(
+      201,
+    );
   });
 
   it.each([
@@ -123,9 +131,17 @@ describe("POST /messages validation", () => {
   ])("refuses an Idempotency-Key that is %s", async (_, key) => {
     const t = await scaleTenant();
     // The runtime warns when a header value is not ASCII: expected for that case, so captured and checked.
-    const warning = key !== null && /[^\x00-\x7F]/.test(key) ? await expectRuntimeLog(/header value for "Idempotency-Key" contains non-ASCII/) : null;
+    const warning =
+      key !== null && /[^\x00-\x7F]/.test(key)
+        ? await expectRuntimeLog(/header value for "Idempotency-Key" contains non-ASCII/)
+        : null;
     const before = await usedMessages(t.key);
-    const res = await send(t.key, null, textMessage(t.numberId), key === null ? {} : { headers: { "Idempotency-Key": key } });
+    const res = await send(
+      t.key,
+      null,
+      textMessage(t.numberId),
+      key === null ? {} : { headers: { "Idempotency-Key": key } },
+    );
     const err = await expectError(res, 400, "invalid_request");
     expect(err.error.details?.[0]?.path).toBe("header.idempotency-key");
     expect(await usedMessages(t.key)).toBe(before);
@@ -170,9 +186,17 @@ describe("POST /messages validation", () => {
 describe("validation details", () => {
   it("tell a missing field from a field of the wrong type", async () => {
     const t = await scaleTenant();
-    const missing = await expectError(await send(t.key, crypto.randomUUID(), { channelNumberId: t.numberId, text: { body: "x" } }), 400, "invalid_request");
+    const missing = await expectError(
+      await send(t.key, crypto.randomUUID(), { channelNumberId: t.numberId, text: { body: "x" } }),
+      400,
+      "invalid_request",
+    );
     expect(missing.error.details).toContainEqual({ path: "to", rule: "required", message: "This field is required." });
-    const wrong = await expectError(await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: 5511999998888 }), 400, "invalid_request");
+    const wrong = await expectError(
+      await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), to: 5511999998888 }),
+      400,
+      "invalid_request",
+    );
     expect(wrong.error.details).toContainEqual({ path: "to", rule: "type", message: "to must be a string of digits." });
   });
 });

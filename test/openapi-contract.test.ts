@@ -41,7 +41,9 @@ interface Doc {
 
 const doc = async () => json<Doc>(await call("/api/v1/openapi.json"));
 const operations = (entries: Doc["paths"]) =>
-  Object.entries(entries).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })));
+  Object.entries(entries).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
+  );
 
 describe("the OpenAPI document as a contract", () => {
   it("names and tags every operation, with a unique operationId and declared tags", async () => {
@@ -63,14 +65,20 @@ describe("the OpenAPI document as a contract", () => {
     const d = await doc();
     for (const { name, op } of operations(d.paths)) {
       for (const [status, res] of Object.entries(op.responses)) {
-        expect(res.headers?.["X-Request-Id"], `${name} ${status}`).toEqual({ $ref: "#/components/headers/X-Request-Id" });
-        for (const media of Object.values(res.content ?? {})) expect(media.example, `${name} ${status} example`).toBeDefined();
+        expect(res.headers?.["X-Request-Id"], `${name} ${status}`).toEqual({
+          $ref: "#/components/headers/X-Request-Id",
+        });
+        for (const media of Object.values(res.content ?? {}))
+          expect(media.example, `${name} ${status} example`).toBeDefined();
       }
-      for (const media of Object.values(op.requestBody?.content ?? {})) expect(media.example, `${name} request example`).toBeDefined();
-      for (const p of op.parameters ?? []) expect(p.example ?? p.schema?.example, `${name} ${p.in} ${p.name} example`).toBeDefined();
+      for (const media of Object.values(op.requestBody?.content ?? {}))
+        expect(media.example, `${name} request example`).toBeDefined();
+      for (const p of op.parameters ?? [])
+        expect(p.example ?? p.schema?.example, `${name} ${p.in} ${p.name} example`).toBeDefined();
     }
     for (const { name, op } of operations(d.webhooks)) {
-      for (const media of Object.values(op.requestBody?.content ?? {})) expect(media.example, `${name} example`).toBeDefined();
+      for (const media of Object.values(op.requestBody?.content ?? {}))
+        expect(media.example, `${name} example`).toBeDefined();
     }
     expect(d.components.headers["X-Request-Id"]).toBeDefined();
   });
@@ -79,8 +87,12 @@ describe("the OpenAPI document as a contract", () => {
     const d = await doc();
     const send = d.paths["/messages"]!.post!;
     const rate = ["RateLimit-Policy", "RateLimit", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
-    expect(Object.keys(send.responses["201"]!.headers ?? {})).toEqual(expect.arrayContaining(["X-Request-Id", ...rate]));
-    expect(Object.keys(send.responses["429"]!.headers ?? {})).toEqual(expect.arrayContaining(["X-Request-Id", "Retry-After", ...rate]));
+    expect(Object.keys(send.responses["201"]!.headers ?? {})).toEqual(
+      expect.arrayContaining(["X-Request-Id", ...rate]),
+    );
+    expect(Object.keys(send.responses["429"]!.headers ?? {})).toEqual(
+      expect.arrayContaining(["X-Request-Id", "Retry-After", ...rate]),
+    );
     for (const legacy of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) {
       expect(d.components.headers[legacy]).toMatchObject({ deprecated: true });
     }
@@ -105,7 +117,19 @@ describe("constraints in the document match the validators", () => {
     const d = await doc();
     const to = d.components.schemas.SendMessageRequest!.properties!.to!;
     expect(to.pattern).toBe(E164_DIGITS.source);
-    const samples = ["5511999998888", "1", "1".repeat(32), "1".repeat(33), "", "+5511999998888", "05511999998888", "55 11", "55a1", "٣٣٣", "9".repeat(31)];
+    const samples = [
+      "5511999998888",
+      "1",
+      "1".repeat(32),
+      "1".repeat(33),
+      "",
+      "+5511999998888",
+      "05511999998888",
+      "55 11",
+      "55a1",
+      "٣٣٣",
+      "9".repeat(31),
+    ];
     for (const v of samples) {
       const zodAccepts = SendMessageRequest.shape.to.safeParse(v).success;
       expect(jsonSchemaAccepts(to, v), JSON.stringify(v)).toBe(zodAccepts);
@@ -116,7 +140,15 @@ describe("constraints in the document match the validators", () => {
     const d = await doc();
     const body = d.components.schemas.SendMessageRequest!.properties!.text!.properties!.body!;
     expect([body.minLength, body.maxLength]).toEqual([1, 4096]);
-    const samples = ["", "a", "a".repeat(4096), "a".repeat(4097), "😀".repeat(4096), "😀".repeat(4097), "é".repeat(4096)];
+    const samples = [
+      "",
+      "a",
+      "a".repeat(4096),
+      "a".repeat(4097),
+      "😀".repeat(4096),
+      "😀".repeat(4097),
+      "é".repeat(4096),
+    ];
     for (const v of samples) {
       const zodAccepts = SendMessageRequest.shape.text.safeParse({ body: v }).success;
       expect(jsonSchemaAccepts(body, v), `${v.length} UTF-16 units`).toBe(zodAccepts);
@@ -125,9 +157,19 @@ describe("constraints in the document match the validators", () => {
 
   it("`Idempotency-Key`: the header parameter states the validator's pattern", async () => {
     const d = await doc();
-    const header = d.paths["/messages"]!.post!.parameters!.find((p) => p.in === "header" && p.name === "idempotency-key")!;
+    const header = d.paths["/messages"]!.post!.parameters!.find(
+      (p) => p.in === "header" && p.name === "idempotency-key",
+    )!;
     expect(header.schema?.pattern).toBe(IDEMPOTENCY_KEY.source);
-    for (const v of ["6f1c2a7e-3b0d-4e59-9d7b-2f3c1a9e8b10", "k".repeat(255), "k".repeat(256), "", "clé", "a\u0001", "with space"]) {
+    for (const v of [
+      "6f1c2a7e-3b0d-4e59-9d7b-2f3c1a9e8b10",
+      "k".repeat(255),
+      "k".repeat(256),
+      "",
+      "clé",
+      "a\u0001",
+      "with space",
+    ]) {
       expect(jsonSchemaAccepts(header.schema!, v), JSON.stringify(v)).toBe(IDEMPOTENCY_KEY.test(v));
     }
   });

@@ -1,10 +1,22 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { cloudTenant, operatorMessagesUrl, operatorNumberUrl, recordedEvents, type OperatorCall } from "./helpers/operator";
+import {
+  cloudTenant,
+  operatorMessagesUrl,
+  operatorNumberUrl,
+  recordedEvents,
+  type OperatorCall,
+} from "./helpers/operator";
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { classifyOperatorError } from "../src/upstream/error-codes";
@@ -32,14 +44,17 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
 
 /**
  * The operator at the fetch edge: message sends go to `reply`; the connect-time
  * check of the number (GET with a token) answers for any token in `validTokens`.
  */
-function operator(t: Tenant, reply: (call: OperatorCall, index: number) => Response | Promise<Response>, validTokens: Set<string> = new Set([t.token])) {
+function operator(
+  t: Tenant,
+  reply: (call: OperatorCall, index: number) => Response | Promise<Response>,
+  validTokens: Set<string> = new Set([t.token]),
+) {
   const calls: OperatorCall[] = [];
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const req = new Request(input as RequestInfo, init);
@@ -49,8 +64,14 @@ function operator(t: Tenant, reply: (call: OperatorCall, index: number) => Respo
         ? Response.json({ id: t.phoneNumberId, display_phone_number: "+1 555-777-0000", verified_name: "Acme" })
         : metaError(401, 190, { message: "Error validating access token: Session has expired." });
     }
-    if (req.method !== "POST" || req.url !== operatorMessagesUrl(t.phoneNumberId)) throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
-    const call: OperatorCall = { at: Date.now(), url: req.url, auth: req.headers.get("authorization"), body: await req.json() };
+    if (req.method !== "POST" || req.url !== operatorMessagesUrl(t.phoneNumberId))
+      throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
+    const call: OperatorCall = {
+      at: Date.now(),
+      url: req.url,
+      auth: req.headers.get("authorization"),
+      body: await req.json(),
+    };
     calls.push(call);
     return reply(call, calls.length - 1);
   });
@@ -59,10 +80,18 @@ function operator(t: Tenant, reply: (call: OperatorCall, index: number) => Respo
 
 /** Meta's send answer: `contacts[].wa_id` may differ from `input`; newer versions add `message_status`. */
 const metaAccepted = (id: string, input: string, waId = input.replace(/^\+/, "")) =>
-  Response.json({ messaging_product: "whatsapp", contacts: [{ input, wa_id: waId }], messages: [{ id, message_status: "accepted" }] });
+  Response.json({
+    messaging_product: "whatsapp",
+    contacts: [{ input, wa_id: waId }],
+    messages: [{ id, message_status: "accepted" }],
+  });
 
 /** Meta's error object, as its error-codes page shows it. */
-function metaError(status: number, code: number, opts: { subcode?: number; details?: string; transient?: boolean; message?: string } = {}) {
+function metaError(
+  status: number,
+  code: number,
+  opts: { subcode?: number; details?: string; transient?: boolean; message?: string } = {},
+) {
   return Response.json(
     {
       error: {
@@ -79,7 +108,8 @@ function metaError(status: number, code: number, opts: { subcode?: number; detai
   );
 }
 
-const message = async (key: string, jobId: string) => json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
+const message = async (key: string, jobId: string) =>
+  json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
 const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env, numberId));
 async function drainFor(numberId: string, rounds: number, stepMs = PACE_WINDOW_MS): Promise<void> {
   for (let i = 0; i < rounds; i++) {
@@ -97,14 +127,18 @@ async function sendOne(key: string, numberId: string, to = "5511999998888", body
 const windowWith = async (t: Tenant, phone: string) =>
   json<{ windowOpen: boolean }>(await api(`/channel-numbers/${t.numberId}/contacts/${phone}`, t.key));
 
-const sendingOf = async (t: Tenant) => (await json<{ sending: Record<string, unknown> }>(await api(`/channel-numbers/${t.numberId}`, t.key))).sending;
+const sendingOf = async (t: Tenant) =>
+  (await json<{ sending: Record<string, unknown> }>(await api(`/channel-numbers/${t.numberId}`, t.key))).sending;
 
 const receivedEvents = (workspaceId: string) =>
   runInDurableObject(workspaceStub(env, workspaceId), (_, state) =>
     state.storage.sql
       .exec<{ body: string }>("SELECT body FROM events WHERE type = 'message.received' ORDER BY rowid")
       .toArray()
-      .map((r) => JSON.parse(r.body) as { data: { from: string; text: { body: string } | null; upstreamMessageId: string } }),
+      .map(
+        (r) =>
+          JSON.parse(r.body) as { data: { from: string; text: { body: string } | null; upstreamMessageId: string } },
+      ),
   );
 
 describe("the recipient as the operator knows it", () => {
@@ -124,7 +158,10 @@ describe("the recipient as the operator knows it", () => {
       [{ profile: { name: "Ana" }, wa_id: "551112345678" }],
     );
     expect((await postOperator(reply)).status).toBe(200);
-    await vi.waitFor(async () => expect(await windowWith(t, "5511912345678")).toMatchObject({ windowOpen: true }), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect(await windowWith(t, "5511912345678")).toMatchObject({ windowOpen: true }), {
+      timeout: 10_000,
+      interval: 50,
+    });
     expect(await windowWith(t, "551112345678")).toMatchObject({ windowOpen: true });
   });
 
@@ -158,8 +195,18 @@ describe("the recipient as the operator knows it", () => {
     expect(env.UPSTREAM_STAMP_CALLS).toBe("false");
     expect([...seen[0]!.keys()].sort()).toEqual(["authorization", "content-type"]);
 
-    const stamped = new CloudApiAdapter({ baseUrl: env.UPSTREAM_CLOUD_API_BASE_URL, version: env.UPSTREAM_CLOUD_API_VERSION, phoneNumberId: t.phoneNumberId, accessToken: t.token, messagingProduct: "whatsapp", timeoutMs: 1_000, stampCalls: true });
-    expect(await stamped.send({ jobId: crypto.randomUUID(), to: "5511900000001", body: "hi", attempt: 1 })).toMatchObject({ kind: "accepted" });
+    const stamped = new CloudApiAdapter({
+      baseUrl: env.UPSTREAM_CLOUD_API_BASE_URL,
+      version: env.UPSTREAM_CLOUD_API_VERSION,
+      phoneNumberId: t.phoneNumberId,
+      accessToken: t.token,
+      messagingProduct: "whatsapp",
+      timeoutMs: 1_000,
+      stampCalls: true,
+    });
+    expect(
+      await stamped.send({ jobId: crypto.randomUUID(), to: "5511900000001", body: "hi", attempt: 1 }),
+    ).toMatchObject({ kind: "accepted" });
     expect(seen[1]!.get(CALL_STARTED_AT_HEADER)).toBe(String(clock));
   });
 });
@@ -171,12 +218,28 @@ describe("operator errors, as the operator sends them", () => {
       return r.kind === "retryable" ? (r.pairRate ? "pair" : `retry:${r.scope}`) : r.kind;
     };
     for (const code of ["130429", "4", "80007"]) expect([code, kind(code)]).toEqual([code, "retry:number"]);
-    for (const code of ["131000", "131016", "2", "131057"]) expect([code, kind(code, 500)]).toEqual([code, "retry:message"]);
+    for (const code of ["131000", "131016", "2", "131057"])
+      expect([code, kind(code, 500)]).toEqual([code, "retry:message"]);
     expect(kind("131056")).toBe("pair");
-    for (const code of ["131047", "131026", "100", "131008", "131009", "131021", "131051", "130472", "131050", "132000", "132012", "132999", "131049"]) {
+    for (const code of [
+      "131047",
+      "131026",
+      "100",
+      "131008",
+      "131009",
+      "131021",
+      "131051",
+      "130472",
+      "131050",
+      "132000",
+      "132012",
+      "132999",
+      "131049",
+    ]) {
       expect([code, kind(code)]).toEqual([code, "permanent"]);
     }
-    for (const code of ["190", "0", "3", "10", "368", "131031", "131042", "131045", "131048", "133010"]) expect([code, kind(code, 400)]).toEqual([code, "number_blocked"]);
+    for (const code of ["190", "0", "3", "10", "368", "131031", "131042", "131045", "131048", "133010"])
+      expect([code, kind(code, 400)]).toEqual([code, "number_blocked"]);
     // Codes we do not know: the operator's hint, then the status.
     expect(kind("999001", 400, true)).toBe("retry:message");
     expect(kind("999001", 400, false)).toBe("permanent");
@@ -188,22 +251,37 @@ describe("operator errors, as the operator sends them", () => {
 
   it("a final code fails the message at once and keeps error_data.details in our message", async () => {
     const t = await cloudTenant();
-    const calls = operator(t, () => metaError(400, 131009, { subcode: 2494010, details: "Parameter 'to' is not a valid phone number.", transient: false, message: "(#131009) Parameter value is not valid" }));
+    const calls = operator(t, () =>
+      metaError(400, 131009, {
+        subcode: 2494010,
+        details: "Parameter 'to' is not a valid phone number.",
+        transient: false,
+        message: "(#131009) Parameter value is not valid",
+      }),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     await drainFor(t.numberId, 5);
     expect(calls).toHaveLength(1);
     const m = await message(t.key, jobId);
-    expect(m).toMatchObject({ status: "failed", error: { code: "invalid_parameters", upstreamCode: "131009", retriable: false } });
+    expect(m).toMatchObject({
+      status: "failed",
+      error: { code: "invalid_parameters", upstreamCode: "131009", retriable: false },
+    });
     expect((m.error as { message: string }).message).toContain("Parameter 'to' is not a valid phone number.");
   });
 
   it("131049 is final now and says that sending again may succeed after 24 hours", async () => {
     const t = await cloudTenant();
-    operator(t, () => metaError(400, 131049, { details: "This message was not delivered to maintain healthy ecosystem engagement." }));
+    operator(t, () =>
+      metaError(400, 131049, { details: "This message was not delivered to maintain healthy ecosystem engagement." }),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     const m = await message(t.key, jobId);
-    expect(m).toMatchObject({ status: "failed", error: { code: "ecosystem_limited", upstreamCode: "131049", retriable: true } });
+    expect(m).toMatchObject({
+      status: "failed",
+      error: { code: "ecosystem_limited", upstreamCode: "131049", retriable: true },
+    });
     expect((m.error as { message: string }).message).toMatch(/after 24 hours/);
   });
 
@@ -213,12 +291,17 @@ describe("operator errors, as the operator sends them", () => {
     const jobId = await sendOne(t.key, t.numberId);
     await drainFor(t.numberId, 40, 2_000);
     expect(calls).toHaveLength(3);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "upstream_retries_exhausted" } });
+    expect(await message(t.key, jobId)).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_retries_exhausted" },
+    });
   });
 
   it("80007 (account rate limit) is retried after a long back-off, and the whole number waits", async () => {
     const t = await cloudTenant();
-    const calls = operator(t, (_, i) => (i === 0 ? metaError(400, 80007, { details: "Rate limit hit" }) : metaAccepted(`wamid.${i}`, "+1")));
+    const calls = operator(t, (_, i) =>
+      i === 0 ? metaError(400, 80007, { details: "Rate limit hit" }) : metaAccepted(`wamid.${i}`, "+1"),
+    );
     const first = await sendOne(t.key, t.numberId, "5511900000001");
     advance(500);
     const other = await sendOne(t.key, t.numberId, "5511900000002");
@@ -237,14 +320,21 @@ describe("operator errors, as the operator sends them", () => {
   it("a code we do not know is retried when the operator marks it is_transient, and final when it does not", async () => {
     const t = await cloudTenant();
     const calls = operator(t, (c, i) =>
-      c.body.to === "+5511900000001" && i === 0 ? metaError(400, 999001, { transient: true }) : c.body.to === "+5511900000002" ? metaError(400, 999002, { transient: false }) : metaAccepted(`wamid.${i}`, c.body.to),
+      c.body.to === "+5511900000001" && i === 0
+        ? metaError(400, 999001, { transient: true })
+        : c.body.to === "+5511900000002"
+          ? metaError(400, 999002, { transient: false })
+          : metaAccepted(`wamid.${i}`, c.body.to),
     );
     const transient = await sendOne(t.key, t.numberId, "5511900000001");
     advance(500);
     const final = await sendOne(t.key, t.numberId, "5511900000002");
     await drainFor(t.numberId, 10, 2_000);
     expect(await message(t.key, transient)).toMatchObject({ status: "sent" });
-    expect(await message(t.key, final)).toMatchObject({ status: "failed", error: { code: "upstream_rejected", upstreamCode: "999002" } });
+    expect(await message(t.key, final)).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_rejected", upstreamCode: "999002" },
+    });
     expect(calls).toHaveLength(3);
   });
 });
@@ -255,7 +345,10 @@ describe("account-level refusals pause the number", () => {
     const fresh = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
     const calls = operator(
       t,
-      (c, i) => (c.auth === `Bearer ${fresh}` ? metaAccepted(`wamid.${i}`, c.body.to) : metaError(401, 190, { subcode: 463, message: "Error validating access token: Session has expired." })),
+      (c, i) =>
+        c.auth === `Bearer ${fresh}`
+          ? metaAccepted(`wamid.${i}`, c.body.to)
+          : metaError(401, 190, { subcode: 463, message: "Error validating access token: Session has expired." }),
       new Set([fresh]),
     );
     const jobs = [];
@@ -276,12 +369,36 @@ describe("account-level refusals pause the number", () => {
     jobs.push(await sendOne(t.key, t.numberId, "5511900000003"));
 
     // Bad inputs change nothing: a token the operator refuses, a malformed body, an unknown number.
-    await expectError(await admin(`/channel-numbers/${t.numberId}/credentials`, { method: "PUT", json: { accessToken: "EAAGnot-valid-anymore-0000" } }), 400, "invalid_request");
-    await expectError(await admin(`/channel-numbers/${t.numberId}/credentials`, { method: "PUT", json: { accessToken: fresh, extra: 1 } }), 400, "invalid_request");
-    await expectError(await admin(`/channel-numbers/${crypto.randomUUID()}/credentials`, { method: "PUT", json: { accessToken: fresh } }), 404, "not_found");
+    await expectError(
+      await admin(`/channel-numbers/${t.numberId}/credentials`, {
+        method: "PUT",
+        json: { accessToken: "EAAGnot-valid-anymore-0000" },
+      }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin(`/channel-numbers/${t.numberId}/credentials`, {
+        method: "PUT",
+        json: { accessToken: fresh, extra: 1 },
+      }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await admin(`/channel-numbers/${crypto.randomUUID()}/credentials`, {
+        method: "PUT",
+        json: { accessToken: fresh },
+      }),
+      404,
+      "not_found",
+    );
     expect(await sendingOf(t)).toMatchObject({ state: "paused" });
 
-    const res = await admin(`/channel-numbers/${t.numberId}/credentials`, { method: "PUT", json: { accessToken: fresh } });
+    const res = await admin(`/channel-numbers/${t.numberId}/credentials`, {
+      method: "PUT",
+      json: { accessToken: fresh },
+    });
     expect(res.status).toBe(200);
     expect(JSON.stringify(await json(res))).not.toContain(fresh);
     expect(await sendingOf(t)).toEqual({ state: "active", pausedSince: null, nextAttemptAt: null, reason: null });
@@ -294,14 +411,21 @@ describe("account-level refusals pause the number", () => {
   it("131045 (number not registered) pauses; a later probe that goes through resumes by itself", async () => {
     const t = await cloudTenant();
     let registered = false;
-    const calls = operator(t, (c, i) => (registered ? metaAccepted(`wamid.${i}`, c.body.to) : metaError(400, 131045, { details: "Message failed to send because of a phone number registration error." })));
+    const calls = operator(t, (c, i) =>
+      registered
+        ? metaAccepted(`wamid.${i}`, c.body.to)
+        : metaError(400, 131045, { details: "Message failed to send because of a phone number registration error." }),
+    );
     const a = await sendOne(t.key, t.numberId, "5511900000001");
     advance(500);
     const b = await sendOne(t.key, t.numberId, "5511900000002");
     await drainFor(t.numberId, 5);
     expect(calls).toHaveLength(1);
     const paused = await sendingOf(t);
-    expect(paused).toMatchObject({ state: "paused", reason: { code: "number_not_registered", upstreamCode: "131045" } });
+    expect(paused).toMatchObject({
+      state: "paused",
+      reason: { code: "number_not_registered", upstreamCode: "131045" },
+    });
     // The first probe, when due, is refused again: still paused, with a later probe.
     setClock(Date.parse(String(paused.nextAttemptAt)));
     await drainFor(t.numberId, 2);
@@ -319,9 +443,19 @@ describe("account-level refusals pause the number", () => {
 
   it("credentials can only be replaced on a live number", async () => {
     const workspaceId = await createWorkspace();
-    const res = await admin(`/workspaces/${workspaceId}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: "15550001111", upstream: { type: "sandbox" } } });
+    const res = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+      method: "POST",
+      json: { displayPhoneNumber: "15550001111", upstream: { type: "sandbox" } },
+    });
     const { id } = await json<{ id: string }>(res);
-    await expectError(await admin(`/channel-numbers/${id}/credentials`, { method: "PUT", json: { accessToken: "EAAG0000000000000000" } }), 400, "invalid_request");
+    await expectError(
+      await admin(`/channel-numbers/${id}/credentials`, {
+        method: "PUT",
+        json: { accessToken: "EAAG0000000000000000" },
+      }),
+      400,
+      "invalid_request",
+    );
   });
 });
 
@@ -336,7 +470,10 @@ describe("the operator's pair rate", () => {
       const next = Math.max(0, prev.level - (c.at - prev.at) / PAIR_INTERVAL_MS) + 1;
       if (next > PAIR_BURST + 1e-9) {
         refusals++;
-        return metaError(400, 131056, { details: "Message failed to send because there were too many messages sent from this phone number to the same phone number in a short period of time." });
+        return metaError(400, 131056, {
+          details:
+            "Message failed to send because there were too many messages sent from this phone number to the same phone number in a short period of time.",
+        });
       }
       level.set(c.body.to, { level: next, at: c.at });
       return metaAccepted(`wamid.${i}`, c.body.to);
@@ -359,7 +496,8 @@ describe("the operator's pair rate", () => {
     for (const jobId of [...toOne, ...toOthers]) expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
     // Past the burst, one message to that user every PAIR_INTERVAL_MS at most.
     const tail = one.slice(PAIR_BURST + 5).map((c) => c.at);
-    for (let i = 1; i < tail.length; i++) expect(tail[i]! - tail[i - 1]!).toBeGreaterThanOrEqual(PAIR_INTERVAL_MS - PACE_WINDOW_MS);
+    for (let i = 1; i < tail.length; i++)
+      expect(tail[i]! - tail[i - 1]!).toBeGreaterThanOrEqual(PAIR_INTERVAL_MS - PACE_WINDOW_MS);
     // The other users' messages, accepted after all 60, leave while that user waits.
     const others = calls.filter((c) => c.body.to !== "+5511900000001").map((c) => c.at);
     expect(Math.max(...others)).toBeLessThan(one[55]!.at);
@@ -392,9 +530,15 @@ describe("failures after acceptance", () => {
       },
     ]);
     expect((await postOperator(failed)).status).toBe(200);
-    await vi.waitFor(async () => expect(await message(t.key, jobId)).toMatchObject({ status: "failed" }), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect(await message(t.key, jobId)).toMatchObject({ status: "failed" }), {
+      timeout: 10_000,
+      interval: 50,
+    });
     const m = await message(t.key, jobId);
-    expect(m).toMatchObject({ sentAt: expect.any(String), error: { code: "recipient_unreachable", upstreamCode: "131026" } });
+    expect(m).toMatchObject({
+      sentAt: expect.any(String),
+      error: { code: "recipient_unreachable", upstreamCode: "131026" },
+    });
     expect((m.error as { message: string }).message).toContain("Message Undeliverable.");
     const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
     expect(events.at(-1)).toMatchObject({ type: "message.status", data: { previousStatus: "sent", status: "failed" } });
@@ -419,14 +563,43 @@ describe("webhook intake at the operator's sizes", () => {
       timestamp: ts,
       recipient_id: "16505551234",
       biz_opaque_callback_data: crypto.randomUUID(),
-      errors: [{ code: 131026, title: "Message undeliverable.", message: "Message undeliverable.", error_data: { details: "Message Undeliverable: ".padEnd(700, ".") }, href: "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/" }],
+      errors: [
+        {
+          code: 131026,
+          title: "Message undeliverable.",
+          message: "Message undeliverable.",
+          error_data: { details: "Message Undeliverable: ".padEnd(700, ".") },
+          href: "https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/",
+        },
+      ],
     });
     const statuses: Record<string, unknown>[] = Array.from({ length: 996 }, (_, i) => filler(i));
     statuses.splice(300, 0, { id: "", status: 42 }); // malformed
     statuses.push(
-      { id: "wamid.REAL.0", status: "delivered", timestamp: ts, recipient_id: "5511900000001", biz_opaque_callback_data: jobs[0], conversation: { id: "c1", origin: { type: "service" } }, pricing: { billable: false, pricing_model: "PMP", category: "service" } },
-      { id: "wamid.REAL.1", status: "read", timestamp: ts, recipient_id: "5511900000002", biz_opaque_callback_data: jobs[1] },
-      { id: "wamid.REAL.2", status: "failed", timestamp: ts, recipient_id: "5511900000003", biz_opaque_callback_data: jobs[2], errors: [{ code: 131047, title: "Re-engagement message" }] },
+      {
+        id: "wamid.REAL.0",
+        status: "delivered",
+        timestamp: ts,
+        recipient_id: "5511900000001",
+        biz_opaque_callback_data: jobs[0],
+        conversation: { id: "c1", origin: { type: "service" } },
+        pricing: { billable: false, pricing_model: "PMP", category: "service" },
+      },
+      {
+        id: "wamid.REAL.1",
+        status: "read",
+        timestamp: ts,
+        recipient_id: "5511900000002",
+        biz_opaque_callback_data: jobs[1],
+      },
+      {
+        id: "wamid.REAL.2",
+        status: "failed",
+        timestamp: ts,
+        recipient_id: "5511900000003",
+        biz_opaque_callback_data: jobs[2],
+        errors: [{ code: 131047, title: "Re-engagement message" }],
+      },
     );
     expect(statuses).toHaveLength(1_000);
     const raw = JSON.stringify(statusPayload(t.phoneNumberId, statuses));
@@ -437,7 +610,10 @@ describe("webhook intake at the operator's sizes", () => {
       async () => {
         expect(await message(t.key, jobs[0]!)).toMatchObject({ deliveredAt: expect.any(String) });
         expect(await message(t.key, jobs[1]!)).toMatchObject({ readAt: expect.any(String) });
-        expect(await message(t.key, jobs[2]!)).toMatchObject({ status: "failed", error: { code: "service_window_closed" } });
+        expect(await message(t.key, jobs[2]!)).toMatchObject({
+          status: "failed",
+          error: { code: "service_window_closed" },
+        });
       },
       { timeout: 30_000, interval: 200 },
     );
@@ -448,14 +624,31 @@ describe("webhook intake at the operator's sizes", () => {
     const payload = inboundPayload(
       t.phoneNumberId,
       [
-        { from: undefined, id: "wamid.NOFROM.bad", timestamp: seconds(clock), type: "text", text: { body: "no sender at all" } },
-        { from_user_id: "BR.1349120865530274191", id: "wamid.NOFROM", timestamp: seconds(clock), type: "text", text: { body: "sem número" } },
+        {
+          from: undefined,
+          id: "wamid.NOFROM.bad",
+          timestamp: seconds(clock),
+          type: "text",
+          text: { body: "no sender at all" },
+        },
+        {
+          from_user_id: "BR.1349120865530274191",
+          id: "wamid.NOFROM",
+          timestamp: seconds(clock),
+          type: "text",
+          text: { body: "sem número" },
+        },
       ],
       [{ profile: { name: "Ana" }, user_id: "BR.1349120865530274191" }],
     );
     expect((await postOperator(payload)).status).toBe(200);
-    await vi.waitFor(async () => expect(await receivedEvents(t.workspaceId)).toHaveLength(1), { timeout: 10_000, interval: 50 });
-    expect((await receivedEvents(t.workspaceId))[0]).toMatchObject({ data: { from: "BR.1349120865530274191", text: { body: "sem número" }, upstreamMessageId: "wamid.NOFROM" } });
+    await vi.waitFor(async () => expect(await receivedEvents(t.workspaceId)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    expect((await receivedEvents(t.workspaceId))[0]).toMatchObject({
+      data: { from: "BR.1349120865530274191", text: { body: "sem número" }, upstreamMessageId: "wamid.NOFROM" },
+    });
   });
 });
 
@@ -464,11 +657,19 @@ describe("operator items that keep failing", () => {
     const item = {
       kind: "message",
       phoneNumberId: "106540352242922",
-      message: { from: "5511912345678", id: "wamid.DEAD", timestamp: "1700000000", type: "text", text: { body: "secret words" } },
+      message: {
+        from: "5511912345678",
+        id: "wamid.DEAD",
+        timestamp: "1700000000",
+        type: "text",
+        text: { body: "secret words" },
+      },
     };
     const lines: string[] = [];
     vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(String(line)));
-    const batch = createMessageBatch("upstream-events-dlq", [{ id: "d1", timestamp: new Date(), attempts: 1, body: item }]);
+    const batch = createMessageBatch("upstream-events-dlq", [
+      { id: "d1", timestamp: new Date(), attempts: 1, body: item },
+    ]);
     const ctx = createExecutionContext();
     await worker.queue(batch, env, ctx);
     expect((await getQueueResult(batch, ctx)).ackAll).toBe(true);
@@ -484,22 +685,36 @@ describe("signatures over the exact bytes", () => {
   it("accented text and emoji, raw UTF-8 or escaped as the operator sends them, verify over their own bytes and arrive intact", async () => {
     const t = await cloudTenant();
     const text = "Olá, café às 9h? ☕🎉 ñandú";
-    const utf8 = JSON.stringify(inboundPayload(t.phoneNumberId, [{ from: "5511912340001", id: "wamid.UTF8", timestamp: seconds(clock), type: "text", text: { body: text } }]));
-    // The operator escapes non-ASCII characters (emoji as surrogate pairs): other bytes, other signature.
-    const escaped = JSON.stringify(inboundPayload(t.phoneNumberId, [{ from: "5511912340001", id: "wamid.ESC", timestamp: seconds(clock), type: "text", text: { body: text } }])).replace(
-      /[\u0080-\uffff]/g,
-      (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    const utf8 = JSON.stringify(
+      inboundPayload(t.phoneNumberId, [
+        { from: "5511912340001", id: "wamid.UTF8", timestamp: seconds(clock), type: "text", text: { body: text } },
+      ]),
     );
+    // The operator escapes non-ASCII characters (emoji as surrogate pairs): other bytes, other signature.
+    const escaped = JSON.stringify(
+      inboundPayload(t.phoneNumberId, [
+        { from: "5511912340001", id: "wamid.ESC", timestamp: seconds(clock), type: "text", text: { body: text } },
+      ]),
+    ).replace(/[\u0080-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
     expect(escaped).toContain("\\u00e1");
     expect(escaped).toContain("\\ud83c\\udf89");
     const utf8Bytes = new TextEncoder().encode(utf8);
     expect(utf8Bytes.length).toBeGreaterThan(utf8.length);
 
-    await expectError(await postOperator(null, { raw: escaped, signature: await operatorSignature(utf8Bytes) }), 401, "unauthorized");
+    await expectError(
+      await postOperator(null, { raw: escaped, signature: await operatorSignature(utf8Bytes) }),
+      401,
+      "unauthorized",
+    );
     expect((await postOperator(null, { raw: utf8, signature: await operatorSignature(utf8Bytes) })).status).toBe(200);
     expect((await postOperator(null, { raw: escaped })).status).toBe(200);
-    await vi.waitFor(async () => expect(await receivedEvents(t.workspaceId)).toHaveLength(2), { timeout: 10_000, interval: 50 });
-    const bodies = (await receivedEvents(t.workspaceId)).map((e) => [e.data.upstreamMessageId, e.data.text?.body]).sort();
+    await vi.waitFor(async () => expect(await receivedEvents(t.workspaceId)).toHaveLength(2), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    const bodies = (await receivedEvents(t.workspaceId))
+      .map((e) => [e.data.upstreamMessageId, e.data.text?.body])
+      .sort();
     expect(bodies).toEqual([
       ["wamid.ESC", text],
       ["wamid.UTF8", text],

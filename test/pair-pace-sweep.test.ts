@@ -15,7 +15,12 @@ it("the pair-pace sweep deletes the buckets full again, a page of keys at a time
     const n = SWEEP_BATCH + 10;
     // Every other bucket is full again (tat in the past); the others still constrain their recipient.
     state.storage.transactionSync(() => {
-      for (let i = 0; i < n; i++) sql.exec("INSERT INTO pair_pace (recipient, tat) VALUES (?, ?)", `55${String(i).padStart(9, "0")}`, i % 2 === 0 ? at - 1 : at + 6_000);
+      for (let i = 0; i < n; i++)
+        sql.exec(
+          "INSERT INTO pair_pace (recipient, tat) VALUES (?, ?)",
+          `55${String(i).padStart(9, "0")}`,
+          i % 2 === 0 ? at - 1 : at + 6_000,
+        );
     });
     let cursor = sweepIdlePairs(sql, at, "");
     expect(cursor).not.toBe("");

@@ -42,7 +42,9 @@ describe("GET /channel-numbers", () => {
     const t = await createTenant({ plan: "pro" });
     const second = await connectSandboxNumber(t.workspaceId, "15550002222");
     const third = await connectSandboxNumber(t.workspaceId, "15550003333");
-    const page1 = await json<{ data: { id: string }[]; nextCursor: string }>(await api("/channel-numbers?limit=2", t.key));
+    const page1 = await json<{ data: { id: string }[]; nextCursor: string }>(
+      await api("/channel-numbers?limit=2", t.key),
+    );
     expect(page1.data.map((n) => n.id)).toEqual([t.numberId, second]);
     const page2 = await json<{ data: { id: string }[]; nextCursor: string | null }>(
       await api(`/channel-numbers?limit=2&cursor=${page1.nextCursor}`, t.key),
@@ -138,7 +140,10 @@ describe("GET /webhooks", () => {
       net.dns.set("hooks.list.acme-shop.com", ["93.184.216.34"]);
       const configure = async (tenant: Tenant, path: string) =>
         json<Record<string, unknown> & { secret: string }>(
-          await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: tenant.numberId, url: `https://hooks.list.acme-shop.com/${path}` } }),
+          await api("/webhooks", tenant.key, {
+            method: "POST",
+            json: { channelNumberId: tenant.numberId, url: `https://hooks.list.acme-shop.com/${path}` },
+          }),
         );
       const { secret, ...mine } = await configure(t, "mine");
       const theirs = await configure(other, "theirs");

@@ -13,22 +13,39 @@ describe("ill-formed Unicode is refused in every string of every JSON body", () 
     ["text.body of lone surrogates", (numberId: string) => textMessage(numberId, LONE_HIGH.repeat(4096)), "text.body"],
     ["a lone low surrogate inside text", (numberId: string) => textMessage(numberId, `ok ${LONE_LOW} ok`), "text.body"],
     ["to", (numberId: string) => textMessage(numberId, "hi", `5511${LONE_HIGH}`), "to"],
-    ["channelNumberId", (numberId: string) => ({ ...textMessage(numberId), channelNumberId: `${numberId}${LONE_HIGH}` }), "channelNumberId"],
+    [
+      "channelNumberId",
+      (numberId: string) => ({ ...textMessage(numberId), channelNumberId: `${numberId}${LONE_HIGH}` }),
+      "channelNumberId",
+    ],
     ["an unknown field's value", (numberId: string) => ({ ...textMessage(numberId), note: LONE_LOW }), "note"],
   ])("POST /messages: %s → 400 naming the field, nothing sent or counted", async (_, body, path) => {
     const t = await createTenant();
     const before = await usedMessages(t.key);
     const res = await send(t.key, crypto.randomUUID(), body(t.numberId));
     const err = await expectError(res, 400, "invalid_request");
-    expect(err.error.details).toEqual([{ path, rule: "well_formed_unicode", message: expect.stringMatching(/lone UTF-16 surrogate/) }]);
+    expect(err.error.details).toEqual([
+      { path, rule: "well_formed_unicode", message: expect.stringMatching(/lone UTF-16 surrogate/) },
+    ]);
     expect(await usedMessages(t.key)).toBe(before);
   });
 
   it("names a field whose name is ill-formed, and a string inside an array", async () => {
     const t = await createTenant();
-    const key = await expectError(await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), [`x${LONE_HIGH}`]: 1 }), 400, "invalid_request");
+    const key = await expectError(
+      await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), [`x${LONE_HIGH}`]: 1 }),
+      400,
+      "invalid_request",
+    );
     expect(key.error.details?.[0]).toMatchObject({ path: "x\uFFFD (field name)", rule: "well_formed_unicode" });
-    const nested = await expectError(await send(t.key, crypto.randomUUID(), { ...textMessage(t.numberId), text: { body: "a", parts: ["ok", LONE_LOW] } }), 400, "invalid_request");
+    const nested = await expectError(
+      await send(t.key, crypto.randomUUID(), {
+        ...textMessage(t.numberId),
+        text: { body: "a", parts: ["ok", LONE_LOW] },
+      }),
+      400,
+      "invalid_request",
+    );
     expect(nested.error.details?.[0]).toMatchObject({ path: "text.parts.1", rule: "well_formed_unicode" });
   });
 
@@ -39,13 +56,42 @@ describe("ill-formed Unicode is refused in every string of every JSON body", () 
   });
 
   it.each([
-    ["POST /webhooks url", (t: Tenant) => api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: `https://hooks.example.com/${LONE_HIGH}` } }), "url"],
-    ["POST /sandbox/inbound text.body", (t: Tenant) => api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: LONE_LOW } } }), "text.body"],
-    ["admin: workspace name", () => admin("/workspaces", { method: "POST", json: { name: `Acme${LONE_HIGH}`, plan: "free" } }), "name"],
-    ["admin: API key name", async () => admin(`/workspaces/${await createWorkspace()}/api-keys`, { method: "POST", json: { name: LONE_LOW } }), "name"],
+    [
+      "POST /webhooks url",
+      (t: Tenant) =>
+        api("/webhooks", t.key, {
+          method: "POST",
+          json: { channelNumberId: t.numberId, url: `https://hooks.example.com/${LONE_HIGH}` },
+        }),
+      "url",
+    ],
+    [
+      "POST /sandbox/inbound text.body",
+      (t: Tenant) =>
+        api("/sandbox/inbound", t.key, {
+          method: "POST",
+          json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: LONE_LOW } },
+        }),
+      "text.body",
+    ],
+    [
+      "admin: workspace name",
+      () => admin("/workspaces", { method: "POST", json: { name: `Acme${LONE_HIGH}`, plan: "free" } }),
+      "name",
+    ],
+    [
+      "admin: API key name",
+      async () =>
+        admin(`/workspaces/${await createWorkspace()}/api-keys`, { method: "POST", json: { name: LONE_LOW } }),
+      "name",
+    ],
     [
       "admin: displayPhoneNumber",
-      async () => admin(`/workspaces/${await createWorkspace()}/channel-numbers`, { method: "POST", json: { displayPhoneNumber: `1555${LONE_HIGH}`, upstream: { type: "sandbox" } } }),
+      async () =>
+        admin(`/workspaces/${await createWorkspace()}/channel-numbers`, {
+          method: "POST",
+          json: { displayPhoneNumber: `1555${LONE_HIGH}`, upstream: { type: "sandbox" } },
+        }),
       "displayPhoneNumber",
     ],
   ])("%s → 400 naming the field", async (_, request, path) => {

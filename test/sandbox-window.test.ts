@@ -33,7 +33,9 @@ async function settled(key: string, jobId: string, until: (m: MessageView) => bo
 }
 
 const contactsOf = (key: string, numberId: string) =>
-  api(`/sandbox/test-contacts?channelNumberId=${numberId}`, key).then((r) => json<{ data: { phone: string }[]; limit: number }>(r));
+  api(`/sandbox/test-contacts?channelNumberId=${numberId}`, key).then((r) =>
+    json<{ data: { phone: string }[]; limit: number }>(r),
+  );
 
 describe("a sandbox number behaves like a live one", () => {
   it("reports delivered and then read, as operator status updates", async () => {
@@ -55,7 +57,10 @@ describe("a sandbox number behaves like a live one", () => {
 
   it("sends once the recipient has written (the window is open)", async () => {
     const t = await createTenant();
-    const inbound = await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: t.numberId, from: STRANGER, text: { body: "Hi" } } });
+    const inbound = await api("/sandbox/inbound", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, from: STRANGER, text: { body: "Hi" } },
+    });
     expect(inbound.status).toBe(202);
     const jobId = await sendTo(t.key, t.numberId, STRANGER);
     expect(await settled(t.key, jobId, (m) => m.deliveredAt !== null)).toMatchObject({ status: "sent", error: null });
@@ -63,19 +68,39 @@ describe("a sandbox number behaves like a live one", () => {
 
   it("sends to a test contact outside the window; unmarked, the window applies again", async () => {
     const t = await createTenant();
-    const added = await api("/sandbox/test-contacts", t.key, { method: "POST", json: { channelNumberId: t.numberId, phone: STRANGER } });
+    const added = await api("/sandbox/test-contacts", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, phone: STRANGER },
+    });
     expect(added.status).toBe(201);
     expect(await json(added)).toMatchObject({ phone: STRANGER, createdAt: expect.any(String) });
     // Adding again changes nothing.
-    expect((await api("/sandbox/test-contacts", t.key, { method: "POST", json: { channelNumberId: t.numberId, phone: STRANGER } })).status).toBe(200);
-    expect((await contactsOf(t.key, t.numberId)).data.map((c) => c.phone).sort()).toEqual([STRANGER, TEST_CONTACT, TEST_CONTACT_2].sort());
+    expect(
+      (
+        await api("/sandbox/test-contacts", t.key, {
+          method: "POST",
+          json: { channelNumberId: t.numberId, phone: STRANGER },
+        })
+      ).status,
+    ).toBe(200);
+    expect((await contactsOf(t.key, t.numberId)).data.map((c) => c.phone).sort()).toEqual(
+      [STRANGER, TEST_CONTACT, TEST_CONTACT_2].sort(),
+    );
     const first = await sendTo(t.key, t.numberId, STRANGER);
     expect(await settled(t.key, first, (m) => m.deliveredAt !== null)).toMatchObject({ status: "sent" });
 
-    expect((await api(`/sandbox/test-contacts/${t.numberId}/${STRANGER}`, t.key, { method: "DELETE" })).status).toBe(204);
-    await expectError(await api(`/sandbox/test-contacts/${t.numberId}/${STRANGER}`, t.key, { method: "DELETE" }), 404, "not_found");
+    expect((await api(`/sandbox/test-contacts/${t.numberId}/${STRANGER}`, t.key, { method: "DELETE" })).status).toBe(
+      204,
+    );
+    await expectError(
+      await api(`/sandbox/test-contacts/${t.numberId}/${STRANGER}`, t.key, { method: "DELETE" }),
+      404,
+      "not_found",
+    );
     const second = await sendTo(t.key, t.numberId, STRANGER);
-    expect((await settled(t.key, second, (m) => m.status === "failed")).error).toMatchObject({ code: "service_window_closed" });
+    expect((await settled(t.key, second, (m) => m.status === "failed")).error).toMatchObject({
+      code: "service_window_closed",
+    });
   });
 });
 
@@ -84,11 +109,17 @@ describe("test contacts", () => {
     const t = await createTenant();
     // createTenant made two.
     for (let i = 2; i < MAX_TEST_CONTACTS_PER_NUMBER; i++) {
-      const res = await api("/sandbox/test-contacts", t.key, { method: "POST", json: { channelNumberId: t.numberId, phone: `55119000000${String(i).padStart(2, "0")}` } });
+      const res = await api("/sandbox/test-contacts", t.key, {
+        method: "POST",
+        json: { channelNumberId: t.numberId, phone: `55119000000${String(i).padStart(2, "0")}` },
+      });
       expect(res.status).toBe(201);
     }
     const err = await expectError(
-      await api("/sandbox/test-contacts", t.key, { method: "POST", json: { channelNumberId: t.numberId, phone: "5511977770000" } }),
+      await api("/sandbox/test-contacts", t.key, {
+        method: "POST",
+        json: { channelNumberId: t.numberId, phone: "5511977770000" },
+      }),
       400,
       "invalid_request",
     );

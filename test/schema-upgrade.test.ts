@@ -42,7 +42,10 @@ afterEach(() => {
 
 const names = (sql: SqlStorage, type: "table" | "index") =>
   sql
-    .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = ? AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'", type)
+    .exec<{ name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = ? AND sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
+      type,
+    )
     .toArray()
     .map((r) => r.name);
 
@@ -125,7 +128,9 @@ describe("objects created before schema versions upgrade in place", () => {
     const held = await sendText("held", "5511900000007", pausedNumber.numberId);
     await drain();
     expect(calls.map((c) => c.body.text.body).sort()).toEqual(["held", "lost", "refused", "sent"]);
-    expect((await channelNumberStub(env, pausedNumber.numberId).sendingState()).paused).toMatchObject({ upstreamCode: "190" });
+    expect((await channelNumberStub(env, pausedNumber.numberId).sendingState()).paused).toMatchObject({
+      upstreamCode: "190",
+    });
     await runDurableObjectAlarm(workspaceStub(env, workspaceId)); // their events are published
     // queued (never called yet), and one whose call a crash cut short (`sending`).
     const queued = await sendText("queued", "5511900000004");
@@ -133,18 +138,34 @@ describe("objects created before schema versions upgrade in place", () => {
     // (What the drain does before a call: the workspace's claim, then `sending`; then the crash.)
     await workspaceStub(env, workspaceId).applyStatus({ jobId: cut, status: "processing", at: clock });
     await runInDurableObject(channelNumberStub(env, number.numberId), (_, state) => {
-      state.storage.sql.exec("UPDATE outbox SET state = 'sending', attempts = 1, first_attempt_at = ? WHERE job_id = ?", clock, cut);
+      state.storage.sql.exec(
+        "UPDATE outbox SET state = 'sending', attempts = 1, first_attempt_at = ? WHERE job_id = ?",
+        clock,
+        cut,
+      );
     });
     // An inbound message, whose event is not published yet.
     await workspaceStub(env, workspaceId).recordInbound(workspaceId, [
-      { channelNumberId: number.numberId, upstreamMessageId: "wamid.IN1", from: "5511900000006", type: "text", text: "hi", content: null, at: clock },
+      {
+        channelNumberId: number.numberId,
+        upstreamMessageId: "wamid.IN1",
+        from: "5511900000006",
+        type: "text",
+        text: "hi",
+        content: null,
+        at: clock,
+      },
     ]);
     const ids = [sent, refused, lost, queued, cut, held];
     const view = async (id: string) => json<Record<string, unknown>>(await api(`/messages/${id}`, key));
     const before = await Promise.all(ids.map(view));
     expect(before.map((m) => m.status)).toEqual(["sent", "failed", "processing", "queued", "processing", "processing"]);
     const eventsBefore = await runInDurableObject(workspaceStub(env, workspaceId), (_, state) =>
-      state.storage.sql.exec<{ id: string; published: number }>("SELECT id, rowid <= (SELECT CAST(v AS INTEGER) FROM meta WHERE k = 'events_published_through') AS published FROM events ORDER BY rowid").toArray(),
+      state.storage.sql
+        .exec<{ id: string; published: number }>(
+          "SELECT id, rowid <= (SELECT CAST(v AS INTEGER) FROM meta WHERE k = 'events_published_through') AS published FROM events ORDER BY rowid",
+        )
+        .toArray(),
     );
     const unpublished = eventsBefore.filter((e) => !e.published).map((e) => e.id);
     expect(unpublished.length).toBeGreaterThan(0);
@@ -158,21 +179,29 @@ describe("objects created before schema versions upgrade in place", () => {
     expect(rewritten).toBe(0);
     await evictDurableObject(workspaceStub(env, workspaceId));
     for (const n of [number, pausedNumber]) {
-      await runInDurableObject(channelNumberStub(env, n.numberId), (_, state) => toLayoutBeforeVersions(state.storage.sql, legacy.objects.number));
+      await runInDurableObject(channelNumberStub(env, n.numberId), (_, state) =>
+        toLayoutBeforeVersions(state.storage.sql, legacy.objects.number),
+      );
       await evictDurableObject(channelNumberStub(env, n.numberId));
     }
 
     // Started again on it: the current schema, the same records.
     expect(await Promise.all(ids.map(view))).toEqual(before);
-    expect(await runInDurableObject(workspaceStub(env, workspaceId), (_, state) => schemaVersion(state.storage.sql))).toBe(latest(WORKSPACE_SCHEMA));
-    expect(await runInDurableObject(channelNumberStub(env, number.numberId), (_, state) => schemaVersion(state.storage.sql))).toBe(latest(CHANNEL_NUMBER_SCHEMA));
+    expect(
+      await runInDurableObject(workspaceStub(env, workspaceId), (_, state) => schemaVersion(state.storage.sql)),
+    ).toBe(latest(WORKSPACE_SCHEMA));
+    expect(
+      await runInDurableObject(channelNumberStub(env, number.numberId), (_, state) => schemaVersion(state.storage.sql)),
+    ).toBe(latest(CHANNEL_NUMBER_SCHEMA));
 
     // The number calls only the queued message; the one cut short is an unknown outcome, never called again.
     // The paused number stays paused, its message waiting.
     const callsBefore = calls.map((c) => c.body.biz_opaque_callback_data);
     await drain();
     expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual([...callsBefore, queued]);
-    expect((await channelNumberStub(env, pausedNumber.numberId).sendingState()).paused).toMatchObject({ upstreamCode: "190" });
+    expect((await channelNumberStub(env, pausedNumber.numberId).sendingState()).paused).toMatchObject({
+      upstreamCode: "190",
+    });
     const after = await Promise.all(ids.map(view));
     expect(after.map((m) => m.status)).toEqual(["sent", "failed", "processing", "sent", "processing", "processing"]);
     expect(after[4]).toMatchObject({ outcomeUnknownSince: expect.any(String) });
@@ -188,7 +217,10 @@ describe("objects created before schema versions upgrade in place", () => {
     ].map((e) => e.id);
     for (const id of unpublished) expect(out.filter((o) => o === id)).toHaveLength(1);
     const eventsAfter = await runInDurableObject(workspaceStub(env, workspaceId), (_, state) =>
-      state.storage.sql.exec<{ id: string }>("SELECT id FROM events ORDER BY rowid").toArray().map((r) => r.id),
+      state.storage.sql
+        .exec<{ id: string }>("SELECT id FROM events ORDER BY rowid")
+        .toArray()
+        .map((r) => r.id),
     );
     expect(eventsAfter.slice(0, eventsBefore.length)).toEqual(eventsBefore.map((e) => e.id));
 
@@ -216,7 +248,9 @@ describe("objects created before schema versions upgrade in place", () => {
     });
     await evictDurableObject(shard);
     expect(await shard.get("0189b6d2-0000-7000-8000-000000000001")).toMatchObject({ body: "kept", status: "sent" });
-    expect(await runInDurableObject(shard, (_, state) => schemaVersion(state.storage.sql))).toBe(latest(HISTORY_SCHEMA));
+    expect(await runInDurableObject(shard, (_, state) => schemaVersion(state.storage.sql))).toBe(
+      latest(HISTORY_SCHEMA),
+    );
 
     await shard.drop();
     expect(await shard.get("0189b6d2-0000-7000-8000-000000000001")).toBeNull();

@@ -14,18 +14,43 @@ import { mockNetwork } from "./helpers/webhook-net";
 // The SDK uses web APIs only, so it runs in a Worker: here, inside workerd, against this
 // Worker's own fetch handler.
 const clientFor = (apiKey: string) =>
-  new MessagingClient({ apiKey, baseUrl: BASE, fetch: (request) => exports.default.fetch(request), retry: { maxRetries: 0 } });
+  new MessagingClient({
+    apiKey,
+    baseUrl: BASE,
+    fetch: (request) => exports.default.fetch(request),
+    retry: { maxRetries: 0 },
+  });
 
 /** The operator's webhook delivering `count` inbound messages to a live number in one signed post, as it batches them. */
 async function operatorDelivers(phoneNumberId: string, count: number): Promise<void> {
   const timestamp = String(Math.floor(Date.now() / 1000));
-  const messages = Array.from({ length: count }, (_, i) => ({ from: "5511977776666", id: `wamid.IN${i}`, timestamp, type: "text", text: { body: `in ${i}` } }));
+  const messages = Array.from({ length: count }, (_, i) => ({
+    from: "5511977776666",
+    id: `wamid.IN${i}`,
+    timestamp,
+    type: "text",
+    text: { body: `in ${i}` },
+  }));
   const raw = JSON.stringify({
     object: "whatsapp_business_account",
-    entry: [{ id: "WABA", changes: [{ field: "messages", value: { metadata: { phone_number_id: phoneNumberId }, contacts: [{ wa_id: "5511977776666" }], messages } }] }],
+    entry: [
+      {
+        id: "WABA",
+        changes: [
+          {
+            field: "messages",
+            value: { metadata: { phone_number_id: phoneNumberId }, contacts: [{ wa_id: "5511977776666" }], messages },
+          },
+        ],
+      },
+    ],
   });
   const signature = `sha256=${toHex(await hmacSha256(env.UPSTREAM_APP_SECRET, raw))}`;
-  const res = await call("/upstream/cloud/webhook", { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature }, body: raw });
+  const res = await call("/upstream/cloud/webhook", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature },
+    body: raw,
+  });
   expect(res.status).toBe(200);
 }
 
@@ -35,20 +60,31 @@ describe("the SDK inside the Workers runtime", () => {
   it("connects, re-keys and disconnects numbers (the operator faked at the network edge)", async () => {
     const t = await createTenant();
     const client = clientFor(t.key);
-    const sandbox = await client.channelNumbers.connect({ displayPhoneNumber: "+15550004444", upstream: { type: "sandbox" } });
+    const sandbox = await client.channelNumbers.connect({
+      displayPhoneNumber: "+15550004444",
+      upstream: { type: "sandbox" },
+    });
     expect(sandbox).toMatchObject({ upstream: "sandbox", health: { state: "active" } });
     const account = fakeOperatorAccount();
     try {
       const live = await client.channelNumbers.connect({ upstream: cloudUpstream(account) });
-      expect(live.health).toMatchObject({ verifiedName: "Acme Shop", qualityRating: "GREEN", messagingLimitTier: "TIER_1K" });
+      expect(live.health).toMatchObject({
+        verifiedName: "Acme Shop",
+        qualityRating: "GREEN",
+        messagingLimitTier: "TIER_1K",
+      });
       expect((await client.channelNumbers.replaceToken(live.id, account.token)).id).toBe(live.id);
-      const refused = await client.channelNumbers.connect({ upstream: { ...cloudUpstream(account), accessToken: "EAAG-not-the-token-000000" } }).catch((e: unknown) => e);
+      const refused = await client.channelNumbers
+        .connect({ upstream: { ...cloudUpstream(account), accessToken: "EAAG-not-the-token-000000" } })
+        .catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(ApiError);
     } finally {
       account.restore();
     }
     await client.channelNumbers.disconnect(sandbox.id);
-    expect(await client.channelNumbers.get(sandbox.id).catch((e: unknown) => (e instanceof ApiError ? e.status : e))).toBe(404);
+    expect(
+      await client.channelNumbers.get(sandbox.id).catch((e: unknown) => (e instanceof ApiError ? e.status : e)),
+    ).toBe(404);
   });
 
   it("marks, lists and unmarks a sandbox number's test contacts", async () => {
@@ -58,7 +94,10 @@ describe("the SDK inside the Workers runtime", () => {
     expect((await client.sandbox.testContacts.add(t.numberId, "5511955554444")).phone).toBe("5511955554444");
     // Adding it again changes nothing.
     await client.sandbox.testContacts.add(t.numberId, "5511955554444");
-    expect((await client.sandbox.testContacts.list(t.numberId)).data.map((c) => c.phone)).toEqual([...before, "5511955554444"]);
+    expect((await client.sandbox.testContacts.list(t.numberId)).data.map((c) => c.phone)).toEqual([
+      ...before,
+      "5511955554444",
+    ]);
     await client.sandbox.testContacts.remove(t.numberId, "5511955554444");
     expect((await client.sandbox.testContacts.list(t.numberId)).data.map((c) => c.phone)).toEqual(before);
     const refused = await client.sandbox.testContacts.add(t.numberId, "+5511955554444").catch((e: unknown) => e);
@@ -69,9 +108,16 @@ describe("the SDK inside the Workers runtime", () => {
   it("sends, reads, pages and raises typed errors", async () => {
     const t = await createTenant();
     const client = clientFor(t.key);
-    const sent = await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "from a Worker" } });
+    const sent = await client.messages.send({
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      text: { body: "from a Worker" },
+    });
     expect(sent.status).toBe("created");
-    expect(await client.messages.get(sent.jobId)).toMatchObject({ direction: "outbound", text: { body: "from a Worker" } });
+    expect(await client.messages.get(sent.jobId)).toMatchObject({
+      direction: "outbound",
+      text: { body: "from a Worker" },
+    });
     expect((await client.channelNumbers.list({ limit: 1 }).toArray()).map((n) => n.id)).toEqual([t.numberId]);
     const err = await client.messages.get(crypto.randomUUID()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
@@ -86,27 +132,41 @@ describe("the SDK inside the Workers runtime", () => {
     const sent: string[] = [];
     for (const body of ["oldest", "middle", "newest"]) {
       vi.setSystemTime(Date.now() + 1_000);
-      sent.unshift((await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId);
+      sent.unshift(
+        (await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId,
+      );
     }
     // Newer than the sends: as many inbound messages as one page may read, so that the first
     // page of outbound messages reads only these and comes back empty, with a cursor.
     vi.setSystemTime(Date.now() + 1_000);
     const live = await connectCloudNumber(t.workspaceId);
     await operatorDelivers(live.phoneNumberId, SCAN_BUDGET);
-    await vi.waitFor(async () => expect(await client.messages.list({ direction: "inbound", limit: 100 }).toArray()).toHaveLength(SCAN_BUDGET), {
-      timeout: 15_000,
-      interval: 100,
-    });
+    await vi.waitFor(
+      async () =>
+        expect(await client.messages.list({ direction: "inbound", limit: 100 }).toArray()).toHaveLength(SCAN_BUDGET),
+      {
+        timeout: 15_000,
+        interval: 100,
+      },
+    );
 
     const outbound = client.messages.list({ direction: "outbound", limit: 2 });
     const listed: Message[] = [];
     for await (const m of outbound) listed.push(m);
     expect(listed.map((m) => m.id)).toEqual(sent);
-    expect(listed.map((m) => (m.direction === "outbound" ? m.text.body : m.from))).toEqual(["newest", "middle", "oldest"]);
+    expect(listed.map((m) => (m.direction === "outbound" ? m.text.body : m.from))).toEqual([
+      "newest",
+      "middle",
+      "oldest",
+    ]);
     // Why: the first page was empty and not the last, the second full, the third short and the last.
     const pages = [];
     for await (const page of outbound.pages()) pages.push(page);
-    expect(pages.map((p) => [p.data.length, p.nextCursor !== null])).toEqual([[0, true], [2, true], [1, false]]);
+    expect(pages.map((p) => [p.data.length, p.nextCursor !== null])).toEqual([
+      [0, true],
+      [2, true],
+      [1, false],
+    ]);
   });
 
   it("downloads an archived day, message by message, as GET /messages/{id} showed them", async () => {
@@ -117,10 +177,20 @@ describe("the SDK inside the Workers runtime", () => {
     const ids = [];
     for (const body of ["first", "second"]) {
       vi.setSystemTime(Date.now() + 1_000);
-      ids.push((await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId);
+      ids.push(
+        (await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId,
+      );
     }
     vi.setSystemTime(Date.now() + 1_000);
-    ids.push((await client.sandbox.injectInbound({ channelNumberId: t.numberId, from: "5511977776666", text: { body: "Olá 👋" } })).messageId);
+    ids.push(
+      (
+        await client.sandbox.injectInbound({
+          channelNumberId: t.numberId,
+          from: "5511977776666",
+          text: { body: "Olá 👋" },
+        })
+      ).messageId,
+    );
     // The sandbox number sends them (one pass per alarm here) and reports them sent.
     for (let i = 0; i < 4; i++) {
       await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
@@ -133,7 +203,9 @@ describe("the SDK inside the Workers runtime", () => {
     // A month later the day is archived (the workspace's alarm re-arms until it is done).
     vi.setSystemTime(Date.now() + 31 * DAY_MS);
     for (let i = 0; i < 20; i++) await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
-    expect(await client.messageArchives.list().toArray()).toEqual([{ day, messages: 3, archivedAt: expect.any(String) }]);
+    expect(await client.messageArchives.list().toArray()).toEqual([
+      { day, messages: 3, archivedAt: expect.any(String) },
+    ]);
 
     const archived: Message[] = [];
     for await (const m of client.messageArchives.download(day)) archived.push(m);
@@ -153,7 +225,10 @@ describe("the SDK inside the Workers runtime", () => {
         received.push({ headers: req.headers, body: req.body });
         return new Response(null, { status: 204 });
       });
-      const webhook = await client.webhooks.configure({ channelNumberId: t.numberId, url: "https://hooks.example.com/in" });
+      const webhook = await client.webhooks.configure({
+        channelNumberId: t.numberId,
+        url: "https://hooks.example.com/in",
+      });
       const { eventId } = await client.webhooks.test(webhook.id);
       // The real queue delivers it to the mocked receiver.
       await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 10_000, interval: 50 });

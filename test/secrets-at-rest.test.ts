@@ -28,14 +28,21 @@ async function sealV1(base64Key: string, plaintext: string): Promise<string> {
   return `v1.${toBase64(iv)}.${toBase64(ct)}`;
 }
 
-const numberRow = (id: string) => env.DB.prepare("SELECT * FROM channel_numbers WHERE id = ?").bind(id).first<{ id: string; upstream_credentials: string }>();
-const webhookRow = (id: string) => env.DB.prepare("SELECT * FROM webhooks WHERE id = ?").bind(id).first<{ id: string; sealed_secret: string }>();
+const numberRow = (id: string) =>
+  env.DB.prepare("SELECT * FROM channel_numbers WHERE id = ?")
+    .bind(id)
+    .first<{ id: string; upstream_credentials: string }>();
+const webhookRow = (id: string) =>
+  env.DB.prepare("SELECT * FROM webhooks WHERE id = ?").bind(id).first<{ id: string; sealed_secret: string }>();
 
 async function withWebhook(host = `h-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`) {
   const t = await createTenant();
   const net = mockNetwork();
   net.dns.set(host, ["93.184.216.34"]);
-  const res = await api("/webhooks", t.key, { method: "POST", json: { channelNumberId: t.numberId, url: `https://${host}/hook` } });
+  const res = await api("/webhooks", t.key, {
+    method: "POST",
+    json: { channelNumberId: t.numberId, url: `https://${host}/hook` },
+  });
   const { id, secret, url } = await json<{ id: string; secret: string; url: string }>(res);
   return { t, net, id, secret, url };
 }
@@ -44,7 +51,10 @@ async function withWebhook(host = `h-${crypto.randomUUID().slice(0, 8)}.acme-sho
 async function reseal(ring: { CREDENTIALS_ENCRYPTION_KEY: string; CREDENTIALS_ENCRYPTION_KEYS_OLD?: string }) {
   const ctx = createExecutionContext();
   const res = await worker.fetch(
-    new Request(`${BASE}/admin/v1/secrets/reseal?limit=500`, { method: "POST", headers: { Authorization: `Bearer ${env.ADMIN_TOKEN}` } }),
+    new Request(`${BASE}/admin/v1/secrets/reseal?limit=500`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${env.ADMIN_TOKEN}` },
+    }),
     { ...env, ...ring },
     ctx,
   );
@@ -75,7 +85,9 @@ describe("what D1 holds", () => {
     expect(row.upstream_credentials).not.toContain(btoa(token).slice(0, 16));
     expect(await openUpstreamCredentials(env, row)).toEqual({ accessToken: token });
     // Copied into another number's row, or read for another purpose, it does not open.
-    await expect(openUpstreamCredentials(env, { id: other.numberId, upstream_credentials: row.upstream_credentials })).rejects.toThrow();
+    await expect(
+      openUpstreamCredentials(env, { id: other.numberId, upstream_credentials: row.upstream_credentials }),
+    ).rejects.toThrow();
     await expect(open(env, "webhook-secret", numberId, row.upstream_credentials)).rejects.toThrow();
   });
 
@@ -92,10 +104,15 @@ describe("what D1 holds", () => {
       await env.DB.prepare("UPDATE webhooks SET sealed_secret = ? WHERE id = ?").bind(rowA.sealed_secret, b.id).run();
       b.net.receivers.set(b.url, answers(200));
       expect((await api(`/webhooks/${b.id}/test`, b.t.key, { method: "POST" })).status).toBe(202);
-      await vi.waitFor(async () => {
-        const log = await json<{ data: { error: string | null }[] }>(await api(`/webhooks/${b.id}/deliveries`, b.t.key));
-        expect(log.data.at(-1)?.error).toMatch(/Internal error while signing/);
-      }, { timeout: 15_000, interval: 100 });
+      await vi.waitFor(
+        async () => {
+          const log = await json<{ data: { error: string | null }[] }>(
+            await api(`/webhooks/${b.id}/deliveries`, b.t.key),
+          );
+          expect(log.data.at(-1)?.error).toMatch(/Internal error while signing/);
+        },
+        { timeout: 15_000, interval: 100 },
+      );
       expect(b.net.seen).toEqual([]);
       // With its own sealed secret back, the retry goes out, signed with B's secret.
       await env.DB.prepare("UPDATE webhooks SET sealed_secret = ? WHERE id = ?").bind(ownB, b.id).run();
@@ -127,7 +144,9 @@ describe("values sealed before rotation existed (v1) keep working, and re-seal t
   it("a v1 webhook secret signs deliveries; re-sealing turns it into v2 without changing the secret", async () => {
     const w = await withWebhook();
     try {
-      await env.DB.prepare("UPDATE webhooks SET sealed_secret = ? WHERE id = ?").bind(await sealV1(KEY_1, w.secret), w.id).run();
+      await env.DB.prepare("UPDATE webhooks SET sealed_secret = ? WHERE id = ?")
+        .bind(await sealV1(KEY_1, w.secret), w.id)
+        .run();
       expect(await openWebhookSecret(env, (await webhookRow(w.id))!)).toBe(w.secret);
 
       const result = await reseal({ CREDENTIALS_ENCRYPTION_KEY: KEY_1 });
@@ -152,17 +171,24 @@ describe("key rotation", () => {
       // Before re-sealing: values under KEY_1 open with the rotating ring.
       expect(await openWebhookSecret(rotating, (await webhookRow(w.id))!)).toBe(w.secret);
       // Without the old key they do not.
-      await expect(openWebhookSecret({ CREDENTIALS_ENCRYPTION_KEY: KEY_2 }, (await webhookRow(w.id))!)).rejects.toThrow(/neither/);
+      await expect(openWebhookSecret({ CREDENTIALS_ENCRYPTION_KEY: KEY_2 }, (await webhookRow(w.id))!)).rejects.toThrow(
+        /neither/,
+      );
 
       let result = await reseal(rotating);
-      while (result.remaining.upstreamCredentials + result.remaining.webhookSecrets > result.unreadable.length) result = await reseal(rotating);
+      while (result.remaining.upstreamCredentials + result.remaining.webhookSecrets > result.unreadable.length)
+        result = await reseal(rotating);
       expect(result.unreadable).toEqual([]);
       expect(result.remaining).toEqual({ upstreamCredentials: 0, webhookSecrets: 0 });
 
       const keyTwoOnly = { CREDENTIALS_ENCRYPTION_KEY: KEY_2 };
       expect(await openWebhookSecret(keyTwoOnly, (await webhookRow(w.id))!)).toBe(w.secret);
-      expect(await openUpstreamCredentials(keyTwoOnly, (await numberRow(number.numberId))!)).toEqual({ accessToken: number.token });
-      await expect(openWebhookSecret({ CREDENTIALS_ENCRYPTION_KEY: KEY_1 }, (await webhookRow(w.id))!)).rejects.toThrow();
+      expect(await openUpstreamCredentials(keyTwoOnly, (await numberRow(number.numberId))!)).toEqual({
+        accessToken: number.token,
+      });
+      await expect(
+        openWebhookSecret({ CREDENTIALS_ENCRYPTION_KEY: KEY_1 }, (await webhookRow(w.id))!),
+      ).rejects.toThrow();
 
       // A ring that has lost a key reports those values as unreadable and leaves them alone.
       const lost = await reseal({ CREDENTIALS_ENCRYPTION_KEY: toBase64(randomBytes(32)) });
@@ -178,6 +204,8 @@ describe("key rotation", () => {
   });
 
   it("the admin re-seal route needs the admin token", async () => {
-    expect((await admin("/secrets/reseal", { method: "POST", headers: { Authorization: "Bearer nope" } })).status).toBe(401);
+    expect((await admin("/secrets/reseal", { method: "POST", headers: { Authorization: "Bearer nope" } })).status).toBe(
+      401,
+    );
   });
 });

@@ -34,7 +34,9 @@ describe("a throttle object that emptied its storage", () => {
     // Past the bucket's refill and the cleanup slack: the alarm finds every bucket full and deletes the storage.
     vi.setSystemTime(start + 10 * 60_000);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    const tables = await runInDurableObject(stub, (_obj, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'buckets'").toArray());
+    const tables = await runInDurableObject(stub, (_obj, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'buckets'").toArray(),
+    );
     expect(tables).toEqual([]);
 
     // The same live instance: reads and resets of the empty scope, then takes, work as on a fresh scope.

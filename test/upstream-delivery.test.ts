@@ -4,11 +4,24 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, cloudTenant, mockOperator, operatorError, operatorMessagesUrl, recordedEvents, type OperatorCall } from "./helpers/operator";
+import {
+  accepted,
+  cloudTenant,
+  mockOperator,
+  operatorError,
+  operatorMessagesUrl,
+  recordedEvents,
+  type OperatorCall,
+} from "./helpers/operator";
 import { holdObject } from "./helpers/objects";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../src/upstream/sandbox";
-import { PACE_SPACING_MS, PACE_WINDOW_MS, RETRY_POLICY, UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import {
+  PACE_SPACING_MS,
+  PACE_WINDOW_MS,
+  RETRY_POLICY,
+  UNKNOWN_OUTCOME_WINDOW_MS,
+} from "../src/durable-objects/channel-number/delivery-policy";
 import { hasUnpublishedEvents } from "../src/durable-objects/workspace/event-log";
 import { StatusRelay } from "../src/durable-objects/channel-number/status-relay";
 
@@ -29,8 +42,8 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-
-const message = async (key: string, jobId: string) => json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
+const message = async (key: string, jobId: string) =>
+  json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
 
 /** Runs the number's alarm once (due steps: the drain, relaying changes, timed reports). */
 const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env, numberId));
@@ -49,7 +62,8 @@ async function sendOne(key: string, numberId: string, to = "5511999998888", body
   return (await json<{ jobId: string }>(res)).jobId;
 }
 
-const callsFor = (calls: OperatorCall[], jobId: string) => calls.filter((c) => c.body.biz_opaque_callback_data === jobId);
+const callsFor = (calls: OperatorCall[], jobId: string) =>
+  calls.filter((c) => c.body.biz_opaque_callback_data === jobId);
 
 /** The largest number of call starts inside any window of `windowMs` (half-open). */
 function maxCallsInWindow(times: number[], windowMs: number): number {
@@ -69,20 +83,38 @@ async function operatorStatus(phoneNumberId: string, status: Record<string, unkn
   const { hmacSha256, toHex } = await import("../src/lib/crypto");
   const raw = JSON.stringify({
     object: "whatsapp_business_account",
-    entry: [{ id: "WABA", changes: [{ field: "messages", value: { metadata: { phone_number_id: phoneNumberId }, statuses: [status] } }] }],
+    entry: [
+      {
+        id: "WABA",
+        changes: [{ field: "messages", value: { metadata: { phone_number_id: phoneNumberId }, statuses: [status] } }],
+      },
+    ],
   });
   const res = await call("/upstream/cloud/webhook", {
     method: "POST",
-    headers: { "Content-Type": "application/json", "X-Hub-Signature-256": `sha256=${toHex(await hmacSha256(env.UPSTREAM_APP_SECRET, raw))}` },
+    headers: {
+      "Content-Type": "application/json",
+      "X-Hub-Signature-256": `sha256=${toHex(await hmacSha256(env.UPSTREAM_APP_SECRET, raw))}`,
+    },
     body: raw,
   });
   expect(res.status).toBe(200);
 }
 
 /** Applies a status directly to the number object (what the upstream-events consumer does). */
-const applyStatus = (numberId: string, s: { jobId: string; upstreamMessageId: string; status: "sent" | "delivered" | "read" | "failed"; errorCode?: string }) =>
+const applyStatus = (
+  numberId: string,
+  s: { jobId: string; upstreamMessageId: string; status: "sent" | "delivered" | "read" | "failed"; errorCode?: string },
+) =>
   channelNumberStub(env, numberId).applyOperatorStatuses([
-    { jobId: s.jobId, upstreamMessageId: s.upstreamMessageId, status: s.status, at: clock, errorCode: s.errorCode ?? null, errorMessage: s.errorCode ? "error" : null },
+    {
+      jobId: s.jobId,
+      upstreamMessageId: s.upstreamMessageId,
+      status: s.status,
+      at: clock,
+      errorCode: s.errorCode ?? null,
+      errorMessage: s.errorCode ? "error" : null,
+    },
   ]);
 
 describe("Cloud API delivery", () => {
@@ -120,7 +152,9 @@ describe("Cloud API delivery", () => {
 
   it("an operator error object with a 'try again' code → retried after a delay, exactly one call succeeded, sent", async () => {
     const t = await cloudTenant();
-    const calls = mockOperator((_, i) => (i === 0 ? operatorError(500, 131016, "Service unavailable") : accepted("wamid.OK2")));
+    const calls = mockOperator((_, i) =>
+      i === 0 ? operatorError(500, 131016, "Service unavailable") : accepted("wamid.OK2"),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "processing" });
@@ -139,7 +173,10 @@ describe("Cloud API delivery", () => {
       i === 0
         ? new Response("Too Many Requests", { status: 429, headers: { "Retry-After": "90" } })
         : i === 1
-          ? new Response(JSON.stringify({ error: { code: 130429, message: "Rate limit hit" } }), { status: 400, headers: { "Retry-After": "70" } })
+          ? new Response(JSON.stringify({ error: { code: 130429, message: "Rate limit hit" } }), {
+              status: 400,
+              headers: { "Retry-After": "70" },
+            })
           : accepted(`wamid.OK${i}`),
     );
     const a = await sendOne(t.key, t.numberId, "5511000000001");
@@ -176,7 +213,12 @@ describe("Cloud API delivery", () => {
     expect(await message(t.key, jobId)).toMatchObject({
       status: "failed",
       failedAt: expect.any(String),
-      error: { code: "service_window_closed", upstreamCode: "131047", retriable: false, message: expect.stringMatching(/24 hours/) },
+      error: {
+        code: "service_window_closed",
+        upstreamCode: "131047",
+        retriable: false,
+        message: expect.stringMatching(/24 hours/),
+      },
     });
   });
 
@@ -186,7 +228,10 @@ describe("Cloud API delivery", () => {
     const jobId = await sendOne(t.key, t.numberId);
     await drainFor(t.numberId, RETRY_POLICY.maxAttempts + 2, 61_000);
     expect(calls).toHaveLength(RETRY_POLICY.maxAttempts);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "upstream_retries_exhausted", retriable: true } });
+    expect(await message(t.key, jobId)).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_retries_exhausted", retriable: true },
+    });
   });
 
   it("10 messages to one recipient leave in acceptance order; no window of the number's second ever sees more than 2 calls", async () => {
@@ -203,14 +248,21 @@ describe("Cloud API delivery", () => {
       advance(100);
     }
     expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual(jobIds);
-    expect(maxCallsInWindow(calls.map((c) => c.at), 1_000)).toBeLessThanOrEqual(2);
+    expect(
+      maxCallsInWindow(
+        calls.map((c) => c.at),
+        1_000,
+      ),
+    ).toBeLessThanOrEqual(2);
     for (const jobId of jobIds) expect((await message(t.key, jobId)).status).toBe("sent");
   });
 
   it("a crash while the upstream call is in flight never produces a second call for that message", async () => {
     const t = await cloudTenant();
     // The first call never answers, like a connection that hangs when the object dies.
-    const calls = mockOperator((_, i) => (i === 0 ? new Promise<Response>(() => undefined) : accepted(`wamid.after-${i}`)));
+    const calls = mockOperator((_, i) =>
+      i === 0 ? new Promise<Response>(() => undefined) : accepted(`wamid.after-${i}`),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     void drain(t.numberId).catch(() => "aborted");
     await vi.waitFor(() => expect(calls).toHaveLength(1));
@@ -223,7 +275,10 @@ describe("Cloud API delivery", () => {
     expect(callsFor(calls, second)).toHaveLength(1);
     const outbox = await channelNumberStub(env, t.numberId).outbox();
     expect(outbox.find((e) => e.jobId === jobId)?.state).toBe("unknown");
-    expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+    expect(await message(t.key, jobId)).toMatchObject({
+      status: "processing",
+      outcomeUnknownSince: expect.any(String),
+    });
   });
 
   it("a crash between the commit of the `sent` state and its hand-off to the workspace: the restart hands it, once", async () => {
@@ -237,12 +292,18 @@ describe("Cloud API delivery", () => {
     lost.mockRestore();
     expect(callsFor(calls, jobId)).toHaveLength(1);
     expect(await message(t.key, jobId)).toMatchObject({ status: "processing" });
-    const relayRows = () => runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM status_outbox").one().n);
+    const relayRows = () =>
+      runInDurableObject(
+        channelNumberStub(env, t.numberId),
+        (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM status_outbox").one().n,
+      );
     expect(await relayRows()).toBe(0);
     await abortAllDurableObjects();
 
     // The restart arms the alarm at once (not at the next purge, days away) ...
-    const armedAt = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => state.storage.getAlarm());
+    const armedAt = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) =>
+      state.storage.getAlarm(),
+    );
     expect(armedAt).not.toBeNull();
     expect(armedAt!).toBeLessThanOrEqual(Date.now());
     // ... and hands every change written since the checkpoint again: the record learns it.
@@ -251,7 +312,9 @@ describe("Cloud API delivery", () => {
     // Once: another restart (the checkpoint moved past it) and more alarms change nothing, and one `sent` event exists.
     await abortAllDurableObjects();
     await drainFor(t.numberId, 3);
-    const sentEvents = (await recordedEvents(workspaceStub(env, t.workspaceId), jobId)).filter((e) => (e.data as { status?: string }).status === "sent");
+    const sentEvents = (await recordedEvents(workspaceStub(env, t.workspaceId), jobId)).filter(
+      (e) => (e.data as { status?: string }).status === "sent",
+    );
     expect(sentEvents).toHaveLength(1);
     expect(callsFor(calls, jobId)).toHaveLength(1);
     expect(await relayRows()).toBe(0);
@@ -290,13 +353,25 @@ describe("Cloud API delivery", () => {
 
 describe("calls that may have reached the operator are never sent again", () => {
   const ambiguous: [string, () => Response | Promise<Response>][] = [
-    ["the connection is lost (or refused: the runtime reports both alike)", () => Promise.reject(new TypeError("Network connection lost."))],
+    [
+      "the connection is lost (or refused: the runtime reports both alike)",
+      () => Promise.reject(new TypeError("Network connection lost.")),
+    ],
     ["the call times out", () => Promise.reject(new DOMException("The operation timed out.", "TimeoutError"))],
-    ["a gateway answers 504 without the operator's error object", () => new Response("upstream timeout", { status: 504 })],
-    ["a 502 with an HTML page", () => new Response("<html>Bad gateway</html>", { status: 502, headers: { "content-type": "text/html" } })],
+    [
+      "a gateway answers 504 without the operator's error object",
+      () => new Response("upstream timeout", { status: 504 }),
+    ],
+    [
+      "a 502 with an HTML page",
+      () => new Response("<html>Bad gateway</html>", { status: 502, headers: { "content-type": "text/html" } }),
+    ],
     ["a 500 with an empty body", () => new Response(null, { status: 500 })],
     ["a 2xx without a message id", () => Response.json({ messaging_product: "whatsapp" })],
-    ["a 2xx whose body is cut off", () => new Response('{"messages":[{"id":"wam', { status: 200, headers: { "content-type": "application/json" } })],
+    [
+      "a 2xx whose body is cut off",
+      () => new Response('{"messages":[{"id":"wam', { status: 200, headers: { "content-type": "application/json" } }),
+    ],
   ];
   for (const [what, reply] of ambiguous) {
     it(`${what}: the outcome is unknown, one call only, and the operator's status settles it`, async () => {
@@ -305,14 +380,31 @@ describe("calls that may have reached the operator are never sent again", () => 
       const jobId = await sendOne(t.key, t.numberId);
       await drainFor(t.numberId, 3, 61_000);
       expect(calls).toHaveLength(1);
-      expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
-      // The operator's webhook tells us it got it after all.
-      await operatorStatus(t.phoneNumberId, { id: "wamid.LATE", status: "sent", timestamp: String(Math.floor(clock / 1000)), recipient_id: "5511999998888", biz_opaque_callback_data: jobId });
-      // The operator queue's consumer applies it: wait for that positive signal.
-      await vi.waitFor(async () => expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.LATE", outcomeUnknownSince: null }), {
-        timeout: 10_000,
-        interval: 50,
+      expect(await message(t.key, jobId)).toMatchObject({
+        status: "processing",
+        outcomeUnknownSince: expect.any(String),
       });
+      // The operator's webhook tells us it got it after all.
+      await operatorStatus(t.phoneNumberId, {
+        id: "wamid.LATE",
+        status: "sent",
+        timestamp: String(Math.floor(clock / 1000)),
+        recipient_id: "5511999998888",
+        biz_opaque_callback_data: jobId,
+      });
+      // The operator queue's consumer applies it: wait for that positive signal.
+      await vi.waitFor(
+        async () =>
+          expect(await message(t.key, jobId)).toMatchObject({
+            status: "sent",
+            upstreamMessageId: "wamid.LATE",
+            outcomeUnknownSince: null,
+          }),
+        {
+          timeout: 10_000,
+          interval: 50,
+        },
+      );
       await drainFor(t.numberId, 2, 61_000);
       expect(calls).toHaveLength(1);
     });
@@ -329,7 +421,10 @@ describe("calls that may have reached the operator are never sent again", () => 
     advance(1);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "upstream_outcome_unknown", retriable: true } });
+    expect(await message(t.key, jobId)).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_outcome_unknown", retriable: true },
+    });
   });
 
   it("UNKNOWN_OUTCOME_WINDOW_MS shortens that window (local soak runs): the message fails when it ends, never called again", async () => {
@@ -344,11 +439,17 @@ describe("calls that may have reached the operator are never sent again", () => 
       await drain(t.numberId);
       advance(59_999);
       await drain(t.numberId);
-      expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+      expect(await message(t.key, jobId)).toMatchObject({
+        status: "processing",
+        outcomeUnknownSince: expect.any(String),
+      });
       advance(1);
       await drain(t.numberId);
       expect(calls).toHaveLength(1);
-      expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "upstream_outcome_unknown", retriable: true } });
+      expect(await message(t.key, jobId)).toMatchObject({
+        status: "failed",
+        error: { code: "upstream_outcome_unknown", retriable: true },
+      });
     } finally {
       vars.UNKNOWN_OUTCOME_WINDOW_MS = before;
     }
@@ -373,7 +474,10 @@ describe("one message never holds up its number", () => {
     let slowCalls = 0;
     const calls = mockOperator((c) =>
       c.body.to === "+5511000000001" && ++slowCalls === 1
-        ? new Response(JSON.stringify({ error: { code: 131056, message: "Pair rate limit hit" } }), { status: 400, headers: { "Retry-After": "86400" } })
+        ? new Response(JSON.stringify({ error: { code: 131056, message: "Pair rate limit hit" } }), {
+            status: 400,
+            headers: { "Retry-After": "86400" },
+          })
         : accepted(`wamid.${c.body.text.body}`),
     );
     const slow1 = await sendOne(t.key, t.numberId, "5511000000001", "slow-1");
@@ -395,11 +499,20 @@ describe("one message never holds up its number", () => {
 
   it("retries stop within the documented budget of attempts and time", async () => {
     const t = await cloudTenant();
-    const calls = mockOperator(() => new Response(JSON.stringify({ error: { code: 131016, message: "busy" } }), { status: 503, headers: { "Retry-After": "3600" } }));
+    const calls = mockOperator(
+      () =>
+        new Response(JSON.stringify({ error: { code: 131016, message: "busy" } }), {
+          status: 503,
+          headers: { "Retry-After": "3600" },
+        }),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     const started = clock;
     await drainFor(t.numberId, 10, RETRY_POLICY.maxDelayMs);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "upstream_retries_exhausted" } });
+    expect(await message(t.key, jobId)).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_retries_exhausted" },
+    });
     expect(calls.length).toBeLessThanOrEqual(RETRY_POLICY.maxAttempts);
     expect(calls.at(-1)!.at - started).toBeLessThanOrEqual(RETRY_POLICY.budgetMs);
   });
@@ -445,7 +558,12 @@ describe("the pace holds at the operator", () => {
     }
     expect(calls).toHaveLength(3);
     expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(PACE_SPACING_MS);
-    expect(maxCallsInWindow(calls.map((c) => c.at), 1_000)).toBeLessThanOrEqual(2);
+    expect(
+      maxCallsInWindow(
+        calls.map((c) => c.at),
+        1_000,
+      ),
+    ).toBeLessThanOrEqual(2);
     expect(await channelNumberStub(env, t.numberId).recentCalls()).toEqual(calls.slice(-2).map((c) => c.at));
   });
 });
@@ -506,15 +624,28 @@ describe("sandbox delivery", () => {
     await drainFor(t.numberId, 10);
     const statusOf = async (to: string) => message(t.key, jobs[to]!);
     // Accepted at first, like the operator; its webhook reports the failure a second later.
-    expect(await statusOf(SANDBOX_MAGIC_NUMBERS.windowClosed)).toMatchObject({ status: "failed", sentAt: expect.any(String), error: { code: "service_window_closed" } });
+    expect(await statusOf(SANDBOX_MAGIC_NUMBERS.windowClosed)).toMatchObject({
+      status: "failed",
+      sentAt: expect.any(String),
+      error: { code: "service_window_closed" },
+    });
     await drainFor(t.numberId, 200, 2_000);
     advance(SANDBOX_REPORT_DELAY_MS.unknownSettled);
     await drainFor(t.numberId, 3);
-    expect(await statusOf("5511999998888")).toMatchObject({ status: "sent", upstreamMessageId: `sandbox.${jobs["5511999998888"]}` });
-    expect(await statusOf(SANDBOX_MAGIC_NUMBERS.unreachable)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
+    expect(await statusOf("5511999998888")).toMatchObject({
+      status: "sent",
+      upstreamMessageId: `sandbox.${jobs["5511999998888"]}`,
+    });
+    expect(await statusOf(SANDBOX_MAGIC_NUMBERS.unreachable)).toMatchObject({
+      status: "failed",
+      error: { code: "recipient_unreachable" },
+    });
     expect(await statusOf(SANDBOX_MAGIC_NUMBERS.retryThenSent)).toMatchObject({ status: "sent" });
     expect(await statusOf(SANDBOX_MAGIC_NUMBERS.throttledThenSent)).toMatchObject({ status: "sent" });
-    expect(await statusOf(SANDBOX_MAGIC_NUMBERS.alwaysDown)).toMatchObject({ status: "failed", error: { code: "upstream_retries_exhausted" } });
+    expect(await statusOf(SANDBOX_MAGIC_NUMBERS.alwaysDown)).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_retries_exhausted" },
+    });
     expect(await statusOf(SANDBOX_MAGIC_NUMBERS.timeout)).toMatchObject({ status: "sent", outcomeUnknownSince: null });
   });
 
@@ -526,7 +657,11 @@ describe("sandbox delivery", () => {
     const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
     expect(events).toHaveLength(2);
     expect(new Set(events.map((e) => e.id)).size).toBe(2);
-    expect(await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => hasUnpublishedEvents(state.storage.sql))).toBe(false);
+    expect(
+      await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
+        hasUnpublishedEvents(state.storage.sql),
+      ),
+    ).toBe(false);
   });
 });
 
@@ -536,7 +671,14 @@ describe("orphans and stranded messages", () => {
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     const stub = channelNumberStub(env, t.numberId);
     // What a send that died after its hand-off leaves behind.
-    await stub.admit({ jobId: crypto.randomUUID(), workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "orphan", acceptedAt: clock });
+    await stub.admit({
+      jobId: crypto.randomUUID(),
+      workspaceId: t.workspaceId,
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      body: "orphan",
+      acceptedAt: clock,
+    });
     advance(500);
     const real = await sendOne(t.key, t.numberId, "5511999998888", "real");
     for (let i = 0; i < 70; i++) {
@@ -556,7 +698,14 @@ describe("orphans and stranded messages", () => {
     const { jobIdFor } = await import("./helpers/send");
     const jobId = await jobIdFor(t.workspaceId, "retry-me", textMessage(t.numberId), clock);
     const stub = channelNumberStub(env, t.numberId);
-    await stub.admit({ jobId, workspaceId: t.workspaceId, channelNumberId: t.numberId, to: "5511999998888", body: "Hello", acceptedAt: clock });
+    await stub.admit({
+      jobId,
+      workspaceId: t.workspaceId,
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      body: "Hello",
+      acceptedAt: clock,
+    });
     advance(6_000);
     await drain(t.numberId);
     advance(61_000);

@@ -42,7 +42,8 @@ async function sentMessage() {
   return { workspaceId, key, jobId, ...number };
 }
 
-const getMessage = async (key: string, jobId: string) => json<Record<string, unknown>>(await api(`/messages/${jobId}`, key));
+const getMessage = async (key: string, jobId: string) =>
+  json<Record<string, unknown>>(await api(`/messages/${jobId}`, key));
 
 /**
  * A positive signal that the operator's earlier posts were processed: a second
@@ -51,34 +52,69 @@ const getMessage = async (key: string, jobId: string) => json<Record<string, unk
  */
 async function afterEarlierPosts(m: { key: string; numberId: string; phoneNumberId: string }): Promise<void> {
   mockOperator(() => accepted("wamid.MARK"));
-  const { jobId } = await json<{ jobId: string }>(await send(m.key, crypto.randomUUID(), textMessage(m.numberId, "marker", "5511000000077")));
+  const { jobId } = await json<{ jobId: string }>(
+    await send(m.key, crypto.randomUUID(), textMessage(m.numberId, "marker", "5511000000077")),
+  );
   vi.setSystemTime(Date.now() + 1_100);
   await runDurableObjectAlarm(channelNumberStub(env, m.numberId));
   vi.restoreAllMocks();
-  expect((await postOperator(statusPayload(m.phoneNumberId, [{ id: "wamid.MARK", status: "delivered", timestamp: seconds(clock), biz_opaque_callback_data: jobId }]))).status).toBe(200);
-  await vi.waitFor(async () => expect(await getMessage(m.key, jobId)).toMatchObject({ deliveredAt: expect.any(String) }), { timeout: 10_000, interval: 50 });
+  expect(
+    (
+      await postOperator(
+        statusPayload(m.phoneNumberId, [
+          { id: "wamid.MARK", status: "delivered", timestamp: seconds(clock), biz_opaque_callback_data: jobId },
+        ]),
+      )
+    ).status,
+  ).toBe(200);
+  await vi.waitFor(
+    async () => expect(await getMessage(m.key, jobId)).toMatchObject({ deliveredAt: expect.any(String) }),
+    { timeout: 10_000, interval: 50 },
+  );
 }
 
 describe("operator webhook verification handshake", () => {
   it("echoes the challenge for the right token and refuses a wrong one", async () => {
-    const ok = await call(`/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=1158201444`);
+    const ok = await call(
+      `/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=1158201444`,
+    );
     expect(ok.status).toBe(200);
     expect(await ok.text()).toBe("1158201444");
-    await expectError(await call("/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1"), 403, "forbidden");
-    await expectError(await call(`/upstream/cloud/webhook?hub.mode=unsubscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=1`), 403, "forbidden");
+    await expectError(
+      await call("/upstream/cloud/webhook?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1"),
+      403,
+      "forbidden",
+    );
+    await expectError(
+      await call(
+        `/upstream/cloud/webhook?hub.mode=unsubscribe&hub.verify_token=${env.UPSTREAM_VERIFY_TOKEN}&hub.challenge=1`,
+      ),
+      403,
+      "forbidden",
+    );
   });
 });
 
 describe("operator webhook signatures", () => {
   it("refuses a missing, wrong, or re-serialized signature with 401, and nothing changes", async () => {
     const m = await sentMessage();
-    const payload = statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId }]);
+    const payload = statusPayload(m.phoneNumberId, [
+      { id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId },
+    ]);
     const raw = JSON.stringify(payload, null, 2);
     await expectError(await postOperator(payload, { signature: null, raw }), 401, "unauthorized");
-    await expectError(await postOperator(payload, { signature: await sign(raw, "another-secret"), raw }), 401, "unauthorized");
+    await expectError(
+      await postOperator(payload, { signature: await sign(raw, "another-secret"), raw }),
+      401,
+      "unauthorized",
+    );
     await expectError(await postOperator(payload, { signature: "sha256=deadbeef", raw }), 401, "unauthorized");
     // Signed over the re-serialized JSON instead of the bytes that were sent.
-    await expectError(await postOperator(payload, { signature: await sign(JSON.stringify(payload)), raw }), 401, "unauthorized");
+    await expectError(
+      await postOperator(payload, { signature: await sign(JSON.stringify(payload)), raw }),
+      401,
+      "unauthorized",
+    );
     await afterEarlierPosts(m);
     expect(await getMessage(m.key, m.jobId)).toMatchObject({ status: "sent", readAt: null });
   });
@@ -87,9 +123,17 @@ describe("operator webhook signatures", () => {
 describe("operator statuses", () => {
   it("a delivered report is applied once, however often it arrives", async () => {
     const m = await sentMessage();
-    const delivered = statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId }]);
+    const delivered = statusPayload(m.phoneNumberId, [
+      { id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId },
+    ]);
     expect((await postOperator(delivered)).status).toBe(200);
-    await vi.waitFor(async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString() }), { timeout: 5_000 });
+    await vi.waitFor(
+      async () =>
+        expect(await getMessage(m.key, m.jobId)).toMatchObject({
+          deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString(),
+        }),
+      { timeout: 5_000 },
+    );
     expect((await postOperator(delivered)).status).toBe(200);
     expect((await postOperator(delivered)).status).toBe(200);
     await afterEarlierPosts(m);
@@ -101,10 +145,16 @@ describe("operator statuses", () => {
     const m = await sentMessage();
     const queued = vi.spyOn(env.UPSTREAM_EVENT_QUEUE, "sendBatch");
     const report = (status: string, at: number) =>
-      postOperator(statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId }]));
+      postOperator(
+        statusPayload(m.phoneNumberId, [
+          { id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId },
+        ]),
+      );
     expect((await report("delivered", clock + 5_000)).status).toBe(200);
     // Already applied when the operator got its answer.
-    expect(await getMessage(m.key, m.jobId)).toMatchObject({ deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString() });
+    expect(await getMessage(m.key, m.jobId)).toMatchObject({
+      deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString(),
+    });
     expect(queued).not.toHaveBeenCalled();
 
     // D1 fails while the route looks the number up: the item is queued, not lost, and the consumer applies it.
@@ -113,20 +163,32 @@ describe("operator statuses", () => {
     });
     expect((await report("read", clock + 6_000)).status).toBe(200);
     expect(queued).toHaveBeenCalledTimes(1);
-    await vi.waitFor(async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ readAt: expect.any(String) }), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(
+      async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ readAt: expect.any(String) }),
+      { timeout: 10_000, interval: 50 },
+    );
   });
 
   it("out-of-order statuses never move a message back; read before delivered is fine", async () => {
     const m = await sentMessage();
     const report = (status: string, at: number, extra: Record<string, unknown> = {}) =>
-      postOperator(statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId, ...extra }]));
+      postOperator(
+        statusPayload(m.phoneNumberId, [
+          { id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId, ...extra },
+        ]),
+      );
     await report("read", clock + 9_000);
     await report("delivered", clock + 8_000);
     await report("sent", clock + 7_000);
     await report("failed", clock + 10_000, { errors: [{ code: 131026, title: "Undeliverable" }] });
     await afterEarlierPosts(m);
     // A failure reported after the operator said read is stale: the message reached its recipient.
-    expect(await getMessage(m.key, m.jobId)).toMatchObject({ status: "sent", error: null, readAt: expect.any(String), deliveredAt: expect.any(String) });
+    expect(await getMessage(m.key, m.jobId)).toMatchObject({
+      status: "sent",
+      error: null,
+      readAt: expect.any(String),
+      deliveredAt: expect.any(String),
+    });
   });
 
   it("a failed report fails a message that was still processing, with the normalized code", async () => {
@@ -141,9 +203,24 @@ describe("operator statuses", () => {
     vi.restoreAllMocks();
     expect(await getMessage(key, jobId)).toMatchObject({ status: "processing" });
     // The send's answer was lost, but the operator's status carries our jobId.
-    await postOperator(statusPayload(number.phoneNumberId, [{ id: "wamid.LOST", status: "failed", timestamp: seconds(clock), biz_opaque_callback_data: jobId, errors: [{ code: 131047, title: "Re-engagement message" }] }]));
-    await vi.waitFor(async () =>
-      expect(await getMessage(key, jobId)).toMatchObject({ status: "failed", upstreamMessageId: "wamid.LOST", error: { code: "service_window_closed", upstreamCode: "131047" } }),
+    await postOperator(
+      statusPayload(number.phoneNumberId, [
+        {
+          id: "wamid.LOST",
+          status: "failed",
+          timestamp: seconds(clock),
+          biz_opaque_callback_data: jobId,
+          errors: [{ code: 131047, title: "Re-engagement message" }],
+        },
+      ]),
+    );
+    await vi.waitFor(
+      async () =>
+        expect(await getMessage(key, jobId)).toMatchObject({
+          status: "failed",
+          upstreamMessageId: "wamid.LOST",
+          error: { code: "service_window_closed", upstreamCode: "131047" },
+        }),
       { timeout: 5_000 },
     );
     expect((await channelNumberStub(env, number.numberId).outbox())[0]?.state).toBe("failed");
@@ -157,19 +234,32 @@ describe("operator statuses", () => {
       accountFieldPayload("WABA", "phone_number_quality_update", "not an object"),
       accountUpdatePayload("WABA", { event: 42 } as unknown as { event: string }),
       { entry: [{ id: "WABA" }, "not an entry", { id: "WABA", changes: [null, { field: "messages" }] }] },
-      statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId }]),
+      statusPayload(m.phoneNumberId, [
+        { id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId },
+      ]),
     );
     const res = await postOperator(payload);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("EVENT_RECEIVED");
-    await vi.waitFor(async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ deliveredAt: expect.any(String) }), { timeout: 10_000, interval: 50 });
-    const row = await env.DB.prepare("SELECT quality_rating, messaging_limit_tier, last_operator_error FROM channel_numbers WHERE id = ?").bind(m.numberId).first();
+    await vi.waitFor(
+      async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ deliveredAt: expect.any(String) }),
+      { timeout: 10_000, interval: 50 },
+    );
+    const row = await env.DB.prepare(
+      "SELECT quality_rating, messaging_limit_tier, last_operator_error FROM channel_numbers WHERE id = ?",
+    )
+      .bind(m.numberId)
+      .first();
     expect(row).toMatchObject({ messaging_limit_tier: null, last_operator_error: null });
   });
 
   it("an unknown phone_number_id is acknowledged with 200 and changes nothing", async () => {
     const m = await sentMessage();
-    const res = await postOperator(statusPayload("999999999", [{ id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId }]));
+    const res = await postOperator(
+      statusPayload("999999999", [
+        { id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId },
+      ]),
+    );
     expect(res.status).toBe(200);
     await afterEarlierPosts(m);
     expect(await getMessage(m.key, m.jobId)).toMatchObject({ status: "sent", readAt: null });
@@ -182,13 +272,27 @@ describe("inbound messages", () => {
     const { key } = await createKey(workspaceId);
     const number = await connectCloudNumber(workspaceId);
     const payload = inboundPayload(number.phoneNumberId, [
-      { from: "5511912345678", id: "wamid.IN1", timestamp: seconds(clock), type: "text", text: { body: "Oi, tudo bem?" } },
+      {
+        from: "5511912345678",
+        id: "wamid.IN1",
+        timestamp: seconds(clock),
+        type: "text",
+        text: { body: "Oi, tudo bem?" },
+      },
     ]);
     expect((await postOperator(payload)).status).toBe(200);
     expect((await postOperator(payload)).status).toBe(200); // the operator retries
-    await vi.waitFor(async () => expect(await json(await api(`/channel-numbers/${number.numberId}/contacts/5511912345678`, key))).toMatchObject({ windowOpen: true }), { timeout: 10_000 });
+    await vi.waitFor(
+      async () =>
+        expect(await json(await api(`/channel-numbers/${number.numberId}/contacts/5511912345678`, key))).toMatchObject({
+          windowOpen: true,
+        }),
+      { timeout: 10_000 },
+    );
     await afterEarlierPosts({ key, ...number });
-    const window = await json<{ windowExpiresAt: string }>(await api(`/channel-numbers/${number.numberId}/contacts/5511912345678`, key));
+    const window = await json<{ windowExpiresAt: string }>(
+      await api(`/channel-numbers/${number.numberId}/contacts/5511912345678`, key),
+    );
     expect(window.windowExpiresAt).toBe(new Date(Math.floor(clock / 1000) * 1000 + 24 * 3_600_000).toISOString());
 
     const results = await receivedEvents(workspaceId);
@@ -197,18 +301,34 @@ describe("inbound messages", () => {
       type: "message.received",
       workspaceId,
       channelNumberId: number.numberId,
-      data: { from: "5511912345678", type: "text", text: { body: "Oi, tudo bem?" }, upstreamMessageId: "wamid.IN1", content: null },
+      data: {
+        from: "5511912345678",
+        type: "text",
+        text: { body: "Oi, tudo bem?" },
+        upstreamMessageId: "wamid.IN1",
+        content: null,
+      },
     });
   });
 
   it("other inbound types are forwarded with their type and content", async () => {
     const workspaceId = await createWorkspace();
     const number = await connectCloudNumber(workspaceId);
-    await postOperator(inboundPayload(number.phoneNumberId, [
-      { from: "5511900000000", id: "wamid.IMG", timestamp: seconds(clock), type: "image", image: { id: "media-1", mime_type: "image/jpeg", caption: "look" } },
-    ]));
+    await postOperator(
+      inboundPayload(number.phoneNumberId, [
+        {
+          from: "5511900000000",
+          id: "wamid.IMG",
+          timestamp: seconds(clock),
+          type: "image",
+          image: { id: "media-1", mime_type: "image/jpeg", caption: "look" },
+        },
+      ]),
+    );
     await vi.waitFor(async () => expect(await receivedEvents(workspaceId)).toHaveLength(1), { timeout: 10_000 });
-    expect((await receivedEvents(workspaceId))[0]).toMatchObject({ data: { type: "image", text: null, content: { id: "media-1", mime_type: "image/jpeg", caption: "look" } } });
+    expect((await receivedEvents(workspaceId))[0]).toMatchObject({
+      data: { type: "image", text: null, content: { id: "media-1", mime_type: "image/jpeg", caption: "look" } },
+    });
   });
 });
 
@@ -216,16 +336,42 @@ describe("sandbox inbound injection", () => {
   it("injects a text on a sandbox number of the caller's workspace, and only there", async () => {
     const t = await createTenant();
     const other = await createTenant();
-    const res = await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: "ping" } } });
+    const res = await api("/sandbox/inbound", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: "ping" } },
+    });
     expect(res.status).toBe(202);
     const { messageId } = await json<{ messageId: string }>(res);
     const events = await recordedEvents(workspaceStub(env, t.workspaceId), messageId);
-    expect(events).toMatchObject([{ type: "message.received", data: { messageId, from: "5511977776666", text: { body: "ping" } } }]);
+    expect(events).toMatchObject([
+      { type: "message.received", data: { messageId, from: "5511977776666", text: { body: "ping" } } },
+    ]);
 
-    await expectError(await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: other.numberId, from: "5511977776666", text: { body: "x" } } }), 404, "not_found");
-    await expectError(await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: t.numberId, from: "+55119", text: { body: "x" } } }), 400, "invalid_request");
+    await expectError(
+      await api("/sandbox/inbound", t.key, {
+        method: "POST",
+        json: { channelNumberId: other.numberId, from: "5511977776666", text: { body: "x" } },
+      }),
+      404,
+      "not_found",
+    );
+    await expectError(
+      await api("/sandbox/inbound", t.key, {
+        method: "POST",
+        json: { channelNumberId: t.numberId, from: "+55119", text: { body: "x" } },
+      }),
+      400,
+      "invalid_request",
+    );
     const cloud = await connectCloudNumber(t.workspaceId);
-    await expectError(await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: cloud.numberId, from: "5511977776666", text: { body: "x" } } }), 403, "forbidden");
+    await expectError(
+      await api("/sandbox/inbound", t.key, {
+        method: "POST",
+        json: { channelNumberId: cloud.numberId, from: "5511977776666", text: { body: "x" } },
+      }),
+      403,
+      "forbidden",
+    );
   });
 });
 

@@ -19,7 +19,9 @@ afterEach(() => {
 });
 
 const d1Counts = (workspaceId: string) =>
-  env.DB.prepare("SELECT day, channel_number_id, accepted, sent FROM usage_daily WHERE workspace_id = ?").bind(workspaceId).all();
+  env.DB.prepare("SELECT day, channel_number_id, accepted, sent FROM usage_daily WHERE workspace_id = ?")
+    .bind(workspaceId)
+    .all();
 
 describe("daily counts in D1", () => {
   it("reach D1 off the request path, one row per number and day, never one write per send", async () => {
@@ -31,10 +33,16 @@ describe("daily counts in D1", () => {
     vi.setSystemTime(clock + 61_000);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
     const day = new Date(clock).toISOString().slice(0, 10);
-    await vi.waitFor(async () => expect((await d1Counts(t.workspaceId)).results).toEqual([{ day, channel_number_id: t.numberId, accepted: 2, sent: 0 }]), {
-      timeout: 15_000,
-      interval: 100,
-    });
+    await vi.waitFor(
+      async () =>
+        expect((await d1Counts(t.workspaceId)).results).toEqual([
+          { day, channel_number_id: t.numberId, accepted: 2, sent: 0 },
+        ]),
+      {
+        timeout: 15_000,
+        interval: 100,
+      },
+    );
   });
 
   it("a count that changes while it is being shipped ships again: D1 never keeps a stale total", async () => {
@@ -50,17 +58,33 @@ describe("daily counts in D1", () => {
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId)); // ships 1 while the count becomes 2
     vi.setSystemTime(clock + 122_000);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId)); // the row stayed dirty: ships 2
-    await vi.waitFor(async () => expect((await d1Counts(t.workspaceId)).results).toMatchObject([{ accepted: 2 }]), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(async () => expect((await d1Counts(t.workspaceId)).results).toMatchObject([{ accepted: 2 }]), {
+      timeout: 15_000,
+      interval: 100,
+    });
   });
 
   it("the consumer keeps the larger total, so redelivered and reordered messages are harmless", async () => {
-    const base: UsageCountMessage = { workspaceId: crypto.randomUUID(), day: "2043-01-01", channelNumberId: crypto.randomUUID(), accepted: 5, sent: 4, failed: 1, received: 0 };
+    const base: UsageCountMessage = {
+      workspaceId: crypto.randomUUID(),
+      day: "2043-01-01",
+      channelNumberId: crypto.randomUUID(),
+      accepted: 5,
+      sent: 4,
+      failed: 1,
+      received: 0,
+    };
     for (const bodies of [[base], [{ ...base, accepted: 3, sent: 2 }], [base]]) {
-      const batch = createMessageBatch("usage-counts", bodies.map((body, i) => ({ id: `u${i}`, timestamp: new Date(), attempts: 1, body })));
+      const batch = createMessageBatch(
+        "usage-counts",
+        bodies.map((body, i) => ({ id: `u${i}`, timestamp: new Date(), attempts: 1, body })),
+      );
       const ctx = createExecutionContext();
       await worker.queue(batch, env, ctx);
       expect((await getQueueResult(batch, ctx)).ackAll).toBe(true);
     }
-    expect((await d1Counts(base.workspaceId)).results).toEqual([{ day: "2043-01-01", channel_number_id: base.channelNumberId, accepted: 5, sent: 4 }]);
+    expect((await d1Counts(base.workspaceId)).results).toEqual([
+      { day: "2043-01-01", channel_number_id: base.channelNumberId, accepted: 5, sent: 4 },
+    ]);
   });
 });

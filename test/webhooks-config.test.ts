@@ -46,7 +46,13 @@ describe("POST /webhooks", () => {
     expect(res.status).toBe(201);
     expect(res.headers.get("X-Request-Id")).toBeTruthy();
     const body = await json<WebhookView>(res);
-    expect(body).toMatchObject({ channelNumberId: numberId, url: URL_OK, status: "enabled", failingSince: null, disabledAt: null });
+    expect(body).toMatchObject({
+      channelNumberId: numberId,
+      url: URL_OK,
+      status: "enabled",
+      failingSince: null,
+      disabledAt: null,
+    });
     expect(body.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(body.secret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
     expect(atob(body.secret!.slice("whsec_".length)).length).toBeGreaterThanOrEqual(24);
@@ -82,7 +88,10 @@ describe("POST /webhooks", () => {
 
   it("stores the URL in its normal form", async () => {
     const tenant = await createTenant();
-    const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: `HTTPS://Hooks.Acme-Shop.com:443/a/../messaging` });
+    const res = await configure(tenant.key, {
+      channelNumberId: tenant.numberId,
+      url: `HTTPS://Hooks.Acme-Shop.com:443/a/../messaging`,
+    });
     expect(res.status).toBe(201);
     expect((await json<WebhookView>(res)).url).toBe(URL_OK);
   });
@@ -91,28 +100,113 @@ describe("POST /webhooks", () => {
     const cases: [string, (numberId: string) => unknown, string, RegExp | string | null][] = [
       ["missing url", (numberId) => ({ channelNumberId: numberId }), "url", "required"],
       ["missing channelNumberId", () => ({ url: URL_OK }), "channelNumberId", "required"],
-      ["channelNumberId that is not a UUID", () => ({ channelNumberId: "123", url: URL_OK }), "channelNumberId", /UUID/],
+      [
+        "channelNumberId that is not a UUID",
+        () => ({ channelNumberId: "123", url: URL_OK }),
+        "channelNumberId",
+        /UUID/,
+      ],
       // Only the path: src/lib/validation.ts reports every invalid_type as "required" (zod 4 omits issue.input).
       ["url of the wrong type", (numberId) => ({ channelNumberId: numberId, url: 42 }), "url", null],
-      ["unknown fields", (numberId) => ({ channelNumberId: numberId, url: URL_OK, secret: "mine" }), "secret", "unknown_field"],
-      ["a 5 KB URL", (numberId) => ({ channelNumberId: numberId, url: `${URL_OK}?q=${"a".repeat(5_000)}` }), "url", /longer than 2048/],
+      [
+        "unknown fields",
+        (numberId) => ({ channelNumberId: numberId, url: URL_OK, secret: "mine" }),
+        "secret",
+        "unknown_field",
+      ],
+      [
+        "a 5 KB URL",
+        (numberId) => ({ channelNumberId: numberId, url: `${URL_OK}?q=${"a".repeat(5_000)}` }),
+        "url",
+        /longer than 2048/,
+      ],
       ["ftp://", (numberId) => ({ channelNumberId: numberId, url: `ftp://${HOST}/` }), "url", /must use https/],
-      ["http:// without the development setting", (numberId) => ({ channelNumberId: numberId, url: `http://${HOST}/` }), "url", /must use https/],
-      ["http://localhost without the development setting", (numberId) => ({ channelNumberId: numberId, url: "http://localhost:8788/" }), "url", /must use https/],
+      [
+        "http:// without the development setting",
+        (numberId) => ({ channelNumberId: numberId, url: `http://${HOST}/` }),
+        "url",
+        /must use https/,
+      ],
+      [
+        "http://localhost without the development setting",
+        (numberId) => ({ channelNumberId: numberId, url: "http://localhost:8788/" }),
+        "url",
+        /must use https/,
+      ],
       ["userinfo", (numberId) => ({ channelNumberId: numberId, url: `https://user:pass@${HOST}/` }), "url", /Userinfo/],
-      ["a relative URL", (numberId) => ({ channelNumberId: numberId, url: "/hooks" }), "url", /not a valid absolute URL/],
-      ["decimal IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://2130706433/" }), "url", /127\.0\.0\.1 \(loopback\)/],
-      ["octal IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://0177.0.0.1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
-      ["hex IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://0x7f.0x0.0x0.0x1/" }), "url", /127\.0\.0\.1 \(loopback\)/],
-      ["short IPv4", (numberId) => ({ channelNumberId: numberId, url: "https://10.1/" }), "url", /10\.0\.0\.1 \(private network\)/],
-      ["IPv4-mapped IPv6", (numberId) => ({ channelNumberId: numberId, url: "https://[::ffff:127.0.0.1]/" }), "url", /IPv4-mapped 127\.0\.0\.1/],
-      ["NAT64 IPv6", (numberId) => ({ channelNumberId: numberId, url: "https://[64:ff9b::7f00:1]/" }), "url", /NAT64 127\.0\.0\.1/],
-      ["6to4 IPv6", (numberId) => ({ channelNumberId: numberId, url: "https://[2002:7f00:1::]/" }), "url", /6to4 127\.0\.0\.1/],
-      ["an IPv6 zone id", (numberId) => ({ channelNumberId: numberId, url: "https://[fe80::1%25eth0]/" }), "url", /not a valid absolute URL/],
-      ["the metadata address", (numberId) => ({ channelNumberId: numberId, url: "https://169.254.169.254/latest/meta-data/" }), "url", /link-local/],
+      [
+        "a relative URL",
+        (numberId) => ({ channelNumberId: numberId, url: "/hooks" }),
+        "url",
+        /not a valid absolute URL/,
+      ],
+      [
+        "decimal IPv4",
+        (numberId) => ({ channelNumberId: numberId, url: "https://2130706433/" }),
+        "url",
+        /127\.0\.0\.1 \(loopback\)/,
+      ],
+      [
+        "octal IPv4",
+        (numberId) => ({ channelNumberId: numberId, url: "https://0177.0.0.1/" }),
+        "url",
+        /127\.0\.0\.1 \(loopback\)/,
+      ],
+      [
+        "hex IPv4",
+        (numberId) => ({ channelNumberId: numberId, url: "https://0x7f.0x0.0x0.0x1/" }),
+        "url",
+        /127\.0\.0\.1 \(loopback\)/,
+      ],
+      [
+        "short IPv4",
+        (numberId) => ({ channelNumberId: numberId, url: "https://10.1/" }),
+        "url",
+        /10\.0\.0\.1 \(private network\)/,
+      ],
+      [
+        "IPv4-mapped IPv6",
+        (numberId) => ({ channelNumberId: numberId, url: "https://[::ffff:127.0.0.1]/" }),
+        "url",
+        /IPv4-mapped 127\.0\.0\.1/,
+      ],
+      [
+        "NAT64 IPv6",
+        (numberId) => ({ channelNumberId: numberId, url: "https://[64:ff9b::7f00:1]/" }),
+        "url",
+        /NAT64 127\.0\.0\.1/,
+      ],
+      [
+        "6to4 IPv6",
+        (numberId) => ({ channelNumberId: numberId, url: "https://[2002:7f00:1::]/" }),
+        "url",
+        /6to4 127\.0\.0\.1/,
+      ],
+      [
+        "an IPv6 zone id",
+        (numberId) => ({ channelNumberId: numberId, url: "https://[fe80::1%25eth0]/" }),
+        "url",
+        /not a valid absolute URL/,
+      ],
+      [
+        "the metadata address",
+        (numberId) => ({ channelNumberId: numberId, url: "https://169.254.169.254/latest/meta-data/" }),
+        "url",
+        /link-local/,
+      ],
       ["IPv6 loopback", (numberId) => ({ channelNumberId: numberId, url: "https://[::1]/" }), "url", /loopback/],
-      ["a .internal name", (numberId) => ({ channelNumberId: numberId, url: "https://billing.internal/" }), "url", /local, internal or special-use/],
-      ["a cloud metadata name", (numberId) => ({ channelNumberId: numberId, url: "https://metadata.google.internal/" }), "url", /metadata/],
+      [
+        "a .internal name",
+        (numberId) => ({ channelNumberId: numberId, url: "https://billing.internal/" }),
+        "url",
+        /local, internal or special-use/,
+      ],
+      [
+        "a cloud metadata name",
+        (numberId) => ({ channelNumberId: numberId, url: "https://metadata.google.internal/" }),
+        "url",
+        /metadata/,
+      ],
       ["localhost", (numberId) => ({ channelNumberId: numberId, url: "https://localhost/" }), "url", /local/],
     ];
 
@@ -132,7 +226,10 @@ describe("POST /webhooks", () => {
     it("a host name that resolves to a private address", async () => {
       const tenant = await createTenant();
       net.dns.set("intranet-gw.acme-shop.com", ["93.184.216.35", "10.0.0.7"]);
-      const res = await configure(tenant.key, { channelNumberId: tenant.numberId, url: "https://intranet-gw.acme-shop.com/hook" });
+      const res = await configure(tenant.key, {
+        channelNumberId: tenant.numberId,
+        url: "https://intranet-gw.acme-shop.com/hook",
+      });
       const err = await expectError(res, 400, "invalid_request");
       expect(err.error.details?.[0]).toEqual({
         path: "url",
@@ -151,7 +248,11 @@ describe("POST /webhooks", () => {
 
     it("a body that is not JSON", async () => {
       const tenant = await createTenant();
-      const res = await api("/webhooks", tenant.key, { method: "POST", headers: { "Content-Type": "text/plain" }, body: "url=x" });
+      const res = await api("/webhooks", tenant.key, {
+        method: "POST",
+        headers: { "Content-Type": "text/plain" },
+        body: "url=x",
+      });
       await expectError(res, 400, "invalid_request");
     });
 
@@ -159,7 +260,11 @@ describe("POST /webhooks", () => {
       const tenant = await createTenant();
       const numberId = tenant.numberId;
       const created = await json<WebhookView>(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }));
-      await expectError(await configure(tenant.key, { channelNumberId: numberId, url: "https://[::1]/" }), 400, "invalid_request");
+      await expectError(
+        await configure(tenant.key, { channelNumberId: numberId, url: "https://[::1]/" }),
+        400,
+        "invalid_request",
+      );
       const list = await json<{ data: WebhookView[] }>(await api("/webhooks", tenant.key));
       expect(list.data.find((w) => w.id === created.id)).toMatchObject({ url: URL_OK, updatedAt: created.updatedAt });
     });
@@ -186,7 +291,11 @@ describe("POST /webhooks", () => {
       const tenant = await createTenant();
       const numberId = tenant.numberId;
       expect((await admin(`/channel-numbers/${numberId}`, { method: "DELETE" })).status).toBe(204);
-      const err = await expectError(await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }), 404, "not_found");
+      const err = await expectError(
+        await configure(tenant.key, { channelNumberId: numberId, url: URL_OK }),
+        404,
+        "not_found",
+      );
       expect(err.error.message).toBe("Channel number not found.");
     });
   });
@@ -195,19 +304,29 @@ describe("POST /webhooks", () => {
 describe("webhook extension routes", () => {
   it("answer 404 for an unknown, malformed or foreign webhook id", async () => {
     const { tenant, other } = await twoTenants();
-    const theirs = await json<WebhookView>(await configure(other.key, { channelNumberId: other.numberId, url: URL_OK }));
+    const theirs = await json<WebhookView>(
+      await configure(other.key, { channelNumberId: other.numberId, url: URL_OK }),
+    );
     for (const id of [theirs.id, "00000000-0000-4000-8000-000000000000", "not-a-uuid"]) {
       await expectError(await api(`/webhooks/${id}/deliveries`, tenant.key), 404, "not_found");
       await expectError(await api(`/webhooks/${id}/test`, tenant.key, { method: "POST" }), 404, "not_found");
-      await expectError(await api(`/webhooks/${id}/deliveries/some-event/replay`, tenant.key, { method: "POST" }), 404, "not_found");
+      await expectError(
+        await api(`/webhooks/${id}/deliveries/some-event/replay`, tenant.key, { method: "POST" }),
+        404,
+        "not_found",
+      );
     }
   });
 
   it("replay of an event the webhook never had is 404", async () => {
     const tenant = await createTenant();
-    const mine = await json<WebhookView>(await configure(tenant.key, { channelNumberId: tenant.numberId, url: URL_OK }));
+    const mine = await json<WebhookView>(
+      await configure(tenant.key, { channelNumberId: tenant.numberId, url: URL_OK }),
+    );
     const err = await expectError(
-      await api(`/webhooks/${mine.id}/deliveries/00000000-0000-4000-8000-000000000000/replay`, tenant.key, { method: "POST" }),
+      await api(`/webhooks/${mine.id}/deliveries/00000000-0000-4000-8000-000000000000/replay`, tenant.key, {
+        method: "POST",
+      }),
       404,
       "not_found",
     );

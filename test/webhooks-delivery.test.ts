@@ -40,7 +40,11 @@ interface Configured {
   url: string;
 }
 
-async function configure(tenant: Tenant, numberId = tenant.numberId, url = `https://${newHost()}/hook`): Promise<Configured> {
+async function configure(
+  tenant: Tenant,
+  numberId = tenant.numberId,
+  url = `https://${newHost()}/hook`,
+): Promise<Configured> {
   const res = await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: numberId, url } });
   if (res.status !== 201) throw new Error(`configure: ${res.status} ${await res.text()}`);
   const body = await json<{ id: string; secret: string; url: string }>(res);
@@ -84,7 +88,12 @@ async function statusEvent(tenant: Tenant, numberId = tenant.numberId): Promise<
 async function runQueue(queue: string, items: { event: WebhookEvent; attempts?: number }[], workerEnv: Env = env) {
   const batch = createMessageBatch<WebhookQueueMessage>(
     queue,
-    items.map(({ event, attempts = 1 }, i) => ({ id: `msg-${i}-${event.id}`, timestamp: new Date(), attempts, body: { event } })),
+    items.map(({ event, attempts = 1 }, i) => ({
+      id: `msg-${i}-${event.id}`,
+      timestamp: new Date(),
+      attempts,
+      body: { event },
+    })),
   );
   const retries = batch.messages.map((m) => vi.spyOn(m, "retry"));
   const ctx = createExecutionContext();
@@ -95,11 +104,17 @@ async function runQueue(queue: string, items: { event: WebhookEvent; attempts?: 
     const call = retries[i]!.mock.calls[0];
     return call ? (call[0]?.delaySeconds ?? 0) : undefined;
   };
-  return { result, acked, delayOf, retried: (i: number) => result.retryMessages.some((r) => r.msgId === batch.messages[i]!.id) };
+  return {
+    result,
+    acked,
+    delayOf,
+    retried: (i: number) => result.retryMessages.some((r) => r.msgId === batch.messages[i]!.id),
+  };
 }
 
 /** Runs one message through the consumer with `attempts` as the queue would count it. */
-const deliver = (event: WebhookEvent, attempts = 1, workerEnv: Env = env) => runQueue("webhook-deliveries", [{ event, attempts }], workerEnv);
+const deliver = (event: WebhookEvent, attempts = 1, workerEnv: Env = env) =>
+  runQueue("webhook-deliveries", [{ event, attempts }], workerEnv);
 
 interface DeliveryView {
   id: string;
@@ -124,9 +139,9 @@ let lastWorkspace = "";
 const eventState = async (id: string, workspaceId = lastWorkspace) => deliveryState(workspaceId, id);
 
 async function webhookView(c: Configured) {
-  const list = await json<{ data: { id: string; status: string; failingSince: string | null; disabledAt: string | null }[] }>(
-    await api("/webhooks", c.tenant.key),
-  );
+  const list = await json<{
+    data: { id: string; status: string; failingSince: string | null; disabledAt: string | null }[];
+  }>(await api("/webhooks", c.tenant.key));
   return list.data.find((w) => w.id === c.webhookId)!;
 }
 
@@ -162,7 +177,14 @@ describe("webhook delivery", () => {
 
     const log = await deliveryLog(c);
     expect(log.data).toHaveLength(1);
-    expect(log.data[0]).toMatchObject({ eventId: event.id, eventType: "message.status", attempt: 1, statusCode: 200, error: null, outcome: "delivered" });
+    expect(log.data[0]).toMatchObject({
+      eventId: event.id,
+      eventType: "message.status",
+      attempt: 1,
+      statusCode: 200,
+      error: null,
+      outcome: "delivered",
+    });
     expect(log.data[0]!.latencyMs).toBeGreaterThanOrEqual(0);
     expect(await eventState(event.id)).toBe("delivered");
   });
@@ -226,7 +248,10 @@ describe("webhook delivery", () => {
   it.each([
     ["dns", new TypeError("DNS lookup failed for internal-db.corp.example: NXDOMAIN")],
     ["connect", new TypeError("connect ECONNREFUSED 10.0.0.12:6379")],
-    ["tls", new TypeError("TLS peer's certificate is not trusted; reason = self signed certificate (CN=vault.internal)")],
+    [
+      "tls",
+      new TypeError("TLS peer's certificate is not trusted; reason = self signed certificate (CN=vault.internal)"),
+    ],
     ["reset", new TypeError("Network connection lost.")],
     ["network", new Error("kj/async-io.c++:1234: internal error; something about 172.16.4.4")],
   ])("a %s failure is logged as its category, never as the runtime's message", async (category, error) => {
@@ -245,7 +270,10 @@ describe("webhook delivery", () => {
 
   it("a 301 to the metadata address is a failure and the redirect is not followed", async () => {
     const c = await setUp();
-    net.receivers.set(c.url, () => new Response(null, { status: 301, headers: { location: "http://169.254.169.254/latest/meta-data/" } }));
+    net.receivers.set(
+      c.url,
+      () => new Response(null, { status: 301, headers: { location: "http://169.254.169.254/latest/meta-data/" } }),
+    );
     const event = await statusEvent(c.tenant);
 
     const run = await deliver(event);
@@ -256,7 +284,9 @@ describe("webhook delivery", () => {
 
     const [row] = (await deliveryLog(c)).data;
     expect(row).toMatchObject({ outcome: "failed", statusCode: 301 });
-    expect(row!.error).toMatch(/Redirect \(HTTP 301 to http:\/\/169\.254\.169\.254\/latest\/meta-data\/\) not followed/);
+    expect(row!.error).toMatch(
+      /Redirect \(HTTP 301 to http:\/\/169\.254\.169\.254\/latest\/meta-data\/\) not followed/,
+    );
   });
 
   it("always 500: retries follow the schedule for attempts 1..8, and the dead-letter consumer marks the event dead", async () => {
@@ -319,17 +349,20 @@ describe("webhook delivery", () => {
     ["a non-ICANN suffix", "https://orders.default.svc/hook", /ICANN/],
     ["an internal service port", "https://hooks.acme-shop.com:6379/hook", /Port 6379 \(Redis\)/],
     ["a cloud-internal address", "https://168.63.129.16/hook", /Azure WireServer/],
-  ])("a URL stored before today's rules with %s is refused at delivery, and nothing is sent", async (_, url, reason) => {
-    const c = await setUp();
-    // As if configured before the rule existed: the row holds the URL as it was accepted then.
-    await env.DB.prepare("UPDATE webhooks SET url = ? WHERE id = ?").bind(url, c.webhookId).run();
-    const run = await deliver(await statusEvent(c.tenant));
-    expect(run.retried(0)).toBe(true);
-    expect(net.seen).toEqual([]);
-    const [row] = (await deliveryLog(c)).data;
-    expect(row).toMatchObject({ outcome: "refused", statusCode: null });
-    expect(row!.error).toMatch(reason);
-  });
+  ])(
+    "a URL stored before today's rules with %s is refused at delivery, and nothing is sent",
+    async (_, url, reason) => {
+      const c = await setUp();
+      // As if configured before the rule existed: the row holds the URL as it was accepted then.
+      await env.DB.prepare("UPDATE webhooks SET url = ? WHERE id = ?").bind(url, c.webhookId).run();
+      const run = await deliver(await statusEvent(c.tenant));
+      expect(run.retried(0)).toBe(true);
+      expect(net.seen).toEqual([]);
+      const [row] = (await deliveryLog(c)).data;
+      expect(row).toMatchObject({ outcome: "refused", statusCode: null });
+      expect(row!.error).toMatch(reason);
+    },
+  );
 
   it("after a replace, events go to the new URL signed with the new secret only", async () => {
     const tenant = await createTenant();
@@ -365,7 +398,10 @@ describe("webhook delivery", () => {
 
     const batchSpy = vi.spyOn(env.DB, "batch");
     try {
-      const run = await runQueue("webhook-deliveries", events.map((event) => ({ event, attempts: 3 })));
+      const run = await runQueue(
+        "webhook-deliveries",
+        events.map((event) => ({ event, attempts: 3 })),
+      );
       expect(run.acked(0)).toBe(true);
       expect(run.retried(1)).toBe(true);
       expect(run.delayOf(1)).toBe(300);
@@ -374,7 +410,11 @@ describe("webhook delivery", () => {
     } finally {
       batchSpy.mockRestore();
     }
-    expect(await Promise.all(events.map((e) => eventState(e.id, e.workspaceId)))).toEqual(["delivered", "retrying", "no_webhook"]);
+    expect(await Promise.all(events.map((e) => eventState(e.id, e.workspaceId)))).toEqual([
+      "delivered",
+      "retrying",
+      "no_webhook",
+    ]);
   });
 
   it("one number's events go out one at a time, in queue order", async () => {
@@ -389,7 +429,10 @@ describe("webhook delivery", () => {
     });
     const events = [await statusEvent(c.tenant), await statusEvent(c.tenant), await statusEvent(c.tenant)];
 
-    const run = await runQueue("webhook-deliveries", events.map((event) => ({ event })));
+    const run = await runQueue(
+      "webhook-deliveries",
+      events.map((event) => ({ event })),
+    );
     expect([0, 1, 2].map(run.acked)).toEqual([true, true, true]);
     expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual(events.map((e) => e.id));
     expect(maxInFlight).toBe(1);
@@ -400,7 +443,11 @@ describe("webhook delivery", () => {
     const intruder = await createTenant();
     net.receivers.set(c.url, answers(200));
     // A producer bug: the event claims this number but another workspace.
-    const event = await publishedEvent({ ...(await statusEvent(c.tenant)), id: `evt_${crypto.randomUUID().replaceAll("-", "")}`, workspaceId: intruder.workspaceId });
+    const event = await publishedEvent({
+      ...(await statusEvent(c.tenant)),
+      id: `evt_${crypto.randomUUID().replaceAll("-", "")}`,
+      workspaceId: intruder.workspaceId,
+    });
     const run = await deliver(event);
     expect(run.acked(0)).toBe(true);
     expect(net.seen).toEqual([]);
@@ -410,12 +457,17 @@ describe("webhook delivery", () => {
 /** Runs one queue message carrying a pack of events (as the publisher sends them), `attempts` as the queue counts it. */
 async function runPack(events: WebhookEvent[], { tried, attempts = 1 }: { tried?: number[]; attempts?: number } = {}) {
   const body: WebhookQueueMessage = tried === undefined ? { events } : { events, tried };
-  const batch = createMessageBatch<WebhookQueueMessage>("webhook-deliveries", [{ id: `pack-${events[0]!.id}`, timestamp: new Date(), attempts, body }]);
+  const batch = createMessageBatch<WebhookQueueMessage>("webhook-deliveries", [
+    { id: `pack-${events[0]!.id}`, timestamp: new Date(), attempts, body },
+  ]);
   const retry = vi.spyOn(batch.messages[0]!, "retry");
   const ctx = createExecutionContext();
   await worker.queue(batch, env, ctx);
   const result = await getQueueResult(batch, ctx);
-  return { acked: result.ackAll || result.explicitAcks.includes(batch.messages[0]!.id), retried: retry.mock.calls.length > 0 };
+  return {
+    acked: result.ackAll || result.explicitAcks.includes(batch.messages[0]!.id),
+    retried: retry.mock.calls.length > 0,
+  };
 }
 
 const attemptsOf = async (c: Configured, eventId: string) =>
@@ -444,7 +496,12 @@ describe("packs: several events in one queue message", () => {
     } finally {
       requeue.mockRestore();
     }
-    expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual([events[0]!.id, events[1]!.id, events[1]!.id, events[2]!.id]);
+    expect(net.seen.map((s) => s.headers["webhook-id"])).toEqual([
+      events[0]!.id,
+      events[1]!.id,
+      events[1]!.id,
+      events[2]!.id,
+    ]);
     await vi.waitFor(async () => expect(await eventState(events[2]!.id)).toBe("delivered"), { timeout: 10_000 });
     expect(await Promise.all(events.map((e) => eventState(e.id)))).toEqual(["delivered", "delivered", "delivered"]);
     // The delivery log shows real attempts only.
@@ -493,7 +550,11 @@ describe("disabling a webhook that keeps failing", () => {
     net.receivers.set(c.url, answers(500));
 
     await deliver(await statusEvent(c.tenant));
-    expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: new Date(t0).toISOString(), disabledAt: null });
+    expect(await webhookView(c)).toMatchObject({
+      status: "enabled",
+      failingSince: new Date(t0).toISOString(),
+      disabledAt: null,
+    });
 
     vi.setSystemTime(t0 + 72 * HOUR);
     await deliver(await statusEvent(c.tenant));
@@ -516,7 +577,11 @@ describe("disabling a webhook that keeps failing", () => {
     expect(await eventState(later.id)).toBe("no_webhook");
 
     // Test events and replays are refused while it is disabled.
-    const err = await expectError(await api(`/webhooks/${c.webhookId}/test`, c.tenant.key, { method: "POST" }), 400, "invalid_request");
+    const err = await expectError(
+      await api(`/webhooks/${c.webhookId}/test`, c.tenant.key, { method: "POST" }),
+      400,
+      "invalid_request",
+    );
     expect(err.error.details?.[0]?.rule).toBe("webhook_disabled");
 
     // Configuring it again re-enables it with a clean record.
@@ -538,7 +603,10 @@ describe("disabling a webhook that keeps failing", () => {
 
     vi.setSystemTime(t0 + 80 * HOUR);
     await deliver(await statusEvent(c.tenant));
-    expect(await webhookView(c)).toMatchObject({ status: "enabled", failingSince: new Date(t0 + 80 * HOUR).toISOString() });
+    expect(await webhookView(c)).toMatchObject({
+      status: "enabled",
+      failingSince: new Date(t0 + 80 * HOUR).toISOString(),
+    });
   });
 });
 
@@ -550,7 +618,13 @@ describe("delivery log, replay and test events", () => {
     net.receivers.set(c.url, answers(500, 500, 200, 404, 200));
     const a = await statusEvent(c.tenant);
     const b = await statusEvent(c.tenant);
-    const steps: [WebhookEvent, number][] = [[a, 1], [a, 2], [a, 3], [b, 1], [b, 2]];
+    const steps: [WebhookEvent, number][] = [
+      [a, 1],
+      [a, 2],
+      [a, 3],
+      [b, 1],
+      [b, 2],
+    ];
     for (const [i, [event, attempts]] of steps.entries()) {
       vi.setSystemTime(start + i * 60_000);
       await deliver(event, attempts);
@@ -559,7 +633,10 @@ describe("delivery log, replay and test events", () => {
     const pages: DeliveryView[][] = [];
     let cursor: string | null = null;
     do {
-      const page: { data: DeliveryView[]; nextCursor: string | null } = await deliveryLog(c, `?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      const page: { data: DeliveryView[]; nextCursor: string | null } = await deliveryLog(
+        c,
+        `?limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+      );
       pages.push(page.data);
       cursor = page.nextCursor;
     } while (cursor);
@@ -573,9 +650,15 @@ describe("delivery log, replay and test events", () => {
       [a.id, 2, "failed", 500],
       [a.id, 1, "failed", 500],
     ]);
-    expect(all.map((d) => d.attemptedAt)).toEqual([4, 3, 2, 1, 0].map((i) => new Date(start + i * 60_000).toISOString()));
+    expect(all.map((d) => d.attemptedAt)).toEqual(
+      [4, 3, 2, 1, 0].map((i) => new Date(start + i * 60_000).toISOString()),
+    );
 
-    await expectError(await api(`/webhooks/${c.webhookId}/deliveries?cursor=garbage`, c.tenant.key), 400, "invalid_request");
+    await expectError(
+      await api(`/webhooks/${c.webhookId}/deliveries?cursor=garbage`, c.tenant.key),
+      400,
+      "invalid_request",
+    );
     await expectError(await api(`/webhooks/${c.webhookId}/deliveries?limit=0`, c.tenant.key), 400, "invalid_request");
   });
 
@@ -596,7 +679,10 @@ describe("delivery log, replay and test events", () => {
     expect(replayed.headers["webhook-id"]).toBe(event.id);
     expect(replayed.body).toBe(net.seen[0]!.body);
     expect(verify(c.secret, replayed)).toEqual(envelope(event));
-    await vi.waitFor(async () => expect((await deliveryLog(c)).data).toHaveLength(2), { timeout: 5_000, interval: 100 });
+    await vi.waitFor(async () => expect((await deliveryLog(c)).data).toHaveLength(2), {
+      timeout: 5_000,
+      interval: 100,
+    });
   });
 
   it("a test event arrives signed, with the returned event id as webhook-id", async () => {
@@ -617,7 +703,13 @@ describe("delivery log, replay and test events", () => {
     expect(Date.parse(payload.timestamp)).not.toBeNaN();
 
     await vi.waitFor(
-      async () => expect((await deliveryLog(c)).data[0]).toMatchObject({ eventId, eventType: "webhook.test", outcome: "delivered", statusCode: 204 }),
+      async () =>
+        expect((await deliveryLog(c)).data[0]).toMatchObject({
+          eventId,
+          eventType: "webhook.test",
+          outcome: "delivered",
+          statusCode: 204,
+        }),
       { timeout: 5_000, interval: 100 },
     );
   });

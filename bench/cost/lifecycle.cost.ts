@@ -75,7 +75,11 @@ function mockNetwork(): void {
       operatorCalls++;
       const body = (await req.json()) as { biz_opaque_callback_data: string; to: string };
       // The operator knows the recipient under the number we sent to (no alias to remember).
-      return Response.json({ messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: body.to.replace(/^\+/, "") }], messages: [{ id: `wamid.${body.biz_opaque_callback_data}` }] });
+      return Response.json({
+        messaging_product: "whatsapp",
+        contacts: [{ input: body.to, wa_id: body.to.replace(/^\+/, "") }],
+        messages: [{ id: `wamid.${body.biz_opaque_callback_data}` }],
+      });
     }
     throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
   });
@@ -88,7 +92,10 @@ async function createTenant(numbers: number): Promise<Tenant> {
   for (let i = 0; i < numbers; i++) {
     const n = await connectCloudNumber(workspaceId);
     list.push({ numberId: n.numberId, phoneNumberId: n.phoneNumberId });
-    const hook = await api("/webhooks", key, { method: "POST", json: { channelNumberId: n.numberId, url: RECEIVER_URL } });
+    const hook = await api("/webhooks", key, {
+      method: "POST",
+      json: { channelNumberId: n.numberId, url: RECEIVER_URL },
+    });
     if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${await hook.text()}`);
   }
   return { workspaceId, key, numbers: list };
@@ -145,7 +152,11 @@ async function sendAll(t: Tenant, count: number, recipients: number): Promise<st
     // 2 per second per number: the next round of numbers starts 510 ms later.
     if (i % t.numbers.length === 0 && i > 0) setClock(Date.now() + 510);
     const to = `55119${String(1000000 + (i % recipients)).padStart(7, "0")}`;
-    const res = await send(t.key, crypto.randomUUID(), textMessage(number.numberId, `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`, to));
+    const res = await send(
+      t.key,
+      crypto.randomUUID(),
+      textMessage(number.numberId, `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`, to),
+    );
     if (res.status !== 201) throw new Error(`send ${i}: ${res.status} ${await res.text()}`);
     ids.push((await json<{ jobId: string }>(res)).jobId);
     await runUntil(Date.now());
@@ -168,7 +179,11 @@ async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
   }
 }
 
-async function scenario(name: string, description: string, opts: { messages: number; numbers: number; recipients: number }): Promise<void> {
+async function scenario(
+  name: string,
+  description: string,
+  opts: { messages: number; numbers: number; recipients: number },
+): Promise<void> {
   setClock(clock + 100 * DAY);
   const t = await createTenant(opts.numbers);
   await queuesIdle();
@@ -179,23 +194,35 @@ async function scenario(name: string, description: string, opts: { messages: num
   const steps: StepUsage[] = [];
   const start = clock;
   let ids: string[] = [];
-  await step(steps, "accept and send (POST, hand-off, drain, operator call, events published and delivered)", async () => {
-    ids = await sendAll(t, opts.messages, opts.recipients);
-    // The drain paces each number at 2 calls per 1,010 ms: let it finish.
-    for (let guard = 0; operatorCalls < opts.messages && guard < 600; guard++) await runUntil(Date.now() + 1_000);
-    await runUntil(Date.now() + 5_000);
-  });
+  await step(
+    steps,
+    "accept and send (POST, hand-off, drain, operator call, events published and delivered)",
+    async () => {
+      ids = await sendAll(t, opts.messages, opts.recipients);
+      // The drain paces each number at 2 calls per 1,010 ms: let it finish.
+      for (let guard = 0; operatorCalls < opts.messages && guard < 600; guard++) await runUntil(Date.now() + 1_000);
+      await runUntil(Date.now() + 5_000);
+    },
+  );
   expect(operatorCalls).toBe(opts.messages);
-  await step(steps, "operator status webhooks (sent, delivered) and their events delivered", () => operatorReports(t, ids));
+  await step(steps, "operator status webhooks (sent, delivered) and their events delivered", () =>
+    operatorReports(t, ids),
+  );
   // Each message: processing, sent, delivered.
   if (webhookDeliveries !== 3 * opts.messages) {
     const events = await recordedEvents(workspaceStub(env, t.workspaceId), ids[0]!);
     const msg = await json(await api(`/messages/${ids[0]}`, t.key));
-    throw new Error(`deliveries ${webhookDeliveries}; events ${JSON.stringify(events)}; message ${JSON.stringify(msg)}`);
+    throw new Error(
+      `deliveries ${webhookDeliveries}; events ${JSON.stringify(events)}; message ${JSON.stringify(msg)}`,
+    );
   }
   await step(steps, "first hour (daily counts to D1, stranded check)", () => runUntil(start + 3_600_000));
-  await step(steps, "until day 3 (idempotency keys and settled events purged, move to history at 48 h)", () => runUntil(start + 3 * DAY));
-  await step(steps, "until day 45 (outbox and delivery log purged, archive to R2, shard dropped)", () => runUntil(start + HORIZON_MS));
+  await step(steps, "until day 3 (idempotency keys and settled events purged, move to history at 48 h)", () =>
+    runUntil(start + 3 * DAY),
+  );
+  await step(steps, "until day 45 (outbox and delivery log purged, archive to R2, shard dropped)", () =>
+    runUntil(start + HORIZON_MS),
+  );
 
   const archives = await json<{ data: { messages: number }[] }>(await api("/message-archives", t.key));
   expect(archives.data.reduce((n, a) => n + a.messages, 0)).toBe(opts.messages);
@@ -214,7 +241,10 @@ afterAll(async () => {
   vi.restoreAllMocks();
   meter.uninstall();
   vi.useRealTimers();
-  const res = await env.COST_SINK.fetch("http://cost-sink/results", { method: "POST", body: JSON.stringify({ measuredAt: new Date().toISOString(), results, objectStart }) });
+  const res = await env.COST_SINK.fetch("http://cost-sink/results", {
+    method: "POST",
+    body: JSON.stringify({ measuredAt: new Date().toISOString(), results, objectStart }),
+  });
   if (!res.ok) throw new Error(`cost sink: ${res.status}`);
 });
 
@@ -233,10 +263,18 @@ describe("cost per message", () => {
   }, 120_000);
 
   it("100 messages to one number", async () => {
-    await scenario("one-number", "100 messages: 1 workspace, 1 number, 10 recipients", { messages: 100, numbers: 1, recipients: 10 });
+    await scenario("one-number", "100 messages: 1 workspace, 1 number, 10 recipients", {
+      messages: 100,
+      numbers: 1,
+      recipients: 10,
+    });
   }, 600_000);
 
   it("100 messages spread over numbers", async () => {
-    await scenario("spread", "100 messages: 1 workspace, 10 numbers, 100 recipients", { messages: 100, numbers: 10, recipients: 100 });
+    await scenario("spread", "100 messages: 1 workspace, 10 numbers, 100 recipients", {
+      messages: 100,
+      numbers: 10,
+      recipients: 100,
+    });
   }, 600_000);
 });

@@ -34,7 +34,10 @@ export interface Usage {
   /** Other storage API calls (getAlarm, deleteAlarm, deleteAll …) per class and method; not billed as rows by the price page. */
   storageCalls: Record<string, number>;
   /** Queue operations per queue: writes (per 64 KB chunk), reads (deliveries), deletes (acknowledged messages), retries. */
-  queues: Record<string, { writes: number; reads: number; deletes: number; retries: number; messages: number; bytes: number }>;
+  queues: Record<
+    string,
+    { writes: number; reads: number; deletes: number; retries: number; messages: number; bytes: number }
+  >;
   d1: Rows & { queries: number };
   r2: { classA: number; classB: number; free: number; bytesPut: number };
   /** Outbound requests the Worker made (not billed as requests): operator calls, webhook deliveries, DNS lookups. */
@@ -155,25 +158,31 @@ export class Meter {
   private patchSql(): void {
     // Any object's SqlStorage: every instance shares this prototype.
     const probe = this.rawStub(env.THROTTLE, env.THROTTLE.idFromName("cost-meter-probe"));
-    this.sqlProtoReady = runInDurableObject(probe, (_, state) => Object.getPrototypeOf(state.storage.sql) as Patchable).then((p) => {
+    this.sqlProtoReady = runInDurableObject(
+      probe,
+      (_, state) => Object.getPrototypeOf(state.storage.sql) as Patchable,
+    ).then((p) => {
       const meter = this;
-      this.patch(p, "exec", (original) =>
-        function (this: object, ...args: unknown[]) {
-          // A string of several statements reports the rows of its last one only: run them one by
-          // one (same order, same effect; such strings carry no bindings) so that each is counted.
-          const parts = args.length === 1 ? splitStatements(String(args[0])) : [String(args[0])];
-          let cursor: PendingCursor["cursor"] | null = null;
-          for (const part of parts) {
-            cursor = original.apply(this, parts.length === 1 ? args : [part]) as PendingCursor["cursor"];
-            const statement = statementKey(part);
-            if (!meter.classOfSql.has(this)) {
-              const cls = classOfStatement(statement);
-              if (cls) meter.classOfSql.set(this, cls);
+      this.patch(
+        p,
+        "exec",
+        (original) =>
+          function (this: object, ...args: unknown[]) {
+            // A string of several statements reports the rows of its last one only: run them one by
+            // one (same order, same effect; such strings carry no bindings) so that each is counted.
+            const parts = args.length === 1 ? splitStatements(String(args[0])) : [String(args[0])];
+            let cursor: PendingCursor["cursor"] | null = null;
+            for (const part of parts) {
+              cursor = original.apply(this, parts.length === 1 ? args : [part]) as PendingCursor["cursor"];
+              const statement = statementKey(part);
+              if (!meter.classOfSql.has(this)) {
+                const cls = classOfStatement(statement);
+                if (cls) meter.classOfSql.set(this, cls);
+              }
+              if (meter.counting) meter.pending.push({ sql: this, statement, cursor });
             }
-            if (meter.counting) meter.pending.push({ sql: this, statement, cursor });
-          }
-          return cursor ?? original.apply(this, args);
-        },
+            return cursor ?? original.apply(this, args);
+          },
       );
     });
   }
@@ -186,20 +195,26 @@ export class Meter {
 
   private patchStorage(): void {
     const probe = this.rawStub(env.THROTTLE, env.THROTTLE.idFromName("cost-meter-probe"));
-    this.storageProtoReady = runInDurableObject(probe, (_, state) => Object.getPrototypeOf(state.storage) as Patchable).then((p) => {
+    this.storageProtoReady = runInDurableObject(
+      probe,
+      (_, state) => Object.getPrototypeOf(state.storage) as Patchable,
+    ).then((p) => {
       const meter = this;
       for (const name of ["setAlarm", "getAlarm", "deleteAlarm", "deleteAll", "get", "put", "delete", "list"]) {
         if (typeof p[name] !== "function") continue;
-        this.patch(p, name, (original) =>
-          function (this: DurableObjectStorage, ...args: unknown[]) {
-            if (meter.counting) {
-              const sql = this.sql as object;
-              const cls = meter.classOfSql.get(sql) ?? "unknown";
-              if (name === "setAlarm") meter.pendingSetAlarms.push(sql);
-              else bump(meter.usage.storageCalls, `${cls}.${name}`);
-            }
-            return original.apply(this, args);
-          },
+        this.patch(
+          p,
+          name,
+          (original) =>
+            function (this: DurableObjectStorage, ...args: unknown[]) {
+              if (meter.counting) {
+                const sql = this.sql as object;
+                const cls = meter.classOfSql.get(sql) ?? "unknown";
+                if (name === "setAlarm") meter.pendingSetAlarms.push(sql);
+                else bump(meter.usage.storageCalls, `${cls}.${name}`);
+              }
+              return original.apply(this, args);
+            },
         );
       }
     });
@@ -217,24 +232,27 @@ export class Meter {
     const signatures = new Map(bindings.map(([ns, cls]) => [ns.idFromName(probeName).toString(), cls]));
     const classOf = (ns: Namespace): ObjectClass => signatures.get(ns.idFromName(probeName).toString()) ?? "unknown";
     const meter = this;
-    this.patch(proto, "get", (original) =>
-      function (this: Namespace, ...args: unknown[]) {
-        const stub = original.apply(this, args) as DurableObjectStub;
-        const ns = this;
-        const id = args[0] as DurableObjectId;
-        const cls = classOf(ns);
-        meter.objects.set(`${cls}:${id.toString()}`, { cls, stub: () => meter.rawStub(ns, id) });
-        return new Proxy(stub, {
-          get(target, prop) {
-            const value = Reflect.get(target, prop, target) as unknown;
-            if (typeof prop !== "string" || prop === "then" || typeof value !== "function") return value;
-            return (...callArgs: unknown[]) => {
-              if (meter.counting) bump(meter.usage.doRequests, `${cls}.${prop}`);
-              return Reflect.apply(value as AnyFn, target, callArgs);
-            };
-          },
-        });
-      },
+    this.patch(
+      proto,
+      "get",
+      (original) =>
+        function (this: Namespace, ...args: unknown[]) {
+          const stub = original.apply(this, args) as DurableObjectStub;
+          const ns = this;
+          const id = args[0] as DurableObjectId;
+          const cls = classOf(ns);
+          meter.objects.set(`${cls}:${id.toString()}`, { cls, stub: () => meter.rawStub(ns, id) });
+          return new Proxy(stub, {
+            get(target, prop) {
+              const value = Reflect.get(target, prop, target) as unknown;
+              if (typeof prop !== "string" || prop === "then" || typeof value !== "function") return value;
+              return (...callArgs: unknown[]) => {
+                if (meter.counting) bump(meter.usage.doRequests, `${cls}.${prop}`);
+                return Reflect.apply(value as AnyFn, target, callArgs);
+              };
+            },
+          });
+        },
     );
   }
 
@@ -250,22 +268,28 @@ export class Meter {
       q.writes += Math.ceil(bytes / 64_000);
       meter.queueOutstanding++;
     };
-    this.patch(proto, "send", (original) =>
-      function (this: Queue, ...args: unknown[]) {
-        if (meter.counting) record(args[0]);
-        else meter.queueOutstanding++;
-        return original.apply(this, args);
-      },
-    );
-    this.patch(proto, "sendBatch", (original) =>
-      function (this: Queue, ...args: unknown[]) {
-        const messages = args[0] as Iterable<{ body: unknown }>;
-        for (const m of messages) {
-          if (meter.counting) record(m.body);
+    this.patch(
+      proto,
+      "send",
+      (original) =>
+        function (this: Queue, ...args: unknown[]) {
+          if (meter.counting) record(args[0]);
           else meter.queueOutstanding++;
-        }
-        return original.apply(this, args);
-      },
+          return original.apply(this, args);
+        },
+    );
+    this.patch(
+      proto,
+      "sendBatch",
+      (original) =>
+        function (this: Queue, ...args: unknown[]) {
+          const messages = args[0] as Iterable<{ body: unknown }>;
+          for (const m of messages) {
+            if (meter.counting) record(m.body);
+            else meter.queueOutstanding++;
+          }
+          return original.apply(this, args);
+        },
     );
   }
 
@@ -276,49 +300,56 @@ export class Meter {
   private patchConsumer(): void {
     const handler = worker as unknown as Patchable;
     const meter = this;
-    this.patch(handler, "queue", (original) =>
-      async function (this: unknown, ...args: unknown[]) {
-        const batch = args[0] as MessageBatch<unknown>;
-        meter.inFlightConsumers++;
-        const retried = new Set<string>();
-        for (const m of batch.messages) {
-          const retry = m.retry.bind(m);
-          (m as { retry: typeof m.retry }).retry = (opts) => {
-            retried.add(m.id);
-            return retry(opts);
-          };
-        }
-        const retryAll = batch.retryAll.bind(batch);
-        (batch as { retryAll: typeof batch.retryAll }).retryAll = (opts) => {
-          for (const m of batch.messages) retried.add(m.id);
-          return retryAll(opts);
-        };
-        try {
-          return await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
-        } finally {
-          meter.inFlightConsumers--;
-          if (meter.counting) {
-            bump(meter.usage.workerRequests, `queue:${batch.queue}`);
-            const q = meter.queue(batch.queue);
-            q.reads += batch.messages.length;
-            q.deletes += batch.messages.length - retried.size;
-            q.retries += retried.size;
+    this.patch(
+      handler,
+      "queue",
+      (original) =>
+        async function (this: unknown, ...args: unknown[]) {
+          const batch = args[0] as MessageBatch<unknown>;
+          meter.inFlightConsumers++;
+          const retried = new Set<string>();
+          for (const m of batch.messages) {
+            const retry = m.retry.bind(m);
+            (m as { retry: typeof m.retry }).retry = (opts) => {
+              retried.add(m.id);
+              return retry(opts);
+            };
           }
-          meter.queueOutstanding -= batch.messages.length - retried.size;
-        }
-      },
+          const retryAll = batch.retryAll.bind(batch);
+          (batch as { retryAll: typeof batch.retryAll }).retryAll = (opts) => {
+            for (const m of batch.messages) retried.add(m.id);
+            return retryAll(opts);
+          };
+          try {
+            return await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+          } finally {
+            meter.inFlightConsumers--;
+            if (meter.counting) {
+              bump(meter.usage.workerRequests, `queue:${batch.queue}`);
+              const q = meter.queue(batch.queue);
+              q.reads += batch.messages.length;
+              q.deletes += batch.messages.length - retried.size;
+              q.retries += retried.size;
+            }
+            meter.queueOutstanding -= batch.messages.length - retried.size;
+          }
+        },
     );
   }
 
   private patchFetch(): void {
     const handler = worker as unknown as Patchable;
     const meter = this;
-    this.patch(handler, "fetch", (original) =>
-      function (this: unknown, ...args: unknown[]) {
-        const req = args[0] as Request;
-        if (meter.counting) bump(meter.usage.workerRequests, `fetch:${routeKind(new URL(req.url).pathname, req.method)}`);
-        return original.apply(this, args);
-      },
+    this.patch(
+      handler,
+      "fetch",
+      (original) =>
+        function (this: unknown, ...args: unknown[]) {
+          const req = args[0] as Request;
+          if (meter.counting)
+            bump(meter.usage.workerRequests, `fetch:${routeKind(new URL(req.url).pathname, req.method)}`);
+          return original.apply(this, args);
+        },
     );
   }
 
@@ -334,53 +365,73 @@ export class Meter {
       meter.usage.d1.written += meta.rows_written ?? 0;
     };
     for (const name of ["all", "run"]) {
-      this.patch(stmtProto, name, (original) =>
-        async function (this: D1PreparedStatement, ...args: unknown[]) {
-          const result = (await original.apply(this, args)) as D1Result;
-          add(result.meta);
-          return result;
-        },
+      this.patch(
+        stmtProto,
+        name,
+        (original) =>
+          async function (this: D1PreparedStatement, ...args: unknown[]) {
+            const result = (await original.apply(this, args)) as D1Result;
+            add(result.meta);
+            return result;
+          },
       );
     }
     const all = stmtProto["all"] as (this: D1PreparedStatement) => Promise<D1Result<Record<string, unknown>>>;
     // first() hides its meta: the same query through all() (D1 adds no LIMIT to first(), so rows read are equal).
-    this.patch(stmtProto, "first", () =>
-      async function (this: D1PreparedStatement, ...args: unknown[]) {
-        const result = await all.call(this);
-        const row = result.results[0] ?? null;
-        const column = args[0];
-        if (typeof column !== "string") return row;
-        if (row === null) return null;
-        if (!(column in row)) throw new Error(`D1_COLUMN_NOTFOUND: Column not found (${column})`);
-        return row[column];
-      },
+    this.patch(
+      stmtProto,
+      "first",
+      () =>
+        async function (this: D1PreparedStatement, ...args: unknown[]) {
+          const result = await all.call(this);
+          const row = result.results[0] ?? null;
+          const column = args[0];
+          if (typeof column !== "string") return row;
+          if (row === null) return null;
+          if (!(column in row)) throw new Error(`D1_COLUMN_NOTFOUND: Column not found (${column})`);
+          return row[column];
+        },
     );
-    this.patch(dbProto, "batch", (original) =>
-      async function (this: D1Database, ...args: unknown[]) {
-        const results = (await original.apply(this, args)) as D1Result[];
-        for (const r of results) add(r.meta);
-        return results;
-      },
+    this.patch(
+      dbProto,
+      "batch",
+      (original) =>
+        async function (this: D1Database, ...args: unknown[]) {
+          const results = (await original.apply(this, args)) as D1Result[];
+          for (const r of results) add(r.meta);
+          return results;
+        },
     );
   }
 
   private patchR2(): void {
     const proto = Object.getPrototypeOf(env.ARCHIVE) as Patchable;
     const meter = this;
-    const classOf: Record<string, "classA" | "classB" | "free"> = { put: "classA", list: "classA", createMultipartUpload: "classA", get: "classB", head: "classB", delete: "free" };
+    const classOf: Record<string, "classA" | "classB" | "free"> = {
+      put: "classA",
+      list: "classA",
+      createMultipartUpload: "classA",
+      get: "classB",
+      head: "classB",
+      delete: "free",
+    };
     for (const [name, cls] of Object.entries(classOf)) {
       if (typeof proto[name] !== "function") continue;
-      this.patch(proto, name, (original) =>
-        function (this: R2Bucket, ...args: unknown[]) {
-          if (meter.counting) {
-            meter.usage.r2[cls]++;
-            if (name === "put") {
-              const body = args[1];
-              meter.usage.r2.bytesPut += typeof body === "string" ? body.length : body instanceof ArrayBuffer ? body.byteLength : 0;
+      this.patch(
+        proto,
+        name,
+        (original) =>
+          function (this: R2Bucket, ...args: unknown[]) {
+            if (meter.counting) {
+              meter.usage.r2[cls]++;
+              if (name === "put") {
+                const body = args[1];
+                meter.usage.r2.bytesPut +=
+                  typeof body === "string" ? body.length : body instanceof ArrayBuffer ? body.byteLength : 0;
+              }
             }
-          }
-          return original.apply(this, args);
-        },
+            return original.apply(this, args);
+          },
       );
     }
   }

@@ -58,7 +58,7 @@ const CUTS = [
   "**A delivery report re-arms the alarm only if the due time moved** (`Scheduler.rearmIfMoved`): `recordDeliveries()` called `setAlarm()` every time, usually with the time already set. Outside the alarm handler only (an alarm run always re-arms itself when it ends, so a skipped call never loses a wake). 169 → 167; 90.0 → 88.9; 90.1 → 89.7 (workspace `setAlarm()` per message 12 → 10; 3.2 → 2.1; 0.9 → 0.5).",
   "**The meter counts every statement** (`bench/cost/statements.ts`, not a cut): a multi-statement `exec` reports the rows of its last statement only, so the schema a new object creates (a table and its indexes in one string) was under-counted. The meter now runs such strings statement by statement. 167 → 196; 88.9 → 89.2; 89.7 → 91.5 (a new number object writes 34 rows, not 17). Later figures compare with this.",
   "**Events packed, operator webhooks applied in their request** (`src/lib/event-publisher.ts`, `src/queue/webhook-delivery.ts`, `src/routes/upstream-webhook.ts`): queue operations are billed per message (per 64 KB), and every event and every operator item was a message of its own (write, read, delete). Events now go several to a message (≤ 50, ≤ 60 KB), and an operator webhook is applied by the route itself, the queue only taking what fails. Queue operations per message: 18 → 9; 15.1 → 3.15; 15.3 → 0.96.",
-  "**The event log writes fewer index entries** (`src/durable-objects/workspace/event-log.ts`; docs/architecture.md, \"Events\"): 33 → 21 rows per message in all three scenarios. No `events_by_subject` (only tests read events by message; they read the table); no `events_to_check` entry for an event awaiting its first report (a walk in sequence order from a `meta` start finds it; the index keeps only events whose report was asked for again), and `check_at` left out of the delivered update when unset; no `events_settled` (settled events are purged by a walk of the oldest 200); the delivery log of new objects WITHOUT ROWID keyed (webhook_id, seq) (2 rows per attempt, was 3; existing objects keep theirs). An event now costs 2 rows, its delivered report 1 + 2. Measured against the merged main before it (schema versions, WITHOUT ROWID messages and keys included): 174 → 162; 83.0 → 71.1; 85.4 → 73.5. SQLite rows read per message rise (the walks: 1,045 → 1,149; 228 → 732; 233 → 393, under $0.001 per 1,000 messages) and alarm runs by ~0.03 per message in batches (the walk's start moves once per 100 events).",
+  '**The event log writes fewer index entries** (`src/durable-objects/workspace/event-log.ts`; docs/architecture.md, "Events"): 33 → 21 rows per message in all three scenarios. No `events_by_subject` (only tests read events by message; they read the table); no `events_to_check` entry for an event awaiting its first report (a walk in sequence order from a `meta` start finds it; the index keeps only events whose report was asked for again), and `check_at` left out of the delivered update when unset; no `events_settled` (settled events are purged by a walk of the oldest 200); the delivery log of new objects WITHOUT ROWID keyed (webhook_id, seq) (2 rows per attempt, was 3; existing objects keep theirs). An event now costs 2 rows, its delivered report 1 + 2. Measured against the merged main before it (schema versions, WITHOUT ROWID messages and keys included): 174 → 162; 83.0 → 71.1; 85.4 → 73.5. SQLite rows read per message rise (the walks: 1,045 → 1,149; 228 → 732; 233 → 393, under $0.001 per 1,000 messages) and alarm runs by ~0.03 per message in batches (the walk\'s start moves once per 100 events).',
   "**The number object writes a third of its rows** (`src/durable-objects/channel-number/`): status changes are handed to the workspace right after their commit instead of through a `status_outbox` row (3 inserts of 2 rows and 3 deletes per message); the outbox entry is the durable record, and a restart hands again everything written since a checkpoint kept on the pace's `meta` row (a relay row only when the hand-off fails). `outbox_by_upstream_id` (statuses routed by jobId) and `outbox_by_accepted` (window rebuilt from the newest keys) dropped; new outbox tables without `AUTOINCREMENT` (the drain moves an entry by key and jobId); entries in flight listed in the pace's row instead of the `outbox_sending` index; no index on `pair_pace.tat` (an hourly sweep in key order). Number object rows written per message (SQL + setAlarm): 71 → 56; 28.5 → 14.5; 33.2 → 19.1. Totals: 196 → 159; 89.2 → 69.0; 91.5 → 71.3.",
 ];
 
@@ -129,7 +129,8 @@ function totals(scenario) {
       c.read += rows.read;
       c.written += rows.written;
     }
-    for (const [cls, n] of Object.entries(u.setAlarm)) (t.byClass[cls] ??= { read: 0, written: 0, setAlarm: 0 }).setAlarm += n;
+    for (const [cls, n] of Object.entries(u.setAlarm))
+      (t.byClass[cls] ??= { read: 0, written: 0, setAlarm: 0 }).setAlarm += n;
     for (const q of Object.values(u.queues)) {
       t.queueOps += q.writes + q.reads + q.deletes;
       t.queueMessages += q.messages;
@@ -151,34 +152,69 @@ function totals(scenario) {
 }
 
 /** @param {number} n */
-const fmt = (n, digits = 2) => (n === 0 ? "0" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: n < 10 ? digits : 0 }));
+const fmt = (n, digits = 2) =>
+  n === 0
+    ? "0"
+    : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: n < 10 ? digits : 0 });
 const usd = (/** @type {number} */ n) => `$${n < 1 ? n.toFixed(3) : n.toFixed(2)}`;
 
 /** @param {Totals} t @param {number} n messages */
 function costRows(t, n) {
   const per = (/** @type {number} */ x) => x / n;
-  const doDurationGbS = ((t.doRpc + t.alarms) * ASSUME.doActiveMsPerRequest + t.operatorCalls * ASSUME.operatorLatencyMs) / 1000 * ASSUME.gbPerObject;
+  const doDurationGbS =
+    (((t.doRpc + t.alarms) * ASSUME.doActiveMsPerRequest + t.operatorCalls * ASSUME.operatorLatencyMs) / 1000) *
+    ASSUME.gbPerObject;
   const storedGbMonth = sum(STORED.map((s) => (s.bytes / 1e9) * (s.days / 30)));
   const r2GbMonth = (R2_BYTES_PER_MESSAGE / 1e9) * (R2_DAYS / 30);
   /** @type {Array<[string, number, import("./prices.mjs").Price, string]>} */
   const rows = [
-    ["Worker requests (API call, operator webhooks, queue consumer invocations)", per(t.workerRequests), PRICES.workerRequests, "measured"],
-    ["Worker CPU ms", per(t.workerRequests) * ASSUME.workerCpuMsPerInvocation, PRICES.workerCpuMs, `estimate: ${ASSUME.workerCpuMsPerInvocation} ms per invocation`],
+    [
+      "Worker requests (API call, operator webhooks, queue consumer invocations)",
+      per(t.workerRequests),
+      PRICES.workerRequests,
+      "measured",
+    ],
+    [
+      "Worker CPU ms",
+      per(t.workerRequests) * ASSUME.workerCpuMsPerInvocation,
+      PRICES.workerCpuMs,
+      `estimate: ${ASSUME.workerCpuMsPerInvocation} ms per invocation`,
+    ],
     ["Durable Object requests: RPC calls", per(t.doRpc), PRICES.doRequests, "measured"],
     ["Durable Object requests: alarm invocations", per(t.alarms), PRICES.doRequests, "measured"],
-    ["Durable Object duration (GB-s)", per(doDurationGbS), PRICES.doDurationGbS, `estimate: ${ASSUME.doActiveMsPerRequest} ms active per request or alarm, + ${ASSUME.operatorLatencyMs} ms per operator call`],
+    [
+      "Durable Object duration (GB-s)",
+      per(doDurationGbS),
+      PRICES.doDurationGbS,
+      `estimate: ${ASSUME.doActiveMsPerRequest} ms active per request or alarm, + ${ASSUME.operatorLatencyMs} ms per operator call`,
+    ],
     ["SQLite rows read", per(t.rowsRead), PRICES.sqliteRowsRead, "measured"],
     ["SQLite rows written: SQL", per(t.rowsWrittenSql), PRICES.sqliteRowsWritten, "measured"],
     ["SQLite rows written: setAlarm()", per(t.setAlarm), PRICES.sqliteRowsWritten, "measured"],
-    ["SQLite storage (GB-month)", storedGbMonth, PRICES.sqliteStorageGbMonth, "estimate: bytes per row × days kept (below)"],
+    [
+      "SQLite storage (GB-month)",
+      storedGbMonth,
+      PRICES.sqliteStorageGbMonth,
+      "estimate: bytes per row × days kept (below)",
+    ],
     ["Queue operations (write + read + delete per 64 KB)", per(t.queueOps), PRICES.queueOperations, "measured"],
     ["D1 rows read", per(t.d1Read), PRICES.d1RowsRead, "measured"],
     ["D1 rows written", per(t.d1Written), PRICES.d1RowsWritten, "measured"],
     ["R2 Class A operations", per(t.r2A), PRICES.r2ClassA, "measured"],
     ["R2 Class B operations", per(t.r2B), PRICES.r2ClassB, "measured"],
-    ["R2 storage (GB-month)", r2GbMonth, PRICES.r2StorageGbMonth, `estimate: ${R2_BYTES_PER_MESSAGE} B gzip per message × ${R2_DAYS} days`],
+    [
+      "R2 storage (GB-month)",
+      r2GbMonth,
+      PRICES.r2StorageGbMonth,
+      `estimate: ${R2_BYTES_PER_MESSAGE} B gzip per message × ${R2_DAYS} days`,
+    ],
   ];
-  return rows.map(([what, perMessage, price, basis]) => ({ what, perMessage, dollars: perMillion(price, perMessage), basis }));
+  return rows.map(([what, perMessage, price, basis]) => ({
+    what,
+    perMessage,
+    dollars: perMillion(price, perMessage),
+    basis,
+  }));
 }
 
 /** @type {string[]} */
@@ -186,22 +222,44 @@ const out = [];
 const p = (line = "") => out.push(line);
 p("# Cost per message (`npm run bench:cost`)");
 p();
-p(`Generated by \`bench/cost/render.mjs\` from the counts of \`bench/cost/lifecycle.cost.ts\` (run ${run.measuredAt}).`);
-p("Counts are exact for what they measure: every SQL statement's `SqlStorageCursor.rowsRead`/`rowsWritten` in every object,");
-p("every `setAlarm()`, every RPC call on a Durable Object stub, every alarm run, every queue message sent, delivered and");
-p("acknowledged, every D1 statement's `meta.rows_read`/`rows_written`, every R2 call, every inbound Worker invocation.");
-p("The harness wraps the runtime's prototypes and the Worker's handlers for the run (`bench/cost/meter.ts`); no module of");
+p(
+  `Generated by \`bench/cost/render.mjs\` from the counts of \`bench/cost/lifecycle.cost.ts\` (run ${run.measuredAt}).`,
+);
+p(
+  "Counts are exact for what they measure: every SQL statement's `SqlStorageCursor.rowsRead`/`rowsWritten` in every object,",
+);
+p(
+  "every `setAlarm()`, every RPC call on a Durable Object stub, every alarm run, every queue message sent, delivered and",
+);
+p(
+  "acknowledged, every D1 statement's `meta.rows_read`/`rows_written`, every R2 call, every inbound Worker invocation.",
+);
+p(
+  "The harness wraps the runtime's prototypes and the Worker's handlers for the run (`bench/cost/meter.ts`); no module of",
+);
 p("`src/` is replaced. Only the operator and the customer's receiver are answered at the outbound fetch.");
 p();
 p("## The life of a message");
 p();
-p("Accepted (`POST /api/v1/messages`), handed to its number, sent to the operator (Cloud API, mocked), then two operator");
-p("status webhooks (`sent`, `delivered`, one POST each); the customer's webhook receives three `message.status` events");
-p("(`processing`, `sent`, `delivered`), each reported back to the event log; daily counts reach D1; after 48 hours the");
-p("record moves to its day's history shard; after the plan's 30 days the day is archived to R2 and the shard dropped; every");
-p("purge (idempotency key, events, delivery log, outbox) runs. The clock is simulated: the harness runs each object's alarm");
+p(
+  "Accepted (`POST /api/v1/messages`), handed to its number, sent to the operator (Cloud API, mocked), then two operator",
+);
+p(
+  "status webhooks (`sent`, `delivered`, one POST each); the customer's webhook receives three `message.status` events",
+);
+p(
+  "(`processing`, `sent`, `delivered`), each reported back to the event log; daily counts reach D1; after 48 hours the",
+);
+p(
+  "record moves to its day's history shard; after the plan's 30 days the day is archived to R2 and the shard dropped; every",
+);
+p(
+  "purge (idempotency key, events, delivery log, outbox) runs. The clock is simulated: the harness runs each object's alarm",
+);
 p("when it is due, in time order, up to day 45, and waits for the queues between alarms (`DRAIN_SESSION_MS = 0`: one");
-p("drain pass per alarm, as in the test suite). Batched work (archive parts, count flushes, purges, event publishing) is");
+p(
+  "drain pass per alarm, as in the test suite). Batched work (archive parts, count flushes, purges, event publishing) is",
+);
 p("shared by the messages of the run, so its share per message = batch cost ÷ messages in the batch.");
 p();
 p("## Prices");
@@ -209,11 +267,17 @@ p();
 p("| price | per | included monthly (Workers Paid) | page | read on | source |");
 p("| --- | --- | --- | --- | --- | --- |");
 for (const [name, pr] of Object.entries(PRICES)) {
-  p(`| ${name}: $${pr.usd} | ${pr.per === 1 ? "" : `${pr.per.toLocaleString("en-US")} `}${pr.unit} | ${pr.included} | ${pr.cite.url} | ${pr.cite.readOn} | ${pr.cite.source} |`);
+  p(
+    `| ${name}: $${pr.usd} | ${pr.per === 1 ? "" : `${pr.per.toLocaleString("en-US")} `}${pr.unit} | ${pr.included} | ${pr.cite.url} | ${pr.cite.readOn} | ${pr.cite.source} |`,
+  );
 }
 p();
-p("Dollars below are marginal (after the included usage, which is per account and month and does not scale with messages),");
-p("per **million messages**. Not in the corpus, so not used: Workers Paid's $5 monthly minimum is a fixed fee, not per message.");
+p(
+  "Dollars below are marginal (after the included usage, which is per account and month and does not scale with messages),",
+);
+p(
+  "per **million messages**. Not in the corpus, so not used: Workers Paid's $5 monthly minimum is a fixed fee, not per message.",
+);
 p();
 
 /** @type {Array<{ name: string, description: string, total: number, written: number, t: Totals, n: number }>} */
@@ -229,16 +293,22 @@ for (const scenario of run.results) {
   p();
   p("| component | per message | $ / million messages | basis |");
   p("| --- | ---: | ---: | --- |");
-  for (const r of rows) p(`| ${r.what} | ${r.perMessage > 0 && r.perMessage < 0.001 ? r.perMessage.toExponential(2) : fmt(r.perMessage, 3)} | ${usd(r.dollars)} | ${r.basis} |`);
+  for (const r of rows)
+    p(
+      `| ${r.what} | ${r.perMessage > 0 && r.perMessage < 0.001 ? r.perMessage.toExponential(2) : fmt(r.perMessage, 3)} | ${usd(r.dollars)} | ${r.basis} |`,
+    );
   p(`| **total** | | **${usd(total)}** | |`);
   p();
-  p(`Rows written per message: **${fmt(written)}** (SQL ${fmt(t.rowsWrittenSql / n)}, setAlarm ${fmt(t.setAlarm / n)}), ${fmt((100 * perMillion(PRICES.sqliteRowsWritten, written)) / total, 0)}% of the total.`);
+  p(
+    `Rows written per message: **${fmt(written)}** (SQL ${fmt(t.rowsWrittenSql / n)}, setAlarm ${fmt(t.setAlarm / n)}), ${fmt((100 * perMillion(PRICES.sqliteRowsWritten, written)) / total, 0)}% of the total.`,
+  );
   p();
   p("Rows per message, per object class:");
   p();
   p("| object | rows read | rows written (SQL) | setAlarm() |");
   p("| --- | ---: | ---: | ---: |");
-  for (const [cls, c] of Object.entries(t.byClass).sort()) p(`| ${cls} | ${fmt(c.read / n)} | ${fmt(c.written / n)} | ${fmt(c.setAlarm / n)} |`);
+  for (const [cls, c] of Object.entries(t.byClass).sort())
+    p(`| ${cls} | ${fmt(c.read / n)} | ${fmt(c.written / n)} | ${fmt(c.setAlarm / n)} |`);
   p();
   p("Rows written per message, per step of the life (SQL and setAlarm):");
   p();
@@ -254,7 +324,8 @@ for (const scenario of run.results) {
     .filter(([, s]) => s.written > 0)
     .sort(([, a], [, b]) => b.written - a.written)
     .slice(0, 15);
-  for (const [k, s] of top) p(`| \`${k.replaceAll("|", "\\|")}\` | ${fmt(s.calls / n)} | ${fmt(s.written / n)} | ${fmt(s.read / n)} |`);
+  for (const [k, s] of top)
+    p(`| \`${k.replaceAll("|", "\\|")}\` | ${fmt(s.calls / n)} | ${fmt(s.written / n)} | ${fmt(s.read / n)} |`);
   p();
 }
 
@@ -262,8 +333,12 @@ if (run.objectStart) {
   const u = run.objectStart;
   p("## Waking an object");
   p();
-  p("Not per message: what a new object's first start costs (its constructor runs the schema steps and reads `meta`). An");
-  p("existing object that starts again (after an eviction) reads its schema version (one row) and runs no schema statement;");
+  p(
+    "Not per message: what a new object's first start costs (its constructor runs the schema steps and reads `meta`). An",
+  );
+  p(
+    "existing object that starts again (after an eviction) reads its schema version (one row) and runs no schema statement;",
+  );
   p("a history shard creates nothing until a day is moved to it.");
   p();
   p("| object | rows read | rows written |");
@@ -274,7 +349,10 @@ if (run.objectStart) {
 
 p("## Summary");
 p();
-p("| scenario | rows written / message | queue operations / message | total $ / million messages |" + (before ? " rows written before | queue operations before | total before |" : ""));
+p(
+  "| scenario | rows written / message | queue operations / message | total $ / million messages |" +
+    (before ? " rows written before | queue operations before | total before |" : ""),
+);
 p("| --- | ---: | ---: | ---: |" + (before ? " ---: | ---: | ---: |" : ""));
 for (const s of summary) {
   let extra = "";
@@ -290,7 +368,9 @@ for (const s of summary) {
 }
 p();
 if (before) {
-  p("Rows written per message before → after, per step (SQL and setAlarm; before = `bench/cost-results.before.json`, the code before the cuts):");
+  p(
+    "Rows written per message before → after, per step (SQL and setAlarm; before = `bench/cost-results.before.json`, the code before the cuts):",
+  );
   p();
   p("| scenario | step | before | after |");
   p("| --- | --- | ---: | ---: |");
@@ -298,7 +378,11 @@ if (before) {
     const b = before.results.find((r) => r.name === s.name);
     if (!b) continue;
     const bt = totals(b);
-    s.t.byStep.forEach((step, i) => p(`| ${s.name} | ${step.step} | ${fmt((bt.byStep[i]?.written ?? 0) / b.messages)} | ${fmt(step.written / s.n)} |`));
+    s.t.byStep.forEach((step, i) =>
+      p(
+        `| ${s.name} | ${step.step} | ${fmt((bt.byStep[i]?.written ?? 0) / b.messages)} | ${fmt(step.written / s.n)} |`,
+      ),
+    );
   }
   p();
 }
@@ -312,17 +396,29 @@ for (const c of NOT_DONE) p(`- ${c}`);
 p();
 p("## Assumptions");
 p();
-p(`- Durable Object duration cannot be measured in the local runtime: ${ASSUME.doActiveMsPerRequest} ms of activity per request or alarm, plus`);
-p(`  ${ASSUME.operatorLatencyMs} ms per operator call (the drain alarm awaits the answer), at 0.128 GB per object (the pricing page's`);
+p(
+  `- Durable Object duration cannot be measured in the local runtime: ${ASSUME.doActiveMsPerRequest} ms of activity per request or alarm, plus`,
+);
+p(
+  `  ${ASSUME.operatorLatencyMs} ms per operator call (the drain alarm awaits the answer), at 0.128 GB per object (the pricing page's`,
+);
 p("  arithmetic). Objects hold no WebSockets, so an idle object is hibernatable and not billed.");
-p(`- Worker CPU: ${ASSUME.workerCpuMsPerInvocation} ms per invocation (the local bench, bench/results.md, measures 4–14 ms of runtime CPU per request`);
+p(
+  `- Worker CPU: ${ASSUME.workerCpuMsPerInvocation} ms per invocation (the local bench, bench/results.md, measures 4–14 ms of runtime CPU per request`,
+);
 p("  including the objects' work; Workers bill the Worker's own CPU only).");
-p("- Storage: bytes per row from docs/architecture.md (\"Storage budget\", measured), kept as long as the retention windows say:");
+p(
+  '- Storage: bytes per row from docs/architecture.md ("Storage budget", measured), kept as long as the retention windows say:',
+);
 for (const s of STORED) p(`  ${s.what}: ${s.bytes} B × ${s.days} days;`);
 p(`  R2: ${R2_BYTES_PER_MESSAGE} B per message compressed (the architecture's estimate) × ${R2_DAYS} days.`);
-p("- Queue messages are each under 64 KB (measured sizes + 100 B metadata), so one operation per write, read and delete.");
+p(
+  "- Queue messages are each under 64 KB (measured sizes + 100 B metadata), so one operation per write, read and delete.",
+);
 p("- Customer webhook deliveries, operator calls and DNS lookups are outbound subrequests: not billed as requests.");
 p("- The hourly cron (D1 retention) is a fixed cost per deployment, not per message, and is left out.");
 p();
 writeFileSync(here("../cost.md"), `${out.join("\n")}\n`);
-console.log(out.filter((l) => l.startsWith("| ") && (l.includes("**total**") || l.includes("rows written /"))).join("\n"));
+console.log(
+  out.filter((l) => l.startsWith("| ") && (l.includes("**total**") || l.includes("rows written /"))).join("\n"),
+);

@@ -54,9 +54,14 @@ export async function apiKeyFlow(h) {
 
   // Revoke through the confirmation dialog (JavaScript on: one step).
   page.once("dialog", (dialog) => dialog.accept());
-  await page.getByRole("row", { name: /Checkout service/ }).getByRole("button", { name: "Revoke" }).click();
+  await page
+    .getByRole("row", { name: /Checkout service/ })
+    .getByRole("button", { name: "Revoke" })
+    .click();
   await page.getByText(/revoked; it stops working within 5 seconds/).waitFor();
-  await waitFor("the revoked key to be refused", async () => (await callApi("/me", key)).status === 401, { timeoutMs: 10_000 });
+  await waitFor("the revoked key to be refused", async () => (await callApi("/me", key)).status === 401, {
+    timeoutMs: 10_000,
+  });
 
   // The static files carry their own security headers (public/_headers).
   const css = await fetch(`${BASE_URL}/static/dashboard/dashboard.css`);

@@ -5,7 +5,8 @@ export const PASSWORD = "correct horse battery staple";
 
 /** @typedef {import("playwright-core").Page} Page */
 
-export const uniqueEmail = (/** @type {string} */ tag) => `${tag}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+export const uniqueEmail = (/** @type {string} */ tag) =>
+  `${tag}-${Math.random().toString(36).slice(2, 10)}@example.com`;
 
 /** Opens an invitation link, sets the password, and lands signed in on the overview. @param {Page} page @param {string} invitationUrl */
 export async function acceptInvitation(page, invitationUrl) {
@@ -41,4 +42,5 @@ export async function sessionCookie(context) {
   return cookie;
 }
 
-export const callApi = (/** @type {string} */ path, /** @type {string} */ key) => fetch(`${BASE_URL}/api/v1${path}`, { headers: { Authorization: `Bearer ${key}` } });
+export const callApi = (/** @type {string} */ path, /** @type {string} */ key) =>
+  fetch(`${BASE_URL}/api/v1${path}`, { headers: { Authorization: `Bearer ${key}` } });

@@ -8,7 +8,10 @@ import { acceptInvitation, sessionCookie, uniqueEmail } from "./common.mjs";
 /** @param {import("../harness.mjs").Harness} h */
 export async function connectNumberFlow(h) {
   const workspace = await h.admin("POST", "/workspaces", { name: "Acme Connect", plan: "pro" });
-  const invitation = await h.admin("POST", `/workspaces/${workspace.id}/members`, { email: uniqueEmail("owner"), role: "owner" });
+  const invitation = await h.admin("POST", `/workspaces/${workspace.id}/members`, {
+    email: uniqueEmail("owner"),
+    role: "owner",
+  });
   const { context, page, problems } = await h.newPage();
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE_URL });
   await acceptInvitation(page, invitation.invitationUrl);
@@ -20,7 +23,10 @@ export async function connectNumberFlow(h) {
   // Bad input: the reason beside the field, nothing connected.
   await page.getByLabel("Display number").fill("call me");
   await page.getByRole("button", { name: "Connect sandbox number" }).click();
-  await page.locator("#displayPhoneNumber-error").getByText(/Digits only/).waitFor();
+  await page
+    .locator("#displayPhoneNumber-error")
+    .getByText(/Digits only/)
+    .waitFor();
   await expectAccessible(page, "numbers (refused display number)");
 
   await page.getByLabel("Display number").fill("+15550006666");
@@ -46,7 +52,10 @@ export async function connectNumberFlow(h) {
   for (const path of ["/dashboard/members", "/dashboard/audit"]) {
     await phone.page.goto(path);
     const cells = await phone.page.evaluate(() =>
-      [...document.querySelectorAll(".table-wrap td")].map((td) => ({ text: (td.textContent ?? "").trim().slice(0, 40), right: td.getBoundingClientRect().right })),
+      [...document.querySelectorAll(".table-wrap td")].map((td) => ({
+        text: (td.textContent ?? "").trim().slice(0, 40),
+        right: td.getBoundingClientRect().right,
+      })),
     );
     assert.ok(cells.length > 0, `${path} lists something`);
     assert.deepEqual(
@@ -54,7 +63,11 @@ export async function connectNumberFlow(h) {
       [],
       `every cell of ${path} is on a 390 px screen`,
     );
-    assert.equal(await phone.page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth), false, `no sideways scrolling of ${path} at 390 px`);
+    assert.equal(
+      await phone.page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth),
+      false,
+      `no sideways scrolling of ${path} at 390 px`,
+    );
   }
   assert.deepEqual([...problems, ...phone.problems], []);
   await phone.context.close();

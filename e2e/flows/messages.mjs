@@ -18,7 +18,10 @@ const post = (path, key, body, headers = {}) =>
 /** @param {import("../harness.mjs").Harness} h */
 export async function messagesFlow(h) {
   const { workspaceId, numberId } = await createWorkspace(h, "Acme Shipping");
-  const invitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, { email: uniqueEmail("dev"), role: "developer" });
+  const invitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, {
+    email: uniqueEmail("dev"),
+    role: "developer",
+  });
   const { context, page, problems } = await h.newPage();
   await acceptInvitation(page, invitation.invitationUrl);
 
@@ -29,18 +32,31 @@ export async function messagesFlow(h) {
   const key = await page.locator("#secret-value").inputValue();
 
   // A user writes in, then we answer through the API.
-  const inbound = await post("/sandbox/inbound", key, { channelNumberId: numberId, from: "5511977776666", text: { body: "Hi! Where is my order #1042?" } });
+  const inbound = await post("/sandbox/inbound", key, {
+    channelNumberId: numberId,
+    from: "5511977776666",
+    text: { body: "Hi! Where is my order #1042?" },
+  });
   assert.equal(inbound.status, 202, await inbound.clone().text());
   const sent = await post(
     "/messages",
     key,
-    { channelNumberId: numberId, to: "5511977776666", text: { body: "Your order #1042 has shipped and arrives on Thursday." } },
+    {
+      channelNumberId: numberId,
+      to: "5511977776666",
+      text: { body: "Your order #1042 has shipped and arrives on Thursday." },
+    },
     { "Idempotency-Key": randomUUID() },
   );
   assert.equal(sent.status, 201);
   const { jobId } = await sent.json();
   // And one the operator refuses (a sandbox number that simulates a closed customer-service window).
-  const refused = await post("/messages", key, { channelNumberId: numberId, to: "15550131047", text: { body: "Following up on your return." } }, { "Idempotency-Key": randomUUID() });
+  const refused = await post(
+    "/messages",
+    key,
+    { channelNumberId: numberId, to: "15550131047", text: { body: "Following up on your return." } },
+    { "Idempotency-Key": randomUUID() },
+  );
   assert.equal(refused.status, 201);
   const { jobId: failedId } = await refused.json();
 
@@ -76,7 +92,11 @@ export async function messagesFlow(h) {
   await page.getByRole("link", { name: "Clear" }).click();
 
   // The message's own page: sent, with its timeline.
-  await page.getByRole("row", { name: /out sent/ }).getByRole("link").first().click();
+  await page
+    .getByRole("row", { name: /out sent/ })
+    .getByRole("link")
+    .first()
+    .click();
   await page.waitForURL(`${BASE_URL}/dashboard/messages/${jobId}`);
   await page.getByRole("heading", { name: "Message to 5511977776666" }).waitFor();
   const status = await page.locator("dt:text-is('Status') + dd").textContent();
@@ -84,7 +104,10 @@ export async function messagesFlow(h) {
   // Then the sandbox reports delivered and read, as the operator would, seconds later.
   const timeline = await page.locator("ol.timeline li strong").allTextContents();
   assert.deepEqual(timeline.slice(0, 3), ["queued", "processing", "sent"]);
-  assert.ok(timeline.slice(3).every((s) => s === "delivered" || s === "read"), timeline.join(", "));
+  assert.ok(
+    timeline.slice(3).every((s) => s === "delivered" || s === "read"),
+    timeline.join(", "),
+  );
   await expectAccessible(page, "message (sent)");
   await screenshot(page, "message-sent");
 
@@ -125,10 +148,17 @@ export async function messagesFlow(h) {
       const row = phone.page.locator(".table-wrap tr", { hasText: "order #1042 has shipped" });
       await row.getByText("5511977776666").waitFor();
       assert.ok(await row.getByText("order #1042 has shipped").isVisible());
-      assert.ok(cells.some((c) => c.label === "To" || c.label === "Contact"), `labelled cells: ${[...new Set(cells.map((c) => c.label))].join(", ")}`);
+      assert.ok(
+        cells.some((c) => c.label === "To" || c.label === "Contact"),
+        `labelled cells: ${[...new Set(cells.map((c) => c.label))].join(", ")}`,
+      );
     }
   }
-  for (const [path, name] of [["/dashboard/messages", "messages"], [`/dashboard/messages/${jobId}`, "message"], ["/dashboard", "overview"]]) {
+  for (const [path, name] of [
+    ["/dashboard/messages", "messages"],
+    [`/dashboard/messages/${jobId}`, "message"],
+    ["/dashboard", "overview"],
+  ]) {
     await phone.page.goto(path);
     const overflow = await phone.page.evaluate(() => ({
       wider: document.documentElement.scrollWidth > window.innerWidth,
@@ -138,7 +168,11 @@ export async function messagesFlow(h) {
         .map((e) => `${e.tagName.toLowerCase()}${e.className ? `.${e.className}` : ""}`)
         .slice(0, 20),
     }));
-    assert.equal(overflow.wider, false, `no sideways scrolling of ${path} at 390 px; sticking out: ${overflow.sticking.join(", ")}`);
+    assert.equal(
+      overflow.wider,
+      false,
+      `no sideways scrolling of ${path} at 390 px; sticking out: ${overflow.sticking.join(", ")}`,
+    );
     await expectAccessible(phone.page, `${path} (390 px, dark)`);
     await screenshot(phone.page, `${name}-390px-dark`);
   }

@@ -11,7 +11,10 @@ const keyCount = async (h, workspaceId) => (await h.admin("GET", `/workspaces/${
 /** @param {import("../harness.mjs").Harness} h */
 export async function viewerFlow(h) {
   const { workspaceId, numberId } = await createWorkspace(h, "Acme Shipping");
-  const ownerInvitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, { email: uniqueEmail("owner"), role: "owner" });
+  const ownerInvitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, {
+    email: uniqueEmail("owner"),
+    role: "owner",
+  });
   const owner = await h.newPage();
   await acceptInvitation(owner.page, ownerInvitation.invitationUrl);
 
@@ -58,7 +61,9 @@ export async function viewerFlow(h) {
 
   // A form on another origin (the receiver's port) posting as the owner: refused by the CSRF check.
   const forge = await owner.context.newPage();
-  await forge.goto(`${new URL(RECEIVER_URL).origin}/forge?action=${encodeURIComponent(`${BASE_URL}/dashboard/api-keys`)}`);
+  await forge.goto(
+    `${new URL(RECEIVER_URL).origin}/forge?action=${encodeURIComponent(`${BASE_URL}/dashboard/api-keys`)}`,
+  );
   await forge.getByRole("button", { name: "Go" }).click();
   await forge.getByRole("heading", { name: "Form refused" }).waitFor();
   assert.equal(await keyCount(h, workspaceId), keysBefore);

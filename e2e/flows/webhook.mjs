@@ -9,7 +9,10 @@ import { acceptInvitation, uniqueEmail } from "./common.mjs";
 /** @param {import("../harness.mjs").Harness} h */
 export async function webhookFlow(h) {
   const { workspaceId, numberId } = await createWorkspace(h, "Acme Shipping");
-  const invitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, { email: uniqueEmail("dev"), role: "developer" });
+  const invitation = await h.admin("POST", `/workspaces/${workspaceId}/members`, {
+    email: uniqueEmail("dev"),
+    role: "developer",
+  });
   const { context, page, problems } = await h.newPage();
   await acceptInvitation(page, invitation.invitationUrl);
 
@@ -22,7 +25,10 @@ export async function webhookFlow(h) {
   // A URL the SSRF rules refuse gets its reason beside the field.
   await page.getByLabel("Endpoint URL").fill("https://10.0.0.1/hook");
   await page.getByRole("button", { name: "Save" }).click();
-  await page.locator("#url-error").getByText(/not allowed/).waitFor();
+  await page
+    .locator("#url-error")
+    .getByText(/not allowed/)
+    .waitFor();
   await expectAccessible(page, "webhook (refused URL)");
 
   await page.getByLabel("Endpoint URL").fill(RECEIVER_URL);
@@ -34,14 +40,18 @@ export async function webhookFlow(h) {
   const before = h.receiver.received.length;
   await page.getByRole("button", { name: "Send test event" }).click();
   await page.getByText(/Test event queued/).waitFor();
-  const request = await waitFor("the test event at the receiver", () => h.receiver.received.slice(before).find((r) => r.body.includes("webhook.test")));
+  const request = await waitFor("the test event at the receiver", () =>
+    h.receiver.received.slice(before).find((r) => r.body.includes("webhook.test")),
+  );
   /** @param {string} name */
   const header = (name) => String(request.headers[name] ?? "");
-  const verified = /** @type {{ type: string }} */ (new Webhook(secret).verify(request.body, {
-    "webhook-id": header("webhook-id"),
-    "webhook-timestamp": header("webhook-timestamp"),
-    "webhook-signature": header("webhook-signature"),
-  }));
+  const verified = /** @type {{ type: string }} */ (
+    new Webhook(secret).verify(request.body, {
+      "webhook-id": header("webhook-id"),
+      "webhook-timestamp": header("webhook-timestamp"),
+      "webhook-signature": header("webhook-signature"),
+    })
+  );
   assert.equal(verified.type, "webhook.test");
 
   // The log row appears once the consumer has written it: reload until it does.

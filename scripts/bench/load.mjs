@@ -47,7 +47,9 @@ export function loadRunner({ baseUrl, group }) {
     const result = await new Promise(
       /** @param {(res: Omit<LoadResult, "runtimeCpuMs" | "runtimeCpuParts" | "clientCpuMs">) => void} resolve @param {(err: Error) => void} reject */
       (resolve, reject) => {
-        autocannon({ url: baseUrl, connections: CONNECTIONS, pipelining: 1, timeout: 10, ...opts }, (err, res) => (err ? reject(err) : resolve(res)));
+        autocannon({ url: baseUrl, connections: CONNECTIONS, pipelining: 1, timeout: 10, ...opts }, (err, res) =>
+          err ? reject(err) : resolve(res),
+        );
       },
     );
     const runtimeAfter = runtimeCpuMs(group(), proxyEntry);
@@ -57,7 +59,12 @@ export function loadRunner({ baseUrl, group }) {
       ...result,
       runtimeCpuMs: known ? runtimeAfter.total - runtimeBefore.total : null,
       runtimeCpuParts: known
-        ? Object.fromEntries(Object.entries(runtimeAfter.parts).map(([k, ms]) => [k, ms - runtimeBefore.parts[/** @type {keyof typeof runtimeBefore.parts} */ (k)]]))
+        ? Object.fromEntries(
+            Object.entries(runtimeAfter.parts).map(([k, ms]) => [
+              k,
+              ms - runtimeBefore.parts[/** @type {keyof typeof runtimeBefore.parts} */ (k)],
+            ]),
+          )
         : null,
       clientCpuMs: (client.user + client.system) / 1000,
     };

@@ -30,7 +30,8 @@ export const STORAGE_NUMBERS = 100; // the scale plan's maximum
 export const STORAGE_SENDS = 1_000;
 /** One send per number per second at most (half the number's limit). */
 export const STORAGE_RATE = STORAGE_NUMBERS;
-if (STORAGE_NUMBERS + STORAGE_SENDS >= WORKSPACE_LIMIT_PER_MIN) throw new Error("the storage sends would reach the workspace limit");
+if (STORAGE_NUMBERS + STORAGE_SENDS >= WORKSPACE_LIMIT_PER_MIN)
+  throw new Error("the storage sends would reach the workspace limit");
 export const SEED_MESSAGES = 1_000_000;
 /** Numbers the seeded messages are spread over: a busy workspace's few numbers. */
 export const SEED_NUMBERS = 10;

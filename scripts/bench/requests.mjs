@@ -43,7 +43,16 @@ export function sendRequests({ runId, prefix, tally, accepted, over, bodyOf, per
         const key = `bench-${runId}-${prefix}-${i}`;
         const body = bodyOf(numberId, i);
         context.sent = { apiKey: ws.apiKey, workspaceId: ws.id, numberId, key, body };
-        return { ...req, headers: { ...req.headers, authorization: auth(ws.apiKey), "content-type": "application/json", "idempotency-key": key }, body };
+        return {
+          ...req,
+          headers: {
+            ...req.headers,
+            authorization: auth(ws.apiKey),
+            "content-type": "application/json",
+            "idempotency-key": key,
+          },
+          body,
+        };
       },
       onResponse: (status, body, context, headers) => {
         tallyResponse(tally, headers);
@@ -72,7 +81,13 @@ export function meRequests(workspaces, tally) {
     {
       method: "GET",
       path: "/api/v1/me",
-      setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: auth(/** @type {Workspace} */ (workspaces[j++ % workspaces.length]).apiKey) } }),
+      setupRequest: (req) => ({
+        ...req,
+        headers: {
+          ...req.headers,
+          authorization: auth(/** @type {Workspace} */ (workspaces[j++ % workspaces.length]).apiKey),
+        },
+      }),
       onResponse: (status, _body, _context, headers) => {
         tallyResponse(tally, headers);
         if (status !== 200) tally.bad++;
@@ -91,12 +106,26 @@ export function replayRequests(accepted, tally) {
       setupRequest: (req, context) => {
         const s = /** @type {Accepted} */ (accepted[j++ % accepted.length]);
         context.sent = s;
-        return { ...req, headers: { ...req.headers, authorization: auth(s.apiKey), "content-type": "application/json", "idempotency-key": s.key }, body: s.body };
+        return {
+          ...req,
+          headers: {
+            ...req.headers,
+            authorization: auth(s.apiKey),
+            "content-type": "application/json",
+            "idempotency-key": s.key,
+          },
+          body: s.body,
+        };
       },
       onResponse: (status, body, context, headers) => {
         tallyResponse(tally, headers);
         const parsed = parseJsonOrNull(body);
-        if (status !== 200 || parsed?.status !== "duplicado_identico" || parsed?.jobId !== /** @type {Accepted | undefined} */ (context.sent)?.jobId) tally.bad++;
+        if (
+          status !== 200 ||
+          parsed?.status !== "duplicado_identico" ||
+          parsed?.jobId !== /** @type {Accepted | undefined} */ (context.sent)?.jobId
+        )
+          tally.bad++;
       },
     },
   ];
@@ -111,7 +140,11 @@ export function readRequests(accepted, tally) {
       setupRequest: (req, context) => {
         const s = /** @type {Accepted} */ (accepted[j++ % accepted.length]);
         context.sent = s;
-        return { ...req, path: `/api/v1/messages/${s.jobId}`, headers: { ...req.headers, authorization: auth(s.apiKey) } };
+        return {
+          ...req,
+          path: `/api/v1/messages/${s.jobId}`,
+          headers: { ...req.headers, authorization: auth(s.apiKey) },
+        };
       },
       onResponse: (status, body, context, headers) => {
         tallyResponse(tally, headers);
@@ -124,7 +157,9 @@ export function readRequests(accepted, tally) {
 
 /** Whether a page's `data` holds exactly `ids`, in order. @param {unknown} data @param {string[]} ids */
 export const sameIds = (data, ids) =>
-  Array.isArray(data) && data.length === ids.length && data.every((/** @type {{ id?: unknown } | null} */ m, i) => m?.id === ids[i]);
+  Array.isArray(data) &&
+  data.length === ids.length &&
+  data.every((/** @type {{ id?: unknown } | null} */ m, i) => m?.id === ids[i]);
 
 /** One list page, whose every answer must hold exactly `ids`. @param {string} apiKey @param {string} path @param {string[]} ids @param {Tally} tally @returns {LoadRequest[]} */
 export function listRequests(apiKey, path, ids, tally) {

@@ -47,8 +47,12 @@ export function runtimeCpuMs(group, proxyEntry) {
     const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
     const role =
       comm === "workerd"
-        ? cmdline.includes(`entry=${proxyEntry} `) ? "proxy" : "runtime"
-        : comm === "node" || comm.startsWith("MainThread") ? "wrangler" : "other";
+        ? cmdline.includes(`entry=${proxyEntry} `)
+          ? "proxy"
+          : "runtime"
+        : comm === "node" || comm.startsWith("MainThread")
+          ? "wrangler"
+          : "other";
     parts[role] += ms;
   }
   return { total: parts.runtime + parts.proxy + parts.wrangler + parts.other, parts };

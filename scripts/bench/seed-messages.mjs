@@ -66,10 +66,24 @@ const TEMPLATES = [
   "Reminder: your appointment with Dr. {n} is tomorrow at {h}:30. Reply 1 to confirm or 2 to reschedule. Address: 221B Baker Street.",
   "Hi {n}! Thanks for contacting support, ticket {k} is open and an agent will answer you shortly. Business hours: 8h to 20h.",
 ];
-const NAMES = ["Ana", "Bruno", "Carla", "Diego", "Elisa", "Fábio", "Gabriela", "Hugo", "Iara", "João", "Karina", "Lucas"];
+const NAMES = [
+  "Ana",
+  "Bruno",
+  "Carla",
+  "Diego",
+  "Elisa",
+  "Fábio",
+  "Gabriela",
+  "Hugo",
+  "Iara",
+  "João",
+  "Karina",
+  "Lucas",
+];
 
 /** An operator message id of the usual length (55 characters, "wamid." and base64), unique per row. @param {Buffer} rest @param {number} i */
-const wamidOf = (rest, i) => `wamid.HBgNNTUxMTk${rest.toString("base64url")}${String(i).padStart(8, "0")}FQIAEhggQjRBRjQ5`.slice(0, 58);
+const wamidOf = (rest, i) =>
+  `wamid.HBgNNTUxMTk${rest.toString("base64url")}${String(i).padStart(8, "0")}FQIAEhggQjRBRjQ5`.slice(0, 58);
 
 /** A realistic body of exactly BODY_CHARS characters. @param {number} i */
 function bodyOf(i) {
@@ -109,9 +123,21 @@ export function seedMessages({ file, count, numberIds, now }) {
     db.exec("PRAGMA cache_size = -262144"); // 256 MiB: the indexes' pages stay in memory while they grow
     // A crash mid-seed loses nothing that matters (the bench state is rebuilt on every run).
     db.exec("PRAGMA synchronous = OFF");
-    const columns = db.prepare("SELECT name FROM pragma_table_info('messages')").all().map((r) => r.name);
-    for (const c of ["direction", "type", "content", "outcome_unknown_since", "received_at", "copy_pending", "version"]) {
-      if (!columns.includes(c)) throw new Error(`messages has no column ${c}: the seeder no longer matches the object's schema`);
+    const columns = db
+      .prepare("SELECT name FROM pragma_table_info('messages')")
+      .all()
+      .map((r) => r.name);
+    for (const c of [
+      "direction",
+      "type",
+      "content",
+      "outcome_unknown_since",
+      "received_at",
+      "copy_pending",
+      "version",
+    ]) {
+      if (!columns.includes(c))
+        throw new Error(`messages has no column ${c}: the seeder no longer matches the object's schema`);
     }
     const insert = db.prepare(
       `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, content, status, upstream_message_id,
@@ -153,8 +179,28 @@ export function seedMessages({ file, count, numberIds, now }) {
         if (shape === "inbound") {
           const id = uuidV7(at, rest);
           // An inbound row: received_at is the operator's time, created_at when it was recorded.
-          insert.run(id, "inbound", numberId, counterpart, bodyOf(i), "received", wamidOf(rest, i),
-            null, null, null, null, at, at, null, null, null, null, null, at - 800, 1);
+          insert.run(
+            id,
+            "inbound",
+            numberId,
+            counterpart,
+            bodyOf(i),
+            "received",
+            wamidOf(rest, i),
+            null,
+            null,
+            null,
+            null,
+            at,
+            at,
+            null,
+            null,
+            null,
+            null,
+            null,
+            at - 800,
+            1,
+          );
           tally(day, numberId, "received");
           continue;
         }
@@ -173,8 +219,25 @@ export function seedMessages({ file, count, numberIds, now }) {
         const updated = Math.max(processing, sent ?? 0, delivered ?? 0, read ?? 0, failed ?? 0);
         // One version per lifecycle write after the insert (processing, sent, delivered, read, failed).
         const version = 1 + [processing, sent, delivered, read, failed].filter((t) => t !== null).length;
-        insert.run(id, "outbound", numberId, counterpart, bodyOf(i), failed !== null ? "failed" : "sent", wamidOf(rest, i),
-          ...error, at, updated, processing, sent, failed, delivered, read, null, version);
+        insert.run(
+          id,
+          "outbound",
+          numberId,
+          counterpart,
+          bodyOf(i),
+          failed !== null ? "failed" : "sent",
+          wamidOf(rest, i),
+          ...error,
+          at,
+          updated,
+          processing,
+          sent,
+          failed,
+          delivered,
+          read,
+          null,
+          version,
+        );
         tally(day, numberId, "accepted");
         if (sent !== null) tally(day, numberId, "sent");
         if (failed !== null) tally(day, numberId, "failed");

@@ -55,7 +55,8 @@
 export function parseServerTiming(headers) {
   /** @type {string | undefined} */
   let value;
-  for (const [name, v] of Object.entries(headers)) if (name.toLowerCase() === "server-timing") value = Array.isArray(v) ? v.join(", ") : v;
+  for (const [name, v] of Object.entries(headers))
+    if (name.toLowerCase() === "server-timing") value = Array.isArray(v) ? v.join(", ") : v;
   if (!value) return null;
   /** @type {Record<string, number>} */
   const out = {};
@@ -118,7 +119,10 @@ export function summarize(label, what, result, tally, extra = {}) {
     cpuPerRequest: result.runtimeCpuMs === null || completed === 0 ? null : result.runtimeCpuMs / completed,
     runtimeCores: result.runtimeCpuMs === null ? null : result.runtimeCpuMs / (result.duration * 1000),
     clientCores: result.clientCpuMs / (result.duration * 1000),
-    coresByRole: runtimeCpuParts === null ? null : Object.fromEntries(Object.entries(runtimeCpuParts).map(([k, ms]) => [k, ms / (result.duration * 1000)])),
+    coresByRole:
+      runtimeCpuParts === null
+        ? null
+        : Object.fromEntries(Object.entries(runtimeCpuParts).map(([k, ms]) => [k, ms / (result.duration * 1000)])),
     ...extra,
   };
 }

@@ -59,7 +59,12 @@ export function storageOf(file) {
     const pageSize = numberOf(db.prepare("PRAGMA page_size").get(), "page_size");
     const pageCount = numberOf(db.prepare("PRAGMA page_count").get(), "page_count");
     const freePages = numberOf(db.prepare("PRAGMA freelist_count").get(), "freelist_count");
-    const owner = new Map(db.prepare("SELECT name, tbl_name FROM sqlite_master WHERE type IN ('table', 'index')").all().map((r) => [String(r.name), String(r.tbl_name)]));
+    const owner = new Map(
+      db
+        .prepare("SELECT name, tbl_name FROM sqlite_master WHERE type IN ('table', 'index')")
+        .all()
+        .map((r) => [String(r.name), String(r.tbl_name)]),
+    );
     /** @type {Record<string, number>} */
     const tables = {};
     for (const r of db.prepare("SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name").all()) {
@@ -86,7 +91,10 @@ export function retentionState(file) {
 /** @param {string} file */
 export function pendingWork(file) {
   return withDatabase(file, (db) => ({
-    active: numberOf(db.prepare("SELECT COUNT(*) AS n FROM messages WHERE status IN ('queued', 'processing')").get(), "n"),
+    active: numberOf(
+      db.prepare("SELECT COUNT(*) AS n FROM messages WHERE status IN ('queued', 'processing')").get(),
+      "n",
+    ),
     events: numberOf(db.prepare("SELECT COUNT(*) AS n FROM events WHERE delivery = 'pending'").get(), "n"),
   }));
 }
@@ -100,11 +108,17 @@ export function pendingWork(file) {
  */
 export function expectedPages(file, { status, channelNumberId, limit }) {
   return withDatabase(file, (db) => {
-    const newest = db.prepare("SELECT id FROM messages ORDER BY created_at DESC, id DESC LIMIT ?").all(2 * limit).map((r) => String(r.id));
+    const newest = db
+      .prepare("SELECT id FROM messages ORDER BY created_at DESC, id DESC LIMIT ?")
+      .all(2 * limit)
+      .map((r) => String(r.id));
     const scanned = db
       .prepare("SELECT id, status FROM messages WHERE channel_number_id = ? ORDER BY created_at DESC, id DESC LIMIT ?")
       .all(channelNumberId, SCAN_BUDGET);
-    const filtered = scanned.filter((r) => r.status === status).slice(0, limit).map((r) => String(r.id));
+    const filtered = scanned
+      .filter((r) => r.status === status)
+      .slice(0, limit)
+      .map((r) => String(r.id));
     return { first: newest.slice(0, limit), second: newest.slice(limit), filtered, filterScanned: scanned.length };
   });
 }

@@ -18,12 +18,21 @@ const ownerEmail = (/** @type {string} */ workspaceId) => `owner.${workspaceId.s
 export async function demoDashboardSignIn(call, adminToken, baseUrl, workspaceId) {
   const email = ownerEmail(workspaceId);
   const members = await call("GET", `/admin/v1/workspaces/${workspaceId}/members`, adminToken);
-  if (members.status !== 200) throw new Error(`listing the demo workspace's members answered ${members.status}: ${members.text.slice(0, 300)}`);
-  if (members.json.data.some((/** @type {{ email: string, passwordSet: boolean }} */ m) => m.email === email && m.passwordSet)) {
+  if (members.status !== 200)
+    throw new Error(`listing the demo workspace's members answered ${members.status}: ${members.text.slice(0, 300)}`);
+  if (
+    members.json.data.some(
+      (/** @type {{ email: string, passwordSet: boolean }} */ m) => m.email === email && m.passwordSet,
+    )
+  ) {
     return { email, url: `${baseUrl}/dashboard/sign-in`, passwordSet: true };
   }
-  const invited = await call("POST", `/admin/v1/workspaces/${workspaceId}/members`, adminToken, { email, role: "owner" });
-  if (invited.status !== 201) throw new Error(`inviting the demo owner answered ${invited.status}: ${invited.text.slice(0, 300)}`);
+  const invited = await call("POST", `/admin/v1/workspaces/${workspaceId}/members`, adminToken, {
+    email,
+    role: "owner",
+  });
+  if (invited.status !== 201)
+    throw new Error(`inviting the demo owner answered ${invited.status}: ${invited.text.slice(0, 300)}`);
   return { email, url: invited.json.invitationUrl, passwordSet: false };
 }
 

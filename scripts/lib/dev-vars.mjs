@@ -8,7 +8,8 @@ import { join } from "node:path";
 
 const secret = (/** @type {BufferEncoding} */ encoding) => randomBytes(32).toString(encoding);
 // CREDENTIALS_ENCRYPTION_KEY is an AES-256 key read as standard base64; the rest are opaque tokens.
-const generateFor = (/** @type {string} */ name) => (name === "CREDENTIALS_ENCRYPTION_KEY" ? secret("base64") : secret("base64url"));
+const generateFor = (/** @type {string} */ name) =>
+  name === "CREDENTIALS_ENCRYPTION_KEY" ? secret("base64") : secret("base64url");
 
 const VAR_LINE = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/;
 
@@ -61,7 +62,10 @@ export function ensureDevVars(root, { say, fail }) {
     if (missing.length > 0) {
       const lines = missing.map(([name, value]) => `${name}=${value === "generate" ? generateFor(name) : value}`);
       const existing = readFileSync(DEV_VARS, "utf8");
-      writeFileSync(DEV_VARS, `${existing}${existing.endsWith("\n") || existing === "" ? "" : "\n"}${lines.join("\n")}\n`);
+      writeFileSync(
+        DEV_VARS,
+        `${existing}${existing.endsWith("\n") || existing === "" ? "" : "\n"}${lines.join("\n")}\n`,
+      );
       say(`added to .dev.vars from .dev.vars.example: ${missing.map(([n]) => n).join(", ")}`);
     } else {
       say("using existing .dev.vars");
@@ -74,6 +78,7 @@ export function ensureDevVars(root, { say, fail }) {
   }
   const vars = parseVars(readFileSync(DEV_VARS, "utf8"));
   const adminToken = vars.get("ADMIN_TOKEN");
-  if (!adminToken || adminToken === "generate") return fail("ADMIN_TOKEN is empty in .dev.vars; delete the file to regenerate it.");
+  if (!adminToken || adminToken === "generate")
+    return fail("ADMIN_TOKEN is empty in .dev.vars; delete the file to regenerate it.");
   return { adminToken };
 }

@@ -129,7 +129,8 @@ export function stopAndExit(signal) {
 function installHandlers() {
   if (handlersInstalled) return;
   handlersInstalled = true;
-  for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM", "SIGHUP"])) process.on(signal, () => void stopAndExit(signal));
+  for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM", "SIGHUP"]))
+    process.on(signal, () => void stopAndExit(signal));
   // However the script ends (an uncaught error, process.exit), no group is left behind. Only
   // synchronous work is possible here: a SIGTERM to each group, without waiting.
   process.on("exit", () => {
@@ -231,7 +232,11 @@ export async function migrateLocalD1({ state, env = {}, ...output }) {
   // The command has no --yes flag: its "About to apply N migration(s)... continue?" prompt is
   // answered "yes" automatically only when wrangler sees no TTY or CI is set.
   const args = ["d1", "migrations", "apply", "DB", "--local", ...(state ? ["--persist-to", state] : [])];
-  const { child, exited } = spawnWrangler(args, { env: { CI: "true", ...env }, stdout: sink.stdio, stderr: sink.stdio });
+  const { child, exited } = spawnWrangler(args, {
+    env: { CI: "true", ...env },
+    stdout: sink.stdio,
+    stderr: sink.stdio,
+  });
   sink.follow(child.stdout);
   sink.follow(child.stderr);
   return { code: await exited, output: sink.text() };
@@ -239,7 +244,12 @@ export async function migrateLocalD1({ state, env = {}, ...output }) {
 
 /** Writes `secrets` as an env file wrangler reads with `--env-file`. @param {string} path @param {Record<string, string>} secrets */
 export function writeEnvFile(path, secrets) {
-  writeFileSync(path, `${Object.entries(secrets).map(([k, v]) => `${k}=${v}`).join("\n")}\n`);
+  writeFileSync(
+    path,
+    `${Object.entries(secrets)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("\n")}\n`,
+  );
   return path;
 }
 
@@ -279,7 +289,11 @@ export class LocalWorker {
     this.baseUrl = `http://${HOST}:${port}`;
     this.sink = outputSink(options);
     const args = [
-      "dev", "--ip", HOST, "--port", String(port),
+      "dev",
+      "--ip",
+      HOST,
+      "--port",
+      String(port),
       ...(inspectorPort ? ["--inspector-ip", HOST, "--inspector-port", String(inspectorPort)] : []),
       ...(state ? ["--persist-to", state] : []),
       ...(envFile ? ["--env-file", envFile] : []),
@@ -287,7 +301,11 @@ export class LocalWorker {
       "--show-interactive-dev-session=false",
       ...(logLevel ? ["--log-level", logLevel] : []),
     ];
-    const { child, exited } = spawnWrangler(args, { env, stdout: pipeStdout ? "pipe" : this.sink.stdio, stderr: this.sink.stdio });
+    const { child, exited } = spawnWrangler(args, {
+      env,
+      stdout: pipeStdout ? "pipe" : this.sink.stdio,
+      stderr: this.sink.stdio,
+    });
     this.child = child;
     /** wrangler's exit code (128 + the signal's number when a signal ended it). */
     this.exited = exited;
@@ -318,7 +336,8 @@ export class LocalWorker {
     const started = Date.now();
     let hinted = false;
     while (Date.now() - started < limitMs) {
-      if (this.hasExited) throw new Error(`wrangler dev exited with ${await this.exited} before it was ready:\n${this.output()}`);
+      if (this.hasExited)
+        throw new Error(`wrangler dev exited with ${await this.exited} before it was ready:\n${this.output()}`);
       if (await answers(`${this.baseUrl}${path}`, 2_000)) return Date.now() - started;
       if (!hinted && Date.now() - started > slowAfterMs) {
         hinted = true;
@@ -382,7 +401,15 @@ async function answers(url, limitMs) {
  */
 export async function startLocalWorker(port, vars = {}) {
   const state = mkdtempSync(join(tmpdir(), "local-worker-"));
-  const worker = new LocalWorker({ port, inspectorPort: port + 1000, state, envFile: await prepareState(state), vars, env: UNATTENDED_ENV, logLevel: "warn" });
+  const worker = new LocalWorker({
+    port,
+    inspectorPort: port + 1000,
+    state,
+    envFile: await prepareState(state),
+    vars,
+    env: UNATTENDED_ENV,
+    logLevel: "warn",
+  });
   const stop = async () => {
     await worker.stop();
     rmSync(state, { recursive: true, force: true });

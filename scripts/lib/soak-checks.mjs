@@ -73,7 +73,8 @@ function pushTo(map, key, value) {
 const RANK = { queued: 0, processing: 1, sent: 2, failed: 3 };
 
 /** @param {number[]} sorted @param {number} p */
-const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : null);
+const percentile = (sorted, p) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : null;
 
 /**
  * Every accepted send is terminal, and its record carries what the client sent.
@@ -90,9 +91,19 @@ export function checkTerminal(accepted, records) {
     const status = m?.status ?? "unreadable";
     byStatus[status] = (byStatus[status] ?? 0) + 1;
     if (status === "sent" || status === "failed") terminal++;
-    else failures.push({ jobId: s.jobId, status, outcomeUnknownSince: m?.outcomeUnknownSince ?? null, processingAt: m?.processingAt ?? null });
+    else
+      failures.push({
+        jobId: s.jobId,
+        status,
+        outcomeUnknownSince: m?.outcomeUnknownSince ?? null,
+        processingAt: m?.processingAt ?? null,
+      });
     if (m && (m.to !== s.to || m.text?.body !== s.text || m.channelNumberId !== s.numberId)) {
-      failures.push({ jobId: s.jobId, problem: "record differs from the accepted send", record: { to: m.to, text: m.text, channelNumberId: m.channelNumberId } });
+      failures.push({
+        jobId: s.jobId,
+        problem: "record differs from the accepted send",
+        record: { to: m.to, text: m.text, channelNumberId: m.channelNumberId },
+      });
     }
   }
   return { figures: { accepted: accepted.length, terminal, byStatus }, failures };
@@ -130,23 +141,52 @@ export function checkOperatorCalls(calls, accepted, records) {
     const deliveries = list.filter((c) => c.processed).length;
     maxDeliveries = Math.max(maxDeliveries, deliveries);
     const endIndex = list.findIndex((c) => c.processed || (c.answer === "error" && c.httpStatus === 400));
-    if (deliveries > 1) failures.push({ problem: "delivered to the operator more than once", jobId, calls: list.map((c) => ({ seq: c.seq, answer: c.answer })) });
+    if (deliveries > 1)
+      failures.push({
+        problem: "delivered to the operator more than once",
+        jobId,
+        calls: list.map((c) => ({ seq: c.seq, answer: c.answer })),
+      });
     else if (endIndex !== -1 && endIndex < list.length - 1) {
-      failures.push({ problem: "called again after a processed or final answer", jobId, calls: list.map((c) => ({ seq: c.seq, answer: c.answer, code: c.code })) });
+      failures.push({
+        problem: "called again after a processed or final answer",
+        jobId,
+        calls: list.map((c) => ({ seq: c.seq, answer: c.answer, code: c.code })),
+      });
     }
     const s = /** @type {AcceptedSend} */ (sendOf.get(jobId));
     const m = jobId === null ? undefined : records.get(jobId);
     for (const c of list) {
       const want = m ?? { to: s.to, text: { body: s.text } };
-      if (c.to !== `+${want.to}` || c.text !== want.text?.body || c.phoneNumberId !== s.phoneNumberId || c.messagingProduct !== "whatsapp") {
-        failures.push({ problem: "operator payload differs from the record", jobId, seq: c.seq, call: { to: c.to, text: c.text, phoneNumberId: c.phoneNumberId } });
+      if (
+        c.to !== `+${want.to}` ||
+        c.text !== want.text?.body ||
+        c.phoneNumberId !== s.phoneNumberId ||
+        c.messagingProduct !== "whatsapp"
+      ) {
+        failures.push({
+          problem: "operator payload differs from the record",
+          jobId,
+          seq: c.seq,
+          call: { to: c.to, text: c.text, phoneNumberId: c.phoneNumberId },
+        });
       }
     }
   }
   /** @type {Record<string, number>} */
   const answers = {};
   for (const c of calls) answers[c.answer] = (answers[c.answer] ?? 0) + 1;
-  return { figures: { calls: calls.length, jobsCalled: byJob.size, maxCallsPerJob: maxCalls, maxDeliveriesPerJob: maxDeliveries, callsPerJob, answers }, failures };
+  return {
+    figures: {
+      calls: calls.length,
+      jobsCalled: byJob.size,
+      maxCallsPerJob: maxCalls,
+      maxDeliveriesPerJob: maxDeliveries,
+      callsPerJob,
+      answers,
+    },
+    failures,
+  };
 }
 
 /**
@@ -170,8 +210,12 @@ export function checkNumberRate(calls) {
   const byNumber = new Map();
   for (const c of calls) pushTo(byNumber, c.phoneNumberId, c);
   const unstamped = calls.filter((c) => !stamped(c));
-  for (const c of unstamped.slice(0, 5)) failures.push({ problem: "call without X-Call-Started-At", jobId: c.jobId, attempt: c.attempt });
-  const transit = calls.filter(stamped).map((c) => c.at - c.startedAt).sort((a, b) => a - b);
+  for (const c of unstamped.slice(0, 5))
+    failures.push({ problem: "call without X-Call-Started-At", jobId: c.jobId, attempt: c.attempt });
+  const transit = calls
+    .filter(stamped)
+    .map((c) => c.at - c.startedAt)
+    .sort((a, b) => a - b);
   let maxStarted = 0;
   let minStartSpanOf3 = Infinity;
   let maxMeasured = 0;
@@ -190,7 +234,12 @@ export function checkNumberRate(calls) {
       maxStarted = Math.max(maxStarted, i - j + 1);
       if (i >= 2) minStartSpanOf3 = Math.min(minStartSpanOf3, startOf(i) - startOf(i - 2));
       if (i - j + 1 > 2) {
-        failures.push({ phoneNumberId, calls: i - j + 1, startedSpanMs: startOf(i) - startOf(j), jobs: started.slice(j, i + 1).map((c) => `${c.jobId}#${c.attempt}`) });
+        failures.push({
+          phoneNumberId,
+          calls: i - j + 1,
+          startedSpanMs: startOf(i) - startOf(j),
+          jobs: started.slice(j, i + 1).map((c) => `${c.jobId}#${c.attempt}`),
+        });
       }
     }
     // As received by the operator.
@@ -230,12 +279,20 @@ export function checkNumberRate(calls) {
       maxCallsPerNumberIn1sAsStarted: maxStarted,
       minStartedSpanOf3ConsecutiveCallsMs: Number.isFinite(minStartSpanOf3) ? minStartSpanOf3 : null,
       unstampedCalls: unstamped.length,
-      transitMs: { p50: percentile(transit, 50) ?? null, p99: percentile(transit, 99) ?? null, max: transit.at(-1) ?? null },
+      transitMs: {
+        p50: percentile(transit, 50) ?? null,
+        p99: percentile(transit, 99) ?? null,
+        max: transit.at(-1) ?? null,
+      },
       maxCallsPerNumberIn1sAsReceived: maxCertain,
       maxCallsPerNumberIn1sByReceiveTimeAlone: maxMeasured,
       windowsOver2AsReceived: arrivalWindows.length,
       arrivalWindows,
-      receiveTimeUncertaintyMs: { p50: +(percentile(uncertainty, 50) ?? 0).toFixed(3), p99: +(percentile(uncertainty, 99) ?? 0).toFixed(3), max: +(uncertainty.at(-1) ?? 0).toFixed(3) },
+      receiveTimeUncertaintyMs: {
+        p50: +(percentile(uncertainty, 50) ?? 0).toFixed(3),
+        p99: +(percentile(uncertainty, 99) ?? 0).toFixed(3),
+        max: +(uncertainty.at(-1) ?? 0).toFixed(3),
+      },
     },
     failures,
   };
@@ -267,7 +324,13 @@ export function checkConversationOrder(accepted, calls) {
         if (!bCalls?.length) continue;
         pairs++;
         const bFirst = Math.min(...bCalls.map((c) => c.hr));
-        if (bFirst < aLastAnswered) failures.push({ conversation: `${a.phoneNumberId}/${a.to}`, earlier: a.jobId, later: b.jobId, laterCalledBeforeEarlierAnsweredMs: +(aLastAnswered - bFirst).toFixed(3) });
+        if (bFirst < aLastAnswered)
+          failures.push({
+            conversation: `${a.phoneNumberId}/${a.to}`,
+            earlier: a.jobId,
+            later: b.jobId,
+            laterCalledBeforeEarlierAnsweredMs: +(aLastAnswered - bFirst).toFixed(3),
+          });
       }
     }
   }
@@ -300,7 +363,8 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
       if (!received.has(d.webhookId)) received.set(d.webhookId, d.body);
     } else refusedByUs++;
   }
-  if (unverified) failures.push({ problem: "deliveries whose Standard Webhooks signature did not verify", count: unverified });
+  if (unverified)
+    failures.push({ problem: "deliveries whose Standard Webhooks signature did not verify", count: unverified });
   /** @type {Map<string | undefined, StatusEvent[]>} */
   const statusEvents = new Map();
   /** @type {Map<string | undefined, Array<{ id: string | null, from?: unknown, text?: { body?: string } }>>} */
@@ -314,19 +378,31 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
   }
   /** @type {Set<string | undefined>} */
   const ours = new Set(accepted.map((s) => s.jobId));
-  for (const k of statusEvents.keys()) if (!ours.has(k)) failures.push({ problem: "status event for a message no accepted send has", messageId: k });
+  for (const k of statusEvents.keys())
+    if (!ours.has(k)) failures.push({ problem: "status event for a message no accepted send has", messageId: k });
 
   let changes = 0;
   let events = 0;
   for (const s of accepted) {
     const m = records.get(s.jobId);
     // Changes: the timeline but its creation (`queued`) and `outcome_unknown` (a note, not a status).
-    const timeline = (timelines.get(s.jobId) ?? []).filter((t) => t.status !== "outcome_unknown" && t.status !== "queued");
+    const timeline = (timelines.get(s.jobId) ?? []).filter(
+      (t) => t.status !== "outcome_unknown" && t.status !== "queued",
+    );
     changes += timeline.length;
     const list = (statusEvents.get(s.jobId) ?? []).sort((a, b) => progress(a) - progress(b));
     events += list.length;
     /** @param {string} why */
-    const problem = (why) => failures.push({ jobId: s.jobId, problem: why, timeline: timeline.map((t) => t.status), events: list.map((e) => `${e.previousStatus}→${e.status}${e.deliveredAt ? "+delivered" : ""}${e.readAt ? "+read" : ""} ${e.id}`) });
+    const problem = (why) =>
+      failures.push({
+        jobId: s.jobId,
+        problem: why,
+        timeline: timeline.map((t) => t.status),
+        events: list.map(
+          (e) =>
+            `${e.previousStatus}→${e.status}${e.deliveredAt ? "+delivered" : ""}${e.readAt ? "+read" : ""} ${e.id}`,
+        ),
+      });
     if (!m) {
       problem("record unreadable");
       continue;
@@ -343,9 +419,15 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
       problem("a change without its event (the first event does not leave queued)");
       continue;
     }
-    const broken = list.findIndex((e, i) => i > 0 && (progress(e) === progress(eventAt(i - 1)) || e.previousStatus !== eventAt(i - 1).status));
+    const broken = list.findIndex(
+      (e, i) => i > 0 && (progress(e) === progress(eventAt(i - 1)) || e.previousStatus !== eventAt(i - 1).status),
+    );
     if (broken !== -1) {
-      problem(progress(eventAt(broken)) === progress(eventAt(broken - 1)) ? "two events for one change" : "a change without its event (chain broken)");
+      problem(
+        progress(eventAt(broken)) === progress(eventAt(broken - 1))
+          ? "two events for one change"
+          : "a change without its event (chain broken)",
+      );
       continue;
     }
     const last = eventAt(list.length - 1);
@@ -363,12 +445,32 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
   for (const [wamid, sent] of injected) {
     const list = receivedEvents.get(wamid) ?? [];
     if (list.length === 1 && list[0]?.from === sent.from && list[0]?.text?.body === sent.text) inboundOk++;
-    else failures.push({ problem: list.length === 0 ? "inbound message without its event" : list.length > 1 ? "inbound message with several events" : "inbound event differs", wamid, events: list.map((e) => e.id) });
+    else
+      failures.push({
+        problem:
+          list.length === 0
+            ? "inbound message without its event"
+            : list.length > 1
+              ? "inbound message with several events"
+              : "inbound event differs",
+        wamid,
+        events: list.map((e) => e.id),
+      });
   }
-  for (const wamid of receivedEvents.keys()) if (wamid === undefined || !injected.has(wamid)) failures.push({ problem: "message.received for a message the operator never sent", wamid });
+  for (const wamid of receivedEvents.keys())
+    if (wamid === undefined || !injected.has(wamid))
+      failures.push({ problem: "message.received for a message the operator never sent", wamid });
 
   return {
-    figures: { deliveries: deliveries.length, refusedByReceiver: refusedByUs, distinctEvents: received.size, statusChanges: changes, statusEvents: events, inboundInjected: injected.size, inboundWithOneEvent: inboundOk },
+    figures: {
+      deliveries: deliveries.length,
+      refusedByReceiver: refusedByUs,
+      distinctEvents: received.size,
+      statusChanges: changes,
+      statusEvents: events,
+      inboundInjected: injected.size,
+      inboundWithOneEvent: inboundOk,
+    },
     failures,
   };
 }
@@ -389,9 +491,26 @@ export function checkClientErrors(answers, inKillWindow) {
     const bad = a.status === null || a.status >= 500;
     if (!bad) continue;
     if (inKillWindow(a.start, a.end)) inWindow++;
-    else failures.push({ op: a.op, status: a.status, error: a.error, code: a.code, requestId: a.requestId, start: new Date(a.start).toISOString(), ms: a.end - a.start });
+    else
+      failures.push({
+        op: a.op,
+        status: a.status,
+        error: a.error,
+        code: a.code,
+        requestId: a.requestId,
+        start: new Date(a.start).toISOString(),
+        ms: a.end - a.start,
+      });
   }
-  return { figures: { answers: answers.length, byStatus: statuses, errorsInKillWindows: inWindow, errorsOutsideKillWindows: failures.length }, failures };
+  return {
+    figures: {
+      answers: answers.length,
+      byStatus: statuses,
+      errorsInKillWindows: inWindow,
+      errorsOutsideKillWindows: failures.length,
+    },
+    failures,
+  };
 }
 
 /**
@@ -410,5 +529,10 @@ export function queuedTimes(accepted, calls) {
     return at === undefined ? [] : [at - s.acceptedAt];
   });
   times.sort((a, b) => a - b);
-  return { count: times.length, p50Ms: percentile(times, 50), p99Ms: percentile(times, 99), maxMs: times.at(-1) ?? null };
+  return {
+    count: times.length,
+    p50Ms: percentile(times, 50),
+    p99Ms: percentile(times, 99),
+    maxMs: times.at(-1) ?? null,
+  };
 }

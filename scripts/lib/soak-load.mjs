@@ -85,7 +85,12 @@ export function createLoad({ baseUrl, tenants, random, runId, operatorWebhooks }
     /** @type {Entry} */
     let entry;
     try {
-      const res = await fetch(`${baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(TIMEOUT_MS) });
+      const res = await fetch(`${baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
       const text = await res.text();
       let json = null;
       try {
@@ -93,11 +98,27 @@ export function createLoad({ baseUrl, tenants, random, runId, operatorWebhooks }
       } catch {
         // judged by status
       }
-      entry = { op, status: res.status, start, end: Date.now(), error: null, json, requestId: res.headers.get("x-request-id") };
+      entry = {
+        op,
+        status: res.status,
+        start,
+        end: Date.now(),
+        error: null,
+        json,
+        requestId: res.headers.get("x-request-id"),
+      };
     } catch (err) {
       entry = { op, status: null, start, end: Date.now(), error: networkError(err), json: null, requestId: null };
     }
-    answers.push({ op: entry.op, status: entry.status, start: entry.start, end: entry.end, error: entry.error, requestId: entry.requestId, code: entry.json?.error?.code ?? null });
+    answers.push({
+      op: entry.op,
+      status: entry.status,
+      start: entry.start,
+      end: entry.end,
+      error: entry.error,
+      requestId: entry.requestId,
+      code: entry.json?.error?.code ?? null,
+    });
     return entry;
   }
 
@@ -115,14 +136,27 @@ export function createLoad({ baseUrl, tenants, random, runId, operatorWebhooks }
     const text = `soak ${runId} ${randomUUID().slice(0, 8)} ${"x".repeat(Math.floor(random.between(0, 40)))}`;
     /** @type {LoadSend} */
     const s = {
-      tenant, workspaceId: tenant.workspaceId, numberId: number.id, phoneNumberId: number.phoneNumberId,
-      key: `soak-${randomUUID()}`, to, text, body: { channelNumberId: number.id, to, text: { body: text } },
-      attempts: 0, jobId: null, acceptedAt: null, firstTriedAt: Date.now(), outcome: "pending",
+      tenant,
+      workspaceId: tenant.workspaceId,
+      numberId: number.id,
+      phoneNumberId: number.phoneNumberId,
+      key: `soak-${randomUUID()}`,
+      to,
+      text,
+      body: { channelNumberId: number.id, to, text: { body: text } },
+      attempts: 0,
+      jobId: null,
+      acceptedAt: null,
+      firstTriedAt: Date.now(),
+      outcome: "pending",
     };
     sends.push(s);
     while (true) {
       s.attempts++;
-      const r = await request("send", "POST", "/api/v1/messages", tenant.loadKey, { body: s.body, idempotencyKey: s.key });
+      const r = await request("send", "POST", "/api/v1/messages", tenant.loadKey, {
+        body: s.body,
+        idempotencyKey: s.key,
+      });
       if (r.status === 201 || (r.status === 200 && r.json?.status === "duplicado_identico")) {
         s.jobId = r.json.jobId;
         s.acceptedAt = r.end;
@@ -148,13 +182,23 @@ export function createLoad({ baseUrl, tenants, random, runId, operatorWebhooks }
     const s = pickAccepted(tenant);
     if (!s) return;
     const body = conflicting ? { ...s.body, text: { body: `${s.text} (changed)` } } : s.body;
-    const r = await request(conflicting ? "conflict" : "replay", "POST", "/api/v1/messages", tenant.loadKey, { body, idempotencyKey: s.key });
+    const r = await request(conflicting ? "conflict" : "replay", "POST", "/api/v1/messages", tenant.loadKey, {
+      body,
+      idempotencyKey: s.key,
+    });
     if (r.status === null || r.status >= 500) return; // judged with the kill windows
     const ok = conflicting
       ? r.status === 409 && r.json?.error?.code === "idempotency_conflict"
       : r.status === 200 && r.json?.status === "duplicado_identico" && r.json?.jobId === s.jobId;
     if (ok) counts[conflicting ? "conflictOk" : "replayOk"]++;
-    else mismatches.push({ what: conflicting ? "conflicting replay" : "replay", key: s.key, jobId: s.jobId, status: r.status, body: r.json });
+    else
+      mismatches.push({
+        what: conflicting ? "conflicting replay" : "replay",
+        key: s.key,
+        jobId: s.jobId,
+        status: r.status,
+        body: r.json,
+      });
   }
 
   /** @param {Tenant} tenant */
@@ -163,7 +207,8 @@ export function createLoad({ baseUrl, tenants, random, runId, operatorWebhooks }
     if (!s) return;
     const r = await request("read", "GET", `/api/v1/messages/${s.jobId}`, tenant.loadKey);
     if (r.status === null || r.status >= 500) return;
-    if (r.status === 200 && r.json?.id === s.jobId && r.json?.to === s.to && r.json?.text?.body === s.text) counts.readOk++;
+    if (r.status === 200 && r.json?.id === s.jobId && r.json?.to === s.to && r.json?.text?.body === s.text)
+      counts.readOk++;
     else mismatches.push({ what: "read", jobId: s.jobId, status: r.status, body: r.json });
   }
 

@@ -19,7 +19,21 @@ const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms)
 /** @param {string} phoneNumberId @param {Record<string, unknown>} value */
 const change = (phoneNumberId, value) => ({
   object: "whatsapp_business_account",
-  entry: [{ id: "WABA-SOAK", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId }, ...value } }] }],
+  entry: [
+    {
+      id: "WABA-SOAK",
+      changes: [
+        {
+          field: "messages",
+          value: {
+            messaging_product: "whatsapp",
+            metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId },
+            ...value,
+          },
+        },
+      ],
+    },
+  ],
 });
 const seconds = (/** @type {number} */ ms) => String(Math.floor(ms / 1000));
 
@@ -30,7 +44,16 @@ const seconds = (/** @type {number} */ ms) => String(Math.floor(ms / 1000));
  *   random: import("./soak-random.mjs").Random, confirmAfterMs?: number }} options
  */
 export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, confirmAfterMs = 8_000 }) {
-  const stats = { posts: 0, repeats: 0, postFailures: 0, statuses: 0, inbound: 0, inboundDuplicates: 0, pending: 0, gaveUp: 0 };
+  const stats = {
+    posts: 0,
+    repeats: 0,
+    postFailures: 0,
+    statuses: 0,
+    inbound: 0,
+    inboundDuplicates: 0,
+    pending: 0,
+    gaveUp: 0,
+  };
   /** Inbound messages injected: wamid → { phoneNumberId, from, text }. @type {Map<string, { phoneNumberId: string, from: string, text: string }>} */
   const inbound = new Map();
   let stopped = false;
@@ -116,9 +139,25 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
   function status(call, name, at) {
     stats.statuses++;
     /** @type {Record<string, unknown>} */
-    const item = { id: call.wamid, status: name, timestamp: seconds(at), recipient_id: call.to.replace(/^\+/, ""), biz_opaque_callback_data: call.jobId };
+    const item = {
+      id: call.wamid,
+      status: name,
+      timestamp: seconds(at),
+      recipient_id: call.to.replace(/^\+/, ""),
+      biz_opaque_callback_data: call.jobId,
+    };
     if (name === "failed") {
-      item.errors = [{ code: 131047, title: "Re-engagement message", message: "Re-engagement message", error_data: { details: "Message failed to send because more than 24 hours have passed since the customer last replied to this number." } }];
+      item.errors = [
+        {
+          code: 131047,
+          title: "Re-engagement message",
+          message: "Re-engagement message",
+          error_data: {
+            details:
+              "Message failed to send because more than 24 hours have passed since the customer last replied to this number.",
+          },
+        },
+      ];
     }
     if (name === "delivered" || name === "sent") {
       item.conversation = { id: "CONV-SOAK", origin: { type: "service" } };
@@ -145,7 +184,8 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
           if (call.finalStatus === "failed") void status(call, "failed", finalAt);
           else {
             void status(call, "delivered", finalAt);
-            if (call.finalStatus === "read") later(random.between(300, 1_500), () => void status(call, "read", Date.now()));
+            if (call.finalStatus === "read")
+              later(random.between(300, 1_500), () => void status(call, "read", Date.now()));
           }
         });
       });
@@ -160,9 +200,16 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
         messages: [{ from, id: wamid, timestamp: seconds(Date.now()), type: "text", text: { body: text } }],
       });
       const shows = async () => {
-        const res = await callApi(baseUrl, "GET", `/api/v1/messages?direction=inbound&from=${from}&limit=5`, tenantOf(phoneNumberId).checkKey);
+        const res = await callApi(
+          baseUrl,
+          "GET",
+          `/api/v1/messages?direction=inbound&from=${from}&limit=5`,
+          tenantOf(phoneNumberId).checkKey,
+        );
         if (res.status !== 200) return null;
-        return (res.json?.data ?? []).some((/** @type {{ upstreamMessageId?: string }} */ m) => m.upstreamMessageId === wamid);
+        return (res.json?.data ?? []).some(
+          (/** @type {{ upstreamMessageId?: string }} */ m) => m.upstreamMessageId === wamid,
+        );
       };
       void deliver(payload, shows);
       if (random.chance(0.1)) {

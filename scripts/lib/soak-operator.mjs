@@ -83,7 +83,17 @@ export async function startOperator({ port, seed, version, numbers, latencyMs = 
 }
 
 /** Meta's error object. @param {number} code @param {string} message @param {Record<string, unknown>} [extra] */
-const metaError = (code, message, extra = {}) => JSON.stringify({ error: { message, type: "OAuthException", code, error_data: { messaging_product: "whatsapp", details: message }, fbtrace_id: "Soak", ...extra } });
+const metaError = (code, message, extra = {}) =>
+  JSON.stringify({
+    error: {
+      message,
+      type: "OAuthException",
+      code,
+      error_data: { messaging_product: "whatsapp", details: message },
+      fbtrace_id: "Soak",
+      ...extra,
+    },
+  });
 
 /** @param {OperatorConfig} config */
 function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
@@ -123,22 +133,63 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
     }
     const cls = Number(recipient.at(-1));
     /** @returns {Plan} */
-    const accept = (finalStatus = "delivered") => ({ kind: "accepted", status: 200, processed: true, finalStatus: finalStatus === "delivered" && rnd.chance(0.3) ? "read" : finalStatus });
+    const accept = (finalStatus = "delivered") => ({
+      kind: "accepted",
+      status: 200,
+      processed: true,
+      finalStatus: finalStatus === "delivered" && rnd.chance(0.3) ? "read" : finalStatus,
+    });
     switch (cls) {
       case 0:
-        return { kind: "error", status: 400, code: 131026, body: metaError(131026, "Message undeliverable"), processed: false };
+        return {
+          kind: "error",
+          status: 400,
+          code: 131026,
+          body: metaError(131026, "Message undeliverable"),
+          processed: false,
+        };
       case 1:
-        return attempt === 1 ? { kind: "error", status: 500, code: 131000, body: metaError(131000, "Something went wrong", { is_transient: true }), processed: false } : accept();
+        return attempt === 1
+          ? {
+              kind: "error",
+              status: 500,
+              code: 131000,
+              body: metaError(131000, "Something went wrong", { is_transient: true }),
+              processed: false,
+            }
+          : accept();
       case 2:
-        return attempt === 1 ? { kind: "error", status: 429, code: 131056, retryAfter: "1", body: metaError(131056, "(Business Account, Consumer Account) pair rate limit hit"), processed: false } : accept();
+        return attempt === 1
+          ? {
+              kind: "error",
+              status: 429,
+              code: 131056,
+              retryAfter: "1",
+              body: metaError(131056, "(Business Account, Consumer Account) pair rate limit hit"),
+              processed: false,
+            }
+          : accept();
       case 3:
         return accept("failed");
       case 4:
-        return rnd.chance(0.5) ? { kind: "bare502", status: 502, processed: true, finalStatus: "delivered" } : { kind: "dropped", status: null, processed: true, finalStatus: "delivered" };
+        return rnd.chance(0.5)
+          ? { kind: "bare502", status: 502, processed: true, finalStatus: "delivered" }
+          : { kind: "dropped", status: null, processed: true, finalStatus: "delivered" };
       case 5:
-        return attempt === 1 ? { kind: "error", status: 503, code: 2, retryAfter: "1", body: metaError(2, "Service temporarily unavailable"), processed: false } : accept();
+        return attempt === 1
+          ? {
+              kind: "error",
+              status: 503,
+              code: 2,
+              retryAfter: "1",
+              body: metaError(2, "Service temporarily unavailable"),
+              processed: false,
+            }
+          : accept();
       default:
-        return rnd.chance(0.04) ? { kind: "dropped", status: null, processed: true, finalStatus: "delivered" } : accept();
+        return rnd.chance(0.04)
+          ? { kind: "dropped", status: null, processed: true, finalStatus: "delivered" }
+          : accept();
     }
   };
 
@@ -160,7 +211,9 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
         return;
       }
       if (req.method === "GET" && parts.length === 2) {
-        res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ id: phoneNumberId, display_phone_number: "+1 555-010-0000", verified_name: "Soak" }));
+        res
+          .writeHead(200, { "Content-Type": "application/json" })
+          .end(JSON.stringify({ id: phoneNumberId, display_phone_number: "+1 555-010-0000", verified_name: "Soak" }));
         return;
       }
       if (req.method !== "POST" || parts[2] !== "messages") {
@@ -181,8 +234,22 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
       const wamid = `wamid.SOAK${String(++seq).padStart(7, "0")}`;
       /** @type {OperatorCall} */
       const call = {
-        seq, at, hr, earliest, startedAt: Number(req.headers["x-call-started-at"]) || null, phoneNumberId, jobId, attempt, to, text: body?.text?.body ?? null, messagingProduct: body?.messaging_product ?? null,
-        answer: plan.kind, httpStatus: plan.status, code: plan.code ?? null, processed: plan.processed, finalStatus: plan.finalStatus ?? null,
+        seq,
+        at,
+        hr,
+        earliest,
+        startedAt: Number(req.headers["x-call-started-at"]) || null,
+        phoneNumberId,
+        jobId,
+        attempt,
+        to,
+        text: body?.text?.body ?? null,
+        messagingProduct: body?.messaging_product ?? null,
+        answer: plan.kind,
+        httpStatus: plan.status,
+        code: plan.code ?? null,
+        processed: plan.processed,
+        finalStatus: plan.finalStatus ?? null,
         wamid: plan.processed ? wamid : null,
       };
       const delay = rnd.between(latencyMs[0], latencyMs[1]);
@@ -192,12 +259,19 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
           req.socket.destroy();
         } else if (plan.kind === "accepted") {
           res.writeHead(200, { "Content-Type": "application/json" }).end(
-            JSON.stringify({ messaging_product: "whatsapp", contacts: [{ input: to, wa_id: to.replace(/^\+/, "") }], messages: [{ id: wamid, message_status: "accepted" }] }),
+            JSON.stringify({
+              messaging_product: "whatsapp",
+              contacts: [{ input: to, wa_id: to.replace(/^\+/, "") }],
+              messages: [{ id: wamid, message_status: "accepted" }],
+            }),
           );
         } else if (plan.kind === "bare502") {
           res.writeHead(502, { "Content-Type": "text/html" }).end("<html><body>502 Bad Gateway</body></html>");
         } else {
-          const headers = { "Content-Type": "application/json", ...(plan.retryAfter ? { "Retry-After": plan.retryAfter } : {}) };
+          const headers = {
+            "Content-Type": "application/json",
+            ...(plan.retryAfter ? { "Retry-After": plan.retryAfter } : {}),
+          };
           res.writeHead(plan.status ?? 500, headers).end(plan.body);
         }
         tell({ type: "call", call });
@@ -220,4 +294,5 @@ function runOperatorProcess({ port, seed, version, numbers, latencyMs }) {
   process.on("disconnect", stop);
 }
 
-if (process.argv[2] === ROLE_FLAG) process.once("message", (/** @type {OperatorConfig} */ config) => runOperatorProcess(config));
+if (process.argv[2] === ROLE_FLAG)
+  process.once("message", (/** @type {OperatorConfig} */ config) => runOperatorProcess(config));

@@ -14,9 +14,12 @@ export function verifyStandardWebhook(secret, headers, rawBody) {
   const id = headers["webhook-id"];
   const ts = headers["webhook-timestamp"];
   const sigs = headers["webhook-signature"];
-  if (typeof id !== "string" || typeof ts !== "string" || typeof sigs !== "string" || !/^[0-9]{1,12}$/.test(ts)) return false;
+  if (typeof id !== "string" || typeof ts !== "string" || typeof sigs !== "string" || !/^[0-9]{1,12}$/.test(ts))
+    return false;
   if (Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
-  const expected = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64")).update(`${id}.${ts}.${rawBody}`).digest();
+  const expected = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
+    .update(`${id}.${ts}.${rawBody}`)
+    .digest();
   return sigs.split(" ").some((entry) => {
     const [version, sig] = entry.split(",");
     const given = Buffer.from(sig ?? "", "base64");

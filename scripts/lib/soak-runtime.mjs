@@ -24,7 +24,17 @@ export async function createRuntime({ port, inspectorPort, state, vars, logFile 
   async function start() {
     const started = Date.now();
     appendFileSync(logFile, `\n----- [soak] wrangler dev starting at ${new Date(started).toISOString()}\n`);
-    current = new LocalWorker({ port, inspectorPort, state, envFile, vars, env: UNATTENDED_ENV, logLevel: "warn", logFile, tailChars: 8_000 });
+    current = new LocalWorker({
+      port,
+      inspectorPort,
+      state,
+      envFile,
+      vars,
+      env: UNATTENDED_ENV,
+      logLevel: "warn",
+      logFile,
+      tailChars: 8_000,
+    });
     await current.waitUntilReady({ limitMs: 120_000 });
     return Date.now() - started;
   }

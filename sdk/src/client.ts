@@ -77,14 +77,20 @@ export class MessagingClient {
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
   }
 
-  private read<T>(attempt: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>, options?: CallOptions) {
+  private read<T>(
+    attempt: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>,
+    options?: CallOptions,
+  ) {
     return withRetries(attempt, this.retry, options?.signal).then((r) => r.data);
   }
 
   /** A list: each page is a read (retried), starting at `params.cursor` if given. */
   private paged<T>(
     params: { cursor?: string },
-    page: (cursor: string | undefined, signal: AbortSignal) => Promise<{ data?: Page<T>; error?: unknown; response: Response }>,
+    page: (
+      cursor: string | undefined,
+      signal: AbortSignal,
+    ) => Promise<{ data?: Page<T>; error?: unknown; response: Response }>,
     options?: CallOptions,
   ): Paginated<T> {
     return new Paginated((cursor) => this.read((signal) => page(cursor, signal), options), params.cursor);
@@ -95,10 +101,18 @@ export class MessagingClient {
      * Queues a text message. Without `idempotencyKey`, a new UUID is generated; either way
      * the same key goes out on every retry, so a send is never duplicated by retrying.
      */
-    send: async (input: SendMessageInput, options: CallOptions & { idempotencyKey?: string } = {}): Promise<SendResult> => {
+    send: async (
+      input: SendMessageInput,
+      options: CallOptions & { idempotencyKey?: string } = {},
+    ): Promise<SendResult> => {
       const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
       const { data } = await withRetries(
-        (signal) => this.http.POST("/messages", { params: { header: { "idempotency-key": idempotencyKey } }, body: input, signal }),
+        (signal) =>
+          this.http.POST("/messages", {
+            params: { header: { "idempotency-key": idempotencyKey } },
+            body: input,
+            signal,
+          }),
         this.retry,
         options.signal,
       );
@@ -112,7 +126,11 @@ export class MessagingClient {
      * until it is null, so a short page never ends it.
      */
     list: (params: MessageListParams = {}, options?: CallOptions): Paginated<Message> =>
-      this.paged(params, (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }), options),
+      this.paged(
+        params,
+        (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
     /** The message's status timeline, oldest first, and the deliveries of its webhook events. */
     events: (id: string, options?: CallOptions): Promise<MessageEvents> =>
       this.read((signal) => this.http.GET("/messages/{id}/events", { params: { path: { id } }, signal }), options),
@@ -121,7 +139,11 @@ export class MessagingClient {
   readonly messageArchives = {
     /** Days older than the plan's history window, archived, newest first. */
     list: (params: ListParams = {}, options?: CallOptions): Paginated<MessageArchive> =>
-      this.paged(params, (cursor, signal) => this.http.GET("/message-archives", { params: { query: { ...params, cursor } }, signal }), options),
+      this.paged(
+        params,
+        (cursor, signal) => this.http.GET("/message-archives", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
     /**
      * The messages of one archived day (`YYYY-MM-DD`, UTC), oldest first, parsed line by line
      * as the download streams in. Nothing is requested until iteration starts. The request is
@@ -136,7 +158,11 @@ export class MessagingClient {
 
   readonly channelNumbers = {
     list: (params: ListParams = {}, options?: CallOptions): Paginated<ChannelNumber> =>
-      this.paged(params, (cursor, signal) => this.http.GET("/channel-numbers", { params: { query: { ...params, cursor } }, signal }), options),
+      this.paged(
+        params,
+        (cursor, signal) => this.http.GET("/channel-numbers", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
     get: (id: string, options?: CallOptions): Promise<ChannelNumberDetail> =>
       this.read((signal) => this.http.GET("/channel-numbers/{id}", { params: { path: { id } }, signal }), options),
     /**
@@ -147,33 +173,63 @@ export class MessagingClient {
       once((signal) => this.http.POST("/channel-numbers", { body: input, signal }), options?.signal),
     /** Replaces a live number's access token after the operator confirmed it. Sent once, never retried. */
     replaceToken: (id: string, accessToken: string, options?: CallOptions): Promise<ChannelNumberDetail> =>
-      once((signal) => this.http.PATCH("/channel-numbers/{id}", { params: { path: { id } }, body: { accessToken }, signal }), options?.signal),
+      once(
+        (signal) =>
+          this.http.PATCH("/channel-numbers/{id}", { params: { path: { id } }, body: { accessToken }, signal }),
+        options?.signal,
+      ),
     /** Disconnects a number: its queued messages end `failed` with `number_disconnected`. Sent once, never retried. */
     disconnect: async (id: string, options?: CallOptions): Promise<void> => {
-      await once((signal) => this.http.DELETE("/channel-numbers/{id}", { params: { path: { id } }, signal }), options?.signal);
+      await once(
+        (signal) => this.http.DELETE("/channel-numbers/{id}", { params: { path: { id } }, signal }),
+        options?.signal,
+      );
     },
     contactWindow: (id: string, phone: string, options?: CallOptions): Promise<ContactWindow> =>
-      this.read((signal) => this.http.GET("/channel-numbers/{id}/contacts/{phone}", { params: { path: { id, phone } }, signal }), options),
+      this.read(
+        (signal) =>
+          this.http.GET("/channel-numbers/{id}/contacts/{phone}", { params: { path: { id, phone } }, signal }),
+        options,
+      ),
   };
 
   readonly webhooks = {
     list: (params: ListParams = {}, options?: CallOptions): Paginated<Webhook> =>
-      this.paged(params, (cursor, signal) => this.http.GET("/webhooks", { params: { query: { ...params, cursor } }, signal }), options),
+      this.paged(
+        params,
+        (cursor, signal) => this.http.GET("/webhooks", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
     /** Creates or replaces the webhook of a number; the returned `secret` is shown only here. Sent once, never retried. */
     configure: (input: Schemas["ConfigureWebhookRequest"], options?: CallOptions): Promise<WebhookWithSecret> =>
       once((signal) => this.http.POST("/webhooks", { body: input, signal }), options?.signal),
     listDeliveries: (webhookId: string, params: ListParams = {}, options?: CallOptions): Paginated<WebhookDelivery> =>
       this.paged(
         params,
-        (cursor, signal) => this.http.GET("/webhooks/{id}/deliveries", { params: { path: { id: webhookId }, query: { ...params, cursor } }, signal }),
+        (cursor, signal) =>
+          this.http.GET("/webhooks/{id}/deliveries", {
+            params: { path: { id: webhookId }, query: { ...params, cursor } },
+            signal,
+          }),
         options,
       ),
     replay: (webhookId: string, eventId: string, options?: CallOptions) =>
-      once((signal) => this.http.POST("/webhooks/{id}/deliveries/{eventId}/replay", { params: { path: { id: webhookId, eventId } }, signal }), options?.signal),
+      once(
+        (signal) =>
+          this.http.POST("/webhooks/{id}/deliveries/{eventId}/replay", {
+            params: { path: { id: webhookId, eventId } },
+            signal,
+          }),
+        options?.signal,
+      ),
     test: (webhookId: string, options?: CallOptions) =>
-      once((signal) => this.http.POST("/webhooks/{id}/test", { params: { path: { id: webhookId } }, signal }), options?.signal),
+      once(
+        (signal) => this.http.POST("/webhooks/{id}/test", { params: { path: { id: webhookId } }, signal }),
+        options?.signal,
+      ),
     /** Verifies a delivery's signature and returns its event; see `verifyWebhook`. */
-    verify: (payload: string | Uint8Array, headers: WebhookHeaders, secret: string): WebhookEvent => verifyWebhook(payload, headers, secret),
+    verify: (payload: string | Uint8Array, headers: WebhookHeaders, secret: string): WebhookEvent =>
+      verifyWebhook(payload, headers, secret),
   };
 
   readonly sandbox = {
@@ -186,17 +242,33 @@ export class MessagingClient {
      */
     testContacts: {
       list: (channelNumberId: string, options?: CallOptions): Promise<Schemas["SandboxTestContactList"]> =>
-        this.read((signal) => this.http.GET("/sandbox/test-contacts", { params: { query: { channelNumberId } }, signal }), options),
+        this.read(
+          (signal) => this.http.GET("/sandbox/test-contacts", { params: { query: { channelNumberId } }, signal }),
+          options,
+        ),
       /** Marks a recipient (E.164 digits); adding one that already is changes nothing. Safe to retry. */
       add: (channelNumberId: string, phone: string, options?: CallOptions): Promise<Schemas["SandboxTestContact"]> =>
-        this.read((signal) => this.http.POST("/sandbox/test-contacts", { body: { channelNumberId, phone }, signal }), options),
+        this.read(
+          (signal) => this.http.POST("/sandbox/test-contacts", { body: { channelNumberId, phone }, signal }),
+          options,
+        ),
       remove: async (channelNumberId: string, phone: string, options?: CallOptions): Promise<void> => {
-        await once((signal) => this.http.DELETE("/sandbox/test-contacts/{channelNumberId}/{phone}", { params: { path: { channelNumberId, phone } }, signal }), options?.signal);
+        await once(
+          (signal) =>
+            this.http.DELETE("/sandbox/test-contacts/{channelNumberId}/{phone}", {
+              params: { path: { channelNumberId, phone } },
+              signal,
+            }),
+          options?.signal,
+        );
       },
     },
   };
 
-  private async *downloadArchive(day: string, signal: AbortSignal | undefined): AsyncGenerator<Message, void, undefined> {
+  private async *downloadArchive(
+    day: string,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<Message, void, undefined> {
     // The attempt's signal (deadline and caller) governs the wait for the answer; once it is
     // there, only the caller's signal can stop the body, however long the day is to read.
     let answered = new AbortController();
@@ -207,7 +279,11 @@ export class MessagingClient {
         const forward = () => request.abort(attemptSignal.reason);
         attemptSignal.addEventListener("abort", forward, { once: true });
         try {
-          return await this.http.GET("/message-archives/{day}", { params: { path: { day } }, parseAs: "stream", signal: request.signal });
+          return await this.http.GET("/message-archives/{day}", {
+            params: { path: { day } },
+            parseAs: "stream",
+            signal: request.signal,
+          });
         } finally {
           attemptSignal.removeEventListener("abort", forward);
         }

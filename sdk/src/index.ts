@@ -25,5 +25,11 @@ export {
 export { ApiError, ConnectionError, MessagingError, type ErrorCode, type ErrorDetail } from "./errors.js";
 export { Paginated, type Page } from "./paginate.js";
 export { DEFAULT_RETRY, type RetryOptions } from "./retry.js";
-export { verifyWebhook, WebhookVerificationError, type WebhookEvent, type WebhookEventType, type WebhookHeaders } from "./webhooks.js";
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type WebhookEvent,
+  type WebhookEventType,
+  type WebhookHeaders,
+} from "./webhooks.js";
 export type { components, operations, paths, webhooks } from "./generated/openapi.js";

@@ -5,7 +5,10 @@ import { ConnectionError, MessagingError } from "./errors.js";
  * never held in memory whole. Web streams and TextDecoder only, so it runs wherever
  * fetch does. Stopping early (`break`) cancels the body.
  */
-export async function* ndjsonValues<T>(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<T, void, undefined> {
+export async function* ndjsonValues<T>(
+  body: ReadableStream<Uint8Array>,
+  signal?: AbortSignal,
+): AsyncGenerator<T, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let pending = "";
@@ -27,10 +30,13 @@ export async function* ndjsonValues<T>(body: ReadableStream<Uint8Array>, signal?
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         // Nothing can resume a stream half-way: the caller restarts the download.
-        throw new ConnectionError(`the download broke off after ${line} line${line === 1 ? "" : "s"}: ${String((err as Error)?.message ?? err)}`, {
-          cause: err,
-          attempts: 1,
-        });
+        throw new ConnectionError(
+          `the download broke off after ${line} line${line === 1 ? "" : "s"}: ${String((err as Error)?.message ?? err)}`,
+          {
+            cause: err,
+            attempts: 1,
+          },
+        );
       }
       pending += chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
       let start = 0;

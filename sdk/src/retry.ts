@@ -11,7 +11,12 @@ export interface RetryOptions {
   deadlineMs: number;
 }
 
-export const DEFAULT_RETRY: RetryOptions = { maxRetries: 4, initialDelayMs: 500, maxDelayMs: 8_000, deadlineMs: 60_000 };
+export const DEFAULT_RETRY: RetryOptions = {
+  maxRetries: 4,
+  initialDelayMs: 500,
+  maxDelayMs: 8_000,
+  deadlineMs: 60_000,
+};
 
 /** What one attempt returns: openapi-fetch's `{ data, error, response }`. */
 export interface Attempt<T> {
@@ -80,15 +85,27 @@ export async function withRetries<T>(
       const error = apiErrorFrom(result.response, result.error);
       if (!retriable(result.response) || attempts > options.maxRetries) throw error;
       // Retry-After is honoured as given, with a little jitter so that clients told the same second spread out.
-      wait = error.retryAfterSeconds !== null ? error.retryAfterSeconds * 1000 + Math.round(Math.random() * 250) : backoffMs(attempts - 1, options);
+      wait =
+        error.retryAfterSeconds !== null
+          ? error.retryAfterSeconds * 1000 + Math.round(Math.random() * 250)
+          : backoffMs(attempts - 1, options);
       if (Date.now() + wait > deadline) throw error;
     } else {
       const timedOut = timeout.aborted;
-      const message = timedOut ? `no answer within the ${options.deadlineMs} ms deadline` : `request failed: ${String((failure as Error)?.message ?? failure)}`;
-      if (timedOut || attempts > options.maxRetries) throw new ConnectionError(`${message} (${attempts} attempt${attempts > 1 ? "s" : ""})`, { cause: failure, attempts });
+      const message = timedOut
+        ? `no answer within the ${options.deadlineMs} ms deadline`
+        : `request failed: ${String((failure as Error)?.message ?? failure)}`;
+      if (timedOut || attempts > options.maxRetries)
+        throw new ConnectionError(`${message} (${attempts} attempt${attempts > 1 ? "s" : ""})`, {
+          cause: failure,
+          attempts,
+        });
       wait = backoffMs(attempts - 1, options);
       if (Date.now() + wait > deadline) {
-        throw new ConnectionError(`${message}; the deadline leaves no time for another attempt (${attempts} attempts)`, { cause: failure, attempts });
+        throw new ConnectionError(
+          `${message}; the deadline leaves no time for another attempt (${attempts} attempts)`,
+          { cause: failure, attempts },
+        );
       }
     }
     await sleep(wait, signal);
@@ -96,7 +113,10 @@ export async function withRetries<T>(
 }
 
 /** One attempt, no retry: for calls that are not safe to repeat. */
-export async function once<T>(attempt: (signal: AbortSignal | undefined) => Promise<Attempt<T>>, signal?: AbortSignal): Promise<T> {
+export async function once<T>(
+  attempt: (signal: AbortSignal | undefined) => Promise<Attempt<T>>,
+  signal?: AbortSignal,
+): Promise<T> {
   let result: Attempt<T>;
   try {
     result = await attempt(signal);
@@ -107,4 +127,3 @@ export async function once<T>(attempt: (signal: AbortSignal | undefined) => Prom
   if (!result.response.ok) throw apiErrorFrom(result.response, result.error);
   return result.data as T;
 }
-

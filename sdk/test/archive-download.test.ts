@@ -15,7 +15,8 @@ function chunked(chunks: Uint8Array[], options: { failAfter?: number } = {}) {
   const state = { cancelled: false, pulled: 0 };
   const body = new ReadableStream<Uint8Array>({
     pull(controller) {
-      if (options.failAfter !== undefined && state.pulled === options.failAfter) return controller.error(new TypeError("terminated"));
+      if (options.failAfter !== undefined && state.pulled === options.failAfter)
+        return controller.error(new TypeError("terminated"));
       const next = chunks[state.pulled++];
       if (next) controller.enqueue(next);
       else controller.close();
@@ -44,7 +45,13 @@ describe("NDJSON, line by line", () => {
     const emoji = text.indexOf("👋");
     // Mid-key, inside the 4 bytes of the emoji, and just after the first newline.
     const at = encoder.encode(text.slice(0, emoji)).length;
-    const chunks = splitAt(bytes, 3, at + 2, encoder.encode(text.slice(0, text.indexOf("\n") + 1)).length, bytes.length - 2);
+    const chunks = splitAt(
+      bytes,
+      3,
+      at + 2,
+      encoder.encode(text.slice(0, text.indexOf("\n") + 1)).length,
+      bytes.length - 2,
+    );
     expect(chunks.length).toBe(5);
     const { body } = chunked(chunks);
     // Blank lines are skipped, CRLF is accepted, and the last line needs no newline.
@@ -98,9 +105,13 @@ const message = (n: number): Message => ({
   createdAt: "2026-10-01T10:00:00.000Z",
 });
 const line = (n: number) => encoder.encode(`${JSON.stringify(message(n))}\n`);
-const ndjsonResponse = (body: ReadableStream<Uint8Array>) => new Response(body, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8" } });
+const ndjsonResponse = (body: ReadableStream<Uint8Array>) =>
+  new Response(body, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8" } });
 const unavailable = () =>
-  Response.json({ error: { code: "internal_error", message: "try again", requestId: "req_0123456789abcdef0123456789abcdef" } }, { status: 503 });
+  Response.json(
+    { error: { code: "internal_error", message: "try again", requestId: "req_0123456789abcdef0123456789abcdef" } },
+    { status: 503 },
+  );
 
 /**
  * A body that, like a real network response, fails when the request's signal aborts, and
@@ -122,7 +133,12 @@ function slowBody(signal: AbortSignal, delayMs: number): ReadableStream<Uint8Arr
 }
 
 const clientWith = (fetch: (request: Request) => Promise<Response>, retry = {}) =>
-  new MessagingClient({ apiKey: "msg_live_test", baseUrl: "http://127.0.0.1:1", fetch, retry: { initialDelayMs: 1, maxDelayMs: 5, ...retry } });
+  new MessagingClient({
+    apiKey: "msg_live_test",
+    baseUrl: "http://127.0.0.1:1",
+    fetch,
+    retry: { initialDelayMs: 1, maxDelayMs: 5, ...retry },
+  });
 
 describe("client.messageArchives.download", () => {
   it("retries the request like other reads, then yields the day's messages", async () => {
@@ -158,7 +174,16 @@ describe("client.messageArchives.download", () => {
 
   it("an error answer is the typed ApiError, with nothing yielded", async () => {
     const client = clientWith(async () =>
-      Response.json({ error: { code: "not_found", message: "Archive not found.", requestId: "req_0123456789abcdef0123456789abcdef" } }, { status: 404 }),
+      Response.json(
+        {
+          error: {
+            code: "not_found",
+            message: "Archive not found.",
+            requestId: "req_0123456789abcdef0123456789abcdef",
+          },
+        },
+        { status: 404 },
+      ),
     );
     const err = await collect(client.messageArchives.download("2026-10-02")).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);

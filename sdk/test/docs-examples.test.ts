@@ -37,13 +37,18 @@ describe("docs/webhooks.md: verifying with Node's crypto only", () => {
     try {
       const t = await createTenant();
       const client = t.client();
-      const webhook = await client.webhooks.configure({ channelNumberId: t.numberId, url: receiver.url("/docs-example") });
+      const webhook = await client.webhooks.configure({
+        channelNumberId: t.numberId,
+        url: receiver.url("/docs-example"),
+      });
       const { eventId } = await client.webhooks.test(webhook.id);
       const delivery = await receiver.delivered((d) => d.headers["webhook-id"] === eventId);
 
       expect(verify(webhook.secret, delivery.headers, delivery.body)).toBe(true);
       expect(verify(webhook.secret, delivery.headers, delivery.body.replace("test", "TEST"))).toBe(false);
-      expect(verify(`whsec_${btoa("another secret of thirty-two bytes")}`, delivery.headers, delivery.body)).toBe(false);
+      expect(verify(`whsec_${btoa("another secret of thirty-two bytes")}`, delivery.headers, delivery.body)).toBe(
+        false,
+      );
     } finally {
       cleanup();
     }

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from "vitest";
-import { ApiError, type InboundMessage, type Message, type MessageTimelineEntry, type OutboundMessage } from "../src/index.js";
+import {
+  ApiError,
+  type InboundMessage,
+  type Message,
+  type MessageTimelineEntry,
+  type OutboundMessage,
+} from "../src/index.js";
 import { startReceiver } from "./helpers/receiver.js";
 import { createTenant, recordingFetch, type Tenant } from "./helpers/tenant.js";
 
@@ -34,7 +40,9 @@ async function history(t: Tenant) {
   await inbound(t.numberId, OTHER_CONTACT, "hello a");
   const records = await Promise.all(ids.map((id) => client.messages.get(id)));
   // The list's order: newest first, ties broken by id (descending).
-  const newestFirst = [...records].sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? 1 : -1) : x.createdAt < y.createdAt ? 1 : -1));
+  const newestFirst = [...records].sort((x, y) =>
+    x.createdAt === y.createdAt ? (x.id < y.id ? 1 : -1) : x.createdAt < y.createdAt ? 1 : -1,
+  );
   return { a: t.numberId, b, records: newestFirst };
 }
 
@@ -53,7 +61,9 @@ describe("client.messages.list", () => {
     const requests = net.seen.map((s) => new URL(s.url));
     expect(requests.map((u) => u.pathname)).toEqual(["/api/v1/messages", "/api/v1/messages", "/api/v1/messages"]);
     expect(requests[0]!.searchParams.get("cursor")).toBeNull();
-    expect(requests.slice(1).every((u) => u.searchParams.get("cursor") && u.searchParams.get("limit") === "2")).toBe(true);
+    expect(requests.slice(1).every((u) => u.searchParams.get("cursor") && u.searchParams.get("limit") === "2")).toBe(
+      true,
+    );
 
     // The records as GET /messages/{id} shows them, and for await gives the same sequence.
     const all: Message[] = [];
@@ -65,13 +75,20 @@ describe("client.messages.list", () => {
     const t = await createTenant();
     const { a, b, records } = await history(t);
     const client = t.client();
-    const list = async (params: Parameters<typeof client.messages.list>[0]) => idsOf(await client.messages.list({ limit: 1, ...params }).toArray());
+    const list = async (params: Parameters<typeof client.messages.list>[0]) =>
+      idsOf(await client.messages.list({ limit: 1, ...params }).toArray());
     const expected = (keep: (m: Message) => boolean) => idsOf(records.filter(keep));
 
     expect(await list({ direction: "outbound" })).toEqual(expected((m) => m.direction === "outbound"));
-    expect(await list({ direction: "inbound", channelNumberId: a })).toEqual(expected((m) => m.direction === "inbound" && m.channelNumberId === a));
-    expect(await list({ status: "received", channelNumberId: b })).toEqual(expected((m) => m.status === "received" && m.channelNumberId === b));
-    expect(await list({ to: "5511000000001" })).toEqual(expected((m) => m.direction === "outbound" && m.to === "5511000000001"));
+    expect(await list({ direction: "inbound", channelNumberId: a })).toEqual(
+      expected((m) => m.direction === "inbound" && m.channelNumberId === a),
+    );
+    expect(await list({ status: "received", channelNumberId: b })).toEqual(
+      expected((m) => m.status === "received" && m.channelNumberId === b),
+    );
+    expect(await list({ to: "5511000000001" })).toEqual(
+      expected((m) => m.direction === "outbound" && m.to === "5511000000001"),
+    );
     expect(await list({ from: CONTACT })).toEqual(expected((m) => m.direction === "inbound" && m.from === CONTACT));
     expect(await list({ channelNumberId: b })).toHaveLength(2);
 
@@ -117,10 +134,20 @@ describe("client.messages.list", () => {
     const t = await createTenant();
     const net = recordingFetch();
     const client = t.client({ fetch: net.fetch });
-    const conflict = await client.messages.list({ to: "5511000000001", direction: "inbound" }).toArray().catch((e: unknown) => e);
+    const conflict = await client.messages
+      .list({ to: "5511000000001", direction: "inbound" })
+      .toArray()
+      .catch((e: unknown) => e);
     expect(conflict).toBeInstanceOf(ApiError);
-    expect(conflict).toMatchObject({ status: 400, code: "invalid_request", details: [{ path: "query.to", rule: "conflict" }] });
-    const cursor = await client.messages.list({ cursor: "not-a-cursor" }).toArray().catch((e: unknown) => e);
+    expect(conflict).toMatchObject({
+      status: 400,
+      code: "invalid_request",
+      details: [{ path: "query.to", rule: "conflict" }],
+    });
+    const cursor = await client.messages
+      .list({ cursor: "not-a-cursor" })
+      .toArray()
+      .catch((e: unknown) => e);
     expect(cursor).toMatchObject({ status: 400, code: "invalid_request", details: [{ path: "query.cursor" }] });
     expect(net.seen.map((s) => s.status)).toEqual([400, 400]);
   });
@@ -131,14 +158,23 @@ describe("client.messages.events", () => {
     const t = await createTenant();
     const client = t.client();
     await client.webhooks.configure({ channelNumberId: t.numberId, url: receiver.url(`/events/${t.numberId}`) });
-    const { jobId } = await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "timeline" } });
+    const { jobId } = await client.messages.send({
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      text: { body: "timeline" },
+    });
     // The positive signals: the message reaches `sent`, and its event reaches the receiver and the delivery log.
-    await vi.waitFor(async () => expect((await client.messages.get(jobId)).status).toBe("sent"), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(async () => expect((await client.messages.get(jobId)).status).toBe("sent"), {
+      timeout: 15_000,
+      interval: 100,
+    });
     const delivery = await receiver.delivered((d) => d.body.includes(jobId) && d.body.includes('"status":"sent"'));
     const events = await vi.waitFor(
       async () => {
         const e = await client.messages.events(jobId);
-        expect(e.deliveries.some((d) => d.eventId === delivery.headers["webhook-id"] && d.outcome === "delivered")).toBe(true);
+        expect(
+          e.deliveries.some((d) => d.eventId === delivery.headers["webhook-id"] && d.outcome === "delivered"),
+        ).toBe(true);
         return e;
       },
       { timeout: 15_000, interval: 100 },
@@ -165,9 +201,17 @@ describe("client.messages.events", () => {
   it("an inbound message is `received`; an unknown id is a typed 404", async () => {
     const t = await createTenant();
     const client = t.client();
-    const { messageId } = await client.sandbox.injectInbound({ channelNumberId: t.numberId, from: CONTACT, text: { body: "hi" } });
+    const { messageId } = await client.sandbox.injectInbound({
+      channelNumberId: t.numberId,
+      from: CONTACT,
+      text: { body: "hi" },
+    });
     const events = await client.messages.events(messageId);
-    expect(events).toEqual({ messageId, timeline: [{ status: "received", at: expect.any(String), error: null }], deliveries: [] });
+    expect(events).toEqual({
+      messageId,
+      timeline: [{ status: "received", at: expect.any(String), error: null }],
+      deliveries: [],
+    });
     const missing = await client.messages.events(crypto.randomUUID()).catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(ApiError);
     expect(missing).toMatchObject({ status: 404, code: "not_found", requestId: expect.stringMatching(/^req_/) });

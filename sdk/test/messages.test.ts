@@ -9,12 +9,25 @@ describe("client.messages.send against the Worker", () => {
     const t = await createTenant();
     const net = recordingFetch();
     const client = t.client({ fetch: net.fetch });
-    const sent = await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "Hello from the SDK" } });
-    expect(sent).toEqual({ jobId: expect.stringMatching(UUID), status: "created", idempotencyKey: expect.stringMatching(UUID) });
+    const sent = await client.messages.send({
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      text: { body: "Hello from the SDK" },
+    });
+    expect(sent).toEqual({
+      jobId: expect.stringMatching(UUID),
+      status: "created",
+      idempotencyKey: expect.stringMatching(UUID),
+    });
     expect(net.seen.map((s) => s.idempotencyKey)).toEqual([sent.idempotencyKey]);
 
     const message = await client.messages.get(sent.jobId);
-    expect(message).toMatchObject({ id: sent.jobId, channelNumberId: t.numberId, to: "5511999998888", text: { body: "Hello from the SDK" } });
+    expect(message).toMatchObject({
+      id: sent.jobId,
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      text: { body: "Hello from the SDK" },
+    });
   });
 
   it("a response lost after the server handled the send: the retry reuses the key and exactly one message exists", async () => {
@@ -22,7 +35,11 @@ describe("client.messages.send against the Worker", () => {
     const net = recordingFetch({ dropResponse: (i, req) => i === 0 && req.method === "POST" });
     const client = t.client({ fetch: net.fetch, retry: { initialDelayMs: 50 } });
 
-    const sent = await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "once" } });
+    const sent = await client.messages.send({
+      channelNumberId: t.numberId,
+      to: "5511999998888",
+      text: { body: "once" },
+    });
 
     expect(net.seen.map((s) => s.status)).toEqual(["network error", 200]);
     expect(new Set(net.seen.map((s) => s.idempotencyKey))).toEqual(new Set([sent.idempotencyKey]));
@@ -37,8 +54,14 @@ describe("client.messages.send against the Worker", () => {
     const t = await createTenant();
     const client = t.client();
     const key = `order-${crypto.randomUUID()}`;
-    const first = await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "mine" } }, { idempotencyKey: key });
-    const again = await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "mine" } }, { idempotencyKey: key });
+    const first = await client.messages.send(
+      { channelNumberId: t.numberId, to: "5511999998888", text: { body: "mine" } },
+      { idempotencyKey: key },
+    );
+    const again = await client.messages.send(
+      { channelNumberId: t.numberId, to: "5511999998888", text: { body: "mine" } },
+      { idempotencyKey: key },
+    );
     expect(first).toMatchObject({ status: "created", idempotencyKey: key });
     expect(again).toEqual({ jobId: first.jobId, status: "duplicado_identico", idempotencyKey: key });
   });
@@ -49,7 +72,9 @@ describe("client.messages.send against the Worker", () => {
     const client = t.client({ fetch: net.fetch });
     // Three at once on one number: the number admits 2 per second, the third is told when to come back.
     const results = await Promise.all(
-      [1, 2, 3].map((i) => client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: `burst ${i}` } })),
+      [1, 2, 3].map((i) =>
+        client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: `burst ${i}` } }),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(["created", "created", "created"]);
     const refused = net.seen.filter((s) => s.status === 429);
@@ -84,17 +109,35 @@ describe("typed errors", () => {
     const net = recordingFetch();
     const client = t.client({ fetch: net.fetch });
 
-    const invalid = await expectApiError(client.messages.send({ channelNumberId: t.numberId, to: "+5511999998888", text: { body: "x" } }), 400, "invalid_request");
-    expect(invalid.details).toContainEqual({ path: "to", rule: "no_plus", message: expect.stringMatching(/leading '\+'/) });
+    const invalid = await expectApiError(
+      client.messages.send({ channelNumberId: t.numberId, to: "+5511999998888", text: { body: "x" } }),
+      400,
+      "invalid_request",
+    );
+    expect(invalid.details).toContainEqual({
+      path: "to",
+      rule: "no_plus",
+      message: expect.stringMatching(/leading '\+'/),
+    });
 
     await expectApiError(t.client({ apiKey: "msg_live_not-a-key", fetch: net.fetch }).me(), 401, "unauthorized");
-    await expectApiError(client.messages.send({ channelNumberId: other.numberId, to: "5511999998888", text: { body: "x" } }), 403, "forbidden");
+    await expectApiError(
+      client.messages.send({ channelNumberId: other.numberId, to: "5511999998888", text: { body: "x" } }),
+      403,
+      "forbidden",
+    );
     await expectApiError(client.messages.get(crypto.randomUUID()), 404, "not_found");
 
     const key = crypto.randomUUID();
-    await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "first" } }, { idempotencyKey: key });
+    await client.messages.send(
+      { channelNumberId: t.numberId, to: "5511999998888", text: { body: "first" } },
+      { idempotencyKey: key },
+    );
     await expectApiError(
-      client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body: "different" } }, { idempotencyKey: key }),
+      client.messages.send(
+        { channelNumberId: t.numberId, to: "5511999998888", text: { body: "different" } },
+        { idempotencyKey: key },
+      ),
       409,
       "idempotency_conflict",
     );

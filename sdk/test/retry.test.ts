@@ -5,8 +5,12 @@ import { backoffMs } from "../src/retry.js";
 // These cases need answers the real Worker does not give on demand (5xx, endless network
 // failures): a stub at the client's network edge plays the server.
 const envelope = (status: number, code: string) =>
-  Response.json({ error: { code, message: code, requestId: "req_0123456789abcdef0123456789abcdef" } }, { status, headers: { "X-Request-Id": "req_0123456789abcdef0123456789abcdef" } });
-const accepted = () => Response.json({ jobId: "42ab2093-bbe3-8710-9a4a-492ccdac721d", status: "created" }, { status: 201 });
+  Response.json(
+    { error: { code, message: code, requestId: "req_0123456789abcdef0123456789abcdef" } },
+    { status, headers: { "X-Request-Id": "req_0123456789abcdef0123456789abcdef" } },
+  );
+const accepted = () =>
+  Response.json({ jobId: "42ab2093-bbe3-8710-9a4a-492ccdac721d", status: "created" }, { status: 201 });
 
 function stub(...answers: (() => Response | Promise<Response>)[]) {
   const keys: (string | null)[] = [];
@@ -20,11 +24,20 @@ function stub(...answers: (() => Response | Promise<Response>)[]) {
 
 const input = { channelNumberId: "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33", to: "5511999998888", text: { body: "x" } };
 const client = (fetch: (r: Request) => Promise<Response>, retry = {}) =>
-  new MessagingClient({ apiKey: "msg_live_test", baseUrl: "http://127.0.0.1:1", fetch, retry: { initialDelayMs: 1, maxDelayMs: 5, ...retry } });
+  new MessagingClient({
+    apiKey: "msg_live_test",
+    baseUrl: "http://127.0.0.1:1",
+    fetch,
+    retry: { initialDelayMs: 1, maxDelayMs: 5, ...retry },
+  });
 
 describe("retry policy", () => {
   it("retries 5xx with the same key until it succeeds", async () => {
-    const net = stub(() => envelope(503, "internal_error"), () => envelope(500, "internal_error"), accepted);
+    const net = stub(
+      () => envelope(503, "internal_error"),
+      () => envelope(500, "internal_error"),
+      accepted,
+    );
     const result = await client(net.fetch).messages.send(input);
     expect(result.status).toBe("created");
     expect(net.keys).toHaveLength(3);
@@ -33,7 +46,9 @@ describe("retry policy", () => {
 
   it("stops after maxRetries and throws the last ApiError", async () => {
     const net = stub(() => envelope(503, "internal_error"));
-    const err = await client(net.fetch, { maxRetries: 2 }).messages.send(input).catch((e: unknown) => e);
+    const err = await client(net.fetch, { maxRetries: 2 })
+      .messages.send(input)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).status).toBe(503);
     expect(net.keys).toHaveLength(3);
@@ -53,13 +68,18 @@ describe("retry policy", () => {
 
   it("a 429 without Retry-After (monthly quota used up) is final", async () => {
     const net = stub(() => envelope(429, "monthly_message_limit_exceeded"), accepted);
-    await expect(client(net.fetch).messages.send(input)).rejects.toMatchObject({ status: 429, code: "monthly_message_limit_exceeded" });
+    await expect(client(net.fetch).messages.send(input)).rejects.toMatchObject({
+      status: 429,
+      code: "monthly_message_limit_exceeded",
+    });
     expect(net.keys).toHaveLength(1);
   });
 
   it("network errors are retried, then reported as a ConnectionError with the attempts made", async () => {
     const net = stub(() => Promise.reject(new TypeError("fetch failed")));
-    const err = await client(net.fetch, { maxRetries: 3 }).messages.send(input).catch((e: unknown) => e);
+    const err = await client(net.fetch, { maxRetries: 3 })
+      .messages.send(input)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectionError);
     expect((err as ConnectionError).attempts).toBe(4);
     expect(new Set(net.keys).size).toBe(1);
@@ -77,15 +97,26 @@ describe("retry policy", () => {
   });
 
   it("a Retry-After beyond the deadline is not waited for", async () => {
-    const net = stub(() => new Response(JSON.stringify({ error: { code: "rate_limit_exceeded", message: "slow down", requestId: "req_x" } }), { status: 429, headers: { "Retry-After": "30" } }), accepted);
-    const err = await client(net.fetch, { deadlineMs: 2_000 }).messages.send(input).catch((e: unknown) => e);
+    const net = stub(
+      () =>
+        new Response(
+          JSON.stringify({ error: { code: "rate_limit_exceeded", message: "slow down", requestId: "req_x" } }),
+          { status: 429, headers: { "Retry-After": "30" } },
+        ),
+      accepted,
+    );
+    const err = await client(net.fetch, { deadlineMs: 2_000 })
+      .messages.send(input)
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 429, code: "rate_limit_exceeded", retryAfterSeconds: 30 });
     expect(net.keys).toHaveLength(1);
   });
 
   it("an answer that is not the API's envelope is still a typed error", async () => {
     const net = stub(() => new Response("<html>bad gateway</html>", { status: 502 }));
-    const err = await client(net.fetch, { maxRetries: 0 }).me().catch((e: unknown) => e);
+    const err = await client(net.fetch, { maxRetries: 0 })
+      .me()
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 502, code: "unexpected_response", requestId: null });
   });
 

@@ -5,7 +5,11 @@ import { recordAudit, type AuditEvent } from "../domain/audit";
 import type { DashboardEnv } from "./context";
 
 /** A member row as the actor of an entry. */
-export const asActor = (m: Pick<MemberRow, "id" | "workspace_id" | "email">) => ({ workspace_id: m.workspace_id, member_id: m.id, email: m.email });
+export const asActor = (m: Pick<MemberRow, "id" | "workspace_id" | "email">) => ({
+  workspace_id: m.workspace_id,
+  member_id: m.id,
+  email: m.email,
+});
 
 /** An audit entry for a dashboard action of `member` (the signed-in member, unless given: sign-in and invitations have no session yet). */
 export function auditMember(

@@ -41,7 +41,17 @@ export function FlashMessage({ flash }: { flash: Flash | undefined }) {
 }
 
 /** A POST form for a destructive action: confirmed by a dialog with JavaScript, by a second page without. */
-export function ConfirmForm({ action, question, label, children }: { action: string; question: string; label: string; children?: Child }) {
+export function ConfirmForm({
+  action,
+  question,
+  label,
+  children,
+}: {
+  action: string;
+  question: string;
+  label: string;
+  children?: Child;
+}) {
   return (
     <form method="post" action={action} data-confirm={question} class="inline">
       <input type="hidden" name="confirmed" value="" />

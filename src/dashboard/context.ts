@@ -15,4 +15,7 @@ export type DashboardEnv = {
 };
 
 /** The signed-in member as the caller of a domain operation. */
-export const memberCaller = (session: SessionWithMember): Caller => ({ workspaceId: session.workspace_id, actor: { type: "member", id: session.member_id } });
+export const memberCaller = (session: SessionWithMember): Caller => ({
+  workspaceId: session.workspace_id,
+  actor: { type: "member", id: session.member_id },
+});

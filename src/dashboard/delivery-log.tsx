@@ -4,10 +4,21 @@ import { Time, TableScroll } from "./components";
 export type DeliveryView = ReturnType<typeof toDeliveryView>;
 
 /** When the queue tries the event again: shown on the event's newest attempt only (older ones were retried already). */
-const nextRetry = (row: DeliveryView, newestOfEvent: boolean): string | null => (newestOfEvent ? row.nextRetryAt : null);
+const nextRetry = (row: DeliveryView, newestOfEvent: boolean): string | null =>
+  newestOfEvent ? row.nextRetryAt : null;
 
 /** Delivery attempts, newest first; with `canReplay`, a replay button on each event's newest attempt. */
-export function DeliveryLog({ rows, numberId, canReplay, label = "Delivery log" }: { rows: DeliveryView[]; numberId: string; canReplay: boolean; label?: string }) {
+export function DeliveryLog({
+  rows,
+  numberId,
+  canReplay,
+  label = "Delivery log",
+}: {
+  rows: DeliveryView[];
+  numberId: string;
+  canReplay: boolean;
+  label?: string;
+}) {
   const seen = new Set<string>();
   return (
     <TableScroll label={label}>
@@ -54,7 +65,11 @@ export function DeliveryLog({ rows, numberId, canReplay, label = "Delivery log" 
                 {canReplay ? (
                   <td>
                     {newest ? (
-                      <form method="post" action={`/dashboard/webhooks/${numberId}/deliveries/${encodeURIComponent(r.eventId)}/replay`} class="inline">
+                      <form
+                        method="post"
+                        action={`/dashboard/webhooks/${numberId}/deliveries/${encodeURIComponent(r.eventId)}/replay`}
+                        class="inline"
+                      >
                         <button type="submit" class="secondary" aria-label={`Replay event ${r.eventId}`}>
                           Replay
                         </button>
@@ -70,4 +85,3 @@ export function DeliveryLog({ rows, numberId, canReplay, label = "Delivery log" 
     </TableScroll>
   );
 }
-

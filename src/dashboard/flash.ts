@@ -35,5 +35,9 @@ export async function takeFlash<E extends WithBindings>(c: Context<E>, binding: 
   const parsed = (await readSealedCookie(c, COOKIE, PURPOSE)) as (Flash & { binding: string }) | undefined;
   deleteSealedCookie(c, COOKIE);
   if (!parsed || parsed.binding !== binding) return undefined;
-  return { notice: parsed.notice, ...(parsed.error ? { error: true } : {}), ...(parsed.secret ? { secret: parsed.secret } : {}) };
+  return {
+    notice: parsed.notice,
+    ...(parsed.error ? { error: true } : {}),
+    ...(parsed.secret ? { secret: parsed.secret } : {}),
+  };
 }

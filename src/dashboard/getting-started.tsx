@@ -6,7 +6,11 @@ import type { ChannelNumberRow } from "../db/channel-numbers";
  * first number, a fresh Idempotency-Key). The key itself is never on a page: `$API_KEY`.
  */
 export function GettingStarted({ origin, number }: { origin: string; number: ChannelNumberRow | undefined }) {
-  const body = JSON.stringify({ channelNumberId: number?.id ?? "<channelNumberId>", to: "5511999998888", text: { body: "Hello!" } });
+  const body = JSON.stringify({
+    channelNumberId: number?.id ?? "<channelNumberId>",
+    to: "5511999998888",
+    text: { body: "Hello!" },
+  });
   const curl = [
     `curl -s -X POST ${origin}/api/v1/messages \\`,
     `  -H "Authorization: Bearer $API_KEY" \\`,
@@ -26,8 +30,9 @@ export function GettingStarted({ origin, number }: { origin: string; number: Cha
           <pre class="message-body">{curl}</pre>
           {number?.upstream_type === "sandbox" ? (
             <p class="hint">
-              A sandbox number holds sends to the 24-hour window as the operator does: the recipient must have written in the last 24
-              hours or be a test contact (<code>POST /api/v1/sandbox/test-contacts</code>, see the API guide's "Sandbox").
+              A sandbox number holds sends to the 24-hour window as the operator does: the recipient must have written
+              in the last 24 hours or be a test contact (<code>POST /api/v1/sandbox/test-contacts</code>, see the API
+              guide's "Sandbox").
             </p>
           ) : null}
         </li>

@@ -34,7 +34,9 @@ function Header({ c }: { c: Context<DashboardEnv> }) {
   if (!session) {
     return (
       <header class="site">
-        <a class="brand" href="/dashboard">Messaging gateway</a>
+        <a class="brand" href="/dashboard">
+          Messaging gateway
+        </a>
       </header>
     );
   }
@@ -42,7 +44,9 @@ function Header({ c }: { c: Context<DashboardEnv> }) {
   const active = currentSection(path);
   return (
     <header class="site">
-      <a class="brand" href="/dashboard">{session.workspace_name}</a>
+      <a class="brand" href="/dashboard">
+        {session.workspace_name}
+      </a>
       <nav aria-label="Dashboard">
         <ul>
           {SECTIONS.filter((s) => hasRole(session.role, s.role)).map((s) => (
@@ -60,7 +64,9 @@ function Header({ c }: { c: Context<DashboardEnv> }) {
         </a>{" "}
         <span class="badge">{session.role}</span>
         <form method="post" action="/dashboard/sign-out" class="inline">
-          <button type="submit" class="link">Sign out</button>
+          <button type="submit" class="link">
+            Sign out
+          </button>
         </form>
       </div>
     </header>
@@ -79,7 +85,9 @@ export const layout = jsxRenderer<DashboardEnv>(({ children, title }, c) => (
       <script src="/static/dashboard/dashboard.js" defer></script>
     </head>
     <body>
-      <a class="skip" href="#main">Skip to content</a>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
       <Header c={c as Context<DashboardEnv>} />
       <main id="main">
         <FlashMessage flash={(c as Context<DashboardEnv>).get("flash")} />

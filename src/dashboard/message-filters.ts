@@ -6,7 +6,15 @@ import { MessageListQuery } from "../domain/message-list";
  * `GET /api/v1/messages` does. The form's fields carry the API's parameter
  * names, so a page's URL reads like the API call it makes.
  */
-export const FILTER_FIELDS = ["direction", "status", "channelNumberId", "to", "from", "createdAfter", "createdBefore"] as const;
+export const FILTER_FIELDS = [
+  "direction",
+  "status",
+  "channelNumberId",
+  "to",
+  "from",
+  "createdAfter",
+  "createdBefore",
+] as const;
 export type FilterField = (typeof FILTER_FIELDS)[number];
 
 export const PAGE_SIZES = ["20", "50", "100"] as const;
@@ -18,8 +26,7 @@ export type FilterValues = Partial<Record<FilterField, string>>;
 export type FilterProblem = FilterField | "limit" | "cursor";
 
 export type ParsedFilters = { values: FilterValues; limit: string } & (
-  | { ok: true; query: MessageListQuery }
-  | { ok: false; errors: Partial<Record<FilterProblem, string>> }
+  { ok: true; query: MessageListQuery } | { ok: false; errors: Partial<Record<FilterProblem, string>> }
 );
 
 // A phone number as people paste it: "+55 (11) 99999-8888".

@@ -15,7 +15,13 @@ export function preview(m: Message): string {
   return chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS - 1).join("")}…` : m.text.body;
 }
 
-const STATUS_CLASS: Record<Message["status"], string> = { queued: "pending", processing: "pending", sent: "ok", failed: "bad", received: "ok" };
+const STATUS_CLASS: Record<Message["status"], string> = {
+  queued: "pending",
+  processing: "pending",
+  sent: "ok",
+  failed: "bad",
+  received: "ok",
+};
 
 /**
  * The status as a word, with what a customer acts on beside it: the error
@@ -48,11 +54,20 @@ export function StatusLine({ m }: { m: Message }) {
 export type NumberLabels = Map<string, { display: string; connected: boolean }>;
 
 /** Display numbers by id for the numbers these messages went through, disconnected ones included. */
-export async function numberLabels(db: D1Database, workspaceId: string, connected: ChannelNumberRow[], ids: string[]): Promise<NumberLabels> {
-  const labels: NumberLabels = new Map(connected.map((n) => [n.id, { display: n.display_phone_number, connected: true }]));
+export async function numberLabels(
+  db: D1Database,
+  workspaceId: string,
+  connected: ChannelNumberRow[],
+  ids: string[],
+): Promise<NumberLabels> {
+  const labels: NumberLabels = new Map(
+    connected.map((n) => [n.id, { display: n.display_phone_number, connected: true }]),
+  );
   const missing = [...new Set(ids)].filter((id) => !labels.has(id));
   const found = await Promise.all(missing.map((id) => getNumberById(db, id)));
-  for (const n of found) if (n && n.workspace_id === workspaceId) labels.set(n.id, { display: n.display_phone_number, connected: n.status === "connected" });
+  for (const n of found)
+    if (n && n.workspace_id === workspaceId)
+      labels.set(n.id, { display: n.display_phone_number, connected: n.status === "connected" });
   return labels;
 }
 
@@ -60,5 +75,9 @@ export async function numberLabels(db: D1Database, workspaceId: string, connecte
 export function NumberLink({ id, labels }: { id: string; labels: NumberLabels }) {
   const label = labels.get(id);
   if (!label) return <code>{id}</code>;
-  return label.connected ? <a href={`/dashboard/numbers/${id}`}>{label.display}</a> : <span>{label.display} (disconnected)</span>;
+  return label.connected ? (
+    <a href={`/dashboard/numbers/${id}`}>{label.display}</a>
+  ) : (
+    <span>{label.display} (disconnected)</span>
+  );
 }

@@ -7,7 +7,19 @@ export interface FormState {
   error?: string;
 }
 
-function Field({ name, label, form, type = "text", hint }: { name: string; label: string; form: FormState; type?: string; hint?: string }) {
+function Field({
+  name,
+  label,
+  form,
+  type = "text",
+  hint,
+}: {
+  name: string;
+  label: string;
+  form: FormState;
+  type?: string;
+  hint?: string;
+}) {
   const invalid = form.field === name;
   return (
     <p>
@@ -44,13 +56,18 @@ export function ConnectForms({ form, kind }: { form: FormState; kind: "sandbox" 
       <p class="hint">Instant; delivers nowhere. For building and testing an integration.</p>
       <form method="post" action="/dashboard/numbers" class="row">
         <input type="hidden" name="type" value="sandbox" />
-        <Field name="displayPhoneNumber" label="Display number" form={kind === "sandbox" ? form : none} hint="Digits, optionally with a leading +." />
+        <Field
+          name="displayPhoneNumber"
+          label="Display number"
+          form={kind === "sandbox" ? form : none}
+          hint="Digits, optionally with a leading +."
+        />
         <button type="submit">Connect sandbox number</button>
       </form>
       <h3>Live number (Cloud API)</h3>
       <p class="hint">
-        We check with the operator that the token controls the number and its business account, and subscribe to the account's webhooks,
-        before anything is stored. The token is stored encrypted and never shown again.
+        We check with the operator that the token controls the number and its business account, and subscribe to the
+        account's webhooks, before anything is stored. The token is stored encrypted and never shown again.
       </p>
       <form method="post" action="/dashboard/numbers">
         <input type="hidden" name="type" value="cloud" />
@@ -67,7 +84,13 @@ export function ConnectForms({ form, kind }: { form: FormState; kind: "sandbox" 
 export function ReplaceTokenForm({ numberId, form }: { numberId: string; form: FormState }) {
   return (
     <form method="post" action={`/dashboard/numbers/${numberId}/token`}>
-      <Field name="accessToken" label="New access token" type="password" form={form} hint="Verified with the operator before it replaces the current one." />
+      <Field
+        name="accessToken"
+        label="New access token"
+        type="password"
+        form={form}
+        hint="Verified with the operator before it replaces the current one."
+      />
       <button type="submit">Replace token</button>
     </form>
   );

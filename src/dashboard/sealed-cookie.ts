@@ -13,7 +13,9 @@ const encoder = new TextEncoder();
 type WithBindings = { Bindings: Env };
 
 async function keyFor(env: Env, purpose: string): Promise<CryptoKey> {
-  const base = await crypto.subtle.importKey("raw", fromBase64(env.CREDENTIALS_ENCRYPTION_KEY), "HKDF", false, ["deriveKey"]);
+  const base = await crypto.subtle.importKey("raw", fromBase64(env.CREDENTIALS_ENCRYPTION_KEY), "HKDF", false, [
+    "deriveKey",
+  ]);
   return crypto.subtle.deriveKey(
     { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode(purpose) },
     base,
@@ -23,11 +25,24 @@ async function keyFor(env: Env, purpose: string): Promise<CryptoKey> {
   );
 }
 
-const unb64url = (s: string) => fromBase64(s.replaceAll("-", "+").replaceAll("_", "/") + "=".repeat((4 - (s.length % 4)) % 4));
+const unb64url = (s: string) =>
+  fromBase64(s.replaceAll("-", "+").replaceAll("_", "/") + "=".repeat((4 - (s.length % 4)) % 4));
 
-export async function setSealedCookie<E extends WithBindings>(c: Context<E>, name: string, purpose: string, value: unknown, maxAgeSeconds: number): Promise<void> {
+export async function setSealedCookie<E extends WithBindings>(
+  c: Context<E>,
+  name: string,
+  purpose: string,
+  value: unknown,
+  maxAgeSeconds: number,
+): Promise<void> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await keyFor(c.env, purpose), encoder.encode(JSON.stringify(value))));
+  const sealed = new Uint8Array(
+    await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv },
+      await keyFor(c.env, purpose),
+      encoder.encode(JSON.stringify(value)),
+    ),
+  );
   setCookie(c, name, `${toBase64Url(iv)}.${toBase64Url(sealed)}`, {
     prefix: "host",
     httpOnly: true,
@@ -39,12 +54,20 @@ export async function setSealedCookie<E extends WithBindings>(c: Context<E>, nam
 }
 
 /** The cookie's value, or undefined (absent, tampered with, or of another purpose). */
-export async function readSealedCookie<E extends WithBindings>(c: Context<E>, name: string, purpose: string): Promise<unknown> {
+export async function readSealedCookie<E extends WithBindings>(
+  c: Context<E>,
+  name: string,
+  purpose: string,
+): Promise<unknown> {
   const raw = getCookie(c, name, "host");
   const [iv, sealed] = raw?.split(".") ?? [];
   if (!iv || !sealed) return undefined;
   try {
-    const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: unb64url(iv) }, await keyFor(c.env, purpose), unb64url(sealed));
+    const plain = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: unb64url(iv) },
+      await keyFor(c.env, purpose),
+      unb64url(sealed),
+    );
     return JSON.parse(new TextDecoder().decode(plain)) as unknown;
   } catch {
     return undefined;

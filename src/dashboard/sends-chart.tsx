@@ -33,10 +33,21 @@ function niceCeiling(v: number): number {
 const fmt = (n: number) => n.toLocaleString("en-US");
 const sends = (n: number) => `${fmt(n)} send${n === 1 ? "" : "s"}`;
 const r1 = (n: number) => Math.round(n * 10) / 10;
-const monthName = (iso: string) => new Date(iso).toLocaleString("en-US", { month: "long", year: "numeric", timeZone: "UTC" });
+const monthName = (iso: string) =>
+  new Date(iso).toLocaleString("en-US", { month: "long", year: "numeric", timeZone: "UTC" });
 const total = (days: DailyUsage[]) => days.reduce((sum, d) => sum + d.accepted, 0);
 
-function Summary({ current, previous, periodStart, previousStart }: { current: DailyUsage[]; previous: DailyUsage[]; periodStart: string; previousStart: string }) {
+function Summary({
+  current,
+  previous,
+  periodStart,
+  previousStart,
+}: {
+  current: DailyUsage[];
+  previous: DailyUsage[];
+  periodStart: string;
+  previousStart: string;
+}) {
   const busiest = current.reduce<DailyUsage | null>((best, d) => (d.accepted > (best?.accepted ?? 0) ? d : best), null);
   const activeDays = current.filter((d) => d.accepted > 0).length;
   return (
@@ -67,15 +78,18 @@ function DailyTable({ caption, days }: { caption: string; days: DailyUsage[] }) 
         </tr>
       </thead>
       <tbody>
-        {days.filter(active).reverse().map((d) => (
-          <tr>
-            <th scope="row">{d.day}</th>
-            <td>{fmt(d.accepted)}</td>
-            <td>{fmt(d.sent)}</td>
-            <td>{fmt(d.failed)}</td>
-            <td>{fmt(d.received)}</td>
-          </tr>
-        ))}
+        {days
+          .filter(active)
+          .reverse()
+          .map((d) => (
+            <tr>
+              <th scope="row">{d.day}</th>
+              <td>{fmt(d.accepted)}</td>
+              <td>{fmt(d.sent)}</td>
+              <td>{fmt(d.failed)}</td>
+              <td>{fmt(d.received)}</td>
+            </tr>
+          ))}
       </tbody>
     </table>
   );
@@ -85,7 +99,9 @@ export function SendsChart({ daily, period }: { daily: DailyUsage[]; period: { s
   const startDay = period.start.slice(0, 10);
   const current = daily.filter((d) => d.day >= startDay);
   const previous = daily.filter((d) => d.day < startDay);
-  const previousStart = previous[0] ? `${previous[0].day}T00:00:00.000Z` : new Date(Date.parse(period.start) - DAY_MS).toISOString();
+  const previousStart = previous[0]
+    ? `${previous[0].day}T00:00:00.000Z`
+    : new Date(Date.parse(period.start) - DAY_MS).toISOString();
   const days = Math.round((Date.parse(period.end) - Date.parse(period.start)) / DAY_MS);
   const slot = PLOT_W / days;
   const shownPrevious = previous.slice(0, days);
@@ -94,7 +110,13 @@ export function SendsChart({ daily, period }: { daily: DailyUsage[]; period: { s
   const gridlines = top % 2 === 0 ? [0, top / 2, top] : [0, top];
   const bar = (d: DailyUsage, i: number, cls: "prev" | "cur", inset: number) =>
     d.accepted === 0 ? null : (
-      <rect class={cls} x={r1(LEFT + i * slot + slot * inset)} y={y(d.accepted)} width={r1(slot * (1 - 2 * inset))} height={r1(TOP + PLOT_H - y(d.accepted))}>
+      <rect
+        class={cls}
+        x={r1(LEFT + i * slot + slot * inset)}
+        y={y(d.accepted)}
+        width={r1(slot * (1 - 2 * inset))}
+        height={r1(TOP + PLOT_H - y(d.accepted))}
+      >
         <title>{`${d.day}: ${sends(d.accepted)}`}</title>
       </rect>
     );

@@ -7,15 +7,25 @@ import type { FormState } from "./number-forms";
  * A sandbox number's test contacts on its page: the list for everyone, the add and remove
  * forms for developers and owners (`canWrite`). `form` re-renders a refused add with its error.
  */
-export function TestContacts({ numberId, contacts, canWrite, form }: { numberId: string; contacts: TestContactRow[]; canWrite: boolean; form: FormState }) {
+export function TestContacts({
+  numberId,
+  contacts,
+  canWrite,
+  form,
+}: {
+  numberId: string;
+  contacts: TestContactRow[];
+  canWrite: boolean;
+  form: FormState;
+}) {
   const invalid = form.field === "phone";
   return (
     <section aria-labelledby="test-contacts-heading" class="card">
       <h2 id="test-contacts-heading">Test contacts</h2>
       <p>
-        Like the operator, this sandbox number sends free-form text only to a recipient who wrote to it in the last 24 hours; other
-        recipients end <code>failed</code> with <code>service_window_closed</code>. Its test contacts are sent to whatever the window (at most{" "}
-        {MAX_TEST_CONTACTS_PER_NUMBER}; {contacts.length} marked).
+        Like the operator, this sandbox number sends free-form text only to a recipient who wrote to it in the last 24
+        hours; other recipients end <code>failed</code> with <code>service_window_closed</code>. Its test contacts are
+        sent to whatever the window (at most {MAX_TEST_CONTACTS_PER_NUMBER}; {contacts.length} marked).
       </p>
       {contacts.length === 0 ? (
         <p>No test contact yet.</p>
@@ -23,11 +33,18 @@ export function TestContacts({ numberId, contacts, canWrite, form }: { numberId:
         <ul class="test-contacts">
           {contacts.map((t) => (
             <li>
-              <code>{t.phone}</code> <span class="hint">since <Time iso={t.created_at} /></span>
+              <code>{t.phone}</code>{" "}
+              <span class="hint">
+                since <Time iso={t.created_at} />
+              </span>
               {canWrite ? (
                 <>
                   {" "}
-                  <form method="post" action={`/dashboard/numbers/${numberId}/test-contacts/${t.phone}/remove`} class="inline">
+                  <form
+                    method="post"
+                    action={`/dashboard/numbers/${numberId}/test-contacts/${t.phone}/remove`}
+                    class="inline"
+                  >
                     <button type="submit" class="small" aria-label={`Remove ${t.phone}`}>
                       Remove
                     </button>

@@ -27,7 +27,9 @@ export async function insertAdminAudit(db: D1Database, row: AdminAuditRow): Prom
 /** Deletes up to `limit` of the oldest rows older than `before`; returns how many went. */
 export async function purgeAdminAudit(db: D1Database, before: string, limit: number): Promise<number> {
   const result = await db
-    .prepare("DELETE FROM admin_audit_log WHERE id IN (SELECT id FROM admin_audit_log WHERE at < ? ORDER BY at LIMIT ?)")
+    .prepare(
+      "DELETE FROM admin_audit_log WHERE id IN (SELECT id FROM admin_audit_log WHERE at < ? ORDER BY at LIMIT ?)",
+    )
     .bind(before, limit)
     .run();
   return result.meta.changes;

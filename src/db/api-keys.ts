@@ -28,7 +28,10 @@ export async function findActiveKeyByHash(db: D1Database, keyHash: string): Prom
 
 /** One key of the workspace (revoked or not); a foreign id reads as missing. */
 export async function getKey(db: D1Database, workspaceId: string, keyId: string): Promise<ApiKeyRow | null> {
-  return db.prepare("SELECT * FROM api_keys WHERE id = ? AND workspace_id = ?").bind(keyId, workspaceId).first<ApiKeyRow>();
+  return db
+    .prepare("SELECT * FROM api_keys WHERE id = ? AND workspace_id = ?")
+    .bind(keyId, workspaceId)
+    .first<ApiKeyRow>();
 }
 
 export async function listKeys(db: D1Database, workspaceId: string): Promise<ApiKeyRow[]> {
@@ -50,7 +53,9 @@ export async function revokeKey(
   workspaceId: string | null = null,
 ): Promise<{ key_hash: string; workspace_id: string } | null> {
   return db
-    .prepare("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?1) WHERE id = ?2 AND (?3 IS NULL OR workspace_id = ?3) RETURNING key_hash, workspace_id")
+    .prepare(
+      "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?1) WHERE id = ?2 AND (?3 IS NULL OR workspace_id = ?3) RETURNING key_hash, workspace_id",
+    )
     .bind(at, keyId, workspaceId)
     .first<{ key_hash: string; workspace_id: string }>();
 }

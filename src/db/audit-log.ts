@@ -23,7 +23,11 @@ export const AUDIT_MAX_ROWS_PER_WORKSPACE = 2_000;
  * Appends an entry with the workspace's next `seq`, and trims the workspace to
  * its newest AUDIT_MAX_ROWS_PER_WORKSPACE entries, in one batch.
  */
-export async function appendAudit(db: D1Database, row: Omit<AuditRow, "seq">, maxRows = AUDIT_MAX_ROWS_PER_WORKSPACE): Promise<void> {
+export async function appendAudit(
+  db: D1Database,
+  row: Omit<AuditRow, "seq">,
+  maxRows = AUDIT_MAX_ROWS_PER_WORKSPACE,
+): Promise<void> {
   await db.batch([
     db
       .prepare(
@@ -44,7 +48,9 @@ export async function appendAudit(db: D1Database, row: Omit<AuditRow, "seq">, ma
         row.request_id,
       ),
     db
-      .prepare("DELETE FROM audit_log WHERE workspace_id = ?1 AND seq <= (SELECT MAX(seq) FROM audit_log WHERE workspace_id = ?1) - ?2")
+      .prepare(
+        "DELETE FROM audit_log WHERE workspace_id = ?1 AND seq <= (SELECT MAX(seq) FROM audit_log WHERE workspace_id = ?1) - ?2",
+      )
       .bind(row.workspace_id, maxRows),
   ]);
 }

@@ -105,7 +105,10 @@ export async function findConnectedByUpstreamId(
  * The number whose object the operator's status reports for `upstreamPhoneNumberId` go to: the
  * connected one, else the one disconnected last (its outbox still knows the messages it sent).
  */
-export async function findReportingNumberByUpstreamId(db: D1Database, upstreamPhoneNumberId: string): Promise<ChannelNumberRow | null> {
+export async function findReportingNumberByUpstreamId(
+  db: D1Database,
+  upstreamPhoneNumberId: string,
+): Promise<ChannelNumberRow | null> {
   return db
     .prepare(
       `SELECT * FROM channel_numbers WHERE upstream_phone_number_id = ?
@@ -166,7 +169,12 @@ export async function replaceCredentials(db: D1Database, id: string, sealed: str
 }
 
 /** A connected number of the workspace disconnected now; null when there is no such connected number. */
-export async function disconnectOwnNumber(db: D1Database, workspaceId: string, id: string, at: string): Promise<ChannelNumberRow | null> {
+export async function disconnectOwnNumber(
+  db: D1Database,
+  workspaceId: string,
+  id: string,
+  at: string,
+): Promise<ChannelNumberRow | null> {
   return db
     .prepare(
       `UPDATE channel_numbers SET status = 'disconnected', disconnected_at = ?
@@ -208,8 +216,18 @@ export async function recordOperatorCheck(
             `UPDATE channel_numbers SET verified_name = ?, quality_rating = ?, messaging_limit_tier = ?, operator_checked_at = ?,
                     last_operator_error = NULL WHERE id = ? RETURNING *`,
           )
-          .bind(result.profile.verified_name, result.profile.quality_rating, result.profile.messaging_limit_tier, at, id)
-      : db.prepare("UPDATE channel_numbers SET operator_checked_at = ?, last_operator_error = ? WHERE id = ? RETURNING *").bind(at, result.error, id);
+          .bind(
+            result.profile.verified_name,
+            result.profile.quality_rating,
+            result.profile.messaging_limit_tier,
+            at,
+            id,
+          )
+      : db
+          .prepare(
+            "UPDATE channel_numbers SET operator_checked_at = ?, last_operator_error = ? WHERE id = ? RETURNING *",
+          )
+          .bind(at, result.error, id);
   return stmt.first<ChannelNumberRow>();
 }
 

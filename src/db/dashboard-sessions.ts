@@ -20,7 +20,9 @@ const PURGE_BATCH = 50;
 
 export function insertSessionStatement(db: D1Database, row: SessionRow): D1PreparedStatement {
   return db
-    .prepare("INSERT INTO dashboard_sessions (token_hash, member_id, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?)")
+    .prepare(
+      "INSERT INTO dashboard_sessions (token_hash, member_id, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+    )
     .bind(row.token_hash, row.member_id, row.created_at, row.last_seen_at, row.expires_at);
 }
 
@@ -64,8 +66,15 @@ export function deleteMemberSessionsStatement(db: D1Database, memberId: string):
  * the invitation `invitationHash` (a re-invited member starts over). Run after
  * the invitation's upsert in one batch: a refused upsert ends no session.
  */
-export function deleteSessionsOfInvitedStatement(db: D1Database, workspaceId: string, email: string, invitationHash: string): D1PreparedStatement {
+export function deleteSessionsOfInvitedStatement(
+  db: D1Database,
+  workspaceId: string,
+  email: string,
+  invitationHash: string,
+): D1PreparedStatement {
   return db
-    .prepare("DELETE FROM dashboard_sessions WHERE member_id IN (SELECT id FROM members WHERE email = ? AND workspace_id = ? AND invitation_hash = ?)")
+    .prepare(
+      "DELETE FROM dashboard_sessions WHERE member_id IN (SELECT id FROM members WHERE email = ? AND workspace_id = ? AND invitation_hash = ?)",
+    )
     .bind(email, workspaceId, invitationHash);
 }

@@ -15,7 +15,10 @@ export interface MemberRow {
 
 /** The workspace's member with this email, if any (an email may belong to several workspaces). */
 export async function findMemberByEmail(db: D1Database, workspaceId: string, email: string): Promise<MemberRow | null> {
-  return db.prepare("SELECT * FROM members WHERE workspace_id = ? AND email = ?").bind(workspaceId, email).first<MemberRow>();
+  return db
+    .prepare("SELECT * FROM members WHERE workspace_id = ? AND email = ?")
+    .bind(workspaceId, email)
+    .first<MemberRow>();
 }
 
 /** The memberships of an email that have a password (sign-in checks each), newest first, at most `limit`. */
@@ -28,7 +31,10 @@ export async function membershipsWithPassword(db: D1Database, email: string, lim
 }
 
 /** Members by id, with their workspace's name (the workspace picker after sign-in). */
-export async function membersWithWorkspace(db: D1Database, ids: string[]): Promise<(MemberRow & { workspace_name: string })[]> {
+export async function membersWithWorkspace(
+  db: D1Database,
+  ids: string[],
+): Promise<(MemberRow & { workspace_name: string })[]> {
   if (ids.length === 0) return [];
   const { results } = await db
     .prepare(
@@ -54,7 +60,10 @@ export async function listMembers(db: D1Database, workspaceId: string): Promise<
 }
 
 export async function countMembers(db: D1Database, workspaceId: string): Promise<number> {
-  const row = await db.prepare("SELECT COUNT(*) AS n FROM members WHERE workspace_id = ?").bind(workspaceId).first<{ n: number }>();
+  const row = await db
+    .prepare("SELECT COUNT(*) AS n FROM members WHERE workspace_id = ?")
+    .bind(workspaceId)
+    .first<{ n: number }>();
   return row?.n ?? 0;
 }
 
@@ -75,7 +84,15 @@ export async function findMemberByInvitation(db: D1Database, hash: string, at: s
  */
 export function upsertInvitedMemberStatement(
   db: D1Database,
-  m: { id: string; workspaceId: string; email: string; role: MemberRole; invitationHash: string; expiresAt: string; at: string },
+  m: {
+    id: string;
+    workspaceId: string;
+    email: string;
+    role: MemberRole;
+    invitationHash: string;
+    expiresAt: string;
+    at: string;
+  },
 ): D1PreparedStatement {
   return db
     .prepare(
@@ -112,7 +129,13 @@ export async function redeemInvitation(
 }
 
 /** Replaces the password of a member whose current hash is still `expectedHash` (no lost update). */
-export function setPasswordStatement(db: D1Database, memberId: string, expectedHash: string, passwordHash: string, at: string): D1PreparedStatement {
+export function setPasswordStatement(
+  db: D1Database,
+  memberId: string,
+  expectedHash: string,
+  passwordHash: string,
+  at: string,
+): D1PreparedStatement {
   return db
     .prepare("UPDATE members SET password_hash = ?, updated_at = ? WHERE id = ? AND password_hash = ?")
     .bind(passwordHash, at, memberId, expectedHash);
@@ -122,7 +145,13 @@ export function setPasswordStatement(db: D1Database, memberId: string, expectedH
  * Changes a member's role, unless that would leave the workspace without an
  * owner. Returns the changed row, or null (unknown member, or last owner).
  */
-export async function changeRole(db: D1Database, workspaceId: string, memberId: string, role: MemberRole, at: string): Promise<MemberRow | null> {
+export async function changeRole(
+  db: D1Database,
+  workspaceId: string,
+  memberId: string,
+  role: MemberRole,
+  at: string,
+): Promise<MemberRow | null> {
   return db
     .prepare(
       `UPDATE members SET role = ?1, updated_at = ?2

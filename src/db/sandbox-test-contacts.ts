@@ -11,21 +11,33 @@ export interface TestContactRow {
 
 export async function listTestContacts(db: D1Database, channelNumberId: string): Promise<TestContactRow[]> {
   const { results } = await db
-    .prepare("SELECT phone, created_at FROM sandbox_test_contacts WHERE channel_number_id = ? ORDER BY created_at, phone")
+    .prepare(
+      "SELECT phone, created_at FROM sandbox_test_contacts WHERE channel_number_id = ? ORDER BY created_at, phone",
+    )
     .bind(channelNumberId)
     .all<TestContactRow>();
   return results;
 }
 
 export async function isTestContact(db: D1Database, channelNumberId: string, phone: string): Promise<boolean> {
-  return (await db.prepare("SELECT 1 AS ok FROM sandbox_test_contacts WHERE channel_number_id = ? AND phone = ?").bind(channelNumberId, phone).first("ok")) !== null;
+  return (
+    (await db
+      .prepare("SELECT 1 AS ok FROM sandbox_test_contacts WHERE channel_number_id = ? AND phone = ?")
+      .bind(channelNumberId, phone)
+      .first("ok")) !== null
+  );
 }
 
 /**
  * Adds one; the bound is checked in the same statement, so concurrent adds cannot pass it.
  * `exists` when it was already there (adding again changes nothing).
  */
-export async function addTestContact(db: D1Database, channelNumberId: string, phone: string, at: string): Promise<"added" | "exists" | "full"> {
+export async function addTestContact(
+  db: D1Database,
+  channelNumberId: string,
+  phone: string,
+  at: string,
+): Promise<"added" | "exists" | "full"> {
   const res = await db
     .prepare(
       `INSERT OR IGNORE INTO sandbox_test_contacts (channel_number_id, phone, created_at)
@@ -38,6 +50,9 @@ export async function addTestContact(db: D1Database, channelNumberId: string, ph
 }
 
 export async function removeTestContact(db: D1Database, channelNumberId: string, phone: string): Promise<boolean> {
-  const res = await db.prepare("DELETE FROM sandbox_test_contacts WHERE channel_number_id = ? AND phone = ?").bind(channelNumberId, phone).run();
+  const res = await db
+    .prepare("DELETE FROM sandbox_test_contacts WHERE channel_number_id = ? AND phone = ?")
+    .bind(channelNumberId, phone)
+    .run();
   return res.meta.changes > 0;
 }

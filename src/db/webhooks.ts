@@ -13,22 +13,38 @@ export interface WebhookRow {
   updated_at: string;
 }
 
-export async function listWebhooks(db: D1Database, workspaceId: string, limit: number, after?: Cursor): Promise<WebhookRow[]> {
+export async function listWebhooks(
+  db: D1Database,
+  workspaceId: string,
+  limit: number,
+  after?: Cursor,
+): Promise<WebhookRow[]> {
   const stmt = after
     ? db
-        .prepare("SELECT * FROM webhooks WHERE workspace_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?")
+        .prepare(
+          "SELECT * FROM webhooks WHERE workspace_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+        )
         .bind(workspaceId, after.sortKey, after.id, limit)
-    : db.prepare("SELECT * FROM webhooks WHERE workspace_id = ? ORDER BY created_at, id LIMIT ?").bind(workspaceId, limit);
+    : db
+        .prepare("SELECT * FROM webhooks WHERE workspace_id = ? ORDER BY created_at, id LIMIT ?")
+        .bind(workspaceId, limit);
   return (await stmt.all<WebhookRow>()).results;
 }
 
 /** A webhook of the workspace; a foreign id reads as missing. */
 export async function getWebhook(db: D1Database, workspaceId: string, id: string): Promise<WebhookRow | null> {
-  return db.prepare("SELECT * FROM webhooks WHERE id = ? AND workspace_id = ?").bind(id, workspaceId).first<WebhookRow>();
+  return db
+    .prepare("SELECT * FROM webhooks WHERE id = ? AND workspace_id = ?")
+    .bind(id, workspaceId)
+    .first<WebhookRow>();
 }
 
 /** The webhook of a number of the workspace, if it has one. */
-export async function getWebhookOfNumber(db: D1Database, workspaceId: string, channelNumberId: string): Promise<WebhookRow | null> {
+export async function getWebhookOfNumber(
+  db: D1Database,
+  workspaceId: string,
+  channelNumberId: string,
+): Promise<WebhookRow | null> {
   return db
     .prepare("SELECT * FROM webhooks WHERE channel_number_id = ? AND workspace_id = ?")
     .bind(channelNumberId, workspaceId)
@@ -36,7 +52,10 @@ export async function getWebhookOfNumber(db: D1Database, workspaceId: string, ch
 }
 
 /** The id of the number's webhook, if it has one (of any workspace). */
-export async function webhookIdOfNumber(db: D1Database, channelNumberId: string): Promise<{ id: string; workspace_id: string } | null> {
+export async function webhookIdOfNumber(
+  db: D1Database,
+  channelNumberId: string,
+): Promise<{ id: string; workspace_id: string } | null> {
   return db.prepare("SELECT id, workspace_id FROM webhooks WHERE channel_number_id = ?").bind(channelNumberId).first();
 }
 
@@ -70,7 +89,12 @@ export async function upsertWebhook(
  * failure record (the URL is checked again at every delivery). Null if the
  * workspace has no such webhook.
  */
-export async function reenableWebhook(db: D1Database, workspaceId: string, id: string, at: string): Promise<WebhookRow | null> {
+export async function reenableWebhook(
+  db: D1Database,
+  workspaceId: string,
+  id: string,
+  at: string,
+): Promise<WebhookRow | null> {
   return db
     .prepare(
       `UPDATE webhooks SET status = 'enabled', failing_since = NULL, disabled_at = NULL, updated_at = ?
@@ -98,7 +122,9 @@ export async function webhooksForNumbers(db: D1Database, channelNumberIds: strin
  */
 export function markWebhookHealthyStatement(db: D1Database, webhook: WebhookRow): D1PreparedStatement {
   return db
-    .prepare("UPDATE webhooks SET failing_since = NULL WHERE id = ? AND sealed_secret = ? AND failing_since IS NOT NULL")
+    .prepare(
+      "UPDATE webhooks SET failing_since = NULL WHERE id = ? AND sealed_secret = ? AND failing_since IS NOT NULL",
+    )
     .bind(webhook.id, webhook.sealed_secret);
 }
 
@@ -107,7 +133,12 @@ export function markWebhookHealthyStatement(db: D1Database, webhook: WebhookRow)
  * `disableBefore` disables the webhook. (SQLite evaluates every SET expression
  * against the old row, so the CASEs see the streak as it was.)
  */
-export function markWebhookFailingStatement(db: D1Database, webhook: WebhookRow, at: string, disableBefore: string): D1PreparedStatement {
+export function markWebhookFailingStatement(
+  db: D1Database,
+  webhook: WebhookRow,
+  at: string,
+  disableBefore: string,
+): D1PreparedStatement {
   return db
     .prepare(
       `UPDATE webhooks SET

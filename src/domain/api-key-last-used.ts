@@ -21,7 +21,12 @@ export function noteKeyUsed(env: Env, ctx: Pick<ExecutionContext, "waitUntil">, 
   if (last !== undefined && at - last < LAST_USED_RESOLUTION_MS) return;
   if (recorded.size >= MAX_TRACKED) recorded.clear();
   recorded.set(keyId, at);
-  const write = recordKeyUse(env.DB, keyId, new Date(at).toISOString(), new Date(at - LAST_USED_RESOLUTION_MS).toISOString()).catch((err) => {
+  const write = recordKeyUse(
+    env.DB,
+    keyId,
+    new Date(at).toISOString(),
+    new Date(at - LAST_USED_RESOLUTION_MS).toISOString(),
+  ).catch((err) => {
     // Best effort: a lost "last used" never fails a request.
     recorded.delete(keyId);
     log("warn", "api key last-used write failed", { keyId, detail: errorText(err) });

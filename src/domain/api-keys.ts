@@ -23,7 +23,8 @@ export function isWellFormedKey(env: ConfigVars, key: string): boolean {
 }
 
 /** How a key is named in the audit log and lists: its name and last four characters, never the key. */
-export const keyLabel = (row: Pick<ApiKeyRow, "name" | "last_four">): string => `"${row.name ?? "(unnamed)"}" (…${row.last_four})`;
+export const keyLabel = (row: Pick<ApiKeyRow, "name" | "last_four">): string =>
+  `"${row.name ?? "(unnamed)"}" (…${row.last_four})`;
 
 export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);
 
@@ -32,9 +33,18 @@ export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);
  * SHA-256 is stored). Limited per workspace, whoever asks: keys are revoked,
  * never deleted, so each one is a row for good.
  */
-export async function issueApiKey(env: Env, workspaceId: string, name: string | null): Promise<{ ok: true; row: ApiKeyRow; key: string } | RateLimited> {
+export async function issueApiKey(
+  env: Env,
+  workspaceId: string,
+  name: string | null,
+): Promise<{ ok: true; row: ApiKeyRow; key: string } | RateLimited> {
   const perWorkspace = bucket("apiKeyCreate");
-  const spent = await spend(env, scopes.workspace(workspaceId), [perWorkspace], `new API keys: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`);
+  const spent = await spend(
+    env,
+    scopes.workspace(workspaceId),
+    [perWorkspace],
+    `new API keys: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`,
+  );
   if (!spent.ok) return spent;
   const key = generateApiKey(env);
   const row: ApiKeyRow = {
@@ -56,7 +66,11 @@ export async function issueApiKey(env: Env, workspaceId: string, name: string | 
  * workspace, or null if there is no such key. This isolate forgets it at
  * once, the others within the key cache's TTL (5 s).
  */
-export async function revokeApiKey(db: D1Database, keyId: string, workspaceId: string | null = null): Promise<string | null> {
+export async function revokeApiKey(
+  db: D1Database,
+  keyId: string,
+  workspaceId: string | null = null,
+): Promise<string | null> {
   const revoked = await findByUuid(keyId, (stored) => revokeKey(db, stored, isoNow(), workspaceId));
   if (!revoked) return null;
   forgetKey(revoked.key_hash);

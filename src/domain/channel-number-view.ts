@@ -7,7 +7,9 @@ export const ChannelNumber = z
     id: z.string().uuid().openapi({ description: "Use as `channelNumberId`." }),
     displayPhoneNumber: z.string(),
     status: z.literal("connected"),
-    upstream: z.enum(["sandbox", "cloud"]).openapi({ description: "`sandbox` numbers deliver nowhere; see the sandbox docs." }),
+    upstream: z
+      .enum(["sandbox", "cloud"])
+      .openapi({ description: "`sandbox` numbers deliver nowhere; see the sandbox docs." }),
     createdAt: z.string().datetime(),
   })
   .openapi("ChannelNumber");
@@ -26,18 +28,27 @@ export const NumberSending = z
         "or at once when its credentials are reconnected.",
     }),
     pausedSince: z.string().datetime().nullable(),
-    nextAttemptAt: z.string().datetime().nullable().openapi({ description: "When a paused number next tries one message." }),
+    nextAttemptAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({ description: "When a paused number next tries one message." }),
     reason: z
       .object({ code: z.string(), message: z.string(), upstreamCode: z.string().nullable() })
       .nullable()
-      .openapi({ description: "Why the number is paused: the normalized code, our explanation, and the operator's code." }),
+      .openapi({
+        description: "Why the number is paused: the normalized code, our explanation, and the operator's code.",
+      }),
   })
   .openapi("NumberSending");
 
 export const ChannelNumberDetail = ChannelNumber.extend({
-  sending: NumberSending.openapi({ description: "Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`." }),
+  sending: NumberSending.openapi({
+    description: "Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`.",
+  }),
   health: NumberHealth.openapi({
-    description: "Extension: the number's state, what the operator last said about it (asked at most hourly) and today's sends.",
+    description:
+      "Extension: the number's state, what the operator last said about it (asked at most hourly) and today's sends.",
   }),
 }).openapi("ChannelNumberDetail");
 
@@ -45,7 +56,12 @@ export const ChannelNumberDetail = ChannelNumber.extend({
 export function toNumberSending(state: NumberSendingState): z.infer<typeof NumberSending> {
   const p = state.paused;
   return p
-    ? { state: "paused", pausedSince: p.since, nextAttemptAt: p.nextAttemptAt, reason: { code: p.code, message: p.message, upstreamCode: p.upstreamCode } }
+    ? {
+        state: "paused",
+        pausedSince: p.since,
+        nextAttemptAt: p.nextAttemptAt,
+        reason: { code: p.code, message: p.message, upstreamCode: p.upstreamCode },
+      }
     : { state: "active", pausedSince: null, nextAttemptAt: null, reason: null };
 }
 

@@ -16,11 +16,7 @@ const OperatorAnswer = z.object({
  * API could claim a phone number id they do not own, and the operator's
  * webhooks (routed by phone number id) would reach the wrong workspace.
  */
-export async function verifyCloudNumber(
-  env: ConfigVars,
-  phoneNumberId: string,
-  accessToken: string,
-): Promise<void> {
+export async function verifyCloudNumber(env: ConfigVars, phoneNumberId: string, accessToken: string): Promise<void> {
   const { baseUrl, version, timeoutMs } = config(env).upstream;
   const url = `${baseUrl.replace(/\/+$/, "")}/${version}/${phoneNumberId}?fields=id,display_phone_number`;
   let res: Response;
@@ -31,8 +27,14 @@ export async function verifyCloudNumber(
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    log("warn", "operator unreachable while verifying a number", { phoneNumberId, detail: err instanceof Error ? err.name : "unknown" });
-    throw new ApiError("internal_error", "The operator could not be reached to verify the number; nothing was stored. Retry later.");
+    log("warn", "operator unreachable while verifying a number", {
+      phoneNumberId,
+      detail: err instanceof Error ? err.name : "unknown",
+    });
+    throw new ApiError(
+      "internal_error",
+      "The operator could not be reached to verify the number; nothing was stored. Retry later.",
+    );
   }
   let body: z.infer<typeof OperatorAnswer> = {};
   try {
@@ -45,11 +47,20 @@ export async function verifyCloudNumber(
   if (res.ok && body.id === phoneNumberId) return;
   if (res.status >= 500) {
     log("warn", "operator error while verifying a number", { phoneNumberId, status: res.status });
-    throw new ApiError("internal_error", `The operator answered HTTP ${res.status} while verifying the number; nothing was stored. Retry later.`);
+    throw new ApiError(
+      "internal_error",
+      `The operator answered HTTP ${res.status} while verifying the number; nothing was stored. Retry later.`,
+    );
   }
   if (res.status === 401 || code === 190) {
     throw new ApiError("invalid_request", "The operator refused the access token.", {
-      details: [{ path: "upstream.accessToken", rule: "upstream_verification", message: `The operator refused this token (HTTP ${res.status}${code !== undefined ? `, code ${String(code)}` : ""}).` }],
+      details: [
+        {
+          path: "upstream.accessToken",
+          rule: "upstream_verification",
+          message: `The operator refused this token (HTTP ${res.status}${code !== undefined ? `, code ${String(code)}` : ""}).`,
+        },
+      ],
     });
   }
   throw new ApiError("invalid_request", "The access token does not control this phone number id.", {

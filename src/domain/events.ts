@@ -32,7 +32,10 @@ export const MessageReceivedData = z
     }),
     type: z.string().openapi({ description: "`text`, or the operator's type for other content (image, audio, …)." }),
     text: z.object({ body: z.string() }).nullable(),
-    content: z.record(z.string(), z.unknown()).nullable().openapi({ description: "The operator's payload for non-text types, unchanged." }),
+    content: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .openapi({ description: "The operator's payload for non-text types, unchanged." }),
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),
   })
@@ -44,9 +47,30 @@ export type MessageStatusData = z.infer<typeof MessageStatusData>;
 export type MessageReceivedData = z.infer<typeof MessageReceivedData>;
 
 export type WebhookEvent =
-  | { id: string; type: "message.status"; workspaceId: string; channelNumberId: string; createdAt: string; data: MessageStatusData }
-  | { id: string; type: "message.received"; workspaceId: string; channelNumberId: string; createdAt: string; data: MessageReceivedData }
-  | { id: string; type: "webhook.test"; workspaceId: string; channelNumberId: string; createdAt: string; data: z.infer<typeof WebhookTestData> };
+  | {
+      id: string;
+      type: "message.status";
+      workspaceId: string;
+      channelNumberId: string;
+      createdAt: string;
+      data: MessageStatusData;
+    }
+  | {
+      id: string;
+      type: "message.received";
+      workspaceId: string;
+      channelNumberId: string;
+      createdAt: string;
+      data: MessageReceivedData;
+    }
+  | {
+      id: string;
+      type: "webhook.test";
+      workspaceId: string;
+      channelNumberId: string;
+      createdAt: string;
+      data: z.infer<typeof WebhookTestData>;
+    };
 
 export type WebhookEventType = WebhookEvent["type"];
 
@@ -62,7 +86,8 @@ export type WebhookQueueMessage = { events: WebhookEvent[]; tried?: number[] } |
 export const eventsOf = (m: WebhookQueueMessage): WebhookEvent[] => ("events" in m ? m.events : [m.event]);
 
 /** Attempts made at each event of the message before it was queued. */
-export const triedOf = (m: WebhookQueueMessage): number[] => ("events" in m ? m.events.map((_, i) => m.tried?.[i] ?? 0) : [0]);
+export const triedOf = (m: WebhookQueueMessage): number[] =>
+  "events" in m ? m.events.map((_, i) => m.tried?.[i] ?? 0) : [0];
 
 /** The JSON a customer receives: the Standard Webhooks envelope. */
 export const envelopeOf = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });
@@ -75,6 +100,7 @@ export const newEventId = (): string => `evt_${crypto.randomUUID().replaceAll("-
  * inbound message's upstream id): the same fact always gets the same id, so
  * that recording it twice (a retry after a crash) records it once.
  */
-export const derivedEventId = (...parts: string[]): string => `evt_${bytesToHex(sha256(utf8ToBytes(parts.join("\n")))).slice(0, 32)}`;
+export const derivedEventId = (...parts: string[]): string =>
+  `evt_${bytesToHex(sha256(utf8ToBytes(parts.join("\n")))).slice(0, 32)}`;
 
 export const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;

@@ -44,7 +44,13 @@ function uuidV7(ms: number, rest: Uint8Array): string {
  *   id; the first attempt's entry, never committed, is never sent.
  * - The timestamp tells which day a message belongs to, without a lookup.
  */
-export async function deriveJobId(secret: string, workspaceId: string, key: string, fingerprint: string, acceptedAt: number): Promise<string> {
+export async function deriveJobId(
+  secret: string,
+  workspaceId: string,
+  key: string,
+  fingerprint: string,
+  acceptedAt: number,
+): Promise<string> {
   const day = utcDay(acceptedAt);
   const mac = new Uint8Array(await hmacSha256(secret, `v2\n${workspaceId}\n${day}\n${fingerprint}\n${key}`));
   return uuidV7(day * DAY_MS, mac);
@@ -72,7 +78,11 @@ export const storedUuid = (id: string): string | null => (UUID_PATTERN.test(id) 
  * `asGiven` skips the lower-casing where ids have always been matched as given (admin paths and
  * GET /channel-numbers/{id}: an upper-case id is not found there); kept, so that no answer changes.
  */
-export async function findByUuid<T>(id: string, lookup: (storedId: string) => Promise<T>, { asGiven = false } = {}): Promise<T | null> {
+export async function findByUuid<T>(
+  id: string,
+  lookup: (storedId: string) => Promise<T>,
+  { asGiven = false } = {},
+): Promise<T | null> {
   if (asGiven) return UUID_PATTERN.test(id) ? lookup(id) : null;
   const stored = storedUuid(id);
   return stored === null ? null : lookup(stored);

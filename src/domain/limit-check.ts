@@ -15,7 +15,12 @@ export type Spent = { ok: true; decision: ThrottleDecision } | RateLimited;
  * call this themselves, so that every caller (the API, the dashboard) is held
  * to the same limit; each caller turns a refusal into its own answer.
  */
-export async function spend(env: Pick<Env, "THROTTLE">, scope: string, buckets: BucketSpec[], what: string): Promise<Spent> {
+export async function spend(
+  env: Pick<Env, "THROTTLE">,
+  scope: string,
+  buckets: BucketSpec[],
+  what: string,
+): Promise<Spent> {
   const decision = await takeToken(env, scope, buckets);
   return decision.allowed ? { ok: true, decision } : { ok: false, problem: "rate_limited", decision, what };
 }

@@ -1,5 +1,12 @@
 import { z } from "@hono/zod-openapi";
-import { MEMBER_ROLES, upsertInvitedMemberStatement, countMembers, findMemberByEmail, type MemberRole, type MemberRow } from "../db/members";
+import {
+  MEMBER_ROLES,
+  upsertInvitedMemberStatement,
+  countMembers,
+  findMemberByEmail,
+  type MemberRole,
+  type MemberRow,
+} from "../db/members";
 import { deleteSessionsOfInvitedStatement } from "../db/dashboard-sessions";
 import { now } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
@@ -37,16 +44,30 @@ export type InviteResult =
  * revoked. Only this workspace's members are consulted: the answer is the
  * same whatever exists in other workspaces (an email may belong to several).
  */
-export async function inviteMember(db: D1Database, workspaceId: string, email: string, role: MemberRole): Promise<InviteResult> {
+export async function inviteMember(
+  db: D1Database,
+  workspaceId: string,
+  email: string,
+  role: MemberRole,
+): Promise<InviteResult> {
   const existing = await findMemberByEmail(db, workspaceId, email);
-  if (!existing && (await countMembers(db, workspaceId)) >= MAX_MEMBERS_PER_WORKSPACE) return { ok: false, reason: "too_many_members" };
+  if (!existing && (await countMembers(db, workspaceId)) >= MAX_MEMBERS_PER_WORKSPACE)
+    return { ok: false, reason: "too_many_members" };
 
   const token = toBase64Url(randomBytes(32));
   const invitationHash = await hashInvitationToken(token);
   const at = now();
   const expiresAt = new Date(at + INVITATION_TTL_MS).toISOString();
   const [upserted] = await db.batch<MemberRow>([
-    upsertInvitedMemberStatement(db, { id: crypto.randomUUID(), workspaceId, email, role, invitationHash, expiresAt, at: new Date(at).toISOString() }),
+    upsertInvitedMemberStatement(db, {
+      id: crypto.randomUUID(),
+      workspaceId,
+      email,
+      role,
+      invitationHash,
+      expiresAt,
+      at: new Date(at).toISOString(),
+    }),
     deleteSessionsOfInvitedStatement(db, workspaceId, email, invitationHash),
   ]);
   const member = upserted?.results[0];

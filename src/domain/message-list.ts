@@ -10,7 +10,10 @@ const SENDER = /^[A-Za-z0-9._-]{1,160}$/;
 
 export const MessageListQuery = z
   .object({
-    direction: z.enum(["outbound", "inbound"]).optional().openapi({ description: "Only messages sent, or only messages received.", example: "outbound" }),
+    direction: z
+      .enum(["outbound", "inbound"])
+      .optional()
+      .openapi({ description: "Only messages sent, or only messages received.", example: "outbound" }),
     status: z
       .enum(["queued", "processing", "sent", "failed", "received"])
       .optional()
@@ -30,33 +33,49 @@ export const MessageListQuery = z
       .regex(SENDER, { error: "from must be E.164 digits, or the operator's user id of the sender." })
       .optional()
       .openapi({ description: "Inbound messages from this sender.", example: "5511977776666" }),
-    createdAfter: z.string().datetime({ error: "createdAfter must be an ISO 8601 date-time (UTC), e.g. 2026-11-01T00:00:00Z." }).optional().openapi({
-      description: "Only messages created strictly after this instant.",
-      example: "2026-11-01T00:00:00Z",
-    }),
-    createdBefore: z.string().datetime({ error: "createdBefore must be an ISO 8601 date-time (UTC), e.g. 2026-11-02T00:00:00Z." }).optional().openapi({
-      description: "Only messages created strictly before this instant.",
-      example: "2026-11-02T00:00:00Z",
-    }),
+    createdAfter: z
+      .string()
+      .datetime({ error: "createdAfter must be an ISO 8601 date-time (UTC), e.g. 2026-11-01T00:00:00Z." })
+      .optional()
+      .openapi({
+        description: "Only messages created strictly after this instant.",
+        example: "2026-11-01T00:00:00Z",
+      }),
+    createdBefore: z
+      .string()
+      .datetime({ error: "createdBefore must be an ISO 8601 date-time (UTC), e.g. 2026-11-02T00:00:00Z." })
+      .optional()
+      .openapi({
+        description: "Only messages created strictly before this instant.",
+        example: "2026-11-02T00:00:00Z",
+      }),
     limit: z.coerce
       .number({ error: "limit must be a whole number from 1 to 100." })
       .int({ error: "limit must be a whole number from 1 to 100." })
       .min(1, { error: "limit must be at least 1." })
       .max(100, { error: "limit must be at most 100." })
       .default(20)
-      .openapi({ description: "Messages per page, 1–100 (default 20). A page may hold fewer: follow `nextCursor` until it is null.", example: 20 }),
-    cursor: z
-      .string()
-      .max(300)
-      .optional()
-      .openapi({ description: "`nextCursor` of the previous page, unchanged (with the same filters).", example: "WzEsImEzYjRjNWQ2ZTdmOCIsMTc2MzgzNjU0NzI4NywiNDJhYjIwOTMiXQ" }),
+      .openapi({
+        description:
+          "Messages per page, 1–100 (default 20). A page may hold fewer: follow `nextCursor` until it is null.",
+        example: 20,
+      }),
+    cursor: z.string().max(300).optional().openapi({
+      description: "`nextCursor` of the previous page, unchanged (with the same filters).",
+      example: "WzEsImEzYjRjNWQ2ZTdmOCIsMTc2MzgzNjU0NzI4NywiNDJhYjIwOTMiXQ",
+    }),
   })
   .superRefine((q, ctx) => {
-    const issue = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message, params: { rule: "conflict" } });
-    if (q.to !== undefined && q.from !== undefined) issue("from", "Give either to (outbound) or from (inbound), not both.");
-    if (q.to !== undefined && q.direction === "inbound") issue("to", "to filters outbound messages; drop direction=inbound or use from.");
-    if (q.from !== undefined && q.direction === "outbound") issue("from", "from filters inbound messages; drop direction=outbound or use to.");
-    if (q.status === "received" && q.direction === "outbound") issue("status", "received is the status of inbound messages.");
+    const issue = (path: string, message: string) =>
+      ctx.addIssue({ code: "custom", path: [path], message, params: { rule: "conflict" } });
+    if (q.to !== undefined && q.from !== undefined)
+      issue("from", "Give either to (outbound) or from (inbound), not both.");
+    if (q.to !== undefined && q.direction === "inbound")
+      issue("to", "to filters outbound messages; drop direction=inbound or use from.");
+    if (q.from !== undefined && q.direction === "outbound")
+      issue("from", "from filters inbound messages; drop direction=outbound or use to.");
+    if (q.status === "received" && q.direction === "outbound")
+      issue("status", "received is the status of inbound messages.");
     if (q.status !== undefined && q.status !== "received" && (q.direction === "inbound" || q.from !== undefined)) {
       issue("status", `${q.status} is a status of outbound messages; inbound messages are received.`);
     }
@@ -87,7 +106,9 @@ export function toFilter(q: MessageListQuery): MessageFilter {
 // Cursors carry the position and a tag of the workspace, so that a cursor of
 // another workspace (or a made-up one) is refused rather than reinterpreted.
 const tagOf = async (workspaceId: string): Promise<string> => {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`cursor\n${workspaceId}`)));
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`cursor\n${workspaceId}`)),
+  );
   return Array.from(digest.slice(0, 6), (b) => b.toString(16).padStart(2, "0")).join("");
 };
 
@@ -98,7 +119,9 @@ export async function encodeMessageCursor(workspaceId: string, k: Keyset): Promi
 export async function decodeMessageCursor(workspaceId: string, raw: string | undefined): Promise<Keyset | null> {
   if (raw === undefined) return null;
   try {
-    const parsed: unknown = JSON.parse(new TextDecoder().decode(fromBase64(raw.replaceAll("-", "+").replaceAll("_", "/"))));
+    const parsed: unknown = JSON.parse(
+      new TextDecoder().decode(fromBase64(raw.replaceAll("-", "+").replaceAll("_", "/"))),
+    );
     if (
       Array.isArray(parsed) &&
       parsed.length === 4 &&
@@ -114,6 +137,8 @@ export async function decodeMessageCursor(workspaceId: string, raw: string | und
     // the uniform error below
   }
   throw new ApiError("invalid_request", "The cursor is not one this API returned for this workspace.", {
-    details: [{ path: "query.cursor", rule: "format", message: "Pass the nextCursor value of a previous page unchanged." }],
+    details: [
+      { path: "query.cursor", rule: "format", message: "Pass the nextCursor value of a previous page unchanged." },
+    ],
   });
 }

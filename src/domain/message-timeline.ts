@@ -3,9 +3,11 @@ import { MessageError, type Message } from "./message";
 
 export const TimelineEntry = z
   .object({
-    status: z.enum(["queued", "processing", "outcome_unknown", "sent", "delivered", "read", "failed", "received"]).openapi({
-      description: "`outcome_unknown`: the operator's answer was lost; its status report settles the message later.",
-    }),
+    status: z
+      .enum(["queued", "processing", "outcome_unknown", "sent", "delivered", "read", "failed", "received"])
+      .openapi({
+        description: "`outcome_unknown`: the operator's answer was lost; its status report settles the message later.",
+      }),
     at: z.string().datetime(),
     error: MessageError.nullable(),
   })

@@ -27,11 +27,15 @@ export const OutboundMessage = z
     }),
     upstreamMessageId: z.string().nullable(),
     error: MessageError.nullable(),
-    outcomeUnknownSince: z.string().datetime().nullable().openapi({
-      description:
-        "Set while the operator's answer to our call was lost (a timeout or a dropped connection): the message may or may not " +
-        "have reached the operator. It is never sent again; the operator's status report settles it.",
-    }),
+    outcomeUnknownSince: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({
+        description:
+          "Set while the operator's answer to our call was lost (a timeout or a dropped connection): the message may or may not " +
+          "have reached the operator. It is never sent again; the operator's status report settles it.",
+      }),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
     processingAt: z.string().datetime().nullable(),
@@ -45,13 +49,21 @@ export type OutboundMessage = z.infer<typeof OutboundMessage>;
 
 export const InboundMessage = z
   .object({
-    id: z.string().uuid().openapi({ description: "Our id for the inbound message (the `messageId` of its `message.received` event)." }),
+    id: z
+      .string()
+      .uuid()
+      .openapi({ description: "Our id for the inbound message (the `messageId` of its `message.received` event)." }),
     direction: z.literal("inbound"),
     channelNumberId: z.string().uuid(),
-    from: z.string().openapi({ description: "The sender: E.164 digits, or the operator's user id when the phone number is withheld." }),
+    from: z.string().openapi({
+      description: "The sender: E.164 digits, or the operator's user id when the phone number is withheld.",
+    }),
     type: z.string().openapi({ description: "`text`, or the operator's type for other content (image, audio, …)." }),
     text: z.object({ body: z.string() }).nullable(),
-    content: z.record(z.string(), z.unknown()).nullable().openapi({ description: "The operator's payload for non-text types, unchanged." }),
+    content: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .openapi({ description: "The operator's payload for non-text types, unchanged." }),
     status: z.literal("received"),
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),

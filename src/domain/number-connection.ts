@@ -12,7 +12,12 @@ import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import { isoNow } from "../lib/clock";
 import { sealUpstreamCredentials } from "../lib/sealed-secrets";
 import type { ThrottleDecision } from "../lib/throttle";
-import { fetchNumberProfile, verifyAndSubscribe, type OperatorField, type OperatorProfile } from "../upstream/operator-account";
+import {
+  fetchNumberProfile,
+  verifyAndSubscribe,
+  type OperatorField,
+  type OperatorProfile,
+} from "../upstream/operator-account";
 import { bucket, scopes } from "./abuse-limits";
 import type { Caller } from "./actor";
 import { findByUuid } from "./job-id";
@@ -28,7 +33,12 @@ export type ConnectInput =
   | { type: "cloud"; phoneNumberId: string; wabaId: string; accessToken: string };
 
 /** A refusal of the request: `field` is the request field it is about. */
-export type Refused = { ok: false; problem: "refused"; field: OperatorField | "upstream.phoneNumberId"; reason: string };
+export type Refused = {
+  ok: false;
+  problem: "refused";
+  field: OperatorField | "upstream.phoneNumberId";
+  reason: string;
+};
 type Unavailable = { ok: false; problem: "unavailable"; reason: string };
 
 export type ConnectOutcome =
@@ -46,7 +56,8 @@ export type ReplaceOutcome =
   | { ok: false; problem: "sandbox" }
   | RateLimited;
 
-export type DisconnectOutcome = { ok: true; row: ChannelNumberRow; limit: ThrottleDecision } | { ok: false; problem: "not_found" } | RateLimited;
+export type DisconnectOutcome =
+  { ok: true; row: ChannelNumberRow; limit: ThrottleDecision } | { ok: false; problem: "not_found" } | RateLimited;
 
 /**
  * Every change of a workspace's numbers may call the operator three times:
@@ -54,7 +65,12 @@ export type DisconnectOutcome = { ok: true; row: ChannelNumberRow; limit: Thrott
  */
 function spendChange(env: Env, workspaceId: string): Promise<Spent> {
   const b = bucket("numberChange");
-  return spend(env, scopes.workspace(workspaceId), [b], `number changes: ${b.limit} per ${b.periodSeconds / 3600} h per workspace`);
+  return spend(
+    env,
+    scopes.workspace(workspaceId),
+    [b],
+    `number changes: ${b.limit} per ${b.periodSeconds / 3600} h per workspace`,
+  );
 }
 
 const alreadyConnected = (): Refused => ({
@@ -70,15 +86,36 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
   if (!spent.ok) return spent;
   const workspace = await getWorkspaceWithLimits(env.DB, caller.workspaceId);
   if (!workspace) throw new Error("caller of an unknown workspace");
-  const planLimit = { ok: false, problem: "plan_limit", reason: `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).` } as const;
+  const planLimit = {
+    ok: false,
+    problem: "plan_limit",
+    reason: `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`,
+  } as const;
   const id = crypto.randomUUID();
   const at = isoNow();
-  const base = { id, workspace_id: caller.workspaceId, status: "connected", created_at: at, disconnected_at: null, last_operator_error: null } as const;
+  const base = {
+    id,
+    workspace_id: caller.workspaceId,
+    status: "connected",
+    created_at: at,
+    disconnected_at: null,
+    last_operator_error: null,
+  } as const;
   let row: ChannelNumberRow;
   let profile: OperatorProfile | null = null;
   if (input.type === "sandbox") {
-    row = { ...base, display_phone_number: input.displayPhoneNumber, upstream_type: "sandbox", upstream_phone_number_id: null, upstream_credentials: null,
-      waba_id: null, verified_name: null, quality_rating: null, messaging_limit_tier: null, operator_checked_at: null };
+    row = {
+      ...base,
+      display_phone_number: input.displayPhoneNumber,
+      upstream_type: "sandbox",
+      upstream_phone_number_id: null,
+      upstream_credentials: null,
+      waba_id: null,
+      verified_name: null,
+      quality_rating: null,
+      messaging_limit_tier: null,
+      operator_checked_at: null,
+    };
   } else {
     // Fast refusals before the operator is called; the insert below is the guarantee of both rules.
     if ((await countConnected(env.DB, caller.workspaceId)) >= workspace.max_numbers) return planLimit;
@@ -108,10 +145,16 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
 }
 
 /** A connected number of the caller's workspace; foreign, disconnected and malformed ids read as missing. */
-const ownNumber = (env: Env, caller: Caller, id: string) => findByUuid(id, (stored) => getConnectedNumber(env.DB, caller.workspaceId, stored));
+const ownNumber = (env: Env, caller: Caller, id: string) =>
+  findByUuid(id, (stored) => getConnectedNumber(env.DB, caller.workspaceId, stored));
 
 /** Replaces a live number's access token once the operator confirmed it controls the number (and re-subscribes its account). */
-export async function replaceNumberToken(env: Env, caller: Caller, numberId: string, accessToken: string): Promise<ReplaceOutcome> {
+export async function replaceNumberToken(
+  env: Env,
+  caller: Caller,
+  numberId: string,
+  accessToken: string,
+): Promise<ReplaceOutcome> {
   const spent = await spendChange(env, caller.workspaceId);
   if (!spent.ok) return spent;
   const row = await ownNumber(env, caller, numberId);

@@ -9,7 +9,14 @@ import { numberHealth } from "./number-health";
  * token routes answer): its record, its sending state and its health. `refresh`
  * lets the operator be asked again when its last answer is an hour old.
  */
-export async function numberDetail(env: Env, row: ChannelNumberRow, opts: { refresh: boolean }): Promise<z.infer<typeof ChannelNumberDetail>> {
-  const [sending, health] = await Promise.all([channelNumberStub(env, row.id).sendingState(), numberHealth(env, row, opts)]);
+export async function numberDetail(
+  env: Env,
+  row: ChannelNumberRow,
+  opts: { refresh: boolean },
+): Promise<z.infer<typeof ChannelNumberDetail>> {
+  const [sending, health] = await Promise.all([
+    channelNumberStub(env, row.id).sendingState(),
+    numberHealth(env, row, opts),
+  ]);
   return { ...toChannelNumberView(row), sending: toNumberSending(sending), health };
 }

@@ -17,26 +17,37 @@ export const NumberHealth = z
     }),
     pausedSince: z.string().datetime().nullable(),
     pausedReason: z.string().nullable().openapi({ description: "Why it is paused, with the operator's code." }),
-    lastOperatorError: z
+    lastOperatorError: z.string().nullable().openapi({
+      description:
+        "The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds.",
+    }),
+    verifiedName: z
       .string()
       .nullable()
-      .openapi({ description: "The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds." }),
-    verifiedName: z.string().nullable().openapi({ description: "Live numbers: the business name the operator verified." }),
-    qualityRating: z.string().nullable().openapi({ description: "Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …), from the hourly check and its quality webhooks." }),
-    messagingLimitTier: z.string().nullable().openapi({ description: "Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`), from the hourly check and its quality webhooks." }),
-    checkedAt: z
-      .string()
-      .datetime()
-      .nullable()
-      .openapi({ description: "When the operator was last asked (at most hourly, when the number is read) or its quality webhook arrived; null for sandbox numbers." }),
-    sendsToday: z.number().int().openapi({ description: "Sends accepted from this number today (UTC); the counts reach it up to a minute behind." }),
+      .openapi({ description: "Live numbers: the business name the operator verified." }),
+    qualityRating: z.string().nullable().openapi({
+      description:
+        "Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …), from the hourly check and its quality webhooks.",
+    }),
+    messagingLimitTier: z.string().nullable().openapi({
+      description:
+        "Live numbers: the operator's messaging limit tier (e.g. `TIER_1K`), from the hourly check and its quality webhooks.",
+    }),
+    checkedAt: z.string().datetime().nullable().openapi({
+      description:
+        "When the operator was last asked (at most hourly, when the number is read) or its quality webhook arrived; null for sandbox numbers.",
+    }),
+    sendsToday: z.number().int().openapi({
+      description: "Sends accepted from this number today (UTC); the counts reach it up to a minute behind.",
+    }),
   })
   .openapi("NumberHealth");
 
 export type NumberHealthView = z.infer<typeof NumberHealth>;
 
 const isStale = (row: ChannelNumberRow): boolean =>
-  row.upstream_type === "cloud" && (row.operator_checked_at === null || now() - Date.parse(row.operator_checked_at) >= OPERATOR_REFRESH_MS);
+  row.upstream_type === "cloud" &&
+  (row.operator_checked_at === null || now() - Date.parse(row.operator_checked_at) >= OPERATOR_REFRESH_MS);
 
 /**
  * Asks the operator about a live number again when the last answer is an hour
@@ -48,13 +59,23 @@ export async function refreshIfStale(env: Env, row: ChannelNumberRow): Promise<C
   const { accessToken } = await openUpstreamCredentials(env, row);
   const answer = await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
   const result = answer.ok
-    ? { profile: { verified_name: answer.value.verifiedName, quality_rating: answer.value.qualityRating, messaging_limit_tier: answer.value.messagingLimitTier } }
+    ? {
+        profile: {
+          verified_name: answer.value.verifiedName,
+          quality_rating: answer.value.qualityRating,
+          messaging_limit_tier: answer.value.messagingLimitTier,
+        },
+      }
     : { error: answer.reason.slice(0, 300) };
   return (await recordOperatorCheck(env.DB, row.id, isoNow(), result)) ?? row;
 }
 
 /** The health of a number, from its row (refreshed first when `refresh`), its object's sending state and today's counts (D1's usage_daily, shipped at most once a minute). */
-export async function numberHealth(env: Env, row: ChannelNumberRow, opts: { refresh: boolean }): Promise<NumberHealthView> {
+export async function numberHealth(
+  env: Env,
+  row: ChannelNumberRow,
+  opts: { refresh: boolean },
+): Promise<NumberHealthView> {
   const current = opts.refresh && row.status === "connected" ? await refreshIfStale(env, row) : row;
   const today = isoNow().slice(0, 10);
   const [sending, sendsToday] = await Promise.all([
@@ -65,7 +86,9 @@ export async function numberHealth(env: Env, row: ChannelNumberRow, opts: { refr
   return {
     state: current.status === "disconnected" ? "disconnected" : paused ? "paused" : "active",
     pausedSince: paused?.since ?? null,
-    pausedReason: paused ? `${paused.message}${paused.upstreamCode ? ` (operator code ${paused.upstreamCode})` : ""}` : null,
+    pausedReason: paused
+      ? `${paused.message}${paused.upstreamCode ? ` (operator code ${paused.upstreamCode})` : ""}`
+      : null,
     lastOperatorError: current.last_operator_error,
     verifiedName: current.verified_name,
     qualityRating: current.quality_rating,

@@ -18,7 +18,10 @@ export async function applyQualityUpdate(env: Env, wabaId: string | null, raw: u
   const parsed = CloudQualityUpdate.safeParse(raw);
   const digits = parsed.success ? digitsOf(parsed.data.display_phone_number) : null;
   if (!parsed.success || !digits) {
-    log("warn", "operator quality update not understood; dropped", { wabaId, issues: parsed.success ? 1 : parsed.error.issues.length });
+    log("warn", "operator quality update not understood; dropped", {
+      wabaId,
+      issues: parsed.success ? 1 : parsed.error.issues.length,
+    });
     return;
   }
   const { event, current_limit } = parsed.data;
@@ -32,12 +35,18 @@ export async function applyQualityUpdate(env: Env, wabaId: string | null, raw: u
     { displayDigits: digits, wabaId },
     { quality_rating, messaging_limit_tier: tier, checkedAt: recheck ? null : isoNow() },
   );
-  log(ids.length ? "info" : "warn", ids.length ? "operator quality update applied" : "operator quality update for a number we do not have; acknowledged", {
-    wabaId,
-    event: event ?? null,
-    tier,
-    channelNumberIds: ids.join(","),
-  });
+  log(
+    ids.length ? "info" : "warn",
+    ids.length
+      ? "operator quality update applied"
+      : "operator quality update for a number we do not have; acknowledged",
+    {
+      wabaId,
+      event: event ?? null,
+      tier,
+      channelNumberIds: ids.join(","),
+    },
+  );
 }
 
 /** A ban or restriction of the business account, in words for `lastOperatorError`; null for other account events. */
@@ -65,5 +74,10 @@ export async function applyAccountUpdate(env: Env, wabaId: string | null, raw: u
   }
   const refusal = accountRefusal(parsed.data);
   const ids = refusal && wabaId ? await recordOperatorAccountError(env.DB, wabaId, refusal) : [];
-  log(refusal ? "warn" : "info", "operator account update", { wabaId, event: parsed.data.event, refusal: refusal !== null, channelNumberIds: ids.join(",") });
+  log(refusal ? "warn" : "info", "operator account update", {
+    wabaId,
+    event: parsed.data.event,
+    refusal: refusal !== null,
+    channelNumberIds: ids.join(","),
+  });
 }

@@ -33,7 +33,12 @@ export function windowState(w: WindowLimit, recent: number[], extra: number, at:
   }
   const newest = recent.at(-1);
   const resetMs = newest === undefined ? 0 : newest + w.windowMs - at;
-  return { limit: w.limit, remaining, retryAfterMs: Math.max(0, retryAfterMs), resetMs: Math.max(0, oldest === undefined ? 0 : resetMs) };
+  return {
+    limit: w.limit,
+    remaining,
+    retryAfterMs: Math.max(0, retryAfterMs),
+    resetMs: Math.max(0, oldest === undefined ? 0 : resetMs),
+  };
 }
 
 /** `Retry-After` is whole seconds, at least 1. */

@@ -1,5 +1,11 @@
 import type { ChannelNumberRow } from "../db/channel-numbers";
-import { addTestContact, listTestContacts, MAX_TEST_CONTACTS_PER_NUMBER, removeTestContact, type TestContactRow } from "../db/sandbox-test-contacts";
+import {
+  addTestContact,
+  listTestContacts,
+  MAX_TEST_CONTACTS_PER_NUMBER,
+  removeTestContact,
+  type TestContactRow,
+} from "../db/sandbox-test-contacts";
 import { isoNow } from "../lib/clock";
 import { E164_DIGITS } from "./send-request";
 
@@ -23,11 +29,13 @@ export type AddOutcome =
   | BadPhone
   | { ok: false; problem: "full"; reason: string };
 
-export type RemoveOutcome = { ok: true } | NotSandbox | BadPhone | { ok: false; problem: "not_a_test_contact"; reason: string };
+export type RemoveOutcome =
+  { ok: true } | NotSandbox | BadPhone | { ok: false; problem: "not_a_test_contact"; reason: string };
 
 const notSandbox = (number: ChannelNumberRow): NotSandbox | null =>
   number.upstream_type === "sandbox" ? null : { ok: false, problem: "not_sandbox", reason: NOT_SANDBOX };
-const badPhone = (phone: string): BadPhone | null => (E164_DIGITS.test(phone) ? null : { ok: false, problem: "invalid_phone", reason: `The phone must be ${PHONE_RULE}` });
+const badPhone = (phone: string): BadPhone | null =>
+  E164_DIGITS.test(phone) ? null : { ok: false, problem: "invalid_phone", reason: `The phone must be ${PHONE_RULE}` };
 
 /** The number's test contacts, oldest first (none for a live number). */
 export async function testContactsOf(db: D1Database, number: ChannelNumberRow): Promise<TestContactRow[]> {
@@ -35,7 +43,11 @@ export async function testContactsOf(db: D1Database, number: ChannelNumberRow): 
 }
 
 /** Marks `phone` as a test contact of the sandbox `number` (`added: false` when it already was one). */
-export async function addSandboxTestContact(db: D1Database, number: ChannelNumberRow, phone: string): Promise<AddOutcome> {
+export async function addSandboxTestContact(
+  db: D1Database,
+  number: ChannelNumberRow,
+  phone: string,
+): Promise<AddOutcome> {
   const refused = notSandbox(number) ?? badPhone(phone);
   if (refused) return refused;
   const at = isoNow();
@@ -46,9 +58,14 @@ export async function addSandboxTestContact(db: D1Database, number: ChannelNumbe
 }
 
 /** Unmarks `phone`. */
-export async function removeSandboxTestContact(db: D1Database, number: ChannelNumberRow, phone: string): Promise<RemoveOutcome> {
+export async function removeSandboxTestContact(
+  db: D1Database,
+  number: ChannelNumberRow,
+  phone: string,
+): Promise<RemoveOutcome> {
   const refused = notSandbox(number) ?? badPhone(phone);
   if (refused) return refused;
-  if (!(await removeTestContact(db, number.id, phone))) return { ok: false, problem: "not_a_test_contact", reason: "That phone is not a test contact of this number." };
+  if (!(await removeTestContact(db, number.id, phone)))
+    return { ok: false, problem: "not_a_test_contact", reason: "That phone is not a test contact of this number." };
   return { ok: true };
 }

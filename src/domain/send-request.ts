@@ -20,33 +20,54 @@ export const TextContent = z.strictObject(
         params: { rule: "max" },
       })
       // JSON Schema counts string length in code points, as the refinements above do.
-      .openapi({ minLength: 1, maxLength: MAX_BODY_CODE_POINTS, description: "1 to 4096 Unicode code points.", example: "Your order has shipped." }),
+      .openapi({
+        minLength: 1,
+        maxLength: MAX_BODY_CODE_POINTS,
+        description: "1 to 4096 Unicode code points.",
+        example: "Your order has shipped.",
+      }),
   },
   { error: "text must be an object with a body." },
 );
 
 export const SendMessageRequest = z
-  .strictObject({
-    channelNumberId: z
-      .string({ error: "channelNumberId must be a string (a number id from GET /channel-numbers)." })
-      .uuid({ error: "channelNumberId must be a UUID taken from GET /channel-numbers." })
-      .openapi({ format: "uuid", description: "Id of a connected number, from GET /channel-numbers." }),
-    to: z
-      .string({ error: "to must be a string of digits." })
-      .min(1, { error: "to is empty: give the recipient in E.164 digits, for example 5511999998888." })
-      .max(32, { error: "to has more than 32 characters." })
-      .refine((v) => !v.startsWith("+"), { error: "Drop the leading '+': send E.164 digits only, for example 5511999998888.", params: { rule: "no_plus" } })
-      .refine((v) => v.startsWith("+") || /^\d+$/.test(v), { error: "to must contain digits only.", params: { rule: "digits_only" } })
-      .refine((v) => !v.startsWith("0"), { error: "to must not start with 0: begin with the country code.", params: { rule: "e164" } })
-      // The refinements above explain each mistake; together with min/max they accept exactly
-      // E164_DIGITS, which the document states (test/openapi-contract.test.ts checks they agree).
-      .openapi({ example: "5511999998888", pattern: E164_DIGITS.source, description: "Recipient in E.164, digits only (no '+'), at most 32 characters." }),
-    type: z
-      .literal("text", { error: "type must be \"text\": only text messages exist in v1." })
-      .default("text")
-      .openapi({ description: "Only `text` in v1." }),
-    text: TextContent,
-  }, { error: "The body must be a JSON object." })
+  .strictObject(
+    {
+      channelNumberId: z
+        .string({ error: "channelNumberId must be a string (a number id from GET /channel-numbers)." })
+        .uuid({ error: "channelNumberId must be a UUID taken from GET /channel-numbers." })
+        .openapi({ format: "uuid", description: "Id of a connected number, from GET /channel-numbers." }),
+      to: z
+        .string({ error: "to must be a string of digits." })
+        .min(1, { error: "to is empty: give the recipient in E.164 digits, for example 5511999998888." })
+        .max(32, { error: "to has more than 32 characters." })
+        .refine((v) => !v.startsWith("+"), {
+          error: "Drop the leading '+': send E.164 digits only, for example 5511999998888.",
+          params: { rule: "no_plus" },
+        })
+        .refine((v) => v.startsWith("+") || /^\d+$/.test(v), {
+          error: "to must contain digits only.",
+          params: { rule: "digits_only" },
+        })
+        .refine((v) => !v.startsWith("0"), {
+          error: "to must not start with 0: begin with the country code.",
+          params: { rule: "e164" },
+        })
+        // The refinements above explain each mistake; together with min/max they accept exactly
+        // E164_DIGITS, which the document states (test/openapi-contract.test.ts checks they agree).
+        .openapi({
+          example: "5511999998888",
+          pattern: E164_DIGITS.source,
+          description: "Recipient in E.164, digits only (no '+'), at most 32 characters.",
+        }),
+      type: z
+        .literal("text", { error: 'type must be "text": only text messages exist in v1.' })
+        .default("text")
+        .openapi({ description: "Only `text` in v1." }),
+      text: TextContent,
+    },
+    { error: "The body must be a JSON object." },
+  )
   .openapi("SendMessageRequest");
 export type SendMessageRequest = z.infer<typeof SendMessageRequest>;
 
@@ -57,15 +78,11 @@ const WHAT_TO_SEND =
   "Send a new key for every message, for example a random UUID (crypto.randomUUID()), and reuse the same key " +
   "unchanged when you retry that message after a timeout, a network error or a 5xx.";
 
-export const IdempotencyKeyHeader = z
-  .string()
-  .min(1)
-  .max(255)
-  .regex(IDEMPOTENCY_KEY)
-  .openapi({
-    description: "1–255 printable ASCII characters. One new key per message (a UUID), reused unchanged on every retry of that message.",
-    example: "6f1c2a7e-3b0d-4e59-9d7b-2f3c1a9e8b10",
-  });
+export const IdempotencyKeyHeader = z.string().min(1).max(255).regex(IDEMPOTENCY_KEY).openapi({
+  description:
+    "1–255 printable ASCII characters. One new key per message (a UUID), reused unchanged on every retry of that message.",
+  example: "6f1c2a7e-3b0d-4e59-9d7b-2f3c1a9e8b10",
+});
 
 /** The 400 for a missing or malformed Idempotency-Key, saying what to send instead. */
 export function idempotencyKeyError(value: string | undefined): ApiError {
@@ -74,9 +91,19 @@ export function idempotencyKeyError(value: string | undefined): ApiError {
       details: [{ path: "header.idempotency-key", rule: "required", message: WHAT_TO_SEND }],
     });
   }
-  return new ApiError("invalid_request", "The Idempotency-Key header is invalid: use 1 to 255 printable ASCII characters.", {
-    details: [{ path: "header.idempotency-key", rule: "format", message: `Use 1 to 255 printable ASCII characters. ${WHAT_TO_SEND}` }],
-  });
+  return new ApiError(
+    "invalid_request",
+    "The Idempotency-Key header is invalid: use 1 to 255 printable ASCII characters.",
+    {
+      details: [
+        {
+          path: "header.idempotency-key",
+          rule: "format",
+          message: `Use 1 to 255 printable ASCII characters. ${WHAT_TO_SEND}`,
+        },
+      ],
+    },
+  );
 }
 
 /** Canonical JSON (sorted keys) so that key order and whitespace never make two sends differ. */

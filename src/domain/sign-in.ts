@@ -46,7 +46,11 @@ export const ipKey = (address: string): string => `sign-in:ip:${address}`;
  * (against a dummy hash when there is no real one); throttling is keyed by the
  * submitted email whether or not it exists.
  */
-export async function signIn(db: D1Database, env: Env, input: { email: string; password: string; clientAddress: string }): Promise<SignInResult> {
+export async function signIn(
+  db: D1Database,
+  env: Env,
+  input: { email: string; password: string; clientAddress: string },
+): Promise<SignInResult> {
   const byEmail = await emailKey(input.email);
   const [email, ip] = await Promise.all([
     signInAttempt(env, byEmail, SIGN_IN_EMAIL_LIMIT),
@@ -63,7 +67,8 @@ export async function signIn(db: D1Database, env: Env, input: { email: string; p
   }
   const matches: MemberRow[] = [];
   // One after the other: each derivation is CPU-bound, nothing is gained by starting them together.
-  for (const m of memberships) if (m.password_hash !== null && (await verifyPassword(input.password, m.password_hash))) matches.push(m);
+  for (const m of memberships)
+    if (m.password_hash !== null && (await verifyPassword(input.password, m.password_hash))) matches.push(m);
   if (matches.length === 0) return { ok: false, reason: "invalid" };
 
   await resetBuckets(env, byEmail, [SIGN_IN_BUCKET]);
@@ -71,7 +76,9 @@ export async function signIn(db: D1Database, env: Env, input: { email: string; p
   const rehashed = await Promise.all(
     matches
       .filter((m) => m.password_hash !== null && needsRehash(m.password_hash))
-      .map(async (m) => setPasswordStatement(db, m.id, m.password_hash ?? "", await hashPassword(input.password), isoNow())),
+      .map(async (m) =>
+        setPasswordStatement(db, m.id, m.password_hash ?? "", await hashPassword(input.password), isoNow()),
+      ),
   );
   const [only] = matches;
   if (matches.length > 1 || only === undefined) {
@@ -108,7 +115,8 @@ export async function changePassword(
 ): Promise<PasswordChangeResult> {
   const throttle = await signInAttempt(env, await emailKey(input.email), SIGN_IN_EMAIL_LIMIT);
   if (!throttle.allowed) return { ok: false, reason: "throttled", retryAfterMs: throttle.retryAfterMs };
-  if (!(await verifyPassword(input.current, input.passwordHash)) || input.passwordHash === null) return { ok: false, reason: "invalid" };
+  if (!(await verifyPassword(input.current, input.passwordHash)) || input.passwordHash === null)
+    return { ok: false, reason: "invalid" };
   const newHash = await hashPassword(input.next);
   const { token, statements } = await openSession(db, input.memberId, { revokeOthers: true });
   await db.batch([setPasswordStatement(db, input.memberId, input.passwordHash, newHash, isoNow()), ...statements]);

@@ -29,9 +29,19 @@ export type ConfigureOutcome =
  * the SSRF checks; a new signing secret every time (returned here only).
  * Limited per caller (each call may resolve a host over DNS), before anything else.
  */
-export async function configureWebhook(env: Env, caller: Caller, channelNumberId: string, url: string): Promise<ConfigureOutcome> {
+export async function configureWebhook(
+  env: Env,
+  caller: Caller,
+  channelNumberId: string,
+  url: string,
+): Promise<ConfigureOutcome> {
   const perCaller = bucket("webhookConfigure");
-  const spent = await spend(env, scopes.actor(caller.actor), [perCaller], `webhook configuration: ${perCaller.limit} per ${perCaller.periodSeconds} s per caller`);
+  const spent = await spend(
+    env,
+    scopes.actor(caller.actor),
+    [perCaller],
+    `webhook configuration: ${perCaller.limit} per ${perCaller.periodSeconds} s per caller`,
+  );
   if (!spent.ok) return spent;
   const { workspaceId } = caller;
   const { allowInsecureUrls: allowInsecure, dohResolverUrl } = config(env).webhooks;
@@ -55,7 +65,10 @@ export async function configureWebhook(env: Env, caller: Caller, channelNumberId
  * webhook's row id. If a concurrent request creates the row between our read of
  * its id and our write, the id is read again and the secret sealed again.
  */
-async function storeWebhook(env: Env, w: { workspaceId: string; channelNumberId: string; url: string; secret: string }): Promise<WebhookRow> {
+async function storeWebhook(
+  env: Env,
+  w: { workspaceId: string; channelNumberId: string; url: string; secret: string },
+): Promise<WebhookRow> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await webhookIdOfNumber(env.DB, w.channelNumberId);
     if (existing && existing.workspace_id !== w.workspaceId) break;
@@ -83,7 +96,11 @@ export async function findOwnWebhook(db: D1Database, workspaceId: string, id: st
  * limited per webhook and per workspace, all or nothing (a request refused by
  * one limit spends nothing of the other), whoever asks.
  */
-function spendTrigger(env: Env, webhook: WebhookRow, kind: "webhookTest" | "webhookReplay"): Promise<RateLimited | { ok: true; decision: ThrottleDecision }> {
+function spendTrigger(
+  env: Env,
+  webhook: WebhookRow,
+  kind: "webhookTest" | "webhookReplay",
+): Promise<RateLimited | { ok: true; decision: ThrottleDecision }> {
   const perWebhook = bucket(kind, webhook.id);
   const perWorkspace = bucket("webhookTriggers");
   return spend(
@@ -96,10 +113,16 @@ function spendTrigger(env: Env, webhook: WebhookRow, kind: "webhookTest" | "webh
 }
 
 /** Records a new signed `webhook.test` event for the webhook's number and publishes it, within the limits. */
-export async function sendTestEvent(env: Env, webhook: WebhookRow): Promise<{ ok: true; eventId: string; limit: ThrottleDecision } | RateLimited> {
+export async function sendTestEvent(
+  env: Env,
+  webhook: WebhookRow,
+): Promise<{ ok: true; eventId: string; limit: ThrottleDecision } | RateLimited> {
   const spent = await spendTrigger(env, webhook, "webhookTest");
   if (!spent.ok) return spent;
-  const eventId = await workspaceStub(env, webhook.workspace_id).recordTestEvent(webhook.workspace_id, webhook.channel_number_id);
+  const eventId = await workspaceStub(env, webhook.workspace_id).recordTestEvent(
+    webhook.workspace_id,
+    webhook.channel_number_id,
+  );
   return { ok: true, eventId, limit: spent.decision };
 }
 
@@ -121,7 +144,12 @@ export async function replayEvent(
 }
 
 /** The webhook's delivery attempts, newest first, before the attempt `beforeSeq` (the workspace object keeps them 7 days). */
-export function deliveryLog(env: Env, webhook: WebhookRow, beforeSeq: number | null, limit: number): Promise<AttemptRow[]> {
+export function deliveryLog(
+  env: Env,
+  webhook: WebhookRow,
+  beforeSeq: number | null,
+  limit: number,
+): Promise<AttemptRow[]> {
   return workspaceStub(env, webhook.workspace_id).listDeliveries(webhook.id, beforeSeq, limit);
 }
 

@@ -33,23 +33,35 @@ export const WebhookDelivery = z
     id: z.string().uuid(),
     eventId: z.string().openapi({ description: "The event's `webhook-id`; the same on every attempt and replay." }),
     eventType: z.string().nullable(),
-    attempt: z.number().int().openapi({ description: "Attempt number within the delivery run (a replay starts a new run at 1)." }),
-    nextRetryAt: z.string().datetime().nullable().openapi({ description: "After a failed attempt: when the next one is due." }),
+    attempt: z
+      .number()
+      .int()
+      .openapi({ description: "Attempt number within the delivery run (a replay starts a new run at 1)." }),
+    nextRetryAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({ description: "After a failed attempt: when the next one is due." }),
     attemptedAt: z.string().datetime(),
-    statusCode: z.number().int().nullable().openapi({ description: "HTTP status your endpoint answered, if it answered." }),
+    statusCode: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "HTTP status your endpoint answered, if it answered." }),
     latencyMs: z.number().int().nullable(),
     error: z.string().nullable(),
     outcome: z.enum(["delivered", "failed", "refused", "dead"]).openapi({
-      description: "`refused`: the URL failed the SSRF check at delivery time. `dead`: retries ran out after the previous attempt.",
+      description:
+        "`refused`: the URL failed the SSRF check at delivery time. `dead`: retries ran out after the previous attempt.",
     }),
   })
   .openapi("WebhookDelivery");
 
-
 const DELIVERY_OUTCOMES = ["delivered", "failed", "refused", "dead"] as const;
 
 /** A UUID-shaped id for an attempt, from its webhook's id and its sequence number in the workspace's log. */
-const attemptId = (webhookId: string, seq: number): string => `${webhookId.slice(0, 24)}${seq.toString(16).padStart(12, "0").slice(-12)}`;
+const attemptId = (webhookId: string, seq: number): string =>
+  `${webhookId.slice(0, 24)}${seq.toString(16).padStart(12, "0").slice(-12)}`;
 
 export const toDeliveryView = (webhookId: string, row: AttemptRow): z.infer<typeof WebhookDelivery> => ({
   id: attemptId(webhookId, row.seq),
@@ -77,4 +89,3 @@ export function redactWebhookUrl(url: string): string {
     return "…";
   }
 }
-

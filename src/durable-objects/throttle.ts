@@ -58,7 +58,11 @@ export class ThrottleDurableObject extends DurableObject<Env> {
     const refused = decisions.filter((x) => !x.d.allowed);
     if (refused.length > 0) return summarize(refused, "refused");
     for (const { name, d } of decisions) {
-      this.sql.exec("INSERT INTO buckets (name, tat) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat", name, d.nextTat);
+      this.sql.exec(
+        "INSERT INTO buckets (name, tat) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET tat = excluded.tat",
+        name,
+        d.nextTat,
+      );
     }
     await this.armCleanup(Math.max(...decisions.map((x) => x.d.nextTat)));
     return summarize(decisions, "admitted");
@@ -107,5 +111,12 @@ function summarize(decisions: { name: string; d: BucketDecision }[], kind: "refu
     kind === "refused" ? (b.d.retryAfterMs > a.d.retryAfterMs ? b : a) : b.d.remaining < a.d.remaining ? b : a,
   );
   const { d } = pick;
-  return { allowed: d.allowed, bucket: pick.name, limit: d.limit, remaining: d.remaining, resetMs: d.resetMs, retryAfterMs: d.retryAfterMs };
+  return {
+    allowed: d.allowed,
+    bucket: pick.name,
+    limit: d.limit,
+    remaining: d.remaining,
+    resetMs: d.resetMs,
+    retryAfterMs: d.retryAfterMs,
+  };
 }

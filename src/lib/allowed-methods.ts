@@ -7,7 +7,12 @@ const patterns = new WeakMap<readonly Route[], { regex: RegExp; method: string }
 
 // Hono path syntax to a regular expression: `:name` is one segment, `*` anything.
 const toRegex = (path: string): RegExp =>
-  new RegExp(`^${path.split("/").map((seg) => (seg === "*" ? ".*" : seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/")}$`);
+  new RegExp(
+    `^${path
+      .split("/")
+      .map((seg) => (seg === "*" ? ".*" : seg.startsWith(":") ? "[^/]+" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+      .join("/")}$`,
+  );
 
 /**
  * The methods the app's routes answer on `path` (empty for an unknown path), for the

@@ -9,7 +9,11 @@ function distance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
     for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row[j] = Math.min(
+        (prev[j] ?? 0) + 1,
+        (row[j - 1] ?? 0) + 1,
+        (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     }
     prev = row;
   }
@@ -38,6 +42,8 @@ export function closestRoute(routes: readonly Route[], path: string): { path: st
   if (!best) return null;
   const changed = requested.filter((seg, i) => seg !== best.path.split("/")[i]).join("").length;
   if (best.cost > Math.max(2, Math.floor(changed / 3))) return null;
-  const methods = [...new Set(routes.filter((r) => r.path === best.path && r.method !== "ALL").map((r) => r.method))].sort();
+  const methods = [
+    ...new Set(routes.filter((r) => r.path === best.path && r.method !== "ALL").map((r) => r.method)),
+  ].sort();
   return { path: best.path, methods };
 }

@@ -59,11 +59,6 @@ export function foundOr404<T>(value: T | null | undefined, what: string): T {
   return value;
 }
 
-export function errorBody(
-  code: ErrorCode,
-  message: string,
-  requestId: string,
-  details?: ErrorDetail[],
-): ErrorBody {
+export function errorBody(code: ErrorCode, message: string, requestId: string, details?: ErrorDetail[]): ErrorBody {
   return { error: { code, message, requestId, ...(details?.length ? { details } : {}) } };
 }

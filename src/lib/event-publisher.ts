@@ -20,7 +20,11 @@ export interface KeyedEvent<K> {
 }
 
 /** Groups events, in order, into packs within PACK_BYTES and PACK_EVENTS; an event too large for a message of its own is returned apart. */
-export function packEvents<K>(items: readonly KeyedEvent<K>[], packBytes = PACK_BYTES, packEvents = PACK_EVENTS): { packs: KeyedEvent<K>[][]; oversize: { key: K; bytes: number }[] } {
+export function packEvents<K>(
+  items: readonly KeyedEvent<K>[],
+  packBytes = PACK_BYTES,
+  packEvents = PACK_EVENTS,
+): { packs: KeyedEvent<K>[][]; oversize: { key: K; bytes: number }[] } {
   const packs: KeyedEvent<K>[][] = [];
   const oversize: { key: K; bytes: number }[] = [];
   let current: KeyedEvent<K>[] = [];
@@ -51,9 +55,17 @@ export function packEvents<K>(items: readonly KeyedEvent<K>[], packBytes = PACK_
  * and this throws (the caller's step backs off and starts again from the first
  * event not yet published).
  */
-export async function publishEventPacks<K>(queue: QueueSender, items: readonly KeyedEvent<K>[], hooks: PublishHooks<K>): Promise<void> {
+export async function publishEventPacks<K>(
+  queue: QueueSender,
+  items: readonly KeyedEvent<K>[],
+  hooks: PublishHooks<K>,
+): Promise<void> {
   const { packs, oversize } = packEvents(items);
-  for (const o of oversize) hooks.setAside(o.key, `${o.bytes} bytes is more than one queue message can carry (${QUEUE_BUDGET.messageBytes} bytes)`);
+  for (const o of oversize)
+    hooks.setAside(
+      o.key,
+      `${o.bytes} bytes is more than one queue message can carry (${QUEUE_BUDGET.messageBytes} bytes)`,
+    );
   for (let i = 0; i < packs.length; i++) {
     const pack = packs[i]!;
     try {

@@ -21,7 +21,11 @@ export function jsonSyntaxError(text: string): JsonSyntaxError | null {
     // An empty or truncated body ends early: point at its end.
     const position = match ? Number(match[1]) : /end of JSON|Unexpected end/i.test(message) ? text.length : null;
     // The runtime's own wording, without the offset we restate as line and column.
-    const reason = message.replace(/\s*in JSON at position \d+.*$/s, "").replace(/\s*\(line \d+ column \d+\)$/, "").trim() || "Invalid JSON";
+    const reason =
+      message
+        .replace(/\s*in JSON at position \d+.*$/s, "")
+        .replace(/\s*\(line \d+ column \d+\)$/, "")
+        .trim() || "Invalid JSON";
     if (position === null) return { position: null, line: null, column: null, reason };
     const before = text.slice(0, position);
     const line = before.split("\n").length;

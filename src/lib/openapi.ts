@@ -15,7 +15,10 @@ export const ErrorResponse = z
             path: z.string(),
             rule: z.string(),
             message: z.string(),
-            jobId: z.string().optional().openapi({ description: "On `idempotency_conflict`: the jobId the key is bound to." }),
+            jobId: z
+              .string()
+              .optional()
+              .openapi({ description: "On `idempotency_conflict`: the jobId the key is bound to." }),
           }),
         )
         .optional()
@@ -36,12 +39,14 @@ const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 export function registerSharedComponents(registry: Registry): void {
   const integer = { type: "integer" as const, minimum: 0 };
   registry.registerComponent("headers", "X-Request-Id", {
-    description: "Id of this request (ours, or the one you sent if it is 8–128 of `A–Z a–z 0–9 . _ : -`). Quote it to support.",
+    description:
+      "Id of this request (ours, or the one you sent if it is 8–128 of `A–Z a–z 0–9 . _ : -`). Quote it to support.",
     schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{8,128}$" },
     example: "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9",
   });
   registry.registerComponent("headers", "Retry-After", {
-    description: "Whole seconds (at least 1) until a retry can be admitted. Sent with `rate_limit_exceeded`, not with `monthly_message_limit_exceeded`.",
+    description:
+      "Whole seconds (at least 1) until a retry can be admitted. Sent with `rate_limit_exceeded`, not with `monthly_message_limit_exceeded`.",
     schema: { ...integer, minimum: 1 },
     example: 1,
   });
@@ -102,10 +107,17 @@ const ERRORS: Record<number, { description: string; example: ErrorBody }> = {
   400: {
     description: "Invalid request (`invalid_request`); `details` names each bad field.",
     example: example("invalid_request", "The request is invalid. See details for each field.", [
-      { path: "to", rule: "no_plus", message: "Drop the leading '+': send E.164 digits only, for example 5511999998888." },
+      {
+        path: "to",
+        rule: "no_plus",
+        message: "Drop the leading '+': send E.164 digits only, for example 5511999998888.",
+      },
     ]),
   },
-  401: { description: "Missing or invalid API key (`unauthorized`).", example: example("unauthorized", "Missing or invalid API key.") },
+  401: {
+    description: "Missing or invalid API key (`unauthorized`).",
+    example: example("unauthorized", "Missing or invalid API key."),
+  },
   403: {
     description: "Forbidden (`forbidden`).",
     example: example("forbidden", "channelNumberId is not a connected number of this workspace."),
@@ -116,7 +128,8 @@ const ERRORS: Record<number, { description: string; example: ErrorBody }> = {
     example: example("idempotency_conflict", "This Idempotency-Key was already used with a different payload."),
   },
   429: {
-    description: "`rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`.",
+    description:
+      "`rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`.",
     example: example(
       "rate_limit_exceeded",
       "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
@@ -141,7 +154,11 @@ export function errorResponses<const S extends readonly ErrorStatus[]>(...status
     statuses.map((s) => {
       const { description, example } = ERRORS[s]!;
       const headers = s === 429 ? { ...rateLimitHeaders, "Retry-After": headerRef("Retry-After") } : requestIdHeader;
-      const entry: ErrorEntry = { description, headers, content: { "application/json": { schema: ErrorResponse, example } } };
+      const entry: ErrorEntry = {
+        description,
+        headers,
+        content: { "application/json": { schema: ErrorResponse, example } },
+      };
       return [s, entry];
     }),
   ) as { [K in S[number]]: ErrorEntry };

@@ -4,11 +4,10 @@ import { fromBase64, toBase64Url } from "./crypto";
 
 export const PaginationQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(50).openapi({ description: "Page size, 1–100.", example: 50 }),
-  cursor: z
-    .string()
-    .max(512)
-    .optional()
-    .openapi({ description: "`nextCursor` of the previous page, unchanged.", example: "WyIyMDI2LTExLTIyVDE4OjM1OjQ3LjI4N1oiLCI2ZjFjMmM0ZSJd" }),
+  cursor: z.string().max(512).optional().openapi({
+    description: "`nextCursor` of the previous page, unchanged.",
+    example: "WyIyMDI2LTExLTIyVDE4OjM1OjQ3LjI4N1oiLCI2ZjFjMmM0ZSJd",
+  }),
 });
 
 /** Opaque keyset cursor: the sort key and id of the last row of a page. */
@@ -26,7 +25,12 @@ export function decodeCursor(raw: string | undefined): Cursor | undefined {
   try {
     const b64 = raw.replaceAll("-", "+").replaceAll("_", "/");
     const parsed: unknown = JSON.parse(new TextDecoder().decode(fromBase64(b64)));
-    if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === "string" && typeof parsed[1] === "string") {
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 2 &&
+      typeof parsed[0] === "string" &&
+      typeof parsed[1] === "string"
+    ) {
       return { sortKey: parsed[0], id: parsed[1] };
     }
   } catch {

@@ -70,7 +70,8 @@ function parse(phc: string): Parsed | null {
  * unknown email, a member who has not set a password yet) so that those
  * attempts cost the same derivation as a real one.
  */
-export const DUMMY_PASSWORD_HASH = "$argon2id$v=19$m=19456,t=2,p=1$eDdGVFBkZWJYd3BDUjRWMQ$FeYsHKZJq53AnDi7Z0c6Vp7neMUjQqcHY7nFbWsK0x0";
+export const DUMMY_PASSWORD_HASH =
+  "$argon2id$v=19$m=19456,t=2,p=1$eDdGVFBkZWJYd3BDUjRWMQ$FeYsHKZJq53AnDi7Z0c6Vp7neMUjQqcHY7nFbWsK0x0";
 
 /** True when `password` matches the PHC string; false for a wrong password or a malformed hash. */
 export async function verifyPassword(password: string, phc: string | null): Promise<boolean> {
@@ -83,5 +84,10 @@ export async function verifyPassword(password: string, phc: string | null): Prom
 /** True when the stored hash is weaker than today's parameters (replace it at the next sign-in). */
 export function needsRehash(phc: string): boolean {
   const parsed = parse(phc);
-  return !parsed || parsed.params.m < PASSWORD_PARAMS.m || parsed.params.t < PASSWORD_PARAMS.t || parsed.params.p !== PASSWORD_PARAMS.p;
+  return (
+    !parsed ||
+    parsed.params.m < PASSWORD_PARAMS.m ||
+    parsed.params.t < PASSWORD_PARAMS.t ||
+    parsed.params.p !== PASSWORD_PARAMS.p
+  );
 }

@@ -32,7 +32,10 @@ const encoder = new TextEncoder();
 export const queuedBytes = (body: unknown): number => encoder.encode(JSON.stringify(body)).byteLength;
 
 /** Splits items, in order, into batches within the byte and count budgets; items too large to ever send are returned apart. */
-export function planBatches<K>(items: readonly Outgoing<K>[], budget = QUEUE_BUDGET): { batches: Sized<K>[][]; oversize: Sized<K>[] } {
+export function planBatches<K>(
+  items: readonly Outgoing<K>[],
+  budget = QUEUE_BUDGET,
+): { batches: Sized<K>[][]; oversize: Sized<K>[] } {
   const batches: Sized<K>[][] = [];
   const oversize: Sized<K>[] = [];
   let current: Sized<K>[] = [];
@@ -43,7 +46,10 @@ export function planBatches<K>(items: readonly Outgoing<K>[], budget = QUEUE_BUD
       oversize.push(sized);
       continue;
     }
-    if (current.length > 0 && (current.length >= budget.batchMessages || currentBytes + sized.bytes > budget.batchBytes)) {
+    if (
+      current.length > 0 &&
+      (current.length >= budget.batchMessages || currentBytes + sized.bytes > budget.batchBytes)
+    ) {
       batches.push(current);
       current = [];
       currentBytes = 0;
@@ -69,10 +75,18 @@ export interface PublishHooks<K> {
  * queue itself is failing and this throws (the caller's step backs off and
  * tries again later, from the first unpublished item).
  */
-export async function publishInOrder<K>(queue: QueueSender, items: readonly Outgoing<K>[], hooks: PublishHooks<K>, budget = QUEUE_BUDGET): Promise<void> {
+export async function publishInOrder<K>(
+  queue: QueueSender,
+  items: readonly Outgoing<K>[],
+  hooks: PublishHooks<K>,
+  budget = QUEUE_BUDGET,
+): Promise<void> {
   const { batches, oversize } = planBatches(items, budget);
   for (const item of oversize) {
-    hooks.setAside(item.key, `${item.bytes} bytes is more than the ${budget.messageBytes}-byte budget of one queue message`);
+    hooks.setAside(
+      item.key,
+      `${item.bytes} bytes is more than the ${budget.messageBytes}-byte budget of one queue message`,
+    );
   }
   for (let b = 0; b < batches.length; b++) {
     const batch = batches[b]!;

@@ -7,14 +7,25 @@ export interface UpstreamCredentials {
 }
 
 /** Seals a number's operator credentials, bound to the number's row id. */
-export const sealUpstreamCredentials = (env: KeyRingEnv, numberId: string, credentials: UpstreamCredentials): Promise<string> =>
-  seal(env, "upstream-credentials", numberId, JSON.stringify(credentials));
+export const sealUpstreamCredentials = (
+  env: KeyRingEnv,
+  numberId: string,
+  credentials: UpstreamCredentials,
+): Promise<string> => seal(env, "upstream-credentials", numberId, JSON.stringify(credentials));
 
 /** Opens the operator credentials of a cloud number's row (throws if it has none or they do not open). */
-export async function openUpstreamCredentials(env: KeyRingEnv, row: Pick<ChannelNumberRow, "id" | "upstream_credentials">): Promise<UpstreamCredentials> {
+export async function openUpstreamCredentials(
+  env: KeyRingEnv,
+  row: Pick<ChannelNumberRow, "id" | "upstream_credentials">,
+): Promise<UpstreamCredentials> {
   if (!row.upstream_credentials) throw new Error("cloud number without credentials");
   const parsed: unknown = JSON.parse(await open(env, "upstream-credentials", row.id, row.upstream_credentials));
-  if (typeof parsed !== "object" || parsed === null || !("accessToken" in parsed) || typeof parsed.accessToken !== "string") {
+  if (
+    typeof parsed !== "object" ||
+    parsed === null ||
+    !("accessToken" in parsed) ||
+    typeof parsed.accessToken !== "string"
+  ) {
     throw new Error("sealed upstream credentials without an access token");
   }
   return { accessToken: parsed.accessToken };

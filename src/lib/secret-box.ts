@@ -54,10 +54,16 @@ export function keyRing(env: KeyRingEnv): Promise<{ current: MasterKey; all: Mas
   let ring = rings.get(config);
   if (!ring) {
     ring = (async () => {
-      const old = (env.CREDENTIALS_ENCRYPTION_KEYS_OLD ?? "").split(",").map((k) => k.trim()).filter(Boolean);
+      const old = (env.CREDENTIALS_ENCRYPTION_KEYS_OLD ?? "")
+        .split(",")
+        .map((k) => k.trim())
+        .filter(Boolean);
       const all = await Promise.all(
         [env.CREDENTIALS_ENCRYPTION_KEY, ...old].map(async (k, i) => {
-          const raw = decodeMaster(k, i === 0 ? "CREDENTIALS_ENCRYPTION_KEY" : "a key of CREDENTIALS_ENCRYPTION_KEYS_OLD");
+          const raw = decodeMaster(
+            k,
+            i === 0 ? "CREDENTIALS_ENCRYPTION_KEY" : "a key of CREDENTIALS_ENCRYPTION_KEYS_OLD",
+          );
           return { id: await keyIdOf(raw), raw };
         }),
       );
@@ -99,7 +105,10 @@ export async function open(env: KeyRingEnv, purpose: SealPurpose, rowId: string,
   if (parts[0] === "v2" && parts.length === 4) {
     const [, keyId, iv, ct] = parts as [string, string, string, string];
     const master = all.find((k) => k.id === keyId);
-    if (!master) throw new Error(`sealed with key ${keyId}, which is neither CREDENTIALS_ENCRYPTION_KEY nor in CREDENTIALS_ENCRYPTION_KEYS_OLD`);
+    if (!master)
+      throw new Error(
+        `sealed with key ${keyId}, which is neither CREDENTIALS_ENCRYPTION_KEY nor in CREDENTIALS_ENCRYPTION_KEYS_OLD`,
+      );
     const pt = await crypto.subtle.decrypt(
       { name: "AES-GCM", iv: fromBase64(iv), additionalData: aad(keyId, purpose, rowId) },
       await purposeKey(master, purpose),

@@ -12,7 +12,12 @@ export type { BucketSpec, ThrottleDecision };
 const stub = (env: Pick<Env, "THROTTLE">, scope: string) => env.THROTTLE.get(env.THROTTLE.idFromName(scope));
 
 /** Takes one token from every bucket of the scope, or none if any bucket refuses. */
-export function takeToken(env: Pick<Env, "THROTTLE">, scope: string, buckets: BucketSpec[], cost = 1): Promise<ThrottleDecision> {
+export function takeToken(
+  env: Pick<Env, "THROTTLE">,
+  scope: string,
+  buckets: BucketSpec[],
+  cost = 1,
+): Promise<ThrottleDecision> {
   return stub(env, scope).take(buckets, cost);
 }
 
@@ -25,7 +30,12 @@ export async function refundToken(env: Pick<Env, "THROTTLE">, scope: string, buc
 }
 
 /** Whether `takeToken` would admit a request now, without taking anything. */
-export function peekToken(env: Pick<Env, "THROTTLE">, scope: string, buckets: BucketSpec[], cost = 1): Promise<ThrottleDecision> {
+export function peekToken(
+  env: Pick<Env, "THROTTLE">,
+  scope: string,
+  buckets: BucketSpec[],
+  cost = 1,
+): Promise<ThrottleDecision> {
   return stub(env, scope).peek(buckets, cost);
 }
 

@@ -31,7 +31,10 @@ function describe(issue: Issue, data: unknown): { rule: string; message: string 
     case "invalid_value":
       return { rule: "enum", message: issue.message };
     default:
-      return { rule: issue.code === "custom" ? String(issue.params?.rule ?? "invalid") : issue.code, message: issue.message };
+      return {
+        rule: issue.code === "custom" ? String(issue.params?.rule ?? "invalid") : issue.code,
+        message: issue.message,
+      };
   }
 }
 
@@ -50,12 +53,21 @@ export function issuesToDetails(issues: readonly Issue[], prefix?: string, data?
   });
 }
 
-const TARGET_PREFIX: Record<string, string | undefined> = { json: undefined, query: "query", param: "path", header: "header" };
+const TARGET_PREFIX: Record<string, string | undefined> = {
+  json: undefined,
+  query: "query",
+  param: "path",
+  header: "header",
+};
 
 /** Validation failures of every route become one 400 `invalid_request` naming each bad field. */
 export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result) => {
   if (!result.success) {
-    const details = issuesToDetails(result.error.issues, TARGET_PREFIX[result.target], "data" in result ? result.data : undefined);
+    const details = issuesToDetails(
+      result.error.issues,
+      TARGET_PREFIX[result.target],
+      "data" in result ? result.data : undefined,
+    );
     throw new ApiError("invalid_request", "The request is invalid. See details for each field.", { details });
   }
 };

@@ -23,16 +23,26 @@ export const MIN_ADMIN_TOKEN_LENGTH = 32;
 export const adminAuth = createMiddleware<AppEnv>(async (c, next) => {
   const expected = c.env.ADMIN_TOKEN ?? "";
   if (expected.length < MIN_ADMIN_TOKEN_LENGTH) {
-    log("error", "admin API disabled: ADMIN_TOKEN is missing or shorter than 32 characters; set a long random one with `wrangler secret put ADMIN_TOKEN`", {
-      requestId: c.get("requestId"),
-      adminTokenLength: expected.length,
-    });
-    throw new ApiError("internal_error", "The admin API is not configured: ADMIN_TOKEN must be at least 32 characters. See the logs.");
+    log(
+      "error",
+      "admin API disabled: ADMIN_TOKEN is missing or shorter than 32 characters; set a long random one with `wrangler secret put ADMIN_TOKEN`",
+      {
+        requestId: c.get("requestId"),
+        adminTokenLength: expected.length,
+      },
+    );
+    throw new ApiError(
+      "internal_error",
+      "The admin API is not configured: ADMIN_TOKEN must be at least 32 characters. See the logs.",
+    );
   }
   const header = c.req.header("authorization");
   const token = bearerToken(header);
   if (!token || !(await timingSafeEqualStrings(token, expected))) {
-    log("warn", "admin authentication failed", { requestId: c.get("requestId"), clientAddress: clientAddress(c.req.raw) });
+    log("warn", "admin authentication failed", {
+      requestId: c.get("requestId"),
+      clientAddress: clientAddress(c.req.raw),
+    });
     throw unauthorized("Missing or invalid admin token.", "admin", header !== undefined);
   }
   const at = isoNow();
@@ -58,4 +68,5 @@ export const adminAuth = createMiddleware<AppEnv>(async (c, next) => {
 });
 
 /** Who made an admin call: a fingerprint of the admin token (12 hex digits of its SHA-256), never the token. */
-export const adminActor = async (token: string): Promise<string> => `admin-token:${(await sha256Hex(token)).slice(0, 12)}`;
+export const adminActor = async (token: string): Promise<string> =>
+  `admin-token:${(await sha256Hex(token)).slice(0, 12)}`;

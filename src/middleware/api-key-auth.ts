@@ -38,7 +38,14 @@ function stillBlocked(address: string): ThrottleDecision | null {
     blocked.delete(address);
     return null;
   }
-  return { allowed: false, bucket: "authFailures", limit: b.limit, remaining: 0, resetMs: b.resetAt - at, retryAfterMs: b.until - at };
+  return {
+    allowed: false,
+    bucket: "authFailures",
+    limit: b.limit,
+    remaining: 0,
+    resetMs: b.resetAt - at,
+    retryAfterMs: b.until - at,
+  };
 }
 
 type Lookup = { principal: Principal | null } | { refused: ThrottleDecision };
@@ -60,12 +67,18 @@ async function lookUp(c: Context<AppEnv>, address: string, keyHash: string): Pro
   }
   const row = await findActiveKeyByHash(c.env.DB, keyHash);
   // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
-  const principal = row && (await timingSafeEqualStrings(row.key_hash, keyHash)) ? { workspaceId: row.workspace_id, keyId: row.id } : null;
+  const principal =
+    row && (await timingSafeEqualStrings(row.key_hash, keyHash))
+      ? { workspaceId: row.workspace_id, keyId: row.id }
+      : null;
   rememberPrincipal(keyHash, principal);
   if (principal) {
     c.executionCtx.waitUntil(
       refundToken(c.env, scope, failures).catch((err: unknown) =>
-        log("warn", "failed-authentication token not refunded", { requestId: c.get("requestId"), detail: err instanceof Error ? err.message : String(err) }),
+        log("warn", "failed-authentication token not refunded", {
+          requestId: c.get("requestId"),
+          detail: err instanceof Error ? err.message : String(err),
+        }),
       ),
     );
   }

@@ -34,7 +34,8 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
     const text = await c.req.text();
     const syntax = jsonSyntaxError(text);
     if (syntax) {
-      const where = syntax.line === null ? "" : ` at line ${syntax.line}, column ${syntax.column} (character ${syntax.position})`;
+      const where =
+        syntax.line === null ? "" : ` at line ${syntax.line}, column ${syntax.column} (character ${syntax.position})`;
       throw new ApiError("invalid_request", `The request body is not valid JSON: ${syntax.reason}${where}.`, {
         details: [{ path: "(body)", rule: "json_syntax", message: `${syntax.reason}${where}.` }],
       });
@@ -47,7 +48,8 @@ export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {
           {
             path,
             rule: "well_formed_unicode",
-            message: "Contains a lone UTF-16 surrogate (for example an unpaired \\uD800 escape). Send well-formed Unicode text.",
+            message:
+              "Contains a lone UTF-16 surrogate (for example an unpaired \\uD800 escape). Send well-formed Unicode text.",
           },
         ],
       });

@@ -10,7 +10,12 @@ import { isRateLimited, type RateLimited } from "../domain/limit-check";
  * the RateLimit-* headers of the bucket closest to refusing, else this throws
  * 429 `rate_limit_exceeded` with Retry-After.
  */
-export async function enforceLimit(c: Context<AppEnv>, scope: string, buckets: BucketSpec[], what: string): Promise<void> {
+export async function enforceLimit(
+  c: Context<AppEnv>,
+  scope: string,
+  buckets: BucketSpec[],
+  what: string,
+): Promise<void> {
   const decision = await takeToken(c.env, scope, buckets);
   if (!decision.allowed) throw rateLimited(decision, what);
   for (const [name, value] of Object.entries(rateLimitHeaders(decision))) c.header(name, value);
@@ -29,6 +34,12 @@ export function limitHeaders(c: Context<AppEnv>, decision: ThrottleDecision): vo
 /** The per-key limits of ABUSE_LIMITS, after authentication (sends, webhook configuration and webhook triggers are limited by their domain operations). */
 export const perKeyLimits = createMiddleware<AppEnv>(async (c, next) => {
   const spec = perKeyBucket(c.req.method, c.req.path.replace(/^\/api\/v1/, ""));
-  if (spec) await enforceLimit(c, scopes.apiKey(c.get("principal").keyId), [spec], `${spec.limit} per ${spec.periodSeconds} s per API key for this kind of request`);
+  if (spec)
+    await enforceLimit(
+      c,
+      scopes.apiKey(c.get("principal").keyId),
+      [spec],
+      `${spec.limit} per ${spec.periodSeconds} s per API key for this kind of request`,
+    );
   await next();
 });

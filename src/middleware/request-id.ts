@@ -14,7 +14,8 @@ const PHONE_PARAM = /^(to|from)$/i;
 export function redactedQuery(url: URL): string | undefined {
   if (url.search === "") return undefined;
   const params = new URLSearchParams();
-  for (const [name, value] of url.searchParams) params.append(name, SECRET_PARAM.test(name) || PHONE_PARAM.test(name) ? "[redacted]" : value);
+  for (const [name, value] of url.searchParams)
+    params.append(name, SECRET_PARAM.test(name) || PHONE_PARAM.test(name) ? "[redacted]" : value);
   return params.toString();
 }
 
@@ -23,7 +24,8 @@ export function redactedQuery(url: URL): string | undefined {
 const SECRET_PATHS = [/^(\/dashboard\/invitations\/)[^/]+/, /^(\/api\/v1\/channel-numbers\/[^/]+\/contacts\/)[^/]+/];
 
 /** The path with a credential or phone-number segment replaced by "[redacted]". */
-export const redactedPath = (pathname: string): string => SECRET_PATHS.reduce((path, pattern) => path.replace(pattern, "$1[redacted]"), pathname);
+export const redactedPath = (pathname: string): string =>
+  SECRET_PATHS.reduce((path, pattern) => path.replace(pattern, "$1[redacted]"), pathname);
 
 /** Assigns the request id, stamps it on every response, and writes one access-log line. */
 export const requestId = createMiddleware<AppEnv>(async (c, next) => {

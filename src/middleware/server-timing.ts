@@ -21,7 +21,10 @@ export const serverTiming = createMiddleware<AppEnv>(async (c, next) => {
   c.env = { ...c.env, DB: countingD1(c.env.DB, counter) };
   await next();
   // Error responses built by onError are new Response objects; this runs after them too.
-  c.res.headers.set("Server-Timing", `d1;desc="D1 statements";dur=${counter.statements}, total;dur=${Date.now() - started}`);
+  c.res.headers.set(
+    "Server-Timing",
+    `d1;desc="D1 statements";dur=${counter.statements}, total;dur=${Date.now() - started}`,
+  );
 });
 
 interface Counter {
@@ -31,13 +34,22 @@ interface Counter {
 const EXECUTES = new Set<PropertyKey>(["first", "run", "all", "raw"]);
 
 /** Wraps a prepared statement: `bind` keeps the wrapper, each execution counts one statement. */
-function countingStatement(stmt: D1PreparedStatement, counter: Counter, originals: WeakMap<object, D1PreparedStatement>): D1PreparedStatement {
+function countingStatement(
+  stmt: D1PreparedStatement,
+  counter: Counter,
+  originals: WeakMap<object, D1PreparedStatement>,
+): D1PreparedStatement {
   const wrapper = new Proxy(stmt, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof value !== "function") return value;
       if (prop === "bind") {
-        return (...args: unknown[]) => countingStatement((value as (...a: unknown[]) => D1PreparedStatement).apply(target, args), counter, originals);
+        return (...args: unknown[]) =>
+          countingStatement(
+            (value as (...a: unknown[]) => D1PreparedStatement).apply(target, args),
+            counter,
+            originals,
+          );
       }
       if (EXECUTES.has(prop)) {
         return (...args: unknown[]) => {
@@ -53,7 +65,11 @@ function countingStatement(stmt: D1PreparedStatement, counter: Counter, original
 }
 
 /** Wraps a D1 database (or a session of one): prepare, batch and exec are counted. */
-function countingD1<T extends D1Database | D1DatabaseSession>(db: T, counter: Counter, originals = new WeakMap<object, D1PreparedStatement>()): T {
+function countingD1<T extends D1Database | D1DatabaseSession>(
+  db: T,
+  counter: Counter,
+  originals = new WeakMap<object, D1PreparedStatement>(),
+): T {
   return new Proxy(db, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
@@ -61,12 +77,16 @@ function countingD1<T extends D1Database | D1DatabaseSession>(db: T, counter: Co
       const fn = value as (...a: unknown[]) => unknown;
       switch (prop) {
         case "prepare":
-          return (query: string) => countingStatement(fn.call(target, query) as D1PreparedStatement, counter, originals);
+          return (query: string) =>
+            countingStatement(fn.call(target, query) as D1PreparedStatement, counter, originals);
         case "batch":
           return (statements: D1PreparedStatement[]) => {
             counter.statements += statements.length;
             // The runtime accepts its own statement objects only.
-            return fn.call(target, statements.map((s) => originals.get(s) ?? s));
+            return fn.call(
+              target,
+              statements.map((s) => originals.get(s) ?? s),
+            );
           };
         case "exec":
           return async (query: string) => {

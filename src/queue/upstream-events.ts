@@ -1,4 +1,8 @@
-import { findConnectedByUpstreamId, findReportingNumberByUpstreamId, type ChannelNumberRow } from "../db/channel-numbers";
+import {
+  findConnectedByUpstreamId,
+  findReportingNumberByUpstreamId,
+  type ChannelNumberRow,
+} from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import type { OperatorStatus } from "../durable-objects/channel-number/contract";
 import type { InboundRecord } from "../durable-objects/workspace/contract";
@@ -73,7 +77,9 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
   const reportingNumberOf = (phoneNumberId: string) => {
     let n = reporting.get(phoneNumberId);
     if (!n) {
-      n = numberOf(phoneNumberId).then((connected) => connected ?? findReportingNumberByUpstreamId(env.DB, phoneNumberId));
+      n = numberOf(phoneNumberId).then(
+        (connected) => connected ?? findReportingNumberByUpstreamId(env.DB, phoneNumberId),
+      );
       reporting.set(phoneNumberId, n);
     }
     return n;
@@ -85,7 +91,10 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
     if (item && typeof item === "object" && (item.kind === "quality" || item.kind === "account")) {
       const wabaId = typeof item.wabaId === "string" ? item.wabaId : null;
       accountWork.push(
-        (item.kind === "quality" ? applyQualityUpdate(env, wabaId, item.update) : applyAccountUpdate(env, wabaId, item.update)).catch((err) => {
+        (item.kind === "quality"
+          ? applyQualityUpdate(env, wabaId, item.update)
+          : applyAccountUpdate(env, wabaId, item.update)
+        ).catch((err) => {
           log("warn", "operator account item failed; will retry", { kind: item.kind, error: String(err) });
           outcomes[index] = "retry";
         }),
@@ -94,9 +103,13 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
     }
     try {
       if (!item || typeof item !== "object" || typeof item.phoneNumberId !== "string") throw new NotAnOperatorItem();
-      const number = await (item.kind === "status" ? reportingNumberOf(item.phoneNumberId) : numberOf(item.phoneNumberId));
+      const number = await (item.kind === "status"
+        ? reportingNumberOf(item.phoneNumberId)
+        : numberOf(item.phoneNumberId));
       if (!number) {
-        log("warn", "operator webhook for a number we do not have; acknowledged", { phoneNumberId: item.phoneNumberId });
+        log("warn", "operator webhook for a number we do not have; acknowledged", {
+          phoneNumberId: item.phoneNumberId,
+        });
         continue;
       }
       const w = work.get(number.id) ?? { number, statuses: [], inbound: [] };
@@ -104,7 +117,8 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       if (item.kind === "status") {
         const parsed = CloudStatus.safeParse(item.status);
         const status = parsed.success ? toOperatorStatus(parsed.data) : null;
-        if (!parsed.success) log("warn", "operator status not understood; dropped", { issues: parsed.error.issues.length });
+        if (!parsed.success)
+          log("warn", "operator status not understood; dropped", { issues: parsed.error.issues.length });
         if (status) w.statuses.push({ index, status });
       } else if (item.kind === "message") {
         const parsed = CloudInbound.safeParse(item.message);
@@ -142,8 +156,14 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       await settle(
         inbound.map((i) => i.index),
         async () => {
-          await workspaceStub(env, number.workspace_id).recordInbound(number.workspace_id, inbound.map((i) => i.record));
-          await stub.noteInbound(number.id, inbound.map(({ record }) => ({ from: record.from, at: record.at })));
+          await workspaceStub(env, number.workspace_id).recordInbound(
+            number.workspace_id,
+            inbound.map((i) => i.record),
+          );
+          await stub.noteInbound(
+            number.id,
+            inbound.map(({ record }) => ({ from: record.from, at: record.at })),
+          );
         },
       );
     }),
@@ -161,7 +181,9 @@ export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: E
     batch.messages.map((m) => m.body),
     env,
   );
-  batch.messages.forEach((m, i) => (outcomes[i] === "done" ? m.ack() : m.retry({ delaySeconds: backoffSeconds(m.attempts) })));
+  batch.messages.forEach((m, i) =>
+    outcomes[i] === "done" ? m.ack() : m.retry({ delaySeconds: backoffSeconds(m.attempts) }),
+  );
 }
 
 const backoffSeconds = (attempts: number): number => Math.min(300, 2 ** attempts);
@@ -175,11 +197,13 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
   for (const message of batch.messages) {
     const item = message.body as Partial<UpstreamItem> | null;
     const inner = item?.kind === "status" ? item.status : item?.kind === "message" ? item.message : undefined;
-    const wabaId = (item?.kind === "quality" || item?.kind === "account") && typeof item.wabaId === "string" ? item.wabaId : null;
+    const wabaId =
+      (item?.kind === "quality" || item?.kind === "account") && typeof item.wabaId === "string" ? item.wabaId : null;
     const id = inner && typeof inner === "object" && "id" in inner && typeof inner.id === "string" ? inner.id : null;
     log("error", "operator item dead-lettered after its retries", {
       kind: typeof item?.kind === "string" ? item.kind : "unknown",
-      phoneNumberId: item && "phoneNumberId" in item && typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
+      phoneNumberId:
+        item && "phoneNumberId" in item && typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
       upstreamId: id,
       wabaId,
       attempts: message.attempts,

@@ -15,12 +15,17 @@ export async function writeUsageCounts(db: D1Database, counts: UsageCountMessage
        accepted = MAX(accepted, excluded.accepted), sent = MAX(sent, excluded.sent),
        failed = MAX(failed, excluded.failed), received = MAX(received, excluded.received)`,
   );
-  await db.batch(counts.map((c) => stmt.bind(c.workspaceId, c.day, c.channelNumberId, c.accepted, c.sent, c.failed, c.received)));
+  await db.batch(
+    counts.map((c) => stmt.bind(c.workspaceId, c.day, c.channelNumberId, c.accepted, c.sent, c.failed, c.received)),
+  );
 }
 
 export async function consumeUsageCounts(batch: MessageBatch<UsageCountMessage>, env: Env): Promise<void> {
   try {
-    await writeUsageCounts(env.DB, batch.messages.map((m) => m.body));
+    await writeUsageCounts(
+      env.DB,
+      batch.messages.map((m) => m.body),
+    );
     batch.ackAll();
   } catch (err) {
     // The whole batch is one transaction: nothing was written, so all of it comes back.

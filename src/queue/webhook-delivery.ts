@@ -1,6 +1,11 @@
 import { config } from "../config";
 import { envelopeOf, eventsOf, triedOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
-import { markWebhookFailingStatement, markWebhookHealthyStatement, webhooksForNumbers, type WebhookRow } from "../db/webhooks";
+import {
+  markWebhookFailingStatement,
+  markWebhookHealthyStatement,
+  webhooksForNumbers,
+  type WebhookRow,
+} from "../db/webhooks";
 import { workspaceStub } from "../durable-objects/stubs";
 import type { DeliveryReport } from "../durable-objects/workspace/contract";
 import { now } from "../lib/clock";
@@ -40,15 +45,29 @@ interface Attempt {
   error: string | null;
 }
 
-type Result = { kind: "no_webhook" } | { kind: "attempted"; webhook: WebhookRow; attempt: Attempt } | { kind: "deferred"; webhook: WebhookRow };
+type Result =
+  | { kind: "no_webhook" }
+  | { kind: "attempted"; webhook: WebhookRow; attempt: Attempt }
+  | { kind: "deferred"; webhook: WebhookRow };
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-const clip = (text: string): string => (text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text);
+const clip = (text: string): string =>
+  text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text;
 
 /** One signed POST of the event to the webhook's URL; never throws. */
-async function attemptDelivery(event: WebhookEvent, webhook: WebhookRow, secret: Promise<string>, env: Env): Promise<Attempt> {
+async function attemptDelivery(
+  event: WebhookEvent,
+  webhook: WebhookRow,
+  secret: Promise<string>,
+  env: Env,
+): Promise<Attempt> {
   const startedAt = now();
-  const failure = (outcome: Attempt["outcome"], error: string, statusCode: number | null = null, latencyMs: number | null = null): Attempt => ({
+  const failure = (
+    outcome: Attempt["outcome"],
+    error: string,
+    statusCode: number | null = null,
+    latencyMs: number | null = null,
+  ): Attempt => ({
     outcome,
     attemptedAt: iso(startedAt),
     statusCode,
@@ -123,7 +142,10 @@ function healthStatements(db: D1Database, results: Result[], at: number): D1Prep
   for (const r of results) {
     if (r.kind !== "attempted") continue;
     const seen = byWebhook.get(r.webhook.id);
-    byWebhook.set(r.webhook.id, { webhook: r.webhook, delivered: (seen?.delivered ?? false) || r.attempt.outcome === "delivered" });
+    byWebhook.set(r.webhook.id, {
+      webhook: r.webhook,
+      delivered: (seen?.delivered ?? false) || r.attempt.outcome === "delivered",
+    });
   }
   const disableBefore = iso(at - DISABLE_AFTER_MS);
   const statements: D1PreparedStatement[] = [];
@@ -147,7 +169,10 @@ async function reportToWorkspaces(env: Env, reports: { workspaceId: string; repo
       } catch (err) {
         // The customer-facing outcome already happened. Unreported events are published
         // again later by their workspace (a duplicate the customer deduplicates on webhook-id).
-        log("error", "delivery outcomes could not be reported to the workspace", { workspaceId, detail: errorText(err) });
+        log("error", "delivery outcomes could not be reported to the workspace", {
+          workspaceId,
+          detail: errorText(err),
+        });
       }
     }),
   );
@@ -174,7 +199,8 @@ type Disposition =
  */
 export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1;
 
-const DEAD_ERROR = "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.";
+const DEAD_ERROR =
+  "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.";
 
 const deadReport = (event: WebhookEvent, webhookId: string | null, attempt: number, at: number): DeliveryReport => ({
   eventId: event.id,
@@ -188,7 +214,12 @@ const deadReport = (event: WebhookEvent, webhookId: string | null, attempt: numb
   nextRetryAt: null,
 });
 
-function dispositionOf(message: Message<WebhookQueueMessage>, entries: Entry[], results: Map<Entry, Result>, schedule: readonly number[]): Disposition & { dead?: Entry[] } {
+function dispositionOf(
+  message: Message<WebhookQueueMessage>,
+  entries: Entry[],
+  results: Map<Entry, Result>,
+  schedule: readonly number[],
+): Disposition & { dead?: Entry[] } {
   const attempted = (e: Entry) => results.get(e)!.kind === "attempted";
   const pending = entries.filter((e) => {
     const r = results.get(e)!;
@@ -221,9 +252,11 @@ function dispositionOf(message: Message<WebhookQueueMessage>, entries: Entry[], 
 /** The delivery-log report of one event's turn in this invocation. */
 function reportOf(e: Entry, result: Result, at: number, schedule: readonly number[]): DeliveryReport {
   const base = { eventId: e.event.id, attempt: e.attempt, statusCode: null, latencyMs: null, error: null };
-  if (result.kind === "no_webhook") return { ...base, webhookId: null, attemptedAt: at, outcome: "no_webhook", nextRetryAt: null };
+  if (result.kind === "no_webhook")
+    return { ...base, webhookId: null, attemptedAt: at, outcome: "no_webhook", nextRetryAt: null };
   const nextRetryAt = at + retryDelaySeconds(e.attempt, schedule) * 1000;
-  if (result.kind === "deferred") return { ...base, webhookId: result.webhook.id, attemptedAt: at, outcome: "deferred", nextRetryAt };
+  if (result.kind === "deferred")
+    return { ...base, webhookId: result.webhook.id, attemptedAt: at, outcome: "deferred", nextRetryAt };
   const { attempt } = result;
   return {
     ...base,
@@ -257,7 +290,10 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
     return eventsOf(message.body).map((event, i) => ({ message, event, attempt: tried[i]! + message.attempts }));
   });
   const webhooks = new Map(
-    (await webhooksForNumbers(env.DB, [...new Set(entries.map((e) => e.event.channelNumberId))])).map((w) => [w.channel_number_id, w]),
+    (await webhooksForNumbers(env.DB, [...new Set(entries.map((e) => e.event.channelNumberId))])).map((w) => [
+      w.channel_number_id,
+      w,
+    ]),
   );
   const secrets = new Map<string, Promise<string>>();
   const secretOf = (w: WebhookRow): Promise<string> => {
@@ -292,7 +328,10 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
 
   const at = now();
   const schedule = retrySchedule(env);
-  const reports = entries.map((e) => ({ workspaceId: e.event.workspaceId, report: reportOf(e, results.get(e)!, at, schedule) }));
+  const reports = entries.map((e) => ({
+    workspaceId: e.event.workspaceId,
+    report: reportOf(e, results.get(e)!, at, schedule),
+  }));
   const dispositions = batch.messages.map((message) =>
     dispositionOf(
       message,
@@ -304,7 +343,10 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
   for (const d of dispositions) {
     const spent = d.kind === "dead" ? d.entries : (d.dead ?? []);
     for (const e of spent) {
-      reports.push({ workspaceId: e.event.workspaceId, report: deadReport(e.event, webhooks.get(e.event.channelNumberId)?.id ?? null, e.attempt, at) });
+      reports.push({
+        workspaceId: e.event.workspaceId,
+        report: deadReport(e.event, webhooks.get(e.event.channelNumberId)?.id ?? null, e.attempt, at),
+      });
     }
   }
 
@@ -332,12 +374,17 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
       });
       if (d.kind === "requeue") {
         try {
-          await env.WEBHOOK_QUEUE.send({ events: d.events, tried: d.tried } satisfies WebhookQueueMessage, { contentType: "json", delaySeconds: d.delaySeconds });
+          await env.WEBHOOK_QUEUE.send({ events: d.events, tried: d.tried } satisfies WebhookQueueMessage, {
+            contentType: "json",
+            delaySeconds: d.delaySeconds,
+          });
           message.ack();
           return;
         } catch (err) {
           // The whole pack comes back instead: its delivered events arrive twice (customers deduplicate on webhook-id).
-          log("warn", "undelivered events could not be queued again; the pack is retried whole", { detail: err instanceof Error ? err.message : String(err) });
+          log("warn", "undelivered events could not be queued again; the pack is retried whole", {
+            detail: err instanceof Error ? err.message : String(err),
+          });
         }
       }
       message.retry({ delaySeconds: d.delaySeconds });
@@ -355,7 +402,10 @@ export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQu
     return eventsOf(m.body).map((event, i) => ({ event, attempt: tried[i]! + m.attempts }));
   });
   const webhooks = new Map(
-    (await webhooksForNumbers(env.DB, [...new Set(dead.map((d) => d.event.channelNumberId))])).map((w) => [w.channel_number_id, w]),
+    (await webhooksForNumbers(env.DB, [...new Set(dead.map((d) => d.event.channelNumberId))])).map((w) => [
+      w.channel_number_id,
+      w,
+    ]),
   );
   const at = now();
   const byWorkspace = new Map<string, DeliveryReport[]>();
@@ -364,7 +414,9 @@ export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQu
     byWorkspace.set(event.workspaceId, [...(byWorkspace.get(event.workspaceId) ?? []), report]);
   }
   try {
-    await Promise.all([...byWorkspace].map(([workspaceId, list]) => workspaceStub(env, workspaceId).recordDeliveries(list)));
+    await Promise.all(
+      [...byWorkspace].map(([workspaceId, list]) => workspaceStub(env, workspaceId).recordDeliveries(list)),
+    );
     batch.ackAll();
   } catch (err) {
     log("error", "dead webhook events could not be recorded", { detail: errorText(err) });

@@ -11,7 +11,13 @@ export function auditApi(c: Context<AppEnv>, event: AuditEvent): Promise<void> {
   const { workspaceId, keyId } = c.get("principal");
   return recordAudit(
     c.env.DB,
-    { workspaceId, actor: { type: "api_key", id: keyId }, actorLabel: null, clientAddress: clientAddress(c), requestId: c.get("requestId") },
+    {
+      workspaceId,
+      actor: { type: "api_key", id: keyId },
+      actorLabel: null,
+      clientAddress: clientAddress(c),
+      requestId: c.get("requestId"),
+    },
     event,
   );
 }
@@ -20,7 +26,13 @@ export function auditAdmin(c: Context<AppEnv>, workspaceId: string, event: Audit
   const actor = c.get("adminActor");
   return recordAudit(
     c.env.DB,
-    { workspaceId, actor: { type: "admin", id: actor }, actorLabel: "operator", clientAddress: clientAddress(c), requestId: c.get("requestId") },
+    {
+      workspaceId,
+      actor: { type: "admin", id: actor },
+      actorLabel: "operator",
+      clientAddress: clientAddress(c),
+      requestId: c.get("requestId"),
+    },
     event,
   );
 }

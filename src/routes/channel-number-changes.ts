@@ -1,5 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter, requestIdHeader } from "../lib/openapi";
+import {
+  bearerSecurity,
+  errorResponses,
+  jsonContent,
+  jsonRequestBody,
+  newRouter,
+  requestIdHeader,
+} from "../lib/openapi";
 import { ChannelNumberDetail } from "../domain/channel-number-view";
 import { numberDetail } from "../domain/number-detail";
 import { connectNumber, disconnectNumber, replaceNumberToken, type Refused } from "../domain/number-connection";
@@ -14,7 +21,11 @@ import { HEALTH_EXAMPLE, NUMBER_EXAMPLE, NumberId } from "./channel-numbers";
 // Extension (issue 22): partners connect, re-key and disconnect their own numbers.
 // The domain operations are the dashboard's too, limits included.
 
-const AccessToken = z.string().min(16).max(4096).openapi({ description: "The operator's access token; stored encrypted, never returned." });
+const AccessToken = z
+  .string()
+  .min(16)
+  .max(4096)
+  .openapi({ description: "The operator's access token; stored encrypted, never returned." });
 const Digits = (what: string) => z.string().regex(/^\d{1,32}$/, { error: `${what} is the operator's numeric id.` });
 
 const ConnectRequest = z
@@ -26,7 +37,12 @@ const ConnectRequest = z
       .openapi({ description: "Sandbox numbers only (required there); a live number's comes from the operator." }),
     upstream: z.discriminatedUnion("type", [
       z.strictObject({ type: z.literal("sandbox") }),
-      z.strictObject({ type: z.literal("cloud"), phoneNumberId: Digits("phoneNumberId"), wabaId: Digits("wabaId"), accessToken: AccessToken }),
+      z.strictObject({
+        type: z.literal("cloud"),
+        phoneNumberId: Digits("phoneNumberId"),
+        wabaId: Digits("wabaId"),
+        accessToken: AccessToken,
+      }),
     ]),
   })
   .openapi("ConnectChannelNumberRequest");
@@ -38,7 +54,14 @@ const CONNECTED_EXAMPLE = {
   displayPhoneNumber: "+15557770000",
   upstream: "cloud" as const,
   sending: { state: "active" as const, pausedSince: null, nextAttemptAt: null, reason: null },
-  health: { ...HEALTH_EXAMPLE, sendsToday: 0, verifiedName: "Acme Shop", qualityRating: "GREEN", messagingLimitTier: "TIER_1K", checkedAt: NUMBER_EXAMPLE.createdAt },
+  health: {
+    ...HEALTH_EXAMPLE,
+    sendsToday: 0,
+    verifiedName: "Acme Shop",
+    qualityRating: "GREEN",
+    messagingLimitTier: "TIER_1K",
+    checkedAt: NUMBER_EXAMPLE.createdAt,
+  },
 };
 
 const connect = createRoute({
@@ -55,10 +78,21 @@ const connect = createRoute({
   security: bearerSecurity,
   middleware: [noStore, jsonBody] as const,
   request: {
-    body: jsonRequestBody(ConnectRequest, { upstream: { type: "cloud", phoneNumberId: "106540352242922", wabaId: "102290129340398", accessToken: "EAAGexampleAccessToken0123456789" } }),
+    body: jsonRequestBody(ConnectRequest, {
+      upstream: {
+        type: "cloud",
+        phoneNumberId: "106540352242922",
+        wabaId: "102290129340398",
+        accessToken: "EAAGexampleAccessToken0123456789",
+      },
+    }),
   },
   responses: {
-    201: jsonContent(ChannelNumberDetail, "Connected: the number, with what the operator said about it.", CONNECTED_EXAMPLE),
+    201: jsonContent(
+      ChannelNumberDetail,
+      "Connected: the number, with what the operator said about it.",
+      CONNECTED_EXAMPLE,
+    ),
     ...errorResponses(400, 401, 403, 429, 500),
   },
 });
@@ -74,7 +108,10 @@ const replaceToken = createRoute({
     "A number paused by a refused token sends again at once.",
   security: bearerSecurity,
   middleware: [noStore, jsonBody] as const,
-  request: { params: z.object({ id: NumberId }), body: jsonRequestBody(ReplaceTokenRequest, { accessToken: "EAAGexampleAccessToken0123456789" }) },
+  request: {
+    params: z.object({ id: NumberId }),
+    body: jsonRequestBody(ReplaceTokenRequest, { accessToken: "EAAGexampleAccessToken0123456789" }),
+  },
   responses: {
     200: jsonContent(ChannelNumberDetail, "The number with its new token in use.", CONNECTED_EXAMPLE),
     ...errorResponses(400, 401, 404, 429, 500),
@@ -116,10 +153,14 @@ export const channelNumberChangeRoutes = newRouter()
         details: [{ path: "displayPhoneNumber", rule: "not_allowed", message: "Leave it out for a cloud number." }],
       });
     }
-    const input = body.upstream.type === "sandbox" ? { type: "sandbox" as const, displayPhoneNumber: body.displayPhoneNumber ?? "" } : body.upstream;
+    const input =
+      body.upstream.type === "sandbox"
+        ? { type: "sandbox" as const, displayPhoneNumber: body.displayPhoneNumber ?? "" }
+        : body.upstream;
     const outcome = await connectNumber(c.env, apiCaller(c), input);
     throwIfLimited(outcome);
-    if (!outcome.ok) throw outcome.problem === "plan_limit" ? new ApiError("forbidden", outcome.reason) : operatorError(outcome);
+    if (!outcome.ok)
+      throw outcome.problem === "plan_limit" ? new ApiError("forbidden", outcome.reason) : operatorError(outcome);
     limitHeaders(c, outcome.limit);
     await auditApi(c, {
       action: "channel_number.connected",
@@ -156,6 +197,10 @@ export const channelNumberChangeRoutes = newRouter()
     throwIfLimited(outcome);
     if (!outcome.ok) throw notFound("Channel number");
     limitHeaders(c, outcome.limit);
-    await auditApi(c, { action: "channel_number.disconnected", target: { type: "channel_number", id: outcome.row.id }, detail: outcome.row.display_phone_number });
+    await auditApi(c, {
+      action: "channel_number.disconnected",
+      target: { type: "channel_number", id: outcome.row.id },
+      detail: outcome.row.display_phone_number,
+    });
     return c.body(null, 204);
   });

@@ -35,7 +35,9 @@ export const HEALTH_EXAMPLE: NumberHealthView = {
   sendsToday: 42,
 };
 
-export const NumberId = z.string().openapi({ format: "uuid", description: "A channel number id.", example: EXAMPLE.channelNumberId });
+export const NumberId = z
+  .string()
+  .openapi({ format: "uuid", description: "A channel number id.", example: EXAMPLE.channelNumberId });
 
 const list = createRoute({
   method: "get",
@@ -72,8 +74,16 @@ const get = createRoute({
 const ContactWindow = z
   .object({
     phone: z.string(),
-    lastInboundAt: z.string().datetime().nullable().openapi({ description: "When this contact last wrote to the number." }),
-    windowExpiresAt: z.string().datetime().nullable().openapi({ description: "End of the 24-hour customer-service window." }),
+    lastInboundAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({ description: "When this contact last wrote to the number." }),
+    windowExpiresAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({ description: "End of the 24-hour customer-service window." }),
     windowOpen: z.boolean().openapi({ description: "Whether a free-form text sent now is inside the window." }),
   })
   .openapi("ContactWindow");
@@ -92,7 +102,11 @@ const contact = createRoute({
     params: z.object({
       id: NumberId,
       // Checked in the handler, after the number is found (an unknown number is 404 whatever the phone).
-      phone: z.string().openapi({ pattern: E164_DIGITS.source, description: "The contact, E.164 digits without '+'.", example: EXAMPLE.to }),
+      phone: z.string().openapi({
+        pattern: E164_DIGITS.source,
+        description: "The contact, E.164 digits without '+'.",
+        example: EXAMPLE.to,
+      }),
     }),
   },
   responses: {
@@ -111,14 +125,20 @@ const contact = createRoute({
  * indistinguishable from an unknown one.
  */
 export async function ownNumber(db: D1Database, workspaceId: string, id: string): Promise<ChannelNumberRow> {
-  return foundOr404(await findByUuid(id, (given) => getConnectedNumber(db, workspaceId, given), { asGiven: true }), "Channel number");
+  return foundOr404(
+    await findByUuid(id, (given) => getConnectedNumber(db, workspaceId, given), { asGiven: true }),
+    "Channel number",
+  );
 }
 
 export const channelNumberRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
     const rows = await listConnectedNumbers(c.env.DB, c.get("principal").workspaceId, limit + 1, decodeCursor(cursor));
-    return c.json(toPage(rows, limit, (r) => ({ sortKey: r.created_at, id: r.id }), toChannelNumberView), 200);
+    return c.json(
+      toPage(rows, limit, (r) => ({ sortKey: r.created_at, id: r.id }), toChannelNumberView),
+      200,
+    );
   })
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");

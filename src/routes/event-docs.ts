@@ -3,9 +3,10 @@ import { MessageReceivedData, MessageStatusData, WebhookTestData } from "../doma
 import { EXAMPLE } from "../lib/openapi-examples";
 
 const SIGNATURE_HEADERS = z.object({
-  "webhook-id": z
-    .string()
-    .openapi({ description: "The event id; the same on every retry and replay. Deduplicate on it.", example: EXAMPLE.eventId }),
+  "webhook-id": z.string().openapi({
+    description: "The event id; the same on every retry and replay. Deduplicate on it.",
+    example: EXAMPLE.eventId,
+  }),
   "webhook-timestamp": z.string().openapi({ description: "Unix seconds of this attempt.", example: "1795372553" }),
   "webhook-signature": z.string().openapi({
     description: '`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">` (Standard Webhooks).',
@@ -67,7 +68,9 @@ const EVENTS = [
     example: {
       type: "webhook.test",
       timestamp: "2026-11-22T18:35:53.201Z",
-      data: { message: "This is a test event. Your endpoint received and can verify our webhooks." } satisfies z.output<typeof WebhookTestData>,
+      data: { message: "This is a test event. Your endpoint received and can verify our webhooks." } satisfies z.output<
+        typeof WebhookTestData
+      >,
     },
   },
 ] as const;

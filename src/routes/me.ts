@@ -11,7 +11,9 @@ const Me = z
     apiKey: z.object({
       id: z.string().uuid(),
       name: z.string().nullable(),
-      lastFour: z.string().openapi({ description: "The last four characters of the key; the key itself is never returned." }),
+      lastFour: z
+        .string()
+        .openapi({ description: "The last four characters of the key; the key itself is never returned." }),
       createdAt: z.string().datetime(),
     }),
   })
@@ -35,7 +37,10 @@ const route = createRoute({
 
 export const meRoutes = newRouter().openapi(route, async (c) => {
   const { workspaceId, keyId } = c.get("principal");
-  const [workspace, key] = await Promise.all([getWorkspaceWithLimits(c.env.DB, workspaceId), getKey(c.env.DB, workspaceId, keyId)]);
+  const [workspace, key] = await Promise.all([
+    getWorkspaceWithLimits(c.env.DB, workspaceId),
+    getKey(c.env.DB, workspaceId, keyId),
+  ]);
   if (!workspace || !key) throw new ApiError("unauthorized", "Missing or invalid API key.");
   return c.json(
     {

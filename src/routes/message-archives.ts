@@ -7,13 +7,17 @@ import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pag
 
 const MessageArchive = z
   .object({
-    day: z.string().openapi({ description: "The UTC day (YYYY-MM-DD) of the messages' creation.", example: "2026-10-01" }),
+    day: z
+      .string()
+      .openapi({ description: "The UTC day (YYYY-MM-DD) of the messages' creation.", example: "2026-10-01" }),
     messages: z.number().int(),
     archivedAt: z.string().datetime(),
   })
   .openapi("MessageArchive");
 
-const MessageArchiveList = z.object({ data: z.array(MessageArchive), nextCursor: z.string().nullable() }).openapi("MessageArchiveList");
+const MessageArchiveList = z
+  .object({ data: z.array(MessageArchive), nextCursor: z.string().nullable() })
+  .openapi("MessageArchiveList");
 
 const list = createRoute({
   method: "get",
@@ -45,7 +49,9 @@ const download = createRoute({
     "One message per line, as `GET /messages/{id}` shows it, oldest first, streamed. Send `Accept-Encoding: gzip` to " +
     "receive it compressed.",
   security: bearerSecurity,
-  request: { params: z.object({ day: z.string().openapi({ description: "YYYY-MM-DD (UTC).", example: "2026-10-01" }) }) },
+  request: {
+    params: z.object({ day: z.string().openapi({ description: "YYYY-MM-DD (UTC).", example: "2026-10-01" }) }),
+  },
   responses: {
     200: {
       description: "The day's messages.",
@@ -72,11 +78,16 @@ export const messageArchiveRoutes = router
     if (after !== undefined && before === null) throw invalidCursor();
     const rows = await workspaceStub(c.env, c.get("principal").workspaceId).listArchives(before, limit + 1);
     return c.json(
-      toPage(rows, limit, (r) => ({ sortKey: dayString(r.day), id: "" }), (r) => ({
-        day: dayString(r.day),
-        messages: r.messages,
-        archivedAt: new Date(r.archived_at).toISOString(),
-      })),
+      toPage(
+        rows,
+        limit,
+        (r) => ({ sortKey: dayString(r.day), id: "" }),
+        (r) => ({
+          day: dayString(r.day),
+          messages: r.messages,
+          archivedAt: new Date(r.archived_at).toISOString(),
+        }),
+      ),
       200,
     );
   })
@@ -96,7 +107,9 @@ export const messageArchiveRoutes = router
         if (part >= archived.parts) return controller.close();
         const object = await bucket.get(partKey(workspaceId, day, part++));
         if (!object) return controller.error(new Error(`archive part ${part - 1} of ${dayString(day)} is missing`));
-        controller.enqueue(new Uint8Array(await new Response(object.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer()));
+        controller.enqueue(
+          new Uint8Array(await new Response(object.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer()),
+        );
       },
     });
     c.header("Content-Type", "application/x-ndjson; charset=utf-8");

@@ -1,7 +1,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../context";
-import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter, rateLimitHeaders } from "../lib/openapi";
+import {
+  bearerSecurity,
+  errorResponses,
+  jsonContent,
+  jsonRequestBody,
+  newRouter,
+  rateLimitHeaders,
+} from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError, canonicalJson } from "../domain/send-request";
 import { Message } from "../domain/message";
@@ -22,7 +29,10 @@ const SendMessageAccepted = z
   .object({ jobId: z.string().uuid(), status: z.literal("created") })
   .openapi("SendMessageAccepted");
 const SendMessageDuplicate = z
-  .object({ jobId: z.string().uuid().openapi({ description: "The jobId of the original send." }), status: z.literal("duplicado_identico") })
+  .object({
+    jobId: z.string().uuid().openapi({ description: "The jobId of the original send." }),
+    status: z.literal("duplicado_identico"),
+  })
   .openapi("SendMessageDuplicate");
 
 const send = createRoute({
@@ -40,10 +50,19 @@ const send = createRoute({
   middleware: [jsonBody] as const,
   request: {
     headers: z.object({ "idempotency-key": IdempotencyKeyHeader }),
-    body: jsonRequestBody(SendMessageRequest, { channelNumberId: EXAMPLE.channelNumberId, to: EXAMPLE.to, text: { body: "Your order has shipped." } }),
+    body: jsonRequestBody(SendMessageRequest, {
+      channelNumberId: EXAMPLE.channelNumberId,
+      to: EXAMPLE.to,
+      text: { body: "Your order has shipped." },
+    }),
   },
   responses: {
-    201: jsonContent(SendMessageAccepted, "Accepted and queued.", { jobId: EXAMPLE.jobId, status: "created" }, rateLimitHeaders),
+    201: jsonContent(
+      SendMessageAccepted,
+      "Accepted and queued.",
+      { jobId: EXAMPLE.jobId, status: "created" },
+      rateLimitHeaders,
+    ),
     200: jsonContent(SendMessageDuplicate, "Identical retry of an accepted send: nothing is sent again.", {
       jobId: EXAMPLE.jobId,
       status: "duplicado_identico",
@@ -72,9 +91,7 @@ const MESSAGE_EXAMPLE: z.output<typeof Message> = {
   readAt: null,
 };
 
-const MessageList = z
-  .object({ data: z.array(Message), nextCursor: z.string().nullable() })
-  .openapi("MessageList");
+const MessageList = z.object({ data: z.array(Message), nextCursor: z.string().nullable() }).openapi("MessageList");
 
 const list = createRoute({
   method: "get",
@@ -98,7 +115,9 @@ const MessageEvents = z
   .object({
     messageId: z.string().uuid(),
     timeline: MessageTimeline,
-    deliveries: z.array(WebhookDelivery).openapi({ description: "Attempts to deliver this message's events to its number's webhook (kept 3 days), oldest first." }),
+    deliveries: z.array(WebhookDelivery).openapi({
+      description: "Attempts to deliver this message's events to its number's webhook (kept 3 days), oldest first.",
+    }),
   })
   .openapi("MessageEvents");
 
@@ -110,7 +129,13 @@ const events = createRoute({
   summary: "A message's status timeline and its webhook deliveries",
   security: bearerSecurity,
   request: {
-    params: z.object({ id: z.string().openapi({ description: "A message id (the jobId of a send, or an inbound message's id).", format: "uuid", example: EXAMPLE.jobId }) }),
+    params: z.object({
+      id: z.string().openapi({
+        description: "A message id (the jobId of a send, or an inbound message's id).",
+        format: "uuid",
+        example: EXAMPLE.jobId,
+      }),
+    }),
   },
   responses: {
     200: jsonContent(MessageEvents, "The timeline, oldest first.", {
@@ -134,7 +159,9 @@ const get = createRoute({
   summary: "Get a message and its delivery status",
   security: bearerSecurity,
   request: {
-    params: z.object({ id: z.string().openapi({ description: "The jobId returned on send.", format: "uuid", example: EXAMPLE.jobId }) }),
+    params: z.object({
+      id: z.string().openapi({ description: "The jobId returned on send.", format: "uuid", example: EXAMPLE.jobId }),
+    }),
   },
   responses: { 200: jsonContent(Message, "The message record.", MESSAGE_EXAMPLE), ...errorResponses(401, 404, 429) },
 });
@@ -151,7 +178,12 @@ export const messageRoutes = newRouter()
       const idempotencyKey = c.req.valid("header")["idempotency-key"];
       const { workspaceId } = c.get("principal");
       const fingerprint = await sha256Hex(canonicalJson(request));
-      const outcome = await workspaceStub(c.env, workspaceId).send({ workspaceId, idempotencyKey, fingerprint, request });
+      const outcome = await workspaceStub(c.env, workspaceId).send({
+        workspaceId,
+        idempotencyKey,
+        fingerprint,
+        request,
+      });
       switch (outcome.kind) {
         case "created":
           setRateHeaders(c, sendRateLimitHeaders(outcome.rate));
@@ -159,16 +191,20 @@ export const messageRoutes = newRouter()
         case "duplicate":
           return c.json({ jobId: outcome.jobId, status: "duplicado_identico" as const }, 200);
         case "conflict":
-          throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different payload.", {
-            details: [
-              {
-                path: "header.idempotency-key",
-                rule: "bound_to_another_payload",
-                message: `This key is bound for 24 hours to the send that created jobId ${outcome.jobId}. Use a new key for a new message.`,
-                jobId: outcome.jobId,
-              },
-            ],
-          });
+          throw new ApiError(
+            "idempotency_conflict",
+            "This Idempotency-Key was already used with a different payload.",
+            {
+              details: [
+                {
+                  path: "header.idempotency-key",
+                  rule: "bound_to_another_payload",
+                  message: `This key is bound for 24 hours to the send that created jobId ${outcome.jobId}. Use a new key for a new message.`,
+                  jobId: outcome.jobId,
+                },
+              ],
+            },
+          );
         case "forbidden":
           throw new ApiError("forbidden", "channelNumberId is not a connected number of this workspace.");
         case "quota_exceeded":
@@ -177,13 +213,18 @@ export const messageRoutes = newRouter()
             `The plan's monthly quota of ${outcome.limit} messages is used up; it renews on the 1st (UTC).`,
           );
         case "rate_limited": {
-          const which = outcome.scope === "number" ? "2 messages per second per number" : "1200 messages per minute per workspace";
-          throw new ApiError("rate_limit_exceeded", `Rate limit exceeded (${which}). Retry after the Retry-After seconds.`, {
-            headers: {
-              "Retry-After": String(retryAfterSeconds(outcome.retryAfterMs)),
-              ...sendRateLimitHeaders(outcome.rate),
+          const which =
+            outcome.scope === "number" ? "2 messages per second per number" : "1200 messages per minute per workspace";
+          throw new ApiError(
+            "rate_limit_exceeded",
+            `Rate limit exceeded (${which}). Retry after the Retry-After seconds.`,
+            {
+              headers: {
+                "Retry-After": String(retryAfterSeconds(outcome.retryAfterMs)),
+                ...sendRateLimitHeaders(outcome.rate),
+              },
             },
-          });
+          );
         }
       }
     },
@@ -199,17 +240,33 @@ export const messageRoutes = newRouter()
     const { workspaceId } = c.get("principal");
     const after = await decodeMessageCursor(workspaceId, query.cursor);
     const page = await workspaceStub(c.env, workspaceId).listMessages(toFilter(query), after, query.limit);
-    return c.json({ data: page.rows.map(toMessageView), nextCursor: page.next ? await encodeMessageCursor(workspaceId, page.next) : null }, 200);
+    return c.json(
+      {
+        data: page.rows.map(toMessageView),
+        nextCursor: page.next ? await encodeMessageCursor(workspaceId, page.next) : null,
+      },
+      200,
+    );
   })
   .openapi(events, async (c) => {
     const { id } = c.req.valid("param");
     const stub = workspaceStub(c.env, c.get("principal").workspaceId);
     const message = toMessageView(foundOr404(await findByUuid(id, (stored) => stub.getMessage(stored)), "Message"));
     const attempts = await stub.deliveriesAbout(message.id);
-    return c.json({ messageId: message.id, timeline: timelineOf(message), deliveries: attempts.map((a) => toDeliveryView(a.webhook_id, a)) }, 200);
+    return c.json(
+      {
+        messageId: message.id,
+        timeline: timelineOf(message),
+        deliveries: attempts.map((a) => toDeliveryView(a.webhook_id, a)),
+      },
+      200,
+    );
   })
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");
-    const row = foundOr404(await findByUuid(id, (stored) => workspaceStub(c.env, c.get("principal").workspaceId).getMessage(stored)), "Message");
+    const row = foundOr404(
+      await findByUuid(id, (stored) => workspaceStub(c.env, c.get("principal").workspaceId).getMessage(stored)),
+      "Message",
+    );
     return c.json(toMessageView(row), 200);
   });

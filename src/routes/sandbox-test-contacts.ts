@@ -1,9 +1,23 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter, requestIdHeader } from "../lib/openapi";
+import {
+  bearerSecurity,
+  errorResponses,
+  jsonContent,
+  jsonRequestBody,
+  newRouter,
+  requestIdHeader,
+} from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS } from "../domain/send-request";
 import { getConnectedNumber, type ChannelNumberRow } from "../db/channel-numbers";
-import { addSandboxTestContact, MAX_TEST_CONTACTS_PER_NUMBER, NOT_SANDBOX, PHONE_RULE, removeSandboxTestContact, testContactsOf } from "../domain/sandbox-test-contacts";
+import {
+  addSandboxTestContact,
+  MAX_TEST_CONTACTS_PER_NUMBER,
+  NOT_SANDBOX,
+  PHONE_RULE,
+  removeSandboxTestContact,
+  testContactsOf,
+} from "../domain/sandbox-test-contacts";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
 import { auditApi } from "./audit";
@@ -17,11 +31,17 @@ const Phone = z
   .string()
   .regex(E164_DIGITS, { error: `phone must be ${PHONE_RULE}` })
   .openapi({ description: "The contact, E.164 digits without '+'.", example: EXAMPLE.contact });
-const NumberId = z.string().uuid().openapi({ description: "A sandbox number of this workspace.", example: EXAMPLE.channelNumberId });
+const NumberId = z
+  .string()
+  .uuid()
+  .openapi({ description: "A sandbox number of this workspace.", example: EXAMPLE.channelNumberId });
 
 const TestContact = z.object({ phone: z.string(), createdAt: z.string() }).openapi("SandboxTestContact");
 const TestContactList = z
-  .object({ data: z.array(TestContact), limit: z.number().int().openapi({ description: "Test contacts a number may have." }) })
+  .object({
+    data: z.array(TestContact),
+    limit: z.number().int().openapi({ description: "Test contacts a number may have." }),
+  })
   .openapi("SandboxTestContactList");
 const AddTestContact = z.strictObject({ channelNumberId: NumberId, phone: Phone }).openapi("SandboxTestContactRequest");
 
@@ -37,7 +57,10 @@ const list = createRoute({
   security: bearerSecurity,
   request: { query: z.object({ channelNumberId: NumberId }) },
   responses: {
-    200: jsonContent(TestContactList, "The number's test contacts, oldest first.", { data: [EXAMPLE_CONTACT], limit: MAX_TEST_CONTACTS_PER_NUMBER }),
+    200: jsonContent(TestContactList, "The number's test contacts, oldest first.", {
+      data: [EXAMPLE_CONTACT],
+      limit: MAX_TEST_CONTACTS_PER_NUMBER,
+    }),
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -54,7 +77,9 @@ const add = createRoute({
     `at most ${MAX_TEST_CONTACTS_PER_NUMBER} per number. Refused (403) for numbers that are not sandbox numbers.`,
   security: bearerSecurity,
   middleware: [jsonBody] as const,
-  request: { body: jsonRequestBody(AddTestContact, { channelNumberId: EXAMPLE.channelNumberId, phone: EXAMPLE.contact }) },
+  request: {
+    body: jsonRequestBody(AddTestContact, { channelNumberId: EXAMPLE.channelNumberId, phone: EXAMPLE.contact }),
+  },
   responses: {
     201: jsonContent(TestContact, "Added.", EXAMPLE_CONTACT),
     200: jsonContent(TestContact, "It already was a test contact; nothing changed.", EXAMPLE_CONTACT),
@@ -86,7 +111,10 @@ export const sandboxTestContactRoutes = newRouter()
   .openapi(list, async (c) => {
     const number = await sandboxNumber(c, c.req.valid("query").channelNumberId);
     const rows = await testContactsOf(c.env.DB, number);
-    return c.json({ data: rows.map((r) => ({ phone: r.phone, createdAt: r.created_at })), limit: MAX_TEST_CONTACTS_PER_NUMBER }, 200);
+    return c.json(
+      { data: rows.map((r) => ({ phone: r.phone, createdAt: r.created_at })), limit: MAX_TEST_CONTACTS_PER_NUMBER },
+      200,
+    );
   })
   .openapi(add, async (c) => {
     const body = c.req.valid("json");
@@ -95,11 +123,13 @@ export const sandboxTestContactRoutes = newRouter()
     if (!outcome.ok) {
       if (outcome.problem === "not_sandbox") throw new ApiError("forbidden", outcome.reason);
       const rule = outcome.problem === "full" ? "max_test_contacts" : "pattern";
-      const message = outcome.problem === "full" ? `At most ${MAX_TEST_CONTACTS_PER_NUMBER} per number.` : outcome.reason;
+      const message =
+        outcome.problem === "full" ? `At most ${MAX_TEST_CONTACTS_PER_NUMBER} per number.` : outcome.reason;
       throw new ApiError("invalid_request", outcome.reason, { details: [{ path: "phone", rule, message }] });
     }
     // The phone is personal data: the entry names the number, not the contact.
-    if (outcome.added) await auditApi(c, { action: "sandbox.test_contact_added", target: { type: "channel_number", id: number.id } });
+    if (outcome.added)
+      await auditApi(c, { action: "sandbox.test_contact_added", target: { type: "channel_number", id: number.id } });
     const contact = { phone: outcome.contact.phone, createdAt: outcome.contact.created_at };
     return outcome.added ? c.json(contact, 201) : c.json(contact, 200);
   })
@@ -109,7 +139,10 @@ export const sandboxTestContactRoutes = newRouter()
     const outcome = await removeSandboxTestContact(c.env.DB, number, phone);
     if (!outcome.ok) {
       if (outcome.problem === "not_sandbox") throw new ApiError("forbidden", outcome.reason);
-      if (outcome.problem === "invalid_phone") throw new ApiError("invalid_request", outcome.reason, { details: [{ path: "phone", rule: "pattern", message: outcome.reason }] });
+      if (outcome.problem === "invalid_phone")
+        throw new ApiError("invalid_request", outcome.reason, {
+          details: [{ path: "phone", rule: "pattern", message: outcome.reason }],
+        });
       throw new ApiError("not_found", outcome.reason);
     }
     await auditApi(c, { action: "sandbox.test_contact_removed", target: { type: "channel_number", id: number.id } });

@@ -17,7 +17,9 @@ const InjectInbound = z
   })
   .openapi("SandboxInboundRequest");
 
-const Injected = z.object({ messageId: z.string().uuid(), status: z.literal("received") }).openapi("SandboxInboundAccepted");
+const Injected = z
+  .object({ messageId: z.string().uuid(), status: z.literal("received") })
+  .openapi("SandboxInboundAccepted");
 
 const inject = createRoute({
   method: "post",
@@ -30,9 +32,18 @@ const inject = createRoute({
     "and opens the recipient's 24-hour customer-service window. Refused (403) for numbers that are not sandbox numbers.",
   security: bearerSecurity,
   middleware: [jsonBody] as const,
-  request: { body: jsonRequestBody(InjectInbound, { channelNumberId: EXAMPLE.channelNumberId, from: EXAMPLE.contact, text: { body: "Hi!" } }) },
+  request: {
+    body: jsonRequestBody(InjectInbound, {
+      channelNumberId: EXAMPLE.channelNumberId,
+      from: EXAMPLE.contact,
+      text: { body: "Hi!" },
+    }),
+  },
   responses: {
-    202: jsonContent(Injected, "Recorded; the event is on its way.", { messageId: EXAMPLE.inboundMessageId, status: "received" }),
+    202: jsonContent(Injected, "Recorded; the event is on its way.", {
+      messageId: EXAMPLE.inboundMessageId,
+      status: "received",
+    }),
     ...errorResponses(400, 401, 403, 404, 429),
   },
 });
@@ -41,13 +52,26 @@ export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
   const body = c.req.valid("json");
   const { workspaceId } = c.get("principal");
   const number = foundOr404(await getConnectedNumber(c.env.DB, workspaceId, body.channelNumberId), "Channel number");
-  if (number.upstream_type !== "sandbox") throw new ApiError("forbidden", "Inbound messages can only be injected on sandbox numbers.");
+  if (number.upstream_type !== "sandbox")
+    throw new ApiError("forbidden", "Inbound messages can only be injected on sandbox numbers.");
   const at = now();
   const [messageId] = await workspaceStub(c.env, workspaceId).recordInbound(workspaceId, [
-    { channelNumberId: number.id, upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`, from: body.from, type: "text", text: body.text.body, content: null, at },
+    {
+      channelNumberId: number.id,
+      upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`,
+      from: body.from,
+      type: "text",
+      text: body.text.body,
+      content: null,
+      at,
+    },
   ]);
   await channelNumberStub(c.env, number.id).noteInbound(number.id, [{ from: body.from, at }]);
   // The sender's number is personal data: the entry names the message, not the number.
-  await auditApi(c, { action: "sandbox.inbound_injected", target: { type: "channel_number", id: number.id }, detail: `message ${messageId}` });
+  await auditApi(c, {
+    action: "sandbox.inbound_injected",
+    target: { type: "channel_number", id: number.id },
+    detail: `message ${messageId}`,
+  });
   return c.json({ messageId: messageId!, status: "received" as const }, 202);
 });

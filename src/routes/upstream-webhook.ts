@@ -24,7 +24,11 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     const mode = c.req.query("hub.mode");
     const token = c.req.query("hub.verify_token") ?? "";
     const challenge = c.req.query("hub.challenge") ?? "";
-    if (mode === "subscribe" && c.env.UPSTREAM_VERIFY_TOKEN && (await timingSafeEqualStrings(token, c.env.UPSTREAM_VERIFY_TOKEN))) {
+    if (
+      mode === "subscribe" &&
+      c.env.UPSTREAM_VERIFY_TOKEN &&
+      (await timingSafeEqualStrings(token, c.env.UPSTREAM_VERIFY_TOKEN))
+    ) {
       // Echoed as plain text (and nosniff, like every response): never interpretable as a page.
       return c.text(challenge, 200, { "Content-Type": "text/plain; charset=utf-8" });
     }
@@ -33,7 +37,8 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
   .post("/cloud/webhook", async (c) => {
     // Size first (declared, then as read), signature second, parsing last.
     const raw = await readCappedBody(c.req.raw, MAX_OPERATOR_PAYLOAD_BYTES);
-    if (raw === null) throw new ApiError("invalid_request", `Payload too large (more than ${MAX_OPERATOR_PAYLOAD_BYTES} bytes).`);
+    if (raw === null)
+      throw new ApiError("invalid_request", `Payload too large (more than ${MAX_OPERATOR_PAYLOAD_BYTES} bytes).`);
     const header = c.req.header("x-hub-signature-256") ?? "";
     const expected = `sha256=${toHex(await hmacSha256(c.env.UPSTREAM_APP_SECRET, raw))}`;
     if (!header || !(await timingSafeEqualStrings(header, expected))) {
@@ -62,8 +67,14 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     if (outcomes === null) c.executionCtx.waitUntil(applying);
     const left = outcomes === null ? items : items.filter((_, i) => outcomes[i] === "retry");
     const { batches, oversize } = planBatches(left.map((body, i) => ({ key: i, body })));
-    for (const item of oversize) log("error", "operator item too large to queue; dropped", { requestId: c.get("requestId"), bytes: item.bytes });
-    for (const batch of batches) await c.env.UPSTREAM_EVENT_QUEUE.sendBatch(batch.map((i) => ({ body: i.body, contentType: "json" as const })));
-    log("info", "operator webhook accepted", { requestId: c.get("requestId"), items: items.length, queued: left.length });
+    for (const item of oversize)
+      log("error", "operator item too large to queue; dropped", { requestId: c.get("requestId"), bytes: item.bytes });
+    for (const batch of batches)
+      await c.env.UPSTREAM_EVENT_QUEUE.sendBatch(batch.map((i) => ({ body: i.body, contentType: "json" as const })));
+    log("info", "operator webhook accepted", {
+      requestId: c.get("requestId"),
+      items: items.length,
+      queued: left.length,
+    });
     return c.text("EVENT_RECEIVED", 200);
   });

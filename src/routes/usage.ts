@@ -15,13 +15,18 @@ const Usage = z
       .array(
         z.object({
           day: z.string().openapi({ description: "UTC day, YYYY-MM-DD.", example: "2026-11-21" }),
-          accepted: z.number().int().openapi({ description: "Sends accepted that day (what counts against the quota)." }),
+          accepted: z
+            .number()
+            .int()
+            .openapi({ description: "Sends accepted that day (what counts against the quota)." }),
           sent: z.number().int(),
           failed: z.number().int(),
           received: z.number().int().openapi({ description: "Inbound messages." }),
         }),
       )
-      .openapi({ description: "One entry per UTC day of the previous and the current period, up to today (zeros included)." }),
+      .openapi({
+        description: "One entry per UTC day of the previous and the current period, up to today (zeros included).",
+      }),
   })
   .openapi("Usage");
 

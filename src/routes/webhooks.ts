@@ -55,7 +55,9 @@ const EventAccepted = z
   .object({ eventId: z.string().openapi({ description: "The event's `webhook-id`." }), status: z.literal("queued") })
   .openapi("WebhookEventQueued");
 
-const WebhookParams = z.object({ id: z.string().openapi({ format: "uuid", description: "Webhook id.", example: EXAMPLE.webhookId }) });
+const WebhookParams = z.object({
+  id: z.string().openapi({ format: "uuid", description: "Webhook id.", example: EXAMPLE.webhookId }),
+});
 
 const WEBHOOK_EXAMPLE: z.output<typeof Webhook> = {
   id: EXAMPLE.webhookId,
@@ -97,7 +99,12 @@ const configure = createRoute({
   security: bearerSecurity,
   // The answer carries the signing secret.
   middleware: [noStore, jsonBody] as const,
-  request: { body: jsonRequestBody(ConfigureWebhookRequest, { channelNumberId: EXAMPLE.channelNumberId, url: "https://hooks.example.com/messaging" }) },
+  request: {
+    body: jsonRequestBody(ConfigureWebhookRequest, {
+      channelNumberId: EXAMPLE.channelNumberId,
+      url: "https://hooks.example.com/messaging",
+    }),
+  },
   responses: {
     201: jsonContent(ConfigureWebhookResponse, "The webhook and its signing secret (shown once).", {
       ...WEBHOOK_EXAMPLE,
@@ -145,7 +152,9 @@ const replay = createRoute({
   summary: "Deliver a stored event again, with the same webhook-id (extension)",
   security: bearerSecurity,
   request: {
-    params: WebhookParams.extend({ eventId: z.string().openapi({ description: "`eventId` from the delivery log.", example: EXAMPLE.eventId }) }),
+    params: WebhookParams.extend({
+      eventId: z.string().openapi({ description: "`eventId` from the delivery log.", example: EXAMPLE.eventId }),
+    }),
   },
   responses: {
     202: jsonContent(EventAccepted, "Queued for delivery; it is signed again with the current secret.", QUEUED_EXAMPLE),
@@ -161,7 +170,10 @@ const sendTest = createRoute({
   summary: "Send a signed `webhook.test` event (extension)",
   security: bearerSecurity,
   request: { params: WebhookParams },
-  responses: { 202: jsonContent(EventAccepted, "Queued for delivery.", QUEUED_EXAMPLE), ...errorResponses(400, 401, 404, 429) },
+  responses: {
+    202: jsonContent(EventAccepted, "Queued for delivery.", QUEUED_EXAMPLE),
+    ...errorResponses(400, 401, 404, 429),
+  },
 });
 
 function refuseUrl(reason: string): ApiError {
@@ -182,9 +194,15 @@ async function ownWebhook(db: D1Database, workspaceId: string, id: string): Prom
 
 function requireEnabled(webhook: WebhookRow): void {
   if (webhook.status !== "enabled") {
-    throw new ApiError("invalid_request", "The webhook is disabled. Configure it again with POST /webhooks to re-enable it.", {
-      details: [{ path: "path.id", rule: "webhook_disabled", message: "Configure the webhook again to re-enable it." }],
-    });
+    throw new ApiError(
+      "invalid_request",
+      "The webhook is disabled. Configure it again with POST /webhooks to re-enable it.",
+      {
+        details: [
+          { path: "path.id", rule: "webhook_disabled", message: "Configure the webhook again to re-enable it." },
+        ],
+      },
+    );
   }
 }
 
@@ -192,7 +210,10 @@ export const webhookRoutes = newRouter()
   .openapi(list, async (c) => {
     const { limit, cursor } = c.req.valid("query");
     const rows = await listWebhooks(c.env.DB, c.get("principal").workspaceId, limit + 1, decodeCursor(cursor));
-    return c.json(toPage(rows, limit, (r) => ({ sortKey: r.created_at, id: r.id }), toWebhookView), 200);
+    return c.json(
+      toPage(rows, limit, (r) => ({ sortKey: r.created_at, id: r.id }), toWebhookView),
+      200,
+    );
   })
   .openapi(configure, async (c) => {
     const { channelNumberId, url } = c.req.valid("json");
@@ -215,7 +236,15 @@ export const webhookRoutes = newRouter()
     const before = after === undefined ? null : Number(after.sortKey);
     if (before !== null && !Number.isSafeInteger(before)) throw invalidCursor();
     const rows = await deliveryLog(c.env, webhook, before, limit + 1);
-    return c.json(toPage(rows, limit, (r) => ({ sortKey: String(r.seq), id: "" }), (r) => toDeliveryView(webhook.id, r)), 200);
+    return c.json(
+      toPage(
+        rows,
+        limit,
+        (r) => ({ sortKey: String(r.seq), id: "" }),
+        (r) => toDeliveryView(webhook.id, r),
+      ),
+      200,
+    );
   })
   .openapi(replay, async (c) => {
     const { id, eventId } = c.req.valid("param");
@@ -225,7 +254,11 @@ export const webhookRoutes = newRouter()
     throwIfLimited(outcome);
     if (!outcome.ok) throw notFound("Event");
     limitHeaders(c, outcome.limit);
-    await auditApi(c, { action: "webhook.event_replayed", target: { type: "webhook", id: webhook.id }, detail: `event ${eventId}` });
+    await auditApi(c, {
+      action: "webhook.event_replayed",
+      target: { type: "webhook", id: webhook.id },
+      detail: `event ${eventId}`,
+    });
     return c.json({ eventId, status: "queued" as const }, 202);
   })
   .openapi(sendTest, async (c) => {
@@ -235,6 +268,10 @@ export const webhookRoutes = newRouter()
     const outcome = await sendTestEvent(c.env, webhook);
     throwIfLimited(outcome);
     limitHeaders(c, outcome.limit);
-    await auditApi(c, { action: "webhook.test_sent", target: { type: "webhook", id: webhook.id }, detail: `event ${outcome.eventId}` });
+    await auditApi(c, {
+      action: "webhook.test_sent",
+      target: { type: "webhook", id: webhook.id },
+      detail: `event ${outcome.eventId}`,
+    });
     return c.json({ eventId: outcome.eventId, status: "queued" as const }, 202);
   });

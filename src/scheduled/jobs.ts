@@ -16,7 +16,11 @@ export interface JobOutcome {
 }
 
 /** Runs every job; one job's failure is logged and never stops the others. */
-export async function runScheduledJobs(env: Env, now: number, jobs: readonly ScheduledJob[] = SCHEDULED_JOBS): Promise<JobOutcome[]> {
+export async function runScheduledJobs(
+  env: Env,
+  now: number,
+  jobs: readonly ScheduledJob[] = SCHEDULED_JOBS,
+): Promise<JobOutcome[]> {
   const outcomes: JobOutcome[] = [];
   for (const job of jobs) {
     try {

@@ -11,12 +11,26 @@ import { SandboxAdapter } from "./sandbox";
  * `windowOpen`: whether a recipient wrote in the last 24 hours (the number object's contacts),
  * which the sandbox enforces as the operator does; live numbers learn it from the operator.
  */
-export async function adapterFor(env: Env, row: ChannelNumberRow, windowOpen: (to: string) => boolean): Promise<UpstreamAdapter> {
+export async function adapterFor(
+  env: Env,
+  row: ChannelNumberRow,
+  windowOpen: (to: string) => boolean,
+): Promise<UpstreamAdapter> {
   if (row.upstream_type === "sandbox") {
-    return new SandboxAdapter({ mayReceiveFreeForm: async (to) => windowOpen(to) || (await isTestContact(env.DB, row.id, to)) });
+    return new SandboxAdapter({
+      mayReceiveFreeForm: async (to) => windowOpen(to) || (await isTestContact(env.DB, row.id, to)),
+    });
   }
   if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("cloud number without credentials");
   const { accessToken } = await openUpstreamCredentials(env, row);
   const { baseUrl, version, messagingProduct, timeoutMs, stampCalls } = config(env).upstream;
-  return new CloudApiAdapter({ baseUrl, version, phoneNumberId: row.upstream_phone_number_id, accessToken, messagingProduct, timeoutMs, stampCalls });
+  return new CloudApiAdapter({
+    baseUrl,
+    version,
+    phoneNumberId: row.upstream_phone_number_id,
+    accessToken,
+    messagingProduct,
+    timeoutMs,
+    stampCalls,
+  });
 }

@@ -69,7 +69,12 @@ export class CloudApiAdapter implements UpstreamAdapter {
       // The runtime reports a refused connection and one lost after the request went out alike
       // ("Network connection lost."), and a timeout may have reached the operator: never resent.
       const timedOut = err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError");
-      return { kind: "unknown", message: timedOut ? `No answer within ${timeoutMs} ms.` : "The connection to the operator failed; the request may have reached it." };
+      return {
+        kind: "unknown",
+        message: timedOut
+          ? `No answer within ${timeoutMs} ms.`
+          : "The connection to the operator failed; the request may have reached it.",
+      };
     }
 
     let payload: CloudApiResponse = {};
@@ -85,7 +90,10 @@ export class CloudApiAdapter implements UpstreamAdapter {
       return { kind: "accepted", upstreamMessageId, ...(waId ? { recipientId: waId } : {}) };
     }
     if (res.ok) {
-      return { kind: "unknown", message: readable ? "The operator answered 2xx without a message id." : "The operator's answer was cut off." };
+      return {
+        kind: "unknown",
+        message: readable ? "The operator answered 2xx without a message id." : "The operator's answer was cut off.",
+      };
     }
 
     const error = payload.error;

@@ -25,33 +25,82 @@ const TREATMENTS: Record<string, Treatment> = {
   // Too many messages to one user: only this conversation waits.
   "131056": { kind: "pair_rate" },
   // Final for this message.
-  "131047": { kind: "final", code: "service_window_closed", message: "More than 24 hours since the recipient last wrote: the customer-service window is closed." },
-  "131026": { kind: "final", code: "recipient_unreachable", message: "The message could not be delivered to the recipient." },
-  "131030": { kind: "final", code: "recipient_not_allowed", message: "The recipient is not in the number's allowed list." },
-  "131051": { kind: "final", code: "unsupported_message_type", message: "The operator does not support this message type." },
+  "131047": {
+    kind: "final",
+    code: "service_window_closed",
+    message: "More than 24 hours since the recipient last wrote: the customer-service window is closed.",
+  },
+  "131026": {
+    kind: "final",
+    code: "recipient_unreachable",
+    message: "The message could not be delivered to the recipient.",
+  },
+  "131030": {
+    kind: "final",
+    code: "recipient_not_allowed",
+    message: "The recipient is not in the number's allowed list.",
+  },
+  "131051": {
+    kind: "final",
+    code: "unsupported_message_type",
+    message: "The operator does not support this message type.",
+  },
   "100": { kind: "final", code: "invalid_parameters", message: "The operator refused a parameter of the message." },
   "131008": { kind: "final", code: "invalid_parameters", message: "A required parameter is missing." },
   "131009": { kind: "final", code: "invalid_parameters", message: "A parameter value is not valid." },
   "131021": { kind: "final", code: "invalid_parameters", message: "The recipient cannot be the sender." },
-  "130472": { kind: "final", code: "recipient_in_experiment", message: "The operator withheld the message: the recipient is part of an operator experiment." },
-  "131050": { kind: "final", code: "recipient_opted_out", message: "The recipient chose not to receive marketing messages from this business." },
+  "130472": {
+    kind: "final",
+    code: "recipient_in_experiment",
+    message: "The operator withheld the message: the recipient is part of an operator experiment.",
+  },
+  "131050": {
+    kind: "final",
+    code: "recipient_opted_out",
+    message: "The recipient chose not to receive marketing messages from this business.",
+  },
   "131049": {
     kind: "final",
     code: "ecosystem_limited",
-    message: "The operator did not deliver the message to protect the user's experience. Sending it again may succeed after 24 hours.",
+    message:
+      "The operator did not deliver the message to protect the user's experience. Sending it again may succeed after 24 hours.",
     retriableLater: true,
   },
   // The account or the number's credentials: every message would fail the same way, so the number pauses.
-  "0": { kind: "pause", code: "upstream_auth_failed", message: "The operator could not authenticate the number's access token." },
+  "0": {
+    kind: "pause",
+    code: "upstream_auth_failed",
+    message: "The operator could not authenticate the number's access token.",
+  },
   "190": { kind: "pause", code: "upstream_auth_failed", message: "The number's access token is invalid or expired." },
-  "3": { kind: "pause", code: "upstream_capability", message: "The operator app lacks the capability to send messages." },
+  "3": {
+    kind: "pause",
+    code: "upstream_capability",
+    message: "The operator app lacks the capability to send messages.",
+  },
   "10": { kind: "pause", code: "upstream_permission_denied", message: "The number's access token lacks permission." },
-  "368": { kind: "pause", code: "account_restricted", message: "The business account is temporarily blocked for policy violations." },
+  "368": {
+    kind: "pause",
+    code: "account_restricted",
+    message: "The business account is temporarily blocked for policy violations.",
+  },
   "131031": { kind: "pause", code: "account_restricted", message: "The business account is locked or restricted." },
   "131042": { kind: "pause", code: "account_payment_issue", message: "The business account has a payment problem." },
-  "131045": { kind: "pause", code: "number_not_registered", message: "The phone number is not registered with the operator." },
-  "131048": { kind: "pause", code: "account_spam_limited", message: "The number is rate limited by the operator for spam." },
-  "133010": { kind: "pause", code: "number_not_registered", message: "The phone number is not registered on the operator's platform." },
+  "131045": {
+    kind: "pause",
+    code: "number_not_registered",
+    message: "The phone number is not registered with the operator.",
+  },
+  "131048": {
+    kind: "pause",
+    code: "account_spam_limited",
+    message: "The number is rate limited by the operator for spam.",
+  },
+  "133010": {
+    kind: "pause",
+    code: "number_not_registered",
+    message: "The phone number is not registered on the operator's platform.",
+  },
 };
 
 /** Template and parameter errors (132000–132999) are final for the message. */
@@ -59,7 +108,8 @@ function treatmentOf(code: string): Treatment | undefined {
   const known = TREATMENTS[code];
   if (known) return known;
   const n = Number(code);
-  if (Number.isInteger(n) && n >= 132000 && n < 133000) return { kind: "final", code: "template_error", message: "The operator refused the message template." };
+  if (Number.isInteger(n) && n >= 132000 && n < 133000)
+    return { kind: "final", code: "template_error", message: "The operator refused the message template." };
   return undefined;
 }
 
@@ -70,9 +120,14 @@ const PAIR_RATE_MAX_MS = 15 * 60_000;
 export const pairRateDelayMs = (attempt: number): number =>
   Math.min(PAIR_RATE_MAX_MS, PAIR_RATE_BASE_MS * 4 ** Math.max(0, attempt - 1));
 
-const withDetails = (message: string, details: string | undefined): string => (details ? `${message} (${details})` : message);
+const withDetails = (message: string, details: string | undefined): string =>
+  details ? `${message} (${details})` : message;
 
-export function permanentError(upstreamCode: string | null, upstreamMessage?: string, details?: string): NormalizedError {
+export function permanentError(
+  upstreamCode: string | null,
+  upstreamMessage?: string,
+  details?: string,
+): NormalizedError {
   const t = upstreamCode ? treatmentOf(upstreamCode) : undefined;
   if (t && (t.kind === "final" || t.kind === "pause")) {
     return {
@@ -82,7 +137,12 @@ export function permanentError(upstreamCode: string | null, upstreamMessage?: st
       upstreamCode,
     };
   }
-  return { code: "upstream_rejected", message: withDetails(upstreamMessage ?? "The operator refused the message.", details), retriable: false, upstreamCode };
+  return {
+    code: "upstream_rejected",
+    message: withDetails(upstreamMessage ?? "The operator refused the message.", details),
+    retriable: false,
+    upstreamCode,
+  };
 }
 
 export interface OperatorErrorBody {
@@ -100,23 +160,62 @@ export interface OperatorErrorBody {
  * operator after it took the message: its outcome is unknown and it is never
  * retried, except 429, which is always "not processed".
  */
-export function classifyOperatorError(status: number, code: string | null, message: string, opts: { details?: string; isTransient?: boolean; retryAfterMs?: number } = {}): SendResult {
+export function classifyOperatorError(
+  status: number,
+  code: string | null,
+  message: string,
+  opts: { details?: string; isTransient?: boolean; retryAfterMs?: number } = {},
+): SendResult {
   const retryAfter = opts.retryAfterMs !== undefined ? { retryAfterMs: opts.retryAfterMs } : {};
   if (code !== null) {
     const t = treatmentOf(code);
     if (t?.kind === "retry") {
-      return { kind: "retryable", upstreamCode: code, message: withDetails(message, opts.details), scope: t.scope, ...retryAfter,
-        ...(t.minDelayMs !== undefined ? { minDelayMs: t.minDelayMs } : {}), ...(t.maxAttempts !== undefined ? { maxAttempts: t.maxAttempts } : {}) };
+      return {
+        kind: "retryable",
+        upstreamCode: code,
+        message: withDetails(message, opts.details),
+        scope: t.scope,
+        ...retryAfter,
+        ...(t.minDelayMs !== undefined ? { minDelayMs: t.minDelayMs } : {}),
+        ...(t.maxAttempts !== undefined ? { maxAttempts: t.maxAttempts } : {}),
+      };
     }
-    if (t?.kind === "pair_rate") return { kind: "retryable", upstreamCode: code, message: withDetails(message, opts.details), scope: "message", pairRate: true, ...retryAfter };
+    if (t?.kind === "pair_rate")
+      return {
+        kind: "retryable",
+        upstreamCode: code,
+        message: withDetails(message, opts.details),
+        scope: "message",
+        pairRate: true,
+        ...retryAfter,
+      };
     if (t?.kind === "pause") return { kind: "number_blocked", error: permanentError(code, message, opts.details) };
     if (t?.kind === "final") return { kind: "permanent", error: permanentError(code, message, opts.details) };
     // A code we do not know: the operator's own hint decides, then the status (it answered, so it did not accept it).
-    if (opts.isTransient || status === 429 || status >= 500) return { kind: "retryable", upstreamCode: code, message: withDetails(message, opts.details), scope: "message", ...retryAfter };
+    if (opts.isTransient || status === 429 || status >= 500)
+      return {
+        kind: "retryable",
+        upstreamCode: code,
+        message: withDetails(message, opts.details),
+        scope: "message",
+        ...retryAfter,
+      };
     return { kind: "permanent", error: permanentError(code, message, opts.details) };
   }
-  if (status === 429) return { kind: "retryable", upstreamCode: null, message, scope: "number", minDelayMs: LONG_BACKOFF_MS, ...retryAfter };
-  if (status >= 500) return { kind: "unknown", message: `${message}: no operator error came back, so the message may have been accepted.` };
+  if (status === 429)
+    return {
+      kind: "retryable",
+      upstreamCode: null,
+      message,
+      scope: "number",
+      minDelayMs: LONG_BACKOFF_MS,
+      ...retryAfter,
+    };
+  if (status >= 500)
+    return {
+      kind: "unknown",
+      message: `${message}: no operator error came back, so the message may have been accepted.`,
+    };
   return { kind: "permanent", error: permanentError(null, message) };
 }
 
@@ -130,19 +229,22 @@ export const OWN_ERRORS = {
   }),
   outcomeUnknown: (): NormalizedError => ({
     code: "upstream_outcome_unknown",
-    message: "The operator's answer was lost and it never reported a status; the message was not sent again to avoid a duplicate.",
+    message:
+      "The operator's answer was lost and it never reported a status; the message was not sent again to avoid a duplicate.",
     retriable: true,
     upstreamCode: null,
   }),
   heldTooLong: (): NormalizedError => ({
     code: "held_too_long",
-    message: "The message could not leave within 24 hours of its acceptance (its number was paused, or the operator's limits held it back); it was not sent.",
+    message:
+      "The message could not leave within 24 hours of its acceptance (its number was paused, or the operator's limits held it back); it was not sent.",
     retriable: true,
     upstreamCode: null,
   }),
   recordMissing: (): NormalizedError => ({
     code: "record_missing",
-    message: "The message's record could not be found when its number, paused since the message was accepted, could send it; it was not sent.",
+    message:
+      "The message's record could not be found when its number, paused since the message was accepted, could send it; it was not sent.",
     retriable: true,
     upstreamCode: null,
   }),

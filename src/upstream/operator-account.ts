@@ -29,14 +29,21 @@ const NumberAnswer = z.object({
 });
 const PhoneNumbersAnswer = z.object({ data: z.array(z.object({ id: z.string() })).optional() });
 const SubscribeAnswer = z.object({ success: z.boolean().optional() });
-const ErrorAnswer = z.object({ error: z.object({ code: z.union([z.number(), z.string()]).optional(), message: z.string().optional() }) });
+const ErrorAnswer = z.object({
+  error: z.object({ code: z.union([z.number(), z.string()]).optional(), message: z.string().optional() }),
+});
 
 export const PROFILE_FIELDS = "id,display_phone_number,verified_name,quality_rating,messaging_limit_tier";
 
 /** Digits with a leading '+', the form numbers are stored in ("+1 555-777-0000" → "+15557770000"). */
 export const normalizeDisplayNumber = (s: string): string => `+${s.replace(/\D/g, "")}`;
 
-async function call(env: ConfigVars, method: "GET" | "POST", path: string, token: string): Promise<{ res: Response; body: unknown } | null> {
+async function call(
+  env: ConfigVars,
+  method: "GET" | "POST",
+  path: string,
+  token: string,
+): Promise<{ res: Response; body: unknown } | null> {
   const { baseUrl, version, timeoutMs } = config(env).upstream;
   try {
     const res = await fetch(`${baseUrl.replace(/\/+$/, "")}/${version}/${path}`, {
@@ -54,7 +61,10 @@ async function call(env: ConfigVars, method: "GET" | "POST", path: string, token
     return { res, body };
   } catch (err) {
     // The token is in a header only; the path holds ids, never a secret.
-    log("warn", "operator unreachable", { path: path.split("?")[0], detail: err instanceof Error ? err.name : "unknown" });
+    log("warn", "operator unreachable", {
+      path: path.split("?")[0],
+      detail: err instanceof Error ? err.name : "unknown",
+    });
     return null;
   }
 }
@@ -74,16 +84,45 @@ const isTokenRefusal = (res: Response, body: unknown): boolean => {
 };
 
 /** Judges a non-success answer: the operator's 5xx is ours to retry later, a token refusal names the token, anything else `field`. */
-function refusal<T>(answer: { res: Response; body: unknown } | null, field: OperatorField, what: string): OperatorOutcome<T> {
-  if (!answer) return { ok: false, problem: "unavailable", reason: `The operator could not be reached (${what}); nothing was stored. Retry later.` };
+function refusal<T>(
+  answer: { res: Response; body: unknown } | null,
+  field: OperatorField,
+  what: string,
+): OperatorOutcome<T> {
+  if (!answer)
+    return {
+      ok: false,
+      problem: "unavailable",
+      reason: `The operator could not be reached (${what}); nothing was stored. Retry later.`,
+    };
   const { res, body } = answer;
-  if (res.status >= 500) return { ok: false, problem: "unavailable", reason: `The operator answered ${operatorReason(res, body)} (${what}); nothing was stored. Retry later.` };
-  if (isTokenRefusal(res, body)) return { ok: false, problem: "refused", field: "upstream.accessToken", reason: `The operator refused this token (${operatorReason(res, body)}).` };
-  return { ok: false, problem: "refused", field, reason: `The operator refused ${what} (${operatorReason(res, body)}).` };
+  if (res.status >= 500)
+    return {
+      ok: false,
+      problem: "unavailable",
+      reason: `The operator answered ${operatorReason(res, body)} (${what}); nothing was stored. Retry later.`,
+    };
+  if (isTokenRefusal(res, body))
+    return {
+      ok: false,
+      problem: "refused",
+      field: "upstream.accessToken",
+      reason: `The operator refused this token (${operatorReason(res, body)}).`,
+    };
+  return {
+    ok: false,
+    problem: "refused",
+    field,
+    reason: `The operator refused ${what} (${operatorReason(res, body)}).`,
+  };
 }
 
 /** The number's record for this token (`GET /{phone-number-id}`): proves the token controls the number. */
-export async function fetchNumberProfile(env: ConfigVars, phoneNumberId: string, token: string): Promise<OperatorOutcome<OperatorProfile>> {
+export async function fetchNumberProfile(
+  env: ConfigVars,
+  phoneNumberId: string,
+  token: string,
+): Promise<OperatorOutcome<OperatorProfile>> {
   const answer = await call(env, "GET", `${phoneNumberId}?fields=${PROFILE_FIELDS}`, token);
   const parsed = NumberAnswer.safeParse(answer?.body);
   if (answer?.res.ok && parsed.success && parsed.data.id === phoneNumberId && parsed.data.display_phone_number) {
@@ -98,7 +137,13 @@ export async function fetchNumberProfile(env: ConfigVars, phoneNumberId: string,
       },
     };
   }
-  if (answer?.res.ok) return { ok: false, problem: "refused", field: "upstream.phoneNumberId", reason: `The operator did not confirm phone number id ${phoneNumberId} for this token.` };
+  if (answer?.res.ok)
+    return {
+      ok: false,
+      problem: "refused",
+      field: "upstream.phoneNumberId",
+      reason: `The operator did not confirm phone number id ${phoneNumberId} for this token.`,
+    };
   return refusal(answer, "upstream.phoneNumberId", `phone number id ${phoneNumberId} for this token`);
 }
 
@@ -107,12 +152,22 @@ export async function fetchNumberProfile(env: ConfigVars, phoneNumberId: string,
  * operator sends a number's webhooks for the account it belongs to, so a wrong account id
  * would leave the number without inbound messages or status reports.
  */
-export async function confirmNumberInAccount(env: ConfigVars, wabaId: string, phoneNumberId: string, token: string): Promise<OperatorOutcome<null>> {
+export async function confirmNumberInAccount(
+  env: ConfigVars,
+  wabaId: string,
+  phoneNumberId: string,
+  token: string,
+): Promise<OperatorOutcome<null>> {
   const answer = await call(env, "GET", `${wabaId}/phone_numbers?fields=id&limit=100`, token);
   if (!answer?.res.ok) return refusal(answer, "upstream.wabaId", `business account ${wabaId} for this token`);
   const parsed = PhoneNumbersAnswer.safeParse(answer.body);
   if (parsed.success && (parsed.data.data ?? []).some((n) => n.id === phoneNumberId)) return { ok: true, value: null };
-  return { ok: false, problem: "refused", field: "upstream.wabaId", reason: `Phone number id ${phoneNumberId} is not a number of business account ${wabaId}.` };
+  return {
+    ok: false,
+    problem: "refused",
+    field: "upstream.wabaId",
+    reason: `Phone number id ${phoneNumberId} is not a number of business account ${wabaId}.`,
+  };
 }
 
 /** Subscribes our app to the business account's webhooks (`POST /{waba-id}/subscribed_apps`). */
@@ -120,7 +175,13 @@ export async function subscribeApp(env: ConfigVars, wabaId: string, token: strin
   const answer = await call(env, "POST", `${wabaId}/subscribed_apps`, token);
   const parsed = SubscribeAnswer.safeParse(answer?.body);
   if (answer?.res.ok && parsed.success && parsed.data.success !== false) return { ok: true, value: null };
-  if (answer?.res.ok) return { ok: false, problem: "refused", field: "upstream.wabaId", reason: `The operator did not subscribe the app to business account ${wabaId}'s webhooks.` };
+  if (answer?.res.ok)
+    return {
+      ok: false,
+      problem: "refused",
+      field: "upstream.wabaId",
+      reason: `The operator did not subscribe the app to business account ${wabaId}'s webhooks.`,
+    };
   return refusal(answer, "upstream.wabaId", `the webhook subscription of business account ${wabaId}`);
 }
 

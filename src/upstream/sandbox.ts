@@ -23,7 +23,12 @@ export const SANDBOX_MAGIC_NUMBERS = {
 const MAGIC: ReadonlySet<string> = new Set(Object.values(SANDBOX_MAGIC_NUMBERS));
 
 /** Delay of the sandbox's simulated status reports after the call. */
-export const SANDBOX_REPORT_DELAY_MS = { failure: 1_000, delivered: 2_000, read: 5_000, unknownSettled: 10_000 } as const;
+export const SANDBOX_REPORT_DELAY_MS = {
+  failure: 1_000,
+  delivered: 2_000,
+  read: 5_000,
+  unknownSettled: 10_000,
+} as const;
 
 /** The operator's code for free-form text outside the 24-hour customer-service window. */
 const WINDOW_CLOSED_CODE = "131047";
@@ -50,10 +55,18 @@ export class SandboxAdapter implements UpstreamAdapter {
         return {
           kind: "accepted",
           upstreamMessageId: sandboxId(message.jobId),
-          later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.failure, status: "failed", errorCode: message.to.slice(-6), errorMessage: "Sandbox: simulated failure after acceptance." }],
+          later: [
+            {
+              afterMs: SANDBOX_REPORT_DELAY_MS.failure,
+              status: "failed",
+              errorCode: message.to.slice(-6),
+              errorMessage: "Sandbox: simulated failure after acceptance.",
+            },
+          ],
         };
       case SANDBOX_MAGIC_NUMBERS.retryThenSent:
-        if (message.attempt === 1) return classifyOperatorError(503, "131016", "Sandbox: simulated service unavailable.");
+        if (message.attempt === 1)
+          return classifyOperatorError(503, "131016", "Sandbox: simulated service unavailable.");
         break;
       case SANDBOX_MAGIC_NUMBERS.throttledThenSent:
         if (message.attempt <= 2) return classifyOperatorError(400, "130429", "Sandbox: simulated throughput limit.");
@@ -61,7 +74,11 @@ export class SandboxAdapter implements UpstreamAdapter {
       case SANDBOX_MAGIC_NUMBERS.alwaysDown:
         return classifyOperatorError(503, "131016", "Sandbox: simulated outage.");
       case SANDBOX_MAGIC_NUMBERS.timeout:
-        return { kind: "unknown", message: "Sandbox: simulated timeout.", later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.unknownSettled, status: "sent" }] };
+        return {
+          kind: "unknown",
+          message: "Sandbox: simulated timeout.",
+          later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.unknownSettled, status: "sent" }],
+        };
     }
     const id = sandboxId(message.jobId);
     // The magic recipients above behave as documented whatever the window (they stand for the
@@ -71,7 +88,14 @@ export class SandboxAdapter implements UpstreamAdapter {
       return {
         kind: "accepted",
         upstreamMessageId: id,
-        later: [{ afterMs: SANDBOX_REPORT_DELAY_MS.failure, status: "failed", errorCode: WINDOW_CLOSED_CODE, errorMessage: "Sandbox: the recipient has not written in 24 hours and is not a test contact." }],
+        later: [
+          {
+            afterMs: SANDBOX_REPORT_DELAY_MS.failure,
+            status: "failed",
+            errorCode: WINDOW_CLOSED_CODE,
+            errorMessage: "Sandbox: the recipient has not written in 24 hours and is not a test contact.",
+          },
+        ],
       };
     }
     // Like a live number: delivered to the phone, then read by the user, each as an operator status.

@@ -32,4 +32,5 @@ export function categorizeNetworkError(err: unknown): NetworkErrorCategory {
 }
 
 /** The delivery log's sentence for a category. */
-export const describeNetworkError = (category: NetworkErrorCategory): string => `Network error (${category}): ${SENTENCES[category]}`;
+export const describeNetworkError = (category: NetworkErrorCategory): string =>
+  `Network error (${category}): ${SENTENCES[category]}`;

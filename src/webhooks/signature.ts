@@ -10,7 +10,12 @@ export const newWebhookSecret = (): string => `${SECRET_PREFIX}${toBase64(random
  * `{id}.{timestamp}.{body}` keyed with the base64-decoded part of the secret
  * after `whsec_`, exactly what the `standardwebhooks` libraries verify.
  */
-export async function signatureHeaders(secret: string, id: string, timestampSeconds: number, body: string): Promise<Record<string, string>> {
+export async function signatureHeaders(
+  secret: string,
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): Promise<Record<string, string>> {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error("webhook secret without the whsec_ prefix");
   const mac = await hmacSha256(fromBase64(secret.slice(SECRET_PREFIX.length)), `${id}.${timestampSeconds}.${body}`);
   return {

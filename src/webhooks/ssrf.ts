@@ -72,32 +72,102 @@ const DEV_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1"]);
  */
 export const DENIED_PORTS: ReadonlyMap<number, string> = new Map([
   // Relational and document datastores
-  [1433, "Microsoft SQL Server"], [1434, "Microsoft SQL Server browser"], [1521, "Oracle Database"], [2483, "Oracle Database"],
-  [2484, "Oracle Database (TLS)"], [3306, "MySQL"], [33060, "MySQL X protocol"], [5432, "PostgreSQL"], [6432, "PgBouncer"],
-  [5984, "CouchDB"], [26257, "CockroachDB"], [27017, "MongoDB"], [27018, "MongoDB"], [27019, "MongoDB"], [28015, "RethinkDB"],
-  [50000, "IBM Db2"], [7000, "Cassandra"], [7001, "Cassandra (TLS)"], [9042, "Cassandra CQL"], [9160, "Cassandra Thrift"],
-  [7474, "Neo4j"], [7687, "Neo4j Bolt"], [8086, "InfluxDB"], [8123, "ClickHouse HTTP"], [9000, "ClickHouse native / PHP-FPM / MinIO"],
+  [1433, "Microsoft SQL Server"],
+  [1434, "Microsoft SQL Server browser"],
+  [1521, "Oracle Database"],
+  [2483, "Oracle Database"],
+  [2484, "Oracle Database (TLS)"],
+  [3306, "MySQL"],
+  [33060, "MySQL X protocol"],
+  [5432, "PostgreSQL"],
+  [6432, "PgBouncer"],
+  [5984, "CouchDB"],
+  [26257, "CockroachDB"],
+  [27017, "MongoDB"],
+  [27018, "MongoDB"],
+  [27019, "MongoDB"],
+  [28015, "RethinkDB"],
+  [50000, "IBM Db2"],
+  [7000, "Cassandra"],
+  [7001, "Cassandra (TLS)"],
+  [9042, "Cassandra CQL"],
+  [9160, "Cassandra Thrift"],
+  [7474, "Neo4j"],
+  [7687, "Neo4j Bolt"],
+  [8086, "InfluxDB"],
+  [8123, "ClickHouse HTTP"],
+  [9000, "ClickHouse native / PHP-FPM / MinIO"],
   [9009, "ClickHouse replication"],
   // Caches and key-value stores, coordination services
-  [6379, "Redis"], [6380, "Redis (TLS)"], [16379, "Redis cluster bus"], [26379, "Redis Sentinel"], [11211, "Memcached"],
-  [2379, "etcd"], [2380, "etcd peers"], [2181, "ZooKeeper"], [2888, "ZooKeeper peers"], [3888, "ZooKeeper election"],
-  [8300, "Consul"], [8301, "Consul"], [8302, "Consul"], [8500, "Consul HTTP API"], [8600, "Consul DNS"],
+  [6379, "Redis"],
+  [6380, "Redis (TLS)"],
+  [16379, "Redis cluster bus"],
+  [26379, "Redis Sentinel"],
+  [11211, "Memcached"],
+  [2379, "etcd"],
+  [2380, "etcd peers"],
+  [2181, "ZooKeeper"],
+  [2888, "ZooKeeper peers"],
+  [3888, "ZooKeeper election"],
+  [8300, "Consul"],
+  [8301, "Consul"],
+  [8302, "Consul"],
+  [8500, "Consul HTTP API"],
+  [8600, "Consul DNS"],
   // Search engines
-  [9200, "Elasticsearch / OpenSearch"], [9300, "Elasticsearch transport"], [8983, "Solr"],
+  [9200, "Elasticsearch / OpenSearch"],
+  [9300, "Elasticsearch transport"],
+  [8983, "Solr"],
   // Message brokers
-  [5671, "AMQP (TLS)"], [5672, "AMQP / RabbitMQ"], [15672, "RabbitMQ management"], [25672, "RabbitMQ clustering"], [4369, "Erlang port mapper"],
-  [9092, "Kafka"], [9093, "Kafka (TLS) / Alertmanager"], [9094, "Kafka"], [4222, "NATS"], [6222, "NATS routing"], [8222, "NATS monitoring"],
-  [61613, "STOMP"], [61614, "STOMP (TLS)"], [61616, "ActiveMQ"], [8161, "ActiveMQ console"], [1883, "MQTT"], [8883, "MQTT (TLS)"],
+  [5671, "AMQP (TLS)"],
+  [5672, "AMQP / RabbitMQ"],
+  [15672, "RabbitMQ management"],
+  [25672, "RabbitMQ clustering"],
+  [4369, "Erlang port mapper"],
+  [9092, "Kafka"],
+  [9093, "Kafka (TLS) / Alertmanager"],
+  [9094, "Kafka"],
+  [4222, "NATS"],
+  [6222, "NATS routing"],
+  [8222, "NATS monitoring"],
+  [61613, "STOMP"],
+  [61614, "STOMP (TLS)"],
+  [61616, "ActiveMQ"],
+  [8161, "ActiveMQ console"],
+  [1883, "MQTT"],
+  [8883, "MQTT (TLS)"],
   [6650, "Pulsar"],
   // Proxies
-  [1080, "SOCKS proxy"], [3128, "Squid proxy"],
+  [1080, "SOCKS proxy"],
+  [3128, "Squid proxy"],
   // Container, cluster and admin consoles
-  [2375, "Docker API"], [2376, "Docker API (TLS)"], [2377, "Docker Swarm"], [6443, "Kubernetes API server"], [10250, "kubelet API"],
-  [10255, "kubelet read-only API"], [10256, "kube-proxy health"], [10257, "kube-controller-manager"], [10259, "kube-scheduler"],
-  [4646, "Nomad"], [8200, "Vault"], [8201, "Vault cluster"], [9090, "Prometheus"], [9100, "Prometheus node exporter"],
-  [5601, "Kibana"], [9901, "Envoy admin"], [15000, "Envoy admin (Istio)"], [10000, "Webmin"], [11434, "Ollama"],
+  [2375, "Docker API"],
+  [2376, "Docker API (TLS)"],
+  [2377, "Docker Swarm"],
+  [6443, "Kubernetes API server"],
+  [10250, "kubelet API"],
+  [10255, "kubelet read-only API"],
+  [10256, "kube-proxy health"],
+  [10257, "kube-controller-manager"],
+  [10259, "kube-scheduler"],
+  [4646, "Nomad"],
+  [8200, "Vault"],
+  [8201, "Vault cluster"],
+  [9090, "Prometheus"],
+  [9100, "Prometheus node exporter"],
+  [5601, "Kibana"],
+  [9901, "Envoy admin"],
+  [15000, "Envoy admin (Istio)"],
+  [10000, "Webmin"],
+  [11434, "Ollama"],
   // Remote access and file sharing
-  [2049, "NFS"], [3260, "iSCSI"], [3389, "RDP"], [5900, "VNC"], [5901, "VNC"], [5985, "WinRM"], [5986, "WinRM (TLS)"],
+  [2049, "NFS"],
+  [3260, "iSCSI"],
+  [3389, "RDP"],
+  [5900, "VNC"],
+  [5901, "VNC"],
+  [5985, "WinRM"],
+  [5986, "WinRM (TLS)"],
 ]);
 
 /** Ports below 1024 that are nevertheless allowed (see the module comment). */
@@ -196,7 +266,7 @@ export const CLOUD_INTERNAL_BLOCKS: readonly (readonly [string, number, string])
 
 const IPV4_BLOCKS: readonly (readonly [string, number, string])[] = [
   ...CLOUD_INTERNAL_BLOCKS,
-  ["0.0.0.0", 8, "\"this\" network"],
+  ["0.0.0.0", 8, '"this" network'],
   ["10.0.0.0", 8, "private network"],
   ["100.64.0.0", 10, "carrier-grade NAT"],
   ["127.0.0.0", 8, "loopback"],
@@ -214,19 +284,17 @@ const IPV4_BLOCKS: readonly (readonly [string, number, string])[] = [
   ["240.0.0.0", 4, "reserved"],
 ];
 
-const IPV4_RANGES: readonly { base: number; mask: number; label: string }[] = IPV4_BLOCKS.map(
-  ([base, bits, label]) => {
-    const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
-    return { base: (parseIpv4(base) ?? 0) & mask, mask, label };
-  },
-);
+const IPV4_RANGES: readonly { base: number; mask: number; label: string }[] = IPV4_BLOCKS.map(([base, bits, label]) => {
+  const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
+  return { base: (parseIpv4(base) ?? 0) & mask, mask, label };
+});
 
 /** Every label an IPv4 refusal can name (tests check each is exercised). */
 export const IPV4_BLOCK_LABELS: readonly string[] = [...new Set(IPV4_BLOCKS.map(([, , label]) => label))];
 
 function classifyIpv4(value: number): string | null {
   for (const range of IPV4_RANGES) {
-    if (((value & range.mask) >>> 0) === range.base >>> 0) return range.label;
+    if ((value & range.mask) >>> 0 === range.base >>> 0) return range.label;
   }
   return null;
 }
@@ -429,10 +497,7 @@ export function checkWebhookUrlSyntax(raw: string, opts: SsrfOptions): UrlCheck 
 // DNS checks
 // ---------------------------------------------------------------------------------------------
 
-type DnsResult =
-  | { kind: "addresses"; addresses: string[] }
-  | { kind: "nxdomain" }
-  | { kind: "error"; reason: string };
+type DnsResult = { kind: "addresses"; addresses: string[] } | { kind: "nxdomain" } | { kind: "error"; reason: string };
 
 const DNS_TYPE_A = 1;
 const DNS_TYPE_AAAA = 28;
@@ -443,12 +508,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-async function resolve(
-  host: string,
-  type: "A" | "AAAA",
-  resolverUrl: string,
-  signal: AbortSignal,
-): Promise<DnsResult> {
+async function resolve(host: string, type: "A" | "AAAA", resolverUrl: string, signal: AbortSignal): Promise<DnsResult> {
   let query: URL;
   try {
     query = new URL(resolverUrl);
@@ -537,9 +597,7 @@ export async function checkWebhookUrl(raw: string, opts: DnsOptions): Promise<Ur
   if (addresses.length === 0) {
     const nx = results.every((r) => r.kind === "nxdomain");
     return refuse(
-      nx
-        ? `The host "${host}" does not exist (DNS NXDOMAIN).`
-        : `The host "${host}" has no A or AAAA address.`,
+      nx ? `The host "${host}" does not exist (DNS NXDOMAIN).` : `The host "${host}" has no A or AAAA address.`,
     );
   }
   return syntax;

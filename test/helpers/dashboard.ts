@@ -62,7 +62,11 @@ export class Browser {
 export const uniqueEmail = (tag = "member") => `${tag}-${crypto.randomUUID().slice(0, 8)}@example.com`;
 
 /** Invites through the operator admin API; returns the path of the invitation link. */
-export async function invite(workspaceId: string, email: string, role: "owner" | "developer" | "viewer"): Promise<{ path: string; memberId: string }> {
+export async function invite(
+  workspaceId: string,
+  email: string,
+  role: "owner" | "developer" | "viewer",
+): Promise<{ path: string; memberId: string }> {
   const res = await admin(`/workspaces/${workspaceId}/members`, { method: "POST", json: { email, role } });
   if (res.status !== 201) throw new Error(`invite: ${res.status} ${await res.text()}`);
   const body = await json<{ invitationUrl: string; member: { id: string } }>(res);
@@ -86,10 +90,19 @@ let passwordHash: Promise<string> | undefined;
  * (the page itself is tested in dashboard-sign-in.test.ts). The password is PASSWORD.
  * Pass an `email` to make the same person a member of several workspaces.
  */
-export async function signedInMember(workspaceId: string, role: "owner" | "developer" | "viewer", email = uniqueEmail(role)): Promise<Member> {
+export async function signedInMember(
+  workspaceId: string,
+  role: "owner" | "developer" | "viewer",
+  email = uniqueEmail(role),
+): Promise<Member> {
   const { path, memberId } = await invite(workspaceId, email, role);
   const token = path.split("/").at(-1)!;
-  const redeemed = await redeemInvitation(env.DB, await hashInvitationToken(token), await (passwordHash ??= hashPassword(PASSWORD)), isoNow());
+  const redeemed = await redeemInvitation(
+    env.DB,
+    await hashInvitationToken(token),
+    await (passwordHash ??= hashPassword(PASSWORD)),
+    isoNow(),
+  );
   if (!redeemed) throw new Error(`invitation of ${email} not redeemed`);
   const session = await openSession(env.DB, memberId, { revokeOthers: true });
   await env.DB.batch(session.statements);

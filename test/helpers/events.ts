@@ -13,7 +13,8 @@ import { setMeta } from "../../src/durable-objects/shared/meta";
 export async function publishedEvent(event: WebhookEvent): Promise<WebhookEvent> {
   await runInDurableObject(workspaceStub(env, event.workspaceId), (_, state) => {
     const sql = state.storage.sql;
-    const subject = event.type === "message.status" || event.type === "message.received" ? event.data.messageId : event.id;
+    const subject =
+      event.type === "message.status" || event.type === "message.received" ? event.data.messageId : event.id;
     recordEvent(sql, event, subject, Date.now(), 0);
     const last = sql.exec<{ r: number }>("SELECT MAX(rowid) AS r FROM events").one().r;
     setMeta(sql, PUBLISH_CURSOR, String(last));
@@ -23,4 +24,7 @@ export async function publishedEvent(event: WebhookEvent): Promise<WebhookEvent>
 
 /** The delivery state the workspace keeps for an event: pending, retrying, delivered, dead, no_webhook, set_aside. */
 export const deliveryState = (workspaceId: string, eventId: string) =>
-  runInDurableObject(workspaceStub(env, workspaceId), (_, state) => findEvent(state.storage.sql, eventId)?.delivery ?? undefined);
+  runInDurableObject(
+    workspaceStub(env, workspaceId),
+    (_, state) => findEvent(state.storage.sql, eventId)?.delivery ?? undefined,
+  );

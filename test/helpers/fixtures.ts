@@ -14,10 +14,16 @@ export interface Tenant {
   numberId: string;
 }
 
-export async function createWorkspace(opts: { plan?: string; monthlyMessageQuota?: number; name?: string } = {}): Promise<string> {
+export async function createWorkspace(
+  opts: { plan?: string; monthlyMessageQuota?: number; name?: string } = {},
+): Promise<string> {
   const res = await admin("/workspaces", {
     method: "POST",
-    json: { name: opts.name ?? "Acme", plan: opts.plan ?? "pro", ...(opts.monthlyMessageQuota !== undefined ? { monthlyMessageQuota: opts.monthlyMessageQuota } : {}) },
+    json: {
+      name: opts.name ?? "Acme",
+      plan: opts.plan ?? "pro",
+      ...(opts.monthlyMessageQuota !== undefined ? { monthlyMessageQuota: opts.monthlyMessageQuota } : {}),
+    },
   });
   if (res.status !== 201) throw new Error(`workspace: ${res.status} ${await res.text()}`);
   return (await json<{ id: string }>(res)).id;

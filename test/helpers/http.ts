@@ -34,7 +34,12 @@ export async function json<T = Record<string, unknown>>(res: Response): Promise<
 }
 
 export interface ErrorEnvelope {
-  error: { code: string; message: string; requestId: string; details?: { path: string; rule: string; message: string; jobId?: string }[] };
+  error: {
+    code: string;
+    message: string;
+    requestId: string;
+    details?: { path: string; rule: string; message: string; jobId?: string }[];
+  };
 }
 
 /** Asserts the uniform error object and returns it. */
@@ -44,6 +49,7 @@ export async function expectError(res: Response, status: number, code: string): 
     throw new Error(`expected ${status} ${code}, got ${res.status} ${JSON.stringify(body)}`);
   }
   const requestId = res.headers.get("X-Request-Id");
-  if (!requestId || body.error.requestId !== requestId) throw new Error("X-Request-Id missing or not the body's requestId");
+  if (!requestId || body.error.requestId !== requestId)
+    throw new Error("X-Request-Id missing or not the body's requestId");
   return body;
 }

@@ -10,7 +10,14 @@ export interface OperatorCall {
   at: number;
   url: string;
   auth: string | null;
-  body: { to: string; text: { body: string }; biz_opaque_callback_data: string; messaging_product: string; recipient_type: string; type: string };
+  body: {
+    to: string;
+    text: { body: string };
+    biz_opaque_callback_data: string;
+    messaging_product: string;
+    recipient_type: string;
+    type: string;
+  };
 }
 
 type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
@@ -26,8 +33,14 @@ export function mockOperator(reply: Reply): OperatorCall[] {
   const calls: OperatorCall[] = [];
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const req = new Request(input as RequestInfo, init);
-    if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`)) throw new Error(`unexpected outbound request: ${req.url}`);
-    const call: OperatorCall = { at: Date.now(), url: req.url, auth: req.headers.get("authorization"), body: await req.json() };
+    if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
+      throw new Error(`unexpected outbound request: ${req.url}`);
+    const call: OperatorCall = {
+      at: Date.now(),
+      url: req.url,
+      auth: req.headers.get("authorization"),
+      body: await req.json(),
+    };
     calls.push(call);
     return reply(call, calls.length - 1);
   });
@@ -48,13 +61,19 @@ export const operatorNumberUrl = (phoneNumberId: string) =>
  * was installed before (a test's own mockOperator spy included), and is removed
  * when the admin call returns.
  */
-export async function connectCloudNumber(workspaceId: string): Promise<{ numberId: string; phoneNumberId: string; token: string }> {
+export async function connectCloudNumber(
+  workspaceId: string,
+): Promise<{ numberId: string; phoneNumberId: string; token: string }> {
   const phoneNumberId = String(100000000000 + Math.floor(Math.random() * 899999999999));
   const token = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
   const previous = globalThis.fetch;
   globalThis.fetch = async (input, init) => {
     const req = new Request(input, init);
-    if (req.method === "GET" && req.url === operatorNumberUrl(phoneNumberId) && req.headers.get("authorization") === `Bearer ${token}`) {
+    if (
+      req.method === "GET" &&
+      req.url === operatorNumberUrl(phoneNumberId) &&
+      req.headers.get("authorization") === `Bearer ${token}`
+    ) {
       return Response.json({ id: phoneNumberId, display_phone_number: "+1 555-777-0000" });
     }
     return previous(input, init);
@@ -85,7 +104,10 @@ export async function cloudTenant(opts: { monthlyMessageQuota?: number } = {}) {
  * the event log has no index by subject (no production path looks events up by message), so this
  * walks the newest RECORDED_EVENTS_WINDOW events, enough for any test.
  */
-export async function recordedEvents(stub: DurableObjectStub<WorkspaceDurableObject>, subject: string): Promise<WebhookEvent[]> {
+export async function recordedEvents(
+  stub: DurableObjectStub<WorkspaceDurableObject>,
+  subject: string,
+): Promise<WebhookEvent[]> {
   const bodies = await runInDurableObject(stub, (_, state) =>
     state.storage.sql
       .exec<{ body: string }>(
@@ -105,7 +127,12 @@ export interface FakeAccount {
   phoneNumberId: string;
   wabaId: string;
   token: string;
-  profile: { display_phone_number: string; verified_name: string; quality_rating: string; messaging_limit_tier: string };
+  profile: {
+    display_phone_number: string;
+    verified_name: string;
+    quality_rating: string;
+    messaging_limit_tier: string;
+  };
   /** Answer of `POST /{waba-id}/subscribed_apps` (default: success). */
   subscribe: () => Response;
   /** Every call the fake answered ("METHOD path"), in order. */
@@ -131,7 +158,12 @@ export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profil
     phoneNumberId: String(100000000000 + Math.floor(Math.random() * 899999999999)),
     wabaId: String(200000000000 + Math.floor(Math.random() * 799999999999)),
     token: `EAAG${crypto.randomUUID().replaceAll("-", "")}`,
-    profile: { display_phone_number: "+1 555-777-0000", verified_name: "Acme Shop", quality_rating: "GREEN", messaging_limit_tier: "TIER_1K" },
+    profile: {
+      display_phone_number: "+1 555-777-0000",
+      verified_name: "Acme Shop",
+      quality_rating: "GREEN",
+      messaging_limit_tier: "TIER_1K",
+    },
     subscribe: () => Response.json({ success: true }),
     calls: [],
     restore: () => undefined,
@@ -142,17 +174,25 @@ export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profil
     const req = new Request(input, init);
     const path = operatorPath(req.url);
     const [route] = (path ?? "").split("?");
-    const mine = route === account.phoneNumberId || route === `${account.wabaId}/phone_numbers` || route === `${account.wabaId}/subscribed_apps`;
+    const mine =
+      route === account.phoneNumberId ||
+      route === `${account.wabaId}/phone_numbers` ||
+      route === `${account.wabaId}/subscribed_apps`;
     if (!path || !mine) {
       // Another account's ids (a wrong WABA, say) are the operator's "unknown object" for this token.
       if (path && /^\d+(\/(phone_numbers|subscribed_apps))?$/.test(route ?? "")) {
         account.calls.push(`${req.method} ${route}`);
-        return operatorError(400, 100, "Unsupported request - object does not exist or cannot be loaded due to missing permissions");
+        return operatorError(
+          400,
+          100,
+          "Unsupported request - object does not exist or cannot be loaded due to missing permissions",
+        );
       }
       return previous(input, init);
     }
     account.calls.push(`${req.method} ${route}`);
-    if (req.headers.get("authorization") !== `Bearer ${account.token}`) return operatorError(401, 190, "Error validating access token");
+    if (req.headers.get("authorization") !== `Bearer ${account.token}`)
+      return operatorError(401, 190, "Error validating access token");
     if (route === account.phoneNumberId) return Response.json({ id: account.phoneNumberId, ...account.profile });
     if (route === `${account.wabaId}/phone_numbers`) return Response.json({ data: [{ id: account.phoneNumberId }] });
     return account.subscribe();

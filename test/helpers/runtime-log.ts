@@ -11,13 +11,17 @@ const service = (path: string, init?: RequestInit) => env.RUNTIME_LOG.fetch(`htt
  */
 export async function expectRuntimeLog(pattern: RegExp) {
   const id = crypto.randomUUID();
-  await service(`/expect?id=${id}`, { method: "POST", body: JSON.stringify({ source: pattern.source, flags: pattern.flags }) });
+  await service(`/expect?id=${id}`, {
+    method: "POST",
+    body: JSON.stringify({ source: pattern.source, flags: pattern.flags }),
+  });
   return {
     async seen(atLeast = 1): Promise<string[]> {
       return vi.waitFor(
         async () => {
           const lines = (await (await service(`/seen?id=${id}`)).json()) as string[];
-          if (lines.length < atLeast) throw new Error(`expected ${atLeast} runtime log line(s) matching ${pattern}, saw ${lines.length}`);
+          if (lines.length < atLeast)
+            throw new Error(`expected ${atLeast} runtime log line(s) matching ${pattern}, saw ${lines.length}`);
           return lines;
         },
         { timeout: 5_000, interval: 20 },

@@ -20,7 +20,10 @@ export function messageSeeder(advance: (ms: number) => void) {
     },
     async inbound(t: Tenant, numberId: string, from: string, body: string): Promise<string> {
       advance(1_000);
-      const res = await api("/sandbox/inbound", t.key, { method: "POST", json: { channelNumberId: numberId, from, text: { body } } });
+      const res = await api("/sandbox/inbound", t.key, {
+        method: "POST",
+        json: { channelNumberId: numberId, from, text: { body } },
+      });
       expect(res.status).toBe(202);
       return (await json<{ messageId: string }>(res)).messageId;
     },

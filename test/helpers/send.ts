@@ -14,7 +14,12 @@ export const textMessage = (channelNumberId: string, body = "Hello", to = "55119
   text: { body },
 });
 
-export function send(key: string, idempotencyKey: string | null, body: unknown, init: RequestInit = {}): Promise<Response> {
+export function send(
+  key: string,
+  idempotencyKey: string | null,
+  body: unknown,
+  init: RequestInit = {},
+): Promise<Response> {
   const headers = new Headers(init.headers);
   if (idempotencyKey !== null) headers.set("Idempotency-Key", idempotencyKey);
   return api("/messages", key, { method: "POST", ...init, headers, json: body });
@@ -29,7 +34,12 @@ export async function usedMessages(key: string): Promise<number> {
 }
 
 /** The jobId the workspace derives for this send (key, payload, day), computed with the service's own functions. */
-export async function jobIdFor(workspaceId: string, idempotencyKey: string, body: SendBody, at: number = Date.now()): Promise<string> {
+export async function jobIdFor(
+  workspaceId: string,
+  idempotencyKey: string,
+  body: SendBody,
+  at: number = Date.now(),
+): Promise<string> {
   const { SendMessageRequest, canonicalJson } = await import("../../src/domain/send-request");
   const { sha256Hex } = await import("../../src/lib/crypto");
   const { deriveJobId } = await import("../../src/domain/job-id");

@@ -18,7 +18,9 @@ export interface World {
 
 /** Sends the webhook a test event and waits until it was delivered; returns its id. */
 export async function deliveredTestEvent(tenant: Tenant, webhookId: string): Promise<string> {
-  const { eventId } = await json<{ eventId: string }>(await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }));
+  const { eventId } = await json<{ eventId: string }>(
+    await api(`/webhooks/${webhookId}/test`, tenant.key, { method: "POST" }),
+  );
   await vi.waitFor(
     async () => {
       if ((await deliveryState(tenant.workspaceId, eventId)) !== "delivered") throw new Error("not delivered yet");
@@ -39,7 +41,10 @@ export async function world(net: Network, tag: string, withEvent = false): Promi
   net.dns.set(host, ["93.184.216.34"]);
   const webhookUrl = `https://${host}/hook`;
   net.receivers.set(webhookUrl, answers(204));
-  const configured = await api("/webhooks", tenant.key, { method: "POST", json: { channelNumberId: tenant.numberId, url: webhookUrl } });
+  const configured = await api("/webhooks", tenant.key, {
+    method: "POST",
+    json: { channelNumberId: tenant.numberId, url: webhookUrl },
+  });
   const webhookId = (await json<{ id: string }>(configured)).id;
   const eventId = withEvent ? await deliveredTestEvent(tenant, webhookId) : null;
   const [owner, developer, viewer] = await Promise.all([
@@ -49,4 +54,3 @@ export async function world(net: Network, tag: string, withEvent = false): Promi
   ]);
   return { tenant, owner, developer, viewer, webhookUrl, webhookId, eventId };
 }
-

@@ -19,7 +19,12 @@ export function captureExpectedRuntimeLogs(): void {
 function filter(stream: NodeJS.WriteStream): void {
   const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
   const filtered = (chunk: unknown, ...rest: unknown[]): boolean => {
-    const text = typeof chunk === "string" ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk).toString("utf8") : String(chunk);
+    const text =
+      typeof chunk === "string"
+        ? chunk
+        : chunk instanceof Uint8Array
+          ? Buffer.from(chunk).toString("utf8")
+          : String(chunk);
     for (const expectation of expectations.values()) {
       if (expectation.pattern.test(text)) {
         expectation.seen.push(text);

@@ -1,15 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { checkClientErrors, checkConversationOrder, checkEvents, checkOperatorCalls, checkTerminal, queuedTimes } from "../../scripts/lib/soak-checks.mjs";
+import {
+  checkClientErrors,
+  checkConversationOrder,
+  checkEvents,
+  checkOperatorCalls,
+  checkTerminal,
+  queuedTimes,
+} from "../../scripts/lib/soak-checks.mjs";
 
 /** @typedef {import("../../scripts/lib/soak-checks.mjs").AcceptedSend} AcceptedSend */
 /** @typedef {import("../../scripts/lib/soak-checks.mjs").OperatorCall} OperatorCall */
 /** @typedef {import("../../scripts/lib/soak-checks.mjs").MessageRecord} MessageRecord */
 
 /** @param {string} jobId @param {Partial<AcceptedSend>} [over] @returns {AcceptedSend} */
-const send = (jobId, over = {}) => ({ jobId, numberId: "n1", phoneNumberId: "p1", to: "5511999", text: `hi ${jobId}`, acceptedAt: 1_000, firstTriedAt: 990, ...over });
+const send = (jobId, over = {}) => ({
+  jobId,
+  numberId: "n1",
+  phoneNumberId: "p1",
+  to: "5511999",
+  text: `hi ${jobId}`,
+  acceptedAt: 1_000,
+  firstTriedAt: 990,
+  ...over,
+});
 
 /** @param {AcceptedSend} s @param {Partial<MessageRecord>} [over] @returns {[string, MessageRecord]} */
-const record = (s, over = {}) => [s.jobId, { status: "sent", to: s.to, text: { body: s.text }, channelNumberId: s.numberId, ...over }];
+const record = (s, over = {}) => [
+  s.jobId,
+  { status: "sent", to: s.to, text: { body: s.text }, channelNumberId: s.numberId, ...over },
+];
 
 let seq = 0;
 /** @param {AcceptedSend} s @param {Partial<OperatorCall>} [over] @returns {OperatorCall} */
@@ -35,10 +54,22 @@ const call = (s, over = {}) => ({
 describe("checkTerminal", () => {
   it("counts terminal sends and fails one left processing or stored with another payload", () => {
     const [a, b, c] = [send("a"), send("b"), send("c")];
-    const records = new Map([record(a), record(b, { status: "processing" }), record(c, { status: "failed", to: "000" })]);
+    const records = new Map([
+      record(a),
+      record(b, { status: "processing" }),
+      record(c, { status: "failed", to: "000" }),
+    ]);
     const { figures, failures } = checkTerminal([a, b, c, send("d")], records);
-    expect(figures).toEqual({ accepted: 4, terminal: 2, byStatus: { sent: 1, processing: 1, failed: 1, unreadable: 1 } });
-    expect(failures.map((f) => f.problem ?? f.status)).toEqual(["processing", "record differs from the accepted send", "unreadable"]);
+    expect(figures).toEqual({
+      accepted: 4,
+      terminal: 2,
+      byStatus: { sent: 1, processing: 1, failed: 1, unreadable: 1 },
+    });
+    expect(failures.map((f) => f.problem ?? f.status)).toEqual([
+      "processing",
+      "record differs from the accepted send",
+      "unreadable",
+    ]);
   });
 });
 
@@ -48,13 +79,29 @@ describe("checkOperatorCalls", () => {
     const calls = [call(a), call(b, { answer: "error", httpStatus: 429, processed: false }), call(b)];
     const { figures, failures } = checkOperatorCalls(calls, [a, b], new Map([record(a), record(b)]));
     expect(failures).toEqual([]);
-    expect(figures).toMatchObject({ calls: 3, jobsCalled: 2, maxCallsPerJob: 2, maxDeliveriesPerJob: 1, callsPerJob: { 1: 1, 2: 1 }, answers: { accepted: 2, error: 1 } });
+    expect(figures).toMatchObject({
+      calls: 3,
+      jobsCalled: 2,
+      maxCallsPerJob: 2,
+      maxDeliveriesPerJob: 1,
+      callsPerJob: { 1: 1, 2: 1 },
+      answers: { accepted: 2, error: 1 },
+    });
   });
 
   it("fails a second delivery, a call after a final refusal, a foreign jobId and a payload that is not the record's", () => {
     const [a, b, c] = [send("a"), send("b"), send("c")];
-    const calls = [call(a), call(a), call(b, { answer: "error", httpStatus: 400, processed: false }), call(b, { answer: "error", httpStatus: 400, processed: false }), call(c, { text: "other" }), call(send("x"))];
-    const problems = checkOperatorCalls(calls, [a, b, c], new Map([record(a), record(b), record(c)])).failures.map((f) => f.problem);
+    const calls = [
+      call(a),
+      call(a),
+      call(b, { answer: "error", httpStatus: 400, processed: false }),
+      call(b, { answer: "error", httpStatus: 400, processed: false }),
+      call(c, { text: "other" }),
+      call(send("x")),
+    ];
+    const problems = checkOperatorCalls(calls, [a, b, c], new Map([record(a), record(b), record(c)])).failures.map(
+      (f) => f.problem,
+    );
     expect(problems).toEqual([
       "call for a jobId no accepted send has",
       "delivered to the operator more than once",
@@ -71,9 +118,14 @@ describe("checkConversationOrder", () => {
     const overlapping = send("c", { acceptedAt: 250, firstTriedAt: 95 });
     const inOrder = checkConversationOrder([a, b], [call(a, { hr: 1_000, answeredHr: 1_100 }), call(b, { hr: 1_200 })]);
     expect(inOrder).toEqual({ figures: { orderedPairsChecked: 1 }, failures: [] });
-    const outOfOrder = checkConversationOrder([a, b, overlapping], [call(a, { hr: 1_000, answeredHr: 1_100 }), call(b, { hr: 1_050 }), call(overlapping, { hr: 900 })]);
+    const outOfOrder = checkConversationOrder(
+      [a, b, overlapping],
+      [call(a, { hr: 1_000, answeredHr: 1_100 }), call(b, { hr: 1_050 }), call(overlapping, { hr: 900 })],
+    );
     expect(outOfOrder.figures.orderedPairsChecked).toBe(1);
-    expect(outOfOrder.failures).toEqual([{ conversation: "p1/5511999", earlier: "a", later: "b", laterCalledBeforeEarlierAnsweredMs: 50 }]);
+    expect(outOfOrder.failures).toEqual([
+      { conversation: "p1/5511999", earlier: "a", later: "b", laterCalledBeforeEarlierAnsweredMs: 50 },
+    ]);
   });
 });
 
@@ -90,13 +142,35 @@ describe("checkEvents", () => {
 
   it("passes one event per change, counting a redelivery of the same webhook-id once", () => {
     const a = send("a");
-    const deliveries = [statusDelivery("e1", "a", "queued", "processing"), statusDelivery("e2", "a", "processing", "sent"), statusDelivery("e2", "a", "processing", "sent")];
+    const deliveries = [
+      statusDelivery("e1", "a", "queued", "processing"),
+      statusDelivery("e2", "a", "processing", "sent"),
+      statusDelivery("e2", "a", "processing", "sent"),
+    ];
     const timelines = new Map([["a", [{ status: "queued" }, { status: "processing" }, { status: "sent" }]]]);
     const injected = new Map([["wamid.1", { from: "5511888", text: "hello" }]]);
-    const inbound = { at: 0, numberId: "n1", webhookId: "e3", verified: true, status: 200, body: { type: "message.received", data: { upstreamMessageId: "wamid.1", from: "5511888", text: { body: "hello" } } } };
+    const inbound = {
+      at: 0,
+      numberId: "n1",
+      webhookId: "e3",
+      verified: true,
+      status: 200,
+      body: {
+        type: "message.received",
+        data: { upstreamMessageId: "wamid.1", from: "5511888", text: { body: "hello" } },
+      },
+    };
     const { figures, failures } = checkEvents([a], new Map([record(a)]), timelines, [...deliveries, inbound], injected);
     expect(failures).toEqual([]);
-    expect(figures).toEqual({ deliveries: 4, refusedByReceiver: 0, distinctEvents: 3, statusChanges: 2, statusEvents: 2, inboundInjected: 1, inboundWithOneEvent: 1 });
+    expect(figures).toEqual({
+      deliveries: 4,
+      refusedByReceiver: 0,
+      distinctEvents: 3,
+      statusChanges: 2,
+      statusEvents: 2,
+      inboundInjected: 1,
+      inboundWithOneEvent: 1,
+    });
   });
 
   it("fails a missing change, two events for one change, an unverified signature and an inbound message without its event", () => {
@@ -111,7 +185,13 @@ describe("checkEvents", () => {
       statusDelivery("e3", "b", "queued", "processing"),
       { ...statusDelivery("e4", "b", "processing", "sent"), verified: false },
     ];
-    const { failures } = checkEvents([a, b], new Map([record(a), record(b)]), timelines, deliveries, new Map([["wamid.2", { from: "1", text: "x" }]]));
+    const { failures } = checkEvents(
+      [a, b],
+      new Map([record(a), record(b)]),
+      timelines,
+      deliveries,
+      new Map([["wamid.2", { from: "1", text: "x" }]]),
+    );
     expect(failures.map((f) => f.problem)).toEqual([
       "deliveries whose Standard Webhooks signature did not verify",
       "a change without its event (the first event does not leave queued)",
@@ -129,8 +209,23 @@ describe("checkClientErrors", () => {
       { op: "read", status: null, start: 500, end: 900, error: "ECONNRESET", requestId: null, code: null },
     ];
     const { figures, failures } = checkClientErrors(answers, (start) => start >= 400);
-    expect(figures).toEqual({ answers: 3, byStatus: { 201: 1, 503: 1, "network:ECONNRESET": 1 }, errorsInKillWindows: 1, errorsOutsideKillWindows: 1 });
-    expect(failures).toEqual([{ op: "send", status: 503, error: null, code: "internal_error", requestId: "r2", start: new Date(100).toISOString(), ms: 20 }]);
+    expect(figures).toEqual({
+      answers: 3,
+      byStatus: { 201: 1, 503: 1, "network:ECONNRESET": 1 },
+      errorsInKillWindows: 1,
+      errorsOutsideKillWindows: 1,
+    });
+    expect(failures).toEqual([
+      {
+        op: "send",
+        status: 503,
+        error: null,
+        code: "internal_error",
+        requestId: "r2",
+        start: new Date(100).toISOString(),
+        ms: 20,
+      },
+    ]);
   });
 });
 

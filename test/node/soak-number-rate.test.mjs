@@ -31,7 +31,9 @@ describe("the soak's pace check", () => {
     expect(figures.minStartedSpanOf3ConsecutiveCallsMs).toBe(1_010);
     // The first call arrived 120 ms late: 0+120, 508, 1013 lie within 1 s at the operator.
     expect(figures.maxCallsPerNumberIn1sAsReceived).toBe(3);
-    expect(figures.arrivalWindows).toEqual([expect.objectContaining({ phoneNumberId: "A", calls: 3, startedSpanMs: 1_010, transitMs: [120, 3, 3] })]);
+    expect(figures.arrivalWindows).toEqual([
+      expect.objectContaining({ phoneNumberId: "A", calls: 3, startedSpanMs: 1_010, transitMs: [120, 3, 3] }),
+    ]);
     expect(figures.transitMs.max).toBe(120);
   });
 

@@ -17,7 +17,8 @@ function listening() {
 
 /** @param {() => Promise<boolean>} check @param {number} ms */
 async function waitFor(check, ms) {
-  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await check()) return true;
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100)))
+    if (await check()) return true;
   return false;
 }
 

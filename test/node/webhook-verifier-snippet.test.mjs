@@ -32,11 +32,17 @@ afterEach(() => {
 });
 
 const NOW = 1_900_000_000;
-const body = JSON.stringify({ type: "message.status", timestamp: "2030-03-17T17:46:40.000Z", data: { messageId: "m-1", status: "sent" } });
+const body = JSON.stringify({
+  type: "message.status",
+  timestamp: "2030-03-17T17:46:40.000Z",
+  data: { messageId: "m-1", status: "sent" },
+});
 
 /** A signature over an arbitrary timestamp text, as an attacker holding an old request or a buggy sender could produce. */
 function signedWith(secret, id, ts, raw) {
-  const mac = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64")).update(`${id}.${ts}.${raw}`).digest("base64");
+  const mac = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
+    .update(`${id}.${ts}.${raw}`)
+    .digest("base64");
   return { "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${mac}` };
 }
 
@@ -65,8 +71,10 @@ describe("docs/webhooks.md: the verifier without a library", () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(NOW * 1000);
     const secret = newWebhookSecret();
-    for (const ts of [NOW - 301, NOW + 301]) expect(verify(secret, await signatureHeaders(secret, "evt_2", ts, body), body)).toBe(false);
-    for (const ts of [NOW - 300, NOW + 300]) expect(verify(secret, await signatureHeaders(secret, "evt_2", ts, body), body)).toBe(true);
+    for (const ts of [NOW - 301, NOW + 301])
+      expect(verify(secret, await signatureHeaders(secret, "evt_2", ts, body), body)).toBe(false);
+    for (const ts of [NOW - 300, NOW + 300])
+      expect(verify(secret, await signatureHeaders(secret, "evt_2", ts, body), body)).toBe(true);
   });
 
   it("refuses another secret, a changed body or id, and missing headers; accepts any one valid signature of several", async () => {
@@ -81,8 +89,13 @@ describe("docs/webhooks.md: the verifier without a library", () => {
       const { [name]: _dropped, ...rest } = headers;
       expect(verify(secret, rest, body)).toBe(false);
     }
-    const rotated = { ...headers, "webhook-signature": `v1,${Buffer.alloc(32).toString("base64")} ${headers["webhook-signature"]}` };
+    const rotated = {
+      ...headers,
+      "webhook-signature": `v1,${Buffer.alloc(32).toString("base64")} ${headers["webhook-signature"]}`,
+    };
     expect(verify(secret, rotated, body)).toBe(true);
-    expect(verify(secret, { ...headers, "webhook-signature": headers["webhook-signature"].replace("v1,", "v2,") }, body)).toBe(false);
+    expect(
+      verify(secret, { ...headers, "webhook-signature": headers["webhook-signature"].replace("v1,", "v2,") }, body),
+    ).toBe(false);
   });
 });

@@ -39,7 +39,11 @@ describe("calls waiting on the operator", () => {
     const jobIds: string[] = [];
     for (let i = 0; i < total; i++) {
       vi.setSystemTime(clock);
-      const res = await send(key, `in-flight-${i}`, textMessage(number.numberId, `m${i}`, `55119000000${String(i).padStart(2, "0")}`));
+      const res = await send(
+        key,
+        `in-flight-${i}`,
+        textMessage(number.numberId, `m${i}`, `55119000000${String(i).padStart(2, "0")}`),
+      );
       expect(res.status).toBe(201);
       jobIds.push((await json<{ jobId: string }>(res)).jobId);
       clock += 600;
@@ -51,7 +55,10 @@ describe("calls waiting on the operator", () => {
     // The next call's pace slot comes PACE_SPACING_MS after the last start; three slots later it
     // still has not started, because every allowed call is waiting on the operator.
     const lastStart = calls.at(-1)!.at;
-    await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(lastStart + 3 * PACE_SPACING_MS), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(() => expect(Date.now()).toBeGreaterThan(lastStart + 3 * PACE_SPACING_MS), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect(calls).toHaveLength(MAX_CALLS_IN_FLIGHT);
 
     const answeredAt = Date.now();

@@ -23,8 +23,19 @@ describe("config", () => {
   it("parses wrangler.toml's vars into typed values", () => {
     expect(parseConfig(base)).toEqual({
       apiKeyPrefix: "msg_",
-      upstream: { baseUrl: "https://graph.facebook.com", version: "v26.0", messagingProduct: "whatsapp", timeoutMs: 15_000, stampCalls: false },
-      webhooks: { allowInsecureUrls: false, dohResolverUrl: "https://cloudflare-dns.com/dns-query", timeoutMs: 10_000, retryDelaysSeconds: undefined },
+      upstream: {
+        baseUrl: "https://graph.facebook.com",
+        version: "v26.0",
+        messagingProduct: "whatsapp",
+        timeoutMs: 15_000,
+        stampCalls: false,
+      },
+      webhooks: {
+        allowInsecureUrls: false,
+        dohResolverUrl: "https://cloudflare-dns.com/dns-query",
+        timeoutMs: 10_000,
+        retryDelaysSeconds: undefined,
+      },
       eventConfirmWithinMs: undefined,
       unknownOutcomeWindowMs: undefined,
       drainSessionMs: 10_000,
@@ -53,7 +64,13 @@ describe("config", () => {
   });
 
   it("gives the defaults for empty or missing values, each written once in src/config.ts", () => {
-    const c = parseConfig({ ...base, UPSTREAM_TIMEOUT_MS: "", WEBHOOK_TIMEOUT_MS: " ", DRAIN_SESSION_MS: undefined, SERVER_TIMING: undefined });
+    const c = parseConfig({
+      ...base,
+      UPSTREAM_TIMEOUT_MS: "",
+      WEBHOOK_TIMEOUT_MS: " ",
+      DRAIN_SESSION_MS: undefined,
+      SERVER_TIMING: undefined,
+    });
     expect(c.upstream.timeoutMs).toBe(15_000);
     expect(c.webhooks.timeoutMs).toBe(10_000);
     expect(c.drainSessionMs).toBe(0);
@@ -78,7 +95,9 @@ describe("config", () => {
   });
 
   it("names every bad var at once", () => {
-    expect(() => parseConfig({ ...base, UPSTREAM_TIMEOUT_MS: "x", SERVER_TIMING: "1" })).toThrow(/UPSTREAM_TIMEOUT_MS "x".*; SERVER_TIMING "1"/);
+    expect(() => parseConfig({ ...base, UPSTREAM_TIMEOUT_MS: "x", SERVER_TIMING: "1" })).toThrow(
+      /UPSTREAM_TIMEOUT_MS "x".*; SERVER_TIMING "1"/,
+    );
   });
 
   it("parses the Worker's own env, and again when a copy changes a value", () => {

@@ -16,9 +16,15 @@ var firstNumber = {};
 function numberFor(auth) {
   if (!firstNumber[auth]) {
     firstNumber[auth] = fetch("/api/v1/channel-numbers?limit=1", { headers: { Authorization: auth } })
-      .then(function (res) { return res.ok ? res.json() : { data: [] }; })
-      .then(function (page) { return page.data && page.data[0] ? page.data[0].id : null; })
-      .catch(function () { return null; });
+      .then(function (res) {
+        return res.ok ? res.json() : { data: [] };
+      })
+      .then(function (page) {
+        return page.data && page.data[0] ? page.data[0].id : null;
+      })
+      .catch(function () {
+        return null;
+      });
   }
   return firstNumber[auth];
 }

@@ -23,7 +23,11 @@ export async function runStorageCase(ctx, { store, stateDir }) {
   /** @param {string} numberId @param {number} j */
   const storeBody = (numberId, j) => {
     const text = `Bench ${ctx.runId} storage message ${j}: your order has shipped and should arrive within two business days. `;
-    return JSON.stringify({ channelNumberId: numberId, to: `5511${910000000 + j}`, text: { body: text.repeat(3).slice(0, BODY_CHARS) } });
+    return JSON.stringify({
+      channelNumberId: numberId,
+      to: `5511${910000000 + j}`,
+      text: { body: text.repeat(3).slice(0, BODY_CHARS) },
+    });
   };
   /** Waits until the object has nothing left to write about its messages (all settled, every event reported). @param {string} file */
   async function quiet(file) {
@@ -33,7 +37,9 @@ export async function runStorageCase(ctx, { store, stateDir }) {
       if (left.active === 0 && left.events === 0) return Date.now() - started;
       await sleep(250);
     }
-    return ctx.fail(`the storage workspace still had work after ${SETTLE_LIMIT_MS / 1000} s: ${JSON.stringify(pendingWork(file))}`);
+    return ctx.fail(
+      `the storage workspace still had work after ${SETTLE_LIMIT_MS / 1000} s: ${JSON.stringify(pendingWork(file))}`,
+    );
   }
   /** @param {string} prefix @param {number} amount @param {Accepted[]} into */
   const storeSend = async (prefix, amount, into) => {
@@ -42,14 +48,26 @@ export async function runStorageCase(ctx, { store, stateDir }) {
       amount,
       overallRate: STORAGE_RATE,
       ignoreCoordinatedOmission: true,
-      requests: sendRequests({ runId: ctx.runId, prefix, tally: t, accepted: into, over: storeTargets, bodyOf: storeBody }),
+      requests: sendRequests({
+        runId: ctx.runId,
+        prefix,
+        tally: t,
+        accepted: into,
+        over: storeTargets,
+        bodyOf: storeBody,
+      }),
     });
-    if (into.length !== amount) ctx.fail(`storage sends (${prefix}): ${into.length} of ${amount} accepted: ${JSON.stringify(out.statusCodeStats)}`);
+    if (into.length !== amount)
+      ctx.fail(
+        `storage sends (${prefix}): ${into.length} of ${amount} accepted: ${JSON.stringify(out.statusCodeStats)}`,
+      );
     return out;
   };
   ctx.say(`storage: one send to each of the storage workspace's ${STORAGE_NUMBERS} numbers (creates its objects)`);
   await ctx.phase("storage warm-up sends", () => storeSend("store-warm", STORAGE_NUMBERS, []));
-  const storeFile = findWorkspaceFile(stateDir, store.id) ?? ctx.fail("the storage workspace's SQLite file was not found in the bench state");
+  const storeFile =
+    findWorkspaceFile(stateDir, store.id) ??
+    ctx.fail("the storage workspace's SQLite file was not found in the bench state");
   await ctx.phase("storage warm-up delivery", () => quiet(storeFile));
   const before = storageOf(storeFile);
   ctx.say(`storage: ${STORAGE_SENDS} sends with ${BODY_CHARS}-character bodies at ${STORAGE_RATE}/s over its numbers`);
@@ -58,5 +76,14 @@ export async function runStorageCase(ctx, { store, stateDir }) {
   const storeRaw = await ctx.phase("storage sends", () => storeSend("store", STORAGE_SENDS, storeAccepted));
   const deliveryMs = await ctx.phase("storage delivery", () => quiet(storeFile));
   const after = storageOf(storeFile);
-  return { storage: { before, after, sends: storeAccepted.length, rps: storeRaw.requests.total / storeRaw.duration, deliveryMs }, storeFile };
+  return {
+    storage: {
+      before,
+      after,
+      sends: storeAccepted.length,
+      rps: storeRaw.requests.total / storeRaw.duration,
+      deliveryMs,
+    },
+    storeFile,
+  };
 }

@@ -10,7 +10,8 @@ import { f0, f2, pct } from "./format.mjs";
  * @returns {string[]}
  */
 export function baselineSection(baseline, ratios, drift) {
-  if (!baseline) return ["## Send ratios against the baseline", "", "No bench/baseline.json: nothing to compare with.", ""];
+  if (!baseline)
+    return ["## Send ratios against the baseline", "", "No bench/baseline.json: nothing to compare with.", ""];
   const bound = Math.max(Math.abs(drift), Math.abs(baseline.drift ?? 0));
   /** @type {string[]} */
   const verdicts = [];

@@ -54,11 +54,31 @@ export function priceCitations() {
  * @param {BenchRun} run
  * @returns {{ markdown: string, problems: string[], baselineOut: { source: string, drift: number, ratios: Record<string, { rps: number, p99: number }> } }}
  */
-export function buildReport({ results, accepted, warmRow, warmSettle, loadBefore, loadAfter, phases, settled, settleMs, perWorkspaceAccepted, storage, seed, listResults, baseline, runMs, machine }) {
+export function buildReport({
+  results,
+  accepted,
+  warmRow,
+  warmSettle,
+  loadBefore,
+  loadAfter,
+  phases,
+  settled,
+  settleMs,
+  perWorkspaceAccepted,
+  storage,
+  seed,
+  listResults,
+  baseline,
+  runMs,
+  machine,
+}) {
   const [a, b, c, d, a2] = /** @type {[CaseRow, CaseRow, CaseRow, CaseRow, CaseRow]} */ (results);
 
   /** @param {CaseRow} r */
-  const statusList = (r) => Object.entries(r.statuses).map(([code, n]) => `${code}: ${f0(n)}`).join(", ") || "none";
+  const statusList = (r) =>
+    Object.entries(r.statuses)
+      .map(([code, n]) => `${code}: ${f0(n)}`)
+      .join(", ") || "none";
   /** @param {CaseRow} r */
   const row = (r, ratios = true) => {
     const statuses = statusList(r);
@@ -82,7 +102,10 @@ export function buildReport({ results, accepted, warmRow, warmSettle, loadBefore
   ];
 
   const bSends = b.statuses["201"] ?? 0;
-  const hist = [...b.d1Histogram].sort(([x], [y]) => x - y).map(([k, n]) => `${f0(n)} sends with ${k}`).join(", ");
+  const hist = [...b.d1Histogram]
+    .sort(([x], [y]) => x - y)
+    .map(([k, n]) => `${f0(n)} sends with ${k}`)
+    .join(", ");
   const maxWs = Math.max(...perWorkspaceAccepted.values());
   /** @type {Map<string, number>} */
   const perNumberB = new Map();
@@ -113,9 +136,9 @@ export function buildReport({ results, accepted, warmRow, warmSettle, loadBefore
     ...table,
     "",
     `Each case ran ${DURATION_S} s with the same ${CONNECTIONS} connections; latency is per request as the client saw it (no coordinated-omission`,
-    "correction). \"D1 statements / request\" and \"Worker ms\" come from the `Server-Timing` header the Worker adds when",
+    'correction). "D1 statements / request" and "Worker ms" come from the `Server-Timing` header the Worker adds when',
     "`SERVER_TIMING=true` (`src/middleware/server-timing.ts`); Worker ms runs from the middleware's start to its end and is coarse,",
-    "because the Workers clock only advances on I/O. \"Runtime CPU\" is the CPU time of `wrangler dev`'s processes during the case",
+    'because the Workers clock only advances on I/O. "Runtime CPU" is the CPU time of `wrangler dev`\'s processes during the case',
     "(Linux /proc), divided by the requests completed, and as cores kept busy; it includes background work the case caused.",
     `(w) is the warm-up, not a measured case: the first send to each of the ${NUMBERS} numbers, which creates its object.`,
     "",
@@ -159,7 +182,9 @@ export function buildReport({ results, accepted, warmRow, warmSettle, loadBefore
       (capPerWorkspacePerMin < WORKSPACE_LIMIT_PER_MIN
         ? `Even at the cap a workspace gets ${f0(SEND_RATE_CAP)} ÷ ${WORKSPACES} × 60 = ${f0(capPerWorkspacePerMin)} sends/min, so (b) could run`
         : `At the cap a workspace gets ${f0(capPerWorkspacePerMin)} sends/min: (b) must stay short, or use more workspaces.`),
-    ...(capPerWorkspacePerMin < WORKSPACE_LIMIT_PER_MIN ? ["  for any length without reaching the workspace limit."] : []),
+    ...(capPerWorkspacePerMin < WORKSPACE_LIMIT_PER_MIN
+      ? ["  for any length without reaching the workspace limit."]
+      : []),
     `- (c) replays the ${f0(accepted.length)} accepted (key, body) pairs of (b) in the same order; a replay is answered before any limit is`,
     "  checked. (d) reads the same jobIds.",
     "- (a) ran before any send, on a quiet runtime. After the warm-up sends and after (b) the bench waited until a sample of those",
@@ -187,7 +212,7 @@ export function buildReport({ results, accepted, warmRow, warmSettle, loadBefore
     "  the whole accept-and-deliver pipeline on this runtime, not of the request path alone.",
     `- Worker ms vs client latency: for (d) the Worker's own handling took ${f1(d.serverMs)} ms on average while the client's p50 was`,
     `  ${f1(d.p50)} ms; for (b) ${f1(b.serverMs)} ms vs ${f1(b.p50)} ms. The rest is waiting for the runtime (local workerd runs all`,
-    "  objects and the Worker on one thread: see \"runtime cores busy\"), wrangler dev's proxy in front of the Worker, and the client.",
+    '  objects and the Worker on one thread: see "runtime cores busy"), wrangler dev\'s proxy in front of the Worker, and the client.',
     "- Every request pays the same fixed costs in all cases: the proxy hop and one access-log line (`src/middleware/request-id.ts`)",
     "  that wrangler prints. Cores busy by process (Worker runtime workerd / proxy workerd / wrangler's Node / bench client):",
     ...results.map(

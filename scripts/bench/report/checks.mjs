@@ -12,13 +12,16 @@ export function runProblems({ results, listResults, seed }) {
   const problems = [];
   for (const r of [...results, ...listResults]) {
     if (r.non2xx > 0) problems.push(`${r.label} had ${r.non2xx} non-2xx responses: ${JSON.stringify(r.statuses)}`);
-    if (r.errors > 0 || r.timeouts > 0) problems.push(`${r.label} had ${r.errors} connection errors and ${r.timeouts} timeouts`);
+    if (r.errors > 0 || r.timeouts > 0)
+      problems.push(`${r.label} had ${r.errors} connection errors and ${r.timeouts} timeouts`);
     if (r.bad > 0) problems.push(`${r.label} had ${r.bad} responses that were not the expected answer`);
   }
   if (b.statuses["429"]) problems.push(`(b) was rate limited ${b.statuses["429"]} times: the pacing is wrong`);
   if (a.d1PerRequest === null) problems.push("no Server-Timing header: the D1 statement count is missing");
   if (seed.retained.messages !== seed.storage.rows.messages || seed.retained.historyDays !== 0) {
-    problems.push(`the seeded object changed during the list cases: ${JSON.stringify(seed.retained)}, seeded ${seed.storage.rows.messages} rows`);
+    problems.push(
+      `the seeded object changed during the list cases: ${JSON.stringify(seed.retained)}, seeded ${seed.storage.rows.messages} rows`,
+    );
   }
   return problems;
 }

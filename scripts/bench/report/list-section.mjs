@@ -61,4 +61,3 @@ export function listSection(seed, listResults, row, a, header) {
     "",
   ];
 }
-

@@ -39,7 +39,11 @@ export function describeMachine(root) {
     os: `${os.type()} ${os.release()}`,
     arch: process.arch,
     node: process.version,
-    versions: { wrangler: versionOf("wrangler", root), workerd: versionOf("workerd", wranglerDir), autocannon: versionOf("autocannon", root) },
+    versions: {
+      wrangler: versionOf("wrangler", root),
+      workerd: versionOf("workerd", wranglerDir),
+      autocannon: versionOf("autocannon", root),
+    },
   };
 }
 

@@ -20,7 +20,9 @@ export function storageSection(st, seed) {
   const perMessage = growth / sends;
   const eventsPerMessage = added("events") / sends;
   const expectedPerMessage =
-    BUDGET_BYTES_PER_ROW.messages + eventsPerMessage * BUDGET_BYTES_PER_ROW.events + BUDGET_BYTES_PER_ROW.idempotency_keys;
+    BUDGET_BYTES_PER_ROW.messages +
+    eventsPerMessage * BUDGET_BYTES_PER_ROW.events +
+    BUDGET_BYTES_PER_ROW.idempotency_keys;
   const named = ["messages", "events", "idempotency_keys", "event_attempts", "daily_counts"];
   const others = Object.keys({ ...before.tables, ...after.tables }).filter((t) => !named.includes(t));
   const otherGrowth = others.reduce((sum, t) => sum + grew(t), 0);
@@ -82,4 +84,3 @@ export function storageSection(st, seed) {
     "",
   ];
 }
-

@@ -29,7 +29,12 @@ export async function createTenant(): Promise<Tenant> {
   const workspace = await admin<{ id: string }>("/workspaces", { name: "SDK test", plan: "pro" });
   const key = await admin<{ key: string }>(`/workspaces/${workspace.id}/api-keys`, { name: "sdk" });
   const addNumber = async () => {
-    const id = (await admin<{ id: string }>(`/workspaces/${workspace.id}/channel-numbers`, { displayPhoneNumber: String(displayNumber++), upstream: { type: "sandbox" } })).id;
+    const id = (
+      await admin<{ id: string }>(`/workspaces/${workspace.id}/channel-numbers`, {
+        displayPhoneNumber: String(displayNumber++),
+        upstream: { type: "sandbox" },
+      })
+    ).id;
     // The sandbox holds sends to the 24-hour window, as the operator does: the suites' recipients are test contacts.
     for (const phone of TEST_CONTACTS) {
       const res = await fetch(`${baseUrl}/api/v1/sandbox/test-contacts`, {
@@ -68,7 +73,13 @@ export function recordingFetch(options: { dropResponse?: (index: number, request
   const seen: Seen[] = [];
   const doFetch = async (request: Request): Promise<Response> => {
     const index = seen.length;
-    const entry: Seen = { method: request.method, url: request.url, idempotencyKey: request.headers.get("idempotency-key"), status: "network error", at: Date.now() };
+    const entry: Seen = {
+      method: request.method,
+      url: request.url,
+      idempotencyKey: request.headers.get("idempotency-key"),
+      status: "network error",
+      at: Date.now(),
+    };
     seen.push(entry);
     const response = await fetch(request);
     if (options.dropResponse?.(index, request)) {

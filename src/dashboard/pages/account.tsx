@@ -71,7 +71,8 @@ export const accountPages = new Hono<DashboardEnv>()
     });
     if (!result.ok) {
       c.status(result.reason === "throttled" ? 429 : 400);
-      const message = result.reason === "throttled" ? "Too many attempts. Try again later." : "The current password is not correct.";
+      const message =
+        result.reason === "throttled" ? "Too many attempts. Try again later." : "The current password is not correct.";
       return renderAccount(c, { current: message });
     }
     await auditMember(c, { action: "member.password_changed", target: { type: "member", id: member.id } });

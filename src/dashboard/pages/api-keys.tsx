@@ -57,8 +57,8 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error
     <>
       <h1>API keys</h1>
       <p>
-        Keys authenticate requests to the API (<code>Authorization: Bearer {prefix}…</code>). A revoked key stops working within{" "}
-        {REVOKE_DELAY_S} seconds. "Last used" is updated at most every 10 minutes.
+        Keys authenticate requests to the API (<code>Authorization: Bearer {prefix}…</code>). A revoked key stops
+        working within {REVOKE_DELAY_S} seconds. "Last used" is updated at most every 10 minutes.
       </p>
       {canWrite ? (
         <section aria-labelledby="create-heading" class="card">
@@ -115,13 +115,24 @@ export const apiKeyPages = new Hono<DashboardEnv>()
     const name = ((await formFields(c)).name ?? "").trim();
     if (name.length === 0 || name.length > MAX_NAME_CHARS) {
       c.status(400);
-      return renderKeys(c, { name: name.slice(0, MAX_NAME_CHARS), error: `Give the key a name (1 to ${MAX_NAME_CHARS} characters).` });
+      return renderKeys(c, {
+        name: name.slice(0, MAX_NAME_CHARS),
+        error: `Give the key a name (1 to ${MAX_NAME_CHARS} characters).`,
+      });
     }
     const session = c.get("session");
     const issued = await issueApiKey(c.env, session.workspace_id, name);
     if (!issued.ok) return rateLimitedPage(c, issued, "/dashboard/api-keys");
-    await auditMember(c, { action: "api_key.created", target: { type: "api_key", id: issued.row.id }, detail: keyLabel(issued.row) });
-    await setFlash(c, { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: issued.key } }, session.token_hash);
+    await auditMember(c, {
+      action: "api_key.created",
+      target: { type: "api_key", id: issued.row.id },
+      detail: keyLabel(issued.row),
+    });
+    await setFlash(
+      c,
+      { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: issued.key } },
+      session.token_hash,
+    );
     return c.redirect("/dashboard/api-keys", 303);
   })
   .post("/api-keys/:id/revoke", requireRole("developer"), async (c) => {
@@ -140,6 +151,10 @@ export const apiKeyPages = new Hono<DashboardEnv>()
     }
     if (!(await revokeApiKey(c.env.DB, key.id, session.workspace_id))) return notFoundPage(c);
     await auditMember(c, { action: "api_key.revoked", target: { type: "api_key", id: key.id }, detail: keyLabel(key) });
-    await setFlash(c, { notice: `Key "${key.name ?? "(unnamed)"}" revoked; it stops working within ${REVOKE_DELAY_S} seconds.` }, session.token_hash);
+    await setFlash(
+      c,
+      { notice: `Key "${key.name ?? "(unnamed)"}" revoked; it stops working within ${REVOKE_DELAY_S} seconds.` },
+      session.token_hash,
+    );
     return c.redirect("/dashboard/api-keys", 303);
   });

@@ -36,7 +36,12 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
   const { workspace_id: workspaceId } = c.get("session");
   const q = Query.parse(c.req.query());
   const [rows, keys] = await Promise.all([
-    listAudit(c.env.DB, workspaceId, { action: q.action, actorType: q.actor, beforeSeq: q.before, limit: PAGE_SIZE + 1 }),
+    listAudit(c.env.DB, workspaceId, {
+      action: q.action,
+      actorType: q.actor,
+      beforeSeq: q.before,
+      limit: PAGE_SIZE + 1,
+    }),
     listKeys(c.env.DB, workspaceId),
   ]);
   const keyNames = new Map(keys.map((k) => [k.id, keyLabel(k)]));
@@ -46,9 +51,9 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
     <>
       <h1>Audit log</h1>
       <p>
-        Every change to the workspace, from the dashboard, the API or our operators: who, what, when, from which address, and the request
-        id to quote to support. Kept {AUDIT_RETENTION_DAYS} days, and at most the newest {AUDIT_MAX_ROWS_PER_WORKSPACE.toLocaleString("en")}{" "}
-        entries. Keys, secrets and links are never recorded.
+        Every change to the workspace, from the dashboard, the API or our operators: who, what, when, from which
+        address, and the request id to quote to support. Kept {AUDIT_RETENTION_DAYS} days, and at most the newest{" "}
+        {AUDIT_MAX_ROWS_PER_WORKSPACE.toLocaleString("en")} entries. Keys, secrets and links are never recorded.
       </p>
       <form method="get" action="/dashboard/audit" class="row">
         <label for="action">Action</label>
@@ -112,9 +117,13 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
         </TableScroll>
       )}
       <p>
-        {q.before !== undefined ? <a href={`/dashboard/audit${queryString({ action: q.action, actor: q.actor })}`}>Newest</a> : null}
+        {q.before !== undefined ? (
+          <a href={`/dashboard/audit${queryString({ action: q.action, actor: q.actor })}`}>Newest</a>
+        ) : null}
         {q.before !== undefined && older !== undefined ? " · " : null}
-        {older !== undefined ? <a href={`/dashboard/audit${queryString({ action: q.action, actor: q.actor, before: older })}`}>Older</a> : null}
+        {older !== undefined ? (
+          <a href={`/dashboard/audit${queryString({ action: q.action, actor: q.actor, before: older })}`}>Older</a>
+        ) : null}
       </p>
     </>,
     { title: "Audit log" },

@@ -18,12 +18,22 @@ const COOKIE = "workspace-choice";
 const PURPOSE = "dashboard-workspace-choice-v1";
 const CHOICE_TTL_SECONDS = 300;
 
-const Choice = z.object({ memberIds: z.array(z.string()).min(1).max(MAX_SIGN_IN_MEMBERSHIPS), next: z.string(), expiresAt: z.number() });
+const Choice = z.object({
+  memberIds: z.array(z.string()).min(1).max(MAX_SIGN_IN_MEMBERSHIPS),
+  next: z.string(),
+  expiresAt: z.number(),
+});
 type Choice = z.infer<typeof Choice>;
 
 /** Remembers the memberships a sign-in proved and sends the browser to the picker. */
 export async function askForWorkspace(c: Context<DashboardEnv>, memberIds: string[], next: string): Promise<Response> {
-  await setSealedCookie(c, COOKIE, PURPOSE, { memberIds, next, expiresAt: now() + CHOICE_TTL_SECONDS * 1000 } satisfies Choice, CHOICE_TTL_SECONDS);
+  await setSealedCookie(
+    c,
+    COOKIE,
+    PURPOSE,
+    { memberIds, next, expiresAt: now() + CHOICE_TTL_SECONDS * 1000 } satisfies Choice,
+    CHOICE_TTL_SECONDS,
+  );
   return c.redirect("/dashboard/choose-workspace", 303);
 }
 
@@ -67,6 +77,14 @@ export const chooseWorkspacePages = new Hono<DashboardEnv>()
     // Removed in the meantime.
     if (!member) return backToSignIn(c);
     await startSession(c, await openChosenSession(c.env.DB, member.id), `Signed in to ${member.workspace_name}.`);
-    await auditMember(c, { action: "member.signed_in", target: { type: "member", id: member.id }, detail: "workspace chosen after sign-in" }, asActor(member));
+    await auditMember(
+      c,
+      {
+        action: "member.signed_in",
+        target: { type: "member", id: member.id },
+        detail: "workspace chosen after sign-in",
+      },
+      asActor(member),
+    );
     return c.redirect(safeNext(choice.next), 303);
   });

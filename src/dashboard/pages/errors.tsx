@@ -64,7 +64,14 @@ export function errorPage(c: Context<DashboardEnv>) {
  */
 export function confirmPage(
   c: Context<DashboardEnv>,
-  opts: { title: string; question: string; action: string; label: string; fields?: Record<string, string>; back: string },
+  opts: {
+    title: string;
+    question: string;
+    action: string;
+    label: string;
+    fields?: Record<string, string>;
+    back: string;
+  },
 ) {
   return c.render(
     <>
@@ -97,7 +104,8 @@ export function rateLimitedPage(c: Context<DashboardEnv>, refusal: RateLimited, 
     <>
       <h1>Too many requests</h1>
       <p role="alert">
-        Nothing was done: this goes past a limit ({refusal.what}). Try again in {seconds} second{seconds === 1 ? "" : "s"}.
+        Nothing was done: this goes past a limit ({refusal.what}). Try again in {seconds} second
+        {seconds === 1 ? "" : "s"}.
       </p>
       <p>
         <a href={back}>Back</a>

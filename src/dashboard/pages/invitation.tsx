@@ -18,7 +18,10 @@ function invalidInvitation(c: Context<DashboardEnv>) {
   return c.render(
     <>
       <h1>Invitation link not valid</h1>
-      <p>This link has expired, was already used, or was replaced by a newer one. Ask an owner of your workspace for a new link.</p>
+      <p>
+        This link has expired, was already used, or was replaced by a newer one. Ask an owner of your workspace for a
+        new link.
+      </p>
       <p>
         Already set your password? <a href="/dashboard/sign-in">Sign in</a>.
       </p>
@@ -33,7 +36,8 @@ async function renderForm(c: Context<DashboardEnv>, member: MemberRow, errors: R
     <>
       <h1>Set your password</h1>
       <p>
-        You are joining <strong>{workspace?.name ?? "the workspace"}</strong> as <strong>{member.email}</strong> ({member.role}).
+        You are joining <strong>{workspace?.name ?? "the workspace"}</strong> as <strong>{member.email}</strong> (
+        {member.role}).
       </p>
       <form method="post" class="stack narrow">
         <input type="text" name="username" autocomplete="username" value={member.email} readonly hidden />
@@ -69,11 +73,24 @@ export const invitationPages = new Hono<DashboardEnv>()
       return renderForm(c, member, errors);
     }
     // Spends the link and sets the password in one statement: a second submission finds nothing.
-    const redeemed = await redeemInvitation(c.env.DB, await hashInvitationToken(token), await hashPassword(fields.password ?? ""), isoNow());
+    const redeemed = await redeemInvitation(
+      c.env.DB,
+      await hashInvitationToken(token),
+      await hashPassword(fields.password ?? ""),
+      isoNow(),
+    );
     if (!redeemed) return invalidInvitation(c);
     const session = await openSession(c.env.DB, redeemed.id, { revokeOthers: true });
     await c.env.DB.batch(session.statements);
-    await auditMember(c, { action: "member.invitation_accepted", target: { type: "member", id: redeemed.id }, detail: `as ${redeemed.role}` }, asActor(redeemed));
+    await auditMember(
+      c,
+      {
+        action: "member.invitation_accepted",
+        target: { type: "member", id: redeemed.id },
+        detail: `as ${redeemed.role}`,
+      },
+      asActor(redeemed),
+    );
     await startSession(c, session.token, "Your password is set and you are signed in.");
     return c.redirect("/dashboard", 303);
   });

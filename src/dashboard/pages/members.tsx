@@ -2,7 +2,13 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { changeRole, deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
 import { findByUuid } from "../../domain/job-id";
-import { invitationUrl, inviteMember, MemberEmail, MemberRoleSchema, MAX_MEMBERS_PER_WORKSPACE } from "../../domain/members";
+import {
+  invitationUrl,
+  inviteMember,
+  MemberEmail,
+  MemberRoleSchema,
+  MAX_MEMBERS_PER_WORKSPACE,
+} from "../../domain/members";
 import { isoNow, now } from "../../lib/clock";
 import type { DashboardEnv } from "../context";
 import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
@@ -72,7 +78,11 @@ function MemberRowView({ m, isOwner, isSelf }: { m: MemberRow; isOwner: boolean;
       </td>
       {isOwner ? (
         <td>
-          <ConfirmForm action={`/dashboard/members/${m.id}/remove`} question={`Remove ${m.email}? They are signed out at once.`} label="Remove" />
+          <ConfirmForm
+            action={`/dashboard/members/${m.id}/remove`}
+            question={`Remove ${m.email}? They are signed out at once.`}
+            label="Remove"
+          />
         </td>
       ) : null}
     </tr>
@@ -87,15 +97,15 @@ async function renderMembers(c: Context<DashboardEnv>, form: { email?: string; r
     <>
       <h1>Members</h1>
       <p>
-        Roles: <strong>owner</strong> ({ROLE_HELP.owner}), <strong>developer</strong> ({ROLE_HELP.developer}), <strong>viewer</strong> (
-        {ROLE_HELP.viewer}).
+        Roles: <strong>owner</strong> ({ROLE_HELP.owner}), <strong>developer</strong> ({ROLE_HELP.developer}),{" "}
+        <strong>viewer</strong> ({ROLE_HELP.viewer}).
       </p>
       {isOwner ? (
         <section class="card" aria-labelledby="invite-heading">
           <h2 id="invite-heading">Invite a member</h2>
           <p class="hint">
-            You get a link to pass on (we send no email); it works once, for 7 days. Inviting an existing member again gives them a new
-            link, clears their password and signs them out.
+            You get a link to pass on (we send no email); it works once, for 7 days. Inviting an existing member again
+            gives them a new link, clears their password and signs them out.
           </p>
           <form method="post" action="/dashboard/members" class="row">
             <label for="invite-email">Email</label>
@@ -173,7 +183,11 @@ export const memberPages = new Hono<DashboardEnv>()
       } as const;
       return refuse(reasons[result.reason]);
     }
-    await auditMember(c, { action: "member.invited", target: { type: "member", id: result.member.id }, detail: `${result.member.email} as ${result.member.role}` });
+    await auditMember(c, {
+      action: "member.invited",
+      target: { type: "member", id: result.member.id },
+      detail: `${result.member.email} as ${result.member.role}`,
+    });
     await setFlash(
       c,
       {
@@ -195,9 +209,17 @@ export const memberPages = new Hono<DashboardEnv>()
     const session = c.get("session");
     const changed = await changeRole(c.env.DB, session.workspace_id, member.id, role.data, isoNow());
     if (changed && member.role !== role.data) {
-      await auditMember(c, { action: "member.role_changed", target: { type: "member", id: member.id }, detail: `${member.email}: ${member.role} → ${role.data}` });
+      await auditMember(c, {
+        action: "member.role_changed",
+        target: { type: "member", id: member.id },
+        detail: `${member.email}: ${member.role} → ${role.data}`,
+      });
     }
-    await setFlash(c, changed ? { notice: `${member.email} is now ${role.data}.` } : { notice: LAST_OWNER, error: true }, session.token_hash);
+    await setFlash(
+      c,
+      changed ? { notice: `${member.email} is now ${role.data}.` } : { notice: LAST_OWNER, error: true },
+      session.token_hash,
+    );
     return c.redirect("/dashboard/members", 303);
   })
   .post("/members/:id/remove", requireRole("owner"), async (c) => {
@@ -214,8 +236,17 @@ export const memberPages = new Hono<DashboardEnv>()
     }
     const session = c.get("session");
     const removed = await deleteMember(c.env.DB, session.workspace_id, member.id);
-    if (removed) await auditMember(c, { action: "member.removed", target: { type: "member", id: member.id }, detail: member.email });
+    if (removed)
+      await auditMember(c, {
+        action: "member.removed",
+        target: { type: "member", id: member.id },
+        detail: member.email,
+      });
     if (removed && member.id === session.member_id) return c.redirect("/dashboard/sign-in", 303);
-    await setFlash(c, removed ? { notice: `${member.email} removed.` } : { notice: LAST_OWNER, error: true }, session.token_hash);
+    await setFlash(
+      c,
+      removed ? { notice: `${member.email} removed.` } : { notice: LAST_OWNER, error: true },
+      session.token_hash,
+    );
     return c.redirect("/dashboard/members", 303);
   });

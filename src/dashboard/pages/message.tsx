@@ -101,7 +101,9 @@ function UpstreamError({ m }: { m: OutboundMessage }) {
           <code>{m.error.code}</code>
         </Fact>
         <Fact label="Message">{m.error.message || "—"}</Fact>
-        <Fact label="Retriable">{m.error.retriable ? "yes: sending the same content again later may succeed" : "no"}</Fact>
+        <Fact label="Retriable">
+          {m.error.retriable ? "yes: sending the same content again later may succeed" : "no"}
+        </Fact>
         <Fact label="Operator code">
           <Code value={m.error.upstreamCode} />
         </Fact>
@@ -115,7 +117,9 @@ function Timeline({ m }: { m: Message }) {
     <ol class="timeline">
       {timelineOf(m).map((e) => (
         <li>
-          <strong class={e.status === "failed" ? "bad" : e.status === "outcome_unknown" ? "warn" : undefined}>{e.status.replace("_", " ")}</strong>{" "}
+          <strong class={e.status === "failed" ? "bad" : e.status === "outcome_unknown" ? "warn" : undefined}>
+            {e.status.replace("_", " ")}
+          </strong>{" "}
           <Time iso={e.at} seconds />
           {e.error ? (
             <>
@@ -155,7 +159,10 @@ export const messagePage = new Hono<DashboardEnv>().get("/messages/:id", async (
   const row = await findByUuid(id, (stored) => stub.getMessage(stored));
   if (!row) return notFoundPage(c);
   const m = toMessageView(row);
-  const [attempts, labels] = await Promise.all([stub.deliveriesAbout(m.id), numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId])]);
+  const [attempts, labels] = await Promise.all([
+    stub.deliveriesAbout(m.id),
+    numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId]),
+  ]);
   // Newest first, like the webhook's delivery log.
   const deliveries = attempts.map((a) => toDeliveryView(a.webhook_id, a)).reverse();
   const title = `Message ${m.direction === "outbound" ? "to" : "from"} ${counterpartOf(m)}`;
@@ -171,8 +178,8 @@ export const messagePage = new Hono<DashboardEnv>().get("/messages/:id", async (
       </section>
       {m.direction === "outbound" && m.outcomeUnknownSince ? (
         <p class="problem">
-          The operator's answer to our call was lost (a timeout or a dropped connection), so the message may or may not have reached it. It
-          is never sent again; the operator's status report settles it.
+          The operator's answer to our call was lost (a timeout or a dropped connection), so the message may or may not
+          have reached it. It is never sent again; the operator's status report settles it.
         </p>
       ) : null}
       {m.direction === "outbound" ? <UpstreamError m={m} /> : null}
@@ -193,7 +200,8 @@ export const messagePage = new Hono<DashboardEnv>().get("/messages/:id", async (
         )}
         {labels.get(m.channelNumberId)?.connected ? (
           <p>
-            <a href={`/dashboard/webhooks/${m.channelNumberId}`}>The number's webhook</a>: its full delivery log, and replays.
+            <a href={`/dashboard/webhooks/${m.channelNumberId}`}>The number's webhook</a>: its full delivery log, and
+            replays.
           </p>
         ) : null}
       </section>

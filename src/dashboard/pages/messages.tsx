@@ -10,7 +10,14 @@ import { ApiError } from "../../lib/errors";
 import type { DashboardEnv } from "../context";
 import { FieldError, Time, TableScroll } from "../components";
 import { counterpartOf, NumberLink, numberLabels, preview, StatusLine, type NumberLabels } from "../message-parts";
-import { listHref, PAGE_SIZES, parseFilters, toLocalField, type FilterProblem, type FilterValues } from "../message-filters";
+import {
+  listHref,
+  PAGE_SIZES,
+  parseFilters,
+  toLocalField,
+  type FilterProblem,
+  type FilterValues,
+} from "../message-filters";
 
 // A plan allows at most 100 numbers: one query lists them all for the number filter.
 const MAX_NUMBERS = 100;
@@ -39,17 +46,29 @@ async function listPage(env: Env, workspaceId: string, query: MessageListQuery):
     position = page.next;
     if (!position) break;
   }
-  return { messages: rows.map(toMessageView), next: position ? await encodeMessageCursor(workspaceId, position) : null };
+  return {
+    messages: rows.map(toMessageView),
+    next: position ? await encodeMessageCursor(workspaceId, position) : null,
+  };
 }
 
 type Errors = Partial<Record<FilterProblem, string>>;
 
 const described = (field: FilterProblem, errors: Errors, hint?: string) => {
   const ids = [errors[field] ? `${field}-error` : null, hint ?? null].filter((id) => id !== null);
-  return { "aria-invalid": errors[field] ? "true" : undefined, "aria-describedby": ids.length ? ids.join(" ") : undefined };
+  return {
+    "aria-invalid": errors[field] ? "true" : undefined,
+    "aria-describedby": ids.length ? ids.join(" ") : undefined,
+  };
 };
 
-function Choice({ field, label, options, values, errors }: {
+function Choice({
+  field,
+  label,
+  options,
+  values,
+  errors,
+}: {
   field: "direction" | "status" | "channelNumberId";
   label: string;
   options: [string, string][];
@@ -71,41 +90,110 @@ function Choice({ field, label, options, values, errors }: {
   );
 }
 
-function Text({ field, label, values, errors, placeholder }: { field: "to" | "from"; label: string; values: FilterValues; errors: Errors; placeholder: string }) {
+function Text({
+  field,
+  label,
+  values,
+  errors,
+  placeholder,
+}: {
+  field: "to" | "from";
+  label: string;
+  values: FilterValues;
+  errors: Errors;
+  placeholder: string;
+}) {
   return (
     <div class="field">
       <label for={`f-${field}`}>{label}</label>
-      <input id={`f-${field}`} name={field} type="text" inputmode="tel" autocomplete="off" maxlength={160} placeholder={placeholder} value={values[field] ?? ""} {...described(field, errors)} />
+      <input
+        id={`f-${field}`}
+        name={field}
+        type="text"
+        inputmode="tel"
+        autocomplete="off"
+        maxlength={160}
+        placeholder={placeholder}
+        value={values[field] ?? ""}
+        {...described(field, errors)}
+      />
       <FieldError field={field} message={errors[field]} />
     </div>
   );
 }
 
-function When({ field, label, values, errors }: { field: "createdAfter" | "createdBefore"; label: string; values: FilterValues; errors: Errors }) {
+function When({
+  field,
+  label,
+  values,
+  errors,
+}: {
+  field: "createdAfter" | "createdBefore";
+  label: string;
+  values: FilterValues;
+  errors: Errors;
+}) {
   return (
     <div class="field">
       <label for={`f-${field}`}>{label}</label>
-      <input id={`f-${field}`} name={field} type="datetime-local" step={1} value={toLocalField(values[field])} {...described(field, errors)} />
+      <input
+        id={`f-${field}`}
+        name={field}
+        type="datetime-local"
+        step={1}
+        value={toLocalField(values[field])}
+        {...described(field, errors)}
+      />
       <FieldError field={field} message={errors[field]} />
     </div>
   );
 }
 
-function FilterForm({ values, limit, errors, numbers }: { values: FilterValues; limit: string; errors: Errors; numbers: ChannelNumberRow[] }) {
-  const numberOptions: [string, string][] = [["", "Any number"], ...numbers.map((n): [string, string] => [n.id, n.display_phone_number])];
+function FilterForm({
+  values,
+  limit,
+  errors,
+  numbers,
+}: {
+  values: FilterValues;
+  limit: string;
+  errors: Errors;
+  numbers: ChannelNumberRow[];
+}) {
+  const numberOptions: [string, string][] = [
+    ["", "Any number"],
+    ...numbers.map((n): [string, string] => [n.id, n.display_phone_number]),
+  ];
   // A number that is no longer connected still filters its messages.
   if (values.channelNumberId && !numbers.some((n) => n.id === values.channelNumberId)) {
     numberOptions.push([values.channelNumberId, values.channelNumberId]);
   }
   return (
     <form method="get" action="/dashboard/messages" class="filters card" aria-label="Filter messages">
-      <Choice field="direction" label="Direction" values={values} errors={errors} options={[["", "Any"], ["outbound", "Outbound (sent by you)"], ["inbound", "Inbound (received)"]]} />
+      <Choice
+        field="direction"
+        label="Direction"
+        values={values}
+        errors={errors}
+        options={[
+          ["", "Any"],
+          ["outbound", "Outbound (sent by you)"],
+          ["inbound", "Inbound (received)"],
+        ]}
+      />
       <Choice
         field="status"
         label="Status"
         values={values}
         errors={errors}
-        options={[["", "Any"], ["queued", "queued"], ["processing", "processing"], ["sent", "sent"], ["failed", "failed"], ["received", "received (inbound)"]]}
+        options={[
+          ["", "Any"],
+          ["queued", "queued"],
+          ["processing", "processing"],
+          ["sent", "sent"],
+          ["failed", "failed"],
+          ["received", "received (inbound)"],
+        ]}
       />
       <Choice field="channelNumberId" label="Number" values={values} errors={errors} options={numberOptions} />
       <Text field="to" label="Recipient (to)" placeholder="5511999998888" values={values} errors={errors} />
@@ -184,19 +272,29 @@ async function render(c: Context<DashboardEnv>) {
     } catch (err) {
       // decodeMessageCursor: a cursor of another workspace, or a damaged link.
       if (!(err instanceof ApiError)) throw err;
-      errors = { cursor: "This page link is not one of this workspace's message pages (it may be damaged or from another workspace)." };
+      errors = {
+        cursor:
+          "This page link is not one of this workspace's message pages (it may be damaged or from another workspace).",
+      };
     }
   }
   const filtered = Object.keys(parsed.values).length > 0;
   const cursor = parsed.ok ? parsed.query.cursor : undefined;
-  const labels = listed ? await numberLabels(c.env.DB, workspaceId, numbers, listed.messages.map((m) => m.channelNumberId)) : new Map();
+  const labels = listed
+    ? await numberLabels(
+        c.env.DB,
+        workspaceId,
+        numbers,
+        listed.messages.map((m) => m.channelNumberId),
+      )
+    : new Map();
   if (!listed) c.status(400);
   return c.render(
     <>
       <h1>Messages</h1>
       <p>
-        Outbound and inbound messages of the last days of history (30 on pro and scale, 7 on free), newest first. Older days are in the
-        message archives (<code>GET /api/v1/message-archives</code>).
+        Outbound and inbound messages of the last days of history (30 on pro and scale, 7 on free), newest first. Older
+        days are in the message archives (<code>GET /api/v1/message-archives</code>).
       </p>
       <FilterForm values={parsed.values} limit={parsed.limit} errors={errors} numbers={numbers} />
       {!listed ? (

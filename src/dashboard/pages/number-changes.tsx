@@ -1,7 +1,13 @@
 import { Hono } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
-import { connectNumber, disconnectNumber, replaceNumberToken, type ConnectInput, type Refused } from "../../domain/number-connection";
+import {
+  connectNumber,
+  disconnectNumber,
+  replaceNumberToken,
+  type ConnectInput,
+  type Refused,
+} from "../../domain/number-connection";
 import type { OperatorProfile } from "../../upstream/operator-account";
 import { auditMember } from "../audit";
 import { memberCaller, type DashboardEnv } from "../context";
@@ -27,21 +33,52 @@ const describeProfile = (p: OperatorProfile): string =>
   `${p.verifiedName ?? "no verified name"} (${p.displayPhoneNumber}): quality ${p.qualityRating ?? "unknown"}, messaging limit tier ${p.messagingLimitTier ?? "unknown"}`;
 
 /** The connect input of a submitted form, or the field it gets wrong. */
-function connectInput(f: Record<string, string>): { ok: true; input: ConnectInput } | { ok: false; kind: "sandbox" | "cloud"; state: FormState } {
-  const values = { displayPhoneNumber: (f.displayPhoneNumber ?? "").trim(), phoneNumberId: (f.phoneNumberId ?? "").trim(), wabaId: (f.wabaId ?? "").trim() };
+function connectInput(
+  f: Record<string, string>,
+): { ok: true; input: ConnectInput } | { ok: false; kind: "sandbox" | "cloud"; state: FormState } {
+  const values = {
+    displayPhoneNumber: (f.displayPhoneNumber ?? "").trim(),
+    phoneNumberId: (f.phoneNumberId ?? "").trim(),
+    wabaId: (f.wabaId ?? "").trim(),
+  };
   if (f.type !== "cloud") {
     if (!DISPLAY_NUMBER.test(values.displayPhoneNumber)) {
-      return { ok: false, kind: "sandbox", state: { values, field: "displayPhoneNumber", error: "Digits only (4 to 32), optionally with a leading +." } };
+      return {
+        ok: false,
+        kind: "sandbox",
+        state: { values, field: "displayPhoneNumber", error: "Digits only (4 to 32), optionally with a leading +." },
+      };
     }
     return { ok: true, input: { type: "sandbox", displayPhoneNumber: values.displayPhoneNumber } };
   }
   const token = (f.accessToken ?? "").trim();
-  if (!OPERATOR_ID.test(values.phoneNumberId)) return { ok: false, kind: "cloud", state: { values, field: "phoneNumberId", error: "The operator's numeric phone number id." } };
-  if (!OPERATOR_ID.test(values.wabaId)) return { ok: false, kind: "cloud", state: { values, field: "wabaId", error: "The operator's numeric business account id." } };
+  if (!OPERATOR_ID.test(values.phoneNumberId))
+    return {
+      ok: false,
+      kind: "cloud",
+      state: { values, field: "phoneNumberId", error: "The operator's numeric phone number id." },
+    };
+  if (!OPERATOR_ID.test(values.wabaId))
+    return {
+      ok: false,
+      kind: "cloud",
+      state: { values, field: "wabaId", error: "The operator's numeric business account id." },
+    };
   if (token.length < TOKEN_CHARS.min || token.length > TOKEN_CHARS.max) {
-    return { ok: false, kind: "cloud", state: { values, field: "accessToken", error: `An access token is ${TOKEN_CHARS.min} to ${TOKEN_CHARS.max} characters.` } };
+    return {
+      ok: false,
+      kind: "cloud",
+      state: {
+        values,
+        field: "accessToken",
+        error: `An access token is ${TOKEN_CHARS.min} to ${TOKEN_CHARS.max} characters.`,
+      },
+    };
   }
-  return { ok: true, input: { type: "cloud", phoneNumberId: values.phoneNumberId, wabaId: values.wabaId, accessToken: token } };
+  return {
+    ok: true,
+    input: { type: "cloud", phoneNumberId: values.phoneNumberId, wabaId: values.wabaId, accessToken: token },
+  };
 }
 
 export const numberChangePages = new Hono<DashboardEnv>()
@@ -56,9 +93,15 @@ export const numberChangePages = new Hono<DashboardEnv>()
     if (!outcome.ok) {
       if (outcome.problem === "rate_limited") return rateLimitedPage(c, outcome, "/dashboard/numbers");
       const kind = parsed.input.type;
-      const values: Record<string, string> = parsed.input.type === "cloud" ? { phoneNumberId: parsed.input.phoneNumberId, wabaId: parsed.input.wabaId } : { displayPhoneNumber: parsed.input.displayPhoneNumber };
+      const values: Record<string, string> =
+        parsed.input.type === "cloud"
+          ? { phoneNumberId: parsed.input.phoneNumberId, wabaId: parsed.input.wabaId }
+          : { displayPhoneNumber: parsed.input.displayPhoneNumber };
       c.status(outcome.problem === "plan_limit" ? 403 : outcome.problem === "unavailable" ? 502 : 400);
-      const state: FormState = outcome.problem === "refused" ? { values, field: formField(outcome), error: outcome.reason } : { values, error: outcome.reason };
+      const state: FormState =
+        outcome.problem === "refused"
+          ? { values, field: formField(outcome), error: outcome.reason }
+          : { values, error: outcome.reason };
       return renderNumbers(c, state, kind);
     }
     await auditMember(c, {
@@ -74,12 +117,17 @@ export const numberChangePages = new Hono<DashboardEnv>()
   })
   .post("/numbers/:id/token", requireRole("owner"), async (c) => {
     const session = c.get("session");
-    const number = await findByUuid(c.req.param("id"), (stored) => getConnectedNumber(c.env.DB, session.workspace_id, stored));
+    const number = await findByUuid(c.req.param("id"), (stored) =>
+      getConnectedNumber(c.env.DB, session.workspace_id, stored),
+    );
     if (!number) return notFoundPage(c);
     const token = ((await formFields(c)).accessToken ?? "").trim();
     if (token.length < TOKEN_CHARS.min || token.length > TOKEN_CHARS.max) {
       c.status(400);
-      return renderNumber(c, number, { field: "accessToken", error: `An access token is ${TOKEN_CHARS.min} to ${TOKEN_CHARS.max} characters.` });
+      return renderNumber(c, number, {
+        field: "accessToken",
+        error: `An access token is ${TOKEN_CHARS.min} to ${TOKEN_CHARS.max} characters.`,
+      });
     }
     const outcome = await replaceNumberToken(c.env, memberCaller(session), number.id, token);
     if (!outcome.ok) {
@@ -89,13 +137,23 @@ export const numberChangePages = new Hono<DashboardEnv>()
       const error = outcome.problem === "sandbox" ? "A sandbox number has no token." : outcome.reason;
       return renderNumber(c, number, { field: "accessToken", error });
     }
-    await auditMember(c, { action: "channel_number.credentials_replaced", target: { type: "channel_number", id: number.id }, detail: number.display_phone_number });
-    await setFlash(c, { notice: `Token replaced; the operator says: ${describeProfile(outcome.profile)}.` }, session.token_hash);
+    await auditMember(c, {
+      action: "channel_number.credentials_replaced",
+      target: { type: "channel_number", id: number.id },
+      detail: number.display_phone_number,
+    });
+    await setFlash(
+      c,
+      { notice: `Token replaced; the operator says: ${describeProfile(outcome.profile)}.` },
+      session.token_hash,
+    );
     return c.redirect(`/dashboard/numbers/${number.id}`, 303);
   })
   .post("/numbers/:id/disconnect", requireRole("owner"), async (c) => {
     const session = c.get("session");
-    const number = await findByUuid(c.req.param("id"), (stored) => getConnectedNumber(c.env.DB, session.workspace_id, stored));
+    const number = await findByUuid(c.req.param("id"), (stored) =>
+      getConnectedNumber(c.env.DB, session.workspace_id, stored),
+    );
     if (!number) return notFoundPage(c);
     if ((await formFields(c)).confirmed !== "yes") {
       return confirmPage(c, {
@@ -107,8 +165,21 @@ export const numberChangePages = new Hono<DashboardEnv>()
       });
     }
     const outcome = await disconnectNumber(c.env, memberCaller(session), number.id);
-    if (!outcome.ok) return outcome.problem === "rate_limited" ? rateLimitedPage(c, outcome, `/dashboard/numbers/${number.id}`) : notFoundPage(c);
-    await auditMember(c, { action: "channel_number.disconnected", target: { type: "channel_number", id: number.id }, detail: number.display_phone_number });
-    await setFlash(c, { notice: `${number.display_phone_number} disconnected; messages that were still waiting fail with number_disconnected.` }, session.token_hash);
+    if (!outcome.ok)
+      return outcome.problem === "rate_limited"
+        ? rateLimitedPage(c, outcome, `/dashboard/numbers/${number.id}`)
+        : notFoundPage(c);
+    await auditMember(c, {
+      action: "channel_number.disconnected",
+      target: { type: "channel_number", id: number.id },
+      detail: number.display_phone_number,
+    });
+    await setFlash(
+      c,
+      {
+        notice: `${number.display_phone_number} disconnected; messages that were still waiting fail with number_disconnected.`,
+      },
+      session.token_hash,
+    );
     return c.redirect("/dashboard/numbers", 303);
   });

@@ -1,6 +1,11 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { getConnectedNumber, listAllNumbers, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
+import {
+  getConnectedNumber,
+  listAllNumbers,
+  listConnectedNumbers,
+  type ChannelNumberRow,
+} from "../../db/channel-numbers";
 import { numberHealth } from "../../domain/number-health";
 import { getWebhookOfNumber } from "../../db/webhooks";
 import { findByUuid } from "../../domain/job-id";
@@ -23,13 +28,25 @@ const DISCONNECTED_SHOWN = 10;
 const UPSTREAM_LABEL = { sandbox: "Sandbox (delivers nowhere; for tests)", cloud: "Cloud API (live)" } as const;
 
 /** The Numbers page; `form` re-renders a refused connect form with its error. */
-export async function renderNumbers(c: Context<DashboardEnv>, form: FormState = {}, kind: "sandbox" | "cloud" | null = null) {
+export async function renderNumbers(
+  c: Context<DashboardEnv>,
+  form: FormState = {},
+  kind: "sandbox" | "cloud" | null = null,
+) {
   const { workspace_id: workspaceId, role } = c.get("session");
   const rows = await listConnectedNumbers(c.env.DB, workspaceId, PAGE_SIZE + 1, pageCursor(c));
-  const page = toPage(rows, PAGE_SIZE, (r) => ({ sortKey: r.created_at, id: r.id }), (r) => r);
+  const page = toPage(
+    rows,
+    PAGE_SIZE,
+    (r) => ({ sortKey: r.created_at, id: r.id }),
+    (r) => r,
+  );
   // Stored health only: the list never calls the operator (the number's page refreshes it hourly).
   const healths = await Promise.all(page.data.map((n) => numberHealth(c.env, n, { refresh: false })));
-  const disconnected = (await listAllNumbers(c.env.DB, workspaceId)).filter((n) => n.status === "disconnected").slice(-DISCONNECTED_SHOWN).reverse();
+  const disconnected = (await listAllNumbers(c.env.DB, workspaceId))
+    .filter((n) => n.status === "disconnected")
+    .slice(-DISCONNECTED_SHOWN)
+    .reverse();
   const isOwner = hasRole(role, "owner");
   return c.render(
     <>
@@ -38,7 +55,9 @@ export async function renderNumbers(c: Context<DashboardEnv>, form: FormState = 
         Channel numbers of the workspace. Use a number's id as <code>channelNumberId</code> when sending.
       </p>
       {page.data.length === 0 ? (
-        <p>No number is connected yet.{isOwner ? " Connect one below." : " An owner of the workspace can connect one."}</p>
+        <p>
+          No number is connected yet.{isOwner ? " Connect one below." : " An owner of the workspace can connect one."}
+        </p>
       ) : (
         <TableScroll label="Numbers">
           <table>
@@ -90,7 +109,8 @@ export async function renderNumbers(c: Context<DashboardEnv>, form: FormState = 
           <ul>
             {disconnected.map((n) => (
               <li>
-                {n.display_phone_number} ({n.upstream_type}) · <code>{n.id}</code> · disconnected <Time iso={n.disconnected_at} />
+                {n.display_phone_number} ({n.upstream_type}) · <code>{n.id}</code> · disconnected{" "}
+                <Time iso={n.disconnected_at} />
               </li>
             ))}
           </ul>
@@ -105,7 +125,12 @@ export async function renderNumbers(c: Context<DashboardEnv>, form: FormState = 
  * A number's page (health refreshed from the operator when an hour old); `form` re-renders a refused
  * token form, `contactForm` a refused test contact (sandbox numbers).
  */
-export async function renderNumber(c: Context<DashboardEnv>, number: ChannelNumberRow, form: FormState = {}, contactForm: FormState = {}) {
+export async function renderNumber(
+  c: Context<DashboardEnv>,
+  number: ChannelNumberRow,
+  form: FormState = {},
+  contactForm: FormState = {},
+) {
   const { workspace_id: workspaceId, role } = c.get("session");
   const [webhook, health, contacts] = await Promise.all([
     getWebhookOfNumber(c.env.DB, workspaceId, number.id),
@@ -127,7 +152,9 @@ export async function renderNumber(c: Context<DashboardEnv>, number: ChannelNumb
         <dt>Upstream</dt>
         <dd>
           {UPSTREAM_LABEL[number.upstream_type]}
-          {number.upstream_phone_number_id ? <span class="hint"> · phone number id {number.upstream_phone_number_id}</span> : null}
+          {number.upstream_phone_number_id ? (
+            <span class="hint"> · phone number id {number.upstream_phone_number_id}</span>
+          ) : null}
           {number.waba_id ? <span class="hint"> · business account {number.waba_id}</span> : null}
         </dd>
         <HealthFacts health={health} />
@@ -144,7 +171,8 @@ export async function renderNumber(c: Context<DashboardEnv>, number: ChannelNumb
           {webhook ? (
             <>
               <WebhookUrl url={webhook.url} role={role} /> ({webhook.status}
-              {webhook.failing_since ? ", failing" : ""}) · <a href={`/dashboard/webhooks/${number.id}`}>Webhook and deliveries</a>
+              {webhook.failing_since ? ", failing" : ""}) ·{" "}
+              <a href={`/dashboard/webhooks/${number.id}`}>Webhook and deliveries</a>
             </>
           ) : (
             <>
@@ -154,10 +182,17 @@ export async function renderNumber(c: Context<DashboardEnv>, number: ChannelNumb
         </dd>
       </dl>
       <p class="hint">
-        Customer-service windows (24 hours after a contact's last message) are not listed here yet; check one contact with{" "}
-        <code>{`GET /api/v1/channel-numbers/${number.id}/contacts/{phone}`}</code>.
+        Customer-service windows (24 hours after a contact's last message) are not listed here yet; check one contact
+        with <code>{`GET /api/v1/channel-numbers/${number.id}/contacts/{phone}`}</code>.
       </p>
-      {number.upstream_type === "sandbox" ? <TestContacts numberId={number.id} contacts={contacts} canWrite={hasRole(role, "developer")} form={contactForm} /> : null}
+      {number.upstream_type === "sandbox" ? (
+        <TestContacts
+          numberId={number.id}
+          contacts={contacts}
+          canWrite={hasRole(role, "developer")}
+          form={contactForm}
+        />
+      ) : null}
       {isOwner ? (
         <section aria-labelledby="manage-heading" class="card">
           <h2 id="manage-heading">Manage</h2>

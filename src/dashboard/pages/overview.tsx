@@ -20,9 +20,18 @@ function UsageBar({ used, limit }: { used: number; limit: number }) {
   return (
     <div class="usage">
       <label for="usage-meter">
-        Messages this period: <strong>{used.toLocaleString("en-US")}</strong> of {limit.toLocaleString("en-US")} ({percent}%)
+        Messages this period: <strong>{used.toLocaleString("en-US")}</strong> of {limit.toLocaleString("en-US")} (
+        {percent}%)
       </label>
-      <meter id="usage-meter" min={0} max={Math.max(limit, 1)} low={limit * 0.8} high={limit * 0.95} optimum={0} value={used}>
+      <meter
+        id="usage-meter"
+        min={0}
+        max={Math.max(limit, 1)}
+        low={limit * 0.8}
+        high={limit * 0.95}
+        optimum={0}
+        value={used}
+      >
         {percent}%
       </meter>
     </div>
@@ -34,18 +43,27 @@ function WebhookHealth({ webhooks, role }: { webhooks: WebhookRow[]; role: Membe
   if (webhooks.length === 0) {
     return (
       <p>
-        No webhook is configured. <a href="/dashboard/webhooks">Set one up</a> to receive inbound messages and status changes.
+        No webhook is configured. <a href="/dashboard/webhooks">Set one up</a> to receive inbound messages and status
+        changes.
       </p>
     );
   }
-  if (unhealthy.length === 0) return (
-      <p class="ok">{webhooks.length === 1 ? "The webhook endpoint is delivering." : `All ${webhooks.length} webhook endpoints are delivering.`}</p>
+  if (unhealthy.length === 0)
+    return (
+      <p class="ok">
+        {webhooks.length === 1
+          ? "The webhook endpoint is delivering."
+          : `All ${webhooks.length} webhook endpoints are delivering.`}
+      </p>
     );
   return (
     <ul class="problems">
       {unhealthy.map((w) => (
         <li>
-          <a href={`/dashboard/webhooks/${w.channel_number_id}`}>{hasRole(role, "developer") ? w.url : redactWebhookUrl(w.url)}</a>:{" "}
+          <a href={`/dashboard/webhooks/${w.channel_number_id}`}>
+            {hasRole(role, "developer") ? w.url : redactWebhookUrl(w.url)}
+          </a>
+          :{" "}
           {w.status === "disabled" ? (
             <strong class="bad">disabled</strong>
           ) : (
@@ -71,12 +89,14 @@ export const overviewPage = new Hono<DashboardEnv>().get("/", async (c) => {
     <>
       <h1>Overview</h1>
       {/* Nothing sent in this period or the previous one: the first steps, before anything else. */}
-      {usage.daily.every((d) => d.accepted === 0) ? <GettingStarted origin={new URL(c.req.url).origin} number={numbers[0]} /> : null}
+      {usage.daily.every((d) => d.accepted === 0) ? (
+        <GettingStarted origin={new URL(c.req.url).origin} number={numbers[0]} />
+      ) : null}
       <section aria-labelledby="plan-heading" class="card">
         <h2 id="plan-heading">Plan and usage</h2>
         <p>
-          Plan: <strong>{usage.workspace.plan_name}</strong>. Period <Time iso={usage.period.start} /> to <Time iso={usage.period.end} /> (UTC
-          calendar month).
+          Plan: <strong>{usage.workspace.plan_name}</strong>. Period <Time iso={usage.period.start} /> to{" "}
+          <Time iso={usage.period.end} /> (UTC calendar month).
         </p>
         <UsageBar used={usage.messages.used} limit={usage.messages.limit} />
       </section>
@@ -96,7 +116,8 @@ export const overviewPage = new Hono<DashboardEnv>().get("/", async (c) => {
           <ul>
             {numbers.slice(0, SHOWN_NUMBERS).map((n) => (
               <li>
-                <a href={`/dashboard/numbers/${n.id}`}>{n.display_phone_number}</a> <span class="badge">{n.upstream_type}</span>
+                <a href={`/dashboard/numbers/${n.id}`}>{n.display_phone_number}</a>{" "}
+                <span class="badge">{n.upstream_type}</span>
               </li>
             ))}
           </ul>

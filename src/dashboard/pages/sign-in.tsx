@@ -22,16 +22,37 @@ function SignInForm({ next, error, email }: { next: string; error?: string; emai
           {error}
         </p>
       ) : null}
-      <form method="post" action="/dashboard/sign-in" class="stack narrow" aria-describedby={error ? "sign-in-error" : undefined}>
+      <form
+        method="post"
+        action="/dashboard/sign-in"
+        class="stack narrow"
+        aria-describedby={error ? "sign-in-error" : undefined}
+      >
         <input type="hidden" name="next" value={next} />
         <label for="email">Email</label>
-        <input id="email" name="email" type="email" autocomplete="username" required maxlength={MAX_EMAIL_CHARS} value={email ?? ""} />
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autocomplete="username"
+          required
+          maxlength={MAX_EMAIL_CHARS}
+          value={email ?? ""}
+        />
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required maxlength={PASSWORD_MAX_CHARS} />
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autocomplete="current-password"
+          required
+          maxlength={PASSWORD_MAX_CHARS}
+        />
         <button type="submit">Sign in</button>
       </form>
       <p class="hint">
-        No account yet, or forgot your password? An owner of your workspace can send you a new invitation link from the Members page.
+        No account yet, or forgot your password? An owner of your workspace can send you a new invitation link from the
+        Members page.
       </p>
     </>
   );
@@ -40,7 +61,6 @@ function SignInForm({ next, error, email }: { next: string; error?: string; emai
 function renderSignIn(c: Context<DashboardEnv>, next: string, opts: { error?: string; email?: string } = {}) {
   return c.render(<SignInForm next={next} {...opts} />, { title: "Sign in" });
 }
-
 
 export const signInPages = new Hono<DashboardEnv>()
   .get("/sign-in", async (c) => {
@@ -62,20 +82,28 @@ export const signInPages = new Hono<DashboardEnv>()
         const seconds = Math.ceil(result.retryAfterMs / 1000);
         c.status(429);
         c.header("Retry-After", String(seconds));
-        return renderSignIn(c, next, { error: `Too many sign-in attempts. Try again in ${Math.ceil(seconds / 60) === 1 ? "a minute" : `${Math.ceil(seconds / 60)} minutes`}.`, email });
+        return renderSignIn(c, next, {
+          error: `Too many sign-in attempts. Try again in ${Math.ceil(seconds / 60) === 1 ? "a minute" : `${Math.ceil(seconds / 60)} minutes`}.`,
+          email,
+        });
       }
       // One answer for an unknown email, a member without a password and a wrong password.
       c.status(401);
       return renderSignIn(c, next, { error: "Email or password is incorrect.", email });
     }
     if (result.kind === "choose") return askForWorkspace(c, result.memberIds, next);
-    await auditMember(c, { action: "member.signed_in", target: { type: "member", id: result.member.id } }, asActor(result.member));
+    await auditMember(
+      c,
+      { action: "member.signed_in", target: { type: "member", id: result.member.id } },
+      asActor(result.member),
+    );
     setSessionCookie(c, result.token);
     return c.redirect(next, 303);
   })
   .post("/sign-out", async (c) => {
     const session = await resolveSession(c.env.DB, readSessionCookie(c));
-    if (session) await auditMember(c, { action: "member.signed_out", target: { type: "member", id: session.member_id } }, session);
+    if (session)
+      await auditMember(c, { action: "member.signed_out", target: { type: "member", id: session.member_id } }, session);
     await endSession(c.env.DB, readSessionCookie(c));
     clearSessionCookie(c);
     return c.redirect("/dashboard/sign-in", 303);

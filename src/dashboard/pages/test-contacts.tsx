@@ -36,9 +36,15 @@ export const testContactPages = new Hono<DashboardEnv>()
     }
     // The phone is personal data: the entry names the number, not the contact (as the API's does).
     if (outcome.added) {
-      await auditMember(c, { action: "sandbox.test_contact_added", target: { type: "channel_number", id: number.id }, detail: number.display_phone_number });
+      await auditMember(c, {
+        action: "sandbox.test_contact_added",
+        target: { type: "channel_number", id: number.id },
+        detail: number.display_phone_number,
+      });
     }
-    const notice = outcome.added ? `${phone} is now a test contact of ${number.display_phone_number}.` : `${phone} already was a test contact; nothing changed.`;
+    const notice = outcome.added
+      ? `${phone} is now a test contact of ${number.display_phone_number}.`
+      : `${phone} already was a test contact; nothing changed.`;
     await setFlash(c, { notice }, session.token_hash);
     return c.redirect(`/dashboard/numbers/${number.id}`, 303);
   })
@@ -52,7 +58,15 @@ export const testContactPages = new Hono<DashboardEnv>()
       await setFlash(c, { notice: outcome.reason, error: true }, session.token_hash);
       return c.redirect(`/dashboard/numbers/${number.id}`, 303);
     }
-    await auditMember(c, { action: "sandbox.test_contact_removed", target: { type: "channel_number", id: number.id }, detail: number.display_phone_number });
-    await setFlash(c, { notice: `${phone} is no longer a test contact of ${number.display_phone_number}.` }, session.token_hash);
+    await auditMember(c, {
+      action: "sandbox.test_contact_removed",
+      target: { type: "channel_number", id: number.id },
+      detail: number.display_phone_number,
+    });
+    await setFlash(
+      c,
+      { notice: `${phone} is no longer a test contact of ${number.display_phone_number}.` },
+      session.token_hash,
+    );
     return c.redirect(`/dashboard/numbers/${number.id}`, 303);
   });

@@ -58,7 +58,10 @@ async function sendEvent(
     return c.redirect(back(webhook.channel_number_id), 303);
   }
   const outcome = await send();
-  if (!outcome.ok) return outcome.problem === "rate_limited" ? rateLimitedPage(c, outcome, back(webhook.channel_number_id)) : notFoundPage(c);
+  if (!outcome.ok)
+    return outcome.problem === "rate_limited"
+      ? rateLimitedPage(c, outcome, back(webhook.channel_number_id))
+      : notFoundPage(c);
   await auditMember(c, { action, target: { type: "webhook", id: webhook.id }, detail: `event ${outcome.eventId}` });
   await setFlash(c, { notice }, c.get("session").token_hash);
   return c.redirect(back(webhook.channel_number_id), 303);
@@ -70,15 +73,27 @@ function HealthLine({ w }: { w: WebhookRow }) {
   return <span class="ok">enabled</span>;
 }
 
-async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow, form: { url?: string; error?: string } = {}) {
+async function renderWebhook(
+  c: Context<DashboardEnv>,
+  number: ChannelNumberRow,
+  form: { url?: string; error?: string } = {},
+) {
   const { workspace_id: workspaceId, role } = c.get("session");
   const canWrite = hasRole(role, "developer");
   const webhook = await getWebhookOfNumber(c.env.DB, workspaceId, number.id);
   const before = Number(pageCursor(c)?.sortKey);
   const [rows, failure] = webhook
-    ? await Promise.all([deliveryLog(c.env, webhook, Number.isSafeInteger(before) ? before : null, LOG_PAGE_SIZE + 1), lastFailure(c.env, webhook)])
+    ? await Promise.all([
+        deliveryLog(c.env, webhook, Number.isSafeInteger(before) ? before : null, LOG_PAGE_SIZE + 1),
+        lastFailure(c.env, webhook),
+      ])
     : [[], null];
-  const page = toPage(rows, LOG_PAGE_SIZE, (r) => ({ sortKey: String(r.seq), id: "" }), (r) => toDeliveryView(webhook!.id, r));
+  const page = toPage(
+    rows,
+    LOG_PAGE_SIZE,
+    (r) => ({ sortKey: String(r.seq), id: "" }),
+    (r) => toDeliveryView(webhook!.id, r),
+  );
   // Before the log for a new webhook, after it once there is one (the log is what people come back for).
   const configureForm = canWrite ? (
     <section class="card" aria-labelledby="configure-heading">
@@ -142,8 +157,8 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
           {webhook.status === "disabled" ? (
             <div class="problem" role="note">
               <p>
-                Disabled <Time iso={webhook.disabled_at} /> because deliveries kept failing for more than {DISABLE_AFTER_HOURS} hours. Events
-                since then were kept and can be replayed.
+                Disabled <Time iso={webhook.disabled_at} /> because deliveries kept failing for more than{" "}
+                {DISABLE_AFTER_HOURS} hours. Events since then were kept and can be replayed.
               </p>
               {failure?.error ? (
                 <p>
@@ -170,7 +185,10 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
           ) : null}
         </section>
       ) : (
-        <p>This number has no webhook: inbound messages and status changes are kept and can be replayed once you configure one.</p>
+        <p>
+          This number has no webhook: inbound messages and status changes are kept and can be replayed once you
+          configure one.
+        </p>
       )}
       {webhook ? null : configureForm}
       {webhook ? (
@@ -183,7 +201,9 @@ async function renderWebhook(c: Context<DashboardEnv>, number: ChannelNumberRow,
           )}
           {page.nextCursor ? (
             <p>
-              <a href={`/dashboard/webhooks/${number.id}?cursor=${encodeURIComponent(page.nextCursor)}`}>Older attempts</a>
+              <a href={`/dashboard/webhooks/${number.id}?cursor=${encodeURIComponent(page.nextCursor)}`}>
+                Older attempts
+              </a>
             </p>
           ) : null}
         </section>
@@ -199,14 +219,21 @@ export const webhookPages = new Hono<DashboardEnv>()
     const { workspace_id: workspaceId, role } = c.get("session");
     const numbers = await listConnectedNumbers(c.env.DB, workspaceId, MAX_NUMBERS);
     const webhooks = new Map(
-      (await webhooksForNumbers(c.env.DB, numbers.map((n) => n.id))).filter((w) => w.workspace_id === workspaceId).map((w) => [w.channel_number_id, w]),
+      (
+        await webhooksForNumbers(
+          c.env.DB,
+          numbers.map((n) => n.id),
+        )
+      )
+        .filter((w) => w.workspace_id === workspaceId)
+        .map((w) => [w.channel_number_id, w]),
     );
     return c.render(
       <>
         <h1>Webhooks</h1>
         <p>
-          One endpoint per number receives <code>message.received</code> and <code>message.status</code> events, signed with the Standard
-          Webhooks scheme.
+          One endpoint per number receives <code>message.received</code> and <code>message.status</code> events, signed
+          with the Standard Webhooks scheme.
         </p>
         {numbers.length === 0 ? (
           <p>No number is connected yet.</p>
@@ -252,7 +279,10 @@ export const webhookPages = new Hono<DashboardEnv>()
     const session = c.get("session");
     if (url.length === 0 || url.length > MAX_URL_CHARS) {
       c.status(400);
-      return renderWebhook(c, number, { url: url.slice(0, MAX_URL_CHARS), error: `Enter the endpoint's URL (at most ${MAX_URL_CHARS} characters).` });
+      return renderWebhook(c, number, {
+        url: url.slice(0, MAX_URL_CHARS),
+        error: `Enter the endpoint's URL (at most ${MAX_URL_CHARS} characters).`,
+      });
     }
     const outcome = await configureWebhook(c.env, memberCaller(session), number.id, url);
     if (!outcome.ok) {
@@ -268,7 +298,10 @@ export const webhookPages = new Hono<DashboardEnv>()
     });
     await setFlash(
       c,
-      { notice: "Webhook saved.", secret: { label: "Signing secret (verify our signatures with it)", value: outcome.secret } },
+      {
+        notice: "Webhook saved.",
+        secret: { label: "Signing secret (verify our signatures with it)", value: outcome.secret },
+      },
       session.token_hash,
     );
     return c.redirect(back(number.id), 303);
@@ -276,7 +309,13 @@ export const webhookPages = new Hono<DashboardEnv>()
   .post("/webhooks/:numberId/test", requireRole("developer"), async (c) => {
     const own = await ownWebhook(c);
     if (!own) return notFoundPage(c);
-    return sendEvent(c, own.webhook, "webhook.test_sent", () => sendTestEvent(c.env, own.webhook), "Test event queued: it appears in the delivery log within seconds.");
+    return sendEvent(
+      c,
+      own.webhook,
+      "webhook.test_sent",
+      () => sendTestEvent(c.env, own.webhook),
+      "Test event queued: it appears in the delivery log within seconds.",
+    );
   })
   .post("/webhooks/:numberId/enable", requireRole("developer"), async (c) => {
     const own = await ownWebhook(c);
@@ -284,7 +323,11 @@ export const webhookPages = new Hono<DashboardEnv>()
     const session = c.get("session");
     await reenableWebhook(c.env.DB, session.workspace_id, own.webhook.id, isoNow());
     await auditMember(c, { action: "webhook.reenabled", target: { type: "webhook", id: own.webhook.id } });
-    await setFlash(c, { notice: "Webhook enabled again. Replay the events it missed from the log." }, session.token_hash);
+    await setFlash(
+      c,
+      { notice: "Webhook enabled again. Replay the events it missed from the log." },
+      session.token_hash,
+    );
     return c.redirect(back(own.webhook.channel_number_id), 303);
   })
   .post("/webhooks/:numberId/deliveries/:eventId/replay", requireRole("developer"), async (c) => {

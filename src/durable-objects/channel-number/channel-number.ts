@@ -46,7 +46,6 @@ import type { NumberSendingState } from "../../domain/channel-number-view";
 const EXPIRY_BATCH = 100;
 const PURGE_BATCH = 500;
 
-
 /**
  * One per channel number: its 2-per-second acceptance window and its outbox,
  * drained per conversation at the number's pace. See drain.ts for how a call is
@@ -81,7 +80,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     // An entry still `sending` belongs to a call a crash or restart cut short: it may
     // have reached the operator, so it is never sent again.
     const t = now();
-    this.statusRelay = new StatusRelay(env, ctx.storage, () => void this.scheduler.wake(now() + 1_000).catch(() => undefined));
+    this.statusRelay = new StatusRelay(
+      env,
+      ctx.storage,
+      () => void this.scheduler.wake(now() + 1_000).catch(() => undefined),
+    );
     // Changes written since the checkpoint may not have reached the workspace (a crash between a
     // commit and its hand-off): the status-relay step hands them again. A first start (or one after
     // the release that relayed every change through a row) has nothing to recover before now.
@@ -92,10 +95,12 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     for (const seq of new Set(pace.sending)) {
       const row = findBySeq(this.sql, seq);
       // Their `unknown` change is handed by the recovery (unknown_since = now, after the checkpoint).
-      if (row && transition(this.sql, row, ["sending"], "unknown", t, { unknown_since: t })) promoteHead(this.sql, row.recipient);
+      if (row && transition(this.sql, row, ["sending"], "unknown", t, { unknown_since: t }))
+        promoteHead(this.sql, row.recipient);
     }
     // Recovery only when the outbox holds a change from the checkpoint on (one index row read each way).
-    if (finishedFrom(this.sql, relayAfter, -1, 1).length > 0 || unknownFrom(this.sql, relayAfter, -1, 1).length > 0) this.statusRelay.startRecovery(relayAfter);
+    if (finishedFrom(this.sql, relayAfter, -1, 1).length > 0 || unknownFrom(this.sql, relayAfter, -1, 1).length > 0)
+      this.statusRelay.startRecovery(relayAfter);
     this.admitted = acceptedSince(this.sql, t - NUMBER_LIMIT.windowMs);
     this.hold = new NumberHold(this.sql);
     this.drain = new Drain({
@@ -118,19 +123,46 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         },
       },
       // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
-      { name: "held-bound", due: () => plus(oldestQueuedEntryAt(this.sql), HELD_BOUND_MS), run: (at) => this.expireHeld(at) },
+      {
+        name: "held-bound",
+        due: () => plus(oldestQueuedEntryAt(this.sql), HELD_BOUND_MS),
+        run: (at) => this.expireHeld(at),
+      },
       { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
-      { name: "status-relay", due: (at) => (hasOwed(this.sql) ? at : null), run: (at) => deliverOwed(env, this.sql, at) },
+      {
+        name: "status-relay",
+        due: (at) => (hasOwed(this.sql) ? at : null),
+        run: (at) => deliverOwed(env, this.sql, at),
+      },
       { name: "sandbox-reports", due: () => nextReportDue(this.sql), run: (at) => this.applyOperatorStatuses([], at) },
-      { name: "unknown-outcomes", due: () => plus(oldestUnknownSince(this.sql), this.unknownWindowMs), run: (at) => this.expireUnknown(at) },
-      { name: "orphans", due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS), run: (at) => this.dropOrphans(at) },
+      {
+        name: "unknown-outcomes",
+        due: () => plus(oldestUnknownSince(this.sql), this.unknownWindowMs),
+        run: (at) => this.expireUnknown(at),
+      },
+      {
+        name: "orphans",
+        due: () => plus(oldestOrphanAcceptedAt(this.sql), ORPHAN_GRACE_MS),
+        run: (at) => this.dropOrphans(at),
+      },
       {
         name: "purge",
         // Idle pair-rate buckets are swept hourly while there are any (a few bytes each: no hurry).
-        due: () => withSlack(earliest(plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS), nextContactExpiry(this.sql), hasPairs(this.sql) ? this.pairSweepAt : null)),
+        due: () =>
+          withSlack(
+            earliest(
+              plus(oldestFinishedAt(this.sql), KEEP_FINISHED_MS),
+              nextContactExpiry(this.sql),
+              hasPairs(this.sql) ? this.pairSweepAt : null,
+            ),
+          ),
         run: (at) => this.purge(at),
       },
-      { name: "legacy-events", due: (at) => (hasLegacyEvents(this.sql) ? at : null), run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE) },
+      {
+        name: "legacy-events",
+        due: (at) => (hasLegacyEvents(this.sql) ? at : null),
+        run: () => drainLegacyEvents(this.sql, env.WEBHOOK_QUEUE),
+      },
     ]);
     ctx.blockConcurrencyWhile(async () => {
       await this.scheduler.ensureArmed();
@@ -216,7 +248,9 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     // Routed by our jobId (biz_opaque_callback_data, on every call we ever made): no index by the operator's id.
     const row = s.jobId ? findByJobId(this.sql, s.jobId) : undefined;
     if (!row) {
-      log("info", "operator status for a message this number does not know", { upstreamMessageId: s.upstreamMessageId });
+      log("info", "operator status for a message this number does not know", {
+        upstreamMessageId: s.upstreamMessageId,
+      });
       return null;
     }
     const t = now();
@@ -232,10 +266,14 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     const called = row.attempts > 0 ? (["queued", "sending", "unknown"] as const) : (["sending", "unknown"] as const);
     const target = s.status === "failed" ? "failed" : "sent";
     const from = target === "failed" ? ([...called, "sent"] as const) : called;
-    const fields = { upstream_message_id: s.upstreamMessageId, ...(update.error ? { error: JSON.stringify(update.error) } : {}) };
+    const fields = {
+      upstream_message_id: s.upstreamMessageId,
+      ...(update.error ? { error: JSON.stringify(update.error) } : {}),
+    };
     if (transition(this.sql, row.seq, from, target, t, fields)) {
       promoteHead(this.sql, row.recipient);
-      if (row.state === "unknown") log("info", "operator status settled an unknown outcome", { jobId: row.job_id, status: s.status });
+      if (row.state === "unknown")
+        log("info", "operator status settled an unknown outcome", { jobId: row.job_id, status: s.status });
     }
     return { workspaceId: row.workspace_id, update, at: t };
   }
@@ -308,7 +346,10 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private revive(row: OutboxRow, acceptedAt: number, at: number): void {
     if (row.state !== "orphan" && row.state !== "dropped") return;
     this.ctx.storage.transactionSync(() => {
-      transition(this.sql, row.seq, ["orphan", "dropped"], "queued", at, { next_attempt_at: at, accepted_at: Math.max(row.accepted_at, acceptedAt) });
+      transition(this.sql, row.seq, ["orphan", "dropped"], "queued", at, {
+        next_attempt_at: at,
+        accepted_at: Math.max(row.accepted_at, acceptedAt),
+      });
       promoteHead(this.sql, row.recipient);
     });
   }
@@ -368,7 +409,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private async dropOrphans(at: number): Promise<void> {
     // Due at exactly `oldest + grace`: the filter includes that instant, so the run that is due drops it.
     for (const row of orphansAcceptedBefore(this.sql, at - ORPHAN_GRACE_MS, EXPIRY_BATCH)) {
-      if (transition(this.sql, row.seq, ["orphan"], "dropped", at)) log("warn", "orphan outbox entry dropped unsent: its workspace never recorded it", { jobId: row.job_id });
+      if (transition(this.sql, row.seq, ["orphan"], "dropped", at))
+        log("warn", "orphan outbox entry dropped unsent: its workspace never recorded it", { jobId: row.job_id });
     }
   }
 

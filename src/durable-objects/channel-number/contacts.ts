@@ -47,7 +47,8 @@ export function noteInbound(sql: SqlStorage, phone: string, at: number): void {
 
 /** The window with `phone`, matched directly or through the operator's id for it. */
 export function contactWindow(sql: SqlStorage, phone: string, at: number): ContactWindow {
-  const lookup = (p: string) => sql.exec<{ last_inbound_at: number }>("SELECT last_inbound_at FROM contacts WHERE phone = ?", p).toArray()[0];
+  const lookup = (p: string) =>
+    sql.exec<{ last_inbound_at: number }>("SELECT last_inbound_at FROM contacts WHERE phone = ?", p).toArray()[0];
   const alias = aliasOf(sql, phone);
   const row = lookup(phone) ?? (alias ? lookup(alias) : undefined);
   const expires = row ? row.last_inbound_at + CUSTOMER_SERVICE_WINDOW_MS : null;

@@ -56,7 +56,10 @@ export function retryDecision(
 ): RetryDecision {
   if (attempts >= (result.maxAttempts ?? RETRY_POLICY.maxAttempts)) return { exhausted: true };
   const scheduled = RETRY_POLICY.delaysMs[attempts - 1] ?? RETRY_POLICY.delaysMs[RETRY_POLICY.delaysMs.length - 1]!;
-  const delay = Math.min(RETRY_POLICY.maxDelayMs, Math.max(result.retryAfterMs ?? 0, result.minDelayMs ?? 0, scheduled));
+  const delay = Math.min(
+    RETRY_POLICY.maxDelayMs,
+    Math.max(result.retryAfterMs ?? 0, result.minDelayMs ?? 0, scheduled),
+  );
   const retryAt = at + delay;
   if (retryAt - firstAttemptAt > RETRY_POLICY.budgetMs) return { exhausted: true };
   return { retryAt };

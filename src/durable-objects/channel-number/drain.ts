@@ -7,7 +7,14 @@ import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
 import { getMeta, setMeta } from "../shared/meta";
 import { workspaceStub } from "../stubs";
 import type { StatusUpdate } from "../workspace/contract";
-import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, UNCONFIRMED_WAIT_MS, nextCallAt, retryDecision } from "./delivery-policy";
+import {
+  MAX_CALLS_IN_FLIGHT,
+  PACE_CALLS,
+  UNCONFIRMED_RECHECK_MS,
+  UNCONFIRMED_WAIT_MS,
+  nextCallAt,
+  retryDecision,
+} from "./delivery-policy";
 import { findBySeq, nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
 import { scheduleReports } from "./sandbox-reports";
 import { nextMove } from "./next-move";
@@ -75,9 +82,11 @@ export class Drain {
    */
   run(): Promise<void> {
     // The session ends once the changes its calls settled are handed to the workspace.
-    this.session ??= this.runSession().then(() => this.d.relay.idle()).finally(() => {
-      this.session = null;
-    });
+    this.session ??= this.runSession()
+      .then(() => this.d.relay.idle())
+      .finally(() => {
+        this.session = null;
+      });
     return this.session;
   }
 
@@ -147,10 +156,17 @@ export class Drain {
         return null;
       }
       // The workspace must know the message (its send may have failed after the hand-off) and learns it is processing.
-      const claim = await workspaceStub(this.d.env, row.workspace_id).applyStatus({ jobId: row.job_id, status: "processing", at: now() });
+      const claim = await workspaceStub(this.d.env, row.workspace_id).applyStatus({
+        jobId: row.job_id,
+        status: "processing",
+        at: now(),
+      });
       const t = now();
       if (!claim.known) {
-        if (row.accepted_at < t - UNCONFIRMED_WAIT_MS && this.d.hold.pausedDuring(row.accepted_at, row.accepted_at + UNCONFIRMED_WAIT_MS)) {
+        if (
+          row.accepted_at < t - UNCONFIRMED_WAIT_MS &&
+          this.d.hold.pausedDuring(row.accepted_at, row.accepted_at + UNCONFIRMED_WAIT_MS)
+        ) {
           // Held by a pause since its acceptance, it was never asked about in its first seconds: a
           // missing record may be one the workspace lost. Never dropped in silence: it fails, and the
           // failure stays owed to the workspace (a retry of the same send that commits it learns it).
@@ -180,7 +196,10 @@ export class Drain {
       // during the awaits above (the claim, the number's row, the adapter), and then it never leaves.
       let sending: number[] = [];
       const claimed = this.d.ctx.storage.transactionSync(() => {
-        if (!transition(this.d.sql, row, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })) return false;
+        if (
+          !transition(this.d.sql, row, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })
+        )
+          return false;
         // The relay's checkpoint and the entries in flight (a restart marks them unknown) ride on
         // the pace's row, written with every call anyway: no index row per call.
         sending = [...stillSending(this.d.sql, this.sending), row.seq];
@@ -211,7 +230,9 @@ export class Drain {
       // wait. Compared here, in the same synchronous step as the request's start (a read, no write).
       const current = findBySeq(this.d.sql, row.seq);
       if (current?.state !== "sending" || current.job_id !== row.job_id) {
-        log("info", "outbox entry settled while its `sending` state was made durable; not called", { jobId: row.job_id });
+        log("info", "outbox entry settled while its `sending` state was made durable; not called", {
+          jobId: row.job_id,
+        });
         return null;
       }
       // This call's slot is still the latest (one session, one start at a time): it moves to the real time.
@@ -246,7 +267,10 @@ export class Drain {
     switch (result.kind) {
       case "accepted":
         this.d.hold.resume();
-        this.finish(row, "sent", { upstreamMessageId: result.upstreamMessageId, ...(result.recipientId ? { recipientId: result.recipientId } : {}) });
+        this.finish(row, "sent", {
+          upstreamMessageId: result.upstreamMessageId,
+          ...(result.recipientId ? { recipientId: result.recipientId } : {}),
+        });
         if (result.later) scheduleReports(this.d.sql, row.job_id, result.upstreamMessageId, t, result.later);
         return;
       case "permanent":
@@ -261,7 +285,12 @@ export class Drain {
         });
         return;
       case "retryable": {
-        const decision = retryDecision(attempt, row.first_attempt_at ?? t, result.pairRate ? { ...result, minDelayMs: pairRateDelayMs(attempt) } : result, t);
+        const decision = retryDecision(
+          attempt,
+          row.first_attempt_at ?? t,
+          result.pairRate ? { ...result, minDelayMs: pairRateDelayMs(attempt) } : result,
+          t,
+        );
         if ("exhausted" in decision) {
           this.finish(row, "failed", { error: OWN_ERRORS.retriesExhausted(result.upstreamCode ?? result.message) });
           return;
@@ -282,7 +311,10 @@ export class Drain {
         ) {
           this.d.relay.hand(row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true }, t);
         }
-        log("warn", "upstream outcome unknown; waiting for the operator's status", { jobId: row.job_id, reason: result.message });
+        log("warn", "upstream outcome unknown; waiting for the operator's status", {
+          jobId: row.job_id,
+          reason: result.message,
+        });
         if (result.later) scheduleReports(this.d.sql, row.job_id, `sandbox.${row.job_id}`, t, result.later);
         return;
     }
@@ -292,7 +324,11 @@ export class Drain {
    * Final state of an entry; the change is handed to the workspace's record right after the
    * commit (the entry's state and `error` are its durable record: see StatusRelay).
    */
-  finish(row: OutboxRow, state: "sent" | "failed", detail: Pick<StatusUpdate, "upstreamMessageId" | "error"> & { recipientId?: string }): void {
+  finish(
+    row: OutboxRow,
+    state: "sent" | "failed",
+    detail: Pick<StatusUpdate, "upstreamMessageId" | "error"> & { recipientId?: string },
+  ): void {
     const t = now();
     const moved = this.d.ctx.storage.transactionSync(() => {
       const moved = transition(this.d.sql, row, ["queued", "sending", "unknown"], state, t, {
@@ -319,7 +355,8 @@ export class Drain {
  * `sending` unknown; the list is pruned at each call, so it holds at most the calls in flight).
  */
 export function readPace(sql: SqlStorage): { calls: number[]; relayAfter: number | null; sending: number[] } {
-  const v = JSON.parse(getMeta(sql, "recent_calls") ?? "[]") as number[] | { calls: number[]; relayAfter: number; sending?: number[] };
+  const v = JSON.parse(getMeta(sql, "recent_calls") ?? "[]") as
+    number[] | { calls: number[]; relayAfter: number; sending?: number[] };
   // Earlier releases stored the call times alone (and relayed every change through a row).
   return Array.isArray(v) ? { calls: v, relayAfter: null, sending: [] } : { ...v, sending: v.sending ?? [] };
 }
@@ -332,7 +369,10 @@ export function writePace(sql: SqlStorage, calls: number[], relayAfter: number, 
 function stillSending(sql: SqlStorage, seqs: number[]): number[] {
   if (seqs.length === 0) return [];
   return sql
-    .exec<{ seq: number }>(`SELECT seq FROM outbox WHERE seq IN (${seqs.map(() => "?").join(", ")}) AND state = 'sending'`, ...seqs)
+    .exec<{ seq: number }>(
+      `SELECT seq FROM outbox WHERE seq IN (${seqs.map(() => "?").join(", ")}) AND state = 'sending'`,
+      ...seqs,
+    )
     .toArray()
     .map((r) => r.seq);
 }

@@ -12,7 +12,9 @@ export const hasLegacyEvents = (sql: SqlStorage): boolean =>
 
 export async function drainLegacyEvents(sql: SqlStorage, queue: Queue): Promise<void> {
   const rows = sql
-    .exec<{ id: string; body: string }>("SELECT id, body FROM events WHERE published_at IS NULL ORDER BY created_at, rowid LIMIT 100")
+    .exec<{ id: string; body: string }>(
+      "SELECT id, body FROM events WHERE published_at IS NULL ORDER BY created_at, rowid LIMIT 100",
+    )
     .toArray();
   if (rows.length === 0) {
     sql.exec("DROP TABLE events");

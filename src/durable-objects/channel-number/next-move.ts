@@ -39,7 +39,8 @@ export function nextMove(s: DrainState, now: number): DrainMove {
   }
   const next = held ? s.heldUntil : ready ? s.slot : s.nextHeadAt;
   const wait = next === null ? null : Math.max(1, next - now);
-  if (wait !== null && s.slept + wait <= s.sessionMs && now - s.startedAt + wait <= s.sessionMs) return { kind: "sleep", ms: wait };
+  if (wait !== null && s.slept + wait <= s.sessionMs && now - s.startedAt + wait <= s.sessionMs)
+    return { kind: "sleep", ms: wait };
   // Nothing else is due: a finished call can make the next message of its conversation due.
   if (wait === null && s.callsInFlight > 0) return { kind: "await-answer" };
   // The session's time is up with work still due (or there is none): waiting on answers here would

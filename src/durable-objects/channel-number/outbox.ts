@@ -50,7 +50,9 @@ export function createOutboxTable(sql: SqlStorage): number[] {
   sql.exec("UPDATE outbox SET state = 'queued' WHERE state = 'claiming'");
   if (headsAdded) {
     // Storage from before per-recipient order: each conversation's oldest unfinished entry becomes its head.
-    sql.exec(`UPDATE outbox SET is_head = 1 WHERE seq IN (SELECT MIN(seq) FROM outbox WHERE state IN ('queued', 'sending') GROUP BY recipient)`);
+    sql.exec(
+      `UPDATE outbox SET is_head = 1 WHERE seq IN (SELECT MIN(seq) FROM outbox WHERE state IN ('queued', 'sending') GROUP BY recipient)`,
+    );
   }
   sql.exec(`
     DROP INDEX IF EXISTS outbox_by_state;
@@ -67,11 +69,15 @@ export function createOutboxTable(sql: SqlStorage): number[] {
     DROP INDEX IF EXISTS outbox_by_upstream_id;
     DROP INDEX IF EXISTS outbox_by_accepted;
   `);
-  const hadSendingIndex = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'outbox_sending'").toArray().length > 0;
+  const hadSendingIndex =
+    sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'outbox_sending'").toArray().length > 0;
   if (!hadSendingIndex) return [];
   // Read through the index, then dropped in the same synchronous step (one implicit transaction):
   // the caller marks these entries before anything can interrupt it.
-  const inFlight = sql.exec<{ seq: number }>("SELECT seq FROM outbox WHERE state = 'sending'").toArray().map((r) => r.seq);
+  const inFlight = sql
+    .exec<{ seq: number }>("SELECT seq FROM outbox WHERE state = 'sending'")
+    .toArray()
+    .map((r) => r.seq);
   sql.exec("DROP INDEX IF EXISTS outbox_sending");
   return inFlight;
 }
@@ -103,10 +109,14 @@ const rows = (sql: SqlStorage, query: string, ...bindings: SqlStorageValue[]): O
 export const findByJobId = (sql: SqlStorage, jobId: string): OutboxRow | undefined =>
   rows(sql, "SELECT * FROM outbox WHERE job_id = ?", jobId)[0];
 
-export const findBySeq = (sql: SqlStorage, seq: number): OutboxRow | undefined => rows(sql, "SELECT * FROM outbox WHERE seq = ?", seq)[0];
+export const findBySeq = (sql: SqlStorage, seq: number): OutboxRow | undefined =>
+  rows(sql, "SELECT * FROM outbox WHERE seq = ?", seq)[0];
 
 export const samePayload = (row: OutboxRow, cmd: AdmitCommand): boolean =>
-  row.workspace_id === cmd.workspaceId && row.recipient === cmd.to && row.body === cmd.body && row.channel_number_id === cmd.channelNumberId;
+  row.workspace_id === cmd.workspaceId &&
+  row.recipient === cmd.to &&
+  row.body === cmd.body &&
+  row.channel_number_id === cmd.channelNumberId;
 
 /** How many of the newest entries (by key) the window's rebuild reads. */
 export const WINDOW_REBUILD_ENTRIES = 256;
@@ -119,8 +129,14 @@ export const WINDOW_REBUILD_ENTRIES = 256;
  */
 export function acceptedSince(sql: SqlStorage, since: number): number[] {
   const bySeq = new Map<number, number>();
-  const newest = sql.exec<{ seq: number; accepted_at: number }>("SELECT seq, accepted_at FROM outbox ORDER BY seq DESC LIMIT ?", WINDOW_REBUILD_ENTRIES);
-  const queued = sql.exec<{ seq: number; accepted_at: number }>("SELECT seq, accepted_at FROM outbox WHERE state = 'queued' AND accepted_at > ?", since);
+  const newest = sql.exec<{ seq: number; accepted_at: number }>(
+    "SELECT seq, accepted_at FROM outbox ORDER BY seq DESC LIMIT ?",
+    WINDOW_REBUILD_ENTRIES,
+  );
+  const queued = sql.exec<{ seq: number; accepted_at: number }>(
+    "SELECT seq, accepted_at FROM outbox WHERE state = 'queued' AND accepted_at > ?",
+    since,
+  );
   for (const r of [...newest, ...queued]) if (r.accepted_at > since) bySeq.set(r.seq, r.accepted_at);
   return [...bySeq.values()].sort((x, y) => x - y);
 }
@@ -155,7 +171,10 @@ const ACTIVE: readonly OutboxState[] = ["queued", "sending"];
  */
 export function promoteHead(sql: SqlStorage, recipient: string): void {
   const [first, second] = sql
-    .exec<{ seq: number; is_head: number }>("SELECT seq, is_head FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 2", recipient)
+    .exec<{ seq: number; is_head: number }>(
+      "SELECT seq, is_head FROM outbox WHERE recipient = ? AND state IN ('queued', 'sending') ORDER BY seq LIMIT 2",
+      recipient,
+    )
     .toArray();
   if (second?.is_head) sql.exec("UPDATE outbox SET is_head = 0 WHERE seq = ?", second.seq);
   if (first && !first.is_head) sql.exec("UPDATE outbox SET is_head = 1 WHERE seq = ?", first.seq);
@@ -175,7 +194,9 @@ export const nextReady = (sql: SqlStorage, at: number, skip: ReadonlySet<number>
 
 /** When the next head is due, or null when no conversation has work. */
 export const nextReadyAt = (sql: SqlStorage): number | null =>
-  sql.exec<{ at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE is_head = 1 AND state = 'queued'").one().at;
+  sql
+    .exec<{ at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM outbox WHERE is_head = 1 AND state = 'queued'")
+    .one().at;
 
 /** Moves an entry from `from` to `to`; false when it was no longer in `from` (someone settled it first). */
 export function transition(
@@ -202,7 +223,11 @@ export function transition(
   if (!ACTIVE.includes(to)) sets.push("is_head = 0");
   for (const [k, v] of Object.entries(fields)) {
     if (v === undefined) continue;
-    sets.push(k === "upstream_message_id" || k === "recipient_id" || k === "first_attempt_at" ? `${k} = COALESCE(${k}, ?)` : `${k} = ?`);
+    sets.push(
+      k === "upstream_message_id" || k === "recipient_id" || k === "first_attempt_at"
+        ? `${k} = COALESCE(${k}, ?)`
+        : `${k} = ?`,
+    );
     values.push(v);
   }
   const [seq, jobId] = typeof key === "number" ? [key, null] : [key.seq, key.job_id];
@@ -217,22 +242,39 @@ export function transition(
 }
 
 export const unknownSince = (sql: SqlStorage, before: number, limit: number): OutboxRow[] =>
-  rows(sql, "SELECT * FROM outbox WHERE state = 'unknown' AND unknown_since <= ? ORDER BY unknown_since LIMIT ?", before, limit);
+  rows(
+    sql,
+    "SELECT * FROM outbox WHERE state = 'unknown' AND unknown_since <= ? ORDER BY unknown_since LIMIT ?",
+    before,
+    limit,
+  );
 
 export const oldestUnknownSince = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(unknown_since) AS at FROM outbox WHERE state = 'unknown'").one().at;
 
 /** When the oldest queued entry was accepted, or null (one row of the `outbox_queued` index). */
 export const oldestQueuedEntryAt = (sql: SqlStorage): number | null =>
-  sql.exec<{ accepted_at: number }>("SELECT accepted_at FROM outbox WHERE state = 'queued' ORDER BY accepted_at LIMIT 1").toArray()[0]?.accepted_at ?? null;
+  sql
+    .exec<{ accepted_at: number }>("SELECT accepted_at FROM outbox WHERE state = 'queued' ORDER BY accepted_at LIMIT 1")
+    .toArray()[0]?.accepted_at ?? null;
 
 /** Queued entries accepted at `until` or earlier, oldest first. */
 export const queuedEntriesAcceptedBy = (sql: SqlStorage, until: number, limit: number): OutboxRow[] =>
-  rows(sql, "SELECT * FROM outbox WHERE state = 'queued' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?", until, limit);
+  rows(
+    sql,
+    "SELECT * FROM outbox WHERE state = 'queued' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?",
+    until,
+    limit,
+  );
 
 /** Orphans accepted at `until` or earlier (inclusive: the step is due at exactly `oldest + grace`). */
 export const orphansAcceptedBefore = (sql: SqlStorage, until: number, limit: number): OutboxRow[] =>
-  rows(sql, "SELECT * FROM outbox WHERE state = 'orphan' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?", until, limit);
+  rows(
+    sql,
+    "SELECT * FROM outbox WHERE state = 'orphan' AND accepted_at <= ? ORDER BY accepted_at LIMIT ?",
+    until,
+    limit,
+  );
 
 export const oldestOrphanAcceptedAt = (sql: SqlStorage): number | null =>
   sql.exec<{ at: number | null }>("SELECT MIN(accepted_at) AS at FROM outbox WHERE state = 'orphan'").one().at;
@@ -263,7 +305,11 @@ export const unknownFrom = (sql: SqlStorage, at: number, seq: number, limit: num
   );
 
 export const oldestFinishedAt = (sql: SqlStorage): number | null =>
-  sql.exec<{ at: number | null }>("SELECT MIN(updated_at) AS at FROM outbox WHERE state IN ('sent', 'failed', 'dropped')").one().at;
+  sql
+    .exec<{ at: number | null }>(
+      "SELECT MIN(updated_at) AS at FROM outbox WHERE state IN ('sent', 'failed', 'dropped')",
+    )
+    .one().at;
 
 /** Deletes up to `limit` entries that finished before `before`. */
 export function purgeFinished(sql: SqlStorage, before: number, limit: number): void {

@@ -39,7 +39,11 @@ export function pairReadyAt(sql: SqlStorage, recipient: string, at: number): num
 /** Records a call to `recipient` at `at` (call it in the same transaction as the call's `sending` state). */
 export function notePairCall(sql: SqlStorage, recipient: string, at: number): void {
   const tat = Math.max(tatOf(sql, recipient) ?? at, at) + PAIR_INTERVAL_MS;
-  sql.exec("INSERT INTO pair_pace (recipient, tat) VALUES (?, ?) ON CONFLICT (recipient) DO UPDATE SET tat = excluded.tat", recipient, tat);
+  sql.exec(
+    "INSERT INTO pair_pace (recipient, tat) VALUES (?, ?) ON CONFLICT (recipient) DO UPDATE SET tat = excluded.tat",
+    recipient,
+    tat,
+  );
 }
 
 export const hasPairs = (sql: SqlStorage): boolean => sql.exec("SELECT 1 FROM pair_pace LIMIT 1").toArray().length > 0;
@@ -49,7 +53,13 @@ export const hasPairs = (sql: SqlStorage): boolean => sql.exec("SELECT 1 FROM pa
  * where the next sweep starts ("" once it reached the end).
  */
 export function sweepIdlePairs(sql: SqlStorage, at: number, after: string): string {
-  const page = sql.exec<{ recipient: string }>("SELECT recipient FROM pair_pace WHERE recipient > ? ORDER BY recipient LIMIT ?", after, SWEEP_BATCH).toArray();
+  const page = sql
+    .exec<{ recipient: string }>(
+      "SELECT recipient FROM pair_pace WHERE recipient > ? ORDER BY recipient LIMIT ?",
+      after,
+      SWEEP_BATCH,
+    )
+    .toArray();
   if (page.length === 0) return "";
   const last = page[page.length - 1]!.recipient;
   sql.exec("DELETE FROM pair_pace WHERE recipient > ? AND recipient <= ? AND tat <= ?", after, last, at);

@@ -15,7 +15,13 @@ export function createSandboxReportsTable(sql: SqlStorage): void {
   `);
 }
 
-export function scheduleReports(sql: SqlStorage, jobId: string, upstreamMessageId: string, at: number, later: readonly SimulatedStatus[]): void {
+export function scheduleReports(
+  sql: SqlStorage,
+  jobId: string,
+  upstreamMessageId: string,
+  at: number,
+  later: readonly SimulatedStatus[],
+): void {
   for (const s of later) {
     sql.exec(
       "INSERT INTO sandbox_reports (job_id, upstream_message_id, due_at, status, error_code, error_message) VALUES (?, ?, ?, ?, ?, ?)",
@@ -35,11 +41,15 @@ export const nextReportDue = (sql: SqlStorage): number | null =>
 /** Removes and returns the reports due at `at`, oldest first. */
 export function takeDueReports(sql: SqlStorage, at: number, limit = 100): OperatorStatus[] {
   const rows = sql
-    .exec<{ seq: number; job_id: string; upstream_message_id: string; due_at: number; status: OperatorStatus["status"]; error_code: string | null; error_message: string | null }>(
-      "SELECT * FROM sandbox_reports WHERE due_at <= ? ORDER BY due_at, seq LIMIT ?",
-      at,
-      limit,
-    )
+    .exec<{
+      seq: number;
+      job_id: string;
+      upstream_message_id: string;
+      due_at: number;
+      status: OperatorStatus["status"];
+      error_code: string | null;
+      error_message: string | null;
+    }>("SELECT * FROM sandbox_reports WHERE due_at <= ? ORDER BY due_at, seq LIMIT ?", at, limit)
     .toArray();
   for (const r of rows) sql.exec("DELETE FROM sandbox_reports WHERE seq = ?", r.seq);
   return rows.map((r) => ({

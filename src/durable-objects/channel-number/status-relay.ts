@@ -16,20 +16,26 @@ const RECOVER_BATCH = 200;
  * workspace that stays unreachable for an hour holds at most 2/s × 3600 rows.
  */
 export function createStatusRelayTable(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS status_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, workspace_id TEXT NOT NULL, body TEXT NOT NULL)");
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS status_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, workspace_id TEXT NOT NULL, body TEXT NOT NULL)",
+  );
 }
 
 export function owe(sql: SqlStorage, workspaceId: string, update: StatusUpdate): void {
   sql.exec("INSERT INTO status_outbox (workspace_id, body) VALUES (?, ?)", workspaceId, JSON.stringify(update));
 }
 
-export const hasOwed = (sql: SqlStorage): boolean => sql.exec("SELECT 1 FROM status_outbox LIMIT 1").toArray().length > 0;
+export const hasOwed = (sql: SqlStorage): boolean =>
+  sql.exec("SELECT 1 FROM status_outbox LIMIT 1").toArray().length > 0;
 
 /** Delivers owed changes to their workspaces, one call per workspace and batch. Throws if a workspace is unreachable. */
 export async function deliverOwed(env: Env, sql: SqlStorage, at: number): Promise<void> {
   for (;;) {
     const pending = sql
-      .exec<{ seq: number; workspace_id: string; body: string }>("SELECT seq, workspace_id, body FROM status_outbox ORDER BY seq LIMIT ?", FLUSH_BATCH)
+      .exec<{ seq: number; workspace_id: string; body: string }>(
+        "SELECT seq, workspace_id, body FROM status_outbox ORDER BY seq LIMIT ?",
+        FLUSH_BATCH,
+      )
       .toArray();
     if (pending.length === 0) return;
     const byWorkspace = new Map<string, { seq: number; update: StatusUpdate }[]>();
@@ -44,7 +50,8 @@ export async function deliverOwed(env: Env, sql: SqlStorage, at: number): Promis
       items.forEach((item, i) => {
         // A change the workspace does not know yet stays owed: its record may not be committed yet.
         if (results[i]?.known || item.update.at < at - GIVE_UP_AFTER_MS) {
-          if (!results[i]?.known) log("warn", "status for a message its workspace does not know; dropped", { jobId: item.update.jobId });
+          if (!results[i]?.known)
+            log("warn", "status for a message its workspace does not know; dropped", { jobId: item.update.jobId });
           sql.exec("DELETE FROM status_outbox WHERE seq = ?", item.seq);
           progress = true;
         }
@@ -57,7 +64,8 @@ export async function deliverOwed(env: Env, sql: SqlStorage, at: number): Promis
 
 /** The change an outbox entry's state owes its workspace (what `hand` was given when the state was written). */
 export function owedBy(row: OutboxRow): StatusUpdate | null {
-  if (row.state === "unknown") return { jobId: row.job_id, at: row.unknown_since ?? row.updated_at, outcomeUnknown: true };
+  if (row.state === "unknown")
+    return { jobId: row.job_id, at: row.unknown_since ?? row.updated_at, outcomeUnknown: true };
   if (row.state !== "sent" && row.state !== "failed") return null;
   const update: StatusUpdate = { jobId: row.job_id, at: row.updated_at, status: row.state };
   if (row.upstream_message_id) update.upstreamMessageId = row.upstream_message_id;

@@ -16,8 +16,10 @@ export function dayNumber(text: string): number | null {
  * shows it) and a manifest written last, which marks the day complete.
  */
 export const archivePrefix = (workspaceId: string): string => `messages/${workspaceId}/`;
-export const dayPrefix = (workspaceId: string, day: number): string => `${archivePrefix(workspaceId)}${dayString(day)}/`;
-export const partKey = (workspaceId: string, day: number, part: number): string => `${dayPrefix(workspaceId, day)}part-${String(part).padStart(5, "0")}.ndjson.gz`;
+export const dayPrefix = (workspaceId: string, day: number): string =>
+  `${archivePrefix(workspaceId)}${dayString(day)}/`;
+export const partKey = (workspaceId: string, day: number, part: number): string =>
+  `${dayPrefix(workspaceId, day)}part-${String(part).padStart(5, "0")}.ndjson.gz`;
 export const manifestKey = (workspaceId: string, day: number): string => `${dayPrefix(workspaceId, day)}manifest.json`;
 
 export interface ArchiveManifest {

@@ -3,7 +3,16 @@ import { now } from "../../lib/clock";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureSchema } from "../shared/schema-version";
 import { HISTORY_SCHEMA } from "./schema";
-import { findInboundByUpstreamId, findMessage, isOutbound, lifecycleOf, putRows, toMessageView, writeLifecycle, type MessageRow } from "../workspace/messages";
+import {
+  findInboundByUpstreamId,
+  findMessage,
+  isOutbound,
+  lifecycleOf,
+  putRows,
+  toMessageView,
+  writeLifecycle,
+  type MessageRow,
+} from "../workspace/messages";
 import { listPage, type Keyset, type MessageFilter, type Page } from "../workspace/message-queries";
 import { applyTransition } from "../workspace/status-transition";
 import type { StatusUpdate } from "../workspace/contract";
@@ -42,7 +51,8 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     this.sql = ctx.storage.sql;
     // Only a shard that holds a day upgrades its schema; an empty one stays empty (an empty
     // object is not billed for storage, and every table created would be rows written).
-    this.hasTables = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").toArray().length > 0;
+    this.hasTables =
+      this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").toArray().length > 0;
     if (this.hasTables) ensureSchema(ctx.storage, HISTORY_SCHEMA);
   }
 
@@ -95,7 +105,10 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
    * parts are numbered after its parts and the manifest counts both, so that
    * nothing archived is ever overwritten.
    */
-  async archive(maxParts: number, earlier: { parts: number; messages: number } | null = null): Promise<{ done: boolean; manifest: ArchiveManifest | null }> {
+  async archive(
+    maxParts: number,
+    earlier: { parts: number; messages: number } | null = null,
+  ): Promise<{ done: boolean; manifest: ArchiveManifest | null }> {
     if (!this.hasTables) return { done: true, manifest: null };
     const workspaceId = getMeta(this.sql, "workspace_id");
     const day = Number(getMeta(this.sql, "day"));
@@ -113,8 +126,15 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
         )
         .toArray();
       if (rows.length === 0) {
-        const manifest: ArchiveManifest = { day: dayString(day), parts: part, messages: count, archivedAt: new Date(now()).toISOString() };
-        await this.env.ARCHIVE.put(manifestKey(workspaceId, day), JSON.stringify(manifest), { httpMetadata: { contentType: "application/json" } });
+        const manifest: ArchiveManifest = {
+          day: dayString(day),
+          parts: part,
+          messages: count,
+          archivedAt: new Date(now()).toISOString(),
+        };
+        await this.env.ARCHIVE.put(manifestKey(workspaceId, day), JSON.stringify(manifest), {
+          httpMetadata: { contentType: "application/json" },
+        });
         return { done: true, manifest };
       }
       const body = await gzip(`${rows.map((r) => JSON.stringify(toMessageView(r))).join("\n")}\n`);
@@ -146,8 +166,12 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
   /** Rows and bytes held (operator view, bench). */
   async size(): Promise<{ messages: number; bytes: number }> {
     if (!this.hasTables) return { messages: 0, bytes: this.sql.databaseSize };
-    return { messages: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n, bytes: this.sql.databaseSize };
+    return {
+      messages: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n,
+      bytes: this.sql.databaseSize,
+    };
   }
 }
 
-export const historyStub = (env: Env, workspaceId: string, day: number) => env.HISTORY.get(env.HISTORY.idFromName(`${workspaceId}:${day}`));
+export const historyStub = (env: Env, workspaceId: string, day: number) =>
+  env.HISTORY.get(env.HISTORY.idFromName(`${workspaceId}:${day}`));

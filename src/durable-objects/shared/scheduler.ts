@@ -66,7 +66,12 @@ export class Scheduler {
         const wait = stepBackoffMs(failures);
         this.failures.set(step.name, failures);
         this.heldUntil.set(step.name, now() + wait);
-        log("warn", "scheduled step failed; it backs off alone", { step: step.name, failures, retryInMs: wait, error: errorText(err) });
+        log("warn", "scheduled step failed; it backs off alone", {
+          step: step.name,
+          failures,
+          retryInMs: wait,
+          error: errorText(err),
+        });
       }
     }
     await this.rearm();

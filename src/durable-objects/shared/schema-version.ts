@@ -22,11 +22,14 @@ export interface SchemaStep {
 }
 
 /** Bound: one row, ever. */
-const VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (only INTEGER PRIMARY KEY CHECK (only = 1), version INTEGER NOT NULL)";
+const VERSION_TABLE =
+  "CREATE TABLE IF NOT EXISTS schema_version (only INTEGER PRIMARY KEY CHECK (only = 1), version INTEGER NOT NULL)";
 
 export class SchemaTooNewError extends Error {
   constructor(stored: number, known: number) {
-    super(`storage is at schema version ${stored}, this code knows up to ${known}: refusing to run an older build on newer storage`);
+    super(
+      `storage is at schema version ${stored}, this code knows up to ${known}: refusing to run an older build on newer storage`,
+    );
   }
 }
 
@@ -54,7 +57,10 @@ export function ensureSchema(storage: DurableObjectStorage, steps: readonly Sche
     storage.transactionSync(() => {
       step.up(sql);
       sql.exec(VERSION_TABLE);
-      sql.exec("INSERT INTO schema_version (only, version) VALUES (1, ?) ON CONFLICT (only) DO UPDATE SET version = excluded.version", step.version);
+      sql.exec(
+        "INSERT INTO schema_version (only, version) VALUES (1, ?) ON CONFLICT (only) DO UPDATE SET version = excluded.version",
+        step.version,
+      );
     });
     ran.push(step.version);
   }
@@ -63,6 +69,7 @@ export function ensureSchema(storage: DurableObjectStorage, steps: readonly Sche
 
 function assertOrdered(steps: readonly SchemaStep[]): void {
   steps.forEach((s, i) => {
-    if (s.version !== i + 1) throw new Error(`schema steps must be numbered 1, 2, 3 … in order; step ${i + 1} says ${s.version}`);
+    if (s.version !== i + 1)
+      throw new Error(`schema steps must be numbered 1, 2, 3 … in order; step ${i + 1} says ${s.version}`);
   });
 }

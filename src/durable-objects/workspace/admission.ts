@@ -61,7 +61,9 @@ export class Admission {
       }
       const bound = findBoundKey(this.w.sql, cmd.idempotencyKey, now());
       if (bound) {
-        return bound.fingerprint === cmd.fingerprint ? { kind: "duplicate", jobId: bound.job_id } : { kind: "conflict", jobId: bound.job_id };
+        return bound.fingerprint === cmd.fingerprint
+          ? { kind: "duplicate", jobId: bound.job_id }
+          : { kind: "conflict", jobId: bound.job_id };
       }
       const attempt = this.admit(cmd);
       this.inFlight.set(cmd.idempotencyKey, attempt);
@@ -86,7 +88,11 @@ export class Admission {
   steps(): { reHandStranded: ScheduledStep; purgeKeys: ScheduledStep } {
     return {
       reHandStranded: { name: "re-hand-stranded", due: () => this.strandedDue(), run: (at) => this.reHandStranded(at) },
-      purgeKeys: { name: "idempotency-purge", due: () => withSlack(nextKeyExpiry(this.w.sql)), run: async (at) => purgeExpiredKeys(this.w.sql, at) },
+      purgeKeys: {
+        name: "idempotency-purge",
+        due: () => withSlack(nextKeyExpiry(this.w.sql)),
+        run: async (at) => purgeExpiredKeys(this.w.sql, at),
+      },
     };
   }
 
@@ -102,9 +108,17 @@ export class Admission {
       if (used >= config.quota) return { kind: "quota_exceeded", limit: config.quota };
       const committed = this.windowAt(at);
       if (committed.remaining === 0) {
-        return { kind: "rate_limited", scope: "workspace", retryAfterMs: committed.retryAfterMs, rate: toRateInfo(committed, "workspace") };
+        return {
+          kind: "rate_limited",
+          scope: "workspace",
+          retryAfterMs: committed.retryAfterMs,
+          rate: toRateInfo(committed, "workspace"),
+        };
       }
-      if (this.pending.size > 0 && (used + this.pending.size >= config.quota || committed.remaining <= this.pending.size)) {
+      if (
+        this.pending.size > 0 &&
+        (used + this.pending.size >= config.quota || committed.remaining <= this.pending.size)
+      ) {
         await Promise.race(this.pending).catch(() => undefined);
         continue;
       }
@@ -133,18 +147,31 @@ export class Admission {
     });
     if (!admitted.ok) {
       if (admitted.reason === "conflict") throw new Error(`jobId ${jobId} is in its outbox with another payload`);
-      return { kind: "rate_limited", scope: "number", retryAfterMs: admitted.window.retryAfterMs, rate: toRateInfo(admitted.window, "number") };
+      return {
+        kind: "rate_limited",
+        scope: "number",
+        retryAfterMs: admitted.window.retryAfterMs,
+        rate: toRateInfo(admitted.window, "number"),
+      };
     }
     try {
       this.w.storage.transactionSync(() => {
         bindKey(sql, cmd.idempotencyKey, cmd.fingerprint, jobId, at);
-        insertOutbound(sql, { id: jobId, channelNumberId: cmd.request.channelNumberId, to: cmd.request.to, body: cmd.request.text.body, at });
+        insertOutbound(sql, {
+          id: jobId,
+          channelNumberId: cmd.request.channelNumberId,
+          to: cmd.request.to,
+          body: cmd.request.text.body,
+          at,
+        });
         countOne(sql, at, cmd.request.channelNumberId, "accepted");
       });
     } catch (err) {
       // Nothing was recorded and the key stays unbound: give the number its slot back. If
       // this fails too, the entry is an orphan the number never sends (see delivery-policy.ts).
-      await number.release(jobId).catch((e: unknown) => log("warn", "releasing an uncommitted hand-off failed", { jobId, error: String(e) }));
+      await number
+        .release(jobId)
+        .catch((e: unknown) => log("warn", "releasing an uncommitted hand-off failed", { jobId, error: String(e) }));
       throw err;
     }
     this.recent = [...this.recent, at].sort((a, b) => a - b);
@@ -153,7 +180,10 @@ export class Admission {
     await this.w.wake(Math.min(at + STRANDED_AFTER_MS, this.nextCountsFlush()));
     const workspace = this.windowAt(at);
     // Report whichever limit is closer to refusing the next send.
-    const rate = admitted.window.remaining <= workspace.remaining ? toRateInfo(admitted.window, "number") : toRateInfo(workspace, "workspace");
+    const rate =
+      admitted.window.remaining <= workspace.remaining
+        ? toRateInfo(admitted.window, "number")
+        : toRateInfo(workspace, "workspace");
     return { kind: "created", jobId, rate };
   }
 
@@ -166,7 +196,10 @@ export class Admission {
   private usedThisMonth(at: number): number {
     const period = monthPeriod(at);
     if (this.month?.key !== period.key) {
-      this.month = { key: period.key, used: acceptedBetween(this.w.sql, utcDay(Date.parse(period.start)), utcDay(Date.parse(period.end))) };
+      this.month = {
+        key: period.key,
+        used: acceptedBetween(this.w.sql, utcDay(Date.parse(period.start)), utcDay(Date.parse(period.end))),
+      };
     }
     return this.month.used;
   }
@@ -202,10 +235,18 @@ export class Admission {
       const stale = queuedAcceptedBefore(this.w.sql, at - STRANDED_AFTER_MS, STRANDED_BATCH, this.strandedAfter);
       const last = stale[stale.length - 1];
       const byNumber = new Map<string, MessageRow[]>();
-      for (const row of stale) byNumber.set(row.channel_number_id, [...(byNumber.get(row.channel_number_id) ?? []), row]);
+      for (const row of stale)
+        byNumber.set(row.channel_number_id, [...(byNumber.get(row.channel_number_id) ?? []), row]);
       for (const [numberId, rows] of byNumber) {
         await channelNumberStub(this.w.env, numberId).readmit(
-          rows.map((row) => ({ jobId: row.id, workspaceId, channelNumberId: numberId, to: row.recipient, body: row.body, acceptedAt: row.created_at })),
+          rows.map((row) => ({
+            jobId: row.id,
+            workspaceId,
+            channelNumberId: numberId,
+            to: row.recipient,
+            body: row.body,
+            acceptedAt: row.created_at,
+          })),
         );
       }
       this.strandedAfter = stale.length === STRANDED_BATCH && last ? { createdAt: last.created_at, id: last.id } : null;

@@ -15,7 +15,10 @@ export interface WorkspaceConfig {
 export const CONFIG_TTL_MS = 5_000;
 
 export async function loadWorkspaceConfig(db: D1Database, workspaceId: string): Promise<WorkspaceConfig | null> {
-  const [workspace, numbers] = await Promise.all([getWorkspaceWithLimits(db, workspaceId), listAllNumbers(db, workspaceId)]);
+  const [workspace, numbers] = await Promise.all([
+    getWorkspaceWithLimits(db, workspaceId),
+    listAllNumbers(db, workspaceId),
+  ]);
   if (!workspace) return null;
   return {
     quota: workspace.effective_quota,

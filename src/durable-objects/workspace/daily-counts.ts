@@ -39,7 +39,8 @@ export function createDailyCountsTable(sql: SqlStorage): void {
  * the plan's window. Dirty rows are looked for from here on, through the key:
  * at most numbers × (window + 2) rows read.
  */
-const changingSince = (sql: SqlStorage): number => utcDay(now()) - (Number(getMeta(sql, "history_days") ?? DEFAULT_WINDOW_DAYS) + 2);
+const changingSince = (sql: SqlStorage): number =>
+  utcDay(now()) - (Number(getMeta(sql, "history_days") ?? DEFAULT_WINDOW_DAYS) + 2);
 const DEFAULT_WINDOW_DAYS = 30;
 
 export function countOne(sql: SqlStorage, at: number, channelNumberId: string, field: CountField): void {
@@ -54,7 +55,11 @@ export function countOne(sql: SqlStorage, at: number, channelNumberId: string, f
 /** Accepted sends in the days [fromDay, toDay). */
 export const acceptedBetween = (sql: SqlStorage, fromDay: number, toDay: number): number =>
   sql
-    .exec<{ n: number | null }>("SELECT SUM(accepted) AS n FROM daily_counts WHERE day >= ? AND day < ?", fromDay, toDay)
+    .exec<{ n: number | null }>(
+      "SELECT SUM(accepted) AS n FROM daily_counts WHERE day >= ? AND day < ?",
+      fromDay,
+      toDay,
+    )
     .one().n ?? 0;
 
 /** One entry per day in [fromDay, toDay), zeros included. */
@@ -133,7 +138,13 @@ export class CountsShipper {
   }
 
   steps(): { countsToD1: ScheduledStep } {
-    return { countsToD1: { name: "counts-to-d1", due: () => (hasDirtyCounts(this.w.sql) ? this.nextFlush() : null), run: () => this.flush() } };
+    return {
+      countsToD1: {
+        name: "counts-to-d1",
+        due: () => (hasDirtyCounts(this.w.sql) ? this.nextFlush() : null),
+        run: () => this.flush(),
+      },
+    };
   }
 
   /** Ships changed daily counts to D1 (through the usage queue); a count that moved meanwhile ships next round. */
@@ -158,7 +169,8 @@ export class CountsShipper {
 
 /** Storage from before daily counts kept one counter per month: it becomes that month's first day. */
 export function migrateMonthlyUsage(sql: SqlStorage): void {
-  const exists = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'monthly_usage'").toArray().length > 0;
+  const exists =
+    sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'monthly_usage'").toArray().length > 0;
   if (!exists) return;
   // Inside the schema step's transaction: all of it or none.
   for (const m of sql.exec<{ period: string; used: number }>("SELECT period, used FROM monthly_usage").toArray()) {

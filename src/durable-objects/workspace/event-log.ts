@@ -81,7 +81,8 @@ export function createEventLogTable(sql: SqlStorage): void {
         PRIMARY KEY (webhook_id, seq)) WITHOUT ROWID;
     `);
   }
-  if (!attemptsKeyedByWebhook(sql)) sql.exec("CREATE INDEX IF NOT EXISTS event_attempts_by_webhook ON event_attempts (webhook_id, seq)");
+  if (!attemptsKeyedByWebhook(sql))
+    sql.exec("CREATE INDEX IF NOT EXISTS event_attempts_by_webhook ON event_attempts (webhook_id, seq)");
   // The event's type and subject are copied into the delivery log: it outlives settled events.
   sql.exec("CREATE INDEX IF NOT EXISTS event_attempts_by_subject ON event_attempts (subject, seq)");
   ensureColumn(sql, "events", "channel_number_id", "TEXT");
@@ -96,7 +97,9 @@ export function createEventLogTable(sql: SqlStorage): void {
   ensureColumn(sql, "events", "first_report_by", "INTEGER");
   if (getMeta(sql, PUBLISH_CURSOR) === undefined) {
     // Storage from before the cursor: everything before the first unpublished event is published.
-    const first = sql.exec<{ r: number | null }>("SELECT MIN(rowid) AS r FROM events WHERE published_at IS NULL").one().r;
+    const first = sql
+      .exec<{ r: number | null }>("SELECT MIN(rowid) AS r FROM events WHERE published_at IS NULL")
+      .one().r;
     const last = sql.exec<{ r: number | null }>("SELECT MAX(rowid) AS r FROM events").one().r ?? 0;
     setMeta(sql, PUBLISH_CURSOR, String(first === null ? last : first - 1));
   }
@@ -122,7 +125,10 @@ const keyedLayout = new WeakMap<SqlStorage, boolean>();
 export function attemptsKeyedByWebhook(sql: SqlStorage): boolean {
   let keyed = keyedLayout.get(sql);
   if (keyed === undefined) {
-    const ddl = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'event_attempts'").toArray()[0]?.sql ?? "";
+    const ddl =
+      sql
+        .exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'event_attempts'")
+        .toArray()[0]?.sql ?? "";
     keyed = /WITHOUT\s+ROWID/i.test(ddl);
     keyedLayout.set(sql, keyed);
   }
@@ -140,7 +146,14 @@ const walkStart = (sql: SqlStorage): number => Number(getMeta(sql, FIRST_REPORT_
  * customer after events recorded later. AUTOINCREMENT would prevent it too, but at one more row
  * written per event (its `sqlite_sequence` update); this costs two rows read.
  */
-export function recordEvent(sql: SqlStorage, event: WebhookEvent, subject: string, at: number, publishDelayMs: number, confirmWithinMs = CONFIRM_WITHIN_MS): boolean {
+export function recordEvent(
+  sql: SqlStorage,
+  event: WebhookEvent,
+  subject: string,
+  at: number,
+  publishDelayMs: number,
+  confirmWithinMs = CONFIRM_WITHIN_MS,
+): boolean {
   return (
     sql.exec(
       `INSERT OR IGNORE INTO events (rowid, id, type, subject, body, created_at, channel_number_id, delivery, first_report_by)
@@ -221,7 +234,12 @@ function walkDue(rows: WalkRow[], at: number): number | null {
 
 /** When the next published event is overdue for a report, or null. */
 export function nextCheckDue(sql: SqlStorage, at = now()): number | null {
-  const indexed = sql.exec<{ at: number | null }>("SELECT MIN(check_at) AS at FROM events WHERE check_at IS NOT NULL AND rowid <= ?", cursor(sql)).one().at;
+  const indexed = sql
+    .exec<{ at: number | null }>(
+      "SELECT MIN(check_at) AS at FROM events WHERE check_at IS NOT NULL AND rowid <= ?",
+      cursor(sql),
+    )
+    .one().at;
   const walked = walkDue(reportWalk(sql), at);
   return indexed === null ? walked : walked === null ? indexed : Math.min(indexed, walked);
 }
@@ -236,7 +254,12 @@ function advanceWalk(sql: SqlStorage): void {
 }
 
 /** Publishes again the events whose delivery report is overdue (the queue lost them). */
-export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number, confirmWithinMs = CONFIRM_WITHIN_MS): Promise<void> {
+export async function republishOverdue(
+  sql: SqlStorage,
+  queue: Queue,
+  at: number,
+  confirmWithinMs = CONFIRM_WITHIN_MS,
+): Promise<void> {
   const indexed = sql
     .exec<{ seq: number; body: string }>(
       "SELECT rowid AS seq, body FROM events WHERE check_at IS NOT NULL AND check_at <= ? AND rowid <= ? ORDER BY check_at LIMIT ?",
@@ -248,7 +271,10 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
   const walked = reportWalk(sql).filter((r) => r.awaiting && r.report_by <= at);
   const rows = [
     ...indexed,
-    ...walked.map((r) => ({ seq: r.seq, body: sql.exec<{ body: string }>("SELECT body FROM events WHERE rowid = ?", r.seq).one().body })),
+    ...walked.map((r) => ({
+      seq: r.seq,
+      body: sql.exec<{ body: string }>("SELECT body FROM events WHERE rowid = ?", r.seq).one().body,
+    })),
   ].sort((a, b) => a.seq - b.seq);
   if (rows.length === 0) {
     advanceWalk(sql);
@@ -262,7 +288,12 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
       sent: (seqs) => {
         for (const seq of seqs) sql.exec("UPDATE events SET check_at = ? WHERE rowid = ?", at + confirmWithinMs, seq);
       },
-      setAside: (seq, reason) => sql.exec("UPDATE events SET set_aside = ?, delivery = 'set_aside', check_at = NULL WHERE rowid = ?", reason, seq),
+      setAside: (seq, reason) =>
+        sql.exec(
+          "UPDATE events SET set_aside = ?, delivery = 'set_aside', check_at = NULL WHERE rowid = ?",
+          reason,
+          seq,
+        ),
     },
   );
   // The republished events now have a check_at: the walk moves past them.
@@ -270,14 +301,23 @@ export async function republishOverdue(sql: SqlStorage, queue: Queue, at: number
 }
 
 /** Records what the webhook consumer did with events; a delivered event stays delivered. */
-export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
+export function recordDeliveries(
+  sql: SqlStorage,
+  reports: DeliveryReport[],
+  at: number,
+  confirmWithinMs = CONFIRM_WITHIN_MS,
+): void {
   const keyed = attemptsKeyedByWebhook(sql);
   for (const r of reports) {
     const event = sql
-      .exec<{ delivery: string | null; attempts: number; type: string; subject: string; check_at: number | null; delivered_at: number | null }>(
-        "SELECT delivery, attempts, type, subject, check_at, delivered_at FROM events WHERE id = ?",
-        r.eventId,
-      )
+      .exec<{
+        delivery: string | null;
+        attempts: number;
+        type: string;
+        subject: string;
+        check_at: number | null;
+        delivered_at: number | null;
+      }>("SELECT delivery, attempts, type, subject, check_at, delivered_at FROM events WHERE id = ?", r.eventId)
       .toArray()[0];
     if (!event) continue;
     // A dead letter is numbered like the last attempt it follows (the dead-letter queue counts afresh).
@@ -308,9 +348,19 @@ export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at:
       case "delivered":
         // check_at is named only when set: naming it writes its index entry (a billed row) even when NULL stays NULL.
         if (event.check_at === null) {
-          sql.exec("UPDATE events SET delivery = 'delivered', delivered_at = ?, attempts = MAX(attempts, ?) WHERE id = ?", r.attemptedAt, r.attempt, r.eventId);
+          sql.exec(
+            "UPDATE events SET delivery = 'delivered', delivered_at = ?, attempts = MAX(attempts, ?) WHERE id = ?",
+            r.attemptedAt,
+            r.attempt,
+            r.eventId,
+          );
         } else {
-          sql.exec("UPDATE events SET delivery = 'delivered', delivered_at = ?, attempts = MAX(attempts, ?), check_at = NULL WHERE id = ?", r.attemptedAt, r.attempt, r.eventId);
+          sql.exec(
+            "UPDATE events SET delivery = 'delivered', delivered_at = ?, attempts = MAX(attempts, ?), check_at = NULL WHERE id = ?",
+            r.attemptedAt,
+            r.attempt,
+            r.eventId,
+          );
         }
         break;
       case "failed":
@@ -324,12 +374,26 @@ export function recordDeliveries(sql: SqlStorage, reports: DeliveryReport[], at:
         break;
       case "deferred":
         // Not attempted (its endpoint failed just before): no attempt to log, only when to expect the next report.
-        sql.exec("UPDATE events SET delivery = 'retrying', check_at = ? WHERE id = ?", (r.nextRetryAt ?? at) + confirmWithinMs, r.eventId);
+        sql.exec(
+          "UPDATE events SET delivery = 'retrying', check_at = ? WHERE id = ?",
+          (r.nextRetryAt ?? at) + confirmWithinMs,
+          r.eventId,
+        );
         break;
       case "no_webhook":
         // Settled like a delivered event (delivered_at is when it settled): replayable for a day.
-        if (event.check_at === null) sql.exec("UPDATE events SET delivery = 'no_webhook', delivered_at = ? WHERE id = ?", r.attemptedAt, r.eventId);
-        else sql.exec("UPDATE events SET delivery = 'no_webhook', delivered_at = ?, check_at = NULL WHERE id = ?", r.attemptedAt, r.eventId);
+        if (event.check_at === null)
+          sql.exec(
+            "UPDATE events SET delivery = 'no_webhook', delivered_at = ? WHERE id = ?",
+            r.attemptedAt,
+            r.eventId,
+          );
+        else
+          sql.exec(
+            "UPDATE events SET delivery = 'no_webhook', delivered_at = ?, check_at = NULL WHERE id = ?",
+            r.attemptedAt,
+            r.eventId,
+          );
         break;
       case "dead":
         if (event.check_at === null) sql.exec("UPDATE events SET delivery = 'dead' WHERE id = ?", r.eventId);
@@ -358,7 +422,11 @@ export const findEvent = (sql: SqlStorage, id: string): EventRow | undefined =>
 
 /** Marks an event for another delivery run (a replay); the caller publishes it. */
 export function markReplayed(sql: SqlStorage, id: string, at: number, confirmWithinMs = CONFIRM_WITHIN_MS): void {
-  sql.exec("UPDATE events SET delivery = 'pending', check_at = ? WHERE id = ? AND delivery IS NOT 'delivered'", at + confirmWithinMs, id);
+  sql.exec(
+    "UPDATE events SET delivery = 'pending', check_at = ? WHERE id = ? AND delivery IS NOT 'delivered'",
+    at + confirmWithinMs,
+    id,
+  );
 }
 
 export interface AttemptRow {
@@ -378,7 +446,12 @@ export interface AttemptRow {
 }
 
 /** Attempts to deliver to one webhook, newest first, after the keyset `beforeSeq`. */
-export const attemptsOfWebhook = (sql: SqlStorage, webhookId: string, beforeSeq: number | null, limit: number): AttemptRow[] =>
+export const attemptsOfWebhook = (
+  sql: SqlStorage,
+  webhookId: string,
+  beforeSeq: number | null,
+  limit: number,
+): AttemptRow[] =>
   sql
     .exec<AttemptRow>(
       "SELECT * FROM event_attempts WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
@@ -411,12 +484,17 @@ export function nextEventExpiry(sql: SqlStorage, pressure = false): number | nul
     .toArray()[0];
   // Settled events are looked for among the oldest SETTLED_WALK only (no index on delivered_at: see purgeOldEvents).
   const oldestSettled = sql
-    .exec<{ at: number | null }>("SELECT MIN(delivered_at) AS at FROM (SELECT delivered_at FROM events ORDER BY rowid LIMIT ?)", SETTLED_WALK)
+    .exec<{ at: number | null }>(
+      "SELECT MIN(delivered_at) AS at FROM (SELECT delivered_at FROM events ORDER BY rowid LIMIT ?)",
+      SETTLED_WALK,
+    )
     .one().at;
   const oldestAttempt = oldestAttempts(sql, 1)[0];
   const times = [
     oldestEvent ? oldestEvent.created_at + (pressure ? KEEP_EVENTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS) : null,
-    oldestSettled !== null ? oldestSettled + (pressure ? KEEP_SETTLED_UNDER_PRESSURE_MS : KEEP_SETTLED_EVENTS_MS) : null,
+    oldestSettled !== null
+      ? oldestSettled + (pressure ? KEEP_SETTLED_UNDER_PRESSURE_MS : KEEP_SETTLED_EVENTS_MS)
+      : null,
     oldestAttempt ? oldestAttempt.attempted_at + (pressure ? KEEP_ATTEMPTS_UNDER_PRESSURE_MS : KEEP_EVENTS_MS) : null,
   ].filter((t): t is number => t !== null);
   return times.length === 0 ? null : Math.min(...times);
@@ -456,7 +534,12 @@ export function purgeOldEvents(sql: SqlStorage, at: number, pressure = false): v
   for (const webhookId of attemptWebhooks(sql)) {
     if (budget <= 0) break;
     // A webhook's log is in time order: one whose oldest row is kept has nothing to purge.
-    const oldest = sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts WHERE webhook_id = ? ORDER BY seq LIMIT 1", webhookId).one();
+    const oldest = sql
+      .exec<{ attempted_at: number }>(
+        "SELECT attempted_at FROM event_attempts WHERE webhook_id = ? ORDER BY seq LIMIT 1",
+        webhookId,
+      )
+      .one();
     if (oldest.attempted_at >= before) continue;
     budget -= sql.exec(
       `DELETE FROM event_attempts WHERE webhook_id = ? AND seq IN (
@@ -474,7 +557,12 @@ function attemptWebhooks(sql: SqlStorage): string[] {
   const ids: string[] = [];
   let last = "";
   while (ids.length < MAX_LOGGED_WEBHOOKS) {
-    const next = sql.exec<{ w: string }>("SELECT webhook_id AS w FROM event_attempts WHERE webhook_id > ? ORDER BY webhook_id LIMIT 1", last).toArray()[0];
+    const next = sql
+      .exec<{ w: string }>(
+        "SELECT webhook_id AS w FROM event_attempts WHERE webhook_id > ? ORDER BY webhook_id LIMIT 1",
+        last,
+      )
+      .toArray()[0];
     if (!next) break;
     ids.push(next.w);
     last = next.w;
@@ -484,18 +572,40 @@ function attemptWebhooks(sql: SqlStorage): string[] {
 
 /** The oldest delivery-log row(s): by sequence in the rowid layout, each webhook's first in the keyed one. */
 function oldestAttempts(sql: SqlStorage, limit: number): { attempted_at: number }[] {
-  if (!attemptsKeyedByWebhook(sql)) return sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts ORDER BY seq LIMIT ?", limit).toArray();
+  if (!attemptsKeyedByWebhook(sql))
+    return sql
+      .exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts ORDER BY seq LIMIT ?", limit)
+      .toArray();
   return attemptWebhooks(sql)
-    .map((w) => sql.exec<{ attempted_at: number }>("SELECT attempted_at FROM event_attempts WHERE webhook_id = ? ORDER BY seq LIMIT 1", w).one())
+    .map((w) =>
+      sql
+        .exec<{ attempted_at: number }>(
+          "SELECT attempted_at FROM event_attempts WHERE webhook_id = ? ORDER BY seq LIMIT 1",
+          w,
+        )
+        .one(),
+    )
     .sort((a, b) => a.attempted_at - b.attempted_at)
     .slice(0, limit);
 }
 
 /** The event log's scheduled steps: publish new events, publish again those without a report, purge old ones. */
-export function eventLogSteps(w: WorkspaceContext): { publish: ScheduledStep; republish: ScheduledStep; purge: ScheduledStep } {
+export function eventLogSteps(w: WorkspaceContext): {
+  publish: ScheduledStep;
+  republish: ScheduledStep;
+  purge: ScheduledStep;
+} {
   return {
-    publish: { name: "publish-events", due: (at) => (hasUnpublishedEvents(w.sql) ? at : null), run: () => publishEvents(w.sql, w.env.WEBHOOK_QUEUE) },
-    republish: { name: "republish-unreported", due: (at) => nextCheckDue(w.sql, at), run: (at) => republishOverdue(w.sql, w.env.WEBHOOK_QUEUE, at, w.confirmWithinMs) },
+    publish: {
+      name: "publish-events",
+      due: (at) => (hasUnpublishedEvents(w.sql) ? at : null),
+      run: () => publishEvents(w.sql, w.env.WEBHOOK_QUEUE),
+    },
+    republish: {
+      name: "republish-unreported",
+      due: (at) => nextCheckDue(w.sql, at),
+      run: (at) => republishOverdue(w.sql, w.env.WEBHOOK_QUEUE, at, w.confirmWithinMs),
+    },
     purge: {
       name: "event-purge",
       due: () => withSlack(nextEventExpiry(w.sql, w.underPressure())),

@@ -47,13 +47,25 @@ export interface ArchivedDay {
 }
 
 export function recordArchivedDay(sql: SqlStorage, day: number, messages: number, parts: number, at: number): void {
-  sql.exec("INSERT OR REPLACE INTO archived_days (day, messages, parts, archived_at) VALUES (?, ?, ?, ?)", day, messages, parts, at);
+  sql.exec(
+    "INSERT OR REPLACE INTO archived_days (day, messages, parts, archived_at) VALUES (?, ?, ?, ?)",
+    day,
+    messages,
+    parts,
+    at,
+  );
   sql.exec("DELETE FROM archived_days WHERE day < ?", day - KEEP_ARCHIVES_DAYS);
 }
 
 /** Archived days, newest first, before `beforeDay`. */
 export const archivedDays = (sql: SqlStorage, beforeDay: number | null, limit: number): ArchivedDay[] =>
-  sql.exec<ArchivedDay>("SELECT * FROM archived_days WHERE day < ? ORDER BY day DESC LIMIT ?", beforeDay ?? Number.MAX_SAFE_INTEGER, limit).toArray();
+  sql
+    .exec<ArchivedDay>(
+      "SELECT * FROM archived_days WHERE day < ? ORDER BY day DESC LIMIT ?",
+      beforeDay ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    )
+    .toArray();
 
 export const archivedDay = (sql: SqlStorage, day: number): ArchivedDay | null =>
   sql.exec<ArchivedDay>("SELECT * FROM archived_days WHERE day = ?", day).toArray()[0] ?? null;
@@ -61,14 +73,18 @@ export const archivedDay = (sql: SqlStorage, day: number): ArchivedDay | null =>
 const BOUNDARY = "history_boundary";
 
 /** The newest row moved to history, or null when nothing was moved yet. */
-export const historyBoundary = (sql: SqlStorage): Keyset | null => JSON.parse(getMeta(sql, BOUNDARY) ?? "null") as Keyset | null;
+export const historyBoundary = (sql: SqlStorage): Keyset | null =>
+  JSON.parse(getMeta(sql, BOUNDARY) ?? "null") as Keyset | null;
 
 /** The oldest hot rows created before `before`, oldest first. */
 export const oldestHotRows = (sql: SqlStorage, before: number, limit: number): MessageRow[] =>
-  sql.exec<MessageRow>("SELECT * FROM messages WHERE created_at < ? ORDER BY created_at, id LIMIT ?", before, limit).toArray();
+  sql
+    .exec<MessageRow>("SELECT * FROM messages WHERE created_at < ? ORDER BY created_at, id LIMIT ?", before, limit)
+    .toArray();
 
 export const oldestHotAt = (sql: SqlStorage): number | null =>
-  sql.exec<{ created_at: number }>("SELECT created_at FROM messages ORDER BY created_at, id LIMIT 1").toArray()[0]?.created_at ?? null;
+  sql.exec<{ created_at: number }>("SELECT created_at FROM messages ORDER BY created_at, id LIMIT 1").toArray()[0]
+    ?.created_at ?? null;
 
 /** After a shard took them: forget rows unchanged since they were read (a changed one moves again next round). */
 export function forgetMoved(sql: SqlStorage, rows: MessageRow[], day: number): number {
@@ -76,7 +92,8 @@ export function forgetMoved(sql: SqlStorage, rows: MessageRow[], day: number): n
   for (const r of rows) {
     if (sql.exec("DELETE FROM messages WHERE id = ? AND version = ?", r.id, r.version).rowsWritten === 0) continue;
     moved++;
-    if (uuidV7Time(r.id) === null) sql.exec("INSERT OR REPLACE INTO history_legacy_ids (id, day) VALUES (?, ?)", r.id, day);
+    if (uuidV7Time(r.id) === null)
+      sql.exec("INSERT OR REPLACE INTO history_legacy_ids (id, day) VALUES (?, ?)", r.id, day);
   }
   sql.exec(
     "INSERT INTO history_days (day, messages) VALUES (?, ?) ON CONFLICT (day) DO UPDATE SET messages = messages + excluded.messages",
@@ -85,7 +102,12 @@ export function forgetMoved(sql: SqlStorage, rows: MessageRow[], day: number): n
   );
   const last = rows[rows.length - 1];
   const boundary = historyBoundary(sql);
-  if (last && (!boundary || last.created_at > boundary.createdAt || (last.created_at === boundary.createdAt && last.id > boundary.id))) {
+  if (
+    last &&
+    (!boundary ||
+      last.created_at > boundary.createdAt ||
+      (last.created_at === boundary.createdAt && last.id > boundary.id))
+  ) {
     setMeta(sql, BOUNDARY, JSON.stringify({ createdAt: last.created_at, id: last.id }));
   }
   return moved;
@@ -94,7 +116,10 @@ export function forgetMoved(sql: SqlStorage, rows: MessageRow[], day: number): n
 /** The history day a message id belongs to, if that day is in history. */
 export function historyDayOf(sql: SqlStorage, id: string): number | null {
   const t = uuidV7Time(id);
-  const day = t === null ? sql.exec<{ day: number }>("SELECT day FROM history_legacy_ids WHERE id = ?", id).toArray()[0]?.day : utcDay(t);
+  const day =
+    t === null
+      ? sql.exec<{ day: number }>("SELECT day FROM history_legacy_ids WHERE id = ?", id).toArray()[0]?.day
+      : utcDay(t);
   if (day === undefined) return null;
   return sql.exec("SELECT 1 FROM history_days WHERE day = ?", day).toArray().length > 0 ? day : null;
 }
@@ -112,7 +137,10 @@ export const oldestHistoryDay = (sql: SqlStorage): number | null =>
 /** The day left history (archived and deleted). */
 export function forgetHistoryDay(sql: SqlStorage, day: number): void {
   sql.exec("DELETE FROM history_days WHERE day = ?", day);
-  sql.exec("DELETE FROM history_legacy_ids WHERE id IN (SELECT id FROM history_legacy_ids WHERE day = ? LIMIT 10000)", day);
+  sql.exec(
+    "DELETE FROM history_legacy_ids WHERE id IN (SELECT id FROM history_legacy_ids WHERE day = ? LIMIT 10000)",
+    day,
+  );
 }
 
 /**
@@ -125,7 +153,11 @@ export class HistoryTiering {
 
   steps(): { moveToHistory: ScheduledStep; archiveHistory: ScheduledStep } {
     return {
-      moveToHistory: { name: "move-to-history", due: () => withSlack(this.tierDue()), run: (at) => this.moveToHistory(at) },
+      moveToHistory: {
+        name: "move-to-history",
+        due: () => withSlack(this.tierDue()),
+        run: (at) => this.moveToHistory(at),
+      },
       archiveHistory: { name: "archive-history", due: () => this.archiveDue(), run: (at) => this.archiveOldestDay(at) },
     };
   }
@@ -149,13 +181,22 @@ export class HistoryTiering {
    * At most SCAN_BUDGET rows are read per page, so a page may be short; `next`
    * says where to go on (null: nothing older matches).
    */
-  async listMessages(filter: MessageFilter, after: Keyset | null, limit: number): Promise<{ rows: MessageRow[]; next: Keyset | null }> {
+  async listMessages(
+    filter: MessageFilter,
+    after: Keyset | null,
+    limit: number,
+  ): Promise<{ rows: MessageRow[]; next: Keyset | null }> {
     const workspaceId = this.w.workspaceId();
     const rows: MessageRow[] = [];
     let budget = SCAN_BUDGET;
     const boundary = historyBoundary(this.w.sql);
     let position = after;
-    if (!boundary || !after || after.createdAt > boundary.createdAt || (after.createdAt === boundary.createdAt && after.id > boundary.id)) {
+    if (
+      !boundary ||
+      !after ||
+      after.createdAt > boundary.createdAt ||
+      (after.createdAt === boundary.createdAt && after.id > boundary.id)
+    ) {
       const page = listPage(this.w.sql, filter, after, limit, budget);
       rows.push(...page.rows);
       budget -= page.scanned;
@@ -166,14 +207,20 @@ export class HistoryTiering {
     if (boundary && workspaceId) {
       const oldestHot = oldestHotAt(this.w.sql);
       const newestDay = utcDay(position?.createdAt ?? boundary.createdAt);
-      const upper = filter.createdUntil === undefined ? newestDay : Math.min(newestDay, utcDay(filter.createdUntil - 1));
+      const upper =
+        filter.createdUntil === undefined ? newestDay : Math.min(newestDay, utcDay(filter.createdUntil - 1));
       const lower = filter.createdFrom === undefined ? 0 : utcDay(filter.createdFrom);
       for (const day of historyDays(this.w.sql, lower, upper)) {
         if (rows.length === limit || budget <= 0) {
           const last = rows[rows.length - 1];
           return { rows, next: last ? { createdAt: last.created_at, id: last.id } : position };
         }
-        const page = await historyStub(this.w.env, workspaceId, day).list(filter, position, limit - rows.length, budget);
+        const page = await historyStub(this.w.env, workspaceId, day).list(
+          filter,
+          position,
+          limit - rows.length,
+          budget,
+        );
         rows.push(...page.rows.filter((r) => !stillHot(this.w.sql, r, oldestHot)));
         budget -= page.scanned;
         if (page.next) return { rows, next: page.next };
@@ -193,7 +240,11 @@ export class HistoryTiering {
   private async moveToHistory(at: number): Promise<void> {
     const workspaceId = this.w.workspaceId();
     if (!workspaceId) return;
-    const rows = oldestHotRows(this.w.sql, at - (this.w.underPressure() ? MIN_HOT_WINDOW_MS : HOT_WINDOW_MS), TIER_BATCH);
+    const rows = oldestHotRows(
+      this.w.sql,
+      at - (this.w.underPressure() ? MIN_HOT_WINDOW_MS : HOT_WINDOW_MS),
+      TIER_BATCH,
+    );
     const byDay = new Map<number, MessageRow[]>();
     for (const r of rows) byDay.set(utcDay(r.created_at), [...(byDay.get(utcDay(r.created_at)) ?? []), r]);
     // Oldest day first, so that everything in history stays older than everything here.
@@ -224,12 +275,18 @@ export class HistoryTiering {
     const shard = historyStub(this.w.env, workspaceId, day);
     // A day archived before and re-created since (a row moved late) adds parts after the archived ones.
     const earlier = archivedDay(this.w.sql, day);
-    const { done, manifest } = await shard.archive(ARCHIVE_PARTS_PER_RUN, earlier && { parts: earlier.parts, messages: earlier.messages });
+    const { done, manifest } = await shard.archive(
+      ARCHIVE_PARTS_PER_RUN,
+      earlier && { parts: earlier.parts, messages: earlier.messages },
+    );
     if (!done) {
       await this.w.wake(now());
       return;
     }
-    if (manifest) this.w.storage.transactionSync(() => recordArchivedDay(this.w.sql, day, manifest.messages, manifest.parts, now()));
+    if (manifest)
+      this.w.storage.transactionSync(() =>
+        recordArchivedDay(this.w.sql, day, manifest.messages, manifest.parts, now()),
+      );
     await shard.drop();
     this.w.storage.transactionSync(() => forgetHistoryDay(this.w.sql, day));
   }

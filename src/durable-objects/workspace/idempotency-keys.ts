@@ -44,7 +44,9 @@ export function bindKey(sql: SqlStorage, key: string, fingerprint: string, jobId
 
 /** When the oldest binding expires, or null when there is none. */
 export const nextKeyExpiry = (sql: SqlStorage): number | null => {
-  const oldest = sql.exec<{ created_at: number }>("SELECT created_at FROM idempotency_keys ORDER BY created_at LIMIT 1").toArray()[0];
+  const oldest = sql
+    .exec<{ created_at: number }>("SELECT created_at FROM idempotency_keys ORDER BY created_at LIMIT 1")
+    .toArray()[0];
   return oldest ? oldest.created_at + IDEMPOTENCY_TTL_MS : null;
 };
 

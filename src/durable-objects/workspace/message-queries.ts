@@ -42,12 +42,19 @@ interface Driver {
 /** The index that narrows the scan most for these filters (each ends in (created_at, id), the list's order). */
 function driverOf(f: MessageFilter): Driver {
   const others = (covered: (keyof MessageFilter)[]) =>
-    (Object.keys(f) as (keyof MessageFilter)[]).every((k) => f[k] === undefined || covered.includes(k) || k === "createdFrom" || k === "createdUntil");
-  if (f.counterpart !== undefined) return { where: "recipient = ?", bindings: [f.counterpart], exact: others(["counterpart"]) };
-  if (f.channelNumberId !== undefined) return { where: "channel_number_id = ?", bindings: [f.channelNumberId], exact: others(["channelNumberId"]) };
-  if (f.status === "failed") return { where: "status = 'failed'", bindings: [], exact: others(["status", "direction"]) };
-  if (f.status === "queued") return { where: "status = 'queued'", bindings: [], exact: others(["status", "direction"]) };
-  if (f.direction === "inbound" || f.status === "received") return { where: "direction = 'inbound'", bindings: [], exact: others(["direction", "status"]) };
+    (Object.keys(f) as (keyof MessageFilter)[]).every(
+      (k) => f[k] === undefined || covered.includes(k) || k === "createdFrom" || k === "createdUntil",
+    );
+  if (f.counterpart !== undefined)
+    return { where: "recipient = ?", bindings: [f.counterpart], exact: others(["counterpart"]) };
+  if (f.channelNumberId !== undefined)
+    return { where: "channel_number_id = ?", bindings: [f.channelNumberId], exact: others(["channelNumberId"]) };
+  if (f.status === "failed")
+    return { where: "status = 'failed'", bindings: [], exact: others(["status", "direction"]) };
+  if (f.status === "queued")
+    return { where: "status = 'queued'", bindings: [], exact: others(["status", "direction"]) };
+  if (f.direction === "inbound" || f.status === "received")
+    return { where: "direction = 'inbound'", bindings: [], exact: others(["direction", "status"]) };
   return { where: "1", bindings: [], exact: others([]) };
 }
 
@@ -63,7 +70,13 @@ const matches = (r: MessageRow, f: MessageFilter): boolean =>
  * filters are applied to what was read. A page can hold fewer than `limit` rows
  * (then `next` says where to go on) — the work per page is bounded either way.
  */
-export function listPage(sql: SqlStorage, f: MessageFilter, after: Keyset | null, limit: number, budget = SCAN_BUDGET): Page {
+export function listPage(
+  sql: SqlStorage,
+  f: MessageFilter,
+  after: Keyset | null,
+  limit: number,
+  budget = SCAN_BUDGET,
+): Page {
   const d = driverOf(f);
   const conds = [d.where];
   const bindings = [...d.bindings];
@@ -82,7 +95,11 @@ export function listPage(sql: SqlStorage, f: MessageFilter, after: Keyset | null
   // When the index decides every filter, one row past the page is all there is to read.
   const read = d.exact ? Math.min(budget, limit + 1) : budget;
   const scanned = sql
-    .exec<MessageRow>(`SELECT * FROM messages WHERE ${conds.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`, ...bindings, read)
+    .exec<MessageRow>(
+      `SELECT * FROM messages WHERE ${conds.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`,
+      ...bindings,
+      read,
+    )
     .toArray();
   const rows: MessageRow[] = [];
   for (const r of scanned) {
@@ -101,6 +118,9 @@ export function listPage(sql: SqlStorage, f: MessageFilter, after: Keyset | null
   const lastRead = scanned[scanned.length - 1]!;
   const lastRow = rows[rows.length - 1];
   // The budget ran out: continue after what was read (or after the page's last row, when it is full).
-  const next = rows.length === limit && lastRow ? { createdAt: lastRow.created_at, id: lastRow.id } : { createdAt: lastRead.created_at, id: lastRead.id };
+  const next =
+    rows.length === limit && lastRow
+      ? { createdAt: lastRow.created_at, id: lastRow.id }
+      : { createdAt: lastRead.created_at, id: lastRead.id };
   return { rows, next, scanned: scanned.length };
 }

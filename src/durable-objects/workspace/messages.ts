@@ -67,7 +67,10 @@ export interface MessageRow extends Omit<LifecycleState, "status"> {
   [key: string]: SqlStorageValue;
 }
 
-export function insertOutbound(sql: SqlStorage, m: { id: string; channelNumberId: string; to: string; body: string; at: number }): void {
+export function insertOutbound(
+  sql: SqlStorage,
+  m: { id: string; channelNumberId: string; to: string; body: string; at: number },
+): void {
   sql.exec(
     `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at, version, copy_pending)
      VALUES (?, 'outbound', ?, ?, 'text', ?, 'queued', ?, ?, 1, 0)`,
@@ -103,7 +106,12 @@ export const findMessage = (sql: SqlStorage, id: string): MessageRow | undefined
   sql.exec<MessageRow>("SELECT * FROM messages WHERE id = ?", id).toArray()[0];
 
 export const findInboundByUpstreamId = (sql: SqlStorage, upstreamMessageId: string): MessageRow | undefined =>
-  sql.exec<MessageRow>("SELECT * FROM messages WHERE direction = 'inbound' AND upstream_message_id = ?", upstreamMessageId).toArray()[0];
+  sql
+    .exec<MessageRow>(
+      "SELECT * FROM messages WHERE direction = 'inbound' AND upstream_message_id = ?",
+      upstreamMessageId,
+    )
+    .toArray()[0];
 
 export function writeLifecycle(sql: SqlStorage, id: string, s: LifecycleState, updatedAt: number): void {
   sql.exec(
@@ -139,7 +147,12 @@ export const outboundTimesSince = (sql: SqlStorage, since: number): number[] =>
     .map((r) => r.created_at);
 
 /** The oldest messages still queued that were accepted at or before `before`, after the keyset `after` (visits queued messages only). */
-export const queuedAcceptedBefore = (sql: SqlStorage, before: number, limit: number, after: Keyset | null = null): MessageRow[] =>
+export const queuedAcceptedBefore = (
+  sql: SqlStorage,
+  before: number,
+  limit: number,
+  after: Keyset | null = null,
+): MessageRow[] =>
   sql
     .exec<MessageRow>(
       `SELECT * FROM messages INDEXED BY messages_queued
@@ -154,7 +167,9 @@ export const queuedAcceptedBefore = (sql: SqlStorage, before: number, limit: num
 /** When the oldest queued message was accepted (the stranded-message check's due time). */
 export const oldestQueuedAt = (sql: SqlStorage): number | null =>
   sql
-    .exec<{ created_at: number }>("SELECT created_at FROM messages INDEXED BY messages_queued WHERE status = 'queued' ORDER BY created_at, id LIMIT 1")
+    .exec<{ created_at: number }>(
+      "SELECT created_at FROM messages INDEXED BY messages_queued WHERE status = 'queued' ORDER BY created_at, id LIMIT 1",
+    )
     .toArray()[0]?.created_at ?? null;
 
 /** Upserts rows as they were elsewhere (moving messages between a workspace and its history shards). */
@@ -169,9 +184,30 @@ export function putRows(sql: SqlStorage, rows: MessageRow[]): void {
 }
 
 const MESSAGE_COLUMNS = [
-  "id", "direction", "channel_number_id", "recipient", "type", "body", "content", "status", "upstream_message_id",
-  "error_code", "error_message", "error_retriable", "upstream_error_code", "created_at", "updated_at", "processing_at",
-  "sent_at", "failed_at", "delivered_at", "read_at", "outcome_unknown_since", "received_at", "version", "copy_pending",
+  "id",
+  "direction",
+  "channel_number_id",
+  "recipient",
+  "type",
+  "body",
+  "content",
+  "status",
+  "upstream_message_id",
+  "error_code",
+  "error_message",
+  "error_retriable",
+  "upstream_error_code",
+  "created_at",
+  "updated_at",
+  "processing_at",
+  "sent_at",
+  "failed_at",
+  "delivered_at",
+  "read_at",
+  "outcome_unknown_since",
+  "received_at",
+  "version",
+  "copy_pending",
 ] as const;
 
 export const lifecycleOf = (row: MessageRow & { status: MessageStatus }): LifecycleState => ({
@@ -220,7 +256,12 @@ export function toMessageView(row: MessageRow): Message {
     status: row.status,
     upstreamMessageId: row.upstream_message_id,
     error: row.error_code
-      ? { code: row.error_code, message: row.error_message ?? "", retriable: row.error_retriable === 1, upstreamCode: row.upstream_error_code }
+      ? {
+          code: row.error_code,
+          message: row.error_message ?? "",
+          retriable: row.error_retriable === 1,
+          upstreamCode: row.upstream_error_code,
+        }
       : null,
     outcomeUnknownSince: iso(row.outcome_unknown_since),
     createdAt: iso(row.created_at)!,

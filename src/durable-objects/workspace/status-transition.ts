@@ -41,7 +41,9 @@ export function applyTransition(current: LifecycleState, update: StatusUpdate): 
   // A message the operator reported delivered or read reached its recipient: a failure reported later is stale.
   const reachedRecipient = current.delivered_at !== null || current.read_at !== null;
   const status =
-    reported !== undefined && RANK[reported] > RANK[current.status] && !(reported === "failed" && reachedRecipient) ? reported : current.status;
+    reported !== undefined && RANK[reported] > RANK[current.status] && !(reported === "failed" && reachedRecipient)
+      ? reported
+      : current.status;
   const becameFailed = status === "failed" && current.status !== "failed";
   const settled = status === "sent" || status === "failed";
 
@@ -52,15 +54,15 @@ export function applyTransition(current: LifecycleState, update: StatusUpdate): 
     sent_at: current.sent_at ?? (status === "sent" ? update.at : null),
     failed_at: current.failed_at ?? (status === "failed" ? update.at : null),
     // A failed message is not delivered; a read report may come without a delivery report.
-    delivered_at: current.delivered_at ?? (status === "sent" ? update.deliveredAt ?? null : null),
-    read_at: current.read_at ?? (status === "sent" ? update.readAt ?? null : null),
+    delivered_at: current.delivered_at ?? (status === "sent" ? (update.deliveredAt ?? null) : null),
+    read_at: current.read_at ?? (status === "sent" ? (update.readAt ?? null) : null),
     outcome_unknown_since: settled
       ? null
-      : current.outcome_unknown_since ?? (update.outcomeUnknown && status === "processing" ? update.at : null),
-    error_code: becameFailed ? update.error?.code ?? null : current.error_code,
-    error_message: becameFailed ? update.error?.message ?? null : current.error_message,
+      : (current.outcome_unknown_since ?? (update.outcomeUnknown && status === "processing" ? update.at : null)),
+    error_code: becameFailed ? (update.error?.code ?? null) : current.error_code,
+    error_message: becameFailed ? (update.error?.message ?? null) : current.error_message,
     error_retriable: becameFailed ? (update.error ? (update.error.retriable ? 1 : 0) : null) : current.error_retriable,
-    upstream_error_code: becameFailed ? update.error?.upstreamCode ?? null : current.upstream_error_code,
+    upstream_error_code: becameFailed ? (update.error?.upstreamCode ?? null) : current.upstream_error_code,
   };
   const changed = (Object.keys(next) as (keyof LifecycleState)[]).some((k) => next[k] !== current[k]);
   const announce =

@@ -7,7 +7,16 @@ import type { WorkspaceContext } from "./context";
 import { countOne } from "./daily-counts";
 import { recordEvent } from "./event-log";
 import { historyBoundary, historyDayOf, historyDays } from "./history-tiering";
-import { findInboundByUpstreamId, findMessage, insertInbound, isOutbound, lifecycleOf, toMessageView, writeLifecycle, type MessageRow } from "./messages";
+import {
+  findInboundByUpstreamId,
+  findMessage,
+  insertInbound,
+  isOutbound,
+  lifecycleOf,
+  toMessageView,
+  writeLifecycle,
+  type MessageRow,
+} from "./messages";
 import { applyTransition } from "./status-transition";
 
 /**
@@ -82,22 +91,37 @@ export class StatusLedger {
     const workspaceId = this.w.workspaceId();
     if (day === null || !workspaceId) return { known: false, status: null };
     const earlier = this.historyUpdates.get(u.jobId) ?? Promise.resolve();
-    const mine = earlier.catch(() => undefined).then(async (): Promise<StatusResult> => {
-      const shard = historyStub(this.w.env, workspaceId, day);
-      const row = await shard.get(u.jobId);
-      if (!row || !isOutbound(row)) return { known: false, status: null };
-      const t = applyTransition(lifecycleOf(row), u);
-      if (!t.changed) return { known: true, status: row.status };
-      if (t.announce) {
-        const after: MessageRow = { ...row, ...t.next, updated_at: Math.max(u.at, row.updated_at), version: row.version + 1 };
-        this.w.storage.transactionSync(() => {
-          const recorded = recordEvent(this.w.sql, this.statusEvent(after, row), row.id, now(), PUBLISH_DELAY_MS, this.w.confirmWithinMs);
-          if (recorded && after.status !== row.status && (after.status === "sent" || after.status === "failed")) countOne(this.w.sql, u.at, row.channel_number_id, after.status);
-        });
-      }
-      await shard.applyStatus(u);
-      return { known: true, status: t.next.status };
-    });
+    const mine = earlier
+      .catch(() => undefined)
+      .then(async (): Promise<StatusResult> => {
+        const shard = historyStub(this.w.env, workspaceId, day);
+        const row = await shard.get(u.jobId);
+        if (!row || !isOutbound(row)) return { known: false, status: null };
+        const t = applyTransition(lifecycleOf(row), u);
+        if (!t.changed) return { known: true, status: row.status };
+        if (t.announce) {
+          const after: MessageRow = {
+            ...row,
+            ...t.next,
+            updated_at: Math.max(u.at, row.updated_at),
+            version: row.version + 1,
+          };
+          this.w.storage.transactionSync(() => {
+            const recorded = recordEvent(
+              this.w.sql,
+              this.statusEvent(after, row),
+              row.id,
+              now(),
+              PUBLISH_DELAY_MS,
+              this.w.confirmWithinMs,
+            );
+            if (recorded && after.status !== row.status && (after.status === "sent" || after.status === "failed"))
+              countOne(this.w.sql, u.at, row.channel_number_id, after.status);
+          });
+        }
+        await shard.applyStatus(u);
+        return { known: true, status: t.next.status };
+      });
     this.historyUpdates.set(u.jobId, mine);
     try {
       return await mine;
@@ -167,7 +191,11 @@ export class StatusLedger {
       const earliest = m.at - OPERATOR_CLOCK_SKEW_MS;
       if (earliest > boundary.createdAt || findInboundByUpstreamId(this.w.sql, m.upstreamMessageId)) continue;
       const from = utcDay(earliest);
-      for (const day of historyDays(this.w.sql, from, Math.min(utcDay(boundary.createdAt), from + OPERATOR_RETRY_DAYS))) {
+      for (const day of historyDays(
+        this.w.sql,
+        from,
+        Math.min(utcDay(boundary.createdAt), from + OPERATOR_RETRY_DAYS),
+      )) {
         const row = await historyStub(this.w.env, workspaceId, day).findInbound(m.upstreamMessageId);
         if (row) {
           found.set(m.upstreamMessageId, row.id);
@@ -198,7 +226,8 @@ export class StatusLedger {
   private statusEvent(row: MessageRow, before: MessageRow): WebhookEvent {
     const message = toMessageView(row);
     const previous = before.status;
-    if (message.direction !== "outbound" || previous === "received") throw new Error("status events are about outbound messages");
+    if (message.direction !== "outbound" || previous === "received")
+      throw new Error("status events are about outbound messages");
     const data: MessageStatusData = {
       messageId: message.id,
       channelNumberId: message.channelNumberId,

@@ -10,7 +10,16 @@ import { WORKSPACE_SCHEMA } from "./schema";
 import { Admission } from "./admission";
 import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./config";
 import type { WorkspaceContext } from "./context";
-import type { DailyUsage, DeliveryReport, InboundRecord, SendCommand, SendOutcome, StatusResult, StatusUpdate, Usage } from "./contract";
+import type {
+  DailyUsage,
+  DeliveryReport,
+  InboundRecord,
+  SendCommand,
+  SendOutcome,
+  StatusResult,
+  StatusUpdate,
+  Usage,
+} from "./contract";
 import { CountsShipper, dailyUsage } from "./daily-counts";
 import {
   CONFIRM_WITHIN_MS,
@@ -110,7 +119,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   }
 
   /** One page of the workspace's messages, newest first, strictly older than `after` (see HistoryTiering.listMessages). */
-  async listMessages(filter: MessageFilter, after: Keyset | null, limit: number): Promise<{ rows: MessageRow[]; next: Keyset | null }> {
+  async listMessages(
+    filter: MessageFilter,
+    after: Keyset | null,
+    limit: number,
+  ): Promise<{ rows: MessageRow[]; next: Keyset | null }> {
     return this.tiering.listMessages(filter, after, limit);
   }
 
@@ -140,7 +153,10 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const event = findEvent(this.sql, eventId);
     if (!event || event.channel_number_id !== channelNumberId || event.set_aside !== null) return false;
     markReplayed(this.sql, eventId, now(), this.confirmWithinMs);
-    await this.env.WEBHOOK_QUEUE.send({ events: [JSON.parse(event.body) as WebhookEvent] } satisfies WebhookQueueMessage, { contentType: "json" });
+    await this.env.WEBHOOK_QUEUE.send(
+      { events: [JSON.parse(event.body) as WebhookEvent] } satisfies WebhookQueueMessage,
+      { contentType: "json" },
+    );
     return true;
   }
 
@@ -216,7 +232,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     if (!isFresh(this.config)) {
       this.config = await loadWorkspaceConfig(this.env.DB, workspaceId);
       // The retention step reads it without D1 (its due time is computed on every alarm).
-      if (this.config && getMeta(this.sql, "history_days") !== String(this.config.historyDays)) setMeta(this.sql, "history_days", String(this.config.historyDays));
+      if (this.config && getMeta(this.sql, "history_days") !== String(this.config.historyDays))
+        setMeta(this.sql, "history_days", String(this.config.historyDays));
     }
     return this.config;
   }

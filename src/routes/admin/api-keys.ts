@@ -43,16 +43,27 @@ const create = createRoute({
   middleware: [noStore, jsonBody] as const,
   request: {
     params: WorkspaceParam,
-    body: { required: true, content: { "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) } } },
+    body: {
+      required: true,
+      content: {
+        "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) },
+      },
+    },
   },
-  responses: { 201: jsonContent(CreatedApiKey, "Created; the only response that contains the key."), ...errorResponses(400, 401, 404, 429) },
+  responses: {
+    201: jsonContent(CreatedApiKey, "Created; the only response that contains the key."),
+    ...errorResponses(400, 401, 404, 429),
+  },
 });
 
 const list = createRoute({
   method: "get",
   path: "/workspaces/{workspaceId}/api-keys",
   request: { params: WorkspaceParam },
-  responses: { 200: jsonContent(z.object({ data: z.array(ApiKey) }), "Keys, without secrets."), ...errorResponses(401, 404) },
+  responses: {
+    200: jsonContent(z.object({ data: z.array(ApiKey) }), "Keys, without secrets."),
+    ...errorResponses(401, 404),
+  },
 });
 
 const revoke = createRoute({
@@ -69,7 +80,11 @@ export const adminApiKeyRoutes = newRouter()
     await requireWorkspace(c.env.DB, workspaceId);
     const issued = await issueApiKey(c.env, workspaceId, name ?? null);
     throwIfLimited(issued);
-    await auditAdmin(c, workspaceId, { action: "api_key.created", target: { type: "api_key", id: issued.row.id }, detail: keyLabel(issued.row) });
+    await auditAdmin(c, workspaceId, {
+      action: "api_key.created",
+      target: { type: "api_key", id: issued.row.id },
+      detail: keyLabel(issued.row),
+    });
     return c.json({ ...toView(issued.row), key: issued.key }, 201);
   })
   .openapi(list, async (c) => {
@@ -81,6 +96,9 @@ export const adminApiKeyRoutes = newRouter()
     const { keyId } = c.req.valid("param");
     const workspaceId = await revokeApiKey(c.env.DB, keyId);
     if (!workspaceId) throw notFound("API key");
-    await auditAdmin(c, workspaceId, { action: "api_key.revoked", target: { type: "api_key", id: keyId.toLowerCase() } });
+    await auditAdmin(c, workspaceId, {
+      action: "api_key.revoked",
+      target: { type: "api_key", id: keyId.toLowerCase() },
+    });
     return c.body(null, 204);
   });

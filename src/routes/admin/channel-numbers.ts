@@ -26,13 +26,17 @@ const Upstream = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("sandbox") }),
   z.strictObject({
     type: z.literal("cloud"),
-    phoneNumberId: z.string().regex(/^\d{1,32}$/, { error: "phoneNumberId is the operator's numeric phone number id." }),
+    phoneNumberId: z
+      .string()
+      .regex(/^\d{1,32}$/, { error: "phoneNumberId is the operator's numeric phone number id." }),
     accessToken: AccessToken,
   }),
 ]);
 
 const ConnectNumber = z.strictObject({
-  displayPhoneNumber: z.string().regex(/^\+?\d{4,32}$/, { error: "displayPhoneNumber must be digits, optionally with a leading '+'." }),
+  displayPhoneNumber: z
+    .string()
+    .regex(/^\+?\d{4,32}$/, { error: "displayPhoneNumber must be digits, optionally with a leading '+'." }),
   upstream: Upstream,
 });
 
@@ -64,7 +68,10 @@ const connect = createRoute({
   method: "post",
   path: "/workspaces/{workspaceId}/channel-numbers",
   middleware: [jsonBody] as const,
-  request: { params: WorkspaceParam, body: { required: true, content: { "application/json": { schema: ConnectNumber } } } },
+  request: {
+    params: WorkspaceParam,
+    body: { required: true, content: { "application/json": { schema: ConnectNumber } } },
+  },
   responses: { 201: jsonContent(AdminNumber, "Connected."), ...errorResponses(400, 401, 403, 404) },
 });
 
@@ -72,7 +79,10 @@ const list = createRoute({
   method: "get",
   path: "/workspaces/{workspaceId}/channel-numbers",
   request: { params: WorkspaceParam },
-  responses: { 200: jsonContent(z.object({ data: z.array(AdminNumber) }), "All numbers, disconnected ones included."), ...errorResponses(401, 404) },
+  responses: {
+    200: jsonContent(z.object({ data: z.array(AdminNumber) }), "All numbers, disconnected ones included."),
+    ...errorResponses(401, 404),
+  },
 });
 
 const disconnect = createRoute({
@@ -105,11 +115,25 @@ export const adminChannelNumberRoutes = newRouter()
     const { workspaceId } = c.req.valid("param");
     const body = c.req.valid("json");
     const workspace = await requireWorkspace(c.env.DB, workspaceId);
-    const planLimit = () => new ApiError("forbidden", `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`);
+    const planLimit = () =>
+      new ApiError(
+        "forbidden",
+        `The ${workspace.plan_id} plan allows at most ${workspace.max_numbers} connected number(s).`,
+      );
     const alreadyConnected = () =>
-      new ApiError("invalid_request", "This operator phone number is already connected (to this or another workspace).", {
-        details: [{ path: "upstream.phoneNumberId", rule: "unique", message: "A phone number id can be connected once; disconnect it first." }],
-      });
+      new ApiError(
+        "invalid_request",
+        "This operator phone number is already connected (to this or another workspace).",
+        {
+          details: [
+            {
+              path: "upstream.phoneNumberId",
+              rule: "unique",
+              message: "A phone number id can be connected once; disconnect it first.",
+            },
+          ],
+        },
+      );
     const id = crypto.randomUUID();
     let upstreamId: string | null = null;
     let credentials: string | null = null;
@@ -142,7 +166,11 @@ export const adminChannelNumberRoutes = newRouter()
     if (outcome === "plan_limit") throw planLimit();
     if (outcome === "upstream_taken") throw alreadyConnected();
     await workspaceStub(c.env, workspaceId).invalidateConfig();
-    await auditAdmin(c, workspaceId, { action: "channel_number.connected", target: { type: "channel_number", id: row.id }, detail: `${row.upstream_type} ${row.display_phone_number}` });
+    await auditAdmin(c, workspaceId, {
+      action: "channel_number.connected",
+      target: { type: "channel_number", id: row.id },
+      detail: `${row.upstream_type} ${row.display_phone_number}`,
+    });
     return c.json(toView(row), 201);
   })
   .openapi(list, async (c) => {
@@ -152,11 +180,18 @@ export const adminChannelNumberRoutes = newRouter()
   })
   .openapi(disconnect, async (c) => {
     const { numberId } = c.req.valid("param");
-    const row = foundOr404(await findByUuid(numberId, (id) => disconnectNumber(c.env.DB, id, isoNow()), { asGiven: true }), "Channel number");
+    const row = foundOr404(
+      await findByUuid(numberId, (id) => disconnectNumber(c.env.DB, id, isoNow()), { asGiven: true }),
+      "Channel number",
+    );
     await workspaceStub(c.env, row.workspace_id).invalidateConfig();
     // Messages still queued on it fail with number_disconnected instead of leaving.
     await channelNumberStub(c.env, row.id).invalidateNumber();
-    await auditAdmin(c, row.workspace_id, { action: "channel_number.disconnected", target: { type: "channel_number", id: row.id }, detail: row.display_phone_number });
+    await auditAdmin(c, row.workspace_id, {
+      action: "channel_number.disconnected",
+      target: { type: "channel_number", id: row.id },
+      detail: row.display_phone_number,
+    });
     return c.body(null, 204);
   })
   .openapi(reconnect, async (c) => {
@@ -171,8 +206,15 @@ export const adminChannelNumberRoutes = newRouter()
     }
     await verifyCloudNumber(c.env, row.upstream_phone_number_id, accessToken);
     // Disconnected between the read and the write: 404 too.
-    const updated = foundOr404(await replaceCredentials(c.env.DB, row.id, await sealUpstreamCredentials(c.env, row.id, { accessToken })), "Channel number");
+    const updated = foundOr404(
+      await replaceCredentials(c.env.DB, row.id, await sealUpstreamCredentials(c.env, row.id, { accessToken })),
+      "Channel number",
+    );
     await channelNumberStub(c.env, row.id).invalidateNumber();
-    await auditAdmin(c, row.workspace_id, { action: "channel_number.credentials_replaced", target: { type: "channel_number", id: row.id }, detail: row.display_phone_number });
+    await auditAdmin(c, row.workspace_id, {
+      action: "channel_number.credentials_replaced",
+      target: { type: "channel_number", id: row.id },
+      detail: row.display_phone_number,
+    });
     return c.json(toView(updated), 200);
   });

@@ -1,7 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
-import { invitationUrl, inviteMember, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, MemberRoleSchema } from "../../domain/members";
+import {
+  invitationUrl,
+  inviteMember,
+  MAX_MEMBERS_PER_WORKSPACE,
+  MemberEmail,
+  MemberRoleSchema,
+} from "../../domain/members";
 import { ApiError, notFound } from "../../lib/errors";
 import { findByUuid } from "../../domain/job-id";
 import { requireWorkspace } from "./require-workspace";
@@ -16,7 +22,11 @@ const Member = z
     email: z.string(),
     role: z.enum(MEMBER_ROLES),
     passwordSet: z.boolean().openapi({ description: "False until the member uses an invitation link." }),
-    invitationExpiresAt: z.string().datetime().nullable().openapi({ description: "When the outstanding invitation link stops working, if there is one." }),
+    invitationExpiresAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({ description: "When the outstanding invitation link stops working, if there is one." }),
     createdAt: z.string().datetime(),
   })
   .openapi("AdminMember");
@@ -24,7 +34,10 @@ const Member = z
 const Invitation = z
   .object({
     member: Member,
-    invitationUrl: z.string().url().openapi({ description: "Single-use link to set a password; shown in this response only." }),
+    invitationUrl: z
+      .string()
+      .url()
+      .openapi({ description: "Single-use link to set a password; shown in this response only." }),
     expiresAt: z.string().datetime(),
   })
   .openapi("AdminInvitation");
@@ -48,7 +61,10 @@ const invite = createRoute({
   middleware: [noStore, jsonBody] as const,
   request: {
     params: WorkspaceParam,
-    body: { required: true, content: { "application/json": { schema: z.strictObject({ email: MemberEmail, role: MemberRoleSchema }) } } },
+    body: {
+      required: true,
+      content: { "application/json": { schema: z.strictObject({ email: MemberEmail, role: MemberRoleSchema }) } },
+    },
   },
   responses: {
     201: jsonContent(
@@ -63,7 +79,10 @@ const list = createRoute({
   method: "get",
   path: "/workspaces/{workspaceId}/members",
   request: { params: WorkspaceParam },
-  responses: { 200: jsonContent(z.object({ data: z.array(Member) }), "Members, without secrets."), ...errorResponses(401, 404) },
+  responses: {
+    200: jsonContent(z.object({ data: z.array(Member) }), "Members, without secrets."),
+    ...errorResponses(401, 404),
+  },
 });
 
 const remove = createRoute({
@@ -96,7 +115,11 @@ export const adminMemberRoutes = newRouter()
       detail: `${result.member.email} as ${result.member.role}`,
     });
     return c.json(
-      { member: toView(result.member), invitationUrl: invitationUrl(new URL(c.req.url).origin, result.token), expiresAt: result.expiresAt },
+      {
+        member: toView(result.member),
+        invitationUrl: invitationUrl(new URL(c.req.url).origin, result.token),
+        expiresAt: result.expiresAt,
+      },
       201,
     );
   })
@@ -107,9 +130,15 @@ export const adminMemberRoutes = newRouter()
     if (!member) throw notFound("Member");
     if (!(await deleteMember(c.env.DB, workspaceId, member.id))) {
       const message = "This member is the workspace's last owner: make another member owner first.";
-      throw new ApiError("invalid_request", message, { details: [{ path: "path.memberId", rule: "last_owner", message }] });
+      throw new ApiError("invalid_request", message, {
+        details: [{ path: "path.memberId", rule: "last_owner", message }],
+      });
     }
-    await auditAdmin(c, workspaceId, { action: "member.removed", target: { type: "member", id: member.id }, detail: member.email });
+    await auditAdmin(c, workspaceId, {
+      action: "member.removed",
+      target: { type: "member", id: member.id },
+      detail: member.email,
+    });
     return c.body(null, 204);
   })
   .openapi(list, async (c) => {

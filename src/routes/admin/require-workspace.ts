@@ -4,5 +4,8 @@ import { foundOr404 } from "../../lib/errors";
 
 /** The workspace an admin path names, or 404. */
 export async function requireWorkspace(db: D1Database, workspaceId: string): Promise<WorkspaceWithLimits> {
-  return foundOr404(await findByUuid(workspaceId, (id) => getWorkspaceWithLimits(db, id), { asGiven: true }), "Workspace");
+  return foundOr404(
+    await findByUuid(workspaceId, (id) => getWorkspaceWithLimits(db, id), { asGiven: true }),
+    "Workspace",
+  );
 }

@@ -10,9 +10,12 @@ const ResealResult = z
   .object({
     resealed: Counts,
     unreadable: z.array(z.object({ table: z.string(), id: z.string() })).openapi({
-      description: "Values no configured key opens (sealed under a key that was removed too early): they are left as they are.",
+      description:
+        "Values no configured key opens (sealed under a key that was removed too early): they are left as they are.",
     }),
-    remaining: Counts.openapi({ description: "Values still not sealed under the current key, unreadable ones included. Call again until 0." }),
+    remaining: Counts.openapi({
+      description: "Values still not sealed under the current key, unreadable ones included. Call again until 0.",
+    }),
   })
   .openapi("AdminResealResult");
 
@@ -39,15 +42,25 @@ export const adminSecretRoutes = newRouter().openapi(reseal, async (c) => {
       try {
         plaintext = await open(c.env, col.purpose, row.id, row.value);
       } catch (err) {
-        log("warn", "sealed value could not be opened for re-sealing", { table: col.table, id: row.id, detail: errorText(err) });
+        log("warn", "sealed value could not be opened for re-sealing", {
+          table: col.table,
+          id: row.id,
+          detail: errorText(err),
+        });
         unreadable.push({ table: col.table, id: row.id });
         continue;
       }
       // A webhook's sealed_secret also guards its health updates: a delivery in flight while its
       // secret is re-sealed skips one health update, which the next attempt makes.
-      if (await replaceSealed(c.env.DB, col, row.id, row.value, await seal(c.env, col.purpose, row.id, plaintext))) resealed[col.name]++;
+      if (await replaceSealed(c.env.DB, col, row.id, row.value, await seal(c.env, col.purpose, row.id, plaintext)))
+        resealed[col.name]++;
     }
   }
-  const [upstreamCredentials, webhookSecrets] = await Promise.all(SEALED_COLUMNS.map((col) => countStaleSealed(c.env.DB, col, prefix)));
-  return c.json({ resealed, unreadable, remaining: { upstreamCredentials: upstreamCredentials!, webhookSecrets: webhookSecrets! } }, 200);
+  const [upstreamCredentials, webhookSecrets] = await Promise.all(
+    SEALED_COLUMNS.map((col) => countStaleSealed(c.env.DB, col, prefix)),
+  );
+  return c.json(
+    { resealed, unreadable, remaining: { upstreamCredentials: upstreamCredentials!, webhookSecrets: webhookSecrets! } },
+    200,
+  );
 });

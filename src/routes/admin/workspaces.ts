@@ -10,7 +10,13 @@ import { auditAdmin } from "../audit";
 const CreateWorkspace = z.strictObject({
   name: z.string().trim().min(1).max(200),
   plan: z.string().min(1).max(64).openapi({ example: "free", description: "A plan id: free, pro or scale." }),
-  monthlyMessageQuota: z.number().int().min(0).max(1_000_000_000).optional().openapi({ description: "Overrides the plan's quota." }),
+  monthlyMessageQuota: z
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000_000)
+    .optional()
+    .openapi({ description: "Overrides the plan's quota." }),
 });
 
 const Workspace = z
@@ -60,7 +66,9 @@ export const adminWorkspaceRoutes = newRouter()
     const body = c.req.valid("json");
     if (!(await planExists(c.env.DB, body.plan))) {
       throw new ApiError("invalid_request", `Unknown plan "${body.plan}".`, {
-        details: [{ path: "plan", rule: "enum", message: "Use one of the plans in the plans table (free, pro, scale)." }],
+        details: [
+          { path: "plan", rule: "enum", message: "Use one of the plans in the plans table (free, pro, scale)." },
+        ],
       });
     }
     const id = crypto.randomUUID();
@@ -71,10 +79,17 @@ export const adminWorkspaceRoutes = newRouter()
       monthly_message_quota: body.monthlyMessageQuota ?? null,
       created_at: isoNow(),
     });
-    await auditAdmin(c, id, { action: "workspace.created", target: { type: "workspace", id }, detail: `plan ${body.plan}` });
+    await auditAdmin(c, id, {
+      action: "workspace.created",
+      target: { type: "workspace", id },
+      detail: `plan ${body.plan}`,
+    });
     return c.json((await view(c.env.DB, id))!, 201);
   })
   .openapi(get, async (c) => {
     const { workspaceId } = c.req.valid("param");
-    return c.json(foundOr404(await findByUuid(workspaceId, (id) => view(c.env.DB, id), { asGiven: true }), "Workspace"), 200);
+    return c.json(
+      foundOr404(await findByUuid(workspaceId, (id) => view(c.env.DB, id), { asGiven: true }), "Workspace"),
+      200,
+    );
   });

@@ -38,13 +38,25 @@ const storage = (messages = 1_000, bytes = 4_000_000) => ({
   pageSize: 4096,
   pageCount: bytes / 4096,
   freePages: 0,
-  tables: { messages: messages * 836, events: messages * 2 * 936, idempotency_keys: messages * 198, daily_counts: 8_192, meta: 4_096 },
+  tables: {
+    messages: messages * 836,
+    events: messages * 2 * 936,
+    idempotency_keys: messages * 198,
+    daily_counts: 8_192,
+    meta: 4_096,
+  },
   rows: { messages, events: messages * 2, idempotency_keys: messages, event_attempts: 0, daily_counts: 10 },
 });
 
 /** @param {Partial<BenchRun>} [over] @returns {BenchRun} */
 const run = (over = {}) => ({
-  results: [row("(a)", 1_000, { d1PerRequest: 2 }), row("(b)", 180, { capped: true, statuses: { 201: 1_800 }, p99: 30 }), row("(c)", 800), row("(d)", 900), row("(a')", 950)],
+  results: [
+    row("(a)", 1_000, { d1PerRequest: 2 }),
+    row("(b)", 180, { capped: true, statuses: { 201: 1_800 }, p99: 30 }),
+    row("(c)", 800),
+    row("(d)", 900),
+    row("(a')", 950),
+  ],
   accepted: [{ apiKey: "k", workspaceId: "w1", numberId: "n1", key: "i1", body: "{}", jobId: "j1" }],
   warmRow: row("(w)", 100),
   warmSettle: { settled: true, ms: 1_500 },
@@ -54,13 +66,26 @@ const run = (over = {}) => ({
   settled: true,
   settleMs: 2_000,
   perWorkspaceAccepted: new Map([["w1", 100]]),
-  storage: { before: storage(100, 1_000_000), after: storage(1_100, 5_000_000), sends: 1_000, rps: 100, deliveryMs: 3_000 },
+  storage: {
+    before: storage(100, 1_000_000),
+    after: storage(1_100, 5_000_000),
+    sends: 1_000,
+    rps: 100,
+    deliveryMs: 3_000,
+  },
   seed: {
     count: 1_000_000,
     ms: 60_000,
     oldest: 0,
     newest: 40 * 3_600_000,
-    shapes: { sent: 300_000, delivered: 50_000, read: 150_000, failed: 50_000, "failed-after-sent": 50_000, inbound: 200_000 },
+    shapes: {
+      sent: 300_000,
+      delivered: 50_000,
+      read: 150_000,
+      failed: 50_000,
+      "failed-after-sent": 50_000,
+      inbound: 200_000,
+    },
     countRows: 20,
     storage: storage(1_000_000, 900_000_000),
     filterScanned: 1_000,
@@ -68,7 +93,11 @@ const run = (over = {}) => ({
     retained: { messages: 1_000_000, historyDays: 0 },
   },
   listResults: [row("(a2)", 1_000), row("(e)", 500), row("(f)", 250), row("(g)", 480), row("(a2')", 1_000)],
-  baseline: { source: "a previous run", drift: 0.05, ratios: { "(b)": { rps: 0.18, p99: 3 }, "(c)": { rps: 0.4, p99: 1 } } },
+  baseline: {
+    source: "a previous run",
+    drift: 0.05,
+    ratios: { "(b)": { rps: 0.18, p99: 3 }, "(c)": { rps: 0.4, p99: 1 } },
+  },
   runMs: 200_000,
   machine: {
     date: "2026-11-24T00:00:00.000Z",
@@ -99,12 +128,23 @@ describe("buildReport", () => {
   it("renders every section with the ratios to the baseline of the same run", () => {
     const { markdown, problems, baselineOut } = buildReport(run());
     expect(problems).toEqual([]);
-    for (const heading of ["## Machine", "## Results", "## D1 statements per accepted send", "## Arithmetic", "## Where the time goes", "## Storage", "## GET /messages", "## Send ratios against the baseline"]) {
+    for (const heading of [
+      "## Machine",
+      "## Results",
+      "## D1 statements per accepted send",
+      "## Arithmetic",
+      "## Where the time goes",
+      "## Storage",
+      "## GET /messages",
+      "## Send ratios against the baseline",
+    ]) {
       expect(markdown).toContain(heading);
     }
     // (b) at 180 req/s against (a) at 1,000: 0.18 of its rate, 3× its p99.
     expect(markdown).toContain("| (b) | the request of (b) | 180¹ | 2.0 | 30.0 | 201: 1,800 | 0 | 0.18 | 3.00 |");
-    expect(markdown).toContain("Drift: (a') repeats the baseline after the other cases and did 5% fewer req/s than (a); ratio differences smaller than that are noise.");
+    expect(markdown).toContain(
+      "Drift: (a') repeats the baseline after the other cases and did 5% fewer req/s than (a); ratio differences smaller than that are noise.",
+    );
     expect(markdown).toContain("the retention alarm moved nothing meanwhile");
     expect(markdown).toContain("Run time: 200 s: migrations 3.0 s;");
     expect(baselineOut).toEqual({
@@ -119,7 +159,9 @@ describe("buildReport", () => {
   });
 
   it("writes n/a where the runtime's CPU could not be measured (not Linux)", () => {
-    const unmeasured = run({ results: run().results.map((r) => ({ ...r, cpuPerRequest: null, runtimeCores: null, coresByRole: null })) });
+    const unmeasured = run({
+      results: run().results.map((r) => ({ ...r, cpuPerRequest: null, runtimeCores: null, coresByRole: null })),
+    });
     expect(buildReport(unmeasured).markdown).toContain("n/a ms CPU per send (n/a× a GET /me)");
   });
 });
@@ -129,7 +171,13 @@ describe("runProblems", () => {
     const r = run();
     const [a, b, c, d, a2] = /** @type {CaseRow[]} */ (r.results);
     const problems = runProblems({
-      results: [{ ...(/** @type {CaseRow} */ (a)), d1PerRequest: null }, { ...(/** @type {CaseRow} */ (b)), statuses: { 201: 10, 429: 3 }, non2xx: 3 }, { ...(/** @type {CaseRow} */ (c)), bad: 2 }, { ...(/** @type {CaseRow} */ (d)), timeouts: 1 }, /** @type {CaseRow} */ (a2)],
+      results: [
+        { .../** @type {CaseRow} */ (a), d1PerRequest: null },
+        { .../** @type {CaseRow} */ (b), statuses: { 201: 10, 429: 3 }, non2xx: 3 },
+        { .../** @type {CaseRow} */ (c), bad: 2 },
+        { .../** @type {CaseRow} */ (d), timeouts: 1 },
+        /** @type {CaseRow} */ (a2),
+      ],
       listResults: r.listResults,
       seed: { ...r.seed, retained: { messages: 999_000, historyDays: 1 } },
     });
@@ -146,7 +194,11 @@ describe("runProblems", () => {
 
 describe("baselineSection", () => {
   it("judges req/s ratios against the larger drift of the two runs", () => {
-    const lines = baselineSection({ source: "x", drift: 0.1, ratios: { "(b)": { rps: 0.2, p99: 2 }, "(c)": { rps: 0.5, p99: 1 } } }, { "(b)": { rps: 0.21, p99: 2 }, "(c)": { rps: 0.3, p99: 1 }, "(d)": { rps: 1, p99: 1 } }, 0.02).join("\n");
+    const lines = baselineSection(
+      { source: "x", drift: 0.1, ratios: { "(b)": { rps: 0.2, p99: 2 }, "(c)": { rps: 0.5, p99: 1 } } },
+      { "(b)": { rps: 0.21, p99: 2 }, "(c)": { rps: 0.3, p99: 1 }, "(d)": { rps: 1, p99: 1 } },
+      0.02,
+    ).join("\n");
     expect(lines).toContain("Verdict (req/s): (b) unchanged within noise; (c) **changed beyond the noise** (−40%).");
     expect(lines).toContain("| (d) | – | 1.00 | – | – | 1.00 | – |");
   });

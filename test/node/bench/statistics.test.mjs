@@ -18,7 +18,10 @@ const loadResult = (over = {}) => ({
 
 describe("parseServerTiming", () => {
   it("reads each metric's dur, whatever the header's case, and joins repeated headers", () => {
-    expect(parseServerTiming({ "Server-Timing": 'd1;desc="D1 statements";dur=2, total;dur=4.5' })).toEqual({ d1: 2, total: 4.5 });
+    expect(parseServerTiming({ "Server-Timing": 'd1;desc="D1 statements";dur=2, total;dur=4.5' })).toEqual({
+      d1: 2,
+      total: 4.5,
+    });
     expect(parseServerTiming({ "server-timing": ["d1;dur=1", "total;dur=3"] })).toEqual({ d1: 1, total: 3 });
   });
 
@@ -68,7 +71,19 @@ describe("summarize", () => {
   });
 
   it("leaves what could not be measured null rather than zero", () => {
-    const row = summarize("(d)", "GET /messages/{id}", loadResult({ runtimeCpuMs: null, runtimeCpuParts: null, requests: { total: 0 } }), newTally());
-    expect(row).toMatchObject({ rps: 0, d1PerRequest: null, serverMs: null, cpuPerRequest: null, runtimeCores: null, coresByRole: null });
+    const row = summarize(
+      "(d)",
+      "GET /messages/{id}",
+      loadResult({ runtimeCpuMs: null, runtimeCpuParts: null, requests: { total: 0 } }),
+      newTally(),
+    );
+    expect(row).toMatchObject({
+      rps: 0,
+      d1PerRequest: null,
+      serverMs: null,
+      cpuPerRequest: null,
+      runtimeCores: null,
+      coresByRole: null,
+    });
   });
 });

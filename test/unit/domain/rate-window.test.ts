@@ -1,25 +1,49 @@
 import { describe, expect, it } from "vitest";
-import { NUMBER_LIMIT, WORKSPACE_LIMIT, retryAfterSeconds, windowState, type WindowLimit } from "../../../src/domain/rate-window";
+import {
+  NUMBER_LIMIT,
+  WORKSPACE_LIMIT,
+  retryAfterSeconds,
+  windowState,
+  type WindowLimit,
+} from "../../../src/domain/rate-window";
 
 const twoPerSecond: WindowLimit = { limit: 2, windowMs: 1_000 };
 
 describe("windowState", () => {
   it("a free window admits at once and reports what is left", () => {
     expect(windowState(twoPerSecond, [], 0, 5_000)).toEqual({ limit: 2, remaining: 2, retryAfterMs: 0, resetMs: 0 });
-    expect(windowState(twoPerSecond, [4_500], 0, 5_000)).toEqual({ limit: 2, remaining: 1, retryAfterMs: 0, resetMs: 500 });
+    expect(windowState(twoPerSecond, [4_500], 0, 5_000)).toEqual({
+      limit: 2,
+      remaining: 1,
+      retryAfterMs: 0,
+      resetMs: 500,
+    });
   });
 
   it("a full window frees when its oldest send leaves (half-open: a send at t frees its slot at t + window)", () => {
-    expect(windowState(twoPerSecond, [4_200, 4_700], 0, 5_000)).toMatchObject({ remaining: 0, retryAfterMs: 200, resetMs: 700 });
+    expect(windowState(twoPerSecond, [4_200, 4_700], 0, 5_000)).toMatchObject({
+      remaining: 0,
+      retryAfterMs: 200,
+      resetMs: 700,
+    });
     expect(windowState(twoPerSecond, [4_200, 4_700], 0, 5_199)).toMatchObject({ remaining: 0, retryAfterMs: 1 });
   });
 
   it("with more sends counted than the limit, the next slot frees when enough of the oldest have left", () => {
     // Three counted against a limit of two: one more is admitted once two are gone, i.e. when the second oldest leaves.
-    expect(windowState(twoPerSecond, [100, 200, 300], 0, 400)).toMatchObject({ remaining: 0, retryAfterMs: 200 + 1_000 - 400 });
+    expect(windowState(twoPerSecond, [100, 200, 300], 0, 400)).toMatchObject({
+      remaining: 0,
+      retryAfterMs: 200 + 1_000 - 400,
+    });
     // Reserved sends not recorded yet count too; the time still comes from the recorded ones.
-    expect(windowState(twoPerSecond, [100, 200], 1, 400)).toMatchObject({ remaining: 0, retryAfterMs: 200 + 1_000 - 400 });
-    expect(windowState(twoPerSecond, [100], 2, 400)).toMatchObject({ remaining: 0, retryAfterMs: twoPerSecond.windowMs });
+    expect(windowState(twoPerSecond, [100, 200], 1, 400)).toMatchObject({
+      remaining: 0,
+      retryAfterMs: 200 + 1_000 - 400,
+    });
+    expect(windowState(twoPerSecond, [100], 2, 400)).toMatchObject({
+      remaining: 0,
+      retryAfterMs: twoPerSecond.windowMs,
+    });
   });
 
   it("the number's and the workspace's limits are those of the contract", () => {
@@ -43,7 +67,12 @@ describe("Retry-After", () => {
   });
 
   it("from a window whose oldest send leaves in 1.2 s", () => {
-    const w = windowState(WORKSPACE_LIMIT, Array.from({ length: 1_200 }, (_, i) => 10_000 + i), 0, 10_000 + 60_000 - 1_200);
+    const w = windowState(
+      WORKSPACE_LIMIT,
+      Array.from({ length: 1_200 }, (_, i) => 10_000 + i),
+      0,
+      10_000 + 60_000 - 1_200,
+    );
     expect(w).toMatchObject({ remaining: 0, retryAfterMs: 1_200 });
     expect(retryAfterSeconds(w.retryAfterMs)).toBe(2);
   });
@@ -62,7 +91,12 @@ describe("windowState: reservations and the half-open window", () => {
   });
 
   it("counts the sends inside the window and the ones reserved but not yet recorded", () => {
-    expect(windowState(NUMBER_LIMIT, [4_500], 0, 5_000)).toEqual({ limit: 2, remaining: 1, retryAfterMs: 0, resetMs: 500 });
+    expect(windowState(NUMBER_LIMIT, [4_500], 0, 5_000)).toEqual({
+      limit: 2,
+      remaining: 1,
+      retryAfterMs: 0,
+      resetMs: 500,
+    });
     expect(windowState(NUMBER_LIMIT, [4_500], 1, 5_000)).toMatchObject({ remaining: 0, retryAfterMs: 500 });
   });
 

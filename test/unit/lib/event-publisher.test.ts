@@ -43,7 +43,9 @@ describe("packEvents", () => {
 
   it("starts a new pack before PACK_BYTES is passed, and sets apart an event too large for any message", () => {
     const third = Math.floor(PACK_BYTES / 3);
-    const items = [event(0, third), event(1, third), event(2, third), event(3, QUEUE_BUDGET.messageBytes)].map((e, i) => ({ key: i, event: e }));
+    const items = [event(0, third), event(1, third), event(2, third), event(3, QUEUE_BUDGET.messageBytes)].map(
+      (e, i) => ({ key: i, event: e }),
+    );
     const { packs, oversize } = packEvents(items);
     expect(packs.map((p) => p.map((i) => i.key))).toEqual([[0, 1], [2]]);
     expect(oversize.map((o) => o.key)).toEqual([3]);
@@ -54,12 +56,16 @@ describe("publishEventPacks", () => {
   it("sends each pack as one message and reports every key sent", async () => {
     const { queue, accepted } = recordingQueue(() => false);
     const sent: number[] = [];
-    await publishEventPacks(queue, Array.from({ length: PACK_EVENTS + 1 }, (_, i) => ({ key: i, event: event(i) })), {
-      sent: (keys) => sent.push(...keys),
-      setAside: () => {
-        throw new Error("nothing is set aside");
+    await publishEventPacks(
+      queue,
+      Array.from({ length: PACK_EVENTS + 1 }, (_, i) => ({ key: i, event: event(i) })),
+      {
+        sent: (keys) => sent.push(...keys),
+        setAside: () => {
+          throw new Error("nothing is set aside");
+        },
       },
-    });
+    );
     expect(accepted.map(ids)).toEqual([Array.from({ length: PACK_EVENTS }, (_, i) => i), [PACK_EVENTS]]);
     expect(sent).toEqual(Array.from({ length: PACK_EVENTS + 1 }, (_, i) => i));
   });
@@ -68,7 +74,11 @@ describe("publishEventPacks", () => {
     const { queue, accepted } = recordingQueue((body) => ids(body).includes(1));
     const sent: number[] = [];
     const setAside: number[] = [];
-    await publishEventPacks(queue, [0, 1, 2].map((i) => ({ key: i, event: event(i) })), { sent: (k) => sent.push(...k), setAside: (k) => setAside.push(k) });
+    await publishEventPacks(
+      queue,
+      [0, 1, 2].map((i) => ({ key: i, event: event(i) })),
+      { sent: (k) => sent.push(...k), setAside: (k) => setAside.push(k) },
+    );
     expect(setAside).toEqual([1]);
     expect(sent.sort()).toEqual([0, 2]);
     expect(accepted.flatMap(ids).sort()).toEqual([0, 2]);
@@ -77,7 +87,13 @@ describe("publishEventPacks", () => {
   it("a failing queue throws and reports nothing sent", async () => {
     const { queue } = recordingQueue(() => true);
     const sent: number[] = [];
-    await expect(publishEventPacks(queue, [0, 1].map((i) => ({ key: i, event: event(i) })), { sent: (k) => sent.push(...k), setAside: () => undefined })).rejects.toThrow("refused");
+    await expect(
+      publishEventPacks(
+        queue,
+        [0, 1].map((i) => ({ key: i, event: event(i) })),
+        { sent: (k) => sent.push(...k), setAside: () => undefined },
+      ),
+    ).rejects.toThrow("refused");
     expect(sent).toEqual([]);
   });
 });

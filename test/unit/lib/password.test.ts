@@ -31,6 +31,8 @@ describe("password hashing (argon2id)", () => {
     expect(await verifyPassword("x", "plaintext")).toBe(false);
     expect(await verifyPassword("x", REFERENCE.replace("m=19456", "m=99999999"))).toBe(false);
     expect(await verifyPassword("correct horse battery staple", null)).toBe(false);
-    expect(needsRehash("$argon2i$v=19$m=19456,t=2,p=1$c29tZXNhbHQxNmJ5dGVzIQ$W2/hNMtQKxyFQI3cOFyMdL9hfH0kK/3DKouGLtcZUyw")).toBe(true);
+    expect(
+      needsRehash("$argon2i$v=19$m=19456,t=2,p=1$c29tZXNhbHQxNmJ5dGVzIQ$W2/hNMtQKxyFQI3cOFyMdL9hfH0kK/3DKouGLtcZUyw"),
+    ).toBe(true);
   });
 });

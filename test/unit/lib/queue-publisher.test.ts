@@ -5,7 +5,10 @@ describe("queue batches", () => {
   it("are sized by bytes as well as by count, and set apart what can never be sent", () => {
     const big = "😀".repeat(4_096); // 16 KB of UTF-8
     const items = Array.from({ length: 100 }, (_, i) => ({ key: i, body: { event: { id: i, text: big } } }));
-    const { batches, oversize } = planBatches([...items, { key: 999, body: { blob: "x".repeat(QUEUE_BUDGET.messageBytes + 1) } }]);
+    const { batches, oversize } = planBatches([
+      ...items,
+      { key: 999, body: { blob: "x".repeat(QUEUE_BUDGET.messageBytes + 1) } },
+    ]);
     expect(oversize.map((o) => o.key)).toEqual([999]);
     expect(batches.flat().map((b) => b.key)).toEqual(items.map((i) => i.key));
     for (const batch of batches) {

@@ -11,6 +11,8 @@ describe("rate-limit fields of POST /messages", () => {
       "RateLimit-Limit": "1200",
       "RateLimit-Reset": "42",
     });
-    expect(sendRateLimitHeaders({ scope: "number", limit: 2, remaining: 1, resetSeconds: 1 }).RateLimit).toBe('"number";r=1;t=1');
+    expect(sendRateLimitHeaders({ scope: "number", limit: 2, remaining: 1, resetSeconds: 1 }).RateLimit).toBe(
+      '"number";r=1;t=1',
+    );
   });
 });

@@ -13,9 +13,15 @@ describe("what a failed operator call means", () => {
     expect(classifyOperatorError(400, "131047", "x").kind).toBe("permanent");
     expect(classifyOperatorError(400, "130429", "x")).toMatchObject({ kind: "retryable", scope: "number" });
     expect(classifyOperatorError(400, "131056", "x")).toMatchObject({ kind: "retryable", pairRate: true });
-    expect(classifyOperatorError(401, "190", "x")).toMatchObject({ kind: "number_blocked", error: { code: "upstream_auth_failed" } });
+    expect(classifyOperatorError(401, "190", "x")).toMatchObject({
+      kind: "number_blocked",
+      error: { code: "upstream_auth_failed" },
+    });
     expect(classifyOperatorError(400, "131049", "x")).toMatchObject({ kind: "permanent", error: { retriable: true } });
-    expect(classifyOperatorError(400, "132001", "x")).toMatchObject({ kind: "permanent", error: { code: "template_error" } });
+    expect(classifyOperatorError(400, "132001", "x")).toMatchObject({
+      kind: "permanent",
+      error: { code: "template_error" },
+    });
     expect(classifyOperatorError(500, "1", "x").kind).toBe("retryable");
     expect(classifyOperatorError(400, "99999", "x", { isTransient: true }).kind).toBe("retryable");
     expect(classifyOperatorError(400, "99999", "x").kind).toBe("permanent");
@@ -23,7 +29,11 @@ describe("what a failed operator call means", () => {
     expect(classifyOperatorError(500, null, "x").kind).toBe("unknown");
     expect(classifyOperatorError(504, null, "x").kind).toBe("unknown");
     expect(classifyOperatorError(400, null, "x").kind).toBe("permanent");
-    expect(classifyOperatorError(400, "131047", "x", { details: "Message failed to send because more than 24 hours have passed" })).toMatchObject({
+    expect(
+      classifyOperatorError(400, "131047", "x", {
+        details: "Message failed to send because more than 24 hours have passed",
+      }),
+    ).toMatchObject({
       error: { message: expect.stringContaining("more than 24 hours have passed") },
     });
   });

@@ -1,5 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { DENIED_PORTS, IPV4_BLOCK_LABELS, checkWebhookUrl, checkWebhookUrlSyntax, isPublicIp } from "../../../src/webhooks/ssrf";
+import {
+  DENIED_PORTS,
+  IPV4_BLOCK_LABELS,
+  checkWebhookUrl,
+  checkWebhookUrlSyntax,
+  isPublicIp,
+} from "../../../src/webhooks/ssrf";
 
 const PROD = { allowInsecure: false };
 const DEV = { allowInsecure: true };
@@ -319,7 +325,8 @@ describe("checkWebhookUrlSyntax: allowInsecure (local development)", () => {
 describe("DENIED_PORTS", () => {
   it("are all within 1024–65535 and none is a port webhook receivers commonly use", () => {
     for (const port of DENIED_PORTS.keys()) expect(port >= 1024 && port <= 65535, String(port)).toBe(true);
-    for (const port of [8443, 8080, 8000, 3000, 5000, 8888, 4443, 9443]) expect(DENIED_PORTS.has(port), String(port)).toBe(false);
+    for (const port of [8443, 8080, 8000, 3000, 5000, 8888, 4443, 9443])
+      expect(DENIED_PORTS.has(port), String(port)).toBe(false);
   });
 
   it.each([...DENIED_PORTS.keys()])("refuses port %i with its service named", (port) => {
@@ -420,7 +427,10 @@ describe("isPublicIp", () => {
 // ---------------------------------------------------------------------------------------------
 
 type DohAnswer = { name: string; type: number; TTL: number; data: string };
-type Zone = Record<string, { A?: DohAnswer[]; AAAA?: DohAnswer[]; status?: number } | "http500" | "network-error" | "timeout" | "garbage">;
+type Zone = Record<
+  string,
+  { A?: DohAnswer[]; AAAA?: DohAnswer[]; status?: number } | "http500" | "network-error" | "timeout" | "garbage"
+>;
 
 const a = (name: string, data: string): DohAnswer => ({ name, type: 1, TTL: 300, data });
 const aaaa = (name: string, data: string): DohAnswer => ({ name, type: 28, TTL: 300, data });
@@ -440,8 +450,16 @@ const ZONE: Zone = {
   "v6only.example.com": { AAAA: [aaaa("v6only.example.com", "2606:4700::1111")] },
   "v4only.example.com": { A: [a("v4only.example.com", "1.1.1.1")] },
   "chain.example.com": {
-    A: [cname("chain.example.com", "cdn.example.net."), cname("cdn.example.net.", "edge.example.org."), a("edge.example.org.", "104.16.0.1")],
-    AAAA: [cname("chain.example.com", "cdn.example.net."), cname("cdn.example.net.", "edge.example.org."), aaaa("edge.example.org.", "2606:4700::6810:1")],
+    A: [
+      cname("chain.example.com", "cdn.example.net."),
+      cname("cdn.example.net.", "edge.example.org."),
+      a("edge.example.org.", "104.16.0.1"),
+    ],
+    AAAA: [
+      cname("chain.example.com", "cdn.example.net."),
+      cname("cdn.example.net.", "edge.example.org."),
+      aaaa("edge.example.org.", "2606:4700::6810:1"),
+    ],
   },
   "chain-private.example.com": {
     A: [cname("chain-private.example.com", "internal.example.net."), a("internal.example.net.", "169.254.169.254")],
@@ -566,7 +584,9 @@ describe("checkWebhookUrl (DNS over HTTPS)", () => {
   });
 
   it("refuses a public name that resolves to Azure's WireServer", async () => {
-    expect(await refused("https://azure-wire.example.com/")).toMatch(/168\.63\.129\.16 \(cloud platform internal: Azure WireServer\)/);
+    expect(await refused("https://azure-wire.example.com/")).toMatch(
+      /168\.63\.129\.16 \(cloud platform internal: Azure WireServer\)/,
+    );
   });
 
   it("refuses a non-ICANN suffix without resolving it", async () => {
@@ -615,18 +635,19 @@ describe("checkWebhookUrl (DNS over HTTPS)", () => {
   });
 
   it("fails closed when the resolver URL is misconfigured, without fetching", async () => {
-    expect(await refused("https://public.example.com/", { ...DNS, dohResolverUrl: "not a url" })).toMatch(/misconfigured/);
+    expect(await refused("https://public.example.com/", { ...DNS, dohResolverUrl: "not a url" })).toMatch(
+      /misconfigured/,
+    );
     expect(fetchSpy).not.toHaveBeenCalled();
   });
 
-  it.each([
-    "https://93.184.216.34/x",
-    "https://[2606:4700::1111]/",
-    "https://1.1.1.1:8443/",
-  ])("does not resolve the IP literal %s", async (raw) => {
-    expect((await checkWebhookUrl(raw, DNS)).ok).toBe(true);
-    expect(fetchSpy).not.toHaveBeenCalled();
-  });
+  it.each(["https://93.184.216.34/x", "https://[2606:4700::1111]/", "https://1.1.1.1:8443/"])(
+    "does not resolve the IP literal %s",
+    async (raw) => {
+      expect((await checkWebhookUrl(raw, DNS)).ok).toBe(true);
+      expect(fetchSpy).not.toHaveBeenCalled();
+    },
+  );
 
   it.each([
     ["https://10.0.0.1/", /private network/],

@@ -1,11 +1,18 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ensureSchema, schemaVersion, SchemaTooNewError, type SchemaStep } from "../../../../src/durable-objects/shared/schema-version";
+import {
+  ensureSchema,
+  schemaVersion,
+  SchemaTooNewError,
+  type SchemaStep,
+} from "../../../../src/durable-objects/shared/schema-version";
 
 // Any SQLite-backed object's storage will do: the steps below use tables of their own.
 const storageOf = <T>(name: string, fn: (storage: DurableObjectStorage) => T): Promise<T> =>
-  runInDurableObject(env.THROTTLE.get(env.THROTTLE.idFromName(`schema-version:${name}`)), (_, state) => fn(state.storage));
+  runInDurableObject(env.THROTTLE.get(env.THROTTLE.idFromName(`schema-version:${name}`)), (_, state) =>
+    fn(state.storage),
+  );
 
 const tables = (sql: SqlStorage): string[] =>
   sql
@@ -42,7 +49,12 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       ensureSchema(storage, steps.slice(0, 1));
       storage.sql.exec("INSERT INTO sv_a (x) VALUES (1), (2)");
       expect(ensureSchema(storage, steps)).toEqual([2]);
-      expect(storage.sql.exec<{ x: number }>("SELECT x FROM sv_b ORDER BY x").toArray().map((r) => r.x)).toEqual([10, 20]);
+      expect(
+        storage.sql
+          .exec<{ x: number }>("SELECT x FROM sv_b ORDER BY x")
+          .toArray()
+          .map((r) => r.x),
+      ).toEqual([10, 20]);
     });
   });
 

@@ -25,7 +25,13 @@ describe("status transitions", () => {
     const s = applyTransition(p.next, { jobId: "j", at: 2, status: "sent", upstreamMessageId: "w" });
     expect(s.next).toMatchObject({ status: "sent", sent_at: 2, upstream_message_id: "w" });
     const f = applyTransition(s.next, { jobId: "j", at: 3, status: "failed", error: err });
-    expect(f.next).toMatchObject({ status: "failed", sent_at: 2, failed_at: 3, error_code: "recipient_unreachable", upstream_error_code: "131026" });
+    expect(f.next).toMatchObject({
+      status: "failed",
+      sent_at: 2,
+      failed_at: 3,
+      error_code: "recipient_unreachable",
+      upstream_error_code: "131026",
+    });
     for (const back of ["queued", "processing", "sent"] as const) {
       const b = applyTransition(f.next, { jobId: "j", at: 4, status: back === "queued" ? "processing" : back });
       expect(b).toMatchObject({ changed: false, announce: false });
@@ -34,18 +40,38 @@ describe("status transitions", () => {
 
   it("a failure after delivered or read is stale and changes nothing", () => {
     const delivered = fresh({ status: "sent", processing_at: 1, sent_at: 1, delivered_at: 2 });
-    expect(applyTransition(delivered, { jobId: "j", at: 3, status: "failed", error: err })).toMatchObject({ changed: false, announce: false });
+    expect(applyTransition(delivered, { jobId: "j", at: 3, status: "failed", error: err })).toMatchObject({
+      changed: false,
+      announce: false,
+    });
   });
 
   it("read before delivered is kept; delivered/read on a failed message are ignored", () => {
-    const r = applyTransition(fresh({ status: "sent", processing_at: 1, sent_at: 1 }), { jobId: "j", at: 5, readAt: 5 });
+    const r = applyTransition(fresh({ status: "sent", processing_at: 1, sent_at: 1 }), {
+      jobId: "j",
+      at: 5,
+      readAt: 5,
+    });
     expect(r.next).toMatchObject({ read_at: 5, delivered_at: null });
-    expect(applyTransition(fresh({ status: "failed", processing_at: 1, failed_at: 1 }), { jobId: "j", at: 2, deliveredAt: 2 })).toMatchObject({ changed: false });
+    expect(
+      applyTransition(fresh({ status: "failed", processing_at: 1, failed_at: 1 }), {
+        jobId: "j",
+        at: 2,
+        deliveredAt: 2,
+      }),
+    ).toMatchObject({ changed: false });
   });
 
   it("an unknown outcome is recorded on a processing message and cleared when it settles", () => {
-    const u = applyTransition(fresh({ status: "processing", processing_at: 1 }), { jobId: "j", at: 2, outcomeUnknown: true });
+    const u = applyTransition(fresh({ status: "processing", processing_at: 1 }), {
+      jobId: "j",
+      at: 2,
+      outcomeUnknown: true,
+    });
     expect(u).toMatchObject({ changed: true, announce: false, next: { outcome_unknown_since: 2 } });
-    expect(applyTransition(u.next, { jobId: "j", at: 3, status: "sent" }).next).toMatchObject({ status: "sent", outcome_unknown_since: null });
+    expect(applyTransition(u.next, { jobId: "j", at: 3, status: "sent" }).next).toMatchObject({
+      status: "sent",
+      outcome_unknown_since: null,
+    });
   });
 });
