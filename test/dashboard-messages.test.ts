@@ -5,7 +5,7 @@ import { workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { api, call, json } from "./helpers/http";
-import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2, type Tenant } from "./helpers/fixtures";
+import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2 } from "./helpers/fixtures";
 import { connectCloudNumber } from "./helpers/operator";
 import { send, textMessage } from "./helpers/send";
 import { messageSeeder } from "./helpers/seed-messages";

@@ -35,7 +35,7 @@ describe("revocation reaches every isolate within the key cache's TTL", () => {
     vi.setSystemTime((clock += KEY_CACHE_TTL_MS - 1));
     expect((await api("/me", t.key)).status).toBe(200);
     // … and not a millisecond after it.
-    vi.setSystemTime((clock += 1));
+    vi.setSystemTime(clock + 1);
     await expectError(await api("/me", t.key), 401, "unauthorized");
     expect(KEY_CACHE_TTL_MS).toBeLessThanOrEqual(5_000);
   });
@@ -98,7 +98,7 @@ describe("another workspace's message", () => {
   // copy; the test waits until everything a send leaves behind exists (the message is settled and
   // its daily count has reached D1) before asking for it from another workspace.
   it("answers 404 like an unknown id, also once the message's traces outside its object exist (controlled clock)", async () => {
-    let clock = Date.UTC(2046, 0, 1);
+    const clock = Date.UTC(2046, 0, 1);
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(clock);
     const a = await createTenant();
@@ -108,7 +108,7 @@ describe("another workspace's message", () => {
     const { jobId } = await json<{ jobId: string }>(res);
     // The number sends it; a minute later the workspace ships its daily count to D1.
     await runDurableObjectAlarm(channelNumberStub(env, a.numberId));
-    vi.setSystemTime((clock += 61_000));
+    vi.setSystemTime(clock + 61_000);
     await runDurableObjectAlarm(workspaceStub(env, a.workspaceId));
     await vi.waitFor(
       async () =>

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { api, json } from "../../test/helpers/http";
 import { createKey, createWorkspace } from "../../test/helpers/fixtures";
-import { connectCloudNumber, operatorMessagesUrl, recordedEvents } from "../../test/helpers/operator";
+import { connectCloudNumber, recordedEvents } from "../../test/helpers/operator";
 import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
 import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";

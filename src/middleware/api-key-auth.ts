@@ -5,7 +5,6 @@ import { findActiveKeyByHash } from "../db/api-keys";
 import { hashApiKey, isWellFormedKey } from "../domain/api-keys";
 import { cachedPrincipal, rememberPrincipal } from "../domain/key-cache";
 import { noteKeyUsed } from "../domain/api-key-last-used";
-import { ApiError } from "../lib/errors";
 import { bucket, scopes } from "../domain/abuse-limits";
 import { timingSafeEqualStrings } from "../lib/crypto";
 import { bearerToken, unauthorized } from "../lib/bearer";
