@@ -30,6 +30,8 @@ export default defineConfig(async () => {
       withoutBrokenDependencyMaps,
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
+        // Production's Worker, its objects subclassed with what only tests read (test/worker.ts).
+        main: "./test/worker.ts",
         miniflare: {
           // Test-only bindings: fixed secrets, the migrations and the expected-log capture.
           bindings: {
@@ -37,6 +39,9 @@ export default defineConfig(async () => {
             ...TEST_SECRETS,
             ALLOW_INSECURE_WEBHOOK_URLS: "false",
             DRAIN_SESSION_MS: o.drainSessionMs,
+            // The suite's clock is simulated: events and answers go out at once instead of after a real second.
+            EVENT_PUBLISH_TIMER_MS: "0",
+            ANSWER_HAND_DELAY_MS: "0",
           },
           serviceBindings: { RUNTIME_LOG: runtimeLogService },
         },

@@ -82,7 +82,6 @@ const WORKER_VARS = (/** @type {number} */ operatorPort) => ({
   // shorter: under the soak's load the local webhook queue's own latency reaches tens of seconds,
   // and a shorter window republishes events that are merely waiting (measured: 15 s tripled the
   // deliveries and the backlog never drained within the settle bound).
-  EVENT_CONFIRM_WITHIN_MS: "60000",
   // The receiver refuses 30%: retries within seconds instead of the documented 5 min … 10 h.
   WEBHOOK_RETRY_DELAYS_SECONDS: "0,1,2,3,5,5,5,5",
   // A call whose answer a kill cut off while the operator refused it ("not processed": no status

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { api, json } from "../../test/helpers/http";
 import { createKey, createWorkspace } from "../../test/helpers/fixtures";
-import { connectCloudNumber, recordedEvents } from "../../test/helpers/operator";
+import { connectCloudNumber } from "../../test/helpers/operator";
 import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
 import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
@@ -164,17 +164,24 @@ async function sendAll(t: Tenant, count: number, recipients: number): Promise<st
   return ids;
 }
 
-/** The operator's two status webhooks per message (sent, then delivered), one POST each, as the Cloud API sends them. */
+/**
+ * The operator's two status webhooks per message (sent, then delivered), one POST each, as the
+ * Cloud API sends them: independently, so those of one moment arrive together (here all of a round
+ * at one instant of the simulated clock).
+ */
 async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
   for (const status of ["sent", "delivered"]) {
     setClock(Date.now() + 2_000);
-    for (let i = 0; i < ids.length; i++) {
-      const number = t.numbers[i % t.numbers.length]!;
-      const payload = statusPayload(number.phoneNumberId, [
-        { id: `wamid.${ids[i]}`, status, timestamp: seconds(clock), biz_opaque_callback_data: ids[i] },
-      ]);
-      expect((await postOperator(payload)).status).toBe(200);
-    }
+    const posted = await Promise.all(
+      ids.map((id, i) => {
+        const number = t.numbers[i % t.numbers.length]!;
+        const payload = statusPayload(number.phoneNumberId, [
+          { id: `wamid.${id}`, status, timestamp: seconds(clock), biz_opaque_callback_data: id },
+        ]);
+        return postOperator(payload);
+      }),
+    );
+    for (const res of posted) expect(res.status).toBe(200);
     await runUntil(Date.now() + 5_000);
   }
 }
@@ -253,7 +260,7 @@ describe("cost per message", () => {
     await meter.harvest();
     const id = crypto.randomUUID();
     await workspaceStub(env, id).usage();
-    await channelNumberStub(env, id).outbox();
+    await channelNumberStub(env, id).sendingState();
     await historyStub(env, id, 1).size();
     objectStart = await meter.harvest();
   });

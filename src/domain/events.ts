@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { MESSAGE_STATUSES, MessageError } from "./message";
+import { newUuidV7 } from "./job-id";
 
 /**
  * Events we send to customer webhooks. `id` is ours (never client-chosen) and is
@@ -92,15 +93,66 @@ export const triedOf = (m: WebhookQueueMessage): number[] =>
 /** The JSON a customer receives: the Standard Webhooks envelope. */
 export const envelopeOf = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });
 
-/** Our event ids: `evt_` and 32 hex digits; the Standard Webhooks `webhook-id`. */
-export const newEventId = (): string => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
+/**
+ * The id of a test event (no fact determines one): `evt_` and the 32 hex digits of a fresh UUIDv7
+ * of its time, whose kind digit is 0: it never names a message, and it dates the event (`parseEventId`).
+ */
+export const newEventId = (at: number = Date.now()): string => {
+  const hex = newUuidV7(at).replaceAll("-", "");
+  return `evt_${hex.slice(0, 12)}0${hex.slice(13)}`;
+};
+
+/** The one fixed content of a `webhook.test` event (its id carries its time: a replay rebuilds it). */
+export const TEST_EVENT_MESSAGE = "This is a test event. Your endpoint received and can verify our webhooks.";
 
 /**
  * The id of an event that a fact determines (a message reaching a status, an
  * inbound message's upstream id): the same fact always gets the same id, so
- * that recording it twice (a retry after a crash) records it once.
+ * that recording it twice (a retry after a crash) records it once. Kept for ids
+ * that are not UUIDs of ours (see `eventIdOf`).
  */
 export const derivedEventId = (...parts: string[]): string =>
   `evt_${bytesToHex(sha256(utf8ToBytes(parts.join("\n")))).slice(0, 32)}`;
+
+/** What happened to a message, each at most once: the kinds of event a message can have. */
+export const EVENT_KINDS = ["processing", "sent", "delivered", "read", "failed", "received"] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+/**
+ * The id of the event of `kind` about message `messageId`: `evt_` and the message id's 32 hex
+ * digits, with its version digit (7 for our ids, 4 for those issued before them) replaced by a
+ * code for the kind. The same fact always gets the same id (it is the Standard Webhooks
+ * `webhook-id` customers deduplicate on), and the id alone says which message and which change it
+ * is about (a replay needs nothing stored). Another version digit cannot be encoded: such an id
+ * gets a hash (`derivedEventId`), which cannot be replayed.
+ */
+export function eventIdOf(messageId: string, kind: EventKind): string {
+  const hex = messageId.replaceAll("-", "").toLowerCase();
+  const version = hex[12];
+  const code = EVENT_KINDS.indexOf(kind) + 1 + (version === "4" ? 8 : 0);
+  if (hex.length !== 32 || (version !== "7" && version !== "4")) return derivedEventId("event", messageId, kind);
+  return `evt_${hex.slice(0, 12)}${code.toString(16)}${hex.slice(13)}`;
+}
+
+/** The message and kind an event id names, or null for a test event, a hash id or anything else. */
+export function parseEventId(
+  eventId: string,
+): { messageId: string; kind: EventKind } | { test: true; at: number } | null {
+  if (!EVENT_ID_PATTERN.test(eventId)) return null;
+  const hex = eventId.slice(4);
+  const code = parseInt(hex[12]!, 16);
+  // A test event: its id is a UUIDv7 of when it was made, with a kind digit of 0.
+  if (code === 0 && /^[89ab]$/.test(hex[16]!)) return { test: true, at: parseInt(hex.slice(0, 12), 16) };
+  const kindIndex = (code > 8 ? code - 8 : code) - 1;
+  const kind = EVENT_KINDS[kindIndex];
+  if (kind === undefined || code === 0 || code === 8) return null;
+  const restored = `${hex.slice(0, 12)}${code > 8 ? "4" : "7"}${hex.slice(13)}`;
+  // The variant bits of a UUID of ours (10xx): a random test-event id rarely has them, and is refused.
+  if (!/^[89ab]$/.test(restored[16]!)) return null;
+  return {
+    messageId: `${restored.slice(0, 8)}-${restored.slice(8, 12)}-${restored.slice(12, 16)}-${restored.slice(16, 20)}-${restored.slice(20)}`,
+    kind,
+  };
+}
 
 export const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;

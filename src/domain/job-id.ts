@@ -1,4 +1,6 @@
-import { hmacSha256 } from "../lib/crypto";
+import { hmac } from "@noble/hashes/hmac.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { utf8ToBytes } from "@noble/hashes/utils.js";
 
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -26,44 +28,50 @@ function uuidV7(ms: number, rest: Uint8Array): string {
 }
 
 /**
- * The jobId of a send: a keyed hash of (workspace, UTC day of acceptance,
- * payload fingerprint, Idempotency-Key), shaped as a UUIDv7 whose timestamp is
- * the start of that day.
- *
- * - Every retry of one send (same key, same payload, same day) addresses the
- *   same outbox entry, so a retry after a failure between the hand-off and the
- *   commit converges on one message.
- * - The payload is part of the id: a retry with another payload (which the
- *   workspace accepts while the key is unbound, after a failed commit) gets
- *   another jobId and can never revive, or be confused with, the first
- *   attempt's entry; and since the payload names the number, one jobId belongs
- *   to one number only.
- * - The day is part of the id: a key can be bound at most once in 24 hours, so
- *   it is bound at most once per UTC day, and reusing a key after its 24 hours
- *   never lands on an id already taken. A retry that crosses midnight gets a new
- *   id; the first attempt's entry, never committed, is never sent.
- * - The timestamp tells which day a message belongs to, without a lookup.
+ * The jobId of an accepted send: a UUIDv7 whose timestamp is the acceptance time (ms) and whose
+ * other 74 bits are random. Ids therefore sort by acceptance time: a day's messages are one range
+ * of keys, lists read newest first in key order, and the id alone names the day (and the table)
+ * a message lives in. A retry after a send whose commit failed gets a new id; the number drops the
+ * first attempt's entry unsent (its claim finds no record: see workspace/work.ts).
  */
-export async function deriveJobId(
+export const newJobId = (acceptedAt: number): string => uuidV7(acceptedAt, crypto.getRandomValues(new Uint8Array(10)));
+
+/** A fresh random UUIDv7 for `ms`. */
+export const newUuidV7 = newJobId;
+
+/**
+ * Our id for an inbound message: a UUIDv7 whose timestamp is the operator's time of the message
+ * (whole seconds, as the operator gives it) and whose other bits are a keyed hash of the
+ * workspace, the number and the operator's message id. The operator redelivers a webhook for up
+ * to 7 days with the same id and time: the redelivery derives the same id, so a record already
+ * there (in the workspace object or in a history shard) is found by its key, with no index.
+ */
+export function inboundMessageId(
   secret: string,
   workspaceId: string,
-  key: string,
-  fingerprint: string,
-  acceptedAt: number,
-): Promise<string> {
-  const day = utcDay(acceptedAt);
-  const mac = new Uint8Array(await hmacSha256(secret, `v2\n${workspaceId}\n${day}\n${fingerprint}\n${key}`));
-  return uuidV7(day * DAY_MS, mac);
+  channelNumberId: string,
+  upstreamMessageId: string,
+  operatorAtMs: number,
+): string {
+  const mac = hmac(
+    sha256,
+    utf8ToBytes(secret),
+    utf8ToBytes(`inbound\n${workspaceId}\n${channelNumberId}\n${upstreamMessageId}`),
+  );
+  return uuidV7(operatorAtMs, mac);
 }
-
-/** A fresh random UUIDv7 for `ms` (inbound messages). */
-export const newUuidV7 = (ms: number): string => uuidV7(ms, crypto.getRandomValues(new Uint8Array(10)));
 
 /** The millisecond timestamp of a UUIDv7, or null for other versions (ids issued before v7 ids were introduced). */
 export function uuidV7Time(id: string): number | null {
   if (!UUID_PATTERN.test(id) || id[14] !== "7") return null;
   return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
 }
+
+/** The smallest UUIDv7 of `ms` (a key range bound: every id of that millisecond or later sorts at or after it). */
+export const uuidV7Floor = (ms: number): string => {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+};
 
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

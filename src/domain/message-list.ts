@@ -113,7 +113,9 @@ const tagOf = async (workspaceId: string): Promise<string> => {
 };
 
 export async function encodeMessageCursor(workspaceId: string, k: Keyset): Promise<string> {
-  return toBase64Url(new TextEncoder().encode(JSON.stringify([1, await tagOf(workspaceId), k.createdAt, k.id])));
+  // A position among the records accepted before day tables (until they age out) says so: a fifth element.
+  const parts = [1, await tagOf(workspaceId), k.createdAt, k.id, ...(k.legacy ? [1] : [])];
+  return toBase64Url(new TextEncoder().encode(JSON.stringify(parts)));
 }
 
 export async function decodeMessageCursor(workspaceId: string, raw: string | undefined): Promise<Keyset | null> {
@@ -124,14 +126,16 @@ export async function decodeMessageCursor(workspaceId: string, raw: string | und
     );
     if (
       Array.isArray(parsed) &&
-      parsed.length === 4 &&
+      (parsed.length === 4 || (parsed.length === 5 && parsed[4] === 1)) &&
       parsed[0] === 1 &&
       parsed[1] === (await tagOf(workspaceId)) &&
       Number.isSafeInteger(parsed[2]) &&
       typeof parsed[3] === "string" &&
       parsed[3].length <= 64
     ) {
-      return { createdAt: parsed[2] as number, id: parsed[3] };
+      return parsed.length === 5
+        ? { createdAt: parsed[2] as number, id: parsed[3], legacy: true }
+        : { createdAt: parsed[2] as number, id: parsed[3] };
     }
   } catch {
     // the uniform error below

@@ -2,7 +2,7 @@ import { config } from "../config";
 import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../db/webhooks";
 import { getConnectedNumber } from "../db/channel-numbers";
 import { workspaceStub } from "../durable-objects/stubs";
-import type { AttemptRow } from "../durable-objects/workspace/event-log";
+import type { AttemptRow } from "../durable-objects/workspace/delivery-log";
 import { EVENT_ID_PATTERN } from "./events";
 import { findByUuid } from "./job-id";
 import { isoNow } from "../lib/clock";
@@ -143,17 +143,22 @@ export async function replayEvent(
   return found ? { ok: true, limit: spent.decision } : { ok: false, problem: "event_not_found" };
 }
 
-/** The webhook's delivery attempts, newest first, before the attempt `beforeSeq` (the workspace object keeps them 7 days). */
+/** The webhook's delivery attempts, newest first, before the attempt `beforeSeq` (the workspace object keeps them 3 days). */
 export function deliveryLog(
   env: Env,
   webhook: WebhookRow,
   beforeSeq: number | null,
   limit: number,
 ): Promise<AttemptRow[]> {
-  return workspaceStub(env, webhook.workspace_id).listDeliveries(webhook.id, beforeSeq, limit);
+  return workspaceStub(env, webhook.workspace_id).listDeliveries(
+    webhook.channel_number_id,
+    webhook.id,
+    beforeSeq,
+    limit,
+  );
 }
 
 /** The webhook's latest attempt that did not deliver: why it is failing or was disabled. */
 export function lastFailure(env: Env, webhook: WebhookRow): Promise<AttemptRow | null> {
-  return workspaceStub(env, webhook.workspace_id).lastFailedAttempt(webhook.id);
+  return workspaceStub(env, webhook.workspace_id).lastFailedAttempt(webhook.channel_number_id, webhook.id);
 }

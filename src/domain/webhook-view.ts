@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { WebhookRow } from "../db/webhooks";
-import type { AttemptRow } from "../durable-objects/workspace/event-log";
+import type { AttemptRow } from "../durable-objects/workspace/delivery-log";
 
 export const Webhook = z
   .object({

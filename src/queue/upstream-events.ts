@@ -5,7 +5,8 @@ import {
 } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import type { OperatorStatus } from "../durable-objects/channel-number/contract";
-import type { InboundRecord } from "../durable-objects/workspace/contract";
+import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
+import { operatorStatusUpdate } from "../upstream/operator-status";
 import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
@@ -151,7 +152,15 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       const stub = channelNumberStub(env, number.id);
       await settle(
         statuses.map((s) => s.index),
-        () => stub.applyOperatorStatuses(statuses.map((s) => s.status)),
+        async () => {
+          // Routed by our jobId to the workspace's record; a report without one names nothing of ours.
+          const updates = statuses
+            .map((s) => operatorStatusUpdate(s.status))
+            .filter((u): u is StatusUpdate => u !== null);
+          if (updates.length < statuses.length)
+            log("info", "operator statuses without our jobId; ignored", { ignored: statuses.length - updates.length });
+          if (updates.length > 0) await workspaceStub(env, number.workspace_id).applyStatuses(updates);
+        },
       );
       await settle(
         inbound.map((i) => i.index),

@@ -202,8 +202,18 @@ export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1;
 const DEAD_ERROR =
   "Retries exhausted: the event was dead-lettered. Replay it from the delivery log once the endpoint works.";
 
-const deadReport = (event: WebhookEvent, webhookId: string | null, attempt: number, at: number): DeliveryReport => ({
+/** What the delivery log keys an event's attempts by: its type, number and subject (the message it is about, or itself). */
+const aboutOf = (
+  event: WebhookEvent,
+): Pick<DeliveryReport, "eventId" | "eventType" | "channelNumberId" | "subject"> => ({
   eventId: event.id,
+  eventType: event.type,
+  channelNumberId: event.channelNumberId,
+  subject: event.type === "message.status" || event.type === "message.received" ? event.data.messageId : event.id,
+});
+
+const deadReport = (event: WebhookEvent, webhookId: string | null, attempt: number, at: number): DeliveryReport => ({
+  ...aboutOf(event),
   webhookId,
   attempt,
   attemptedAt: at,
@@ -251,7 +261,7 @@ function dispositionOf(
 
 /** The delivery-log report of one event's turn in this invocation. */
 function reportOf(e: Entry, result: Result, at: number, schedule: readonly number[]): DeliveryReport {
-  const base = { eventId: e.event.id, attempt: e.attempt, statusCode: null, latencyMs: null, error: null };
+  const base = { ...aboutOf(e.event), attempt: e.attempt, statusCode: null, latencyMs: null, error: null };
   if (result.kind === "no_webhook")
     return { ...base, webhookId: null, attemptedAt: at, outcome: "no_webhook", nextRetryAt: null };
   const nextRetryAt = at + retryDelaySeconds(e.attempt, schedule) * 1000;

@@ -20,7 +20,7 @@ import { workspaceStub } from "../durable-objects/stubs";
 import { retryAfterSeconds } from "../domain/rate-window";
 import { findByUuid } from "../domain/job-id";
 import { jsonBody } from "../middleware/json-body";
-import { toMessageView } from "../durable-objects/workspace/messages";
+import { toMessageView } from "../durable-objects/workspace/record";
 import { MessageListQuery, decodeMessageCursor, encodeMessageCursor, toFilter } from "../domain/message-list";
 import { MessageTimeline, timelineOf } from "../domain/message-timeline";
 import { WebhookDelivery, toDeliveryView } from "../domain/webhook-view";

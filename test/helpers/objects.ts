@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 
 /**
@@ -20,3 +21,17 @@ export async function holdObject(stub: DurableObjectStub): Promise<{ release: ()
 
 /** Lets other requests in this isolate run (a send reaches the held object) before the test goes on. */
 export const settleIo = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+/**
+ * Stubs of the objects as the suite runs them (test/worker.ts): production's classes with what only
+ * tests read. The bindings are typed from production's classes (worker-configuration.d.ts); these
+ * are the same objects, seen with their test methods.
+ */
+type TestWorkspace = import("../worker").WorkspaceDurableObject;
+type TestNumber = import("../worker").ChannelNumberDurableObject;
+
+export const testWorkspace = (workspaceId: string): DurableObjectStub<TestWorkspace> =>
+  (env.WORKSPACE as unknown as DurableObjectNamespace<TestWorkspace>).get(env.WORKSPACE.idFromName(workspaceId));
+
+export const testNumber = (channelNumberId: string): DurableObjectStub<TestNumber> =>
+  (env.CHANNEL_NUMBER as unknown as DurableObjectNamespace<TestNumber>).get(env.CHANNEL_NUMBER.idFromName(channelNumberId));

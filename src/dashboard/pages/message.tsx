@@ -5,7 +5,7 @@ import type { InboundMessage, Message, OutboundMessage } from "../../domain/mess
 import { timelineOf } from "../../domain/message-timeline";
 import { toDeliveryView } from "../../domain/webhook-view";
 import { workspaceStub } from "../../durable-objects/stubs";
-import { toMessageView } from "../../durable-objects/workspace/messages";
+import { toMessageView } from "../../durable-objects/workspace/record";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { DeliveryLog } from "../delivery-log";

@@ -4,8 +4,8 @@ import { listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-nu
 import type { Message } from "../../domain/message";
 import { decodeMessageCursor, encodeMessageCursor, toFilter, type MessageListQuery } from "../../domain/message-list";
 import { workspaceStub } from "../../durable-objects/stubs";
-import type { MessageRow } from "../../durable-objects/workspace/messages";
-import { toMessageView } from "../../durable-objects/workspace/messages";
+import type { MessageRow } from "../../durable-objects/workspace/record";
+import { toMessageView } from "../../durable-objects/workspace/record";
 import { ApiError } from "../../lib/errors";
 import type { DashboardEnv } from "../context";
 import { FieldError, Time, TableScroll } from "../components";

@@ -1,4 +1,5 @@
 import type { ContactWindow } from "./contract";
+import type { NumberStorage } from "./number-storage";
 
 /** The operator only delivers free-form text within 24 hours of the contact's last message. */
 export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 60 * 60_000;
@@ -22,9 +23,16 @@ export function createContactsTable(sql: SqlStorage): void {
   `);
 }
 
+const contactsOf = (storage: NumberStorage): SqlStorage => {
+  const sql = storage.ensure();
+  if (!storage.hasTable("contacts")) createContactsTable(sql);
+  return sql;
+};
+
 /** Remembers that the operator knows `recipient` as `waId`. */
-export function noteAlias(sql: SqlStorage, recipient: string, waId: string, at: number): void {
+export function noteAlias(storage: NumberStorage, recipient: string, waId: string, at: number): void {
   if (recipient === waId) return;
+  const sql = contactsOf(storage);
   sql.exec(
     "INSERT INTO recipient_aliases (recipient, wa_id, updated_at) VALUES (?, ?, ?) ON CONFLICT (recipient) DO UPDATE SET wa_id = excluded.wa_id, updated_at = excluded.updated_at",
     recipient,
@@ -36,8 +44,8 @@ export function noteAlias(sql: SqlStorage, recipient: string, waId: string, at: 
 const aliasOf = (sql: SqlStorage, recipient: string): string | undefined =>
   sql.exec<{ wa_id: string }>("SELECT wa_id FROM recipient_aliases WHERE recipient = ?", recipient).toArray()[0]?.wa_id;
 
-export function noteInbound(sql: SqlStorage, phone: string, at: number): void {
-  sql.exec(
+export function noteInbound(storage: NumberStorage, phone: string, at: number): void {
+  contactsOf(storage).exec(
     `INSERT INTO contacts (phone, last_inbound_at) VALUES (?, ?)
      ON CONFLICT (phone) DO UPDATE SET last_inbound_at = MAX(last_inbound_at, excluded.last_inbound_at)`,
     phone,
@@ -46,7 +54,9 @@ export function noteInbound(sql: SqlStorage, phone: string, at: number): void {
 }
 
 /** The window with `phone`, matched directly or through the operator's id for it. */
-export function contactWindow(sql: SqlStorage, phone: string, at: number): ContactWindow {
+export function contactWindow(storage: NumberStorage, phone: string, at: number): ContactWindow {
+  if (!storage.hasTable("contacts")) return { phone, lastInboundAt: null, windowExpiresAt: null, windowOpen: false };
+  const sql = storage.sql;
   const lookup = (p: string) =>
     sql.exec<{ last_inbound_at: number }>("SELECT last_inbound_at FROM contacts WHERE phone = ?", p).toArray()[0];
   const alias = aliasOf(sql, phone);
@@ -60,14 +70,18 @@ export function contactWindow(sql: SqlStorage, phone: string, at: number): Conta
   };
 }
 
-export const nextContactExpiry = (sql: SqlStorage): number | null => {
+export const nextContactExpiry = (storage: NumberStorage): number | null => {
+  if (!storage.hasTable("contacts")) return null;
+  const sql = storage.sql;
   const contact = sql.exec<{ at: number | null }>("SELECT MIN(last_inbound_at) AS at FROM contacts").one().at;
   const alias = sql.exec<{ at: number | null }>("SELECT MIN(updated_at) AS at FROM recipient_aliases").one().at;
   const at = contact === null ? alias : alias === null ? contact : Math.min(contact, alias);
   return at === null ? null : at + KEEP_CONTACTS_MS;
 };
 
-export function purgeSilentContacts(sql: SqlStorage, at: number): void {
+export function purgeSilentContacts(storage: NumberStorage, at: number): void {
+  if (!storage.hasTable("contacts")) return;
+  const sql = storage.sql;
   sql.exec(
     "DELETE FROM contacts WHERE phone IN (SELECT phone FROM contacts WHERE last_inbound_at < ? ORDER BY last_inbound_at LIMIT ?)",
     at - KEEP_CONTACTS_MS,

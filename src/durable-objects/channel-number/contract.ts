@@ -5,15 +5,16 @@ export interface AdmitCommand {
   workspaceId: string;
   channelNumberId: string;
   to: string;
-  body: string;
   acceptedAt: number;
+  /**
+   * The workspace's acceptance times for this number in the last second: the number's window is
+   * kept in memory, and after a restart it starts from these.
+   */
+  recent?: number[];
 }
 
 export type AdmitResult =
-  | { ok: true; window: WindowState }
-  | { ok: false; reason: "rate_limited"; window: WindowState }
-  /** The jobId is already in the outbox with another payload (cannot happen unless two payloads share a jobId). */
-  | { ok: false; reason: "conflict" };
+  { ok: true; window: WindowState } | { ok: false; reason: "rate_limited"; window: WindowState };
 
 /** An operator status for one of our messages (from its webhooks, or the sandbox's simulation of them). */
 export interface OperatorStatus {
@@ -32,15 +33,4 @@ export interface ContactWindow {
   lastInboundAt: string | null;
   windowExpiresAt: string | null;
   windowOpen: boolean;
-}
-
-export type OutboxState = "queued" | "sending" | "unknown" | "sent" | "failed" | "orphan" | "dropped";
-
-/** One outbox entry as the operator view and tests see it. */
-export interface OutboxEntry {
-  jobId: string;
-  recipient: string;
-  state: OutboxState;
-  attempts: number;
-  upstreamMessageId: string | null;
 }

@@ -4,34 +4,29 @@ import { log } from "../../lib/log";
 import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
 import { adapterFor } from "../../upstream/adapter-for";
 import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
-import { getMeta, setMeta } from "../shared/meta";
 import { workspaceStub } from "../stubs";
-import type { StatusUpdate } from "../workspace/contract";
-import {
-  MAX_CALLS_IN_FLIGHT,
-  PACE_CALLS,
-  UNCONFIRMED_RECHECK_MS,
-  UNCONFIRMED_WAIT_MS,
-  nextCallAt,
-  retryDecision,
-} from "./delivery-policy";
-import { findBySeq, nextReady, nextReadyAt, promoteHead, transition, type OutboxRow } from "./outbox";
-import { scheduleReports } from "./sandbox-reports";
+import type { ClaimPayload, StatusUpdate } from "../workspace/contract";
+import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, nextCallAt, retryDecision } from "./delivery-policy";
+import type { HandOff } from "./hand-off";
 import { nextMove } from "./next-move";
-import type { StatusRelay } from "./status-relay";
-import { notePairCall, pairReadyAt } from "./pair-pace";
-import { contactWindow, noteAlias } from "./contacts";
 import type { NumberHold } from "./number-hold";
+import type { PairPace } from "./pair-pace";
+import { scheduleReports } from "./sandbox-reports";
+import type { NumberStorage } from "./number-storage";
+import { noteAlias } from "./contacts";
+import type { Entry, WorkQueue } from "./work-queue";
 
 export interface DrainDeps {
-  ctx: DurableObjectState;
   env: Env;
-  sql: SqlStorage;
+  storage: NumberStorage;
+  queue: WorkQueue;
+  hold: NumberHold;
+  pair: PairPace;
+  handOff: HandOff;
   /** The number's D1 row (cached). */
   number(): Promise<ChannelNumberRow | null>;
-  hold: NumberHold;
-  /** Hands each settled entry's change to its workspace right after the commit. */
-  relay: StatusRelay;
+  /** Whether the recipient wrote in the last 24 hours (the sandbox enforces the window as the operator does). */
+  windowOpen(to: string): boolean;
   /** How long one drain session may keep the alarm, pacing calls (0: start what the pace allows now, then return). */
   sessionMs: number;
 }
@@ -39,36 +34,37 @@ export interface DrainDeps {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Takes due conversation heads to the operator at the number's pace. Each call
- * is persisted as `sending` before it starts (the output gate holds the request
- * until that write is durable), and its start time is taken in the same
- * synchronous step as the fetch, so the pace holds at the operator. Calls
- * overlap: a session keeps starting calls at the pace while earlier ones wait
- * for their answers, so a slow operator does not slow the number down.
+ * Takes due conversation heads to the operator at the number's pace. A call is this number's to
+ * make once its workspace granted the claim (work.ts: a compare-and-set on the record, one grant
+ * per attempt, none while an earlier one is unanswered): the record, not this object, is what makes
+ * a call happen at most once. The call carries the record's payload, as the claim returned it.
+ * Calls overlap: a session keeps starting calls at the pace while earlier ones wait for their
+ * answers, so a slow operator does not slow the number down.
  */
 export class Drain {
-  private readonly claimed = new Set<number>();
-  private calls: number[];
-  /** Keys of the entries this object has put in `sending` (as of its latest call), kept in the pace's row. */
-  private sending: number[];
+  /**
+   * Start times of the latest calls. In memory: a number that restarts in the middle of its
+   * calls (not after an idle spell) may start its next two within a second of the last two; the
+   * operator then answers 429 to the third, which holds the number and retries it (never a double send).
+   */
+  private calls: number[] = [];
   private session: Promise<void> | null = null;
+  private readonly claiming = new Set<string>();
 
-  constructor(private readonly d: DrainDeps) {
-    const pace = readPace(d.sql);
-    this.calls = pace.calls;
-    this.sending = pace.sending;
-  }
+  constructor(private readonly d: DrainDeps) {}
 
-  /** Writes the pace (and the status relay's checkpoint with it, one row) outside a call, e.g. after a batch of expiries. */
-  notePace(at: number): void {
-    writePace(this.d.sql, this.calls, this.d.relay.checkpoint(at), this.sending);
-  }
-
-  /** When the drain next has a call to start, or null. */
+  /** When the drain next has something to do (a call to start, answers to hand), or null. */
   due(at: number): number | null {
-    const ready = nextReadyAt(this.d.sql);
-    if (ready === null) return null;
-    return Math.max(ready, nextCallAt(this.calls, at), this.d.hold.until());
+    const head = this.nextHeadAt();
+    const call = head === null ? null : Math.max(head, nextCallAt(this.calls, at), this.d.hold.until());
+    const hand = this.d.handOff.due();
+    if (call === null) return hand;
+    return hand === null ? call : Math.min(call, hand);
+  }
+
+  /** The number's D1 row (cached). */
+  numberRow(): Promise<ChannelNumberRow | null> {
+    return this.d.number();
   }
 
   /** Start times of the latest calls (operator view and tests). */
@@ -78,16 +74,28 @@ export class Drain {
 
   /**
    * One session at a time: a second alarm run (or any other caller) while a session is active
-   * joins it instead of starting another loop over the same outbox and pace.
+   * joins it instead of starting another loop over the same queue and pace.
    */
   run(): Promise<void> {
-    // The session ends once the changes its calls settled are handed to the workspace.
     this.session ??= this.runSession()
-      .then(() => this.d.relay.idle())
+      .then(() => this.handIfDue())
       .finally(() => {
         this.session = null;
       });
     return this.session;
+  }
+
+  private async handIfDue(): Promise<void> {
+    const due = this.d.handOff.due();
+    if (due !== null && due <= now()) await this.d.handOff.flush();
+  }
+
+  private nextHeadAt(): number | null {
+    return this.d.queue.nextDueAt((e) =>
+      this.claiming.has(e.jobId)
+        ? Infinity
+        : Math.max(e.nextAttemptAt, this.d.pair.readyAt(e.recipient, e.nextAttemptAt)),
+    );
   }
 
   private async runSession(): Promise<void> {
@@ -96,15 +104,21 @@ export class Drain {
     const inFlight = new Set<Promise<void>>();
     try {
       for (;;) {
+        await this.handIfDue();
         const t = now();
         const heldUntil = this.d.hold.until();
-        const row = heldUntil > t ? undefined : nextReady(this.d.sql, t, this.claimed);
+        const entry =
+          heldUntil > t
+            ? undefined
+            : this.d.queue.nextDue(t, (e) => !this.claiming.has(e.jobId) && this.d.pair.readyAt(e.recipient, t) <= t);
+        const head = heldUntil > t || entry ? null : this.nextHeadAt();
+        const hand = this.d.handOff.due();
         const move = nextMove(
           {
             heldUntil,
-            hasDueHead: row !== undefined,
+            hasDueHead: entry !== undefined,
             slot: nextCallAt(this.calls, t),
-            nextHeadAt: heldUntil > t || row ? null : nextReadyAt(this.d.sql),
+            nextHeadAt: head === null ? hand : hand === null ? head : Math.min(head, hand),
             callsInFlight: inFlight.size,
             maxCallsInFlight: MAX_CALLS_IN_FLIGHT,
             startedAt: started,
@@ -113,8 +127,8 @@ export class Drain {
           },
           t,
         );
-        if (move.kind === "start" && row) {
-          const begun = await this.start(row);
+        if (move.kind === "start" && entry) {
+          const begun = await this.start(entry);
           if (begun) {
             const { call } = begun;
             inFlight.add(call);
@@ -140,239 +154,152 @@ export class Drain {
   }
 
   /** Claims the entry and starts its call; returns the running call (wrapped, so that it is not awaited here), or null. */
-  private async start(row: OutboxRow): Promise<{ call: Promise<void> } | null> {
-    this.claimed.add(row.seq);
+  private async start(e: Entry): Promise<{ call: Promise<void> } | null> {
+    this.claiming.add(e.jobId);
     let started = false;
     try {
-      // The operator's pair rate: this conversation waits (still queued, nothing asked of anyone); the others go on.
-      const pairAt = pairReadyAt(this.d.sql, row.recipient, now());
-      if (pairAt > now()) {
-        transition(this.d.sql, row, ["queued"], "queued", now(), { next_attempt_at: pairAt });
-        return null;
-      }
       const number = await this.d.number();
       if (!number || number.status !== "connected") {
-        this.finish(row, "failed", { error: OWN_ERRORS.numberDisconnected() });
+        this.giveUp(e, OWN_ERRORS.numberDisconnected());
         return null;
       }
-      // The workspace must know the message (its send may have failed after the hand-off) and learns it is processing.
-      const claim = await workspaceStub(this.d.env, row.workspace_id).applyStatus({
-        jobId: row.job_id,
-        status: "processing",
-        at: now(),
-      });
+      const attempt = e.attempts + 1;
+      e.state = "calling";
+      const claim = await workspaceStub(this.d.env, e.workspaceId).claim(e.jobId, attempt);
       const t = now();
-      if (!claim.known) {
-        if (
-          row.accepted_at < t - UNCONFIRMED_WAIT_MS &&
-          this.d.hold.pausedDuring(row.accepted_at, row.accepted_at + UNCONFIRMED_WAIT_MS)
-        ) {
-          // Held by a pause since its acceptance, it was never asked about in its first seconds: a
-          // missing record may be one the workspace lost. Never dropped in silence: it fails, and the
-          // failure stays owed to the workspace (a retry of the same send that commits it learns it).
-          log("error", "held message whose workspace record cannot be found; failed, not sent", { jobId: row.job_id });
-          this.finish(row, "failed", { error: OWN_ERRORS.recordMissing() });
+      switch (claim.kind) {
+        case "wait":
+          // Its send is still committing in the workspace: ask again shortly.
+          e.state = "queued";
+          e.nextAttemptAt = t + UNCONFIRMED_RECHECK_MS;
           return null;
-        }
-        if (row.accepted_at < t - UNCONFIRMED_WAIT_MS) {
-          log("warn", "outbox entry its workspace never recorded steps out of line", { jobId: row.job_id });
-          if (transition(this.d.sql, row, ["queued"], "orphan", t)) promoteHead(this.d.sql, row.recipient);
-        } else {
-          transition(this.d.sql, row, ["queued"], "queued", t, { next_attempt_at: t + UNCONFIRMED_RECHECK_MS });
-        }
-        return null;
+        case "never":
+          log("warn", "queued entry its workspace never recorded; dropped unsent", { jobId: e.jobId });
+          this.d.queue.remove(e.jobId);
+          return null;
+        case "settled":
+          // Sent or failed meanwhile (an operator report, an expiry): never called again.
+          this.d.queue.remove(e.jobId);
+          return null;
+        case "claimed_before":
+          // A claim for this attempt (or later) was granted and never answered: its call may have
+          // left (a restart lost the answer). Never called again; the operator's report settles it.
+          log("warn", "entry claimed before and never answered; outcome unknown", { jobId: e.jobId });
+          this.d.queue.remove(e.jobId);
+          this.d.handOff.hold(e.workspaceId, { jobId: e.jobId, at: t, attempt: claim.attempts, outcomeUnknown: true });
+          return null;
+        case "go":
+          break;
       }
-      if (claim.status === "sent" || claim.status === "failed") {
-        // Settled meanwhile (an operator status): never called again.
-        if (transition(this.d.sql, row, ["queued"], claim.status, t)) promoteHead(this.d.sql, row.recipient);
-        return null;
-      }
-      const adapter = await adapterFor(this.d.env, number, (to) => contactWindow(this.d.sql, to, now()).windowOpen);
+      const adapter = await adapterFor(this.d.env, number, (to) => this.d.windowOpen(to));
       const slotAt = now();
-      if (nextCallAt(this.calls, slotAt) > slotAt || this.d.hold.until() > slotAt) return null;
-      const attempt = row.attempts + 1;
-      const calls = [...this.calls, slotAt].slice(-PACE_CALLS);
-      // The compare-and-set that makes the call ours: an operator status may have settled the entry
-      // during the awaits above (the claim, the number's row, the adapter), and then it never leaves.
-      let sending: number[] = [];
-      const claimed = this.d.ctx.storage.transactionSync(() => {
-        if (
-          !transition(this.d.sql, row, ["queued"], "sending", slotAt, { attempts: attempt, first_attempt_at: slotAt })
-        )
-          return false;
-        // The relay's checkpoint and the entries in flight (a restart marks them unknown) ride on
-        // the pace's row, written with every call anyway: no index row per call.
-        sending = [...stillSending(this.d.sql, this.sending), row.seq];
-        writePace(this.d.sql, calls, this.d.relay.checkpoint(slotAt), sending);
-        notePairCall(this.d.sql, row.recipient, slotAt);
-        this.d.hold.probing(slotAt);
-        return true;
-      });
-      if (!claimed) {
-        log("info", "outbox entry settled while its call was being prepared; not called", { jobId: row.job_id });
+      if (nextCallAt(this.calls, slotAt) > slotAt || this.d.hold.until() > slotAt) {
+        // The pace or a hold (another call's answer paused the number) moved during the claim: the attempt is given back.
+        e.state = "queued";
+        await this.d.handOff.now(e.workspaceId, { jobId: e.jobId, at: slotAt, attempt, notSent: true });
         return null;
       }
-      this.calls = calls;
-      this.sending = sending;
-      const holdAtSlot = this.d.hold.until();
-      // The output gate holds the request until these writes are durable, and a commit can take
-      // longer than the pace's margin: a call held that long would reach the operator less than
-      // a second before the call after next. So wait for durability here and count the pace from
-      // when the request really leaves.
-      await this.d.ctx.storage.sync();
-      const callAt = now();
-      if (this.d.hold.until() > holdAtSlot) {
-        // Another call's answer paused the number meanwhile: this one does not go out.
-        transition(this.d.sql, row, ["sending"], "queued", callAt, { attempts: row.attempts });
-        return null;
-      }
-      // An operator status about an earlier attempt can also settle a `sending` entry during that
-      // wait. Compared here, in the same synchronous step as the request's start (a read, no write).
-      const current = findBySeq(this.d.sql, row.seq);
-      if (current?.state !== "sending" || current.job_id !== row.job_id) {
-        log("info", "outbox entry settled while its `sending` state was made durable; not called", {
-          jobId: row.job_id,
-        });
-        return null;
-      }
-      // This call's slot is still the latest (one session, one start at a time): it moves to the real time.
-      this.calls = [...this.calls.slice(0, -1), callAt];
+      this.calls = [...this.calls, slotAt].slice(-PACE_CALLS);
+      this.d.pair.noteCall(e.recipient, slotAt);
+      this.d.hold.probing(slotAt);
+      e.attempts = attempt;
       started = true;
       // No await between taking the call's time and starting the request.
-      return { call: this.call(adapter, row, attempt).finally(() => this.claimed.delete(row.seq)) };
+      return { call: this.call(adapter, e, attempt, claim.payload).finally(() => this.claiming.delete(e.jobId)) };
+    } catch (err) {
+      // The claim or the adapter failed: nothing left; the entry waits and is claimed again
+      // (a grant that did happen is then "claimed before": outcome unknown, never a second call).
+      log("warn", "starting a call failed; the entry waits", { jobId: e.jobId, error: String(err) });
+      e.state = "queued";
+      e.nextAttemptAt = now() + UNCONFIRMED_RECHECK_MS * 10;
+      return null;
     } finally {
-      if (!started) this.claimed.delete(row.seq);
+      if (!started) this.claiming.delete(e.jobId);
     }
   }
 
-  private async call(adapter: UpstreamAdapter, row: OutboxRow, attempt: number): Promise<void> {
+  private async call(adapter: UpstreamAdapter, e: Entry, attempt: number, payload: ClaimPayload): Promise<void> {
     let result: SendResult;
     try {
-      result = await adapter.send({ jobId: row.job_id, to: row.recipient, body: row.body, attempt });
+      result = await adapter.send({ jobId: e.jobId, to: payload.to, body: payload.body, attempt });
     } catch (err) {
-      log("error", "upstream adapter threw", { jobId: row.job_id, error: String(err) });
+      log("error", "upstream adapter threw", { jobId: e.jobId, error: String(err) });
       result = { kind: "unknown", message: "The adapter failed during the call." };
     }
     try {
-      this.settle(row, attempt, result);
+      await this.settle(e, attempt, result);
     } catch (err) {
-      // The entry stays `sending`: a restart marks it unknown; it is never sent twice.
-      log("error", "settling an upstream call failed", { jobId: row.job_id, error: String(err) });
+      // The answer is lost: the record still says "claimed, not answered", so the next claim finds
+      // it claimed before and its outcome is reported unknown; it is never sent twice.
+      log("error", "settling an upstream call failed", { jobId: e.jobId, error: String(err) });
+      e.state = "queued";
     }
-    await this.d.relay.idle();
   }
 
-  private settle(row: OutboxRow, attempt: number, result: SendResult): void {
+  private async settle(e: Entry, attempt: number, result: SendResult): Promise<void> {
     const t = now();
+    const final = (update: StatusUpdate) => {
+      this.d.queue.remove(e.jobId);
+      this.d.handOff.hold(e.workspaceId, update);
+    };
     switch (result.kind) {
       case "accepted":
         this.d.hold.resume();
-        this.finish(row, "sent", {
-          upstreamMessageId: result.upstreamMessageId,
-          ...(result.recipientId ? { recipientId: result.recipientId } : {}),
-        });
-        if (result.later) scheduleReports(this.d.sql, row.job_id, result.upstreamMessageId, t, result.later);
+        final({ jobId: e.jobId, at: t, attempt, status: "sent", upstreamMessageId: result.upstreamMessageId });
+        if (result.recipientId) noteAlias(this.d.storage, e.recipient, result.recipientId, t);
+        if (result.later) scheduleReports(this.d.storage, e.jobId, result.upstreamMessageId, t, result.later);
         return;
       case "permanent":
         this.d.hold.resume();
-        this.finish(row, "failed", { error: result.error });
+        final({ jobId: e.jobId, at: t, attempt, status: "failed", error: result.error });
         return;
       case "number_blocked":
         // Nothing was sent: the message waits at the head of its conversation while the number pauses.
-        this.d.ctx.storage.transactionSync(() => {
-          transition(this.d.sql, row, ["sending"], "queued", t, { attempts: attempt - 1 });
-          this.d.hold.pause(result.error, t);
-        });
+        this.d.hold.pause(result.error, t);
+        e.state = "queued";
+        e.attempts = attempt - 1;
+        await this.d.handOff.now(e.workspaceId, { jobId: e.jobId, at: t, attempt, notSent: true });
         return;
       case "retryable": {
+        const first = e.firstAttemptAt ?? t;
+        e.firstAttemptAt = first;
         const decision = retryDecision(
           attempt,
-          row.first_attempt_at ?? t,
+          first,
           result.pairRate ? { ...result, minDelayMs: pairRateDelayMs(attempt) } : result,
           t,
         );
         if ("exhausted" in decision) {
-          this.finish(row, "failed", { error: OWN_ERRORS.retriesExhausted(result.upstreamCode ?? result.message) });
+          final({
+            jobId: e.jobId,
+            at: t,
+            attempt,
+            status: "failed",
+            error: OWN_ERRORS.retriesExhausted(result.upstreamCode ?? result.message),
+          });
           return;
         }
-        this.d.ctx.storage.transactionSync(() => {
-          transition(this.d.sql, row, ["sending"], "queued", t, { next_attempt_at: decision.retryAt });
-          if (result.scope === "number") this.d.hold.throttle(decision.retryAt);
-        });
+        if (result.scope === "number") this.d.hold.throttle(decision.retryAt);
+        // Committed before the next claim of this entry can be asked (it needs this attempt answered).
+        await this.d.handOff.now(e.workspaceId, { jobId: e.jobId, at: t, attempt, retryAt: decision.retryAt });
+        e.state = "queued";
+        e.nextAttemptAt = decision.retryAt;
         return;
       }
       case "unknown":
-        if (
-          this.d.ctx.storage.transactionSync(() => {
-            if (!transition(this.d.sql, row, ["sending"], "unknown", t, { unknown_since: t })) return false;
-            promoteHead(this.d.sql, row.recipient);
-            return true;
-          })
-        ) {
-          this.d.relay.hand(row.workspace_id, { jobId: row.job_id, at: t, outcomeUnknown: true }, t);
-        }
         log("warn", "upstream outcome unknown; waiting for the operator's status", {
-          jobId: row.job_id,
+          jobId: e.jobId,
           reason: result.message,
         });
-        if (result.later) scheduleReports(this.d.sql, row.job_id, `sandbox.${row.job_id}`, t, result.later);
+        final({ jobId: e.jobId, at: t, attempt, outcomeUnknown: true });
+        if (result.later) scheduleReports(this.d.storage, e.jobId, `sandbox.${e.jobId}`, t, result.later);
         return;
     }
   }
 
-  /**
-   * Final state of an entry; the change is handed to the workspace's record right after the
-   * commit (the entry's state and `error` are its durable record: see StatusRelay).
-   */
-  finish(
-    row: OutboxRow,
-    state: "sent" | "failed",
-    detail: Pick<StatusUpdate, "upstreamMessageId" | "error"> & { recipientId?: string },
-  ): void {
-    const t = now();
-    const moved = this.d.ctx.storage.transactionSync(() => {
-      const moved = transition(this.d.sql, row, ["queued", "sending", "unknown"], state, t, {
-        upstream_message_id: detail.upstreamMessageId ?? null,
-        recipient_id: detail.recipientId ?? null,
-        ...(detail.error ? { error: JSON.stringify(detail.error) } : {}),
-      });
-      if (!moved) return false;
-      promoteHead(this.d.sql, row.recipient);
-      if (detail.recipientId) noteAlias(this.d.sql, row.recipient, detail.recipientId, t);
-      return true;
-    });
-    if (!moved) return;
-    const update: StatusUpdate = { jobId: row.job_id, at: t, status: state };
-    if (detail.upstreamMessageId) update.upstreamMessageId = detail.upstreamMessageId;
-    if (detail.error) update.error = detail.error;
-    this.d.relay.hand(row.workspace_id, update, t);
+  /** A message the number gives up on without a call (disconnected, held too long). */
+  giveUp(e: Entry, error: StatusUpdate["error"]): void {
+    this.d.queue.remove(e.jobId);
+    this.d.handOff.hold(e.workspaceId, { jobId: e.jobId, at: now(), status: "failed", error });
   }
-}
-
-/**
- * The pace's `meta` row: the latest call times, the status relay's checkpoint (StatusRelay) and
- * the keys of the entries put in `sending` by the latest calls (a restart marks those still
- * `sending` unknown; the list is pruned at each call, so it holds at most the calls in flight).
- */
-export function readPace(sql: SqlStorage): { calls: number[]; relayAfter: number | null; sending: number[] } {
-  const v = JSON.parse(getMeta(sql, "recent_calls") ?? "[]") as
-    number[] | { calls: number[]; relayAfter: number; sending?: number[] };
-  // Earlier releases stored the call times alone (and relayed every change through a row).
-  return Array.isArray(v) ? { calls: v, relayAfter: null, sending: [] } : { ...v, sending: v.sending ?? [] };
-}
-
-export function writePace(sql: SqlStorage, calls: number[], relayAfter: number, sending: number[]): void {
-  setMeta(sql, "recent_calls", JSON.stringify({ calls, relayAfter, sending }));
-}
-
-/** Which of `seqs` are still `sending` (a handful of key lookups). */
-function stillSending(sql: SqlStorage, seqs: number[]): number[] {
-  if (seqs.length === 0) return [];
-  return sql
-    .exec<{ seq: number }>(
-      `SELECT seq FROM outbox WHERE seq IN (${seqs.map(() => "?").join(", ")}) AND state = 'sending'`,
-      ...seqs,
-    )
-    .toArray()
-    .map((r) => r.seq);
 }

@@ -1,5 +1,6 @@
 import type { SimulatedStatus } from "../../upstream/adapter";
 import type { OperatorStatus } from "./contract";
+import type { NumberStorage } from "./number-storage";
 
 /**
  * Statuses the sandbox "operator" reports after the call, as the real
@@ -16,12 +17,14 @@ export function createSandboxReportsTable(sql: SqlStorage): void {
 }
 
 export function scheduleReports(
-  sql: SqlStorage,
+  storage: NumberStorage,
   jobId: string,
   upstreamMessageId: string,
   at: number,
   later: readonly SimulatedStatus[],
 ): void {
+  const sql = storage.ensure();
+  if (!storage.hasTable("sandbox_reports")) createSandboxReportsTable(sql);
   for (const s of later) {
     sql.exec(
       "INSERT INTO sandbox_reports (job_id, upstream_message_id, due_at, status, error_code, error_message) VALUES (?, ?, ?, ?, ?, ?)",
@@ -35,12 +38,15 @@ export function scheduleReports(
   }
 }
 
-export const nextReportDue = (sql: SqlStorage): number | null =>
-  sql.exec<{ at: number | null }>("SELECT MIN(due_at) AS at FROM sandbox_reports").one().at;
+export const nextReportDue = (storage: NumberStorage): number | null =>
+  !storage.hasTable("sandbox_reports")
+    ? null
+    : storage.sql.exec<{ at: number | null }>("SELECT MIN(due_at) AS at FROM sandbox_reports").one().at;
 
-/** Removes and returns the reports due at `at`, oldest first. */
-export function takeDueReports(sql: SqlStorage, at: number, limit = 100): OperatorStatus[] {
-  const rows = sql
+/** The reports due at `at`, oldest first (deleted once applied: `forgetReports`). */
+export function dueReports(storage: NumberStorage, at: number, limit = 100): (OperatorStatus & { seq: number })[] {
+  if (!storage.hasTable("sandbox_reports")) return [];
+  const rows = storage.sql
     .exec<{
       seq: number;
       job_id: string;
@@ -51,8 +57,8 @@ export function takeDueReports(sql: SqlStorage, at: number, limit = 100): Operat
       error_message: string | null;
     }>("SELECT * FROM sandbox_reports WHERE due_at <= ? ORDER BY due_at, seq LIMIT ?", at, limit)
     .toArray();
-  for (const r of rows) sql.exec("DELETE FROM sandbox_reports WHERE seq = ?", r.seq);
   return rows.map((r) => ({
+    seq: r.seq,
     upstreamMessageId: r.upstream_message_id,
     jobId: r.job_id,
     status: r.status,
@@ -60,4 +66,9 @@ export function takeDueReports(sql: SqlStorage, at: number, limit = 100): Operat
     errorCode: r.error_code,
     errorMessage: r.error_message,
   }));
+}
+
+/** Deletes reports once their changes were applied. */
+export function forgetReports(storage: NumberStorage, seqs: number[]): void {
+  for (const seq of seqs) storage.sql.exec("DELETE FROM sandbox_reports WHERE seq = ?", seq);
 }

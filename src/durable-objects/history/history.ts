@@ -1,177 +1,250 @@
 import { DurableObject } from "cloudflare:workers";
-import { now } from "../../lib/clock";
-import { getMeta, setMeta } from "../shared/meta";
-import { ensureSchema } from "../shared/schema-version";
+import { ensureSchema, schemaVersion } from "../shared/schema-version";
 import { HISTORY_SCHEMA } from "./schema";
 import {
-  findInboundByUpstreamId,
-  findMessage,
-  isOutbound,
-  lifecycleOf,
-  putRows,
-  toMessageView,
-  writeLifecycle,
-  type MessageRow,
-} from "../workspace/messages";
-import { listPage, type Keyset, type MessageFilter, type Page } from "../workspace/message-queries";
+  findLegacyInbound,
+  findLegacyMessage,
+  putLegacyRows,
+  writeLegacyLifecycle,
+} from "../workspace/legacy/messages-v1";
+import { isOutbound, lifecycleOf, type MessageRow } from "../workspace/record";
 import { applyTransition } from "../workspace/status-transition";
 import type { StatusUpdate } from "../workspace/contract";
-import { manifestKey, partKey, dayString, type ArchiveManifest } from "./archive-keys";
-
-/** Messages per archive part: about 8 MB of NDJSON, 1–2 MB compressed. */
-const PART_ROWS = 20_000;
+import { matches, type Keyset, type MessageFilter, type Page } from "../workspace/message-queries";
+import { uuidV7Floor, uuidV7Time } from "../../domain/job-id";
+import { legacyPage } from "../workspace/legacy/message-queries-v1";
+import { archiveRows, type ArchiveProgress } from "./archive-writer";
 
 export interface ShardChange {
   before: MessageRow;
   after: MessageRow;
-  announce: boolean;
+  changed: boolean;
 }
 
-const gzip = (text: string): Promise<ArrayBuffer> =>
-  new Response(new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
+interface Chunk {
+  lo: string;
+  hi: string;
+  rows: string;
+  [key: string]: SqlStorageValue;
+}
 
 /**
- * One per workspace and UTC day (`<workspaceId>:<day>`): the message records of
- * that day once they leave the workspace object's hot window (48 hours). Lists
- * and reads reach it through the workspace object; late status reports (a read
- * receipt days later) are applied here. When the day leaves the plan's
- * retention window it writes itself to R2, part by part, then deletes its storage.
+ * One per workspace and UTC day (`<workspaceId>:<day>`): the message records of that day once
+ * they leave a busy workspace object (a quiet workspace keeps its days until they are archived).
+ * Lists and reads reach it through the workspace object; late status reports (a read receipt days
+ * later) are applied here. When the day leaves the plan's window it is written to R2 and dropped.
  *
- * Bound: one day of one workspace: at the full 1,200 messages a minute, 1.73 M
- * rows of ~560 B with indexes, ~1 GB; deleted after the retention window.
+ * Records arrive in key order, a few hundred at a time, and are kept that way: one row per
+ * `chunk` (its first and last id, and the records as JSON), so a move writes one row per chunk
+ * instead of one per record and its indexes. A record is found by the one chunk whose range holds
+ * its id; a late report rewrites that chunk. Records of the release before day tables stay in the
+ * `messages` table of that release (schema step 1), read and changed as before.
+ *
+ * Bound: one day of one workspace: at the full 1,200 messages a minute, 1.73 M records of ~650 B in
+ * ~8,700 chunks (~1.1 GB); deleted after the retention window.
  */
 export class MessageHistoryDurableObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
-
-  /** Whether this shard holds tables: a shard nothing was moved to, or one archived and dropped, has none and writes none. */
+  /** A shard nothing was moved to, or one archived and dropped, has no tables and writes none. */
   private hasTables: boolean;
+  private hasLegacy: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    // Only a shard that holds a day upgrades its schema; an empty one stays empty (an empty
-    // object is not billed for storage, and every table created would be rows written).
-    this.hasTables =
-      this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").toArray().length > 0;
+    this.hasTables = schemaVersion(this.sql) > 0 || this.tableExists("messages");
     if (this.hasTables) ensureSchema(ctx.storage, HISTORY_SCHEMA);
+    this.hasLegacy = this.tableExists("messages");
   }
 
-  /** Takes messages over from the workspace object (an upsert: moving a row twice changes nothing). */
-  async put(workspaceId: string, day: number, rows: MessageRow[]): Promise<void> {
-    if (!this.hasTables) {
-      ensureSchema(this.ctx.storage, HISTORY_SCHEMA);
-      this.hasTables = true;
+  /** Takes over one chunk of records (ascending ids, one range no other chunk overlaps). Idempotent: a chunk moved twice is written once. */
+  async putChunk(rows: MessageRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    this.ensureTables();
+    const lo = rows[0]!.id;
+    const hi = rows[rows.length - 1]!.id;
+    this.sql.exec("INSERT OR REPLACE INTO chunks (lo, hi, rows) VALUES (?, ?, ?)", lo, hi, JSON.stringify(rows));
+  }
+
+  /** Takes over records of the earlier layout (moved from that release's table). */
+  async putLegacy(rows: MessageRow[]): Promise<void> {
+    this.ensureTables();
+    if (!this.hasLegacy) {
+      // A day shard of that layout: its table as that release created it.
+      const { createMessagesTable } = await import("../workspace/legacy/messages-v1");
+      createMessagesTable(this.sql);
+      this.hasLegacy = true;
     }
-    this.ctx.storage.transactionSync(() => {
-      // Named once: each upsert of an unchanged value would still be a row written.
-      if (getMeta(this.sql, "workspace_id") !== workspaceId) setMeta(this.sql, "workspace_id", workspaceId);
-      if (getMeta(this.sql, "day") !== String(day)) setMeta(this.sql, "day", String(day));
-      putRows(this.sql, rows);
-    });
+    this.ctx.storage.transactionSync(() => putLegacyRows(this.sql, rows));
   }
 
   async get(id: string): Promise<MessageRow | null> {
     if (!this.hasTables) return null;
-    return findMessage(this.sql, id) ?? null;
-  }
-
-  async list(filter: MessageFilter, after: Keyset | null, limit: number, budget: number): Promise<Page> {
-    if (!this.hasTables) return { rows: [], next: null, scanned: 0 };
-    return listPage(this.sql, filter, after, limit, budget);
-  }
-
-  /** A late status report for a message of this day; the workspace object records the event. */
-  async applyStatus(update: StatusUpdate): Promise<ShardChange | null> {
-    if (!this.hasTables) return null;
-    const row = findMessage(this.sql, update.jobId);
-    if (!row || !isOutbound(row)) return null;
-    const t = applyTransition(lifecycleOf(row), update);
-    if (!t.changed) return { before: row, after: row, announce: false };
-    writeLifecycle(this.sql, row.id, t.next, Math.max(update.at, row.updated_at));
-    return { before: row, after: findMessage(this.sql, row.id)!, announce: t.announce };
-  }
-
-  /** An inbound message of this day by the operator's id (a redelivery after it left the hot window). */
-  async findInbound(upstreamMessageId: string): Promise<MessageRow | null> {
-    if (!this.hasTables) return null;
-    return findInboundByUpstreamId(this.sql, upstreamMessageId) ?? null;
+    const found = this.chunkOf(id);
+    if (found) return found.rows.find((r) => r.id === id) ?? null;
+    return this.hasLegacy ? (findLegacyMessage(this.sql, id) ?? null) : null;
   }
 
   /**
-   * Writes up to `maxParts` more parts of the day to R2 (in (created_at, id)
-   * order, so a retry writes the same objects), then the manifest when all are
-   * written. Returns whether the day is completely archived. `earlier` is what
-   * an earlier archive of this day holds (the day was re-created after it):
-   * parts are numbered after its parts and the manifest counts both, so that
-   * nothing archived is ever overwritten.
+   * One page of one segment of the day, newest first, strictly older than `after` (see
+   * message-queries.ts): `chunks` (records of this release) or `legacy` (records of the release
+   * before day tables, all older than the chunks).
    */
-  async archive(
-    maxParts: number,
-    earlier: { parts: number; messages: number } | null = null,
-  ): Promise<{ done: boolean; manifest: ArchiveManifest | null }> {
-    if (!this.hasTables) return { done: true, manifest: null };
-    const workspaceId = getMeta(this.sql, "workspace_id");
-    const day = Number(getMeta(this.sql, "day"));
-    if (!workspaceId || !Number.isInteger(day)) return { done: true, manifest: null };
-    let part = Number(getMeta(this.sql, "archived_parts") ?? earlier?.parts ?? 0);
-    let count = Number(getMeta(this.sql, "archived_messages") ?? earlier?.messages ?? 0);
-    let after = JSON.parse(getMeta(this.sql, "archived_through") ?? "null") as Keyset | null;
-    for (let written = 0; written < maxParts; written++) {
-      const rows = this.sql
-        .exec<MessageRow>(
-          after
-            ? "SELECT * FROM messages WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?"
-            : "SELECT * FROM messages ORDER BY created_at, id LIMIT ?",
-          ...(after ? [after.createdAt, after.id, PART_ROWS] : [PART_ROWS]),
-        )
-        .toArray();
-      if (rows.length === 0) {
-        const manifest: ArchiveManifest = {
-          day: dayString(day),
-          parts: part,
-          messages: count,
-          archivedAt: new Date(now()).toISOString(),
-        };
-        await this.env.ARCHIVE.put(manifestKey(workspaceId, day), JSON.stringify(manifest), {
-          httpMetadata: { contentType: "application/json" },
-        });
-        return { done: true, manifest };
-      }
-      const body = await gzip(`${rows.map((r) => JSON.stringify(toMessageView(r))).join("\n")}\n`);
-      await this.env.ARCHIVE.put(partKey(workspaceId, day, part), body, {
-        httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
-        customMetadata: { messages: String(rows.length) },
-      });
-      const last = rows[rows.length - 1]!;
-      part++;
-      count += rows.length;
-      after = { createdAt: last.created_at, id: last.id };
-      // Progress is kept only once the part is in R2: a crash rewrites that part, never skips it.
-      this.ctx.storage.transactionSync(() => {
-        setMeta(this.sql, "archived_parts", String(part));
-        setMeta(this.sql, "archived_messages", String(count));
-        setMeta(this.sql, "archived_through", JSON.stringify(after));
-      });
+  async list(
+    segment: "chunks" | "legacy",
+    filter: MessageFilter,
+    after: Keyset | null,
+    limit: number,
+    budget: number,
+  ): Promise<Page> {
+    if (!this.hasTables) return { rows: [], next: null, scanned: 0 };
+    if (segment === "legacy") {
+      return this.hasLegacy ? legacyPage(this.sql, filter, after, limit, budget) : { rows: [], next: null, scanned: 0 };
     }
-    return { done: false, manifest: null };
+    const rows: MessageRow[] = [];
+    let scanned = 0;
+    let before = after?.id ?? "~";
+    const from = filter.createdFrom === undefined ? "" : uuidV7Floor(filter.createdFrom);
+    const until = filter.createdUntil === undefined ? "~" : uuidV7Floor(filter.createdUntil);
+    if (until < before) before = until;
+    for (;;) {
+      const chunk = this.sql
+        .exec<Chunk>("SELECT * FROM chunks WHERE lo < ? ORDER BY lo DESC LIMIT 1", before)
+        .toArray()[0];
+      if (!chunk || chunk.hi < from) break;
+      const records = (JSON.parse(chunk.rows) as MessageRow[]).filter((r) => r.id < before && r.id >= from).reverse();
+      for (const r of records) {
+        scanned++;
+        if (!matches(r, filter)) continue;
+        if (rows.length === limit) return { rows, next: chunkKeyset(rows[rows.length - 1]!), scanned };
+        rows.push(r);
+      }
+      before = chunk.lo;
+      if (scanned >= budget) {
+        const last = rows[rows.length - 1];
+        return {
+          rows,
+          next: rows.length === limit && last ? chunkKeyset(last) : { createdAt: uuidV7Time(before) ?? 0, id: before },
+          scanned,
+        };
+      }
+    }
+    return { rows, next: null, scanned };
   }
 
-  /** Deletes the day's storage (after its archive is confirmed). The workspace no longer routes anything here. */
+  /**
+   * A late status report for a record of this day. Returns the record before and after (the
+   * workspace announces the change), or null when the shard does not hold it.
+   */
+  async applyStatus(update: StatusUpdate): Promise<ShardChange | null> {
+    if (!this.hasTables) return null;
+    const found = this.chunkOf(update.jobId);
+    if (found) {
+      const i = found.rows.findIndex((r) => r.id === update.jobId);
+      const row = found.rows[i];
+      if (!row || !isOutbound(row)) return null;
+      const t = applyTransition(lifecycleOf(row), update);
+      if (!t.changed) return { before: row, after: row, changed: false };
+      const after: MessageRow = {
+        ...row,
+        ...t.next,
+        updated_at: Math.max(update.at, row.updated_at),
+        pending: t.next.status === "sent" || t.next.status === "failed" ? 0 : row.pending,
+      };
+      found.rows[i] = after;
+      this.sql.exec("UPDATE chunks SET rows = ? WHERE lo = ?", JSON.stringify(found.rows), found.lo);
+      return { before: row, after, changed: true };
+    }
+    if (!this.hasLegacy) return null;
+    const row = findLegacyMessage(this.sql, update.jobId);
+    if (!row || !isOutbound(row)) return null;
+    const t = applyTransition(lifecycleOf(row), update);
+    if (!t.changed) return { before: row, after: row, changed: false };
+    writeLegacyLifecycle(this.sql, row.id, t.next, Math.max(update.at, row.updated_at));
+    return { before: row, after: findLegacyMessage(this.sql, row.id)!, changed: true };
+  }
+
+  /** An inbound record of the earlier layout by the operator's id (records of this release are found by their derived id). */
+  async findLegacyInbound(upstreamMessageId: string): Promise<MessageRow | null> {
+    if (!this.hasLegacy) return null;
+    return findLegacyInbound(this.sql, upstreamMessageId) ?? null;
+  }
+
+  /**
+   * Writes up to `maxParts` more parts of the day to R2 (see archive-writer.ts), from the chunks in
+   * key order and then the records of the earlier layout. Returns the progress to hand back on the
+   * next call, and whether the day is complete (its manifest written).
+   */
+  async archive(
+    workspaceId: string,
+    day: number,
+    progress: ArchiveProgress,
+    maxParts: number,
+  ): Promise<ArchiveProgress> {
+    // Chunks in key order, then the records of the earlier layout in key order: cursor "c:<id>" or "l:<id>".
+    const read = (cursor: string | null, limit: number): { rows: MessageRow[]; cursor: string | null } => {
+      if (!this.hasTables) return { rows: [], cursor };
+      const rows: MessageRow[] = [];
+      let segment = cursor?.slice(0, 2) ?? "c:";
+      let after = cursor?.slice(2) ?? "";
+      if (segment === "c:") {
+        while (rows.length < limit) {
+          const chunk = this.sql
+            .exec<Chunk>("SELECT * FROM chunks WHERE lo > ? ORDER BY lo LIMIT 1", after)
+            .toArray()[0];
+          if (!chunk) break;
+          rows.push(...(JSON.parse(chunk.rows) as MessageRow[]));
+          after = chunk.lo;
+        }
+        if (rows.length > 0) return { rows, cursor: `c:${after}` };
+        segment = "l:";
+        after = "";
+      }
+      if (!this.hasLegacy) return { rows: [], cursor: "l:" };
+      const legacy = this.sql
+        .exec<MessageRow>("SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+        .toArray();
+      return { rows: legacy, cursor: `l:${legacy[legacy.length - 1]?.id ?? after}` };
+    };
+    return archiveRows(this.env.ARCHIVE, workspaceId, day, progress, maxParts, read);
+  }
+
+  /** Deletes the day's storage (after its archive is confirmed). */
   async drop(): Promise<void> {
     await this.ctx.storage.deleteAll();
     // A late call finds no tables and answers as an empty shard; nothing is created again.
     this.hasTables = false;
+    this.hasLegacy = false;
   }
 
-  /** Rows and bytes held (operator view, bench). */
+  /** Records and bytes held (operator view, bench). */
   async size(): Promise<{ messages: number; bytes: number }> {
     if (!this.hasTables) return { messages: 0, bytes: this.sql.databaseSize };
-    return {
-      messages: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n,
-      bytes: this.sql.databaseSize,
-    };
+    let messages = 0;
+    for (const c of this.sql.exec<{ rows: string }>("SELECT rows FROM chunks").toArray())
+      messages += (JSON.parse(c.rows) as unknown[]).length;
+    if (this.hasLegacy) messages += this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n;
+    return { messages, bytes: this.sql.databaseSize };
+  }
+
+  private ensureTables(): void {
+    if (this.hasTables) return;
+    ensureSchema(this.ctx.storage, HISTORY_SCHEMA);
+    this.hasTables = true;
+  }
+
+  private chunkOf(id: string): { lo: string; rows: MessageRow[] } | null {
+    const chunk = this.sql.exec<Chunk>("SELECT * FROM chunks WHERE lo <= ? ORDER BY lo DESC LIMIT 1", id).toArray()[0];
+    if (!chunk || chunk.hi < id) return null;
+    return { lo: chunk.lo, rows: JSON.parse(chunk.rows) as MessageRow[] };
+  }
+
+  private tableExists(name: string): boolean {
+    return this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name).toArray().length > 0;
   }
 }
+
+const chunkKeyset = (r: MessageRow): Keyset => ({ createdAt: uuidV7Time(r.id) ?? r.created_at, id: r.id });
 
 export const historyStub = (env: Env, workspaceId: string, day: number) =>
   env.HISTORY.get(env.HISTORY.idFromName(`${workspaceId}:${day}`));

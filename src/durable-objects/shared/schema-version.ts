@@ -1,18 +1,24 @@
 /**
  * The schema of an object's SQLite storage, by number. Storage outlives
  * deploys, so each object class keeps one ordered list of numbered steps
- * (its `schema.ts`) and a one-row table with the version its storage is at;
- * at start-up the steps above that version run, each in one transaction with
+ * (its `schema.ts`) and one row with the version its storage is at; at
+ * start-up the steps above that version run, each in one transaction with
  * the new version number, so a crash mid-upgrade leaves the storage at the
  * last step that committed and the next start goes on from there.
  *
- * Step 1 of every class is the storage as it was before versions existed: it
- * brings any older layout up to it (CREATE … IF NOT EXISTS, columns added
- * when missing) and is what a new object runs too. Later steps change that
- * layout; they are never edited once deployed, only added.
+ * A new object (no table at all) does not replay the steps: it creates the
+ * latest layout at once (`fresh`), which costs what that layout costs and
+ * nothing for the layouts it never had. Step 1 of every class is the storage
+ * as it was before versions existed: it brings any older layout up to it.
+ * Later steps change that layout; they are never edited once deployed, only
+ * added.
  *
- * Cost: a woken object reads one row; a new object writes the version row
- * once per step batch. Model: cloudflare/agents `_ensureSchema`.
+ * Where the version is kept: the `schema_version` table of objects created
+ * by the first versioned release, or the `schema_version` row of `meta` in
+ * objects created since (one table fewer to create).
+ *
+ * Cost: a woken object reads one row; a new object writes its tables and
+ * the version row. Model: cloudflare/agents `_ensureSchema`.
  */
 export interface SchemaStep {
   readonly version: number;
@@ -21,9 +27,17 @@ export interface SchemaStep {
   up(sql: SqlStorage): void;
 }
 
+export interface Schema {
+  /** The steps, numbered 1, 2, 3 … in order. */
+  readonly steps: readonly SchemaStep[];
+  /** Creates the latest layout in an empty object (the `meta` table exists already). */
+  fresh(sql: SqlStorage): void;
+}
+
 /** Bound: one row, ever. */
 const VERSION_TABLE =
   "CREATE TABLE IF NOT EXISTS schema_version (only INTEGER PRIMARY KEY CHECK (only = 1), version INTEGER NOT NULL)";
+const META_TABLE = "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID";
 
 export class SchemaTooNewError extends Error {
   constructor(stored: number, known: number) {
@@ -33,22 +47,63 @@ export class SchemaTooNewError extends Error {
   }
 }
 
-/** The version the storage is at: 0 for storage from before versions (or an empty object). */
+const hasTable = (sql: SqlStorage, name: string): boolean =>
+  sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name).toArray().length > 0;
+
+/** The version the storage is at: 0 for storage from before versions, or for an empty object. */
 export function schemaVersion(sql: SqlStorage): number {
-  const table = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").toArray();
-  if (table.length === 0) return 0;
-  return sql.exec<{ version: number }>("SELECT version FROM schema_version WHERE only = 1").toArray()[0]?.version ?? 0;
+  if (hasTable(sql, "schema_version")) {
+    return (
+      sql.exec<{ version: number }>("SELECT version FROM schema_version WHERE only = 1").toArray()[0]?.version ?? 0
+    );
+  }
+  if (!hasTable(sql, "meta")) return 0;
+  const v = sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'schema_version'").toArray()[0]?.v;
+  return v === undefined ? 0 : Number(v);
+}
+
+/** Whether the object has no table at all (never written, or deleted whole). */
+export const isEmptyStorage = (sql: SqlStorage): boolean =>
+  sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").toArray().length === 0;
+
+function writeVersion(sql: SqlStorage, version: number): void {
+  if (hasTable(sql, "schema_version")) {
+    sql.exec(
+      "INSERT INTO schema_version (only, version) VALUES (1, ?) ON CONFLICT (only) DO UPDATE SET version = excluded.version",
+      version,
+    );
+    return;
+  }
+  if (!hasTable(sql, "meta")) {
+    // Storage from before versions that lacks a meta table: the first release's way.
+    sql.exec(VERSION_TABLE);
+    sql.exec("INSERT INTO schema_version (only, version) VALUES (1, ?)", version);
+    return;
+  }
+  sql.exec(
+    "INSERT INTO meta (k, v) VALUES ('schema_version', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+    String(version),
+  );
 }
 
 /**
- * Brings the storage to the last step's version; returns the versions it ran.
- * Call it in the constructor, inside `blockConcurrencyWhile` or before any
- * other statement: nothing may read the tables before they are current.
+ * Brings the storage to the last step's version; returns the versions it ran (`[latest]` for a
+ * new object). Call it in the constructor, inside `blockConcurrencyWhile` or before any other
+ * statement: nothing may read the tables before they are current.
  */
-export function ensureSchema(storage: DurableObjectStorage, steps: readonly SchemaStep[]): number[] {
+export function ensureSchema(storage: DurableObjectStorage, schema: Schema): number[] {
+  const { steps } = schema;
   assertOrdered(steps);
   const latest = steps[steps.length - 1]?.version ?? 0;
   const sql = storage.sql;
+  if (isEmptyStorage(sql)) {
+    storage.transactionSync(() => {
+      sql.exec(META_TABLE);
+      schema.fresh(sql);
+      writeVersion(sql, latest);
+    });
+    return [latest];
+  }
   const current = schemaVersion(sql);
   if (current > latest) throw new SchemaTooNewError(current, latest);
   const ran: number[] = [];
@@ -56,11 +111,11 @@ export function ensureSchema(storage: DurableObjectStorage, steps: readonly Sche
     if (step.version <= current) continue;
     storage.transactionSync(() => {
       step.up(sql);
-      sql.exec(VERSION_TABLE);
-      sql.exec(
-        "INSERT INTO schema_version (only, version) VALUES (1, ?) ON CONFLICT (only) DO UPDATE SET version = excluded.version",
-        step.version,
-      );
+      if (step.version === 1 && !hasTable(sql, "schema_version")) {
+        // The first versioned release kept the version in a table of its own.
+        sql.exec(VERSION_TABLE);
+      }
+      writeVersion(sql, step.version);
     });
     ran.push(step.version);
   }

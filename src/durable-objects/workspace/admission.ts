@@ -1,21 +1,15 @@
 import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import { deriveJobId, utcDay } from "../../domain/job-id";
+import { newJobId, utcDay } from "../../domain/job-id";
 import { WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
-import { withSlack, type ScheduledStep } from "../shared/scheduler";
 import { channelNumberStub } from "../stubs";
 import type { RateInfo, SendCommand, SendOutcome, Usage } from "./contract";
 import type { WorkspaceContext } from "./context";
-import { acceptedBetween, countOne } from "./daily-counts";
-import { bindKey, findBoundKey, nextKeyExpiry, purgeExpiredKeys } from "./idempotency-keys";
-import { insertOutbound, oldestQueuedAt, outboundTimesSince, queuedAcceptedBefore, type MessageRow } from "./messages";
-import type { Keyset } from "./message-queries";
-
-/** A message still queued after this is handed to its outbox again (idempotent on the jobId). */
-export const STRANDED_AFTER_MS = 2 * 60_000;
-/** Messages per `readmit` call, and calls per run: a run looks at most at 200 queued messages. */
-const STRANDED_BATCH = 50;
-const STRANDED_PAGES_PER_RUN = 4;
+import type { DailyCounts } from "./counts";
+import { findBoundKey, IDEMPOTENCY_TTL_MS } from "./legacy/idempotency-keys-v1";
+import { legacyOutboundTimesSince } from "./legacy/messages-v1";
+import { findKey, insertOutbound, outboundTimesSince } from "./records";
+import type { Tiers } from "./tiers";
 
 const toRateInfo = (w: WindowState, scope: RateInfo["scope"]): RateInfo => ({
   scope,
@@ -25,46 +19,53 @@ const toRateInfo = (w: WindowState, scope: RateInfo["scope"]): RateInfo => ({
 });
 
 /**
- * Admitting a send: idempotency keys (their table, in idempotency-keys.ts),
- * the 1200-per-minute window, the monthly quota (from the daily counts), the
- * hand-off to the number and the commit of the record. Its steps: the key
- * purge, and the safety net that hands stranded messages to their outbox again.
+ * Admitting a send: its Idempotency-Key (a column of the record, unique per day table: today's and
+ * yesterday's tables hold every key of the last 24 hours), the 1200-per-minute window, the monthly
+ * quota (the month's accepted counts), the hand-off to the number (its 2-per-second window) and
+ * the commit of the record, in one insert.
  */
 export class Admission {
   /** Requests in progress per Idempotency-Key: a concurrent retry waits for the first. */
   private readonly inFlight = new Map<string, Promise<SendOutcome>>();
   /** Admissions that passed the checks and wait on their number: they may still be refused there. */
   private readonly pending = new Set<Promise<SendOutcome>>();
+  /** jobIds handed to their number and not yet committed here: a claim for one waits (status.ts). */
+  private readonly handing = new Set<string>();
   /** Committed acceptance times of the last minute, ascending (rebuilt from the records after a restart). */
   private recent: number[];
   private month: { key: string; used: number } | null = null;
-  private lastStrandedCheck = 0;
-  /** Where the stranded-message check goes on (a backlog longer than one run), or null: from the oldest. */
-  private strandedAfter: Keyset | null = null;
 
-  /** `nextCountsFlush`: when the daily counts next ship (a send wakes the alarm for it). */
   constructor(
     private readonly w: WorkspaceContext,
-    private readonly nextCountsFlush: () => number,
+    private readonly tiers: Tiers,
+    private readonly counts: DailyCounts,
   ) {
-    this.recent = outboundTimesSince(w.sql, now() - WORKSPACE_LIMIT.windowMs);
+    const at = now();
+    const since = at - WORKSPACE_LIMIT.windowMs;
+    this.recent = [
+      ...outboundTimesSince(tiers.tables, w.sql, since, at),
+      ...(tiers.hasLegacy() ? legacyOutboundTimesSince(w.sql, since) : []),
+    ].sort((a, b) => a - b);
+  }
+
+  /** Whether this send's hand-off is done and its commit still to come. */
+  isHanding(jobId: string): boolean {
+    return this.handing.has(jobId);
   }
 
   /** Admits one send: replay and conflict checks, number, quota, both limits, then record it. */
   async send(cmd: SendCommand): Promise<SendOutcome> {
-    this.w.rememberWorkspace(cmd.workspaceId);
     for (;;) {
       const earlier = this.inFlight.get(cmd.idempotencyKey);
       if (earlier) {
         await earlier.catch(() => undefined);
         continue;
       }
-      const bound = findBoundKey(this.w.sql, cmd.idempotencyKey, now());
-      if (bound) {
+      const bound = this.boundKey(cmd.idempotencyKey, now());
+      if (bound)
         return bound.fingerprint === cmd.fingerprint
-          ? { kind: "duplicate", jobId: bound.job_id }
-          : { kind: "conflict", jobId: bound.job_id };
-      }
+          ? { kind: "duplicate", jobId: bound.jobId }
+          : { kind: "conflict", jobId: bound.jobId };
       const attempt = this.admit(cmd);
       this.inFlight.set(cmd.idempotencyKey, attempt);
       try {
@@ -85,15 +86,16 @@ export class Admission {
     return { windowUsed: WORKSPACE_LIMIT.limit - this.windowAt(at).remaining, monthUsed: this.usedThisMonth(at) };
   }
 
-  steps(): { reHandStranded: ScheduledStep; purgeKeys: ScheduledStep } {
-    return {
-      reHandStranded: { name: "re-hand-stranded", due: () => this.strandedDue(), run: (at) => this.reHandStranded(at) },
-      purgeKeys: {
-        name: "idempotency-purge",
-        due: () => withSlack(nextKeyExpiry(this.w.sql)),
-        run: async (at) => purgeExpiredKeys(this.w.sql, at),
-      },
-    };
+  /** The live binding of a key: a record of the last 24 hours, or (until it expires) a key bound before the upgrade. */
+  private boundKey(key: string, at: number): { jobId: string; fingerprint: string } | undefined {
+    const since = at - IDEMPOTENCY_TTL_MS;
+    const found = findKey(this.tiers.tables, this.w.sql, key, since, at);
+    if (found) return { jobId: found.id, fingerprint: found.fingerprint };
+    if (this.w.legacyKeys()) {
+      const legacy = findBoundKey(this.w.sql, key, at);
+      if (legacy) return { jobId: legacy.job_id, fingerprint: legacy.fingerprint };
+    }
+    return undefined;
   }
 
   private async admit(cmd: SendCommand): Promise<SendOutcome> {
@@ -135,56 +137,64 @@ export class Admission {
 
   private async handOff(cmd: SendCommand, at: number): Promise<SendOutcome> {
     const { sql, env } = this.w;
-    const jobId = await deriveJobId(env.JOB_ID_SECRET, cmd.workspaceId, cmd.idempotencyKey, cmd.fingerprint, at);
-    const number = channelNumberStub(env, cmd.request.channelNumberId);
-    const admitted = await number.admit({
-      jobId,
-      workspaceId: cmd.workspaceId,
-      channelNumberId: cmd.request.channelNumberId,
-      to: cmd.request.to,
-      body: cmd.request.text.body,
-      acceptedAt: at,
-    });
-    if (!admitted.ok) {
-      if (admitted.reason === "conflict") throw new Error(`jobId ${jobId} is in its outbox with another payload`);
-      return {
-        kind: "rate_limited",
-        scope: "number",
-        retryAfterMs: admitted.window.retryAfterMs,
-        rate: toRateInfo(admitted.window, "number"),
-      };
-    }
+    const jobId = newJobId(at);
+    const numberId = cmd.request.channelNumberId;
+    const number = channelNumberStub(env, numberId);
+    this.handing.add(jobId);
     try {
-      this.w.storage.transactionSync(() => {
-        bindKey(sql, cmd.idempotencyKey, cmd.fingerprint, jobId, at);
-        insertOutbound(sql, {
-          id: jobId,
-          channelNumberId: cmd.request.channelNumberId,
-          to: cmd.request.to,
-          body: cmd.request.text.body,
-          at,
-        });
-        countOne(sql, at, cmd.request.channelNumberId, "accepted");
+      const admitted = await number.admit({
+        jobId,
+        workspaceId: cmd.workspaceId,
+        channelNumberId: numberId,
+        to: cmd.request.to,
+        acceptedAt: at,
       });
-    } catch (err) {
-      // Nothing was recorded and the key stays unbound: give the number its slot back. If
-      // this fails too, the entry is an orphan the number never sends (see delivery-policy.ts).
-      await number
-        .release(jobId)
-        .catch((e: unknown) => log("warn", "releasing an uncommitted hand-off failed", { jobId, error: String(e) }));
-      throw err;
+      if (!admitted.ok) {
+        return {
+          kind: "rate_limited",
+          scope: "number",
+          retryAfterMs: admitted.window.retryAfterMs,
+          rate: toRateInfo(admitted.window, "number"),
+        };
+      }
+      try {
+        this.w.storage.transactionSync(() =>
+          insertOutbound(this.tiers.tables, sql, {
+            id: jobId,
+            channelNumberId: numberId,
+            to: cmd.request.to,
+            type: "text",
+            body: cmd.request.text.body,
+            content: null,
+            idemKey: cmd.idempotencyKey,
+            fingerprint: cmd.fingerprint,
+            at,
+          }),
+        );
+      } catch (err) {
+        this.tiers.tables.resync();
+        // Nothing was recorded and the key stays unbound: the number's entry finds no record when
+        // it asks, and drops it unsent (its claim answers `never` once this hand-off is over).
+        await number
+          .release(jobId)
+          .catch((e: unknown) => log("warn", "releasing an uncommitted hand-off failed", { jobId, error: String(e) }));
+        throw err;
+      }
+      this.counts.note(utcDay(at), numberId, { accepted: 1 });
+      this.recent = [...this.recent, at].sort((a, b) => a - b);
+      this.bumpMonth(at);
+      // The changed count ships to D1 within a minute: the alarm is armed for it (once; a later send finds it armed).
+      await this.w.wake(this.counts.nextFlush());
+      const workspace = this.windowAt(at);
+      // Report whichever limit is closer to refusing the next send.
+      const rate =
+        admitted.window.remaining <= workspace.remaining
+          ? toRateInfo(admitted.window, "number")
+          : toRateInfo(workspace, "workspace");
+      return { kind: "created", jobId, rate };
+    } finally {
+      this.handing.delete(jobId);
     }
-    this.recent = [...this.recent, at].sort((a, b) => a - b);
-    this.bumpMonth(at);
-    // What this send adds to timed work: a count to ship, and a message to watch for stranding.
-    await this.w.wake(Math.min(at + STRANDED_AFTER_MS, this.nextCountsFlush()));
-    const workspace = this.windowAt(at);
-    // Report whichever limit is closer to refusing the next send.
-    const rate =
-      admitted.window.remaining <= workspace.remaining
-        ? toRateInfo(admitted.window, "number")
-        : toRateInfo(workspace, "workspace");
-    return { kind: "created", jobId, rate };
   }
 
   /** The window of committed sends at `at`. */
@@ -198,7 +208,7 @@ export class Admission {
     if (this.month?.key !== period.key) {
       this.month = {
         key: period.key,
-        used: acceptedBetween(this.w.sql, utcDay(Date.parse(period.start)), utcDay(Date.parse(period.end))),
+        used: this.counts.acceptedBetween(utcDay(Date.parse(period.start)), utcDay(Date.parse(period.end))),
       };
     }
     return this.month.used;
@@ -207,50 +217,5 @@ export class Admission {
   private bumpMonth(at: number): void {
     if (this.month?.key === monthPeriod(at).key) this.month.used++;
     else this.month = null;
-  }
-
-  private strandedDue(): number | null {
-    // The rest of a long backlog: the next run goes on where the last one stopped.
-    if (this.strandedAfter) return this.lastStrandedCheck + STRANDED_AFTER_MS / 2;
-    const oldest = oldestQueuedAt(this.w.sql);
-    if (oldest === null) return null;
-    // A long backlog keeps old messages queued: look again at most every half period.
-    return Math.max(oldest + STRANDED_AFTER_MS, this.lastStrandedCheck + STRANDED_AFTER_MS / 2);
-  }
-
-  /**
-   * The safety net behind "never lost": messages recorded as queued that have
-   * not started after a while are handed to their number's outbox again, in
-   * one call per number and page; the number ignores the ones it has. A run
-   * looks at a bounded number of them and the next run goes on after the last
-   * one, so that a backlog of messages legitimately waiting never hides a
-   * stranded one behind it: every queued message is looked at within
-   * ceil(backlog / 200) half-periods (one minute each).
-   */
-  private async reHandStranded(at: number): Promise<void> {
-    this.lastStrandedCheck = at;
-    const workspaceId = this.w.workspaceId();
-    if (!workspaceId) return;
-    for (let page = 0; page < STRANDED_PAGES_PER_RUN; page++) {
-      const stale = queuedAcceptedBefore(this.w.sql, at - STRANDED_AFTER_MS, STRANDED_BATCH, this.strandedAfter);
-      const last = stale[stale.length - 1];
-      const byNumber = new Map<string, MessageRow[]>();
-      for (const row of stale)
-        byNumber.set(row.channel_number_id, [...(byNumber.get(row.channel_number_id) ?? []), row]);
-      for (const [numberId, rows] of byNumber) {
-        await channelNumberStub(this.w.env, numberId).readmit(
-          rows.map((row) => ({
-            jobId: row.id,
-            workspaceId,
-            channelNumberId: numberId,
-            to: row.recipient,
-            body: row.body,
-            acceptedAt: row.created_at,
-          })),
-        );
-      }
-      this.strandedAfter = stale.length === STRANDED_BATCH && last ? { createdAt: last.created_at, id: last.id } : null;
-      if (!this.strandedAfter) return;
-    }
   }
 }

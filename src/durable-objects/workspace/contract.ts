@@ -27,7 +27,10 @@ export type SendOutcome =
   | { kind: "quota_exceeded"; limit: number }
   | { kind: "rate_limited"; scope: "number" | "workspace"; retryAfterMs: number; rate: RateInfo };
 
-/** A change reported by the number's outbox or by the operator; applying it twice changes nothing. */
+/**
+ * A change to a message: the number's claim answered (`attempt`), a message the number gives up
+ * on, or the operator's report. Applying it twice changes nothing.
+ */
 export interface StatusUpdate {
   jobId: string;
   at: number;
@@ -38,11 +41,49 @@ export interface StatusUpdate {
   readAt?: number;
   /** The call's answer was lost: the message may or may not have reached the operator. */
   outcomeUnknown?: boolean;
+  /** The claimed call this reports on (the number's answers only). */
+  attempt?: number;
+  /** The call certainly did not reach the operator and is tried again at this time (the claim's answer). */
+  retryAt?: number;
+  /** The claimed call never started (the number was paused meanwhile): the attempt is given back. */
+  notSent?: boolean;
 }
 
 export interface StatusResult {
   known: boolean;
   status: MessageStatus | null;
+}
+
+/** What the number needs to call the operator: the record's own payload. */
+export interface ClaimPayload {
+  to: string;
+  type: string;
+  body: string;
+  content: string | null;
+}
+
+export type ClaimResult =
+  /** The call is this number's to make, once: attempt `attempt` of the record's payload. */
+  | { kind: "go"; payload: ClaimPayload }
+  /** The send that handed this entry is still committing: ask again shortly. */
+  | { kind: "wait" }
+  /** No such record and no send in progress: the entry belongs to a send that failed; drop it unsent. */
+  | { kind: "never" }
+  /** Already sent or failed (an operator report, an expiry): nothing to call. */
+  | { kind: "settled"; status: MessageStatus }
+  /** A claim at or beyond this attempt was granted before and never answered: a call may have left. */
+  | { kind: "claimed_before"; attempts: number };
+
+/** One entry of a number's work list (records with work left, oldest first). */
+export interface WorkItem {
+  jobId: string;
+  recipient: string;
+  acceptedAt: number;
+  attempts: number;
+  answered: number;
+  nextAttemptAt: number | null;
+  /** When its first call was claimed (processing_at). */
+  firstAttemptAt: number | null;
 }
 
 export interface Usage {
@@ -73,6 +114,10 @@ export interface InboundRecord {
 /** What the webhook consumer reports about one attempt to deliver an event. */
 export interface DeliveryReport {
   eventId: string;
+  /** The event's type, number and subject (the message it is about, or its own id): the delivery log's key. */
+  eventType: string;
+  channelNumberId: string;
+  subject: string;
   webhookId: string | null;
   attempt: number;
   attemptedAt: number;

@@ -1,5 +1,7 @@
 import type { MessageStatus } from "../../domain/message";
-import type { MessageRow } from "./messages";
+import { uuidV7Floor } from "../../domain/job-id";
+import { dayTable } from "./day-tables";
+import type { MessageRow } from "./record";
 
 /** What a message list can be narrowed by (all optional, combined with AND). */
 export type MessageFilter = {
@@ -8,16 +10,21 @@ export type MessageFilter = {
   channelNumberId?: string;
   /** The other party: the recipient of an outbound message, the sender of an inbound one. */
   counterpart?: string;
-  /** Inclusive lower bound on created_at (epoch ms). */
+  /** Inclusive lower bound on the list time (epoch ms). */
   createdFrom?: number;
-  /** Exclusive upper bound on created_at (epoch ms). */
+  /** Exclusive upper bound on the list time (epoch ms). */
   createdUntil?: number;
 };
 
-/** A position in the newest-first order: rows strictly older than it come next. */
+/**
+ * A position in the newest-first order: records strictly older than it come next. Records of day
+ * tables are ordered by id (`createdAt` is the id's time); records of the earlier layout (`legacy`)
+ * by (created_at, id), and all of a day's come after that day's day-table records.
+ */
 export type Keyset = {
   createdAt: number;
   id: string;
+  legacy?: boolean;
 };
 
 export interface Page {
@@ -29,74 +36,68 @@ export interface Page {
 }
 
 /** Rows one page may read, whatever the filters: a selective filter on a large workspace answers a short page and a cursor instead of scanning on. */
-export const SCAN_BUDGET = 1_000;
+export const SCAN_BUDGET = 2_000;
 
-interface Driver {
-  /** The equality that selects an index, and its binding. */
-  where: string;
-  bindings: SqlStorageValue[];
-  /** Whether the index alone decides every filter (then no row read is wasted). */
-  exact: boolean;
-}
-
-/** The index that narrows the scan most for these filters (each ends in (created_at, id), the list's order). */
-function driverOf(f: MessageFilter): Driver {
-  const others = (covered: (keyof MessageFilter)[]) =>
-    (Object.keys(f) as (keyof MessageFilter)[]).every(
-      (k) => f[k] === undefined || covered.includes(k) || k === "createdFrom" || k === "createdUntil",
-    );
-  if (f.counterpart !== undefined)
-    return { where: "recipient = ?", bindings: [f.counterpart], exact: others(["counterpart"]) };
-  if (f.channelNumberId !== undefined)
-    return { where: "channel_number_id = ?", bindings: [f.channelNumberId], exact: others(["channelNumberId"]) };
-  if (f.status === "failed")
-    return { where: "status = 'failed'", bindings: [], exact: others(["status", "direction"]) };
-  if (f.status === "queued")
-    return { where: "status = 'queued'", bindings: [], exact: others(["status", "direction"]) };
-  if (f.direction === "inbound" || f.status === "received")
-    return { where: "direction = 'inbound'", bindings: [], exact: others(["direction", "status"]) };
-  return { where: "1", bindings: [], exact: others([]) };
-}
-
-const matches = (r: MessageRow, f: MessageFilter): boolean =>
+/** The filters a read row must pass (time bounds are applied by the query). */
+export const matches = (r: MessageRow, f: MessageFilter): boolean =>
   (f.direction === undefined || r.direction === f.direction) &&
   (f.status === undefined || r.status === f.status) &&
   (f.channelNumberId === undefined || r.channel_number_id === f.channelNumberId) &&
   (f.counterpart === undefined || r.recipient === f.counterpart);
 
-/**
- * One page of messages, newest first, strictly older than `after`: the driving
- * index is scanned for at most `budget` rows within the time bounds, the other
- * filters are applied to what was read. A page can hold fewer than `limit` rows
- * (then `next` says where to go on) — the work per page is bounded either way.
- */
-export function listPage(
-  sql: SqlStorage,
+/** The index that narrows a day table's scan most for these filters (each ends in id, the list order). */
+function driverOf(
+  table: string,
   f: MessageFilter,
-  after: Keyset | null,
+): { index: string | null; where: string; bindings: SqlStorageValue[]; exact: boolean } {
+  const only = (covered: (keyof MessageFilter)[]) =>
+    (Object.keys(f) as (keyof MessageFilter)[]).every(
+      (k) => f[k] === undefined || covered.includes(k) || k === "createdFrom" || k === "createdUntil",
+    );
+  if (f.counterpart !== undefined)
+    return { index: `${table}_to`, where: "recipient = ?", bindings: [f.counterpart], exact: only(["counterpart"]) };
+  if (f.status === "failed")
+    return { index: `${table}_failed`, where: "status = 'failed'", bindings: [], exact: only(["status", "direction"]) };
+  return { index: null, where: "1", bindings: [], exact: only([]) };
+}
+
+/** A day-table record's position. */
+export const dayKeyset = (r: MessageRow, orderTime: number): Keyset => ({ createdAt: orderTime, id: r.id });
+
+/**
+ * One page of a day table, newest first, strictly older than `beforeId` (null: from its newest):
+ * the driving index is read for at most `budget` rows within the time bounds, the other filters
+ * are applied to what was read. `next` is where to go on in this table, or null when it is done.
+ */
+export function dayPage(
+  sql: SqlStorage,
+  day: number,
+  f: MessageFilter,
+  beforeId: string | null,
   limit: number,
-  budget = SCAN_BUDGET,
+  budget: number,
+  keysetOf: (r: MessageRow) => Keyset,
 ): Page {
-  const d = driverOf(f);
+  const table = dayTable(day);
+  const d = driverOf(table, f);
   const conds = [d.where];
   const bindings = [...d.bindings];
   if (f.createdFrom !== undefined) {
-    conds.push("created_at >= ?");
-    bindings.push(f.createdFrom);
+    conds.push("id >= ?");
+    bindings.push(uuidV7Floor(f.createdFrom));
   }
   if (f.createdUntil !== undefined) {
-    conds.push("created_at < ?");
-    bindings.push(f.createdUntil);
+    conds.push("id < ?");
+    bindings.push(uuidV7Floor(f.createdUntil));
   }
-  if (after) {
-    conds.push("(created_at, id) < (?, ?)");
-    bindings.push(after.createdAt, after.id);
+  if (beforeId !== null) {
+    conds.push("id < ?");
+    bindings.push(beforeId);
   }
-  // When the index decides every filter, one row past the page is all there is to read.
   const read = d.exact ? Math.min(budget, limit + 1) : budget;
   const scanned = sql
     .exec<MessageRow>(
-      `SELECT * FROM messages WHERE ${conds.join(" AND ")} ORDER BY created_at DESC, id DESC LIMIT ?`,
+      `SELECT * FROM ${table}${d.index ? ` INDEXED BY ${d.index}` : ""} WHERE ${conds.join(" AND ")} ORDER BY id DESC LIMIT ?`,
       ...bindings,
       read,
     )
@@ -104,23 +105,14 @@ export function listPage(
   const rows: MessageRow[] = [];
   for (const r of scanned) {
     if (!matches(r, f)) continue;
-    if (rows.length === limit) {
-      // One more match exists: the page ends at its last row.
-      const last = rows[rows.length - 1]!;
-      return { rows, next: { createdAt: last.created_at, id: last.id }, scanned: scanned.length };
-    }
+    if (rows.length === limit) return { rows, next: keysetOf(rows[rows.length - 1]!), scanned: scanned.length };
     rows.push(r);
   }
-  if (scanned.length < read) {
-    // Nothing older is left in range.
-    return { rows, next: null, scanned: scanned.length };
-  }
-  const lastRead = scanned[scanned.length - 1]!;
-  const lastRow = rows[rows.length - 1];
-  // The budget ran out: continue after what was read (or after the page's last row, when it is full).
-  const next =
-    rows.length === limit && lastRow
-      ? { createdAt: lastRow.created_at, id: lastRow.id }
-      : { createdAt: lastRead.created_at, id: lastRead.id };
-  return { rows, next, scanned: scanned.length };
+  if (scanned.length < read) return { rows, next: null, scanned: scanned.length };
+  const last = rows[rows.length - 1];
+  return {
+    rows,
+    next: rows.length === limit && last ? keysetOf(last) : keysetOf(scanned[scanned.length - 1]!),
+    scanned: scanned.length,
+  };
 }

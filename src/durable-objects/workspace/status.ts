@@ -1,126 +1,269 @@
-import { now } from "../../lib/clock";
-import { newUuidV7, utcDay } from "../../domain/job-id";
-import { derivedEventId, newEventId, type MessageStatusData, type WebhookEvent } from "../../domain/events";
-import { historyStub } from "../history/history";
-import type { InboundRecord, StatusResult, StatusUpdate } from "./contract";
-import type { WorkspaceContext } from "./context";
-import { countOne } from "./daily-counts";
-import { recordEvent } from "./event-log";
-import { historyBoundary, historyDayOf, historyDays } from "./history-tiering";
+import { inboundMessageId, utcDay } from "../../domain/job-id";
 import {
-  findInboundByUpstreamId,
-  findMessage,
-  insertInbound,
-  isOutbound,
-  lifecycleOf,
-  toMessageView,
-  writeLifecycle,
-  type MessageRow,
-} from "./messages";
+  eventIdOf,
+  newEventId,
+  parseEventId,
+  TEST_EVENT_MESSAGE,
+  type EventKind,
+  type WebhookEvent,
+} from "../../domain/events";
+import { now } from "../../lib/clock";
+import { log } from "../../lib/log";
+import { historyStub } from "../history/history";
+import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, WorkItem } from "./contract";
+import type { WorkspaceContext } from "./context";
+import { DailyCounts } from "./counts";
+import { dayOfId } from "./day-tables";
+import { changesOf, eventOf, newChanges } from "./message-events";
+import type { EventPublisher } from "./publisher";
+import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
+import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { applyTransition } from "./status-transition";
+import type { Located, Tiers } from "./tiers";
+import { forgetUnknown, noteUnknown } from "./unknown-outcomes";
+import { findLegacyInbound } from "./legacy/messages-v1";
 
 /**
- * Events wait up to this long before publishing, so that the changes of that
- * second go out packed in one queue message (billed per message): a number
- * sending at its 2/s puts about two messages' events in each pack instead of
- * one. The cost: a customer's webhook hears of a change up to 1 s later.
+ * An event not published by this instance is announced again with a later change of its record
+ * only if it happened this long before the instance started (or since): older ones were published
+ * by the instance before (it publishes within a second of a change). The change a caller reports
+ * itself is always announced again if this instance did not publish it: the caller retries it
+ * because it does not know whether it was.
  */
-export const PUBLISH_DELAY_MS = 1_000;
-/** The operator retries an inbound webhook for up to 7 days (one more: our record may fall on the next UTC day). */
+const RECENT_MS = 10 * 60_000;
+/** The operator retries an inbound webhook for up to 7 days (one more: our record may be on the next UTC day). */
 const OPERATOR_RETRY_DAYS = 8;
-/** How far the operator's clock may run ahead of ours. */
-const OPERATOR_CLOCK_SKEW_MS = 60 * 60_000;
+
+/** What the number's claim may change (compare-and-set: one grant per attempt, and none while a call is unanswered). */
+const CLAIMABLE =
+  "status IN ('queued', 'processing') AND outcome_unknown_since IS NULL AND attempts = answered AND attempts < ?";
 
 /**
- * Applying what happens to messages: status changes from the number (its claim,
- * the operator's answers and reports), inbound messages, test events; and
- * deriving the customer events they announce (recorded in the event log).
+ * Applying what happens to messages: the number's claims and answers, the operator's reports,
+ * inbound messages; and announcing each change with its event (message-events.ts), published by
+ * the EventPublisher. The record is the only place a fact is kept.
  */
 export class StatusLedger {
-  /** Reports being applied to messages in history, per jobId (applyInHistory). */
+  /** Reports being applied to records in history, per jobId: one at a time per record. */
   private readonly historyUpdates = new Map<string, Promise<StatusResult>>();
+  private readonly startedAt = now();
 
-  constructor(private readonly w: WorkspaceContext) {}
+  constructor(
+    private readonly w: WorkspaceContext,
+    private readonly tiers: Tiers,
+    private readonly counts: DailyCounts,
+    private readonly publisher: EventPublisher,
+    /** jobIds whose send is between its hand-off to the number and its commit. */
+    private readonly admitting: (jobId: string) => boolean,
+  ) {}
 
   /**
-   * Moves messages forward (see status-transition.ts): duplicates and late or
-   * out-of-order reports are harmless. Each effective change records one
-   * `message.status` event in the same transaction.
+   * The number asks to call the operator for attempt `attempt` of `jobId`. Granted at most once
+   * per attempt, only while no earlier claim is unanswered, and only for a record still queued or
+   * retrying: the grant is the write that makes the call the number's (queued → processing).
    */
-  async applyStatuses(updates: StatusUpdate[]): Promise<StatusResult[]> {
-    let announced = false;
+  claim(jobId: string, attempt: number): ClaimResult {
+    if (this.admitting(jobId)) return { kind: "wait" };
+    const at = this.tiers.locate(jobId);
+    if (at.tier !== "day" && at.tier !== "legacy") {
+      if (at.tier === "history") log("warn", "claim for a record already in history", { jobId });
+      return { kind: "never" };
+    }
+    const row = at.row;
+    if (!isOutbound(row)) return { kind: "never" };
+    const attempts = row.attempts ?? 0;
+    const answered = row.answered ?? 0;
+    if (row.status === "sent" || row.status === "failed") {
+      this.publisher.add(this.reannounce(row, [row.status]));
+      return { kind: "settled", status: row.status };
+    }
+    if (row.outcome_unknown_since !== null || (at.tier === "day" && row.pending !== 1))
+      return { kind: "claimed_before", attempts: Math.max(attempts, attempt) };
+    if (attempts > answered || attempts >= attempt) return { kind: "claimed_before", attempts };
+    const t = now();
+    const next = {
+      status: "processing",
+      attempts: attempt,
+      processing_at: row.processing_at ?? t,
+      updated_at: Math.max(t, row.updated_at),
+    };
+    const granted = this.w.storage.transactionSync(() =>
+      this.write(at, row, next, { sql: CLAIMABLE, bindings: [attempt] }),
+    );
+    if (!granted) return { kind: "claimed_before", attempts: Math.max(attempts, attempt) };
+    const after: MessageRow = { ...row, ...next } as MessageRow;
+    // The processing event is not waited for: the call's answer announces it again if this instance lost it.
+    this.publisher.add(this.announce(row, after, ["processing"]));
+    return { kind: "go", payload: { to: row.recipient, type: row.type, body: row.body, content: row.content } };
+  }
+
+  /** A number's work list (records with work left), oldest first, after `afterId`. */
+  workOf(channelNumberId: string, afterId: string, limit: number): WorkItem[] {
+    return workOf(this.tiers.tables, this.w.sql, channelNumberId, afterId, limit).map((r) => ({
+      jobId: r.id,
+      recipient: r.recipient,
+      acceptedAt: r.created_at,
+      attempts: r.attempts ?? 0,
+      answered: r.answered ?? 0,
+      nextAttemptAt: r.next_attempt_at ?? null,
+      firstAttemptAt: r.processing_at,
+    }));
+  }
+
+  /**
+   * The number's answers about its claims (`attempt` set), and the messages it gives up on
+   * without a call (held too long, number disconnected). Returns once the changes are committed
+   * and their events are on the queue: until then the number holds the answers, and hands them
+   * again if this fails (a change applied twice is announced again, with the same event id).
+   */
+  async answer(updates: StatusUpdate[]): Promise<StatusResult[]> {
+    const events: WebhookEvent[] = [];
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
-        const row = findMessage(this.w.sql, u.jobId);
-        if (!row && historyDayOf(this.w.sql, u.jobId) !== null) return { known: true, status: null }; // applied below, in its shard
-        if (!row || !isOutbound(row)) return { known: false, status: null };
-        const t = applyTransition(lifecycleOf(row), u);
-        if (!t.changed) return { known: true, status: row.status };
-        const at = now();
-        writeLifecycle(this.w.sql, row.id, t.next, Math.max(u.at, row.updated_at));
-        if (t.next.status !== row.status && (t.next.status === "sent" || t.next.status === "failed")) {
-          countOne(this.w.sql, u.at, row.channel_number_id, t.next.status);
+        const at = this.tiers.locate(u.jobId);
+        if (at.tier !== "day" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
+        const row = at.row;
+        if (!isOutbound(row)) return { known: false, status: null };
+        const { next, own } = this.answerOf(row, u, at.tier);
+        if (next === null) {
+          events.push(...this.reannounce(row, own));
+          return { known: true, status: row.status };
         }
-        if (t.announce) {
-          const fresh = findMessage(this.w.sql, row.id)!;
-          recordEvent(this.w.sql, this.statusEvent(fresh, row), row.id, at, PUBLISH_DELAY_MS, this.w.confirmWithinMs);
-          announced = true;
-        }
-        return { known: true, status: t.next.status };
+        this.write(at, row, next);
+        const after = { ...row, ...next } as OutboundRow;
+        this.afterStatusChange(at, row, after);
+        events.push(...this.announce(row, after, own));
+        return { known: true, status: after.status };
       }),
     );
-    for (let i = 0; i < updates.length; i++) {
-      if (results[i]!.known && results[i]!.status === null) {
-        results[i] = await this.applyInHistory(updates[i]!);
-        announced = true;
-      }
+    this.publisher.add(events);
+    await this.publisher.flushNow();
+    return results;
+  }
+
+  /** The columns an answer sets (null: nothing to change, the answer was applied before), and the change kinds it reports. */
+  private answerOf(
+    row: OutboundRow,
+    u: StatusUpdate,
+    tier: "day" | "legacy",
+  ): { next: Record<string, SqlStorageValue> | null; own: EventKind[] } {
+    const attempts = row.attempts ?? 0;
+    const answered = row.answered ?? 0;
+    const settled = row.status === "sent" || row.status === "failed";
+    if (u.attempt === undefined) {
+      // Given up without a call: only while no call is in flight, and only if not settled meanwhile.
+      if (settled || row.outcome_unknown_since !== null || attempts > answered)
+        return { next: null, own: u.status === "failed" ? ["failed"] : [] };
+      const t = applyTransition(lifecycleOf(row), u);
+      return {
+        next: { ...changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) }), ...this.done(tier) },
+        own: ["failed"],
+      };
     }
-    if (announced) await this.w.wake(now() + PUBLISH_DELAY_MS);
+    const own: EventKind[] = [
+      "processing",
+      ...(u.status === "sent" ? (["sent"] as const) : u.status === "failed" ? (["failed"] as const) : []),
+    ];
+    if (u.attempt <= answered || u.attempt !== attempts) return { next: null, own };
+    if (u.notSent) return { next: { attempts: u.attempt - 1 }, own: [] };
+    if (u.retryAt !== undefined) return { next: { answered: u.attempt, next_attempt_at: u.retryAt }, own };
+    if (settled) {
+      // An operator report settled it during the call: the answer only closes the claim.
+      return { next: { answered: u.attempt, ...this.done(tier) }, own };
+    }
+    const t = applyTransition(lifecycleOf(row), u);
+    const next: Record<string, SqlStorageValue> = {
+      ...changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) }),
+      answered: u.attempt,
+      ...this.done(tier),
+    };
+    return { next, own };
+  }
+
+  /** The number has no more work for the record (day tables mark it: it leaves the work list). */
+  private done(tier: "day" | "legacy"): Record<string, SqlStorageValue> {
+    return tier === "day" ? { pending: 0 } : {};
+  }
+
+  /**
+   * The operator's reports (its webhooks, the sandbox's simulation of them). Routed by our jobId.
+   * They settle what a lost answer left unknown and stop pending retries; they never cause a call.
+   * Duplicates and reports out of order change nothing. Returns once the events left (the
+   * operator is answered then: its retry is what keeps a change that a crash lost).
+   */
+  async report(updates: StatusUpdate[]): Promise<StatusResult[]> {
+    const events: WebhookEvent[] = [];
+    const results = this.w.storage.transactionSync(() =>
+      updates.map((u): StatusResult => {
+        const at = this.tiers.locate(u.jobId);
+        if (at.tier !== "day" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
+        const row = at.row;
+        if (!isOutbound(row)) return { known: false, status: null };
+        const own = ownKinds(u);
+        // Only a message that was called can have reached the operator: a report about one never claimed is not ours to apply.
+        if (row.status === "queued" && (row.attempts ?? 0) === 0) return { known: true, status: row.status };
+        const t = applyTransition(lifecycleOf(row), u);
+        if (!t.changed) {
+          events.push(...this.reannounce(row, own));
+          return { known: true, status: row.status };
+        }
+        const settles = (t.next.status === "sent" || t.next.status === "failed") && row.status !== t.next.status;
+        const next: Record<string, SqlStorageValue> = changedColumns(row, {
+          ...t.next,
+          updated_at: Math.max(u.at, row.updated_at),
+        });
+        // Settled by the operator while the number still had it listed (a retry pending): it leaves the list; a call in flight answers anyway.
+        if (settles && at.tier === "day" && row.pending === 1 && (row.attempts ?? 0) === (row.answered ?? 0))
+          next.pending = 0;
+        this.write(at, row, next);
+        const after = { ...row, ...next } as OutboundRow;
+        this.afterStatusChange(at, row, after);
+        events.push(...this.announce(row, after, own));
+        return { known: true, status: after.status };
+      }),
+    );
+    const ticket = this.publisher.add(events);
+    for (let i = 0; i < updates.length; i++) {
+      if (results[i]!.known && results[i]!.status === null) results[i] = await this.reportInHistory(updates[i]!);
+    }
+    await this.publisher.awaitFlushed(ticket);
     return results;
   }
 
   /**
-   * A late report about a message already in its day's history shard. The change is decided from
-   * the shard's row, its event and count are recorded here first, then the shard is written: a
-   * crash in between leaves the shard unchanged, and the retry derives the same change and the
-   * same event id, which is recorded once (the count goes with the event). One report per message
-   * at a time, so that two reports never derive their changes from the same row.
+   * A report about a record already in its day's history shard: the shard applies it (one chunk
+   * rewritten) and returns the record before and after; the change is announced from them. A crash
+   * between the shard's write and the event leaves the record changed: the operator's retry finds
+   * no change and announces the reported kind again (the same event id). One at a time per record.
    */
-  private async applyInHistory(u: StatusUpdate): Promise<StatusResult> {
-    const day = historyDayOf(this.w.sql, u.jobId);
+  private async reportInHistory(u: StatusUpdate): Promise<StatusResult> {
+    const at = this.tiers.locate(u.jobId);
     const workspaceId = this.w.workspaceId();
-    if (day === null || !workspaceId) return { known: false, status: null };
+    if (at.tier !== "history" || !workspaceId) return { known: false, status: null };
+    const day = at.day;
     const earlier = this.historyUpdates.get(u.jobId) ?? Promise.resolve();
     const mine = earlier
       .catch(() => undefined)
       .then(async (): Promise<StatusResult> => {
-        const shard = historyStub(this.w.env, workspaceId, day);
-        const row = await shard.get(u.jobId);
-        if (!row || !isOutbound(row)) return { known: false, status: null };
-        const t = applyTransition(lifecycleOf(row), u);
-        if (!t.changed) return { known: true, status: row.status };
-        if (t.announce) {
-          const after: MessageRow = {
-            ...row,
-            ...t.next,
-            updated_at: Math.max(u.at, row.updated_at),
-            version: row.version + 1,
-          };
-          this.w.storage.transactionSync(() => {
-            const recorded = recordEvent(
-              this.w.sql,
-              this.statusEvent(after, row),
-              row.id,
-              now(),
-              PUBLISH_DELAY_MS,
-              this.w.confirmWithinMs,
-            );
-            if (recorded && after.status !== row.status && (after.status === "sent" || after.status === "failed"))
-              countOne(this.w.sql, u.at, row.channel_number_id, after.status);
-          });
+        const change = await historyStub(this.w.env, workspaceId, day).applyStatus(u);
+        if (!change || !isOutbound(change.after)) return { known: false, status: null };
+        const events = change.changed
+          ? this.announce(change.before, change.after, ownKinds(u))
+          : this.reannounce(change.after, ownKinds(u));
+        if (change.changed && change.before.status !== change.after.status) {
+          this.w.storage.transactionSync(() =>
+            this.counts.note(
+              utcDay(change.after.created_at),
+              change.after.channel_number_id,
+              DailyCounts.statusDelta(change.before.status, change.after.status),
+              "frozen",
+            ),
+          );
         }
-        await shard.applyStatus(u);
-        return { known: true, status: t.next.status };
+        await this.publisher.awaitFlushed(this.publisher.add(events));
+        // After its event left: the list is what makes the expiry try again after a crash.
+        if (change.after.outcome_unknown_since === null) forgetUnknown(this.w.sql, change.after.id);
+        return { known: true, status: change.after.status as StatusResult["status"] };
       });
     this.historyUpdates.set(u.jobId, mine);
     try {
@@ -131,125 +274,199 @@ export class StatusLedger {
   }
 
   /**
-   * Records inbound messages once each (the operator retries its webhooks) and
-   * announces each with a `message.received` event. Returns our ids, in order.
+   * Records inbound messages once each (the operator retries its webhooks: a redelivery derives the
+   * same id and finds the record) and announces each with a `message.received` event. Returns our
+   * ids, in order, once the events left.
    */
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
-    this.w.rememberWorkspace(workspaceId);
-    const moved = await this.inboundInHistory(workspaceId, records);
-    const ids = this.w.storage.transactionSync(() =>
-      records.map((m) => {
-        const seen = findInboundByUpstreamId(this.w.sql, m.upstreamMessageId)?.id ?? moved.get(m.upstreamMessageId);
-        if (seen) return seen;
-        const at = now();
-        const id = newUuidV7(at);
-        insertInbound(this.w.sql, id, m, at);
-        countOne(this.w.sql, at, m.channelNumberId, "received");
-        recordEvent(
-          this.w.sql,
-          {
-            id: derivedEventId(workspaceId, "message.received", m.channelNumberId, m.upstreamMessageId),
-            type: "message.received",
-            workspaceId,
-            channelNumberId: m.channelNumberId,
-            createdAt: new Date(now()).toISOString(),
-            data: {
-              messageId: id,
-              channelNumberId: m.channelNumberId,
-              from: m.from,
-              type: m.type,
-              text: m.text === null ? null : { body: m.text },
-              content: m.content,
-              upstreamMessageId: m.upstreamMessageId,
-              receivedAt: new Date(m.at).toISOString(),
-            },
-          },
+    const events: WebhookEvent[] = [];
+    const ids: string[] = [];
+    const t = now();
+    for (const m of records) {
+      let id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, m.at);
+      const existing = (await this.findInbound(workspaceId, id, m)) ?? null;
+      if (existing) {
+        ids.push(existing.id);
+        events.push(...this.reannounce(existing, ["received"]));
+        continue;
+      }
+      if (this.tiers.hotDayFor(id, t) === null) {
+        // Its operator time is on a day that already left this object (a first delivery days late):
+        // recorded under the time it reached us instead. A redelivery of it may be recorded again.
+        id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, t);
+      }
+      const recorded = this.w.storage.transactionSync(() =>
+        insertInbound(this.tiers.tables, this.w.sql, {
           id,
-          now(),
-          PUBLISH_DELAY_MS,
-          this.w.confirmWithinMs,
-        );
-        return id;
-      }),
-    );
-    await this.w.wake(now() + PUBLISH_DELAY_MS);
+          channelNumberId: m.channelNumberId,
+          from: m.from,
+          type: m.type,
+          body: m.text ?? "",
+          content: m.content === null ? null : JSON.stringify(m.content),
+          upstreamMessageId: m.upstreamMessageId,
+          receivedAt: m.at,
+          at: t,
+        }),
+      );
+      const row = this.tiers.locate(id);
+      ids.push(id);
+      if (row.tier !== "day") continue;
+      if (recorded) this.counts.note(dayOfId(id)!, m.channelNumberId, { received: 1 });
+      events.push(...changesOf(row.row).map((c) => eventOf(workspaceId, row.row, c)));
+    }
+    await this.publisher.awaitFlushed(this.publisher.add(events));
     return ids;
   }
 
-  /**
-   * Inbound messages the operator delivers again after our record of them moved to history (it
-   * retries a webhook for up to 7 days): their ids, by upstream id. Our record is never older
-   * than the operator's time of the message (less a clock skew), so only a message whose time is
-   * at or before the newest moved record can be in history, and only on the days from its time
-   * to 7 days later; the usual inbound message is newer and costs no lookup. No row is kept for it.
-   */
-  private async inboundInHistory(workspaceId: string, records: InboundRecord[]): Promise<Map<string, string>> {
-    const found = new Map<string, string>();
-    const boundary = historyBoundary(this.w.sql);
-    if (!boundary) return found;
-    for (const m of records) {
-      const earliest = m.at - OPERATOR_CLOCK_SKEW_MS;
-      if (earliest > boundary.createdAt || findInboundByUpstreamId(this.w.sql, m.upstreamMessageId)) continue;
-      const from = utcDay(earliest);
-      for (const day of historyDays(
-        this.w.sql,
-        from,
-        Math.min(utcDay(boundary.createdAt), from + OPERATOR_RETRY_DAYS),
-      )) {
-        const row = await historyStub(this.w.env, workspaceId, day).findInbound(m.upstreamMessageId);
-        if (row) {
-          found.set(m.upstreamMessageId, row.id);
-          break;
-        }
-      }
+  /** An inbound message recorded before: here, in the earlier layout's table, or in a history shard (the operator retries for 7 days). */
+  private async findInbound(workspaceId: string, id: string, m: InboundRecord): Promise<MessageRow | null> {
+    const at = this.tiers.locate(id);
+    if (at.tier === "day" || at.tier === "legacy") return at.row;
+    if (at.tier === "history") return historyStub(this.w.env, workspaceId, at.day).get(id);
+    if (this.tiers.hasLegacy()) {
+      const legacy = findLegacyInbound(this.w.sql, m.upstreamMessageId);
+      if (legacy) return legacy;
     }
-    return found;
+    // Records of the earlier layout already in history: looked up on the days from the message's time on.
+    const from = utcDay(m.at) - 1;
+    for (const day of this.tiers.ledger.days(from, from + OPERATOR_RETRY_DAYS)) {
+      if (this.tiers.ledger.get(day).legacyHistory === undefined) continue;
+      const row = await historyStub(this.w.env, workspaceId, day).findLegacyInbound(m.upstreamMessageId);
+      if (row) return row;
+    }
+    return null;
   }
 
-  /** A `webhook.test` event for a number's webhook, recorded and published like any other. */
+  /** A `webhook.test` event for a number's webhook, published at once. */
   async recordTestEvent(workspaceId: string, channelNumberId: string): Promise<string> {
-    this.w.rememberWorkspace(workspaceId);
-    const event: WebhookEvent = {
-      id: newEventId(),
-      type: "webhook.test",
-      workspaceId,
-      channelNumberId,
-      createdAt: new Date(now()).toISOString(),
-      data: { message: "This is a test event. Your endpoint received and can verify our webhooks." },
-    };
-    recordEvent(this.w.sql, event, event.id, now(), 0, this.w.confirmWithinMs);
-    await this.w.wake(now());
+    const event = testEvent(workspaceId, channelNumberId, newEventId(now()));
+    await this.w.env.WEBHOOK_QUEUE.send({ events: [event] }, { contentType: "json" });
     return event.id;
   }
 
-  /** The `message.status` event of the change from `before` to `row`; its id is derived from the message and what changed. */
-  private statusEvent(row: MessageRow, before: MessageRow): WebhookEvent {
-    const message = toMessageView(row);
-    const previous = before.status;
-    if (message.direction !== "outbound" || previous === "received")
-      throw new Error("status events are about outbound messages");
-    const data: MessageStatusData = {
-      messageId: message.id,
-      channelNumberId: message.channelNumberId,
-      to: message.to,
-      status: message.status,
-      previousStatus: previous,
-      upstreamMessageId: message.upstreamMessageId,
-      error: message.error,
-      deliveredAt: message.deliveredAt,
-      readAt: message.readAt,
-      updatedAt: message.updatedAt,
-    };
-    // Each of these happens once per message (statuses only move forward; delivery and read times are set once).
-    const what = row.status !== before.status ? row.status : row.read_at !== before.read_at ? "read" : "delivered";
-    const workspaceId = this.w.workspaceId() ?? "";
-    return {
-      id: derivedEventId(workspaceId, "message.status", message.id, what),
-      type: "message.status",
-      workspaceId,
-      channelNumberId: message.channelNumberId,
-      createdAt: new Date(now()).toISOString(),
-      data,
-    };
+  /** The event of one change of a record, rebuilt (a replay). */
+  eventFor(row: MessageRow, kind: EventKind): WebhookEvent | null {
+    const change = changesOf(row).find((c) => c.kind === kind);
+    const workspaceId = this.w.workspaceId();
+    return change && workspaceId ? eventOf(workspaceId, row, change) : null;
   }
+
+  private write(
+    at: Extract<Located, { tier: "day" | "legacy" }>,
+    row: MessageRow,
+    set: Record<string, SqlStorageValue>,
+    where?: { sql: string; bindings: SqlStorageValue[] },
+  ): boolean {
+    if (Object.keys(set).length === 0) return true;
+    if (at.tier === "day") return updateRecord(this.tiers.tables, this.w.sql, row.id, set, where);
+    // The earlier layout's move to history compares `version`: every write moves it.
+    const cols = Object.keys(set);
+    return (
+      this.w.sql.exec(
+        `UPDATE messages SET ${cols.map((c) => `${c} = ?`).join(", ")}, version = version + 1 WHERE id = ?${where ? ` AND ${where.sql}` : ""}`,
+        ...cols.map((c) => set[c]!),
+        row.id,
+        ...(where?.bindings ?? []),
+      ).rowsWritten > 0
+    );
+  }
+
+  /**
+   * Messages whose outcome stayed unknown for the operator's whole webhook window fail with
+   * `upstream_outcome_unknown` (unknown-outcomes.ts). Each leaves the list only once its event
+   * left: a crash before that finds it there again, failed already, and announces it again.
+   */
+  async expireUnknowns(ids: string[], at: number, error: StatusUpdate["error"]): Promise<void> {
+    const updates = ids.map((id): StatusUpdate => ({ jobId: id, at, status: "failed", error }));
+    const events: WebhookEvent[] = [];
+    const inHistory: StatusUpdate[] = [];
+    this.w.storage.transactionSync(() => {
+      for (const u of updates) {
+        const loc = this.tiers.locate(u.jobId);
+        if (loc.tier === "history") {
+          inHistory.push(u);
+          continue;
+        }
+        if (loc.tier !== "day" && loc.tier !== "legacy") continue;
+        if (!isOutbound(loc.row)) continue;
+        const row = loc.row;
+        const t = applyTransition(lifecycleOf(row), u);
+        if (!t.changed) {
+          events.push(...this.reannounce(row, ["failed"]));
+          continue;
+        }
+        const next = changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) });
+        this.write(loc, row, next);
+        const after = { ...row, ...next } as OutboundRow;
+        this.afterStatusChange(loc, row, after, { keepUnknown: true });
+        events.push(...this.announce(row, after, ["failed"]));
+      }
+    });
+    await this.publisher.awaitFlushed(this.publisher.add(events));
+    for (const u of inHistory) await this.reportInHistory(u);
+    this.w.storage.transactionSync(() => {
+      for (const id of ids) forgetUnknown(this.w.sql, id);
+    });
+  }
+
+  /** Counts and the unknown-outcome list follow a committed change (inside its transaction). */
+  private afterStatusChange(
+    at: Extract<Located, { tier: "day" | "legacy" }>,
+    before: OutboundRow,
+    after: OutboundRow,
+    opts: { keepUnknown?: boolean } = {},
+  ): void {
+    const day = utcDay(before.created_at);
+    if (before.status !== after.status) {
+      const delta = DailyCounts.statusDelta(before.status, after.status);
+      if (at.tier === "day") this.counts.note(dayOfId(before.id) ?? day, before.channel_number_id, delta);
+      else this.counts.note(day, before.channel_number_id, delta, "frozen");
+    }
+    if (before.outcome_unknown_since === null && after.outcome_unknown_since !== null)
+      noteUnknown(this.w.sql, after.id, after.outcome_unknown_since);
+    if (before.outcome_unknown_since !== null && after.outcome_unknown_since === null && !opts.keepUnknown)
+      forgetUnknown(this.w.sql, after.id);
+  }
+
+  /** The events of what an update changed, plus those of earlier changes this instance may have lost (see RECENT_MS). */
+  private announce(before: MessageRow, after: MessageRow, own: readonly EventKind[]): WebhookEvent[] {
+    const workspaceId = this.w.workspaceId() ?? "";
+    const fresh = new Set(newChanges(before, after).map((c) => c.kind));
+    return changesOf(after)
+      .filter(
+        (c) =>
+          fresh.has(c.kind) ||
+          (!this.publisher.known(eventIdOf(after.id, c.kind)) &&
+            (own.includes(c.kind) || c.at >= this.startedAt - RECENT_MS)),
+      )
+      .map((c) => eventOf(workspaceId, after, c));
+  }
+
+  /** An update that changed nothing: its own change is announced again unless this instance published it (see RECENT_MS). */
+  private reannounce(row: MessageRow, own: readonly EventKind[]): WebhookEvent[] {
+    return this.announce(row, row, own);
+  }
+}
+
+/** A `webhook.test` event, rebuilt from its id (which dates it) and its number. */
+export function testEvent(workspaceId: string, channelNumberId: string, id: string): WebhookEvent {
+  const parsed = parseEventId(id);
+  const at = parsed && "test" in parsed ? parsed.at : now();
+  return {
+    id,
+    type: "webhook.test",
+    workspaceId,
+    channelNumberId,
+    createdAt: new Date(at).toISOString(),
+    data: { message: TEST_EVENT_MESSAGE },
+  };
+}
+
+/** The change kinds an operator report is about. */
+function ownKinds(u: StatusUpdate): EventKind[] {
+  if (u.status === "failed") return ["failed"];
+  if (u.readAt !== undefined) return ["read"];
+  if (u.deliveredAt !== undefined) return ["delivered"];
+  if (u.status === "sent") return ["sent"];
+  return [];
 }

@@ -2,8 +2,9 @@ import { DurableObject } from "cloudflare:workers";
 import { config } from "../../config";
 import { now } from "../../lib/clock";
 import { utcDay } from "../../domain/job-id";
-import type { WebhookEvent, WebhookQueueMessage } from "../../domain/events";
-import { Scheduler } from "../shared/scheduler";
+import { parseEventId, type WebhookEvent, type WebhookQueueMessage } from "../../domain/events";
+import { OWN_ERRORS } from "../../upstream/error-codes";
+import { Scheduler, withSlack } from "../shared/scheduler";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureSchema } from "../shared/schema-version";
 import { WORKSPACE_SCHEMA } from "./schema";
@@ -11,6 +12,7 @@ import { Admission } from "./admission";
 import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./config";
 import type { WorkspaceContext } from "./context";
 import type {
+  ClaimResult,
   DailyUsage,
   DeliveryReport,
   InboundRecord,
@@ -19,101 +21,120 @@ import type {
   StatusResult,
   StatusUpdate,
   Usage,
+  WorkItem,
 } from "./contract";
-import { CountsShipper, dailyUsage } from "./daily-counts";
-import {
-  CONFIRM_WITHIN_MS,
-  attemptsAbout,
-  attemptsOfWebhook,
-  eventLogSteps,
-  findEvent,
-  lastFailedAttempt,
-  markReplayed,
-  recordDeliveries,
-  type AttemptRow,
-} from "./event-log";
-import { HOT_BYTES_BUDGET, HistoryTiering, type ArchivedDay } from "./history-tiering";
-import type { MessageRow } from "./messages";
+import { DailyCounts } from "./counts";
+import { DayLedger } from "./day-ledger";
+import { DayTables } from "./day-tables";
+import { DeliveryLog, KEEP_DELIVERIES_MS, type AttemptRow } from "./delivery-log";
+import { HistoryTiering, type ArchivedDay } from "./history-tiering";
+import { LegacyTier } from "./legacy/legacy-tier";
 import type { Keyset, MessageFilter } from "./message-queries";
-import { StatusLedger } from "./status";
+import { EventPublisher, PUBLISH_DELAY_MS } from "./publisher";
+import type { MessageRow } from "./record";
+import { StatusLedger, testEvent } from "./status";
+import { Tiers } from "./tiers";
+import { expiredUnknowns, nextUnknownExpiry, UNKNOWN_OUTCOME_WINDOW_MS } from "./unknown-outcomes";
 
-export { STRANDED_AFTER_MS } from "./admission";
-export { HOT_BYTES_BUDGET, HOT_WINDOW_MS, MIN_HOT_WINDOW_MS } from "./history-tiering";
-export type { UsageCountMessage } from "./daily-counts";
+export { HOT_BYTES_BUDGET } from "./history-tiering";
+export type { UsageCountMessage } from "./counts";
+
+/** Unknown outcomes failed per alarm run. */
+const EXPIRY_BATCH = 100;
+/** Under its storage budget the delivery log is purged in whatever alarm runs next, at the latest this long after it is due. */
+const PURGE_AT_LEAST_EVERY_MS = 30 * 24 * 60 * 60_000;
 
 /**
- * One per workspace: the authority for admitting a send (idempotency keys, the
- * 1200-per-minute window, the monthly quota) and for the workspace's message
- * records and customer events. Admission is one local transaction with no D1
- * write; timed work runs as isolated scheduled steps.
+ * One per workspace: the authority for admitting a send (idempotency keys, the 1200-per-minute
+ * window, the monthly quota) and the single record of each message, from which everything else
+ * is derived: the number's work list, the customer events, the counts.
  *
- * The class is the RPC surface and the alarm; each job is a module that owns
- * its tables and its steps: admission.ts (keys, windows, quota, the stranded
- * check), status.ts (status changes, inbound messages, the events they
- * announce), event-log.ts (publishing, delivery reports, purges),
- * daily-counts.ts (counts and their shipping to D1), history-tiering.ts
- * (reads and lists across tiers, moves to history, archives).
+ * The class is the RPC surface and the alarm; each job is a module: admission.ts (keys, windows,
+ * quota), status.ts (claims, answers, reports, inbound messages and the events they announce),
+ * publisher.ts (events to the queue), delivery-log.ts, counts.ts, history-tiering.ts (reads and
+ * lists across tiers, moves to history, archives), legacy/ (what the release before day tables
+ * left, until it is gone).
  */
 export class WorkspaceDurableObject extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
+  protected readonly sql: SqlStorage;
   private readonly scheduler: Scheduler;
   private config: WorkspaceConfig | null = null;
-  private workspaceId: string | null;
-  private readonly admission: Admission;
-  private readonly status: StatusLedger;
-  private readonly counts: CountsShipper;
-  private readonly tiering: HistoryTiering;
-  private readonly confirmWithinMs: number;
+  protected readonly admission: Admission;
+  protected readonly status: StatusLedger;
+  protected readonly publisher: EventPublisher;
+  protected readonly deliveries: DeliveryLog;
+  protected readonly tiering: HistoryTiering;
+  protected readonly legacy: LegacyTier;
+  protected readonly counts: DailyCounts;
+  private readonly tierIndex: Tiers;
+  private readonly unknownWindowMs: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.confirmWithinMs = config(env).eventConfirmWithinMs ?? CONFIRM_WITHIN_MS;
+    const cfg = config(env);
+    this.unknownWindowMs = cfg.unknownOutcomeWindowMs ?? UNKNOWN_OUTCOME_WINDOW_MS;
     // Before anything reads a table: the constructor runs inside the object's input gate.
     ensureSchema(ctx.storage, WORKSPACE_SCHEMA);
-    this.workspaceId = getMeta(this.sql, "workspace_id") ?? null;
+    const tables = new DayTables(this.sql);
+    const ledger = new DayLedger(this.sql);
+    const tiers = (this.tierIndex = new Tiers(this.sql, tables, ledger));
+    this.publisher = new EventPublisher(
+      env.WEBHOOK_QUEUE,
+      PUBLISH_DELAY_MS,
+      cfg.eventPublishTimerMs ?? PUBLISH_DELAY_MS,
+    );
     const context: WorkspaceContext = {
       storage: ctx.storage,
       sql: this.sql,
       env,
-      confirmWithinMs: this.confirmWithinMs,
-      workspaceId: () => this.workspaceId,
-      rememberWorkspace: (id) => this.rememberWorkspace(id),
+      workspaceId: () => ctx.id.name ?? getMeta(this.sql, "workspace_id") ?? null,
       loadConfig: (id) => this.loadConfig(id),
-      underPressure: () => this.underPressure(),
+      legacyKeys: () => this.legacy.hasKeys(),
       wake: (at) => this.scheduler.wake(at),
-      rearmIfMoved: () => this.scheduler.rearmIfMoved(),
     };
-    this.counts = new CountsShipper(context);
-    this.admission = new Admission(context, () => this.counts.nextFlush());
-    this.status = new StatusLedger(context);
-    this.tiering = new HistoryTiering(context);
-    const events = eventLogSteps(context);
-    const admission = this.admission.steps();
+    const counts = (this.counts = new DailyCounts(this.sql, tables, ledger, context.workspaceId, env.USAGE_QUEUE));
+    this.legacy = new LegacyTier(context, tiers, this.publisher);
+    this.admission = new Admission(context, tiers, counts);
+    this.status = new StatusLedger(context, tiers, counts, this.publisher, (jobId) => this.admission.isHanding(jobId));
+    this.deliveries = new DeliveryLog(this.sql);
+    this.tiering = new HistoryTiering(context, tiers, counts);
     const tiering = this.tiering.steps();
     this.scheduler = new Scheduler(ctx.storage, [
-      events.publish,
-      events.republish,
-      this.counts.steps().countsToD1,
-      admission.reHandStranded,
-      admission.purgeKeys,
-      events.purge,
+      counts.step(),
+      {
+        name: "unknown-outcomes",
+        due: () => nextUnknownExpiry(this.sql, this.unknownWindowMs),
+        run: (at) =>
+          this.status.expireUnknowns(
+            expiredUnknowns(this.sql, at - this.unknownWindowMs, EXPIRY_BATCH),
+            at,
+            OWN_ERRORS.outcomeUnknown(),
+          ),
+      },
       tiering.moveToHistory,
       tiering.archiveHistory,
+      {
+        name: "delivery-log-purge",
+        // Rides on another step's alarm (or this long after it is due): a few rows kept longer cost less than an alarm of their own.
+        due: () => {
+          const expiry = this.deliveries.nextExpiry(false);
+          return expiry === null ? null : withSlack(expiry + PURGE_AT_LEAST_EVERY_MS);
+        },
+        run: (at) => Promise.resolve(this.deliveries.purge(at, false)),
+      },
+      ...this.legacy.steps(),
     ]);
     ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
   }
 
   /** Admits one send: replay and conflict checks, number, quota, both limits, then record it. */
   async send(cmd: SendCommand): Promise<SendOutcome> {
+    this.publisher.tick();
     return this.admission.send(cmd);
   }
 
-  /**
-   * A message of this workspace, wherever it lives now (this object or its
-   * day's history shard), as its stored row (`toMessageView` renders it: rows
-   * are what RPC carries without loss).
-   */
+  /** A message of this workspace, wherever it lives now, as its stored row (`toMessageView` renders it). */
   async getMessage(id: string): Promise<MessageRow | null> {
     return this.tiering.getMessage(id);
   }
@@ -127,58 +148,96 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.tiering.listMessages(filter, after, limit);
   }
 
-  /** One change (the number's claim before it calls the operator). */
-  async applyStatus(update: StatusUpdate): Promise<StatusResult> {
-    const [result] = await this.status.applyStatuses([update]);
-    return result!;
+  /** The number asks to call the operator for a message (see StatusLedger.claim). */
+  async claim(jobId: string, attempt: number): Promise<ClaimResult> {
+    this.publisher.tick();
+    return this.status.claim(jobId, attempt);
   }
 
-  /** Moves messages forward; each effective change records one `message.status` event (status.ts). */
+  /** The number's answers about its claims, and the messages it gives up on; returns once committed and their events queued. */
+  async answer(updates: StatusUpdate[]): Promise<StatusResult[]> {
+    this.publisher.tick();
+    return this.status.answer(updates);
+  }
+
+  /** A number's work list (records with work left), oldest first, after `afterId` (its queue after a restart). */
+  async workOf(channelNumberId: string, afterId: string, limit: number): Promise<WorkItem[]> {
+    return this.status.workOf(channelNumberId, afterId, limit);
+  }
+
+  /** The operator's reports about messages; returns once their events left. */
   async applyStatuses(updates: StatusUpdate[]): Promise<StatusResult[]> {
-    return this.status.applyStatuses(updates);
+    this.publisher.tick();
+    return this.status.report(updates);
   }
 
-  /** Records inbound messages once each and announces each with a `message.received` event. Returns our ids, in order. */
+  /** Records inbound messages once each and announces each with a `message.received` event. Returns our ids, in order, once the events left. */
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
+    this.publisher.tick();
     return this.status.recordInbound(workspaceId, records);
   }
 
-  /** A `webhook.test` event for a number's webhook, recorded and published like any other. */
+  /** A `webhook.test` event for a number's webhook, published at once. */
   async recordTestEvent(workspaceId: string, channelNumberId: string): Promise<string> {
     return this.status.recordTestEvent(workspaceId, channelNumberId);
   }
 
-  /** Publishes a stored event again, with the same id (a replay from the delivery log). False when the number has no such event. */
+  /**
+   * Publishes an event again, with the same id (a replay from the delivery log). The id names its
+   * message and change (events.ts): the event is rebuilt from the record. False when the number
+   * has no such event.
+   */
   async replayEvent(channelNumberId: string, eventId: string): Promise<boolean> {
-    const event = findEvent(this.sql, eventId);
-    if (!event || event.channel_number_id !== channelNumberId || event.set_aside !== null) return false;
-    markReplayed(this.sql, eventId, now(), this.confirmWithinMs);
-    await this.env.WEBHOOK_QUEUE.send(
-      { events: [JSON.parse(event.body) as WebhookEvent] } satisfies WebhookQueueMessage,
-      { contentType: "json" },
-    );
+    // An event of the earlier layout (stored, with an id of that release) first, while its table is here.
+    const legacy = this.legacy.findEvent(eventId);
+    let event: WebhookEvent | null =
+      legacy && legacy.channel_number_id === channelNumberId ? (JSON.parse(legacy.body) as WebhookEvent) : null;
+    const named = event ? null : parseEventId(eventId);
+    if (named && "test" in named) {
+      // A test event is rebuilt from its id, which dates it: only one of the delivery log's days.
+      const age = now() - named.at;
+      if (age >= 0 && age <= KEEP_DELIVERIES_MS) event = testEvent(this.ctx.id.name ?? "", channelNumberId, eventId);
+    } else if (named) {
+      const row = await this.tiering.getMessage(named.messageId);
+      if (row && row.channel_number_id === channelNumberId) event = this.status.eventFor(row, named.kind);
+    }
+    if (!event) return false;
+    await this.env.WEBHOOK_QUEUE.send({ events: [event] } satisfies WebhookQueueMessage, { contentType: "json" });
     return true;
   }
 
-  /** What the webhook consumer did with events of this workspace. */
+  /** What the webhook consumer did with events of this workspace (the delivery log). */
   async recordDeliveries(reports: DeliveryReport[]): Promise<void> {
-    this.ctx.storage.transactionSync(() => recordDeliveries(this.sql, reports, now(), this.confirmWithinMs));
-    await this.scheduler.rearmIfMoved();
+    this.publisher.tick();
+    this.deliveries.record(reports, now());
   }
 
-  /** A webhook's delivery attempts, newest first. */
-  async listDeliveries(webhookId: string, beforeSeq: number | null, limit: number): Promise<AttemptRow[]> {
-    return attemptsOfWebhook(this.sql, webhookId, beforeSeq, limit);
+  /** A webhook's delivery attempts, newest first (its number's log, then the earlier layout's). */
+  async listDeliveries(
+    channelNumberId: string,
+    webhookId: string,
+    beforeSeq: number | null,
+    limit: number,
+  ): Promise<AttemptRow[]> {
+    const rows =
+      beforeSeq !== null && beforeSeq < LEGACY_SEQ_BELOW
+        ? []
+        : this.deliveries.ofWebhook(channelNumberId, webhookId, beforeSeq, limit);
+    if (rows.length === limit) return rows;
+    const legacyBefore = beforeSeq !== null && beforeSeq < LEGACY_SEQ_BELOW ? beforeSeq : null;
+    return [...rows, ...this.legacy.attemptsOfWebhook(webhookId, legacyBefore, limit - rows.length)];
   }
 
-  /** Attempts to deliver the events about one message, oldest first (its webhook deliveries, kept 3 days). */
+  /** Attempts to deliver the events about one message, oldest first (kept 3 days). */
   async deliveriesAbout(messageId: string): Promise<AttemptRow[]> {
-    return attemptsAbout(this.sql, messageId);
+    const row = await this.tiering.getMessage(messageId);
+    const legacy = this.legacy.attemptsAbout(messageId);
+    return row ? [...legacy, ...this.deliveries.aboutMessage(row)] : legacy;
   }
 
   /** Why a webhook is failing: its latest attempt that did not deliver. */
-  async lastFailedAttempt(webhookId: string): Promise<AttemptRow | null> {
-    return lastFailedAttempt(this.sql, webhookId) ?? null;
+  async lastFailedAttempt(channelNumberId: string, webhookId: string): Promise<AttemptRow | null> {
+    return this.deliveries.lastFailure(channelNumberId, webhookId) ?? this.legacy.lastFailedAttempt(webhookId) ?? null;
   }
 
   async usage(at: number = now()): Promise<Usage> {
@@ -187,12 +246,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
 
   /** Daily counts of [from, to) (UTC days as epoch ms). */
   async usageHistory(fromMs: number, toMs: number): Promise<DailyUsage[]> {
-    return dailyUsage(this.sql, utcDay(fromMs), utcDay(toMs));
-  }
-
-  /** Capacity used right now: committed sends in the 60-second window and this month (operator view and tests). */
-  async admissionState(at: number = now()): Promise<{ windowUsed: number; monthUsed: number }> {
-    return this.admission.state(at);
+    return this.counts.usage(utcDay(fromMs), utcDay(toMs));
   }
 
   /** Admin changes (a disconnected number, a new quota) take effect at once. */
@@ -210,31 +264,26 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.tiering.archive(day);
   }
 
+  /** Where records live (for a subclass that inspects them). */
+  protected tiers(): Tiers {
+    return this.tierIndex;
+  }
+
   override async alarm(): Promise<void> {
+    this.publisher.tick();
     await this.scheduler.runDue();
-  }
-
-  /**
-   * Over its storage budget, the object keeps less: a shorter hot window, delivery logs trimmed sooner.
-   * The operator may set a lower budget for one workspace in its `meta` (`hot_bytes_budget`).
-   */
-  private underPressure(): boolean {
-    return this.sql.databaseSize > Number(getMeta(this.sql, "hot_bytes_budget") ?? HOT_BYTES_BUDGET);
-  }
-
-  private rememberWorkspace(workspaceId: string): void {
-    if (this.workspaceId === workspaceId) return;
-    this.workspaceId = workspaceId;
-    setMeta(this.sql, "workspace_id", workspaceId);
   }
 
   private async loadConfig(workspaceId: string): Promise<WorkspaceConfig | null> {
     if (!isFresh(this.config)) {
       this.config = await loadWorkspaceConfig(this.env.DB, workspaceId);
-      // The retention step reads it without D1 (its due time is computed on every alarm).
+      // The archive step reads it without D1 (its due time is computed on every alarm).
       if (this.config && getMeta(this.sql, "history_days") !== String(this.config.historyDays))
         setMeta(this.sql, "history_days", String(this.config.historyDays));
     }
     return this.config;
   }
 }
+
+/** Attempt keys of the delivery log of this release are above this; those of the earlier layout below. */
+const LEGACY_SEQ_BELOW = 100_000_000_000_000;

@@ -1,0 +1,92 @@
+import { getMeta, setMeta } from "../shared/meta";
+import type { ArchiveProgress } from "../history/archive-writer";
+
+/** Per-number counts of a day: accepted, sent, failed, received. */
+export type Tally = [number, number, number, number];
+export type DayCounts = Record<string, Tally>;
+
+/**
+ * What the workspace knows of one UTC day besides its records, as one `meta` row (`day:<n>`),
+ * written only when the day changes hands:
+ * - `counts`: the day's counts once its table is gone (or carried over from the release before
+ *   day tables); a day whose table is here adds the table's own counts to them;
+ * - `moveCursor`: the day is moving to its history shard, every record up to this id is there;
+ * - `history`: the day's records are in its shard (its table is gone);
+ * - `legacyHistory`: records of the release before day tables were moved to its shard (by that
+ *   release, or since by legacy-tier.ts);
+ * - `archiving` / `archived`: its archive to R2, in progress or done (kept 400 days, listed by
+ *   GET /message-archives).
+ * A day with none of these (a day whose table is here and nothing else happened) has no row.
+ *
+ * Bound: one row per day that left the object or was archived, ~200 B, 400 days at most.
+ */
+export interface DayState {
+  counts?: DayCounts;
+  moveCursor?: string;
+  history?: { records: number };
+  legacyHistory?: { records: number };
+  archiving?: ArchiveProgress;
+  archived?: { messages: number; parts: number; at: number };
+}
+
+const key = (day: number): string => `day:${String(day).padStart(6, "0")}`;
+
+export class DayLedger {
+  private readonly cache = new Map<number, DayState>();
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  get(day: number): DayState {
+    let s = this.cache.get(day);
+    if (!s) {
+      const raw = getMeta(this.sql, key(day));
+      s = raw ? (JSON.parse(raw) as DayState) : {};
+      this.cache.set(day, s);
+    }
+    return s;
+  }
+
+  /** Writes the day's state (one row), inside the caller's transaction. */
+  set(day: number, state: DayState): void {
+    setMeta(this.sql, key(day), JSON.stringify(state));
+    this.cache.set(day, state);
+  }
+
+  update(day: number, change: (s: DayState) => DayState): DayState {
+    const next = change({ ...this.get(day) });
+    this.set(day, next);
+    return next;
+  }
+
+  /** Forgets an entry (a day archived longer than archives are kept). */
+  delete(day: number): void {
+    this.sql.exec("DELETE FROM meta WHERE k = ?", key(day));
+    this.cache.delete(day);
+  }
+
+  /** Days with a row, ascending, within [from, to]. */
+  days(from: number, to: number): number[] {
+    return this.sql
+      .exec<{ k: string }>("SELECT k FROM meta WHERE k >= ? AND k <= ? ORDER BY k", key(from), key(to))
+      .toArray()
+      .map((r) => Number(r.k.slice(4)));
+  }
+
+  /** Drops what a rollback may have left in memory. */
+  reset(): void {
+    this.cache.clear();
+  }
+}
+
+export const addTally = (a: Tally | undefined, b: Tally | undefined): Tally => [
+  (a?.[0] ?? 0) + (b?.[0] ?? 0),
+  (a?.[1] ?? 0) + (b?.[1] ?? 0),
+  (a?.[2] ?? 0) + (b?.[2] ?? 0),
+  (a?.[3] ?? 0) + (b?.[3] ?? 0),
+];
+
+export function addCounts(a: DayCounts | undefined, b: DayCounts | undefined): DayCounts {
+  const out: DayCounts = { ...(a ?? {}) };
+  for (const [n, t] of Object.entries(b ?? {})) out[n] = addTally(out[n], t);
+  return out;
+}

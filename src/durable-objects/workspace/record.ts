@@ -1,0 +1,116 @@
+import type { Message, MessageStatus } from "../../domain/message";
+import { uuidV7Time } from "../../domain/job-id";
+import type { LifecycleState } from "./status-transition";
+
+/**
+ * A message record as stored: outbound (a send) or inbound (a user writing to a number). The same
+ * columns in the day tables of this release, in the single `messages` table of the release before
+ * (still read while its rows age out), and in history shards.
+ *
+ * `recipient` is the other party: `to` when outbound, `from` when inbound.
+ * The send's work state (`pending`, `attempts`, `answered`, `next_attempt_at`) and its
+ * Idempotency-Key exist in day tables only; rows of the earlier layout read them as absent.
+ */
+export interface MessageRow extends Omit<LifecycleState, "status"> {
+  id: string;
+  direction: "outbound" | "inbound";
+  channel_number_id: string;
+  recipient: string;
+  type: string;
+  body: string;
+  content: string | null;
+  status: MessageStatus | "received";
+  created_at: number;
+  updated_at: number;
+  received_at: number | null;
+  // The columns below are read as absent (undefined) from rows of the earlier layout, whatever their type says.
+  idem_key: string | null;
+  fingerprint: string | null;
+  /** 1 while the number has work for it: queued, retrying, or in a call. */
+  pending: number | null;
+  /** Calls the number claimed (each claim is one possible operator call). */
+  attempts: number | null;
+  /** Calls whose outcome the number reported. A claim beyond the last answer may have left. */
+  answered: number | null;
+  next_attempt_at: number | null;
+  /** The earlier layout's change counter (its move to history compared it). */
+  version: number | null;
+  [key: string]: SqlStorageValue;
+}
+
+export type OutboundRow = MessageRow & { direction: "outbound"; status: MessageStatus };
+
+export const isOutbound = (row: MessageRow): row is OutboundRow =>
+  row.direction === "outbound" && row.status !== "received";
+
+export const lifecycleOf = (row: OutboundRow): LifecycleState => ({
+  status: row.status,
+  upstream_message_id: row.upstream_message_id,
+  processing_at: row.processing_at,
+  sent_at: row.sent_at,
+  failed_at: row.failed_at,
+  delivered_at: row.delivered_at,
+  read_at: row.read_at,
+  outcome_unknown_since: row.outcome_unknown_since,
+  error_code: row.error_code,
+  error_message: row.error_message,
+  error_retriable: row.error_retriable,
+  upstream_error_code: row.upstream_error_code,
+});
+
+/**
+ * Where a record stands in the newest-first order of lists: its id's time (the acceptance time
+ * of a send, the operator's time of an inbound message) and its id. Records of the earlier layout
+ * (whose ids carry only their day) stand at their `created_at`.
+ */
+export const orderTime = (row: Pick<MessageRow, "id" | "created_at">): number => {
+  const t = uuidV7Time(row.id);
+  return t !== null && t % 86_400_000 !== 0 ? t : row.created_at;
+};
+
+const iso = (ms: number | null | undefined): string | null =>
+  ms === null || ms === undefined ? null : new Date(ms).toISOString();
+
+export function toMessageView(row: MessageRow): Message {
+  if (!isOutbound(row)) {
+    return {
+      id: row.id,
+      direction: "inbound",
+      channelNumberId: row.channel_number_id,
+      from: row.recipient,
+      type: row.type,
+      text: row.type === "text" ? { body: row.body } : null,
+      content: row.content === null ? null : (JSON.parse(row.content) as Record<string, unknown>),
+      status: "received",
+      upstreamMessageId: row.upstream_message_id,
+      receivedAt: iso(row.received_at ?? row.created_at)!,
+      createdAt: iso(row.created_at)!,
+    };
+  }
+  return {
+    id: row.id,
+    direction: "outbound",
+    channelNumberId: row.channel_number_id,
+    to: row.recipient,
+    type: "text",
+    text: { body: row.body },
+    status: row.status,
+    upstreamMessageId: row.upstream_message_id,
+    error: row.error_code
+      ? {
+          code: row.error_code,
+          message: row.error_message ?? "",
+          retriable: row.error_retriable === 1,
+          upstreamCode: row.upstream_error_code,
+        }
+      : null,
+    outcomeUnknownSince: iso(row.outcome_unknown_since),
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+    processingAt: iso(row.processing_at),
+    sentAt: iso(row.sent_at),
+    failedAt: iso(row.failed_at),
+    deliveredAt: iso(row.delivered_at),
+    readAt: iso(row.read_at),
+  };
+}

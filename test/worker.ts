@@ -1,0 +1,57 @@
+// The Worker as the test suite runs it: production's handlers and objects, with the Durable Object
+// classes subclassed to add what only tests read (their state, for assertions). Production's
+// classes carry no RPC that only tests call (vitest.config.ts makes this file the Worker's main;
+// the class names are production's, so wrangler.toml's bindings and migrations apply unchanged).
+import { WorkspaceDurableObject as Workspace } from "../src/durable-objects/workspace/workspace";
+import { ChannelNumberDurableObject as ChannelNumber } from "../src/durable-objects/channel-number/channel-number";
+import type { MessageRow } from "../src/durable-objects/workspace/record";
+import type { Entry } from "../src/durable-objects/channel-number/work-queue";
+import { now } from "../src/lib/clock";
+
+export { default, MessageHistoryDurableObject, ThrottleDurableObject } from "../src/index";
+
+export class WorkspaceDurableObject extends Workspace {
+  /** Capacity used right now: committed sends in the 60-second window and this month. */
+  async admissionState(at: number = now()): Promise<{ windowUsed: number; monthUsed: number }> {
+    return this.admission.state(at);
+  }
+
+  /** The stored record of a message in this object (a day table or the earlier layout's), as is. */
+  async storedRecord(id: string): Promise<MessageRow | null> {
+    const at = this.tiers().locate(id);
+    return at.tier === "day" || at.tier === "legacy" ? at.row : null;
+  }
+
+  /** The tables of the object, by name (what a layout leaves behind). */
+  async tableNames(): Promise<string[]> {
+    return this.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      .toArray()
+      .map((r) => r.name);
+  }
+}
+
+export class ChannelNumberDurableObject extends ChannelNumber {
+  /** The number's queue, oldest first: what it still has to call. */
+  async queued(): Promise<Pick<Entry, "jobId" | "recipient" | "attempts" | "state" | "nextAttemptAt">[]> {
+    return this.queue
+      .entries()
+      .sort((a, b) => (a.jobId < b.jobId ? -1 : 1))
+      .map(({ jobId, recipient, attempts, state, nextAttemptAt }) => ({ jobId, recipient, attempts, state, nextAttemptAt }));
+  }
+
+  /** Start times of the latest operator calls. */
+  async recentCalls(): Promise<number[]> {
+    return this.drain.recentCalls();
+  }
+
+  /** The tables of the object, by name (a number that only sends keeps none). */
+  async tableNames(): Promise<string[]> {
+    return this.storage.exists
+      ? this.storage.sql
+          .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+          .toArray()
+          .map((r) => r.name)
+      : [];
+  }
+}
