@@ -39,9 +39,8 @@ export default defineConfig(async () => {
             ...TEST_SECRETS,
             ALLOW_INSECURE_WEBHOOK_URLS: "false",
             DRAIN_SESSION_MS: o.drainSessionMs,
-            // The suite's clock is simulated: events and answers go out at once instead of after a real second.
-            EVENT_PUBLISH_TIMER_MS: "0",
-            ANSWER_HAND_DELAY_MS: "0",
+            // Each change's events leave at once (no packing window): a test reads them right after the change.
+            EVENT_PUBLISH_DELAY_MS: "0",
           },
           serviceBindings: { RUNTIME_LOG: runtimeLogService },
         },

@@ -38,8 +38,7 @@ const VarsSchema = z.object({
   ALLOW_INSECURE_WEBHOOK_URLS: flag,
   WEBHOOK_TIMEOUT_MS: withDefault(positiveMs, 10_000),
   WEBHOOK_RETRY_DELAYS_SECONDS: optional(secondsList),
-  EVENT_PUBLISH_TIMER_MS: optional(wholeNumber),
-  ANSWER_HAND_DELAY_MS: optional(wholeNumber),
+  EVENT_PUBLISH_DELAY_MS: optional(wholeNumber),
   UNKNOWN_OUTCOME_WINDOW_MS: optional(positiveMs),
   // Unset: one pass per alarm (the tests' setting); wrangler.toml sets production's 10 s.
   DRAIN_SESSION_MS: withDefault(wholeNumber, 0),
@@ -74,12 +73,10 @@ const toConfig = (v: z.output<typeof VarsSchema>) => ({
     retryDelaysSeconds: v.WEBHOOK_RETRY_DELAYS_SECONDS,
   },
   /**
-   * The real-time timer behind the workspace's 1 s event packing (undefined: 1 s, as in production).
-   * Tests set 0: their clock is simulated, so a real second would only slow them down.
+   * How long a workspace's events wait to be packed together, on the object's clock (undefined:
+   * 1 s). The test suite sets 0: each change's events are published at once.
    */
-  eventPublishTimerMs: v.EVENT_PUBLISH_TIMER_MS,
-  /** How long a number holds its calls' answers to hand them together (undefined: 1 s). Tests set 0: they read the records after each drain pass. */
-  answerHandDelayMs: v.ANSWER_HAND_DELAY_MS,
+  eventPublishDelayMs: v.EVENT_PUBLISH_DELAY_MS,
   /** Local soak runs: how long an unknown outcome waits for the operator; undefined is the operator's 7 days. */
   unknownOutcomeWindowMs: v.UNKNOWN_OUTCOME_WINDOW_MS,
   /** How long one drain session of a number object may keep its alarm (0: one pass). */

@@ -37,7 +37,13 @@ export class ChannelNumberDurableObject extends ChannelNumber {
     return this.queue
       .entries()
       .sort((a, b) => (a.jobId < b.jobId ? -1 : 1))
-      .map(({ jobId, recipient, attempts, state, nextAttemptAt }) => ({ jobId, recipient, attempts, state, nextAttemptAt }));
+      .map(({ jobId, recipient, attempts, state, nextAttemptAt }) => ({
+        jobId,
+        recipient,
+        attempts,
+        state,
+        nextAttemptAt,
+      }));
   }
 
   /** Start times of the latest operator calls. */

@@ -34,4 +34,6 @@ export const testWorkspace = (workspaceId: string): DurableObjectStub<TestWorksp
   (env.WORKSPACE as unknown as DurableObjectNamespace<TestWorkspace>).get(env.WORKSPACE.idFromName(workspaceId));
 
 export const testNumber = (channelNumberId: string): DurableObjectStub<TestNumber> =>
-  (env.CHANNEL_NUMBER as unknown as DurableObjectNamespace<TestNumber>).get(env.CHANNEL_NUMBER.idFromName(channelNumberId));
+  (env.CHANNEL_NUMBER as unknown as DurableObjectNamespace<TestNumber>).get(
+    env.CHANNEL_NUMBER.idFromName(channelNumberId),
+  );

@@ -13,8 +13,7 @@ const base: Record<ConfigVar, string> = {
   ALLOW_INSECURE_WEBHOOK_URLS: "false",
   WEBHOOK_TIMEOUT_MS: "10000",
   WEBHOOK_RETRY_DELAYS_SECONDS: "",
-  EVENT_PUBLISH_TIMER_MS: "",
-  ANSWER_HAND_DELAY_MS: "",
+  EVENT_PUBLISH_DELAY_MS: "",
   UNKNOWN_OUTCOME_WINDOW_MS: "",
   DRAIN_SESSION_MS: "10000",
   SERVER_TIMING: "false",
@@ -37,8 +36,7 @@ describe("config", () => {
         timeoutMs: 10_000,
         retryDelaysSeconds: undefined,
       },
-      eventPublishTimerMs: undefined,
-      answerHandDelayMs: undefined,
+      eventPublishDelayMs: undefined,
       unknownOutcomeWindowMs: undefined,
       drainSessionMs: 10_000,
       serverTiming: false,
@@ -52,7 +50,7 @@ describe("config", () => {
       ALLOW_INSECURE_WEBHOOK_URLS: "true",
       SERVER_TIMING: "true",
       WEBHOOK_RETRY_DELAYS_SECONDS: "0, 2,5",
-      EVENT_PUBLISH_TIMER_MS: "0",
+      EVENT_PUBLISH_DELAY_MS: "0",
       UNKNOWN_OUTCOME_WINDOW_MS: " 90000 ",
       DRAIN_SESSION_MS: "0",
     });
@@ -60,7 +58,7 @@ describe("config", () => {
     expect(c.webhooks.allowInsecureUrls).toBe(true);
     expect(c.serverTiming).toBe(true);
     expect(c.webhooks.retryDelaysSeconds).toEqual([0, 2, 5]);
-    expect(c.eventPublishTimerMs).toBe(0);
+    expect(c.eventPublishDelayMs).toBe(0);
     expect(c.unknownOutcomeWindowMs).toBe(90_000);
     expect(c.drainSessionMs).toBe(0);
   });
@@ -83,7 +81,7 @@ describe("config", () => {
     ["UPSTREAM_TIMEOUT_MS", "15s", "expected a whole number"],
     ["UPSTREAM_TIMEOUT_MS", "0", "above 0"],
     ["WEBHOOK_TIMEOUT_MS", "-5", "expected a whole number"],
-    ["EVENT_PUBLISH_TIMER_MS", "1.5", "expected a whole number"],
+    ["EVENT_PUBLISH_DELAY_MS", "1.5", "expected a whole number"],
     ["DRAIN_SESSION_MS", "ten", "expected a whole number"],
     ["ALLOW_INSECURE_WEBHOOK_URLS", "yes", 'expected "true" or "false"'],
     ["WEBHOOK_RETRY_DELAYS_SECONDS", "0,5,x", "comma-separated"],

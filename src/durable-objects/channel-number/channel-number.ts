@@ -11,7 +11,7 @@ import type { AdmitCommand, AdmitResult, ContactWindow } from "./contract";
 import { HELD_BOUND_MS } from "./delivery-policy";
 import { contactWindow, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
 import { Drain } from "./drain";
-import { HandOff, HAND_DELAY_MS } from "./hand-off";
+import { HandOff } from "./hand-off";
 import { LegacyHandover } from "./legacy/legacy-handover";
 import { NumberHold, type PauseState } from "./number-hold";
 import { loadNumber, type CachedNumber } from "./number-cache";
@@ -56,7 +56,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     // Before anything reads a table: the constructor runs inside the object's input gate.
     this.storage = new NumberStorage(ctx.storage);
     this.hold = new NumberHold(this.storage);
-    this.handOff = new HandOff(env, cfg.answerHandDelayMs ?? HAND_DELAY_MS);
+    this.handOff = new HandOff(env, (at) => this.scheduler.wake(at));
     this.legacy = new LegacyHandover(env, this.storage, this.queue, this.handOff);
     this.drain = new Drain({
       env,
@@ -85,6 +85,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         run: (at) => this.expireHeld(at),
       },
       { name: "drain", due: (at) => (this.legacy.pending() ? null : this.drain.due(at)), run: () => this.drain.run() },
+      // Answers the workspace could not take (unreachable): handed again, with a back-off.
+      { name: "hand-off", due: () => this.handOff.due(), run: (at) => this.handOff.retryDue(at) },
       { name: "sandbox-reports", due: () => nextReportDue(this.storage), run: (at) => this.applySandboxReports(at) },
       {
         name: "purge",
@@ -235,9 +237,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private async expireHeld(at: number): Promise<void> {
     for (const e of this.queue.queuedAcceptedBy(at - HELD_BOUND_MS, EXPIRY_BATCH)) {
       log("warn", "message held past its bound; failed, not sent", { jobId: e.jobId, acceptedAt: e.acceptedAt });
-      this.drain.giveUp(e, OWN_ERRORS.heldTooLong());
+      await this.drain.giveUp(e, OWN_ERRORS.heldTooLong());
     }
-    await this.handOff.flush();
   }
 
   /** The sandbox's simulated reports that are due, applied like the operator's own (then deleted). */

@@ -53,13 +53,10 @@ export class Drain {
 
   constructor(private readonly d: DrainDeps) {}
 
-  /** When the drain next has something to do (a call to start, answers to hand), or null. */
+  /** When the drain next has a call to start, or null. */
   due(at: number): number | null {
     const head = this.nextHeadAt();
-    const call = head === null ? null : Math.max(head, nextCallAt(this.calls, at), this.d.hold.until());
-    const hand = this.d.handOff.due();
-    if (call === null) return hand;
-    return hand === null ? call : Math.min(call, hand);
+    return head === null ? null : Math.max(head, nextCallAt(this.calls, at), this.d.hold.until());
   }
 
   /** The number's D1 row (cached). */
@@ -77,17 +74,10 @@ export class Drain {
    * joins it instead of starting another loop over the same queue and pace.
    */
   run(): Promise<void> {
-    this.session ??= this.runSession()
-      .then(() => this.handIfDue())
-      .finally(() => {
-        this.session = null;
-      });
+    this.session ??= this.runSession().finally(() => {
+      this.session = null;
+    });
     return this.session;
-  }
-
-  private async handIfDue(): Promise<void> {
-    const due = this.d.handOff.due();
-    if (due !== null && due <= now()) await this.d.handOff.flush();
   }
 
   private nextHeadAt(): number | null {
@@ -104,21 +94,18 @@ export class Drain {
     const inFlight = new Set<Promise<void>>();
     try {
       for (;;) {
-        await this.handIfDue();
         const t = now();
         const heldUntil = this.d.hold.until();
         const entry =
           heldUntil > t
             ? undefined
             : this.d.queue.nextDue(t, (e) => !this.claiming.has(e.jobId) && this.d.pair.readyAt(e.recipient, t) <= t);
-        const head = heldUntil > t || entry ? null : this.nextHeadAt();
-        const hand = this.d.handOff.due();
         const move = nextMove(
           {
             heldUntil,
             hasDueHead: entry !== undefined,
             slot: nextCallAt(this.calls, t),
-            nextHeadAt: head === null ? hand : hand === null ? head : Math.min(head, hand),
+            nextHeadAt: heldUntil > t || entry ? null : this.nextHeadAt(),
             callsInFlight: inFlight.size,
             maxCallsInFlight: MAX_CALLS_IN_FLIGHT,
             startedAt: started,
@@ -160,7 +147,7 @@ export class Drain {
     try {
       const number = await this.d.number();
       if (!number || number.status !== "connected") {
-        this.giveUp(e, OWN_ERRORS.numberDisconnected());
+        await this.giveUp(e, OWN_ERRORS.numberDisconnected());
         return null;
       }
       const attempt = e.attempts + 1;
@@ -186,7 +173,12 @@ export class Drain {
           // left (a restart lost the answer). Never called again; the operator's report settles it.
           log("warn", "entry claimed before and never answered; outcome unknown", { jobId: e.jobId });
           this.d.queue.remove(e.jobId);
-          this.d.handOff.hold(e.workspaceId, { jobId: e.jobId, at: t, attempt: claim.attempts, outcomeUnknown: true });
+          await this.d.handOff.hand(e.workspaceId, {
+            jobId: e.jobId,
+            at: t,
+            attempt: claim.attempts,
+            outcomeUnknown: true,
+          });
           return null;
         case "go":
           break;
@@ -238,20 +230,20 @@ export class Drain {
 
   private async settle(e: Entry, attempt: number, result: SendResult): Promise<void> {
     const t = now();
-    const final = (update: StatusUpdate) => {
+    const final = (update: StatusUpdate): Promise<void> => {
       this.d.queue.remove(e.jobId);
-      this.d.handOff.hold(e.workspaceId, update);
+      return this.d.handOff.hand(e.workspaceId, update);
     };
     switch (result.kind) {
       case "accepted":
         this.d.hold.resume();
-        final({ jobId: e.jobId, at: t, attempt, status: "sent", upstreamMessageId: result.upstreamMessageId });
         if (result.recipientId) noteAlias(this.d.storage, e.recipient, result.recipientId, t);
         if (result.later) scheduleReports(this.d.storage, e.jobId, result.upstreamMessageId, t, result.later);
+        await final({ jobId: e.jobId, at: t, attempt, status: "sent", upstreamMessageId: result.upstreamMessageId });
         return;
       case "permanent":
         this.d.hold.resume();
-        final({ jobId: e.jobId, at: t, attempt, status: "failed", error: result.error });
+        await final({ jobId: e.jobId, at: t, attempt, status: "failed", error: result.error });
         return;
       case "number_blocked":
         // Nothing was sent: the message waits at the head of its conversation while the number pauses.
@@ -270,7 +262,7 @@ export class Drain {
           t,
         );
         if ("exhausted" in decision) {
-          final({
+          await final({
             jobId: e.jobId,
             at: t,
             attempt,
@@ -291,15 +283,15 @@ export class Drain {
           jobId: e.jobId,
           reason: result.message,
         });
-        final({ jobId: e.jobId, at: t, attempt, outcomeUnknown: true });
         if (result.later) scheduleReports(this.d.storage, e.jobId, `sandbox.${e.jobId}`, t, result.later);
+        await final({ jobId: e.jobId, at: t, attempt, outcomeUnknown: true });
         return;
     }
   }
 
   /** A message the number gives up on without a call (disconnected, held too long). */
-  giveUp(e: Entry, error: StatusUpdate["error"]): void {
+  giveUp(e: Entry, error: StatusUpdate["error"]): Promise<void> {
     this.d.queue.remove(e.jobId);
-    this.d.handOff.hold(e.workspaceId, { jobId: e.jobId, at: now(), status: "failed", error });
+    return this.d.handOff.hand(e.workspaceId, { jobId: e.jobId, at: now(), status: "failed", error });
   }
 }

@@ -3,94 +3,107 @@ import { errorText, log } from "../../lib/log";
 import { workspaceStub } from "../stubs";
 import type { StatusUpdate } from "../workspace/contract";
 
-/**
- * Answers wait up to this long on the object's clock before they are handed over, so that the
- * answers of that second reach the workspace in one call, and their events the queue in one
- * message (each queue message is billed): a number calling 2/s hands about two answers at once.
- */
-export const HAND_DELAY_MS = 1_000;
 const RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000] as const;
 
-interface Held {
+interface Transit {
   workspaceId: string;
   update: StatusUpdate;
+  /** When it may be handed again (after a failure). */
+  retryAt: number;
+  failures: number;
 }
 
 /**
- * The calls' final answers (sent, failed, outcome unknown) and the messages the number gives up on,
- * on their way to the workspace's records. They are held in memory only: the workspace's record
- * says a call was claimed and not answered, so a restart that loses them finds the message "claimed
- * before" and reports its outcome unknown, which the operator's status report then settles; it is
- * never called again. `answer` returns once the changes are committed and their events queued.
+ * The calls' answers (and the messages the number gives up on) on their way to the workspace's
+ * records. Each is handed at once and its commit awaited (the record is current when the drain
+ * moves on); then, without holding the drain, the number waits for the workspace to say that the
+ * change's events left (its publisher packs a second's worth of events in one queue message), and
+ * hands the answer again if the workspace lost them (it restarted). Kept in memory only: the
+ * record says a call was claimed and not answered, so a restart of this object that loses an
+ * answer finds the message "claimed before" and reports its outcome unknown, which the operator's
+ * status report then settles; it is never called again.
  */
 export class HandOff {
-  private held: Held[] = [];
-  private firstAt: number | null = null;
-  private failures = 0;
-  private retryAt = 0;
-  private running: Promise<void> | null = null;
+  private readonly transit = new Map<string, Transit>();
+  private readonly confirming = new Set<Promise<void>>();
 
-  /** `delayMs`: HAND_DELAY_MS, or 0 (tests step the drain one alarm at a time and read the records after each). */
   constructor(
     private readonly env: Env,
-    private readonly delayMs = HAND_DELAY_MS,
+    /** Arms the object's alarm (a hand-off that failed is tried again then). */
+    private readonly wake: (at: number) => Promise<void>,
   ) {}
 
   get size(): number {
-    return this.held.length;
+    return this.transit.size;
   }
 
-  hold(workspaceId: string, update: StatusUpdate): void {
-    this.held.push({ workspaceId, update });
-    this.firstAt ??= now();
-  }
-
-  /** Whether an answer about this message is waiting. */
+  /** Whether an answer about this message is on its way. */
   holds(jobId: string): boolean {
-    return this.held.some((h) => h.update.jobId === jobId);
+    return this.transit.has(jobId);
   }
 
-  /** When the held answers are due, or null. */
-  due(): number | null {
-    return this.firstAt === null ? null : Math.max(this.firstAt + this.delayMs, this.retryAt);
+  /** Hands one answer; resolves once it is committed (or kept for a retry when the workspace is unreachable). */
+  async hand(workspaceId: string, update: StatusUpdate): Promise<void> {
+    const t: Transit = { workspaceId, update, retryAt: 0, failures: 0 };
+    this.transit.set(update.jobId, t);
+    await this.send(t);
   }
 
-  /** Hands everything held (one call per workspace); on failure it stays held and backs off. Never throws. */
-  flush(): Promise<void> {
-    if (this.running) return this.running;
-    this.running = this.handAll().finally(() => (this.running = null));
-    return this.running;
-  }
-
-  /** Hands one change at once (a retry's answer: its next claim needs it committed first). Throws on failure. */
+  /** Hands one answer and throws if it is not committed (a retry's answer: the next claim needs it). */
   async now(workspaceId: string, update: StatusUpdate): Promise<void> {
     await workspaceStub(this.env, workspaceId).answer([update]);
   }
 
-  private async handAll(): Promise<void> {
-    const batch = this.held;
-    if (batch.length === 0) return;
-    this.held = [];
-    this.firstAt = null;
-    const byWorkspace = Map.groupBy(batch, (h) => h.workspaceId);
-    for (const [workspaceId, items] of byWorkspace) {
-      try {
-        await workspaceStub(this.env, workspaceId).answer(items.map((i) => i.update));
-        this.failures = 0;
-        this.retryAt = 0;
-      } catch (err) {
-        this.failures++;
-        const wait = RETRY_MS[Math.min(this.failures, RETRY_MS.length) - 1]!;
-        log("warn", "answers could not be handed to the workspace; held and tried again", {
-          workspaceId,
-          answers: items.length,
-          retryInMs: wait,
-          error: errorText(err),
-        });
-        this.held = [...items, ...this.held];
-        this.firstAt ??= now();
-        this.retryAt = now() + wait;
-      }
+  /** When an answer kept after a failure is due again, or null. */
+  due(): number | null {
+    let at: number | null = null;
+    for (const t of this.transit.values()) if (t.retryAt > 0 && (at === null || t.retryAt < at)) at = t.retryAt;
+    return at;
+  }
+
+  /** Hands again the answers whose retry is due. */
+  async retryDue(at: number): Promise<void> {
+    for (const t of [...this.transit.values()]) if (t.retryAt > 0 && t.retryAt <= at) await this.send(t);
+  }
+
+  /** Settles when every confirmation in progress has (tests and the end of a drain session need nothing more). */
+  async idle(): Promise<void> {
+    while (this.confirming.size > 0) await Promise.allSettled([...this.confirming]);
+  }
+
+  private async send(t: Transit): Promise<void> {
+    const stub = workspaceStub(this.env, t.workspaceId);
+    let ticket;
+    try {
+      ({ ticket } = await stub.answer([t.update]));
+    } catch (err) {
+      this.failed(t, err);
+      return;
     }
+    t.retryAt = 0;
+    const confirm = stub
+      .awaitFlushed(ticket)
+      .then(
+        (ok) => {
+          if (ok) this.transit.delete(t.update.jobId);
+          // The workspace restarted before its events left: the answer goes again (applied once, announced again).
+          else return this.send(t);
+        },
+        (err: unknown) => this.failed(t, err),
+      )
+      .finally(() => this.confirming.delete(confirm));
+    this.confirming.add(confirm);
+  }
+
+  private failed(t: Transit, err: unknown): void {
+    t.failures++;
+    const wait = RETRY_MS[Math.min(t.failures, RETRY_MS.length) - 1]!;
+    t.retryAt = now() + wait;
+    log("warn", "an answer could not be handed to the workspace; kept and tried again", {
+      jobId: t.update.jobId,
+      retryInMs: wait,
+      error: errorText(err),
+    });
+    void this.wake(t.retryAt).catch(() => undefined);
   }
 }

@@ -185,9 +185,8 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     const read = (cursor: string | null, limit: number): { rows: MessageRow[]; cursor: string | null } => {
       if (!this.hasTables) return { rows: [], cursor };
       const rows: MessageRow[] = [];
-      let segment = cursor?.slice(0, 2) ?? "c:";
       let after = cursor?.slice(2) ?? "";
-      if (segment === "c:") {
+      if ((cursor?.slice(0, 2) ?? "c:") === "c:") {
         while (rows.length < limit) {
           const chunk = this.sql
             .exec<Chunk>("SELECT * FROM chunks WHERE lo > ? ORDER BY lo LIMIT 1", after)
@@ -197,7 +196,6 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
           after = chunk.lo;
         }
         if (rows.length > 0) return { rows, cursor: `c:${after}` };
-        segment = "l:";
         after = "";
       }
       if (!this.hasLegacy) return { rows: [], cursor: "l:" };

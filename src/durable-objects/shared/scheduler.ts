@@ -10,6 +10,11 @@ export interface ScheduledStep {
   readonly name: string;
   /** When this step next has work (epoch ms), or null when it has none. */
   due(at: number): number | null;
+  /**
+   * When the alarm must run for it at the latest, if later than `due`: work that may wait (a few
+   * bytes kept a little longer) rides on the alarms other steps set, and arms one of its own only then.
+   */
+  latest?(at: number): number | null;
   run(at: number): Promise<void>;
 }
 
@@ -83,7 +88,7 @@ export class Scheduler {
     for (const step of this.steps) {
       let due: number | null;
       try {
-        due = step.due(now());
+        due = step.latest ? step.latest(now()) : step.due(now());
       } catch (err) {
         log("warn", "scheduled step could not tell when it is due", { step: step.name, error: errorText(err) });
         due = now() + BACKOFF_MAX_MS;

@@ -9,25 +9,25 @@ import type { MessageRow } from "./record";
  * consumer invocation reports dozens of events at once), not one per attempt: rows written are
  * billed, and a healthy webhook's log is one row per batch of deliveries.
  *
- * Key (channel_number_id, seq): a number's log in time order (`seq` is the report's time in ms, or
- * one past the number's last). Each row holds up to ATTEMPTS_PER_ROW attempts (JSON); an attempt's
- * own key, for ids and cursors, is `seq * ATTEMPTS_PER_ROW + index`.
+ * One table per UTC day of the reports (`d_<day>`), dropped whole once the day is past the log's
+ * 3 days (a `DROP TABLE` writes no row). Key (channel_number_id, seq): a number's log in time order
+ * (`seq` is the report's time in ms, or one past the number's last). Each row holds up to
+ * ATTEMPTS_PER_ROW attempts (JSON); an attempt's own key, for ids and cursors, is
+ * `seq * ATTEMPTS_PER_ROW + index`.
  *
- * Bound: ~150 B per attempt (~50 attempts a row when busy, one a row when quiet); kept 3 days (1 hour
- * under storage pressure), purged oldest first, 500 rows a run.
+ * Bound: ~150 B per attempt (~50 attempts a row when busy, one a row when quiet), at most 4 days'
+ * tables.
  */
 export const ATTEMPTS_PER_ROW = 512;
 export const KEEP_DELIVERIES_MS = 3 * 24 * 60 * 60 * 1000;
-export const KEEP_DELIVERIES_UNDER_PRESSURE_MS = 60 * 60 * 1000;
-const PURGE_ROWS = 500;
 /** Rows one listing or one look for a message's attempts may read. */
 const READ_BUDGET = 200;
-/** Numbers one purge looks at (a workspace has at most its plan's numbers; replaced numbers age out). */
-const MAX_LOGGED_NUMBERS = 1_000;
+const DAY = 86_400_000;
+const tableOf = (day: number): string => `d_${day}`;
 
-export function createDeliveriesTable(sql: SqlStorage): void {
+export function createDeliveriesTable(sql: SqlStorage, day: number): void {
   sql.exec(
-    `CREATE TABLE IF NOT EXISTS deliveries (
+    `CREATE TABLE IF NOT EXISTS ${tableOf(day)} (
       channel_number_id TEXT NOT NULL, seq INTEGER NOT NULL, attempts TEXT NOT NULL,
       PRIMARY KEY (channel_number_id, seq)) WITHOUT ROWID`,
   );
@@ -85,11 +85,16 @@ const LISTED = (s: Stored): boolean => s.o !== "deferred";
 
 export class DeliveryLog {
   private readonly lastSeq = new Map<string, number>();
-  private hasTable: boolean;
+  /** The days with a table, ascending. */
+  private days: number[];
 
   constructor(private readonly sql: SqlStorage) {
-    this.hasTable =
-      sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'deliveries'").toArray().length > 0;
+    this.days = sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'd\\_%' ESCAPE '\\'")
+      .toArray()
+      .map((r) => Number(r.name.slice(2)))
+      .filter((d) => Number.isInteger(d))
+      .sort((a, b) => a - b);
   }
 
   /** Logs the attempts of one consumer report: one row per number (per ATTEMPTS_PER_ROW attempts). */
@@ -113,16 +118,16 @@ export class DeliveryLog {
       });
       byNumber.set(r.channelNumberId, list);
     }
-    if (byNumber.size === 0) return;
-    if (!this.hasTable) {
-      createDeliveriesTable(this.sql);
-      this.hasTable = true;
-    }
     for (const [numberId, attempts] of byNumber) {
       for (let i = 0; i < attempts.length; i += ATTEMPTS_PER_ROW) {
         const seq = Math.max(at, this.last(numberId) + 1);
+        const day = Math.floor(seq / DAY);
+        if (!this.days.includes(day)) {
+          createDeliveriesTable(this.sql, day);
+          this.days = [...this.days, day].sort((a, b) => a - b);
+        }
         this.sql.exec(
-          "INSERT INTO deliveries (channel_number_id, seq, attempts) VALUES (?, ?, ?)",
+          `INSERT INTO ${tableOf(day)} (channel_number_id, seq, attempts) VALUES (?, ?, ?)`,
           numberId,
           seq,
           JSON.stringify(attempts.slice(i, i + ATTEMPTS_PER_ROW)),
@@ -134,22 +139,26 @@ export class DeliveryLog {
 
   /** A webhook's attempts, newest first, before the attempt key `before`. */
   ofWebhook(channelNumberId: string, webhookId: string, before: number | null, limit: number): AttemptRow[] {
-    if (!this.hasTable) return [];
     const out: AttemptRow[] = [];
     let rowBefore = before === null ? Number.MAX_SAFE_INTEGER : Math.floor(before / ATTEMPTS_PER_ROW) + 1;
-    for (let budget = READ_BUDGET; budget > 0 && out.length < limit;) {
-      const rows = this.rows(channelNumberId, "seq < ? ORDER BY seq DESC", [rowBefore], Math.min(20, budget));
-      if (rows.length === 0) break;
-      budget -= rows.length;
-      for (const row of rows) {
-        for (let i = row.attempts.length - 1; i >= 0; i--) {
-          const key = row.seq * ATTEMPTS_PER_ROW + i;
-          const s = row.attempts[i]!;
-          if (s.w !== webhookId || !LISTED(s) || (before !== null && key >= before)) continue;
-          out.push(toAttempt(key, s));
-          if (out.length === limit) return out;
+    let budget = READ_BUDGET;
+    for (const day of [...this.days].reverse()) {
+      if (day * DAY >= rowBefore) continue;
+      for (;;) {
+        if (budget <= 0 || out.length >= limit) return out;
+        const rows = this.rows(day, channelNumberId, "seq < ? ORDER BY seq DESC", [rowBefore], Math.min(20, budget));
+        if (rows.length === 0) break;
+        budget -= rows.length;
+        for (const row of rows) {
+          for (let i = row.attempts.length - 1; i >= 0; i--) {
+            const key = row.seq * ATTEMPTS_PER_ROW + i;
+            const s = row.attempts[i]!;
+            if (s.w !== webhookId || !LISTED(s) || (before !== null && key >= before)) continue;
+            out.push(toAttempt(key, s));
+            if (out.length === limit) return out;
+          }
+          rowBefore = row.seq;
         }
-        rowBefore = row.seq;
       }
     }
     return out;
@@ -157,12 +166,17 @@ export class DeliveryLog {
 
   /** The newest attempt of the webhook that did not deliver, among its latest rows. */
   lastFailure(channelNumberId: string, webhookId: string): AttemptRow | undefined {
-    if (!this.hasTable) return undefined;
-    for (const row of this.rows(channelNumberId, "1 ORDER BY seq DESC", [], READ_BUDGET)) {
-      for (let i = row.attempts.length - 1; i >= 0; i--) {
-        const s = row.attempts[i]!;
-        if (s.w === webhookId && LISTED(s) && s.o !== "delivered") return toAttempt(row.seq * ATTEMPTS_PER_ROW + i, s);
+    let budget = READ_BUDGET;
+    for (const day of [...this.days].reverse()) {
+      for (const row of this.rows(day, channelNumberId, "1 ORDER BY seq DESC", [], budget)) {
+        budget--;
+        for (let i = row.attempts.length - 1; i >= 0; i--) {
+          const s = row.attempts[i]!;
+          if (s.w === webhookId && LISTED(s) && s.o !== "delivered")
+            return toAttempt(row.seq * ATTEMPTS_PER_ROW + i, s);
+        }
       }
+      if (budget <= 0) break;
     }
     return undefined;
   }
@@ -173,7 +187,6 @@ export class DeliveryLog {
    * from the time its retry was due: a few rows each, however busy the number.
    */
   aboutMessage(row: MessageRow): AttemptRow[] {
-    if (!this.hasTable) return [];
     const found: AttemptRow[] = [];
     for (const change of changesOf(row)) {
       const eventId = eventIdOf(row.id, change.kind);
@@ -189,35 +202,19 @@ export class DeliveryLog {
     return found.sort((a, b) => a.attempted_at - b.attempted_at || a.seq - b.seq);
   }
 
-  /** When the oldest row leaves its window, or null. */
-  nextExpiry(pressure: boolean): number | null {
-    if (!this.hasTable) return null;
-    let oldest: number | null = null;
-    for (const n of this.numbers()) {
-      const first = this.sql
-        .exec<{ seq: number }>("SELECT seq FROM deliveries WHERE channel_number_id = ? ORDER BY seq LIMIT 1", n)
-        .toArray()[0];
-      if (first && (oldest === null || first.seq < oldest)) oldest = first.seq;
-    }
-    return oldest === null ? null : oldest + (pressure ? KEEP_DELIVERIES_UNDER_PRESSURE_MS : KEEP_DELIVERIES_MS);
+  /** When the oldest day's table is past the log's window, or null. */
+  nextExpiry(): number | null {
+    const oldest = this.days[0];
+    return oldest === undefined ? null : (oldest + 1) * DAY + KEEP_DELIVERIES_MS;
   }
 
-  /** Deletes rows past their window, oldest first, PURGE_ROWS in all. */
-  purge(at: number, pressure: boolean): void {
-    if (!this.hasTable) return;
-    const before = at - (pressure ? KEEP_DELIVERIES_UNDER_PRESSURE_MS : KEEP_DELIVERIES_MS);
-    let budget = PURGE_ROWS;
-    for (const n of this.numbers()) {
-      if (budget <= 0) break;
-      budget -= this.sql.exec(
-        `DELETE FROM deliveries WHERE channel_number_id = ? AND seq IN (
-           SELECT seq FROM deliveries WHERE channel_number_id = ? AND seq < ? ORDER BY seq LIMIT ?)`,
-        n,
-        n,
-        before,
-        budget,
-      ).rowsWritten;
+  /** Drops the tables of days past the window (no row written). */
+  purge(at: number): void {
+    for (const day of this.days) {
+      if ((day + 1) * DAY + KEEP_DELIVERIES_MS > at) break;
+      this.sql.exec(`DROP TABLE IF EXISTS ${tableOf(day)}`);
     }
+    this.days = this.days.filter((day) => (day + 1) * DAY + KEEP_DELIVERIES_MS > at);
   }
 
   private firstAttempt(
@@ -226,14 +223,21 @@ export class DeliveryLog {
     from: number,
   ): { key: number; rowSeq: number; stored: Stored } | null {
     // A row's seq is its report's time: at or after the attempts it holds.
-    for (const row of this.rows(numberId, "seq >= ? ORDER BY seq", [from], READ_BUDGET)) {
-      const i = row.attempts.findIndex((s) => s.e === eventId && s.a >= from - 1);
-      if (i >= 0) return { key: row.seq * ATTEMPTS_PER_ROW + i, rowSeq: row.seq, stored: row.attempts[i]! };
+    let budget = READ_BUDGET;
+    for (const day of this.days) {
+      if ((day + 1) * DAY <= from) continue;
+      for (const row of this.rows(day, numberId, "seq >= ? ORDER BY seq", [from], budget)) {
+        budget--;
+        const i = row.attempts.findIndex((s) => s.e === eventId && s.a >= from - 1);
+        if (i >= 0) return { key: row.seq * ATTEMPTS_PER_ROW + i, rowSeq: row.seq, stored: row.attempts[i]! };
+      }
+      if (budget <= 0) break;
     }
     return null;
   }
 
   private rows(
+    day: number,
     numberId: string,
     where: string,
     bindings: SqlStorageValue[],
@@ -241,7 +245,7 @@ export class DeliveryLog {
   ): { seq: number; attempts: Stored[] }[] {
     return this.sql
       .exec<{ seq: number; attempts: string }>(
-        `SELECT seq, attempts FROM deliveries WHERE channel_number_id = ? AND ${where} LIMIT ?`,
+        `SELECT seq, attempts FROM ${tableOf(day)} WHERE channel_number_id = ? AND ${where} LIMIT ?`,
         numberId,
         ...bindings,
         limit,
@@ -253,30 +257,18 @@ export class DeliveryLog {
   private last(numberId: string): number {
     let seq = this.lastSeq.get(numberId);
     if (seq === undefined) {
+      const newest = this.days[this.days.length - 1];
       seq =
-        this.sql
-          .exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM deliveries WHERE channel_number_id = ?", numberId)
-          .one().seq ?? 0;
+        newest === undefined
+          ? 0
+          : (this.sql
+              .exec<{ seq: number | null }>(
+                `SELECT MAX(seq) AS seq FROM ${tableOf(newest)} WHERE channel_number_id = ?`,
+                numberId,
+              )
+              .one().seq ?? 0);
       this.lastSeq.set(numberId, seq);
     }
     return seq;
-  }
-
-  /** Numbers with a log, each found by one step of the key. */
-  private numbers(): string[] {
-    const ids: string[] = [];
-    let last = "";
-    while (ids.length < MAX_LOGGED_NUMBERS) {
-      const next = this.sql
-        .exec<{ n: string }>(
-          "SELECT channel_number_id AS n FROM deliveries WHERE channel_number_id > ? ORDER BY channel_number_id LIMIT 1",
-          last,
-        )
-        .toArray()[0];
-      if (!next) break;
-      ids.push(next.n);
-      last = next.n;
-    }
-    return ids;
   }
 }

@@ -7,7 +7,8 @@ import { errorText, log } from "../../lib/log";
 /**
  * Events wait up to this long before publishing, so that the changes of that second go out packed
  * in one queue message (billed per message): a number sending at its 2/s puts about two messages'
- * events in each pack. The cost: a customer's webhook hears of a change up to 1 s later.
+ * events in each pack, ten busy numbers twenty. The cost: a customer's webhook hears of a change
+ * up to 1 s later, and the object's alarm is set once per second of activity.
  */
 export const PUBLISH_DELAY_MS = 1_000;
 /** Ids this object published lately, so that a change reported twice is announced once (per instance). */
@@ -40,13 +41,14 @@ class RecentIds {
  * (message-events.ts), so what must not be lost is the fact that a change still has to be
  * announced, and that is kept by whoever made the change until its event left:
  * - the number keeps a call's answer (and hands it again) until `awaitFlushed` says its events left;
- * - the operator's webhook is answered only after its events left (the route awaits `flushed`);
+ * - the operator's webhook is answered only after its events left (the route awaits them);
  * - the object's own timed changes publish before their step moves on.
  * Changed twice, or handed twice after a crash, a change announces the same event id: customers
  * deduplicate on `webhook-id`.
  *
- * Packing: the events of the first change wait until PUBLISH_DELAY_MS later on the object's clock;
- * every call into the object checks that time (`tick`), and a timer covers a quiet object.
+ * Packing: the events of the first change wait until `delayMs` later on the object's clock (the
+ * clock tests and the cost bench move); every call into the object checks that time (`tick`), and
+ * the object's alarm is set for it (`due`), once per pack.
  */
 export class EventPublisher {
   readonly instance = crypto.randomUUID();
@@ -56,21 +58,21 @@ export class EventPublisher {
   private flightIds = new Set<string>();
   private readonly published = new RecentIds(REMEMBERED_IDS);
   private firstAt: number | null = null;
+  private retryAt = 0;
   private commitSeq = 0;
   private flushedSeq = 0;
   private waiters: { seq: number; resolve: (ok: boolean) => void }[] = [];
-  private timer: ReturnType<typeof setTimeout> | null = null;
   private flushing: Promise<void> | null = null;
   private failures = 0;
 
   /**
-   * @param delayMs how long a change waits for others on the object's clock
-   * @param timerMs the real-time timer behind it (equal in production; shorter in tests, whose clock is simulated)
+   * @param delayMs how long a change waits for others on the object's clock (0: published at once)
+   * @param wake arms the object's alarm for a time (it runs `runDue`)
    */
   constructor(
     private readonly queue: QueueSender,
-    private readonly delayMs = PUBLISH_DELAY_MS,
-    private readonly timerMs = PUBLISH_DELAY_MS,
+    private readonly delayMs: number,
+    private readonly wake: (at: number) => Promise<void>,
   ) {}
 
   /** Whether this instance already published (or is about to publish) the event. */
@@ -91,14 +93,24 @@ export class EventPublisher {
       if (this.flushing === null) this.flushedSeq = seq;
     } else if (this.firstAt === null) {
       this.firstAt = now();
-      this.arm(this.timerMs);
+      if (this.delayMs === 0) void this.flush();
+      else
+        void this.wake(this.firstAt + this.delayMs).catch((e: unknown) =>
+          log("warn", "arming the publish alarm failed", { error: errorText(e) }),
+        );
     }
     return { instance: this.instance, seq };
   }
 
-  /** Publishes what waited long enough on the object's clock (call at the start of every call into the object). */
+  /** When the pending events are due (the alarm's step), or null. */
+  due(): number | null {
+    return this.firstAt === null ? null : Math.max(this.firstAt + this.delayMs, this.retryAt);
+  }
+
+  /** Publishes what waited long enough on the object's clock (every call into the object runs this first). */
   tick(): void {
-    if (this.firstAt !== null && now() >= this.firstAt + this.delayMs) void this.flush();
+    const due = this.due();
+    if (due !== null && now() >= due) void this.flush();
   }
 
   /**
@@ -112,8 +124,8 @@ export class EventPublisher {
   }
 
   /**
-   * Publishes now what is pending, this caller's events included; throws when the queue refused
-   * them (they stay pending and are tried again, and the caller hands its change again).
+   * Publishes now what is pending (a step that must not move on before its events left); throws
+   * when the queue refused them (they stay pending and are tried again).
    */
   async flushNow(): Promise<void> {
     const through = this.commitSeq;
@@ -121,15 +133,8 @@ export class EventPublisher {
     if (this.flushedSeq < through) throw new Error("events could not be queued; they will be tried again");
   }
 
-  private arm(ms: number): void {
-    if (this.timer !== null) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.flush();
-    }, ms);
-  }
-
-  private flush(): Promise<void> {
+  /** Publishes everything pending; a failure keeps it pending (with a back-off). Never throws. */
+  flush(): Promise<void> {
     if (this.flushing) return this.flushing.then(() => (this.pending.length > 0 ? this.flush() : undefined));
     if (this.pending.length === 0) return Promise.resolve();
     const batch = this.pending;
@@ -138,10 +143,6 @@ export class EventPublisher {
     this.pendingIds.clear();
     this.flightIds = new Set(batch.map((e) => e.id));
     this.firstAt = null;
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
     this.flushing = (async () => {
       try {
         await publishEventPacks(
@@ -155,6 +156,7 @@ export class EventPublisher {
           },
         );
         this.failures = 0;
+        this.retryAt = 0;
         this.settle(through);
       } catch (err) {
         // Back in line, ahead of what came meanwhile; the callers still wait (or time out and hand again).
@@ -164,12 +166,13 @@ export class EventPublisher {
         for (const e of this.pending) this.pendingIds.add(e.id);
         this.firstAt ??= now();
         const wait = RETRY_MS[Math.min(this.failures, RETRY_MS.length) - 1]!;
+        this.retryAt = now() + wait;
         log("warn", "publishing events failed; trying again", {
           events: left.length,
           retryInMs: wait,
           error: errorText(err),
         });
-        this.arm(wait);
+        void this.wake(this.retryAt).catch(() => undefined);
       } finally {
         this.flushing = null;
         this.flightIds = new Set();

@@ -15,7 +15,7 @@ import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import { dayOfId } from "./day-tables";
 import { changesOf, eventOf, newChanges } from "./message-events";
-import type { EventPublisher } from "./publisher";
+import type { EventPublisher, Ticket } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { applyTransition } from "./status-transition";
@@ -112,11 +112,12 @@ export class StatusLedger {
 
   /**
    * The number's answers about its claims (`attempt` set), and the messages it gives up on
-   * without a call (held too long, number disconnected). Returns once the changes are committed
-   * and their events are on the queue: until then the number holds the answers, and hands them
-   * again if this fails (a change applied twice is announced again, with the same event id).
+   * without a call (held too long, number disconnected). Returns once the changes are committed,
+   * with the ticket of their events: the number keeps each answer until `awaitFlushed(ticket)` says
+   * they left, and hands it again otherwise (a change applied twice is announced again, with the
+   * same event id).
    */
-  async answer(updates: StatusUpdate[]): Promise<StatusResult[]> {
+  answer(updates: StatusUpdate[]): { results: StatusResult[]; ticket: Ticket } {
     const events: WebhookEvent[] = [];
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
@@ -136,9 +137,7 @@ export class StatusLedger {
         return { known: true, status: after.status };
       }),
     );
-    this.publisher.add(events);
-    await this.publisher.flushNow();
-    return results;
+    return { results, ticket: this.publisher.add(events) };
   }
 
   /** The columns an answer sets (null: nothing to change, the answer was applied before), and the change kinds it reports. */

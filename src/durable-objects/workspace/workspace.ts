@@ -4,7 +4,7 @@ import { now } from "../../lib/clock";
 import { utcDay } from "../../domain/job-id";
 import { parseEventId, type WebhookEvent, type WebhookQueueMessage } from "../../domain/events";
 import { OWN_ERRORS } from "../../upstream/error-codes";
-import { Scheduler, withSlack } from "../shared/scheduler";
+import { Scheduler } from "../shared/scheduler";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureSchema } from "../shared/schema-version";
 import { WORKSPACE_SCHEMA } from "./schema";
@@ -30,7 +30,7 @@ import { DeliveryLog, KEEP_DELIVERIES_MS, type AttemptRow } from "./delivery-log
 import { HistoryTiering, type ArchivedDay } from "./history-tiering";
 import { LegacyTier } from "./legacy/legacy-tier";
 import type { Keyset, MessageFilter } from "./message-queries";
-import { EventPublisher, PUBLISH_DELAY_MS } from "./publisher";
+import { EventPublisher, PUBLISH_DELAY_MS, type Ticket } from "./publisher";
 import type { MessageRow } from "./record";
 import { StatusLedger, testEvent } from "./status";
 import { Tiers } from "./tiers";
@@ -41,7 +41,7 @@ export type { UsageCountMessage } from "./counts";
 
 /** Unknown outcomes failed per alarm run. */
 const EXPIRY_BATCH = 100;
-/** Under its storage budget the delivery log is purged in whatever alarm runs next, at the latest this long after it is due. */
+/** The delivery log's old days are dropped in whatever alarm runs next, at the latest this long after they are due. */
 const PURGE_AT_LEAST_EVERY_MS = 30 * 24 * 60 * 60_000;
 
 /**
@@ -79,10 +79,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const tables = new DayTables(this.sql);
     const ledger = new DayLedger(this.sql);
     const tiers = (this.tierIndex = new Tiers(this.sql, tables, ledger));
-    this.publisher = new EventPublisher(
-      env.WEBHOOK_QUEUE,
-      PUBLISH_DELAY_MS,
-      cfg.eventPublishTimerMs ?? PUBLISH_DELAY_MS,
+    this.publisher = new EventPublisher(env.WEBHOOK_QUEUE, cfg.eventPublishDelayMs ?? PUBLISH_DELAY_MS, (at) =>
+      this.scheduler.wake(at),
     );
     const context: WorkspaceContext = {
       storage: ctx.storage,
@@ -101,6 +99,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     this.tiering = new HistoryTiering(context, tiers, counts);
     const tiering = this.tiering.steps();
     this.scheduler = new Scheduler(ctx.storage, [
+      { name: "publish-events", due: () => this.publisher.due(), run: () => this.publisher.flush() },
       counts.step(),
       {
         name: "unknown-outcomes",
@@ -115,13 +114,15 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       tiering.moveToHistory,
       tiering.archiveHistory,
       {
+        // Dropping a day's table writes nothing, but an alarm of its own would (a row): it rides on
+        // the alarms other steps set, and arms one only PURGE_AT_LEAST_EVERY_MS after it is due.
         name: "delivery-log-purge",
-        // Rides on another step's alarm (or this long after it is due): a few rows kept longer cost less than an alarm of their own.
-        due: () => {
-          const expiry = this.deliveries.nextExpiry(false);
-          return expiry === null ? null : withSlack(expiry + PURGE_AT_LEAST_EVERY_MS);
+        due: () => this.deliveries.nextExpiry(),
+        latest: () => {
+          const expiry = this.deliveries.nextExpiry();
+          return expiry === null ? null : expiry + PURGE_AT_LEAST_EVERY_MS;
         },
-        run: (at) => Promise.resolve(this.deliveries.purge(at, false)),
+        run: async (at) => this.deliveries.purge(at),
       },
       ...this.legacy.steps(),
     ]);
@@ -154,10 +155,16 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.status.claim(jobId, attempt);
   }
 
-  /** The number's answers about its claims, and the messages it gives up on; returns once committed and their events queued. */
-  async answer(updates: StatusUpdate[]): Promise<StatusResult[]> {
+  /** The number's answers about its claims, and the messages it gives up on. Committed on return; `awaitFlushed(ticket)` says when their events left. */
+  async answer(updates: StatusUpdate[]): Promise<{ results: StatusResult[]; ticket: Ticket }> {
     this.publisher.tick();
     return this.status.answer(updates);
+  }
+
+  /** Resolves true once the events of the commit `ticket` left for the queue; false if this object restarted since (hand the change again). */
+  async awaitFlushed(ticket: Ticket): Promise<boolean> {
+    this.publisher.tick();
+    return this.publisher.awaitFlushed(ticket);
   }
 
   /** A number's work list (records with work left), oldest first, after `afterId` (its queue after a restart). */
