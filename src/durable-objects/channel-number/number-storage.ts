@@ -1,4 +1,4 @@
-import { ensureSchema, isEmptyStorage } from "../shared/schema-version";
+import { ensureSchema } from "../shared/schema-version";
 import { CHANNEL_NUMBER_SCHEMA } from "./schema";
 
 /**
@@ -11,7 +11,7 @@ export class NumberStorage {
   private ready: boolean;
 
   constructor(private readonly storage: DurableObjectStorage) {
-    this.ready = !isEmptyStorage(storage.sql);
+    this.ready = hasNumberTables(storage.sql);
     if (this.ready) ensureSchema(storage, CHANNEL_NUMBER_SCHEMA);
   }
 
@@ -42,6 +42,14 @@ export class NumberStorage {
 
   /** Forgets its tables (the object deleted its storage). */
   reset(): void {
-    this.ready = !isEmptyStorage(this.storage.sql);
+    this.ready = hasNumberTables(this.storage.sql);
   }
 }
+
+/** Whether the object holds any of the tables a number ever created (this release's or an earlier one's). */
+const hasNumberTables = (sql: SqlStorage): boolean =>
+  sql
+    .exec(
+      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'contacts', 'sandbox_reports', 'outbox', 'status_outbox', 'schema_version') LIMIT 1",
+    )
+    .toArray().length > 0;
