@@ -1,7 +1,7 @@
 import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { newJobId, utcDay } from "../../domain/job-id";
-import { WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
+import { NUMBER_LIMIT, WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { channelNumberStub } from "../stubs";
 import type { RateInfo, SendCommand, SendOutcome, Usage } from "./contract";
 import type { WorkspaceContext } from "./context";
@@ -9,7 +9,9 @@ import type { DailyCounts } from "./counts";
 import { findBoundKey, IDEMPOTENCY_TTL_MS } from "./legacy/idempotency-keys-v1";
 import { legacyOutboundTimesSince } from "./legacy/messages-v1";
 import { findKey, insertOutbound, outboundTimesSince } from "./records";
+import { findMovedKey } from "./moved-keys";
 import type { Tiers } from "./tiers";
+import { slotOf } from "./day-tables";
 
 const toRateInfo = (w: WindowState, scope: RateInfo["scope"]): RateInfo => ({
   scope,
@@ -31,8 +33,8 @@ export class Admission {
   private readonly pending = new Set<Promise<SendOutcome>>();
   /** jobIds handed to their number and not yet committed here: a claim for one waits (status.ts). */
   private readonly handing = new Set<string>();
-  /** Committed acceptance times of the last minute, ascending (rebuilt from the records after a restart). */
-  private recent: number[];
+  /** Committed acceptances of the last minute, ascending, with their numbers (rebuilt from the records after a restart). */
+  private recent: { at: number; channelNumberId: string }[];
   private month: { key: string; used: number } | null = null;
 
   constructor(
@@ -45,7 +47,7 @@ export class Admission {
     this.recent = [
       ...outboundTimesSince(tiers.tables, w.sql, since, at),
       ...(tiers.hasLegacy() ? legacyOutboundTimesSince(w.sql, since) : []),
-    ].sort((a, b) => a - b);
+    ].sort((a, b) => a.at - b.at);
   }
 
   /** Whether this send's hand-off is done and its commit still to come. */
@@ -89,7 +91,7 @@ export class Admission {
   /** The live binding of a key: a record of the last 24 hours, or (until it expires) a key bound before the upgrade. */
   private boundKey(key: string, at: number): { jobId: string; fingerprint: string } | undefined {
     const since = at - IDEMPOTENCY_TTL_MS;
-    const found = findKey(this.tiers.tables, this.w.sql, key, since, at);
+    const found = findKey(this.tiers.tables, this.w.sql, key, since, at) ?? findMovedKey(this.w.sql, key, since);
     if (found) return { jobId: found.id, fingerprint: found.fingerprint };
     if (this.w.legacyKeys()) {
       const legacy = findBoundKey(this.w.sql, key, at);
@@ -148,6 +150,10 @@ export class Admission {
         channelNumberId: numberId,
         to: cmd.request.to,
         acceptedAt: at,
+        // The number keeps its window in memory: after a restart it starts from these.
+        recent: this.recent
+          .filter((r) => r.channelNumberId === numberId && r.at > at - NUMBER_LIMIT.windowMs)
+          .map((r) => r.at),
       });
       if (!admitted.ok) {
         return {
@@ -180,8 +186,8 @@ export class Admission {
           .catch((e: unknown) => log("warn", "releasing an uncommitted hand-off failed", { jobId, error: String(e) }));
         throw err;
       }
-      this.counts.note(utcDay(at), numberId, { accepted: 1 });
-      this.recent = [...this.recent, at].sort((a, b) => a - b);
+      this.counts.note(slotOf(at), numberId, { accepted: 1 });
+      this.recent = [...this.recent, { at, channelNumberId: numberId }].sort((a, b) => a.at - b.at);
       this.bumpMonth(at);
       // The changed count ships to D1 within a minute: the alarm is armed for it (once; a later send finds it armed).
       await this.w.wake(this.counts.nextFlush());
@@ -199,8 +205,13 @@ export class Admission {
 
   /** The window of committed sends at `at`. */
   private windowAt(at: number): WindowState {
-    this.recent = this.recent.filter((t) => t > at - WORKSPACE_LIMIT.windowMs);
-    return windowState(WORKSPACE_LIMIT, this.recent, 0, at);
+    this.recent = this.recent.filter((r) => r.at > at - WORKSPACE_LIMIT.windowMs);
+    return windowState(
+      WORKSPACE_LIMIT,
+      this.recent.map((r) => r.at),
+      0,
+      at,
+    );
   }
 
   private usedThisMonth(at: number): number {

@@ -4,9 +4,9 @@ import { log } from "../../lib/log";
 import { publishInOrder } from "../../lib/queue-publisher";
 import type { ScheduledStep } from "../shared/scheduler";
 import type { DailyUsage } from "./contract";
-import type { DayTables } from "./day-tables";
+import { dayOfSlot, type SlotTables } from "./day-tables";
 import { addCounts, addTally, type DayCounts, type DayLedger, type Tally } from "./day-ledger";
-import { countsOfDay } from "./records";
+import { countsOfSlot } from "./records";
 
 /** Daily counts reach D1 (operator analytics, a number's sends today) at most this often per workspace. */
 export const COUNTS_FLUSH_INTERVAL_MS = 60_000;
@@ -27,9 +27,9 @@ export interface UsageCountMessage {
 
 /**
  * Per-day, per-number counts, derived from the records rather than written with each of them: a
- * day whose table is here is counted from its table (one pass when first needed, then kept in
- * memory and moved with each change), a day whose table is gone has its counts in its ledger row,
- * frozen when the table left. A message counts on the day of its id (its acceptance, or for an
+ * slot whose table is here is counted from its table (one pass when first needed, then kept in
+ * memory and moved with each change), a slot whose table is gone has its counts in its day's
+ * ledger row, frozen when the table left. A message counts on the day of its id (its acceptance, or for an
  * inbound message the operator's time): `sent` and `failed` are the day's messages in that status
  * now (a message reported failed after it was sent moves from one to the other).
  *
@@ -37,6 +37,7 @@ export interface UsageCountMessage {
  * totals at most once a minute (`counts-to-d1`).
  */
 export class DailyCounts {
+  /** Per slot with a table. */
   private readonly live = new Map<number, DayCounts>();
   private readonly dirty = new Set<string>();
   private lastFlush = now();
@@ -45,51 +46,58 @@ export class DailyCounts {
 
   constructor(
     private readonly sql: SqlStorage,
-    private readonly tables: DayTables,
+    private readonly tables: SlotTables,
     private readonly ledger: DayLedger,
     private readonly workspaceId: () => string | null,
     private readonly usageQueue: Queue,
   ) {
-    this.shipRecent = tables.list().some((day) => day >= utcDay(now()) - 1);
+    this.shipRecent = tables.days().some((day) => day >= utcDay(now()) - 1);
   }
 
-  /** The counts of a day whose table is here (counted once per instance, then kept up to date). */
-  private liveOf(day: number): DayCounts {
-    let c = this.live.get(day);
+  /** The counts of a slot whose table is here (counted once per instance, then kept up to date). */
+  private liveOf(slot: number): DayCounts {
+    let c = this.live.get(slot);
     if (!c) {
       c = {};
-      for (const r of countsOfDay(this.sql, day)) c[r.channel_number_id] = [r.accepted, r.sent, r.failed, r.received];
-      this.live.set(day, c);
+      for (const r of countsOfSlot(this.sql, slot)) c[r.channel_number_id] = [r.accepted, r.sent, r.failed, r.received];
+      this.live.set(slot, c);
     }
     return c;
   }
 
+  /** A slot's counts while its table is here. */
+  ofSlot(slot: number): DayCounts {
+    return this.tables.has(slot) ? { ...this.liveOf(slot) } : {};
+  }
+
   /** A day's counts, wherever they are. */
   of(day: number): DayCounts {
-    const frozen = this.ledger.get(day).counts;
-    return this.tables.has(day) ? addCounts(frozen, this.liveOf(day)) : { ...(frozen ?? {}) };
+    let out: DayCounts = { ...(this.ledger.get(day).counts ?? {}) };
+    for (const slot of this.tables.ofDay(day)) out = addCounts(out, this.liveOf(slot));
+    return out;
   }
 
   /**
-   * A record of `day` changed after its commit: moves the day's live counts (if counted yet: a
-   * later count reads the table, which has it) and marks the day for D1. For a day whose table is
-   * gone, `frozen` writes the change to its ledger row (call inside the record's transaction).
+   * A record changed after its commit: moves its slot's live counts (if counted yet: a later count
+   * reads the table, which has it) and marks its day for D1. `frozen`: the record's slot table is
+   * gone, the change goes to its day's ledger row (call inside the record's transaction).
    */
   note(
-    day: number,
+    slot: number,
     channelNumberId: string,
     delta: Partial<Record<CountField, number>>,
     where: "table" | "frozen" = "table",
   ): void {
     const d: Tally = [0, 0, 0, 0];
     for (const [f, v] of Object.entries(delta) as [CountField, number][]) d[FIELD[f]] = d[FIELD[f]]! + v;
+    const day = dayOfSlot(slot);
     if (where === "frozen") {
       this.ledger.update(day, (s) => ({
         ...s,
         counts: { ...(s.counts ?? {}), [channelNumberId]: addTally(s.counts?.[channelNumberId], d) },
       }));
     } else {
-      const c = this.live.get(day);
+      const c = this.live.get(slot);
       if (c) c[channelNumberId] = addTally(c[channelNumberId], d);
     }
     this.dirty.add(`${day}|${channelNumberId}`);
@@ -104,16 +112,16 @@ export class DailyCounts {
     return delta;
   }
 
-  /** The day's table is gone: its counts are in its ledger row from now on (the caller wrote them there, with `of`). */
-  forget(day: number): void {
-    this.live.delete(day);
+  /** The slot's table is gone: its counts are in its day's ledger row from now on (the caller added them there, with `ofSlot`). */
+  forget(slot: number): void {
+    this.live.delete(slot);
   }
 
   /** Accepted sends in the days [fromDay, toDay). */
   acceptedBetween(fromDay: number, toDay: number): number {
     let n = 0;
     for (let day = fromDay; day < toDay; day++) {
-      if (!this.tables.has(day) && this.ledger.get(day).counts === undefined) continue;
+      if (this.tables.ofDay(day).length === 0 && this.ledger.get(day).counts === undefined) continue;
       for (const t of Object.values(this.of(day))) n += t[0];
     }
     return n;
@@ -185,7 +193,7 @@ export class DailyCounts {
 
   /** The days still changing, shipped again after a restart (D1 keeps the larger total). */
   private markRecentDirty(at: number): void {
-    for (const day of this.tables.list()) {
+    for (const day of this.tables.days()) {
       if (day < utcDay(at) - 1) continue;
       for (const numberId of Object.keys(this.of(day))) this.dirty.add(`${day}|${numberId}`);
     }

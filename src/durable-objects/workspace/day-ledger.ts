@@ -10,8 +10,10 @@ export type DayCounts = Record<string, Tally>;
  * written only when the day changes hands:
  * - `counts`: the day's counts once its table is gone (or carried over from the release before
  *   day tables); a day whose table is here adds the table's own counts to them;
- * - `moveCursor`: the day is moving to its history shard, every record up to this id is there;
- * - `history`: the day's records are in its shard (its table is gone);
+ * - `moved`: per slot of the day (0–3, see day-tables.ts), how much of it is in the day's history
+ *   shard: "*" all of it (its table is gone), or the id up to which its records are there (it is
+ *   moving; the records up to the cursor are read and changed in the shard from then on);
+ * - `history`: records of the day in its shard;
  * - `legacyHistory`: records of the release before day tables were moved to its shard (by that
  *   release, or since by legacy-tier.ts);
  * - `archiving` / `archived`: its archive to R2, in progress or done (kept 400 days, listed by
@@ -22,7 +24,7 @@ export type DayCounts = Record<string, Tally>;
  */
 export interface DayState {
   counts?: DayCounts;
-  moveCursor?: string;
+  moved?: Record<string, string>;
   history?: { records: number };
   legacyHistory?: { records: number };
   archiving?: ArchiveProgress;

@@ -1,39 +1,56 @@
-import { DAY_MS, utcDay, uuidV7Time } from "../../domain/job-id";
+import { DAY_MS, uuidV7Time } from "../../domain/job-id";
 
 /**
- * Message records live in one table per UTC day of their id's time (`m_<day>`): a day leaves the
- * object by a `DROP TABLE`, which writes no row, where deleting its records wrote one row each.
+ * Message records live in one table per 6-hour slot of their id's time (`m_<slot>`, slot =
+ * time / 6 h): a slot leaves the object by a `DROP TABLE`, which writes no row, where deleting its
+ * records wrote one row each. Four slots make a UTC day; days are what counts, history shards and
+ * archives are kept by. Six hours is the finest the size guard needs (history-tiering.ts: an object
+ * over its storage budget keeps its last 6 to 12 hours only).
  *
  * Each table is `WITHOUT ROWID`, keyed by the message id (a UUIDv7 of the acceptance time, or of
  * the operator's time for an inbound message), so the key order is the list order and a lookup by
  * id is one key read. Its indexes are the ones a send or a list needs, each a billed row when a
  * record enters it:
  * - `_to`: (recipient, id), lists by counterpart (`to` / `from`);
- * - `_key`: the Idempotency-Key of an outbound record (unique; a key is bound at most once a day);
+ * - `_key`: the Idempotency-Key of an outbound record (unique: a key is bound at most once in 24 h);
  * - `_work`: (channel_number_id, id) of records the number still has work for (`pending = 1`):
  *   queued, retrying or being called. A number rebuilds its queue from it after a restart;
  * - `_failed`: failed records (lists filtered by `status=failed`).
  *
- * Bound: one row per message of the day (~600 B with a 200-character body, + ~150 B of index
- * entries); a table is dropped once its day moved to history (docs/architecture.md, storage budget).
+ * Bound: one row per message of the slot (~650 B with a 200-character body, + ~150 B of index
+ * entries); a table is dropped once its slot moved to history or its day was archived
+ * (docs/architecture.md, storage budget).
  */
-export const dayTable = (day: number): string => `m_${day}`;
+export const SLOT_MS = 6 * 60 * 60 * 1000;
+export const SLOTS_PER_DAY = DAY_MS / SLOT_MS;
 
-export const dayOfTable = (name: string): number | null => {
+export const slotOf = (ms: number): number => Math.floor(ms / SLOT_MS);
+export const dayOfSlot = (slot: number): number => Math.floor(slot / SLOTS_PER_DAY);
+export const slotsOfDay = (day: number): number[] =>
+  Array.from({ length: SLOTS_PER_DAY }, (_, i) => day * SLOTS_PER_DAY + i);
+export const slotStart = (slot: number): number => slot * SLOT_MS;
+
+export const slotTable = (slot: number): string => `m_${slot}`;
+
+const slotOfTable = (name: string): number | null => {
   const m = /^m_(\d+)$/.exec(name);
   return m ? Number(m[1]) : null;
 };
 
-/** The day (table) a message id belongs to, or null for an id that names none (not a UUIDv7). */
-export const dayOfId = (id: string): number | null => {
+/** The slot (table) a message id belongs to, or null for an id that names none (not a UUIDv7). */
+export const slotOfId = (id: string): number | null => {
   const t = uuidV7Time(id);
-  return t === null ? null : utcDay(t);
+  return t === null ? null : slotOf(t);
 };
 
-export const dayStart = (day: number): number => day * DAY_MS;
+/** The UTC day a message id belongs to, or null. */
+export const dayOfId = (id: string): number | null => {
+  const slot = slotOfId(id);
+  return slot === null ? null : dayOfSlot(slot);
+};
 
-export function createDayTable(sql: SqlStorage, day: number): void {
-  const t = dayTable(day);
+export function createSlotTable(sql: SqlStorage, slot: number): void {
+  const t = slotTable(slot);
   // One statement each: the cost meter counts every statement (a multi-statement exec reports its last one only).
   sql.exec(
     `CREATE TABLE IF NOT EXISTS ${t} (
@@ -52,54 +69,63 @@ export function createDayTable(sql: SqlStorage, day: number): void {
   sql.exec(`CREATE INDEX IF NOT EXISTS ${t}_failed ON ${t} (id) WHERE status = 'failed'`);
 }
 
-/** The days that have a table, ascending (read once at start-up; kept up to date by `DayTables`). */
-export const existingDays = (sql: SqlStorage): number[] =>
+/** The slots that have a table, ascending. */
+const existingSlots = (sql: SqlStorage): number[] =>
   sql
     .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'm\\_%' ESCAPE '\\'")
     .toArray()
-    .map((r) => dayOfTable(r.name))
+    .map((r) => slotOfTable(r.name))
     .filter((d): d is number => d !== null)
     .sort((a, b) => a - b);
 
-/** The set of day tables of one object, in memory: a lookup never asks sqlite_master. */
-export class DayTables {
-  private readonly days: Set<number>;
+/** The slot tables of one object, in memory: a lookup never asks sqlite_master. */
+export class SlotTables {
+  private readonly slots: Set<number>;
 
   constructor(private readonly sql: SqlStorage) {
-    this.days = new Set(existingDays(sql));
+    this.slots = new Set(existingSlots(sql));
   }
 
-  has(day: number): boolean {
-    return this.days.has(day);
+  has(slot: number): boolean {
+    return this.slots.has(slot);
   }
 
   /** Ascending. */
   list(): number[] {
-    return [...this.days].sort((a, b) => a - b);
+    return [...this.slots].sort((a, b) => a - b);
+  }
+
+  /** The slots of one UTC day that have a table, ascending. */
+  ofDay(day: number): number[] {
+    return slotsOfDay(day).filter((s) => this.slots.has(s));
+  }
+
+  /** The UTC days that have at least one table, ascending. */
+  days(): number[] {
+    return [...new Set(this.list().map(dayOfSlot))];
   }
 
   oldest(): number | null {
-    const list = this.list();
-    return list[0] ?? null;
+    return this.list()[0] ?? null;
   }
 
-  /** Creates the day's table if needed (inside the caller's transaction). */
-  ensure(day: number): string {
-    if (!this.days.has(day)) {
-      createDayTable(this.sql, day);
-      this.days.add(day);
+  /** Creates the slot's table if needed (inside the caller's transaction). */
+  ensure(slot: number): string {
+    if (!this.slots.has(slot)) {
+      createSlotTable(this.sql, slot);
+      this.slots.add(slot);
     }
-    return dayTable(day);
+    return slotTable(slot);
   }
 
-  drop(day: number): void {
-    this.sql.exec(`DROP TABLE IF EXISTS ${dayTable(day)}`);
-    this.days.delete(day);
+  drop(slot: number): void {
+    this.sql.exec(`DROP TABLE IF EXISTS ${slotTable(slot)}`);
+    this.slots.delete(slot);
   }
 
   /** Reads the tables again: a transaction that created one may have been rolled back. */
   resync(): void {
-    this.days.clear();
-    for (const d of existingDays(this.sql)) this.days.add(d);
+    this.slots.clear();
+    for (const s of existingSlots(this.sql)) this.slots.add(s);
   }
 }

@@ -3,24 +3,33 @@ import { DAY_MS, utcDay, uuidV7Time } from "../../domain/job-id";
 import { getMeta } from "../shared/meta";
 import { withSlack, type ScheduledStep } from "../shared/scheduler";
 import { historyStub } from "../history/history";
-import type { ArchiveProgress } from "../history/archive-writer";
-import { archiveRows } from "../history/archive-writer";
+import { archiveRows, type ArchiveProgress } from "../history/archive-writer";
 import type { WorkspaceContext } from "./context";
 import type { DailyCounts } from "./counts";
-import { dayTable } from "./day-tables";
-import { dayPage, SCAN_BUDGET, type Keyset, type MessageFilter, type Page } from "./message-queries";
+import { dayOfSlot, SLOT_MS, slotOfId, slotStart, slotTable } from "./day-tables";
+import { addCounts } from "./day-ledger";
+import { SCAN_BUDGET, slotPage, type Keyset, type MessageFilter, type Page } from "./message-queries";
+import { keepMovedKeys } from "./moved-keys";
 import type { MessageRow } from "./record";
-import type { Tiers } from "./tiers";
+import { movedOf, slotIndex, type Tiers } from "./tiers";
 import { legacyPage } from "./legacy/message-queries-v1";
+import { IDEMPOTENCY_TTL_MS } from "./legacy/idempotency-keys-v1";
 
-/** A day's table stays here at least until this many days after it (so every key of the last 24 hours is in a table here). */
-export const HOT_DAYS = 2;
+/** A slot's records stay here at least this long after the slot ends (so that a late report finds them in the object). */
+export const HOT_WINDOW_MS = 48 * 60 * 60 * 1000;
 /**
- * Above this, days older than HOT_DAYS move to their history shards; below it, a day stays here
- * until it is archived (a workspace sending 10,000 messages a day holds its 30 days in ~230 MB).
- * The operator may set a lower budget for one workspace in its `meta` (`hot_bytes_budget`).
+ * Above this, slots older than HOT_WINDOW_MS move to their day's history shard; below it, a day
+ * stays here until it is archived (a workspace sending 10,000 messages a day holds its 30 days in
+ * ~250 MB). The operator may set a lower budget for one workspace in its `meta` (`hot_bytes_budget`).
  */
 export const HOT_BYTES_BUDGET = 1024 ** 3;
+/**
+ * The size guard: above this (3.5 times the budget, 3.5 GB: 35% of an object's 10 GB), slots move
+ * as soon as they are MIN_HOT_WINDOW_MS old, and the Idempotency-Keys of their records still within
+ * their 24 hours are kept apart (moved-keys.ts).
+ */
+export const PRESSURE_FACTOR = 3.5;
+export const MIN_HOT_WINDOW_MS = 6 * 60 * 60 * 1000;
 /** Records per chunk moved to a shard (one row there), and chunks per alarm run. */
 const CHUNK_RECORDS = 200;
 const CHUNKS_PER_RUN = 50;
@@ -37,10 +46,14 @@ export interface ArchivedDay {
   archived_at: number;
 }
 
+/** A segment of a day in the newest-first order: a slot's table part, its part in the shard, then the earlier layout's records. */
+type Segment =
+  { kind: "table"; slot: number } | { kind: "chunks"; slot: number } | { kind: "legacy" } | { kind: "shard-legacy" };
+
 /**
- * The workspace's messages across tiers: reads and lists over the day tables here, the earlier
- * layout's table, and the history shards; the step that moves a busy workspace's old days to
- * their shards, and the one that archives days past the plan's window to R2.
+ * The workspace's messages across tiers: reads and lists over the slot tables here, the earlier
+ * layout's table, and the history shards; the step that moves a busy workspace's old slots to
+ * their day's shard, and the one that archives days past the plan's window to R2.
  */
 export class HistoryTiering {
   constructor(
@@ -53,8 +66,8 @@ export class HistoryTiering {
     return {
       moveToHistory: {
         name: "move-to-history",
-        due: () => withSlack(this.moveDue()),
-        run: (at) => this.moveOldestDay(at),
+        due: (at) => withSlack(this.moveDue(at)),
+        run: (at) => this.moveSlot(at),
       },
       archiveHistory: {
         name: "archive-history",
@@ -67,7 +80,7 @@ export class HistoryTiering {
   /** A message of this workspace, wherever it lives now. */
   async getMessage(id: string): Promise<MessageRow | null> {
     const at = this.tiers.locate(id);
-    if (at.tier === "day" || at.tier === "legacy") return at.row;
+    if (at.tier === "slot" || at.tier === "legacy") return at.row;
     const workspaceId = this.w.workspaceId();
     if (at.tier === "history" && workspaceId) return historyStub(this.w.env, workspaceId, at.day).get(id);
     return null;
@@ -75,10 +88,10 @@ export class HistoryTiering {
 
   /**
    * One page of the workspace's messages, newest first, strictly older than `after`: day by day,
-   * each day's records in this order (each older than the one before): its table here, its
-   * chunks in its history shard, then records of the earlier layout still here, then those in
-   * the shard. At most SCAN_BUDGET rows are read per page, so a page may be short; `next` says
-   * where to go on (null: nothing older matches).
+   * each day's records in this order (each older than the one before): per slot, newest first,
+   * its table here and its part in the day's history shard; then records of the earlier layout
+   * still here, then those in the shard. At most SCAN_BUDGET rows are read per page, so a page may
+   * be short; `next` says where to go on (null: nothing older matches).
    */
   async listMessages(
     filter: MessageFilter,
@@ -96,20 +109,27 @@ export class HistoryTiering {
     const from = filter.createdFrom === undefined ? 0 : utcDay(filter.createdFrom);
     let position = after;
     for (const day of this.daysDescending(from, until)) {
-      for (const segment of SEGMENTS) {
+      const segments = this.segmentsOf(day);
+      const here = position !== null && utcDay(position.createdAt) === day ? this.segmentOf(position) : null;
+      const start =
+        here === null
+          ? 0
+          : Math.max(
+              0,
+              segments.findIndex((s) => sameSegment(s, here)),
+            );
+      for (const segment of segments.slice(start)) {
         if (found.length === want) break;
         if (budget <= 0) return done(found.length > 0 ? found[found.length - 1]!.key : position);
-        const here = position !== null && utcDay(position.createdAt) === day ? this.segmentOf(day, position) : null;
-        if (here !== null && SEGMENTS.indexOf(here) > SEGMENTS.indexOf(segment)) continue;
-        const mine = here === segment ? position : null;
+        const mine = here !== null && sameSegment(segment, here) ? position : null;
         const page = await this.segmentPage(workspaceId, day, segment, filter, mine, want - found.length, budget);
-        const legacy = segment === "legacy" || segment === "shard-legacy";
+        const legacy = segment.kind === "legacy" || segment.kind === "shard-legacy";
         found.push(...page.rows.map((row) => ({ row, key: legacy ? legacyKeyset(row) : keysetOf(row) })));
         budget -= page.scanned;
         // The budget ran out inside this segment: go on from where it stopped.
         if (page.next && found.length < want) return done(page.next);
-        position = null;
       }
+      position = null;
       if (found.length === want) break;
     }
     return done(found.length === want ? found[limit - 1]!.key : null);
@@ -117,7 +137,7 @@ export class HistoryTiering {
 
   /** Days that may hold records, newest first. */
   private daysDescending(from: number, until: number): number[] {
-    const days = new Set<number>(this.tiers.tables.list().filter((d) => d >= from && d <= until));
+    const days = new Set<number>(this.tiers.tables.days().filter((d) => d >= from && d <= until));
     for (const d of this.tiers.ledger.days(from, until)) {
       const s = this.tiers.ledger.get(d);
       if (s.history !== undefined || s.legacyHistory !== undefined) days.add(d);
@@ -128,22 +148,35 @@ export class HistoryTiering {
           "SELECT MIN(created_at) AS lo, MAX(created_at) AS hi FROM messages",
         )
         .one();
-      if (span.lo !== null && span.hi !== null)
+      if (span.lo !== null && span.hi !== null) {
         for (let d = Math.max(from, utcDay(span.lo)); d <= Math.min(until, utcDay(span.hi)); d++) days.add(d);
+      }
     }
     return [...days].sort((a, b) => b - a);
   }
 
+  /** A day's segments, newest first. */
+  private segmentsOf(day: number): Segment[] {
+    const out: Segment[] = [];
+    for (let i = 3; i >= 0; i--) {
+      const slot = day * 4 + i;
+      out.push({ kind: "table", slot }, { kind: "chunks", slot });
+    }
+    out.push({ kind: "legacy" }, { kind: "shard-legacy" });
+    return out;
+  }
+
   /** Which segment of its day a position is in. */
-  private segmentOf(day: number, k: Keyset): Segment {
+  private segmentOf(k: Keyset): Segment {
     if (k.legacy) {
       const boundary = JSON.parse(getMeta(this.w.sql, "history_boundary") ?? "null") as Keyset | null;
       const moved =
         boundary !== null &&
         (k.createdAt < boundary.createdAt || (k.createdAt === boundary.createdAt && k.id <= boundary.id));
-      return moved ? "shard-legacy" : "legacy";
+      return moved ? { kind: "shard-legacy" } : { kind: "legacy" };
     }
-    return this.tiers.inHistory(day, k.id) ? "chunks" : "table";
+    const slot = slotOfId(k.id) ?? Math.floor(k.createdAt / SLOT_MS);
+    return this.tiers.inHistory(slot, k.id) ? { kind: "chunks", slot } : { kind: "table", slot };
   }
 
   private async segmentPage(
@@ -157,19 +190,26 @@ export class HistoryTiering {
   ): Promise<Page> {
     const empty: Page = { rows: [], next: null, scanned: 0 };
     const state = this.tiers.ledger.get(day);
-    switch (segment) {
+    switch (segment.kind) {
       case "table": {
-        if (!this.tiers.tables.has(day)) return empty;
-        const floor = state.moveCursor;
-        const page = dayPage(this.w.sql, day, filter, after?.id ?? null, limit, budget, keysetOf);
-        // Records at or below the move cursor are read from the shard.
-        if (floor === undefined) return page;
-        const rows = page.rows.filter((r) => r.id > floor);
+        if (!this.tiers.tables.has(segment.slot)) return empty;
+        const moved = movedOf(state, segment.slot);
+        const page = slotPage(this.w.sql, segment.slot, filter, after?.id ?? null, limit, budget, keysetOf);
+        // Records up to the move cursor are read from the shard.
+        if (moved === undefined) return page;
+        const rows = page.rows.filter((r) => r.id > moved);
         return { rows, next: rows.length < page.rows.length ? null : page.next, scanned: page.scanned };
       }
-      case "chunks":
-        if (!workspaceId || (state.history === undefined && state.moveCursor === undefined)) return empty;
-        return historyStub(this.w.env, workspaceId, day).list("chunks", filter, after, limit, budget);
+      case "chunks": {
+        if (!workspaceId || movedOf(state, segment.slot) === undefined) return empty;
+        return historyStub(this.w.env, workspaceId, day).list(
+          "chunks",
+          slotBounded(filter, segment.slot),
+          after,
+          limit,
+          budget,
+        );
+      }
       case "legacy":
         if (!this.tiers.hasLegacy()) return empty;
         return legacyPage(this.w.sql, dayBounded(filter, day), after, limit, budget);
@@ -183,55 +223,93 @@ export class HistoryTiering {
     return Number(getMeta(this.w.sql, "hot_bytes_budget") ?? HOT_BYTES_BUDGET);
   }
 
-  /** The oldest day table that may move: past HOT_DAYS, the object over its budget, none of its records still in the number's hands. */
-  private moveCandidate(): number | null {
-    const oldest = this.tiers.tables.oldest();
-    if (oldest === null || (oldest + HOT_DAYS) * DAY_MS > now()) return null;
-    if (this.w.sql.databaseSize <= this.budgetBytes() && this.tiers.ledger.get(oldest).moveCursor === undefined)
-      return null;
-    return oldest;
-  }
-
-  private moveDue(): number | null {
-    const day = this.moveCandidate();
-    return day === null ? null : (day + HOT_DAYS) * DAY_MS;
+  /**
+   * How long slots stay here after they end, given the object's size: for ever (until archived)
+   * under its budget, HOT_WINDOW_MS over it, MIN_HOT_WINDOW_MS over the size guard.
+   */
+  private window(): number | null {
+    const size = this.w.sql.databaseSize;
+    const budget = this.budgetBytes();
+    if (size > budget * PRESSURE_FACTOR) return MIN_HOT_WINDOW_MS;
+    return size > budget ? HOT_WINDOW_MS : null;
   }
 
   /**
-   * Moves the oldest day's records to its shard, a chunk at a time in key order; the cursor (in
-   * the day's ledger row) says which records the shard owns from then on (reads and reports go
-   * there). When all are there, the day's counts are frozen and the table is dropped: no row
-   * deleted one by one. A day whose records still have work (a number's queue) waits.
+   * The slot to move next, and when: the oldest slot table past the window (none of its records
+   * still in a number's hands), or one of a day that is partly in history already and past the
+   * plan's window (its archive then reads the shard alone).
    */
-  private async moveOldestDay(at: number): Promise<void> {
+  private moveCandidate(at: number): { slot: number; due: number } | null {
+    const window = this.window();
+    const archiveAfter = this.historyDays();
+    for (const slot of this.tiers.tables.list().slice(0, 8)) {
+      const day = dayOfSlot(slot);
+      const state = this.tiers.ledger.get(day);
+      const end = slotStart(slot) + SLOT_MS;
+      const partly =
+        state.history !== undefined || state.legacyHistory !== undefined || movedOf(state, slot) !== undefined;
+      const dueByArchive = partly ? (day + 1 + archiveAfter) * DAY_MS : null;
+      const dueBySize = window === null ? null : end + window;
+      const due =
+        dueByArchive === null ? dueBySize : dueBySize === null ? dueByArchive : Math.min(dueByArchive, dueBySize);
+      if (due === null) continue;
+      if (due <= at && this.hasPending(slot)) continue;
+      return { slot, due };
+    }
+    return null;
+  }
+
+  private hasPending(slot: number): boolean {
+    return this.w.sql.exec(`SELECT 1 FROM ${slotTable(slot)} WHERE pending = 1 LIMIT 1`).toArray().length > 0;
+  }
+
+  private moveDue(at: number): number | null {
+    return this.moveCandidate(at)?.due ?? null;
+  }
+
+  /**
+   * Moves a slot's records to its day's shard, a chunk at a time in key order; the cursor (in the
+   * day's ledger row) says which records the shard owns from then on (reads and reports go there).
+   * When all are there, the slot's counts go to the day's ledger and its table is dropped: no row
+   * deleted one by one. Records still within their Idempotency-Key's 24 hours (only under the size
+   * guard) leave their keys behind (moved-keys.ts).
+   */
+  private async moveSlot(at: number): Promise<void> {
     const workspaceId = this.w.workspaceId();
-    const day = this.moveCandidate();
-    if (!workspaceId || day === null || (day + HOT_DAYS) * DAY_MS > at) return;
-    const t = dayTable(day);
-    if (this.w.sql.exec(`SELECT 1 FROM ${t} WHERE pending = 1 LIMIT 1`).toArray().length > 0) return;
+    const candidate = this.moveCandidate(at);
+    if (!workspaceId || candidate === null || candidate.due > at) return;
+    const { slot } = candidate;
+    const day = dayOfSlot(slot);
+    const t = slotTable(slot);
     const shard = historyStub(this.w.env, workspaceId, day);
-    let cursor = this.tiers.ledger.get(day).moveCursor ?? "";
+    const moved = movedOf(this.tiers.ledger.get(day), slot);
+    let cursor = moved === undefined || moved === "*" ? "" : moved;
     for (let i = 0; i < CHUNKS_PER_RUN; i++) {
       const rows = this.w.sql
         .exec<MessageRow>(`SELECT * FROM ${t} WHERE id > ? ORDER BY id LIMIT ?`, cursor, CHUNK_RECORDS)
         .toArray();
       if (rows.length === 0) {
         const records = this.w.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n;
-        const counts = this.counts.of(day);
+        const counts = this.counts.ofSlot(slot);
         this.w.storage.transactionSync(() => {
-          this.tiers.ledger.update(day, (s) => {
-            const { moveCursor: _moved, ...rest } = s;
-            return { ...rest, counts, history: { records: (s.history?.records ?? 0) + records } };
-          });
-          this.tiers.tables.drop(day);
+          this.tiers.ledger.update(day, (s) => ({
+            ...s,
+            counts: addCounts(s.counts, counts),
+            moved: { ...(s.moved ?? {}), [slotIndex(slot)]: "*" },
+            history: { records: (s.history?.records ?? 0) + records },
+          }));
+          this.tiers.tables.drop(slot);
         });
-        this.counts.forget(day);
+        this.counts.forget(slot);
         return;
       }
       await shard.putChunk(rows.map(stripWork));
-      cursor = rows[rows.length - 1]!.id;
-      const moved = cursor;
-      this.w.storage.transactionSync(() => this.tiers.ledger.update(day, (s) => ({ ...s, moveCursor: moved })));
+      const last = rows[rows.length - 1]!.id;
+      cursor = last;
+      this.w.storage.transactionSync(() => {
+        keepMovedKeys(this.w.sql, rows, at - IDEMPOTENCY_TTL_MS);
+        this.tiers.ledger.update(day, (s) => ({ ...s, moved: { ...(s.moved ?? {}), [slotIndex(slot)]: last } }));
+      });
     }
     await this.w.wake(now());
   }
@@ -240,15 +318,15 @@ export class HistoryTiering {
     return Number(getMeta(this.w.sql, "history_days") ?? DEFAULT_HISTORY_DAYS);
   }
 
-  /** The oldest day here or in history, which leaves once all of it is older than the plan's window. */
+  /** The oldest day here or in history (not archived), which leaves once all of it is older than the plan's window. */
   private archiveCandidate(): number | null {
-    const table = this.tiers.tables.oldest();
+    const local = this.tiers.tables.days()[0] ?? null;
     const inHistory =
       this.tiers.ledger.days(0, utcDay(now())).find((d) => {
         const s = this.tiers.ledger.get(d);
         return s.history !== undefined || s.legacyHistory !== undefined;
       }) ?? null;
-    const candidates = [table, inHistory].filter((d): d is number => d !== null);
+    const candidates = [local, inHistory].filter((d): d is number => d !== null);
     return candidates.length === 0 ? null : Math.min(...candidates);
   }
 
@@ -258,9 +336,10 @@ export class HistoryTiering {
   }
 
   /**
-   * Archives the oldest day past the plan's window to R2, a few parts per run, from its table
-   * here or from its shard; then drops the table (or the shard): nothing is deleted before the
-   * manifest is in R2.
+   * Archives the oldest day past the plan's window to R2, a few parts per run, from its slot
+   * tables here or from its shard (a day partly in the shard moves the rest there first: the move
+   * step does it once the day is past the window); then drops the tables (or the shard): nothing
+   * is deleted before the manifest is in R2.
    */
   private async archiveOldestDay(at: number): Promise<void> {
     const workspaceId = this.w.workspaceId();
@@ -269,6 +348,10 @@ export class HistoryTiering {
     await this.w.loadConfig(workspaceId);
     if ((day + 1 + this.historyDays()) * DAY_MS > at) return;
     const state = this.tiers.ledger.get(day);
+    const slots = this.tiers.tables.ofDay(day);
+    const inShard = state.history !== undefined || state.legacyHistory !== undefined;
+    // The rest of a day partly in its shard goes there first (move-to-history); the archive waits.
+    if (inShard && slots.length > 0) return;
     // A day archived before and re-created since adds parts after the archived ones.
     const start: ArchiveProgress = state.archiving ?? {
       parts: state.archived?.parts ?? 0,
@@ -276,26 +359,15 @@ export class HistoryTiering {
       cursor: null,
       done: false,
     };
-    const local =
-      this.tiers.tables.has(day) &&
-      state.moveCursor === undefined &&
-      state.history === undefined &&
-      state.legacyHistory === undefined;
     let progress: ArchiveProgress;
-    if (local) {
-      const t = dayTable(day);
+    if (!inShard) {
       progress = await archiveRows(
         this.w.env.ARCHIVE,
         workspaceId,
         day,
         start,
         ARCHIVE_PARTS_PER_RUN,
-        (cursor, limit) => {
-          const rows = this.w.sql
-            .exec<MessageRow>(`SELECT * FROM ${t} WHERE id > ? ORDER BY id LIMIT ?`, cursor ?? "", limit)
-            .toArray();
-          return { rows, cursor: rows[rows.length - 1]?.id ?? cursor };
-        },
+        (cursor, limit) => this.readLocal(slots, cursor, limit),
       );
     } else {
       progress = await historyStub(this.w.env, workspaceId, day).archive(
@@ -310,21 +382,43 @@ export class HistoryTiering {
       await this.w.wake(now());
       return;
     }
-    if (!local) await historyStub(this.w.env, workspaceId, day).drop();
-    const counts = local ? this.counts.of(day) : undefined;
+    if (inShard) await historyStub(this.w.env, workspaceId, day).drop();
+    const counts = this.counts.of(day);
     this.w.storage.transactionSync(() => {
-      if (local) this.tiers.tables.drop(day);
+      for (const slot of slots) this.tiers.tables.drop(slot);
       this.tiers.ledger.update(day, (s) => {
-        const { archiving: _a, history: _h, legacyHistory: _l, moveCursor: _m, ...rest } = s;
-        return {
-          ...rest,
-          ...(counts ? { counts } : {}),
-          archived: { messages: progress.messages, parts: progress.parts, at: now() },
-        };
+        const { archiving: _a, history: _h, legacyHistory: _l, moved: _m, ...rest } = s;
+        return { ...rest, counts, archived: { messages: progress.messages, parts: progress.parts, at: now() } };
       });
       for (const old of this.tiers.ledger.days(0, day - KEEP_ARCHIVES_DAYS)) this.tiers.ledger.delete(old);
     });
-    this.counts.forget(day);
+    for (const slot of slots) this.counts.forget(slot);
+  }
+
+  /** A day's records here, in key order (slots ascending): the archive's source. Cursor: "<slot>:<id>". */
+  private readLocal(
+    slots: number[],
+    cursor: string | null,
+    limit: number,
+  ): { rows: MessageRow[]; cursor: string | null } {
+    const [fromSlot, fromId] =
+      cursor === null ? [slots[0] ?? 0, ""] : [Number(cursor.split(":")[0]), cursor.slice(cursor.indexOf(":") + 1)];
+    const rows: MessageRow[] = [];
+    let last = cursor;
+    for (const slot of slots) {
+      if (slot < fromSlot || rows.length >= limit) continue;
+      const after = slot === fromSlot ? fromId : "";
+      const page = this.w.sql
+        .exec<MessageRow>(
+          `SELECT * FROM ${slotTable(slot)} WHERE id > ? ORDER BY id LIMIT ?`,
+          after,
+          limit - rows.length,
+        )
+        .toArray();
+      rows.push(...page);
+      if (page.length > 0) last = `${slot}:${page[page.length - 1]!.id}`;
+    }
+    return { rows, cursor: last };
   }
 
   /** Days archived to R2, newest first (GET /message-archives). */
@@ -347,8 +441,8 @@ export class HistoryTiering {
   }
 }
 
-const SEGMENTS = ["table", "chunks", "legacy", "shard-legacy"] as const;
-type Segment = (typeof SEGMENTS)[number];
+const sameSegment = (a: Segment, b: Segment): boolean =>
+  a.kind === b.kind && ("slot" in a ? "slot" in b && a.slot === b.slot : true);
 
 /** A record's position: by id for records of this release (their id's time), by (created_at, id) for the earlier layout's. */
 function keysetOf(r: MessageRow): Keyset {
@@ -362,6 +456,13 @@ const dayBounded = (f: MessageFilter, day: number): MessageFilter => ({
   ...f,
   createdFrom: Math.max(f.createdFrom ?? 0, day * DAY_MS),
   createdUntil: Math.min(f.createdUntil ?? Number.MAX_SAFE_INTEGER, (day + 1) * DAY_MS),
+});
+
+/** The filter narrowed to one slot (its part of a day's shard). */
+const slotBounded = (f: MessageFilter, slot: number): MessageFilter => ({
+  ...f,
+  createdFrom: Math.max(f.createdFrom ?? 0, slotStart(slot)),
+  createdUntil: Math.min(f.createdUntil ?? Number.MAX_SAFE_INTEGER, slotStart(slot) + SLOT_MS),
 });
 
 /** A record as a shard keeps it: the send's work state stays behind. */

@@ -1,6 +1,6 @@
 import type { MessageStatus } from "../../domain/message";
 import { uuidV7Floor } from "../../domain/job-id";
-import { dayTable } from "./day-tables";
+import { slotTable } from "./day-tables";
 import type { MessageRow } from "./record";
 
 /** What a message list can be narrowed by (all optional, combined with AND). */
@@ -17,9 +17,9 @@ export type MessageFilter = {
 };
 
 /**
- * A position in the newest-first order: records strictly older than it come next. Records of day
- * tables are ordered by id (`createdAt` is the id's time); records of the earlier layout (`legacy`)
- * by (created_at, id), and all of a day's come after that day's day-table records.
+ * A position in the newest-first order: records strictly older than it come next. Records of slot
+ * tables and history chunks are ordered by id (`createdAt` is the id's time); records of the
+ * earlier layout (`legacy`) by (created_at, id), and all of a day's come after that day's others.
  */
 export type Keyset = {
   createdAt: number;
@@ -45,7 +45,7 @@ export const matches = (r: MessageRow, f: MessageFilter): boolean =>
   (f.channelNumberId === undefined || r.channel_number_id === f.channelNumberId) &&
   (f.counterpart === undefined || r.recipient === f.counterpart);
 
-/** The index that narrows a day table's scan most for these filters (each ends in id, the list order). */
+/** The index that narrows a slot table's scan most for these filters (each ends in id, the list order). */
 function driverOf(
   table: string,
   f: MessageFilter,
@@ -61,24 +61,21 @@ function driverOf(
   return { index: null, where: "1", bindings: [], exact: only([]) };
 }
 
-/** A day-table record's position. */
-export const dayKeyset = (r: MessageRow, orderTime: number): Keyset => ({ createdAt: orderTime, id: r.id });
-
 /**
- * One page of a day table, newest first, strictly older than `beforeId` (null: from its newest):
+ * One page of a slot table, newest first, strictly older than `beforeId` (null: from its newest):
  * the driving index is read for at most `budget` rows within the time bounds, the other filters
  * are applied to what was read. `next` is where to go on in this table, or null when it is done.
  */
-export function dayPage(
+export function slotPage(
   sql: SqlStorage,
-  day: number,
+  slot: number,
   f: MessageFilter,
   beforeId: string | null,
   limit: number,
   budget: number,
   keysetOf: (r: MessageRow) => Keyset,
 ): Page {
-  const table = dayTable(day);
+  const table = slotTable(slot);
   const d = driverOf(table, f);
   const conds = [d.where];
   const bindings = [...d.bindings];

@@ -1,5 +1,5 @@
-import { utcDay, uuidV7Floor } from "../../domain/job-id";
-import { dayOfId, dayTable, type DayTables } from "./day-tables";
+import { uuidV7Floor } from "../../domain/job-id";
+import { slotOf, slotOfId, slotTable, type SlotTables } from "./day-tables";
 import type { MessageRow } from "./record";
 
 /** What a send stores (the record of an accepted send). */
@@ -19,8 +19,8 @@ export interface NewOutbound {
  * An accepted send: the record, its key and its place in the number's work list, in one insert
  * (the row and three index entries: counterpart, key, work).
  */
-export function insertOutbound(tables: DayTables, sql: SqlStorage, m: NewOutbound): void {
-  const t = tables.ensure(utcDay(m.at));
+export function insertOutbound(tables: SlotTables, sql: SqlStorage, m: NewOutbound): void {
+  const t = tables.ensure(slotOf(m.at));
   sql.exec(
     `INSERT INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, status, idem_key, fingerprint, pending,
                        created_at, updated_at)
@@ -51,10 +51,10 @@ export interface NewInbound {
 }
 
 /** An inbound message, in the table of its id's day (the operator's time). Returns false when it was there already. */
-export function insertInbound(tables: DayTables, sql: SqlStorage, m: NewInbound): boolean {
-  const day = dayOfId(m.id);
-  if (day === null) throw new Error(`inbound id ${m.id} is not a UUIDv7`);
-  const t = tables.ensure(day);
+export function insertInbound(tables: SlotTables, sql: SqlStorage, m: NewInbound): boolean {
+  const slot = slotOfId(m.id);
+  if (slot === null) throw new Error(`inbound id ${m.id} is not a UUIDv7`);
+  const t = tables.ensure(slot);
   return (
     sql.exec(
       `INSERT OR IGNORE INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, status, upstream_message_id,
@@ -74,26 +74,19 @@ export function insertInbound(tables: DayTables, sql: SqlStorage, m: NewInbound)
   );
 }
 
-/** The record in its day table, if that table is here. */
-export function findRecord(tables: DayTables, sql: SqlStorage, id: string): MessageRow | undefined {
-  const day = dayOfId(id);
-  if (day === null || !tables.has(day)) return undefined;
-  return sql.exec<MessageRow>(`SELECT * FROM ${dayTable(day)} WHERE id = ?`, id).toArray()[0];
-}
-
-/** The live binding of an Idempotency-Key among the records of the last 24 hours (today's table and yesterday's). */
+/** The live binding of an Idempotency-Key among the records of the last 24 hours (the slot tables since then). */
 export function findKey(
-  tables: DayTables,
+  tables: SlotTables,
   sql: SqlStorage,
   key: string,
   since: number,
   at: number,
 ): { id: string; fingerprint: string } | undefined {
-  for (let day = utcDay(at); day >= utcDay(since); day--) {
-    if (!tables.has(day)) continue;
+  for (let slot = slotOf(at); slot >= slotOf(since); slot--) {
+    if (!tables.has(slot)) continue;
     const row = sql
       .exec<{ id: string; fingerprint: string; created_at: number }>(
-        `SELECT id, fingerprint, created_at FROM ${dayTable(day)} WHERE idem_key = ?`,
+        `SELECT id, fingerprint, created_at FROM ${slotTable(slot)} WHERE idem_key = ?`,
         key,
       )
       .toArray()[0];
@@ -107,19 +100,19 @@ export function findKey(
  * whose columns it sets). Returns whether a row was written; `where` adds a compare-and-set.
  */
 export function updateRecord(
-  tables: DayTables,
+  tables: SlotTables,
   sql: SqlStorage,
   id: string,
   set: Record<string, SqlStorageValue>,
   where: { sql: string; bindings: SqlStorageValue[] } = { sql: "", bindings: [] },
 ): boolean {
-  const day = dayOfId(id);
-  if (day === null || !tables.has(day)) return false;
+  const slot = slotOfId(id);
+  if (slot === null || !tables.has(slot)) return false;
   const cols = Object.keys(set);
   if (cols.length === 0) return true;
   return (
     sql.exec(
-      `UPDATE ${dayTable(day)} SET ${cols.map((c) => `${c} = ?`).join(", ")} WHERE id = ?${where.sql ? ` AND ${where.sql}` : ""}`,
+      `UPDATE ${slotTable(slot)} SET ${cols.map((c) => `${c} = ?`).join(", ")} WHERE id = ?${where.sql ? ` AND ${where.sql}` : ""}`,
       ...cols.map((c) => set[c]!),
       id,
       ...where.bindings,
@@ -137,21 +130,21 @@ export function changedColumns(
   return out;
 }
 
-/** A page of a number's work list (records with `pending = 1`), oldest first, after `afterId`, across the day tables. */
+/** A page of a number's work list (records with `pending = 1`), oldest first, after `afterId`, across the slot tables. */
 export function workOf(
-  tables: DayTables,
+  tables: SlotTables,
   sql: SqlStorage,
   channelNumberId: string,
   afterId: string,
   limit: number,
 ): MessageRow[] {
   const out: MessageRow[] = [];
-  const fromDay = dayOfId(afterId) ?? -1;
-  for (const day of tables.list()) {
-    if (day < fromDay) continue;
+  const fromSlot = slotOfId(afterId) ?? -1;
+  for (const slot of tables.list()) {
+    if (slot < fromSlot) continue;
     const rows = sql
       .exec<MessageRow>(
-        `SELECT * FROM ${dayTable(day)} INDEXED BY ${dayTable(day)}_work WHERE channel_number_id = ? AND pending = 1 AND id > ? ORDER BY id LIMIT ?`,
+        `SELECT * FROM ${slotTable(slot)} INDEXED BY ${slotTable(slot)}_work WHERE channel_number_id = ? AND pending = 1 AND id > ? ORDER BY id LIMIT ?`,
         channelNumberId,
         afterId,
         limit - out.length,
@@ -163,33 +156,38 @@ export function workOf(
   return out;
 }
 
-/** Outbound acceptance times since `since`, ascending (rebuilds the 60-second window after a restart): a key range of today's table. */
-export function outboundTimesSince(tables: DayTables, sql: SqlStorage, since: number, at: number): number[] {
-  const times: number[] = [];
-  for (let day = utcDay(since); day <= utcDay(at); day++) {
-    if (!tables.has(day)) continue;
+/** Outbound acceptance times since `since`, ascending, with their numbers (rebuilds the rate windows after a restart): a key range. */
+export function outboundTimesSince(
+  tables: SlotTables,
+  sql: SqlStorage,
+  since: number,
+  at: number,
+): { at: number; channelNumberId: string }[] {
+  const times: { at: number; channelNumberId: string }[] = [];
+  for (let slot = slotOf(since); slot <= slotOf(at); slot++) {
+    if (!tables.has(slot)) continue;
     for (const r of sql
-      .exec<{ created_at: number }>(
-        `SELECT created_at FROM ${dayTable(day)} WHERE id >= ? AND direction = 'outbound' ORDER BY id`,
+      .exec<{ created_at: number; channel_number_id: string }>(
+        `SELECT created_at, channel_number_id FROM ${slotTable(slot)} WHERE id >= ? AND direction = 'outbound' ORDER BY id`,
         uuidV7Floor(since),
       )
       .toArray()) {
-      if (r.created_at > since) times.push(r.created_at);
+      if (r.created_at > since) times.push({ at: r.created_at, channelNumberId: r.channel_number_id });
     }
   }
-  return times.sort((a, b) => a - b);
+  return times.sort((a, b) => a.at - b.at);
 }
 
-/** Outbound records of one day (quota and counts after a restart: one pass over the day's key order). */
-export function countsOfDay(
+/** The counts of one slot's records (quota and counts after a restart: one pass over the slot's table). */
+export function countsOfSlot(
   sql: SqlStorage,
-  day: number,
+  slot: number,
 ): { channel_number_id: string; accepted: number; sent: number; failed: number; received: number }[] {
   return sql
     .exec<{ channel_number_id: string; accepted: number; sent: number; failed: number; received: number }>(
       `SELECT channel_number_id, SUM(direction = 'outbound') AS accepted, SUM(status = 'sent') AS sent,
               SUM(status = 'failed') AS failed, SUM(direction = 'inbound') AS received
-       FROM ${dayTable(day)} GROUP BY channel_number_id`,
+       FROM ${slotTable(slot)} GROUP BY channel_number_id`,
     )
     .toArray();
 }

@@ -13,7 +13,7 @@ import { historyStub } from "../history/history";
 import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, WorkItem } from "./contract";
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
-import { dayOfId } from "./day-tables";
+import { slotOf, slotOfId } from "./day-tables";
 import { changesOf, eventOf, newChanges } from "./message-events";
 import type { EventPublisher, Ticket } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
@@ -65,7 +65,7 @@ export class StatusLedger {
   claim(jobId: string, attempt: number): ClaimResult {
     if (this.admitting(jobId)) return { kind: "wait" };
     const at = this.tiers.locate(jobId);
-    if (at.tier !== "day" && at.tier !== "legacy") {
+    if (at.tier !== "slot" && at.tier !== "legacy") {
       if (at.tier === "history") log("warn", "claim for a record already in history", { jobId });
       return { kind: "never" };
     }
@@ -77,7 +77,7 @@ export class StatusLedger {
       this.publisher.add(this.reannounce(row, [row.status]));
       return { kind: "settled", status: row.status };
     }
-    if (row.outcome_unknown_since !== null || (at.tier === "day" && row.pending !== 1))
+    if (row.outcome_unknown_since !== null || (at.tier === "slot" && row.pending !== 1))
       return { kind: "claimed_before", attempts: Math.max(attempts, attempt) };
     if (attempts > answered || attempts >= attempt) return { kind: "claimed_before", attempts };
     const t = now();
@@ -122,7 +122,7 @@ export class StatusLedger {
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
         const at = this.tiers.locate(u.jobId);
-        if (at.tier !== "day" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
+        if (at.tier !== "slot" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
         const row = at.row;
         if (!isOutbound(row)) return { known: false, status: null };
         const { next, own } = this.answerOf(row, u, at.tier);
@@ -144,7 +144,7 @@ export class StatusLedger {
   private answerOf(
     row: OutboundRow,
     u: StatusUpdate,
-    tier: "day" | "legacy",
+    tier: "slot" | "legacy",
   ): { next: Record<string, SqlStorageValue> | null; own: EventKind[] } {
     const attempts = row.attempts ?? 0;
     const answered = row.answered ?? 0;
@@ -180,8 +180,8 @@ export class StatusLedger {
   }
 
   /** The number has no more work for the record (day tables mark it: it leaves the work list). */
-  private done(tier: "day" | "legacy"): Record<string, SqlStorageValue> {
-    return tier === "day" ? { pending: 0 } : {};
+  private done(tier: "slot" | "legacy"): Record<string, SqlStorageValue> {
+    return tier === "slot" ? { pending: 0 } : {};
   }
 
   /**
@@ -195,7 +195,7 @@ export class StatusLedger {
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
         const at = this.tiers.locate(u.jobId);
-        if (at.tier !== "day" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
+        if (at.tier !== "slot" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
         const row = at.row;
         if (!isOutbound(row)) return { known: false, status: null };
         const own = ownKinds(u);
@@ -212,7 +212,7 @@ export class StatusLedger {
           updated_at: Math.max(u.at, row.updated_at),
         });
         // Settled by the operator while the number still had it listed (a retry pending): it leaves the list; a call in flight answers anyway.
-        if (settles && at.tier === "day" && row.pending === 1 && (row.attempts ?? 0) === (row.answered ?? 0))
+        if (settles && at.tier === "slot" && row.pending === 1 && (row.attempts ?? 0) === (row.answered ?? 0))
           next.pending = 0;
         this.write(at, row, next);
         const after = { ...row, ...next } as OutboundRow;
@@ -252,7 +252,7 @@ export class StatusLedger {
         if (change.changed && change.before.status !== change.after.status) {
           this.w.storage.transactionSync(() =>
             this.counts.note(
-              utcDay(change.after.created_at),
+              slotOfId(change.after.id) ?? slotOf(change.after.created_at),
               change.after.channel_number_id,
               DailyCounts.statusDelta(change.before.status, change.after.status),
               "frozen",
@@ -289,7 +289,7 @@ export class StatusLedger {
         events.push(...this.reannounce(existing, ["received"]));
         continue;
       }
-      if (this.tiers.hotDayFor(id, t) === null) {
+      if (!this.tiers.writable(m.at, t)) {
         // Its operator time is on a day that already left this object (a first delivery days late):
         // recorded under the time it reached us instead. A redelivery of it may be recorded again.
         id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, t);
@@ -309,8 +309,8 @@ export class StatusLedger {
       );
       const row = this.tiers.locate(id);
       ids.push(id);
-      if (row.tier !== "day") continue;
-      if (recorded) this.counts.note(dayOfId(id)!, m.channelNumberId, { received: 1 });
+      if (row.tier !== "slot") continue;
+      if (recorded) this.counts.note(slotOfId(id)!, m.channelNumberId, { received: 1 });
       events.push(...changesOf(row.row).map((c) => eventOf(workspaceId, row.row, c)));
     }
     await this.publisher.awaitFlushed(this.publisher.add(events));
@@ -320,7 +320,7 @@ export class StatusLedger {
   /** An inbound message recorded before: here, in the earlier layout's table, or in a history shard (the operator retries for 7 days). */
   private async findInbound(workspaceId: string, id: string, m: InboundRecord): Promise<MessageRow | null> {
     const at = this.tiers.locate(id);
-    if (at.tier === "day" || at.tier === "legacy") return at.row;
+    if (at.tier === "slot" || at.tier === "legacy") return at.row;
     if (at.tier === "history") return historyStub(this.w.env, workspaceId, at.day).get(id);
     if (this.tiers.hasLegacy()) {
       const legacy = findLegacyInbound(this.w.sql, m.upstreamMessageId);
@@ -351,13 +351,13 @@ export class StatusLedger {
   }
 
   private write(
-    at: Extract<Located, { tier: "day" | "legacy" }>,
+    at: Extract<Located, { tier: "slot" | "legacy" }>,
     row: MessageRow,
     set: Record<string, SqlStorageValue>,
     where?: { sql: string; bindings: SqlStorageValue[] },
   ): boolean {
     if (Object.keys(set).length === 0) return true;
-    if (at.tier === "day") return updateRecord(this.tiers.tables, this.w.sql, row.id, set, where);
+    if (at.tier === "slot") return updateRecord(this.tiers.tables, this.w.sql, row.id, set, where);
     // The earlier layout's move to history compares `version`: every write moves it.
     const cols = Object.keys(set);
     return (
@@ -386,7 +386,7 @@ export class StatusLedger {
           inHistory.push(u);
           continue;
         }
-        if (loc.tier !== "day" && loc.tier !== "legacy") continue;
+        if (loc.tier !== "slot" && loc.tier !== "legacy") continue;
         if (!isOutbound(loc.row)) continue;
         const row = loc.row;
         const t = applyTransition(lifecycleOf(row), u);
@@ -410,16 +410,16 @@ export class StatusLedger {
 
   /** Counts and the unknown-outcome list follow a committed change (inside its transaction). */
   private afterStatusChange(
-    at: Extract<Located, { tier: "day" | "legacy" }>,
+    at: Extract<Located, { tier: "slot" | "legacy" }>,
     before: OutboundRow,
     after: OutboundRow,
     opts: { keepUnknown?: boolean } = {},
   ): void {
-    const day = utcDay(before.created_at);
     if (before.status !== after.status) {
       const delta = DailyCounts.statusDelta(before.status, after.status);
-      if (at.tier === "day") this.counts.note(dayOfId(before.id) ?? day, before.channel_number_id, delta);
-      else this.counts.note(day, before.channel_number_id, delta, "frozen");
+      if (at.tier === "slot")
+        this.counts.note(slotOfId(before.id) ?? slotOf(before.created_at), before.channel_number_id, delta);
+      else this.counts.note(slotOf(before.created_at), before.channel_number_id, delta, "frozen");
     }
     if (before.outcome_unknown_since === null && after.outcome_unknown_since !== null)
       noteUnknown(this.w.sql, after.id, after.outcome_unknown_since);

@@ -1,29 +1,34 @@
-import { utcDay } from "../../domain/job-id";
-import { dayOfId, dayTable, type DayTables } from "./day-tables";
-import type { DayLedger } from "./day-ledger";
+import { dayOfSlot, SLOTS_PER_DAY, slotOf, slotOfId, slotTable, type SlotTables } from "./day-tables";
+import type { DayLedger, DayState } from "./day-ledger";
 import { findLegacyMessage } from "./legacy/messages-v1";
 import { legacyIdDay } from "./legacy/history-v1";
 import type { MessageRow } from "./record";
 
 /**
  * Where a record lives now:
- * - `day`: its day's table in this object (every record of the day not yet moved);
- * - `legacy`: the single table of the release before day tables (records accepted before the upgrade);
- * - `history`: its day's history shard (the day moved, or is moving and the record is past the cursor);
+ * - `slot`: its slot's table in this object (every record of the slot not yet moved);
+ * - `legacy`: the single table of the release before slot tables (records accepted before the upgrade);
+ * - `history`: its day's history shard (its slot moved, or is moving and the record is up to the cursor);
  * - `none`: nowhere (never recorded, or archived and dropped).
  */
 export type Located =
-  | { tier: "day"; row: MessageRow }
+  | { tier: "slot"; row: MessageRow }
   | { tier: "legacy"; row: MessageRow }
   | { tier: "history"; day: number }
   | { tier: "none" };
+
+/** The index of a slot within its day (the key of `DayState.moved`). */
+export const slotIndex = (slot: number): string => String(slot % SLOTS_PER_DAY);
+
+/** How much of a slot is in its day's shard: "*" all, an id (everything up to it), or nothing. */
+export const movedOf = (state: DayState, slot: number): string | undefined => state.moved?.[slotIndex(slot)];
 
 export class Tiers {
   private legacy: boolean;
 
   constructor(
     private readonly sql: SqlStorage,
-    readonly tables: DayTables,
+    readonly tables: SlotTables,
     readonly ledger: DayLedger,
   ) {
     this.legacy =
@@ -39,50 +44,45 @@ export class Tiers {
     this.legacy = false;
   }
 
-  /** Whether a record of `day` with this id is in the day's history shard. */
-  inHistory(day: number, id: string): boolean {
-    const s = this.ledger.get(day);
-    return s.history !== undefined || (s.moveCursor !== undefined && id <= s.moveCursor);
+  /** Whether the record with this id (of this slot) is in its day's history shard. */
+  inHistory(slot: number, id: string): boolean {
+    const moved = movedOf(this.ledger.get(dayOfSlot(slot)), slot);
+    return moved !== undefined && (moved === "*" || id <= moved);
   }
 
   locate(id: string): Located {
-    const day = dayOfId(id) ?? legacyIdDay(this.sql, id);
-    if (day !== null && this.tables.has(day) && !this.inHistory(day, id)) {
-      const row = this.sql.exec<MessageRow>(`SELECT * FROM ${dayTable(day)} WHERE id = ?`, id).toArray()[0];
-      if (row) return { tier: "day", row };
+    const slot = slotOfId(id);
+    if (slot !== null && this.tables.has(slot) && !this.inHistory(slot, id)) {
+      const row = this.sql.exec<MessageRow>(`SELECT * FROM ${slotTable(slot)} WHERE id = ?`, id).toArray()[0];
+      if (row) return { tier: "slot", row };
     }
     if (this.legacy) {
       const row = findLegacyMessage(this.sql, id);
       if (row) return { tier: "legacy", row };
     }
+    const day = slot !== null ? dayOfSlot(slot) : legacyIdDay(this.sql, id);
     if (day !== null) {
       const s = this.ledger.get(day);
-      if (s.history !== undefined || s.legacyHistory !== undefined || this.inHistory(day, id))
-        return { tier: "history", day };
+      if ((slot !== null && this.inHistory(slot, id)) || s.legacyHistory !== undefined) return { tier: "history", day };
     }
     return { tier: "none" };
   }
 
-  /** Whether a record of a day that left this object could be written now (its day is not archived). */
-  writable(day: number): boolean {
-    return this.tables.has(day) || this.ledger.get(day).history === undefined;
-  }
-
-  /** The day an inbound message with this id belongs to, if its day can still take records here. */
-  hotDayFor(id: string, at: number): number | null {
-    const day = dayOfId(id);
-    if (day === null) return null;
-    const s = this.ledger.get(day);
+  /**
+   * Whether a record of this time can still be written here: its slot has not left (moved to
+   * history, or its day archived). An inbound message delivered days late may fall on such a slot.
+   */
+  writable(ms: number, now: number): boolean {
+    const slot = slotOf(ms);
+    const s = this.ledger.get(dayOfSlot(slot));
     if (
-      s.history !== undefined ||
-      s.legacyHistory !== undefined ||
-      s.moveCursor !== undefined ||
+      movedOf(s, slot) !== undefined ||
       s.archived !== undefined ||
-      s.archiving !== undefined
+      s.archiving !== undefined ||
+      s.legacyHistory !== undefined
     )
-      return null;
-    // A day more than a day older than today may be about to move: only today's and yesterday's tables are created for late records.
-    if (!this.tables.has(day) && day < utcDay(at) - 1) return null;
-    return day;
+      return false;
+    // A slot more than a day old may be about to move: only a slot table already here, or a recent one, takes late records.
+    return this.tables.has(slot) || slot >= slotOf(now) - SLOTS_PER_DAY;
   }
 }

@@ -4,7 +4,9 @@ import { now } from "../../lib/clock";
 import { utcDay } from "../../domain/job-id";
 import { parseEventId, type WebhookEvent, type WebhookQueueMessage } from "../../domain/events";
 import { OWN_ERRORS } from "../../upstream/error-codes";
-import { Scheduler } from "../shared/scheduler";
+import { Scheduler, withSlack } from "../shared/scheduler";
+import { nextMovedKeyExpiry, purgeMovedKeys } from "./moved-keys";
+import { IDEMPOTENCY_TTL_MS } from "./legacy/idempotency-keys-v1";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureSchema } from "../shared/schema-version";
 import { WORKSPACE_SCHEMA } from "./schema";
@@ -25,7 +27,7 @@ import type {
 } from "./contract";
 import { DailyCounts } from "./counts";
 import { DayLedger } from "./day-ledger";
-import { DayTables } from "./day-tables";
+import { SlotTables } from "./day-tables";
 import { DeliveryLog, KEEP_DELIVERIES_MS, type AttemptRow } from "./delivery-log";
 import { HistoryTiering, type ArchivedDay } from "./history-tiering";
 import { LegacyTier } from "./legacy/legacy-tier";
@@ -76,7 +78,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     this.unknownWindowMs = cfg.unknownOutcomeWindowMs ?? UNKNOWN_OUTCOME_WINDOW_MS;
     // Before anything reads a table: the constructor runs inside the object's input gate.
     ensureSchema(ctx.storage, WORKSPACE_SCHEMA);
-    const tables = new DayTables(this.sql);
+    const tables = new SlotTables(this.sql);
     const ledger = new DayLedger(this.sql);
     const tiers = (this.tierIndex = new Tiers(this.sql, tables, ledger));
     this.publisher = new EventPublisher(env.WEBHOOK_QUEUE, cfg.eventPublishDelayMs ?? PUBLISH_DELAY_MS, (at) =>
@@ -113,6 +115,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       },
       tiering.moveToHistory,
       tiering.archiveHistory,
+      {
+        name: "moved-keys-purge",
+        due: () => withSlack(nextMovedKeyExpiry(this.sql, IDEMPOTENCY_TTL_MS)),
+        run: async (at) => purgeMovedKeys(this.sql, at - IDEMPOTENCY_TTL_MS),
+      },
       {
         // Dropping a day's table writes nothing, but an alarm of its own would (a row): it rides on
         // the alarms other steps set, and arms one only PURGE_AT_LEAST_EVERY_MS after it is due.

@@ -118,14 +118,14 @@ const LEGACY_COLUMNS = [
 ] as const;
 
 /** Outbound acceptance times after `since` (the 60-second window, while this table still has recent records). */
-export const legacyOutboundTimesSince = (sql: SqlStorage, since: number): number[] =>
+export const legacyOutboundTimesSince = (sql: SqlStorage, since: number): { at: number; channelNumberId: string }[] =>
   sql
-    .exec<{ created_at: number }>(
-      "SELECT created_at FROM messages WHERE created_at > ? AND direction = 'outbound' ORDER BY created_at",
+    .exec<{ created_at: number; channel_number_id: string }>(
+      "SELECT created_at, channel_number_id FROM messages WHERE created_at > ? AND direction = 'outbound' ORDER BY created_at",
       since,
     )
     .toArray()
-    .map((r) => r.created_at);
+    .map((r) => ({ at: r.created_at, channelNumberId: r.channel_number_id }));
 
 /** The oldest records created before `before`, oldest first (the move to history). */
 export const oldestLegacyRows = (sql: SqlStorage, before: number, limit: number): MessageRow[] =>
