@@ -33,6 +33,9 @@ export default defineConfig(async () => {
             ALLOW_INSECURE_WEBHOOK_URLS: "false",
             // One pass per alarm: the harness runs each alarm when it is due, on a controlled clock.
             DRAIN_SESSION_MS: "0",
+            // The operator's POSTs wait for the workspace's alarm, which the driver runs on its own
+            // clock: a loaded machine must not push them to the queue on a wall-clock timer.
+            OPERATOR_APPLY_WITHIN_MS: "600000",
           },
           serviceBindings: { COST_SINK: costSink },
         },

@@ -34,6 +34,7 @@ const VarsSchema = z.object({
   UPSTREAM_MESSAGING_PRODUCT: required,
   UPSTREAM_TIMEOUT_MS: withDefault(positiveMs, 15_000),
   UPSTREAM_STAMP_CALLS: flag,
+  OPERATOR_APPLY_WITHIN_MS: withDefault(positiveMs, 3_000),
   DOH_RESOLVER_URL: url,
   ALLOW_INSECURE_WEBHOOK_URLS: flag,
   WEBHOOK_TIMEOUT_MS: withDefault(positiveMs, 10_000),
@@ -62,6 +63,11 @@ const toConfig = (v: z.output<typeof VarsSchema>) => ({
     timeoutMs: v.UPSTREAM_TIMEOUT_MS,
     /** Local soak runs: X-Call-Started-At on each operator call. */
     stampCalls: v.UPSTREAM_STAMP_CALLS,
+    /**
+     * How long the operator's webhook POST applies its items before it queues the rest (the
+     * operator waits meanwhile). `npm run bench:cost` lengthens it: its clock is simulated.
+     */
+    applyWithinMs: v.OPERATOR_APPLY_WITHIN_MS,
   },
   webhooks: {
     /** Local development only: http://localhost and http://127.0.0.1 receivers. */

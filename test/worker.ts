@@ -16,10 +16,10 @@ export class WorkspaceDurableObject extends Workspace {
     return this.admission.state(at);
   }
 
-  /** The stored record of a message in this object (a day table or the earlier layout's), as is. */
+  /** The stored record of a message in this object (a slot table or the earlier layout's), as is. */
   async storedRecord(id: string): Promise<MessageRow | null> {
     const at = this.tiers().locate(id);
-    return at.tier === "day" || at.tier === "legacy" ? at.row : null;
+    return at.tier === "slot" || at.tier === "legacy" ? at.row : null;
   }
 
   /** The tables of the object, by name (what a layout leaves behind). */

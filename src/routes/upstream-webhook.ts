@@ -3,6 +3,7 @@ import type { AppEnv } from "../context";
 import { ApiError } from "../lib/errors";
 import { hmacSha256, timingSafeEqualStrings, toHex } from "../lib/crypto";
 import { log } from "../lib/log";
+import { config } from "../config";
 import { readCappedBody } from "../lib/capped-body";
 import { planBatches } from "../lib/queue-publisher";
 import { splitPayload } from "../upstream/cloud-webhook-payload";
@@ -10,13 +11,11 @@ import { applyUpstreamItems } from "../queue/upstream-events";
 
 /** The operator's payloads reach 3 MiB (up to 1,000 updates); anything larger is refused before it is read. */
 export const MAX_OPERATOR_PAYLOAD_BYTES = 3 * 1024 * 1024;
-/** How long the route applies a payload itself before it leaves the rest to the queue (the operator is kept waiting meanwhile). */
-export const APPLY_WITHIN_MS = 3_000;
 
 /**
  * The operator's webhooks (outside /api/v1, no API key). POSTs are verified
  * against the raw bytes and applied at once; what fails (or takes longer than
- * APPLY_WITHIN_MS) is queued, so that the operator never waits long on us and
+ * OPERATOR_APPLY_WITHIN_MS, 3 s) is queued, so that the operator never waits long on us and
  * a processing failure is retried.
  */
 export const upstreamWebhookRoutes = new Hono<AppEnv>()
@@ -57,12 +56,14 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
       return c.text("EVENT_RECEIVED", 200);
     }
     // Applied at once (no queue operation on the way: each costs a write, a read and a delete);
-    // what cannot be applied now, or not within APPLY_WITHIN_MS, is queued item by item for the
+    // what cannot be applied now, or not within OPERATOR_APPLY_WITHIN_MS, is queued item by item for the
     // consumer to retry. A failure to queue answers 500 and the operator retries the whole
     // payload (applying an item twice changes nothing).
     const applying = applyUpstreamItems(items, c.env);
     let timer: ReturnType<typeof setTimeout> | null = null;
-    const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), APPLY_WITHIN_MS)));
+    const deadline = new Promise<null>(
+      (resolve) => (timer = setTimeout(() => resolve(null), config(c.env).upstream.applyWithinMs)),
+    );
     const outcomes = await Promise.race([applying, deadline]).finally(() => clearTimeout(timer));
     if (outcomes === null) c.executionCtx.waitUntil(applying);
     const left = outcomes === null ? items : items.filter((_, i) => outcomes[i] === "retry");

@@ -9,6 +9,7 @@ const base: Record<ConfigVar, string> = {
   UPSTREAM_MESSAGING_PRODUCT: "whatsapp",
   UPSTREAM_TIMEOUT_MS: "15000",
   UPSTREAM_STAMP_CALLS: "false",
+  OPERATOR_APPLY_WITHIN_MS: "",
   DOH_RESOLVER_URL: "https://cloudflare-dns.com/dns-query",
   ALLOW_INSECURE_WEBHOOK_URLS: "false",
   WEBHOOK_TIMEOUT_MS: "10000",
@@ -29,6 +30,7 @@ describe("config", () => {
         messagingProduct: "whatsapp",
         timeoutMs: 15_000,
         stampCalls: false,
+        applyWithinMs: 3_000,
       },
       webhooks: {
         allowInsecureUrls: false,
@@ -83,6 +85,7 @@ describe("config", () => {
     ["WEBHOOK_TIMEOUT_MS", "-5", "expected a whole number"],
     ["EVENT_PUBLISH_DELAY_MS", "1.5", "expected a whole number"],
     ["DRAIN_SESSION_MS", "ten", "expected a whole number"],
+    ["OPERATOR_APPLY_WITHIN_MS", "0", "above 0"],
     ["ALLOW_INSECURE_WEBHOOK_URLS", "yes", 'expected "true" or "false"'],
     ["WEBHOOK_RETRY_DELAYS_SECONDS", "0,5,x", "comma-separated"],
     ["UPSTREAM_CLOUD_API_BASE_URL", "graph.facebook.com", "absolute URL"],
