@@ -241,13 +241,6 @@ export const OWN_ERRORS = {
     retriable: true,
     upstreamCode: null,
   }),
-  recordMissing: (): NormalizedError => ({
-    code: "record_missing",
-    message:
-      "The message's record could not be found when its number, paused since the message was accepted, could send it; it was not sent.",
-    retriable: true,
-    upstreamCode: null,
-  }),
   numberDisconnected: (): NormalizedError => ({
     code: "number_disconnected",
     message: "The channel number was disconnected before the message left.",

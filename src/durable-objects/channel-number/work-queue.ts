@@ -29,6 +29,12 @@ export class WorkQueue {
   private readonly byId = new Map<string, Entry>();
   /** Per recipient, its entries' jobIds in acceptance order (ids sort by acceptance time). */
   private readonly lines = new Map<string, string[]>();
+  /**
+   * Every jobId in acceptance order, from `front` on: the held bound reads the oldest without
+   * walking the queue. Removed ids stay until the front passes them (a removal is a Map delete).
+   */
+  private order: [acceptedAt: number, jobId: string][] = [];
+  private front = 0;
 
   get size(): number {
     return this.byId.size;
@@ -55,6 +61,38 @@ export class WorkQueue {
     while (i > 0 && line[i - 1]! > e.jobId) i--;
     line.splice(i, 0, e.jobId);
     this.lines.set(e.recipient, line);
+    this.addToOrder(e.acceptedAt, e.jobId);
+  }
+
+  private addToOrder(at: number, jobId: string): void {
+    const before = (k: [number, string]) => k[0] < at || (k[0] === at && k[1] < jobId);
+    const last = this.order[this.order.length - 1];
+    if (last === undefined || before(last)) {
+      this.order.push([at, jobId]);
+      return;
+    }
+    let lo = this.front;
+    let hi = this.order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before(this.order[mid]!)) lo = mid + 1;
+      else hi = mid;
+    }
+    // Already there when it was removed and added again (a reload): kept once.
+    if (this.order[lo]?.[1] !== jobId) this.order.splice(lo, 0, [at, jobId]);
+  }
+
+  /** The entries in acceptance order, from the oldest; drops the removed ids at the front as it goes. */
+  private *oldestFirst(): Generator<Entry> {
+    while (this.front < this.order.length && !this.byId.has(this.order[this.front]![1])) this.front++;
+    if (this.front > 1024 && this.front * 2 > this.order.length) {
+      this.order = this.order.slice(this.front);
+      this.front = 0;
+    }
+    for (let i = this.front; i < this.order.length; i++) {
+      const e = this.byId.get(this.order[i]![1]);
+      if (e) yield e;
+    }
   }
 
   remove(jobId: string): Entry | undefined {
@@ -106,18 +144,22 @@ export class WorkQueue {
     return at;
   }
 
-  /** Queued entries accepted at `until` or earlier, oldest first (the held bound). */
+  /**
+   * Queued entries accepted at `until` or earlier, oldest first (the held bound). Walks from the
+   * oldest and stops at the first accepted later: what it passes that is not queued is being
+   * called or handed (at most a few per conversation being called).
+   */
   queuedAcceptedBy(until: number, limit: number): Entry[] {
-    return this.entries()
-      .filter((e) => e.state === "queued" && e.acceptedAt <= until)
-      .sort((a, b) => a.acceptedAt - b.acceptedAt)
-      .slice(0, limit);
+    const out: Entry[] = [];
+    for (const e of this.oldestFirst()) {
+      if (e.acceptedAt > until || out.length >= limit) break;
+      if (e.state === "queued") out.push(e);
+    }
+    return out;
   }
 
   oldestQueuedAt(): number | null {
-    let at: number | null = null;
-    for (const e of this.byId.values())
-      if (e.state === "queued" && (at === null || e.acceptedAt < at)) at = e.acceptedAt;
-    return at;
+    for (const e of this.oldestFirst()) if (e.state === "queued") return e.acceptedAt;
+    return null;
   }
 }
