@@ -5,7 +5,10 @@ import { admin, api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { holdObject, settleIo } from "./helpers/objects";
+import { holdObject, settleIo, testNumber, testWorkspace } from "./helpers/objects";
+
+/** The number's queue (what it still has to call), oldest first. */
+const queuedJobIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
 let clock = Date.UTC(2033, 2, 3, 9);
 const setClock = (ms: number) => {
@@ -43,8 +46,8 @@ describe("per-number limit: 2 per second", () => {
     await refused("m3", "1");
     setClock(t0 + 1_500); // m1 leaves
     await ok("m3");
-    // The outbox holds the four accepted sends in acceptance order.
-    expect(await channelNumberStub(env, t.numberId).outboxJobIds()).toHaveLength(4);
+    // The number's queue holds the four accepted sends.
+    expect(await queuedJobIds(t.numberId)).toHaveLength(4);
   });
 
   it("limits each number separately", async () => {
@@ -63,14 +66,14 @@ describe("per-number limit: 2 per second", () => {
     for (let i = 0; i < 5; i++)
       await expectError(await send(t.key, `n-over-${i}`, textMessage(t.numberId)), 429, "rate_limit_exceeded");
 
-    expect((await workspaceStub(env, t.workspaceId).admissionState()).windowUsed).toBe(2);
+    expect((await testWorkspace(t.workspaceId).admissionState()).windowUsed).toBe(2);
     // Also after a restart, when the window is rebuilt from the records.
     await evictDurableObject(workspaceStub(env, t.workspaceId));
-    expect((await workspaceStub(env, t.workspaceId).admissionState()).windowUsed).toBe(2);
+    expect((await testWorkspace(t.workspaceId).admissionState()).windowUsed).toBe(2);
     expect(await usedMessages(t.key)).toBe(2);
   });
 
-  it("keeps acceptance order in the number's outbox", async () => {
+  it("keeps acceptance order in the number's queue", async () => {
     const t = await createTenant();
     const jobIds: string[] = [];
     for (let i = 0; i < 10; i++) {
@@ -79,7 +82,7 @@ describe("per-number limit: 2 per second", () => {
       expect(res.status).toBe(201);
       jobIds.push((await json<{ jobId: string }>(res)).jobId);
     }
-    expect(await channelNumberStub(env, t.numberId).outboxJobIds()).toEqual(jobIds);
+    expect(await queuedJobIds(t.numberId)).toEqual(jobIds);
   });
 });
 
