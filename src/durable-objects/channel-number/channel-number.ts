@@ -49,6 +49,13 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   /** Whether the queue was rebuilt from the workspace since this instance started. */
   private loaded: Promise<void> | null = null;
   private loadedOnce = false;
+  /**
+   * Whether the alarm ran in this instance. A number that only sends keeps no table, so its storage
+   * cannot say that its queue had work when the instance went away; the alarm it left armed does
+   * (the queue arms it whenever it holds an entry, and the runtime runs again an alarm whose run
+   * was cut short).
+   */
+  private alarmRan = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -72,10 +79,12 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     this.scheduler = new Scheduler(ctx.storage, [
       // An upgraded object hands over what the earlier release's outbox still owed, before anything else.
       { name: "legacy-handover", due: (at) => (this.legacy.pending() ? at : null), run: () => this.legacy.run() },
-      // After a restart the queue is rebuilt from the workspace's records (its work list).
+      // After a restart the queue is rebuilt from the workspace's records (its work list): at the
+      // first alarm (a number without tables has no other sign of work left), or at start-up when
+      // the object keeps tables.
       {
         name: "reload",
-        due: (at) => (this.loadedOnce || !this.storage.exists ? null : at),
+        due: (at) => (this.loadedOnce || !(this.storage.exists || this.alarmRan) ? null : at),
         run: () => this.ensureLoaded(),
       },
       // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
@@ -179,6 +188,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    this.alarmRan = true;
     await this.scheduler.runDue();
   }
 
