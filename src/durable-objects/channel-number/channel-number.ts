@@ -112,7 +112,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    * commits the record right after, and the queue is rebuilt from the records after a restart.
    */
   async admit(cmd: AdmitCommand): Promise<AdmitResult> {
-    for (const t of cmd.recent ?? []) if (!this.admitted.includes(t)) this.admitted.push(t);
+    // The workspace's committed acceptances (a restarted instance starts from them). Merged as a
+    // multiset: two sends accepted in the same millisecond are two slots.
+    const recent = cmd.recent ?? [];
+    for (const t of recent)
+      if (this.admitted.filter((a) => a === t).length < recent.filter((r) => r === t).length) this.admitted.push(t);
     const before = this.window(cmd.acceptedAt);
     if (before.remaining === 0) return { ok: false, reason: "rate_limited", window: before };
     this.admitted.push(cmd.acceptedAt);
