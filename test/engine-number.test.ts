@@ -1,27 +1,14 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
-
 import { send, textMessage } from "./helpers/send";
-import {
-  accepted,
-  cloudTenant as liveTenant,
-  mockOperator,
-  operatorError,
-  recordedEvents,
-  type OperatorCall,
-} from "./helpers/operator";
+import { accepted, cloudTenant, operatorError, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
-import { holdObject } from "./helpers/objects";
-import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import {
-  HELD_BOUND_MS,
-  ORPHAN_GRACE_MS,
-  RETRY_POLICY,
-  UNCONFIRMED_WAIT_MS,
-} from "../src/durable-objects/channel-number/delivery-policy";
-import type { ChannelNumberDurableObject } from "../src/durable-objects/channel-number/channel-number";
+import { testNumber } from "./helpers/objects";
+import { mockEdge } from "./helpers/number-edge";
+import { channelNumberStub } from "../src/durable-objects/stubs";
+import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
 
 // A clock far in the future: the number's alarm fires only when a test runs it.
 let clock = Date.UTC(2048, 0, 1);
@@ -39,10 +26,15 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-/** The shared live tenant, with its number object's stub. */
-async function cloudTenant() {
-  const t = await liveTenant();
-  return { ...t, stub: channelNumberStub(env, t.numberId) };
+type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
+
+/** A live (Cloud API) number whose operator answers `reply`, with a webhook of the customer's that records what it gets. */
+async function liveNumber(reply: Reply) {
+  const edge = mockEdge(reply);
+  const t = await cloudTenant();
+  edge.operator(t.phoneNumberId);
+  const hook = await edge.webhook(t.key, t.numberId);
+  return { ...t, calls: edge.calls, hook, net: edge.net, stub: channelNumberStub(env, t.numberId) };
 }
 
 async function sendOne(key: string, numberId: string, to = "5511999998888", body = "Hello"): Promise<string> {
@@ -51,96 +43,16 @@ async function sendOne(key: string, numberId: string, to = "5511999998888", body
   return (await json<{ jobId: string }>(res)).jobId;
 }
 
+const alarm = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env, numberId));
 const message = async (key: string, jobId: string) =>
   json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
 const callsFor = (calls: OperatorCall[], jobId: string) =>
   calls.filter((c) => c.body.biz_opaque_callback_data === jobId);
-const stateOf = async (stub: DurableObjectStub<ChannelNumberDurableObject>, jobId: string) =>
-  (await stub.outbox()).find((e) => e.jobId === jobId)?.state;
-
-describe("one operator call per jobId, also when a status settles the entry during the drain's awaits", () => {
-  it("a status webhook that settles a retried entry while its claim waits on the workspace: no second call", async () => {
-    const t = await cloudTenant();
-    // 131000: "try again", but the operator may have processed it after all; its webhook says so later.
-    const calls = mockOperator((c, i) =>
-      i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted(`wamid.second-${c.body.text.body}`),
-    );
-    const jobId = await sendOne(t.key, t.numberId);
-    await runDurableObjectAlarm(t.stub);
-    expect(callsFor(calls, jobId)).toHaveLength(1);
-    expect(await stateOf(t.stub, jobId)).toBe("queued");
-
-    // The retry is due. Its claim waits on the workspace object (busy), and meanwhile the
-    // operator's webhook reports the first call's message as sent.
-    advance(RETRY_POLICY.delaysMs[0]);
-    const gate = await holdObject(workspaceStub(env, t.workspaceId));
-    const alarm = runDurableObjectAlarm(t.stub);
-    const res = await postOperator(
-      statusPayload(t.phoneNumberId, [
-        {
-          id: "wamid.FIRST",
-          status: "sent",
-          timestamp: seconds(clock),
-          recipient_id: "5511999998888",
-          biz_opaque_callback_data: jobId,
-        },
-      ]),
-    );
-    expect(res.status).toBe(200);
-    // Positive signal: the number applied it (the entry settled while the claim is still waiting).
-    await vi.waitFor(async () => expect(await stateOf(t.stub, jobId)).toBe("sent"), { timeout: 10_000, interval: 20 });
-    await gate.release();
-    await alarm;
-    await vi.waitFor(
-      async () =>
-        expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.FIRST" }),
-      { timeout: 10_000, interval: 20 },
-    );
-
-    for (let i = 0; i < 3; i++) {
-      advance(61_000);
-      await runDurableObjectAlarm(t.stub);
-    }
-    expect(callsFor(calls, jobId)).toHaveLength(1);
-    expect(await stateOf(t.stub, jobId)).toBe("sent");
-  });
-
-  it("a status that settles the entry while its `sending` state is made durable: the call does not start", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator((c, i) =>
-      i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted(`wamid.second-${c.body.text.body}`),
-    );
-    const jobId = await sendOne(t.key, t.numberId);
-    await runDurableObjectAlarm(t.stub);
-    expect(callsFor(calls, jobId)).toHaveLength(1);
-    advance(RETRY_POLICY.delaysMs[0]);
-    // The operator's status arrives during the durability wait between the `sending` write and the call.
-    await runInDurableObject(t.stub, (instance, state) => {
-      const sync = state.storage.sync.bind(state.storage);
-      let first = true;
-      state.storage.sync = async () => {
-        await sync();
-        if (!first) return;
-        first = false;
-        await instance.applyOperatorStatuses([
-          { jobId, upstreamMessageId: "wamid.FIRST", status: "sent", at: clock, errorCode: null, errorMessage: null },
-        ]);
-      };
-    });
-    await runDurableObjectAlarm(t.stub);
-    for (let i = 0; i < 3; i++) {
-      advance(61_000);
-      await runDurableObjectAlarm(t.stub);
-    }
-    expect(callsFor(calls, jobId)).toHaveLength(1);
-    expect(await stateOf(t.stub, jobId)).toBe("sent");
-    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.FIRST" });
-  });
-});
+const queuedIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
 describe("the number's admission window", () => {
   it("counts in acceptance times: acceptances at 0, 10 and 960 ms are refused at the third, however late its hand-off arrives", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumber(() => accepted("wamid.unused"));
     const t0 = clock;
     expect((await send(t.key, "w0", textMessage(t.numberId, "m0"))).status).toBe(201);
     setClock(t0 + 10);
@@ -148,12 +60,11 @@ describe("the number's admission window", () => {
     // The third is accepted by the workspace at 960 ms; its hand-off reaches the number at 1,200 ms
     // (the number's clock), as the workspace makes it.
     setClock(t0 + 1_200);
-    const third = await t.stub.admit({
+    const third = await testNumber(t.numberId).admit({
       jobId: crypto.randomUUID(),
       workspaceId: t.workspaceId,
       channelNumberId: t.numberId,
       to: "5511999998888",
-      body: "m2",
       acceptedAt: t0 + 960,
     });
     // Its slot frees when the send at 0 leaves the window: 40 ms after its acceptance (Retry-After: 1).
@@ -162,21 +73,40 @@ describe("the number's admission window", () => {
       reason: "rate_limited",
       window: { limit: 2, remaining: 0, retryAfterMs: 40, resetMs: 50 },
     });
-    expect(await t.stub.outboxJobIds()).toHaveLength(2);
+    expect(await queuedIds(t.numberId)).toHaveLength(2);
     // The API's refusal at the same acceptance time says the same.
     setClock(t0 + 960);
     const res = await send(t.key, "w2", textMessage(t.numberId, "m2"));
     expect(res.headers.get("Retry-After")).toBe("1");
     await expectError(res, 429, "rate_limit_exceeded");
   });
+
+  it("survives a restart of the number object: the workspace hands it the second's acceptances with the next send", async () => {
+    const t = await liveNumber(() => accepted("wamid.unused"));
+    const t0 = clock;
+    // Two sends accepted in the same millisecond: both slots of the number's second.
+    const both = await Promise.all(["r0", "r1"].map((k) => send(t.key, k, textMessage(t.numberId, k))));
+    expect(both.map((r) => r.status)).toEqual([201, 201]);
+    // The number restarts: its window (in memory) is gone with the instance.
+    await evictDurableObject(t.stub);
+    setClock(t0 + 500);
+    const refused = await send(t.key, "r2", textMessage(t.numberId, "r2"));
+    expect(refused.headers.get("Retry-After")).toBe("1");
+    expect(refused.headers.get("RateLimit-Remaining")).toBe("0");
+    await expectError(refused, 429, "rate_limit_exceeded");
+    // Both leave the window at 1,000 ms: two slots, then none.
+    setClock(t0 + 1_000);
+    for (const k of ["r2", "r3"]) expect((await send(t.key, k, textMessage(t.numberId, k))).status).toBe(201);
+    await expectError(await send(t.key, "r4", textMessage(t.numberId, "r4")), 429, "rate_limit_exceeded");
+    expect(await queuedIds(t.numberId)).toHaveLength(4);
+  });
 });
 
 describe("operator statuses for a disconnected number", () => {
   it("still reach the message record: a delivery report after the disconnect is applied", async () => {
-    const t = await cloudTenant();
-    mockOperator(() => accepted("wamid.BEFORE"));
+    const t = await liveNumber(() => accepted("wamid.BEFORE"));
     const jobId = await sendOne(t.key, t.numberId);
-    await runDurableObjectAlarm(t.stub);
+    await alarm(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
     expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBeLessThan(300);
     advance(5_000);
@@ -198,142 +128,178 @@ describe("operator statuses for a disconnected number", () => {
           status: "sent",
           deliveredAt: new Date(Math.floor(clock / 1000) * 1000).toISOString(),
         }),
-      {
-        timeout: 10_000,
-        interval: 50,
-      },
+      { timeout: 10_000, interval: 50 },
     );
   });
 });
 
-describe("orphans", () => {
-  const orphan = async (t: Awaited<ReturnType<typeof cloudTenant>>, jobId: string) => {
-    // What a send that died after its hand-off leaves behind: an entry its workspace never recorded.
-    await t.stub.admit({
-      jobId,
-      workspaceId: t.workspaceId,
-      channelNumberId: t.numberId,
-      to: "5511999998888",
-      body: "Hello",
-      acceptedAt: clock,
-    });
-    const acceptedAt = clock;
-    advance(UNCONFIRMED_WAIT_MS + 1);
-    await runDurableObjectAlarm(t.stub);
-    expect(await stateOf(t.stub, jobId)).toBe("orphan");
-    return acceptedAt;
-  };
-
-  it("one alarm at its due time (acceptance + grace) drops an orphan", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator(() => accepted("wamid.never"));
-    const jobId = crypto.randomUUID();
-    const acceptedAt = await orphan(t, jobId);
-    setClock(acceptedAt + ORPHAN_GRACE_MS);
-    const due = await runInDurableObject(t.stub, (_, state) => state.storage.getAlarm());
-    expect(due).toBe(acceptedAt + ORPHAN_GRACE_MS);
-    await runDurableObjectAlarm(t.stub);
-    expect(await stateOf(t.stub, jobId)).toBe("dropped");
-    expect(calls).toHaveLength(0);
-  });
-
-  it("a revived orphan gets a fresh grace: a claim before its retry's commit does not set it aside again", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator(() => accepted("wamid.REVIVED"));
-    const { jobIdFor } = await import("./helpers/send");
-    const jobId = await jobIdFor(t.workspaceId, "retry-me", textMessage(t.numberId), clock);
-    const acceptedAt = await orphan(t, jobId);
-    // The client's retry, late in the grace: its hand-off revives the entry; the drain asks the workspace
-    // before the retry's record is committed there (microseconds later in production).
-    setClock(acceptedAt + ORPHAN_GRACE_MS - UNCONFIRMED_WAIT_MS / 2);
-    await t.stub.admit({
-      jobId,
-      workspaceId: t.workspaceId,
-      channelNumberId: t.numberId,
-      to: "5511999998888",
-      body: "Hello",
-      acceptedAt: clock,
-    });
-    await runDurableObjectAlarm(t.stub);
-    expect(await stateOf(t.stub, jobId)).toBe("queued");
-    // Past the first acceptance's grace, still within the revived one's.
-    setClock(acceptedAt + ORPHAN_GRACE_MS + 1);
-    await runDurableObjectAlarm(t.stub);
-    expect(await stateOf(t.stub, jobId)).toBe("queued");
-    // The retry commits (same key, same jobId); the message is sent once.
-    const retry = await send(t.key, "retry-me", textMessage(t.numberId));
-    expect(await json(retry)).toEqual({ jobId, status: "created" });
-    advance(1_000); // past the recheck of the unconfirmed claim
-    await runDurableObjectAlarm(t.stub);
-    expect(callsFor(calls, jobId)).toHaveLength(1);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.REVIVED" });
+describe("a disconnected number", () => {
+  it("fails its queued messages with number_disconnected, announces each, and calls none", async () => {
+    const t = await liveNumber(() => accepted("wamid.never"));
+    const first = await sendOne(t.key, t.numberId, "5511000000001", "one");
+    const second = await sendOne(t.key, t.numberId, "5511000000002", "two");
+    advance(1_000);
+    const third = await sendOne(t.key, t.numberId, "5511000000001", "three");
+    expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBeLessThan(300);
+    for (let i = 0; i < 3; i++) {
+      await alarm(t.numberId);
+      advance(1_100);
+    }
+    expect(t.calls).toHaveLength(0);
+    for (const jobId of [first, second, third]) {
+      expect(await message(t.key, jobId)).toMatchObject({ status: "failed", error: { code: "number_disconnected" } });
+      expect((await t.hook.waitForStatus(jobId, "failed")).data).toMatchObject({
+        error: { code: "number_disconnected" },
+      });
+    }
+    expect(await queuedIds(t.numberId)).toEqual([]);
+    // Each change announced once (a message failed before its call goes through processing at its failure).
+    await t.hook.settled();
+    for (const jobId of [first, second, third])
+      expect(t.hook.statusChanges(jobId)).toEqual([
+        ["queued", "processing"],
+        ["processing", "failed"],
+      ]);
   });
 });
 
 describe("messages held by a paused number", () => {
-  /** A number whose first call is refused with 190 (bad token): it pauses; later calls are accepted. */
-  async function pausedNumber() {
-    const t = await cloudTenant();
-    const calls = mockOperator((c, i) =>
-      i === 0 ? operatorError(401, 190, "Invalid OAuth access token") : accepted(`wamid.${c.body.text.body}`),
-    );
-    const first = await sendOne(t.key, t.numberId, "5511999998888", "first");
-    const acceptedAt = clock;
-    await runDurableObjectAlarm(t.stub);
-    expect((await t.stub.sendingState()).paused).toMatchObject({ code: "upstream_auth_failed" });
-    expect(await stateOf(t.stub, first)).toBe("queued");
-    return { ...t, calls, first, acceptedAt };
-  }
+  it("fail with held_too_long 24 hours after their acceptance, announced to the webhook; those accepted during the pause are never called", async () => {
+    // The business account is locked: the operator refuses every call with an account-level code.
+    const t = await liveNumber(() => operatorError(400, 131031, "Business account locked"));
+    const first = await sendOne(t.key, t.numberId, "5511000000001", "first");
+    const firstAt = clock;
+    await alarm(t.numberId);
+    expect(callsFor(t.calls, first)).toHaveLength(1);
+    expect((await testNumber(t.numberId).sendingState()).paused).toMatchObject({
+      code: "account_restricted",
+      upstreamCode: "131031",
+    });
+    // Sends go on being accepted while the number is paused; they wait.
+    advance(1_000);
+    const second = await sendOne(t.key, t.numberId, "5511000000002", "second");
+    const secondAt = clock;
+    const third = await sendOne(t.key, t.numberId, "5511000000003", "third");
 
-  it("fail with held_too_long at their bound, with their failed event, and are not called again", async () => {
-    const t = await pausedNumber();
-    const callsBefore = callsFor(t.calls, t.first).length;
-    // At its bound the alarm fails it; the pause's probe (due long before, accepted by the operator now) does not call it.
-    setClock(t.acceptedAt + HELD_BOUND_MS);
-    await runDurableObjectAlarm(t.stub);
-    expect(await stateOf(t.stub, t.first)).toBe("failed");
-    expect(callsFor(t.calls, t.first)).toHaveLength(callsBefore);
-    expect(await message(t.key, t.first)).toMatchObject({
+    // The pause probes the account (a call of the oldest message) at growing intervals, refused each time.
+    for (let h = 1; h < 24; h++) {
+      setClock(firstAt + h * 3_600_000);
+      await alarm(t.numberId);
+    }
+    expect(callsFor(t.calls, first).length).toBeGreaterThan(1);
+    expect(t.calls.every((c) => c.body.biz_opaque_callback_data === first)).toBe(true);
+    for (const jobId of [first, second, third]) expect((await message(t.key, jobId)).status).not.toBe("failed");
+
+    // 24 hours after its acceptance the first fails, without another call.
+    const probes = callsFor(t.calls, first).length;
+    setClock(firstAt + HELD_BOUND_MS);
+    await alarm(t.numberId);
+    expect(callsFor(t.calls, first)).toHaveLength(probes);
+    expect(await message(t.key, first)).toMatchObject({
       status: "failed",
       failedAt: new Date(clock).toISOString(),
       error: { code: "held_too_long", retriable: true, upstreamCode: null },
     });
-    const events = await recordedEvents(workspaceStub(env, t.workspaceId), t.first);
-    expect(events.map((e) => e.type === "message.status" && [e.data.previousStatus, e.data.status])).toEqual([
+    expect((await t.hook.waitForStatus(first, "failed")).data).toMatchObject({
+      previousStatus: "processing",
+      error: { code: "held_too_long" },
+    });
+
+    // Then the others, at theirs; neither was ever called.
+    setClock(secondAt + HELD_BOUND_MS);
+    await alarm(t.numberId);
+    for (const jobId of [second, third]) {
+      expect(await message(t.key, jobId)).toMatchObject({
+        status: "failed",
+        failedAt: new Date(clock).toISOString(),
+        error: { code: "held_too_long" },
+      });
+      expect((await t.hook.waitForStatus(jobId, "failed")).data).toMatchObject({ error: { code: "held_too_long" } });
+      expect(callsFor(t.calls, jobId)).toHaveLength(0);
+    }
+    expect(await queuedIds(t.numberId)).toEqual([]);
+
+    // Resumed later (its credentials reconnected), the number has nothing left to send for them.
+    await testNumber(t.numberId).invalidateNumber();
+    advance(61_000);
+    await alarm(t.numberId);
+    expect(t.calls).toHaveLength(probes);
+    await t.hook.settled();
+    expect(t.hook.statusChanges(first)).toEqual([
       ["queued", "processing"],
       ["processing", "failed"],
     ]);
-    // Resumed later, the number has nothing left to send for it.
-    await t.stub.invalidateNumber();
-    advance(61_000);
-    await runDurableObjectAlarm(t.stub);
-    expect(callsFor(t.calls, t.first)).toHaveLength(callsBefore);
+    for (const jobId of [second, third])
+      expect(t.hook.statusChanges(jobId)).toEqual([
+        ["queued", "processing"],
+        ["processing", "failed"],
+      ]);
   });
+});
 
-  it("a held message whose workspace record is gone is logged and failed, never dropped", async () => {
-    const t = await pausedNumber();
-    advance(1_000);
-    const held = await sendOne(t.key, t.numberId, "5511000000002", "held");
-    // The workspace loses the record meanwhile.
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
-      state.storage.sql.exec("DELETE FROM messages WHERE id = ?", held);
-    });
-    const errors = vi.spyOn(console, "error");
-    // Hours later the number's credentials are reconnected: it resumes.
-    advance(3 * 3_600_000);
-    await t.stub.invalidateNumber();
-    for (let i = 0; i < 3; i++) {
-      await runDurableObjectAlarm(t.stub);
-      advance(ORPHAN_GRACE_MS);
+describe("after a restart of the number object", () => {
+  it("its queued messages are reloaded from the workspace's records and sent, in acceptance order per recipient", async () => {
+    const t = await liveNumber((c) => accepted(`wamid.${c.body.text.body}`));
+    const sent: { to: string; jobId: string }[] = [];
+    for (let i = 0; i < 6; i++) {
+      const to = i % 2 === 0 ? "5511000000001" : "5511000000002";
+      sent.push({ to, jobId: await sendOne(t.key, t.numberId, to, `m${i}`) });
+      advance(500);
     }
-    expect(await stateOf(t.stub, held)).toBe("failed");
-    expect(callsFor(t.calls, held)).toHaveLength(0);
-    expect(
-      errors.mock.calls.some(
-        ([line]) => String(line).includes("record cannot be found") && String(line).includes(held),
-      ),
-    ).toBe(true);
-    // The one whose record is there was sent.
-    expect(await message(t.key, t.first)).toMatchObject({ status: "sent" });
+    expect(await queuedIds(t.numberId)).toHaveLength(6);
+    // The number restarts before calling any: its queue (in memory) is gone; its alarm is still armed.
+    await evictDurableObject(t.stub);
+
+    for (let i = 0; i < 20 && t.calls.length < 6; i++) {
+      await alarm(t.numberId);
+      advance(600);
+    }
+    expect(t.calls).toHaveLength(6);
+    for (const to of ["5511000000001", "5511000000002"]) {
+      expect(t.calls.filter((c) => c.body.to === `+${to}`).map((c) => c.body.biz_opaque_callback_data)).toEqual(
+        sent.filter((s) => s.to === to).map((s) => s.jobId),
+      );
+    }
+    for (const { jobId } of sent) expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
+    expect(new Set(t.calls.map((c) => c.body.biz_opaque_callback_data)).size).toBe(6);
+  });
+});
+
+describe("what a number keeps", () => {
+  it("a cloud number that only sends keeps no table: nothing after a send is sent, delivered and read", async () => {
+    const t = await liveNumber(() =>
+      Response.json({
+        messaging_product: "whatsapp",
+        contacts: [{ input: "+5511999998888", wa_id: "5511999998888" }],
+        messages: [{ id: "wamid.KEEPS" }],
+      }),
+    );
+    const jobId = await sendOne(t.key, t.numberId);
+    await alarm(t.numberId);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.KEEPS" });
+    for (const status of ["delivered", "read"]) {
+      advance(1_000);
+      const res = await postOperator(
+        statusPayload(t.phoneNumberId, [
+          {
+            id: "wamid.KEEPS",
+            status,
+            timestamp: seconds(clock),
+            recipient_id: "5511999998888",
+            biz_opaque_callback_data: jobId,
+          },
+        ]),
+      );
+      expect(res.status).toBe(200);
+    }
+    expect(await message(t.key, jobId)).toMatchObject({
+      status: "sent",
+      deliveredAt: expect.any(String),
+      readAt: expect.any(String),
+    });
+    advance(61_000);
+    await alarm(t.numberId);
+    expect(t.calls).toHaveLength(1);
+    expect(await testNumber(t.numberId).tableNames()).toEqual([]);
   });
 });
