@@ -1,18 +1,16 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant } from "./helpers/fixtures";
-import { holdObject, settleIo } from "./helpers/objects";
-import { jobIdFor, send, textMessage, usedMessages } from "./helpers/send";
+import { holdObject, settleIo, testNumber } from "./helpers/objects";
+import { send, textMessage, usedMessages } from "./helpers/send";
 import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import {
-  ORPHAN_GRACE_MS,
-  PACE_WINDOW_MS,
-  UNCONFIRMED_WAIT_MS,
-} from "../src/durable-objects/channel-number/delivery-policy";
+import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { newJobId, utcDay } from "../src/domain/job-id";
+import { dayTable } from "../src/durable-objects/workspace/day-tables";
 
 let clock = Date.UTC(2035, 5, 1, 8);
 const setClock = (ms: number) => {
@@ -36,69 +34,88 @@ async function drainAll(numberId: string, rounds = 20): Promise<void> {
   }
 }
 
-/** What a send that died between its hand-off and its commit leaves behind: an entry the workspace never recorded. */
-async function handOffOnly(
-  t: { workspaceId: string },
-  numberId: string,
-  key: string,
-  body = "Hello",
-  to = "5511999998888",
-) {
-  const jobId = await jobIdFor(t.workspaceId, key, textMessage(numberId, body, to), clock);
-  const handed = await channelNumberStub(env, numberId).admit({
+/** The number's queue (what it still has to call), oldest first. */
+const queuedIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
+
+/**
+ * What a send that died between its hand-off and its commit leaves behind: the number admitted it
+ * (the workspace's own hand-off, with the jobId it makes) and its workspace recorded nothing.
+ */
+async function handOffOnly(t: { workspaceId: string }, numberId: string, to = "5511999998888") {
+  const jobId = newJobId(clock);
+  const handed = await testNumber(numberId).admit({
     jobId,
     workspaceId: t.workspaceId,
     channelNumberId: numberId,
     to,
-    body,
     acceptedAt: clock,
   });
   expect(handed.ok).toBe(true);
   return jobId;
 }
 
-const breakTable = (stub: DurableObjectStub, table: string) =>
-  runInDurableObject(stub, (_, state) => {
-    state.storage.sql.exec(`ALTER TABLE ${table} RENAME TO ${table}_unavailable`);
+/**
+ * Makes the commit of new records fail in a workspace object (as a full disk or an I/O error
+ * would): reads still work, and the admission goes as far as its insert. `repair` undoes it.
+ */
+const failInserts = async (stub: DurableObjectStub) => {
+  const table = dayTable(utcDay(clock));
+  await runInDurableObject(stub, (_, state) => {
+    state.storage.sql.exec(
+      `CREATE TRIGGER inserts_fail BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
+    );
   });
-const repairTable = (stub: DurableObjectStub, table: string) =>
-  runInDurableObject(stub, (_, state) => {
-    state.storage.sql.exec(`ALTER TABLE ${table}_unavailable RENAME TO ${table}`);
-  });
+  return {
+    repair: () =>
+      runInDurableObject(stub, (_, state) => {
+        state.storage.sql.exec("DROP TRIGGER inserts_fail");
+      }),
+  };
+};
 
 describe("faults between the steps of a send", () => {
-  it("the outbox hand-off fails after the workspace admitted: 500, key unbound, the retry makes exactly one message", async () => {
+  it("the hand-off to the number fails after the workspace admitted: 500, key unbound, the retry makes exactly one message", async () => {
     const t = await createTenant();
-    const number = channelNumberStub(env, t.numberId);
-    await breakTable(number, "outbox");
-    // The runtime reports the objects' exceptions: expected here, so captured and checked rather than printed.
-    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*no such table: outbox/);
-    await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
-    await expectError(await send(t.key, "fragile", textMessage(t.numberId)), 500, "internal_error");
+    // The number object is busy, then every object restarts while the send waits on it.
+    const gate = await holdObject(channelNumberStub(env, t.numberId));
+    const pending = send(t.key, "fragile", textMessage(t.numberId));
+    await settleIo();
+    await abortAllDurableObjects();
+    await gate.release().catch(() => "aborted");
+    await expectError(await pending, 500, "internal_error");
     expect(await usedMessages(t.key)).toBe(0);
-    expect((await trace.seen(2)).every((line) => line.includes("admit"))).toBe(true);
-    await trace.end();
 
-    await repairTable(number, "outbox");
     const retry = await send(t.key, "fragile", textMessage(t.numberId));
     expect(retry.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(retry);
-    expect(await number.outboxJobIds()).toEqual([jobId]);
+    expect(await queuedIds(t.numberId)).toEqual([jobId]);
     expect((await send(t.key, "fragile", textMessage(t.numberId))).status).toBe(200);
+    expect(await usedMessages(t.key)).toBe(1);
   });
 
-  it("the workspace object dies after the hand-off and before recording: the retry converges on the same single message", async () => {
-    const t = await createTenant();
-    const number = channelNumberStub(env, t.numberId);
-    const jobId = await handOffOnly(t, t.numberId, "crashy");
+  it("the workspace object dies after the hand-off and before recording: the retry (another payload even) is one message, called once", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
+    const orphan = await handOffOnly(t, t.numberId);
     await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
 
-    const retry = await send(t.key, "crashy", textMessage(t.numberId));
+    // Nothing was bound: the retry, a moment later, is a new message with its own jobId.
+    setClock(clock + 100);
+    const retry = await send(t.key, "crashy", textMessage(t.numberId, "new text"));
     expect(retry.status).toBe(201);
-    expect(await json(retry)).toEqual({ jobId, status: "created" });
-    expect(await number.outboxJobIds()).toEqual([jobId]);
-    // The retried hand-off spent no second slot of the number's window.
-    expect((await send(t.key, "next", textMessage(t.numberId))).status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(retry);
+    expect(jobId).not.toBe(orphan);
+    expect(await queuedIds(t.numberId)).toEqual([orphan, jobId]);
+
+    // The orphan's claim finds no record: it is dropped, never called; the retry is called once.
+    await drainAll(t.numberId, 4);
+    expect(calls.map((c) => [c.body.biz_opaque_callback_data, c.body.text.body])).toEqual([[jobId, "new text"]]);
+    expect(await queuedIds(t.numberId)).toEqual([]);
+    expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({
+      text: { body: "new text" },
+      status: "sent",
+    });
+    expect((await send(t.key, "crashy", textMessage(t.numberId, "new text"))).status).toBe(200);
   });
 
   it("an object call that throws (D1 unavailable while loading the workspace) binds nothing; the retry succeeds", async () => {
@@ -115,7 +132,7 @@ describe("faults between the steps of a send", () => {
     }
     const retry = await send(t.key, "d1-down", textMessage(t.numberId));
     expect(retry.status).toBe(201);
-    expect(await channelNumberStub(env, t.numberId).outboxJobIds()).toHaveLength(1);
+    expect(await queuedIds(t.numberId)).toEqual([(await json<{ jobId: string }>(retry)).jobId]);
   });
 });
 
@@ -124,13 +141,21 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     const workspace = workspaceStub(env, t.workspaceId);
-    await breakTable(workspace, "messages");
+    // A first send makes today's table; a second earlier: this one does not share the next sends' window.
+    expect((await send(t.key, "k0", textMessage(t.numberId, "zero"))).status).toBe(201);
+    setClock(clock + 1_000);
+    const fault = await failInserts(workspace);
     // The object's exception is expected here: captured and checked, not printed as an uncaught error.
-    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*no such table: messages/);
+    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
     await expectError(await send(t.key, "k1", textMessage(t.numberId, "first text")), 500, "internal_error");
-    expect(await trace.seen()).toHaveLength(1);
+    // It failed at the commit, after the number had admitted it.
+    const [line, ...more] = await trace.seen();
+    expect(more).toEqual([]);
+    expect(line).toContain("insertOutbound");
     await trace.end();
-    await repairTable(workspace, "messages");
+    await fault.repair();
+    // The number gave the entry up at once (the workspace released it).
+    expect(await queuedIds(t.numberId)).toHaveLength(1);
 
     // The failed commit gave its window slot back: two sends in the same second still fit.
     const retry = await send(t.key, "k1", textMessage(t.numberId, "second text"));
@@ -142,39 +167,18 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
     expect(calls.filter((c) => c.body.biz_opaque_callback_data === jobId).map((c) => c.body.text.body)).toEqual([
       "second text",
     ]);
-    expect(calls.some((c) => c.body.text.body === "first text")).toBe(false);
+    expect(calls.map((c) => c.body.text.body).sort()).toEqual(["other", "second text", "zero"]);
     expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({
       text: { body: "second text" },
       status: "sent",
     });
   });
 
-  it("an entry left by a failed commit is never revived by a retry with another payload: it is dropped, never sent", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-    const orphan = await handOffOnly(t, t.numberId, "k", "old text");
-    await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
-
-    const retry = await send(t.key, "k", textMessage(t.numberId, "new text"));
-    expect(retry.status).toBe(201);
-    const { jobId } = await json<{ jobId: string }>(retry);
-    expect(jobId).not.toBe(orphan);
-
-    setClock(clock + UNCONFIRMED_WAIT_MS + 1);
-    await drainAll(t.numberId);
-    setClock(clock + ORPHAN_GRACE_MS);
-    await drainAll(t.numberId, 3);
-    expect(calls.map((c) => [c.body.biz_opaque_callback_data, c.body.text.body])).toEqual([[jobId, "new text"]]);
-    const outbox = await channelNumberStub(env, t.numberId).outbox();
-    expect(outbox.find((e) => e.jobId === orphan)?.state).toBe("dropped");
-    expect(outbox.find((e) => e.jobId === jobId)?.state).toBe("sent");
-  });
-
-  it("retried on another number, only that number sends: one jobId reaches the operator at most once", async () => {
+  it("retried on another number, only that number sends: one message reaches the operator once", async () => {
     const t = await cloudTenant();
     const other = await connectCloudNumber(t.workspaceId);
     const calls = mockOperator((c) => accepted(`wamid.${c.url}.${c.body.text.body}`));
-    const orphan = await handOffOnly(t, t.numberId, "k", "Hello");
+    const orphan = await handOffOnly(t, t.numberId);
     await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
 
     const retry = await send(t.key, "k", textMessage(other.numberId, "Hello"));
@@ -182,50 +186,34 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
     const { jobId } = await json<{ jobId: string }>(retry);
     expect(jobId).not.toBe(orphan);
 
-    setClock(clock + UNCONFIRMED_WAIT_MS + 1);
-    await drainAll(t.numberId);
-    await drainAll(other.numberId);
-    setClock(clock + ORPHAN_GRACE_MS);
     await drainAll(t.numberId, 3);
+    await drainAll(other.numberId, 3);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.url).toContain(other.phoneNumberId);
     expect(calls[0]!.body.biz_opaque_callback_data).toBe(jobId);
+    expect(await queuedIds(t.numberId)).toEqual([]);
   });
 
-  it("a key reused after its 24 hours never revives an entry its first use left behind", async () => {
+  it("a second hand-off under a jobId already queued changes nothing: one call, with the record's payload", async () => {
     const t = await cloudTenant();
-    const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
-    const orphan = await handOffOnly(t, t.numberId, "daily-key", "Same text");
-    setClock(clock + UNCONFIRMED_WAIT_MS + 1);
-    await drainAll(t.numberId);
-    setClock(clock + ORPHAN_GRACE_MS);
-    await drainAll(t.numberId, 2);
-    expect((await channelNumberStub(env, t.numberId).outbox())[0]).toMatchObject({ jobId: orphan, state: "dropped" });
-
-    setClock(clock + 24 * 3_600_000 + 1);
-    const later = await send(t.key, "daily-key", textMessage(t.numberId, "Same text"));
-    expect(later.status).toBe(201);
-    const { jobId } = await json<{ jobId: string }>(later);
-    expect(jobId).not.toBe(orphan);
-    await drainAll(t.numberId);
-    expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual([jobId]);
-    expect((await channelNumberStub(env, t.numberId).outbox()).find((e) => e.jobId === orphan)?.state).toBe("dropped");
-  });
-
-  it("an entry already in the outbox under a jobId with another payload is refused, never overwritten or sent", async () => {
-    const t = await createTenant();
-    const number = channelNumberStub(env, t.numberId);
-    const jobId = await handOffOnly(t, t.numberId, "k", "one");
-    const clash = await number.admit({
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
+    const res = await send(t.key, "k", textMessage(t.numberId, "one"));
+    expect(res.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(res);
+    // The same jobId handed again (another recipient even): the queue keeps its one entry.
+    const again = await testNumber(t.numberId).admit({
       jobId,
       workspaceId: t.workspaceId,
       channelNumberId: t.numberId,
-      to: "5511999998888",
-      body: "two",
+      to: "5511000000000",
       acceptedAt: clock,
     });
-    expect(clash).toEqual({ ok: false, reason: "conflict" });
-    expect((await number.outbox()).map((e) => e.jobId)).toEqual([jobId]);
+    expect(again.ok).toBe(true);
+    expect(await queuedIds(t.numberId)).toEqual([jobId]);
+    await drainAll(t.numberId, 4);
+    expect(calls.map((c) => [c.body.biz_opaque_callback_data, c.body.to, c.body.text.body])).toEqual([
+      [jobId, "+5511999998888", "one"],
+    ]);
   });
 });
 

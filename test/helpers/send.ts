@@ -32,18 +32,3 @@ export const at = (iso: string): Date => new Date(iso);
 export async function usedMessages(key: string): Promise<number> {
   return (await json<{ messages: { used: number } }>(await api("/usage", key))).messages.used;
 }
-
-/** The jobId the workspace derives for this send (key, payload, day), computed with the service's own functions. */
-export async function jobIdFor(
-  workspaceId: string,
-  idempotencyKey: string,
-  body: SendBody,
-  at: number = Date.now(),
-): Promise<string> {
-  const { SendMessageRequest, canonicalJson } = await import("../../src/domain/send-request");
-  const { sha256Hex } = await import("../../src/lib/crypto");
-  const { deriveJobId } = await import("../../src/domain/job-id");
-  const { env } = await import("cloudflare:workers");
-  const fingerprint = await sha256Hex(canonicalJson(SendMessageRequest.parse(body)));
-  return deriveJobId(env.JOB_ID_SECRET, workspaceId, idempotencyKey, fingerprint, at);
-}
