@@ -40,6 +40,30 @@ export const newJobId = (acceptedAt: number): string => uuidV7(acceptedAt, crypt
 export const newUuidV7 = newJobId;
 
 /**
+ * The jobId of the next send one workspace object accepts: `newJobId`, except that within the
+ * millisecond of `previous` (its last one) it is `previous`'s random bits plus one. A number calls
+ * each conversation in jobId order, so ids of the same millisecond must follow the order in which
+ * the sends were accepted too (two random tails would sort at random).
+ */
+export function nextJobId(acceptedAt: number, previous: string | null): string {
+  if (previous === null || uuidV7Time(previous) !== acceptedAt) return newJobId(acceptedAt);
+  const hex = previous.replaceAll("-", "");
+  // 74 random bits: 12 after the version digit, 62 after the variant's 2 bits.
+  const randA = BigInt(parseInt(hex.slice(13, 16), 16));
+  const randB = (BigInt(parseInt(hex.slice(16, 17), 16) & 0x3) << 60n) | BigInt(`0x${hex.slice(17)}`);
+  const next = ((randA << 62n) | randB) + 1n;
+  // All 74 bits set (2^-74 of all ids): the next millisecond's first id still sorts after it.
+  if (next >> 74n !== 0n) return newJobId(acceptedAt + 1);
+  const rest = new Uint8Array(10);
+  const a = next >> 62n;
+  const b = next & ((1n << 62n) - 1n);
+  rest[0] = Number(a >> 8n);
+  rest[1] = Number(a & 0xffn);
+  for (let i = 0; i < 8; i++) rest[2 + i] = Number((b >> BigInt(8 * (7 - i))) & 0xffn);
+  return uuidV7(acceptedAt, rest);
+}
+
+/**
  * Our id for an inbound message: a UUIDv7 whose timestamp is the operator's time of the message
  * (whole seconds, as the operator gives it) and whose other bits are a keyed hash of the
  * workspace, the number and the operator's message id. The operator redelivers a webhook for up

@@ -1,6 +1,6 @@
 import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import { newJobId, utcDay } from "../../domain/job-id";
+import { nextJobId, utcDay } from "../../domain/job-id";
 import { NUMBER_LIMIT, WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { channelNumberStub } from "../stubs";
 import type { RateInfo, SendCommand, SendOutcome, Usage } from "./contract";
@@ -36,6 +36,8 @@ export class Admission {
   /** Committed acceptances of the last minute, ascending, with their numbers (rebuilt from the records after a restart). */
   private recent: { at: number; channelNumberId: string }[];
   private month: { key: string; used: number } | null = null;
+  /** The last jobId made here: the next one of the same millisecond sorts after it (acceptance order). */
+  private lastJobId: string | null = null;
 
   constructor(
     private readonly w: WorkspaceContext,
@@ -139,7 +141,7 @@ export class Admission {
 
   private async handOff(cmd: SendCommand, at: number): Promise<SendOutcome> {
     const { sql, env } = this.w;
-    const jobId = newJobId(at);
+    const jobId = (this.lastJobId = nextJobId(at, this.lastJobId));
     const numberId = cmd.request.channelNumberId;
     const number = channelNumberStub(env, numberId);
     this.handing.add(jobId);
