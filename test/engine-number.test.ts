@@ -265,6 +265,23 @@ describe("after a restart of the number object", () => {
   });
 });
 
+describe("a conversation's order", () => {
+  it("messages to one recipient accepted within the same millisecond are called in acceptance order", async () => {
+    const t = await liveNumber((c) => accepted(`wamid.${c.body.text.body}`));
+    const jobIds: string[] = [];
+    // Each second, two sends in the same millisecond (the number's 2 per second), one after the other.
+    for (let s = 0; s < 8; s++) {
+      for (let i = 0; i < 2; i++) jobIds.push(await sendOne(t.key, t.numberId, "5511999998888", `m${s}.${i}`));
+      advance(1_000);
+    }
+    for (let i = 0; i < 40 && t.calls.length < jobIds.length; i++) {
+      await alarm(t.numberId);
+      advance(600);
+    }
+    expect(t.calls.map((c) => c.body.biz_opaque_callback_data)).toEqual(jobIds);
+  });
+});
+
 describe("what a number keeps", () => {
   it("a cloud number that only sends keeps no table: nothing after a send is sent, delivered and read", async () => {
     const t = await liveNumber(() =>

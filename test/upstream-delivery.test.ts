@@ -10,10 +10,11 @@ import {
   mockOperator,
   operatorError,
   operatorMessagesUrl,
-  recordedEvents,
   type OperatorCall,
 } from "./helpers/operator";
-import { holdObject } from "./helpers/objects";
+import { holdObject, testNumber } from "./helpers/objects";
+import { mockEdge } from "./helpers/number-edge";
+import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../src/upstream/sandbox";
 import {
@@ -22,8 +23,8 @@ import {
   RETRY_POLICY,
   UNKNOWN_OUTCOME_WINDOW_MS,
 } from "../src/durable-objects/channel-number/delivery-policy";
-import { hasUnpublishedEvents } from "../src/durable-objects/workspace/event-log";
-import { StatusRelay } from "../src/durable-objects/channel-number/status-relay";
+import { newJobId, utcDay } from "../src/domain/job-id";
+import { dayTable } from "../src/durable-objects/workspace/day-tables";
 
 // A clock far in the future: alarms then fire only when a test runs them, so
 // every step of the drain is deterministic.
@@ -101,26 +102,36 @@ async function operatorStatus(phoneNumberId: string, status: Record<string, unkn
   expect(res.status).toBe(200);
 }
 
-/** Applies a status directly to the number object (what the upstream-events consumer does). */
-const applyStatus = (
-  numberId: string,
+/** The operator's status report of one of our messages, through its webhook (applied before the route answers). */
+const report = (
+  phoneNumberId: string,
   s: { jobId: string; upstreamMessageId: string; status: "sent" | "delivered" | "read" | "failed"; errorCode?: string },
 ) =>
-  channelNumberStub(env, numberId).applyOperatorStatuses([
-    {
-      jobId: s.jobId,
-      upstreamMessageId: s.upstreamMessageId,
-      status: s.status,
-      at: clock,
-      errorCode: s.errorCode ?? null,
-      errorMessage: s.errorCode ? "error" : null,
-    },
-  ]);
+  operatorStatus(phoneNumberId, {
+    id: s.upstreamMessageId,
+    status: s.status,
+    timestamp: String(Math.floor(clock / 1000)),
+    recipient_id: "5511999998888",
+    biz_opaque_callback_data: s.jobId,
+    ...(s.errorCode ? { errors: [{ code: Number(s.errorCode), title: "error", message: "error" }] } : {}),
+  });
+
+/** A live number whose operator answers `reply`, and a webhook of the customer's recording what it gets. */
+async function liveNumber(reply: (call: OperatorCall, index: number) => Response | Promise<Response>) {
+  const edge = mockEdge(reply);
+  const t = await cloudTenant();
+  edge.operator(t.phoneNumberId);
+  const hook = await edge.webhook(t.key, t.numberId);
+  return { ...t, calls: edge.calls, hook };
+}
+
+/** The number's queue (what it still has to call), oldest first. */
+const queuedIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
 describe("Cloud API delivery", () => {
   it("upstream 200 → sent, with the upstream id, our jobId as callback data, '+' and the number's token", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator(() => accepted("wamid.OK1"));
+    const t = await liveNumber(() => accepted("wamid.OK1"));
+    const calls = t.calls;
     const jobId = await sendOne(t.key, t.numberId, "5511988887777", "Olá");
     expect(await drain(t.numberId)).toBe(true);
 
@@ -142,12 +153,13 @@ describe("Cloud API delivery", () => {
       sentAt: new Date(clock).toISOString(),
       error: null,
     });
-    const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
-    expect(events.map((e) => e.type === "message.status" && [e.data.previousStatus, e.data.status])).toEqual([
+    await t.hook.settled();
+    expect(t.hook.statusChanges(jobId)).toEqual([
       ["queued", "processing"],
       ["processing", "sent"],
     ]);
     expect(JSON.stringify(await message(t.key, jobId))).not.toContain(t.token);
+    expect(JSON.stringify(t.hook.events())).not.toContain(t.token);
   });
 
   it("an operator error object with a 'try again' code → retried after a delay, exactly one call succeeded, sent", async () => {
@@ -268,76 +280,52 @@ describe("Cloud API delivery", () => {
     await vi.waitFor(() => expect(calls).toHaveLength(1));
     await abortAllDurableObjects(); // the object dies mid-call
 
-    // The restarted object finds the entry mid-call and does not send it again.
+    // The restarted object rebuilds its queue at the next send and does not send that message again.
     const second = await sendOne(t.key, t.numberId, "5511000000001", "next");
     await drainFor(t.numberId, 5);
     expect(callsFor(calls, jobId)).toHaveLength(1);
     expect(callsFor(calls, second)).toHaveLength(1);
-    const outbox = await channelNumberStub(env, t.numberId).outbox();
-    expect(outbox.find((e) => e.jobId === jobId)?.state).toBe("unknown");
+    // Rebuilt from the records, its queue found the claim granted and never answered: unknown, not queued.
+    expect(await queuedIds(t.numberId)).toEqual([]);
     expect(await message(t.key, jobId)).toMatchObject({
       status: "processing",
       outcomeUnknownSince: expect.any(String),
     });
+    expect(await message(t.key, second)).toMatchObject({ status: "sent" });
   });
 
-  it("a crash between the commit of the `sent` state and its hand-off to the workspace: the restart hands it, once", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator(() => accepted("wamid.CRASH1"));
+  it("an answer the workspace could not take is kept and handed again: the record learns it once, announced once", async () => {
+    const t = await liveNumber(() => accepted("wamid.KEPT"));
     const jobId = await sendOne(t.key, t.numberId);
-    // The object commits `sent` and dies before the change leaves for the workspace (no relay row either).
-    const lost = vi.spyOn(StatusRelay.prototype, "hand").mockImplementation(() => undefined);
-    await drain(t.numberId);
-    expect(lost).toHaveBeenCalled();
-    lost.mockRestore();
-    expect(callsFor(calls, jobId)).toHaveLength(1);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "processing" });
-    const relayRows = () =>
-      runInDurableObject(
-        channelNumberStub(env, t.numberId),
-        (_, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM status_outbox").one().n,
+    const workspace = workspaceStub(env, t.workspaceId);
+    // The workspace cannot write a `sent` record for now (an I/O fault): the claim goes through, the answer does not.
+    await runInDurableObject(workspace, (_, state) => {
+      state.storage.sql.exec(
+        `CREATE TRIGGER answers_fail BEFORE UPDATE ON ${dayTable(utcDay(clock))} WHEN NEW.status = 'sent' BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
       );
-    expect(await relayRows()).toBe(0);
-    await abortAllDurableObjects();
-
-    // The restart arms the alarm at once (not at the next purge, days away) ...
-    const armedAt = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) =>
-      state.storage.getAlarm(),
-    );
-    expect(armedAt).not.toBeNull();
-    expect(armedAt!).toBeLessThanOrEqual(Date.now());
-    // ... and hands every change written since the checkpoint again: the record learns it.
-    await drain(t.numberId);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.CRASH1" });
-    // Once: another restart (the checkpoint moved past it) and more alarms change nothing, and one `sent` event exists.
-    await abortAllDurableObjects();
-    await drainFor(t.numberId, 3);
-    const sentEvents = (await recordedEvents(workspaceStub(env, t.workspaceId), jobId)).filter(
-      (e) => (e.data as { status?: string }).status === "sent",
-    );
-    expect(sentEvents).toHaveLength(1);
-    expect(callsFor(calls, jobId)).toHaveLength(1);
-    expect(await relayRows()).toBe(0);
-  });
-
-  it("an entry an earlier release left `sending` (found through its former index) is marked unknown at the first start, never called again", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator(() => accepted("wamid.OLD"));
-    const jobId = await sendOne(t.key, t.numberId);
-    // As an earlier release left it: mid-call, listed by its `outbox_sending` index, not in the pace's row.
-    await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => {
-      state.storage.sql.exec("UPDATE outbox SET state = 'sending', attempts = 1 WHERE job_id = ?", jobId);
-      state.storage.sql.exec("CREATE INDEX IF NOT EXISTS outbox_sending ON outbox (seq) WHERE state = 'sending'");
-      state.storage.sql.exec("DROP TABLE schema_version"); // that release knew no schema versions
     });
-    await abortAllDurableObjects();
-    await drainFor(t.numberId, 3);
-    expect(callsFor(calls, jobId)).toHaveLength(0);
-    expect((await channelNumberStub(env, t.numberId).outbox()).find((e) => e.jobId === jobId)?.state).toBe("unknown");
-    const index = await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) =>
-      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'outbox_sending'").toArray(),
-    );
-    expect(index).toEqual([]);
+    const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
+    await drain(t.numberId);
+    expect(await trace.seen()).not.toHaveLength(0);
+    await trace.end();
+    expect(callsFor(t.calls, jobId)).toHaveLength(1);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: null });
+
+    // The fault passes; the number hands the answer again at its next try (its alarm is armed for it).
+    await runInDurableObject(workspace, (_, state) => {
+      state.storage.sql.exec("DROP TRIGGER answers_fail");
+    });
+    advance(1_000);
+    await drain(t.numberId);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.KEPT" });
+    // Once: more alarms change nothing, call nothing, announce nothing more.
+    await drainFor(t.numberId, 3, 61_000);
+    expect(callsFor(t.calls, jobId)).toHaveLength(1);
+    await t.hook.settled();
+    expect(t.hook.statusChanges(jobId)).toEqual([
+      ["queued", "processing"],
+      ["processing", "sent"],
+    ]);
   });
 
   it("a number disconnected before its messages leave fails them with number_disconnected", async () => {
@@ -415,11 +403,17 @@ describe("calls that may have reached the operator are never sent again", () => 
     const calls = mockOperator(() => Promise.reject(new TypeError("Network connection lost.")));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
+    const workspace = workspaceStub(env, t.workspaceId);
     advance(UNKNOWN_OUTCOME_WINDOW_MS - 1);
     await drain(t.numberId);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "processing" });
+    await runDurableObjectAlarm(workspace);
+    expect(await message(t.key, jobId)).toMatchObject({
+      status: "processing",
+      outcomeUnknownSince: expect.any(String),
+    });
     advance(1);
     await drain(t.numberId);
+    await runDurableObjectAlarm(workspace);
     expect(calls).toHaveLength(1);
     expect(await message(t.key, jobId)).toMatchObject({
       status: "failed",
@@ -432,19 +426,22 @@ describe("calls that may have reached the operator are never sent again", () => 
     const before = vars.UNKNOWN_OUTCOME_WINDOW_MS;
     vars.UNKNOWN_OUTCOME_WINDOW_MS = "60000";
     try {
-      // A number created now reads the var in its constructor.
+      // A workspace object created now reads the var in its constructor.
       const t = await cloudTenant();
       const calls = mockOperator(() => Promise.reject(new TypeError("Network connection lost.")));
       const jobId = await sendOne(t.key, t.numberId);
       await drain(t.numberId);
+      const workspace = workspaceStub(env, t.workspaceId);
       advance(59_999);
       await drain(t.numberId);
+      await runDurableObjectAlarm(workspace);
       expect(await message(t.key, jobId)).toMatchObject({
         status: "processing",
         outcomeUnknownSince: expect.any(String),
       });
       advance(1);
       await drain(t.numberId);
+      await runDurableObjectAlarm(workspace);
       expect(calls).toHaveLength(1);
       expect(await message(t.key, jobId)).toMatchObject({
         status: "failed",
@@ -461,7 +458,7 @@ describe("calls that may have reached the operator are never sent again", () => 
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
-    await applyStatus(t.numberId, { jobId, upstreamMessageId: "wamid.PROCESSED", status: "sent" });
+    await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.PROCESSED", status: "sent" });
     await drainFor(t.numberId, 4, 61_000);
     expect(calls).toHaveLength(1);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.PROCESSED" });
@@ -564,26 +561,29 @@ describe("the pace holds at the operator", () => {
         1_000,
       ),
     ).toBeLessThanOrEqual(2);
-    expect(await channelNumberStub(env, t.numberId).recentCalls()).toEqual(calls.slice(-2).map((c) => c.at));
+    expect(await testNumber(t.numberId).recentCalls()).toEqual(calls.slice(-2).map((c) => c.at));
   });
 });
 
 describe("the lifecycle follows the operator", () => {
   it("an operator failure after sent moves the message to failed, with the error and a message.status event", async () => {
-    const t = await cloudTenant();
-    mockOperator(() => accepted("wamid.F1"));
+    const t = await liveNumber(() => accepted("wamid.F1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
     advance(2_000);
-    await applyStatus(t.numberId, { jobId, upstreamMessageId: "wamid.F1", status: "failed", errorCode: "131026" });
+    await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.F1", status: "failed", errorCode: "131026" });
     expect(await message(t.key, jobId)).toMatchObject({
       status: "failed",
       sentAt: expect.any(String),
       error: { code: "recipient_unreachable", upstreamCode: "131026" },
     });
-    const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
-    expect(events.map((e) => e.type === "message.status" && [e.data.previousStatus, e.data.status])).toEqual([
+    expect((await t.hook.waitForStatus(jobId, "failed")).data).toMatchObject({
+      previousStatus: "sent",
+      error: { code: "recipient_unreachable", upstreamCode: "131026" },
+    });
+    await t.hook.settled();
+    expect(t.hook.statusChanges(jobId)).toEqual([
       ["queued", "processing"],
       ["processing", "sent"],
       ["sent", "failed"],
@@ -591,22 +591,26 @@ describe("the lifecycle follows the operator", () => {
   });
 
   it("earlier statuses sent to a settled message change nothing and announce nothing", async () => {
-    const t = await cloudTenant();
-    mockOperator(() => accepted("wamid.S1"));
+    const t = await liveNumber(() => accepted("wamid.S1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
-    await applyStatus(t.numberId, { jobId, upstreamMessageId: "wamid.S1", status: "failed", errorCode: "131047" });
+    await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "failed", errorCode: "131047" });
+    await t.hook.waitForStatus(jobId, "failed");
+    await t.hook.settled();
     const before = await message(t.key, jobId);
-    const workspace = workspaceStub(env, t.workspaceId);
-    const eventsBefore = await recordedEvents(workspace, jobId);
-    await workspace.applyStatuses([
+    const eventsBefore = t.hook.events().filter((e) => e.data.messageId === jobId);
+    expect(eventsBefore).toHaveLength(3);
+    await workspaceStub(env, t.workspaceId).applyStatuses([
       { jobId, at: clock + 1, status: "processing" },
       { jobId, at: clock + 2, status: "sent", upstreamMessageId: "wamid.OTHER" },
       { jobId, at: clock + 3, deliveredAt: clock + 3 },
     ]);
-    await applyStatus(t.numberId, { jobId, upstreamMessageId: "wamid.S1", status: "sent" });
+    await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "sent" });
+    await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "delivered" });
     expect(await message(t.key, jobId)).toEqual(before);
-    expect(await recordedEvents(workspace, jobId)).toEqual(eventsBefore);
+    // Positive signal first: everything published until now was delivered.
+    await t.hook.settled();
+    expect(t.hook.events().filter((e) => e.data.messageId === jobId)).toEqual(eventsBefore);
   });
 });
 
@@ -650,110 +654,56 @@ describe("sandbox delivery", () => {
   });
 
   it("publishes each event to the webhook queue exactly once", async () => {
+    const edge = mockEdge(() => {
+      throw new Error("the sandbox must not call the network");
+    });
     const t = await createTenant();
+    const hook = await edge.webhook(t.key, t.numberId);
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
-    const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
-    expect(events).toHaveLength(2);
+    await hook.waitForStatus(jobId, "sent");
+    await hook.settled();
+    const events = hook.events().filter((e) => e.data.messageId === jobId);
+    expect(events.map((e) => [e.data.previousStatus, e.data.status])).toEqual([
+      ["queued", "processing"],
+      ["processing", "sent"],
+    ]);
     expect(new Set(events.map((e) => e.id)).size).toBe(2);
-    expect(
-      await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
-        hasUnpublishedEvents(state.storage.sql),
-      ),
-    ).toBe(false);
+    expect(edge.calls).toHaveLength(0);
+    expect(edge.net.unhandled).toEqual([]);
   });
 });
 
 describe("orphans and stranded messages", () => {
-  it("an entry the workspace never recorded steps out of line, is never sent, and is dropped", async () => {
+  it("an entry the workspace never recorded is never sent and is dropped at its claim; the line behind it moves on", async () => {
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-    const stub = channelNumberStub(env, t.numberId);
     // What a send that died after its hand-off leaves behind.
-    await stub.admit({
-      jobId: crypto.randomUUID(),
+    const orphan = newJobId(clock);
+    await testNumber(t.numberId).admit({
+      jobId: orphan,
       workspaceId: t.workspaceId,
       channelNumberId: t.numberId,
       to: "5511999998888",
-      body: "orphan",
       acceptedAt: clock,
     });
     advance(500);
     const real = await sendOne(t.key, t.numberId, "5511999998888", "real");
-    for (let i = 0; i < 70; i++) {
-      await drain(t.numberId);
-      advance(100);
-    }
+    expect(await queuedIds(t.numberId)).toEqual([orphan, real]);
+    await drainFor(t.numberId, 3, 100);
     expect(calls.map((c) => c.body.text.body)).toEqual(["real"]);
     expect((await message(t.key, real)).status).toBe("sent");
-    advance(60_000);
-    await drain(t.numberId);
-    expect((await stub.outbox()).map((e) => e.state)).toEqual(["dropped", "sent"]);
+    expect(await queuedIds(t.numberId)).toEqual([]);
   });
 
-  it("a client retry of the very same send revives a set-aside entry under the same jobId and it is sent once", async () => {
-    const t = await cloudTenant();
-    const calls = mockOperator(() => accepted("wamid.REVIVED"));
-    const { jobIdFor } = await import("./helpers/send");
-    const jobId = await jobIdFor(t.workspaceId, "retry-me", textMessage(t.numberId), clock);
-    const stub = channelNumberStub(env, t.numberId);
-    await stub.admit({
-      jobId,
-      workspaceId: t.workspaceId,
-      channelNumberId: t.numberId,
-      to: "5511999998888",
-      body: "Hello",
-      acceptedAt: clock,
-    });
-    advance(6_000);
-    await drain(t.numberId);
-    advance(61_000);
-    await drain(t.numberId);
-    expect((await stub.outbox())[0]?.state).toBe("dropped");
-
-    const retry = await send(t.key, "retry-me", textMessage(t.numberId));
-    expect(await json(retry)).toEqual({ jobId, status: "created" });
-    await drain(t.numberId);
-    expect(calls).toHaveLength(1);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.REVIVED" });
-  });
-
-  it("a message recorded as queued but missing from its outbox is handed again by the workspace alarm", async () => {
+  it("a message recorded as queued but missing from its number's queue (the number restarted) is reloaded and sent", async () => {
     const t = await cloudTenant();
     const calls = mockOperator(() => accepted("wamid.RESCUED"));
     const jobId = await sendOne(t.key, t.numberId);
-    const stub = channelNumberStub(env, t.numberId);
-    await runInDurableObject(stub, (_, state) => {
-      state.storage.sql.exec("DELETE FROM outbox");
-    });
-    advance(2 * 60_000 + 1);
-    await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
-    expect(await stub.outboxJobIds()).toEqual([jobId]);
+    await evictDurableObject(channelNumberStub(env, t.numberId));
     await drain(t.numberId);
-    expect(calls).toHaveLength(1);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
-  });
-});
-
-describe("object storage from an earlier release", () => {
-  it("gains the columns added since (per-recipient heads included), without losing its outbox", async () => {
-    const t = await cloudTenant();
-    const stub = channelNumberStub(env, t.numberId);
-    const jobId = await sendOne(t.key, t.numberId);
-    // Rebuild the outbox as the first release created it.
-    await runInDurableObject(stub, (_, state) => {
-      state.storage.sql.exec(`
-        CREATE TABLE outbox_v1 AS SELECT seq, job_id, workspace_id, channel_number_id, recipient, body, accepted_at, state,
-          attempts, next_attempt_at, upstream_message_id, updated_at FROM outbox;
-        DROP TABLE outbox;
-        ALTER TABLE outbox_v1 RENAME TO outbox;
-        DROP TABLE schema_version;`); // that release knew no schema versions
-    });
-    await evictDurableObject(stub);
-    const calls = mockOperator(() => accepted("wamid.UPGRADED"));
-    await drain(t.numberId);
-    expect(calls).toHaveLength(1);
-    expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
+    expect(callsFor(calls, jobId)).toHaveLength(1);
+    expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.RESCUED" });
   });
 });
