@@ -115,8 +115,11 @@ describe("a retry's claim is decided by the record as the workspace holds it the
     const report = postOperator(sentReport(t.phoneNumberId, jobId, "wamid.FIRST"));
     await settleIo();
     const drained = alarm(t.numberId);
-    await settleIo();
-    // Neither has been answered while the workspace holds them.
+    // Positive signal: the retry's claim left the number (its entry is being called) and waits at the workspace.
+    await vi.waitFor(async () => expect((await testNumber(t.numberId).queued())[0]?.state).toBe("calling"), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
     await gate.release();
     expect((await report).status).toBe(200);
