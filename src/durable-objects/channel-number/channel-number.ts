@@ -213,7 +213,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private ensureLoaded(): Promise<void> {
     this.loaded ??= (async () => {
       const row = await this.drain.numberRow();
-      if (!row) return;
+      if (!row) {
+        // No such number: no workspace lists work for it (and the reload step is not due again).
+        this.loadedOnce = true;
+        return;
+      }
       const stub = workspaceStub(this.env, row.workspace_id);
       let after = "";
       for (;;) {
