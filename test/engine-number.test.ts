@@ -1,4 +1,4 @@
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
@@ -283,6 +283,14 @@ describe("a conversation's order", () => {
 });
 
 describe("what a number keeps", () => {
+  it("an object no number row names, woken by an alarm, has nothing to rebuild and arms no other alarm", async () => {
+    const stub = testNumber(crypto.randomUUID());
+    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeNull();
+    expect(await stub.tableNames()).toEqual([]);
+  });
+
   it("a cloud number that only sends keeps no table: nothing after a send is sent, delivered and read", async () => {
     const t = await liveNumber(() =>
       Response.json({
