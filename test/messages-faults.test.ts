@@ -9,8 +9,8 @@ import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpe
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
-import { newJobId, utcDay } from "../src/domain/job-id";
-import { dayTable } from "../src/durable-objects/workspace/day-tables";
+import { newJobId } from "../src/domain/job-id";
+import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 
 let clock = Date.UTC(2035, 5, 1, 8);
 const setClock = (ms: number) => {
@@ -59,7 +59,7 @@ async function handOffOnly(t: { workspaceId: string }, numberId: string, to = "5
  * would): reads still work, and the admission goes as far as its insert. `repair` undoes it.
  */
 const failInserts = async (stub: DurableObjectStub) => {
-  const table = dayTable(utcDay(clock));
+  const table = slotTable(slotOf(clock));
   await runInDurableObject(stub, (_, state) => {
     state.storage.sql.exec(
       `CREATE TRIGGER inserts_fail BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
@@ -141,7 +141,7 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     const workspace = workspaceStub(env, t.workspaceId);
-    // A first send makes today's table; a second earlier: this one does not share the next sends' window.
+    // A first send makes the records' table (a 6-hour slot); a second earlier: it does not share the next sends' window.
     expect((await send(t.key, "k0", textMessage(t.numberId, "zero"))).status).toBe(201);
     setClock(clock + 1_000);
     const fault = await failInserts(workspace);

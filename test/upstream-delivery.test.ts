@@ -23,8 +23,8 @@ import {
   RETRY_POLICY,
   UNKNOWN_OUTCOME_WINDOW_MS,
 } from "../src/durable-objects/channel-number/delivery-policy";
-import { newJobId, utcDay } from "../src/domain/job-id";
-import { dayTable } from "../src/durable-objects/workspace/day-tables";
+import { newJobId } from "../src/domain/job-id";
+import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 
 // A clock far in the future: alarms then fire only when a test runs them, so
 // every step of the drain is deterministic.
@@ -301,7 +301,7 @@ describe("Cloud API delivery", () => {
     // The workspace cannot write a `sent` record for now (an I/O fault): the claim goes through, the answer does not.
     await runInDurableObject(workspace, (_, state) => {
       state.storage.sql.exec(
-        `CREATE TRIGGER answers_fail BEFORE UPDATE ON ${dayTable(utcDay(clock))} WHEN NEW.status = 'sent' BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
+        `CREATE TRIGGER answers_fail BEFORE UPDATE ON ${slotTable(slotOf(clock))} WHEN NEW.status = 'sent' BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
       );
     });
     const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
