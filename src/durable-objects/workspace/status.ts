@@ -216,6 +216,11 @@ export class StatusLedger {
         if (row.status === "queued" && (row.attempts ?? 0) === 0) return { known: true, status: row.status };
         const t = applyTransition(lifecycleOf(row), u);
         if (!t.changed) {
+          // An outcome already unknown when the earlier release handed it over (legacy-handover.ts:
+          // the only caller reporting unknown outcomes here) was never listed: without the list,
+          // its expiry never fails it when the operator's window ends. Listed once (INSERT OR IGNORE).
+          if (u.outcomeUnknown && row.outcome_unknown_since !== null && row.status === "processing")
+            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since);
           events.push(...this.reannounce(row, own));
           return { known: true, status: row.status };
         }
