@@ -47,9 +47,13 @@ export class WorkspaceDurableObject extends Workspace {
     return schemaVersion(this.sql);
   }
 
-  /** The operator's budget for this workspace's storage (meta `hot_bytes_budget`): above it, old days move to history. */
+  /**
+   * The operator's budget for this workspace's storage (meta `hot_bytes_budget`): above it, old
+   * days move to history. Read by the alarm's steps: an alarm is armed if none is (it re-arms itself).
+   */
   async setHotBytesBudget(bytes: number): Promise<void> {
     setMeta(this.sql, "hot_bytes_budget", String(bytes));
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(now());
   }
 
   /** What the object knows of one UTC day besides its records (its day-ledger row), as stored. */
