@@ -6,9 +6,21 @@ import { WorkspaceDurableObject as Workspace } from "../src/durable-objects/work
 import { ChannelNumberDurableObject as ChannelNumber } from "../src/durable-objects/channel-number/channel-number";
 import type { MessageRow } from "../src/durable-objects/workspace/record";
 import type { Entry } from "../src/durable-objects/channel-number/work-queue";
+import { MessageHistoryDurableObject as History } from "../src/durable-objects/history/history";
+import { schemaVersion } from "../src/durable-objects/shared/schema-version";
+import { setMeta } from "../src/durable-objects/shared/meta";
 import { now } from "../src/lib/clock";
 
-export { default, MessageHistoryDurableObject, ThrottleDurableObject } from "../src/index";
+export { default, ThrottleDurableObject } from "../src/index";
+
+/** The tables of an object's storage, by name (what a layout leaves behind). */
+const tablesOf = (sql: SqlStorage): string[] =>
+  sql
+    .exec<{ name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+    .toArray()
+    .map((r) => r.name);
 
 export class WorkspaceDurableObject extends Workspace {
   /** Capacity used right now: committed sends in the 60-second window and this month. */
@@ -28,6 +40,25 @@ export class WorkspaceDurableObject extends Workspace {
       .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .toArray()
       .map((r) => r.name);
+  }
+
+  /** The schema version its storage is at. */
+  async schemaVersion(): Promise<number> {
+    return schemaVersion(this.sql);
+  }
+
+  /**
+   * The operator's budget for this workspace's storage (meta `hot_bytes_budget`): above it, old
+   * days move to history. Read by the alarm's steps: an alarm is armed if none is (it re-arms itself).
+   */
+  async setHotBytesBudget(bytes: number): Promise<void> {
+    setMeta(this.sql, "hot_bytes_budget", String(bytes));
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(now());
+  }
+
+  /** What the object knows of one UTC day besides its records (its day-ledger row), as stored. */
+  async dayState(day: number): Promise<Record<string, unknown>> {
+    return this.tiers().ledger.get(day) as Record<string, unknown>;
   }
 }
 
@@ -59,5 +90,22 @@ export class ChannelNumberDurableObject extends ChannelNumber {
           .toArray()
           .map((r) => r.name)
       : [];
+  }
+
+  /** The schema version its storage is at (0: no storage). */
+  async schemaVersion(): Promise<number> {
+    return this.storage.exists ? schemaVersion(this.storage.sql) : 0;
+  }
+}
+
+export class MessageHistoryDurableObject extends History {
+  /** The tables of the shard, by name (none until something is moved to it, none once dropped). */
+  async tableNames(): Promise<string[]> {
+    return tablesOf(this.ctx.storage.sql);
+  }
+
+  /** The schema version its storage is at (0: no storage). */
+  async schemaVersion(): Promise<number> {
+    return schemaVersion(this.ctx.storage.sql);
   }
 }

@@ -29,6 +29,7 @@ export const settleIo = () => new Promise((resolve) => setTimeout(resolve, 50));
  */
 type TestWorkspace = import("../worker").WorkspaceDurableObject;
 type TestNumber = import("../worker").ChannelNumberDurableObject;
+type TestShard = import("../worker").MessageHistoryDurableObject;
 
 export const testWorkspace = (workspaceId: string): DurableObjectStub<TestWorkspace> =>
   (env.WORKSPACE as unknown as DurableObjectNamespace<TestWorkspace>).get(env.WORKSPACE.idFromName(workspaceId));
@@ -37,3 +38,7 @@ export const testNumber = (channelNumberId: string): DurableObjectStub<TestNumbe
   (env.CHANNEL_NUMBER as unknown as DurableObjectNamespace<TestNumber>).get(
     env.CHANNEL_NUMBER.idFromName(channelNumberId),
   );
+
+/** A workspace's history shard of one UTC day, with its test methods. */
+export const testShard = (workspaceId: string, day: number): DurableObjectStub<TestShard> =>
+  (env.HISTORY as unknown as DurableObjectNamespace<TestShard>).get(env.HISTORY.idFromName(`${workspaceId}:${day}`));

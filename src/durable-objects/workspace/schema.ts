@@ -61,6 +61,10 @@ export const WORKSPACE_SCHEMA: Schema = {
           // one starts with no claim answered; the number's own list tells which were in flight.
           ensureColumn(sql, "messages", "attempts", "INTEGER NOT NULL DEFAULT 0");
           ensureColumn(sql, "messages", "answered", "INTEGER NOT NULL DEFAULT 0");
+          // A retry's answer sets it (status.ts answerOf): without the column, the answer of a
+          // temporary error for one of these records failed to commit, and the message ended
+          // "claimed before" (outcome unknown) instead of being retried.
+          ensureColumn(sql, "messages", "next_attempt_at", "INTEGER");
         }
       },
     },

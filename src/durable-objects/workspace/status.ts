@@ -21,7 +21,7 @@ import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { applyTransition } from "./status-transition";
 import type { Located, Tiers } from "./tiers";
 import { forgetUnknown, noteUnknown } from "./unknown-outcomes";
-import { findLegacyInbound } from "./legacy/messages-v1";
+import { findLegacyInbound, findLegacyMessage, legacyWorkOf } from "./legacy/messages-v1";
 
 /**
  * An event not published by this instance is announced again with a later change of its record
@@ -99,7 +99,20 @@ export class StatusLedger {
 
   /** A number's work list (records with work left), oldest first, after `afterId`. */
   workOf(channelNumberId: string, afterId: string, limit: number): WorkItem[] {
-    return workOf(this.tiers.tables, this.w.sql, channelNumberId, afterId, limit).map((r) => ({
+    // Records accepted before the upgrade (the earlier layout's table) have no `_work` index
+    // entry: only the number's outbox listed them, and it is dropped once handed over
+    // (legacy-handover.ts), so a number that restarts after that rebuilds its queue from here or
+    // never sends them. Their ids carry the start of their day, before any id given since: they
+    // come first, and are read while the page starts among them (the first page, or after one).
+    const legacy =
+      this.tiers.hasLegacy() && (afterId === "" || findLegacyMessage(this.w.sql, afterId) !== undefined)
+        ? legacyWorkOf(this.w.sql, channelNumberId, afterId, limit)
+        : [];
+    const rows =
+      legacy.length === limit
+        ? legacy
+        : [...legacy, ...workOf(this.tiers.tables, this.w.sql, channelNumberId, afterId, limit - legacy.length)];
+    return rows.map((r) => ({
       jobId: r.id,
       recipient: r.recipient,
       acceptedAt: r.created_at,
@@ -203,6 +216,11 @@ export class StatusLedger {
         if (row.status === "queued" && (row.attempts ?? 0) === 0) return { known: true, status: row.status };
         const t = applyTransition(lifecycleOf(row), u);
         if (!t.changed) {
+          // An outcome already unknown when the earlier release handed it over (legacy-handover.ts:
+          // the only caller reporting unknown outcomes here) was never listed: without the list,
+          // its expiry never fails it when the operator's window ends. Listed once (INSERT OR IGNORE).
+          if (u.outcomeUnknown && row.outcome_unknown_since !== null && row.status === "processing")
+            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since);
           events.push(...this.reannounce(row, own));
           return { known: true, status: row.status };
         }

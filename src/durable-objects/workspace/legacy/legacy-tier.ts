@@ -15,7 +15,6 @@ import {
   findEvent,
   lastFailedAttempt,
   markPublishedThrough,
-  newestLegacyLogAt,
   unpublishedEvents,
   type EventRow,
 } from "./event-log-v1";
@@ -127,7 +126,7 @@ export class LegacyTier {
     const times: number[] = [];
     if (this.hasKeys()) times.push(upgradedAt + IDEMPOTENCY_TTL_MS);
     if (hasTable(this.w.sql, "events") || hasTable(this.w.sql, "event_attempts"))
-      times.push(Math.max(upgradedAt, newestLegacyLogAt(this.w.sql) ?? 0) + KEEP_LEGACY_LOG_MS);
+      times.push(upgradedAt + KEEP_LEGACY_LOG_MS);
     return times.length === 0 ? null : Math.min(...times);
   }
 
@@ -135,7 +134,11 @@ export class LegacyTier {
   private async expire(at: number): Promise<void> {
     const upgradedAt = Number(getMeta(this.w.sql, "upgraded_at") ?? 0);
     if (this.hasKeys() && upgradedAt + IDEMPOTENCY_TTL_MS <= at) this.w.sql.exec("DROP TABLE idempotency_keys");
-    if (Math.max(upgradedAt, newestLegacyLogAt(this.w.sql) ?? 0) + KEEP_LEGACY_LOG_MS <= at && !this.unpublished()) {
+    // The earlier layout's events and delivery log take no row since the upgrade (events are derived,
+    // the delivery log has day tables): all are older than it, and they go 3 days after it. (Looking
+    // for the newest row instead scanned both tables, which have no index by time, in every alarm's
+    // due time, for as long as they were kept.)
+    if (upgradedAt + KEEP_LEGACY_LOG_MS <= at && !this.unpublished()) {
       this.w.sql.exec("DROP TABLE IF EXISTS events");
       this.w.sql.exec("DROP TABLE IF EXISTS event_attempts");
     }

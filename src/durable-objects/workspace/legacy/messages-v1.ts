@@ -117,6 +117,24 @@ const LEGACY_COLUMNS = [
   "copy_pending",
 ] as const;
 
+/**
+ * Records of this layout a number still has work for, by id after `afterId` (its queue after a
+ * restart, status.ts `workOf`): queued, or processing with no unknown outcome (a retry pending, a
+ * paused number's message; one whose call was in flight at the upgrade is marked unknown by the
+ * hand-over before any claim, and a claim granted since and never answered is refused as claimed
+ * before). Through the by-number index: only while this table holds the number's last 48 hours.
+ */
+export const legacyWorkOf = (sql: SqlStorage, channelNumberId: string, afterId: string, limit: number): MessageRow[] =>
+  sql
+    .exec<MessageRow>(
+      `SELECT * FROM messages WHERE channel_number_id = ? AND direction = 'outbound' AND status IN ('queued', 'processing')
+         AND outcome_unknown_since IS NULL AND id > ? ORDER BY id LIMIT ?`,
+      channelNumberId,
+      afterId,
+      limit,
+    )
+    .toArray();
+
 /** Outbound acceptance times after `since` (the 60-second window, while this table still has recent records). */
 export const legacyOutboundTimesSince = (sql: SqlStorage, since: number): { at: number; channelNumberId: string }[] =>
   sql
