@@ -226,12 +226,14 @@ async function scenario(
     const msg = await json(await api(`/messages/${ids[0]}`, t.key));
     throw new Error(`deliveries ${webhookDeliveries}; message ${JSON.stringify(msg)}`);
   }
-  await step(steps, "first hour (daily counts to D1, stranded check)", () => runUntil(start + 3_600_000));
-  await step(steps, "until day 3 (idempotency keys and settled events purged, move to history at 48 h)", () =>
+  await step(steps, "first hour (daily counts to D1)", () => runUntil(start + 3_600_000));
+  await step(steps, "until day 3 (nothing to purge: keys live in the records, events are not stored)", () =>
     runUntil(start + 3 * DAY),
   );
-  await step(steps, "until day 45 (outbox and delivery log purged, archive to R2, shard dropped)", () =>
-    runUntil(start + HORIZON_MS),
+  await step(
+    steps,
+    "until day 45 (the day archived to R2 from its slot tables; those and the delivery log's day tables dropped)",
+    () => runUntil(start + HORIZON_MS),
   );
 
   const archives = await json<{ data: { messages: number }[] }>(await api("/message-archives", t.key));

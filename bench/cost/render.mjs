@@ -248,17 +248,17 @@ p(
   "status webhooks (`sent`, `delivered`, one POST each); the customer's webhook receives three `message.status` events",
 );
 p(
-  "(`processing`, `sent`, `delivered`), each reported back to the event log; daily counts reach D1; after 48 hours the",
+  "(`processing`, `sent`, `delivered`), each reported back to the delivery log; daily counts reach D1; the workspace is under",
 );
 p(
-  "record moves to its day's history shard; after the plan's 30 days the day is archived to R2 and the shard dropped; every",
+  "its storage budget, so the record stays in its slot table until the plan's 30 days end, when its day is archived to R2",
 );
 p(
-  "purge (idempotency key, events, delivery log, outbox) runs. The clock is simulated: the harness runs each object's alarm",
+  "and the tables dropped; the delivery log's day table is dropped after 3 days. The clock is simulated: the harness runs each object's alarm",
 );
 p("when it is due, in time order, up to day 45, and waits for the queues between alarms (`DRAIN_SESSION_MS = 0`: one");
 p(
-  "drain pass per alarm, as in the test suite). Batched work (archive parts, count flushes, purges, event publishing) is",
+  "drain pass per alarm, as in the test suite). Batched work (archive parts, count flushes, table drops, event publishing) is",
 );
 p("shared by the messages of the run, so its share per message = batch cost ÷ messages in the batch.");
 p();
