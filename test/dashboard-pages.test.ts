@@ -329,7 +329,7 @@ describe("webhooks page", () => {
     await vi.waitFor(
       async () =>
         expect(
-          (await workspaceStub(env, t.workspaceId).listDeliveries(webhookId, null, 10)).filter(
+          (await workspaceStub(env, t.workspaceId).listDeliveries(t.numberId, webhookId, null, 10)).filter(
             (a) => a.outcome === "delivered",
           ),
         ).toHaveLength(1),

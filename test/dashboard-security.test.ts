@@ -25,7 +25,9 @@ async function state(w: World) {
   const ws = w.tenant.workspaceId;
   const [keys, webhooks, members, audit, numbers, testContacts] = await Promise.all([
     env.DB.prepare("SELECT id, name, revoked_at FROM api_keys WHERE workspace_id = ? ORDER BY id").bind(ws).all(),
-    env.DB.prepare("SELECT id, url, sealed_secret, status FROM webhooks WHERE workspace_id = ?").bind(ws).all(),
+    env.DB.prepare("SELECT id, channel_number_id, url, sealed_secret, status FROM webhooks WHERE workspace_id = ?")
+      .bind(ws)
+      .all(),
     env.DB.prepare(
       "SELECT id, email, role, password_hash, invitation_hash FROM members WHERE workspace_id = ? ORDER BY id",
     )
@@ -46,7 +48,7 @@ async function state(w: World) {
   const attempts = await Promise.all(
     webhooks.results.map((w) =>
       workspaceStub(env, ws)
-        .listDeliveries(String(w.id), null, 100)
+        .listDeliveries(String(w.channel_number_id), String(w.id), null, 100)
         .then((rows) => rows.length),
     ),
   );

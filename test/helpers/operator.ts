@@ -1,10 +1,10 @@
-import { runInDurableObject } from "cloudflare:test";
 import type { WebhookEvent } from "../../src/domain/events";
 import type { WorkspaceDurableObject } from "../../src/durable-objects/workspace/workspace";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { admin, json } from "./http";
 import { createKey, createWorkspace } from "./fixtures";
+import { eventsOfMessage } from "./events";
 
 export interface OperatorCall {
   at: number;
@@ -100,27 +100,19 @@ export async function cloudTenant(opts: { monthlyMessageQuota?: number } = {}) {
 }
 
 /**
- * The events the workspace object recorded about one message, oldest first. Read from its storage:
- * the event log has no index by subject (no production path looks events up by message), so this
- * walks the newest RECORDED_EVENTS_WINDOW events, enough for any test.
+ * The events a message's record determines, oldest first: one per change it went through, each
+ * "as of" its change, with the id its publication carried (events are not stored: the workspace
+ * rebuilds them from the record, and so does this, with its functions). To see what was actually
+ * published, and how often, capture the queue (`queuedEvents` in ./events).
  */
 export async function recordedEvents(
   stub: DurableObjectStub<WorkspaceDurableObject>,
   subject: string,
 ): Promise<WebhookEvent[]> {
-  const bodies = await runInDurableObject(stub, (_, state) =>
-    state.storage.sql
-      .exec<{ body: string }>(
-        "SELECT body FROM (SELECT rowid AS seq, subject, body FROM events ORDER BY rowid DESC LIMIT ?) WHERE subject = ? ORDER BY seq",
-        RECORDED_EVENTS_WINDOW,
-        subject,
-      )
-      .toArray()
-      .map((r) => r.body),
-  );
-  return bodies.map((body) => JSON.parse(body) as WebhookEvent);
+  const workspaceId = stub.id.name;
+  if (workspaceId === undefined) throw new Error("recordedEvents: a workspace stub by name (workspaceStub) is needed");
+  return eventsOfMessage(workspaceId, subject);
 }
-const RECORDED_EVENTS_WINDOW = 10_000;
 
 /** A business account at the operator, as the connect flow sees it: one number, one token, and how each call answers. */
 export interface FakeAccount {
