@@ -409,7 +409,10 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<WebhookQueueM
 export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQueueMessage>, env: Env): Promise<void> {
   const dead = batch.messages.flatMap((m) => {
     const tried = triedOf(m.body);
-    return eventsOf(m.body).map((event, i) => ({ event, attempt: tried[i]! + m.attempts }));
+    // Numbered like the last attempt it follows: the queue dead-letters a message after its
+    // MAX_ATTEMPTS deliveries, and the dead-letter queue counts its own deliveries afresh (its
+    // `m.attempts` says nothing about the attempts at the endpoint).
+    return eventsOf(m.body).map((event, i) => ({ event, attempt: tried[i]! + MAX_ATTEMPTS }));
   });
   const webhooks = new Map(
     (await webhooksForNumbers(env.DB, [...new Set(dead.map((d) => d.event.channelNumberId))])).map((w) => [
