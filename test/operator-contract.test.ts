@@ -1,24 +1,14 @@
-import {
-  createExecutionContext,
-  createMessageBatch,
-  getQueueResult,
-  runDurableObjectAlarm,
-  runInDurableObject,
-} from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import {
-  cloudTenant,
-  operatorMessagesUrl,
-  operatorNumberUrl,
-  recordedEvents,
-  type OperatorCall,
-} from "./helpers/operator";
+import { cloudTenant, operatorMessagesUrl, operatorNumberUrl, type OperatorCall } from "./helpers/operator";
+import { queuedEvents, statusEventsOf } from "./helpers/events";
+import type { WebhookEvent } from "../src/domain/events";
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
-import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { channelNumberStub } from "../src/durable-objects/stubs";
 import { classifyOperatorError } from "../src/upstream/error-codes";
 import { CALL_STARTED_AT_HEADER, CloudApiAdapter } from "../src/upstream/cloud-api";
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
@@ -130,16 +120,9 @@ const windowWith = async (t: Tenant, phone: string) =>
 const sendingOf = async (t: Tenant) =>
   (await json<{ sending: Record<string, unknown> }>(await api(`/channel-numbers/${t.numberId}`, t.key))).sending;
 
-const receivedEvents = (workspaceId: string) =>
-  runInDurableObject(workspaceStub(env, workspaceId), (_, state) =>
-    state.storage.sql
-      .exec<{ body: string }>("SELECT body FROM events WHERE type = 'message.received' ORDER BY rowid")
-      .toArray()
-      .map(
-        (r) =>
-          JSON.parse(r.body) as { data: { from: string; text: { body: string } | null; upstreamMessageId: string } },
-      ),
-  );
+/** The `message.received` events among those the queue carried, in order. */
+const receivedEvents = (queued: () => WebhookEvent[]) =>
+  queued().flatMap((e) => (e.type === "message.received" ? [e] : []));
 
 describe("the recipient as the operator knows it", () => {
   it("goes out as '+' and digits; the operator's wa_id, when it differs, matches the recipient's inbound messages to the service window", async () => {
@@ -529,6 +512,7 @@ describe("failures after acceptance", () => {
         ],
       },
     ]);
+    const queued = queuedEvents();
     expect((await postOperator(failed)).status).toBe(200);
     await vi.waitFor(async () => expect(await message(t.key, jobId)).toMatchObject({ status: "failed" }), {
       timeout: 10_000,
@@ -540,8 +524,16 @@ describe("failures after acceptance", () => {
       error: { code: "recipient_unreachable", upstreamCode: "131026" },
     });
     expect((m.error as { message: string }).message).toContain("Message Undeliverable.");
-    const events = await recordedEvents(workspaceStub(env, t.workspaceId), jobId);
-    expect(events.at(-1)).toMatchObject({ type: "message.status", data: { previousStatus: "sent", status: "failed" } });
+    // The report's one event, as the queue carried it: failed, after sent, with the error.
+    expect(statusEventsOf(queued(), jobId)).toEqual([
+      expect.objectContaining({
+        data: expect.objectContaining({
+          previousStatus: "sent",
+          status: "failed",
+          error: expect.objectContaining({ code: "recipient_unreachable", upstreamCode: "131026" }),
+        }),
+      }),
+    ]);
   });
 });
 
@@ -621,6 +613,7 @@ describe("webhook intake at the operator's sizes", () => {
 
   it("an inbound message without `from` (the user withholds their number) is accepted under the operator's user id", async () => {
     const t = await cloudTenant();
+    const queued = queuedEvents();
     const payload = inboundPayload(
       t.phoneNumberId,
       [
@@ -642,11 +635,11 @@ describe("webhook intake at the operator's sizes", () => {
       [{ profile: { name: "Ana" }, user_id: "BR.1349120865530274191" }],
     );
     expect((await postOperator(payload)).status).toBe(200);
-    await vi.waitFor(async () => expect(await receivedEvents(t.workspaceId)).toHaveLength(1), {
+    await vi.waitFor(() => expect(receivedEvents(queued)).toHaveLength(1), {
       timeout: 10_000,
       interval: 50,
     });
-    expect((await receivedEvents(t.workspaceId))[0]).toMatchObject({
+    expect(receivedEvents(queued)[0]).toMatchObject({
       data: { from: "BR.1349120865530274191", text: { body: "sem número" }, upstreamMessageId: "wamid.NOFROM" },
     });
   });
@@ -685,6 +678,7 @@ describe("signatures over the exact bytes", () => {
   it("accented text and emoji, raw UTF-8 or escaped as the operator sends them, verify over their own bytes and arrive intact", async () => {
     const t = await cloudTenant();
     const text = "Olá, café às 9h? ☕🎉 ñandú";
+    const queued = queuedEvents();
     const utf8 = JSON.stringify(
       inboundPayload(t.phoneNumberId, [
         { from: "5511912340001", id: "wamid.UTF8", timestamp: seconds(clock), type: "text", text: { body: text } },
@@ -708,11 +702,11 @@ describe("signatures over the exact bytes", () => {
     );
     expect((await postOperator(null, { raw: utf8, signature: await operatorSignature(utf8Bytes) })).status).toBe(200);
     expect((await postOperator(null, { raw: escaped })).status).toBe(200);
-    await vi.waitFor(async () => expect(await receivedEvents(t.workspaceId)).toHaveLength(2), {
+    await vi.waitFor(() => expect(receivedEvents(queued)).toHaveLength(2), {
       timeout: 10_000,
       interval: 50,
     });
-    const bodies = (await receivedEvents(t.workspaceId))
+    const bodies = receivedEvents(queued)
       .map((e) => [e.data.upstreamMessageId, e.data.text?.body])
       .sort();
     expect(bodies).toEqual([
