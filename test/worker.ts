@@ -34,6 +34,11 @@ export class WorkspaceDurableObject extends Workspace {
     return at.tier === "slot" || at.tier === "legacy" ? at.row : null;
   }
 
+  /** When the object's alarm is set for, or null (what its steps asked for). */
+  async alarmAt(): Promise<number | null> {
+    return this.ctx.storage.getAlarm();
+  }
+
   /** The tables of the object, by name (what a layout leaves behind). */
   async tableNames(): Promise<string[]> {
     return this.sql
