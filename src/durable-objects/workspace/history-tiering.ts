@@ -303,11 +303,32 @@ export class HistoryTiering {
         this.counts.forget(slot);
         return;
       }
-      await shard.putChunk(rows.map(stripWork));
+      // The chunk's records stay this object's until the cursor passes them, and a report may change
+      // one while the chunk is on its way to the shard (the await): read again once the shard has
+      // it, the chunk is put again until the shard holds what the table holds. Only then does the
+      // cursor move, with no await between that read and the move (nothing can change in between).
+      let moving = rows;
+      let put = rows.map(stripWork);
+      let same = false;
+      for (let tries = 0; tries < 3 && !same; tries++) {
+        await shard.putChunk(put);
+        moving = this.w.sql
+          .exec<MessageRow>(
+            `SELECT * FROM ${t} WHERE id >= ? AND id <= ? ORDER BY id`,
+            rows[0]!.id,
+            rows[rows.length - 1]!.id,
+          )
+          .toArray();
+        const held = moving.map(stripWork);
+        same = JSON.stringify(held) === JSON.stringify(put);
+        put = held;
+      }
+      // Still changing: the next run puts it again (a chunk with the same first id is replaced).
+      if (!same) break;
       const last = rows[rows.length - 1]!.id;
       cursor = last;
       this.w.storage.transactionSync(() => {
-        keepMovedKeys(this.w.sql, rows, at - IDEMPOTENCY_TTL_MS);
+        keepMovedKeys(this.w.sql, moving, at - IDEMPOTENCY_TTL_MS);
         this.tiers.ledger.update(day, (s) => ({ ...s, moved: { ...(s.moved ?? {}), [slotIndex(slot)]: last } }));
       });
     }
