@@ -9,6 +9,8 @@ import {
 } from "../../domain/events";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
+import type { MessageStatus } from "../../domain/message";
+import { getMeta, setMeta } from "../shared/meta";
 import { historyStub } from "../history/history";
 import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, WorkItem } from "./contract";
 import type { WorkspaceContext } from "./context";
@@ -262,20 +264,36 @@ export class StatusLedger {
     const mine = earlier
       .catch(() => undefined)
       .then(async (): Promise<StatusResult> => {
-        const change = await historyStub(this.w.env, workspaceId, day).applyStatus(u);
+        const shard = historyStub(this.w.env, workspaceId, day);
+        // The day's counts are kept here, the record there: a change of status is counted from a
+        // mark written before the shard's write (the status it had), so that a retry after a lost
+        // answer (the shard changed the record, this object never heard of it: the shard now
+        // answers "no change") still counts it, once. Only reports that change the status mark.
+        const owedKey = `count-owed:${u.jobId}`;
+        if (getMeta(this.w.sql, owedKey) === undefined) {
+          const current = await shard.get(u.jobId);
+          if (current && isOutbound(current) && applyTransition(lifecycleOf(current), u).next.status !== current.status)
+            setMeta(this.w.sql, owedKey, current.status);
+        }
+        const change = await shard.applyStatus(u);
         if (!change || !isOutbound(change.after)) return { known: false, status: null };
         const events = change.changed
           ? this.announce(change.before, change.after, ownKinds(u))
           : this.reannounce(change.after, ownKinds(u));
-        if (change.changed && change.before.status !== change.after.status) {
-          this.w.storage.transactionSync(() =>
-            this.counts.note(
-              slotOfId(change.after.id) ?? slotOf(change.after.created_at),
-              change.after.channel_number_id,
-              DailyCounts.statusDelta(change.before.status, change.after.status),
-              "frozen",
-            ),
-          );
+        const owed = getMeta(this.w.sql, owedKey) as MessageStatus | undefined;
+        const before = owed ?? change.before.status;
+        if (before !== change.after.status || owed !== undefined) {
+          const after = change.after;
+          this.w.storage.transactionSync(() => {
+            if (before !== after.status)
+              this.counts.note(
+                slotOfId(after.id) ?? slotOf(after.created_at),
+                after.channel_number_id,
+                DailyCounts.statusDelta(before, after.status),
+                "frozen",
+              );
+            this.w.sql.exec("DELETE FROM meta WHERE k = ?", owedKey);
+          });
         }
         await this.publisher.awaitFlushed(this.publisher.add(events));
         // After its event left: the list is what makes the expiry try again after a crash.
