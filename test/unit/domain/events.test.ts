@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import {
+  derivedEventId,
+  EVENT_ID_PATTERN,
+  EVENT_KINDS,
+  eventIdOf,
+  newEventId,
+  parseEventId,
+} from "../../../src/domain/events";
+import { newUuidV7 } from "../../../src/domain/job-id";
+
+const T = Date.UTC(2030, 4, 6, 7, 8, 9, 10);
+/** A v4 message id (ids of the release before UUIDv7 jobIds). */
+const V4 = "3f2b8c1e-9a4d-4e6f-b012-3456789abcde";
+
+describe("eventIdOf and parseEventId", () => {
+  it.each(EVENT_KINDS)("round-trip the %s event of a UUIDv7 message id", (kind) => {
+    const messageId = newUuidV7(T);
+    const id = eventIdOf(messageId, kind);
+    expect(id).toMatch(EVENT_ID_PATTERN);
+    expect(parseEventId(id)).toEqual({ messageId, kind });
+    // The id is the message id's hex with only its version digit replaced.
+    const hex = messageId.replaceAll("-", "");
+    expect(id.slice(4, 16)).toBe(hex.slice(0, 12));
+    expect(id.slice(17)).toBe(hex.slice(13));
+  });
+
+  it.each(EVENT_KINDS)("round-trip the %s event of a v4 message id (issued before UUIDv7 jobIds)", (kind) => {
+    const id = eventIdOf(V4, kind);
+    expect(id).toMatch(EVENT_ID_PATTERN);
+    expect(parseEventId(id)).toEqual({ messageId: V4, kind });
+  });
+
+  it("give every change of a message its own id, the same every time, and never another message's", () => {
+    const a = newUuidV7(T);
+    const b = newUuidV7(T);
+    const ids = [a, b, V4].flatMap((m) => EVENT_KINDS.map((k) => eventIdOf(m, k)));
+    expect(new Set(ids).size).toBe(3 * EVENT_KINDS.length);
+    expect(eventIdOf(a, "sent")).toBe(eventIdOf(a, "sent"));
+    // Upper-case input names the same message.
+    expect(eventIdOf(a.toUpperCase(), "delivered")).toBe(eventIdOf(a, "delivered"));
+  });
+
+  it("fall back to a hash for a message id of another version, which names nothing when parsed back", () => {
+    const v1 = "6ba7b810-9dad-11d1-80b4-00c04fd430c8";
+    const id = eventIdOf(v1, "sent");
+    expect(id).toBe(derivedEventId("event", v1, "sent"));
+    expect(id).toMatch(EVENT_ID_PATTERN);
+    const parsed = parseEventId(id);
+    expect(parsed === null || ("messageId" in parsed && parsed.messageId !== v1)).toBe(true);
+  });
+});
+
+describe("test event ids", () => {
+  it("carry their time: a test event is dated by its id, and names no message", () => {
+    const id = newEventId(T);
+    expect(id).toMatch(EVENT_ID_PATTERN);
+    expect(id[16]).toBe("0"); // the kind digit of a test event
+    expect(parseEventId(id)).toEqual({ test: true, at: T });
+    expect(newEventId(T)).not.toBe(id);
+  });
+});
+
+describe("ids that name nothing", () => {
+  it.each([
+    ["the kind digit 0 without a UUID's variant bits", `evt_${"0".repeat(32)}`],
+    ["kind digit 7 (no kind)", "evt_0189abcdef017abc8def0123456789ab"],
+    ["kind digit 8 (no kind)", "evt_0189abcdef018abc8def0123456789ab"],
+    ["kind digit f (no kind)", "evt_0189abcdef01fabc8def0123456789ab"],
+    ["a message kind without a UUID's variant bits", "evt_0189abcdef012abc0def0123456789ab"],
+    ["upper-case hex", "evt_0189ABCDEF012ABC8DEF0123456789AB"],
+    ["too short", "evt_0189abcdef012abc8def0123456789a"],
+    ["another prefix", "msg_0189abcdef012abc8def0123456789ab"],
+    ["not hex", "evt_0189abcdef012abc8def0123456789zz"],
+  ])("%s", (_, id) => {
+    expect(parseEventId(id)).toBeNull();
+  });
+
+  it("a random evt_ id parses to nothing, or to a message or test time that re-encodes to that very id", () => {
+    for (let i = 0; i < 2_000; i++) {
+      const hex = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join(
+        "",
+      );
+      const id = `evt_${hex}`;
+      const parsed = parseEventId(id);
+      if (parsed === null) continue;
+      // Whatever it names is found by the id alone (a replay looks it up, and answers 404 if it is
+      // not there): the mapping is one to one, never a guess.
+      if ("test" in parsed) expect(id.slice(4, 16)).toBe(parsed.at.toString(16).padStart(12, "0"));
+      else expect(eventIdOf(parsed.messageId, parsed.kind)).toBe(id);
+    }
+  });
+});

@@ -1,0 +1,237 @@
+import { describe, expect, it } from "vitest";
+import { eventIdOf } from "../../../../src/domain/events";
+import { newUuidV7 } from "../../../../src/domain/job-id";
+import { changesOf, eventOf, newChanges } from "../../../../src/durable-objects/workspace/message-events";
+import type { MessageRow } from "../../../../src/durable-objects/workspace/record";
+
+const T = Date.UTC(2031, 2, 3, 4, 5, 6);
+const iso = (ms: number) => new Date(ms).toISOString();
+const W = "9d1c0b7e-0000-4000-8000-000000000001";
+const N = "5e2f1a3b-0000-4000-8000-000000000002";
+
+/** An outbound record as a day table holds it, accepted at T; `over` sets what happened to it. */
+function outbound(over: Partial<MessageRow> = {}): MessageRow {
+  return {
+    id: newUuidV7(T),
+    direction: "outbound",
+    channel_number_id: N,
+    recipient: "5511999998888",
+    type: "text",
+    body: "Your order shipped",
+    content: null,
+    status: "queued",
+    idem_key: "k",
+    fingerprint: "f",
+    pending: 1,
+    attempts: 0,
+    answered: 0,
+    next_attempt_at: null,
+    version: null,
+    upstream_message_id: null,
+    error_code: null,
+    error_message: null,
+    error_retriable: null,
+    upstream_error_code: null,
+    created_at: T,
+    updated_at: T,
+    processing_at: null,
+    sent_at: null,
+    failed_at: null,
+    delivered_at: null,
+    read_at: null,
+    outcome_unknown_since: null,
+    received_at: null,
+    ...over,
+  };
+}
+
+const sentAndRead = outbound({
+  status: "sent",
+  upstream_message_id: "wamid.S1",
+  processing_at: T + 10,
+  sent_at: T + 20,
+  delivered_at: T + 2_000,
+  read_at: T + 5_000,
+  updated_at: T + 5_000,
+});
+
+const failure = {
+  error_code: "recipient_unreachable",
+  error_message: "The recipient cannot receive messages.",
+  error_retriable: 0,
+  upstream_error_code: "131026",
+};
+
+const eventsOf = (row: MessageRow) => changesOf(row).map((c) => eventOf(W, row, c));
+
+describe("changesOf", () => {
+  it("lists a record's changes in causal order: processing, sent, delivered, read", () => {
+    expect(changesOf(sentAndRead)).toEqual([
+      { kind: "processing", at: T + 10 },
+      { kind: "sent", at: T + 20 },
+      { kind: "delivered", at: T + 2_000 },
+      { kind: "read", at: T + 5_000 },
+    ]);
+    expect(changesOf(outbound())).toEqual([]);
+  });
+
+  it("orders changes of the same instant by the lifecycle", () => {
+    const row = outbound({ status: "sent", processing_at: T, sent_at: T, delivered_at: T, read_at: T });
+    expect(changesOf(row).map((c) => c.kind)).toEqual(["processing", "sent", "delivered", "read"]);
+  });
+
+  it("orders by time first: a read reported before the delivery comes before it", () => {
+    const row = outbound({ status: "sent", processing_at: T, sent_at: T + 1, delivered_at: T + 9, read_at: T + 5 });
+    expect(changesOf(row).map((c) => c.kind)).toEqual(["processing", "sent", "read", "delivered"]);
+  });
+
+  it("a failure after sent comes last; an inbound record has one change, received", () => {
+    const row = outbound({ ...failure, status: "failed", processing_at: T, sent_at: T + 1, failed_at: T + 60_000 });
+    expect(changesOf(row).map((c) => c.kind)).toEqual(["processing", "sent", "failed"]);
+    const inbound = outbound({ direction: "inbound", status: "received", recipient: "5511977776666", created_at: T });
+    expect(changesOf(inbound)).toEqual([{ kind: "received", at: T }]);
+  });
+});
+
+describe("newChanges", () => {
+  it("is what an update added, in causal order (nothing when it added nothing)", () => {
+    const processing = outbound({ status: "processing", processing_at: T + 10 });
+    const sent = { ...processing, status: "sent", sent_at: T + 20, upstream_message_id: "wamid.S1" } as MessageRow;
+    expect(newChanges(null, sent).map((c) => c.kind)).toEqual(["processing", "sent"]);
+    expect(newChanges(processing, sent).map((c) => c.kind)).toEqual(["sent"]);
+    expect(newChanges(sent, sent)).toEqual([]);
+  });
+});
+
+describe("eventOf: each event as of its change", () => {
+  it("the processing event of a message since sent, delivered and read says none of that", () => {
+    const [processing] = eventsOf(sentAndRead);
+    expect(processing).toEqual({
+      id: eventIdOf(sentAndRead.id, "processing"),
+      type: "message.status",
+      workspaceId: W,
+      channelNumberId: N,
+      createdAt: iso(T + 10),
+      data: {
+        messageId: sentAndRead.id,
+        channelNumberId: N,
+        to: "5511999998888",
+        status: "processing",
+        previousStatus: "queued",
+        upstreamMessageId: null,
+        error: null,
+        deliveredAt: null,
+        readAt: null,
+        updatedAt: iso(T + 10),
+      },
+    });
+  });
+
+  it("sent has the operator's id; delivered its time but not the later read; read both", () => {
+    const [, sent, delivered, read] = eventsOf(sentAndRead);
+    expect(sent!.data).toMatchObject({
+      status: "sent",
+      previousStatus: "processing",
+      upstreamMessageId: "wamid.S1",
+      deliveredAt: null,
+      readAt: null,
+      updatedAt: iso(T + 20),
+    });
+    expect(delivered!.data).toMatchObject({
+      status: "sent",
+      previousStatus: "sent",
+      deliveredAt: iso(T + 2_000),
+      readAt: null,
+      updatedAt: iso(T + 2_000),
+    });
+    expect(read!.data).toMatchObject({
+      status: "sent",
+      previousStatus: "sent",
+      deliveredAt: iso(T + 2_000),
+      readAt: iso(T + 5_000),
+    });
+    expect([sent, delivered, read].map((e) => e!.id)).toEqual(
+      (["sent", "delivered", "read"] as const).map((k) => eventIdOf(sentAndRead.id, k)),
+    );
+  });
+
+  it("read without a delivery report: the read event has no delivery time", () => {
+    const row = outbound({ status: "sent", processing_at: T, sent_at: T + 1, read_at: T + 9 });
+    const read = eventsOf(row).at(-1)!;
+    expect(read.id).toBe(eventIdOf(row.id, "read"));
+    expect(read.data).toMatchObject({ status: "sent", deliveredAt: null, readAt: iso(T + 9) });
+  });
+
+  it("failed after sent has previousStatus sent and the error; the earlier events of the record have none", () => {
+    const row = outbound({
+      ...failure,
+      status: "failed",
+      upstream_message_id: "wamid.S1",
+      processing_at: T,
+      sent_at: T + 1,
+      failed_at: T + 60_000,
+    });
+    const [processing, sent, failed] = eventsOf(row);
+    expect(failed!.data).toMatchObject({
+      status: "failed",
+      previousStatus: "sent",
+      upstreamMessageId: "wamid.S1",
+      error: {
+        code: "recipient_unreachable",
+        message: "The recipient cannot receive messages.",
+        retriable: false,
+        upstreamCode: "131026",
+      },
+      updatedAt: iso(T + 60_000),
+    });
+    expect(processing!.data).toMatchObject({ status: "processing", error: null });
+    expect(sent!.data).toMatchObject({ status: "sent", error: null });
+  });
+
+  it("failed during the call has previousStatus processing; given up before any call, queued", () => {
+    const duringCall = outbound({ ...failure, status: "failed", processing_at: T, failed_at: T + 5 });
+    expect(eventsOf(duringCall).map((e) => e.data)).toMatchObject([
+      { status: "processing", previousStatus: "queued" },
+      { status: "failed", previousStatus: "processing" },
+    ]);
+    const neverCalled = outbound({ ...failure, status: "failed", failed_at: T + 5 });
+    expect(eventsOf(neverCalled).map((e) => e.data)).toMatchObject([{ status: "failed", previousStatus: "queued" }]);
+  });
+
+  it("is the same event every time it is rebuilt, whatever happened to the record since", () => {
+    const early = outbound({ status: "sent", processing_at: T + 10, sent_at: T + 20, upstream_message_id: "wamid.S1" });
+    const later = { ...sentAndRead, id: early.id };
+    expect(eventsOf(later).slice(0, 2)).toEqual(eventsOf(early));
+  });
+
+  it("an inbound record's received event carries the sender, the text and the operator's id", () => {
+    const row = outbound({
+      direction: "inbound",
+      status: "received",
+      recipient: "5511977776666",
+      body: "Thanks!",
+      upstream_message_id: "wamid.IN1",
+      received_at: T - 1_000,
+      created_at: T,
+    });
+    expect(eventsOf(row)).toEqual([
+      {
+        id: eventIdOf(row.id, "received"),
+        type: "message.received",
+        workspaceId: W,
+        channelNumberId: N,
+        createdAt: iso(T),
+        data: {
+          messageId: row.id,
+          channelNumberId: N,
+          from: "5511977776666",
+          type: "text",
+          text: { body: "Thanks!" },
+          content: null,
+          upstreamMessageId: "wamid.IN1",
+          receivedAt: iso(T - 1_000),
+        },
+      },
+    ]);
+  });
+});
