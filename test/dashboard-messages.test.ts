@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
-import { utcDay } from "../src/domain/job-id";
+import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { api, call, json } from "./helpers/http";
@@ -174,14 +174,16 @@ describe("messages list", () => {
   it("fills a page across short answers of the workspace object (pages can be short while more exist)", async () => {
     const t = await createTenant();
     const old = await sendAt(t, t.numberId, "5511000000001", "before the flood");
-    // 2,100 newer inbound messages in the day's table: more than one list call of the object reads
-    // (SCAN_BUDGET), none of them outbound. Ids are UUIDv7s of their time (`from` + i ms), as inbound ids are.
+    // 2,100 newer inbound messages in the slot's table (the one `old` is in): more than one list call
+    // of the object reads (SCAN_BUDGET), none of them outbound. Ids are UUIDv7s of their time
+    // (`from` + i ms), as inbound ids are.
     const from = clock + 1_000;
     expect(2_100).toBeGreaterThan(SCAN_BUDGET);
+    expect(slotOf(from + 2_100)).toBe(slotOf(clock));
     await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
       state.storage.sql.exec(
         `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2100)
-         INSERT INTO m_${utcDay(from)} (id, direction, channel_number_id, recipient, type, body, status, upstream_message_id, received_at, created_at, updated_at)
+         INSERT INTO ${slotTable(slotOf(from))} (id, direction, channel_number_id, recipient, type, body, status, upstream_message_id, received_at, created_at, updated_at)
          SELECT printf('%08x-%04x-7000-8000-%012d', (? + i) >> 16, (? + i) & 65535, i), 'inbound', ?, '5511977770001', 'text', 'x', 'received', printf('sandbox.in.%d', i), ? + i, ? + i, ? + i FROM n`,
         from,
         from,

@@ -19,10 +19,9 @@ import { eventOfMessage, queuedEvents, statusEventsOf } from "./helpers/events";
 import { testWorkspace } from "./helpers/objects";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { HOT_DAYS } from "../src/durable-objects/workspace/history-tiering";
-import { createDayTable, dayTable } from "../src/durable-objects/workspace/day-tables";
+import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/history-tiering";
+import { createSlotTable, SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
-import { setMeta } from "../src/durable-objects/shared/meta";
 import { DAY_MS, newUuidV7, utcDay, uuidV7Time } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent } from "../src/domain/events";
 import type { MessageHistoryDurableObject } from "../src/durable-objects/history/history";
@@ -85,20 +84,18 @@ const statusesOf = (events: WebhookEvent[], messageId: string) =>
   statusEventsOf(events, messageId).map((e) => (e.type === "message.status" ? e.data.status : null));
 
 /**
- * The workspace's days older than HOT_DAYS move to their history shards from now on, as in a
- * workspace over its storage budget (the operator lowers it per workspace in `meta`); its alarm
- * is armed (a change would arm it; a test may have made none lately).
+ * The workspace is over its storage budget from now on (the operator lowers it per workspace):
+ * its slots move to their day's history shard once past the hot window.
  */
-const overStorageBudget = (t: { workspaceId: string }) =>
-  runInDurableObject(workspaceStub(env, t.workspaceId), async (_, state) => {
-    setMeta(state.storage.sql, "hot_bytes_budget", "0");
-    await state.storage.setAlarm(Date.now());
-  });
+const overStorageBudget = (t: { workspaceId: string }) => workspaceOf(t).setHotBytesBudget(0);
 
-/** Moves the day of `clock` to history: past HOT_DAYS, the object over its budget, its alarm run. */
-async function moveTodayToHistory(t: { workspaceId: string }): Promise<void> {
+/** Past the hot window of the slot of `clock`'s time (whatever the object's size). */
+const pastHotWindow = () => setClock((slotOf(clock) + 1) * SLOT_MS + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+
+/** Moves the slot of `clock`'s time to history: the object over its budget, past the hot window, its alarm run. */
+async function moveNowToHistory(t: { workspaceId: string }): Promise<void> {
   await overStorageBudget(t);
-  setClock((utcDay(clock) + HOT_DAYS) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+  pastHotWindow();
   await workspaceAlarms(t, 3);
 }
 
@@ -131,7 +128,7 @@ describe("late reports about a message already in history", () => {
   /** A message sent, then moved to its day's history shard. */
   async function messageInHistory(t: Tenant): Promise<string> {
     const jobId = await sendOne(t, "moved");
-    await moveTodayToHistory(t);
+    await moveNowToHistory(t);
     expect(await workspaceOf(t).storedRecord(jobId)).toBeNull();
     expect(await workspaceOf(t).getMessage(jobId)).toMatchObject({ id: jobId, status: "sent" });
     return jobId;
@@ -223,7 +220,7 @@ describe("late reports about a message already in history", () => {
     await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
     vi.restoreAllMocks();
     expect(await workspaceOf(t).getMessage(jobId)).toMatchObject({ status: "sent" });
-    await moveTodayToHistory(t);
+    await moveNowToHistory(t);
     expect(await workspaceOf(t).storedRecord(jobId)).toBeNull();
     const report = statusPayload(t.phoneNumberId, [
       {
@@ -331,7 +328,7 @@ describe("inbound de-duplication", () => {
     expect(received().map((e) => e.id)).toEqual([eventIdOf(first[0]!, "received")]);
 
     // Two days later the record is in its day's shard; the operator (retrying for up to 7 days) delivers it again.
-    await moveTodayToHistory(t);
+    await moveNowToHistory(t);
     expect(await workspaceOf(t).storedRecord(first[0]!)).toBeNull();
     await deliver();
     expect(await inboundIds()).toEqual(first);
@@ -345,7 +342,7 @@ describe("moving to history", () => {
     const a = await sendOne(t, "changes meanwhile");
     const b = await sendOne(t, "unchanged");
     await overStorageBudget(t);
-    setClock((utcDay(clock) + HOT_DAYS) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    pastHotWindow();
 
     // The shard's `putChunk` waits until a delivery report for `a` has changed its record here.
     const get = env.HISTORY.get.bind(env.HISTORY);
@@ -404,14 +401,14 @@ describe("archives", () => {
     setClock(clock + 31 * DAY_MS + 60_000);
     await workspaceAlarms(t, 10);
     expect((await archiveLines(t, day)).map((l) => l.id)).toEqual(ids);
-    expect(await workspaceOf(t).tableNames()).not.toContain(dayTable(utcDay(createdAt)));
+    expect(await workspaceOf(t).tableNames()).not.toContain(slotTable(slotOf(createdAt)));
 
     // A record of that day reaches a table of that day again (written late), then is archived.
     const late = newUuidV7(createdAt + 1_000);
     await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
-      createDayTable(state.storage.sql, utcDay(createdAt));
+      createSlotTable(state.storage.sql, slotOf(createdAt + 1_000));
       state.storage.sql.exec(
-        `INSERT INTO ${dayTable(utcDay(createdAt))} (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at)
+        `INSERT INTO ${slotTable(slotOf(createdAt + 1_000))} (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at)
          VALUES (?, 'outbound', ?, '5511999998888', 'text', 'late', 'queued', ?, ?)`,
         late,
         t.numberId,
