@@ -108,6 +108,8 @@ export interface InboundRecord {
   type: string;
   text: string | null;
   content: Record<string, unknown> | null;
+  /** What the operator tells beyond the content (sender identity, links, media): stored as the record's `details`. */
+  details?: Record<string, unknown> | null;
   at: number;
 }
 

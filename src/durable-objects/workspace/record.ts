@@ -33,6 +33,11 @@ export interface MessageRow extends Omit<LifecycleState, "status"> {
   /** Calls whose outcome the number reported. A claim beyond the last answer may have left. */
   answered: number | null;
   next_attempt_at: number | null;
+  /**
+   * An inbound message's further facts as JSON (the sender's user id and profile, what it replies
+   * to, its media): null when there are none; absent from rows of the earlier layout.
+   */
+  details: string | null;
   /** The earlier layout's change counter (its move to history compared it). */
   version: number | null;
   [key: string]: SqlStorageValue;

@@ -45,6 +45,8 @@ export interface NewInbound {
   type: string;
   body: string;
   content: string | null;
+  /** What the operator tells about an inbound message beyond its content (JSON; record.ts `details`). */
+  details: string | null;
   upstreamMessageId: string;
   receivedAt: number;
   at: number;
@@ -57,15 +59,16 @@ export function insertInbound(tables: SlotTables, sql: SqlStorage, m: NewInbound
   const t = tables.ensure(slot);
   return (
     sql.exec(
-      `INSERT OR IGNORE INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, status, upstream_message_id,
+      `INSERT OR IGNORE INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, details, status, upstream_message_id,
                                    received_at, created_at, updated_at)
-       VALUES (?, 'inbound', ?, ?, ?, ?, ?, 'received', ?, ?, ?, ?)`,
+       VALUES (?, 'inbound', ?, ?, ?, ?, ?, ?, 'received', ?, ?, ?, ?)`,
       m.id,
       m.channelNumberId,
       m.from,
       m.type,
       m.body,
       m.content,
+      m.details,
       m.upstreamMessageId,
       m.receivedAt,
       m.at,

@@ -338,6 +338,7 @@ export class StatusLedger {
           type: m.type,
           body: m.text ?? "",
           content: m.content === null ? null : JSON.stringify(m.content),
+          details: m.details ? JSON.stringify(m.details) : null,
           upstreamMessageId: m.upstreamMessageId,
           receivedAt: m.at,
           at: t,

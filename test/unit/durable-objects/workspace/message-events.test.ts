@@ -19,6 +19,7 @@ function outbound(over: Partial<MessageRow> = {}): MessageRow {
     type: "text",
     body: "Your order shipped",
     content: null,
+    details: null,
     status: "queued",
     idem_key: "k",
     fingerprint: "f",
