@@ -19,8 +19,9 @@ export interface Sender {
 
 /**
  * The sender, from the message and its `contacts[]` entry. An empty `from` / `wa_id` is no phone
- * number (users with a username), and a value that is not digits is not one either. Null when
- * nothing names the sender (then the message is dropped: it cannot be answered or counted).
+ * number (users with a username), and a value that is not digits is not one either (it is kept as
+ * the sender's key when nothing else names them). Null when nothing names the sender (then the
+ * message is dropped: it cannot be answered or counted).
  */
 export function senderOf(m: CloudInbound, rawContact: unknown): Sender | null {
   const parsed = CloudContact.safeParse(rawContact);
@@ -29,7 +30,8 @@ export function senderOf(m: CloudInbound, rawContact: unknown): Sender | null {
   const phone = phoneOf(m.from) ?? phoneOf(contact.wa_id) ?? null;
   // A `system` message about a changed user id names the user by the id the customer knew.
   const userId = m.from_user_id ?? contact.user_id ?? m.system?.previous_user_id ?? null;
-  const key = phone ?? userId;
+  // A `from` of no known shape still names the sender (an operator change must not drop messages).
+  const key = phone ?? userId ?? m.from ?? contact.wa_id ?? null;
   if (key === null) return null;
   return {
     key,
