@@ -23,7 +23,7 @@ export const ReplyTo = z
       }),
     upstreamMessageId: z.string().openapi({ description: "The operator's id of the message replied to." }),
   })
-  .openapi("ReplyTo");
+  .openapi("ReplyTo", { description: "The message this one replies to (quotes)." });
 export type ReplyTo = z.infer<typeof ReplyTo>;
 
 export const Reaction = z
@@ -34,7 +34,7 @@ export const Reaction = z
     upstreamMessageId: z.string().openapi({ description: "The operator's id of the message reacted to." }),
     emoji: Text.openapi({ description: "The emoji; null when the user removed their reaction." }),
   })
-  .openapi("Reaction");
+  .openapi("Reaction", { description: "For `type: reaction`: the message reacted to, and the emoji." });
 export type Reaction = z.infer<typeof Reaction>;
 
 export const Referral = z
@@ -88,13 +88,14 @@ export const INBOUND_EXTRA_FIELDS = {
   }),
   profileName: Text.openapi({ description: "The sender's profile name, when the operator gives it." }),
   username: Text.openapi({ description: "The sender's username, when they have one." }),
-  replyTo: ReplyTo.nullable().openapi({ description: "The message this one replies to (quotes), if any." }),
+  // A named schema's nullable wrapper takes no metadata of its own: it would replace the component.
+  replyTo: ReplyTo.nullable(),
   forwarded: z.enum(FORWARDED).nullable().openapi({
     description: "Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).",
   }),
-  reaction: Reaction.nullable().openapi({ description: "For `type: reaction`: the message reacted to and the emoji." }),
+  reaction: Reaction.nullable(),
   referral: Referral.nullable(),
-  system: IdentityChange.nullable().openapi({ description: "For `type: system`: the identity change." }),
+  system: IdentityChange.nullable(),
 };
 
 const StoredDetails = z.object({
