@@ -22,6 +22,7 @@ import { bucket, scopes } from "./abuse-limits";
 import type { Caller } from "./actor";
 import { findByUuid } from "./job-id";
 import { spend, type RateLimited, type Spent } from "./limit-check";
+import { syncOnConnect } from "./template-sync";
 
 // Connecting, re-keying and disconnecting a workspace's own numbers: what the
 // public API and the dashboard share. Each caller turns the outcomes into its
@@ -141,6 +142,8 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
   if (outcome === "upstream_taken") return alreadyConnected();
   // Sends name the number at once: the workspace object's cached list of numbers is dropped.
   await workspaceStub(env, caller.workspaceId).invalidateConfig();
+  // Template sends are checked against the account's templates: the first pages come at once.
+  if (row.waba_id) await syncOnConnect(env, row.waba_id);
   return { ok: true, row, profile, limit: spent.decision };
 }
 

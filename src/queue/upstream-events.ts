@@ -12,6 +12,7 @@ import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
 import { applyAccountUpdate, applyQualityUpdate } from "../domain/operator-number-updates";
+import { applyTemplateUpdate } from "../domain/template-sync";
 import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
@@ -108,12 +109,18 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
   const accountWork: Promise<void>[] = [];
   for (const [index, body] of items.entries()) {
     const item = body as UpstreamItem;
-    if (item && typeof item === "object" && (item.kind === "quality" || item.kind === "account")) {
+    if (
+      item &&
+      typeof item === "object" &&
+      (item.kind === "quality" || item.kind === "account" || item.kind === "template")
+    ) {
       const wabaId = typeof item.wabaId === "string" ? item.wabaId : null;
       accountWork.push(
         (item.kind === "quality"
           ? applyQualityUpdate(env, wabaId, item.update)
-          : applyAccountUpdate(env, wabaId, item.update)
+          : item.kind === "account"
+            ? applyAccountUpdate(env, wabaId, item.update)
+            : applyTemplateUpdate(env, wabaId, item.update)
         ).catch((err) => {
           log("warn", "operator account item failed; will retry", { kind: item.kind, error: String(err) });
           outcomes[index] = "retry";
@@ -228,7 +235,10 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
     const item = message.body as Partial<UpstreamItem> | null;
     const inner = item?.kind === "status" ? item.status : item?.kind === "message" ? item.message : undefined;
     const wabaId =
-      (item?.kind === "quality" || item?.kind === "account") && typeof item.wabaId === "string" ? item.wabaId : null;
+      (item?.kind === "quality" || item?.kind === "account" || item?.kind === "template") &&
+      typeof item.wabaId === "string"
+        ? item.wabaId
+        : null;
     const id = inner && typeof inner === "object" && "id" in inner && typeof inner.id === "string" ? inner.id : null;
     log("error", "operator item dead-lettered after its retries", {
       kind: typeof item?.kind === "string" ? item.kind : "unknown",

@@ -3,11 +3,17 @@ import { purgeOldAdminAudit } from "./admin-audit-retention";
 import type { ScheduledJob } from "./job";
 import { purgeOldUsageDaily } from "./usage-daily-retention";
 import { purgeOldAudit } from "./audit-retention";
+import { syncDueTemplates } from "./template-sync";
 
 export type { ScheduledJob };
 
 /** Every job of the cron trigger (wrangler.toml `[triggers] crons`). Add new retention jobs here. */
-export const SCHEDULED_JOBS: readonly ScheduledJob[] = [purgeOldAdminAudit, purgeOldUsageDaily, purgeOldAudit];
+export const SCHEDULED_JOBS: readonly ScheduledJob[] = [
+  purgeOldAdminAudit,
+  purgeOldUsageDaily,
+  purgeOldAudit,
+  syncDueTemplates,
+];
 
 export interface JobOutcome {
   name: string;

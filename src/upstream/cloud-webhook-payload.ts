@@ -121,6 +121,19 @@ export const CloudAccountUpdate = z.looseObject({
 });
 export type CloudAccountUpdate = z.infer<typeof CloudAccountUpdate>;
 
+/**
+ * `message_template_status_update` (the business account's webhook, `entry.id` its WABA id): a
+ * template's review state changed. `event` is the new state (APPROVED, REJECTED, PAUSED,
+ * DISABLED, PENDING_DELETION, …); the template is named by `message_template_name` and
+ * `message_template_language`. Other fields (`reason`, `disable_info`, …) pass through unread.
+ */
+export const CloudTemplateUpdate = z.looseObject({
+  event: Word,
+  message_template_name: z.string().min(1).max(512),
+  message_template_language: z.string().min(1).max(20).optional(),
+});
+export type CloudTemplateUpdate = z.infer<typeof CloudTemplateUpdate>;
+
 /** One unit of work from an operator payload, queued on its own (a queue message holds at most 128 KB). */
 export type UpstreamItem =
   | { kind: "status"; phoneNumberId: string; status: unknown }
@@ -128,7 +141,8 @@ export type UpstreamItem =
   | { kind: "message"; phoneNumberId: string; message: unknown; contact?: unknown }
   /** A number's quality or limit changed; `wabaId` is the entry's id (null when the operator left it out). */
   | { kind: "quality"; wabaId: string | null; update: unknown }
-  | { kind: "account"; wabaId: string | null; update: unknown };
+  | { kind: "account"; wabaId: string | null; update: unknown }
+  | { kind: "template"; wabaId: string | null; update: unknown };
 
 /**
  * Splits a verified payload into its statuses, messages, quality and account
@@ -153,6 +167,10 @@ export function splitPayload(raw: unknown): UpstreamItem[] | null {
       }
       if (field === "account_update") {
         items.push({ kind: "account", wabaId, update: value });
+        continue;
+      }
+      if (field === "message_template_status_update") {
+        items.push({ kind: "template", wabaId, update: value });
         continue;
       }
       const messages = MessagesValue.safeParse(value);

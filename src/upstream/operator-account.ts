@@ -38,7 +38,7 @@ export const PROFILE_FIELDS = "id,display_phone_number,verified_name,quality_rat
 /** Digits with a leading '+', the form numbers are stored in ("+1 555-777-0000" → "+15557770000"). */
 export const normalizeDisplayNumber = (s: string): string => `+${s.replace(/\D/g, "")}`;
 
-async function call(
+export async function call(
   env: ConfigVars,
   method: "GET" | "POST",
   path: string,
@@ -70,7 +70,7 @@ async function call(
 }
 
 /** "HTTP 400, code 100: Unsupported get request" — the operator's own reason, for the error a person reads. */
-function operatorReason(res: Response, body: unknown): string {
+export function operatorReason(res: Response, body: unknown): string {
   const parsed = ErrorAnswer.safeParse(body);
   const e = parsed.success ? parsed.data.error : undefined;
   const code = e?.code !== undefined ? `, code ${String(e.code)}` : "";
