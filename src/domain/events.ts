@@ -3,6 +3,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { INBOUND_CONTENT, MESSAGE_STATUSES, MessageError } from "./message";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { TemplateFacts } from "./template-send";
 import { newUuidV7 } from "./job-id";
 
 /**
@@ -25,6 +26,13 @@ export const MessageStatusData = z
     deliveredAt: z.string().datetime().nullable(),
     readAt: z.string().datetime().nullable(),
     updatedAt: z.string().datetime(),
+    // Template messages only (absent for text messages, whose events are as they always were).
+    type: z.literal("template").optional().openapi({ description: "Template messages only: `template`." }),
+    template: TemplateFacts.optional().openapi({ description: "Template messages only: the template sent." }),
+    text: z
+      .object({ body: z.string() })
+      .optional()
+      .openapi({ description: "Template messages only: the template's text with its parameters filled in." }),
   })
   .openapi("MessageStatusEventData");
 

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { TemplateFacts } from "./template-send";
 
 export const MESSAGE_STATUSES = ["queued", "processing", "sent", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -23,8 +24,14 @@ export const OutboundMessage = z
       .string()
       .nullable()
       .openapi({ description: "Extension: the recipient's user id, for a send made with `toUserId`; null otherwise." }),
-    type: z.literal("text"),
-    text: z.object({ body: z.string() }),
+    type: z.enum(["text", "template"]).openapi({
+      description:
+        "`text`; `template` for a template message sent through `/api/v2` (its `text.body` is the rendered text).",
+    }),
+    text: z.object({ body: z.string() }).openapi({
+      description: "The text sent; for a template message, the template's text with its parameters filled in.",
+    }),
+    template: TemplateFacts.optional().openapi({ description: "Template messages only: the template sent." }),
     status: z.enum(MESSAGE_STATUSES).openapi({
       description:
         "`queued` → `processing` → `sent` or `failed`. `sent` means the operator accepted the message; if the operator later " +

@@ -87,30 +87,36 @@ export const SendMessageRequest = z
     { error: "The body must be a JSON object." },
   )
   // Exactly one recipient. Runs only once every field is valid on its own (zod skips it otherwise).
-  .superRefine((r, ctx) => {
-    if (r.to !== undefined && r.toUserId !== undefined)
-      ctx.addIssue({
-        code: "custom",
-        path: ["toUserId"],
-        message: "Give either to (a phone number) or toUserId (a user id), not both.",
-        params: { rule: "exclusive" },
-      });
-    if (r.to === undefined && r.toUserId === undefined)
-      ctx.addIssue({
-        code: "custom",
-        path: ["to"],
-        message:
-          "This field is required: give to (E.164 digits), or toUserId for a user known only by the fromUserId of their messages.",
-        params: { rule: "required" },
-      });
-  })
+  .superRefine((r, ctx) => exactlyOneRecipient(r, ctx))
   .openapi("SendMessageRequest", {
     description: "Exactly one of `to` and `toUserId` is required.",
   });
 export type SendMessageRequest = z.infer<typeof SendMessageRequest>;
 
+/** The rule of every version's send: exactly one of `to` and `toUserId`. */
+export function exactlyOneRecipient(
+  r: { to?: string | undefined; toUserId?: string | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  if (r.to !== undefined && r.toUserId !== undefined)
+    ctx.addIssue({
+      code: "custom",
+      path: ["toUserId"],
+      message: "Give either to (a phone number) or toUserId (a user id), not both.",
+      params: { rule: "exclusive" },
+    });
+  if (r.to === undefined && r.toUserId === undefined)
+    ctx.addIssue({
+      code: "custom",
+      path: ["to"],
+      message:
+        "This field is required: give to (E.164 digits), or toUserId for a user known only by the fromUserId of their messages.",
+      params: { rule: "required" },
+    });
+}
+
 /** The send's recipient as records, numbers and the operator know it: the phone number, or the user id. */
-export function recipientOf(request: SendMessageRequest): string {
+export function recipientOf(request: Pick<SendMessageRequest, "to" | "toUserId">): string {
   const recipient = request.to ?? request.toUserId;
   if (recipient === undefined) throw new Error("a validated send has a recipient");
   return recipient;

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import type { ErrorDetail } from "../lib/errors";
+import type { ErrorCode, ErrorDetail } from "../lib/errors";
+import type { OutboundContent, SendRefusal } from "../durable-objects/workspace/contract";
 import { fill, type StoredTemplate } from "./template";
 
 // A template send: the request's `template` object, and how it is checked against the stored
@@ -91,14 +92,33 @@ export const OperatorTemplatePayload = z.object({
 });
 export type OperatorTemplatePayload = z.infer<typeof OperatorTemplatePayload>;
 
-/** What a template message's record keeps beside its rendered text (its `details` JSON). */
-export const TemplateFacts = z.object({
-  name: z.string(),
-  language: z.string(),
-  category: z.string(),
-  parameterFormat: z.string(),
-});
+/** The operator payload a template record carries in `content` (null for any other record, or one unreadable: logged by the caller's failure). */
+export function templatePayloadOf(record: { type: string; content: string | null }): OperatorTemplatePayload | null {
+  if (record.type !== "template" || record.content === null) return null;
+  const parsed = OperatorTemplatePayload.safeParse(JSON.parse(record.content));
+  return parsed.success ? parsed.data : null;
+}
+
+/** What a template message's record keeps beside its rendered text (its `details` JSON), and what its views show. */
+export const TemplateFacts = z
+  .object({
+    name: z.string().openapi({ example: "order_update" }),
+    language: z.string().openapi({ example: "en_US" }),
+    category: z.string().openapi({ example: "UTILITY" }),
+    parameterFormat: z.string().openapi({ example: "POSITIONAL" }),
+  })
+  .openapi("MessageTemplateFacts", {
+    description:
+      "The template a message was sent with (its `text.body` is the template's text with the parameters filled in).",
+  });
 export type TemplateFacts = z.infer<typeof TemplateFacts>;
+
+/** A record's template facts (null for a text message, or details of another shape). */
+export function templateFactsOf(record: { type: string; details: string | null }): TemplateFacts | null {
+  if (record.type !== "template" || record.details === null) return null;
+  const parsed = z.object({ template: TemplateFacts }).safeParse(JSON.parse(record.details));
+  return parsed.success ? parsed.data.template : null;
+}
 
 export type PreparedTemplate =
   | { ok: true; payload: OperatorTemplatePayload; rendered: string; facts: TemplateFacts }
@@ -275,5 +295,70 @@ export function prepareTemplate(t: StoredTemplate, request: TemplateContent): Pr
     payload: { name: t.name, language: { code: t.language }, components },
     rendered,
     facts: { name: t.name, language: t.language, category: t.category, parameterFormat: t.parameterFormat },
+  };
+}
+
+/**
+ * What a template send records, or why it is refused: checked against the number's templates of
+ * that name (`candidates`, every language) before anything is queued. `hasAccount`: whether the
+ * number has templates at all (a live number connected without its business account id has none).
+ */
+export function templateSendContent(
+  candidates: readonly StoredTemplate[],
+  request: TemplateContent,
+  hasAccount: boolean,
+): OutboundContent | SendRefusal {
+  const refuse = (code: ErrorCode, message: string, details: ErrorDetail[]): SendRefusal => ({
+    refused: { code, message, details },
+  });
+  if (!hasAccount)
+    return refuse(
+      "template_not_found",
+      "This number has no templates: it was connected without its business account id (wabaId). Reconnect it with wabaId.",
+      [{ path: "channelNumberId", rule: "no_account", message: "Templates belong to the number's business account." }],
+    );
+  if (candidates.length === 0)
+    return refuse("template_not_found", `No template named "${request.name}" for this number (see GET /templates).`, [
+      { path: "template.name", rule: "unknown", message: "Use a name as GET /templates lists it." },
+    ]);
+  const t = candidates.find((c) => c.language === request.language);
+  if (!t) {
+    const languages = candidates.map((c) => c.language).join(", ");
+    return refuse(
+      "template_language_not_found",
+      `Template "${request.name}" has no ${request.language} version; its languages: ${languages}.`,
+      [{ path: "template.language", rule: "unknown", message: `One of: ${languages}.` }],
+    );
+  }
+  if (t.status === "PAUSED")
+    return refuse(
+      "template_paused",
+      `Template "${t.name}" (${t.language}) is paused by the operator for low quality; it cannot be sent until it is approved again.`,
+      [
+        {
+          path: "template.name",
+          rule: "paused",
+          message: "The operator pauses a template for hours after low-quality feedback.",
+        },
+      ],
+    );
+  if (t.status !== "APPROVED")
+    return refuse(
+      "template_not_approved",
+      `Template "${t.name}" (${t.language}) is ${t.status}; only APPROVED templates can be sent.`,
+      [{ path: "template.name", rule: "not_approved", message: `Its status is ${t.status}.` }],
+    );
+  const prepared = prepareTemplate(t, request);
+  if (!prepared.ok)
+    return refuse(
+      "template_parameters_invalid",
+      `The parameters do not fit template "${t.name}" (${t.language}). See details.`,
+      prepared.details,
+    );
+  return {
+    type: "template",
+    body: prepared.rendered,
+    content: JSON.stringify(prepared.payload),
+    details: JSON.stringify({ template: prepared.facts }),
   };
 }

@@ -4,6 +4,12 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 /** Every error code the API can answer with, and the HTTP status it maps to. */
 export const ERROR_STATUS = {
   invalid_request: 400,
+  // API v2 template sends, checked against the number's templates before anything is queued.
+  template_not_found: 400,
+  template_language_not_found: 400,
+  template_not_approved: 400,
+  template_paused: 400,
+  template_parameters_invalid: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -1,6 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import type { MessageError } from "../domain/message";
 import type { OperatorStatus } from "../durable-objects/channel-number/contract";
+import type { OperatorTemplatePayload } from "../domain/template-send";
 
 export type NormalizedError = z.infer<typeof MessageError>;
 
@@ -11,6 +12,8 @@ export interface OutboundText {
   body: string;
   /** 1 for the first try of this message. */
   attempt: number;
+  /** A template message: the operator's `template` object, sent instead of `text` (`body` is then its rendered text). */
+  template?: OperatorTemplatePayload;
 }
 
 /**

@@ -72,6 +72,45 @@ const TREATMENTS: Record<string, Treatment> = {
       "The operator did not deliver the message to protect the user's experience. Sending it again may succeed after 24 hours.",
     retriableLater: true,
   },
+  // Template errors are final for the one message; none pauses the number: its other messages
+  // (other templates, texts) go on. A template paused or deleted at the operator after our last
+  // sync is refused here; the status webhook then updates our copy (src/domain/template-sync.ts).
+  "132000": {
+    kind: "final",
+    code: "template_parameters_mismatch",
+    message: "The operator's template takes another number of parameters (it may have changed since our last sync).",
+  },
+  "132001": {
+    kind: "final",
+    code: "template_not_found",
+    message: "The template does not exist at the operator in this language (deleted, or not yet approved).",
+  },
+  "132005": {
+    kind: "final",
+    code: "template_text_too_long",
+    message: "The template's text with its parameters filled in is longer than the operator allows.",
+  },
+  "132007": {
+    kind: "final",
+    code: "template_policy_violation",
+    message: "The template's text with its parameters filled in violates the operator's format or character policy.",
+  },
+  "132012": {
+    kind: "final",
+    code: "template_parameter_format_mismatch",
+    message: "The parameters do not match the template's format (positional or named, or their types).",
+  },
+  "132015": {
+    kind: "final",
+    code: "template_paused",
+    message:
+      "The operator paused the template for low quality; this message was not sent. Other messages are not affected.",
+  },
+  "132016": {
+    kind: "final",
+    code: "template_disabled",
+    message: "The operator disabled the template; it can no longer be sent.",
+  },
   // The account or the number's credentials: every message would fail the same way, so the number pauses.
   "0": {
     kind: "pause",
@@ -245,6 +284,12 @@ export const OWN_ERRORS = {
     message:
       "The message could not leave within 24 hours of its acceptance (its number was paused, or the operator's limits held it back); it was not sent.",
     retriable: true,
+    upstreamCode: null,
+  }),
+  unreadableTemplate: (): NormalizedError => ({
+    code: "template_error",
+    message: "The message's template payload could not be read; it was not sent.",
+    retriable: false,
     upstreamCode: null,
   }),
   numberDisconnected: (): NormalizedError => ({

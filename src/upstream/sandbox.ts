@@ -1,5 +1,6 @@
 import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
 import { classifyOperatorError } from "./error-codes";
+import { sandboxTemplate } from "./sandbox-templates";
 
 /**
  * Recipients with a documented behaviour in the sandbox, so that customers can
@@ -48,6 +49,13 @@ export class SandboxAdapter implements UpstreamAdapter {
   constructor(private readonly recipients: SandboxRecipients) {}
 
   async send(message: OutboundText): Promise<SendResult> {
+    // Templates are checked as the operator checks them: by name and language, and their status.
+    if (message.template) {
+      const t = sandboxTemplate(message.template.name, message.template.language.code);
+      if (!t) return classifyOperatorError(404, "132001", "Sandbox: template name does not exist in the translation.");
+      if (t.status === "PAUSED") return classifyOperatorError(400, "132015", "Sandbox: template is paused.");
+      if (t.status !== "APPROVED") return classifyOperatorError(400, "132016", "Sandbox: template is disabled.");
+    }
     switch (message.to) {
       case SANDBOX_MAGIC_NUMBERS.windowClosed:
       case SANDBOX_MAGIC_NUMBERS.unreachable:
@@ -84,7 +92,8 @@ export class SandboxAdapter implements UpstreamAdapter {
     // The magic recipients above behave as documented whatever the window (they stand for the
     // operator's own test numbers); any other recipient needs an open window or to be a test contact.
     // The operator accepts the call and reports the closed window afterwards, as a failed status.
-    if (!MAGIC.has(message.to) && !(await this.recipients.mayReceiveFreeForm(message.to))) {
+    // A template is what the window does not apply to: it is how a business starts a conversation.
+    if (!MAGIC.has(message.to) && !message.template && !(await this.recipients.mayReceiveFreeForm(message.to))) {
       return {
         kind: "accepted",
         upstreamMessageId: id,

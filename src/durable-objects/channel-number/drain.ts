@@ -1,4 +1,5 @@
 import type { ChannelNumberRow } from "../../db/channel-numbers";
+import { templatePayloadOf } from "../../domain/template-send";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
@@ -215,7 +216,12 @@ export class Drain {
     try {
       // A recipient who changed number or user id since (the operator told us) is reached at the new one.
       const to = currentIdOf(this.d.storage, payload.to);
-      result = await adapter.send({ jobId: e.jobId, to, body: payload.body, attempt });
+      const template = templatePayloadOf(payload);
+      // A template record whose payload cannot be read is never sent as text instead.
+      result =
+        payload.type === "template" && !template
+          ? { kind: "permanent", error: OWN_ERRORS.unreadableTemplate() }
+          : await adapter.send({ jobId: e.jobId, to, body: payload.body, attempt, ...(template ? { template } : {}) });
     } catch (err) {
       log("error", "upstream adapter threw", { jobId: e.jobId, error: String(err) });
       result = { kind: "unknown", message: "The adapter failed during the call." };

@@ -106,6 +106,8 @@ export class Admission {
   private async admit(cmd: SendCommand): Promise<SendOutcome> {
     const config = await this.w.loadConfig(cmd.workspaceId);
     if (!config || !config.connectedNumbers.has(cmd.request.channelNumberId)) return { kind: "forbidden" };
+    // Refused by the route (a template send that does not fit the template): after the replay check, before any capacity is used.
+    if ("refused" in cmd.content) return { kind: "refused", ...cmd.content.refused };
     let at: number;
     for (;;) {
       // Only capacity actually used refuses a send; capacity held by admissions still
@@ -141,6 +143,8 @@ export class Admission {
   }
 
   private async handOff(cmd: SendCommand, at: number): Promise<SendOutcome> {
+    const { content } = cmd;
+    if ("refused" in content) throw new Error("a refused send is never handed off");
     const { sql, env } = this.w;
     const jobId = (this.lastJobId = nextJobId(at, this.lastJobId));
     const numberId = cmd.request.channelNumberId;
@@ -172,9 +176,10 @@ export class Admission {
             id: jobId,
             channelNumberId: numberId,
             to: recipientOf(cmd.request),
-            type: "text",
-            body: cmd.request.text.body,
-            content: null,
+            type: content.type,
+            body: content.body,
+            content: content.content,
+            details: content.details,
             idemKey: cmd.idempotencyKey,
             fingerprint: cmd.fingerprint,
             at,

@@ -1,6 +1,28 @@
 import type { SendMessageRequest } from "../../domain/send-request";
 import type { MessageStatus } from "../../domain/message";
 import type { NormalizedError } from "../../upstream/adapter";
+import type { ErrorCode, ErrorDetail } from "../../lib/errors";
+
+/**
+ * What a send records and the number sends: the record's `type`, `body` (a text's body, or a
+ * template's rendered text), `content` (a template's operator payload, JSON) and `details`
+ * (a template's facts, JSON). A text send has neither of the last two.
+ */
+export interface OutboundContent {
+  type: "text" | "template";
+  body: string;
+  content: string | null;
+  details: string | null;
+}
+
+/**
+ * A send the route found invalid against something only known at send time (a template's current
+ * state): refused with this error once its Idempotency-Key is known not to be bound (a replay of
+ * an accepted send still answers as a replay) and its number is known to be the workspace's.
+ */
+export interface SendRefusal {
+  refused: { code: ErrorCode; message: string; details: ErrorDetail[] };
+}
 
 /** What the send route hands the workspace object. */
 export interface SendCommand {
@@ -8,7 +30,8 @@ export interface SendCommand {
   idempotencyKey: string;
   /** SHA-256 of the canonical JSON of the validated request. */
   fingerprint: string;
-  request: SendMessageRequest;
+  request: Pick<SendMessageRequest, "channelNumberId" | "to" | "toUserId">;
+  content: OutboundContent | SendRefusal;
 }
 
 /** The limit closest to refusing the next send, for the rate headers. */
@@ -24,6 +47,7 @@ export type SendOutcome =
   | { kind: "duplicate"; jobId: string }
   | { kind: "conflict"; jobId: string }
   | { kind: "forbidden" }
+  | ({ kind: "refused" } & SendRefusal["refused"])
   | { kind: "quota_exceeded"; limit: number }
   | { kind: "rate_limited"; scope: "number" | "workspace"; retryAfterMs: number; rate: RateInfo };
 

@@ -95,6 +95,7 @@ export function eventOf(workspaceId: string, row: MessageRow, change: Change): W
     deliveredAt: change.kind === "delivered" || change.kind === "read" ? asOf(row.delivered_at) : null,
     readAt: change.kind === "read" ? asOf(row.read_at) : null,
     updatedAt: iso(change.at),
+    ...(view.template ? { type: "template" as const, template: view.template, text: view.text } : {}),
   };
   return {
     id: eventIdOf(row.id, change.kind),

@@ -14,6 +14,8 @@ export type MessageFilter = {
   createdFrom?: number;
   /** Exclusive upper bound on the list time (epoch ms). */
   createdUntil?: number;
+  /** The record's type (`text`, `template`, or an inbound message's type): read within the scan budget, no index. */
+  type?: string;
 };
 
 /**
@@ -43,7 +45,8 @@ export const matches = (r: MessageRow, f: MessageFilter): boolean =>
   (f.direction === undefined || r.direction === f.direction) &&
   (f.status === undefined || r.status === f.status) &&
   (f.channelNumberId === undefined || r.channel_number_id === f.channelNumberId) &&
-  (f.counterpart === undefined || r.recipient === f.counterpart);
+  (f.counterpart === undefined || r.recipient === f.counterpart) &&
+  (f.type === undefined || r.type === f.type);
 
 /** The index that narrows a slot table's scan most for these filters (each ends in id, the list order). */
 function driverOf(

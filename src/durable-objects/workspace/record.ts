@@ -2,6 +2,7 @@ import type { Message, MessageStatus } from "../../domain/message";
 import { uuidV7Time } from "../../domain/job-id";
 import { inboundExtrasOf } from "../../domain/inbound-details";
 import { isPhoneNumber } from "../../domain/recipient";
+import { templateFactsOf } from "../../domain/template-send";
 import type { LifecycleState } from "./status-transition";
 
 /**
@@ -96,14 +97,17 @@ export function toMessageView(row: MessageRow): Message {
       createdAt: iso(row.created_at)!,
     };
   }
+  const template = templateFactsOf(row);
   return {
     id: row.id,
     direction: "outbound",
     channelNumberId: row.channel_number_id,
     to: isPhoneNumber(row.recipient) ? row.recipient : null,
     toUserId: isPhoneNumber(row.recipient) ? null : row.recipient,
-    type: "text",
+    type: template ? "template" : "text",
     text: { body: row.body },
+    // Only template messages have it: a text message's view stays as it always was.
+    ...(template ? { template } : {}),
     status: row.status,
     upstreamMessageId: row.upstream_message_id,
     error: row.error_code

@@ -10,6 +10,8 @@ export interface NewOutbound {
   type: string;
   body: string;
   content: string | null;
+  /** A template send's facts (JSON; record.ts `details`); null for text. */
+  details: string | null;
   idemKey: string;
   fingerprint: string;
   at: number;
@@ -22,15 +24,16 @@ export interface NewOutbound {
 export function insertOutbound(tables: SlotTables, sql: SqlStorage, m: NewOutbound): void {
   const t = tables.ensure(slotOf(m.at));
   sql.exec(
-    `INSERT INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, status, idem_key, fingerprint, pending,
-                       created_at, updated_at)
-     VALUES (?, 'outbound', ?, ?, ?, ?, ?, 'queued', ?, ?, 1, ?, ?)`,
+    `INSERT INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, details, status, idem_key, fingerprint,
+                       pending, created_at, updated_at)
+     VALUES (?, 'outbound', ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 1, ?, ?)`,
     m.id,
     m.channelNumberId,
     m.to,
     m.type,
     m.body,
     m.content,
+    m.details,
     m.idemKey,
     m.fingerprint,
     m.at,
