@@ -32,6 +32,7 @@ import { adminMemberRoutes } from "./routes/admin/members";
 import { dashboard } from "./dashboard/app";
 import { adminSecretRoutes } from "./routes/admin/secrets";
 import { registerEventDocs } from "./routes/event-docs";
+import { publicApiV2 } from "./routes/v2/api";
 
 const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
   400: "invalid_request",
@@ -108,6 +109,7 @@ app.use("*", async (c, next) => {
 app.use("*", securityHeaders);
 app.use("*", serverTiming);
 app.route("/api/v1", publicApi);
+app.route("/api/v2", publicApiV2);
 app.route("/admin/v1", adminApi);
 app.route("/docs", docsRoutes);
 app.route("/upstream", upstreamWebhookRoutes);

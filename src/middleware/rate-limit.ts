@@ -33,7 +33,7 @@ export function limitHeaders(c: Context<AppEnv>, decision: ThrottleDecision): vo
 
 /** The per-key limits of ABUSE_LIMITS, after authentication (sends, webhook configuration and webhook triggers are limited by their domain operations). */
 export const perKeyLimits = createMiddleware<AppEnv>(async (c, next) => {
-  const spec = perKeyBucket(c.req.method, c.req.path.replace(/^\/api\/v1/, ""));
+  const spec = perKeyBucket(c.req.method, c.req.path.replace(/^\/api\/v[12]/, ""));
   if (spec)
     await enforceLimit(
       c,

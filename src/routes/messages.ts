@@ -12,6 +12,7 @@ import {
 import { EXAMPLE } from "../lib/openapi-examples";
 import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError, canonicalJson } from "../domain/send-request";
 import { Message } from "../domain/message";
+import type { MessageFilter } from "../durable-objects/workspace/message-queries";
 import { sha256Hex } from "../lib/crypto";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { validationHook } from "../lib/validation";
@@ -24,11 +25,12 @@ import { toMessageView } from "../durable-objects/workspace/record";
 import { MessageListQuery, decodeMessageCursor, encodeMessageCursor, toFilter } from "../domain/message-list";
 import { MessageTimeline, timelineOf } from "../domain/message-timeline";
 import { WebhookDelivery, toDeliveryView } from "../domain/webhook-view";
+import type { OutboundContent, SendCommand } from "../durable-objects/workspace/contract";
 
-const SendMessageAccepted = z
+export const SendMessageAccepted = z
   .object({ jobId: z.string().uuid(), status: z.literal("created") })
   .openapi("SendMessageAccepted");
-const SendMessageDuplicate = z
+export const SendMessageDuplicate = z
   .object({
     jobId: z.string().uuid().openapi({ description: "The jobId of the original send." }),
     status: z.literal("duplicado_identico"),
@@ -71,7 +73,7 @@ const send = createRoute({
   },
 });
 
-const MESSAGE_EXAMPLE: z.output<typeof Message> = {
+export const MESSAGE_EXAMPLE: z.output<typeof Message> = {
   id: EXAMPLE.jobId,
   direction: "outbound",
   channelNumberId: EXAMPLE.channelNumberId,
@@ -92,7 +94,9 @@ const MESSAGE_EXAMPLE: z.output<typeof Message> = {
   readAt: null,
 };
 
-const MessageList = z.object({ data: z.array(Message), nextCursor: z.string().nullable() }).openapi("MessageList");
+export const MessageList = z
+  .object({ data: z.array(Message), nextCursor: z.string().nullable() })
+  .openapi("MessageList");
 
 const list = createRoute({
   method: "get",
@@ -171,84 +175,98 @@ const setRateHeaders = (c: Context<AppEnv>, headers: Record<string, string>): vo
   for (const [name, value] of Object.entries(headers)) c.header(name, value);
 };
 
-export const messageRoutes = newRouter()
-  .openapi(
-    send,
-    async (c) => {
-      const request = c.req.valid("json");
-      const idempotencyKey = c.req.valid("header")["idempotency-key"];
-      const { workspaceId } = c.get("principal");
-      const fingerprint = await sha256Hex(canonicalJson(request));
-      const outcome = await workspaceStub(c.env, workspaceId).send({
-        workspaceId,
-        idempotencyKey,
-        fingerprint,
-        request,
+export type Admitted =
+  | { status: 201; body: { jobId: string; status: "created" } }
+  | { status: 200; body: { jobId: string; status: "duplicado_identico" } };
+
+/**
+ * Admits a validated send: what every version's `POST /messages` shares once it knows what to
+ * record (`content`). `payload` is what the Idempotency-Key binds (its canonical JSON). Refusals
+ * are thrown as the uniform error; an acceptance sets the rate headers.
+ */
+export async function admitSend(
+  c: Context<AppEnv>,
+  payload: unknown,
+  request: SendCommand["request"],
+  content: SendCommand["content"],
+): Promise<Admitted> {
+  const idempotencyKey = c.req.header("idempotency-key") ?? "";
+  const { workspaceId } = c.get("principal");
+  const fingerprint = await sha256Hex(canonicalJson(payload));
+  const outcome = await workspaceStub(c.env, workspaceId).send({
+    workspaceId,
+    idempotencyKey,
+    fingerprint,
+    request: { channelNumberId: request.channelNumberId, to: request.to, toUserId: request.toUserId },
+    content,
+  });
+  switch (outcome.kind) {
+    case "created":
+      setRateHeaders(c, sendRateLimitHeaders(outcome.rate));
+      return { status: 201, body: { jobId: outcome.jobId, status: "created" } };
+    case "duplicate":
+      return { status: 200, body: { jobId: outcome.jobId, status: "duplicado_identico" } };
+    case "conflict":
+      throw new ApiError("idempotency_conflict", "This Idempotency-Key was already used with a different payload.", {
+        details: [
+          {
+            path: "header.idempotency-key",
+            rule: "bound_to_another_payload",
+            message: `This key is bound for 24 hours to the send that created jobId ${outcome.jobId}. Use a new key for a new message.`,
+            jobId: outcome.jobId,
+          },
+        ],
       });
-      switch (outcome.kind) {
-        case "created":
-          setRateHeaders(c, sendRateLimitHeaders(outcome.rate));
-          return c.json({ jobId: outcome.jobId, status: "created" as const }, 201);
-        case "duplicate":
-          return c.json({ jobId: outcome.jobId, status: "duplicado_identico" as const }, 200);
-        case "conflict":
-          throw new ApiError(
-            "idempotency_conflict",
-            "This Idempotency-Key was already used with a different payload.",
-            {
-              details: [
-                {
-                  path: "header.idempotency-key",
-                  rule: "bound_to_another_payload",
-                  message: `This key is bound for 24 hours to the send that created jobId ${outcome.jobId}. Use a new key for a new message.`,
-                  jobId: outcome.jobId,
-                },
-              ],
-            },
-          );
-        case "forbidden":
-          throw new ApiError("forbidden", "channelNumberId is not a connected number of this workspace.");
-        case "quota_exceeded":
-          throw new ApiError(
-            "monthly_message_limit_exceeded",
-            `The plan's monthly quota of ${outcome.limit} messages is used up; it renews on the 1st (UTC).`,
-          );
-        case "rate_limited": {
-          const which =
-            outcome.scope === "number" ? "2 messages per second per number" : "1200 messages per minute per workspace";
-          throw new ApiError(
-            "rate_limit_exceeded",
-            `Rate limit exceeded (${which}). Retry after the Retry-After seconds.`,
-            {
-              headers: {
-                "Retry-After": String(retryAfterSeconds(outcome.retryAfterMs)),
-                ...sendRateLimitHeaders(outcome.rate),
-              },
-            },
-          );
-        }
-      }
-    },
-    // A missing or malformed Idempotency-Key gets its own message, saying what to send.
-    (result, c) => {
-      if (!result.success && result.target === "header") throw idempotencyKeyError(c.req.header("idempotency-key"));
-      validationHook(result, c);
-      return undefined;
-    },
-  )
-  .openapi(list, async (c) => {
-    const query = c.req.valid("query");
-    const { workspaceId } = c.get("principal");
-    const after = await decodeMessageCursor(workspaceId, query.cursor);
-    const page = await workspaceStub(c.env, workspaceId).listMessages(toFilter(query), after, query.limit);
-    return c.json(
-      {
-        data: page.rows.map(toMessageView),
-        nextCursor: page.next ? await encodeMessageCursor(workspaceId, page.next) : null,
-      },
-      200,
-    );
-  })
+    case "forbidden":
+      throw new ApiError("forbidden", "channelNumberId is not a connected number of this workspace.");
+    case "refused":
+      throw new ApiError(outcome.code, outcome.message, { details: outcome.details });
+    case "quota_exceeded":
+      throw new ApiError(
+        "monthly_message_limit_exceeded",
+        `The plan's monthly quota of ${outcome.limit} messages is used up; it renews on the 1st (UTC).`,
+      );
+    case "rate_limited": {
+      const which =
+        outcome.scope === "number" ? "2 messages per second per number" : "1200 messages per minute per workspace";
+      throw new ApiError(
+        "rate_limit_exceeded",
+        `Rate limit exceeded (${which}). Retry after the Retry-After seconds.`,
+        {
+          headers: {
+            "Retry-After": String(retryAfterSeconds(outcome.retryAfterMs)),
+            ...sendRateLimitHeaders(outcome.rate),
+          },
+        },
+      );
+    }
+  }
+}
+
+/** The validation hook of every `POST /messages`: a missing or malformed Idempotency-Key gets its own message, saying what to send. */
+export const sendValidationHook = (result: Parameters<typeof validationHook>[0], c: Context<AppEnv>): undefined => {
+  if (!result.success && result.target === "header") throw idempotencyKeyError(c.req.header("idempotency-key"));
+  validationHook(result, c);
+  return undefined;
+};
+
+/** A page of `GET /messages` (every version's list, with the version's filters). */
+export async function messagePage(
+  c: Context<AppEnv>,
+  filter: MessageFilter,
+  query: { cursor?: string | undefined; limit: number },
+): Promise<{ data: Message[]; nextCursor: string | null }> {
+  const { workspaceId } = c.get("principal");
+  const after = await decodeMessageCursor(workspaceId, query.cursor);
+  const page = await workspaceStub(c.env, workspaceId).listMessages(filter, after, query.limit);
+  return {
+    data: page.rows.map(toMessageView),
+    nextCursor: page.next ? await encodeMessageCursor(workspaceId, page.next) : null,
+  };
+}
+
+/** One message and its timeline: the same in every version. */
+export const messageReadRoutes = newRouter()
   .openapi(events, async (c) => {
     const { id } = c.req.valid("param");
     const stub = workspaceStub(c.env, c.get("principal").workspaceId);
@@ -271,3 +289,20 @@ export const messageRoutes = newRouter()
     );
     return c.json(toMessageView(row), 200);
   });
+
+export const messageRoutes = newRouter()
+  .openapi(
+    send,
+    async (c) => {
+      const request = c.req.valid("json");
+      const text: OutboundContent = { type: "text", body: request.text.body, content: null, details: null };
+      const admitted = await admitSend(c, request, request, text);
+      return admitted.status === 201 ? c.json(admitted.body, 201) : c.json(admitted.body, 200);
+    },
+    (result, c) => sendValidationHook(result, c),
+  )
+  .openapi(list, async (c) => {
+    const query = c.req.valid("query");
+    return c.json(await messagePage(c, toFilter(query), query), 200);
+  })
+  .route("/", messageReadRoutes);

@@ -1,0 +1,73 @@
+import { newRouter, registerSharedComponents } from "../../lib/openapi";
+import { apiKeyAuth } from "../../middleware/api-key-auth";
+import { perKeyLimits } from "../../middleware/rate-limit";
+import { meRoutes } from "../me";
+import { channelNumberRoutes } from "../channel-numbers";
+import { channelNumberChangeRoutes } from "../channel-number-changes";
+import { usageRoutes } from "../usage";
+import { webhookRoutes } from "../webhooks";
+import { messageReadRoutes } from "../messages";
+import { messageArchiveRoutes } from "../message-archives";
+import { sandboxRoutes } from "../sandbox";
+import { sandboxTestContactRoutes } from "../sandbox-test-contacts";
+import { registerEventDocs } from "../event-docs";
+import { messageRoutesV2 } from "./messages";
+import { templateRoutes } from "./templates";
+
+const DOCUMENT_PATH = "/api/v2/openapi.json";
+
+/**
+ * The public API v2 (`/api/v2`): v1's resources, handlers, auth, limits, errors and idempotency
+ * (the same routers, mounted again), with template messages in `POST /messages`, a `type` filter
+ * on `GET /messages`, and `GET /templates`. v1 is unchanged beside it.
+ */
+export const publicApiV2 = newRouter();
+publicApiV2.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+  type: "http",
+  scheme: "bearer",
+  description: "An API key: `msg_live_…` (the prefix is per deployment). The same keys as v1.",
+});
+registerSharedComponents(publicApiV2.openAPIRegistry);
+registerEventDocs(publicApiV2.openAPIRegistry);
+publicApiV2.doc31("/openapi.json", {
+  openapi: "3.1.0",
+  info: {
+    title: "Messaging API",
+    version: "2.0.0",
+    description:
+      "Version 2: everything of version 1 (`/api/v1`, unchanged), plus template messages (`POST /messages` with " +
+      "`type: template`), the templates your numbers can send (`GET /templates`) and a `type` filter on message lists. " +
+      "Every response carries X-Request-Id; every error uses one envelope: " +
+      '`{"error": {"code", "message", "requestId", "details"?}}`.',
+    license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
+  },
+  servers: [{ url: "/api/v2", description: "This deployment" }],
+  tags: [
+    { name: "Messages", description: "Send text and template messages and follow their delivery." },
+    {
+      name: "Templates",
+      description: "Templates approved by the operator for your numbers' business accounts, and the sandbox's own.",
+    },
+    {
+      name: "Channel numbers",
+      description: "The numbers your workspace sends from, and the customer-service window per contact.",
+    },
+    { name: "Webhooks", description: "Where we POST your events; delivery log, replay and test events." },
+    { name: "Account", description: "The API key's workspace and the plan usage of the month." },
+    { name: "Sandbox", description: "Sandbox-only helpers to exercise an integration end to end." },
+  ],
+});
+publicApiV2.use("*", async (c, next) => (c.req.path === DOCUMENT_PATH ? next() : apiKeyAuth(c, next)));
+publicApiV2.use("*", async (c, next) => (c.req.path === DOCUMENT_PATH ? next() : perKeyLimits(c, next)));
+publicApiV2
+  .route("/", meRoutes)
+  .route("/", channelNumberRoutes)
+  .route("/", channelNumberChangeRoutes)
+  .route("/", usageRoutes)
+  .route("/", webhookRoutes)
+  .route("/", messageRoutesV2)
+  .route("/", messageReadRoutes)
+  .route("/", messageArchiveRoutes)
+  .route("/", sandboxRoutes)
+  .route("/", sandboxTestContactRoutes)
+  .route("/", templateRoutes);

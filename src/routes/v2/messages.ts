@@ -1,0 +1,140 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import {
+  bearerSecurity,
+  errorResponses,
+  jsonContent,
+  jsonRequestBody,
+  newRouter,
+  rateLimitHeaders,
+} from "../../lib/openapi";
+import { EXAMPLE } from "../../lib/openapi-examples";
+import { IdempotencyKeyHeader } from "../../domain/send-request";
+import { SendMessageRequestV2 } from "../../domain/send-request-v2";
+import { templateSendContent } from "../../domain/template-send";
+import { numberTemplatesNamed } from "../../domain/number-templates";
+import { MessageListQuery, toFilter } from "../../domain/message-list";
+import { getConnectedNumber } from "../../db/channel-numbers";
+import { findByUuid } from "../../domain/job-id";
+import { jsonBody } from "../../middleware/json-body";
+import type { OutboundContent, SendCommand } from "../../durable-objects/workspace/contract";
+import {
+  admitSend,
+  MESSAGE_EXAMPLE,
+  MessageList,
+  messagePage,
+  SendMessageAccepted,
+  SendMessageDuplicate,
+  sendValidationHook,
+} from "../messages";
+
+const send = createRoute({
+  method: "post",
+  path: "/messages",
+  operationId: "sendMessageV2",
+  tags: ["Messages"],
+  summary: "Queue a text or template message for delivery",
+  description:
+    "As v1's send (same `Idempotency-Key` rules, limits, quota and statuses), plus `type: template`: an approved template " +
+    "of the number's business account (`GET /templates`), with its parameters. A template is checked before anything is " +
+    "queued: an unknown name (`template_not_found`), a language it does not have (`template_language_not_found`), a " +
+    "paused template (`template_paused`), any other status than APPROVED (`template_not_approved`), or parameters that do " +
+    "not fit it (`template_parameters_invalid`, `details` naming each) answer 400. A template is how a business starts a " +
+    "conversation: it is delivered outside the 24-hour window, where free-form text is not.",
+  security: bearerSecurity,
+  middleware: [jsonBody] as const,
+  request: {
+    headers: z.object({ "idempotency-key": IdempotencyKeyHeader }),
+    body: jsonRequestBody(SendMessageRequestV2, {
+      channelNumberId: EXAMPLE.channelNumberId,
+      to: EXAMPLE.to,
+      type: "template",
+      template: { name: "order_update", language: "en_US", parameters: { body: ["Ana", "#1042", "Friday"] } },
+    }),
+  },
+  responses: {
+    201: jsonContent(
+      SendMessageAccepted,
+      "Accepted and queued.",
+      { jobId: EXAMPLE.jobId, status: "created" },
+      rateLimitHeaders,
+    ),
+    200: jsonContent(SendMessageDuplicate, "Identical retry of an accepted send: nothing is sent again.", {
+      jobId: EXAMPLE.jobId,
+      status: "duplicado_identico",
+    }),
+    ...errorResponses(400, 401, 403, 409, 429, 500),
+  },
+});
+
+const MessageListQueryV2 = MessageListQuery.safeExtend({
+  type: z
+    .string()
+    .regex(/^[a-z_]{1,32}$/, { error: "type is a message type: text, template, or an inbound type such as image." })
+    .optional()
+    .openapi({
+      description: "Only messages of this type: `text`, `template`, or an inbound message's type (`image`, …).",
+      example: "template",
+    }),
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/messages",
+  operationId: "listMessagesV2",
+  tags: ["Messages"],
+  summary: "List messages, outbound and inbound, newest first",
+  description:
+    "As v1's list, with a `type` filter. Pages are bounded in the work they do: a page can hold fewer than `limit` " +
+    "messages while more exist; keep following `nextCursor` until it is null.",
+  security: bearerSecurity,
+  request: { query: MessageListQueryV2 },
+  responses: {
+    200: jsonContent(MessageList, "Messages, newest first.", { data: [MESSAGE_EXAMPLE], nextCursor: EXAMPLE.cursor }),
+    ...errorResponses(400, 401, 429),
+  },
+});
+
+/**
+ * What a v2 send records: a text as in v1, or a template checked against the number's templates
+ * now (a number that is not the workspace's is left to the workspace object's 403).
+ */
+async function contentOf(
+  env: Env,
+  workspaceId: string,
+  request: SendMessageRequestV2,
+): Promise<SendCommand["content"]> {
+  if (request.type === "text" || !request.template) {
+    const body = request.text?.body ?? "";
+    const text: OutboundContent = { type: "text", body, content: null, details: null };
+    return text;
+  }
+  const number = await findByUuid(request.channelNumberId, (id) => getConnectedNumber(env.DB, workspaceId, id));
+  if (!number)
+    return {
+      refused: {
+        code: "forbidden",
+        message: "channelNumberId is not a connected number of this workspace.",
+        details: [],
+      },
+    };
+  const candidates = await numberTemplatesNamed(env.DB, number, request.template.name);
+  return templateSendContent(candidates, request.template, number.upstream_type === "sandbox" || !!number.waba_id);
+}
+
+export const messageRoutesV2 = newRouter()
+  .openapi(
+    send,
+    async (c) => {
+      const request = c.req.valid("json");
+      const content = await contentOf(c.env, c.get("principal").workspaceId, request);
+      const admitted = await admitSend(c, request, request, content);
+      return admitted.status === 201 ? c.json(admitted.body, 201) : c.json(admitted.body, 200);
+    },
+    (result, c) => sendValidationHook(result, c),
+  )
+  .openapi(list, async (c) => {
+    const query = c.req.valid("query");
+    const filter = toFilter(query);
+    if (query.type !== undefined) filter.type = query.type;
+    return c.json(await messagePage(c, filter, query), 200);
+  });

@@ -1,0 +1,239 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../../context";
+import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../../lib/openapi";
+import { EXAMPLE } from "../../lib/openapi-examples";
+import { decodeCursor, encodeCursor, invalidCursor } from "../../lib/pagination";
+import { notFound } from "../../lib/errors";
+import { now } from "../../lib/clock";
+import { getConnectedNumber, listAllNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
+import { listTemplates, syncStates, type TemplateListFilter } from "../../db/message-templates";
+import { findByUuid } from "../../domain/job-id";
+import { accountOf } from "../../domain/number-templates";
+import {
+  TEMPLATE_CATEGORIES,
+  TEMPLATE_STATUSES,
+  TemplateView,
+  toTemplateView,
+  type StoredTemplate,
+} from "../../domain/template";
+import { SANDBOX_ACCOUNT, SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
+
+const TEMPLATE_EXAMPLE: z.output<typeof TemplateView> = {
+  channelNumberIds: [EXAMPLE.channelNumberId],
+  name: "order_update",
+  language: "en_US",
+  category: "UTILITY",
+  status: "APPROVED",
+  parameterFormat: "POSITIONAL",
+  header: null,
+  body: { text: "Hi {{1}}, your order {{2}} has shipped and arrives on {{3}}.", parameters: ["1", "2", "3"] },
+  footer: null,
+  buttons: [],
+  source: "operator",
+  sync: { syncedAt: EXAMPLE.createdAt, ageSeconds: 1800, lastError: null, lastErrorAt: null },
+};
+
+const Filters = {
+  channelNumberId: z
+    .string()
+    .uuid({ error: "channelNumberId must be a number id (a UUID)." })
+    .optional()
+    .openapi({ description: "Only the templates this number can send.", example: EXAMPLE.channelNumberId }),
+  status: z
+    .enum(TEMPLATE_STATUSES)
+    .optional()
+    .openapi({ description: "Only templates in this review state.", example: "APPROVED" }),
+  category: z.enum(TEMPLATE_CATEGORIES).optional().openapi({ example: "UTILITY" }),
+  language: z
+    .string()
+    .regex(/^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, { error: "language is the operator's code, e.g. en_US." })
+    .optional()
+    .openapi({ example: "en_US" }),
+};
+
+const TemplateListQuery = z.object({
+  ...Filters,
+  limit: z.coerce
+    .number({ error: "limit must be a whole number from 1 to 100." })
+    .int({ error: "limit must be a whole number from 1 to 100." })
+    .min(1, { error: "limit must be at least 1." })
+    .max(100, { error: "limit must be at most 100." })
+    .default(50)
+    .openapi({ description: "Templates per page, 1–100 (default 50).", example: 50 }),
+  cursor: z.string().max(512).optional().openapi({ description: "`nextCursor` of the previous page, unchanged." }),
+});
+
+const TemplateList = z
+  .object({ data: z.array(TemplateView), nextCursor: z.string().nullable() })
+  .openapi("TemplateList");
+
+const list = createRoute({
+  method: "get",
+  path: "/templates",
+  operationId: "listTemplates",
+  tags: ["Templates"],
+  summary: "List the templates your numbers can send",
+  description:
+    "The templates of your live numbers' business accounts (synced from the operator when a number is connected, at most " +
+    "hourly after that, and at once when the operator reports a template's status change) and the built-in templates of " +
+    "sandbox numbers, ordered by name and language. `sync` tells how old the copy is and the account's last sync error.",
+  security: bearerSecurity,
+  request: { query: TemplateListQuery },
+  responses: {
+    200: jsonContent(TemplateList, "Templates, by name and language.", { data: [TEMPLATE_EXAMPLE], nextCursor: null }),
+    ...errorResponses(400, 401, 404, 429),
+  },
+});
+
+const TemplateDetail = z
+  .object({
+    name: z.string(),
+    translations: z.array(TemplateView).openapi({ description: "Each language (and account) of the name." }),
+  })
+  .openapi("TemplateDetail");
+
+const get = createRoute({
+  method: "get",
+  path: "/templates/{name}",
+  operationId: "getTemplate",
+  tags: ["Templates"],
+  summary: "A template by name: each of its languages",
+  security: bearerSecurity,
+  request: {
+    params: z.object({ name: z.string().min(1).max(512).openapi({ example: "order_update" }) }),
+    query: z.object({ channelNumberId: Filters.channelNumberId, language: Filters.language }),
+  },
+  responses: {
+    200: jsonContent(TemplateDetail, "The template's languages.", {
+      name: "order_update",
+      translations: [TEMPLATE_EXAMPLE],
+    }),
+    ...errorResponses(401, 404, 429),
+  },
+});
+
+/** The accounts whose templates the caller sees, each with the workspace's numbers that send them. */
+async function accountsOf(c: Context<AppEnv>, channelNumberId: string | undefined): Promise<Map<string, string[]>> {
+  const { workspaceId } = c.get("principal");
+  let numbers: ChannelNumberRow[];
+  if (channelNumberId === undefined) {
+    numbers = (await listAllNumbers(c.env.DB, workspaceId)).filter((n) => n.status === "connected");
+  } else {
+    const one = await findByUuid(channelNumberId, (id) => getConnectedNumber(c.env.DB, workspaceId, id));
+    if (!one) throw notFound("Channel number");
+    numbers = [one];
+  }
+  const accounts = new Map<string, string[]>();
+  for (const n of numbers) {
+    const account = accountOf(n);
+    if (account !== null) accounts.set(account, [...(accounts.get(account) ?? []), n.id]);
+  }
+  return accounts;
+}
+
+type Position = { name: string; language: string; account: string };
+const positionOf = (t: StoredTemplate): Position => ({ name: t.name, language: t.language, account: t.account });
+const compare = (a: Position, b: Position): number =>
+  a.name !== b.name
+    ? a.name < b.name
+      ? -1
+      : 1
+    : a.language !== b.language
+      ? a.language < b.language
+        ? -1
+        : 1
+      : a.account < b.account
+        ? -1
+        : a.account > b.account
+          ? 1
+          : 0;
+
+function decodePosition(raw: string | undefined): Position | null {
+  const c = decodeCursor(raw);
+  if (!c) return null;
+  const key: unknown = JSON.parse(c.sortKey);
+  if (!Array.isArray(key) || key.length !== 2 || typeof key[0] !== "string" || typeof key[1] !== "string")
+    throw invalidCursor();
+  return { name: key[0], language: key[1], account: c.id };
+}
+
+/** Templates of the accounts in order after `after`, built-in ones merged with the stored ones. */
+async function templatesPage(
+  db: D1Database,
+  accounts: Map<string, string[]>,
+  filter: TemplateListFilter,
+  after: Position | null,
+  limit: number,
+): Promise<StoredTemplate[]> {
+  const wabaIds = [...accounts.keys()].filter((a) => a !== SANDBOX_ACCOUNT);
+  const stored = await listTemplates(db, wabaIds, filter, after, limit);
+  const builtIn = accounts.has(SANDBOX_ACCOUNT)
+    ? SANDBOX_TEMPLATES.filter(
+        (t) =>
+          (filter.status === undefined || t.status === filter.status) &&
+          (filter.category === undefined || t.category === filter.category) &&
+          (filter.language === undefined || t.language === filter.language) &&
+          (filter.name === undefined || t.name === filter.name) &&
+          (after === null || compare(positionOf(t), after) > 0),
+      )
+    : [];
+  return [...stored, ...builtIn].sort((a, b) => compare(positionOf(a), positionOf(b))).slice(0, limit);
+}
+
+async function views(c: Context<AppEnv>, templates: StoredTemplate[], accounts: Map<string, string[]>) {
+  const states = await syncStates(
+    c.env.DB,
+    [...new Set(templates.map((t) => t.account))].filter((a) => a !== SANDBOX_ACCOUNT),
+  );
+  const at = now();
+  return templates.map((t) => {
+    const s = states.get(t.account);
+    return toTemplateView(
+      t,
+      accounts.get(t.account) ?? [],
+      s ? { lastError: s.last_error, lastErrorAt: s.last_error_at } : null,
+      at,
+    );
+  });
+}
+
+export const templateRoutes = newRouter()
+  .openapi(list, async (c) => {
+    const q = c.req.valid("query");
+    const after = decodePosition(q.cursor);
+    const accounts = await accountsOf(c, q.channelNumberId);
+    const filter: TemplateListFilter = {
+      ...(q.status ? { status: q.status } : {}),
+      ...(q.category ? { category: q.category } : {}),
+      ...(q.language ? { language: q.language } : {}),
+    };
+    const rows = await templatesPage(c.env.DB, accounts, filter, after, q.limit + 1);
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return c.json(
+      {
+        data: await views(c, page, accounts),
+        nextCursor:
+          rows.length > q.limit && last
+            ? encodeCursor({ sortKey: JSON.stringify([last.name, last.language]), id: last.account })
+            : null,
+      },
+      200,
+    );
+  })
+  .openapi(get, async (c) => {
+    const { name } = c.req.valid("param");
+    const q = c.req.valid("query");
+    const accounts = await accountsOf(c, q.channelNumberId);
+    // One name has a handful of languages per account: one bounded read.
+    const rows = await templatesPage(
+      c.env.DB,
+      accounts,
+      { name, ...(q.language ? { language: q.language } : {}) },
+      null,
+      100,
+    );
+    if (rows.length === 0) throw notFound("Template");
+    return c.json({ name, translations: await views(c, rows, accounts) }, 200);
+  });
