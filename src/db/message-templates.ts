@@ -205,7 +205,7 @@ export async function accountsDue(db: D1Database, staleBefore: string, limit: nu
                 WHERE status = 'connected' AND upstream_type = 'cloud' AND waba_id IS NOT NULL) n
          LEFT JOIN template_sync_state s ON s.waba_id = n.waba_id
         WHERE s.waba_id IS NULL OR s.cursor IS NOT NULL OR s.requested_at IS NOT NULL
-           OR s.last_success_at IS NULL OR s.last_success_at < ?
+           OR s.last_success_at IS NULL OR s.last_success_at <= ?
         ORDER BY (s.cursor IS NULL AND s.requested_at IS NULL), s.last_success_at IS NOT NULL, s.last_success_at
         LIMIT ?`,
     )

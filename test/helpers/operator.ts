@@ -15,6 +15,8 @@ export interface OperatorCall {
     to: string;
     recipient?: string;
     text: { body: string };
+    /** A template message's (then there is no `text`). */
+    template?: { name: string; language: { code: string }; components: Record<string, unknown>[] };
     biz_opaque_callback_data: string;
     messaging_product: string;
     recipient_type: string;
