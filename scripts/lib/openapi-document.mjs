@@ -20,7 +20,8 @@ function wranglerVars() {
   return Object.fromEntries(parseVars(section));
 }
 
-export async function openApiDocument() {
+/** @param {"v1" | "v2"} [version] the API version whose document is asked for */
+export async function openApiDocument(version = "v1") {
   const result = await build({
     stdin: {
       contents: 'export { app } from "./src/app.ts";',
@@ -54,8 +55,9 @@ export async function openApiDocument() {
   const log = console.log;
   console.log = () => {};
   try {
-    const res = await app.request("/api/v1/openapi.json", {}, wranglerVars());
-    if (res.status !== 200) throw new Error(`GET /api/v1/openapi.json answered ${res.status}: ${await res.text()}`);
+    const res = await app.request(`/api/${version}/openapi.json`, {}, wranglerVars());
+    if (res.status !== 200)
+      throw new Error(`GET /api/${version}/openapi.json answered ${res.status}: ${await res.text()}`);
     return await res.json();
   } finally {
     console.log = log;

@@ -424,6 +424,16 @@ export interface components {
             readAt: string | null;
             /** Format: date-time */
             updatedAt: string;
+            /**
+             * @description Template messages only: `template`.
+             * @enum {string}
+             */
+            type?: "template";
+            template?: components["schemas"]["MessageTemplateFacts"];
+            /** @description Template messages only: the template's text with its parameters filled in. */
+            text?: {
+                body: string;
+            };
         };
         MessageError: {
             /**
@@ -437,6 +447,17 @@ export interface components {
             /** @description The upstream operator's own error code, if any. */
             upstreamCode: string | null;
         } | null;
+        /** @description Template messages only: the template sent. */
+        MessageTemplateFacts: {
+            /** @example order_update */
+            name: string;
+            /** @example en_US */
+            language: string;
+            /** @example UTILITY */
+            category: string;
+            /** @example POSITIONAL */
+            parameterFormat: string;
+        };
         MessageReceivedEventData: {
             /** @description Our id for the inbound message. */
             messageId: string;
@@ -549,7 +570,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "idempotency_conflict" | "rate_limit_exceeded" | "monthly_message_limit_exceeded" | "internal_error";
+                code: "invalid_request" | "template_not_found" | "template_language_not_found" | "template_not_approved" | "template_paused" | "template_parameters_invalid" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "idempotency_conflict" | "rate_limit_exceeded" | "monthly_message_limit_exceeded" | "internal_error";
                 message: string;
                 requestId: string;
                 /** @description One entry per bad field. */
@@ -854,11 +875,16 @@ export interface components {
             to: string | null;
             /** @description Extension: the recipient's user id, for a send made with `toUserId`; null otherwise. */
             toUserId: string | null;
-            /** @enum {string} */
-            type: "text";
+            /**
+             * @description `text`; `template` for a template message sent through `/api/v2` (its `text.body` is the rendered text).
+             * @enum {string}
+             */
+            type: "text" | "template";
+            /** @description The text sent; for a template message, the template's text with its parameters filled in. */
             text: {
                 body: string;
             };
+            template?: components["schemas"]["MessageTemplateFacts"];
             /**
              * @description `queued` → `processing` → `sent` or `failed`. `sent` means the operator accepted the message; if the operator later reports that it could not deliver it, the status becomes `failed` (with `error`). `failed` is final.
              * @enum {string}

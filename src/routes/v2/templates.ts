@@ -61,7 +61,11 @@ const TemplateListQuery = z.object({
     .max(100, { error: "limit must be at most 100." })
     .default(50)
     .openapi({ description: "Templates per page, 1–100 (default 50).", example: 50 }),
-  cursor: z.string().max(512).optional().openapi({ description: "`nextCursor` of the previous page, unchanged." }),
+  cursor: z
+    .string()
+    .max(512)
+    .optional()
+    .openapi({ description: "`nextCursor` of the previous page, unchanged.", example: EXAMPLE.cursor }),
 });
 
 const TemplateList = z
