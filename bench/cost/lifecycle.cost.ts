@@ -9,6 +9,9 @@ import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import { historyStub } from "../../src/durable-objects/history/history";
 import { Meter, type ObjectClass, type Usage } from "./meter";
+import { sendV2 } from "../../test/helpers/operator-templates";
+import { upsertTemplates } from "../../src/db/message-templates";
+import { normalizeTemplate, OperatorTemplate } from "../../src/domain/template";
 
 // One message's whole life, and 100 of them, through the real Worker, Durable
 // Objects, queues, D1 and R2; only the operator and the customer's webhook
@@ -85,6 +88,23 @@ function mockNetwork(): void {
   });
 }
 
+/** A business account's template, stored as a sync would, for the template scenario's numbers (setup, not metered). */
+async function giveTemplates(numberIds: string[]): Promise<void> {
+  const wabaId = `waba-${crypto.randomUUID()}`;
+  const t = normalizeTemplate(
+    OperatorTemplate.parse({
+      name: "order_update",
+      language: "en_US",
+      status: "APPROVED",
+      category: "UTILITY",
+      components: [{ type: "BODY", text: "Your order {{1}} has shipped and will arrive {{2}}." }],
+    }),
+  );
+  await upsertTemplates(env.DB, wabaId, [t!], new Date().toISOString());
+  for (const id of numberIds)
+    await env.DB.prepare("UPDATE channel_numbers SET waba_id = ? WHERE id = ?").bind(wabaId, id).run();
+}
+
 async function createTenant(numbers: number): Promise<Tenant> {
   const workspaceId = await createWorkspace({ plan: "pro" });
   const { key } = await createKey(workspaceId);
@@ -145,18 +165,30 @@ async function step(steps: StepUsage[], name: string, work: () => Promise<void>)
 }
 
 /** Sends `count` messages round-robin over the tenant's numbers and recipients, each number at most 2 per second. */
-async function sendAll(t: Tenant, count: number, recipients: number): Promise<string[]> {
+async function sendAll(t: Tenant, count: number, recipients: number, template = false): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const number = t.numbers[i % t.numbers.length]!;
     // 2 per second per number: the next round of numbers starts 510 ms later.
     if (i % t.numbers.length === 0 && i > 0) setClock(Date.now() + 510);
     const to = `55119${String(1000000 + (i % recipients)).padStart(7, "0")}`;
-    const res = await send(
-      t.key,
-      crypto.randomUUID(),
-      textMessage(number.numberId, `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`, to),
-    );
+    // A template message of the same rendered length as the text (API v2).
+    const res = template
+      ? await sendV2(t.key, {
+          channelNumberId: number.numberId,
+          to,
+          type: "template",
+          template: {
+            name: "order_update",
+            language: "en_US",
+            parameters: { body: [`${i}`, "tomorrow between 9 and 12"] },
+          },
+        })
+      : await send(
+          t.key,
+          crypto.randomUUID(),
+          textMessage(number.numberId, `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`, to),
+        );
     if (res.status !== 201) throw new Error(`send ${i}: ${res.status} ${await res.text()}`);
     ids.push((await json<{ jobId: string }>(res)).jobId);
     await runUntil(Date.now());
@@ -195,10 +227,11 @@ async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
 async function scenario(
   name: string,
   description: string,
-  opts: { messages: number; numbers: number; recipients: number },
+  opts: { messages: number; numbers: number; recipients: number; template?: boolean },
 ): Promise<void> {
   setClock(clock + 100 * DAY);
   const t = await createTenant(opts.numbers);
+  if (opts.template) await giveTemplates(t.numbers.map((n) => n.numberId));
   await queuesIdle();
   await meter.harvest(); // setup is not part of the life
   webhookDeliveries = 0;
@@ -211,7 +244,7 @@ async function scenario(
     steps,
     "accept and send (POST, hand-off, drain, operator call, events published and delivered)",
     async () => {
-      ids = await sendAll(t, opts.messages, opts.recipients);
+      ids = await sendAll(t, opts.messages, opts.recipients, opts.template);
       // The drain paces each number at 2 calls per 1,010 ms: let it finish.
       for (let guard = 0; operatorCalls < opts.messages && guard < 600; guard++) await runUntil(Date.now() + 1_000);
       await runUntil(Date.now() + 5_000);
@@ -274,11 +307,29 @@ describe("cost per message", () => {
     await scenario("one", "1 message: 1 workspace, 1 number, 1 recipient", { messages: 1, numbers: 1, recipients: 1 });
   }, 120_000);
 
+  it("one template message, its whole life (API v2)", async () => {
+    await scenario("one-template", "1 template message (API v2): 1 workspace, 1 number, 1 recipient", {
+      messages: 1,
+      numbers: 1,
+      recipients: 1,
+      template: true,
+    });
+  }, 120_000);
+
   it("100 messages to one number", async () => {
     await scenario("one-number", "100 messages: 1 workspace, 1 number, 10 recipients", {
       messages: 100,
       numbers: 1,
       recipients: 10,
+    });
+  }, 600_000);
+
+  it("100 template messages to one number (API v2)", async () => {
+    await scenario("one-number-template", "100 template messages (API v2): 1 workspace, 1 number, 10 recipients", {
+      messages: 100,
+      numbers: 1,
+      recipients: 10,
+      template: true,
     });
   }, 600_000);
 
