@@ -4,6 +4,7 @@ import { createTenant, TEST_CONTACT } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { apiV2, sendV2 } from "./helpers/operator-templates";
 import { PARAMETER_LIMITS } from "../src/domain/template-send";
+import { eventsOfMessage } from "./helpers/events";
 
 // API v2 on a sandbox number: its built-in templates, delivered outside the 24-hour window where
 // text is refused; every way a template send can be wrong, refused before anything is queued;
@@ -256,6 +257,50 @@ describe("v1 beside v2", () => {
       ]),
     );
     expect(await usedMessages(t.key)).toBe(0);
+  });
+
+  it("a text message reads exactly as before in v1 and v2, and its events carry no template field", async () => {
+    const t = await createTenant();
+    const jobId = await accepted(await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Hi", TEST_CONTACT)));
+    await settled(t.key, jobId, (m) => m.deliveredAt !== null);
+    const v1 = await (await api(`/messages/${jobId}`, t.key)).text();
+    expect(await (await apiV2(`/messages/${jobId}`, t.key)).text()).toBe(v1);
+    expect(Object.keys(JSON.parse(v1) as object)).toEqual([
+      "id",
+      "direction",
+      "channelNumberId",
+      "to",
+      "toUserId",
+      "type",
+      "text",
+      "status",
+      "upstreamMessageId",
+      "error",
+      "outcomeUnknownSince",
+      "createdAt",
+      "updatedAt",
+      "processingAt",
+      "sentAt",
+      "failedAt",
+      "deliveredAt",
+      "readAt",
+    ]);
+    const events = await eventsOfMessage(t.workspaceId, jobId);
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events)
+      expect(Object.keys(e.data)).toEqual([
+        "messageId",
+        "channelNumberId",
+        "to",
+        "toUserId",
+        "status",
+        "previousStatus",
+        "upstreamMessageId",
+        "error",
+        "deliveredAt",
+        "readAt",
+        "updatedAt",
+      ]);
   });
 
   it("an identical text send through v1 and v2 is one message (the same payload binds the same key)", async () => {
