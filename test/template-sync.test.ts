@@ -171,6 +171,9 @@ describe("the operator's message_template_status_update", () => {
       type: "template",
       template: { name: "flash_sale", language: "en_US", parameters: { body: ["Ana", "#1"] } },
     };
+    const key = crypto.randomUUID();
+    const before = await sendV2(t.key, sale, key);
+    expect(before.status).toBe(201);
     t.listed.templates[0]!.status = "PAUSED";
     const paused = templateStatusPayload(t.account.wabaId, {
       event: "PAUSED",
@@ -183,6 +186,11 @@ describe("the operator's message_template_status_update", () => {
     const got = await json<{ translations: TemplateItem[] }>(await apiV2("/templates/flash_sale", t.key));
     expect(got.translations.map((x) => x.status)).toEqual(["PAUSED"]);
     await expectError(await sendV2(t.key, sale), 400, "template_paused");
+    // A retry of the send accepted before the pause is still its replay, not a refusal.
+    expect(await json(await sendV2(t.key, sale, key))).toEqual({
+      jobId: (await json<{ jobId: string }>(before)).jobId,
+      status: "duplicado_identico",
+    });
 
     // A template approved since the last sync: its components come with the webhook's refresh.
     t.listed.templates.push(positionalTemplate("welcome", { components: [{ type: "BODY", text: "Welcome, {{1}}!" }] }));
