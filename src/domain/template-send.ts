@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { ErrorCode, ErrorDetail } from "../lib/errors";
 import type { OutboundContent, SendRefusal } from "../durable-objects/workspace/contract";
 import { fill, type StoredTemplate } from "./template";
+import { MAX_BODY_CODE_POINTS } from "./send-request";
 
 // A template send: the request's `template` object, and how it is checked against the stored
 // template and turned into the operator's payload (pure: the route looks the template up).
@@ -290,6 +291,18 @@ export function prepareTemplate(t: StoredTemplate, request: TemplateContent): Pr
 
   if (details.length > 0) return { ok: false, details };
   const rendered = [headerText, fill(body.text, values), t.spec.footer].filter((s): s is string => !!s).join("\n\n");
+  // The record's text, its events and archives hold at most what a text message's body holds.
+  if (codePoints(rendered) > MAX_BODY_CODE_POINTS)
+    return {
+      ok: false,
+      details: [
+        {
+          path: "template.parameters",
+          rule: "max",
+          message: `The template's text with these values is ${codePoints(rendered)} characters; at most ${MAX_BODY_CODE_POINTS} (as a text message's body).`,
+        },
+      ],
+    };
   return {
     ok: true,
     payload: { name: t.name, language: { code: t.language }, components },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { normalizeTemplate, OperatorTemplate, placeholdersOf, type StoredTemplate } from "../../../src/domain/template";
 import { PARAMETER_LIMITS, prepareTemplate, templateSendContent } from "../../../src/domain/template-send";
+import { MAX_BODY_CODE_POINTS } from "../../../src/domain/send-request";
 
 // The pure parts of a template send: reading the operator's template, and fitting a request's
 // parameters to it (the operator's payload, the rendered text, or the details of what is wrong).
@@ -101,6 +102,14 @@ describe("prepareTemplate", () => {
     });
     const long = "😀".repeat(PARAMETER_LIMITS.body + 1);
     expect(prepareTemplate(alone, { name: "t", language: "en_US", parameters: { body: [long] } }).ok).toBe(true);
+    // Whatever the operator allows, the rendered text is bounded like a text message's body.
+    expect(
+      prepareTemplate(alone, {
+        name: "t",
+        language: "en_US",
+        parameters: { body: ["😀".repeat(MAX_BODY_CODE_POINTS + 1)] },
+      }),
+    ).toEqual({ ok: false, details: [expect.objectContaining({ path: "template.parameters", rule: "max" })] });
     expect(prepareTemplate(withFooter, { name: "t", language: "en_US", parameters: { body: [long] } })).toEqual({
       ok: false,
       details: [expect.objectContaining({ path: "template.parameters.body.0", rule: "max" })],
