@@ -91,6 +91,15 @@ describe("a live number's templates", () => {
     });
     const marketing = await json<{ data: { name: string }[] }>(await apiV2("/templates?category=MARKETING", t.key));
     expect(marketing.data.map((x) => x.name)).toEqual(["flash_sale"]);
+    // Keyset pages over the stored rows.
+    const first = await json<{ data: { name: string }[]; nextCursor: string }>(
+      await apiV2("/templates?limit=2", t.key),
+    );
+    expect(first.data.map((x) => x.name)).toEqual(["flash_sale", "order_update"]);
+    const rest = await json<{ data: { name: string }[]; nextCursor: string | null }>(
+      await apiV2(`/templates?limit=2&cursor=${first.nextCursor}`, t.key),
+    );
+    expect(rest).toEqual({ data: [expect.objectContaining({ name: "reservation" })], nextCursor: null });
   });
 
   it("a template sent to someone who never wrote reaches the operator in its shape and is delivered", async () => {
