@@ -130,7 +130,10 @@ describe("paged sync", () => {
 });
 
 describe("a failing sync", () => {
-  it("keeps the last good copy, shows its age and the failure, and recovers at the next run", async () => {
+  it("keeps the last good copy, shows its age and the failure, and recovers at the next run; the token is never logged", async () => {
+    const lines: string[] = [];
+    for (const level of ["log", "warn", "error"] as const)
+      vi.spyOn(console, level).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
     const t = await liveTenant(many(2));
     const syncedAt = new Date(clock).toISOString();
     t.listed.failure = () =>
@@ -159,6 +162,8 @@ describe("a failing sync", () => {
     await runCron();
     const fresh = await json<{ data: TemplateItem[] }>(await apiV2("/templates", t.key));
     expect(fresh.data[0]!.sync).toMatchObject({ ageSeconds: 0, lastError: null, lastErrorAt: null });
+    expect(lines.some((l) => l.includes("template sync failed"))).toBe(true);
+    expect(lines.filter((l) => l.includes(t.account.token))).toEqual([]);
   });
 });
 
