@@ -170,6 +170,10 @@ export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profil
     const req = new Request(input, init);
     const path = operatorPath(req.url);
     const [route] = (path ?? "").split("?");
+    // The account's templates (read once a number is connected): none, unless a test fakes them
+    // (test/helpers/operator-templates.ts, installed after this fake). Not a call of the connect flow's own.
+    if (req.method === "GET" && route === `${account.wabaId}/message_templates`)
+      return Response.json({ data: [], paging: { cursors: {} } });
     const mine =
       route === account.phoneNumberId ||
       route === `${account.wabaId}/phone_numbers` ||
