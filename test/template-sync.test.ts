@@ -157,9 +157,15 @@ describe("a failing sync", () => {
     });
     expect(ok.status).toBe(201);
 
-    t.listed.failure = null;
-    at(clock + HOUR);
+    // A failed account waits its hour like any other (one failing for good never takes the others' budget).
+    const asked = t.listed.pages.length;
+    at(clock + HOUR / 2);
     await runCron();
+    expect(t.listed.pages).toHaveLength(asked);
+    t.listed.failure = null;
+    at(clock + HOUR / 2);
+    await runCron();
+    expect(t.listed.pages).toHaveLength(asked + 1);
     const fresh = await json<{ data: TemplateItem[] }>(await apiV2("/templates", t.key));
     expect(fresh.data[0]!.sync).toMatchObject({ ageSeconds: 0, lastError: null, lastErrorAt: null });
     expect(lines.some((l) => l.includes("template sync failed"))).toBe(true);

@@ -192,22 +192,26 @@ export async function putSyncState(
 }
 
 /**
- * Accounts whose templates are due a sync run, most due first: a pass in progress or a prompt
- * run asked for, then the stalest (never synced first). Only accounts with a connected live
- * number (whose token the sync uses). Bounded by `limit`.
+ * Accounts whose templates are due a sync run, most due first: one asked for (a status webhook
+ * that could not be applied), a pass in progress, then the stalest (never synced first). Only
+ * accounts with a connected live number (whose token the sync uses). An account whose last try
+ * failed waits an hour like one that succeeded, so that accounts failing for good never take the
+ * budget of the others. Reads every connected live number's row (no index on waba_id: an hourly
+ * query over ≤ one row per live number). Bounded by `limit`.
  */
 export async function accountsDue(db: D1Database, staleBefore: string, limit: number): Promise<string[]> {
   const r = await db
     .prepare(
-      `SELECT n.waba_id AS waba_id,
-              s.cursor AS cursor, s.requested_at AS requested_at, s.last_success_at AS last_success_at
+      `SELECT n.waba_id AS waba_id
          FROM (SELECT DISTINCT waba_id FROM channel_numbers
                 WHERE status = 'connected' AND upstream_type = 'cloud' AND waba_id IS NOT NULL) n
          LEFT JOIN template_sync_state s ON s.waba_id = n.waba_id
-        WHERE s.waba_id IS NULL OR s.cursor IS NOT NULL OR s.requested_at IS NOT NULL
-           OR s.last_success_at IS NULL OR s.last_success_at <= ?
-        ORDER BY (s.cursor IS NULL AND s.requested_at IS NULL), s.last_success_at IS NOT NULL, s.last_success_at
-        LIMIT ?`,
+        WHERE s.waba_id IS NULL OR s.requested_at IS NOT NULL
+           OR ((s.cursor IS NOT NULL OR s.last_success_at IS NULL OR s.last_success_at <= ?1)
+               AND (s.last_error_at IS NULL OR s.last_error_at <= ?1))
+        ORDER BY s.requested_at IS NULL, s.cursor IS NULL,
+                 MAX(COALESCE(s.last_success_at, ''), COALESCE(s.last_error_at, ''))
+        LIMIT ?2`,
     )
     .bind(staleBefore, limit)
     .all<{ waba_id: string }>();
