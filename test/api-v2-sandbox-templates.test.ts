@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { createTenant, TEST_CONTACT } from "./helpers/fixtures";
@@ -108,6 +109,30 @@ describe("template messages on a sandbox number", () => {
       text: { body: "Olá Ana, seu pedido #7 foi enviado e chega em sexta." },
       template: { language: "pt_BR" },
     });
+  });
+
+  it("read D1 once per number and name for 5 seconds, however many are sent (a text send reads none)", async () => {
+    const t = await createTenant();
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const start = Date.now();
+      const reads = vi.spyOn(env.DB, "prepare");
+      const templateReads = () => reads.mock.calls.filter(([q]) => q.includes("message_templates")).length;
+      await accepted(await sendV2(t.key, orderUpdate(t.numberId)));
+      vi.setSystemTime(start + 2_000);
+      await accepted(await sendV2(t.key, orderUpdate(t.numberId, TEST_CONTACT)));
+      expect(templateReads()).toBe(1);
+      reads.mockClear();
+      vi.setSystemTime(start + 4_000);
+      await accepted(await sendV2(t.key, textMessage(t.numberId, "plain", TEST_CONTACT)));
+      expect(templateReads()).toBe(0);
+      vi.setSystemTime(start + 5_500);
+      await accepted(await sendV2(t.key, orderUpdate(t.numberId)));
+      expect(templateReads()).toBe(1);
+      reads.mockRestore();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("are listed by type in v2; v1 reads the same record", async () => {

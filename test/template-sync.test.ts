@@ -174,7 +174,7 @@ describe("a failing sync", () => {
 });
 
 describe("the operator's message_template_status_update", () => {
-  it("refreshes that template at once: a pause refuses sends, a new approval allows them", async () => {
+  it("refreshes that template at once: a pause refuses sends (within the 5 s sends cache it), a new approval allows them", async () => {
     const t = await liveTenant([positionalTemplate("flash_sale")]);
     const sale = {
       channelNumberId: t.numberId,
@@ -196,6 +196,8 @@ describe("the operator's message_template_status_update", () => {
     expect(t.listed.pages.at(-1)!.get("name")).toBe("flash_sale");
     const got = await json<{ translations: TemplateItem[] }>(await apiV2("/templates/flash_sale", t.key));
     expect(got.translations.map((x) => x.status)).toEqual(["PAUSED"]);
+    // Sends read a template at most 5 seconds old (per isolate; the operator refuses a paused one in between).
+    at(clock + 5_000);
     await expectError(await sendV2(t.key, sale), 400, "template_paused");
     // A retry of the send accepted before the pause is still its replay, not a refusal.
     expect(await json(await sendV2(t.key, sale, key))).toEqual({

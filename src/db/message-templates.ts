@@ -109,13 +109,33 @@ export async function countConfirmedSince(db: D1Database, wabaId: string, since:
   return r?.n ?? 0;
 }
 
-/** Every language of one template name of an account. */
-export async function templatesNamed(db: D1Database, wabaId: string, name: string): Promise<StoredTemplate[]> {
+/**
+ * A connected number of the workspace and its account's templates of one name, in one read:
+ * null when the number is not the workspace's (or not connected).
+ */
+export async function numberWithTemplatesNamed(
+  db: D1Database,
+  workspaceId: string,
+  numberId: string,
+  name: string,
+): Promise<{ upstreamType: string; wabaId: string | null; templates: StoredTemplate[] } | null> {
   const r = await db
-    .prepare("SELECT * FROM message_templates WHERE waba_id = ? AND name = ? ORDER BY language")
-    .bind(wabaId, name)
-    .all<TemplateRow>();
-  return stored(r.results);
+    .prepare(
+      `SELECT n.upstream_type AS upstream_type, n.waba_id AS number_waba_id, t.*
+         FROM channel_numbers n
+         LEFT JOIN message_templates t ON t.waba_id = n.waba_id AND t.name = ?3
+        WHERE n.id = ?1 AND n.workspace_id = ?2 AND n.status = 'connected'
+        ORDER BY t.language`,
+    )
+    .bind(numberId, workspaceId, name)
+    .all<TemplateRow & { upstream_type: string; number_waba_id: string | null }>();
+  const first = r.results[0];
+  if (!first) return null;
+  return {
+    upstreamType: first.upstream_type,
+    wabaId: first.number_waba_id,
+    templates: stored(r.results.filter((row) => row.name !== null)),
+  };
 }
 
 export interface TemplateListFilter {

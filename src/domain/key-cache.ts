@@ -14,8 +14,13 @@ interface Entry<T> {
 }
 
 /** A Map kept in recency order (re-inserted on read), trimmed from its oldest end. */
-class LruTtl<T> {
+export class LruTtl<T> {
   private readonly entries = new Map<string, Entry<T>>();
+
+  constructor(
+    private readonly ttlMs = KEY_CACHE_TTL_MS,
+    private readonly maxEntries = KEY_CACHE_MAX_ENTRIES,
+  ) {}
 
   get(key: string): T | undefined {
     const entry = this.entries.get(key);
@@ -28,8 +33,8 @@ class LruTtl<T> {
 
   set(key: string, value: T): void {
     this.entries.delete(key);
-    this.entries.set(key, { value, expiresAt: now() + KEY_CACHE_TTL_MS });
-    while (this.entries.size > KEY_CACHE_MAX_ENTRIES) {
+    this.entries.set(key, { value, expiresAt: now() + this.ttlMs });
+    while (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
       this.entries.delete(oldest);

@@ -1,20 +1,45 @@
 import type { ChannelNumberRow } from "../db/channel-numbers";
-import { templatesNamed } from "../db/message-templates";
+import { numberWithTemplatesNamed } from "../db/message-templates";
 import { SANDBOX_TEMPLATES } from "../upstream/sandbox-templates";
+import { LruTtl } from "./key-cache";
 import type { StoredTemplate } from "./template";
 
+/** What a template send needs to know of its number: whether it has templates, and those of the name. */
+export interface SendTemplates {
+  /** A sandbox number, or a live one with its business account id (one connected without it has none). */
+  hasAccount: boolean;
+  /** Every language of the name. */
+  templates: StoredTemplate[];
+}
+
+// Per isolate, for 5 seconds (as API keys): a campaign sending one template many times reads D1
+// once per isolate and name, not once per message (a text send reads D1 never). A status change
+// reaches sends within those seconds; the operator refuses a paused template in between anyway.
+const cache = new LruTtl<SendTemplates | null>(5_000, 1_000);
+
 /**
- * The templates a number can send under one name (every language): a sandbox number's built-in
- * ones, a live number's business account's synced ones (none for a number connected without an
- * account id).
+ * The templates a connected number of the workspace can send under one name: a sandbox number's
+ * built-in ones, a live number's business account's synced ones. Null when the number is not a
+ * connected number of the workspace.
  */
-export async function numberTemplatesNamed(
+export async function templatesForSend(
   db: D1Database,
-  number: Pick<ChannelNumberRow, "upstream_type" | "waba_id">,
+  workspaceId: string,
+  numberId: string,
   name: string,
-): Promise<StoredTemplate[]> {
-  if (number.upstream_type === "sandbox") return SANDBOX_TEMPLATES.filter((t) => t.name === name);
-  return number.waba_id ? templatesNamed(db, number.waba_id, name) : [];
+): Promise<SendTemplates | null> {
+  const key = `${workspaceId}\n${numberId}\n${name}`;
+  const cached = cache.get(key);
+  if (cached !== undefined) return cached;
+  const found = await numberWithTemplatesNamed(db, workspaceId, numberId, name);
+  const result =
+    found === null
+      ? null
+      : found.upstreamType === "sandbox"
+        ? { hasAccount: true, templates: SANDBOX_TEMPLATES.filter((t) => t.name === name) }
+        : { hasAccount: found.wabaId !== null, templates: found.templates };
+  cache.set(key, result);
+  return result;
 }
 
 /** The account whose templates a number sends: its business account id, `sandbox`, or null (none known). */

@@ -11,9 +11,8 @@ import { EXAMPLE } from "../../lib/openapi-examples";
 import { IdempotencyKeyHeader } from "../../domain/send-request";
 import { SendMessageRequestV2 } from "../../domain/send-request-v2";
 import { templateSendContent } from "../../domain/template-send";
-import { numberTemplatesNamed } from "../../domain/number-templates";
+import { templatesForSend } from "../../domain/number-templates";
 import { MessageListQuery, toFilter } from "../../domain/message-list";
-import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import type { OutboundContent, SendCommand } from "../../durable-objects/workspace/contract";
@@ -103,13 +102,17 @@ async function contentOf(
   workspaceId: string,
   request: SendMessageRequestV2,
 ): Promise<SendCommand["content"]> {
-  if (request.type === "text" || !request.template) {
-    const body = request.text?.body ?? "";
-    const text: OutboundContent = { type: "text", body, content: null, details: null };
+  const { template } = request;
+  // The schema guarantees `text` for type text and `template` for type template.
+  if (request.type === "text" || !template) {
+    const text: OutboundContent = { type: "text", body: request.text?.body ?? "", content: null, details: null };
     return text;
   }
-  const number = await findByUuid(request.channelNumberId, (id) => getConnectedNumber(env.DB, workspaceId, id));
-  if (!number)
+  const found = await findByUuid(request.channelNumberId, (id) =>
+    templatesForSend(env.DB, workspaceId, id, template.name),
+  );
+  // Not the workspace's number: the workspace object answers 403 as for any send.
+  if (!found)
     return {
       refused: {
         code: "forbidden",
@@ -117,8 +120,7 @@ async function contentOf(
         details: [],
       },
     };
-  const candidates = await numberTemplatesNamed(env.DB, number, request.template.name);
-  return templateSendContent(candidates, request.template, number.upstream_type === "sandbox" || !!number.waba_id);
+  return templateSendContent(found.templates, template, found.hasAccount);
 }
 
 export const messageRoutesV2 = newRouter()
