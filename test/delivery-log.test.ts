@@ -210,6 +210,26 @@ describe("a webhook's deliveries", () => {
   });
 });
 
+describe("the log's rows", () => {
+  it("keep an attempt's event type, derived from its id or, for an id of the earlier layout that names nothing, stored", async () => {
+    const t = await createTenant();
+    const webhookId = await webhookOf(t, () => new Response(null, { status: 204 }));
+    const ours = statusEvent(t.workspaceId, t.numberId);
+    // An event published by the release before (its id random, with no kind digit): type and subject stored as given.
+    const earlier: WebhookEvent = {
+      ...statusEvent(t.workspaceId, t.numberId),
+      id: "evt_0123456789ab8def0123456789abcdef",
+    };
+    setClock(clock + 1_000);
+    await consume([{ body: { events: [ours, earlier] }, attempts: 1 }]);
+    const logged = (await deliveryLogOf(t.key, webhookId, "?limit=10")).data;
+    expect(logged.map((d) => [d.eventId, d.eventType, d.outcome])).toEqual([
+      [earlier.id, "message.status", "delivered"],
+      [ours.id, "message.status", "delivered"],
+    ]);
+  });
+});
+
 describe("the dashboard's webhook page", () => {
   it("shows the last failure while the webhook fails (not an event that only waited behind it), and none once it delivers again", async () => {
     const t = await createTenant();

@@ -1,4 +1,4 @@
-import { eventIdOf } from "../../domain/events";
+import { eventIdOf, parseEventId } from "../../domain/events";
 import type { DeliveryReport } from "./contract";
 import { changesOf } from "./message-events";
 import type { MessageRow } from "./record";
@@ -15,8 +15,8 @@ import type { MessageRow } from "./record";
  * ATTEMPTS_PER_ROW attempts (JSON); an attempt's own key, for ids and cursors, is
  * `seq * ATTEMPTS_PER_ROW + index`.
  *
- * Bound: ~150 B per attempt (~50 attempts a row when busy, one a row when quiet), at most 4 days'
- * tables.
+ * Bound: ~110 B per attempt (`Packed`; ~50 attempts a row when busy, one a row when quiet), at
+ * most 4 days' tables.
  */
 export const ATTEMPTS_PER_ROW = 512;
 export const KEEP_DELIVERIES_MS = 3 * 24 * 60 * 60 * 1000;
@@ -33,7 +33,7 @@ export function createDeliveriesTable(sql: SqlStorage, day: number): void {
   );
 }
 
-/** One attempt as stored in a row (short keys: a row holds many). */
+/** One attempt, read back whole. */
 interface Stored {
   e: string; // event id
   t: string; // event type
@@ -46,6 +46,48 @@ interface Stored {
   l: number | null; // latency ms
   x: string | null; // error
   r: number | null; // next retry at
+}
+
+/**
+ * One attempt as a row holds it (~110 B in JSON where the whole would be ~235): short keys, no
+ * null, and no type or subject where the event's id says them (every event of this release; an
+ * event of the earlier layout keeps them).
+ */
+type Packed = Pick<Stored, "e" | "w" | "n" | "a" | "o"> & Partial<Stored>;
+
+const derived = (eventId: string): { t: string; s: string } | null => {
+  const named = parseEventId(eventId);
+  if (!named) return null;
+  if ("test" in named) return { t: "webhook.test", s: eventId };
+  return { t: named.kind === "received" ? "message.received" : "message.status", s: named.messageId };
+};
+
+function pack(x: Stored): Packed {
+  const p: Packed = { e: x.e, w: x.w, n: x.n, a: x.a, o: x.o };
+  const d = derived(x.e);
+  if (!d || d.t !== x.t || d.s !== x.s) Object.assign(p, { t: x.t, s: x.s });
+  if (x.c !== null) p.c = x.c;
+  if (x.l !== null) p.l = x.l;
+  if (x.x !== null) p.x = x.x;
+  if (x.r !== null) p.r = x.r;
+  return p;
+}
+
+function unpack(p: Packed): Stored {
+  const d = p.t !== undefined && p.s !== undefined ? { t: p.t, s: p.s } : derived(p.e);
+  return {
+    e: p.e,
+    t: d?.t ?? "",
+    s: d?.s ?? p.e,
+    w: p.w,
+    n: p.n,
+    a: p.a,
+    o: p.o,
+    c: p.c ?? null,
+    l: p.l ?? null,
+    x: p.x ?? null,
+    r: p.r ?? null,
+  };
 }
 
 /** An attempt as the API and the dashboard render it (webhook-view.ts). */
@@ -130,7 +172,7 @@ export class DeliveryLog {
           `INSERT INTO ${tableOf(day)} (channel_number_id, seq, attempts) VALUES (?, ?, ?)`,
           numberId,
           seq,
-          JSON.stringify(attempts.slice(i, i + ATTEMPTS_PER_ROW)),
+          JSON.stringify(attempts.slice(i, i + ATTEMPTS_PER_ROW).map(pack)),
         );
         this.lastSeq.set(numberId, seq);
       }
@@ -251,7 +293,7 @@ export class DeliveryLog {
         limit,
       )
       .toArray()
-      .map((r) => ({ seq: r.seq, attempts: JSON.parse(r.attempts) as Stored[] }));
+      .map((r) => ({ seq: r.seq, attempts: (JSON.parse(r.attempts) as Packed[]).map(unpack) }));
   }
 
   private last(numberId: string): number {
