@@ -150,6 +150,59 @@ describe("a message's deliveries", () => {
   });
 });
 
+describe("events that waited behind a failure", () => {
+  it("are not logged until tried (a failing endpoint logs its failures, not the 49 of a pack behind each), and their attempts are found after", async () => {
+    const t = await createTenant();
+    let failing = true;
+    await webhookOf(t, () => new Response(null, { status: failing ? 500 : 204 }));
+    const queue = holdQueue();
+    const first = await sentMessage(t, "first");
+    const second = await sentMessage(t, "second");
+    const packed = { events: queue.take().flatMap(eventsOf) } satisfies WebhookQueueMessage;
+    expect(packed.events).toHaveLength(4);
+
+    // One run: the first event fails, the three behind it are not tried.
+    setClock(clock + 1_000);
+    const [outcome] = await consume([{ body: packed, attempts: 1 }]);
+    // What comes back: the pack itself (the queue's retry) or its undelivered events re-queued.
+    const retried = outcome === "retry" ? [packed] : queue.take();
+    expect(retried.flatMap(eventsOf).map((e) => e.id)).toEqual(packed.events.map((e) => e.id));
+    const logged = () =>
+      runInDurableObject(testWorkspace(t.workspaceId), (_, state) =>
+        state.storage.sql
+          .exec<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'd\\_%' ESCAPE '\\'",
+          )
+          .toArray()
+          .flatMap(({ name }) =>
+            state.storage.sql
+              .exec<{ attempts: string }>(`SELECT attempts FROM ${name}`)
+              .toArray()
+              .flatMap((r) => JSON.parse(r.attempts) as { o: string }[]),
+          )
+          .map((a) => a.o),
+      );
+    expect(await logged()).toEqual(["failed"]);
+
+    // The endpoint recovers; the retry delivers all four.
+    failing = false;
+    setClock(clock + 60_000);
+    for (const body of retried) expect(await consume([{ body, attempts: 2 }])).toEqual(["ack"]);
+    expect(queue.take()).toEqual([]);
+    expect((await logged()).sort()).toEqual(["delivered", "delivered", "delivered", "delivered", "failed"]);
+    const of = async (id: string) =>
+      (await json<{ deliveries: DeliveryView[] }>(await api(`/messages/${id}/events`, t.key))).deliveries.map((d) => [
+        d.eventId,
+        d.outcome,
+      ]);
+    expect(await of(second)).toEqual([
+      [eventIdOf(second, "processing"), "delivered"],
+      [eventIdOf(second, "sent"), "delivered"],
+    ]);
+    expect((await of(first)).map(([, o]) => o)).toEqual(["failed", "delivered", "delivered"]);
+  });
+});
+
 describe("a webhook's deliveries", () => {
   it("GET /webhooks/{id}/deliveries pages newest first across the log's days, with cursors; a day leaves after 3 days", async () => {
     const t = await createTenant();

@@ -122,7 +122,7 @@ const toAttempt = (seq: number, s: Stored): AttemptRow => ({
   next_retry_at: s.r,
 });
 
-/** Deferred attempts (not tried: an earlier event of the endpoint failed) are kept for the retry chain but never listed. */
+/** Deferred attempts (not tried: an earlier event of the endpoint failed) are not logged; rows of an earlier build may hold some. */
 const LISTED = (s: Stored): boolean => s.o !== "deferred";
 
 export class DeliveryLog {
@@ -143,7 +143,10 @@ export class DeliveryLog {
   record(reports: readonly DeliveryReport[], at: number): void {
     const byNumber = new Map<string, Stored[]>();
     for (const r of reports) {
-      if (r.webhookId === null || r.outcome === "no_webhook") continue;
+      // A deferred event was not tried (an earlier one of its endpoint failed): nothing to list, and
+      // its next attempt is found from the failed one's retry time. With a failing endpoint these
+      // would be nearly every entry (a pack of 50 logs 1 failure and 49 deferrals per retry).
+      if (r.webhookId === null || r.outcome === "no_webhook" || r.outcome === "deferred") continue;
       const list = byNumber.get(r.channelNumberId) ?? [];
       list.push({
         e: r.eventId,
@@ -225,7 +228,7 @@ export class DeliveryLog {
 
   /**
    * The attempts to deliver a message's events, oldest first. Each event is looked for from the
-   * time of its change (its first attempt comes after it) and, after a failed or deferred attempt,
+   * time of its change (its first attempt comes after it) and, after a failed attempt,
    * from the time its retry was due: a few rows each, however busy the number.
    */
   aboutMessage(row: MessageRow): AttemptRow[] {
