@@ -3,14 +3,22 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ndjsonText } from "./helpers/ndjson";
 import { api, call, expectError, json } from "./helpers/http";
-import { accepted, cloudTenant, mockOperator } from "./helpers/operator";
+import { accepted, cloudTenant, mockOperator, operatorError } from "./helpers/operator";
 import { inboundPayload, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
-import { testShard, testWorkspace } from "./helpers/objects";
-import { send, textMessage } from "./helpers/send";
+import { testNumber, testShard, testWorkspace } from "./helpers/objects";
+import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { MessageHistoryDurableObject } from "../src/durable-objects/history/history";
 import { manifestKey, partKey } from "../src/durable-objects/history/archive-keys";
-import { SLOTS_PER_DAY, slotOfId, slotStart, slotTable, SLOT_MS } from "../src/durable-objects/workspace/day-tables";
+import {
+  SLOTS_PER_DAY,
+  slotOf,
+  slotOfId,
+  slotStart,
+  slotTable,
+  SLOT_MS,
+} from "../src/durable-objects/workspace/day-tables";
+import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { DAY_MS, utcDay } from "../src/domain/job-id";
 import { eventsOf, type WebhookQueueMessage } from "../src/domain/events";
@@ -54,8 +62,9 @@ const slotEnd = (slot: number) => slotStart(slot) + SLOT_MS;
 const HOUR = 3_600_000;
 /** Over its budget, a slot moves this long after it ends. */
 const OVER_BUDGET_WINDOW_MS = 48 * HOUR;
-/** Over this many times its budget (the size guard), a slot moves sooner. */
+/** Over its size guard (this many times its budget), a slot moves this long after it ends. */
 const GUARD_FACTOR = 3.5;
+const GUARD_WINDOW_MS = 6 * HOUR;
 const view = async (t: Tenant, id: string) => json<Record<string, unknown>>(await api(`/messages/${id}`, t.key));
 
 /** Every page of GET /messages (`limit` per page, `query` filters), ids in order. */
@@ -432,5 +441,182 @@ describe("a workspace over its budget", () => {
     expect(await archiveLines(t, day)).toEqual(records);
     expect(await env.ARCHIVE.head(partKey(t.workspaceId, day, 1))).toBeNull();
     expect(await testShard(t.workspaceId, day).tableNames()).toEqual([]);
+  });
+
+  it("keeps a slot younger than 48 hours in its table, however long past the guard's 6 hours", async () => {
+    const t = await cloudTenant();
+    mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const [id] = await sendSome(t, 1, "young");
+    const slot = slotOf(clock);
+    const record = await view(t, id!);
+    const workspace = testWorkspace(t.workspaceId);
+
+    // Past the guard's window (it would move now if the object were over 3.5 times its budget): it stays.
+    setClock(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    await overBudget(t);
+    await workspaceAlarms(t, 3);
+    expect(await workspace.tableNames()).toContain(slotTable(slot));
+    expect(await workspace.dayState(utcDay(slotStart(slot)))).toEqual({});
+    // A second before its 48 hours: still here.
+    setClock(slotEnd(slot) + OVER_BUDGET_WINDOW_MS - 1_000);
+    await overBudget(t);
+    await workspaceAlarms(t, 3);
+    expect(await workspace.tableNames()).toContain(slotTable(slot));
+    expect(await workspace.dayState(utcDay(slotStart(slot)))).toEqual({});
+    expect(await testShard(t.workspaceId, utcDay(slotStart(slot))).tableNames()).toEqual([]);
+    // Past them: moved.
+    setClock(slotEnd(slot) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    await overBudget(t);
+    await workspaceAlarms(t, 3);
+    expect(await workspace.tableNames()).not.toContain(slotTable(slot));
+    expect(await workspace.dayState(utcDay(slotStart(slot)))).toMatchObject({
+      moved: { [slot % SLOTS_PER_DAY]: "*" },
+      history: { records: 1 },
+    });
+    expect(await view(t, id!)).toEqual(record);
+  });
+});
+
+describe("a workspace over its size guard (3.5 times its budget)", () => {
+  it("moves a slot 6 hours after it ends, not before; the Idempotency-Keys of its records stay behind for the rest of their 24 hours (a replay answers 200 duplicado_identico with the original jobId, another payload 409), then their rows go", async () => {
+    const t = await cloudTenant();
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const payload = textMessage(t.numberId, "guarded", "5511900000001");
+    setClock(clock + 600);
+    const sentAt = clock;
+    const slot = slotOf(sentAt);
+    const day = utcDay(sentAt);
+    const first = await send(t.key, "order-guard-1", payload);
+    expect(first.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(first);
+    for (let i = 0; i < 2; i++) {
+      setClock(clock + 1_100);
+      await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
+    }
+    expect(calls).toHaveLength(1);
+    const record = await view(t, jobId);
+    expect(record).toMatchObject({ status: "sent" });
+    const workspace = testWorkspace(t.workspaceId);
+    // A budget of one byte: the object is far over 3.5 times it.
+    await workspace.setHotBytesBudget(1);
+    const now = await pressure(t);
+    expect(now.size).toBeGreaterThan(now.budget * GUARD_FACTOR);
+
+    // A second before 6 hours have passed since the slot ended: it stays.
+    setClock(slotEnd(slot) + GUARD_WINDOW_MS - 1_000);
+    await workspaceAlarms(t);
+    expect(await workspace.tableNames()).toContain(slotTable(slot));
+    expect(await workspace.dayState(day)).toEqual({});
+
+    // Past them: the slot is in its day's shard, its table dropped; its record's key stays here.
+    setClock(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    await workspaceAlarms(t);
+    const tables = await workspace.tableNames();
+    expect(tables).not.toContain(slotTable(slot));
+    expect(tables).toContain("moved_keys");
+    expect(await workspace.dayState(day)).toMatchObject({
+      moved: { [slot % SLOTS_PER_DAY]: "*" },
+      history: { records: 1 },
+    });
+    expect(await testShard(t.workspaceId, day).tableNames()).toContain("chunks");
+    expect(await view(t, jobId)).toEqual(record);
+
+    // A retry with the same key and payload: the original jobId, nothing sent again; another payload: a conflict.
+    const replay = await send(t.key, "order-guard-1", payload);
+    expect(replay.status).toBe(200);
+    expect(await replay.json()).toEqual({ jobId, status: "duplicado_identico" });
+    const conflict = await expectError(
+      await send(t.key, "order-guard-1", textMessage(t.numberId, "something else", "5511900000001")),
+      409,
+      "idempotency_conflict",
+    );
+    expect(conflict.error.details).toEqual([expect.objectContaining({ jobId })]);
+    // A second before the key's 24 hours end, still bound.
+    setClock(sentAt + DAY_MS - 1_000);
+    const late = await send(t.key, "order-guard-1", payload);
+    expect(late.status).toBe(200);
+    expect(await late.json()).toEqual({ jobId, status: "duplicado_identico" });
+    expect(await testNumber(t.numberId).queued()).toEqual([]);
+    expect(calls).toHaveLength(1);
+    expect(await usedMessages(t.key)).toBe(1);
+
+    // Its 24 hours over: the key's row goes with the next alarm (the table with its last row), and the key starts a new message.
+    setClock(sentAt + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    await workspaceAlarms(t);
+    expect(await workspace.tableNames()).not.toContain("moved_keys");
+    const again = await send(t.key, "order-guard-1", payload);
+    expect(again.status).toBe(201);
+    expect((await json<{ jobId: string }>(again)).jobId).not.toBe(jobId);
+  });
+
+  it("does not move a slot while a message in it waits on its number (paused: the account is locked); it moves once that work ends, keeping none of their keys (their 24 hours are over)", async () => {
+    const t = await cloudTenant();
+    // The account is locked from the afternoon on: the operator refuses those calls with an account-level code.
+    mockOperator((c) =>
+      c.body.text.body === "early"
+        ? accepted(`wamid.${c.body.biz_opaque_callback_data}`)
+        : operatorError(400, 131031, "Business account locked"),
+    );
+    const day = utcDay(clock);
+    const sendOne = async (body: string, to: string): Promise<string> => {
+      const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, body, to));
+      expect(res.status).toBe(201);
+      return (await json<{ jobId: string }>(res)).jobId;
+    };
+    const numberAlarm = () => runDurableObjectAlarm(channelNumberStub(env, t.numberId));
+    // 10:00: sent (the morning's slot).
+    const early = await sendOne("early", "5511900000001");
+    setClock(clock + 1_100);
+    await numberAlarm();
+    expect(await view(t, early)).toMatchObject({ status: "sent" });
+    // 13:00: the first call is refused and pauses the number; the next message waits behind it (the afternoon's slot).
+    const afternoon = slotOfDay(day, 2);
+    setClock(slotStart(afternoon) + 3_600_000);
+    const heldAt = clock;
+    const held = await sendOne("held", "5511900000002");
+    await numberAlarm();
+    expect((await testNumber(t.numberId).sendingState()).paused).toMatchObject({ upstreamCode: "131031" });
+    setClock(clock + 1_000);
+    const waitingAt = clock;
+    const waiting = await sendOne("waiting", "5511900000003");
+    expect((await testNumber(t.numberId).queued()).map((e) => e.jobId)).toEqual([held, waiting]);
+    const workspace = testWorkspace(t.workspaceId);
+    await workspace.setHotBytesBudget(1);
+
+    // 6 hours after the afternoon's slot ended: the morning's moved, the afternoon's stays (its messages still have work).
+    setClock(slotEnd(afternoon) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    await workspaceAlarms(t);
+    expect(await workspace.dayState(day)).toEqual({
+      moved: { "1": "*" },
+      history: { records: 1 },
+      counts: expect.any(Object),
+    });
+    // (The morning's record is 14 hours old: its key stays behind.)
+    expect(await workspace.tableNames()).toEqual(expect.arrayContaining([slotTable(afternoon), "moved_keys"]));
+    for (const id of [held, waiting]) expect((await view(t, id)).status).not.toBe("failed");
+    // Held 24 hours, the first fails (held_too_long); the other still waits: the slot stays.
+    setClock(heldAt + HELD_BOUND_MS);
+    await numberAlarm();
+    expect(await view(t, held)).toMatchObject({ status: "failed", error: { code: "held_too_long" } });
+    expect((await view(t, waiting)).status).not.toBe("failed");
+    expect((await testNumber(t.numberId).queued()).map((e) => e.jobId)).toEqual([waiting]);
+    await workspaceAlarms(t);
+    expect(await workspace.tableNames()).toContain(slotTable(afternoon));
+    expect(await workspace.dayState(day)).not.toHaveProperty(["moved", "2"]);
+    // (The morning's key expired meanwhile, and went.)
+    expect(await workspace.tableNames()).not.toContain("moved_keys");
+    // Then the other's 24 hours end too: the slot's work is over, and it moves.
+    setClock(waitingAt + HELD_BOUND_MS);
+    await numberAlarm();
+    const records = await Promise.all([held, waiting].map((id) => view(t, id)));
+    expect(records.map((r) => r.error)).toMatchObject([{ code: "held_too_long" }, { code: "held_too_long" }]);
+    expect(await testNumber(t.numberId).queued()).toEqual([]);
+    setClock(clock + 60_000);
+    await workspaceAlarms(t);
+    // Moved more than 24 hours after its sends: their keys are over, none is kept apart.
+    expect(await workspace.tableNames()).not.toContain(slotTable(afternoon));
+    expect(await workspace.tableNames()).not.toContain("moved_keys");
+    expect(await workspace.dayState(day)).toMatchObject({ moved: { "1": "*", "2": "*" }, history: { records: 3 } });
+    expect(await Promise.all([held, waiting].map((id) => view(t, id)))).toEqual(records);
   });
 });
