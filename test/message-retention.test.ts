@@ -549,6 +549,63 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     expect((await json<{ jobId: string }>(again)).jobId).not.toBe(jobId);
   });
 
+  it("a change that reaches a slot while its chunk is on its way to the shard is kept: a read receipt of one of its records, an inbound message of its time", async () => {
+    const t = await cloudTenant();
+    mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const [id] = await sendSome(t, 1, "moving");
+    const slot = slotOfId(id!)!;
+    const day = utcDay(slotStart(slot));
+    await testWorkspace(t.workspaceId).setHotBytesBudget(1);
+    setClock(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    // While the shard takes the slot's chunk, the operator reports the message read, and delivers
+    // (for the first time) a message a customer sent a minute before it.
+    const readAt = clock - 60_000;
+    const inboundAt = slotStart(slot) + 10 * 60_000;
+    const putChunk = MessageHistoryDurableObject.prototype.putChunk;
+    const reported: Response[] = [];
+    vi.spyOn(MessageHistoryDurableObject.prototype, "putChunk").mockImplementation(async function (
+      this: MessageHistoryDurableObject,
+      rows,
+    ) {
+      if (reported.length === 0) {
+        reported.push(
+          await postOperator(
+            statusPayload(t.phoneNumberId, [
+              { id: `wamid.${id}`, status: "read", timestamp: seconds(readAt), biz_opaque_callback_data: id },
+            ]),
+          ),
+          await postOperator(
+            inboundPayload(t.phoneNumberId, [
+              {
+                from: "5511912345678",
+                id: "wamid.IN-LATE",
+                timestamp: seconds(inboundAt),
+                type: "text",
+                text: { body: "sent before the move" },
+              },
+            ]),
+          ),
+        );
+      }
+      return putChunk.call(this, rows);
+    });
+    await workspaceAlarms(t, 3);
+    expect(reported.map((r) => r.status)).toEqual([200, 200]);
+    expect(await testWorkspace(t.workspaceId).tableNames()).not.toContain(slotTable(slot));
+    expect(await testWorkspace(t.workspaceId).dayState(day)).toMatchObject({ moved: { [slot % SLOTS_PER_DAY]: "*" } });
+    // The receipt is on the record, wherever it is read from.
+    const readIso = new Date(Math.floor(readAt / 1000) * 1000).toISOString();
+    expect(await view(t, id!)).toMatchObject({ status: "sent", readAt: readIso });
+    // The inbound message is listed and readable once.
+    await vi.waitFor(async () => expect(await listAll(t, 100, "&direction=inbound")).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    const [inbound] = await listAll(t, 100, "&direction=inbound");
+    expect(await view(t, inbound!)).toMatchObject({ direction: "inbound", text: { body: "sent before the move" } });
+    expect(await listAll(t)).toHaveLength(2);
+  });
+
   it("does not move a slot while a message in it waits on its number (paused: the account is locked); it moves once that work ends, keeping none of their keys (their 24 hours are over)", async () => {
     const t = await cloudTenant();
     // The account is locked from the afternoon on: the operator refuses those calls with an account-level code.

@@ -269,7 +269,9 @@ export class HistoryTiering {
 
   /**
    * Moves a slot's records to its day's shard, a chunk at a time in key order; the cursor (in the
-   * day's ledger row) says which records the shard owns from then on (reads and reports go there).
+   * day's ledger row) says which records the shard owns from then on (reads and reports go there),
+   * and moves only over a chunk the shard holds as the records are here (a record changed while
+   * its chunk was on its way sends the chunk again).
    * When all are there, the slot's counts go to the day's ledger and its table is dropped: no row
    * deleted one by one. Records still within their Idempotency-Key's 24 hours (only under the size
    * guard) leave their keys behind (moved-keys.ts).
@@ -303,8 +305,19 @@ export class HistoryTiering {
         this.counts.forget(slot);
         return;
       }
-      await shard.putChunk(rows.map(stripWork));
       const last = rows[rows.length - 1]!.id;
+      // The records stay ours until the shard has them: a report or an answer may change one while
+      // the chunk is on its way (this object takes other calls meanwhile). Then the chunk is sent
+      // again as it is now; the shard replaces it (the same first record: none is added to a slot
+      // being copied).
+      this.tiers.tables.copying(slot, cursor, last);
+      try {
+        await shard.putChunk(rows.map(stripWork));
+      } catch (err) {
+        this.tiers.tables.copied();
+        throw err;
+      }
+      if (!this.tiers.tables.copied()) continue;
       cursor = last;
       this.w.storage.transactionSync(() => {
         keepMovedKeys(this.w.sql, rows, at - IDEMPOTENCY_TTL_MS);
