@@ -78,9 +78,15 @@ const existingSlots = (sql: SqlStorage): number[] =>
     .filter((d): d is number => d !== null)
     .sort((a, b) => a - b);
 
-/** The slot tables of one object, in memory: a lookup never asks sqlite_master. */
+/**
+ * The slot tables of one object, in memory: a lookup never asks sqlite_master. Also the chunk of
+ * records on its way to its history shard (history-tiering.ts): its records stay here, readable
+ * and writable, until the shard has it, and a write to one of them meanwhile makes the copy stale
+ * (it is sent again); no record is added to its slot meanwhile (tiers.ts, `writable`).
+ */
 export class SlotTables {
   private readonly slots: Set<number>;
+  private copy: { slot: number; after: string; through: string; stale: boolean } | null = null;
 
   constructor(private readonly sql: SqlStorage) {
     this.slots = new Set(existingSlots(sql));
@@ -121,6 +127,29 @@ export class SlotTables {
   drop(slot: number): void {
     this.sql.exec(`DROP TABLE IF EXISTS ${slotTable(slot)}`);
     this.slots.delete(slot);
+  }
+
+  /** The records of `slot` with ids in (after, through] are on their way to the shard, as read now. */
+  copying(slot: number, after: string, through: string): void {
+    this.copy = { slot, after, through, stale: false };
+  }
+
+  /** Whether records of this slot are on their way to the shard. */
+  isCopying(slot: number): boolean {
+    return this.copy?.slot === slot;
+  }
+
+  /** A record was written: a copy on its way that holds it is stale. */
+  written(slot: number, id: string): void {
+    const c = this.copy;
+    if (c !== null && c.slot === slot && id > c.after && id <= c.through) c.stale = true;
+  }
+
+  /** The copy reached the shard (or failed to): whether it holds the records as they are here. */
+  copied(): boolean {
+    const fresh = this.copy !== null && !this.copy.stale;
+    this.copy = null;
+    return fresh;
   }
 
   /** Reads the tables again: a transaction that created one may have been rolled back. */

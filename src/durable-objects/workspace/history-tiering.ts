@@ -269,7 +269,9 @@ export class HistoryTiering {
 
   /**
    * Moves a slot's records to its day's shard, a chunk at a time in key order; the cursor (in the
-   * day's ledger row) says which records the shard owns from then on (reads and reports go there).
+   * day's ledger row) says which records the shard owns from then on (reads and reports go there),
+   * and moves only over a chunk the shard holds as the records are here (a record changed while
+   * its chunk was on its way sends the chunk again).
    * When all are there, the slot's counts go to the day's ledger and its table is dropped: no row
    * deleted one by one. Records still within their Idempotency-Key's 24 hours (only under the size
    * guard) leave their keys behind (moved-keys.ts).
@@ -303,32 +305,22 @@ export class HistoryTiering {
         this.counts.forget(slot);
         return;
       }
-      // The chunk's records stay this object's until the cursor passes them, and a report may change
-      // one while the chunk is on its way to the shard (the await): read again once the shard has
-      // it, the chunk is put again until the shard holds what the table holds. Only then does the
-      // cursor move, with no await between that read and the move (nothing can change in between).
-      let moving = rows;
-      let put = rows.map(stripWork);
-      let same = false;
-      for (let tries = 0; tries < 3 && !same; tries++) {
-        await shard.putChunk(put);
-        moving = this.w.sql
-          .exec<MessageRow>(
-            `SELECT * FROM ${t} WHERE id >= ? AND id <= ? ORDER BY id`,
-            rows[0]!.id,
-            rows[rows.length - 1]!.id,
-          )
-          .toArray();
-        const held = moving.map(stripWork);
-        same = JSON.stringify(held) === JSON.stringify(put);
-        put = held;
-      }
-      // Still changing: the next run puts it again (a chunk with the same first id is replaced).
-      if (!same) break;
       const last = rows[rows.length - 1]!.id;
+      // The records stay ours until the shard has them: a report or an answer may change one while
+      // the chunk is on its way (this object takes other calls meanwhile). Then the chunk is sent
+      // again as it is now; the shard replaces it (the same first record: none is added to a slot
+      // being copied).
+      this.tiers.tables.copying(slot, cursor, last);
+      try {
+        await shard.putChunk(rows.map(stripWork));
+      } catch (err) {
+        this.tiers.tables.copied();
+        throw err;
+      }
+      if (!this.tiers.tables.copied()) continue;
       cursor = last;
       this.w.storage.transactionSync(() => {
-        keepMovedKeys(this.w.sql, moving, at - IDEMPOTENCY_TTL_MS);
+        keepMovedKeys(this.w.sql, rows, at - IDEMPOTENCY_TTL_MS);
         this.tiers.ledger.update(day, (s) => ({ ...s, moved: { ...(s.moved ?? {}), [slotIndex(slot)]: last } }));
       });
     }
