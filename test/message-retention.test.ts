@@ -235,6 +235,50 @@ describe("a workspace under its budget", () => {
     for (const slot of slots) expect(tables).not.toContain(slotTable(slot));
   });
 
+  it.each([
+    ["from its slot tables", false],
+    ["from its history shard", true],
+  ])(
+    "a report that changes a record while its day's archive is being written (%s) is in the archive: the day is written again",
+    async (_, inShard) => {
+      const t = await cloudTenant();
+      mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+      const day = utcDay(clock);
+      const [id, other] = await sendSome(t, 2, "late-read");
+      if (inShard) {
+        await testWorkspace(t.workspaceId).setHotBytesBudget(1);
+        setClock(slotEnd(slotOfId(id!)!) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+        await workspaceAlarms(t, 3);
+        expect(await testWorkspace(t.workspaceId).dayState(day)).toMatchObject({ history: { records: 2 } });
+      }
+      setClock((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+      // While the day's first part goes to R2, the operator reports the message read.
+      const readAt = clock - 60_000;
+      const original = env.ARCHIVE.put.bind(env.ARCHIVE);
+      const reported: Response[] = [];
+      vi.spyOn(env.ARCHIVE, "put").mockImplementation(async (key, value, options) => {
+        if (reported.length === 0 && String(key) === partKey(t.workspaceId, day, 0)) {
+          reported.push(
+            await postOperator(
+              statusPayload(t.phoneNumberId, [
+                { id: `wamid.${id}`, status: "read", timestamp: seconds(readAt), biz_opaque_callback_data: id },
+              ]),
+            ),
+          );
+        }
+        return original(key, value, options);
+      });
+      await workspaceAlarms(t, 4);
+      expect(reported.map((r) => r.status)).toEqual([200]);
+      expect(await archivesOf(t)).toMatchObject([{ day: dayName(day), messages: 2 }]);
+      const lines = (await archiveLines(t, day)) as { id: string; readAt: string | null }[];
+      expect(lines.map((l) => [l.id, l.readAt])).toEqual([
+        [id, new Date(Math.floor(readAt / 1000) * 1000).toISOString()],
+        [other, null],
+      ]);
+    },
+  );
+
   it("one workspace's archives are never visible to another", async () => {
     const a = await cloudTenant();
     const b = await cloudTenant();

@@ -366,12 +366,15 @@ export class HistoryTiering {
     // The rest of a day partly in its shard goes there first (move-to-history); the archive waits.
     if (inShard && slots.length > 0) return;
     // A day archived before and re-created since adds parts after the archived ones.
-    const start: ArchiveProgress = state.archiving ?? {
+    const fresh: ArchiveProgress = {
       parts: state.archived?.parts ?? 0,
       messages: state.archived?.messages ?? 0,
       cursor: null,
       done: false,
     };
+    const watches = this.tiers.tables.archives;
+    // Parts written by another instance may hold records changed since: those are written again.
+    const start = watches.watch(day) && state.archiving ? state.archiving : fresh;
     let progress: ArchiveProgress;
     if (!inShard) {
       progress = await archiveRows(
@@ -390,11 +393,17 @@ export class HistoryTiering {
         ARCHIVE_PARTS_PER_RUN,
       );
     }
+    if (watches.changed(day)) {
+      // A record changed after its part was written: the day is written again from its first part.
+      watches.restart(day);
+      progress = fresh;
+    }
     if (!progress.done) {
       this.w.storage.transactionSync(() => this.tiers.ledger.update(day, (s) => ({ ...s, archiving: progress })));
       await this.w.wake(now());
       return;
     }
+    watches.close(day);
     if (inShard) await historyStub(this.w.env, workspaceId, day).drop();
     const counts = this.counts.of(day);
     this.w.storage.transactionSync(() => {
@@ -406,6 +415,7 @@ export class HistoryTiering {
       for (const old of this.tiers.ledger.days(0, day - KEEP_ARCHIVES_DAYS)) this.tiers.ledger.delete(old);
     });
     for (const slot of slots) this.counts.forget(slot);
+    watches.forget(day);
   }
 
   /** A day's records here, in key order (slots ascending): the archive's source. Cursor: "<slot>:<id>". */

@@ -260,6 +260,8 @@ export class StatusLedger {
     const workspaceId = this.w.workspaceId();
     if (at.tier !== "history" || !workspaceId) return { known: false, status: null };
     const day = at.day;
+    // A day whose archive is complete is past every report's window: its shard is being dropped.
+    if (this.tiers.tables.archives.isClosing(day)) return { known: false, status: null };
     const earlier = this.historyUpdates.get(u.jobId) ?? Promise.resolve();
     const mine = earlier
       .catch(() => undefined)
@@ -275,6 +277,8 @@ export class StatusLedger {
           if (current && isOutbound(current) && applyTransition(lifecycleOf(current), u).next.status !== current.status)
             setMeta(this.w.sql, owedKey, current.status);
         }
+        // Before the shard's write: an archive of the day under way starts over (its parts may predate it).
+        this.tiers.tables.archives.touch(day);
         const change = await shard.applyStatus(u);
         if (!change || !isOutbound(change.after)) return { known: false, status: null };
         const events = change.changed

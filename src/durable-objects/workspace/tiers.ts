@@ -79,6 +79,7 @@ export class Tiers {
     // being copied would be behind the move's cursor once the shard has the chunk, found nowhere.
     if (
       this.tables.isCopying(slot) ||
+      this.tables.archives.has(dayOfSlot(slot)) ||
       movedOf(s, slot) !== undefined ||
       s.archived !== undefined ||
       s.archiving !== undefined ||
