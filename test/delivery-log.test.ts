@@ -283,6 +283,34 @@ describe("the log's rows", () => {
   });
 });
 
+describe("a workspace over its size guard", () => {
+  it("keeps its delivery log 1 day instead of 3 (a day's table goes a day after it ends); one under it keeps 3", async () => {
+    const busy = await createTenant();
+    const quiet = await createTenant();
+    const hooks = [busy, quiet].map((t) => webhookOf(t, () => new Response(null, { status: 204 })));
+    await Promise.all(hooks);
+    await testWorkspace(busy.workspaceId).setHotBytesBudget(1);
+    const midnight = (Math.floor(clock / DAY_MS) + 1) * DAY_MS;
+    setClock(midnight - 60_000);
+    for (const t of [busy, quiet])
+      await consume([{ body: { events: [statusEvent(t.workspaceId, t.numberId)] }, attempts: 1 }]);
+    const day = Math.floor(midnight / DAY_MS) - 1;
+    // A day after the day ended (and the purge's slack): gone over the guard, kept under it.
+    setClock(midnight + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    for (const t of [busy, quiet]) {
+      await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+      await runDurableObjectAlarm(testWorkspace(t.workspaceId));
+    }
+    expect(await testWorkspace(busy.workspaceId).tableNames()).not.toContain(`d_${day}`);
+    expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
+    // Just before 3 days: still there; after: gone.
+    setClock(midnight + KEEP_DELIVERIES_MS - 60_000);
+    await runInDurableObject(testWorkspace(quiet.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(testWorkspace(quiet.workspaceId));
+    expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
+  });
+});
+
 describe("the dashboard's webhook page", () => {
   it("shows the last failure while the webhook fails (not an event that only waited behind it), and none once it delivers again", async () => {
     const t = await createTenant();

@@ -20,6 +20,11 @@ import type { MessageRow } from "./record";
  */
 export const ATTEMPTS_PER_ROW = 512;
 export const KEEP_DELIVERIES_MS = 3 * 24 * 60 * 60 * 1000;
+/**
+ * How long the log is kept by an object over its size guard (history-tiering.ts): at full rate a
+ * day of the log is ~0.6 GB, and 3 days of it with a day's records would pass the storage budget.
+ */
+export const KEEP_DELIVERIES_UNDER_PRESSURE_MS = 24 * 60 * 60 * 1000;
 /** Rows one listing or one look for a message's attempts may read. */
 const READ_BUDGET = 200;
 const DAY = 86_400_000;
@@ -247,19 +252,19 @@ export class DeliveryLog {
     return found.sort((a, b) => a.attempted_at - b.attempted_at || a.seq - b.seq);
   }
 
-  /** When the oldest day's table is past the log's window, or null. */
-  nextExpiry(): number | null {
+  /** When the oldest day's table is past the log's window (`keepMs` after the day ends), or null. */
+  nextExpiry(keepMs: number): number | null {
     const oldest = this.days[0];
-    return oldest === undefined ? null : (oldest + 1) * DAY + KEEP_DELIVERIES_MS;
+    return oldest === undefined ? null : (oldest + 1) * DAY + keepMs;
   }
 
   /** Drops the tables of days past the window (no row written). */
-  purge(at: number): void {
+  purge(at: number, keepMs: number): void {
     for (const day of this.days) {
-      if ((day + 1) * DAY + KEEP_DELIVERIES_MS > at) break;
+      if ((day + 1) * DAY + keepMs > at) break;
       this.sql.exec(`DROP TABLE IF EXISTS ${tableOf(day)}`);
     }
-    this.days = this.days.filter((day) => (day + 1) * DAY + KEEP_DELIVERIES_MS > at);
+    this.days = this.days.filter((day) => (day + 1) * DAY + keepMs > at);
   }
 
   private firstAttempt(

@@ -223,6 +223,11 @@ export class HistoryTiering {
     return Number(getMeta(this.w.sql, "hot_bytes_budget") ?? HOT_BYTES_BUDGET);
   }
 
+  /** Whether the object is over its size guard (it keeps less: slots, and the delivery log). */
+  underPressure(): boolean {
+    return this.w.sql.databaseSize > this.budgetBytes() * PRESSURE_FACTOR;
+  }
+
   /**
    * How long slots stay here after they end, given the object's size: for ever (until archived)
    * under its budget, HOT_WINDOW_MS over it, MIN_HOT_WINDOW_MS over the size guard.

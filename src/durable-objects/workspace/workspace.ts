@@ -28,7 +28,7 @@ import type {
 import { DailyCounts } from "./counts";
 import { DayLedger } from "./day-ledger";
 import { SlotTables } from "./day-tables";
-import { DeliveryLog, KEEP_DELIVERIES_MS, type AttemptRow } from "./delivery-log";
+import { DeliveryLog, KEEP_DELIVERIES_MS, KEEP_DELIVERIES_UNDER_PRESSURE_MS, type AttemptRow } from "./delivery-log";
 import { HistoryTiering, type ArchivedDay } from "./history-tiering";
 import { LegacyTier } from "./legacy/legacy-tier";
 import type { Keyset, MessageFilter } from "./message-queries";
@@ -124,12 +124,12 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         // Dropping a day's table writes nothing, but an alarm of its own would (a row): it rides on
         // the alarms other steps set, and arms one only PURGE_AT_LEAST_EVERY_MS after it is due.
         name: "delivery-log-purge",
-        due: () => this.deliveries.nextExpiry(),
+        due: () => this.deliveries.nextExpiry(this.keepDeliveriesMs()),
         latest: () => {
-          const expiry = this.deliveries.nextExpiry();
+          const expiry = this.deliveries.nextExpiry(this.keepDeliveriesMs());
           return expiry === null ? null : expiry + PURGE_AT_LEAST_EVERY_MS;
         },
-        run: async (at) => this.deliveries.purge(at),
+        run: async (at) => this.deliveries.purge(at, this.keepDeliveriesMs()),
       },
       ...this.legacy.steps(),
     ]);
@@ -286,6 +286,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.publisher.tick();
     await this.scheduler.runDue();
+  }
+
+  /** The delivery log's window: shorter while the object is over its size guard. */
+  private keepDeliveriesMs(): number {
+    return this.tiering.underPressure() ? KEEP_DELIVERIES_UNDER_PRESSURE_MS : KEEP_DELIVERIES_MS;
   }
 
   private async loadConfig(workspaceId: string): Promise<WorkspaceConfig | null> {
