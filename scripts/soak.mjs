@@ -38,7 +38,6 @@ import {
   checkNumberRate,
   checkOperatorCalls,
   checkTerminal,
-  LOST_WITH_QUEUE_MS,
   queuedTimes,
 } from "./lib/soak-checks.mjs";
 import { mapLimit } from "./lib/map-limit.mjs";
@@ -83,7 +82,7 @@ const WORKER_VARS = (/** @type {number} */ operatorPort) => ({
   UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${operatorPort}`,
   // Events are not stored (engine v2): local Queues are in memory, so a kill loses the events they
   // hold, and nothing publishes them again (production queues are durable). The event check
-  // counts those apart: see LOST_WITH_QUEUE_MS in soak-checks.mjs.
+  // counts those apart: see lossWindow in soak-checks.mjs.
   // The receiver refuses 30%: retries within seconds instead of the documented 5 min … 10 h.
   WEBHOOK_RETRY_DELAYS_SECONDS: "0,1,2,3,5,5,5,5",
   // A call whose answer a kill cut off while the operator refused it ("not processed": no status
@@ -459,7 +458,7 @@ async function main() {
   );
   line(
     "  changes whose event a kill may have lost with the in-memory queue",
-    `${f.events.figures.lostWithQueueAtKill.join(" / ")} (per kill; each ≤ ${LOST_WITH_QUEUE_MS / 1000} s before it)`,
+    `${f.events.figures.lostWithQueueAtKill.join(" / ")} (per kill; each ≤ ${(f.events.figures.lossWindowMs / 1000).toFixed(1)} s before it: the run's loss window)`,
   );
   line(
     "inbound messages injected / with exactly one message.received",

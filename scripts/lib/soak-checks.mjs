@@ -378,21 +378,41 @@ function previousStatusOf(m, kind) {
 }
 
 /**
- * How long after a change its event may still be in the local runtime's queue. Local queues are in
- * memory, so a kill loses what they hold (production queues are durable); a change whose event never
- * came and that happened at most this long before a kill is counted as lost with the queue, not as a
- * failure. Any other missing event fails: a change made by one runtime instance that had this long
- * to announce it before the next kill, or made after the last kill, must have its event.
+ * How long after a change its event may still be in the local runtime's queue, at least. Local
+ * queues are in memory, so a kill loses what they hold (production queues are durable); a change
+ * whose event never came and that happened at most the loss window before a kill is counted as lost
+ * with the queue, not as a failure. The window is this, or longer when the run shows events taking
+ * longer to arrive (see lossWindow). Any other missing event fails: a change made by one runtime
+ * instance that had that long to announce it before the next kill, or made after the last kill,
+ * must have its event.
  */
 export const LOST_WITH_QUEUE_MS = 60_000;
 
 /**
- * The kill that may have lost, with the runtime's in-memory queue, the event of a change made at
- * `at`: the first kill at or after it, within LOST_WITH_QUEUE_MS. Null: no kill could have.
- * @param {number} at @param {number[]} kills kill times (ms) @returns {number | null} the kill's index
+ * The loss window of a run: the longest an event took from its change to its first accepted
+ * delivery, among events whose change and delivery fell between the same two kills (a kill in
+ * between may have lost a first publication), and at least LOST_WITH_QUEUE_MS. Under load the
+ * local queue holds events for minutes; a kill within that long after a change may have lost its
+ * event, whatever the engine did.
+ * @param {Array<{ changedAt: number, deliveredAt: number }>} arrivals @param {number[]} kills
  */
-export function killThatMayHaveLost(at, kills) {
-  const i = kills.findIndex((k) => k >= at && k - at <= LOST_WITH_QUEUE_MS);
+export function lossWindow(arrivals, kills) {
+  let longest = LOST_WITH_QUEUE_MS;
+  for (const { changedAt, deliveredAt } of arrivals) {
+    if (!(deliveredAt >= changedAt) || kills.some((k) => k >= changedAt && k <= deliveredAt)) continue;
+    longest = Math.max(longest, deliveredAt - changedAt);
+  }
+  return longest;
+}
+
+/**
+ * The kill that may have lost, with the runtime's in-memory queue, the event of a change made at
+ * `at`: the first kill at or after it, within `windowMs`. Null: no kill could have.
+ * @param {number} at @param {number[]} kills kill times (ms) @param {number} [windowMs]
+ * @returns {number | null} the kill's index
+ */
+export function killThatMayHaveLost(at, kills, windowMs = LOST_WITH_QUEUE_MS) {
+  const i = kills.findIndex((k) => k >= at && k - at <= windowMs);
   return i === -1 ? null : i;
 }
 
@@ -403,8 +423,9 @@ export function killThatMayHaveLost(at, kills) {
  * change of its timeline (`processing`, `sent`, `delivered`, `read`, `failed`; creation and
  * `outcome_unknown` are not announced), each as of its change (its id and its content naming that
  * change, `previousStatus` the record's status just before it), none for a change the record does
- * not have, never two for one change. A change without its event fails, unless a kill came at most
- * LOST_WITH_QUEUE_MS after it (the local queue is in memory: figures `lostWithQueueAtKill`).
+ * not have, never two for one change. A change without its event fails, unless a kill came within
+ * the run's loss window after it (lossWindow; the local queue is in memory: figures
+ * `lostWithQueueAtKill`, `lossWindowMs`).
  * Inbound: one `message.received` per operator message id, with the same exception from its injection.
  * @param {AcceptedSend[]} accepted @param {Map<string, MessageRecord>} records @param {Map<string, TimelineEntry[]>} timelines
  * @param {Delivery[]} deliveries @param {Map<string, InjectedInbound>} injected @param {number[]} [kills] kill times (ms)
@@ -414,12 +435,15 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
   const failures = [];
   /** @type {Map<string | null, WebhookBody | null>} webhook-id → body */
   const received = new Map();
+  /** @type {Map<string | null, number>} webhook-id → its first accepted delivery */
+  const firstDelivery = new Map();
   let refusedByUs = 0;
   let unverified = 0;
   for (const d of deliveries) {
     if (!d.verified) unverified++;
     if (d.status >= 200 && d.status < 300) {
       if (!received.has(d.webhookId)) received.set(d.webhookId, d.body);
+      if (!firstDelivery.has(d.webhookId)) firstDelivery.set(d.webhookId, d.at);
     } else refusedByUs++;
   }
   if (unverified)
@@ -443,6 +467,22 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
   const ours = new Set(accepted.map((s) => s.jobId));
   for (const k of statusEvents.keys())
     if (!ours.has(k)) failures.push({ problem: "status event for a message no accepted send has", messageId: k });
+
+  /** @type {Array<{ changedAt: number, deliveredAt: number }>} */
+  const arrivals = [];
+  for (const s of accepted) {
+    for (const e of statusEvents.get(s.jobId) ?? []) {
+      const change = (timelines.get(s.jobId) ?? []).find((t) => t.status === kindOfContent(e));
+      const deliveredAt = firstDelivery.get(e.id);
+      if (change?.at && deliveredAt !== undefined) arrivals.push({ changedAt: Date.parse(change.at), deliveredAt });
+    }
+  }
+  for (const [wamid, sent] of injected) {
+    const e = receivedEvents.get(wamid)?.[0];
+    const deliveredAt = e ? firstDelivery.get(e.id) : undefined;
+    if (sent.at !== undefined && deliveredAt !== undefined) arrivals.push({ changedAt: sent.at, deliveredAt });
+  }
+  const windowMs = lossWindow(arrivals, kills);
 
   let changes = 0;
   let events = 0;
@@ -485,7 +525,7 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
     }
     for (const t of timeline) {
       if (byKind.has(t.status)) continue;
-      const kill = killThatMayHaveLost(Date.parse(t.at ?? ""), kills);
+      const kill = killThatMayHaveLost(Date.parse(t.at ?? ""), kills, windowMs);
       if (kill === null) problem("a change without its event", { kind: t.status });
       else lostAtKill[kill] = /** @type {number} */ (lostAtKill[kill]) + 1;
     }
@@ -496,7 +536,8 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
   for (const [wamid, sent] of injected) {
     const list = receivedEvents.get(wamid) ?? [];
     if (list.length === 1 && list[0]?.from === sent.from && list[0]?.text?.body === sent.text) inboundOk++;
-    else if (list.length === 0 && sent.at !== undefined && killThatMayHaveLost(sent.at, kills) !== null) inboundLost++;
+    else if (list.length === 0 && sent.at !== undefined && killThatMayHaveLost(sent.at, kills, windowMs) !== null)
+      inboundLost++;
     else
       failures.push({
         problem:
@@ -521,6 +562,7 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
       statusChanges: changes,
       statusEvents: events,
       lostWithQueueAtKill: lostAtKill,
+      lossWindowMs: windowMs,
       inboundInjected: injected.size,
       inboundWithOneEvent: inboundOk,
       inboundLostWithQueue: inboundLost,

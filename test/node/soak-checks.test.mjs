@@ -6,6 +6,7 @@ import {
   checkOperatorCalls,
   checkTerminal,
   killThatMayHaveLost,
+  lossWindow,
   parseEventId,
   queuedTimes,
 } from "../../scripts/lib/soak-checks.mjs";
@@ -191,6 +192,7 @@ describe("checkEvents", () => {
       statusChanges: 2,
       statusEvents: 2,
       lostWithQueueAtKill: [],
+      lossWindowMs: 60_000,
       inboundInjected: 1,
       inboundWithOneEvent: 1,
       inboundLostWithQueue: 0,
@@ -286,6 +288,36 @@ describe("checkEvents", () => {
     expect(failures).toEqual([]);
     expect(figures.statusChanges).toBe(5);
   });
+
+  it("excuses a missing event when the run's slowest arrival shows the queue held events that long", () => {
+    const [a, b] = [send(A), send(B)];
+    // After the kill, B's events took 100 s to arrive: A's `sent`, 90 s before the kill, may have been lost with the queue.
+    const kill = T + 91_000;
+    const bTimeline = [
+      { status: "processing", at: iso(kill + 5_000) },
+      { status: "sent", at: iso(kill + 6_000) },
+    ];
+    const deliveries = [
+      { ...statusDelivery(eventId(B, "processing"), B, "queued", "processing"), at: kill + 105_000 },
+      { ...statusDelivery(eventId(B, "sent"), B, "processing", "sent"), at: kill + 106_000 },
+      { ...statusDelivery(eventId(A, "processing"), A, "queued", "processing"), at: T + 5_000 },
+    ];
+    const bRecord = { processingAt: iso(kill + 5_000), sentAt: iso(kill + 6_000) };
+    const { figures, failures } = checkEvents(
+      [a, b],
+      new Map([record(a, sentRecord), record(b, bRecord)]),
+      new Map([
+        [A, sentTimeline],
+        [B, bTimeline],
+      ]),
+      deliveries,
+      new Map(),
+      [kill],
+    );
+    expect(failures).toEqual([]);
+    expect(figures.lossWindowMs).toBe(100_000);
+    expect(figures.lostWithQueueAtKill).toEqual([1]);
+  });
 });
 
 describe("parseEventId", () => {
@@ -307,6 +339,15 @@ describe("parseEventId", () => {
     expect(killThatMayHaveLost(1_000, [500, 30_000, 50_000])).toBe(1);
     expect(killThatMayHaveLost(1_000, [500, 62_000])).toBeNull();
     expect(killThatMayHaveLost(1_000, [])).toBeNull();
+    expect(killThatMayHaveLost(1_000, [62_000], 90_000)).toBe(0);
+  });
+
+  it("widens the loss window to the slowest arrival within one instance, never below 60 s", () => {
+    expect(lossWindow([{ changedAt: 0, deliveredAt: 30_000 }], [])).toBe(60_000);
+    expect(lossWindow([{ changedAt: 0, deliveredAt: 90_000 }], [])).toBe(90_000);
+    // A kill between the change and the delivery: the delivery may be of a second publication.
+    expect(lossWindow([{ changedAt: 0, deliveredAt: 90_000 }], [50_000])).toBe(60_000);
+    expect(lossWindow([{ changedAt: 10_000, deliveredAt: 0 }], [])).toBe(60_000);
   });
 });
 
