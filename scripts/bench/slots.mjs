@@ -46,8 +46,8 @@ export function uuidV7(ms, rest) {
     t = Math.floor(t / 256);
   }
   b.set(rest.subarray(0, 10), 6);
-  b[6] = /** @type {number} */ ((b[6]) & 0x0f) | 0x70;
-  b[8] = /** @type {number} */ ((b[8]) & 0x3f) | 0x80;
+  b[6] = /** @type {number} */ (b[6] & 0x0f) | 0x70;
+  b[8] = /** @type {number} */ (b[8] & 0x3f) | 0x80;
   const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
