@@ -255,7 +255,7 @@ export class StatusLedger {
    * between the shard's write and the event leaves the record changed: the operator's retry finds
    * no change and announces the reported kind again (the same event id). One at a time per record.
    */
-  private async reportInHistory(u: StatusUpdate): Promise<StatusResult> {
+  private async reportInHistory(u: StatusUpdate, publishNow = false): Promise<StatusResult> {
     const at = this.tiers.locate(u.jobId);
     const workspaceId = this.w.workspaceId();
     if (at.tier !== "history" || !workspaceId) return { known: false, status: null };
@@ -299,7 +299,9 @@ export class StatusLedger {
             this.w.sql.exec("DELETE FROM meta WHERE k = ?", owedKey);
           });
         }
-        await this.publisher.awaitFlushed(this.publisher.add(events));
+        const ticket = this.publisher.add(events);
+        if (publishNow) await this.publisher.flushNow();
+        else await this.publisher.awaitFlushed(ticket);
         // After its event left: the list is what makes the expiry try again after a crash.
         if (change.after.outcome_unknown_since === null) forgetUnknown(this.w.sql, change.after.id);
         return { known: true, status: change.after.status as StatusResult["status"] };
@@ -415,6 +417,8 @@ export class StatusLedger {
    * Messages whose outcome stayed unknown for the operator's whole webhook window fail with
    * `upstream_outcome_unknown` (unknown-outcomes.ts). Each leaves the list only once its event
    * left: a crash before that finds it there again, failed already, and announces it again.
+   * A step of the alarm: it publishes its events itself (`flushNow`), since the publisher's own
+   * flush would wait for the next alarm, which does not start while this one waits.
    */
   async expireUnknowns(ids: string[], at: number, error: StatusUpdate["error"]): Promise<void> {
     const updates = ids.map((id): StatusUpdate => ({ jobId: id, at, status: "failed", error }));
@@ -442,8 +446,9 @@ export class StatusLedger {
         events.push(...this.announce(row, after, ["failed"]));
       }
     });
-    await this.publisher.awaitFlushed(this.publisher.add(events));
-    for (const u of inHistory) await this.reportInHistory(u);
+    this.publisher.add(events);
+    await this.publisher.flushNow();
+    for (const u of inHistory) await this.reportInHistory(u, true);
     this.w.storage.transactionSync(() => {
       for (const id of ids) forgetUnknown(this.w.sql, id);
     });
