@@ -67,7 +67,7 @@ export function slotTableDdl(slot) {
       answered INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER,
       upstream_message_id TEXT, error_code TEXT, error_message TEXT, error_retriable INTEGER, upstream_error_code TEXT,
       created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, processing_at INTEGER, sent_at INTEGER, failed_at INTEGER,
-      delivered_at INTEGER, read_at INTEGER, outcome_unknown_since INTEGER, received_at INTEGER
+      delivered_at INTEGER, read_at INTEGER, outcome_unknown_since INTEGER, received_at INTEGER, details TEXT
     ) WITHOUT ROWID`,
     `CREATE INDEX IF NOT EXISTS ${t}_to ON ${t} (recipient, id)`,
     `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_key ON ${t} (idem_key) WHERE idem_key IS NOT NULL`,
@@ -106,6 +106,7 @@ export const SLOT_COLUMNS = [
   "read_at",
   "outcome_unknown_since",
   "received_at",
+  "details",
 ];
 
 /** Rows one list page may read (src/durable-objects/workspace/message-queries.ts SCAN_BUDGET). */
