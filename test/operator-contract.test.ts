@@ -611,7 +611,7 @@ describe("webhook intake at the operator's sizes", () => {
     );
   });
 
-  it("an inbound message without `from` (the user withholds their number) is accepted under the operator's user id", async () => {
+  it("an inbound message without `from` (the user withholds their number) is accepted under the operator's user id (fromUserId; from is null)", async () => {
     const t = await cloudTenant();
     const queued = queuedEvents();
     const payload = inboundPayload(
@@ -640,7 +640,13 @@ describe("webhook intake at the operator's sizes", () => {
       interval: 50,
     });
     expect(receivedEvents(queued)[0]).toMatchObject({
-      data: { from: "BR.1349120865530274191", text: { body: "sem número" }, upstreamMessageId: "wamid.NOFROM" },
+      data: {
+        from: null,
+        fromUserId: "BR.1349120865530274191",
+        profileName: "Ana",
+        text: { body: "sem número" },
+        upstreamMessageId: "wamid.NOFROM",
+      },
     });
   });
 });

@@ -4,7 +4,7 @@ import {
   type ChannelNumberRow,
 } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
-import type { OperatorStatus } from "../durable-objects/channel-number/contract";
+import type { IdentityMove, InboundContact, OperatorStatus } from "../durable-objects/channel-number/contract";
 import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
 import { operatorStatusUpdate } from "../upstream/operator-status";
 import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
@@ -12,6 +12,7 @@ import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
 import { applyAccountUpdate, applyQualityUpdate } from "../domain/operator-number-updates";
+import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -31,23 +32,41 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
   };
 }
 
-function toInbound(m: CloudInbound, channelNumberId: string): InboundRecord {
-  const { id, from, from_user_id, timestamp, type, text, ...rest } = m;
-  return {
+/** An inbound message as recorded, and what it tells its number: a window to open, or an identity change (never both). */
+interface Inbound {
+  record: InboundRecord;
+  contact: InboundContact | null;
+  moves: IdentityMove[];
+}
+
+/** Null when nothing names the sender. */
+function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string): Inbound | null {
+  const { id, from: _from, from_user_id: _fromUserId, timestamp, type, text, ...rest } = m;
+  const sender = senderOf(m, rawContact);
+  if (!sender) return null;
+  const at = operatorTime(timestamp, now());
+  const details = detailsOf(m, sender);
+  const record: InboundRecord = {
     channelNumberId,
     upstreamMessageId: id,
-    from: from ?? from_user_id ?? "",
+    from: sender.key,
     type,
     text: type === "text" && text ? text.body : null,
-    content: type === "text" ? null : ((rest[type] as Record<string, unknown> | undefined) ?? rest),
-    at: operatorTime(timestamp, now()),
+    content: contentOf(type, rest),
+    details,
+    at,
   };
+  // A `system` message is the operator telling of an identity change, not the user writing: no window opens.
+  if (type === "system") return { record, contact: null, moves: movesOf(details, at) };
+  const contact: InboundContact = { from: sender.key, at };
+  if (sender.userId !== null && sender.userId !== sender.key) contact.userId = sender.userId;
+  return { record, contact, moves: [] };
 }
 
 interface Work {
   number: ChannelNumberRow;
   statuses: { index: number; status: OperatorStatus }[];
-  inbound: { index: number; record: InboundRecord }[];
+  inbound: { index: number; inbound: Inbound }[];
 }
 
 /** What became of one operator item: applied (or never applicable, and logged), or to be tried again. */
@@ -123,7 +142,9 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
         if (status) w.statuses.push({ index, status });
       } else if (item.kind === "message") {
         const parsed = CloudInbound.safeParse(item.message);
-        if (parsed.success) w.inbound.push({ index, record: toInbound(parsed.data, number.id) });
+        const inbound = parsed.success ? toInbound(parsed.data, item.contact, number.id) : null;
+        if (inbound) w.inbound.push({ index, inbound });
+        else if (parsed.success) log("warn", "operator message without a sender; dropped", { type: parsed.data.type });
         else log("warn", "operator message not understood; dropped", { issues: parsed.error.issues.length });
       } else {
         throw new NotAnOperatorItem();
@@ -167,12 +188,12 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
         async () => {
           await workspaceStub(env, number.workspace_id).recordInbound(
             number.workspace_id,
-            inbound.map((i) => i.record),
+            inbound.map((i) => i.inbound.record),
           );
-          await stub.noteInbound(
-            number.id,
-            inbound.map(({ record }) => ({ from: record.from, at: record.at })),
-          );
+          const contacts = inbound.flatMap((i) => (i.inbound.contact ? [i.inbound.contact] : []));
+          const moves = inbound.flatMap((i) => i.inbound.moves);
+          if (contacts.length > 0) await stub.noteInbound(number.id, contacts);
+          if (moves.length > 0) await stub.noteIdentityChanges(number.id, moves);
         },
       );
     }),

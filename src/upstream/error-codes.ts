@@ -45,6 +45,12 @@ const TREATMENTS: Record<string, Treatment> = {
     code: "unsupported_message_type",
     message: "The operator does not support this message type.",
   },
+  "131062": {
+    kind: "final",
+    code: "user_id_recipient_not_supported",
+    message:
+      "The operator does not accept a user id (toUserId) as the recipient of this message: send it to a phone number.",
+  },
   "100": { kind: "final", code: "invalid_parameters", message: "The operator refused a parameter of the message." },
   "131008": { kind: "final", code: "invalid_parameters", message: "A required parameter is missing." },
   "131009": { kind: "final", code: "invalid_parameters", message: "A parameter value is not valid." },

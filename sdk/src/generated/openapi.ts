@@ -408,7 +408,10 @@ export interface components {
             messageId: string;
             /** Format: uuid */
             channelNumberId: string;
-            to: string;
+            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
+            to: string | null;
+            /** @description The recipient's user id, for a send made with `toUserId`. */
+            toUserId: string | null;
             /** @enum {string} */
             status: "queued" | "processing" | "sent" | "failed";
             /** @enum {string|null} */
@@ -439,14 +442,29 @@ export interface components {
             messageId: string;
             /** Format: uuid */
             channelNumberId: string;
-            /** @description Sender, E.164 digits. When the user withholds their number (operator usernames), the operator's business-scoped user id instead, which is not digits. */
-            from: string;
-            /** @description `text`, or the operator's type for other content (image, audio, …). */
+            /** @description Sender, E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`). */
+            from: string | null;
+            /** @description The sender's business-scoped user id (e.g. `US.13491208655302741918`) whenever the operator gives one: reply to it with `toUserId` when `from` is null. */
+            fromUserId: string | null;
+            /** @description The sender's profile name, when the operator gives it. */
+            profileName: string | null;
+            /** @description The sender's username, when they have one. */
+            username: string | null;
+            replyTo: components["schemas"]["ReplyTo"];
+            /**
+             * @description Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).
+             * @enum {string|null}
+             */
+            forwarded: "forwarded" | "frequently_forwarded" | null;
+            reaction: components["schemas"]["Reaction"];
+            referral: components["schemas"]["Referral"];
+            system: components["schemas"]["IdentityChange"];
+            /** @description `text`, or the operator's type for other content (`image`, `reaction`, `contacts`, …); `system` for an identity change. */
             type: string;
             text: {
                 body: string;
             } | null;
-            /** @description The operator's payload for non-text types, unchanged. */
+            /** @description The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's name: `contacts` reads `{"contacts": [...]}`. */
             content: {
                 [key: string]: unknown;
             } | null;
@@ -454,6 +472,60 @@ export interface components {
             /** Format: date-time */
             receivedAt: string;
         };
+        /** @description The message this one replies to (quotes). */
+        ReplyTo: {
+            /**
+             * Format: uuid
+             * @description Our id of the message replied to (a send's `jobId`, or an inbound message's id). Null when it is not among the conversation's messages of the last 7 days that we still hold in full (see `upstreamMessageId`).
+             */
+            messageId: string | null;
+            /** @description The operator's id of the message replied to. */
+            upstreamMessageId: string;
+        } | null;
+        /** @description For `type: reaction`: the message reacted to, and the emoji. */
+        Reaction: {
+            /**
+             * Format: uuid
+             * @description Our id of the message reacted to; null when it is not found, as for `replyTo`.
+             */
+            messageId: string | null;
+            /** @description The operator's id of the message reacted to. */
+            upstreamMessageId: string;
+            /** @description The emoji; null when the user removed their reaction. */
+            emoji: string | null;
+        } | null;
+        /** @description The ad or post the user clicked to start the conversation (click-to-chat ads). A field the operator left out is null. */
+        Referral: {
+            /** @description `ad` or `post`: what the user clicked. */
+            sourceType: string | null;
+            /** @description The operator's id of the ad or post. */
+            sourceId: string | null;
+            /** @description Where the ad or post can be seen. */
+            sourceUrl: string | null;
+            headline: string | null;
+            body: string | null;
+            /** @description `image` or `video`, when the ad had one. */
+            mediaType: string | null;
+            imageUrl: string | null;
+            videoUrl: string | null;
+            thumbnailUrl: string | null;
+            /** @description The click id of a click-to-chat ad (for conversion reporting). */
+            ctwaClid: string | null;
+        } | null;
+        /** @description A `system` message: the user changed their phone number or user id. Not the user writing: it opens no 24-hour window. Sends to the previous phone number or user id go to the new one from then on (for 30 days). */
+        IdentityChange: {
+            /**
+             * @description `user_changed_number` (a new phone number, and with it a new user id) or `user_changed_user_id` (a new user id only); another value if the operator adds kinds.
+             * @example user_changed_number
+             */
+            type: string;
+            /** @description The operator's sentence about the change. */
+            body: string | null;
+            previousPhone: string | null;
+            previousUserId: string | null;
+            newPhone: string | null;
+            newUserId: string | null;
+        } | null;
         WebhookTestEventData: {
             message: string;
         };
@@ -564,6 +636,7 @@ export interface components {
             sendsToday: number;
         };
         ContactWindow: {
+            /** @description The contact as asked: E.164 digits, or a user id. */
             phone: string;
             /**
              * Format: date-time
@@ -728,6 +801,7 @@ export interface components {
             /** @enum {string} */
             status: "created";
         };
+        /** @description Exactly one of `to` and `toUserId` is required. */
         SendMessageRequest: {
             /**
              * Format: uuid
@@ -735,10 +809,15 @@ export interface components {
              */
             channelNumberId: string;
             /**
-             * @description Recipient in E.164, digits only (no '+'), at most 32 characters.
+             * @description Recipient in E.164, digits only (no '+'), at most 32 characters. Required unless `toUserId` is given; never both.
              * @example 5511999998888
              */
-            to: string;
+            to?: string;
+            /**
+             * @description Extension: the recipient's business-scoped user id, exactly as `message.received` gave it in `fromUserId` (users who withhold their phone number behind a username). Give it instead of `to`, never with it.
+             * @example US.13491208655302741918
+             */
+            toUserId?: string;
             /**
              * @description Only `text` in v1.
              * @default text
@@ -771,7 +850,10 @@ export interface components {
             direction: "outbound";
             /** Format: uuid */
             channelNumberId: string;
-            to: string;
+            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
+            to: string | null;
+            /** @description Extension: the recipient's user id, for a send made with `toUserId`; null otherwise. */
+            toUserId: string | null;
             /** @enum {string} */
             type: "text";
             text: {
@@ -823,14 +905,29 @@ export interface components {
             direction: "inbound";
             /** Format: uuid */
             channelNumberId: string;
-            /** @description The sender: E.164 digits, or the operator's user id when the phone number is withheld. */
-            from: string;
-            /** @description `text`, or the operator's type for other content (image, audio, …). */
+            /** @description The sender's E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`). */
+            from: string | null;
+            /** @description The sender's business-scoped user id (e.g. `US.13491208655302741918`) whenever the operator gives one: reply to it with `toUserId` when `from` is null. */
+            fromUserId: string | null;
+            /** @description The sender's profile name, when the operator gives it. */
+            profileName: string | null;
+            /** @description The sender's username, when they have one. */
+            username: string | null;
+            replyTo: components["schemas"]["ReplyTo"];
+            /**
+             * @description Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).
+             * @enum {string|null}
+             */
+            forwarded: "forwarded" | "frequently_forwarded" | null;
+            reaction: components["schemas"]["Reaction"];
+            referral: components["schemas"]["Referral"];
+            system: components["schemas"]["IdentityChange"];
+            /** @description `text`, or the operator's type for other content (`image`, `audio`, `reaction`, `contacts`, …); `system` for an identity change. */
             type: string;
             text: {
                 body: string;
             } | null;
-            /** @description The operator's payload for non-text types, unchanged. */
+            /** @description The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's name: `contacts` reads `{"contacts": [...]}`. */
             content: {
                 [key: string]: unknown;
             } | null;
@@ -1696,7 +1793,7 @@ export interface operations {
             path: {
                 /** @description A channel number id. */
                 id: string;
-                /** @description The contact, E.164 digits without '+'. */
+                /** @description The contact, E.164 digits without '+', or (extension) a user id as `message.received` gives it in `fromUserId`. */
                 phone: string;
             };
             cookie?: never;
@@ -2568,6 +2665,7 @@ export interface operations {
                      *           "direction": "outbound",
                      *           "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                      *           "to": "5511999998888",
+                     *           "toUserId": null,
                      *           "type": "text",
                      *           "text": {
                      *             "body": "Your order has shipped."
@@ -2989,6 +3087,7 @@ export interface operations {
                      *       "direction": "outbound",
                      *       "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                      *       "to": "5511999998888",
+                     *       "toUserId": null,
                      *       "type": "text",
                      *       "text": {
                      *         "body": "Your order has shipped."
@@ -3878,6 +3977,7 @@ export interface operations {
                  *         "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
                  *         "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                  *         "to": "5511999998888",
+                 *         "toUserId": null,
                  *         "status": "sent",
                  *         "previousStatus": "processing",
                  *         "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
@@ -3931,6 +4031,17 @@ export interface operations {
                  *         "messageId": "c7d51b0e-0f4e-4a4b-9b77-3a1b0f3f6d25",
                  *         "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                  *         "from": "5511999998888",
+                 *         "fromUserId": "US.13491208655302741918",
+                 *         "profileName": "Ana",
+                 *         "username": null,
+                 *         "replyTo": {
+                 *           "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
+                 *           "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI"
+                 *         },
+                 *         "forwarded": null,
+                 *         "reaction": null,
+                 *         "referral": null,
+                 *         "system": null,
                  *         "type": "text",
                  *         "text": {
                  *           "body": "Hi! Is my order on its way?"

@@ -30,7 +30,8 @@ type FactKind = "code" | "text" | "id" | "time";
 type FactField<M> = readonly [label: string, kind: FactKind, value: (m: M) => string | null];
 
 const OUTBOUND_FACTS: readonly FactField<OutboundMessage>[] = [
-  ["To", "code", (m) => m.to],
+  ["To", "id", (m) => m.to],
+  ["To user id", "id", (m) => m.toUserId],
   ["Type", "text", (m) => m.type],
   ["Upstream message id", "id", (m) => m.upstreamMessageId],
   ["Created (accepted)", "time", (m) => m.createdAt],
@@ -44,8 +45,12 @@ const OUTBOUND_FACTS: readonly FactField<OutboundMessage>[] = [
 ];
 
 const INBOUND_FACTS: readonly FactField<InboundMessage>[] = [
-  ["From", "code", (m) => m.from],
+  ["From", "id", (m) => m.from],
+  ["From user id", "id", (m) => m.fromUserId],
+  ["Profile name", "text", (m) => m.profileName],
+  ["Username", "text", (m) => m.username],
   ["Type", "text", (m) => m.type],
+  ["Replies to", "id", (m) => (m.replyTo ? (m.replyTo.messageId ?? m.replyTo.upstreamMessageId) : null)],
   ["Upstream message id", "id", (m) => m.upstreamMessageId],
   ["Received (operator's time)", "time", (m) => m.receivedAt],
   ["Recorded", "time", (m) => m.createdAt],
@@ -55,7 +60,7 @@ function FactValue({ kind, value }: { kind: FactKind; value: string | null }) {
   if (kind === "code") return <code>{value}</code>;
   if (kind === "id") return <Code value={value} />;
   if (kind === "time") return <Time iso={value} seconds />;
-  return <>{value}</>;
+  return <>{value ?? "—"}</>;
 }
 
 function Facts<M>({ m, fields }: { m: M; fields: readonly FactField<M>[] }) {

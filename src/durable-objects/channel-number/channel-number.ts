@@ -7,9 +7,9 @@ import { OWN_ERRORS } from "../../upstream/error-codes";
 import { operatorStatusUpdate } from "../../upstream/operator-status";
 import { Scheduler, withSlack } from "../shared/scheduler";
 import { workspaceStub } from "../stubs";
-import type { AdmitCommand, AdmitResult, ContactWindow } from "./contract";
+import type { AdmitCommand, AdmitResult, ContactWindow, IdentityMove, InboundContact } from "./contract";
 import { HELD_BOUND_MS } from "./delivery-policy";
-import { contactWindow, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
+import { contactWindow, nextContactExpiry, noteInbound, noteMove, noteUserId, purgeSilentContacts } from "./contacts";
 import { Drain } from "./drain";
 import { HandOff } from "./hand-off";
 import { LegacyHandover } from "./legacy/legacy-handover";
@@ -158,9 +158,20 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   /** A user wrote to this number: their customer-service window opens (the message itself is recorded by the workspace). */
-  async noteInbound(_channelNumberId: string, contacts: { from: string; at: number }[]): Promise<void> {
+  async noteInbound(_channelNumberId: string, contacts: InboundContact[]): Promise<void> {
     this.ctx.storage.transactionSync(() => {
-      for (const c of contacts) noteInbound(this.storage, c.from, c.at);
+      for (const c of contacts) {
+        noteInbound(this.storage, c.from, c.at);
+        if (c.userId !== undefined) noteUserId(this.storage, c.userId, c.from, c.at);
+      }
+    });
+    await this.scheduler.wake(nextContactExpiry(this.storage) ?? now());
+  }
+
+  /** Users changed their phone number or user id (the operator's `system` messages): no window opens; sends to the old id go to the new one. */
+  async noteIdentityChanges(_channelNumberId: string, moves: IdentityMove[]): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      for (const m of moves) noteMove(this.storage, m.from, m.to, m.at);
     });
     await this.scheduler.wake(nextContactExpiry(this.storage) ?? now());
   }

@@ -28,6 +28,20 @@ export interface OperatorStatus {
   errorDetails?: string | null;
 }
 
+/** The sender of an inbound message, for its window: its key (phone number, or user id without one) and, beside a phone number, its user id. */
+export interface InboundContact {
+  from: string;
+  at: number;
+  userId?: string;
+}
+
+/** A user's phone number or user id changed from `from` to `to` (an operator `system` message at `at`). */
+export interface IdentityMove {
+  from: string;
+  to: string;
+  at: number;
+}
+
 export interface ContactWindow {
   phone: string;
   lastInboundAt: string | null;

@@ -13,7 +13,7 @@ import type { NumberHold } from "./number-hold";
 import type { PairPace } from "./pair-pace";
 import { scheduleReports } from "./sandbox-reports";
 import type { NumberStorage } from "./number-storage";
-import { noteAlias } from "./contacts";
+import { currentIdOf, noteAlias } from "./contacts";
 import type { Entry, WorkQueue } from "./work-queue";
 
 export interface DrainDeps {
@@ -213,7 +213,9 @@ export class Drain {
   private async call(adapter: UpstreamAdapter, e: Entry, attempt: number, payload: ClaimPayload): Promise<void> {
     let result: SendResult;
     try {
-      result = await adapter.send({ jobId: e.jobId, to: payload.to, body: payload.body, attempt });
+      // A recipient who changed number or user id since (the operator told us) is reached at the new one.
+      const to = currentIdOf(this.d.storage, payload.to);
+      result = await adapter.send({ jobId: e.jobId, to, body: payload.body, attempt });
     } catch (err) {
       log("error", "upstream adapter threw", { jobId: e.jobId, error: String(err) });
       result = { kind: "unknown", message: "The adapter failed during the call." };

@@ -1,5 +1,7 @@
 import type { Message, MessageStatus } from "../../domain/message";
 import { uuidV7Time } from "../../domain/job-id";
+import { inboundExtrasOf } from "../../domain/inbound-details";
+import { isPhoneNumber } from "../../domain/recipient";
 import type { LifecycleState } from "./status-transition";
 
 /**
@@ -7,7 +9,9 @@ import type { LifecycleState } from "./status-transition";
  * columns in the day tables of this release, in the single `messages` table of the release before
  * (still read while its rows age out), and in history shards.
  *
- * `recipient` is the other party: `to` when outbound, `from` when inbound.
+ * `recipient` is the other party: `to` when outbound, `from` when inbound. It is a phone number (E.164
+ * digits) or, for a user known only by it, the operator's user id (`toUserId` of a send, the
+ * sender's `from_user_id` when no phone number came): domain/recipient.ts tells them apart.
  * The send's work state (`pending`, `attempts`, `answered`, `next_attempt_at`) and its
  * Idempotency-Key exist in day tables only; rows of the earlier layout read them as absent.
  */
@@ -82,7 +86,7 @@ export function toMessageView(row: MessageRow): Message {
       id: row.id,
       direction: "inbound",
       channelNumberId: row.channel_number_id,
-      from: row.recipient,
+      ...inboundExtrasOf(row.recipient, row.details),
       type: row.type,
       text: row.type === "text" ? { body: row.body } : null,
       content: row.content === null ? null : (JSON.parse(row.content) as Record<string, unknown>),
@@ -96,7 +100,8 @@ export function toMessageView(row: MessageRow): Message {
     id: row.id,
     direction: "outbound",
     channelNumberId: row.channel_number_id,
-    to: row.recipient,
+    to: isPhoneNumber(row.recipient) ? row.recipient : null,
+    toUserId: isPhoneNumber(row.recipient) ? null : row.recipient,
     type: "text",
     text: { body: row.body },
     status: row.status,

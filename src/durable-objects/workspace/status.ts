@@ -20,6 +20,7 @@ import { changesOf, eventOf, newChanges } from "./message-events";
 import type { EventPublisher, Ticket } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
+import { resolveLinks } from "./message-links";
 import { applyTransition } from "./status-transition";
 import type { Located, Tiers } from "./tiers";
 import { forgetUnknown, noteUnknown } from "./unknown-outcomes";
@@ -336,6 +337,11 @@ export class StatusLedger {
         // recorded under the time it reached us instead. A redelivery of it may be recorded again.
         id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, t);
       }
+      // What it replies or reacts to, as our ids: fixed now, so that every rebuild of its event says the same.
+      const details =
+        m.details && Object.keys(m.details).length > 0
+          ? resolveLinks(this.tiers.tables, this.w.sql, { ...m, details: m.details })
+          : null;
       const recorded = this.w.storage.transactionSync(() =>
         insertInbound(this.tiers.tables, this.w.sql, {
           id,
@@ -344,7 +350,7 @@ export class StatusLedger {
           type: m.type,
           body: m.text ?? "",
           content: m.content === null ? null : JSON.stringify(m.content),
-          details: m.details ? JSON.stringify(m.details) : null,
+          details: details ? JSON.stringify(details) : null,
           upstreamMessageId: m.upstreamMessageId,
           receivedAt: m.at,
           at: t,
