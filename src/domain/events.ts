@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { MESSAGE_STATUSES, MessageError } from "./message";
+import { ReceivedMedia } from "./inbound-media";
 import { newUuidV7 } from "./job-id";
 
 /**
@@ -39,6 +40,7 @@ export const MessageReceivedData = z
       .openapi({ description: "The operator's payload for non-text types, unchanged." }),
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),
+    media: ReceivedMedia.nullable(),
   })
   .openapi("MessageReceivedEventData");
 

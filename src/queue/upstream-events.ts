@@ -8,6 +8,7 @@ import type { OperatorStatus } from "../durable-objects/channel-number/contract"
 import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
 import { operatorStatusUpdate } from "../upstream/operator-status";
 import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
+import { inboundMediaOf } from "../upstream/cloud-media";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
@@ -41,6 +42,7 @@ function toInbound(m: CloudInbound, channelNumberId: string): InboundRecord {
     text: type === "text" && text ? text.body : null,
     content: type === "text" ? null : ((rest[type] as Record<string, unknown> | undefined) ?? rest),
     at: operatorTime(timestamp, now()),
+    media: inboundMediaOf(type, rest[type]),
   };
 }
 
