@@ -3,6 +3,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { INBOUND_CONTENT, MESSAGE_STATUSES, MessageError } from "./message";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { ReceivedMedia } from "./inbound-media";
 import { newUuidV7 } from "./job-id";
 
 /**
@@ -45,6 +46,7 @@ export const MessageReceivedData = z
     content: INBOUND_CONTENT,
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),
+    media: ReceivedMedia.nullable(),
   })
   .openapi("MessageReceivedEventData");
 

@@ -8,6 +8,7 @@ import type { IdentityMove, InboundContact, OperatorStatus } from "../durable-ob
 import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
 import { operatorStatusUpdate } from "../upstream/operator-status";
 import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
+import { inboundMediaOf } from "../upstream/cloud-media";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
@@ -55,6 +56,7 @@ function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string
     content: contentOf(type, rest),
     details,
     at,
+    media: inboundMediaOf(type, rest[type]),
   };
   // A `system` message is the operator telling of an identity change, not the user writing: no window opens.
   if (type === "system") return { record, contact: null, moves: movesOf(details, at) };

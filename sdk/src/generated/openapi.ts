@@ -234,6 +234,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/{id}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an inbound message's media
+         * @description The file of an inbound image, audio, video, document or sticker, streamed, with its type (`Content-Type`), length and name (`Content-Disposition`: `attachment` with the sender's file name for documents, `inline` otherwise). We copy each item when it arrives and keep it as long as the message (the plan's history window); until the copy is there, the file is fetched from the operator (which keeps it 7 days). 404 `not_found` for an unknown message, one without media, and media we did not keep; the message says which (over the plan's size cap, the copy failed, the operator's copy expired, or not copied yet: retry in a few seconds).
+         */
+        get: operations["getMessageMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/message-archives/{day}": {
         parameters: {
             query?: never;
@@ -471,6 +491,7 @@ export interface components {
             upstreamMessageId: string | null;
             /** Format: date-time */
             receivedAt: string;
+            media: components["schemas"]["ReceivedMedia"];
         };
         /** @description The message this one replies to (quotes). */
         ReplyTo: {
@@ -525,6 +546,27 @@ export interface components {
             previousUserId: string | null;
             newPhone: string | null;
             newUserId: string | null;
+        } | null;
+        /** @description The file of an image, audio, video, document or sticker, as known on receipt (null for other types; a replay shows the same). `GET` its `url` for the bytes; `GET /messages/{id}` says whether our copy is there. */
+        ReceivedMedia: {
+            /**
+             * @description The operator's MIME type of the file.
+             * @example image/jpeg
+             */
+            mimeType: string | null;
+            /** @description The sender's caption (images, videos, documents). */
+            caption: string | null;
+            /** @description The document's file name, as the sender named it. */
+            filename: string | null;
+            /** @description The operator's SHA-256 of the file, when it gives one. */
+            sha256: string | null;
+            /**
+             * @description `GET` it with your API key for the bytes (relative to the API's host).
+             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
+             */
+            url: string;
+            /** @description Bytes, when the operator's webhook gave it; `GET /messages/{id}` has it once copied. */
+            size: number | null;
         } | null;
         WebhookTestEventData: {
             message: string;
@@ -938,7 +980,36 @@ export interface components {
             receivedAt: string;
             /** Format: date-time */
             createdAt: string;
+            media: components["schemas"]["InboundMedia"];
         };
+        /** @description The file of an image, audio, video, document or sticker (null for other types): `url` serves it, and `status` says whether we kept a copy. */
+        InboundMedia: {
+            /**
+             * @description The operator's MIME type of the file.
+             * @example image/jpeg
+             */
+            mimeType: string | null;
+            /** @description The sender's caption (images, videos, documents). */
+            caption: string | null;
+            /** @description The document's file name, as the sender named it. */
+            filename: string | null;
+            /** @description The operator's SHA-256 of the file, when it gives one. */
+            sha256: string | null;
+            /**
+             * @description `GET` it with your API key for the bytes (relative to the API's host).
+             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
+             */
+            url: string;
+            /** @description Bytes (known once the copy started). */
+            size: number | null;
+            /** @description Whether our copy is there: `url` serves it. */
+            available: boolean;
+            /**
+             * @description `pending`: not copied yet (`url` fetches it from the operator meanwhile, for 7 days after receipt); `stored`: copied, kept as long as the message; `over_cap`: not kept, larger than the plan allows (per item or per day); `failed`: not kept, the operator no longer had it or kept failing.
+             * @enum {string}
+             */
+            status: "pending" | "stored" | "over_cap" | "failed";
+        } | null;
         MessageEvents: {
             /** Format: uuid */
             messageId: string;
@@ -3173,6 +3244,104 @@ export interface operations {
             };
         };
     };
+    getMessageMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An inbound message's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, in its own type. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /**
+                     * @description The file's size in bytes.
+                     * @example 48213
+                     */
+                    "Content-Length"?: number;
+                    /**
+                     * @description `attachment` with the file name for documents, `inline` for other media.
+                     * @example attachment; filename="invoice.pdf"; filename*=UTF-8''invoice.pdf
+                     */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example %PDF-1.7 … (the file's bytes) */
+                    "*/*": string;
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     downloadMessageArchive: {
         parameters: {
             query?: never;
@@ -4048,7 +4217,8 @@ export interface operations {
                  *         },
                  *         "content": null,
                  *         "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABIYFjNFQjA",
-                 *         "receivedAt": "2026-11-22T18:40:02.000Z"
+                 *         "receivedAt": "2026-11-22T18:40:02.000Z",
+                 *         "media": null
                  *       }
                  *     }
                  */

@@ -1,5 +1,6 @@
 import { eventIdOf, type EventKind, type MessageStatusData, type WebhookEvent } from "../../domain/events";
 import type { MessageStatus } from "../../domain/message";
+import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../domain/inbound-media";
 import { isOutbound, toMessageView, type MessageRow } from "./record";
 
 /**
@@ -36,6 +37,12 @@ export function newChanges(before: MessageRow | null, after: MessageRow): Change
   const had = new Set(before ? changesOf(before).map((c) => c.kind) : []);
   return changesOf(after).filter((c) => !had.has(c.kind));
 }
+
+/** An inbound record's media as its event shows it: the facts known on receipt, never the copy's later state. */
+const receivedMediaOfRow = (row: MessageRow): ReceivedMedia | null => {
+  const stored = storedMediaOf(row.details);
+  return stored ? receivedMediaOf(row.id, stored) : null;
+};
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -79,6 +86,7 @@ export function eventOf(workspaceId: string, row: MessageRow, change: Change): W
         content: view.content,
         upstreamMessageId: view.upstreamMessageId,
         receivedAt: view.receivedAt,
+        media: receivedMediaOfRow(row),
       },
     };
   }

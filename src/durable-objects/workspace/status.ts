@@ -16,6 +16,7 @@ import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, WorkItem }
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import { slotOf, slotOfId } from "./day-tables";
+import type { MediaCopies } from "./media-copies";
 import { changesOf, eventOf, newChanges } from "./message-events";
 import type { EventPublisher, Ticket } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
@@ -58,6 +59,7 @@ export class StatusLedger {
     private readonly publisher: EventPublisher,
     /** jobIds whose send is between its hand-off to the number and its commit. */
     private readonly admitting: (jobId: string) => boolean,
+    private readonly media: MediaCopies,
   ) {}
 
   /**
@@ -323,6 +325,8 @@ export class StatusLedger {
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
     const events: WebhookEvent[] = [];
     const ids: string[] = [];
+    // Every record with media not copied yet, redelivered ones too: a copy job is queued for each.
+    const withMedia: MessageRow[] = [];
     const t = now();
     for (const m of records) {
       let id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, m.at);
@@ -330,6 +334,7 @@ export class StatusLedger {
       if (existing) {
         ids.push(existing.id);
         events.push(...this.reannounce(existing, ["received"]));
+        withMedia.push(existing);
         continue;
       }
       if (!this.tiers.writable(m.at, t)) {
@@ -350,7 +355,7 @@ export class StatusLedger {
           type: m.type,
           body: m.text ?? "",
           content: m.content === null ? null : JSON.stringify(m.content),
-          details: details ? JSON.stringify(details) : null,
+          details: detailsOf({ ...m, details }),
           upstreamMessageId: m.upstreamMessageId,
           receivedAt: m.at,
           at: t,
@@ -361,8 +366,10 @@ export class StatusLedger {
       if (row.tier !== "slot") continue;
       if (recorded) this.counts.note(slotOfId(id)!, m.channelNumberId, { received: 1 });
       events.push(...changesOf(row.row).map((c) => eventOf(workspaceId, row.row, c)));
+      withMedia.push(row.row);
     }
     await this.publisher.awaitFlushed(this.publisher.add(events));
+    await this.media.enqueue(this.media.jobsOf(workspaceId, withMedia));
     return ids;
   }
 
@@ -511,6 +518,12 @@ export function testEvent(workspaceId: string, channelNumberId: string, id: stri
     createdAt: new Date(at).toISOString(),
     data: { message: TEST_EVENT_MESSAGE },
   };
+}
+
+/** The record's `details` JSON: what the operator told beyond the content, with the media under `media`. */
+function detailsOf(m: InboundRecord): string | null {
+  const details = { ...(m.details ?? {}), ...(m.media ? { media: m.media } : {}) };
+  return Object.keys(details).length > 0 ? JSON.stringify(details) : null;
 }
 
 /** The change kinds an operator report is about. */
