@@ -56,6 +56,9 @@ const accepted = (id: string, waId?: string) =>
     ...(waId ? { contacts: [{ input: "x", wa_id: waId }] } : {}),
     messages: [{ id }],
   });
+const timeout = (): Response => {
+  throw new DOMException("The operation was aborted due to timeout", "TimeoutError");
+};
 
 const drain = async (numberId: string) => {
   await runDurableObjectAlarm(channelNumberStub(env, numberId));
@@ -148,5 +151,97 @@ describe("a user on several devices: failed and delivered both reported", () => 
     expect(statusEventsOf(queued(), jobId).map((e) => e.data)).toEqual([
       expect.objectContaining({ status: "sent", previousStatus: "sent", deliveredAt: expect.any(String) }),
     ]);
+  });
+});
+
+describe("a timed-out send whose only report is a failure without our jobId", () => {
+  it("is matched by its number, recipient and time: it fails with the operator's error and learns the operator's id", async () => {
+    const t = await cloudTenant();
+    const calls = operator(timeout);
+    const jobId = await sendOne(t, "5511900000001");
+    await drain(t.numberId);
+    expect(calls).toHaveLength(1);
+    expect(await message(t, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+    const res = await report(t, {
+      id: "wamid.LOST",
+      status: "failed",
+      timestamp: seconds(clock),
+      recipient_id: "5511900000001",
+      errors: [{ code: 131047, title: "Re-engagement message" }],
+    });
+    expect(res.status).toBe(200);
+    expect(await message(t, jobId)).toMatchObject({
+      status: "failed",
+      upstreamMessageId: "wamid.LOST",
+      outcomeUnknownSince: null,
+      error: { code: "service_window_closed", upstreamCode: "131047" },
+    });
+    // The operator's retry of the same report finds the message settled: nothing changes.
+    await report(t, {
+      id: "wamid.LOST",
+      status: "failed",
+      timestamp: seconds(clock),
+      recipient_id: "5511900000001",
+      errors: [{ code: 131047, title: "Re-engagement message" }],
+    });
+    expect(await message(t, jobId)).toMatchObject({ status: "failed", upstreamMessageId: "wamid.LOST" });
+  });
+
+  it("the operator's own id for the recipient (learnt from an earlier answer) matches too", async () => {
+    const t = await cloudTenant();
+    // A Brazilian mobile: sent with the ninth digit, known to the operator without it.
+    let lost = false;
+    operator((_, i) => (lost ? timeout() : accepted(`wamid.${i}`, "551199998888")));
+    const first = await sendOne(t, "5511999998888");
+    await drain(t.numberId);
+    expect(await message(t, first)).toMatchObject({ status: "sent" });
+    lost = true;
+    const jobId = await sendOne(t, "5511999998888");
+    advance(10_000);
+    await drain(t.numberId);
+    expect(await message(t, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+    await report(t, {
+      id: "wamid.LOST",
+      status: "failed",
+      timestamp: seconds(clock),
+      recipient_id: "551199998888",
+      errors: undeliverable,
+    });
+    expect(await message(t, jobId)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
+    expect(await message(t, first)).toMatchObject({ status: "sent", error: null });
+  });
+
+  it("is not matched when nothing tells which message it is about: two unknown outcomes to that recipient, another recipient, or a report older than the call", async () => {
+    const t = await cloudTenant();
+    operator(timeout);
+    const callAt = clock;
+    const a = await sendOne(t, "5511900000001");
+    const b = await sendOne(t, "5511900000002");
+    await drain(t.numberId);
+    await drain(t.numberId);
+    const failure = (recipient: string, at: number) =>
+      report(t, {
+        id: `wamid.${recipient}.${at}`,
+        status: "failed",
+        timestamp: seconds(at),
+        recipient_id: recipient,
+        errors: undeliverable,
+      });
+    // Another recipient, and a report from long before the call: neither is about these messages.
+    await failure("5511900000003", clock);
+    await failure("5511900000001", callAt - 60 * 60_000);
+    for (const jobId of [a, b]) expect(await message(t, jobId)).toMatchObject({ status: "processing" });
+    // Two messages to that recipient wait on an unknown outcome: the report could be about either.
+    await sendOne(t, "5511900000002");
+    advance(10_000);
+    await drain(t.numberId);
+    await failure("5511900000002", clock);
+    expect(await message(t, b)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+    // A delivery without our jobId is never matched (it may be about a message sent from the business's own app).
+    await report(t, { id: "wamid.APP", status: "delivered", timestamp: seconds(clock), recipient_id: "5511900000001" });
+    expect(await message(t, a)).toMatchObject({ status: "processing", deliveredAt: null });
+    // The one message to the first recipient, reported now: matched.
+    await failure("5511900000001", clock);
+    expect(await message(t, a)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
   });
 });

@@ -14,6 +14,7 @@ import { storedUuid } from "../domain/job-id";
 import { applyAccountUpdate, applyQualityUpdate } from "../domain/operator-number-updates";
 import { applyFieldNotice, applyNumberErrors } from "../domain/operator-notices";
 import { isAccountLevel, permanentError } from "../upstream/error-codes";
+import { matchUnknownOutcomes } from "./unmatched-statuses";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -30,6 +31,7 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
     errorCode: error?.code !== undefined ? String(error.code) : null,
     errorMessage: message,
     errorDetails: details ?? null,
+    recipientId: s.recipient_id || null,
   };
 }
 
@@ -167,8 +169,9 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
                 accountError.errorDetails ?? undefined,
               ),
             );
-          // Routed by our jobId to the workspace's record; a report without one names nothing of ours.
-          const updates = reports
+          // Routed by our jobId to the workspace's record; a failure without one may be about a call whose answer was lost.
+          const matched = await matchUnknownOutcomes(env, number, reports);
+          const updates = [...reports.filter((r) => r.jobId), ...matched]
             .map(operatorStatusUpdate)
             .filter((u): u is StatusUpdate => u !== null);
           if (updates.length < statuses.length)

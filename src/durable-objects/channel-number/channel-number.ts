@@ -9,7 +9,7 @@ import { Scheduler, withSlack } from "../shared/scheduler";
 import { workspaceStub } from "../stubs";
 import type { AdmitCommand, AdmitResult, ContactWindow } from "./contract";
 import { HELD_BOUND_MS } from "./delivery-policy";
-import { contactWindow, nextContactExpiry, noteInbound, purgeSilentContacts } from "./contacts";
+import { contactWindow, nextContactExpiry, noteInbound, purgeSilentContacts, recipientsKnownAs } from "./contacts";
 import { Drain } from "./drain";
 import { HandOff } from "./hand-off";
 import { LegacyHandover } from "./legacy/legacy-handover";
@@ -167,6 +167,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       for (const c of contacts) noteInbound(this.storage, c.from, c.at);
     });
     await this.scheduler.wake(nextContactExpiry(this.storage) ?? now());
+  }
+
+  /** For each of the operator's ids of a user, the recipients our sends named them by when they differ (a reverse alias lookup). */
+  async recipientsKnownAs(waIds: string[]): Promise<Record<string, string[]>> {
+    return Object.fromEntries(waIds.map((id) => [id, recipientsKnownAs(this.storage, id)]));
   }
 
   async contactWindow(phone: string): Promise<ContactWindow> {

@@ -44,6 +44,15 @@ export function noteAlias(storage: NumberStorage, recipient: string, waId: strin
 const aliasOf = (sql: SqlStorage, recipient: string): string | undefined =>
   sql.exec<{ wa_id: string }>("SELECT wa_id FROM recipient_aliases WHERE recipient = ?", recipient).toArray()[0]?.wa_id;
 
+/** The recipients the operator knows as `waId` (its `recipient_id` in a status): a reverse lookup, rare (reports without our jobId). */
+export function recipientsKnownAs(storage: NumberStorage, waId: string): string[] {
+  if (!storage.hasTable("recipient_aliases")) return [];
+  return storage.sql
+    .exec<{ recipient: string }>("SELECT recipient FROM recipient_aliases WHERE wa_id = ? LIMIT 10", waId)
+    .toArray()
+    .map((r) => r.recipient);
+}
+
 export function noteInbound(storage: NumberStorage, phone: string, at: number): void {
   contactsOf(storage).exec(
     `INSERT INTO contacts (phone, last_inbound_at) VALUES (?, ?)

@@ -26,6 +26,8 @@ export interface OperatorStatus {
   errorMessage: string | null;
   /** The operator's `error_data.details`, kept in our error message. */
   errorDetails?: string | null;
+  /** The operator's id of the recipient (`recipient_id`): matches a report without our jobId to its message. */
+  recipientId?: string | null;
 }
 
 export interface ContactWindow {
