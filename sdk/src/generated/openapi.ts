@@ -632,7 +632,7 @@ export interface components {
         /** @description Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`. */
         NumberSending: {
             /**
-             * @description `paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number). Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, or at once when its credentials are reconnected.
+             * @description `paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number), in its answer to a send or by webhook (a message reported `failed` with an account-level code). Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, or at once when its credentials are reconnected.
              * @enum {string}
              */
             state: "active" | "paused";
@@ -640,14 +640,19 @@ export interface components {
             pausedSince: string | null;
             /**
              * Format: date-time
-             * @description When a paused number next tries one message.
+             * @description When a paused number next tries one message; after a webhook pause whose trial message the operator accepted, when it resumes unless the operator reports another account-level failure first.
              */
             nextAttemptAt: string | null;
-            /** @description Why the number is paused: the normalized code, our explanation, and the operator's code. */
+            /** @description Why the number is paused: the normalized code, our explanation, the operator's code, and how the operator said it. */
             reason: {
                 code: string;
                 message: string;
                 upstreamCode: string | null;
+                /**
+                 * @description `answer`: the operator refused one of the number's sends. `webhook`: it reported a message `failed` (or sent the number's `errors`) with an account-level code.
+                 * @enum {string}
+                 */
+                reportedBy: "answer" | "webhook";
             } | null;
         };
         /** @description Extension: the number's state, what the operator last said about it (asked at most hourly) and today's sends. */
@@ -663,6 +668,7 @@ export interface components {
             pausedReason: string | null;
             /** @description The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds. */
             lastOperatorError: string | null;
+            lastOperatorNotice: components["schemas"]["OperatorNotice"];
             /** @description Live numbers: the business name the operator verified. */
             verifiedName: string | null;
             /** @description Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …), from the hourly check and its quality webhooks. */
@@ -677,6 +683,20 @@ export interface components {
             /** @description Sends accepted from this number today (UTC); the counts reach it up to a minute behind. */
             sendsToday: number;
         };
+        /** @description The operator's last webhook about the number that changes nothing here but should be seen: a field this service does not apply (e.g. `standby`: another app controls the number's conversations) or the `errors` it sent about the number. Replaced by the next; never cleared. */
+        OperatorNotice: {
+            /** @description The webhook field: e.g. `standby`, or `messages` for the `errors` the operator sent about the number. */
+            field: string;
+            /** @description What it said, in words (the operator's title and details for errors). */
+            message: string;
+            /** @description The operator's error code, for `errors`. */
+            upstreamCode: string | null;
+            /**
+             * Format: date-time
+             * @description When it arrived.
+             */
+            at: string;
+        } | null;
         ContactWindow: {
             /** @description The contact as asked: E.164 digits, or a user id. */
             phone: string;
@@ -1371,6 +1391,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",
                      *         "messagingLimitTier": "TIER_1K",
@@ -1529,6 +1550,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": null,
                      *         "qualityRating": null,
                      *         "messagingLimitTier": null,
@@ -1736,6 +1758,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",
                      *         "messagingLimitTier": "TIER_1K",

@@ -119,6 +119,15 @@ function idsSince(storage: NumberStorage, id: string): string[] {
 /** Where a send to `id` goes: the id the user moved to last (itself when it never moved). */
 export const currentIdOf = (storage: NumberStorage, id: string): string => idsSince(storage, id).at(-1)!;
 
+/** The recipients the operator knows as `waId` (its `recipient_id` in a status): a reverse lookup, rare (reports without our jobId). */
+export function recipientsKnownAs(storage: NumberStorage, waId: string): string[] {
+  if (!storage.hasTable("recipient_aliases")) return [];
+  return storage.sql
+    .exec<{ recipient: string }>("SELECT recipient FROM recipient_aliases WHERE wa_id = ? LIMIT 10", waId)
+    .toArray()
+    .map((r) => r.recipient);
+}
+
 export function noteInbound(storage: NumberStorage, phone: string, at: number): void {
   contactsOf(storage).exec(
     `INSERT INTO contacts (phone, last_inbound_at) VALUES (?, ?)

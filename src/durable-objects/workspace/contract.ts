@@ -50,6 +50,12 @@ export interface StatusUpdate {
   notSent?: boolean;
 }
 
+/** An operator report without our jobId: who it was about (the operator's id and ours for them) and when. */
+export interface UnmatchedReport {
+  recipients: string[];
+  at: number;
+}
+
 export interface StatusResult {
   known: boolean;
   status: MessageStatus | null;

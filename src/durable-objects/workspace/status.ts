@@ -12,7 +12,7 @@ import { log } from "../../lib/log";
 import type { MessageStatus } from "../../domain/message";
 import { getMeta, setMeta } from "../shared/meta";
 import { historyStub } from "../history/history";
-import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, WorkItem } from "./contract";
+import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, UnmatchedReport, WorkItem } from "./contract";
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import { slotOf, slotOfId } from "./day-tables";
@@ -24,7 +24,7 @@ import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { resolveLinks } from "./message-links";
 import { applyTransition } from "./status-transition";
 import type { Located, Tiers } from "./tiers";
-import { forgetUnknown, noteUnknown } from "./unknown-outcomes";
+import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
 import { findLegacyInbound, findLegacyMessage, legacyWorkOf } from "./legacy/messages-v1";
 
 /**
@@ -225,7 +225,10 @@ export class StatusLedger {
           // the only caller reporting unknown outcomes here) was never listed: without the list,
           // its expiry never fails it when the operator's window ends. Listed once (INSERT OR IGNORE).
           if (u.outcomeUnknown && row.outcome_unknown_since !== null && row.status === "processing")
-            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since);
+            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since, {
+              number: row.channel_number_id,
+              recipient: row.recipient,
+            });
           events.push(...this.reannounce(row, own));
           return { known: true, status: row.status };
         }
@@ -315,6 +318,20 @@ export class StatusLedger {
     } finally {
       if (this.historyUpdates.get(u.jobId) === mine) this.historyUpdates.delete(u.jobId);
     }
+  }
+
+  /**
+   * The messages operator reports without our jobId are about, by number, recipient and time
+   * (unknown-outcomes.ts `matchUnknown`): a jobId or null per report, never one message twice.
+   */
+  matchUnknownOutcomes(channelNumberId: string, reports: readonly UnmatchedReport[]): (string | null)[] {
+    const taken = new Set<string>();
+    return reports.map((r) => {
+      const id = matchUnknown(this.w.sql, channelNumberId, r.recipients, r.at);
+      if (id === null || taken.has(id)) return null;
+      taken.add(id);
+      return id;
+    });
   }
 
   /**
@@ -481,7 +498,10 @@ export class StatusLedger {
       else this.counts.note(slotOf(before.created_at), before.channel_number_id, delta, "frozen");
     }
     if (before.outcome_unknown_since === null && after.outcome_unknown_since !== null)
-      noteUnknown(this.w.sql, after.id, after.outcome_unknown_since);
+      noteUnknown(this.w.sql, after.id, after.outcome_unknown_since, {
+        number: after.channel_number_id,
+        recipient: after.recipient,
+      });
     if (before.outcome_unknown_since !== null && after.outcome_unknown_since === null && !opts.keepUnknown)
       forgetUnknown(this.w.sql, after.id);
   }

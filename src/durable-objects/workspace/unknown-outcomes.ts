@@ -1,25 +1,88 @@
+import { ensureColumn } from "../shared/sql-schema";
+
 /**
  * Sends whose call got no usable answer (a timeout, a lost connection): the message may or may
  * not have reached the operator, so it is never called again; the operator's status report settles
  * it, and without one it fails with `upstream_outcome_unknown` when the operator's 7-day webhook
  * window ends. The record says so (`outcome_unknown_since`); this small list is how the expiry
- * finds them without a scan, wherever their record is by then (a day table or a history shard).
+ * finds them without a scan, wherever their record is by then (a day table or a history shard),
+ * and how a report without our jobId finds its message (`matchUnknown`: by number, recipient and time).
  *
- * Bound: one row (~60 B) per message waiting on an unknown outcome: none in the steady state, at
- * most 7 days of a number's timeouts (2/s: 1.2 M rows, ~70 MB, if every call timed out for a week).
+ * Bound: one row (~120 B) per message waiting on an unknown outcome: none in the steady state, at
+ * most 7 days of a number's timeouts (2/s: 1.2 M rows, ~150 MB, if every call timed out for a week).
  */
 export const UNKNOWN_OUTCOME_WINDOW_MS = 7 * 24 * 60 * 60_000;
+
+/**
+ * A report may be matched to a call whose outcome became unknown up to this long after the
+ * report's own time: the call started before the report, and became unknown when its timeout ran
+ * out (UPSTREAM_TIMEOUT_MS, seconds), with the operator's clock and ours a little apart.
+ */
+export const MATCH_SLACK_MS = 5 * 60_000;
 
 const hasTable = (sql: SqlStorage): boolean =>
   sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'unknowns'").toArray().length > 0;
 
-export function noteUnknown(sql: SqlStorage, id: string, since: number): void {
+/** Objects whose `unknowns` table has this release's columns (checked once per instance). */
+const current = new WeakSet<SqlStorage>();
+
+/**
+ * The table, created when first needed. `number` and `recipient` came after the first release: a
+ * row listed before them has none, and is never matched to a report without our jobId (it still
+ * expires).
+ */
+function ensureTable(sql: SqlStorage): void {
+  if (current.has(sql)) return;
   sql.exec("CREATE TABLE IF NOT EXISTS unknowns (id TEXT PRIMARY KEY, since INTEGER NOT NULL) WITHOUT ROWID");
-  sql.exec("INSERT OR IGNORE INTO unknowns (id, since) VALUES (?, ?)", id, since);
+  ensureColumn(sql, "unknowns", "number", "TEXT");
+  ensureColumn(sql, "unknowns", "recipient", "TEXT");
+  sql.exec("CREATE INDEX IF NOT EXISTS unknowns_by_recipient ON unknowns (number, recipient)");
+  current.add(sql);
+}
+
+export function noteUnknown(
+  sql: SqlStorage,
+  id: string,
+  since: number,
+  to: { number: string; recipient: string } | null = null,
+): void {
+  ensureTable(sql);
+  sql.exec(
+    "INSERT OR IGNORE INTO unknowns (id, since, number, recipient) VALUES (?, ?, ?, ?)",
+    id,
+    since,
+    to?.number ?? null,
+    to?.recipient ?? null,
+  );
 }
 
 export function forgetUnknown(sql: SqlStorage, id: string): void {
   if (hasTable(sql)) sql.exec("DELETE FROM unknowns WHERE id = ?", id);
+}
+
+/**
+ * The one message of `number` to one of `recipients` whose outcome is unknown and whose call may
+ * have started before `reportedAt`: the message an operator report without our jobId is about.
+ * Null when there is none, or more than one (then nothing tells which the report is about: each
+ * stays unknown until its own report, or its expiry).
+ */
+export function matchUnknown(
+  sql: SqlStorage,
+  number: string,
+  recipients: readonly string[],
+  reportedAt: number,
+): string | null {
+  if (!hasTable(sql) || recipients.length === 0) return null;
+  ensureTable(sql);
+  const rows = sql
+    .exec<{ id: string }>(
+      `SELECT id FROM unknowns WHERE number = ? AND recipient IN (${recipients.map(() => "?").join(", ")}) AND since <= ? LIMIT 2`,
+      number,
+      ...recipients,
+      reportedAt + MATCH_SLACK_MS,
+    )
+    .toArray();
+  return rows.length === 1 ? rows[0]!.id : null;
 }
 
 /** When the oldest of the first few (ids are in acceptance order, `since` follows it within the hour of retries) expires, or null. */

@@ -22,6 +22,7 @@ import type {
   SendOutcome,
   StatusResult,
   StatusUpdate,
+  UnmatchedReport,
   Usage,
   WorkItem,
 } from "./contract";
@@ -195,6 +196,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   async applyStatuses(updates: StatusUpdate[]): Promise<StatusResult[]> {
     this.publisher.tick();
     return this.status.report(updates);
+  }
+
+  /** The messages operator reports without our jobId are about (unknown outcomes, by number, recipient and time), or null each. */
+  async matchUnknownOutcomes(channelNumberId: string, reports: UnmatchedReport[]): Promise<(string | null)[]> {
+    return this.status.matchUnknownOutcomes(channelNumberId, reports);
   }
 
   /** Records inbound messages once each and announces each with a `message.received` event. Returns our ids, in order, once the events left. */
