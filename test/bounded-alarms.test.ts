@@ -238,11 +238,12 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
           { status: "processing", extra: ", outcome_unknown_since", extraValues: `, ${unknownDay * DAY_MS} + i` },
           "002",
         );
-        noteUnknown(sql, "-", 0);
+        noteUnknown(sql, "-", 0, { number: t.numberId, recipient: "-" });
         sql.exec("DELETE FROM unknowns");
         seed(
           sql,
-          `INSERT INTO unknowns (id, since) SELECT ${idAt(unknownDay * DAY_MS, "002")}, ${unknownDay * DAY_MS} + i FROM n`,
+          `INSERT INTO unknowns (id, since, number, recipient)
+           SELECT ${idAt(unknownDay * DAY_MS, "002")}, ${unknownDay * DAY_MS} + i, '${t.numberId}', printf('5511%09d', i % 5000) FROM n`,
         );
         // Today's first slot: a number's queue of queued records (the `_work` index), each with its key.
         seedSlot(

@@ -1,5 +1,3 @@
-import { ensureColumn } from "../shared/sql-schema";
-
 /**
  * Sends whose call got no usable answer (a timeout, a lost connection): the message may or may
  * not have reached the operator, so it is never called again; the operator's status report settles
@@ -8,8 +6,9 @@ import { ensureColumn } from "../shared/sql-schema";
  * finds them without a scan, wherever their record is by then (a day table or a history shard),
  * and how a report without our jobId finds its message (`matchUnknown`: by number, recipient and time).
  *
- * Bound: one row (~120 B) per message waiting on an unknown outcome: none in the steady state, at
- * most 7 days of a number's timeouts (2/s: 1.2 M rows, ~150 MB, if every call timed out for a week).
+ * Bound: one row per message waiting on an unknown outcome, ~220 B with its entry in the recipient
+ * index (measured in SQLite: ~115 B the row, ~105 B the index entry): none in the steady state, at
+ * most 7 days of a number's timeouts (2/s: 1.2 M rows, ~270 MB, if every call timed out for a week).
  */
 export const UNKNOWN_OUTCOME_WINDOW_MS = 7 * 24 * 60 * 60_000;
 
@@ -23,36 +22,30 @@ export const MATCH_SLACK_MS = 5 * 60_000;
 const hasTable = (sql: SqlStorage): boolean =>
   sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'unknowns'").toArray().length > 0;
 
-/** Objects whose `unknowns` table has this release's columns (checked once per instance). */
-const current = new WeakSet<SqlStorage>();
-
 /**
- * The table, created when first needed. `number` and `recipient` came after the first release: a
- * row listed before them has none, and is never matched to a report without our jobId (it still
- * expires).
+ * The table, created when the first outcome becomes unknown. `number` and `recipient` (our
+ * counterpart: digits, or a user id) find the message a report without our jobId is about.
  */
-function ensureTable(sql: SqlStorage): void {
-  if (current.has(sql)) return;
-  sql.exec("CREATE TABLE IF NOT EXISTS unknowns (id TEXT PRIMARY KEY, since INTEGER NOT NULL) WITHOUT ROWID");
-  ensureColumn(sql, "unknowns", "number", "TEXT");
-  ensureColumn(sql, "unknowns", "recipient", "TEXT");
+function createTable(sql: SqlStorage): void {
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS unknowns (id TEXT PRIMARY KEY, since INTEGER NOT NULL, number TEXT NOT NULL, recipient TEXT NOT NULL) WITHOUT ROWID",
+  );
   sql.exec("CREATE INDEX IF NOT EXISTS unknowns_by_recipient ON unknowns (number, recipient)");
-  current.add(sql);
 }
 
 export function noteUnknown(
   sql: SqlStorage,
   id: string,
   since: number,
-  to: { number: string; recipient: string } | null = null,
+  to: { number: string; recipient: string },
 ): void {
-  ensureTable(sql);
+  createTable(sql);
   sql.exec(
     "INSERT OR IGNORE INTO unknowns (id, since, number, recipient) VALUES (?, ?, ?, ?)",
     id,
     since,
-    to?.number ?? null,
-    to?.recipient ?? null,
+    to.number,
+    to.recipient,
   );
 }
 
@@ -73,7 +66,6 @@ export function matchUnknown(
   reportedAt: number,
 ): string | null {
   if (!hasTable(sql) || recipients.length === 0) return null;
-  ensureTable(sql);
   const rows = sql
     .exec<{ id: string }>(
       `SELECT id FROM unknowns WHERE number = ? AND recipient IN (${recipients.map(() => "?").join(", ")}) AND since <= ? LIMIT 2`,
