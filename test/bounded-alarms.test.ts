@@ -332,6 +332,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         "legacy-events": { due: SCHEMA, run: 0 },
         "legacy-move": { due: SCHEMA, run: 0 },
         "legacy-expiry": { due: 3 * SCHEMA, run: 0 },
+        // The next day whose media copies leave R2: one range of meta rows.
+        "media-purge": { due: 1, run: 1 },
       }),
     ).toEqual([]);
     // Steps that had work did it (a bound met by doing nothing proves nothing).
@@ -546,6 +548,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         "legacy-move": { due: 5, run: 2 * 500 + SCHEMA },
         // No look at the events or the delivery log (they have no index by time).
         "legacy-expiry": { due: 3 * SCHEMA, run: 0 },
+        // The next day whose media copies leave R2: one range of meta rows.
+        "media-purge": { due: 1, run: 1 },
       }),
     ).toEqual([]);
     expect(steps.filter((s) => s.run !== null).map((s) => s.step)).toEqual(["legacy-events", "legacy-move"]);
