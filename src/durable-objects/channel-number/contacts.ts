@@ -73,7 +73,8 @@ export function noteUserId(storage: NumberStorage, userId: string, phone: string
  * another, a user id for another. Kept apart from recipient_aliases: an alias is another name of
  * the same reachable contact, and a send keeps going to what the customer wrote; a moved id no
  * longer reaches the user, so a send to it goes to the id it moved to (`currentIdOf`).
- * Bound: one row per change (~80 B; users rarely change number), purged 30 days after the change.
+ * Bound: one row per change (~120 B with its age-index entry; users rarely change number), purged
+ * 30 days after the change.
  * Created when the first change arrives.
  */
 function movesOf(storage: NumberStorage): SqlStorage {
