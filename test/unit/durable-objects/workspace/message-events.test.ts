@@ -265,6 +265,7 @@ describe("eventOf: each event as of its change", () => {
           content: null,
           upstreamMessageId: "wamid.IN1",
           receivedAt: iso(T - 1_000),
+          media: null,
         },
       },
     ]);
