@@ -224,6 +224,84 @@ describe("inbound media copied on receipt", () => {
   });
 });
 
+describe("beside the sender's identity and links", () => {
+  it("an image from a user known only by a user id, replying to their earlier message: the copy keeps the sender and the link", async () => {
+    const t = await liveTenant();
+    const hook = await customerWebhook(net, t.key, t.numberId);
+    const userId = `US.${String(++senders).padStart(20, "7")}`;
+    const contact = { wa_id: "", user_id: userId, profile: { name: "Ana", username: "ana.s" } };
+    const first = await postOperator(
+      inboundPayload(
+        t.phoneNumberId,
+        [
+          {
+            from: "",
+            from_user_id: userId,
+            id: "wamid.ASK1",
+            timestamp: seconds(clock),
+            type: "text",
+            text: { body: "?" },
+          },
+        ],
+        [contact],
+      ),
+    );
+    expect(first.status).toBe(200);
+    const file = mediaFile(3_000, "image/png");
+    serveOperatorMedia(net, t.token, file);
+    const res = await postOperator(
+      inboundPayload(
+        t.phoneNumberId,
+        [
+          {
+            from: "",
+            from_user_id: userId,
+            id: "wamid.PIC1",
+            timestamp: seconds(clock + 1_000),
+            type: "image",
+            context: { from: "", id: "wamid.ASK1" },
+            image: { mime_type: file.mimeType, sha256: await sha256Hex(file.bytes), id: file.id, caption: "This one" },
+          },
+        ],
+        [contact],
+      ),
+    );
+    expect(res.status).toBe(200);
+    type View = {
+      id: string;
+      upstreamMessageId: string;
+      from: string | null;
+      fromUserId: string | null;
+      profileName: string | null;
+      username: string | null;
+      replyTo: { messageId: string | null; upstreamMessageId: string } | null;
+      media: Media | null;
+    };
+    const page = await json<{ data: View[] }>(await api("/messages?direction=inbound&limit=5", t.key));
+    const ask = page.data.find((m) => m.upstreamMessageId === "wamid.ASK1")!;
+    const pic = page.data.find((m) => m.upstreamMessageId === "wamid.PIC1")!;
+    const sender = { from: null, fromUserId: userId, profileName: "Ana", username: "ana.s" };
+    const replyTo = { messageId: ask.id, upstreamMessageId: "wamid.ASK1" };
+
+    // The copy rewrites the record's details (media.copy): the sender and the link stay beside it.
+    expect(await settled(t, pic.id)).toMatchObject({ status: "stored", size: 3_000, caption: "This one" });
+    const view = await json<View>(await api(`/messages/${pic.id}`, t.key));
+    expect(view).toMatchObject({ ...sender, replyTo, media: { status: "stored", available: true } });
+    const stored = await env.ARCHIVE.get(mediaKey(t.workspaceId, utcDay(clock), pic.id));
+    expect(await bytesOf(new Response(stored!.body))).toEqual(file.bytes);
+
+    const event = await vi.waitFor(
+      () => {
+        const e = hook.events().find((x) => x.type === "message.received" && x.data.messageId === pic.id);
+        if (!e) throw new Error("no message.received yet");
+        return e;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+    expect(event.data).toMatchObject({ ...sender, replyTo, media: { caption: "This one", mimeType: "image/png" } });
+  });
+});
+
 describe("the plan's caps", () => {
   it("does not copy an item over the plan's item cap (nor download it), nor one past the day's bytes; the record and the 404 say so", async () => {
     const t = await liveTenant(await planWithMediaCaps(1_000, 2_500));
