@@ -589,11 +589,14 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       const m = measured(ChannelNumberDurableObject, state);
       const steps = await measureSteps(m, at);
       const queued = (m.instance as unknown as { queue: { size: number } }).queue.size;
+      // A failure reported without our jobId: the recipients the operator knows by its id, through an index.
+      const known = await m.instance.recipientsKnownAs(["553000000500"]);
+      const reverse = await m.read(() => m.instance.recipientsKnownAs(["553000000500"]));
       // A month later: silent contacts and aliases are purged a batch at a time; due reports applied a batch at a time.
       const later = at + 31 * DAY_MS;
       const purge = await m.read(() => m.steps.find((s) => s.name === "purge")!.run(later));
       const reports = await m.read(() => m.steps.find((s) => s.name === "sandbox-reports")!.run(later));
-      return { steps, queued, purge, reports };
+      return { steps, queued, purge, reports, known, reverse };
     });
     expect(
       overBounds(results.steps, {
@@ -615,5 +618,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     // 1,000 contacts and 1,000 aliases, each found and deleted through its index; 100 reports.
     expect(results.purge).toBeLessThanOrEqual(2 * 1_000 * 4 + 50);
     expect(results.reports).toBeLessThanOrEqual(100 * 2 + SCHEMA);
+    expect(results.known).toEqual({ "553000000500": ["5533000000500"] });
+    expect(results.reverse).toBeLessThanOrEqual(2 + SCHEMA);
   }, 120_000);
 });

@@ -27,6 +27,16 @@ export function createContactsTable(sql: SqlStorage): void {
     CREATE TABLE IF NOT EXISTS recipient_aliases (recipient TEXT PRIMARY KEY, wa_id TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS recipient_aliases_by_age ON recipient_aliases (updated_at);
   `);
+  createAliasesByWaIdIndex(sql);
+}
+
+/**
+ * A failure reported without our jobId names the operator's id of the recipient: the reverse lookup
+ * (recipientsKnownAs) must not scan the aliases. One index row per alias, written only when an alias
+ * is (rare: the operator's id differs from the number sent to, refreshed at most daily).
+ */
+export function createAliasesByWaIdIndex(sql: SqlStorage): void {
+  sql.exec("CREATE INDEX IF NOT EXISTS recipient_aliases_by_wa_id ON recipient_aliases (wa_id)");
 }
 
 const contactsOf = (storage: NumberStorage): SqlStorage => {
