@@ -238,11 +238,12 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
           { status: "processing", extra: ", outcome_unknown_since", extraValues: `, ${unknownDay * DAY_MS} + i` },
           "002",
         );
-        noteUnknown(sql, "-", 0);
+        noteUnknown(sql, "-", 0, { number: t.numberId, recipient: "-" });
         sql.exec("DELETE FROM unknowns");
         seed(
           sql,
-          `INSERT INTO unknowns (id, since) SELECT ${idAt(unknownDay * DAY_MS, "002")}, ${unknownDay * DAY_MS} + i FROM n`,
+          `INSERT INTO unknowns (id, since, number, recipient)
+           SELECT ${idAt(unknownDay * DAY_MS, "002")}, ${unknownDay * DAY_MS} + i, '${t.numberId}', printf('5511%09d', i % 5000) FROM n`,
         );
         // Today's first slot: a number's queue of queued records (the `_work` index), each with its key.
         seedSlot(
@@ -331,6 +332,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         "legacy-events": { due: SCHEMA, run: 0 },
         "legacy-move": { due: SCHEMA, run: 0 },
         "legacy-expiry": { due: 3 * SCHEMA, run: 0 },
+        // The next day whose media copies leave R2: one range of meta rows.
+        "media-purge": { due: 1, run: 1 },
       }),
     ).toEqual([]);
     // Steps that had work did it (a bound met by doing nothing proves nothing).
@@ -545,6 +548,8 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         "legacy-move": { due: 5, run: 2 * 500 + SCHEMA },
         // No look at the events or the delivery log (they have no index by time).
         "legacy-expiry": { due: 3 * SCHEMA, run: 0 },
+        // The next day whose media copies leave R2: one range of meta rows.
+        "media-purge": { due: 1, run: 1 },
       }),
     ).toEqual([]);
     expect(steps.filter((s) => s.run !== null).map((s) => s.step)).toEqual(["legacy-events", "legacy-move"]);
@@ -584,11 +589,14 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       const m = measured(ChannelNumberDurableObject, state);
       const steps = await measureSteps(m, at);
       const queued = (m.instance as unknown as { queue: { size: number } }).queue.size;
+      // A failure reported without our jobId: the recipients the operator knows by its id, through an index.
+      const known = await m.instance.recipientsKnownAs(["553000000500"]);
+      const reverse = await m.read(() => m.instance.recipientsKnownAs(["553000000500"]));
       // A month later: silent contacts and aliases are purged a batch at a time; due reports applied a batch at a time.
       const later = at + 31 * DAY_MS;
       const purge = await m.read(() => m.steps.find((s) => s.name === "purge")!.run(later));
       const reports = await m.read(() => m.steps.find((s) => s.name === "sandbox-reports")!.run(later));
-      return { steps, queued, purge, reports };
+      return { steps, queued, purge, reports, known, reverse };
     });
     expect(
       overBounds(results.steps, {
@@ -610,5 +618,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     // 1,000 contacts and 1,000 aliases, each found and deleted through its index; 100 reports.
     expect(results.purge).toBeLessThanOrEqual(2 * 1_000 * 4 + 50);
     expect(results.reports).toBeLessThanOrEqual(100 * 2 + SCHEMA);
+    expect(results.known).toEqual({ "553000000500": ["5533000000500"] });
+    expect(results.reverse).toBeLessThanOrEqual(2 + SCHEMA);
   }, 120_000);
 });

@@ -157,6 +157,7 @@ describe("GET /messages/{id}", () => {
       direction: "outbound",
       channelNumberId: t.numberId,
       to: "5511999998888",
+      toUserId: null,
       type: "text",
       text: { body: "Olá 👋" },
       status: "queued",

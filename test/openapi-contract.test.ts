@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/http";
 import { E164_DIGITS, IDEMPOTENCY_KEY, SendMessageRequest } from "../src/domain/send-request";
+import { USER_ID } from "../src/domain/recipient";
 
 interface Schema {
   type?: string;
@@ -133,6 +134,31 @@ describe("constraints in the document match the validators", () => {
     for (const v of samples) {
       const zodAccepts = SendMessageRequest.shape.to.safeParse(v).success;
       expect(jsonSchemaAccepts(to, v), JSON.stringify(v)).toBe(zodAccepts);
+    }
+  });
+
+  it("`toUserId`: pattern and length", async () => {
+    const d = await doc();
+    const toUserId = d.components.schemas.SendMessageRequest!.properties!.toUserId!;
+    expect(toUserId.pattern).toBe(USER_ID.source);
+    const samples = [
+      "US.13491208655302741918",
+      "US.ENT.11815799212886844830",
+      "BR.1",
+      `US.${"1".repeat(157)}`,
+      `US.${"1".repeat(158)}`,
+      "",
+      "us.1",
+      "US",
+      "US.",
+      "US..1",
+      "US.1 2",
+      "5511999998888",
+      "+US.1",
+    ];
+    for (const v of samples) {
+      const zodAccepts = SendMessageRequest.shape.toUserId.safeParse(v).success;
+      expect(jsonSchemaAccepts(toUserId, v), JSON.stringify(v)).toBe(zodAccepts);
     }
   });
 

@@ -221,7 +221,23 @@ describe("operator errors, as the operator sends them", () => {
     ]) {
       expect([code, kind(code)]).toEqual([code, "permanent"]);
     }
-    for (const code of ["190", "0", "3", "10", "368", "131031", "131042", "131045", "131048", "133010"])
+    for (const code of [
+      "190",
+      "0",
+      "3",
+      "10",
+      "368",
+      "131031",
+      "131042",
+      "131045",
+      "131048",
+      "133010",
+      "33",
+      "131005",
+      "131037",
+      "200",
+      "299",
+    ])
       expect([code, kind(code, 400)]).toEqual([code, "number_blocked"]);
     // Codes we do not know: the operator's hint, then the status.
     expect(kind("999001", 400, true)).toBe("retry:message");
@@ -611,7 +627,7 @@ describe("webhook intake at the operator's sizes", () => {
     );
   });
 
-  it("an inbound message without `from` (the user withholds their number) is accepted under the operator's user id", async () => {
+  it("an inbound message without `from` (the user withholds their number) is accepted under the operator's user id (fromUserId; from is null)", async () => {
     const t = await cloudTenant();
     const queued = queuedEvents();
     const payload = inboundPayload(
@@ -640,7 +656,13 @@ describe("webhook intake at the operator's sizes", () => {
       interval: 50,
     });
     expect(receivedEvents(queued)[0]).toMatchObject({
-      data: { from: "BR.1349120865530274191", text: { body: "sem número" }, upstreamMessageId: "wamid.NOFROM" },
+      data: {
+        from: null,
+        fromUserId: "BR.1349120865530274191",
+        profileName: "Ana",
+        text: { body: "sem número" },
+        upstreamMessageId: "wamid.NOFROM",
+      },
     });
   });
 });

@@ -20,6 +20,7 @@ import { canonicalJson, SendMessageRequest } from "../src/domain/send-request";
 import { sha256Hex } from "../src/lib/crypto";
 import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 import { eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
+import { inboundExtrasOf } from "../src/domain/inbound-details";
 import beforeVersions from "./fixtures/schema-before-versions.json";
 import firstVersioned from "./fixtures/schema-v1.json";
 
@@ -375,6 +376,7 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
         messageId: r.id,
         channelNumberId: r.channel_number_id,
         to: r.recipient,
+        toUserId: null,
         status: view.status,
         previousStatus: previous as "queued",
         upstreamMessageId: view.upstreamMessageId,
@@ -401,12 +403,13 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
         data: {
           messageId: inbound.id,
           channelNumberId: N,
-          from: inbound.recipient,
+          ...inboundExtrasOf(inbound.recipient, null),
           type: "text",
           text: { body: inbound.body },
           content: null,
           upstreamMessageId: "wamid.IN1",
           receivedAt: new Date(inbound.received_at!).toISOString(),
+          media: null,
         },
       },
       subject: inbound.id,

@@ -96,6 +96,14 @@ const message = (n: number): Message => ({
   direction: "inbound",
   channelNumberId: "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
   from: "5511977776666",
+  fromUserId: null,
+  profileName: null,
+  username: null,
+  replyTo: null,
+  forwarded: null,
+  reaction: null,
+  referral: null,
+  system: null,
   type: "text",
   text: { body: `hi ${n}` },
   content: null,
@@ -103,6 +111,7 @@ const message = (n: number): Message => ({
   upstreamMessageId: null,
   receivedAt: "2026-10-01T10:00:00.000Z",
   createdAt: "2026-10-01T10:00:00.000Z",
+  media: null,
 });
 const line = (n: number) => encoder.encode(`${JSON.stringify(message(n))}\n`);
 const ndjsonResponse = (body: ReadableStream<Uint8Array>) =>

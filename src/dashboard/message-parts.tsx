@@ -3,8 +3,9 @@ import type { Message } from "../domain/message";
 
 // Pieces of a message shared by the messages list and a message's page.
 
-/** The other party: the recipient of an outbound message, the sender of an inbound one. */
-export const counterpartOf = (m: Message): string => (m.direction === "outbound" ? m.to : m.from);
+/** The other party: the recipient of an outbound message, the sender of an inbound one (a user id when no phone number is known). */
+export const counterpartOf = (m: Message): string =>
+  (m.direction === "outbound" ? (m.to ?? m.toUserId) : (m.from ?? m.fromUserId)) ?? "";
 
 const PREVIEW_CHARS = 80;
 

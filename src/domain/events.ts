@@ -1,7 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { MESSAGE_STATUSES, MessageError } from "./message";
+import { INBOUND_CONTENT, MESSAGE_STATUSES, MessageError } from "./message";
+import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { ReceivedMedia } from "./inbound-media";
 import { newUuidV7 } from "./job-id";
 
 /**
@@ -12,7 +14,11 @@ export const MessageStatusData = z
   .object({
     messageId: z.string().uuid().openapi({ description: "The jobId returned on send." }),
     channelNumberId: z.string().uuid(),
-    to: z.string(),
+    to: z.string().nullable().openapi({ description: "The recipient's E.164 digits; null for a send to `toUserId`." }),
+    toUserId: z
+      .string()
+      .nullable()
+      .openapi({ description: "The recipient's user id, for a send made with `toUserId`." }),
     status: z.enum(MESSAGE_STATUSES),
     previousStatus: z.enum(MESSAGE_STATUSES).nullable(),
     upstreamMessageId: z.string().nullable(),
@@ -27,18 +33,20 @@ export const MessageReceivedData = z
   .object({
     messageId: z.string().openapi({ description: "Our id for the inbound message." }),
     channelNumberId: z.string().uuid(),
-    from: z.string().openapi({
+    from: z.string().nullable().openapi({
       description:
-        "Sender, E.164 digits. When the user withholds their number (operator usernames), the operator's business-scoped user id instead, which is not digits.",
+        "Sender, E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`).",
     }),
-    type: z.string().openapi({ description: "`text`, or the operator's type for other content (image, audio, …)." }),
+    ...INBOUND_EXTRA_FIELDS,
+    type: z.string().openapi({
+      description:
+        "`text`, or the operator's type for other content (`image`, `reaction`, `contacts`, …); `system` for an identity change.",
+    }),
     text: z.object({ body: z.string() }).nullable(),
-    content: z
-      .record(z.string(), z.unknown())
-      .nullable()
-      .openapi({ description: "The operator's payload for non-text types, unchanged." }),
+    content: INBOUND_CONTENT,
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),
+    media: ReceivedMedia.nullable(),
   })
   .openapi("MessageReceivedEventData");
 

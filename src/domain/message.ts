@@ -1,4 +1,6 @@
 import { z } from "@hono/zod-openapi";
+import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { InboundMedia } from "./inbound-media";
 
 export const MESSAGE_STATUSES = ["queued", "processing", "sent", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -17,7 +19,11 @@ export const OutboundMessage = z
     id: z.string().uuid().openapi({ description: "The jobId returned on send." }),
     direction: z.literal("outbound"),
     channelNumberId: z.string().uuid(),
-    to: z.string(),
+    to: z.string().nullable().openapi({ description: "The recipient's E.164 digits; null for a send to `toUserId`." }),
+    toUserId: z
+      .string()
+      .nullable()
+      .openapi({ description: "Extension: the recipient's user id, for a send made with `toUserId`; null otherwise." }),
     type: z.literal("text"),
     text: z.object({ body: z.string() }),
     status: z.enum(MESSAGE_STATUSES).openapi({
@@ -47,6 +53,16 @@ export const OutboundMessage = z
   .openapi("OutboundMessage");
 export type OutboundMessage = z.infer<typeof OutboundMessage>;
 
+/** The operator's payload of a non-text message: always an object (a list, like `contacts`, is under its type's name). */
+export const INBOUND_CONTENT = z
+  .record(z.string(), z.unknown())
+  .nullable()
+  .openapi({
+    description:
+      "The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's " +
+      'name: `contacts` reads `{"contacts": [...]}`.',
+  });
+
 export const InboundMessage = z
   .object({
     id: z
@@ -55,19 +71,22 @@ export const InboundMessage = z
       .openapi({ description: "Our id for the inbound message (the `messageId` of its `message.received` event)." }),
     direction: z.literal("inbound"),
     channelNumberId: z.string().uuid(),
-    from: z.string().openapi({
-      description: "The sender: E.164 digits, or the operator's user id when the phone number is withheld.",
+    from: z.string().nullable().openapi({
+      description:
+        "The sender's E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`).",
     }),
-    type: z.string().openapi({ description: "`text`, or the operator's type for other content (image, audio, …)." }),
+    ...INBOUND_EXTRA_FIELDS,
+    type: z.string().openapi({
+      description:
+        "`text`, or the operator's type for other content (`image`, `audio`, `reaction`, `contacts`, …); `system` for an identity change.",
+    }),
     text: z.object({ body: z.string() }).nullable(),
-    content: z
-      .record(z.string(), z.unknown())
-      .nullable()
-      .openapi({ description: "The operator's payload for non-text types, unchanged." }),
+    content: INBOUND_CONTENT,
     status: z.literal("received"),
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),
     createdAt: z.string().datetime(),
+    media: InboundMedia.nullable(),
   })
   .openapi("InboundMessage");
 export type InboundMessage = z.infer<typeof InboundMessage>;

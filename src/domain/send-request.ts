@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ApiError } from "../lib/errors";
+import { MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
 
 export const MAX_BODY_CODE_POINTS = 4096;
 
@@ -55,10 +56,27 @@ export const SendMessageRequest = z
         })
         // The refinements above explain each mistake; together with min/max they accept exactly
         // E164_DIGITS, which the document states (test/openapi-contract.test.ts checks they agree).
+        .optional()
         .openapi({
           example: "5511999998888",
           pattern: E164_DIGITS.source,
-          description: "Recipient in E.164, digits only (no '+'), at most 32 characters.",
+          description:
+            "Recipient in E.164, digits only (no '+'), at most 32 characters. Required unless `toUserId` is given; never both.",
+        }),
+      toUserId: z
+        .string({ error: "toUserId must be a string: the fromUserId of a message.received event." })
+        .min(1, { error: "toUserId is empty: give the user id exactly as message.received's fromUserId." })
+        .max(MAX_USER_ID_LENGTH, { error: `toUserId has more than ${MAX_USER_ID_LENGTH} characters.` })
+        .regex(USER_ID, {
+          error:
+            "toUserId must be a user id exactly as message.received's fromUserId gives it (a country code, a dot, letters and digits, e.g. US.13491208655302741918). For a phone number use to.",
+        })
+        .optional()
+        .openapi({
+          example: "US.13491208655302741918",
+          description:
+            "Extension: the recipient's business-scoped user id, exactly as `message.received` gave it in `fromUserId` " +
+            "(users who withhold their phone number behind a username). Give it instead of `to`, never with it.",
         }),
       type: z
         .literal("text", { error: 'type must be "text": only text messages exist in v1.' })
@@ -68,8 +86,35 @@ export const SendMessageRequest = z
     },
     { error: "The body must be a JSON object." },
   )
-  .openapi("SendMessageRequest");
+  // Exactly one recipient. Runs only once every field is valid on its own (zod skips it otherwise).
+  .superRefine((r, ctx) => {
+    if (r.to !== undefined && r.toUserId !== undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["toUserId"],
+        message: "Give either to (a phone number) or toUserId (a user id), not both.",
+        params: { rule: "exclusive" },
+      });
+    if (r.to === undefined && r.toUserId === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["to"],
+        message:
+          "This field is required: give to (E.164 digits), or toUserId for a user known only by the fromUserId of their messages.",
+        params: { rule: "required" },
+      });
+  })
+  .openapi("SendMessageRequest", {
+    description: "Exactly one of `to` and `toUserId` is required.",
+  });
 export type SendMessageRequest = z.infer<typeof SendMessageRequest>;
+
+/** The send's recipient as records, numbers and the operator know it: the phone number, or the user id. */
+export function recipientOf(request: SendMessageRequest): string {
+  const recipient = request.to ?? request.toUserId;
+  if (recipient === undefined) throw new Error("a validated send has a recipient");
+  return recipient;
+}
 
 // Printable ASCII (0x21–0x7E plus space), 1 to 255 characters.
 export const IDEMPOTENCY_KEY = /^[\x20-\x7E]{1,255}$/;

@@ -4,14 +4,19 @@ import {
   type ChannelNumberRow,
 } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
-import type { OperatorStatus } from "../durable-objects/channel-number/contract";
+import type { IdentityMove, InboundContact, OperatorStatus } from "../durable-objects/channel-number/contract";
 import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
 import { operatorStatusUpdate } from "../upstream/operator-status";
 import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
+import { inboundMediaOf } from "../upstream/cloud-media";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
 import { applyAccountUpdate, applyQualityUpdate } from "../domain/operator-number-updates";
+import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
+import { applyFieldNotice, applyNumberErrors } from "../domain/operator-notices";
+import { isAccountLevel, permanentError } from "../upstream/error-codes";
+import { matchUnknownOutcomes } from "./unmatched-statuses";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -28,26 +33,46 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
     errorCode: error?.code !== undefined ? String(error.code) : null,
     errorMessage: message,
     errorDetails: details ?? null,
+    recipientId: s.recipient_id || null,
   };
 }
 
-function toInbound(m: CloudInbound, channelNumberId: string): InboundRecord {
-  const { id, from, from_user_id, timestamp, type, text, ...rest } = m;
-  return {
+/** An inbound message as recorded, and what it tells its number: a window to open, or an identity change (never both). */
+interface Inbound {
+  record: InboundRecord;
+  contact: InboundContact | null;
+  moves: IdentityMove[];
+}
+
+/** Null when nothing names the sender. */
+function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string): Inbound | null {
+  const { id, from: _from, from_user_id: _fromUserId, timestamp, type, text, ...rest } = m;
+  const sender = senderOf(m, rawContact);
+  if (!sender) return null;
+  const at = operatorTime(timestamp, now());
+  const details = detailsOf(m, sender);
+  const record: InboundRecord = {
     channelNumberId,
     upstreamMessageId: id,
-    from: from ?? from_user_id ?? "",
+    from: sender.key,
     type,
     text: type === "text" && text ? text.body : null,
-    content: type === "text" ? null : ((rest[type] as Record<string, unknown> | undefined) ?? rest),
-    at: operatorTime(timestamp, now()),
+    content: contentOf(type, rest),
+    details,
+    at,
+    media: inboundMediaOf(type, rest[type]),
   };
+  // A `system` message is the operator telling of an identity change, not the user writing: no window opens.
+  if (type === "system") return { record, contact: null, moves: movesOf(details, at) };
+  const contact: InboundContact = { from: sender.key, at };
+  if (sender.userId !== null && sender.userId !== sender.key) contact.userId = sender.userId;
+  return { record, contact, moves: [] };
 }
 
 interface Work {
   number: ChannelNumberRow;
   statuses: { index: number; status: OperatorStatus }[];
-  inbound: { index: number; record: InboundRecord }[];
+  inbound: { index: number; inbound: Inbound }[];
 }
 
 /** What became of one operator item: applied (or never applicable, and logged), or to be tried again. */
@@ -57,8 +82,8 @@ class NotAnOperatorItem extends Error {}
 
 /**
  * Applies operator items (statuses and inbound messages, see
- * cloud-webhook-payload.ts; quality and account updates go to the numbers'
- * D1 rows, each on its own). Each item is validated on its own: a malformed
+ * cloud-webhook-payload.ts; quality and account updates, the numbers' `errors`
+ * and the fields not applied here go to the numbers' D1 rows, each on its own). Each item is validated on its own: a malformed
  * one is logged and done without touching its siblings. Work is grouped per
  * number: one call to the number object for its statuses, one to the
  * workspace object for its inbound messages. Applying an item twice changes
@@ -89,13 +114,14 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
   const accountWork: Promise<void>[] = [];
   for (const [index, body] of items.entries()) {
     const item = body as UpstreamItem;
-    if (item && typeof item === "object" && (item.kind === "quality" || item.kind === "account")) {
+    if (
+      item &&
+      typeof item === "object" &&
+      (item.kind === "quality" || item.kind === "account" || item.kind === "errors" || item.kind === "field")
+    ) {
       const wabaId = typeof item.wabaId === "string" ? item.wabaId : null;
       accountWork.push(
-        (item.kind === "quality"
-          ? applyQualityUpdate(env, wabaId, item.update)
-          : applyAccountUpdate(env, wabaId, item.update)
-        ).catch((err) => {
+        accountItem(env, wabaId, item).catch((err) => {
           log("warn", "operator account item failed; will retry", { kind: item.kind, error: String(err) });
           outcomes[index] = "retry";
         }),
@@ -123,7 +149,9 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
         if (status) w.statuses.push({ index, status });
       } else if (item.kind === "message") {
         const parsed = CloudInbound.safeParse(item.message);
-        if (parsed.success) w.inbound.push({ index, record: toInbound(parsed.data, number.id) });
+        const inbound = parsed.success ? toInbound(parsed.data, item.contact, number.id) : null;
+        if (inbound) w.inbound.push({ index, inbound });
+        else if (parsed.success) log("warn", "operator message without a sender; dropped", { type: parsed.data.type });
         else log("warn", "operator message not understood; dropped", { issues: parsed.error.issues.length });
       } else {
         throw new NotAnOperatorItem();
@@ -153,9 +181,21 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       await settle(
         statuses.map((s) => s.index),
         async () => {
-          // Routed by our jobId to the workspace's record; a report without one names nothing of ours.
-          const updates = statuses
-            .map((s) => operatorStatusUpdate(s.status))
+          const reports = statuses.map((s) => s.status);
+          // An account-level code fails every later message alike: the number pauses, as for the same answer to a call.
+          const accountError = reports.findLast((r) => r.status === "failed" && isAccountLevel(r.errorCode));
+          if (accountError && number.status === "connected")
+            await stub.reportAccountError(
+              permanentError(
+                accountError.errorCode,
+                accountError.errorMessage ?? undefined,
+                accountError.errorDetails ?? undefined,
+              ),
+            );
+          // Routed by our jobId to the workspace's record; a failure without one may be about a call whose answer was lost.
+          const matched = await matchUnknownOutcomes(env, number, reports);
+          const updates = [...reports.filter((r) => r.jobId), ...matched]
+            .map(operatorStatusUpdate)
             .filter((u): u is StatusUpdate => u !== null);
           if (updates.length < statuses.length)
             log("info", "operator statuses without our jobId; ignored", { ignored: statuses.length - updates.length });
@@ -167,17 +207,43 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
         async () => {
           await workspaceStub(env, number.workspace_id).recordInbound(
             number.workspace_id,
-            inbound.map((i) => i.record),
+            inbound.map((i) => i.inbound.record),
           );
-          await stub.noteInbound(
-            number.id,
-            inbound.map(({ record }) => ({ from: record.from, at: record.at })),
-          );
+          const contacts = inbound.flatMap((i) => (i.inbound.contact ? [i.inbound.contact] : []));
+          const moves = inbound.flatMap((i) => i.inbound.moves);
+          if (contacts.length > 0) await stub.noteInbound(number.id, contacts);
+          if (moves.length > 0) await stub.noteIdentityChanges(number.id, moves);
         },
       );
     }),
   ]);
   return outcomes;
+}
+
+/** An item about numbers rather than one message: applied to the numbers' rows (and objects). */
+function accountItem(
+  env: Env,
+  wabaId: string | null,
+  item: Extract<UpstreamItem, { kind: "quality" | "account" | "errors" | "field" }>,
+): Promise<void> {
+  switch (item.kind) {
+    case "quality":
+      return applyQualityUpdate(env, wabaId, item.update);
+    case "account":
+      return applyAccountUpdate(env, wabaId, item.update);
+    case "errors":
+      return applyNumberErrors(env, {
+        wabaId,
+        phoneNumberId: typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
+        errors: Array.isArray(item.errors) ? item.errors : [],
+      });
+    case "field":
+      return applyFieldNotice(env, {
+        wabaId,
+        phoneNumberId: typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
+        field: typeof item.field === "string" ? item.field.slice(0, 64) : "unknown",
+      });
+  }
 }
 
 /**
@@ -206,8 +272,7 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
   for (const message of batch.messages) {
     const item = message.body as Partial<UpstreamItem> | null;
     const inner = item?.kind === "status" ? item.status : item?.kind === "message" ? item.message : undefined;
-    const wabaId =
-      (item?.kind === "quality" || item?.kind === "account") && typeof item.wabaId === "string" ? item.wabaId : null;
+    const wabaId = item && "wabaId" in item && typeof item.wabaId === "string" ? item.wabaId : null;
     const id = inner && typeof inner === "object" && "id" in inner && typeof inner.id === "string" ? inner.id : null;
     log("error", "operator item dead-lettered after its retries", {
       kind: typeof item?.kind === "string" ? item.kind : "unknown",

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS } from "../domain/send-request";
+import { MAX_USER_ID_LENGTH, USER_ID } from "../domain/recipient";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../db/channel-numbers";
 import { ChannelNumber, ChannelNumberDetail, toChannelNumberView } from "../domain/channel-number-view";
 import { numberDetail } from "../domain/number-detail";
@@ -28,6 +29,7 @@ export const HEALTH_EXAMPLE: NumberHealthView = {
   pausedSince: null,
   pausedReason: null,
   lastOperatorError: null,
+  lastOperatorNotice: null,
   verifiedName: null,
   qualityRating: null,
   messagingLimitTier: null,
@@ -73,7 +75,7 @@ const get = createRoute({
 
 const ContactWindow = z
   .object({
-    phone: z.string(),
+    phone: z.string().openapi({ description: "The contact as asked: E.164 digits, or a user id." }),
     lastInboundAt: z
       .string()
       .datetime()
@@ -103,8 +105,9 @@ const contact = createRoute({
       id: NumberId,
       // Checked in the handler, after the number is found (an unknown number is 404 whatever the phone).
       phone: z.string().openapi({
-        pattern: E164_DIGITS.source,
-        description: "The contact, E.164 digits without '+'.",
+        pattern: `${E164_DIGITS.source}|${USER_ID.source}`,
+        description:
+          "The contact, E.164 digits without '+', or (extension) a user id as `message.received` gives it in `fromUserId`.",
         example: EXAMPLE.to,
       }),
     }),
@@ -148,9 +151,15 @@ export const channelNumberRoutes = newRouter()
   .openapi(contact, async (c) => {
     const { id, phone } = c.req.valid("param");
     const row = await ownNumber(c.env.DB, c.get("principal").workspaceId, id);
-    if (!E164_DIGITS.test(phone)) {
-      throw new ApiError("invalid_request", "phone must be E.164 digits without '+'.", {
-        details: [{ path: "path.phone", rule: "e164", message: "Digits only, no leading '+' or 0." }],
+    if (!E164_DIGITS.test(phone) && !(USER_ID.test(phone) && phone.length <= MAX_USER_ID_LENGTH)) {
+      throw new ApiError("invalid_request", "phone must be E.164 digits without '+', or a user id.", {
+        details: [
+          {
+            path: "path.phone",
+            rule: "e164",
+            message: "Digits only, no leading '+' or 0; or a user id exactly as message.received's fromUserId.",
+          },
+        ],
       });
     }
     return c.json(await channelNumberStub(c.env, row.id).contactWindow(phone), 200);

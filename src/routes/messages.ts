@@ -76,6 +76,7 @@ const MESSAGE_EXAMPLE: z.output<typeof Message> = {
   direction: "outbound",
   channelNumberId: EXAMPLE.channelNumberId,
   to: EXAMPLE.to,
+  toUserId: null,
   type: "text",
   text: { body: "Your order has shipped." },
   status: "sent",

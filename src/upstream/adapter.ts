@@ -6,6 +6,7 @@ export type NormalizedError = z.infer<typeof MessageError>;
 
 export interface OutboundText {
   jobId: string;
+  /** E.164 digits, or a business-scoped user id (domain/recipient.ts tells them apart). */
   to: string;
   body: string;
   /** 1 for the first try of this message. */

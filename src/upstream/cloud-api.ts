@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
 import { now } from "../lib/clock";
 import { classifyOperatorError } from "./error-codes";
+import { isPhoneNumber } from "../domain/recipient";
 
 export interface CloudApiConfig {
   baseUrl: string;
@@ -57,7 +58,8 @@ export class CloudApiAdapter implements UpstreamAdapter {
           messaging_product: messagingProduct,
           recipient_type: "individual",
           // The operator prepends the business number's country code when '+' is missing: send it.
-          to: `+${message.to}`,
+          // A user known only by a business-scoped user id is the operator's `recipient` (with `to` it would lose).
+          ...(isPhoneNumber(message.to) ? { to: `+${message.to}` } : { recipient: message.to }),
           type: "text",
           text: { body: message.body },
           biz_opaque_callback_data: message.jobId,

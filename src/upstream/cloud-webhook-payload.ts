@@ -15,9 +15,11 @@ const MessagesValue = z.looseObject({
   statuses: z.array(z.unknown()).optional(),
   messages: z.array(z.unknown()).optional(),
   contacts: z.array(z.unknown()).optional(),
+  errors: z.array(z.unknown()).optional(),
 });
 
-const StatusError = z.looseObject({
+/** An error object of the operator's webhooks: a status's `errors[]`, or a change's `value.errors`. */
+export const StatusError = z.looseObject({
   code: z.union([z.number(), z.string()]).optional(),
   title: z.string().optional(),
   message: z.string().optional(),
@@ -34,18 +36,59 @@ export const CloudStatus = z.looseObject({
 });
 export type CloudStatus = z.infer<typeof CloudStatus>;
 
-/** An inbound message. `from` (the phone number) is withheld for users with a username: `from_user_id` identifies them then. */
-export const CloudInbound = z
-  .looseObject({
-    id: z.string().min(1),
-    from: z.string().optional(),
-    from_user_id: z.string().optional(),
-    timestamp: z.string().optional(),
-    type: z.string(),
-    text: z.looseObject({ body: z.string() }).optional(),
-  })
-  .refine((m) => m.from !== undefined || m.from_user_id !== undefined, { message: "message without a sender" });
+/** A field the operator may send as an empty string for "none": read as absent. */
+const Given = z
+  .string()
+  .optional()
+  .catch(undefined)
+  .transform((v) => (v === "" ? undefined : v));
+
+/**
+ * An inbound message. `from` (the phone number) may be withheld, as an empty string or not at all,
+ * for users with a username: `from_user_id` (their business-scoped user id) identifies them then.
+ * Whether either is there is decided with the sender's `contacts[]` entry (inbound-message.ts).
+ */
+export const CloudInbound = z.looseObject({
+  id: z.string().min(1),
+  from: Given,
+  from_user_id: Given,
+  timestamp: z.string().optional(),
+  type: z.string(),
+  text: z.looseObject({ body: z.string() }).optional(),
+  /** What the message replies to (`id`, `from`), or that it was forwarded. */
+  context: z
+    .looseObject({
+      id: Given,
+      from: Given,
+      forwarded: z.boolean().optional().catch(undefined),
+      frequently_forwarded: z.boolean().optional().catch(undefined),
+    })
+    .optional()
+    .catch(undefined),
+  /** The click-to-chat ad or post the user came from. */
+  referral: z.record(z.string(), z.unknown()).optional().catch(undefined),
+  reaction: z.looseObject({ message_id: Given, emoji: Given }).optional().catch(undefined),
+  /** `type: system`: the user changed number (`wa_id` the new one) or user id (`user_id` the new one). */
+  system: z
+    .looseObject({
+      type: Given,
+      body: Given,
+      wa_id: Given,
+      user_id: Given,
+      previous_user_id: Given,
+    })
+    .optional()
+    .catch(undefined),
+});
 export type CloudInbound = z.infer<typeof CloudInbound>;
+
+/** The sender's entry of `contacts[]`: their phone number (`wa_id`), user id and profile. */
+export const CloudContact = z.looseObject({
+  wa_id: Given,
+  user_id: Given,
+  profile: z.looseObject({ name: Given, username: Given }).optional().catch(undefined),
+});
+export type CloudContact = z.infer<typeof CloudContact>;
 
 /** Short operator words (events, tiers, states): bounded, never free text. */
 const Word = z.string().min(1).max(64);
@@ -83,15 +126,24 @@ export type CloudAccountUpdate = z.infer<typeof CloudAccountUpdate>;
 /** One unit of work from an operator payload, queued on its own (a queue message holds at most 128 KB). */
 export type UpstreamItem =
   | { kind: "status"; phoneNumberId: string; status: unknown }
-  | { kind: "message"; phoneNumberId: string; message: unknown }
+  /** `contact`: the sender's entry of the payload's `contacts[]` (absent for `system` messages). */
+  | { kind: "message"; phoneNumberId: string; message: unknown; contact?: unknown }
   /** A number's quality or limit changed; `wabaId` is the entry's id (null when the operator left it out). */
   | { kind: "quality"; wabaId: string | null; update: unknown }
-  | { kind: "account"; wabaId: string | null; update: unknown };
+  | { kind: "account"; wabaId: string | null; update: unknown }
+  /** `value.errors` of a `messages` change: about the number (or, without its id, the business account), not one message. */
+  | { kind: "errors"; wabaId: string | null; phoneNumberId: string | null; errors: unknown[] }
+  /** A change of a field this service does not apply (e.g. `standby`): logged and shown on the number's health. */
+  | { kind: "field"; wabaId: string | null; phoneNumberId: string | null; field: string };
+
+/** The fields applied here; any other is an UpstreamItem of kind `field`. */
+const APPLIED_FIELDS = new Set(["messages", "phone_number_quality_update", "account_update"]);
 
 /**
  * Splits a verified payload into its statuses, messages, quality and account
- * updates; null when it is not an operator payload at all. Other fields (and
- * entries or changes of no readable shape) are skipped.
+ * updates, the numbers' `errors`, and the changes of other fields; null when it
+ * is not an operator payload at all. Entries and changes of no readable shape
+ * are skipped.
  */
 export function splitPayload(raw: unknown): UpstreamItem[] | null {
   const parsed = Envelope.safeParse(raw);
@@ -115,12 +167,45 @@ export function splitPayload(raw: unknown): UpstreamItem[] | null {
       }
       const messages = MessagesValue.safeParse(value);
       const phoneNumberId = messages.success ? messages.data.metadata?.phone_number_id : undefined;
-      if (!messages.success || !phoneNumberId) continue;
+      // A change without a field is read as `messages` (what every such change has been so far).
+      if (field !== undefined && !APPLIED_FIELDS.has(field)) {
+        items.push({ kind: "field", wabaId, phoneNumberId: phoneNumberId ?? null, field: field.slice(0, 64) });
+        continue;
+      }
+      if (!messages.success) continue;
+      const errors = messages.data.errors ?? [];
+      if (errors.length > 0) items.push({ kind: "errors", wabaId, phoneNumberId: phoneNumberId ?? null, errors });
+      if (!phoneNumberId) continue;
       for (const status of messages.data.statuses ?? []) items.push({ kind: "status", phoneNumberId, status });
-      for (const message of messages.data.messages ?? []) items.push({ kind: "message", phoneNumberId, message });
+      for (const message of messages.data.messages ?? [])
+        items.push({
+          kind: "message",
+          phoneNumberId,
+          message,
+          ...contactOf(message, messages.data.contacts, messages.data.messages?.length ?? 0),
+        });
     }
   }
   return items;
+}
+
+/**
+ * The entry of `contacts` that describes a message's sender: the one naming its phone number or
+ * user id, or, in a payload of one message and one contact, that contact (the message may name
+ * its sender nowhere else: the operator's documents disagree on where the ids go).
+ */
+function contactOf(message: unknown, contacts: unknown[] | undefined, messages: number): { contact?: unknown } {
+  if (!contacts || contacts.length === 0) return {};
+  const m = message && typeof message === "object" ? (message as Record<string, unknown>) : {};
+  const names = (c: unknown, field: string, value: unknown) =>
+    typeof value === "string" &&
+    value !== "" &&
+    c &&
+    typeof c === "object" &&
+    (c as Record<string, unknown>)[field] === value;
+  const found = contacts.find((c) => names(c, "wa_id", m.from) || names(c, "user_id", m.from_user_id));
+  if (found !== undefined) return { contact: found };
+  return contacts.length === 1 && messages === 1 ? { contact: contacts[0] } : {};
 }
 
 /** The operator's timestamps are unix seconds as strings. */

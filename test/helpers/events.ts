@@ -85,6 +85,7 @@ export function statusEvent(workspaceId: string, channelNumberId: string, at: nu
       messageId,
       channelNumberId,
       to: "5511999998888",
+      toUserId: null,
       status: "sent",
       previousStatus: "processing",
       upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjQ",

@@ -11,7 +11,9 @@ export interface OperatorCall {
   url: string;
   auth: string | null;
   body: {
+    /** '+' and the digits; absent for a send to a user id (then `recipient`). */
     to: string;
+    recipient?: string;
     text: { body: string };
     biz_opaque_callback_data: string;
     messaging_product: string;

@@ -234,6 +234,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/{id}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an inbound message's media
+         * @description The file of an inbound image, audio, video, document or sticker, streamed, with its type (`Content-Type`), length and name (`Content-Disposition`: `attachment` with the sender's file name for documents, `inline` otherwise). We copy each item when it arrives and keep it as long as the message (the plan's history window); until the copy is there, the file is fetched from the operator (which keeps it 7 days). 404 `not_found` for an unknown message, one without media, and media we did not keep; the message says which (over the plan's size cap, the copy failed, the operator's copy expired, or not copied yet: retry in a few seconds).
+         */
+        get: operations["getMessageMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/message-archives/{day}": {
         parameters: {
             query?: never;
@@ -408,7 +428,10 @@ export interface components {
             messageId: string;
             /** Format: uuid */
             channelNumberId: string;
-            to: string;
+            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
+            to: string | null;
+            /** @description The recipient's user id, for a send made with `toUserId`. */
+            toUserId: string | null;
             /** @enum {string} */
             status: "queued" | "processing" | "sent" | "failed";
             /** @enum {string|null} */
@@ -439,21 +462,112 @@ export interface components {
             messageId: string;
             /** Format: uuid */
             channelNumberId: string;
-            /** @description Sender, E.164 digits. When the user withholds their number (operator usernames), the operator's business-scoped user id instead, which is not digits. */
-            from: string;
-            /** @description `text`, or the operator's type for other content (image, audio, …). */
+            /** @description Sender, E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`). */
+            from: string | null;
+            /** @description The sender's business-scoped user id (e.g. `US.13491208655302741918`) whenever the operator gives one: reply to it with `toUserId` when `from` is null. */
+            fromUserId: string | null;
+            /** @description The sender's profile name, when the operator gives it. */
+            profileName: string | null;
+            /** @description The sender's username, when they have one. */
+            username: string | null;
+            replyTo: components["schemas"]["ReplyTo"];
+            /**
+             * @description Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).
+             * @enum {string|null}
+             */
+            forwarded: "forwarded" | "frequently_forwarded" | null;
+            reaction: components["schemas"]["Reaction"];
+            referral: components["schemas"]["Referral"];
+            system: components["schemas"]["IdentityChange"];
+            /** @description `text`, or the operator's type for other content (`image`, `reaction`, `contacts`, …); `system` for an identity change. */
             type: string;
             text: {
                 body: string;
             } | null;
-            /** @description The operator's payload for non-text types, unchanged. */
+            /** @description The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's name: `contacts` reads `{"contacts": [...]}`. */
             content: {
                 [key: string]: unknown;
             } | null;
             upstreamMessageId: string | null;
             /** Format: date-time */
             receivedAt: string;
+            media: components["schemas"]["ReceivedMedia"];
         };
+        /** @description The message this one replies to (quotes). */
+        ReplyTo: {
+            /**
+             * Format: uuid
+             * @description Our id of the message replied to (a send's `jobId`, or an inbound message's id). Null when it is not among the conversation's messages of the last 7 days that we still hold in full (see `upstreamMessageId`).
+             */
+            messageId: string | null;
+            /** @description The operator's id of the message replied to. */
+            upstreamMessageId: string;
+        } | null;
+        /** @description For `type: reaction`: the message reacted to, and the emoji. */
+        Reaction: {
+            /**
+             * Format: uuid
+             * @description Our id of the message reacted to; null when it is not found, as for `replyTo`.
+             */
+            messageId: string | null;
+            /** @description The operator's id of the message reacted to. */
+            upstreamMessageId: string;
+            /** @description The emoji; null when the user removed their reaction. */
+            emoji: string | null;
+        } | null;
+        /** @description The ad or post the user clicked to start the conversation (click-to-chat ads). A field the operator left out is null. */
+        Referral: {
+            /** @description `ad` or `post`: what the user clicked. */
+            sourceType: string | null;
+            /** @description The operator's id of the ad or post. */
+            sourceId: string | null;
+            /** @description Where the ad or post can be seen. */
+            sourceUrl: string | null;
+            headline: string | null;
+            body: string | null;
+            /** @description `image` or `video`, when the ad had one. */
+            mediaType: string | null;
+            imageUrl: string | null;
+            videoUrl: string | null;
+            thumbnailUrl: string | null;
+            /** @description The click id of a click-to-chat ad (for conversion reporting). */
+            ctwaClid: string | null;
+        } | null;
+        /** @description A `system` message: the user changed their phone number or user id. Not the user writing: it opens no 24-hour window. Sends to the previous phone number or user id go to the new one from then on (for 30 days). */
+        IdentityChange: {
+            /**
+             * @description `user_changed_number` (a new phone number, and with it a new user id) or `user_changed_user_id` (a new user id only); another value if the operator adds kinds.
+             * @example user_changed_number
+             */
+            type: string;
+            /** @description The operator's sentence about the change. */
+            body: string | null;
+            previousPhone: string | null;
+            previousUserId: string | null;
+            newPhone: string | null;
+            newUserId: string | null;
+        } | null;
+        /** @description The file of an image, audio, video, document or sticker, as known on receipt (null for other types; a replay shows the same). `GET` its `url` for the bytes; `GET /messages/{id}` says whether our copy is there. */
+        ReceivedMedia: {
+            /**
+             * @description The operator's MIME type of the file.
+             * @example image/jpeg
+             */
+            mimeType: string | null;
+            /** @description The sender's caption (images, videos, documents). */
+            caption: string | null;
+            /** @description The document's file name, as the sender named it. */
+            filename: string | null;
+            /** @description The operator's SHA-256 of the file, when it gives one. */
+            sha256: string | null;
+            /**
+             * @description `GET` it with your API key for the bytes (relative to the API's host).
+             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
+             */
+            url: string;
+            /** @description Bytes, when the operator's webhook gave it; `GET /messages/{id}` has it once copied. */
+            size: number | null;
+        } | null;
         WebhookTestEventData: {
             message: string;
         };
@@ -518,7 +632,7 @@ export interface components {
         /** @description Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`. */
         NumberSending: {
             /**
-             * @description `paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number). Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, or at once when its credentials are reconnected.
+             * @description `paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number), in its answer to a send or by webhook (a message reported `failed` with an account-level code). Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, or at once when its credentials are reconnected.
              * @enum {string}
              */
             state: "active" | "paused";
@@ -526,14 +640,19 @@ export interface components {
             pausedSince: string | null;
             /**
              * Format: date-time
-             * @description When a paused number next tries one message.
+             * @description When a paused number next tries one message; after a webhook pause whose trial message the operator accepted, when it resumes unless the operator reports another account-level failure first.
              */
             nextAttemptAt: string | null;
-            /** @description Why the number is paused: the normalized code, our explanation, and the operator's code. */
+            /** @description Why the number is paused: the normalized code, our explanation, the operator's code, and how the operator said it. */
             reason: {
                 code: string;
                 message: string;
                 upstreamCode: string | null;
+                /**
+                 * @description `answer`: the operator refused one of the number's sends. `webhook`: it reported a message `failed` (or sent the number's `errors`) with an account-level code.
+                 * @enum {string}
+                 */
+                reportedBy: "answer" | "webhook";
             } | null;
         };
         /** @description Extension: the number's state, what the operator last said about it (asked at most hourly) and today's sends. */
@@ -549,6 +668,7 @@ export interface components {
             pausedReason: string | null;
             /** @description The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds. */
             lastOperatorError: string | null;
+            lastOperatorNotice: components["schemas"]["OperatorNotice"];
             /** @description Live numbers: the business name the operator verified. */
             verifiedName: string | null;
             /** @description Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …), from the hourly check and its quality webhooks. */
@@ -563,7 +683,22 @@ export interface components {
             /** @description Sends accepted from this number today (UTC); the counts reach it up to a minute behind. */
             sendsToday: number;
         };
+        /** @description The operator's last webhook about the number that changes nothing here but should be seen: a field this service does not apply (e.g. `standby`: another app controls the number's conversations) or the `errors` it sent about the number. Replaced by the next; never cleared. */
+        OperatorNotice: {
+            /** @description The webhook field: e.g. `standby`, or `messages` for the `errors` the operator sent about the number. */
+            field: string;
+            /** @description What it said, in words (the operator's title and details for errors). */
+            message: string;
+            /** @description The operator's error code, for `errors`. */
+            upstreamCode: string | null;
+            /**
+             * Format: date-time
+             * @description When it arrived.
+             */
+            at: string;
+        } | null;
         ContactWindow: {
+            /** @description The contact as asked: E.164 digits, or a user id. */
             phone: string;
             /**
              * Format: date-time
@@ -728,6 +863,7 @@ export interface components {
             /** @enum {string} */
             status: "created";
         };
+        /** @description Exactly one of `to` and `toUserId` is required. */
         SendMessageRequest: {
             /**
              * Format: uuid
@@ -735,10 +871,15 @@ export interface components {
              */
             channelNumberId: string;
             /**
-             * @description Recipient in E.164, digits only (no '+'), at most 32 characters.
+             * @description Recipient in E.164, digits only (no '+'), at most 32 characters. Required unless `toUserId` is given; never both.
              * @example 5511999998888
              */
-            to: string;
+            to?: string;
+            /**
+             * @description Extension: the recipient's business-scoped user id, exactly as `message.received` gave it in `fromUserId` (users who withhold their phone number behind a username). Give it instead of `to`, never with it.
+             * @example US.13491208655302741918
+             */
+            toUserId?: string;
             /**
              * @description Only `text` in v1.
              * @default text
@@ -771,7 +912,10 @@ export interface components {
             direction: "outbound";
             /** Format: uuid */
             channelNumberId: string;
-            to: string;
+            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
+            to: string | null;
+            /** @description Extension: the recipient's user id, for a send made with `toUserId`; null otherwise. */
+            toUserId: string | null;
             /** @enum {string} */
             type: "text";
             text: {
@@ -823,14 +967,29 @@ export interface components {
             direction: "inbound";
             /** Format: uuid */
             channelNumberId: string;
-            /** @description The sender: E.164 digits, or the operator's user id when the phone number is withheld. */
-            from: string;
-            /** @description `text`, or the operator's type for other content (image, audio, …). */
+            /** @description The sender's E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`). */
+            from: string | null;
+            /** @description The sender's business-scoped user id (e.g. `US.13491208655302741918`) whenever the operator gives one: reply to it with `toUserId` when `from` is null. */
+            fromUserId: string | null;
+            /** @description The sender's profile name, when the operator gives it. */
+            profileName: string | null;
+            /** @description The sender's username, when they have one. */
+            username: string | null;
+            replyTo: components["schemas"]["ReplyTo"];
+            /**
+             * @description Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).
+             * @enum {string|null}
+             */
+            forwarded: "forwarded" | "frequently_forwarded" | null;
+            reaction: components["schemas"]["Reaction"];
+            referral: components["schemas"]["Referral"];
+            system: components["schemas"]["IdentityChange"];
+            /** @description `text`, or the operator's type for other content (`image`, `audio`, `reaction`, `contacts`, …); `system` for an identity change. */
             type: string;
             text: {
                 body: string;
             } | null;
-            /** @description The operator's payload for non-text types, unchanged. */
+            /** @description The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's name: `contacts` reads `{"contacts": [...]}`. */
             content: {
                 [key: string]: unknown;
             } | null;
@@ -841,7 +1000,36 @@ export interface components {
             receivedAt: string;
             /** Format: date-time */
             createdAt: string;
+            media: components["schemas"]["InboundMedia"];
         };
+        /** @description The file of an image, audio, video, document or sticker (null for other types): `url` serves it, and `status` says whether we kept a copy. */
+        InboundMedia: {
+            /**
+             * @description The operator's MIME type of the file.
+             * @example image/jpeg
+             */
+            mimeType: string | null;
+            /** @description The sender's caption (images, videos, documents). */
+            caption: string | null;
+            /** @description The document's file name, as the sender named it. */
+            filename: string | null;
+            /** @description The operator's SHA-256 of the file, when it gives one. */
+            sha256: string | null;
+            /**
+             * @description `GET` it with your API key for the bytes (relative to the API's host).
+             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
+             */
+            url: string;
+            /** @description Bytes (known once the copy started). */
+            size: number | null;
+            /** @description Whether our copy is there: `url` serves it. */
+            available: boolean;
+            /**
+             * @description `pending`: not copied yet (`url` fetches it from the operator meanwhile, for 7 days after receipt); `stored`: copied, kept as long as the message; `over_cap`: not kept, larger than the plan allows (per item or per day); `failed`: not kept, the operator no longer had it or kept failing.
+             * @enum {string}
+             */
+            status: "pending" | "stored" | "over_cap" | "failed";
+        } | null;
         MessageEvents: {
             /** Format: uuid */
             messageId: string;
@@ -1203,6 +1391,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",
                      *         "messagingLimitTier": "TIER_1K",
@@ -1361,6 +1550,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": null,
                      *         "qualityRating": null,
                      *         "messagingLimitTier": null,
@@ -1568,6 +1758,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",
                      *         "messagingLimitTier": "TIER_1K",
@@ -1696,7 +1887,7 @@ export interface operations {
             path: {
                 /** @description A channel number id. */
                 id: string;
-                /** @description The contact, E.164 digits without '+'. */
+                /** @description The contact, E.164 digits without '+', or (extension) a user id as `message.received` gives it in `fromUserId`. */
                 phone: string;
             };
             cookie?: never;
@@ -2568,6 +2759,7 @@ export interface operations {
                      *           "direction": "outbound",
                      *           "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                      *           "to": "5511999998888",
+                     *           "toUserId": null,
                      *           "type": "text",
                      *           "text": {
                      *             "body": "Your order has shipped."
@@ -2989,6 +3181,7 @@ export interface operations {
                      *       "direction": "outbound",
                      *       "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                      *       "to": "5511999998888",
+                     *       "toUserId": null,
                      *       "type": "text",
                      *       "text": {
                      *         "body": "Your order has shipped."
@@ -3007,6 +3200,104 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMessageMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An inbound message's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, in its own type. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /**
+                     * @description The file's size in bytes.
+                     * @example 48213
+                     */
+                    "Content-Length"?: number;
+                    /**
+                     * @description `attachment` with the file name for documents, `inline` for other media.
+                     * @example attachment; filename="invoice.pdf"; filename*=UTF-8''invoice.pdf
+                     */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example %PDF-1.7 … (the file's bytes) */
+                    "*/*": string;
                 };
             };
             /** @description Missing or invalid API key (`unauthorized`). */
@@ -3878,6 +4169,7 @@ export interface operations {
                  *         "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
                  *         "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                  *         "to": "5511999998888",
+                 *         "toUserId": null,
                  *         "status": "sent",
                  *         "previousStatus": "processing",
                  *         "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
@@ -3931,13 +4223,25 @@ export interface operations {
                  *         "messageId": "c7d51b0e-0f4e-4a4b-9b77-3a1b0f3f6d25",
                  *         "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                  *         "from": "5511999998888",
+                 *         "fromUserId": "US.13491208655302741918",
+                 *         "profileName": "Ana",
+                 *         "username": null,
+                 *         "replyTo": {
+                 *           "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
+                 *           "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI"
+                 *         },
+                 *         "forwarded": null,
+                 *         "reaction": null,
+                 *         "referral": null,
+                 *         "system": null,
                  *         "type": "text",
                  *         "text": {
                  *           "body": "Hi! Is my order on its way?"
                  *         },
                  *         "content": null,
                  *         "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABIYFjNFQjA",
-                 *         "receivedAt": "2026-11-22T18:40:02.000Z"
+                 *         "receivedAt": "2026-11-22T18:40:02.000Z",
+                 *         "media": null
                  *       }
                  *     }
                  */

@@ -13,7 +13,7 @@ import type { NumberHold } from "./number-hold";
 import type { PairPace } from "./pair-pace";
 import { scheduleReports } from "./sandbox-reports";
 import type { NumberStorage } from "./number-storage";
-import { noteAlias } from "./contacts";
+import { currentIdOf, noteAlias } from "./contacts";
 import type { Entry, WorkQueue } from "./work-queue";
 
 export interface DrainDeps {
@@ -95,6 +95,7 @@ export class Drain {
     try {
       for (;;) {
         const t = now();
+        this.d.hold.confirmIfDue(t);
         const heldUntil = this.d.hold.until();
         const entry =
           heldUntil > t
@@ -193,7 +194,7 @@ export class Drain {
       }
       this.calls = [...this.calls, slotAt].slice(-PACE_CALLS);
       this.d.pair.noteCall(e.recipient, slotAt);
-      this.d.hold.probing(slotAt);
+      this.d.hold.probing(slotAt, e.jobId);
       e.attempts = attempt;
       started = true;
       // No await between taking the call's time and starting the request.
@@ -213,7 +214,9 @@ export class Drain {
   private async call(adapter: UpstreamAdapter, e: Entry, attempt: number, payload: ClaimPayload): Promise<void> {
     let result: SendResult;
     try {
-      result = await adapter.send({ jobId: e.jobId, to: payload.to, body: payload.body, attempt });
+      // A recipient who changed number or user id since (the operator told us) is reached at the new one.
+      const to = currentIdOf(this.d.storage, payload.to);
+      result = await adapter.send({ jobId: e.jobId, to, body: payload.body, attempt });
     } catch (err) {
       log("error", "upstream adapter threw", { jobId: e.jobId, error: String(err) });
       result = { kind: "unknown", message: "The adapter failed during the call." };
@@ -236,13 +239,13 @@ export class Drain {
     };
     switch (result.kind) {
       case "accepted":
-        this.d.hold.resume();
+        this.d.hold.accepted(e.jobId, t);
         if (result.recipientId) noteAlias(this.d.storage, e.recipient, result.recipientId, t);
         if (result.later) scheduleReports(this.d.storage, e.jobId, result.upstreamMessageId, t, result.later);
         await final({ jobId: e.jobId, at: t, attempt, status: "sent", upstreamMessageId: result.upstreamMessageId });
         return;
       case "permanent":
-        this.d.hold.resume();
+        this.d.hold.refused(e.jobId, t);
         await final({ jobId: e.jobId, at: t, attempt, status: "failed", error: result.error });
         return;
       case "number_blocked":

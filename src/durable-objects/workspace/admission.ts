@@ -1,6 +1,7 @@
 import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { nextJobId, utcDay } from "../../domain/job-id";
+import { recipientOf } from "../../domain/send-request";
 import { NUMBER_LIMIT, WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { channelNumberStub } from "../stubs";
 import type { RateInfo, SendCommand, SendOutcome, Usage } from "./contract";
@@ -150,7 +151,7 @@ export class Admission {
         jobId,
         workspaceId: cmd.workspaceId,
         channelNumberId: numberId,
-        to: cmd.request.to,
+        to: recipientOf(cmd.request),
         acceptedAt: at,
         // The number keeps its window in memory: after a restart it starts from these.
         recent: this.recent
@@ -170,7 +171,7 @@ export class Admission {
           insertOutbound(this.tiers.tables, sql, {
             id: jobId,
             channelNumberId: numberId,
-            to: cmd.request.to,
+            to: recipientOf(cmd.request),
             type: "text",
             body: cmd.request.text.body,
             content: null,

@@ -60,6 +60,8 @@ export class HistoryTiering {
     private readonly w: WorkspaceContext,
     private readonly tiers: Tiers,
     private readonly counts: DailyCounts,
+    /** Inside the transaction that drops an archived day: what else leaves with it (its media copies). */
+    private readonly onDayArchived: (day: number) => void = () => undefined,
   ) {}
 
   steps(): { moveToHistory: ScheduledStep; archiveHistory: ScheduledStep } {
@@ -417,6 +419,7 @@ export class HistoryTiering {
         const { archiving: _a, history: _h, legacyHistory: _l, moved: _m, ...rest } = s;
         return { ...rest, counts, archived: { messages: progress.messages, parts: progress.parts, at: now() } };
       });
+      this.onDayArchived(day);
       for (const old of this.tiers.ledger.days(0, day - KEEP_ARCHIVES_DAYS)) this.tiers.ledger.delete(old);
     });
     for (const slot of slots) this.counts.forget(slot);

@@ -1,5 +1,8 @@
 import type { Message, MessageStatus } from "../../domain/message";
 import { uuidV7Time } from "../../domain/job-id";
+import { inboundExtrasOf } from "../../domain/inbound-details";
+import { isPhoneNumber } from "../../domain/recipient";
+import { mediaViewOf, storedMediaOf, type InboundMedia } from "../../domain/inbound-media";
 import type { LifecycleState } from "./status-transition";
 
 /**
@@ -7,7 +10,9 @@ import type { LifecycleState } from "./status-transition";
  * columns in the day tables of this release, in the single `messages` table of the release before
  * (still read while its rows age out), and in history shards.
  *
- * `recipient` is the other party: `to` when outbound, `from` when inbound.
+ * `recipient` is the other party: `to` when outbound, `from` when inbound. It is a phone number (E.164
+ * digits) or, for a user known only by it, the operator's user id (`toUserId` of a send, the
+ * sender's `from_user_id` when no phone number came): domain/recipient.ts tells them apart.
  * The send's work state (`pending`, `attempts`, `answered`, `next_attempt_at`) and its
  * Idempotency-Key exist in day tables only; rows of the earlier layout read them as absent.
  */
@@ -73,6 +78,12 @@ export const orderTime = (row: Pick<MessageRow, "id" | "created_at">): number =>
   return t !== null && t % 86_400_000 !== 0 ? t : row.created_at;
 };
 
+/** The media of an inbound record as GET /messages shows it, or null. */
+const mediaOfRow = (row: MessageRow): InboundMedia | null => {
+  const stored = storedMediaOf(row.details);
+  return stored ? mediaViewOf(row.id, stored) : null;
+};
+
 const iso = (ms: number | null | undefined): string | null =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
 
@@ -82,7 +93,7 @@ export function toMessageView(row: MessageRow): Message {
       id: row.id,
       direction: "inbound",
       channelNumberId: row.channel_number_id,
-      from: row.recipient,
+      ...inboundExtrasOf(row.recipient, row.details),
       type: row.type,
       text: row.type === "text" ? { body: row.body } : null,
       content: row.content === null ? null : (JSON.parse(row.content) as Record<string, unknown>),
@@ -90,13 +101,15 @@ export function toMessageView(row: MessageRow): Message {
       upstreamMessageId: row.upstream_message_id,
       receivedAt: iso(row.received_at ?? row.created_at)!,
       createdAt: iso(row.created_at)!,
+      media: mediaOfRow(row),
     };
   }
   return {
     id: row.id,
     direction: "outbound",
     channelNumberId: row.channel_number_id,
-    to: row.recipient,
+    to: isPhoneNumber(row.recipient) ? row.recipient : null,
+    toUserId: isPhoneNumber(row.recipient) ? null : row.recipient,
     type: "text",
     text: { body: row.body },
     status: row.status,

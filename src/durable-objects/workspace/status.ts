@@ -12,17 +12,19 @@ import { log } from "../../lib/log";
 import type { MessageStatus } from "../../domain/message";
 import { getMeta, setMeta } from "../shared/meta";
 import { historyStub } from "../history/history";
-import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, WorkItem } from "./contract";
+import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, UnmatchedReport, WorkItem } from "./contract";
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import { slotOf, slotOfId } from "./day-tables";
+import type { MediaCopies } from "./media-copies";
 import { changesOf, eventOf, newChanges } from "./message-events";
 import type { EventPublisher, Ticket } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
+import { resolveLinks } from "./message-links";
 import { applyTransition } from "./status-transition";
 import type { Located, Tiers } from "./tiers";
-import { forgetUnknown, noteUnknown } from "./unknown-outcomes";
+import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
 import { findLegacyInbound, findLegacyMessage, legacyWorkOf } from "./legacy/messages-v1";
 
 /**
@@ -57,6 +59,7 @@ export class StatusLedger {
     private readonly publisher: EventPublisher,
     /** jobIds whose send is between its hand-off to the number and its commit. */
     private readonly admitting: (jobId: string) => boolean,
+    private readonly media: MediaCopies,
   ) {}
 
   /**
@@ -222,7 +225,10 @@ export class StatusLedger {
           // the only caller reporting unknown outcomes here) was never listed: without the list,
           // its expiry never fails it when the operator's window ends. Listed once (INSERT OR IGNORE).
           if (u.outcomeUnknown && row.outcome_unknown_since !== null && row.status === "processing")
-            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since);
+            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since, {
+              number: row.channel_number_id,
+              recipient: row.recipient,
+            });
           events.push(...this.reannounce(row, own));
           return { known: true, status: row.status };
         }
@@ -315,6 +321,20 @@ export class StatusLedger {
   }
 
   /**
+   * The messages operator reports without our jobId are about, by number, recipient and time
+   * (unknown-outcomes.ts `matchUnknown`): a jobId or null per report, never one message twice.
+   */
+  matchUnknownOutcomes(channelNumberId: string, reports: readonly UnmatchedReport[]): (string | null)[] {
+    const taken = new Set<string>();
+    return reports.map((r) => {
+      const id = matchUnknown(this.w.sql, channelNumberId, r.recipients, r.at);
+      if (id === null || taken.has(id)) return null;
+      taken.add(id);
+      return id;
+    });
+  }
+
+  /**
    * Records inbound messages once each (the operator retries its webhooks: a redelivery derives the
    * same id and finds the record) and announces each with a `message.received` event. Returns our
    * ids, in order, once the events left.
@@ -322,6 +342,8 @@ export class StatusLedger {
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
     const events: WebhookEvent[] = [];
     const ids: string[] = [];
+    // Every record with media not copied yet, redelivered ones too: a copy job is queued for each.
+    const withMedia: MessageRow[] = [];
     const t = now();
     for (const m of records) {
       let id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, m.at);
@@ -329,6 +351,7 @@ export class StatusLedger {
       if (existing) {
         ids.push(existing.id);
         events.push(...this.reannounce(existing, ["received"]));
+        withMedia.push(existing);
         continue;
       }
       if (!this.tiers.writable(m.at, t)) {
@@ -336,6 +359,11 @@ export class StatusLedger {
         // recorded under the time it reached us instead. A redelivery of it may be recorded again.
         id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, t);
       }
+      // What it replies or reacts to, as our ids: fixed now, so that every rebuild of its event says the same.
+      const details =
+        m.details && Object.keys(m.details).length > 0
+          ? resolveLinks(this.tiers.tables, this.w.sql, { ...m, details: m.details })
+          : null;
       const recorded = this.w.storage.transactionSync(() =>
         insertInbound(this.tiers.tables, this.w.sql, {
           id,
@@ -344,7 +372,7 @@ export class StatusLedger {
           type: m.type,
           body: m.text ?? "",
           content: m.content === null ? null : JSON.stringify(m.content),
-          details: m.details ? JSON.stringify(m.details) : null,
+          details: detailsOf({ ...m, details }),
           upstreamMessageId: m.upstreamMessageId,
           receivedAt: m.at,
           at: t,
@@ -355,8 +383,10 @@ export class StatusLedger {
       if (row.tier !== "slot") continue;
       if (recorded) this.counts.note(slotOfId(id)!, m.channelNumberId, { received: 1 });
       events.push(...changesOf(row.row).map((c) => eventOf(workspaceId, row.row, c)));
+      withMedia.push(row.row);
     }
     await this.publisher.awaitFlushed(this.publisher.add(events));
+    await this.media.enqueue(this.media.jobsOf(workspaceId, withMedia));
     return ids;
   }
 
@@ -468,7 +498,10 @@ export class StatusLedger {
       else this.counts.note(slotOf(before.created_at), before.channel_number_id, delta, "frozen");
     }
     if (before.outcome_unknown_since === null && after.outcome_unknown_since !== null)
-      noteUnknown(this.w.sql, after.id, after.outcome_unknown_since);
+      noteUnknown(this.w.sql, after.id, after.outcome_unknown_since, {
+        number: after.channel_number_id,
+        recipient: after.recipient,
+      });
     if (before.outcome_unknown_since !== null && after.outcome_unknown_since === null && !opts.keepUnknown)
       forgetUnknown(this.w.sql, after.id);
   }
@@ -505,6 +538,12 @@ export function testEvent(workspaceId: string, channelNumberId: string, id: stri
     createdAt: new Date(at).toISOString(),
     data: { message: TEST_EVENT_MESSAGE },
   };
+}
+
+/** The record's `details` JSON: what the operator told beyond the content, with the media under `media`. */
+function detailsOf(m: InboundRecord): string | null {
+  const details = { ...(m.details ?? {}), ...(m.media ? { media: m.media } : {}) };
+  return Object.keys(details).length > 0 ? JSON.stringify(details) : null;
 }
 
 /** The change kinds an operator report is about. */

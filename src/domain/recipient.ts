@@ -1,0 +1,16 @@
+/**
+ * Who a message is to or from, as one string (a record's `recipient`, a contact's key in its
+ * number's windows, the operator's recipient): a phone number in E.164 digits, or, for users who
+ * withhold their number behind a username, the operator's business-scoped user id (BSUID, e.g.
+ * `US.13491208655302741918`). The two never look alike: a phone number is digits only, a user id
+ * starts with a two-letter country code and a dot.
+ */
+export const isPhoneNumber = (id: string): boolean => /^[0-9]+$/.test(id);
+
+/**
+ * A business-scoped user id as the operator writes it: two capital letters (the country), then
+ * dot-separated letters and digits (a parent id adds `ENT.`). 160 characters at most, well above
+ * the operator's 128 after the country.
+ */
+export const USER_ID = /^[A-Z]{2}(\.[A-Za-z0-9]+)+$/;
+export const MAX_USER_ID_LENGTH = 160;

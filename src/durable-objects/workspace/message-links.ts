@@ -1,0 +1,62 @@
+import { DAY_MS } from "../../domain/job-id";
+import { linksOf, userIdOf } from "../../domain/inbound-details";
+import { slotOf, slotTable, type SlotTables } from "./day-tables";
+
+/**
+ * How far back a reply or a reaction is matched to our record of the message it names. Users
+ * answer recent messages; an older one keeps only the operator's id (`messageId: null`).
+ */
+export const LINK_LOOKUP_MS = 7 * DAY_MS;
+
+/**
+ * Our id of the message the operator calls `upstreamId`, among the records exchanged with one of
+ * `counterparts` (the sender's phone number and user id) in the last LINK_LOOKUP_MS, newest slot
+ * first. A reply or a reaction is about a message of the same conversation, so the counterpart
+ * index each slot table has (`_to`: recipient, id) finds it without an index of its own: nothing
+ * is written for it, and a lookup reads one index range per slot (that conversation's records).
+ * Records already moved to history (a workspace over its storage budget) or older are not found.
+ */
+export function findByUpstreamId(
+  tables: SlotTables,
+  sql: SqlStorage,
+  counterparts: readonly string[],
+  upstreamId: string,
+  at: number,
+): string | null {
+  for (let slot = slotOf(at); slot >= slotOf(at - LINK_LOOKUP_MS); slot--) {
+    if (!tables.has(slot)) continue;
+    const t = slotTable(slot);
+    for (const who of counterparts) {
+      const row = sql
+        .exec<{ id: string }>(
+          `SELECT id FROM ${t} INDEXED BY ${t}_to WHERE recipient = ? AND upstream_message_id = ? LIMIT 1`,
+          who,
+          upstreamId,
+        )
+        .toArray()[0];
+      if (row) return row.id;
+    }
+  }
+  return null;
+}
+
+/**
+ * An inbound message's details with the messages it replies or reacts to resolved to our ids (null
+ * where not found), looked up in the conversation with its sender (`from`, and their user id).
+ */
+export function resolveLinks(
+  tables: SlotTables,
+  sql: SqlStorage,
+  m: { from: string; at: number; details: Record<string, unknown> },
+): Record<string, unknown> {
+  const { details } = m;
+  const { replyTo, reaction } = linksOf(details);
+  if (!replyTo && !reaction) return details;
+  const userId = userIdOf(details);
+  const counterparts = userId !== undefined && userId !== m.from ? [m.from, userId] : [m.from];
+  const find = (upstreamId: string) => findByUpstreamId(tables, sql, counterparts, upstreamId, m.at);
+  const out: Record<string, unknown> = { ...details };
+  if (replyTo) out.replyTo = { ...replyTo, messageId: replyTo.messageId ?? find(replyTo.upstreamMessageId) };
+  if (reaction) out.reaction = { ...reaction, messageId: reaction.messageId ?? find(reaction.upstreamMessageId) };
+  return out;
+}
