@@ -503,7 +503,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         seed(
           sql,
           `INSERT INTO events (rowid, id, type, subject, body, created_at, channel_number_id, delivery, delivered_at)
-           SELECT i, printf('evt_%032d', i), 'message.status', 'x', '{"id":"evt"}', ${threeDaysAgo} + i, '${t.numberId}', 'delivered', ${threeDaysAgo} + i FROM n`,
+           SELECT i, printf('evt_%032d', i), 'message.status', 'x', json_object('id', printf('evt_%032d', i), 'type', 'message.status', 'workspaceId', '${t.workspaceId}', 'channelNumberId', '${t.numberId}', 'createdAt', '2026-01-01T00:00:00.000Z', 'data', json_object('messageId', 'x', 'status', 'sent')), ${threeDaysAgo} + i, '${t.numberId}', 'delivered', ${threeDaysAgo} + i FROM n`,
         );
         sql.exec(
           "INSERT INTO meta (k, v) VALUES ('events_published_through', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
