@@ -41,6 +41,8 @@ export default defineConfig(async () => {
             DRAIN_SESSION_MS: o.drainSessionMs,
             // Each change's events leave at once (no packing window): a test reads them right after the change.
             EVENT_PUBLISH_DELAY_MS: "0",
+            // A failed media copy is tried again at once (the queue's next batch), four attempts in all.
+            MEDIA_COPY_RETRY_DELAYS_SECONDS: "0,0,0",
           },
           serviceBindings: { RUNTIME_LOG: runtimeLogService },
         },

@@ -160,7 +160,7 @@ async function main() {
   const { workspaces, store, targets } = await createTenants(ctx, adminToken);
   const requestCases = await runRequestCases(ctx, { workspaces, targets });
   stillRunning();
-  const { storage, storeFile } = await runStorageCase(ctx, { store, stateDir: STATE_DIR });
+  const { storage, storeFile } = await runStorageCase(ctx, { store, stateDir: STATE_DIR, adminToken });
   const { seed, listResults } = await runListCases(ctx, {
     store,
     workspaces,

@@ -21,6 +21,7 @@ import { usageRoutes } from "./routes/usage";
 import { webhookRoutes } from "./routes/webhooks";
 import { messageRoutes } from "./routes/messages";
 import { messageArchiveRoutes } from "./routes/message-archives";
+import { messageMediaRoutes } from "./routes/message-media";
 import { sandboxRoutes } from "./routes/sandbox";
 import { sandboxTestContactRoutes } from "./routes/sandbox-test-contacts";
 import { docsRoutes } from "./routes/docs";
@@ -84,6 +85,7 @@ publicApi
   .route("/", usageRoutes)
   .route("/", webhookRoutes)
   .route("/", messageRoutes)
+  .route("/", messageMediaRoutes)
   .route("/", messageArchiveRoutes)
   .route("/", sandboxRoutes)
   .route("/", sandboxTestContactRoutes);

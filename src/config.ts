@@ -39,12 +39,16 @@ const VarsSchema = z.object({
   ALLOW_INSECURE_WEBHOOK_URLS: flag,
   WEBHOOK_TIMEOUT_MS: withDefault(positiveMs, 10_000),
   WEBHOOK_RETRY_DELAYS_SECONDS: optional(secondsList),
+  MEDIA_COPY_RETRY_DELAYS_SECONDS: optional(secondsList),
   EVENT_PUBLISH_DELAY_MS: optional(wholeNumber),
   UNKNOWN_OUTCOME_WINDOW_MS: optional(positiveMs),
   // Unset: one pass per alarm (the tests' setting); wrangler.toml sets production's 10 s.
   DRAIN_SESSION_MS: withDefault(wholeNumber, 0),
   SERVER_TIMING: flag,
 });
+
+/** 10 s, 1 min, 5 min, 30 min, 1 h: six attempts within ~1.6 hours, well inside the operator's 7 days. */
+export const MEDIA_COPY_RETRY_DELAYS_SECONDS = [10, 60, 300, 1800, 3600];
 
 export type ConfigVar = keyof typeof VarsSchema.shape;
 const VAR_NAMES = Object.keys(VarsSchema.shape) as ConfigVar[];
@@ -77,6 +81,13 @@ const toConfig = (v: z.output<typeof VarsSchema>) => ({
     timeoutMs: v.WEBHOOK_TIMEOUT_MS,
     /** Local soak runs: a short retry schedule; undefined is the documented one. */
     retryDelaysSeconds: v.WEBHOOK_RETRY_DELAYS_SECONDS,
+  },
+  media: {
+    /**
+     * Delays before each new attempt of an inbound media copy; one attempt more than delays, then
+     * the copy is recorded failed. The test suite sets a short one.
+     */
+    copyRetryDelaysSeconds: v.MEDIA_COPY_RETRY_DELAYS_SECONDS ?? MEDIA_COPY_RETRY_DELAYS_SECONDS,
   },
   /**
    * How long a workspace's events wait to be packed together, on the object's clock (undefined:

@@ -5,6 +5,7 @@ import { log } from "./lib/log";
 import { consumeUsageCounts } from "./queue/usage-counts";
 import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
 import { consumeDeadUpstreamEvents, consumeUpstreamEvents } from "./queue/upstream-events";
+import { consumeDeadMediaCopies, consumeMediaCopies } from "./queue/media-copies";
 import { runScheduledJobs } from "./scheduled/jobs";
 import { now } from "./lib/clock";
 
@@ -31,6 +32,10 @@ export default {
         return consumeUpstreamEvents(batch, env);
       case "upstream-events-dlq":
         return consumeDeadUpstreamEvents(batch);
+      case "media-copies":
+        return consumeMediaCopies(batch, env);
+      case "media-copies-dlq":
+        return consumeDeadMediaCopies(batch);
       default:
         log("warn", "message from an unknown queue acknowledged", { queue: batch.queue });
         batch.ackAll();

@@ -8,7 +8,9 @@ import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { api, call, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2 } from "./helpers/fixtures";
-import { connectCloudNumber } from "./helpers/operator";
+import { connectCloudNumber, operatorError } from "./helpers/operator";
+import { mediaLookupUrl } from "./helpers/operator-media";
+import { toMessageView } from "../src/durable-objects/workspace/record";
 import { send, textMessage } from "./helpers/send";
 import { messageSeeder } from "./helpers/seed-messages";
 import { signedInMember, type Member } from "./helpers/dashboard";
@@ -369,6 +371,9 @@ describe("customer-controlled text is escaped", () => {
     const t = await createTenant();
     const outbound = await sendAt(t, t.numberId, "5511000000001", PAYLOAD);
     const number = await connectCloudNumber(t.workspaceId);
+    // The image's copy asks the operator for its media id, unknown there: recorded failed, nothing fetched.
+    const net = mockNetwork();
+    net.receivers.set(mediaLookupUrl("media-1"), () => operatorError(400, 100, "Object with ID does not exist"));
     const seconds = String(Math.floor(clock / 1000));
     const messages = [
       {
@@ -425,6 +430,13 @@ describe("customer-controlled text is escaped", () => {
     expect(image).toContain("Type <strong>image</strong>; the operator&#39;s payload, unchanged:");
     expect(image).toContain(`&quot;caption&quot;: &quot;&lt;script&gt;alert(\\&quot;x\\&quot;)&lt;/script&gt;&quot;`);
     expect(typed).toContain(`<dt>Type</dt><dd>${ESCAPED}</dd>`);
+    await vi.waitFor(
+      async () =>
+        expect(toMessageView((await stub.getMessage(inboundIds[1]!))!)).toMatchObject({ media: { status: "failed" } }),
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(net.unhandled).toEqual([]);
+    net.restore();
   });
 });
 

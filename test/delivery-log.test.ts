@@ -150,6 +150,59 @@ describe("a message's deliveries", () => {
   });
 });
 
+describe("events that waited behind a failure", () => {
+  it("are not logged until tried (a failing endpoint logs its failures, not the 49 of a pack behind each), and their attempts are found after", async () => {
+    const t = await createTenant();
+    let failing = true;
+    await webhookOf(t, () => new Response(null, { status: failing ? 500 : 204 }));
+    const queue = holdQueue();
+    const first = await sentMessage(t, "first");
+    const second = await sentMessage(t, "second");
+    const packed = { events: queue.take().flatMap(eventsOf) } satisfies WebhookQueueMessage;
+    expect(packed.events).toHaveLength(4);
+
+    // One run: the first event fails, the three behind it are not tried.
+    setClock(clock + 1_000);
+    const [outcome] = await consume([{ body: packed, attempts: 1 }]);
+    // What comes back: the pack itself (the queue's retry) or its undelivered events re-queued.
+    const retried = outcome === "retry" ? [packed] : queue.take();
+    expect(retried.flatMap(eventsOf).map((e) => e.id)).toEqual(packed.events.map((e) => e.id));
+    const logged = () =>
+      runInDurableObject(testWorkspace(t.workspaceId), (_, state) =>
+        state.storage.sql
+          .exec<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'd\\_%' ESCAPE '\\'",
+          )
+          .toArray()
+          .flatMap(({ name }) =>
+            state.storage.sql
+              .exec<{ attempts: string }>(`SELECT attempts FROM ${name}`)
+              .toArray()
+              .flatMap((r) => JSON.parse(r.attempts) as { o: string }[]),
+          )
+          .map((a) => a.o),
+      );
+    expect(await logged()).toEqual(["failed"]);
+
+    // The endpoint recovers; the retry delivers all four.
+    failing = false;
+    setClock(clock + 60_000);
+    for (const body of retried) expect(await consume([{ body, attempts: 2 }])).toEqual(["ack"]);
+    expect(queue.take()).toEqual([]);
+    expect((await logged()).sort()).toEqual(["delivered", "delivered", "delivered", "delivered", "failed"]);
+    const of = async (id: string) =>
+      (await json<{ deliveries: DeliveryView[] }>(await api(`/messages/${id}/events`, t.key))).deliveries.map((d) => [
+        d.eventId,
+        d.outcome,
+      ]);
+    expect(await of(second)).toEqual([
+      [eventIdOf(second, "processing"), "delivered"],
+      [eventIdOf(second, "sent"), "delivered"],
+    ]);
+    expect((await of(first)).map(([, o]) => o)).toEqual(["failed", "delivered", "delivered"]);
+  });
+});
+
 describe("a webhook's deliveries", () => {
   it("GET /webhooks/{id}/deliveries pages newest first across the log's days, with cursors; a day leaves after 3 days", async () => {
     const t = await createTenant();
@@ -207,6 +260,54 @@ describe("a webhook's deliveries", () => {
     expect((await deliveryLogOf(t.key, webhookId, "?limit=10")).data.map(row)).toEqual(
       pages.flat().slice(0, 3).map(row),
     );
+  });
+});
+
+describe("the log's rows", () => {
+  it("keep an attempt's event type, derived from its id or, for an id of the earlier layout that names nothing, stored", async () => {
+    const t = await createTenant();
+    const webhookId = await webhookOf(t, () => new Response(null, { status: 204 }));
+    const ours = statusEvent(t.workspaceId, t.numberId);
+    // An event published by the release before (its id random, with no kind digit): type and subject stored as given.
+    const earlier: WebhookEvent = {
+      ...statusEvent(t.workspaceId, t.numberId),
+      id: "evt_0123456789ab8def0123456789abcdef",
+    };
+    setClock(clock + 1_000);
+    await consume([{ body: { events: [ours, earlier] }, attempts: 1 }]);
+    const logged = (await deliveryLogOf(t.key, webhookId, "?limit=10")).data;
+    expect(logged.map((d) => [d.eventId, d.eventType, d.outcome])).toEqual([
+      [earlier.id, "message.status", "delivered"],
+      [ours.id, "message.status", "delivered"],
+    ]);
+  });
+});
+
+describe("a workspace over its size guard", () => {
+  it("keeps its delivery log 1 day instead of 3 (a day's table goes a day after it ends); one under it keeps 3", async () => {
+    const busy = await createTenant();
+    const quiet = await createTenant();
+    const hooks = [busy, quiet].map((t) => webhookOf(t, () => new Response(null, { status: 204 })));
+    await Promise.all(hooks);
+    await testWorkspace(busy.workspaceId).setHotBytesBudget(1);
+    const midnight = (Math.floor(clock / DAY_MS) + 1) * DAY_MS;
+    setClock(midnight - 60_000);
+    for (const t of [busy, quiet])
+      await consume([{ body: { events: [statusEvent(t.workspaceId, t.numberId)] }, attempts: 1 }]);
+    const day = Math.floor(midnight / DAY_MS) - 1;
+    // A day after the day ended (and the purge's slack): gone over the guard, kept under it.
+    setClock(midnight + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    for (const t of [busy, quiet]) {
+      await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+      await runDurableObjectAlarm(testWorkspace(t.workspaceId));
+    }
+    expect(await testWorkspace(busy.workspaceId).tableNames()).not.toContain(`d_${day}`);
+    expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
+    // Just before 3 days: still there; after: gone.
+    setClock(midnight + KEEP_DELIVERIES_MS - 60_000);
+    await runInDurableObject(testWorkspace(quiet.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(testWorkspace(quiet.workspaceId));
+    expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
   });
 });
 

@@ -221,7 +221,23 @@ describe("operator errors, as the operator sends them", () => {
     ]) {
       expect([code, kind(code)]).toEqual([code, "permanent"]);
     }
-    for (const code of ["190", "0", "3", "10", "368", "131031", "131042", "131045", "131048", "133010"])
+    for (const code of [
+      "190",
+      "0",
+      "3",
+      "10",
+      "368",
+      "131031",
+      "131042",
+      "131045",
+      "131048",
+      "133010",
+      "33",
+      "131005",
+      "131037",
+      "200",
+      "299",
+    ])
       expect([code, kind(code, 400)]).toEqual([code, "number_blocked"]);
     // Codes we do not know: the operator's hint, then the status.
     expect(kind("999001", 400, true)).toBe("retry:message");

@@ -77,6 +77,7 @@ describe("GET /channel-numbers", () => {
         pausedSince: null,
         pausedReason: null,
         lastOperatorError: null,
+        lastOperatorNotice: null,
         verifiedName: null,
         qualityRating: null,
         messagingLimitTier: null,

@@ -409,6 +409,7 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
           content: null,
           upstreamMessageId: "wamid.IN1",
           receivedAt: new Date(inbound.received_at!).toISOString(),
+          media: null,
         },
       },
       subject: inbound.id,

@@ -10,6 +10,8 @@ import { BASE, call } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { cloudUpstream, connectCloudNumber, fakeOperatorAccount } from "./helpers/operator";
 import { mockNetwork } from "./helpers/webhook-net";
+import { mediaFile, serveOperatorMedia } from "./helpers/operator-media";
+import { inboundPayload, postOperator } from "./helpers/operator-webhook";
 
 // The SDK uses web APIs only, so it runs in a Worker: here, inside workerd, against this
 // Worker's own fetch handler.
@@ -212,6 +214,47 @@ describe("the SDK inside the Workers runtime", () => {
     expect(archived).toEqual(records);
     const err = await client.messages.get(ids[0]!).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 404, code: "not_found" });
+  });
+
+  it("downloads an inbound message's media as a stream, with its type, size and file name", async () => {
+    const net = mockNetwork();
+    try {
+      const t = await createTenant();
+      const number = await connectCloudNumber(t.workspaceId);
+      const client = clientFor(t.key);
+      const file = mediaFile(20_000, "application/pdf");
+      serveOperatorMedia(net, number.token, file);
+      const raw = JSON.stringify(
+        inboundPayload(number.phoneNumberId, [
+          {
+            from: "5511977775555",
+            id: "wamid.DOC1",
+            timestamp: String(Math.floor(Date.now() / 1000)),
+            type: "document",
+            document: { id: file.id, mime_type: file.mimeType, filename: "Relatório.pdf" },
+          },
+        ]),
+      );
+      expect((await postOperator(null, { raw })).status).toBe(200);
+      const [received] = await client.messages.list({ direction: "inbound", from: "5511977775555" }).toArray();
+      const id = received!.id;
+      await vi.waitFor(
+        async () => {
+          const m = await client.messages.get(id);
+          if (m.direction !== "inbound" || !m.media?.available) throw new Error("not copied yet");
+        },
+        { timeout: 15_000, interval: 50 },
+      );
+      const media = await client.messages.media(id);
+      expect(media).toMatchObject({ contentType: "application/pdf", size: 20_000, filename: "Relatório.pdf" });
+      expect(media.body).toBeInstanceOf(ReadableStream);
+      expect(new Uint8Array(await new Response(media.body).arrayBuffer())).toEqual(file.bytes);
+      const none = await client.messages.media(crypto.randomUUID()).catch((e: unknown) => e);
+      expect(none).toMatchObject({ status: 404, code: "not_found" });
+      expect(net.unhandled).toEqual([]);
+    } finally {
+      net.restore();
+    }
   });
 
   it("verifies a signed delivery with verifyWebhook", async () => {

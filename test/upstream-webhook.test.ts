@@ -4,8 +4,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, call, expectError, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
-import { channelNumberStub } from "../src/durable-objects/stubs";
+import { accepted, connectCloudNumber, mockOperator, operatorError } from "./helpers/operator";
+import { mediaLookupUrl } from "./helpers/operator-media";
+import { mockNetwork } from "./helpers/webhook-net";
+import { toMessageView } from "../src/durable-objects/workspace/record";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { testNumber, testWorkspace } from "./helpers/objects";
 import type { WebhookEvent } from "../src/domain/events";
@@ -324,6 +327,9 @@ describe("inbound messages", () => {
   it("other inbound types are forwarded with their type and content", async () => {
     const workspaceId = await createWorkspace();
     const number = await connectCloudNumber(workspaceId);
+    // The image's copy asks the operator for its media id, unknown there (test/inbound-media.test.ts copies them).
+    const net = mockNetwork();
+    net.receivers.set(mediaLookupUrl("media-1"), () => operatorError(400, 100, "Object with ID does not exist"));
     const queued = queuedEvents();
     await postOperator(
       inboundPayload(number.phoneNumberId, [
@@ -340,6 +346,15 @@ describe("inbound messages", () => {
     expect(receivedEvents(queued)[0]).toMatchObject({
       data: { type: "image", text: null, content: { id: "media-1", mime_type: "image/jpeg", caption: "look" } },
     });
+    const messageId = String(receivedEvents(queued)[0]!.data.messageId);
+    await vi.waitFor(
+      async () =>
+        expect(toMessageView((await workspaceStub(env, workspaceId).getMessage(messageId))!)).toMatchObject({
+          media: { status: "failed" },
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(net.unhandled).toEqual([]);
   });
 });
 

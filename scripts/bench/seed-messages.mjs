@@ -1,32 +1,33 @@
 // `npm run bench`: writes message records straight into a stopped workspace
 // object's SQLite file (wrangler dev's local state), so that GET /messages can be
-// measured on a workspace with a million rows without sending them for hours.
+// measured on a workspace with a million records without sending them for hours.
 //
-// The rows are what the object itself writes (src/durable-objects/workspace/
-// messages.ts): outbound rows as insertOutbound + writeLifecycle leave them once
-// settled, inbound rows as insertInbound does, ids shaped like the object's
-// (deriveJobId: UUIDv7 of the acceptance day's start; newUuidV7: of the receipt).
-// The object's own bookkeeping about its rows is kept true:
-// - daily_counts gains accepted / sent / failed / received per (day, number),
-//   marked dirty (D1 has not seen them), as countOne would have left it;
-// - no row is queued or processing (the stranded-message check would hand it to
-//   its number again), none is in the last RATE_WINDOW_MARGIN_MS (the 1200/min
-//   window is rebuilt from the rows on start), and all are younger than the hot
-//   window by HOT_WINDOW_MARGIN_MS (the history step would start moving them);
-// - history_boundary, history_days and the events cursor are left as they are:
-//   nothing is moved to history, and no event is added.
-// Not seeded: events (2–4 per message, kept 24 h once settled) and idempotency
-// keys (24 h). GET /messages reads neither; the report says so.
+// The records are what the object itself writes (src/durable-objects/workspace/records.ts,
+// day-tables.ts): each in the 6-hour slot table of its id (`m_<slot>`, created as the object
+// creates it when missing), outbound records as insertOutbound and the answers of their calls
+// leave them once settled (Idempotency-Key and fingerprint kept, one claim made and answered,
+// `pending = 0`: off their number's work list), inbound records as insertInbound does. Ids are
+// shaped like the object's: outbound a UUIDv7 of the acceptance time (newJobId), inbound of the
+// operator's time in whole seconds (inboundMessageId), with random other bits.
+// The object's own bookkeeping about its records is kept true by construction:
+// - counts are derived from the slot tables (counts.ts), so there is nothing to add: the object
+//   counts the seeded records when it first needs a slot's counts;
+// - no record is queued, processing or pending (a number rebuilds its queue from `pending = 1`
+//   and would send it), none is in the last RATE_WINDOW_MARGIN_MS (the 1200/min window is rebuilt
+//   from the records on start), and all are within the last SEED_SPAN_MS, under the 48 hours after
+//   which an object over its byte budget starts moving slots to history (history-tiering.ts);
+// - the day ledger (meta `day:<n>`) is left as it is: nothing moved or archived.
+// Not seeded: the delivery log (3 days). GET /messages does not read it; the report says so.
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
+import { SLOT_COLUMNS, slotOf, slotTable, slotTableDdl, uuidV7 } from "./slots.mjs";
 
 const require = createRequire(import.meta.url);
 
 /** @typedef {"sent" | "delivered" | "read" | "failed" | "failed-after-sent" | "inbound"} Shape */
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-const HOT_WINDOW_MS = 48 * 60 * 60 * 1000; // src/durable-objects/workspace/workspace.ts
-export const HOT_WINDOW_MARGIN_MS = 4 * 60 * 60 * 1000;
+/** How far back the seeded records go: ~40 hours, the hot tables of a busy workspace (under the 48-hour window). */
+export const SEED_SPAN_MS = 40 * 60 * 60 * 1000;
 export const RATE_WINDOW_MARGIN_MS = 5 * 60 * 1000;
 export const BODY_CHARS = 200;
 
@@ -47,17 +48,6 @@ export function loadSqlite() {
   } finally {
     process.emitWarning = emit;
   }
-}
-
-/** A UUIDv7 string with the given millisecond timestamp and random other bits (src/domain/job-id.ts). @param {number} ms @param {Buffer} rest */
-function uuidV7(ms, rest) {
-  const b = Buffer.alloc(16);
-  b.writeUIntBE(ms, 0, 6);
-  rest.copy(b, 6, 0, 10);
-  b.writeUInt8((b.readUInt8(6) & 0x0f) | 0x70, 6);
-  b.writeUInt8((b.readUInt8(8) & 0x3f) | 0x80, 8);
-  const hex = b.toString("hex");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 const TEMPLATES = [
@@ -109,10 +99,17 @@ function shapeOf(r) {
   return "sent";
 }
 
+/** An Idempotency-Key as clients make them (a UUID) from 16 random bytes. @param {Buffer} b */
+const keyOf = (b) => {
+  const hex = b.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+};
+
 /**
- * Inserts `count` message rows into the workspace object's SQLite file at `file`
- * (the object must be stopped), spread over the hot window before `now`, over
- * `numberIds`. One transaction, prepared statements. Returns what it wrote.
+ * Inserts `count` message records into the workspace object's SQLite file at `file` (the object
+ * must be stopped), spread over the SEED_SPAN_MS before `now` (the newest RATE_WINDOW_MARGIN_MS
+ * before it), over `numberIds`, each into its slot's table. One transaction, one prepared
+ * statement per slot table. Returns what it wrote.
  * @param {{ file: string, count: number, numberIds: string[], now: number }} o
  */
 export function seedMessages({ file, count, numberIds, now }) {
@@ -123,69 +120,61 @@ export function seedMessages({ file, count, numberIds, now }) {
     db.exec("PRAGMA cache_size = -262144"); // 256 MiB: the indexes' pages stay in memory while they grow
     // A crash mid-seed loses nothing that matters (the bench state is rebuilt on every run).
     db.exec("PRAGMA synchronous = OFF");
-    const columns = db
-      .prepare("SELECT name FROM pragma_table_info('messages')")
-      .all()
-      .map((r) => r.name);
-    for (const c of [
-      "direction",
-      "type",
-      "content",
-      "outcome_unknown_since",
-      "received_at",
-      "copy_pending",
-      "version",
-    ]) {
-      if (!columns.includes(c))
-        throw new Error(`messages has no column ${c}: the seeder no longer matches the object's schema`);
-    }
-    const insert = db.prepare(
-      `INSERT INTO messages (id, direction, channel_number_id, recipient, type, body, content, status, upstream_message_id,
-         error_code, error_message, error_retriable, upstream_error_code, created_at, updated_at, processing_at, sent_at,
-         failed_at, delivered_at, read_at, outcome_unknown_since, received_at, version, copy_pending)
-       VALUES (?, ?, ?, ?, 'text', ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, 0)`,
-    );
-    const count1 = db.prepare(
-      `INSERT INTO daily_counts (day, channel_number_id, accepted, sent, failed, received, dirty) VALUES (?, ?, ?, ?, ?, ?, 1)
-       ON CONFLICT (day, channel_number_id) DO UPDATE SET accepted = accepted + excluded.accepted, sent = sent + excluded.sent,
-         failed = failed + excluded.failed, received = received + excluded.received, dirty = 1`,
-    );
     const newest = now - RATE_WINDOW_MARGIN_MS;
-    const oldest = now - HOT_WINDOW_MS + HOT_WINDOW_MARGIN_MS;
+    const oldest = now - SEED_SPAN_MS;
     const step = (newest - oldest) / count;
-    /** @type {Map<string, { day: number, numberId: string, accepted: number, sent: number, failed: number, received: number }>} */
-    const counts = new Map();
-    /** @param {number} day @param {string} numberId @param {"accepted" | "sent" | "failed" | "received"} field */
-    const tally = (day, numberId, field) => {
-      const key = `${day}\n${numberId}`;
-      let c = counts.get(key);
-      if (!c) counts.set(key, (c = { day, numberId, accepted: 0, sent: 0, failed: 0, received: 0 }));
-      c[field]++;
+    /** @type {Map<number, import("node:sqlite").StatementSync>} */
+    const inserts = new Map();
+    /** The insert into a slot's table, the table created as the object creates it (or checked against its columns). @param {number} slot */
+    const insertInto = (slot) => {
+      let insert = inserts.get(slot);
+      if (insert) return insert;
+      const t = slotTable(slot);
+      const columns = db
+        .prepare(`SELECT name FROM pragma_table_info('${t}')`)
+        .all()
+        .map((r) => String(r.name));
+      if (columns.length === 0) for (const statement of slotTableDdl(slot)) db.exec(statement);
+      else if (columns.join(",") !== SLOT_COLUMNS.join(","))
+        throw new Error(`${t} has the columns ${columns.join(", ")}: the seeder no longer matches the object's schema`);
+      insert = db.prepare(
+        `INSERT INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, status, idem_key, fingerprint,
+           pending, attempts, answered, next_attempt_at, upstream_message_id, error_code, error_message, error_retriable,
+           upstream_error_code, created_at, updated_at, processing_at, sent_at, failed_at, delivered_at, read_at,
+           outcome_unknown_since, received_at)
+         VALUES (?, ?, ?, ?, 'text', ?, NULL, ?, ?, ?, 0, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
+      );
+      inserts.set(slot, insert);
+      return insert;
     };
-    const random = randomBytes(10 * count);
+    // 10 bytes of each id's random bits, 16 of its key, 32 of its fingerprint (a SHA-256 in hex).
+    const random = randomBytes(58 * count);
     /** @type {Record<Shape, number>} */
     const shapes = { sent: 0, delivered: 0, read: 0, failed: 0, "failed-after-sent": 0, inbound: 0 };
     db.exec("BEGIN");
     try {
       for (let i = 0; i < count; i++) {
         const at = Math.floor(oldest + i * step);
-        const rest = random.subarray(i * 10, i * 10 + 10);
+        const rest = random.subarray(i * 58, i * 58 + 10);
         // Number and shape from the id's random bits: independent of each other and of the time.
         const numberId = /** @type {string} */ (numberIds[rest.readUInt16BE(0) % numberIds.length]);
         const counterpart = `55119${String(10_000_000 + ((i * 104_729) % 89_999_999)).padStart(8, "0")}`;
         const shape = shapeOf(rest.readUInt16BE(2));
         shapes[shape]++;
-        const day = Math.floor(at / DAY_MS);
         if (shape === "inbound") {
-          const id = uuidV7(at, rest);
-          // An inbound row: received_at is the operator's time, created_at when it was recorded.
-          insert.run(
-            id,
+          // The operator's time (whole seconds) names the record; created_at is when it was recorded.
+          const operatorAt = Math.floor((at - 800) / 1000) * 1000;
+          insertInto(slotOf(operatorAt)).run(
+            uuidV7(operatorAt, rest),
             "inbound",
             numberId,
             counterpart,
             bodyOf(i),
             "received",
+            null,
+            null,
+            0,
+            0,
             wamidOf(rest, i),
             null,
             null,
@@ -198,13 +187,10 @@ export function seedMessages({ file, count, numberIds, now }) {
             null,
             null,
             null,
-            at - 800,
-            1,
+            operatorAt,
           );
-          tally(day, numberId, "received");
           continue;
         }
-        const id = uuidV7(day * DAY_MS, rest);
         const processing = at + 40;
         const sent = shape === "failed" ? null : at + 350;
         const delivered = shape === "delivered" || shape === "read" ? at + 2_500 : null;
@@ -217,16 +203,20 @@ export function seedMessages({ file, count, numberIds, now }) {
               ? ["recipient_unreachable", "The message could not be delivered to the recipient.", 0, "131026"]
               : [null, null, null, null];
         const updated = Math.max(processing, sent ?? 0, delivered ?? 0, read ?? 0, failed ?? 0);
-        // One version per lifecycle write after the insert (processing, sent, delivered, read, failed).
-        const version = 1 + [processing, sent, delivered, read, failed].filter((t) => t !== null).length;
-        insert.run(
-          id,
+        insertInto(slotOf(at)).run(
+          uuidV7(at, rest),
           "outbound",
           numberId,
           counterpart,
           bodyOf(i),
           failed !== null ? "failed" : "sent",
-          wamidOf(rest, i),
+          keyOf(random.subarray(i * 58 + 10, i * 58 + 26)),
+          random.subarray(i * 58 + 26, i * 58 + 58).toString("hex"),
+          // One claim, answered: the call was made and its outcome reported.
+          1,
+          1,
+          // A call that failed while processing has no operator id.
+          shape === "failed" ? null : wamidOf(rest, i),
           ...error,
           at,
           updated,
@@ -236,20 +226,15 @@ export function seedMessages({ file, count, numberIds, now }) {
           delivered,
           read,
           null,
-          version,
         );
-        tally(day, numberId, "accepted");
-        if (sent !== null) tally(day, numberId, "sent");
-        if (failed !== null) tally(day, numberId, "failed");
       }
-      for (const c of counts.values()) count1.run(c.day, c.numberId, c.accepted, c.sent, c.failed, c.received);
       db.exec("COMMIT");
     } catch (err) {
       db.exec("ROLLBACK");
       throw err;
     }
     const ms = performance.now() - started;
-    return { count, ms, oldest, newest, shapes, countRows: counts.size };
+    return { count, ms, oldest, newest, shapes, slotTables: inserts.size };
   } finally {
     db.close();
   }

@@ -5,8 +5,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { loadSqlite } from "./seed-messages.mjs";
-
-const SCAN_BUDGET = 1_000; // src/durable-objects/workspace/message-queries.ts
+import { isDeliveryTable, listPageOf, slotOfId, slotOfTable, slotTable } from "./slots.mjs";
 
 /** @typedef {import("node:sqlite").DatabaseSync} Database */
 
@@ -28,8 +27,30 @@ function withDatabase(file, read) {
   }
 }
 
-/** The SQLite file of the workspace object that serves `workspaceId` (its `meta` names it). @param {string} stateDir @param {string} workspaceId */
-export function findWorkspaceFile(stateDir, workspaceId) {
+/** The tables of a file, by name. @param {Database} db @returns {string[]} */
+const tableNames = (db) =>
+  db
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+    .all()
+    .map((r) => String(r.name));
+
+/** The slots with a table, ascending. @param {Database} db */
+const slotsOf = (db) =>
+  tableNames(db)
+    .map(slotOfTable)
+    .filter((s) => s !== null)
+    .sort((a, b) => a - b);
+
+/**
+ * The SQLite file of the workspace object that holds the message `messageId` (an id the API gave
+ * for one of its sends): the object's own tables are the only place that names it, since a
+ * workspace object knows its id from the name it was created with (`ctx.id.name`), which its
+ * file name (a hash of the id) does not tell.
+ * @param {string} stateDir @param {string} messageId
+ */
+export function findWorkspaceFile(stateDir, messageId) {
+  const slot = slotOfId(messageId);
+  if (slot === null) throw new Error(`${messageId} is not a UUIDv7 message id`);
   const doDir = join(stateDir, "v3", "do");
   const classDir = readdirSync(doDir).find((d) => d.endsWith("-WorkspaceDurableObject"));
   if (!classDir) return null;
@@ -37,22 +58,29 @@ export function findWorkspaceFile(stateDir, workspaceId) {
     if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
     const file = join(doDir, classDir, name);
     const owns = withDatabase(file, (db) => {
-      const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
-      return Boolean(hasMeta) && db.prepare("SELECT v FROM meta WHERE k = 'workspace_id'").get()?.v === workspaceId;
+      if (!tableNames(db).includes(slotTable(slot))) return false;
+      return Boolean(db.prepare(`SELECT 1 FROM ${slotTable(slot)} WHERE id = ?`).get(messageId));
     });
     if (owns) return file;
   }
   return null;
 }
 
-const ROW_TABLES = ["messages", "events", "idempotency_keys", "event_attempts", "daily_counts"];
+/**
+ * Bytes and rows of one b-tree group: a slot table (`m_<slot>` with its indexes `_to`, `_key`,
+ * `_work`, `_failed`), the delivery log's day tables (`d_<day>`; `attempts` counts the delivery
+ * attempts its rows hold), or any other table.
+ * @typedef {{ bytes: number, rows: number, attempts?: number, btrees: Record<string, number> }} TableGroup
+ */
 
 /**
- * The database's size as `ctx.storage.sql.databaseSize` reports it (page count × page
- * size, free pages included), the bytes of each table with its indexes (dbstat), and
- * the row counts.
+ * The database's size as `ctx.storage.sql.databaseSize` reports it (page count × page size, free
+ * pages included), and where its bytes are (dbstat): the slot tables added up (`slots`, each of
+ * their b-trees by its suffix: the table itself as `records`, then `_to`, `_key`, `_work`,
+ * `_failed`), the delivery log's day tables added up (`deliveries`), each other table by name.
  * @param {string} file
- * @returns {{ bytes: number, pageSize: number, pageCount: number, freePages: number, tables: Record<string, number>, rows: Record<string, number> }}
+ * @returns {{ bytes: number, pageSize: number, pageCount: number, freePages: number, slotTables: number, deliveryTables: number,
+ *   slots: TableGroup, deliveries: TableGroup, others: Record<string, TableGroup> }}
  */
 export function storageOf(file) {
   return withDatabase(file, (db) => {
@@ -65,60 +93,120 @@ export function storageOf(file) {
         .all()
         .map((r) => [String(r.name), String(r.tbl_name)]),
     );
-    /** @type {Record<string, number>} */
-    const tables = {};
+    /** @type {TableGroup} */
+    const slots = { bytes: 0, rows: 0, btrees: {} };
+    /** @type {TableGroup} */
+    const deliveries = { bytes: 0, rows: 0, attempts: 0, btrees: {} };
+    /** @type {Record<string, TableGroup>} */
+    const others = {};
+    /** @param {string} table */
+    const groupOf = (table) =>
+      slotOfTable(table) !== null
+        ? slots
+        : isDeliveryTable(table)
+          ? deliveries
+          : (others[table] ??= { bytes: 0, rows: 0, btrees: {} });
     for (const r of db.prepare("SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name").all()) {
-      const table = owner.get(String(r.name)) ?? String(r.name);
-      tables[table] = (tables[table] ?? 0) + Number(r.bytes);
+      const name = String(r.name);
+      const table = owner.get(name) ?? name;
+      const group = groupOf(table);
+      const btree = name === table ? "records" : name.slice(table.length);
+      group.bytes += Number(r.bytes);
+      group.btrees[btree] = (group.btrees[btree] ?? 0) + Number(r.bytes);
     }
-    /** @type {Record<string, number>} */
-    const rows = {};
-    for (const t of ROW_TABLES) rows[t] = numberOf(db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get(), "n");
-    return { bytes: pageSize * pageCount, pageSize, pageCount, freePages, tables, rows };
+    let slotTables = 0;
+    let deliveryTables = 0;
+    for (const t of tableNames(db)) {
+      if (t.startsWith("sqlite_") || t.startsWith("_cf_")) continue;
+      const group = groupOf(t);
+      group.rows += numberOf(db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get(), "n");
+      if (group === slots) slotTables++;
+      if (group === deliveries) {
+        deliveryTables++;
+        deliveries.attempts =
+          (deliveries.attempts ?? 0) +
+          numberOf(db.prepare(`SELECT SUM(json_array_length(attempts)) AS n FROM ${t}`).get(), "n");
+      }
+    }
+    return {
+      bytes: pageSize * pageCount,
+      pageSize,
+      pageCount,
+      freePages,
+      slotTables,
+      deliveryTables,
+      slots,
+      deliveries,
+      others,
+    };
   });
 }
 
-/** What the retention steps would have changed: the rows left here, and the days moved to history shards. */
-/** @param {string} file */
+/**
+ * What the tiering steps would have changed: the records left in the slot tables, the slot tables,
+ * and the days the day ledger says moved (partly or wholly) to history shards or were archived.
+ * @param {string} file
+ */
 export function retentionState(file) {
-  return withDatabase(file, (db) => ({
-    messages: numberOf(db.prepare("SELECT COUNT(*) AS n FROM messages").get(), "n"),
-    historyDays: numberOf(db.prepare("SELECT COUNT(*) AS n FROM history_days").get(), "n"),
-  }));
-}
-
-/** Work the object still has to write about its messages: messages not yet settled, events not yet reported. */
-/** @param {string} file */
-export function pendingWork(file) {
-  return withDatabase(file, (db) => ({
-    active: numberOf(
-      db.prepare("SELECT COUNT(*) AS n FROM messages WHERE status IN ('queued', 'processing')").get(),
-      "n",
-    ),
-    events: numberOf(db.prepare("SELECT COUNT(*) AS n FROM events WHERE delivery = 'pending'").get(), "n"),
-  }));
+  return withDatabase(file, (db) => {
+    const slots = slotsOf(db);
+    let records = 0;
+    for (const s of slots) records += numberOf(db.prepare(`SELECT COUNT(*) AS n FROM ${slotTable(s)}`).get(), "n");
+    let historyDays = 0;
+    for (const r of db.prepare("SELECT v FROM meta WHERE k LIKE 'day:%'").all()) {
+      const state = JSON.parse(String(r.v));
+      if (state.moved || state.history || state.archiving || state.archived) historyDays++;
+    }
+    return { records, slotTables: slots.length, historyDays };
+  });
 }
 
 /**
- * The ids GET /messages must answer (limit 20): the first page, the second one
- * (after the first page's cursor), and a page filtered by status and number, as
- * listPage reads it: the number's index, SCAN_BUDGET rows, the status applied to
- * what was read.
+ * Work the object still has about its messages: records not yet settled (queued, processing, or
+ * still in a number's work list), and the delivery attempts its log holds so far.
+ * @param {string} file
+ */
+export function pendingWork(file) {
+  return withDatabase(file, (db) => {
+    let active = 0;
+    for (const s of slotsOf(db)) {
+      active += numberOf(
+        db
+          .prepare(`SELECT COUNT(*) AS n FROM ${slotTable(s)} WHERE pending = 1 OR status IN ('queued', 'processing')`)
+          .get(),
+        "n",
+      );
+    }
+    let logged = 0;
+    for (const t of tableNames(db).filter(isDeliveryTable))
+      logged += numberOf(db.prepare(`SELECT SUM(json_array_length(attempts)) AS n FROM ${t}`).get(), "n");
+    return { active, logged };
+  });
+}
+
+/**
+ * The ids GET /messages must answer (limit `limit`): the first page, the second one (after the
+ * first page's cursor), and a page filtered by status and number, as the object reads them
+ * (slots.mjs listPageOf: its scan budget, the filters applied to what was read).
  * @param {string} file @param {{ status: string, channelNumberId: string, limit: number }} page
  */
 export function expectedPages(file, { status, channelNumberId, limit }) {
   return withDatabase(file, (db) => {
-    const newest = db
-      .prepare("SELECT id FROM messages ORDER BY created_at DESC, id DESC LIMIT ?")
-      .all(2 * limit)
-      .map((r) => String(r.id));
-    const scanned = db
-      .prepare("SELECT id, status FROM messages WHERE channel_number_id = ? ORDER BY created_at DESC, id DESC LIMIT ?")
-      .all(channelNumberId, SCAN_BUDGET);
-    const filtered = scanned
-      .filter((r) => r.status === status)
-      .slice(0, limit)
-      .map((r) => String(r.id));
-    return { first: newest.slice(0, limit), second: newest.slice(limit), filtered, filterScanned: scanned.length };
+    const slots = slotsOf(db);
+    /** @type {(slot: number, beforeId: string | null, n: number) => import("./slots.mjs").ListedRow[]} */
+    const readSlot = (slot, beforeId, n) =>
+      /** @type {import("./slots.mjs").ListedRow[]} */ (
+        /** @type {unknown} */ (
+          db
+            .prepare(
+              `SELECT id, status, channel_number_id, direction, recipient FROM ${slotTable(slot)}${beforeId === null ? "" : " WHERE id < ?"} ORDER BY id DESC LIMIT ?`,
+            )
+            .all(...(beforeId === null ? [n] : [beforeId, n]))
+        )
+      );
+    const first = listPageOf(slots, readSlot, { filter: {}, limit });
+    const second = listPageOf(slots, readSlot, { filter: {}, limit, beforeId: first.ids.at(-1) ?? null });
+    const filtered = listPageOf(slots, readSlot, { filter: { status, channelNumberId }, limit });
+    return { first: first.ids, second: second.ids, filtered: filtered.ids, filterScanned: filtered.read };
   });
 }

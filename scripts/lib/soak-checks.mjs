@@ -15,7 +15,7 @@
  */
 /**
  * A message as GET /messages/{id} answers it (the fields checked here).
- * @typedef {{ status: string, to?: string, text?: { body?: string }, channelNumberId?: string, outcomeUnknownSince?: string | null, processingAt?: string | null, deliveredAt?: string | null, readAt?: string | null }} MessageRecord
+ * @typedef {{ status: string, to?: string, text?: { body?: string }, channelNumberId?: string, outcomeUnknownSince?: string | null, processingAt?: string | null, sentAt?: string | null, failedAt?: string | null, deliveredAt?: string | null, readAt?: string | null }} MessageRecord
  */
 /** @typedef {{ status: string, at?: string }} TimelineEntry */
 /**
@@ -49,7 +49,7 @@
  * One answer the load's client got.
  * @typedef {{ op: string, status: number | null, start: number, end: number, error: string | null, requestId: string | null, code: string | null }} ClientAnswer
  */
-/** An inbound message the soak made the operator send. @typedef {{ from: string, text: string }} InjectedInbound */
+/** An inbound message the soak made the operator send (`at`: when it first posted it). @typedef {{ from: string, text: string, at?: number }} InjectedInbound */
 /** @typedef {Record<string, unknown>} Failure */
 /** @typedef {{ status: string, deliveredAt?: string | null, readAt?: string | null, previousStatus?: string, id: string }} StatusEvent */
 
@@ -68,9 +68,6 @@ function pushTo(map, key, value) {
   if (list) list.push(value);
   else map.set(key, [value]);
 }
-
-/** @type {Record<string, number>} */
-const RANK = { queued: 0, processing: 1, sent: 2, failed: 3 };
 
 /** @param {number[]} sorted @param {number} p */
 const percentile = (sorted, p) =>
@@ -337,30 +334,116 @@ export function checkConversationOrder(accepted, calls) {
   return { figures: { orderedPairsChecked: pairs }, failures };
 }
 
-/** @param {StatusEvent} e */
-const progress = (e) => (RANK[e.status] ?? NaN) * 4 + (e.deliveredAt ? 1 : 0) + (e.readAt ? 2 : 0);
+/** The change a `message.status` event announces, from its content (message-events.ts: content as of that change). @param {StatusEvent} e */
+const kindOfContent = (e) =>
+  e.status === "processing"
+    ? "processing"
+    : e.status === "failed"
+      ? "failed"
+      : e.readAt
+        ? "read"
+        : e.deliveredAt
+          ? "delivered"
+          : "sent";
+
+/** The event kinds in the order of their code in an event id (src/domain/events.ts EVENT_KINDS). */
+const EVENT_KINDS = ["processing", "sent", "delivered", "read", "failed", "received"];
 
 /**
- * Exactly one customer event per status change: the distinct `message.status` events a message
- * got (by webhook-id, answered 2xx by the customer) form one chain from `queued` (creation, which
- * is not announced) to the record's
- * final state, each event one step further than the one before (previousStatus = the previous
- * event's status), no step repeated, and the chain visits every status of the record's timeline.
- * A delivery or read report is a step too. Inbound: one `message.received` per operator message.
- * @param {AcceptedSend[]} accepted @param {Map<string, MessageRecord>} records @param {Map<string, TimelineEntry[]>} timelines
- * @param {Delivery[]} deliveries @param {Map<string, InjectedInbound>} injected
+ * The message and change an event id names (`evt_` and the message id's hex with its version digit
+ * replaced by the change's code: src/domain/events.ts eventIdOf), or null for any other id.
+ * @param {string | null} id @returns {{ messageId: string, kind: string } | null}
  */
-export function checkEvents(accepted, records, timelines, deliveries, injected) {
+export function parseEventId(id) {
+  const m = /^evt_([0-9a-f]{12})([0-9a-f])([0-9a-f]{19})$/.exec(id ?? "");
+  if (!m) return null;
+  const code = parseInt(/** @type {string} */ (m[2]), 16);
+  const kind = EVENT_KINDS[(code > 8 ? code - 8 : code) - 1];
+  if (kind === undefined) return null;
+  const hex = `${m[1]}${code > 8 ? "4" : "7"}${m[3]}`;
+  return {
+    messageId: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`,
+    kind,
+  };
+}
+
+/** The status a record had just before a change (message-events.ts previousOf). @param {MessageRecord} m @param {string} kind */
+function previousStatusOf(m, kind) {
+  if (kind === "processing") return "queued";
+  if (kind === "sent") return "processing";
+  if (kind === "delivered" || kind === "read") return "sent";
+  const failedAt = m.failedAt ?? "";
+  if (m.sentAt && m.sentAt <= failedAt) return "sent";
+  return m.processingAt && m.processingAt <= failedAt ? "processing" : "queued";
+}
+
+/**
+ * How long after a change its event may still be in the local runtime's queue, at least. Local
+ * queues are in memory, so a kill loses what they hold (production queues are durable); a change
+ * whose event never came and that happened at most the loss window before a kill is counted as lost
+ * with the queue, not as a failure. The window is this, or longer when the run shows events taking
+ * longer to arrive (see lossWindow). Any other missing event fails: a change made by one runtime
+ * instance that had that long to announce it before the next kill, or made after the last kill,
+ * must have its event.
+ */
+export const LOST_WITH_QUEUE_MS = 60_000;
+
+/**
+ * The loss window of a run: the longest an event took from its change to its first accepted
+ * delivery, among events whose change and delivery fell between the same two kills (a kill in
+ * between may have lost a first publication), and at least LOST_WITH_QUEUE_MS. Under load the
+ * local queue holds events for minutes; a kill within that long after a change may have lost its
+ * event, whatever the engine did.
+ * @param {Array<{ changedAt: number, deliveredAt: number }>} arrivals @param {number[]} kills
+ */
+export function lossWindow(arrivals, kills) {
+  let longest = LOST_WITH_QUEUE_MS;
+  for (const { changedAt, deliveredAt } of arrivals) {
+    if (!(deliveredAt >= changedAt) || kills.some((k) => k >= changedAt && k <= deliveredAt)) continue;
+    longest = Math.max(longest, deliveredAt - changedAt);
+  }
+  return longest;
+}
+
+/**
+ * The kill that may have lost, with the runtime's in-memory queue, the event of a change made at
+ * `at`: the first kill at or after it, within `windowMs`. Null: no kill could have.
+ * @param {number} at @param {number[]} kills kill times (ms) @param {number} [windowMs]
+ * @returns {number | null} the kill's index
+ */
+export function killThatMayHaveLost(at, kills, windowMs = LOST_WITH_QUEUE_MS) {
+  const i = kills.findIndex((k) => k >= at && k - at <= windowMs);
+  return i === -1 ? null : i;
+}
+
+/**
+ * Exactly one customer event per change, within one runtime instance. Events are derived from the
+ * record (engine v2: no events table), one id per change (`eventIdOf(messageId, kind)`): the
+ * distinct events a message got (by webhook-id, answered 2xx by the customer) must be one per
+ * change of its timeline (`processing`, `sent`, `delivered`, `read`, `failed`; creation and
+ * `outcome_unknown` are not announced), each as of its change (its id and its content naming that
+ * change, `previousStatus` the record's status just before it), none for a change the record does
+ * not have, never two for one change. A change without its event fails, unless a kill came within
+ * the run's loss window after it (lossWindow; the local queue is in memory: figures
+ * `lostWithQueueAtKill`, `lossWindowMs`).
+ * Inbound: one `message.received` per operator message id, with the same exception from its injection.
+ * @param {AcceptedSend[]} accepted @param {Map<string, MessageRecord>} records @param {Map<string, TimelineEntry[]>} timelines
+ * @param {Delivery[]} deliveries @param {Map<string, InjectedInbound>} injected @param {number[]} [kills] kill times (ms)
+ */
+export function checkEvents(accepted, records, timelines, deliveries, injected, kills = []) {
   /** @type {Failure[]} */
   const failures = [];
   /** @type {Map<string | null, WebhookBody | null>} webhook-id → body */
   const received = new Map();
+  /** @type {Map<string | null, number>} webhook-id → its first accepted delivery */
+  const firstDelivery = new Map();
   let refusedByUs = 0;
   let unverified = 0;
   for (const d of deliveries) {
     if (!d.verified) unverified++;
     if (d.status >= 200 && d.status < 300) {
       if (!received.has(d.webhookId)) received.set(d.webhookId, d.body);
+      if (!firstDelivery.has(d.webhookId)) firstDelivery.set(d.webhookId, d.at);
     } else refusedByUs++;
   }
   if (unverified)
@@ -371,7 +454,11 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
   const receivedEvents = new Map();
   for (const [id, body] of received) {
     if (body?.type === "message.status") {
-      pushTo(statusEvents, body.data.messageId, /** @type {StatusEvent} */ ({ id, ...body.data }));
+      const event = /** @type {StatusEvent} */ ({ id, ...body.data });
+      const named = parseEventId(id);
+      if (!named || named.messageId !== body.data.messageId || named.kind !== kindOfContent(event))
+        failures.push({ problem: "event id does not name its message and change", id, messageId: body.data.messageId });
+      pushTo(statusEvents, body.data.messageId, event);
     } else if (body?.type === "message.received") {
       pushTo(receivedEvents, body.data.upstreamMessageId, { id, ...body.data });
     }
@@ -381,70 +468,76 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
   for (const k of statusEvents.keys())
     if (!ours.has(k)) failures.push({ problem: "status event for a message no accepted send has", messageId: k });
 
+  /** @type {Array<{ changedAt: number, deliveredAt: number }>} */
+  const arrivals = [];
+  for (const s of accepted) {
+    for (const e of statusEvents.get(s.jobId) ?? []) {
+      const change = (timelines.get(s.jobId) ?? []).find((t) => t.status === kindOfContent(e));
+      const deliveredAt = firstDelivery.get(e.id);
+      if (change?.at && deliveredAt !== undefined) arrivals.push({ changedAt: Date.parse(change.at), deliveredAt });
+    }
+  }
+  for (const [wamid, sent] of injected) {
+    const e = receivedEvents.get(wamid)?.[0];
+    const deliveredAt = e ? firstDelivery.get(e.id) : undefined;
+    if (sent.at !== undefined && deliveredAt !== undefined) arrivals.push({ changedAt: sent.at, deliveredAt });
+  }
+  const windowMs = lossWindow(arrivals, kills);
+
   let changes = 0;
   let events = 0;
+  /** @type {number[]} per kill: changes whose event it may have lost */
+  const lostAtKill = kills.map(() => 0);
   for (const s of accepted) {
     const m = records.get(s.jobId);
-    // Changes: the timeline but its creation (`queued`) and `outcome_unknown` (a note, not a status).
+    // Changes: the timeline but its creation (`queued`) and `outcome_unknown` (a note, not a change).
     const timeline = (timelines.get(s.jobId) ?? []).filter(
       (t) => t.status !== "outcome_unknown" && t.status !== "queued",
     );
     changes += timeline.length;
-    const list = (statusEvents.get(s.jobId) ?? []).sort((a, b) => progress(a) - progress(b));
+    const list = statusEvents.get(s.jobId) ?? [];
     events += list.length;
-    /** @param {string} why */
-    const problem = (why) =>
+    /** @param {string} why @param {Record<string, unknown>} [more] */
+    const problem = (why, more = {}) =>
       failures.push({
         jobId: s.jobId,
         problem: why,
-        timeline: timeline.map((t) => t.status),
-        events: list.map(
-          (e) =>
-            `${e.previousStatus}→${e.status}${e.deliveredAt ? "+delivered" : ""}${e.readAt ? "+read" : ""} ${e.id}`,
-        ),
+        ...more,
+        timeline: timeline.map((t) => `${t.status}@${t.at}`),
+        events: list.map((e) => `${e.previousStatus}→${kindOfContent(e)} ${e.id}`),
       });
     if (!m) {
       problem("record unreadable");
       continue;
     }
-    if (list.length === 0) {
-      if (timeline.length) problem("no event");
-      continue;
+    /** @type {Map<string, StatusEvent[]>} */
+    const byKind = new Map();
+    for (const e of list) pushTo(byKind, kindOfContent(e), e);
+    for (const [kind, es] of byKind) {
+      if (es.length > 1) problem("two events for one change", { kind });
+      if (!timeline.some((t) => t.status === kind)) problem("an event for a change the record does not have", { kind });
+      for (const e of es)
+        if (e.previousStatus !== previousStatusOf(m, kind))
+          problem("an event's previousStatus is not the record's status before the change", {
+            kind,
+            previousStatus: e.previousStatus,
+          });
     }
-    // Creation (queued) is not a change: the first event leaves `queued`.
-    const firstEvent = /** @type {StatusEvent} */ (list[0]);
-    /** @param {number} n */
-    const eventAt = (n) => /** @type {StatusEvent} */ (list[n]);
-    if (firstEvent.previousStatus !== "queued") {
-      problem("a change without its event (the first event does not leave queued)");
-      continue;
+    for (const t of timeline) {
+      if (byKind.has(t.status)) continue;
+      const kill = killThatMayHaveLost(Date.parse(t.at ?? ""), kills, windowMs);
+      if (kill === null) problem("a change without its event", { kind: t.status });
+      else lostAtKill[kill] = /** @type {number} */ (lostAtKill[kill]) + 1;
     }
-    const broken = list.findIndex(
-      (e, i) => i > 0 && (progress(e) === progress(eventAt(i - 1)) || e.previousStatus !== eventAt(i - 1).status),
-    );
-    if (broken !== -1) {
-      problem(
-        progress(eventAt(broken)) === progress(eventAt(broken - 1))
-          ? "two events for one change"
-          : "a change without its event (chain broken)",
-      );
-      continue;
-    }
-    const last = eventAt(list.length - 1);
-    if (last.status !== m.status || !!last.deliveredAt !== !!m.deliveredAt || !!last.readAt !== !!m.readAt) {
-      problem("the last event is not the record's final state");
-      continue;
-    }
-    const visited = new Set(["queued", ...list.map((e) => e.status)]);
-    const statuses = timeline.map((t) => t.status).filter((st) => st in RANK);
-
-    if (statuses.some((st) => !visited.has(st))) problem("a status of the timeline without its event");
   }
 
   let inboundOk = 0;
+  let inboundLost = 0;
   for (const [wamid, sent] of injected) {
     const list = receivedEvents.get(wamid) ?? [];
     if (list.length === 1 && list[0]?.from === sent.from && list[0]?.text?.body === sent.text) inboundOk++;
+    else if (list.length === 0 && sent.at !== undefined && killThatMayHaveLost(sent.at, kills, windowMs) !== null)
+      inboundLost++;
     else
       failures.push({
         problem:
@@ -468,8 +561,11 @@ export function checkEvents(accepted, records, timelines, deliveries, injected) 
       distinctEvents: received.size,
       statusChanges: changes,
       statusEvents: events,
+      lostWithQueueAtKill: lostAtKill,
+      lossWindowMs: windowMs,
       inboundInjected: injected.size,
       inboundWithOneEvent: inboundOk,
+      inboundLostWithQueue: inboundLost,
     },
     failures,
   };

@@ -54,7 +54,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     pending: 0,
     gaveUp: 0,
   };
-  /** Inbound messages injected: wamid → { phoneNumberId, from, text }. @type {Map<string, { phoneNumberId: string, from: string, text: string }>} */
+  /** Inbound messages injected: wamid → { phoneNumberId, from, text, at } (`at`: when first posted). @type {Map<string, { phoneNumberId: string, from: string, text: string, at: number }>} */
   const inbound = new Map();
   let stopped = false;
   /** @type {Set<NodeJS.Timeout>} */
@@ -194,7 +194,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
     /** @param {string} phoneNumberId @param {string} from @param {string} wamid @param {string} text */
     inject(phoneNumberId, from, wamid, text) {
       stats.inbound++;
-      inbound.set(wamid, { phoneNumberId, from, text });
+      inbound.set(wamid, { phoneNumberId, from, text, at: Date.now() });
       const payload = change(phoneNumberId, {
         contacts: [{ profile: { name: "Soak" }, wa_id: from }],
         messages: [{ from, id: wamid, timestamp: seconds(Date.now()), type: "text", text: { body: text } }],

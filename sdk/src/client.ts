@@ -10,6 +10,8 @@ type Schemas = components["schemas"];
 export type Message = Schemas["Message"];
 export type OutboundMessage = Schemas["OutboundMessage"];
 export type InboundMessage = Schemas["InboundMessage"];
+/** An inbound message's file (images, audio, video, documents, stickers): `InboundMessage["media"]`. */
+export type InboundMedia = NonNullable<Schemas["InboundMedia"]>;
 /** A message's status timeline and the deliveries of its webhook events. */
 export type MessageEvents = Schemas["MessageEvents"];
 export type MessageTimelineEntry = Schemas["MessageTimelineEntry"];
@@ -36,6 +38,18 @@ export interface SendResult {
   status: "created" | "duplicado_identico";
   /** The key the send went out with (yours, or the one generated for you): keep it to retry later. */
   idempotencyKey: string;
+}
+
+/** An inbound message's media as `messages.media` answers it: the bytes as they arrive, and what they are. */
+export interface MessageMedia {
+  /** The file, streamed: read it to the end (or `cancel()` it) to free the connection. */
+  body: ReadableStream<Uint8Array>;
+  /** `Content-Type`: the file's MIME type. */
+  contentType: string;
+  /** `Content-Length` in bytes, when the server sent it. */
+  size: number | null;
+  /** The file name of `Content-Disposition` (the sender's, for documents), or null. */
+  filename: string | null;
 }
 
 export interface ClientOptions {
@@ -134,6 +148,13 @@ export class MessagingClient {
     /** The message's status timeline, oldest first, and the deliveries of its webhook events. */
     events: (id: string, options?: CallOptions): Promise<MessageEvents> =>
       this.read((signal) => this.http.GET("/messages/{id}/events", { params: { path: { id } }, signal }), options),
+    /**
+     * The file of an inbound image, audio, video, document or sticker, as a stream (never held in
+     * memory whole), with its type, size and name. Retried like other reads until the answer
+     * arrives (a message without media, or media not kept, throws `ApiError` 404 saying why); the
+     * body itself is not: pass a `signal` to bound the download.
+     */
+    media: (id: string, options?: CallOptions): Promise<MessageMedia> => this.downloadMedia(id, options?.signal),
   };
 
   readonly messageArchives = {
@@ -303,6 +324,40 @@ export class MessagingClient {
     }
   }
 
+  private async downloadMedia(id: string, signal: AbortSignal | undefined): Promise<MessageMedia> {
+    // As with archives: the attempt's signal (deadline and caller) governs the wait for the answer;
+    // once it is there, only the caller's signal can stop the body.
+    let answered = new AbortController();
+    const { data: body, response } = await withRetries(
+      async (attemptSignal) => {
+        const request = new AbortController();
+        answered = request;
+        const forward = () => request.abort(attemptSignal.reason);
+        attemptSignal.addEventListener("abort", forward, { once: true });
+        try {
+          return await this.http.GET("/messages/{id}/media", {
+            params: { path: { id } },
+            parseAs: "stream",
+            signal: request.signal,
+          });
+        } finally {
+          attemptSignal.removeEventListener("abort", forward);
+        }
+      },
+      this.retry,
+      signal,
+    );
+    const download = answered;
+    signal?.addEventListener("abort", () => download.abort(signal.reason), { once: true });
+    const length = response.headers.get("content-length");
+    return {
+      body: body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() }),
+      contentType: response.headers.get("content-type") ?? "application/octet-stream",
+      size: length !== null && /^\d+$/.test(length) ? Number(length) : null,
+      filename: filenameOf(response.headers.get("content-disposition")),
+    };
+  }
+
   me(options?: CallOptions): Promise<Me> {
     return this.read((signal) => this.http.GET("/me", { signal }), options);
   }
@@ -310,4 +365,19 @@ export class MessagingClient {
   usage(options?: CallOptions): Promise<Usage> {
     return this.read((signal) => this.http.GET("/usage", { signal }), options);
   }
+}
+
+/** The file name of a Content-Disposition header: its RFC 8187 `filename*` (exact), else `filename`. */
+function filenameOf(header: string | null): string | null {
+  if (!header) return null;
+  const extended = /filename\*\s*=\s*UTF-8''([^;]+)/i.exec(header)?.[1];
+  if (extended) {
+    try {
+      return decodeURIComponent(extended.trim());
+    } catch {
+      // A malformed escape: fall back to the plain name.
+    }
+  }
+  const plain = /filename\s*=\s*"((?:[^"\\]|\\.)*)"/i.exec(header)?.[1] ?? /filename\s*=\s*([^;]+)/i.exec(header)?.[1];
+  return plain ? plain.trim().replace(/\\(.)/g, "$1") : null;
 }

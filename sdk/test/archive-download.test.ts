@@ -111,6 +111,7 @@ const message = (n: number): Message => ({
   upstreamMessageId: null,
   receivedAt: "2026-10-01T10:00:00.000Z",
   createdAt: "2026-10-01T10:00:00.000Z",
+  media: null,
 });
 const line = (n: number) => encoder.encode(`${JSON.stringify(message(n))}\n`);
 const ndjsonResponse = (body: ReadableStream<Uint8Array>) =>

@@ -1,4 +1,6 @@
 import type { NumberHealthView } from "../domain/number-health";
+import type { NumberSendingState } from "../domain/channel-number-view";
+import { CONFIRM_PROBE_MS } from "../durable-objects/channel-number/number-hold";
 import { Time } from "./components";
 
 const STATE_LABEL = { active: "active", paused: "paused", disconnected: "disconnected" } as const;
@@ -22,14 +24,25 @@ export function HealthState({ health }: { health: NumberHealthView }) {
 export const qualityAndTier = (h: NumberHealthView): string =>
   h.qualityRating || h.messagingLimitTier ? `${h.qualityRating ?? "—"} · ${h.messagingLimitTier ?? "—"}` : "—";
 
-/** The health facts of a number's page. */
-export function HealthFacts({ health }: { health: NumberHealthView }) {
+/** The health facts of a number's page; `sending` (its object's state) says when a paused number tries again. */
+export function HealthFacts({ health, sending }: { health: NumberHealthView; sending?: NumberSendingState | null }) {
+  const paused = sending?.paused ?? null;
+  const notice = health.lastOperatorNotice;
   return (
     <>
       <dt>State</dt>
       <dd>
         <HealthState health={health} />
         {health.pausedReason ? <p class="hint">{health.pausedReason}</p> : null}
+        {paused ? (
+          <p class="hint">
+            Sends are still accepted and wait in order (at most 24 hours). Next attempt with one message:{" "}
+            <Time iso={paused.nextAttemptAt} />
+            {paused.reportedBy === "webhook"
+              ? `; the operator accepts the messages of such an account and fails them afterwards, so the number resumes only once one goes through with no failure reported for ${CONFIRM_PROBE_MS / 60_000} minutes.`
+              : "; the number resumes when it goes through, or at once when its access token is replaced."}
+          </p>
+        ) : null}
       </dd>
       <dt>Verified name</dt>
       <dd>{health.verifiedName ?? "—"}</dd>
@@ -45,6 +58,20 @@ export function HealthFacts({ health }: { health: NumberHealthView }) {
       </dd>
       <dt>Last operator error</dt>
       <dd>{health.lastOperatorError ?? "none"}</dd>
+      <dt>Last operator notice</dt>
+      <dd>
+        {notice ? (
+          <>
+            {notice.message}
+            {notice.upstreamCode ? ` (operator code ${notice.upstreamCode})` : ""}{" "}
+            <span class="hint">
+              ({notice.field} webhook, <Time iso={notice.at} />)
+            </span>
+          </>
+        ) : (
+          "none"
+        )}
+      </dd>
       <dt>Sends today</dt>
       <dd>
         {health.sendsToday} <span class="hint">(UTC day; up to a minute behind)</span>

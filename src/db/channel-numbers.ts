@@ -17,6 +17,8 @@ export interface ChannelNumberRow {
   messaging_limit_tier: string | null;
   operator_checked_at: string | null;
   last_operator_error: string | null;
+  /** The operator's last webhook about the number that is not applied here, as JSON (migration 0028; operator-notices.ts). */
+  last_operator_notice: string | null;
 }
 
 /** The operator's answer about a live number, as stored on its row. */
@@ -274,6 +276,33 @@ export async function recordOperatorAccountError(db: D1Database, wabaId: string,
         WHERE status = 'connected' AND upstream_type = 'cloud' AND waba_id = ? RETURNING id`,
     )
     .bind(error, wabaId)
+    .all<{ id: string }>();
+  return results.map((r) => r.id);
+}
+
+/**
+ * Records a notice (JSON, operator-notices.ts) on the connected live number the operator named by
+ * its id, or, when it named none, on every connected live number of its business account; the ids
+ * updated. With `unlessSameFieldSince` (ISO time), a number whose notice is already about `field`
+ * and dated at or after it is left as it is (a field the operator sends with every message of a
+ * number writes its row at most that often).
+ */
+export async function recordOperatorNotice(
+  db: D1Database,
+  match: { phoneNumberId: string | null; wabaId: string | null },
+  notice: { field: string; json: string },
+  unlessSameFieldSince: string | null = null,
+): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE channel_numbers SET last_operator_notice = ?1
+        WHERE status = 'connected' AND upstream_type = 'cloud'
+          AND (upstream_phone_number_id = ?2 OR (?2 IS NULL AND waba_id = ?3))
+          AND (?4 IS NULL OR last_operator_notice IS NULL OR json_extract(last_operator_notice, '$.field') IS NOT ?5
+               OR json_extract(last_operator_notice, '$.at') < ?4)
+        RETURNING id`,
+    )
+    .bind(notice.json, match.phoneNumberId, match.wabaId, unlessSameFieldSince, notice.field)
     .all<{ id: string }>();
   return results.map((r) => r.id);
 }

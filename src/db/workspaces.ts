@@ -13,6 +13,9 @@ export interface WorkspaceWithLimits extends WorkspaceRow {
   max_numbers: number;
   /** Days of message records the plan keeps listable (older days are archived). */
   message_history_days: number;
+  /** Inbound media: the largest item copied to R2, and the bytes copied per UTC day (migration 0027). */
+  media_max_item_bytes: number;
+  media_daily_bytes: number;
 }
 
 export async function planExists(db: D1Database, planId: string): Promise<boolean> {
@@ -29,7 +32,7 @@ export async function insertWorkspace(db: D1Database, row: WorkspaceRow): Promis
 export async function getWorkspaceWithLimits(db: D1Database, id: string): Promise<WorkspaceWithLimits | null> {
   return db
     .prepare(
-      `SELECT w.*, p.name AS plan_name, p.max_numbers, p.message_history_days,
+      `SELECT w.*, p.name AS plan_name, p.max_numbers, p.message_history_days, p.media_max_item_bytes, p.media_daily_bytes,
               COALESCE(w.monthly_message_quota, p.monthly_message_quota) AS effective_quota
          FROM workspaces w JOIN plans p ON p.id = w.plan_id
         WHERE w.id = ?`,

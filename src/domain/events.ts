@@ -4,6 +4,7 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { INBOUND_CONTENT, MESSAGE_STATUSES, MessageError } from "./message";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
 import { TemplateFacts } from "./template-send";
+import { ReceivedMedia } from "./inbound-media";
 import { newUuidV7 } from "./job-id";
 
 /**
@@ -53,6 +54,7 @@ export const MessageReceivedData = z
     content: INBOUND_CONTENT,
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),
+    media: ReceivedMedia.nullable(),
   })
   .openapi("MessageReceivedEventData");
 

@@ -29,5 +29,19 @@ export function timelineOf(m: Message): Entry[] {
     m.readAt ? { status: "read", at: m.readAt, error: null } : null,
     m.failedAt ? { status: "failed", at: m.failedAt, error: m.error } : null,
   ];
-  return entries.filter((e): e is Entry => e !== null).sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  // A delivery or read of a failed message was reported after its failure (a user on several devices): it comes after it.
+  const key = (e: Entry): string =>
+    m.status === "failed" && m.failedAt && (e.status === "delivered" || e.status === "read") && e.at < m.failedAt
+      ? m.failedAt
+      : e.at;
+  return entries
+    .filter((e): e is Entry => e !== null)
+    .sort((a, b) => {
+      const [ka, kb] = [key(a), key(b)];
+      if (ka !== kb) return ka < kb ? -1 : 1;
+      const reached = (e: Entry) => e.status === "delivered" || e.status === "read";
+      if (m.status === "failed" && a.status === "failed" && reached(b)) return -1;
+      if (m.status === "failed" && b.status === "failed" && reached(a)) return 1;
+      return 0;
+    });
 }

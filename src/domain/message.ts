@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
 import { TemplateFacts } from "./template-send";
+import { InboundMedia } from "./inbound-media";
 
 export const MESSAGE_STATUSES = ["queued", "processing", "sent", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
@@ -92,6 +93,7 @@ export const InboundMessage = z
     upstreamMessageId: z.string().nullable(),
     receivedAt: z.string().datetime(),
     createdAt: z.string().datetime(),
+    media: InboundMedia.nullable(),
   })
   .openapi("InboundMessage");
 export type InboundMessage = z.infer<typeof InboundMessage>;

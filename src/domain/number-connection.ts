@@ -101,6 +101,7 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
     created_at: at,
     disconnected_at: null,
     last_operator_error: null,
+    last_operator_notice: null,
   } as const;
   let row: ChannelNumberRow;
   let profile: OperatorProfile | null = null;

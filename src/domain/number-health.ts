@@ -4,6 +4,8 @@ import { channelNumberStub } from "../durable-objects/stubs";
 import { isoNow, now } from "../lib/clock";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
 import { fetchNumberProfile } from "../upstream/operator-account";
+import { noticeOf, OperatorNotice } from "./operator-notices";
+import type { NumberSendingState } from "./channel-number-view";
 
 /** The operator is asked about a live number at most this often (its quality rating and tier change over days). */
 export const OPERATOR_REFRESH_MS = 60 * 60 * 1000;
@@ -20,6 +22,11 @@ export const NumberHealth = z
     lastOperatorError: z.string().nullable().openapi({
       description:
         "The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds.",
+    }),
+    lastOperatorNotice: OperatorNotice.nullable().openapi({
+      description:
+        "The operator's last webhook about the number that changes nothing here but should be seen: a field this service does not apply " +
+        "(e.g. `standby`: another app controls the number's conversations) or the `errors` it sent about the number. Replaced by the next; never cleared.",
     }),
     verifiedName: z
       .string()
@@ -76,6 +83,15 @@ export async function numberHealth(
   row: ChannelNumberRow,
   opts: { refresh: boolean },
 ): Promise<NumberHealthView> {
+  return (await numberHealthAndSending(env, row, opts)).health;
+}
+
+/** The health, and the sending state it was read from (null for a disconnected number): the number's dashboard page shows both. */
+export async function numberHealthAndSending(
+  env: Env,
+  row: ChannelNumberRow,
+  opts: { refresh: boolean },
+): Promise<{ health: NumberHealthView; sending: NumberSendingState | null }> {
   const current = opts.refresh && row.status === "connected" ? await refreshIfStale(env, row) : row;
   const today = isoNow().slice(0, 10);
   const [sending, sendsToday] = await Promise.all([
@@ -83,17 +99,19 @@ export async function numberHealth(
     sendsOnDay(env.DB, current.workspace_id, current.id, today),
   ]);
   const paused = sending?.paused ?? null;
-  return {
+  const health: NumberHealthView = {
     state: current.status === "disconnected" ? "disconnected" : paused ? "paused" : "active",
     pausedSince: paused?.since ?? null,
     pausedReason: paused
-      ? `${paused.message}${paused.upstreamCode ? ` (operator code ${paused.upstreamCode})` : ""}`
+      ? `${paused.message}${paused.upstreamCode ? ` (operator code ${paused.upstreamCode}${paused.reportedBy === "webhook" ? ", reported by webhook" : ""})` : ""}`
       : null,
     lastOperatorError: current.last_operator_error,
+    lastOperatorNotice: noticeOf(current.last_operator_notice ?? null),
     verifiedName: current.verified_name,
     qualityRating: current.quality_rating,
     messagingLimitTier: current.messaging_limit_tier,
     checkedAt: current.operator_checked_at,
     sendsToday,
   };
+  return { health, sending };
 }

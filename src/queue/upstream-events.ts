@@ -8,12 +8,16 @@ import type { IdentityMove, InboundContact, OperatorStatus } from "../durable-ob
 import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
 import { operatorStatusUpdate } from "../upstream/operator-status";
 import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
+import { inboundMediaOf } from "../upstream/cloud-media";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
 import { applyAccountUpdate, applyQualityUpdate } from "../domain/operator-number-updates";
 import { applyTemplateUpdate } from "../domain/template-sync";
 import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
+import { applyFieldNotice, applyNumberErrors } from "../domain/operator-notices";
+import { isAccountLevel, permanentError } from "../upstream/error-codes";
+import { matchUnknownOutcomes } from "./unmatched-statuses";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -30,6 +34,7 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
     errorCode: error?.code !== undefined ? String(error.code) : null,
     errorMessage: message,
     errorDetails: details ?? null,
+    recipientId: s.recipient_id || null,
   };
 }
 
@@ -56,6 +61,7 @@ function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string
     content: contentOf(type, rest),
     details,
     at,
+    media: inboundMediaOf(type, rest[type]),
   };
   // A `system` message is the operator telling of an identity change, not the user writing: no window opens.
   if (type === "system") return { record, contact: null, moves: movesOf(details, at) };
@@ -77,8 +83,8 @@ class NotAnOperatorItem extends Error {}
 
 /**
  * Applies operator items (statuses and inbound messages, see
- * cloud-webhook-payload.ts; quality and account updates go to the numbers'
- * D1 rows, each on its own). Each item is validated on its own: a malformed
+ * cloud-webhook-payload.ts; quality and account updates, the numbers' `errors`
+ * and the fields not applied here go to the numbers' D1 rows, each on its own). Each item is validated on its own: a malformed
  * one is logged and done without touching its siblings. Work is grouped per
  * number: one call to the number object for its statuses, one to the
  * workspace object for its inbound messages. Applying an item twice changes
@@ -112,16 +118,15 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
     if (
       item &&
       typeof item === "object" &&
-      (item.kind === "quality" || item.kind === "account" || item.kind === "template")
+      (item.kind === "quality" ||
+        item.kind === "account" ||
+        item.kind === "template" ||
+        item.kind === "errors" ||
+        item.kind === "field")
     ) {
       const wabaId = typeof item.wabaId === "string" ? item.wabaId : null;
       accountWork.push(
-        (item.kind === "quality"
-          ? applyQualityUpdate(env, wabaId, item.update)
-          : item.kind === "account"
-            ? applyAccountUpdate(env, wabaId, item.update)
-            : applyTemplateUpdate(env, wabaId, item.update)
-        ).catch((err) => {
+        accountItem(env, wabaId, item).catch((err) => {
           log("warn", "operator account item failed; will retry", { kind: item.kind, error: String(err) });
           outcomes[index] = "retry";
         }),
@@ -181,9 +186,21 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       await settle(
         statuses.map((s) => s.index),
         async () => {
-          // Routed by our jobId to the workspace's record; a report without one names nothing of ours.
-          const updates = statuses
-            .map((s) => operatorStatusUpdate(s.status))
+          const reports = statuses.map((s) => s.status);
+          // An account-level code fails every later message alike: the number pauses, as for the same answer to a call.
+          const accountError = reports.findLast((r) => r.status === "failed" && isAccountLevel(r.errorCode));
+          if (accountError && number.status === "connected")
+            await stub.reportAccountError(
+              permanentError(
+                accountError.errorCode,
+                accountError.errorMessage ?? undefined,
+                accountError.errorDetails ?? undefined,
+              ),
+            );
+          // Routed by our jobId to the workspace's record; a failure without one may be about a call whose answer was lost.
+          const matched = await matchUnknownOutcomes(env, number, reports);
+          const updates = [...reports.filter((r) => r.jobId), ...matched]
+            .map(operatorStatusUpdate)
             .filter((u): u is StatusUpdate => u !== null);
           if (updates.length < statuses.length)
             log("info", "operator statuses without our jobId; ignored", { ignored: statuses.length - updates.length });
@@ -206,6 +223,34 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
     }),
   ]);
   return outcomes;
+}
+
+/** An item about numbers rather than one message: applied to the numbers' rows (and objects). */
+function accountItem(
+  env: Env,
+  wabaId: string | null,
+  item: Extract<UpstreamItem, { kind: "quality" | "account" | "template" | "errors" | "field" }>,
+): Promise<void> {
+  switch (item.kind) {
+    case "quality":
+      return applyQualityUpdate(env, wabaId, item.update);
+    case "account":
+      return applyAccountUpdate(env, wabaId, item.update);
+    case "template":
+      return applyTemplateUpdate(env, wabaId, item.update);
+    case "errors":
+      return applyNumberErrors(env, {
+        wabaId,
+        phoneNumberId: typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
+        errors: Array.isArray(item.errors) ? item.errors : [],
+      });
+    case "field":
+      return applyFieldNotice(env, {
+        wabaId,
+        phoneNumberId: typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
+        field: typeof item.field === "string" ? item.field.slice(0, 64) : "unknown",
+      });
+  }
 }
 
 /**
@@ -234,11 +279,7 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
   for (const message of batch.messages) {
     const item = message.body as Partial<UpstreamItem> | null;
     const inner = item?.kind === "status" ? item.status : item?.kind === "message" ? item.message : undefined;
-    const wabaId =
-      (item?.kind === "quality" || item?.kind === "account" || item?.kind === "template") &&
-      typeof item.wabaId === "string"
-        ? item.wabaId
-        : null;
+    const wabaId = item && "wabaId" in item && typeof item.wabaId === "string" ? item.wabaId : null;
     const id = inner && typeof inner === "object" && "id" in inner && typeof inner.id === "string" ? inner.id : null;
     log("error", "operator item dead-lettered after its retries", {
       kind: typeof item?.kind === "string" ? item.kind : "unknown",

@@ -66,6 +66,7 @@ const EVENTS = [
         content: null,
         upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABIYFjNFQjA",
         receivedAt: "2026-11-22T18:40:02.000Z",
+        media: null,
       } satisfies z.output<typeof MessageReceivedData>,
     },
   },

@@ -66,12 +66,27 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     );
     const outcomes = await Promise.race([applying, deadline]).finally(() => clearTimeout(timer));
     if (outcomes === null) c.executionCtx.waitUntil(applying);
-    const left = outcomes === null ? items : items.filter((_, i) => outcomes[i] === "retry");
-    const { batches, oversize } = planBatches(left.map((body, i) => ({ key: i, body })));
-    for (const item of oversize)
-      log("error", "operator item too large to queue; dropped", { requestId: c.get("requestId"), bytes: item.bytes });
+    const left = items
+      .map((body, index) => ({ key: index, body }))
+      .filter(({ key }) => outcomes === null || outcomes[key] === "retry");
+    const { batches, oversize } = planBatches(left);
     for (const batch of batches)
       await c.env.UPSTREAM_EVENT_QUEUE.sendBatch(batch.map((i) => ({ body: i.body, contentType: "json" as const })));
+    if (oversize.length > 0) {
+      // Too large for a queue message: taken only once applied. Waited for here (past the deadline
+      // if need be); one that could not be applied is not acknowledged: the operator is answered
+      // 500 and sends the whole payload again (applying the others twice changes nothing).
+      const settled = outcomes ?? (await applying);
+      const lost = oversize.filter((o) => settled[o.key] === "retry");
+      if (lost.length > 0) {
+        log("error", "operator item too large to queue and not applied; the operator retries the payload", {
+          requestId: c.get("requestId"),
+          items: lost.length,
+          bytes: lost.map((o) => o.bytes).join(","),
+        });
+        throw new ApiError("internal_error", "An item of the payload could not be applied; send the payload again.");
+      }
+    }
     log("info", "operator webhook accepted", {
       requestId: c.get("requestId"),
       items: items.length,

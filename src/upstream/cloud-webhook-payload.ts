@@ -15,9 +15,11 @@ const MessagesValue = z.looseObject({
   statuses: z.array(z.unknown()).optional(),
   messages: z.array(z.unknown()).optional(),
   contacts: z.array(z.unknown()).optional(),
+  errors: z.array(z.unknown()).optional(),
 });
 
-const StatusError = z.looseObject({
+/** An error object of the operator's webhooks: a status's `errors[]`, or a change's `value.errors`. */
+export const StatusError = z.looseObject({
   code: z.union([z.number(), z.string()]).optional(),
   title: z.string().optional(),
   message: z.string().optional(),
@@ -142,12 +144,25 @@ export type UpstreamItem =
   /** A number's quality or limit changed; `wabaId` is the entry's id (null when the operator left it out). */
   | { kind: "quality"; wabaId: string | null; update: unknown }
   | { kind: "account"; wabaId: string | null; update: unknown }
-  | { kind: "template"; wabaId: string | null; update: unknown };
+  | { kind: "template"; wabaId: string | null; update: unknown }
+  /** `value.errors` of a `messages` change: about the number (or, without its id, the business account), not one message. */
+  | { kind: "errors"; wabaId: string | null; phoneNumberId: string | null; errors: unknown[] }
+  /** A change of a field this service does not apply (e.g. `standby`): logged and shown on the number's health. */
+  | { kind: "field"; wabaId: string | null; phoneNumberId: string | null; field: string };
+
+/** The fields applied here; any other is an UpstreamItem of kind `field`. */
+const APPLIED_FIELDS = new Set([
+  "messages",
+  "phone_number_quality_update",
+  "account_update",
+  "message_template_status_update",
+]);
 
 /**
  * Splits a verified payload into its statuses, messages, quality and account
- * updates; null when it is not an operator payload at all. Other fields (and
- * entries or changes of no readable shape) are skipped.
+ * updates, the numbers' `errors`, and the changes of other fields; null when it
+ * is not an operator payload at all. Entries and changes of no readable shape
+ * are skipped.
  */
 export function splitPayload(raw: unknown): UpstreamItem[] | null {
   const parsed = Envelope.safeParse(raw);
@@ -175,7 +190,15 @@ export function splitPayload(raw: unknown): UpstreamItem[] | null {
       }
       const messages = MessagesValue.safeParse(value);
       const phoneNumberId = messages.success ? messages.data.metadata?.phone_number_id : undefined;
-      if (!messages.success || !phoneNumberId) continue;
+      // A change without a field is read as `messages` (what every such change has been so far).
+      if (field !== undefined && !APPLIED_FIELDS.has(field)) {
+        items.push({ kind: "field", wabaId, phoneNumberId: phoneNumberId ?? null, field: field.slice(0, 64) });
+        continue;
+      }
+      if (!messages.success) continue;
+      const errors = messages.data.errors ?? [];
+      if (errors.length > 0) items.push({ kind: "errors", wabaId, phoneNumberId: phoneNumberId ?? null, errors });
+      if (!phoneNumberId) continue;
       for (const status of messages.data.statuses ?? []) items.push({ kind: "status", phoneNumberId, status });
       for (const message of messages.data.messages ?? [])
         items.push({

@@ -146,13 +146,45 @@ const TREATMENTS: Record<string, Treatment> = {
     code: "number_not_registered",
     message: "The phone number is not registered on the operator's platform.",
   },
+  "33": {
+    kind: "pause",
+    code: "number_deleted",
+    message: "The operator says the business phone number has been deleted.",
+  },
+  "131005": {
+    kind: "pause",
+    code: "upstream_permission_denied",
+    message: "The operator denied access: the number's access token lacks a permission or it was revoked.",
+  },
+  "131037": {
+    kind: "pause",
+    code: "display_name_not_approved",
+    message: "The number's display name must be approved by the operator before it can send.",
+  },
 };
 
-/** Template and parameter errors (132000–132999) are final for the message. */
+/** The operator's API permission range (200–299): a permission not granted or removed, for the whole number. */
+const API_PERMISSION: Treatment = {
+  kind: "pause",
+  code: "upstream_permission_denied",
+  message: "The number's access token lacks an API permission, or it was removed.",
+};
+
+/**
+ * A "try again" code that arrives as a final failure (a `failed` status webhook: the operator
+ * itself gave up on the message): nothing of ours retries it, but sending it again may succeed.
+ */
+const TEMPORARY_FAILURE = {
+  code: "upstream_temporary_failure",
+  message: "The operator failed the message with a temporary error; sending it again later may succeed.",
+} as const;
+
+/** Template and parameter errors (132000–132999) are final for the message; API permissions (200–299) pause the number. */
 function treatmentOf(code: string): Treatment | undefined {
   const known = TREATMENTS[code];
   if (known) return known;
   const n = Number(code);
+  if (Number.isInteger(n) && n >= 200 && n < 300) return API_PERMISSION;
   if (Number.isInteger(n) && n >= 132000 && n < 133000)
     return { kind: "final", code: "template_error", message: "The operator refused the message template." };
   return undefined;
@@ -161,6 +193,10 @@ function treatmentOf(code: string): Treatment | undefined {
 const PAIR_RATE_BASE_MS = 4_000;
 const PAIR_RATE_MAX_MS = 15 * 60_000;
 
+/** Whether the operator's code is about the number's account or credentials (every message would fail alike): it pauses the number. */
+export const isAccountLevel = (upstreamCode: string | null): boolean =>
+  upstreamCode !== null && treatmentOf(upstreamCode)?.kind === "pause";
+
 /** 4^n seconds after the n-th pair-rate refusal (4 s, 16 s, 64 s, …), capped at 15 minutes. */
 export const pairRateDelayMs = (attempt: number): number =>
   Math.min(PAIR_RATE_MAX_MS, PAIR_RATE_BASE_MS * 4 ** Math.max(0, attempt - 1));
@@ -168,12 +204,25 @@ export const pairRateDelayMs = (attempt: number): number =>
 const withDetails = (message: string, details: string | undefined): string =>
   details ? `${message} (${details})` : message;
 
+/**
+ * The error a message ends with for the operator's code: a refusal of our call, or a `failed`
+ * status webhook. A "try again" code can only end a message through the webhook (our calls retry
+ * it): `upstream_temporary_failure`, retriable.
+ */
 export function permanentError(
   upstreamCode: string | null,
   upstreamMessage?: string,
   details?: string,
 ): NormalizedError {
   const t = upstreamCode ? treatmentOf(upstreamCode) : undefined;
+  if (t && (t.kind === "retry" || t.kind === "pair_rate")) {
+    return {
+      code: TEMPORARY_FAILURE.code,
+      message: withDetails(TEMPORARY_FAILURE.message, details),
+      retriable: true,
+      upstreamCode,
+    };
+  }
   if (t && (t.kind === "final" || t.kind === "pause")) {
     return {
       code: t.code,

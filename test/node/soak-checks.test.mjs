@@ -5,6 +5,9 @@ import {
   checkEvents,
   checkOperatorCalls,
   checkTerminal,
+  killThatMayHaveLost,
+  lossWindow,
+  parseEventId,
   queuedTimes,
 } from "../../scripts/lib/soak-checks.mjs";
 
@@ -130,6 +133,14 @@ describe("checkConversationOrder", () => {
 });
 
 describe("checkEvents", () => {
+  const A = "0190f1a2-b3c4-7d5e-8f60-718293a4b5c6";
+  const B = "0190f1a2-b3c5-7aaa-9bbb-cccccccccccc";
+  const CODES = { processing: 1, sent: 2, delivered: 3, read: 4, failed: 5 };
+  /** The event id of a change, as src/domain/events.ts eventIdOf makes it. @param {string} messageId @param {keyof typeof CODES} kind */
+  const eventId = (messageId, kind) => {
+    const hex = messageId.replaceAll("-", "");
+    return `evt_${hex.slice(0, 12)}${CODES[kind]}${hex.slice(13)}`;
+  };
   /** @param {string} webhookId @param {string} messageId @param {string} previousStatus @param {string} status @param {Record<string, unknown>} [extra] */
   const statusDelivery = (webhookId, messageId, previousStatus, status, extra = {}) => ({
     at: 0,
@@ -139,28 +150,40 @@ describe("checkEvents", () => {
     status: 204,
     body: { type: "message.status", data: { messageId, previousStatus, status, ...extra } },
   });
+  /** @param {string} webhookId @param {string} wamid @param {string} from @param {string} text */
+  const inboundDelivery = (webhookId, wamid, from, text) => ({
+    at: 0,
+    numberId: "n1",
+    webhookId,
+    verified: true,
+    status: 200,
+    body: { type: "message.received", data: { upstreamMessageId: wamid, from, text: { body: text } } },
+  });
+  const T = Date.UTC(2026, 10, 25, 12);
+  const iso = (/** @type {number} */ ms) => new Date(ms).toISOString();
+  /** A sent message's timeline: processing at T, sent at T + 1 s. */
+  const sentTimeline = [
+    { status: "queued", at: iso(T - 100) },
+    { status: "processing", at: iso(T) },
+    { status: "sent", at: iso(T + 1_000) },
+  ];
+  const sentRecord = { processingAt: iso(T), sentAt: iso(T + 1_000) };
 
   it("passes one event per change, counting a redelivery of the same webhook-id once", () => {
-    const a = send("a");
+    const a = send(A);
     const deliveries = [
-      statusDelivery("e1", "a", "queued", "processing"),
-      statusDelivery("e2", "a", "processing", "sent"),
-      statusDelivery("e2", "a", "processing", "sent"),
+      statusDelivery(eventId(A, "processing"), A, "queued", "processing"),
+      statusDelivery(eventId(A, "sent"), A, "processing", "sent"),
+      statusDelivery(eventId(A, "sent"), A, "processing", "sent"),
+      inboundDelivery("evt_in", "wamid.1", "5511888", "hello"),
     ];
-    const timelines = new Map([["a", [{ status: "queued" }, { status: "processing" }, { status: "sent" }]]]);
-    const injected = new Map([["wamid.1", { from: "5511888", text: "hello" }]]);
-    const inbound = {
-      at: 0,
-      numberId: "n1",
-      webhookId: "e3",
-      verified: true,
-      status: 200,
-      body: {
-        type: "message.received",
-        data: { upstreamMessageId: "wamid.1", from: "5511888", text: { body: "hello" } },
-      },
-    };
-    const { figures, failures } = checkEvents([a], new Map([record(a)]), timelines, [...deliveries, inbound], injected);
+    const { figures, failures } = checkEvents(
+      [a],
+      new Map([record(a, sentRecord)]),
+      new Map([[A, sentTimeline]]),
+      deliveries,
+      new Map([["wamid.1", { from: "5511888", text: "hello" }]]),
+    );
     expect(failures).toEqual([]);
     expect(figures).toEqual({
       deliveries: 4,
@@ -168,36 +191,163 @@ describe("checkEvents", () => {
       distinctEvents: 3,
       statusChanges: 2,
       statusEvents: 2,
+      lostWithQueueAtKill: [],
+      lossWindowMs: 60_000,
       inboundInjected: 1,
       inboundWithOneEvent: 1,
+      inboundLostWithQueue: 0,
     });
   });
 
-  it("fails a missing change, two events for one change, an unverified signature and an inbound message without its event", () => {
-    const [a, b] = [send("a"), send("b")];
-    const timelines = new Map([
-      ["a", [{ status: "queued" }, { status: "processing" }, { status: "sent" }]],
-      ["b", [{ status: "queued" }, { status: "processing" }, { status: "sent" }]],
-    ]);
+  it("fails a missing change, two events for one change, a wrong previousStatus, an unverified signature and an inbound message without its event", () => {
+    const [a, b] = [send(A), send(B)];
     const deliveries = [
-      statusDelivery("e1", "a", "processing", "sent"),
-      statusDelivery("e2", "b", "queued", "processing"),
-      statusDelivery("e3", "b", "queued", "processing"),
-      { ...statusDelivery("e4", "b", "processing", "sent"), verified: false },
+      statusDelivery(eventId(A, "sent"), A, "processing", "sent"),
+      statusDelivery(eventId(B, "processing"), B, "queued", "processing"),
+      statusDelivery("evt_other", B, "queued", "processing"),
+      statusDelivery(eventId(B, "sent"), B, "queued", "sent"),
+      { ...statusDelivery("evt_x", B, "processing", "sent"), verified: false, status: 400 },
     ];
     const { failures } = checkEvents(
       [a, b],
-      new Map([record(a), record(b)]),
-      timelines,
+      new Map([record(a, sentRecord), record(b, sentRecord)]),
+      new Map([
+        [A, sentTimeline],
+        [B, sentTimeline],
+      ]),
       deliveries,
       new Map([["wamid.2", { from: "1", text: "x" }]]),
     );
-    expect(failures.map((f) => f.problem)).toEqual([
-      "deliveries whose Standard Webhooks signature did not verify",
-      "a change without its event (the first event does not leave queued)",
-      "two events for one change",
-      "inbound message without its event",
+    expect(failures.map((f) => [f.problem, f.kind])).toEqual([
+      ["deliveries whose Standard Webhooks signature did not verify", undefined],
+      ["event id does not name its message and change", undefined],
+      ["a change without its event", "processing"],
+      ["two events for one change", "processing"],
+      ["an event's previousStatus is not the record's status before the change", "sent"],
+      ["inbound message without its event", undefined],
     ]);
+  });
+
+  it("counts a change whose event a kill within 60 s may have lost with the in-memory queue, and fails one made earlier", () => {
+    const a = send(A);
+    const deliveries = [statusDelivery(eventId(A, "processing"), A, "queued", "processing")];
+    /** @param {number[]} kills */
+    const check = (kills) =>
+      checkEvents(
+        [a],
+        new Map([record(a, sentRecord)]),
+        new Map([[A, sentTimeline]]),
+        deliveries,
+        new Map([
+          ["wamid.3", { from: "1", text: "x", at: T + 1_000 }],
+          ["wamid.4", { from: "1", text: "y", at: T - 200_000 }],
+        ]),
+        kills,
+      );
+    // `sent` at T + 1 s: a kill 30 s later may have lost its event; one 2 minutes later may not.
+    const near = check([T - 60_000, T + 31_000]);
+    expect(near.figures.lostWithQueueAtKill).toEqual([0, 1]);
+    expect(near.figures.inboundLostWithQueue).toBe(1);
+    expect(near.failures.map((f) => f.problem)).toEqual(["inbound message without its event"]);
+    const far = check([T + 121_000]);
+    expect(far.figures.lostWithQueueAtKill).toEqual([0]);
+    expect(far.failures.map((f) => [f.problem, f.kind ?? f.wamid])).toEqual([
+      ["a change without its event", "sent"],
+      ["inbound message without its event", "wamid.3"],
+      ["inbound message without its event", "wamid.4"],
+    ]);
+  });
+
+  it("tells a failure after sent from one while processing", () => {
+    const [a, b] = [send(A), send(B)];
+    const afterSent = { status: "failed", processingAt: iso(T), sentAt: iso(T + 1_000), failedAt: iso(T + 5_000) };
+    const whileProcessing = { status: "failed", processingAt: iso(T), failedAt: iso(T + 1_000) };
+    const deliveries = [
+      statusDelivery(eventId(A, "processing"), A, "queued", "processing"),
+      statusDelivery(eventId(A, "sent"), A, "processing", "sent"),
+      statusDelivery(eventId(A, "failed"), A, "sent", "failed"),
+      statusDelivery(eventId(B, "processing"), B, "queued", "processing"),
+      statusDelivery(eventId(B, "failed"), B, "processing", "failed"),
+    ];
+    const { failures, figures } = checkEvents(
+      [a, b],
+      new Map([record(a, afterSent), record(b, whileProcessing)]),
+      new Map([
+        [A, [...sentTimeline, { status: "failed", at: iso(T + 5_000) }]],
+        [
+          B,
+          [
+            { status: "processing", at: iso(T) },
+            { status: "failed", at: iso(T + 1_000) },
+          ],
+        ],
+      ]),
+      deliveries,
+      new Map(),
+    );
+    expect(failures).toEqual([]);
+    expect(figures.statusChanges).toBe(5);
+  });
+
+  it("excuses a missing event when the run's slowest arrival shows the queue held events that long", () => {
+    const [a, b] = [send(A), send(B)];
+    // After the kill, B's events took 100 s to arrive: A's `sent`, 90 s before the kill, may have been lost with the queue.
+    const kill = T + 91_000;
+    const bTimeline = [
+      { status: "processing", at: iso(kill + 5_000) },
+      { status: "sent", at: iso(kill + 6_000) },
+    ];
+    const deliveries = [
+      { ...statusDelivery(eventId(B, "processing"), B, "queued", "processing"), at: kill + 105_000 },
+      { ...statusDelivery(eventId(B, "sent"), B, "processing", "sent"), at: kill + 106_000 },
+      { ...statusDelivery(eventId(A, "processing"), A, "queued", "processing"), at: T + 5_000 },
+    ];
+    const bRecord = { processingAt: iso(kill + 5_000), sentAt: iso(kill + 6_000) };
+    const { figures, failures } = checkEvents(
+      [a, b],
+      new Map([record(a, sentRecord), record(b, bRecord)]),
+      new Map([
+        [A, sentTimeline],
+        [B, bTimeline],
+      ]),
+      deliveries,
+      new Map(),
+      [kill],
+    );
+    expect(failures).toEqual([]);
+    expect(figures.lossWindowMs).toBe(100_000);
+    expect(figures.lostWithQueueAtKill).toEqual([1]);
+  });
+});
+
+describe("parseEventId", () => {
+  it("names the message and the change of an event id, and nothing for other ids", () => {
+    expect(parseEventId("evt_0190f1a2b3c43d5e8f60718293a4b5c6")).toEqual({
+      messageId: "0190f1a2-b3c4-7d5e-8f60-718293a4b5c6",
+      kind: "delivered",
+    });
+    expect(parseEventId("evt_0190f1a2b3c4dd5e8f60718293a4b5c6")).toEqual({
+      messageId: "0190f1a2-b3c4-4d5e-8f60-718293a4b5c6",
+      kind: "failed",
+    });
+    expect(parseEventId("evt_0190f1a2b3c40d5e8f60718293a4b5c6")).toBeNull();
+    expect(parseEventId("msg_1")).toBeNull();
+    expect(parseEventId(null)).toBeNull();
+  });
+
+  it("finds the kill that may have lost an event: the first within 60 s after the change", () => {
+    expect(killThatMayHaveLost(1_000, [500, 30_000, 50_000])).toBe(1);
+    expect(killThatMayHaveLost(1_000, [500, 62_000])).toBeNull();
+    expect(killThatMayHaveLost(1_000, [])).toBeNull();
+    expect(killThatMayHaveLost(1_000, [62_000], 90_000)).toBe(0);
+  });
+
+  it("widens the loss window to the slowest arrival within one instance, never below 60 s", () => {
+    expect(lossWindow([{ changedAt: 0, deliveredAt: 30_000 }], [])).toBe(60_000);
+    expect(lossWindow([{ changedAt: 0, deliveredAt: 90_000 }], [])).toBe(90_000);
+    // A kill between the change and the delivery: the delivery may be of a second publication.
+    expect(lossWindow([{ changedAt: 0, deliveredAt: 90_000 }], [50_000])).toBe(60_000);
+    expect(lossWindow([{ changedAt: 10_000, deliveredAt: 0 }], [])).toBe(60_000);
   });
 });
 

@@ -14,6 +14,7 @@ const base: Record<ConfigVar, string> = {
   ALLOW_INSECURE_WEBHOOK_URLS: "false",
   WEBHOOK_TIMEOUT_MS: "10000",
   WEBHOOK_RETRY_DELAYS_SECONDS: "",
+  MEDIA_COPY_RETRY_DELAYS_SECONDS: "",
   EVENT_PUBLISH_DELAY_MS: "",
   UNKNOWN_OUTCOME_WINDOW_MS: "",
   DRAIN_SESSION_MS: "10000",
@@ -38,6 +39,7 @@ describe("config", () => {
         timeoutMs: 10_000,
         retryDelaysSeconds: undefined,
       },
+      media: { copyRetryDelaysSeconds: [10, 60, 300, 1800, 3600] },
       eventPublishDelayMs: undefined,
       unknownOutcomeWindowMs: undefined,
       drainSessionMs: 10_000,
@@ -52,6 +54,7 @@ describe("config", () => {
       ALLOW_INSECURE_WEBHOOK_URLS: "true",
       SERVER_TIMING: "true",
       WEBHOOK_RETRY_DELAYS_SECONDS: "0, 2,5",
+      MEDIA_COPY_RETRY_DELAYS_SECONDS: "0,1",
       EVENT_PUBLISH_DELAY_MS: "0",
       UNKNOWN_OUTCOME_WINDOW_MS: " 90000 ",
       DRAIN_SESSION_MS: "0",
@@ -60,6 +63,7 @@ describe("config", () => {
     expect(c.webhooks.allowInsecureUrls).toBe(true);
     expect(c.serverTiming).toBe(true);
     expect(c.webhooks.retryDelaysSeconds).toEqual([0, 2, 5]);
+    expect(c.media.copyRetryDelaysSeconds).toEqual([0, 1]);
     expect(c.eventPublishDelayMs).toBe(0);
     expect(c.unknownOutcomeWindowMs).toBe(90_000);
     expect(c.drainSessionMs).toBe(0);

@@ -37,7 +37,7 @@ import { storageSection } from "./storage-section.mjs";
  * @property {number} settleMs
  * @property {Map<string, number>} perWorkspaceAccepted
  * @property {import("../cases/storage.mjs").StorageMeasure} storage
- * @property {import("../cases/list.mjs").Seed & { retained: { messages: number, historyDays: number } }} seed
+ * @property {import("../cases/list.mjs").Seed & { retained: ReturnType<typeof import("../workspace-file.mjs").retentionState> }} seed
  * @property {CaseRow[]} listResults (a2), (e), (f), (g), (a2')
  * @property {import("./baseline-section.mjs").Baseline | null} baseline
  * @property {number} runMs
@@ -163,7 +163,8 @@ export function buildReport({
     "  falls as the rate per key rises; a send with a warm key cache runs 0 D1 statements.",
     "- Not counted (by design of the measurement): the workspace object re-reads its config from D1 (workspace + numbers) at most once",
     "  per 5 s per workspace (`src/durable-objects/workspace-config.ts`), amortized over all its sends; and the work after the response",
-    "  (number outbox, message copies and events written to D1 by queue consumers), which is off the request path.",
+    "  (the number's calls, the events published to the webhook queue, the daily counts shipped to D1 once a minute per workspace),",
+    "  which is off the request path.",
     "",
     "## Arithmetic: why (b) reaches no limit",
     "",
@@ -203,12 +204,12 @@ export function buildReport({
     `  baseline's req/s, ${f1(d.cpuPerRequest)} ms CPU per request.`,
     "- (c) replay: 1 hop (Worker → workspace object: the idempotency lookup), plus body validation and SHA-256 of the canonical body",
     `  in the Worker, ${f3(c.d1PerRequest)} D1 statements: ${f2(c.rps / a.rps)}× the baseline's req/s, ${f1(c.cpuPerRequest)} ms CPU per request.`,
-    "- (b) accepted send: 2 sequential hops (Worker → workspace object → number object), a SQLite transaction and an alarm in each",
-    `  object, ${f3(b.d1PerRequest)} D1 statements: ${f2(b.rps / a.rps)}× the baseline's req/s, p50 ${f2(b.p50 / a.p50)}× and p99 ${f2(b.p99 / a.p99)}× the`,
+    "- (b) accepted send: 2 sequential hops (Worker → workspace object → number object, whose 2/s window and queue are in memory),",
+    `  one SQLite insert in the workspace object (the record, its key and its place in the number's work list), ${f3(b.d1PerRequest)} D1 statements: ${f2(b.rps / a.rps)}× the baseline's req/s, p50 ${f2(b.p50 / a.p50)}× and p99 ${f2(b.p99 / a.p99)}× the`,
     `  baseline's, ${f1(b.cpuPerRequest)} ms CPU per send (${f1(b.cpuPerRequest === null || a.cpuPerRequest === null ? null : b.cpuPerRequest / a.cpuPerRequest)}× a GET /me). That CPU includes the delivery each`,
     "  accepted send starts in the same runtime while (b) runs, which kept pace with acceptance (see the settle times above): the number",
-    "  object's alarm claims the message (a hop back to the workspace object), calls the sandbox upstream and reports the result",
-    "  (another hop), and both objects' alarms hand copies and events to queues whose consumers write D1. So (b)'s rate is that of",
+    "  object claims the message (a hop back to the workspace object: a compare-and-set on the record), calls the sandbox upstream and",
+    "  hands its answer (another hop), and the workspace object publishes the events, packed per second, to the webhook queue. So (b)'s rate is that of",
     "  the whole accept-and-deliver pipeline on this runtime, not of the request path alone.",
     `- Worker ms vs client latency: for (d) the Worker's own handling took ${f1(d.serverMs)} ms on average while the client's p50 was`,
     `  ${f1(d.p50)} ms; for (b) ${f1(b.serverMs)} ms vs ${f1(b.p50)} ms. The rest is waiting for the runtime (local workerd runs all`,
@@ -228,11 +229,11 @@ export function buildReport({
     "What the design does about it (this bench changes nothing on the request path; it measures):",
     "",
     "- No D1 on the send path: admission (idempotency, both rate limits, quota, the message record) is local SQLite in the workspace",
-    "  object plus the number object's window and outbox; D1 gets a copy later through the message-copies queue. Measured above: 0",
-    "  statements per send except the key-cache refreshes.",
+    "  object plus the number object's window (in memory); D1 gets the daily counts once a minute per workspace through the usage",
+    "  queue, and no row per message. Measured above: 0 statements per send except the key-cache refreshes.",
     "- The D1 reads that remain are cached: API keys per isolate (5 s), a workspace's quota and connected numbers in its object (5 s;",
     "  admin changes invalidate it at once).",
-    "- The second hop is the price of a per-number 2/s window and a per-number ordered outbox; replays and reads never take it.",
+    "- The second hop is the price of a per-number 2/s window and a per-number ordered queue; replays and reads never take it.",
     "- Delivery is asynchronous (alarms, queues): the client's 201 does not wait for it, though locally it shares the one runtime.",
     "",
     ...storageSection(storage, seed),

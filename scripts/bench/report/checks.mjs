@@ -3,7 +3,8 @@
 /** @typedef {import("../statistics.mjs").CaseRow} CaseRow */
 
 /**
- * @param {{ results: CaseRow[], listResults: CaseRow[], seed: { storage: { rows: Record<string, number> }, retained: { messages: number, historyDays: number } } }} run
+ * @param {{ results: CaseRow[], listResults: CaseRow[], seed: { storage: { slotTables: number, slots: { rows: number } },
+ *   retained: { records: number, slotTables: number, historyDays: number } } }} run
  * @returns {string[]} one line per problem; none for a good run
  */
 export function runProblems({ results, listResults, seed }) {
@@ -18,9 +19,14 @@ export function runProblems({ results, listResults, seed }) {
   }
   if (b.statuses["429"]) problems.push(`(b) was rate limited ${b.statuses["429"]} times: the pacing is wrong`);
   if (a.d1PerRequest === null) problems.push("no Server-Timing header: the D1 statement count is missing");
-  if (seed.retained.messages !== seed.storage.rows.messages || seed.retained.historyDays !== 0) {
+  const { retained, storage } = seed;
+  if (
+    retained.records !== storage.slots.rows ||
+    retained.slotTables !== storage.slotTables ||
+    retained.historyDays !== 0
+  ) {
     problems.push(
-      `the seeded object changed during the list cases: ${JSON.stringify(seed.retained)}, seeded ${seed.storage.rows.messages} rows`,
+      `the seeded object changed during the list cases: ${JSON.stringify(retained)}, seeded ${storage.slots.rows} records in ${storage.slotTables} slot tables`,
     );
   }
   return problems;

@@ -234,6 +234,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/{id}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an inbound message's media
+         * @description The file of an inbound image, audio, video, document or sticker, streamed, with its type (`Content-Type`), length and name (`Content-Disposition`: `attachment` with the sender's file name for documents, `inline` otherwise). We copy each item when it arrives and keep it as long as the message (the plan's history window); until the copy is there, the file is fetched from the operator (which keeps it 7 days). 404 `not_found` for an unknown message, one without media, and media we did not keep; the message says which (over the plan's size cap, the copy failed, the operator's copy expired, or not copied yet: retry in a few seconds).
+         */
+        get: operations["getMessageMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/message-archives/{day}": {
         parameters: {
             query?: never;
@@ -492,6 +512,7 @@ export interface components {
             upstreamMessageId: string | null;
             /** Format: date-time */
             receivedAt: string;
+            media: components["schemas"]["ReceivedMedia"];
         };
         /** @description The message this one replies to (quotes). */
         ReplyTo: {
@@ -546,6 +567,27 @@ export interface components {
             previousUserId: string | null;
             newPhone: string | null;
             newUserId: string | null;
+        } | null;
+        /** @description The file of an image, audio, video, document or sticker, as known on receipt (null for other types; a replay shows the same). `GET` its `url` for the bytes; `GET /messages/{id}` says whether our copy is there. */
+        ReceivedMedia: {
+            /**
+             * @description The operator's MIME type of the file.
+             * @example image/jpeg
+             */
+            mimeType: string | null;
+            /** @description The sender's caption (images, videos, documents). */
+            caption: string | null;
+            /** @description The document's file name, as the sender named it. */
+            filename: string | null;
+            /** @description The operator's SHA-256 of the file, when it gives one. */
+            sha256: string | null;
+            /**
+             * @description `GET` it with your API key for the bytes (relative to the API's host).
+             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
+             */
+            url: string;
+            /** @description Bytes, when the operator's webhook gave it; `GET /messages/{id}` has it once copied. */
+            size: number | null;
         } | null;
         WebhookTestEventData: {
             message: string;
@@ -611,7 +653,7 @@ export interface components {
         /** @description Whether the number's messages are leaving; only on `GET /channel-numbers/{id}`. */
         NumberSending: {
             /**
-             * @description `paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number). Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, or at once when its credentials are reconnected.
+             * @description `paused`: the operator refused the number's account or credentials (an expired token, a blocked account, an unregistered number), in its answer to a send or by webhook (a message reported `failed` with an account-level code). Sends are still accepted and wait in order; the number tries one message again at growing intervals and resumes by itself, or at once when its credentials are reconnected.
              * @enum {string}
              */
             state: "active" | "paused";
@@ -619,14 +661,19 @@ export interface components {
             pausedSince: string | null;
             /**
              * Format: date-time
-             * @description When a paused number next tries one message.
+             * @description When a paused number next tries one message; after a webhook pause whose trial message the operator accepted, when it resumes unless the operator reports another account-level failure first.
              */
             nextAttemptAt: string | null;
-            /** @description Why the number is paused: the normalized code, our explanation, and the operator's code. */
+            /** @description Why the number is paused: the normalized code, our explanation, the operator's code, and how the operator said it. */
             reason: {
                 code: string;
                 message: string;
                 upstreamCode: string | null;
+                /**
+                 * @description `answer`: the operator refused one of the number's sends. `webhook`: it reported a message `failed` (or sent the number's `errors`) with an account-level code.
+                 * @enum {string}
+                 */
+                reportedBy: "answer" | "webhook";
             } | null;
         };
         /** @description Extension: the number's state, what the operator last said about it (asked at most hourly) and today's sends. */
@@ -642,6 +689,7 @@ export interface components {
             pausedReason: string | null;
             /** @description The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds. */
             lastOperatorError: string | null;
+            lastOperatorNotice: components["schemas"]["OperatorNotice"];
             /** @description Live numbers: the business name the operator verified. */
             verifiedName: string | null;
             /** @description Live numbers: the operator's quality rating (`GREEN`, `YELLOW`, `RED`, …), from the hourly check and its quality webhooks. */
@@ -656,6 +704,20 @@ export interface components {
             /** @description Sends accepted from this number today (UTC); the counts reach it up to a minute behind. */
             sendsToday: number;
         };
+        /** @description The operator's last webhook about the number that changes nothing here but should be seen: a field this service does not apply (e.g. `standby`: another app controls the number's conversations) or the `errors` it sent about the number. Replaced by the next; never cleared. */
+        OperatorNotice: {
+            /** @description The webhook field: e.g. `standby`, or `messages` for the `errors` the operator sent about the number. */
+            field: string;
+            /** @description What it said, in words (the operator's title and details for errors). */
+            message: string;
+            /** @description The operator's error code, for `errors`. */
+            upstreamCode: string | null;
+            /**
+             * Format: date-time
+             * @description When it arrived.
+             */
+            at: string;
+        } | null;
         ContactWindow: {
             /** @description The contact as asked: E.164 digits, or a user id. */
             phone: string;
@@ -964,7 +1026,36 @@ export interface components {
             receivedAt: string;
             /** Format: date-time */
             createdAt: string;
+            media: components["schemas"]["InboundMedia"];
         };
+        /** @description The file of an image, audio, video, document or sticker (null for other types): `url` serves it, and `status` says whether we kept a copy. */
+        InboundMedia: {
+            /**
+             * @description The operator's MIME type of the file.
+             * @example image/jpeg
+             */
+            mimeType: string | null;
+            /** @description The sender's caption (images, videos, documents). */
+            caption: string | null;
+            /** @description The document's file name, as the sender named it. */
+            filename: string | null;
+            /** @description The operator's SHA-256 of the file, when it gives one. */
+            sha256: string | null;
+            /**
+             * @description `GET` it with your API key for the bytes (relative to the API's host).
+             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
+             */
+            url: string;
+            /** @description Bytes (known once the copy started). */
+            size: number | null;
+            /** @description Whether our copy is there: `url` serves it. */
+            available: boolean;
+            /**
+             * @description `pending`: not copied yet (`url` fetches it from the operator meanwhile, for 7 days after receipt); `stored`: copied, kept as long as the message; `over_cap`: not kept, larger than the plan allows (per item or per day); `failed`: not kept, the operator no longer had it or kept failing.
+             * @enum {string}
+             */
+            status: "pending" | "stored" | "over_cap" | "failed";
+        } | null;
         MessageEvents: {
             /** Format: uuid */
             messageId: string;
@@ -1326,6 +1417,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",
                      *         "messagingLimitTier": "TIER_1K",
@@ -1484,6 +1576,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": null,
                      *         "qualityRating": null,
                      *         "messagingLimitTier": null,
@@ -1691,6 +1784,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",
                      *         "messagingLimitTier": "TIER_1K",
@@ -3199,6 +3293,104 @@ export interface operations {
             };
         };
     };
+    getMessageMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An inbound message's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, in its own type. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /**
+                     * @description The file's size in bytes.
+                     * @example 48213
+                     */
+                    "Content-Length"?: number;
+                    /**
+                     * @description `attachment` with the file name for documents, `inline` for other media.
+                     * @example attachment; filename="invoice.pdf"; filename*=UTF-8''invoice.pdf
+                     */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example %PDF-1.7 … (the file's bytes) */
+                    "*/*": string;
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     downloadMessageArchive: {
         parameters: {
             query?: never;
@@ -4074,7 +4266,8 @@ export interface operations {
                  *         },
                  *         "content": null,
                  *         "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABIYFjNFQjA",
-                 *         "receivedAt": "2026-11-22T18:40:02.000Z"
+                 *         "receivedAt": "2026-11-22T18:40:02.000Z",
+                 *         "media": null
                  *       }
                  *     }
                  */

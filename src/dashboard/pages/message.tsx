@@ -11,6 +11,8 @@ import { Time } from "../components";
 import { DeliveryLog } from "../delivery-log";
 import { counterpartOf, NumberLink, numberLabels, StatusLine, type NumberLabels } from "../message-parts";
 import { notFoundPage } from "./errors";
+import { openMedia } from "../../domain/media-download";
+import { mediaResponse } from "../../routes/message-media";
 
 /** One row of the record: a label and its value ("—" when the value is absent). */
 function Fact({ label, children }: { label: string; children: Child }) {
@@ -80,6 +82,7 @@ function Content({ m }: { m: Message }) {
   if (m.direction === "inbound" && m.content !== null) {
     return (
       <>
+        {m.media ? <Media m={m} media={m.media} /> : null}
         <p>
           Type <strong>{m.type}</strong>; the operator's payload, unchanged:
         </p>
@@ -95,6 +98,49 @@ function Content({ m }: { m: Message }) {
     </p>
   );
 }
+
+/** Raster types a browser shows in an <img> (what the operator sends as images and stickers). */
+const INLINE_IMAGES = new Set(["image/jpeg", "image/png", "image/webp", "image/gif"]);
+
+const NOT_KEPT: Record<string, string> = {
+  over_cap: "Not kept: it was larger than the plan allows (per item or per day).",
+  failed: "Not kept: the copy from the operator failed.",
+};
+
+/** The file of an inbound message: an image shown inline, anything else offered as a download (both through the member's session). */
+function Media({ m, media }: { m: InboundMessage; media: NonNullable<InboundMessage["media"]> }) {
+  const href = `/dashboard/messages/${m.id}/media`;
+  const notKept = NOT_KEPT[media.status];
+  if (notKept) return <p class="problem">{notKept}</p>;
+  const mime = (media.mimeType ?? "").split(";")[0]!.trim().toLowerCase();
+  const name = media.filename ?? m.type;
+  const about = `${media.mimeType ?? "unknown type"}${media.size === null ? "" : `, ${formatBytes(media.size)}`}`;
+  const inline = (m.type === "image" || m.type === "sticker") && INLINE_IMAGES.has(mime);
+  return (
+    <section class="media" aria-label="Media">
+      {inline ? (
+        <figure>
+          <img src={href} alt={media.caption ?? `${m.type === "sticker" ? "Sticker" : "Image"} from ${m.from}`} />
+          {media.caption ? <figcaption>{media.caption}</figcaption> : null}
+        </figure>
+      ) : media.caption ? (
+        <p>{media.caption}</p>
+      ) : null}
+      <p>
+        <a href={href} download={name}>
+          Download {name}
+        </a>{" "}
+        <span class="small-inline">({about})</span>
+      </p>
+      {media.status === "pending" ? (
+        <p class="small-inline">Being copied: until it is, it comes straight from the operator (for 7 days).</p>
+      ) : null}
+    </section>
+  );
+}
+
+const formatBytes = (n: number): string =>
+  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 
 function UpstreamError({ m }: { m: OutboundMessage }) {
   if (!m.error) return null;
@@ -156,61 +202,72 @@ function Record({ m, labels }: { m: Message; labels: NumberLabels }) {
   );
 }
 
-export const messagePage = new Hono<DashboardEnv>().get("/messages/:id", async (c) => {
-  const { workspace_id: workspaceId } = c.get("session");
-  const id = c.req.param("id");
-  const stub = workspaceStub(c.env, workspaceId);
-  // The workspace's own object answers: another workspace's id is as unknown as a made-up one.
-  const row = await findByUuid(id, (stored) => stub.getMessage(stored));
-  if (!row) return notFoundPage(c);
-  const m = toMessageView(row);
-  const [attempts, labels] = await Promise.all([
-    stub.deliveriesAbout(m.id),
-    numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId]),
-  ]);
-  // Newest first, like the webhook's delivery log.
-  const deliveries = attempts.map((a) => toDeliveryView(a.webhook_id, a)).reverse();
-  const title = `Message ${m.direction === "outbound" ? "to" : "from"} ${counterpartOf(m)}`;
-  return c.render(
-    <>
-      <p class="crumbs">
-        <a href="/dashboard/messages">Messages</a> /
-      </p>
-      <h1>{title}</h1>
-      <section class="card" aria-labelledby="record-heading">
-        <h2 id="record-heading">Record</h2>
-        <Record m={m} labels={labels} />
-      </section>
-      {m.direction === "outbound" && m.outcomeUnknownSince ? (
-        <p class="problem">
-          The operator's answer to our call was lost (a timeout or a dropped connection), so the message may or may not
-          have reached it. It is never sent again; the operator's status report settles it.
+export const messagePage = new Hono<DashboardEnv>()
+  // The same read as GET /api/v1/messages/{id}/media, with the member's session: always an attachment
+  // (an <img> shows it all the same; opened on its own, it downloads instead of rendering here).
+  .get("/messages/:id/media", async (c) => {
+    const { workspace_id: workspaceId } = c.get("session");
+    const stub = workspaceStub(c.env, workspaceId);
+    const row = await findByUuid(c.req.param("id"), (stored) => stub.getMessage(stored));
+    const media = row ? await openMedia(c.env, workspaceId, row) : null;
+    if (!media || media.kind !== "bytes") return notFoundPage(c);
+    return mediaResponse(c, media, "attachment");
+  })
+  .get("/messages/:id", async (c) => {
+    const { workspace_id: workspaceId } = c.get("session");
+    const id = c.req.param("id");
+    const stub = workspaceStub(c.env, workspaceId);
+    // The workspace's own object answers: another workspace's id is as unknown as a made-up one.
+    const row = await findByUuid(id, (stored) => stub.getMessage(stored));
+    if (!row) return notFoundPage(c);
+    const m = toMessageView(row);
+    const [attempts, labels] = await Promise.all([
+      stub.deliveriesAbout(m.id),
+      numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId]),
+    ]);
+    // Newest first, like the webhook's delivery log.
+    const deliveries = attempts.map((a) => toDeliveryView(a.webhook_id, a)).reverse();
+    const title = `Message ${m.direction === "outbound" ? "to" : "from"} ${counterpartOf(m)}`;
+    return c.render(
+      <>
+        <p class="crumbs">
+          <a href="/dashboard/messages">Messages</a> /
         </p>
-      ) : null}
-      {m.direction === "outbound" ? <UpstreamError m={m} /> : null}
-      <section aria-labelledby="content-heading">
-        <h2 id="content-heading">Content</h2>
-        <Content m={m} />
-      </section>
-      <section aria-labelledby="timeline-heading">
-        <h2 id="timeline-heading">Status timeline</h2>
-        <Timeline m={m} />
-      </section>
-      <section aria-labelledby="deliveries-heading">
-        <h2 id="deliveries-heading">Webhook deliveries</h2>
-        {deliveries.length === 0 ? (
-          <p>No delivery of an event about this message to a webhook (attempts are kept 3 days).</p>
-        ) : (
-          <DeliveryLog rows={deliveries} numberId={m.channelNumberId} canReplay={false} label="Webhook deliveries" />
-        )}
-        {labels.get(m.channelNumberId)?.connected ? (
-          <p>
-            <a href={`/dashboard/webhooks/${m.channelNumberId}`}>The number's webhook</a>: its full delivery log, and
-            replays.
+        <h1>{title}</h1>
+        <section class="card" aria-labelledby="record-heading">
+          <h2 id="record-heading">Record</h2>
+          <Record m={m} labels={labels} />
+        </section>
+        {m.direction === "outbound" && m.outcomeUnknownSince ? (
+          <p class="problem">
+            The operator's answer to our call was lost (a timeout or a dropped connection), so the message may or may
+            not have reached it. It is never sent again; the operator's status report settles it.
           </p>
         ) : null}
-      </section>
-    </>,
-    { title },
-  );
-});
+        {m.direction === "outbound" ? <UpstreamError m={m} /> : null}
+        <section aria-labelledby="content-heading">
+          <h2 id="content-heading">Content</h2>
+          <Content m={m} />
+        </section>
+        <section aria-labelledby="timeline-heading">
+          <h2 id="timeline-heading">Status timeline</h2>
+          <Timeline m={m} />
+        </section>
+        <section aria-labelledby="deliveries-heading">
+          <h2 id="deliveries-heading">Webhook deliveries</h2>
+          {deliveries.length === 0 ? (
+            <p>No delivery of an event about this message to a webhook (attempts are kept 3 days).</p>
+          ) : (
+            <DeliveryLog rows={deliveries} numberId={m.channelNumberId} canReplay={false} label="Webhook deliveries" />
+          )}
+          {labels.get(m.channelNumberId)?.connected ? (
+            <p>
+              <a href={`/dashboard/webhooks/${m.channelNumberId}`}>The number's webhook</a>: its full delivery log, and
+              replays.
+            </p>
+          ) : null}
+        </section>
+      </>,
+      { title },
+    );
+  });

@@ -6,7 +6,7 @@ import {
   listConnectedNumbers,
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
-import { numberHealth } from "../../domain/number-health";
+import { numberHealth, numberHealthAndSending } from "../../domain/number-health";
 import { getWebhookOfNumber } from "../../db/webhooks";
 import { findByUuid } from "../../domain/job-id";
 import { toPage } from "../../lib/pagination";
@@ -132,9 +132,9 @@ export async function renderNumber(
   contactForm: FormState = {},
 ) {
   const { workspace_id: workspaceId, role } = c.get("session");
-  const [webhook, health, contacts] = await Promise.all([
+  const [webhook, { health, sending }, contacts] = await Promise.all([
     getWebhookOfNumber(c.env.DB, workspaceId, number.id),
-    numberHealth(c.env, number, { refresh: true }),
+    numberHealthAndSending(c.env, number, { refresh: true }),
     testContactsOf(c.env.DB, number),
   ]);
   const isOwner = hasRole(role, "owner");
@@ -157,7 +157,7 @@ export async function renderNumber(
           ) : null}
           {number.waba_id ? <span class="hint"> · business account {number.waba_id}</span> : null}
         </dd>
-        <HealthFacts health={health} />
+        <HealthFacts health={health} sending={sending} />
         <dt>Connected</dt>
         <dd>
           <Time iso={number.created_at} />

@@ -9,7 +9,15 @@ import { Scheduler, withSlack } from "../shared/scheduler";
 import { workspaceStub } from "../stubs";
 import type { AdmitCommand, AdmitResult, ContactWindow, IdentityMove, InboundContact } from "./contract";
 import { HELD_BOUND_MS } from "./delivery-policy";
-import { contactWindow, nextContactExpiry, noteInbound, noteMove, noteUserId, purgeSilentContacts } from "./contacts";
+import {
+  contactWindow,
+  nextContactExpiry,
+  noteInbound,
+  noteMove,
+  noteUserId,
+  purgeSilentContacts,
+  recipientsKnownAs,
+} from "./contacts";
 import { Drain } from "./drain";
 import { HandOff } from "./hand-off";
 import { LegacyHandover } from "./legacy/legacy-handover";
@@ -21,6 +29,7 @@ import { dueReports, forgetReports, nextReportDue } from "./sandbox-reports";
 import { WorkQueue, type Entry } from "./work-queue";
 import type { NumberSendingState } from "../../domain/channel-number-view";
 import type { StatusUpdate } from "../workspace/contract";
+import type { NormalizedError } from "../../upstream/adapter";
 
 const EXPIRY_BATCH = 100;
 /** Work list entries read per call when the queue is rebuilt from the workspace's records. */
@@ -149,11 +158,14 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   /**
-   * An account-level error the operator reported by webhook for one of this number's messages:
-   * the number pauses as for the same answer to a call (sends keep being accepted and wait).
+   * An account-level error the operator reported by webhook (a `failed` status of one of this
+   * number's messages, or its `errors`): the number pauses as for the same answer to a call (sends
+   * keep being accepted and wait), see NumberHold.reported.
    */
-  async pause(error: StatusUpdate["error"] & object): Promise<void> {
-    this.hold.pause(error, now());
+  async reportAccountError(error: NormalizedError): Promise<void> {
+    const at = now();
+    if (!this.hold.reported(error, at)) return;
+    log("warn", "number paused by the operator's webhook", { upstreamCode: error.upstreamCode, code: error.code });
     await this.scheduler.wake(this.hold.until());
   }
 
@@ -176,18 +188,24 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     await this.scheduler.wake(nextContactExpiry(this.storage) ?? now());
   }
 
+  /** For each of the operator's ids of a user, the recipients our sends named them by when they differ (a reverse alias lookup). */
+  async recipientsKnownAs(waIds: string[]): Promise<Record<string, string[]>> {
+    return Object.fromEntries(waIds.map((id) => [id, recipientsKnownAs(this.storage, id)]));
+  }
+
   async contactWindow(phone: string): Promise<ContactWindow> {
     return contactWindow(this.storage, phone, now());
   }
 
   async sendingState(): Promise<NumberSendingState> {
-    const p: PauseState | null = this.hold.pauseState();
+    const p: PauseState | null = this.hold.pauseState(now());
     return {
       paused: p
         ? {
             code: p.error.code,
             message: p.error.message,
             upstreamCode: p.error.upstreamCode,
+            reportedBy: p.reportedBy ?? "answer",
             since: new Date(p.since).toISOString(),
             nextAttemptAt: new Date(p.nextProbeAt).toISOString(),
           }

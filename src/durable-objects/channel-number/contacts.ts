@@ -27,6 +27,16 @@ export function createContactsTable(sql: SqlStorage): void {
     CREATE TABLE IF NOT EXISTS recipient_aliases (recipient TEXT PRIMARY KEY, wa_id TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS recipient_aliases_by_age ON recipient_aliases (updated_at);
   `);
+  createAliasesByWaIdIndex(sql);
+}
+
+/**
+ * A failure reported without our jobId names the operator's id of the recipient: the reverse lookup
+ * (recipientsKnownAs) must not scan the aliases. One index row per alias, written only when an alias
+ * is (rare: the operator's id differs from the number sent to, refreshed at most daily).
+ */
+export function createAliasesByWaIdIndex(sql: SqlStorage): void {
+  sql.exec("CREATE INDEX IF NOT EXISTS recipient_aliases_by_wa_id ON recipient_aliases (wa_id)");
 }
 
 const contactsOf = (storage: NumberStorage): SqlStorage => {
@@ -73,7 +83,8 @@ export function noteUserId(storage: NumberStorage, userId: string, phone: string
  * another, a user id for another. Kept apart from recipient_aliases: an alias is another name of
  * the same reachable contact, and a send keeps going to what the customer wrote; a moved id no
  * longer reaches the user, so a send to it goes to the id it moved to (`currentIdOf`).
- * Bound: one row per change (~80 B; users rarely change number), purged 30 days after the change.
+ * Bound: one row per change (~120 B with its age-index entry; users rarely change number), purged
+ * 30 days after the change.
  * Created when the first change arrives.
  */
 function movesOf(storage: NumberStorage): SqlStorage {
@@ -118,6 +129,15 @@ function idsSince(storage: NumberStorage, id: string): string[] {
 
 /** Where a send to `id` goes: the id the user moved to last (itself when it never moved). */
 export const currentIdOf = (storage: NumberStorage, id: string): string => idsSince(storage, id).at(-1)!;
+
+/** The recipients the operator knows as `waId` (its `recipient_id` in a status): a reverse lookup, rare (reports without our jobId). */
+export function recipientsKnownAs(storage: NumberStorage, waId: string): string[] {
+  if (!storage.hasTable("recipient_aliases")) return [];
+  return storage.sql
+    .exec<{ recipient: string }>("SELECT recipient FROM recipient_aliases WHERE wa_id = ? LIMIT 10", waId)
+    .toArray()
+    .map((r) => r.recipient);
+}
 
 export function noteInbound(storage: NumberStorage, phone: string, at: number): void {
   contactsOf(storage).exec(

@@ -26,6 +26,8 @@ export interface OperatorStatus {
   errorMessage: string | null;
   /** The operator's `error_data.details`, kept in our error message. */
   errorDetails?: string | null;
+  /** The operator's id of the recipient (`recipient_id`): matches a report without our jobId to its message. */
+  recipientId?: string | null;
 }
 
 /** The sender of an inbound message, for its window: its key (phone number, or user id without one) and, beside a phone number, its user id. */

@@ -96,6 +96,7 @@ export class Drain {
     try {
       for (;;) {
         const t = now();
+        this.d.hold.confirmIfDue(t);
         const heldUntil = this.d.hold.until();
         const entry =
           heldUntil > t
@@ -194,7 +195,7 @@ export class Drain {
       }
       this.calls = [...this.calls, slotAt].slice(-PACE_CALLS);
       this.d.pair.noteCall(e.recipient, slotAt);
-      this.d.hold.probing(slotAt);
+      this.d.hold.probing(slotAt, e.jobId);
       e.attempts = attempt;
       started = true;
       // No await between taking the call's time and starting the request.
@@ -244,13 +245,13 @@ export class Drain {
     };
     switch (result.kind) {
       case "accepted":
-        this.d.hold.resume();
+        this.d.hold.accepted(e.jobId, t);
         if (result.recipientId) noteAlias(this.d.storage, e.recipient, result.recipientId, t);
         if (result.later) scheduleReports(this.d.storage, e.jobId, result.upstreamMessageId, t, result.later);
         await final({ jobId: e.jobId, at: t, attempt, status: "sent", upstreamMessageId: result.upstreamMessageId });
         return;
       case "permanent":
-        this.d.hold.resume();
+        this.d.hold.refused(e.jobId, t);
         await final({ jobId: e.jobId, at: t, attempt, status: "failed", error: result.error });
         return;
       case "number_blocked":

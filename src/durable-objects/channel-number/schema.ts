@@ -1,7 +1,7 @@
 import type { Schema } from "../shared/schema-version";
 import { createMetaTable } from "../shared/meta";
 import { now } from "../../lib/clock";
-import { createContactsTable } from "./contacts";
+import { createAliasesByWaIdIndex, createContactsTable } from "./contacts";
 import { createSandboxReportsTable } from "./sandbox-reports";
 import { createOutboxTable, createStatusRelayTable, readPace, writePace } from "./legacy/outbox-v1";
 
@@ -42,6 +42,17 @@ export const CHANNEL_NUMBER_SCHEMA: Schema = {
         "the outbox and the relay table stay until legacy-handover.ts has handed over what they owe, then are dropped",
       up: (sql) => {
         sql.exec("DROP TABLE IF EXISTS pair_pace");
+      },
+    },
+    {
+      version: 3,
+      description:
+        "recipient_aliases indexed by the operator's id (failures reported without our jobId are matched through it)",
+      up: (sql) => {
+        const aliases = sql
+          .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'recipient_aliases'")
+          .toArray();
+        if (aliases.length > 0) createAliasesByWaIdIndex(sql);
       },
     },
   ],

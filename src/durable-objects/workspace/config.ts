@@ -1,11 +1,14 @@
 import { getWorkspaceWithLimits } from "../../db/workspaces";
 import { listAllNumbers } from "../../db/channel-numbers";
 import { now } from "../../lib/clock";
+import type { MediaCaps } from "../../domain/inbound-media";
 
 /** What the workspace object needs from D1 to admit a send, cached for a few seconds. */
 export interface WorkspaceConfig {
   quota: number;
   historyDays: number;
+  /** The plan's bounds on inbound media copies (media-copies.ts). */
+  media: MediaCaps;
   connectedNumbers: Set<string>;
   loadedAt: number;
 }
@@ -23,6 +26,7 @@ export async function loadWorkspaceConfig(db: D1Database, workspaceId: string): 
   return {
     quota: workspace.effective_quota,
     historyDays: workspace.message_history_days,
+    media: { maxItemBytes: workspace.media_max_item_bytes, dailyBytes: workspace.media_daily_bytes },
     connectedNumbers: new Set(numbers.filter((n) => n.status === "connected").map((n) => n.id)),
     loadedAt: now(),
   };

@@ -23,6 +23,7 @@ export interface OutboundContent {
 export interface SendRefusal {
   refused: { code: ErrorCode; message: string; details: ErrorDetail[] };
 }
+import type { StoredMedia } from "../../domain/inbound-media";
 
 /** What the send route hands the workspace object. */
 export interface SendCommand {
@@ -71,6 +72,12 @@ export interface StatusUpdate {
   retryAt?: number;
   /** The claimed call never started (the number was paused meanwhile): the attempt is given back. */
   notSent?: boolean;
+}
+
+/** An operator report without our jobId: who it was about (the operator's id and ours for them) and when. */
+export interface UnmatchedReport {
+  recipients: string[];
+  at: number;
 }
 
 export interface StatusResult {
@@ -134,6 +141,8 @@ export interface InboundRecord {
   content: Record<string, unknown> | null;
   /** What the operator tells beyond the content (sender identity, links, media): stored as the record's `details`. */
   details?: Record<string, unknown> | null;
+  /** The file of an image, audio, video, document or sticker: stored as `details.media`, and copied to R2. */
+  media?: StoredMedia | null;
   at: number;
 }
 

@@ -17,7 +17,9 @@ export type DayCounts = Record<string, Tally>;
  * - `legacyHistory`: records of the release before day tables were moved to its shard (by that
  *   release, or since by legacy-tier.ts);
  * - `archiving` / `archived`: its archive to R2, in progress or done (kept 400 days, listed by
- *   GET /message-archives).
+ *   GET /message-archives);
+ * - `media`: the inbound media of its messages copied to R2 (or being copied): bytes and items,
+ *   held to the plan's bytes per day (media-copies.ts).
  * A day with none of these (a day whose table is here and nothing else happened) has no row.
  *
  * Bound: one row per day that left the object or was archived, ~200 B, 400 days at most.
@@ -29,6 +31,7 @@ export interface DayState {
   legacyHistory?: { records: number };
   archiving?: ArchiveProgress;
   archived?: { messages: number; parts: number; at: number };
+  media?: { bytes: number; items: number };
 }
 
 const key = (day: number): string => `day:${String(day).padStart(6, "0")}`;

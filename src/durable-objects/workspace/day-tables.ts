@@ -17,8 +17,8 @@ import { DAY_MS, uuidV7Time } from "../../domain/job-id";
  *   queued, retrying or being called. A number rebuilds its queue from it after a restart;
  * - `_failed`: failed records (lists filtered by `status=failed`).
  *
- * Bound: one row per message of the slot (~650 B with a 200-character body, + ~150 B of index
- * entries); a table is dropped once its slot moved to history or its day was archived
+ * Bound: one row per message of the slot (~750 B with a 200-character body, + ~180 B of index
+ * entries: 938–954 measured by `npm run bench`); a table is dropped once its slot moved to history or its day was archived
  * (docs/architecture.md, storage budget).
  */
 export const SLOT_MS = 6 * 60 * 60 * 1000;
@@ -78,9 +78,17 @@ const existingSlots = (sql: SqlStorage): number[] =>
     .filter((d): d is number => d !== null)
     .sort((a, b) => a - b);
 
-/** The slot tables of one object, in memory: a lookup never asks sqlite_master. */
+/**
+ * The slot tables of one object, in memory: a lookup never asks sqlite_master. Also the chunk of
+ * records on its way to its history shard (history-tiering.ts): its records stay here, readable
+ * and writable, until the shard has it, and a write to one of them meanwhile makes the copy stale
+ * (it is sent again); no record is added to its slot meanwhile (tiers.ts, `writable`). And the
+ * days being archived (`archives`).
+ */
 export class SlotTables {
   private readonly slots: Set<number>;
+  private copy: { slot: number; after: string; through: string; stale: boolean } | null = null;
+  readonly archives = new ArchiveWatch();
 
   constructor(private readonly sql: SqlStorage) {
     this.slots = new Set(existingSlots(sql));
@@ -123,9 +131,83 @@ export class SlotTables {
     this.slots.delete(slot);
   }
 
+  /** The records of `slot` with ids in (after, through] are on their way to the shard, as read now. */
+  copying(slot: number, after: string, through: string): void {
+    this.copy = { slot, after, through, stale: false };
+  }
+
+  /** Whether records of this slot are on their way to the shard. */
+  isCopying(slot: number): boolean {
+    return this.copy?.slot === slot;
+  }
+
+  /** A record was written: a copy on its way that holds it is stale. */
+  written(slot: number, id: string): void {
+    this.archives.touch(dayOfSlot(slot));
+    const c = this.copy;
+    if (c !== null && c.slot === slot && id > c.after && id <= c.through) c.stale = true;
+  }
+
+  /** The copy reached the shard (or failed to): whether it holds the records as they are here. */
+  copied(): boolean {
+    const fresh = this.copy !== null && !this.copy.stale;
+    this.copy = null;
+    return fresh;
+  }
+
   /** Reads the tables again: a transaction that created one may have been rolled back. */
   resync(): void {
     this.slots.clear();
     for (const s of existingSlots(this.sql)) this.slots.add(s);
+  }
+}
+
+/**
+ * The days whose archive is being written, in memory: an archive is written part by part (R2 puts,
+ * across alarm runs) while the object takes other calls, and a record changed after its part was
+ * written would leave in the archive as it was. A change to a record of such a day (here or in
+ * its shard) marks it, and the archive starts over (the same keys, overwritten). An instance that
+ * finds an archive begun by another cannot know what changed meanwhile: it starts over too.
+ */
+export class ArchiveWatch {
+  private readonly days = new Map<number, "clean" | "changed" | "closing">();
+
+  /** Watches `day` from now; whether this instance watched it already (its parts so far are current unless changed). */
+  watch(day: number): boolean {
+    if (this.days.has(day)) return true;
+    this.days.set(day, "clean");
+    return false;
+  }
+
+  /** A record of `day` changed (or is about to, in its shard). */
+  touch(day: number): void {
+    if (this.days.get(day) === "clean") this.days.set(day, "changed");
+  }
+
+  /** Whether a record of `day` changed since it was watched (or since the last `restart`). */
+  changed(day: number): boolean {
+    return this.days.get(day) === "changed";
+  }
+
+  restart(day: number): void {
+    this.days.set(day, "clean");
+  }
+
+  /** The archive is complete and its source about to be dropped: no change is taken any more. */
+  close(day: number): void {
+    this.days.set(day, "closing");
+  }
+
+  isClosing(day: number): boolean {
+    return this.days.get(day) === "closing";
+  }
+
+  /** Whether `day` is watched (an archive under way in this instance): no record is added to it. */
+  has(day: number): boolean {
+    return this.days.has(day);
+  }
+
+  forget(day: number): void {
+    this.days.delete(day);
   }
 }

@@ -1,4 +1,4 @@
-import { eventIdOf } from "../../domain/events";
+import { eventIdOf, parseEventId } from "../../domain/events";
 import type { DeliveryReport } from "./contract";
 import { changesOf } from "./message-events";
 import type { MessageRow } from "./record";
@@ -15,11 +15,16 @@ import type { MessageRow } from "./record";
  * ATTEMPTS_PER_ROW attempts (JSON); an attempt's own key, for ids and cursors, is
  * `seq * ATTEMPTS_PER_ROW + index`.
  *
- * Bound: ~150 B per attempt (~50 attempts a row when busy, one a row when quiet), at most 4 days'
- * tables.
+ * Bound: ~200 B per attempt with its row's share (`Packed` JSON ~110 B; 205 measured by `npm run
+ * bench` at 3.5 attempts a row; ~50 a row when busy), at most 4 days' tables (2 over the size guard).
  */
 export const ATTEMPTS_PER_ROW = 512;
 export const KEEP_DELIVERIES_MS = 3 * 24 * 60 * 60 * 1000;
+/**
+ * How long the log is kept by an object over its size guard (history-tiering.ts): at full rate a
+ * day of the log is ~0.6 GB, and 3 days of it with a day's records would pass the storage budget.
+ */
+export const KEEP_DELIVERIES_UNDER_PRESSURE_MS = 24 * 60 * 60 * 1000;
 /** Rows one listing or one look for a message's attempts may read. */
 const READ_BUDGET = 200;
 const DAY = 86_400_000;
@@ -33,7 +38,7 @@ export function createDeliveriesTable(sql: SqlStorage, day: number): void {
   );
 }
 
-/** One attempt as stored in a row (short keys: a row holds many). */
+/** One attempt, read back whole. */
 interface Stored {
   e: string; // event id
   t: string; // event type
@@ -46,6 +51,48 @@ interface Stored {
   l: number | null; // latency ms
   x: string | null; // error
   r: number | null; // next retry at
+}
+
+/**
+ * One attempt as a row holds it (~110 B in JSON where the whole would be ~235): short keys, no
+ * null, and no type or subject where the event's id says them (every event of this release; an
+ * event of the earlier layout keeps them).
+ */
+type Packed = Pick<Stored, "e" | "w" | "n" | "a" | "o"> & Partial<Stored>;
+
+const derived = (eventId: string): { t: string; s: string } | null => {
+  const named = parseEventId(eventId);
+  if (!named) return null;
+  if ("test" in named) return { t: "webhook.test", s: eventId };
+  return { t: named.kind === "received" ? "message.received" : "message.status", s: named.messageId };
+};
+
+function pack(x: Stored): Packed {
+  const p: Packed = { e: x.e, w: x.w, n: x.n, a: x.a, o: x.o };
+  const d = derived(x.e);
+  if (!d || d.t !== x.t || d.s !== x.s) Object.assign(p, { t: x.t, s: x.s });
+  if (x.c !== null) p.c = x.c;
+  if (x.l !== null) p.l = x.l;
+  if (x.x !== null) p.x = x.x;
+  if (x.r !== null) p.r = x.r;
+  return p;
+}
+
+function unpack(p: Packed): Stored {
+  const d = p.t !== undefined && p.s !== undefined ? { t: p.t, s: p.s } : derived(p.e);
+  return {
+    e: p.e,
+    t: d?.t ?? "",
+    s: d?.s ?? p.e,
+    w: p.w,
+    n: p.n,
+    a: p.a,
+    o: p.o,
+    c: p.c ?? null,
+    l: p.l ?? null,
+    x: p.x ?? null,
+    r: p.r ?? null,
+  };
 }
 
 /** An attempt as the API and the dashboard render it (webhook-view.ts). */
@@ -80,7 +127,7 @@ const toAttempt = (seq: number, s: Stored): AttemptRow => ({
   next_retry_at: s.r,
 });
 
-/** Deferred attempts (not tried: an earlier event of the endpoint failed) are kept for the retry chain but never listed. */
+/** Deferred attempts (not tried: an earlier event of the endpoint failed) are not logged; rows of an earlier build may hold some. */
 const LISTED = (s: Stored): boolean => s.o !== "deferred";
 
 export class DeliveryLog {
@@ -101,7 +148,10 @@ export class DeliveryLog {
   record(reports: readonly DeliveryReport[], at: number): void {
     const byNumber = new Map<string, Stored[]>();
     for (const r of reports) {
-      if (r.webhookId === null || r.outcome === "no_webhook") continue;
+      // A deferred event was not tried (an earlier one of its endpoint failed): nothing to list, and
+      // its next attempt is found from the failed one's retry time. With a failing endpoint these
+      // would be nearly every entry (a pack of 50 logs 1 failure and 49 deferrals per retry).
+      if (r.webhookId === null || r.outcome === "no_webhook" || r.outcome === "deferred") continue;
       const list = byNumber.get(r.channelNumberId) ?? [];
       list.push({
         e: r.eventId,
@@ -130,7 +180,7 @@ export class DeliveryLog {
           `INSERT INTO ${tableOf(day)} (channel_number_id, seq, attempts) VALUES (?, ?, ?)`,
           numberId,
           seq,
-          JSON.stringify(attempts.slice(i, i + ATTEMPTS_PER_ROW)),
+          JSON.stringify(attempts.slice(i, i + ATTEMPTS_PER_ROW).map(pack)),
         );
         this.lastSeq.set(numberId, seq);
       }
@@ -183,7 +233,7 @@ export class DeliveryLog {
 
   /**
    * The attempts to deliver a message's events, oldest first. Each event is looked for from the
-   * time of its change (its first attempt comes after it) and, after a failed or deferred attempt,
+   * time of its change (its first attempt comes after it) and, after a failed attempt,
    * from the time its retry was due: a few rows each, however busy the number.
    */
   aboutMessage(row: MessageRow): AttemptRow[] {
@@ -202,19 +252,19 @@ export class DeliveryLog {
     return found.sort((a, b) => a.attempted_at - b.attempted_at || a.seq - b.seq);
   }
 
-  /** When the oldest day's table is past the log's window, or null. */
-  nextExpiry(): number | null {
+  /** When the oldest day's table is past the log's window (`keepMs` after the day ends), or null. */
+  nextExpiry(keepMs: number): number | null {
     const oldest = this.days[0];
-    return oldest === undefined ? null : (oldest + 1) * DAY + KEEP_DELIVERIES_MS;
+    return oldest === undefined ? null : (oldest + 1) * DAY + keepMs;
   }
 
   /** Drops the tables of days past the window (no row written). */
-  purge(at: number): void {
+  purge(at: number, keepMs: number): void {
     for (const day of this.days) {
-      if ((day + 1) * DAY + KEEP_DELIVERIES_MS > at) break;
+      if ((day + 1) * DAY + keepMs > at) break;
       this.sql.exec(`DROP TABLE IF EXISTS ${tableOf(day)}`);
     }
-    this.days = this.days.filter((day) => (day + 1) * DAY + KEEP_DELIVERIES_MS > at);
+    this.days = this.days.filter((day) => (day + 1) * DAY + keepMs > at);
   }
 
   private firstAttempt(
@@ -251,7 +301,7 @@ export class DeliveryLog {
         limit,
       )
       .toArray()
-      .map((r) => ({ seq: r.seq, attempts: JSON.parse(r.attempts) as Stored[] }));
+      .map((r) => ({ seq: r.seq, attempts: (JSON.parse(r.attempts) as Packed[]).map(unpack) }));
   }
 
   private last(numberId: string): number {

@@ -60,6 +60,8 @@ export class HistoryTiering {
     private readonly w: WorkspaceContext,
     private readonly tiers: Tiers,
     private readonly counts: DailyCounts,
+    /** Inside the transaction that drops an archived day: what else leaves with it (its media copies). */
+    private readonly onDayArchived: (day: number) => void = () => undefined,
   ) {}
 
   steps(): { moveToHistory: ScheduledStep; archiveHistory: ScheduledStep } {
@@ -223,6 +225,11 @@ export class HistoryTiering {
     return Number(getMeta(this.w.sql, "hot_bytes_budget") ?? HOT_BYTES_BUDGET);
   }
 
+  /** Whether the object is over its size guard (it keeps less: slots, and the delivery log). */
+  underPressure(): boolean {
+    return this.w.sql.databaseSize > this.budgetBytes() * PRESSURE_FACTOR;
+  }
+
   /**
    * How long slots stay here after they end, given the object's size: for ever (until archived)
    * under its budget, HOT_WINDOW_MS over it, MIN_HOT_WINDOW_MS over the size guard.
@@ -269,7 +276,9 @@ export class HistoryTiering {
 
   /**
    * Moves a slot's records to its day's shard, a chunk at a time in key order; the cursor (in the
-   * day's ledger row) says which records the shard owns from then on (reads and reports go there).
+   * day's ledger row) says which records the shard owns from then on (reads and reports go there),
+   * and moves only over a chunk the shard holds as the records are here (a record changed while
+   * its chunk was on its way sends the chunk again).
    * When all are there, the slot's counts go to the day's ledger and its table is dropped: no row
    * deleted one by one. Records still within their Idempotency-Key's 24 hours (only under the size
    * guard) leave their keys behind (moved-keys.ts).
@@ -303,32 +312,22 @@ export class HistoryTiering {
         this.counts.forget(slot);
         return;
       }
-      // The chunk's records stay this object's until the cursor passes them, and a report may change
-      // one while the chunk is on its way to the shard (the await): read again once the shard has
-      // it, the chunk is put again until the shard holds what the table holds. Only then does the
-      // cursor move, with no await between that read and the move (nothing can change in between).
-      let moving = rows;
-      let put = rows.map(stripWork);
-      let same = false;
-      for (let tries = 0; tries < 3 && !same; tries++) {
-        await shard.putChunk(put);
-        moving = this.w.sql
-          .exec<MessageRow>(
-            `SELECT * FROM ${t} WHERE id >= ? AND id <= ? ORDER BY id`,
-            rows[0]!.id,
-            rows[rows.length - 1]!.id,
-          )
-          .toArray();
-        const held = moving.map(stripWork);
-        same = JSON.stringify(held) === JSON.stringify(put);
-        put = held;
-      }
-      // Still changing: the next run puts it again (a chunk with the same first id is replaced).
-      if (!same) break;
       const last = rows[rows.length - 1]!.id;
+      // The records stay ours until the shard has them: a report or an answer may change one while
+      // the chunk is on its way (this object takes other calls meanwhile). Then the chunk is sent
+      // again as it is now; the shard replaces it (the same first record: none is added to a slot
+      // being copied).
+      this.tiers.tables.copying(slot, cursor, last);
+      try {
+        await shard.putChunk(rows.map(stripWork));
+      } catch (err) {
+        this.tiers.tables.copied();
+        throw err;
+      }
+      if (!this.tiers.tables.copied()) continue;
       cursor = last;
       this.w.storage.transactionSync(() => {
-        keepMovedKeys(this.w.sql, moving, at - IDEMPOTENCY_TTL_MS);
+        keepMovedKeys(this.w.sql, rows, at - IDEMPOTENCY_TTL_MS);
         this.tiers.ledger.update(day, (s) => ({ ...s, moved: { ...(s.moved ?? {}), [slotIndex(slot)]: last } }));
       });
     }
@@ -374,12 +373,15 @@ export class HistoryTiering {
     // The rest of a day partly in its shard goes there first (move-to-history); the archive waits.
     if (inShard && slots.length > 0) return;
     // A day archived before and re-created since adds parts after the archived ones.
-    const start: ArchiveProgress = state.archiving ?? {
+    const fresh: ArchiveProgress = {
       parts: state.archived?.parts ?? 0,
       messages: state.archived?.messages ?? 0,
       cursor: null,
       done: false,
     };
+    const watches = this.tiers.tables.archives;
+    // Parts written by another instance may hold records changed since: those are written again.
+    const start = watches.watch(day) && state.archiving ? state.archiving : fresh;
     let progress: ArchiveProgress;
     if (!inShard) {
       progress = await archiveRows(
@@ -398,11 +400,17 @@ export class HistoryTiering {
         ARCHIVE_PARTS_PER_RUN,
       );
     }
+    if (watches.changed(day)) {
+      // A record changed after its part was written: the day is written again from its first part.
+      watches.restart(day);
+      progress = fresh;
+    }
     if (!progress.done) {
       this.w.storage.transactionSync(() => this.tiers.ledger.update(day, (s) => ({ ...s, archiving: progress })));
       await this.w.wake(now());
       return;
     }
+    watches.close(day);
     if (inShard) await historyStub(this.w.env, workspaceId, day).drop();
     const counts = this.counts.of(day);
     this.w.storage.transactionSync(() => {
@@ -411,9 +419,11 @@ export class HistoryTiering {
         const { archiving: _a, history: _h, legacyHistory: _l, moved: _m, ...rest } = s;
         return { ...rest, counts, archived: { messages: progress.messages, parts: progress.parts, at: now() } };
       });
+      this.onDayArchived(day);
       for (const old of this.tiers.ledger.days(0, day - KEEP_ARCHIVES_DAYS)) this.tiers.ledger.delete(old);
     });
     for (const slot of slots) this.counts.forget(slot);
+    watches.forget(day);
   }
 
   /** A day's records here, in key order (slots ascending): the archive's source. Cursor: "<slot>:<id>". */

@@ -1,5 +1,6 @@
 import { eventIdOf, type EventKind, type MessageStatusData, type WebhookEvent } from "../../domain/events";
 import type { MessageStatus } from "../../domain/message";
+import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../domain/inbound-media";
 import { isOutbound, toMessageView, type MessageRow } from "./record";
 
 /**
@@ -10,6 +11,12 @@ import { isOutbound, toMessageView, type MessageRow } from "./record";
  */
 
 const ORDER: readonly EventKind[] = ["processing", "sent", "delivered", "read", "failed"];
+/** A failed record's delivery or read was reported after its failure (status-transition.ts): it comes after it. */
+const ORDER_FAILED_FIRST: readonly EventKind[] = ["processing", "sent", "failed", "delivered", "read"];
+
+/** Whether this change of the record is a delivery or read reported after its failure (a user on several devices). */
+const afterFailure = (row: MessageRow, kind: EventKind): boolean =>
+  row.status === "failed" && (kind === "delivered" || kind === "read");
 
 export interface Change {
   kind: EventKind;
@@ -26,9 +33,12 @@ export function changesOf(row: MessageRow): Change[] {
     row.read_at !== null ? { kind: "read", at: row.read_at } : null,
     row.failed_at !== null ? { kind: "failed", at: row.failed_at } : null,
   ];
+  const order = row.status === "failed" ? ORDER_FAILED_FIRST : ORDER;
+  // Reported after the failure, a delivery or read comes after it whatever time the operator gave it.
+  const at = (c: Change): number => (afterFailure(row, c.kind) ? Math.max(c.at, row.failed_at ?? c.at) : c.at);
   return all
     .filter((c): c is Change => c !== null)
-    .sort((a, b) => a.at - b.at || ORDER.indexOf(a.kind) - ORDER.indexOf(b.kind));
+    .sort((a, b) => at(a) - at(b) || order.indexOf(a.kind) - order.indexOf(b.kind));
 }
 
 /** The changes of `after` that `before` did not have (what an update did), in causal order. */
@@ -37,15 +47,22 @@ export function newChanges(before: MessageRow | null, after: MessageRow): Change
   return changesOf(after).filter((c) => !had.has(c.kind));
 }
 
+/** An inbound record's media as its event shows it: the facts known on receipt, never the copy's later state. */
+const receivedMediaOfRow = (row: MessageRow): ReceivedMedia | null => {
+  const stored = storedMediaOf(row.details);
+  return stored ? receivedMediaOf(row.id, stored) : null;
+};
+
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-function statusAsOf(kind: EventKind): MessageStatus {
-  return kind === "processing" ? "processing" : kind === "failed" ? "failed" : "sent";
+function statusAsOf(row: MessageRow, kind: EventKind): MessageStatus {
+  return kind === "processing" ? "processing" : kind === "failed" || afterFailure(row, kind) ? "failed" : "sent";
 }
 
 function previousOf(row: MessageRow, change: Change): MessageStatus {
   if (change.kind === "processing") return "queued";
   if (change.kind === "sent") return "processing";
+  if (afterFailure(row, change.kind)) return "failed";
   if (change.kind === "delivered" || change.kind === "read") return "sent";
   // failed: whatever the record was just before.
   if (row.sent_at !== null && row.sent_at <= change.at) return "sent";
@@ -79,6 +96,7 @@ export function eventOf(workspaceId: string, row: MessageRow, change: Change): W
         content: view.content,
         upstreamMessageId: view.upstreamMessageId,
         receivedAt: view.receivedAt,
+        media: receivedMediaOfRow(row),
       },
     };
   }
@@ -88,10 +106,10 @@ export function eventOf(workspaceId: string, row: MessageRow, change: Change): W
     channelNumberId: view.channelNumberId,
     to: view.to,
     toUserId: view.toUserId,
-    status: statusAsOf(change.kind),
+    status: statusAsOf(row, change.kind),
     previousStatus: previousOf(row, change),
     upstreamMessageId: change.kind === "processing" ? null : view.upstreamMessageId,
-    error: change.kind === "failed" ? view.error : null,
+    error: change.kind === "failed" || afterFailure(row, change.kind) ? view.error : null,
     deliveredAt: change.kind === "delivered" || change.kind === "read" ? asOf(row.delivered_at) : null,
     readAt: change.kind === "read" ? asOf(row.read_at) : null,
     updatedAt: iso(change.at),

@@ -3,6 +3,7 @@ import { uuidV7Time } from "../../domain/job-id";
 import { inboundExtrasOf } from "../../domain/inbound-details";
 import { isPhoneNumber } from "../../domain/recipient";
 import { templateFactsOf } from "../../domain/template-send";
+import { mediaViewOf, storedMediaOf, type InboundMedia } from "../../domain/inbound-media";
 import type { LifecycleState } from "./status-transition";
 
 /**
@@ -78,6 +79,12 @@ export const orderTime = (row: Pick<MessageRow, "id" | "created_at">): number =>
   return t !== null && t % 86_400_000 !== 0 ? t : row.created_at;
 };
 
+/** The media of an inbound record as GET /messages shows it, or null. */
+const mediaOfRow = (row: MessageRow): InboundMedia | null => {
+  const stored = storedMediaOf(row.details);
+  return stored ? mediaViewOf(row.id, stored) : null;
+};
+
 const iso = (ms: number | null | undefined): string | null =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
 
@@ -95,6 +102,7 @@ export function toMessageView(row: MessageRow): Message {
       upstreamMessageId: row.upstream_message_id,
       receivedAt: iso(row.received_at ?? row.created_at)!,
       createdAt: iso(row.created_at)!,
+      media: mediaOfRow(row),
     };
   }
   const template = templateFactsOf(row);

@@ -116,14 +116,16 @@ export function updateRecord(
   if (slot === null || !tables.has(slot)) return false;
   const cols = Object.keys(set);
   if (cols.length === 0) return true;
-  return (
+  const written =
     sql.exec(
       `UPDATE ${slotTable(slot)} SET ${cols.map((c) => `${c} = ?`).join(", ")} WHERE id = ?${where.sql ? ` AND ${where.sql}` : ""}`,
       ...cols.map((c) => set[c]!),
       id,
       ...where.bindings,
-    ).rowsWritten > 0
-  );
+    ).rowsWritten > 0;
+  // A copy of the record on its way to its shard is stale now (it is sent again).
+  if (written) tables.written(slot, id);
+  return written;
 }
 
 /** The columns of `next` that differ from `row` (what an update must set, and nothing more). */

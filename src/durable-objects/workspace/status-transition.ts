@@ -24,6 +24,11 @@ export interface LifecycleState {
  * it to `failed` unless it was already reported delivered or read. `failed` is final. So duplicates, retries and reports that
  * arrive out of order are harmless, and nothing ever moves a message back to a
  * state from which it could be sent again.
+ *
+ * A user on several devices may be reported both failed (one device) and delivered or read
+ * (another), in either order. The first of the two decides the status: a failure after a
+ * delivery or read is stale (the user has the message); a delivery or read after a failure is
+ * recorded (`delivered_at`, `read_at`) and the message stays `failed`, with its error.
  */
 const RANK: Record<MessageStatus, number> = { queued: 0, processing: 1, sent: 2, failed: 3 };
 
@@ -45,6 +50,8 @@ export function applyTransition(current: LifecycleState, update: StatusUpdate): 
       ? reported
       : current.status;
   const becameFailed = status === "failed" && current.status !== "failed";
+  // Where a delivery or read report is recorded: a sent message, or one failed before (see above).
+  const reached = status === "sent" || (status === "failed" && current.status === "failed");
   const settled = status === "sent" || status === "failed";
 
   const next: LifecycleState = {
@@ -53,9 +60,10 @@ export function applyTransition(current: LifecycleState, update: StatusUpdate): 
     processing_at: current.processing_at ?? (status !== "queued" ? update.at : null),
     sent_at: current.sent_at ?? (status === "sent" ? update.at : null),
     failed_at: current.failed_at ?? (status === "failed" ? update.at : null),
-    // A failed message is not delivered; a read report may come without a delivery report.
-    delivered_at: current.delivered_at ?? (status === "sent" ? (update.deliveredAt ?? null) : null),
-    read_at: current.read_at ?? (status === "sent" ? (update.readAt ?? null) : null),
+    // Delivered or read on a sent message, or on one the operator failed before (another device);
+    // a read report may come without a delivery report.
+    delivered_at: current.delivered_at ?? (reached ? (update.deliveredAt ?? null) : null),
+    read_at: current.read_at ?? (reached ? (update.readAt ?? null) : null),
     outcome_unknown_since: settled
       ? null
       : (current.outcome_unknown_since ?? (update.outcomeUnknown && status === "processing" ? update.at : null)),

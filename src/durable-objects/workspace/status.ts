@@ -12,10 +12,11 @@ import { log } from "../../lib/log";
 import type { MessageStatus } from "../../domain/message";
 import { getMeta, setMeta } from "../shared/meta";
 import { historyStub } from "../history/history";
-import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, WorkItem } from "./contract";
+import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, UnmatchedReport, WorkItem } from "./contract";
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import { slotOf, slotOfId } from "./day-tables";
+import type { MediaCopies } from "./media-copies";
 import { changesOf, eventOf, newChanges } from "./message-events";
 import type { EventPublisher, Ticket } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
@@ -23,7 +24,7 @@ import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { resolveLinks } from "./message-links";
 import { applyTransition } from "./status-transition";
 import type { Located, Tiers } from "./tiers";
-import { forgetUnknown, noteUnknown } from "./unknown-outcomes";
+import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
 import { findLegacyInbound, findLegacyMessage, legacyWorkOf } from "./legacy/messages-v1";
 
 /**
@@ -58,6 +59,7 @@ export class StatusLedger {
     private readonly publisher: EventPublisher,
     /** jobIds whose send is between its hand-off to the number and its commit. */
     private readonly admitting: (jobId: string) => boolean,
+    private readonly media: MediaCopies,
   ) {}
 
   /**
@@ -223,7 +225,10 @@ export class StatusLedger {
           // the only caller reporting unknown outcomes here) was never listed: without the list,
           // its expiry never fails it when the operator's window ends. Listed once (INSERT OR IGNORE).
           if (u.outcomeUnknown && row.outcome_unknown_since !== null && row.status === "processing")
-            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since);
+            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since, {
+              number: row.channel_number_id,
+              recipient: row.recipient,
+            });
           events.push(...this.reannounce(row, own));
           return { known: true, status: row.status };
         }
@@ -256,11 +261,13 @@ export class StatusLedger {
    * between the shard's write and the event leaves the record changed: the operator's retry finds
    * no change and announces the reported kind again (the same event id). One at a time per record.
    */
-  private async reportInHistory(u: StatusUpdate): Promise<StatusResult> {
+  private async reportInHistory(u: StatusUpdate, publishNow = false): Promise<StatusResult> {
     const at = this.tiers.locate(u.jobId);
     const workspaceId = this.w.workspaceId();
     if (at.tier !== "history" || !workspaceId) return { known: false, status: null };
     const day = at.day;
+    // A day whose archive is complete is past every report's window: its shard is being dropped.
+    if (this.tiers.tables.archives.isClosing(day)) return { known: false, status: null };
     const earlier = this.historyUpdates.get(u.jobId) ?? Promise.resolve();
     const mine = earlier
       .catch(() => undefined)
@@ -276,6 +283,8 @@ export class StatusLedger {
           if (current && isOutbound(current) && applyTransition(lifecycleOf(current), u).next.status !== current.status)
             setMeta(this.w.sql, owedKey, current.status);
         }
+        // Before the shard's write: an archive of the day under way starts over (its parts may predate it).
+        this.tiers.tables.archives.touch(day);
         const change = await shard.applyStatus(u);
         if (!change || !isOutbound(change.after)) return { known: false, status: null };
         const events = change.changed
@@ -296,7 +305,9 @@ export class StatusLedger {
             this.w.sql.exec("DELETE FROM meta WHERE k = ?", owedKey);
           });
         }
-        await this.publisher.awaitFlushed(this.publisher.add(events));
+        const ticket = this.publisher.add(events);
+        if (publishNow) await this.publisher.flushNow();
+        else await this.publisher.awaitFlushed(ticket);
         // After its event left: the list is what makes the expiry try again after a crash.
         if (change.after.outcome_unknown_since === null) forgetUnknown(this.w.sql, change.after.id);
         return { known: true, status: change.after.status as StatusResult["status"] };
@@ -310,6 +321,20 @@ export class StatusLedger {
   }
 
   /**
+   * The messages operator reports without our jobId are about, by number, recipient and time
+   * (unknown-outcomes.ts `matchUnknown`): a jobId or null per report, never one message twice.
+   */
+  matchUnknownOutcomes(channelNumberId: string, reports: readonly UnmatchedReport[]): (string | null)[] {
+    const taken = new Set<string>();
+    return reports.map((r) => {
+      const id = matchUnknown(this.w.sql, channelNumberId, r.recipients, r.at);
+      if (id === null || taken.has(id)) return null;
+      taken.add(id);
+      return id;
+    });
+  }
+
+  /**
    * Records inbound messages once each (the operator retries its webhooks: a redelivery derives the
    * same id and finds the record) and announces each with a `message.received` event. Returns our
    * ids, in order, once the events left.
@@ -317,6 +342,8 @@ export class StatusLedger {
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
     const events: WebhookEvent[] = [];
     const ids: string[] = [];
+    // Every record with media not copied yet, redelivered ones too: a copy job is queued for each.
+    const withMedia: MessageRow[] = [];
     const t = now();
     for (const m of records) {
       let id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, m.at);
@@ -324,6 +351,7 @@ export class StatusLedger {
       if (existing) {
         ids.push(existing.id);
         events.push(...this.reannounce(existing, ["received"]));
+        withMedia.push(existing);
         continue;
       }
       if (!this.tiers.writable(m.at, t)) {
@@ -344,7 +372,7 @@ export class StatusLedger {
           type: m.type,
           body: m.text ?? "",
           content: m.content === null ? null : JSON.stringify(m.content),
-          details: details ? JSON.stringify(details) : null,
+          details: detailsOf({ ...m, details }),
           upstreamMessageId: m.upstreamMessageId,
           receivedAt: m.at,
           at: t,
@@ -355,8 +383,10 @@ export class StatusLedger {
       if (row.tier !== "slot") continue;
       if (recorded) this.counts.note(slotOfId(id)!, m.channelNumberId, { received: 1 });
       events.push(...changesOf(row.row).map((c) => eventOf(workspaceId, row.row, c)));
+      withMedia.push(row.row);
     }
     await this.publisher.awaitFlushed(this.publisher.add(events));
+    await this.media.enqueue(this.media.jobsOf(workspaceId, withMedia));
     return ids;
   }
 
@@ -417,6 +447,8 @@ export class StatusLedger {
    * Messages whose outcome stayed unknown for the operator's whole webhook window fail with
    * `upstream_outcome_unknown` (unknown-outcomes.ts). Each leaves the list only once its event
    * left: a crash before that finds it there again, failed already, and announces it again.
+   * A step of the alarm: it publishes its events itself (`flushNow`), since the publisher's own
+   * flush would wait for the next alarm, which does not start while this one waits.
    */
   async expireUnknowns(ids: string[], at: number, error: StatusUpdate["error"]): Promise<void> {
     const updates = ids.map((id): StatusUpdate => ({ jobId: id, at, status: "failed", error }));
@@ -444,8 +476,9 @@ export class StatusLedger {
         events.push(...this.announce(row, after, ["failed"]));
       }
     });
-    await this.publisher.awaitFlushed(this.publisher.add(events));
-    for (const u of inHistory) await this.reportInHistory(u);
+    this.publisher.add(events);
+    await this.publisher.flushNow();
+    for (const u of inHistory) await this.reportInHistory(u, true);
     this.w.storage.transactionSync(() => {
       for (const id of ids) forgetUnknown(this.w.sql, id);
     });
@@ -465,7 +498,10 @@ export class StatusLedger {
       else this.counts.note(slotOf(before.created_at), before.channel_number_id, delta, "frozen");
     }
     if (before.outcome_unknown_since === null && after.outcome_unknown_since !== null)
-      noteUnknown(this.w.sql, after.id, after.outcome_unknown_since);
+      noteUnknown(this.w.sql, after.id, after.outcome_unknown_since, {
+        number: after.channel_number_id,
+        recipient: after.recipient,
+      });
     if (before.outcome_unknown_since !== null && after.outcome_unknown_since === null && !opts.keepUnknown)
       forgetUnknown(this.w.sql, after.id);
   }
@@ -502,6 +538,12 @@ export function testEvent(workspaceId: string, channelNumberId: string, id: stri
     createdAt: new Date(at).toISOString(),
     data: { message: TEST_EVENT_MESSAGE },
   };
+}
+
+/** The record's `details` JSON: what the operator told beyond the content, with the media under `media`. */
+function detailsOf(m: InboundRecord): string | null {
+  const details = { ...(m.details ?? {}), ...(m.media ? { media: m.media } : {}) };
+  return Object.keys(details).length > 0 ? JSON.stringify(details) : null;
 }
 
 /** The change kinds an operator report is about. */

@@ -75,7 +75,11 @@ export class Tiers {
   writable(ms: number, now: number): boolean {
     const slot = slotOf(ms);
     const s = this.ledger.get(dayOfSlot(slot));
+    // A slot whose records are on their way to its shard takes none: one added inside the chunk
+    // being copied would be behind the move's cursor once the shard has the chunk, found nowhere.
     if (
+      this.tables.isCopying(slot) ||
+      this.tables.archives.has(dayOfSlot(slot)) ||
       movedOf(s, slot) !== undefined ||
       s.archived !== undefined ||
       s.archiving !== undefined ||

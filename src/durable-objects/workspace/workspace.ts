@@ -22,15 +22,18 @@ import type {
   SendOutcome,
   StatusResult,
   StatusUpdate,
+  UnmatchedReport,
   Usage,
   WorkItem,
 } from "./contract";
 import { DailyCounts } from "./counts";
 import { DayLedger } from "./day-ledger";
 import { SlotTables } from "./day-tables";
-import { DeliveryLog, KEEP_DELIVERIES_MS, type AttemptRow } from "./delivery-log";
+import { DeliveryLog, KEEP_DELIVERIES_MS, KEEP_DELIVERIES_UNDER_PRESSURE_MS, type AttemptRow } from "./delivery-log";
 import { HistoryTiering, type ArchivedDay } from "./history-tiering";
 import { LegacyTier } from "./legacy/legacy-tier";
+import { MediaCopies, type CopyOutcome, type MediaCopyState, type Reservation } from "./media-copies";
+import type { MediaCopy } from "../../domain/inbound-media";
 import type { Keyset, MessageFilter } from "./message-queries";
 import { EventPublisher, PUBLISH_DELAY_MS, type Ticket } from "./publisher";
 import type { MessageRow } from "./record";
@@ -54,7 +57,7 @@ const PURGE_AT_LEAST_EVERY_MS = 30 * 24 * 60 * 60_000;
  * The class is the RPC surface and the alarm; each job is a module: admission.ts (keys, windows,
  * quota), status.ts (claims, answers, reports, inbound messages and the events they announce),
  * publisher.ts (events to the queue), delivery-log.ts, counts.ts, history-tiering.ts (reads and
- * lists across tiers, moves to history, archives), legacy/ (what the release before day tables
+ * lists across tiers, moves to history, archives), media-copies.ts (inbound media copied to R2), legacy/ (what the release before day tables
  * left, until it is gone).
  */
 export class WorkspaceDurableObject extends DurableObject<Env> {
@@ -68,6 +71,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   protected readonly tiering: HistoryTiering;
   protected readonly legacy: LegacyTier;
   protected readonly counts: DailyCounts;
+  protected readonly media: MediaCopies;
   private readonly tierIndex: Tiers;
   private readonly unknownWindowMs: number;
 
@@ -96,9 +100,17 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const counts = (this.counts = new DailyCounts(this.sql, tables, ledger, context.workspaceId, env.USAGE_QUEUE));
     this.legacy = new LegacyTier(context, tiers, this.publisher);
     this.admission = new Admission(context, tiers, counts);
-    this.status = new StatusLedger(context, tiers, counts, this.publisher, (jobId) => this.admission.isHanding(jobId));
+    const media = (this.media = new MediaCopies(context, tiers));
+    this.status = new StatusLedger(
+      context,
+      tiers,
+      counts,
+      this.publisher,
+      (jobId) => this.admission.isHanding(jobId),
+      media,
+    );
     this.deliveries = new DeliveryLog(this.sql);
-    this.tiering = new HistoryTiering(context, tiers, counts);
+    this.tiering = new HistoryTiering(context, tiers, counts, (day) => media.dayArchived(day));
     const tiering = this.tiering.steps();
     this.scheduler = new Scheduler(ctx.storage, [
       { name: "publish-events", due: () => this.publisher.due(), run: () => this.publisher.flush() },
@@ -115,6 +127,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       },
       tiering.moveToHistory,
       tiering.archiveHistory,
+      media.purgeStep(),
       {
         name: "moved-keys-purge",
         due: () => withSlack(nextMovedKeyExpiry(this.sql, IDEMPOTENCY_TTL_MS)),
@@ -124,12 +137,12 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         // Dropping a day's table writes nothing, but an alarm of its own would (a row): it rides on
         // the alarms other steps set, and arms one only PURGE_AT_LEAST_EVERY_MS after it is due.
         name: "delivery-log-purge",
-        due: () => this.deliveries.nextExpiry(),
+        due: () => this.deliveries.nextExpiry(this.keepDeliveriesMs()),
         latest: () => {
-          const expiry = this.deliveries.nextExpiry();
+          const expiry = this.deliveries.nextExpiry(this.keepDeliveriesMs());
           return expiry === null ? null : expiry + PURGE_AT_LEAST_EVERY_MS;
         },
-        run: async (at) => this.deliveries.purge(at),
+        run: async (at) => this.deliveries.purge(at, this.keepDeliveriesMs()),
       },
       ...this.legacy.steps(),
     ]);
@@ -185,10 +198,30 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.status.report(updates);
   }
 
+  /** The messages operator reports without our jobId are about (unknown outcomes, by number, recipient and time), or null each. */
+  async matchUnknownOutcomes(channelNumberId: string, reports: UnmatchedReport[]): Promise<(string | null)[]> {
+    return this.status.matchUnknownOutcomes(channelNumberId, reports);
+  }
+
   /** Records inbound messages once each and announces each with a `message.received` event. Returns our ids, in order, once the events left. */
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
     this.publisher.tick();
     return this.status.recordInbound(workspaceId, records);
+  }
+
+  /** Where the copy of an inbound message's media stands (the copy job asks first); null: not a record here with media. */
+  async mediaCopyState(messageId: string): Promise<MediaCopyState | null> {
+    return this.media.state(messageId);
+  }
+
+  /** The copy job knows the item's size: counted against the plan's caps, or recorded over them (see MediaCopies.reserve). */
+  async reserveMediaCopy(messageId: string, size: number, contentType: string): Promise<Reservation> {
+    return this.media.reserve(messageId, size, contentType);
+  }
+
+  /** The copy job's end: stored in R2, or given up. */
+  async settleMediaCopy(messageId: string, outcome: CopyOutcome): Promise<MediaCopy | null> {
+    return this.media.settle(messageId, outcome);
   }
 
   /** A `webhook.test` event for a number's webhook, published at once. */
@@ -286,6 +319,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.publisher.tick();
     await this.scheduler.runDue();
+  }
+
+  /** The delivery log's window: shorter while the object is over its size guard. */
+  private keepDeliveriesMs(): number {
+    return this.tiering.underPressure() ? KEEP_DELIVERIES_UNDER_PRESSURE_MS : KEEP_DELIVERIES_MS;
   }
 
   private async loadConfig(workspaceId: string): Promise<WorkspaceConfig | null> {

@@ -161,6 +161,7 @@ export const adminChannelNumberRoutes = newRouter()
       messaging_limit_tier: null,
       operator_checked_at: null,
       last_operator_error: null,
+      last_operator_notice: null,
     };
     const outcome = await insertChannelNumberWithinPlan(c.env.DB, row);
     if (outcome === "plan_limit") throw planLimit();

@@ -33,19 +33,21 @@ const row = (label, rps, over = {}) => ({
   ...over,
 });
 
-const storage = (messages = 1_000, bytes = 4_000_000) => ({
+/** A file whose slot tables hold `records` records and whose delivery log holds 2 attempts per record. */
+const storage = (records = 1_000, bytes = 4_000_000) => ({
   bytes,
   pageSize: 4096,
   pageCount: bytes / 4096,
   freePages: 0,
-  tables: {
-    messages: messages * 836,
-    events: messages * 2 * 936,
-    idempotency_keys: messages * 198,
-    daily_counts: 8_192,
-    meta: 4_096,
+  slotTables: 2,
+  deliveryTables: 1,
+  slots: {
+    bytes: records * 800,
+    rows: records,
+    btrees: { records: records * 600, _to: records * 100, _key: records * 100, _work: 4_096, _failed: 4_096 },
   },
-  rows: { messages, events: messages * 2, idempotency_keys: messages, event_attempts: 0, daily_counts: 10 },
+  deliveries: { bytes: records * 300, rows: records / 10, attempts: records * 2, btrees: { records: records * 300 } },
+  others: { meta: { bytes: 8_192, rows: 5, btrees: { records: 8_192 } } },
 });
 
 /** @param {Partial<BenchRun>} [over] @returns {BenchRun} */
@@ -72,6 +74,8 @@ const run = (over = {}) => ({
     sends: 1_000,
     rps: 100,
     deliveryMs: 3_000,
+    deliveries: 2_200,
+    eventIds: 2_200,
   },
   seed: {
     count: 1_000_000,
@@ -86,11 +90,11 @@ const run = (over = {}) => ({
       "failed-after-sent": 50_000,
       inbound: 200_000,
     },
-    countRows: 20,
+    slotTables: 7,
     storage: storage(1_000_000, 900_000_000),
     filterScanned: 1_000,
     firstListMs: 120,
-    retained: { messages: 1_000_000, historyDays: 0 },
+    retained: { records: 1_000_000, slotTables: 2, historyDays: 0 },
   },
   listResults: [row("(a2)", 1_000), row("(e)", 500), row("(f)", 250), row("(g)", 480), row("(a2')", 1_000)],
   baseline: {
@@ -145,7 +149,11 @@ describe("buildReport", () => {
     expect(markdown).toContain(
       "Drift: (a') repeats the baseline after the other cases and did 5% fewer req/s than (a); ratio differences smaller than that are noise.",
     );
-    expect(markdown).toContain("the retention alarm moved nothing meanwhile");
+    expect(markdown).toContain("the tiering steps moved nothing meanwhile");
+    // 1,000 records grew the slot tables by 800,000 B; 2,000 attempts the log by 300,000 B.
+    expect(markdown).toContain("**800 per record**");
+    expect(markdown).toContain("**3,000 per row, 150 per attempt**");
+    expect(markdown).toContain("| index `_to` (recipient, id) | 10,000 | 110,000 | 100,000 | per record | 100 | |");
     expect(markdown).toContain("Run time: 200 s: migrations 3.0 s;");
     expect(baselineOut).toEqual({
       source: "bench/results.md of the run of 2026-11-24T00:00:00.000Z",
@@ -179,7 +187,7 @@ describe("runProblems", () => {
         /** @type {CaseRow} */ (a2),
       ],
       listResults: r.listResults,
-      seed: { ...r.seed, retained: { messages: 999_000, historyDays: 1 } },
+      seed: { ...r.seed, retained: { records: 999_000, slotTables: 2, historyDays: 1 } },
     });
     expect(problems).toEqual([
       '(b) had 3 non-2xx responses: {"201":10,"429":3}',
@@ -187,7 +195,7 @@ describe("runProblems", () => {
       "(d) had 0 connection errors and 1 timeouts",
       "(b) was rate limited 3 times: the pacing is wrong",
       "no Server-Timing header: the D1 statement count is missing",
-      'the seeded object changed during the list cases: {"messages":999000,"historyDays":1}, seeded 1000000 rows',
+      'the seeded object changed during the list cases: {"records":999000,"slotTables":2,"historyDays":1}, seeded 1000000 records in 2 slot tables',
     ]);
   });
 });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { classifyOperatorError, pairRateDelayMs } from "../../../src/upstream/error-codes";
+import {
+  classifyOperatorError,
+  isAccountLevel,
+  pairRateDelayMs,
+  permanentError,
+} from "../../../src/upstream/error-codes";
 
 describe("pair-rate refusals", () => {
   it("back off 4^n seconds, capped", () => {
@@ -36,5 +41,47 @@ describe("what a failed operator call means", () => {
     ).toMatchObject({
       error: { message: expect.stringContaining("more than 24 hours have passed") },
     });
+  });
+});
+
+describe("the error a failed status webhook gives the message", () => {
+  it("a 'try again' code the operator gave up on is upstream_temporary_failure, retriable; account-level codes keep their pause code", () => {
+    for (const code of ["131000", "131016", "130429", "2", "131057", "131056"])
+      expect(permanentError(code, "Something went wrong", "details")).toEqual({
+        code: "upstream_temporary_failure",
+        message: expect.stringContaining("(details)"),
+        retriable: true,
+        upstreamCode: code,
+      });
+    expect(permanentError("131031", "locked")).toMatchObject({ code: "account_restricted", retriable: true });
+    expect(permanentError("131026", "undeliverable")).toMatchObject({
+      code: "recipient_unreachable",
+      retriable: false,
+    });
+    expect(permanentError("999001", "new")).toMatchObject({ code: "upstream_rejected", retriable: false });
+  });
+
+  it("account-level codes are those of the pause table, the API permission range 200–299 included", () => {
+    for (const code of [
+      "190",
+      "0",
+      "3",
+      "10",
+      "368",
+      "131031",
+      "131042",
+      "131045",
+      "131048",
+      "133010",
+      "33",
+      "131005",
+      "131037",
+      "200",
+      "250",
+      "299",
+    ])
+      expect([code, isAccountLevel(code)]).toEqual([code, true]);
+    for (const code of ["199", "300", "131026", "131000", "132000", null])
+      expect([code, isAccountLevel(code)]).toEqual([code, false]);
   });
 });

@@ -190,6 +190,31 @@ describe("eventOf: each event as of its change", () => {
     expect(sent!.data).toMatchObject({ status: "sent", error: null });
   });
 
+  it("a delivery or read reported after the failure (another device) comes after it, status still failed, with the error", () => {
+    // The operator's time for the delivery may even be earlier than the failure's: it was reported after it.
+    const row = outbound({
+      ...failure,
+      status: "failed",
+      upstream_message_id: "wamid.S1",
+      processing_at: T,
+      sent_at: T + 1,
+      failed_at: T + 60_000,
+      delivered_at: T + 30_000,
+      read_at: T + 90_000,
+    });
+    expect(changesOf(row).map((c) => c.kind)).toEqual(["processing", "sent", "failed", "delivered", "read"]);
+    const [, , failed, delivered, read] = eventsOf(row);
+    expect(failed!.data).toMatchObject({ status: "failed", previousStatus: "sent", deliveredAt: null });
+    expect(delivered!.data).toMatchObject({
+      status: "failed",
+      previousStatus: "failed",
+      deliveredAt: iso(T + 30_000),
+      readAt: null,
+      error: { code: "recipient_unreachable" },
+    });
+    expect(read!.data).toMatchObject({ status: "failed", previousStatus: "failed", readAt: iso(T + 90_000) });
+  });
+
   it("failed during the call has previousStatus processing; given up before any call, queued", () => {
     const duringCall = outbound({ ...failure, status: "failed", processing_at: T, failed_at: T + 5 });
     expect(eventsOf(duringCall).map((e) => e.data)).toMatchObject([
@@ -240,6 +265,7 @@ describe("eventOf: each event as of its change", () => {
           content: null,
           upstreamMessageId: "wamid.IN1",
           receivedAt: iso(T - 1_000),
+          media: null,
         },
       },
     ]);

@@ -46,20 +46,25 @@ describe("status transitions", () => {
     });
   });
 
-  it("read before delivered is kept; delivered/read on a failed message are ignored", () => {
+  it("read before delivered is kept; delivered/read on a failed message are recorded and it stays failed", () => {
     const r = applyTransition(fresh({ status: "sent", processing_at: 1, sent_at: 1 }), {
       jobId: "j",
       at: 5,
       readAt: 5,
     });
     expect(r.next).toMatchObject({ read_at: 5, delivered_at: null });
-    expect(
-      applyTransition(fresh({ status: "failed", processing_at: 1, failed_at: 1 }), {
-        jobId: "j",
-        at: 2,
-        deliveredAt: 2,
-      }),
-    ).toMatchObject({ changed: false });
+    const failed = fresh({ status: "failed", processing_at: 1, failed_at: 1, error_code: "recipient_unreachable" });
+    const d = applyTransition(failed, { jobId: "j", at: 2, deliveredAt: 2 });
+    expect(d).toMatchObject({
+      changed: true,
+      announce: true,
+      next: { status: "failed", failed_at: 1, delivered_at: 2, error_code: "recipient_unreachable" },
+    });
+    expect(applyTransition(d.next, { jobId: "j", at: 3, deliveredAt: 3 })).toMatchObject({ changed: false });
+    expect(applyTransition(d.next, { jobId: "j", at: 4, readAt: 4 }).next).toMatchObject({
+      status: "failed",
+      read_at: 4,
+    });
   });
 
   it("an unknown outcome is recorded on a processing message and cleared when it settles", () => {

@@ -1,0 +1,124 @@
+import { getWorkspaceWithLimits } from "../db/workspaces";
+import { now } from "../lib/clock";
+import { mediaKey } from "../durable-objects/history/media-keys";
+import { dayOfId } from "../durable-objects/workspace/day-tables";
+import type { MessageRow } from "../durable-objects/workspace/record";
+import { operatorMediaAccess } from "../upstream/media-access";
+import { declaredLength, downloadMedia, locateMedia } from "../upstream/cloud-media";
+import { DAY_MS } from "./job-id";
+import {
+  cleanContentType,
+  downloadName,
+  OPERATOR_MEDIA_DAYS,
+  storedMediaOf,
+  type MediaCopy,
+  type StoredMedia,
+} from "./inbound-media";
+
+/** A fetch-through waits this long for the operator's first byte of answer (the body then streams on). */
+const FETCH_THROUGH_TIMEOUT_MS = 60_000;
+
+export type MediaDownload =
+  | {
+      kind: "bytes";
+      /** Streamed as it arrives: never held whole. */
+      body: ReadableStream;
+      contentType: string;
+      /** Bytes, when known (Content-Length). */
+      size: number | null;
+      filename: string;
+      /** Whether the bytes come from our copy (immutable: cacheable) or straight from the operator. */
+      source: "copy" | "operator";
+      etag: string | null;
+    }
+  | { kind: "unavailable"; message: string };
+
+/**
+ * The bytes of an inbound message's media, for the API and the dashboard alike: our copy in R2
+ * when it is there; while the copy is still to be made (queued, or being retried) and the
+ * operator still has the file (7 days), straight from the operator, streamed through (the plan's
+ * item cap applies, nothing is stored); otherwise why not, in words. Null when the record has no
+ * media at all (an outbound message, a text).
+ */
+export async function openMedia(env: Env, workspaceId: string, row: MessageRow): Promise<MediaDownload | null> {
+  if (row.direction !== "inbound") return null;
+  const media = storedMediaOf(row.details);
+  if (!media) return null;
+  const copy = media.copy;
+  if (copy.state === "over_cap" || copy.state === "failed") return { kind: "unavailable", message: whyNot(copy) };
+  const object = await env.ARCHIVE.get(mediaKey(workspaceId, dayOfId(row.id)!, row.id));
+  if (object) {
+    const contentType = object.httpMetadata?.contentType ?? (copy.state === "stored" ? copy.contentType : null);
+    const type = contentType ?? "application/octet-stream";
+    return {
+      kind: "bytes",
+      body: object.body,
+      contentType: type,
+      size: object.size,
+      filename: downloadName(row.id, row.type, media, type),
+      source: "copy",
+      etag: object.httpEtag,
+    };
+  }
+  if (copy.state === "stored") return { kind: "unavailable", message: "The media's copy is no longer kept." };
+  const receivedAt = row.received_at ?? row.created_at;
+  if (now() - receivedAt > OPERATOR_MEDIA_DAYS * DAY_MS)
+    return {
+      kind: "unavailable",
+      message: `The media was not copied, and the operator's copy expired (it keeps media ${OPERATOR_MEDIA_DAYS} days).`,
+    };
+  return fetchThrough(env, workspaceId, row, media);
+}
+
+const NOT_YET = "The media is not copied yet; try again in a few seconds.";
+
+/** The bytes straight from the operator, while our copy is on its way. */
+async function fetchThrough(
+  env: Env,
+  workspaceId: string,
+  row: MessageRow,
+  media: StoredMedia,
+): Promise<MediaDownload> {
+  const [access, workspace] = await Promise.all([
+    operatorMediaAccess(env, row.channel_number_id, workspaceId),
+    getWorkspaceWithLimits(env.DB, workspaceId),
+  ]);
+  if (!access || !workspace) return { kind: "unavailable", message: NOT_YET };
+  const located = await locateMedia(access.cfg, access.token, media.id);
+  if (located.kind === "gone")
+    return { kind: "unavailable", message: `The media is not available: ${located.message}` };
+  if (located.kind === "retry") return { kind: "unavailable", message: NOT_YET };
+  const cap = workspace.media_max_item_bytes;
+  if (located.value.size !== null && located.value.size > cap)
+    return { kind: "unavailable", message: overItem(located.value.size, cap) };
+  const got = await downloadMedia(access.cfg, access.token, located.value.url, FETCH_THROUGH_TIMEOUT_MS);
+  if (got.kind !== "ok") return { kind: "unavailable", message: NOT_YET };
+  const size = declaredLength(got.value) ?? located.value.size;
+  if (size !== null && size > cap) {
+    await got.value.body?.cancel();
+    return { kind: "unavailable", message: overItem(size, cap) };
+  }
+  const contentType =
+    cleanContentType(located.value.mimeType) ??
+    cleanContentType(got.value.headers.get("content-type")) ??
+    "application/octet-stream";
+  return {
+    kind: "bytes",
+    body: got.value.body!,
+    contentType,
+    size,
+    filename: downloadName(row.id, row.type, media, contentType),
+    source: "operator",
+    etag: null,
+  };
+}
+
+const overItem = (size: number, cap: number) =>
+  `The media was not kept: its ${size} bytes are over the plan's ${cap} bytes per item.`;
+
+function whyNot(copy: Extract<MediaCopy, { state: "over_cap" | "failed" }>): string {
+  if (copy.state === "failed") return `The media could not be copied from the operator. ${copy.reason}`;
+  return copy.cap === "item"
+    ? overItem(copy.size, copy.capBytes)
+    : `The media was not kept: the plan's ${copy.capBytes} bytes of media per day were used up when it arrived.`;
+}

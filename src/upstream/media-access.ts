@@ -1,0 +1,27 @@
+import { config } from "../config";
+import { getNumberById } from "../db/channel-numbers";
+import { openUpstreamCredentials } from "../lib/sealed-secrets";
+import type { OperatorMediaConfig } from "./cloud-media";
+
+/**
+ * Where a number's media is asked for, and with which token (opened here, at call time, kept
+ * nowhere); null when the number has no operator account (a sandbox number) or is not the
+ * workspace's. A disconnected number keeps its credentials: its media is still fetched.
+ */
+export async function operatorMediaAccess(
+  env: Env,
+  channelNumberId: string,
+  workspaceId: string,
+): Promise<{ cfg: OperatorMediaConfig; token: string } | null> {
+  const number = await getNumberById(env.DB, channelNumberId);
+  if (
+    !number ||
+    number.workspace_id !== workspaceId ||
+    number.upstream_type !== "cloud" ||
+    !number.upstream_credentials
+  )
+    return null;
+  const { accessToken } = await openUpstreamCredentials(env, number);
+  const { baseUrl, version, timeoutMs } = config(env).upstream;
+  return { cfg: { baseUrl, version, timeoutMs }, token: accessToken };
+}

@@ -1,0 +1,247 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { api, json } from "./helpers/http";
+import { send, textMessage } from "./helpers/send";
+import { cloudTenant, type OperatorCall } from "./helpers/operator";
+import { queuedEvents, statusEventsOf } from "./helpers/events";
+import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
+import { channelNumberStub } from "../src/durable-objects/stubs";
+import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
+
+// Reports that arrive in an unusual order or without our jobId (issue 21, item 5): a user on
+// several devices reported failed and delivered; a timed-out send whose only report is a failure
+// without `biz_opaque_callback_data`.
+
+let clock = Date.UTC(2044, 0, 1);
+const setClock = (ms: number) => {
+  clock = ms;
+  vi.setSystemTime(clock);
+};
+const advance = (ms: number) => setClock(clock + ms);
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  setClock(clock + 24 * 3_600_000);
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
+
+type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+
+/** The operator at the fetch edge: each send answered by `reply` (a thrown timeout: the answer is lost). */
+function operator(reply: (call: OperatorCall, index: number) => Response): OperatorCall[] {
+  const calls: OperatorCall[] = [];
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const req = new Request(input as RequestInfo, init);
+    if (req.method !== "POST" || !req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
+      throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
+    const call: OperatorCall = {
+      at: Date.now(),
+      url: req.url,
+      auth: req.headers.get("authorization"),
+      body: await req.json(),
+    };
+    calls.push(call);
+    return reply(call, calls.length - 1);
+  });
+  return calls;
+}
+
+/** Meta's send answer; `wa_id` is the operator's id for the recipient (it may differ from what we sent). */
+const accepted = (id: string, waId?: string) =>
+  Response.json({
+    messaging_product: "whatsapp",
+    ...(waId ? { contacts: [{ input: "x", wa_id: waId }] } : {}),
+    messages: [{ id }],
+  });
+const timeout = (): Response => {
+  throw new DOMException("The operation was aborted due to timeout", "TimeoutError");
+};
+
+const drain = async (numberId: string) => {
+  await runDurableObjectAlarm(channelNumberStub(env, numberId));
+  advance(PACE_WINDOW_MS);
+};
+
+async function sendOne(t: Tenant, to: string): Promise<string> {
+  const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Hello", to));
+  expect(res.status).toBe(201);
+  return (await json<{ jobId: string }>(res)).jobId;
+}
+
+const message = async (t: Tenant, jobId: string) =>
+  json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, t.key));
+
+const report = (t: Tenant, status: Record<string, unknown>) => postOperator(statusPayload(t.phoneNumberId, [status]));
+const undeliverable = [{ code: 131026, title: "Message undeliverable.", error_data: { details: "Undeliverable." } }];
+
+describe("a user on several devices: failed and delivered both reported", () => {
+  it("failed first: the message stays failed with its error, records the delivery and announces it (status failed)", async () => {
+    const t = await cloudTenant();
+    operator((_, i) => accepted(`wamid.${i}`));
+    const jobId = await sendOne(t, "5511900000001");
+    await drain(t.numberId);
+    const queued = queuedEvents();
+    const failedAt = clock;
+    await report(t, {
+      id: "wamid.0",
+      status: "failed",
+      timestamp: seconds(failedAt),
+      recipient_id: "5511900000001",
+      biz_opaque_callback_data: jobId,
+      errors: undeliverable,
+    });
+    // Another of the user's devices received it; the operator says so afterwards (and says read later).
+    await report(t, {
+      id: "wamid.0",
+      status: "delivered",
+      timestamp: seconds(failedAt + 2_000),
+      recipient_id: "5511900000001",
+      biz_opaque_callback_data: jobId,
+    });
+    await report(t, {
+      id: "wamid.0",
+      status: "read",
+      timestamp: seconds(failedAt + 4_000),
+      recipient_id: "5511900000001",
+      biz_opaque_callback_data: jobId,
+    });
+    const m = await message(t, jobId);
+    expect(m).toMatchObject({
+      status: "failed",
+      error: { code: "recipient_unreachable", upstreamCode: "131026" },
+      failedAt: new Date(Math.floor(failedAt / 1000) * 1000).toISOString(),
+      deliveredAt: new Date(Math.floor((failedAt + 2_000) / 1000) * 1000).toISOString(),
+      readAt: new Date(Math.floor((failedAt + 4_000) / 1000) * 1000).toISOString(),
+    });
+    const events = statusEventsOf(queued(), jobId).map((e) => e.data);
+    expect(events).toEqual([
+      expect.objectContaining({ status: "failed", previousStatus: "sent", deliveredAt: null }),
+      expect.objectContaining({
+        status: "failed",
+        previousStatus: "failed",
+        deliveredAt: m.deliveredAt,
+        readAt: null,
+        error: expect.objectContaining({ code: "recipient_unreachable" }),
+      }),
+      expect.objectContaining({ status: "failed", previousStatus: "failed", readAt: m.readAt }),
+    ]);
+    // The timeline says the same, in the order the operator reported it.
+    const { timeline } = await json<{ timeline: { status: string }[] }>(await api(`/messages/${jobId}/events`, t.key));
+    expect(timeline.map((e) => e.status)).toEqual(["queued", "processing", "sent", "failed", "delivered", "read"]);
+  });
+
+  it("delivered first: the message stays sent, and the later failure is ignored", async () => {
+    const t = await cloudTenant();
+    operator((_, i) => accepted(`wamid.${i}`));
+    const jobId = await sendOne(t, "5511900000001");
+    await drain(t.numberId);
+    const queued = queuedEvents();
+    await report(t, { id: "wamid.0", status: "delivered", timestamp: seconds(clock), biz_opaque_callback_data: jobId });
+    await report(t, {
+      id: "wamid.0",
+      status: "failed",
+      timestamp: seconds(clock + 2_000),
+      biz_opaque_callback_data: jobId,
+      errors: undeliverable,
+    });
+    expect(await message(t, jobId)).toMatchObject({ status: "sent", error: null, deliveredAt: expect.any(String) });
+    expect(statusEventsOf(queued(), jobId).map((e) => e.data)).toEqual([
+      expect.objectContaining({ status: "sent", previousStatus: "sent", deliveredAt: expect.any(String) }),
+    ]);
+  });
+});
+
+describe("a timed-out send whose only report is a failure without our jobId", () => {
+  it("is matched by its number, recipient and time: it fails with the operator's error and learns the operator's id", async () => {
+    const t = await cloudTenant();
+    const calls = operator(timeout);
+    const jobId = await sendOne(t, "5511900000001");
+    await drain(t.numberId);
+    expect(calls).toHaveLength(1);
+    expect(await message(t, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+    const res = await report(t, {
+      id: "wamid.LOST",
+      status: "failed",
+      timestamp: seconds(clock),
+      recipient_id: "5511900000001",
+      errors: [{ code: 131047, title: "Re-engagement message" }],
+    });
+    expect(res.status).toBe(200);
+    expect(await message(t, jobId)).toMatchObject({
+      status: "failed",
+      upstreamMessageId: "wamid.LOST",
+      outcomeUnknownSince: null,
+      error: { code: "service_window_closed", upstreamCode: "131047" },
+    });
+    // The operator's retry of the same report finds the message settled: nothing changes.
+    await report(t, {
+      id: "wamid.LOST",
+      status: "failed",
+      timestamp: seconds(clock),
+      recipient_id: "5511900000001",
+      errors: [{ code: 131047, title: "Re-engagement message" }],
+    });
+    expect(await message(t, jobId)).toMatchObject({ status: "failed", upstreamMessageId: "wamid.LOST" });
+  });
+
+  it("the operator's own id for the recipient (learnt from an earlier answer) matches too", async () => {
+    const t = await cloudTenant();
+    // A Brazilian mobile: sent with the ninth digit, known to the operator without it.
+    let lost = false;
+    operator((_, i) => (lost ? timeout() : accepted(`wamid.${i}`, "551199998888")));
+    const first = await sendOne(t, "5511999998888");
+    await drain(t.numberId);
+    expect(await message(t, first)).toMatchObject({ status: "sent" });
+    lost = true;
+    const jobId = await sendOne(t, "5511999998888");
+    advance(10_000);
+    await drain(t.numberId);
+    expect(await message(t, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+    await report(t, {
+      id: "wamid.LOST",
+      status: "failed",
+      timestamp: seconds(clock),
+      recipient_id: "551199998888",
+      errors: undeliverable,
+    });
+    expect(await message(t, jobId)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
+    expect(await message(t, first)).toMatchObject({ status: "sent", error: null });
+  });
+
+  it("is not matched when nothing tells which message it is about: two unknown outcomes to that recipient, another recipient, or a report older than the call", async () => {
+    const t = await cloudTenant();
+    operator(timeout);
+    const callAt = clock;
+    const a = await sendOne(t, "5511900000001");
+    const b = await sendOne(t, "5511900000002");
+    await drain(t.numberId);
+    await drain(t.numberId);
+    const failure = (recipient: string, at: number) =>
+      report(t, {
+        id: `wamid.${recipient}.${at}`,
+        status: "failed",
+        timestamp: seconds(at),
+        recipient_id: recipient,
+        errors: undeliverable,
+      });
+    // Another recipient, and a report from long before the call: neither is about these messages.
+    await failure("5511900000003", clock);
+    await failure("5511900000001", callAt - 60 * 60_000);
+    for (const jobId of [a, b]) expect(await message(t, jobId)).toMatchObject({ status: "processing" });
+    // Two messages to that recipient wait on an unknown outcome: the report could be about either.
+    await sendOne(t, "5511900000002");
+    advance(10_000);
+    await drain(t.numberId);
+    await failure("5511900000002", clock);
+    expect(await message(t, b)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
+    // A delivery without our jobId is never matched (it may be about a message sent from the business's own app).
+    await report(t, { id: "wamid.APP", status: "delivered", timestamp: seconds(clock), recipient_id: "5511900000001" });
+    expect(await message(t, a)).toMatchObject({ status: "processing", deliveredAt: null });
+    // The one message to the first recipient, reported now: matched.
+    await failure("5511900000001", clock);
+    expect(await message(t, a)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
+  });
+});
