@@ -32,3 +32,9 @@ CREATE TABLE template_sync_state (
   pass_started_at TEXT,
   requested_at TEXT
 ) WITHOUT ROWID;
+
+-- A business account's live numbers, found without a scan: the sync's token, the hourly list of
+-- accounts due (an index-only read of live numbers with an account) and the account-level
+-- webhooks (bans, restrictions, template updates). ~60 B per live number; sandbox numbers have no
+-- account and no entry.
+CREATE INDEX channel_numbers_by_waba ON channel_numbers (waba_id) WHERE waba_id IS NOT NULL;

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant } from "./helpers/fixtures";
-import { holdObject, settleIo, testNumber } from "./helpers/objects";
+import { holdObject, settleIo, testNumber, testWorkspace } from "./helpers/objects";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { expectRuntimeLog } from "./helpers/runtime-log";
@@ -79,7 +79,11 @@ describe("faults between the steps of a send", () => {
     // The number object is busy, then every object restarts while the send waits on it.
     const gate = await holdObject(channelNumberStub(env, t.numberId));
     const pending = send(t.key, "fragile", textMessage(t.numberId));
-    await settleIo();
+    // Strikes once the workspace has the send (a loaded machine may take longer than any fixed pause to get it there).
+    await vi.waitFor(async () => expect(await testWorkspace(t.workspaceId).sendsUnderWay()).toBe(1), {
+      timeout: 10_000,
+      interval: 20,
+    });
     await abortAllDurableObjects();
     await gate.release().catch(() => "aborted");
     await expectError(await pending, 500, "internal_error");

@@ -188,7 +188,7 @@ describe("request ids and errors", () => {
 
   it("answers unknown routes with the uniform 404", async () => {
     const a = await createTenant({ plan: "pro" });
-    for (const path of ["/api/v1/nope", "/api/v2/me", "/nope", "/admin/v1/nothing-here"]) {
+    for (const path of ["/api/v1/nope", "/api/v3/me", "/nope", "/admin/v1/nothing-here"]) {
       const res = await call(path, { headers: { Authorization: `Bearer ${a.key}` } });
       if (path.startsWith("/admin")) await expectError(res, 401, "unauthorized");
       else await expectError(res, 404, "not_found");

@@ -28,6 +28,11 @@ export class WorkspaceDurableObject extends Workspace {
     return this.admission.state(at);
   }
 
+  /** Sends this object has taken in and not yet answered (a fault test strikes while one is under way). */
+  async sendsUnderWay(): Promise<number> {
+    return (this.admission as unknown as { inFlight: Map<string, unknown> }).inFlight.size;
+  }
+
   /** The stored record of a message in this object (a slot table or the earlier layout's), as is. */
   async storedRecord(id: string): Promise<MessageRow | null> {
     const at = this.tiers().locate(id);

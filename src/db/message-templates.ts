@@ -216,8 +216,8 @@ export async function putSyncState(
  * that could not be applied), a pass in progress, then the stalest (never synced first). Only
  * accounts with a connected live number (whose token the sync uses). An account whose last try
  * failed waits an hour like one that succeeded, so that accounts failing for good never take the
- * budget of the others. Reads every connected live number's row (no index on waba_id: an hourly
- * query over ≤ one row per live number). Bounded by `limit`.
+ * budget of the others. Reads the accounts through the partial index on `waba_id` (migration 0029),
+ * one entry per live number with an account, hourly. Bounded by `limit`.
  */
 export async function accountsDue(db: D1Database, staleBefore: string, limit: number): Promise<string[]> {
   const r = await db

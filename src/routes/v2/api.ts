@@ -8,6 +8,7 @@ import { usageRoutes } from "../usage";
 import { webhookRoutes } from "../webhooks";
 import { messageReadRoutes } from "../messages";
 import { messageArchiveRoutes } from "../message-archives";
+import { messageMediaRoutes } from "../message-media";
 import { sandboxRoutes } from "../sandbox";
 import { sandboxTestContactRoutes } from "../sandbox-test-contacts";
 import { registerEventDocs } from "../event-docs";
@@ -67,6 +68,7 @@ publicApiV2
   .route("/", webhookRoutes)
   .route("/", messageRoutesV2)
   .route("/", messageReadRoutes)
+  .route("/", messageMediaRoutes)
   .route("/", messageArchiveRoutes)
   .route("/", sandboxRoutes)
   .route("/", sandboxTestContactRoutes)

@@ -25,7 +25,7 @@ describe("what a failed operator call means", () => {
     expect(classifyOperatorError(400, "131049", "x")).toMatchObject({ kind: "permanent", error: { retriable: true } });
     expect(classifyOperatorError(400, "132001", "x")).toMatchObject({
       kind: "permanent",
-      error: { code: "template_error" },
+      error: { code: "template_not_found" },
     });
     expect(classifyOperatorError(500, "1", "x").kind).toBe("retryable");
     expect(classifyOperatorError(400, "99999", "x", { isTransient: true }).kind).toBe("retryable");
