@@ -21,10 +21,10 @@ export async function templatesFlow(h) {
   await page.getByRole("link", { name: "Templates of this number" }).click();
   await page.getByRole("heading", { name: /^Templates of / }).waitFor();
   const card = page.getByRole("article", { name: /order_update \(en_US\)/ });
-  await card.getByText("APPROVED").waitFor();
+  await card.getByText("APPROVED", { exact: true }).waitFor();
   await page
     .getByRole("article", { name: /spring_sale/ })
-    .getByText("PAUSED")
+    .getByText("PAUSED", { exact: true })
     .waitFor();
   await expectAccessible(page, "templates");
 
