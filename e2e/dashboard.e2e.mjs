@@ -8,6 +8,7 @@ import { webhookFlow } from "./flows/webhook.mjs";
 import { viewerFlow } from "./flows/viewer.mjs";
 import { messagesFlow } from "./flows/messages.mjs";
 import { connectNumberFlow } from "./flows/connect-number.mjs";
+import { templatesFlow } from "./flows/templates.mjs";
 
 /** @type {import("./harness.mjs").Harness | undefined} */
 let h;
@@ -35,4 +36,9 @@ test("a message sent with a dashboard key is listed, filtered, and its page show
 );
 test("an owner connects a sandbox number; the list shows its id with a copy button", { timeout: 120_000 }, () =>
   connectNumberFlow(harness()),
+);
+test(
+  "a developer copies a template's JSON and sends a test; refused beside its field, then sent",
+  { timeout: 120_000 },
+  () => templatesFlow(harness()),
 );

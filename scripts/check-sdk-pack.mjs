@@ -37,7 +37,7 @@ try {
     ],
     app,
   ).trim();
-  for (const name of ["MessagingClient", "ApiError", "verifyWebhook", "Paginated"]) {
+  for (const name of ["MessagingClient", "MessagingClientV2", "ApiError", "verifyWebhook", "Paginated"]) {
     if (!exported.split(",").includes(name))
       throw new Error(`the installed SDK does not export ${name} (got ${exported})`);
   }
@@ -45,9 +45,13 @@ try {
   // most projects: standardwebhooks' own .d.ts needs @types/node, which is not ours to require).
   writeFileSync(
     join(app, "index.ts"),
-    'import { MessagingClient, type SendMessageInput } from "@messaging-gateway/sdk";\n' +
+    'import { MessagingClient, type SendMessageInput, type SendMessageInputV2 } from "@messaging-gateway/sdk";\n' +
       'const input: SendMessageInput = { channelNumberId: "cn_1", to: "5511999998888", text: { body: "hi" } };\n' +
-      'export const client = new MessagingClient({ apiKey: "k", baseUrl: "http://127.0.0.1:8787" });\nexport { input };\n',
+      // The v2 types ship too: a template send typed from the v2 document.
+      'const template: SendMessageInputV2 = { channelNumberId: "cn_1", to: "5511999998888", type: "template",\n' +
+      '  template: { name: "order_update", language: "en_US", parameters: { body: ["Ana"] } } };\n' +
+      'export const client = new MessagingClient({ apiKey: "k", baseUrl: "http://127.0.0.1:8787" });\n' +
+      "export const send = () => client.v2.messages.send(template);\nexport { input };\n",
   );
   run(
     "node",

@@ -222,6 +222,23 @@ const DASHBOARD: Record<string, Walk> = {
       actor: asOwner(w),
     }),
   },
+  "POST /dashboard/numbers/:id/templates/test": {
+    action: "template.test_sent",
+    // The message's status events: processing, sent, then the sandbox's delivered (2 s) and read (5 s).
+    deliveries: 4,
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/templates/test`, {
+        name: "appointment_reminder",
+        language: "en_US",
+        to: TEST_CONTACT,
+        body_first_name: "Ana",
+        body_date: "May 2",
+        body_time: "10:00",
+      }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
+  },
   "POST /dashboard/members": {
     action: "member.invited",
     run: async (w) => ({

@@ -84,6 +84,7 @@ const POST_ROUTES = {
   "/numbers/:id/disconnect": "owner",
   "/numbers/:id/test-contacts": "developer",
   "/numbers/:id/test-contacts/:phone/remove": "developer",
+  "/numbers/:id/templates/test": "developer",
 } as const;
 
 /** A concrete path and a valid form for a route, aimed at workspace `w`'s own things. */
@@ -109,6 +110,14 @@ function request(route: string, w: World, target: Member): { path: string; field
     "/numbers": { type: "sandbox", displayPhoneNumber: "15550008888" },
     "/numbers/:id/token": { accessToken: "EAAG-a-forged-token-000000" },
     "/numbers/:id/test-contacts": { phone: "5511955554444" },
+    "/numbers/:id/templates/test": {
+      name: "appointment_reminder",
+      language: "en_US",
+      to: "5511955554444",
+      body_first_name: "Ana",
+      body_date: "May 2",
+      body_time: "10:00",
+    },
   };
   return { path, fields: { confirmed: "yes", ...(fields[route] ?? {}) } };
 }

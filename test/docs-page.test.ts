@@ -62,9 +62,33 @@ describe("the API reference at /docs", () => {
 
   it("renders this deployment's document, with the external validator off", async () => {
     const init = await (await asset("/static/docs/reference.js")).text();
-    expect(init).toContain('url: "/api/v1/openapi.json"');
+    expect(init).toContain("url: documentUrl");
+    expect(init).toContain('|| "/api/v1/openapi.json"');
     expect(init).toContain("validatorUrl: null");
     expect(init).not.toMatch(/https?:\/\//);
+  });
+
+  it("shows both versions, one at a time: v1 by default, v2 with ?version=v2, each linking the other", async () => {
+    for (const [path, version, other] of [
+      ["/docs", "v1", "v2"],
+      ["/docs?version=v1", "v1", "v2"],
+      ["/docs?version=v2", "v2", "v1"],
+      ["/docs?version=v9", "v1", "v2"],
+    ] as const) {
+      const res = await call(path);
+      expect(res.status, path).toBe(200);
+      const html = await res.text();
+      expect(html, path).toContain(`data-document="/api/${version}/openapi.json"`);
+      expect(html, path).toContain(`<h1>Messaging API ${version}</h1>`);
+      expect(html, path).toContain(`Base URL <code>/api/${version}</code>`);
+      expect(html, path).toContain(`<a href="/docs?version=${version}" aria-current="page">${version}</a>`);
+      expect(html, path).toContain(`<a href="/docs?version=${other}">${other}</a>`);
+      expect((await call(`/api/${version}/openapi.json`)).status).toBe(200);
+    }
+    expect(await (await call("/docs?version=v2")).text()).toContain("template messages");
+    // "Try it out" prepares both versions' sends.
+    const init = await (await asset("/static/docs/reference.js")).text();
+    expect(init).toContain('var SEND_PATHS = ["/api/v1/messages", "/api/v2/messages"]');
   });
 
   it("has a favicon, one main heading (Swagger UI's own title hidden) and no empty tag section", async () => {
@@ -74,12 +98,16 @@ describe("the API reference at /docs", () => {
     expect(await (await asset("/static/docs/reference.css")).text()).toMatch(
       /\.swagger-ui \.information-container hgroup\.main\s*\{\s*display: none;\s*\}/,
     );
-    // Every tag listed at the top of the document has operations under paths (else Swagger UI shows it empty).
-    const doc = await (
-      await call("/api/v1/openapi.json")
-    ).json<{ tags: { name: string }[]; paths: Record<string, Record<string, { tags?: string[] }>> }>();
-    const used = new Set(Object.values(doc.paths).flatMap((ops) => Object.values(ops).flatMap((op) => op.tags ?? [])));
-    for (const tag of doc.tags) expect(used.has(tag.name), tag.name).toBe(true);
+    // Every tag listed at the top of each document has operations under paths (else Swagger UI shows it empty).
+    for (const version of ["v1", "v2"]) {
+      const doc = await (
+        await call(`/api/${version}/openapi.json`)
+      ).json<{ tags: { name: string }[]; paths: Record<string, Record<string, { tags?: string[] }>> }>();
+      const used = new Set(
+        Object.values(doc.paths).flatMap((ops) => Object.values(ops).flatMap((op) => op.tags ?? [])),
+      );
+      for (const tag of doc.tags) expect(used.has(tag.name), `${version} ${tag.name}`).toBe(true);
+    }
   });
 
   it("'Try it out' on POST /messages fills a fresh Idempotency-Key per run and the caller's first number, and says why", async () => {
@@ -87,10 +115,12 @@ describe("the API reference at /docs", () => {
     expect(init).toContain("requestInterceptor: prepareSend");
     expect(init).toContain("crypto.randomUUID()");
     expect(init).toContain('fetch("/api/v1/channel-numbers?limit=1"');
-    // The placeholders it replaces are the document's own examples.
-    const doc = await (await call("/api/v1/openapi.json")).text();
-    for (const placeholder of [...init.matchAll(/var EXAMPLE_(?:KEY|NUMBER) = "([^"]+)"/g)].map((m) => m[1]!))
-      expect(doc).toContain(placeholder);
+    // The placeholders it replaces are each document's own examples.
+    for (const version of ["v1", "v2"]) {
+      const doc = await (await call(`/api/${version}/openapi.json`)).text();
+      for (const placeholder of [...init.matchAll(/var EXAMPLE_(?:KEY|NUMBER) = "([^"]+)"/g)].map((m) => m[1]!))
+        expect(doc, version).toContain(placeholder);
+    }
     expect(await (await call("/docs")).text()).toMatch(/new <code>Idempotency-Key<\/code> for every run/);
   });
 });

@@ -4,6 +4,7 @@ import { ndjsonValues } from "./ndjson.js";
 import { Paginated, type Page } from "./paginate.js";
 import { DEFAULT_RETRY, once, withRetries, type RetryOptions } from "./retry.js";
 import { verifyWebhook, type WebhookEvent, type WebhookHeaders } from "./webhooks.js";
+import { MessagingClientV2 } from "./v2.js";
 
 type Schemas = components["schemas"];
 /** An outbound or an inbound message: narrow on `direction`. */
@@ -55,7 +56,7 @@ export interface MessageMedia {
 export interface ClientOptions {
   /** An API key, `msg_live_…`. */
   apiKey: string;
-  /** The deployment, e.g. `https://messaging.example.com` (`/api/v1` is added unless present). */
+  /** The deployment, e.g. `https://messaging.example.com` (`/api/v1` is added unless present; `client.v2` uses `/api/v2`). */
   baseUrl: string;
   /** Defaults to the global fetch: pass one for tests, proxies or instrumentation. */
   fetch?: (request: Request) => Promise<Response>;
@@ -79,6 +80,8 @@ const apiRoot = (baseUrl: string) => {
 export class MessagingClient {
   private readonly http: ReturnType<typeof createClient<paths>>;
   private readonly retry: RetryOptions;
+  /** API v2 (`/api/v2`): template messages and templates; the same key, fetch and retry policy. */
+  readonly v2: MessagingClientV2;
 
   constructor(options: ClientOptions) {
     if (!options.apiKey) throw new TypeError("apiKey is required");
@@ -89,6 +92,10 @@ export class MessagingClient {
       ...(userFetch ? { fetch: (request: Request) => userFetch(request) } : {}),
     });
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.v2 = new MessagingClientV2(
+      { apiKey: options.apiKey, baseUrl: options.baseUrl, ...(userFetch ? { fetch: userFetch } : {}) },
+      this.retry,
+    );
   }
 
   private read<T>(

@@ -24,6 +24,19 @@ export {
   type WebhookDelivery,
   type WebhookWithSecret,
 } from "./client.js";
+export {
+  apiV2Root,
+  MessagingClientV2,
+  type MessageListParamsV2,
+  type MessageV2,
+  type SendMessageInputV2,
+  type SendResultV2,
+  type Template,
+  type TemplateContent,
+  type TemplateDetail,
+  type TemplateGetParams,
+  type TemplateListParams,
+} from "./v2.js";
 export { ApiError, ConnectionError, MessagingError, type ErrorCode, type ErrorDetail } from "./errors.js";
 export { Paginated, type Page } from "./paginate.js";
 export { DEFAULT_RETRY, type RetryOptions } from "./retry.js";

@@ -20,6 +20,7 @@ import { numberPages } from "./pages/numbers";
 import { numberChangePages } from "./pages/number-changes";
 import { overviewPage } from "./pages/overview";
 import { signInPages } from "./pages/sign-in";
+import { templatePages } from "./pages/templates";
 import { testContactPages } from "./pages/test-contacts";
 import { webhookPages } from "./pages/webhooks";
 
@@ -50,6 +51,7 @@ dashboard.route("/", apiKeyPages);
 dashboard.route("/", numberPages);
 dashboard.route("/", numberChangePages);
 dashboard.route("/", testContactPages);
+dashboard.route("/", templatePages);
 dashboard.route("/", webhookPages);
 dashboard.route("/", memberPages);
 dashboard.route("/", accountPages);

@@ -9,7 +9,8 @@
 // - once authorized, the example channelNumberId becomes your first number (GET /channel-numbers).
 var EXAMPLE_KEY = "6f1c2a7e-3b0d-4e59-9d7b-2f3c1a9e8b10";
 var EXAMPLE_NUMBER = "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33";
-var SEND_PATH = "/api/v1/messages";
+// Both versions' sends (the page shows one version's document at a time: /docs?version=v2).
+var SEND_PATHS = ["/api/v1/messages", "/api/v2/messages"];
 
 // The first connected number the key can send from, looked up once per key.
 var firstNumber = {};
@@ -31,7 +32,7 @@ function numberFor(auth) {
 
 function prepareSend(req) {
   var path = new URL(req.url, location.origin).pathname;
-  if (req.method !== "POST" || path !== SEND_PATH) return req;
+  if (req.method !== "POST" || SEND_PATHS.indexOf(path) < 0) return req;
   // The example key (or none): a new one for this run. A key you typed yourself is kept (to try a retry).
   var key = req.headers["Idempotency-Key"] || req.headers["idempotency-key"];
   if (!key || key === EXAMPLE_KEY) {
@@ -46,8 +47,12 @@ function prepareSend(req) {
   });
 }
 
+// The page names the version's document (data-document); v1's if it names none.
+var reference = document.getElementById("reference");
+var documentUrl = (reference && reference.dataset.document) || "/api/v1/openapi.json";
+
 window.ui = SwaggerUIBundle({
-  url: "/api/v1/openapi.json",
+  url: documentUrl,
   dom_id: "#reference",
   deepLinking: true,
   presets: [SwaggerUIBundle.presets.apis],

@@ -166,6 +166,11 @@ export async function renderNumber(
         <dd>
           <a href={`/dashboard/messages?channelNumberId=${number.id}`}>Messages of this number</a>
         </dd>
+        <dt>Templates</dt>
+        <dd>
+          <a href={`/dashboard/numbers/${number.id}/templates`}>Templates of this number</a>{" "}
+          <span class="hint">(what it can send outside the 24-hour window)</span>
+        </dd>
         <dt>Webhook</dt>
         <dd>
           {webhook ? (

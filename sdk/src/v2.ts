@@ -1,0 +1,127 @@
+import createClient from "openapi-fetch";
+import type { components, operations, paths } from "./generated/openapi-v2.js";
+import { Paginated, type Page } from "./paginate.js";
+import { withRetries, type RetryOptions } from "./retry.js";
+
+// API v2 (`/api/v2`): v1 plus template messages and the templates a number can send. Typed
+// from the v2 OpenAPI document (sdk/src/generated/openapi-v2.ts); the v1 client is unchanged.
+
+type Schemas = components["schemas"];
+/** A v2 send: `type: "text"` with `text` (as in v1), or `type: "template"` with `template`. */
+export type SendMessageInputV2 = Schemas["SendMessageRequestV2"];
+/** The `template` of a template send: its name, language and parameters. */
+export type TemplateContent = Schemas["TemplateContent"];
+/** A message as v2 reads it: a template message carries `type: "template"`, its `template` and its rendered text. */
+export type MessageV2 = Schemas["Message"];
+/** One language of a template of one of your numbers' business accounts (or a sandbox number's). */
+export type Template = Schemas["Template"];
+/** A template by name: each of its languages. */
+export type TemplateDetail = Schemas["TemplateDetail"];
+/** Filters of `v2.templates.list`, `limit` (the page size) and a starting `cursor`. */
+export type TemplateListParams = NonNullable<operations["listTemplates"]["parameters"]["query"]>;
+/** Filters of `v2.templates.get`: one number's, or one language. */
+export type TemplateGetParams = NonNullable<operations["getTemplate"]["parameters"]["query"]>;
+/** Filters of `v2.messages.list`: v1's, plus `type`. */
+export type MessageListParamsV2 = NonNullable<operations["listMessagesV2"]["parameters"]["query"]>;
+
+interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface SendResultV2 {
+  jobId: string;
+  /** `created`, or `duplicado_identico` when this key had already been accepted: nothing was sent again. */
+  status: "created" | "duplicado_identico";
+  /** The key the send went out with (yours, or the one generated for you): keep it to retry later. */
+  idempotencyKey: string;
+}
+
+/** The deployment's `/api/v2`, whatever version's root (or none) the base URL was given with. */
+export const apiV2Root = (baseUrl: string): string =>
+  `${baseUrl.replace(/\/+$/, "").replace(/\/api\/v[12]$/, "")}/api/v2`;
+
+/** `client.v2`: built by MessagingClient with its key, fetch and retry policy. */
+export class MessagingClientV2 {
+  private readonly http: ReturnType<typeof createClient<paths>>;
+
+  constructor(
+    options: { apiKey: string; baseUrl: string; fetch?: (request: Request) => Promise<Response> },
+    private readonly retry: RetryOptions,
+  ) {
+    const userFetch = options.fetch;
+    this.http = createClient<paths>({
+      baseUrl: apiV2Root(options.baseUrl),
+      headers: { Authorization: `Bearer ${options.apiKey}` },
+      ...(userFetch ? { fetch: (request: Request) => userFetch(request) } : {}),
+    });
+  }
+
+  private read<T>(
+    attempt: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>,
+    options?: CallOptions,
+  ) {
+    return withRetries(attempt, this.retry, options?.signal).then((r) => r.data);
+  }
+
+  private paged<T>(
+    params: { cursor?: string },
+    page: (
+      cursor: string | undefined,
+      signal: AbortSignal,
+    ) => Promise<{ data?: Page<T>; error?: unknown; response: Response }>,
+    options?: CallOptions,
+  ): Paginated<T> {
+    return new Paginated((cursor) => this.read((signal) => page(cursor, signal), options), params.cursor);
+  }
+
+  readonly messages = {
+    /**
+     * Queues a text or template message. A template is checked before anything is queued: an
+     * unknown name, language, an unapproved template or parameters that do not fit it throw
+     * `ApiError` 400 (`template_…`, `details` naming each field). As in v1, one Idempotency-Key
+     * (yours, or a generated UUID) goes out on every retry, so retrying never duplicates a send.
+     */
+    send: async (
+      input: SendMessageInputV2,
+      options: CallOptions & { idempotencyKey?: string } = {},
+    ): Promise<SendResultV2> => {
+      const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
+      const { data } = await withRetries(
+        (signal) =>
+          this.http.POST("/messages", {
+            params: { header: { "idempotency-key": idempotencyKey } },
+            body: input,
+            signal,
+          }),
+        this.retry,
+        options.signal,
+      );
+      return { jobId: data.jobId, status: data.status, idempotencyKey };
+    },
+    get: (id: string, options?: CallOptions): Promise<MessageV2> =>
+      this.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
+    /** Messages, newest first, over every page (a short page never ends it); `type: "template"` filters. */
+    list: (params: MessageListParamsV2 = {}, options?: CallOptions): Paginated<MessageV2> =>
+      this.paged(
+        params,
+        (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
+  };
+
+  readonly templates = {
+    /** The templates your numbers can send, by name and language, over every page. */
+    list: (params: TemplateListParams = {}, options?: CallOptions): Paginated<Template> =>
+      this.paged(
+        params,
+        (cursor, signal) => this.http.GET("/templates", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
+    /** A template by name, each of its languages (an unknown name throws `ApiError` 404). */
+    get: (name: string, params: TemplateGetParams = {}, options?: CallOptions): Promise<TemplateDetail> =>
+      this.read(
+        (signal) => this.http.GET("/templates/{name}", { params: { path: { name }, query: params }, signal }),
+        options,
+      ),
+  };
+}

@@ -1,0 +1,288 @@
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
+import { getSyncState, listTemplates, type SyncStateRow } from "../../db/message-templates";
+import { findByUuid } from "../../domain/job-id";
+import type { StoredTemplate } from "../../domain/template";
+import { now } from "../../lib/clock";
+import { decodeCursor, encodeCursor } from "../../lib/pagination";
+import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
+import { auditMember } from "../audit";
+import { Time } from "../components";
+import type { DashboardEnv } from "../context";
+import { setFlash } from "../flash";
+import { formFields } from "../forms";
+import { hasRole, requireRole } from "../roles";
+import { SendJson, StatusBadge, TemplatePreview, TestSendForm, type TestFormState } from "../template-parts";
+import { formKey, sendTemplateTest } from "../template-send";
+import { notFoundPage } from "./errors";
+
+// A number's templates (`/dashboard/numbers/:id/templates`): what `GET /api/v2/templates`
+// shows, read from the same store, with the JSON to send each and, for developers and owners, a
+// form that sends one as a test through the same checks and engine as `POST /api/v2/messages`.
+
+const PAGE_SIZE = 50;
+
+/** The session's connected number of the `:id` in the path, or null (404 like an unknown one). */
+const numberOfPath = (c: Context<DashboardEnv>) =>
+  findByUuid(c.req.param("id") ?? "", (stored) => getConnectedNumber(c.env.DB, c.get("session").workspace_id, stored));
+
+interface TemplatesOfNumber {
+  templates: StoredTemplate[];
+  nextCursor: string | null;
+  /** The live account's sync state (null for sandbox numbers, or an account never synced). */
+  sync: SyncStateRow | null;
+}
+
+/** A page of the number's templates, by name and language: built-in for sandbox numbers, synced for live ones. */
+async function templatesOf(db: D1Database, number: ChannelNumberRow, cursor: string | undefined) {
+  if (number.upstream_type === "sandbox") return { templates: [...SANDBOX_TEMPLATES], nextCursor: null, sync: null };
+  if (number.waba_id === null) return { templates: [], nextCursor: null, sync: null };
+  // The API's cursor shape: the last template's [name, language] and its account.
+  const c = cursor ? decodeCursor(cursor) : undefined;
+  const key: unknown = c ? JSON.parse(c.sortKey) : null;
+  const after =
+    c && Array.isArray(key) && typeof key[0] === "string" && typeof key[1] === "string"
+      ? { name: key[0], language: key[1], account: c.id }
+      : null;
+  const [rows, sync] = await Promise.all([
+    listTemplates(db, [number.waba_id], {}, after, PAGE_SIZE + 1),
+    getSyncState(db, number.waba_id),
+  ]);
+  const page = rows.slice(0, PAGE_SIZE);
+  const last = page.at(-1);
+  const nextCursor =
+    rows.length > PAGE_SIZE && last
+      ? encodeCursor({ sortKey: JSON.stringify([last.name, last.language]), id: last.account })
+      : null;
+  return { templates: page, nextCursor, sync } satisfies TemplatesOfNumber;
+}
+
+/** "12 minutes ago", "3 hours ago", "2 days ago": how old a copy is, at a glance. */
+export function ageOf(iso: string, at: number): string {
+  const minutes = Math.max(0, Math.floor((at - Date.parse(iso)) / 60_000));
+  if (minutes < 1) return "less than a minute ago";
+  if (minutes < 120) return `${minutes} minute${minutes === 1 ? "" : "s"} ago`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours} hours ago` : `${Math.floor(hours / 24)} days ago`;
+}
+
+/** Where the account's copy comes from, how old it is, and its last sync error. */
+function SyncFacts({ number, sync }: { number: ChannelNumberRow; sync: SyncStateRow | null }) {
+  if (number.upstream_type === "sandbox")
+    return (
+      <p>
+        A sandbox number has these built-in templates (they are never synced). Like the operator, it delivers a template
+        to any recipient, also outside the 24-hour window where it refuses free-form text.
+      </p>
+    );
+  if (number.waba_id === null)
+    return (
+      <p class="problem">
+        This number was connected without its business account id (<code>wabaId</code>): it has no templates, and
+        template sends are refused with <code>template_not_found</code>. An owner can reconnect it with its business
+        account id.
+      </p>
+    );
+  const at = now();
+  return (
+    <dl class="facts">
+      <dt>Business account</dt>
+      <dd>
+        <code>{number.waba_id}</code>
+      </dd>
+      <dt>Last synced</dt>
+      <dd>
+        {sync?.last_success_at ? (
+          <>
+            <Time iso={sync.last_success_at} /> <span class="hint">({ageOf(sync.last_success_at, at)})</span>
+          </>
+        ) : (
+          "not yet"
+        )}{" "}
+        <span class="hint">
+          · copied from the operator when the number is connected, at most hourly after that, and at once when the
+          operator reports a status change
+        </span>
+      </dd>
+      <dt>Last sync error</dt>
+      <dd>
+        {sync?.last_error ? (
+          <span class="bad">
+            {sync.last_error}
+            {sync.last_error_at ? (
+              <>
+                {" "}
+                (<Time iso={sync.last_error_at} />)
+              </>
+            ) : null}{" "}
+            · the last good copy below is kept
+          </span>
+        ) : (
+          "none"
+        )}
+      </dd>
+    </dl>
+  );
+}
+
+function TemplateCard({
+  t,
+  index,
+  number,
+  canSend,
+  form,
+}: {
+  t: StoredTemplate;
+  index: number;
+  number: ChannelNumberRow;
+  canSend: boolean;
+  form: TestFormState | undefined;
+}) {
+  const prefix = `t${index}`;
+  return (
+    <article class="card template" aria-labelledby={`${prefix}-heading`}>
+      <h2 id={`${prefix}-heading`}>
+        {t.name} <span class="hint">({t.language})</span> <StatusBadge status={t.status} />
+      </h2>
+      <dl class="facts">
+        <dt>Category</dt>
+        <dd>{t.category}</dd>
+        <dt>Language</dt>
+        <dd>
+          <code>{t.language}</code>
+        </dd>
+        <dt>Parameter format</dt>
+        <dd>
+          {t.parameterFormat}{" "}
+          <span class="hint">
+            {t.parameterFormat === "NAMED"
+              ? "(values sent as an object, by name)"
+              : "(values sent as an array, in order)"}
+          </span>
+        </dd>
+        {t.syncedAt ? (
+          <>
+            <dt>Confirmed by the operator</dt>
+            <dd>
+              <Time iso={t.syncedAt} />
+            </dd>
+          </>
+        ) : null}
+      </dl>
+      <TemplatePreview t={t} />
+      <SendJson t={t} channelNumberId={number.id} id={`${prefix}-json`} />
+      {t.status === "APPROVED" ? (
+        canSend ? (
+          <TestSendForm t={t} numberId={number.id} prefix={prefix} state={form} />
+        ) : null
+      ) : (
+        <p class="hint">
+          Only APPROVED templates can be sent: a send of this one is refused with{" "}
+          <code>{t.status === "PAUSED" ? "template_paused" : "template_not_approved"}</code>.
+        </p>
+      )}
+    </article>
+  );
+}
+
+/** The Templates page of a number; `form` re-renders a refused test send with its errors. */
+export async function renderTemplates(c: Context<DashboardEnv>, number: ChannelNumberRow, form?: TestFormState) {
+  const { role } = c.get("session");
+  const cursor = c.req.method === "GET" ? c.req.query("cursor") : undefined;
+  const { templates, nextCursor, sync } = await templatesOf(c.env.DB, number, cursor);
+  const canSend = hasRole(role, "developer");
+  return c.render(
+    <>
+      <p class="crumbs">
+        <a href="/dashboard/numbers">Numbers</a> /{" "}
+        <a href={`/dashboard/numbers/${number.id}`}>{number.display_phone_number}</a> /
+      </p>
+      <h1>Templates of {number.display_phone_number}</h1>
+      <p>
+        Outside the 24-hour customer-service window the operator delivers only a template: a text with placeholders,
+        approved by the operator for the number's business account. Send one through <code>POST /api/v2/messages</code>{" "}
+        with <code>type: "template"</code>.
+      </p>
+      <SyncFacts number={number} sync={sync} />
+      {form && !templates.some((t) => t.status === "APPROVED" && formKey(t) === form.key) ? (
+        // A refused send of a template that has no form here (paused or removed since the page was shown).
+        <p class="form-error" role="alert">
+          {form.message}
+        </p>
+      ) : null}
+      {!canSend ? (
+        <p class="hint">Developers and owners of the workspace can send a test of an approved template.</p>
+      ) : null}
+      {templates.length === 0 ? (
+        number.waba_id !== null ? (
+          <p>No template yet: templates created and approved in the operator's business manager appear here.</p>
+        ) : null
+      ) : (
+        templates.map((t, i) => (
+          <TemplateCard
+            t={t}
+            index={i}
+            number={number}
+            canSend={canSend}
+            form={form && form.key === formKey(t) ? form : undefined}
+          />
+        ))
+      )}
+      {nextCursor ? (
+        <p>
+          <a href={`/dashboard/numbers/${number.id}/templates?cursor=${encodeURIComponent(nextCursor)}`}>Next page</a>
+        </p>
+      ) : null}
+    </>,
+    { title: `Templates of ${number.display_phone_number}` },
+  );
+}
+
+export const templatePages = new Hono<DashboardEnv>()
+  .get("/numbers/:id/templates", async (c) => {
+    const number = await numberOfPath(c);
+    if (!number) return notFoundPage(c);
+    return renderTemplates(c, number);
+  })
+  .post("/numbers/:id/templates/test", requireRole("developer"), async (c) => {
+    const session = c.get("session");
+    const number = await numberOfPath(c);
+    if (!number) return notFoundPage(c);
+    const fields = await formFields(c);
+    const name = fields.name ?? "";
+    const language = fields.language ?? "";
+    const result = await sendTemplateTest(c.env, {
+      workspaceId: session.workspace_id,
+      channelNumberId: number.id,
+      name,
+      language,
+      fields,
+    });
+    if (!result.ok) {
+      c.status(result.status);
+      // What was typed comes back in the fields; the hidden ones are the form's own.
+      const values = Object.fromEntries(
+        Object.entries(fields).filter(([k]) => !["idempotencyKey", "name", "language"].includes(k)),
+      );
+      return renderTemplates(c, number, {
+        key: formKey({ name, language }),
+        values,
+        fieldErrors: result.fieldErrors,
+        message: result.message,
+        idempotencyKey: result.idempotencyKey,
+      });
+    }
+    // A member's send is audited like their other actions: which template, never the recipient or the values.
+    if (!result.duplicate)
+      await auditMember(c, {
+        action: "template.test_sent",
+        target: { type: "channel_number", id: number.id },
+        detail: `${name} (${language})`,
+      });
+    const notice = result.duplicate
+      ? `This test of ${name} (${language}) was already sent; nothing was sent again.`
+      : `Test of ${name} (${language}) queued. Its status follows below.`;
+    await setFlash(c, { notice }, session.token_hash);
+    return c.redirect(`/dashboard/messages/${result.jobId}`, 303);
+  });
