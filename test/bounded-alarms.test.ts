@@ -14,11 +14,10 @@ import { PART_ROWS } from "../src/durable-objects/history/archive-writer";
 import { createContactsTable } from "../src/durable-objects/channel-number/contacts";
 import { createSandboxReportsTable } from "../src/durable-objects/channel-number/sandbox-reports";
 import { DAY_MS, utcDay } from "../src/domain/job-id";
-import { historyStub } from "../src/durable-objects/history/history";
 import { WORKSPACE_SCHEMA } from "../src/durable-objects/workspace/schema";
 import type { SendCommand } from "../src/durable-objects/workspace/contract";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
-import { testWorkspace } from "./helpers/objects";
+import { testShard, testWorkspace } from "./helpers/objects";
 
 const ROWS = 100_000;
 let clock = Date.UTC(2046, 5, 1, 12);
@@ -373,7 +372,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     expect(runs.filter((r) => r.due > 5)).toEqual([]);
     expect(runs.slice(0, 10).filter((r) => r.run > 50 * 200 + 10)).toEqual([]);
     expect(runs[10]!.run).toBeLessThanOrEqual(COUNT_PASS + ROWS + 50);
-    expect(await historyStub(env, t.workspaceId, day).size()).toMatchObject({ messages: ROWS });
+    expect(await testShard(t.workspaceId, day).size()).toMatchObject({ messages: ROWS });
     expect(await testWorkspace(t.workspaceId).dayState(day)).toMatchObject({
       moved: { "0": "*" },
       history: { records: ROWS },

@@ -7,7 +7,7 @@ import { connectCloudNumber } from "../../test/helpers/operator";
 import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
 import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
-import { historyStub } from "../../src/durable-objects/history/history";
+import { testShard } from "../../test/helpers/objects";
 import { Meter, type ObjectClass, type Usage } from "./meter";
 
 // One message's whole life, and 100 of them, through the real Worker, Durable
@@ -266,7 +266,7 @@ describe("cost per message", () => {
     const id = crypto.randomUUID();
     await workspaceStub(env, id).usage();
     await channelNumberStub(env, id).sendingState();
-    await historyStub(env, id, 1).size();
+    await testShard(id, 1).size();
     objectStart = await meter.harvest();
   });
 
