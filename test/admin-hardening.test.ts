@@ -7,6 +7,7 @@ import { sha256Hex } from "../src/lib/crypto";
 import type { AdminAuditRow } from "../src/db/admin-audit-log";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
+import { answerAtEdge } from "./helpers/edge";
 import { operatorNumberUrl } from "./helpers/operator";
 
 afterEach(() => {
@@ -251,7 +252,7 @@ describe("connecting a live number", () => {
   /** The operator at the network edge, answering the verification call with `reply`. */
   function operatorAnswers(reply: (req: Request) => Response | Promise<Response>) {
     const seen: Request[] = [];
-    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    answerAtEdge(async (input, init) => {
       const req = new Request(input, init);
       if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
         throw new Error(`unexpected outbound request: ${req.url}`);

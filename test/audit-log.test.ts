@@ -7,7 +7,7 @@ import { purgeOldAudit } from "../src/scheduled/audit-retention";
 import { admin, api, json } from "./helpers/http";
 import { createTenant, createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
-import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorNumberUrl } from "./helpers/operator";
+import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorConfirmsNumber } from "./helpers/operator";
 import { mockNetwork, type Network } from "./helpers/webhook-net";
 import { world, type World } from "./helpers/world";
 
@@ -409,11 +409,7 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
     run: async (w) => {
       const { numberId, phoneNumberId } = await connectCloudNumber(w.tenant.workspaceId);
       // The operator confirms the new token controls the number (answered at the network edge).
-      const previous = globalThis.fetch;
-      globalThis.fetch = async (input, init) =>
-        new Request(input, init).url === operatorNumberUrl(phoneNumberId)
-          ? Response.json({ id: phoneNumberId, display_phone_number: "+1 555" })
-          : previous(input, init);
+      const confirming = operatorConfirmsNumber(phoneNumberId, { displayPhoneNumber: "+1 555" });
       try {
         const res = await adminCall(`/channel-numbers/${numberId}/credentials`, {
           method: "PUT",
@@ -421,7 +417,7 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
         });
         return { res, workspaceId: w.tenant.workspaceId, actor: asAdmin };
       } finally {
-        globalThis.fetch = previous;
+        confirming();
       }
     },
   },

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { ndjsonText } from "./helpers/ndjson";
+import { answerAtEdge } from "./helpers/edge";
 import { testNumber, testShard, testWorkspace } from "./helpers/objects";
 import { connectCloudNumber, type OperatorCall } from "./helpers/operator";
 import { send, textMessage } from "./helpers/send";
@@ -119,8 +120,8 @@ const eventId = () => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
 function mockEdge(answer: (call: OperatorCall, index: number) => Response | undefined = () => undefined) {
   const calls: OperatorCall[] = [];
   const resolver = new URL(env.DOH_RESOLVER_URL);
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init);
+  answerAtEdge(async (input, init) => {
+    const req = new Request(input, init);
     const url = new URL(req.url);
     if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`)) {
       const call: OperatorCall = {
