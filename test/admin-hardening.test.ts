@@ -9,10 +9,10 @@ import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
 import { answerAtEdge } from "./helpers/edge";
 import { operatorNumberUrl } from "./helpers/operator";
+import { fakeClock } from "./helpers/clock";
 
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 async function fetchWith(overrides: Partial<Env>, path: string, init: RequestInit = {}) {
@@ -113,8 +113,7 @@ describe("admin audit log", () => {
 describe("scheduled retention", () => {
   it("the cron handler purges audit rows older than 90 days in LIMITed batches, and keeps newer ones", async () => {
     const now = Date.UTC(2044, 5, 1);
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(now);
+    fakeClock(now);
     const actor = `retention-test-${crypto.randomUUID()}`;
     const old = new Date(now - 91 * 24 * 3_600_000).toISOString();
     const recent = new Date(now - 89 * 24 * 3_600_000).toISOString();
@@ -160,8 +159,7 @@ describe("scheduled retention", () => {
 
   it("the cron handler purges daily usage rows older than 400 days in LIMITed batches, and keeps newer ones", async () => {
     const now = Date.UTC(2045, 5, 1);
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(now);
+    fakeClock(now);
     const workspaceId = crypto.randomUUID();
     const day = (daysAgo: number) => new Date(now - daysAgo * 24 * 3_600_000).toISOString().slice(0, 10);
     // 10,050 old rows (one row per number; more than one run deletes) and the boundary day kept.

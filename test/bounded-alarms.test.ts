@@ -1,6 +1,6 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createTenant } from "./helpers/fixtures";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { WorkspaceDurableObject } from "../src/durable-objects/workspace/workspace";
@@ -18,15 +18,10 @@ import { WORKSPACE_SCHEMA } from "../src/durable-objects/workspace/schema";
 import type { SendCommand } from "../src/durable-objects/workspace/contract";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { testShard, testWorkspace } from "./helpers/objects";
+import { fakeClockPerTest } from "./helpers/clock";
 
 const ROWS = 100_000;
-let clock = Date.UTC(2046, 5, 1, 12);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock = (utcDay(clock) + 400) * DAY_MS + 12 * 3_600_000;
-  vi.setSystemTime(clock);
-});
-afterEach(() => vi.useRealTimers());
+const clock = fakeClockPerTest(Date.UTC(2046, 5, 1, 12), (t) => (utcDay(t) + 400) * DAY_MS + 12 * 3_600_000);
 
 /** Wraps an object's SQL so that the rows each statement reads are added up (SqlStorageCursor.rowsRead). */
 function counting(sql: SqlStorage) {
@@ -154,10 +149,10 @@ async function moveRuns(m: Measured<object>): Promise<{ due: number; run: number
   for (let i = 0; i < 30; i++) {
     let due: number | null = null;
     const dueReads = await m.read(() => {
-      due = step.due(clock);
+      due = step.due(clock.now());
     });
     if (due === null) break;
-    out.push({ due: dueReads, run: await m.read(() => step.run(clock)) });
+    out.push({ due: dueReads, run: await m.read(() => step.run(clock.now())) });
   }
   return out;
 }
@@ -179,9 +174,9 @@ async function measureSteps(m: Measured<object>, at: number, until = at): Promis
     const when: number | null = due;
     let runReads: number | null = null;
     if (when !== null && when <= until) {
-      vi.setSystemTime(Math.max(at, when));
+      clock.set(Math.max(at, when));
       runReads = await m.read(() => step.run(Math.max(at, when)));
-      vi.setSystemTime(at);
+      clock.set(at);
     }
     out.push({ step: step.name, due: dueReads, run: runReads });
   }
@@ -210,7 +205,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
   it("the workspace's steps and reads: archive, counts, unknown outcomes, delivery log, lists and the work list", async () => {
     const t = await createTenant();
     const stub = workspaceStub(env, t.workspaceId);
-    const today = utcDay(clock);
+    const today = utcDay(clock.now());
     const old = today - 40;
     const unknownDay = today - 8;
     const oldSlots: [number, string][] = [
@@ -262,7 +257,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       });
     });
     await evictDurableObject(stub);
-    const at = clock;
+    const at = clock.now();
     const idOf = (slot: number, tag: string, i: number) => idAtJs(slotStart(slot), tag, i);
     const results = await runInDurableObject(stub, async (_, state) => {
       const m = measured(WorkspaceDurableObject, state);
@@ -351,7 +346,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
   it("a workspace over its budget moves a slot to history in bounded runs", async () => {
     const t = await createTenant();
     const stub = workspaceStub(env, t.workspaceId);
-    const day = utcDay(clock) - 10;
+    const day = utcDay(clock.now()) - 10;
     await runInDurableObject(stub, (_, state) => {
       state.storage.transactionSync(() => {
         seedSlot(state.storage.sql, firstSlot(day), t.numberId, { status: "sent" }, "004");
@@ -383,7 +378,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     const t = await createTenant();
     const stub = workspaceStub(env, t.workspaceId);
     // Yesterday's last slot (18:00–24:00) ended 12 hours ago: past the guard's 6 hours, its records within their 24.
-    const slot = firstSlot(utcDay(clock)) - 1;
+    const slot = firstSlot(utcDay(clock.now())) - 1;
     const sentAt = slotStart(slot);
     await runInDurableObject(stub, (_, state) => {
       state.storage.transactionSync(() => {
@@ -399,7 +394,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       });
     });
     await evictDurableObject(stub);
-    const at = clock;
+    const at = clock.now();
     const results = await runInDurableObject(stub, async (_, state) => {
       const m = measured(WorkspaceDurableObject, state);
       const moves = await moveRuns(m);
@@ -428,10 +423,10 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       const before = await m.read(() => purge.run(at));
       const keptBefore = state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM moved_keys").one().n;
       const purgeAt = due ?? at;
-      vi.setSystemTime(purgeAt);
+      clock.set(purgeAt);
       const runs: number[] = [];
       while (purge.due(purgeAt) !== null && runs.length < 150) runs.push(await m.read(() => purge.run(purgeAt)));
-      vi.setSystemTime(at);
+      clock.set(at);
       const tables = state.storage.sql
         .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE name LIKE 'moved_keys%'")
         .toArray();
@@ -475,7 +470,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
   it("an upgraded workspace's steps over the earlier layout's tables", async () => {
     const t = await createTenant();
     const stub = workspaceStub(env, t.workspaceId);
-    const threeDaysAgo = clock - 3 * DAY_MS;
+    const threeDaysAgo = clock.now() - 3 * DAY_MS;
     await runInDurableObject(stub, (_, state) => {
       const sql = state.storage.sql;
       state.storage.transactionSync(() => {
@@ -512,12 +507,12 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         );
         seed(
           sql,
-          `INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) SELECT printf('k%d', i), 'f', 'j', ${clock} - 1000 - i FROM n`,
+          `INSERT INTO idempotency_keys (key, fingerprint, job_id, created_at) SELECT printf('k%d', i), 'f', 'j', ${clock.now()} - 1000 - i FROM n`,
         );
       });
     });
     await evictDurableObject(stub);
-    const at = clock;
+    const at = clock.now();
     const { steps, workFirst, workLater } = await runInDurableObject(stub, async (_, state) => {
       const m = measured(WorkspaceDurableObject, state);
       // A number's queue rebuilt while the earlier layout's table is here: its records there have
@@ -551,7 +546,7 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
 
   it("the number's steps, with a queue of 100,000 rebuilt from its workspace's records", async () => {
     const t = await createTenant();
-    const today = utcDay(clock);
+    const today = utcDay(clock.now());
     await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
       state.storage.transactionSync(() =>
         seedSlot(state.storage.sql, firstSlot(today), t.numberId, { status: "queued", pending: 1 }, "006"),
@@ -560,25 +555,28 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     await evictDurableObject(workspaceStub(env, t.workspaceId));
     const number = channelNumberStub(env, t.numberId);
     // The number's own tables: contacts and aliases (a month of inbound users), the sandbox's reports.
-    await number.noteInbound(t.numberId, [{ from: "5511000000000", at: clock }]);
+    await number.noteInbound(t.numberId, [{ from: "5511000000000", at: clock.now() }]);
     await runInDurableObject(number, (_, state) => {
       const sql = state.storage.sql;
       state.storage.transactionSync(() => {
         createContactsTable(sql);
         createSandboxReportsTable(sql);
-        seed(sql, `INSERT INTO contacts (phone, last_inbound_at) SELECT printf('5522%09d', i), ${clock} - 1000 FROM n`);
         seed(
           sql,
-          `INSERT INTO recipient_aliases (recipient, wa_id, updated_at) SELECT printf('5533%09d', i), printf('553%09d', i), ${clock} - 1000 FROM n`,
+          `INSERT INTO contacts (phone, last_inbound_at) SELECT printf('5522%09d', i), ${clock.now()} - 1000 FROM n`,
         );
         seed(
           sql,
-          `INSERT INTO sandbox_reports (job_id, upstream_message_id, due_at, status) SELECT printf('job-%d', i), printf('sandbox.%d', i), ${clock} + 3600000 + i, 'delivered' FROM n`,
+          `INSERT INTO recipient_aliases (recipient, wa_id, updated_at) SELECT printf('5533%09d', i), printf('553%09d', i), ${clock.now()} - 1000 FROM n`,
+        );
+        seed(
+          sql,
+          `INSERT INTO sandbox_reports (job_id, upstream_message_id, due_at, status) SELECT printf('job-%d', i), printf('sandbox.%d', i), ${clock.now()} + 3600000 + i, 'delivered' FROM n`,
         );
       });
     });
     await evictDurableObject(number);
-    const at = clock;
+    const at = clock.now();
     const results = await runInDurableObject(number, async (_, state) => {
       const m = measured(ChannelNumberDurableObject, state);
       const steps = await measureSteps(m, at);

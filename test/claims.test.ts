@@ -1,6 +1,6 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
 import { accepted, cloudTenant, operatorError, type OperatorCall } from "./helpers/operator";
@@ -10,26 +10,15 @@ import { mockEdge } from "./helpers/number-edge";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { RETRY_POLICY } from "../src/durable-objects/channel-number/delivery-policy";
 import { newJobId } from "../src/domain/job-id";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // The claim protocol (workspace/status.ts): a number calls the operator only after its workspace
 // granted the claim, a compare-and-set on the message's record, so that one jobId reaches the
 // operator at most once whatever the number's memory says. A clock far in the future: the
 // number's alarm runs only when a test runs it (DRAIN_SESSION_MS=0: one pass per alarm).
 
-let clock = Date.UTC(2051, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 30 * 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2051, 0, 1), (t) => t + 30 * 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
 
@@ -61,7 +50,7 @@ const sentReport = (phoneNumberId: string, jobId: string, wamid: string) =>
     {
       id: wamid,
       status: "sent",
-      timestamp: seconds(clock),
+      timestamp: seconds(clock.now()),
       recipient_id: "5511999998888",
       biz_opaque_callback_data: jobId,
     },
@@ -86,11 +75,11 @@ describe("a retry's claim is decided by the record as the workspace holds it the
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.FIRST" });
 
     // The retry falls due: its claim finds the record settled; the entry leaves the queue uncalled.
-    advance(RETRY_POLICY.delaysMs[0]);
+    clock.advance(RETRY_POLICY.delaysMs[0]);
     await alarm(t.numberId);
     expect(await queuedIds(t.numberId)).toEqual([]);
     for (let i = 0; i < 3; i++) {
-      advance(61_000);
+      clock.advance(61_000);
       await alarm(t.numberId);
     }
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
@@ -108,7 +97,7 @@ describe("a retry's claim is decided by the record as the workspace holds it the
     const jobId = await sendOne(t.key, t.numberId);
     await alarm(t.numberId);
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
-    advance(RETRY_POLICY.delaysMs[0]);
+    clock.advance(RETRY_POLICY.delaysMs[0]);
 
     // The workspace is busy: the operator's report waits there first, then the retry's claim.
     const gate = await holdObject(workspaceStub(env, t.workspaceId));
@@ -129,7 +118,7 @@ describe("a retry's claim is decided by the record as the workspace holds it the
     expect(await queuedIds(t.numberId)).toEqual([]);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.FIRST" });
     for (let i = 0; i < 3; i++) {
-      advance(61_000);
+      clock.advance(61_000);
       await alarm(t.numberId);
     }
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
@@ -151,7 +140,7 @@ describe("a claim granted and never answered", () => {
     await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => state.storage.setAlarm(Date.now()));
     for (let i = 0; i < 3; i++) {
       await alarm(t.numberId);
-      advance(61_000);
+      clock.advance(61_000);
     }
     // The restarted number rebuilt its queue from the record: claimed and never answered, so the
     // claim of the next attempt is refused; the outcome is unknown, and the message never called again.
@@ -170,7 +159,7 @@ describe("a claim granted and never answered", () => {
       outcomeUnknownSince: null,
     });
     for (let i = 0; i < 3; i++) {
-      advance(61_000);
+      clock.advance(61_000);
       await alarm(t.numberId);
     }
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
@@ -182,26 +171,26 @@ describe("a send that never committed", () => {
     const t = await liveNumber((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     // What a send whose workspace died between the number's admission and the commit leaves:
     // an entry in the number's queue (the workspace's own hand-off) and no record.
-    const orphan = newJobId(clock);
+    const orphan = newJobId(clock.now());
     const handed = await testNumber(t.numberId).admit({
       jobId: orphan,
       workspaceId: t.workspaceId,
       channelNumberId: t.numberId,
       to: "5511999998888",
-      acceptedAt: clock,
+      acceptedAt: clock.now(),
     });
     expect(handed.ok).toBe(true);
     expect(await queuedIds(t.numberId)).toEqual([orphan]);
 
     // Nothing was bound: the client's retry of the same key is a new message, with its own jobId.
-    advance(100);
+    clock.advance(100);
     const retry = await sendOne(t.key, t.numberId, "order-77");
     expect(retry).not.toBe(orphan);
     expect((await send(t.key, "order-77", textMessage(t.numberId))).status).toBe(200);
 
     for (let i = 0; i < 4; i++) {
       await alarm(t.numberId);
-      advance(1_100);
+      clock.advance(1_100);
     }
     expect(t.calls.map((c) => c.body.biz_opaque_callback_data)).toEqual([retry]);
     expect(await queuedIds(t.numberId)).toEqual([]);

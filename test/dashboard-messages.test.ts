@@ -13,26 +13,18 @@ import { send, textMessage } from "./helpers/send";
 import { messageSeeder } from "./helpers/seed-messages";
 import { signedInMember, type Member } from "./helpers/dashboard";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // The messages pages read the workspace object directly (as GET /messages
 // does); messages are seeded through the real API and the sandbox, with a
 // controlled clock so that every message has its own second.
 
-let clock = Date.UTC(2046, 2, 1, 9);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 3 * 24 * 3_600_000);
-});
-afterEach(() => vi.useRealTimers());
+const clock = fakeClockPerTest(Date.UTC(2046, 2, 1, 9), (t) => t + 3 * 24 * 3_600_000);
 
 const SCRIPT_TAGS = /<script/gi;
 const scripts = (html: string) => html.match(SCRIPT_TAGS)?.length ?? 0;
 
-const { sendAt, inbound, drain } = messageSeeder((ms) => setClock(clock + ms));
+const { sendAt, inbound, drain } = messageSeeder((ms) => clock.advance(ms));
 
 /** A workspace with two numbers and messages of every kind; a viewer signed in last (sessions follow the clock). */
 async function world() {
@@ -177,9 +169,9 @@ describe("messages list", () => {
     // 2,100 newer inbound messages in the slot's table (the one `old` is in): more than one list call
     // of the object reads (SCAN_BUDGET), none of them outbound. Ids are UUIDv7s of their time
     // (`from` + i ms), as inbound ids are.
-    const from = clock + 1_000;
+    const from = clock.now() + 1_000;
     expect(2_100).toBeGreaterThan(SCAN_BUDGET);
-    expect(slotOf(from + 2_100)).toBe(slotOf(clock));
+    expect(slotOf(from + 2_100)).toBe(slotOf(clock.now()));
     await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
       state.storage.sql.exec(
         `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2100)
@@ -193,7 +185,7 @@ describe("messages list", () => {
         from,
       );
     });
-    setClock(from + 5_000);
+    clock.set(from + 5_000);
     // The API's first page is empty and says to go on; the dashboard goes on by itself.
     const apiPage = await json<{ data: unknown[]; nextCursor: string | null }>(
       await api("/messages?direction=outbound", t.key),
@@ -369,7 +361,7 @@ describe("customer-controlled text is escaped", () => {
     const t = await createTenant();
     const outbound = await sendAt(t, t.numberId, "5511000000001", PAYLOAD);
     const number = await connectCloudNumber(t.workspaceId);
-    const seconds = String(Math.floor(clock / 1000));
+    const seconds = String(Math.floor(clock.now() / 1000));
     const messages = [
       {
         from: `"><script>alert("x")</script>`,
@@ -430,12 +422,12 @@ describe("customer-controlled text is escaped", () => {
 
 describe("the sends-per-day chart on the overview", () => {
   it("draws this period's days over the previous period's, with the counts in its summary and tables", async () => {
-    setClock(Date.UTC(2047, 3, 10, 12)); // April 10th
+    clock.set(Date.UTC(2047, 3, 10, 12)); // April 10th
     const t = await createTenant();
     await sendAt(t, t.numberId, "5511000000001", "april");
-    setClock(Date.UTC(2047, 4, 3, 12)); // May 3rd
+    clock.set(Date.UTC(2047, 4, 3, 12)); // May 3rd
     for (let i = 0; i < 2; i++) await sendAt(t, t.numberId, "5511000000001", `may 3 #${i}`);
-    setClock(Date.UTC(2047, 4, 6, 12)); // May 6th
+    clock.set(Date.UTC(2047, 4, 6, 12)); // May 6th
     for (let i = 0; i < 3; i++) await sendAt(t, t.numberId, "5511000000001", `may 6 #${i}`);
     await inbound(t, t.numberId, "5511977770001", "hello");
     const viewer = await signedInMember(t.workspaceId, "viewer");

@@ -8,13 +8,13 @@ import { api, call } from "./helpers/http";
 import { createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
+import { fakeClock } from "./helpers/clock";
 
 let net: Network;
 beforeEach(() => {
   net = mockNetwork();
 });
 afterEach(() => {
-  vi.useRealTimers();
   net.restore();
   expect(net.unhandled).toEqual([]);
 });
@@ -169,7 +169,7 @@ describe("API keys page", () => {
   });
 
   it(`records "last used" at most once per key per ${LAST_USED_RESOLUTION_MS / 60_000} minutes, and shows it`, async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
+    const clock = fakeClock();
     const t = await createTenant();
     const lastUsed = () =>
       env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?")
@@ -186,10 +186,10 @@ describe("API keys page", () => {
     // The hook itself: within the period it issues no write at all (nothing handed to waitUntil).
     const writes: Promise<unknown>[] = [];
     const ctx = { waitUntil: (p: Promise<unknown>) => void writes.push(p) };
-    vi.setSystemTime(t0 + LAST_USED_RESOLUTION_MS / 2);
+    clock.set(t0 + LAST_USED_RESOLUTION_MS / 2);
     noteKeyUsed(env, ctx, t.keyId);
     expect(writes).toHaveLength(0);
-    vi.setSystemTime(t0 + LAST_USED_RESOLUTION_MS);
+    clock.set(t0 + LAST_USED_RESOLUTION_MS);
     noteKeyUsed(env, ctx, t.keyId);
     expect(writes).toHaveLength(1);
     await Promise.all(writes);

@@ -19,26 +19,20 @@ import { eventIdOf, eventsOf, type WebhookEvent, type WebhookQueueMessage } from
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { DAY_MS } from "../src/domain/job-id";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // The delivery log as customers read it: the API's lists and the dashboard. Events are those of
 // real messages, held at the queue (accepted, not delivered) and handed to the Worker's consumer by
 // the test, so that each attempt happens when the test says.
 
-let clock = Date.UTC(2052, 2, 1, 12);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
+const clock = fakeClockPerTest(Date.UTC(2052, 2, 1, 12), (t) => t + 10 * DAY_MS);
 let net: Network;
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 10 * DAY_MS);
   net = mockNetwork();
 });
 afterEach(() => {
   net.restore();
   vi.restoreAllMocks();
-  vi.useRealTimers();
   expect(net.unhandled).toEqual([]);
 });
 
@@ -86,7 +80,7 @@ async function webhookOf(t: Tenant, reply: Receiver) {
 
 /** A send the number then makes (the sandbox accepts it): its processing and sent events are published. */
 async function sentMessage(t: Tenant, body: string): Promise<string> {
-  setClock(clock + 1_000);
+  clock.advance(1_000);
   const { jobId } = await json<{ jobId: string }>(
     await send(t.key, crypto.randomUUID(), textMessage(t.numberId, body)),
   );
@@ -115,10 +109,10 @@ describe("a message's deliveries", () => {
 
     // First delivery: processing goes through, sent gets a 500 and is retried.
     failSent = sentId;
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     expect(await consume(published.map((body) => ({ body, attempts: 1 })))).toEqual(["ack", "retry"]);
     // The queue's retry, a little later.
-    setClock(clock + 5_000);
+    clock.advance(5_000);
     expect(await consume([{ body: published[1]!, attempts: 2 }])).toEqual(["ack"]);
     // Another message of the number, delivered meanwhile (not among this one's), and the sandbox's
     // reports of this one (delivered, read), whose events are delivered at the first attempt.
@@ -162,7 +156,7 @@ describe("events that waited behind a failure", () => {
     expect(packed.events).toHaveLength(4);
 
     // One run: the first event fails, the three behind it are not tried.
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     const [outcome] = await consume([{ body: packed, attempts: 1 }]);
     // What comes back: the pack itself (the queue's retry) or its undelivered events re-queued.
     const retried = outcome === "retry" ? [packed] : queue.take();
@@ -186,7 +180,7 @@ describe("events that waited behind a failure", () => {
 
     // The endpoint recovers; the retry delivers all four.
     failing = false;
-    setClock(clock + 60_000);
+    clock.advance(60_000);
     for (const body of retried) expect(await consume([{ body, attempts: 2 }])).toEqual(["ack"]);
     expect(queue.take()).toEqual([]);
     expect((await logged()).sort()).toEqual(["delivered", "delivered", "delivered", "delivered", "failed"]);
@@ -208,8 +202,8 @@ describe("a webhook's deliveries", () => {
     const t = await createTenant();
     const answers = [500, 204, 204, 404, 204];
     const webhookId = await webhookOf(t, () => new Response(null, { status: answers.shift() ?? 599 }));
-    const midnight = (Math.floor(clock / DAY_MS) + 1) * DAY_MS;
-    setClock(midnight - 120_000);
+    const midnight = (Math.floor(clock.now() / DAY_MS) + 1) * DAY_MS;
+    clock.set(midnight - 120_000);
     const a = statusEvent(t.workspaceId, t.numberId);
     const b = statusEvent(t.workspaceId, t.numberId);
     const c = statusEvent(t.workspaceId, t.numberId);
@@ -222,7 +216,7 @@ describe("a webhook's deliveries", () => {
       [c, 2, midnight + 90_000],
     ];
     for (const [event, attempts, at] of steps) {
-      setClock(at);
+      clock.set(at);
       await consume([{ body: { events: [event] }, attempts }]);
     }
     const day = Math.floor(midnight / DAY_MS);
@@ -253,7 +247,7 @@ describe("a webhook's deliveries", () => {
 
     // The log keeps 3 days: once the first day is past them, its attempts are gone (its table dropped).
     // The purge rides on whatever alarm the object runs next (here: one the test sets).
-    setClock(midnight + KEEP_DELIVERIES_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(midnight + KEEP_DELIVERIES_MS + RETENTION_SLACK_MS + 60_000);
     await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
     expect(await runDurableObjectAlarm(testWorkspace(t.workspaceId))).toBe(true);
     expect(await testWorkspace(t.workspaceId).tableNames()).not.toContain(`d_${day - 1}`);
@@ -273,7 +267,7 @@ describe("the log's rows", () => {
       ...statusEvent(t.workspaceId, t.numberId),
       id: "evt_0123456789ab8def0123456789abcdef",
     };
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     await consume([{ body: { events: [ours, earlier] }, attempts: 1 }]);
     const logged = (await deliveryLogOf(t.key, webhookId, "?limit=10")).data;
     expect(logged.map((d) => [d.eventId, d.eventType, d.outcome])).toEqual([
@@ -290,13 +284,13 @@ describe("a workspace over its size guard", () => {
     const hooks = [busy, quiet].map((t) => webhookOf(t, () => new Response(null, { status: 204 })));
     await Promise.all(hooks);
     await testWorkspace(busy.workspaceId).setHotBytesBudget(1);
-    const midnight = (Math.floor(clock / DAY_MS) + 1) * DAY_MS;
-    setClock(midnight - 60_000);
+    const midnight = (Math.floor(clock.now() / DAY_MS) + 1) * DAY_MS;
+    clock.set(midnight - 60_000);
     for (const t of [busy, quiet])
       await consume([{ body: { events: [statusEvent(t.workspaceId, t.numberId)] }, attempts: 1 }]);
     const day = Math.floor(midnight / DAY_MS) - 1;
     // A day after the day ended (and the purge's slack): gone over the guard, kept under it.
-    setClock(midnight + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(midnight + DAY_MS + RETENTION_SLACK_MS + 60_000);
     for (const t of [busy, quiet]) {
       await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
       await runDurableObjectAlarm(testWorkspace(t.workspaceId));
@@ -304,7 +298,7 @@ describe("a workspace over its size guard", () => {
     expect(await testWorkspace(busy.workspaceId).tableNames()).not.toContain(`d_${day}`);
     expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
     // Just before 3 days: still there; after: gone.
-    setClock(midnight + KEEP_DELIVERIES_MS - 60_000);
+    clock.set(midnight + KEEP_DELIVERIES_MS - 60_000);
     await runInDurableObject(testWorkspace(quiet.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
     await runDurableObjectAlarm(testWorkspace(quiet.workspaceId));
     expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
@@ -332,7 +326,7 @@ describe("the dashboard's webhook page", () => {
     expect(failing).not.toContain(eventIdOf(jobId, "sent"));
 
     status = 204;
-    setClock(clock + 5_000);
+    clock.advance(5_000);
     expect(
       await consume([
         { body: published[0]!, attempts: 2 },

@@ -1,6 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { ndjsonText } from "./helpers/ndjson";
@@ -23,6 +23,7 @@ import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 import { eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
 import beforeVersions from "./fixtures/schema-before-versions.json";
 import firstVersioned from "./fixtures/schema-v1.json";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // Objects already in production hold the storage layout of the release that created or last
 // upgraded them. These tests build exactly such a layout (the release's own sqlite_master, kept
@@ -57,22 +58,10 @@ interface Layout {
 const BEFORE_VERSIONS: Layout = { name: "before versions", objects: beforeVersions.objects, version: null };
 const V1: Layout = { name: "v1", objects: firstVersioned.objects, version: 1 };
 
-let clock = Date.UTC(2049, 0, 1, 9);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(ms);
-};
-
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  // A fresh stretch of time for each test, at 09:00 UTC (far from midnight: every message of the
-  // scenario is on one UTC day).
-  setClock(utcDay(clock) * DAY_MS + 60 * DAY_MS + 9 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+// A fresh stretch of time for each test, at 09:00 UTC (far from midnight: every message of the
+// scenario is on one UTC day).
+const clock = fakeClockPerTest(Date.UTC(2049, 0, 1, 9), (t) => utcDay(t) * DAY_MS + 60 * DAY_MS + 9 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 const latest = (schema: { steps: readonly { version: number }[] }) => schema.steps[schema.steps.length - 1]!.version;
 
@@ -233,10 +222,10 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
   const webhookId = (await json<{ id: string }>(hook)).id;
   // Disabled: the consumer does not deliver the events these tests publish (its delivery log is what they read).
   await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = ? WHERE id = ?")
-    .bind(new Date(clock).toISOString(), webhookId)
+    .bind(new Date(clock.now()).toISOString(), webhookId)
     .run();
 
-  const T = clock;
+  const T = clock.now();
   const D = utcDay(T);
   const ago = (ms: number) => T - ms;
   const min = 60_000;
@@ -679,7 +668,7 @@ async function listAll(s: Scenario, limit = 100): Promise<string[]> {
 /** Runs a number's alarm `rounds` times, a little over the pace's second apart. */
 async function drain(numberId: string, rounds = 4): Promise<void> {
   for (let i = 0; i < rounds; i++) {
-    setClock(clock + 1_100);
+    clock.advance(1_100);
     await runDurableObjectAlarm(channelNumberStub(env, numberId));
   }
 }
@@ -709,7 +698,7 @@ async function expectUpgradedInPlace(layout: Layout): Promise<Scenario> {
   await drain(s.N, 3);
   expect(await testNumber(s.N).schemaVersion()).toBe(latest(CHANNEL_NUMBER_SCHEMA));
   expect(called(s)).toEqual([s.ids.a]);
-  setClock(s.T + 31_000);
+  clock.set(s.T + 31_000);
   await drain(s.N, 6);
   await drain(s.P, 3);
   expect(called(s)).toEqual([s.ids.a, s.ids.b]);
@@ -747,7 +736,7 @@ async function expectUpgradedInPlace(layout: Layout): Promise<Scenario> {
   expect((await testNumber(s.P).queued()).map((e) => e.jobId)).toEqual([s.ids.held]);
 
   // Events recorded before the upgrade and not yet published go out once; the published ones never again.
-  setClock(clock + 1_000);
+  clock.advance(1_000);
   await workspaceAlarms(s, 2);
   const out = events();
   for (const id of s.unpublished)
@@ -811,7 +800,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(dayOf(s.oldDay)).toMatchObject({ accepted: 2, sent: 2 });
     // Sends then count on top of them: the monthly quota still sees that release's sends.
     await drain(s.N, 3);
-    setClock(s.T + 31_000);
+    clock.set(s.T + 31_000);
     await drain(s.N, 3);
     const later = await json<{ daily: { day: string; accepted: number; sent: number; failed: number }[] }>(
       await api("/usage", s.key),
@@ -842,7 +831,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(called(s)).toEqual([]);
     // Idle while paused: the runtime evicts it; its queue is rebuilt from the workspace's records.
     await evictDurableObject(testNumber(s.P));
-    setClock(s.pause.nextProbeAt + 1_000);
+    clock.set(s.pause.nextProbeAt + 1_000);
     await drain(s.P, 3);
     expect(called(s)).toEqual([s.ids.held]);
     expect(await statusOf(s, s.ids.held)).toBe("sent");
@@ -854,7 +843,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(called(s)).toEqual([s.ids.a]);
     // (The eviction waits for the call's 15-second timeout timer, still pending: this test takes ~15 s.)
     await evictDurableObject(testNumber(s.N));
-    setClock(s.T + 31_000);
+    clock.set(s.T + 31_000);
     await drain(s.N, 4);
     expect(called(s)).toEqual([s.ids.a, s.ids.b]);
     expect(await statusOf(s, s.ids.b)).toBe("sent");
@@ -870,7 +859,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(called(s)).toEqual([s.ids.a]);
     expect(await view(s, s.ids.a)).toMatchObject({ status: "processing", outcomeUnknownSince: null });
     // Past its back-off (and b's): called again, accepted.
-    setClock(clock + 5 * 60_000);
+    clock.advance(5 * 60_000);
     await drain(s.N, 6);
     expect(called(s).filter((id) => id === s.ids.a)).toHaveLength(2);
     expect(await view(s, s.ids.a)).toMatchObject({ status: "sent", outcomeUnknownSince: null });
@@ -880,7 +869,7 @@ describe("objects of earlier releases upgrade in place", () => {
     const s = await upgradeScenario(V1);
     await drain(s.N, 2);
     expect(await view(s, s.ids.c)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
-    setClock(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 8);
     for (const n of ["c", "d"] as const)
       expect(await view(s, s.ids[n]), n).toMatchObject({
@@ -892,13 +881,13 @@ describe("objects of earlier releases upgrade in place", () => {
   it("v1 storage: its records move to history and are archived with their day, each once; its tables go once emptied", async () => {
     const s = await upgradeScenario(V1);
     await drain(s.N, 3);
-    setClock(s.T + 31_000);
+    clock.set(s.T + 31_000);
     await drain(s.N, 3);
     await workspaceAlarms(s, 2);
     const before = new Map(await Promise.all(s.listOrder.map(async (id) => [id, await view(s, id)] as const)));
 
     // Two days on, that release's hot records are in their day's shard: read and listed the same.
-    setClock(s.T + 2 * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.T + 2 * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 6);
     expect(await testWorkspace(s.workspaceId).tableNames()).not.toContain("messages");
     for (const [id, v] of before) expect(await view(s, id), id).toEqual(v);
@@ -906,13 +895,13 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(await listAll(s, 3)).toEqual(s.listOrder);
 
     // A week on, the outcomes still unknown have failed (upstream_outcome_unknown): the records as archived.
-    setClock(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 6);
     for (const id of s.listOrder) before.set(id, await view(s, id));
     expect(before.get(s.ids.d)).toMatchObject({ status: "failed", error: { code: "upstream_outcome_unknown" } });
 
     // Past the plan's window (30 days), each day is archived from its shard, then the shard is dropped.
-    setClock((s.D + 32) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((s.D + 32) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 12);
     const archives = await json<{ data: { day: string; messages: number }[] }>(await api("/message-archives", s.key));
     const name = (d: number) => new Date(d * DAY_MS).toISOString().slice(0, 10);
@@ -955,7 +944,7 @@ describe("objects of earlier releases upgrade in place", () => {
     const s = await upgradeScenario(V1);
     const replay = await send(s.key, "key-f", textMessage(s.N, "delivered", s.R.f.recipient));
     expect(await json(replay)).toEqual({ jobId: s.ids.f, status: "duplicado_identico" });
-    setClock(s.R.f.created_at + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.R.f.created_at + DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 3);
     const fresh = await send(s.key, "key-f", textMessage(s.N, "delivered", s.R.f.recipient));
     expect(fresh.status).toBe(201);

@@ -1,6 +1,6 @@
 import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
@@ -25,23 +25,12 @@ import {
 } from "../src/durable-objects/channel-number/delivery-policy";
 import { newJobId } from "../src/domain/job-id";
 import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // A clock far in the future: alarms then fire only when a test runs them, so
 // every step of the drain is deterministic.
-let clock = Date.UTC(2040, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2040, 0, 1), (t) => t + 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 const message = async (key: string, jobId: string) =>
   json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
@@ -53,7 +42,7 @@ const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env,
 async function drainFor(numberId: string, rounds: number, stepMs = PACE_WINDOW_MS): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     await drain(numberId);
-    advance(stepMs);
+    clock.advance(stepMs);
   }
 }
 
@@ -110,7 +99,7 @@ const report = (
   operatorStatus(phoneNumberId, {
     id: s.upstreamMessageId,
     status: s.status,
-    timestamp: String(Math.floor(clock / 1000)),
+    timestamp: String(Math.floor(clock.now() / 1000)),
     recipient_id: "5511999998888",
     biz_opaque_callback_data: s.jobId,
     ...(s.errorCode ? { errors: [{ code: Number(s.errorCode), title: "error", message: "error" }] } : {}),
@@ -149,8 +138,8 @@ describe("Cloud API delivery", () => {
     expect(await message(t.key, jobId)).toMatchObject({
       status: "sent",
       upstreamMessageId: "wamid.OK1",
-      processingAt: new Date(clock).toISOString(),
-      sentAt: new Date(clock).toISOString(),
+      processingAt: new Date(clock.now()).toISOString(),
+      sentAt: new Date(clock.now()).toISOString(),
       error: null,
     });
     await t.hook.settled();
@@ -170,10 +159,10 @@ describe("Cloud API delivery", () => {
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "processing" });
-    advance(500);
+    clock.advance(500);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
-    advance(RETRY_POLICY.delaysMs[0]);
+    clock.advance(RETRY_POLICY.delaysMs[0]);
     await drain(t.numberId);
     expect(calls).toHaveLength(2);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.OK2" });
@@ -196,16 +185,16 @@ describe("Cloud API delivery", () => {
     expect(calls).toHaveLength(1);
     // A message to another recipient waits too: the operator throttles the whole number.
     const b = await sendOne(t.key, t.numberId, "5511000000002");
-    advance(89_999);
+    clock.advance(89_999);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
-    advance(1);
+    clock.advance(1);
     await drain(t.numberId);
     expect(calls).toHaveLength(2); // one call only: its 130429 holds the number again, for 70 s
-    advance(69_999);
+    clock.advance(69_999);
     await drain(t.numberId);
     expect(calls).toHaveLength(2);
-    advance(1);
+    clock.advance(1);
     await drainFor(t.numberId, 3);
     expect(calls).toHaveLength(4);
     expect(calls[1]!.at - calls[0]!.at).toBe(90_000);
@@ -219,7 +208,7 @@ describe("Cloud API delivery", () => {
     const calls = mockOperator(() => operatorError(400, 131047, "Re-engagement message"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
-    advance(120_000);
+    clock.advance(120_000);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
     expect(await message(t.key, jobId)).toMatchObject({
@@ -252,12 +241,12 @@ describe("Cloud API delivery", () => {
     const jobIds: string[] = [];
     for (let i = 0; i < 10; i++) {
       jobIds.push(await sendOne(t.key, t.numberId, "5511999998888", `m${i}`));
-      advance(500);
+      clock.advance(500);
     }
     // Drain as eagerly as possible: an alarm every 100 ms.
     for (let i = 0; i < 80 && calls.length < 10; i++) {
       await drain(t.numberId);
-      advance(100);
+      clock.advance(100);
     }
     expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual(jobIds);
     expect(
@@ -301,7 +290,7 @@ describe("Cloud API delivery", () => {
     // The workspace cannot write a `sent` record for now (an I/O fault): the claim goes through, the answer does not.
     await runInDurableObject(workspace, (_, state) => {
       state.storage.sql.exec(
-        `CREATE TRIGGER answers_fail BEFORE UPDATE ON ${slotTable(slotOf(clock))} WHEN NEW.status = 'sent' BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
+        `CREATE TRIGGER answers_fail BEFORE UPDATE ON ${slotTable(slotOf(clock.now()))} WHEN NEW.status = 'sent' BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
       );
     });
     const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
@@ -315,7 +304,7 @@ describe("Cloud API delivery", () => {
     await runInDurableObject(workspace, (_, state) => {
       state.storage.sql.exec("DROP TRIGGER answers_fail");
     });
-    advance(1_000);
+    clock.advance(1_000);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.KEPT" });
     // Once: more alarms change nothing, call nothing, announce nothing more.
@@ -376,7 +365,7 @@ describe("calls that may have reached the operator are never sent again", () => 
       await operatorStatus(t.phoneNumberId, {
         id: "wamid.LATE",
         status: "sent",
-        timestamp: String(Math.floor(clock / 1000)),
+        timestamp: String(Math.floor(clock.now() / 1000)),
         recipient_id: "5511999998888",
         biz_opaque_callback_data: jobId,
       });
@@ -404,14 +393,14 @@ describe("calls that may have reached the operator are never sent again", () => 
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     const workspace = workspaceStub(env, t.workspaceId);
-    advance(UNKNOWN_OUTCOME_WINDOW_MS - 1);
+    clock.advance(UNKNOWN_OUTCOME_WINDOW_MS - 1);
     await drain(t.numberId);
     await runDurableObjectAlarm(workspace);
     expect(await message(t.key, jobId)).toMatchObject({
       status: "processing",
       outcomeUnknownSince: expect.any(String),
     });
-    advance(1);
+    clock.advance(1);
     await drain(t.numberId);
     await runDurableObjectAlarm(workspace);
     expect(calls).toHaveLength(1);
@@ -432,14 +421,14 @@ describe("calls that may have reached the operator are never sent again", () => 
       const jobId = await sendOne(t.key, t.numberId);
       await drain(t.numberId);
       const workspace = workspaceStub(env, t.workspaceId);
-      advance(59_999);
+      clock.advance(59_999);
       await drain(t.numberId);
       await runDurableObjectAlarm(workspace);
       expect(await message(t.key, jobId)).toMatchObject({
         status: "processing",
         outcomeUnknownSince: expect.any(String),
       });
-      advance(1);
+      clock.advance(1);
       await drain(t.numberId);
       await runDurableObjectAlarm(workspace);
       expect(calls).toHaveLength(1);
@@ -479,7 +468,7 @@ describe("one message never holds up its number", () => {
     );
     const slow1 = await sendOne(t.key, t.numberId, "5511000000001", "slow-1");
     const slow2 = await sendOne(t.key, t.numberId, "5511000000001", "slow-2");
-    advance(1_000);
+    clock.advance(1_000);
     const other = await sendOne(t.key, t.numberId, "5511000000002", "other");
     await drainFor(t.numberId, 4);
     // The other recipient's message went out; the slow conversation waits, in order.
@@ -487,7 +476,7 @@ describe("one message never holds up its number", () => {
     expect(await message(t.key, other)).toMatchObject({ status: "sent" });
     expect(await message(t.key, slow2)).toMatchObject({ status: "queued" });
     // Retry-After: 86400 is capped: the retry comes within the cap, then its conversation continues.
-    advance(RETRY_POLICY.maxDelayMs);
+    clock.advance(RETRY_POLICY.maxDelayMs);
     await drainFor(t.numberId, 4);
     expect(calls.map((c) => c.body.text.body)).toEqual(["slow-1", "other", "slow-1", "slow-2"]);
     expect(await message(t.key, slow1)).toMatchObject({ status: "sent" });
@@ -504,7 +493,7 @@ describe("one message never holds up its number", () => {
         }),
     );
     const jobId = await sendOne(t.key, t.numberId);
-    const started = clock;
+    const started = clock.now();
     await drainFor(t.numberId, 10, RETRY_POLICY.maxDelayMs);
     expect(await message(t.key, jobId)).toMatchObject({
       status: "failed",
@@ -520,7 +509,7 @@ describe("one message never holds up its number", () => {
       throw new Error("the sandbox must not call the network");
     });
     const down = await sendOne(t.key, t.numberId, SANDBOX_MAGIC_NUMBERS.alwaysDown);
-    advance(500);
+    clock.advance(500);
     const ordinary = await sendOne(t.key, t.numberId, "5511999998888");
     await drainFor(t.numberId, 3);
     expect(await message(t.key, ordinary)).toMatchObject({ status: "sent" });
@@ -534,23 +523,23 @@ describe("the pace holds at the operator", () => {
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     for (let i = 0; i < 3; i++) {
       await sendOne(t.key, t.numberId, `55110000000${i}`, `m${i}`);
-      advance(500);
+      clock.advance(500);
     }
-    advance(1_000);
-    const t0 = clock;
+    clock.advance(1_000);
+    const t0 = clock.now();
     // The first claim takes 400 ms (the workspace object is busy): its call leaves at t0 + 400.
     const gate = await holdObject(workspaceStub(env, t.workspaceId));
     const alarm = drain(t.numberId);
     await new Promise((r) => setTimeout(r, 20));
-    advance(400);
+    clock.advance(400);
     await gate.release();
     await alarm;
     expect(calls.map((c) => c.at)).toEqual([t0 + 400]);
     // A pace counted from before the claim would allow the next call at t0 + 505 and a third at t0 + 1010.
-    setClock(t0 + PACE_SPACING_MS);
+    clock.set(t0 + PACE_SPACING_MS);
     await drain(t.numberId);
     for (let i = 0; i < 20 && calls.length < 3; i++) {
-      advance(100);
+      clock.advance(100);
       await drain(t.numberId);
     }
     expect(calls).toHaveLength(3);
@@ -571,7 +560,7 @@ describe("the lifecycle follows the operator", () => {
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
-    advance(2_000);
+    clock.advance(2_000);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.F1", status: "failed", errorCode: "131026" });
     expect(await message(t.key, jobId)).toMatchObject({
       status: "failed",
@@ -601,9 +590,9 @@ describe("the lifecycle follows the operator", () => {
     const eventsBefore = t.hook.events().filter((e) => e.data.messageId === jobId);
     expect(eventsBefore).toHaveLength(3);
     await workspaceStub(env, t.workspaceId).applyStatuses([
-      { jobId, at: clock + 1, status: "processing" },
-      { jobId, at: clock + 2, status: "sent", upstreamMessageId: "wamid.OTHER" },
-      { jobId, at: clock + 3, deliveredAt: clock + 3 },
+      { jobId, at: clock.now() + 1, status: "processing" },
+      { jobId, at: clock.now() + 2, status: "sent", upstreamMessageId: "wamid.OTHER" },
+      { jobId, at: clock.now() + 3, deliveredAt: clock.now() + 3 },
     ]);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "sent" });
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "delivered" });
@@ -623,7 +612,7 @@ describe("sandbox delivery", () => {
     const jobs: Record<string, string> = {};
     for (const to of ["5511999998888", ...Object.values(SANDBOX_MAGIC_NUMBERS)]) {
       jobs[to] = await sendOne(t.key, t.numberId, to);
-      advance(500);
+      clock.advance(500);
     }
     await drainFor(t.numberId, 10);
     const statusOf = async (to: string) => message(t.key, jobs[to]!);
@@ -634,7 +623,7 @@ describe("sandbox delivery", () => {
       error: { code: "service_window_closed" },
     });
     await drainFor(t.numberId, 200, 2_000);
-    advance(SANDBOX_REPORT_DELAY_MS.unknownSettled);
+    clock.advance(SANDBOX_REPORT_DELAY_MS.unknownSettled);
     await drainFor(t.numberId, 3);
     expect(await statusOf("5511999998888")).toMatchObject({
       status: "sent",
@@ -680,15 +669,15 @@ describe("orphans and stranded messages", () => {
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     // What a send that died after its hand-off leaves behind.
-    const orphan = newJobId(clock);
+    const orphan = newJobId(clock.now());
     await testNumber(t.numberId).admit({
       jobId: orphan,
       workspaceId: t.workspaceId,
       channelNumberId: t.numberId,
       to: "5511999998888",
-      acceptedAt: clock,
+      acceptedAt: clock.now(),
     });
-    advance(500);
+    clock.advance(500);
     const real = await sendOne(t.key, t.numberId, "5511999998888", "real");
     expect(await queuedIds(t.numberId)).toEqual([orphan, real]);
     await drainFor(t.numberId, 3, 100);
