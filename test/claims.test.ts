@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
@@ -137,7 +137,7 @@ describe("a claim granted and never answered", () => {
     await abortAllDurableObjects(); // the number (and everything else) restarts mid-call
 
     // The runtime runs an alarm whose run was cut short again (the test harness removed it to run it).
-    await runInDurableObject(channelNumberStub(env, t.numberId), (_, state) => state.storage.setAlarm(Date.now()));
+    await testNumber(t.numberId).armAlarm();
     for (let i = 0; i < 3; i++) {
       await alarm(t.numberId);
       clock.advance(61_000);

@@ -1,10 +1,4 @@
-import {
-  createExecutionContext,
-  createMessageBatch,
-  getQueueResult,
-  runDurableObjectAlarm,
-  runInDurableObject,
-} from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
@@ -161,21 +155,7 @@ describe("events that waited behind a failure", () => {
     // What comes back: the pack itself (the queue's retry) or its undelivered events re-queued.
     const retried = outcome === "retry" ? [packed] : queue.take();
     expect(retried.flatMap(eventsOf).map((e) => e.id)).toEqual(packed.events.map((e) => e.id));
-    const logged = () =>
-      runInDurableObject(testWorkspace(t.workspaceId), (_, state) =>
-        state.storage.sql
-          .exec<{ name: string }>(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'd\\_%' ESCAPE '\\'",
-          )
-          .toArray()
-          .flatMap(({ name }) =>
-            state.storage.sql
-              .exec<{ attempts: string }>(`SELECT attempts FROM ${name}`)
-              .toArray()
-              .flatMap((r) => JSON.parse(r.attempts) as { o: string }[]),
-          )
-          .map((a) => a.o),
-      );
+    const logged = () => testWorkspace(t.workspaceId).deliveryLogOutcomes();
     expect(await logged()).toEqual(["failed"]);
 
     // The endpoint recovers; the retry delivers all four.
@@ -248,7 +228,7 @@ describe("a webhook's deliveries", () => {
     // The log keeps 3 days: once the first day is past them, its attempts are gone (its table dropped).
     // The purge rides on whatever alarm the object runs next (here: one the test sets).
     clock.set(midnight + KEEP_DELIVERIES_MS + RETENTION_SLACK_MS + 60_000);
-    await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+    await testWorkspace(t.workspaceId).armAlarm();
     expect(await runDurableObjectAlarm(testWorkspace(t.workspaceId))).toBe(true);
     expect(await testWorkspace(t.workspaceId).tableNames()).not.toContain(`d_${day - 1}`);
     expect((await deliveryLogOf(t.key, webhookId, "?limit=10")).data.map(row)).toEqual(
@@ -292,14 +272,14 @@ describe("a workspace over its size guard", () => {
     // A day after the day ended (and the purge's slack): gone over the guard, kept under it.
     clock.set(midnight + DAY_MS + RETENTION_SLACK_MS + 60_000);
     for (const t of [busy, quiet]) {
-      await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+      await testWorkspace(t.workspaceId).armAlarm();
       await runDurableObjectAlarm(testWorkspace(t.workspaceId));
     }
     expect(await testWorkspace(busy.workspaceId).tableNames()).not.toContain(`d_${day}`);
     expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
     // Just before 3 days: still there; after: gone.
     clock.set(midnight + KEEP_DELIVERIES_MS - 60_000);
-    await runInDurableObject(testWorkspace(quiet.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+    await testWorkspace(quiet.workspaceId).armAlarm();
     await runDurableObjectAlarm(testWorkspace(quiet.workspaceId));
     expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
   });

@@ -1,4 +1,4 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
@@ -274,9 +274,9 @@ describe("a conversation's order", () => {
 describe("what a number keeps", () => {
   it("an object no number row names, woken by an alarm, has nothing to rebuild and arms no other alarm", async () => {
     const stub = testNumber(crypto.randomUUID());
-    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    await stub.armAlarm();
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeNull();
+    expect(await stub.alarmAt()).toBeNull();
     expect(await stub.tableNames()).toEqual([]);
   });
 

@@ -4,7 +4,6 @@ import {
   evictDurableObject,
   getQueueResult,
   runDurableObjectAlarm,
-  runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -14,8 +13,7 @@ import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { queuedEvents } from "./helpers/events";
-import { testNumber, testWorkspace } from "./helpers/objects";
-import { channelNumberStub } from "../src/durable-objects/stubs";
+import { onNextCommit, testNumber, testWorkspace } from "./helpers/objects";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import type { InboundRecord } from "../src/durable-objects/workspace/contract";
@@ -40,7 +38,7 @@ async function cloudNumberAcceptingAll() {
   const { key } = await createKey(workspaceId);
   const number = await connectCloudNumber(workspaceId);
   const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-  return { workspaceId, key, number, calls, stub: channelNumberStub(env, number.numberId) };
+  return { workspaceId, key, number, calls, stub: testNumber(number.numberId) };
 }
 
 const inbound = (channelNumberId: string, i: number, over: Partial<InboundRecord> = {}): InboundRecord => ({
@@ -182,9 +180,7 @@ describe("each alarm step is isolated", () => {
     // A number that keeps a table (a contact wrote to it), with leftover storage that cannot be
     // read: a sandbox reports table of another layout. Its step throws on every alarm.
     await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock.now() }]);
-    await runInDurableObject(stub, (_, state) => {
-      state.storage.sql.exec("CREATE TABLE sandbox_reports (id TEXT)");
-    });
+    await stub.plantUnreadableTable("sandbox_reports");
     const warnings = vi.spyOn(console, "warn");
     for (let i = 0; i < 6; i++) {
       expect((await send(key, `k${i}`, textMessage(number.numberId, `m${i}`, `551100000000${i}`))).status).toBe(201);
@@ -216,18 +212,7 @@ describe("the pace at the operator", () => {
       clock.advance(500);
     }
     // The first claim's commit in the workspace takes 300 ms: the call may leave only once it is granted.
-    await runInDurableObject(testWorkspace(workspaceId), (_, state) => {
-      const transactionSync = state.storage.transactionSync.bind(state.storage);
-      let slow = true;
-      state.storage.transactionSync = <T>(fn: () => T): T => {
-        const result = transactionSync(fn);
-        if (slow) {
-          slow = false;
-          clock.advance(300);
-        }
-        return result;
-      };
-    });
+    await onNextCommit(testWorkspace(workspaceId), () => clock.advance(300));
     for (let i = 0; i < 60 && calls.length < 3; i++) {
       await runDurableObjectAlarm(stub);
       clock.advance(50);
@@ -243,13 +228,11 @@ describe("alarms are never lost", () => {
     await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock.now() }]);
     const res = await send(key, "re-arm", textMessage(number.numberId));
     expect(res.status).toBe(201);
-    await runInDurableObject(stub, async (_, state) => {
-      await state.storage.deleteAlarm();
-    });
+    await stub.clearAlarm();
     await evictDurableObject(stub);
     // Any request starts it again.
     expect(await testNumber(number.numberId).tableNames()).toContain("contacts");
-    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).not.toBeNull();
+    expect(await stub.alarmAt()).not.toBeNull();
     clock.advance(1_000);
     for (let i = 0; i < 5 && calls.length === 0; i++) {
       await runDurableObjectAlarm(stub);

@@ -4,7 +4,6 @@ import {
   evictDurableObject,
   getQueueResult,
   runDurableObjectAlarm,
-  runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -16,11 +15,11 @@ import { send, textMessage } from "./helpers/send";
 import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { eventOfMessage, queuedEvents, statusEventsOf } from "./helpers/events";
-import { testWorkspace } from "./helpers/objects";
+import { crashObject, testWorkspace } from "./helpers/objects";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/history-tiering";
-import { createSlotTable, SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { DAY_MS, newUuidV7, utcDay, uuidV7Time } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent } from "../src/domain/events";
@@ -258,9 +257,7 @@ describe("late reports about a message already in history", () => {
     // The object crashes before its event left: what it held in memory is gone, and the caller
     // (the operator's webhook) was never told that the change was announced.
     const trace = await expectRuntimeLog(/crash before the event left/);
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
-      state.abort("crash before the event left"),
-    ).catch(() => undefined);
+    await crashObject(workspaceStub(env, t.workspaceId), "crash before the event left");
     expect(String(await first)).toMatch(/crash before the event left/);
     await trace.end();
     for (const spy of refuse) spy.mockRestore();
@@ -396,20 +393,20 @@ describe("archives", () => {
 
     // A record of that day reaches a table of that day again (written late), then is archived.
     const late = newUuidV7(createdAt + 1_000);
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
-      createSlotTable(state.storage.sql, slotOf(createdAt + 1_000));
-      state.storage.sql.exec(
-        `INSERT INTO ${slotTable(slotOf(createdAt + 1_000))} (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at)
-         VALUES (?, 'outbound', ?, '5511999998888', 'text', 'late', 'queued', ?, ?)`,
-        late,
-        t.numberId,
-        createdAt + 1_000,
-        createdAt + 1_000,
-      );
+    await workspaceOf(t).writeRecordToStorage({
+      id: late,
+      direction: "outbound",
+      channel_number_id: t.numberId,
+      recipient: "5511999998888",
+      type: "text",
+      body: "late",
+      status: "queued",
+      created_at: createdAt + 1_000,
+      updated_at: createdAt + 1_000,
     });
     // The object learns of its tables when it starts.
     await evictDurableObject(workspaceStub(env, t.workspaceId));
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+    await workspaceOf(t).armAlarm();
     clock.advance(RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t, 10);
     const archives = await json<{ data: { day: string; messages: number }[] }>(await api("/message-archives", t.key));

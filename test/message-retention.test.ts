@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ndjsonText } from "./helpers/ndjson";
@@ -98,15 +98,7 @@ async function sendSome(t: Tenant, n: number, prefix: string): Promise<string[]>
 }
 
 /** The workspace object's storage size now, and the budget it is held to. */
-async function pressure(t: Tenant): Promise<{ size: number; budget: number }> {
-  return runInDurableObject(testWorkspace(t.workspaceId), (_, state) => ({
-    size: state.storage.sql.databaseSize,
-    budget: Number(
-      state.storage.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'hot_bytes_budget'").toArray()[0]?.v ??
-        Number.NaN,
-    ),
-  }));
-}
+const pressure = (t: Tenant): Promise<{ size: number; budget: number }> => testWorkspace(t.workspaceId).sizeAndBudget();
 
 /**
  * Sets the workspace's budget to half its storage now: over its budget, under its size guard. Its

@@ -1,9 +1,9 @@
-import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant } from "./helpers/fixtures";
-import { holdObject, settleIo, testNumber } from "./helpers/objects";
+import { holdObject, settleIo, testNumber, testWorkspace } from "./helpers/objects";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { expectRuntimeLog } from "./helpers/runtime-log";
@@ -48,19 +48,10 @@ async function handOffOnly(t: { workspaceId: string }, numberId: string, to = "5
  * Makes the commit of new records fail in a workspace object (as a full disk or an I/O error
  * would): reads still work, and the admission goes as far as its insert. `repair` undoes it.
  */
-const failInserts = async (stub: DurableObjectStub) => {
-  const table = slotTable(slotOf(clock.now()));
-  await runInDurableObject(stub, (_, state) => {
-    state.storage.sql.exec(
-      `CREATE TRIGGER inserts_fail BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
-    );
-  });
-  return {
-    repair: () =>
-      runInDurableObject(stub, (_, state) => {
-        state.storage.sql.exec("DROP TRIGGER inserts_fail");
-      }),
-  };
+const failInserts = async (workspaceId: string) => {
+  const workspace = testWorkspace(workspaceId);
+  await workspace.failWrites(slotTable(slotOf(clock.now())), { inserts: true });
+  return { repair: () => workspace.repairWrites() };
 };
 
 describe("faults between the steps of a send", () => {
@@ -130,11 +121,10 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
   it("the commit fails after the hand-off: a retry with another payload gets its own message, and the operator receives that text only", async () => {
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-    const workspace = workspaceStub(env, t.workspaceId);
     // A first send makes the records' table (a 6-hour slot); a second earlier: it does not share the next sends' window.
     expect((await send(t.key, "k0", textMessage(t.numberId, "zero"))).status).toBe(201);
     clock.advance(1_000);
-    const fault = await failInserts(workspace);
+    const fault = await failInserts(t.workspaceId);
     // The object's exception is expected here: captured and checked, not printed as an uncaught error.
     const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
     await expectError(await send(t.key, "k1", textMessage(t.numberId, "first text")), 500, "internal_error");

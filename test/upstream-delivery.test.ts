@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, json } from "./helpers/http";
@@ -12,7 +12,7 @@ import {
   operatorMessagesUrl,
   type OperatorCall,
 } from "./helpers/operator";
-import { holdObject, testNumber } from "./helpers/objects";
+import { holdObject, testNumber, testWorkspace } from "./helpers/objects";
 import { mockEdge } from "./helpers/number-edge";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
@@ -286,13 +286,9 @@ describe("Cloud API delivery", () => {
   it("an answer the workspace could not take is kept and handed again: the record learns it once, announced once", async () => {
     const t = await liveNumber(() => accepted("wamid.KEPT"));
     const jobId = await sendOne(t.key, t.numberId);
-    const workspace = workspaceStub(env, t.workspaceId);
+    const workspace = testWorkspace(t.workspaceId);
     // The workspace cannot write a `sent` record for now (an I/O fault): the claim goes through, the answer does not.
-    await runInDurableObject(workspace, (_, state) => {
-      state.storage.sql.exec(
-        `CREATE TRIGGER answers_fail BEFORE UPDATE ON ${slotTable(slotOf(clock.now()))} WHEN NEW.status = 'sent' BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
-      );
-    });
+    await workspace.failWrites(slotTable(slotOf(clock.now())), { updatesTo: "sent" });
     const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
     await drain(t.numberId);
     expect(await trace.seen()).not.toHaveLength(0);
@@ -301,9 +297,7 @@ describe("Cloud API delivery", () => {
     expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: null });
 
     // The fault passes; the number hands the answer again at its next try (its alarm is armed for it).
-    await runInDurableObject(workspace, (_, state) => {
-      state.storage.sql.exec("DROP TRIGGER answers_fail");
-    });
+    await workspace.repairWrites();
     clock.advance(1_000);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.KEPT" });
