@@ -1,4 +1,4 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
@@ -21,42 +21,14 @@ import { canonicalJson, SendMessageRequest } from "../src/domain/send-request";
 import { sha256Hex } from "../src/lib/crypto";
 import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 import { eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
-import beforeVersions from "./fixtures/schema-before-versions.json";
-import firstVersioned from "./fixtures/schema-v1.json";
+import { BEFORE_VERSIONS, V1, writeEarlierStorage, type Layout } from "./fixtures/earlier-layouts";
 import { fakeClockPerTest } from "./helpers/clock";
 
 // Objects already in production hold the storage layout of the release that created or last
 // upgraded them. These tests build exactly such a layout (the release's own sqlite_master, kept
 // in test/fixtures), fill it with data in every state that release could leave, and then let the
-// current code start on it: nothing may be lost, changed, sent twice or left unsent.
-//
-// The fixtures are the sqlite_master (type, name, tbl_name, sql) of a workspace object, a
-// channel-number object and a history shard, captured by running that release's own code:
-// - schema-before-versions.json: main at d0134f6, the last release without schema versions;
-// - schema-v1.json: main at cd615a2, the first versioned release (engine v1). Captured from a
-//   `git archive cd615a2` copy of the tree with a throwaway test (run there with
-//   `npx vitest run --project workers`) that sent one message through a cloud-less sandbox
-//   number, let the number call and report it, moved it to its day's shard (49 hours later),
-//   and printed `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL` of
-//   the three objects (without sqlite_% and _cf_% entries). Only the output is kept.
-// The rows are written here with raw SQL, as those releases wrote them (their columns, states
-// and meta rows; see `main:src/durable-objects/...` at those commits).
-
-interface SchemaEntry {
-  type: string;
-  name: string;
-  sql: string;
-}
-
-interface Layout {
-  name: string;
-  objects: { workspace: SchemaEntry[]; number: SchemaEntry[]; history: SchemaEntry[] };
-  /** The version row the release kept (its `schema_version` table), or null before versions. */
-  version: number | null;
-}
-
-const BEFORE_VERSIONS: Layout = { name: "before versions", objects: beforeVersions.objects, version: null };
-const V1: Layout = { name: "v1", objects: firstVersioned.objects, version: 1 };
+// current code start on it: nothing may be lost, changed, sent twice or left unsent. How the
+// layouts were captured, and how their rows are written: test/fixtures/earlier-layouts.ts.
 
 // A fresh stretch of time for each test, at 09:00 UTC (far from midnight: every message of the
 // scenario is on one UTC day).
@@ -64,41 +36,6 @@ const clock = fakeClockPerTest(Date.UTC(2049, 0, 1, 9), (t) => utcDay(t) * DAY_M
 afterEach(() => vi.restoreAllMocks());
 
 const latest = (schema: { steps: readonly { version: number }[] }) => schema.steps[schema.steps.length - 1]!.version;
-
-const tableNames = (sql: SqlStorage) =>
-  sql
-    .exec<{ name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-    )
-    .toArray()
-    .map((r) => r.name);
-
-const columns = (sql: SqlStorage, table: string) =>
-  sql
-    .exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
-    .toArray()
-    .map((r) => r.name);
-
-/** Replaces whatever the current code created in an object by exactly the release's layout (and its version row). */
-function buildLayout(storage: DurableObjectStorage, entries: SchemaEntry[], version: number | null): void {
-  const sql = storage.sql;
-  for (const t of tableNames(sql)) sql.exec(`DROP TABLE ${t}`);
-  for (const e of entries.filter((x) => x.type === "table")) sql.exec(e.sql);
-  for (const e of entries.filter((x) => x.type === "index")) sql.exec(e.sql);
-  if (version !== null) sql.exec("INSERT INTO schema_version (only, version) VALUES (1, ?)", version);
-}
-
-/** Inserts a row with the columns the table has (a release before another lacks some). */
-function insert(sql: SqlStorage, table: string, row: Record<string, SqlStorageValue>): void {
-  const cols = ["rowid", ...columns(sql, table)].filter((c) => c in row);
-  sql.exec(
-    `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`,
-    ...cols.map((c) => row[c] ?? null),
-  );
-}
-
-const setMetaRow = (sql: SqlStorage, k: string, v: string) =>
-  sql.exec("INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, v);
 
 const eventId = () => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
 
@@ -427,14 +364,11 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
   }));
 
   const workspace = workspaceStub(env, workspaceId);
-  await runInDurableObject(workspace, async (_, state) => {
-    await state.storage.deleteAlarm();
-    buildLayout(state.storage, layout.objects.workspace, layout.version);
-    const sql = state.storage.sql;
-    for (const r of [...outbound, inbound]) insert(sql, "messages", r);
+  await writeEarlierStorage(workspace, layout.objects.workspace, layout.version, async (w) => {
+    for (const r of [...outbound, inbound]) w.insert("messages", r);
     for (const r of outbound) {
       const n = (Object.keys(R) as Name[]).find((k) => R[k] === r)!;
-      insert(sql, "idempotency_keys", {
+      w.insert("idempotency_keys", {
         key: `key-${n}`,
         fingerprint: await fingerprintOf(r.channel_number_id, r.body, r.recipient),
         job_id: r.id,
@@ -442,7 +376,7 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
       });
     }
     events.forEach((e, k) =>
-      insert(sql, "events", {
+      w.insert("events", {
         rowid: k + 1,
         id: e.event.id,
         type: e.event.type,
@@ -457,11 +391,11 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
         first_report_by: Date.parse(e.event.createdAt) + 60_000,
       }),
     );
-    setMetaRow(sql, "events_published_through", "4");
-    setMetaRow(sql, "events_first_report_from", "5");
-    for (const a of attempts) insert(sql, "event_attempts", a);
+    w.setMeta("events_published_through", "4");
+    w.setMeta("events_first_report_from", "5");
+    for (const a of attempts) w.insert("event_attempts", a);
     const counts = (day: number, n: string, c: [number, number, number, number]) =>
-      insert(sql, "daily_counts", {
+      w.insert("daily_counts", {
         day,
         channel_number_id: n,
         accepted: c[0],
@@ -474,11 +408,11 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
     counts(D, P, [1, 0, 0, 0]);
     counts(oldDay, N, [2, 2, 0, 0]);
     counts(archivedDay, N, [3, 3, 0, 0]);
-    insert(sql, "history_days", { day: oldDay, messages: 2 });
-    setMetaRow(sql, "history_boundary", JSON.stringify({ createdAt: moved[1]!.created_at, id: moved[1]!.id }));
-    insert(sql, "archived_days", { day: archivedDay, messages: 3, parts: 1, archived_at: ago(9 * DAY_MS) });
-    setMetaRow(sql, "workspace_id", workspaceId);
-    setMetaRow(sql, "history_days", "30");
+    w.insert("history_days", { day: oldDay, messages: 2 });
+    w.setMeta("history_boundary", JSON.stringify({ createdAt: moved[1]!.created_at, id: moved[1]!.id }));
+    w.insert("archived_days", { day: archivedDay, messages: 3, parts: 1, archived_at: ago(9 * DAY_MS) });
+    w.setMeta("workspace_id", workspaceId);
+    w.setMeta("history_days", "30");
   });
 
   // N's outbox, one entry per message, in each state its drain left it.
@@ -500,11 +434,8 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
   });
   const number = channelNumberStub(env, N);
   let owedRows = 0;
-  await runInDurableObject(number, async (_, state) => {
-    await state.storage.deleteAlarm();
-    buildLayout(state.storage, layout.objects.number, layout.version);
-    const sql = state.storage.sql;
-    const hasErrorColumn = columns(sql, "outbox").includes("error");
+  await writeEarlierStorage(number, layout.objects.number, layout.version, (w) => {
+    const hasErrorColumn = w.columns("outbox").includes("error");
     const rows = [
       outboxOf(R.d, 1, {
         state: "unknown",
@@ -565,19 +496,18 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
       }),
       outboxOf(R.a, 9, { state: "queued", attempts: 0, is_head: 1 }),
     ];
-    for (const r of rows) insert(sql, "outbox", r);
+    for (const r of rows) w.insert("outbox", r);
     // Owed to the workspace: h's change (its relay could not hand it), and, for the release that
     // relayed every change through a row (no `error` column, no checkpoint), i's too.
     const owe = (u: Record<string, unknown>) => {
       owedRows++;
-      insert(sql, "status_outbox", { workspace_id: workspaceId, body: JSON.stringify(u) });
+      w.insert("status_outbox", { workspace_id: workspaceId, body: JSON.stringify(u) });
     };
     owe({ jobId: ids.h, at: ago(29 * min), status: "sent", upstreamMessageId: "wamid.h" });
     if (!hasErrorColumn) owe({ jobId: ids.i, at: ago(10_000), status: "failed", error: REFUSED });
     // The pace's row: that release's call times, its relay checkpoint and the entries in flight
     // (the release before versions kept the call times alone and found `sending` entries by index).
-    setMetaRow(
-      sql,
+    w.setMeta(
       "recent_calls",
       JSON.stringify(layout.version === null ? [ago(12_000)] : { calls: [ago(12_000)], relayAfter, sending: [8] }),
     );
@@ -594,23 +524,16 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
     probes: 1,
     nextProbeAt: T + 12 * min,
   };
-  await runInDurableObject(paused, async (_, state) => {
-    await state.storage.deleteAlarm();
-    buildLayout(state.storage, layout.objects.number, layout.version);
-    insert(state.storage.sql, "outbox", outboxOf(R.held, 1, { state: "queued", attempts: 0, is_head: 1 }));
-    setMetaRow(state.storage.sql, "paused", JSON.stringify(pause));
-    setMetaRow(
-      state.storage.sql,
-      "recent_calls",
-      JSON.stringify(layout.version === null ? [] : { calls: [], relayAfter, sending: [] }),
-    );
+  await writeEarlierStorage(paused, layout.objects.number, layout.version, (w) => {
+    w.insert("outbox", outboxOf(R.held, 1, { state: "queued", attempts: 0, is_head: 1 }));
+    w.setMeta("paused", JSON.stringify(pause));
+    w.setMeta("recent_calls", JSON.stringify(layout.version === null ? [] : { calls: [], relayAfter, sending: [] }));
   });
   const shard = historyStub(env, workspaceId, oldDay);
-  await runInDurableObject(shard, (_, state) => {
-    buildLayout(state.storage, layout.objects.history, layout.version);
-    for (const r of moved) insert(state.storage.sql, "messages", r);
-    setMetaRow(state.storage.sql, "workspace_id", workspaceId);
-    setMetaRow(state.storage.sql, "day", String(oldDay));
+  await writeEarlierStorage(shard, layout.objects.history, layout.version, (w) => {
+    for (const r of moved) w.insert("messages", r);
+    w.setMeta("workspace_id", workspaceId);
+    w.setMeta("day", String(oldDay));
   });
   // A running instance must not go on over storage changed under it: each starts again on it.
   for (const stub of [workspace, number, paused, shard]) await evictDurableObject(stub);
@@ -962,11 +885,10 @@ describe("objects of earlier releases upgrade in place", () => {
 
       const id = newJobId(20_000 * DAY_MS);
       const kept = record(id, crypto.randomUUID(), "5511900000001", "kept", 20_000 * DAY_MS + 1, { status: "sent" });
-      await runInDurableObject(shard, (_, state) => {
-        buildLayout(state.storage, layout.objects.history, layout.version);
-        insert(state.storage.sql, "messages", kept);
-        setMetaRow(state.storage.sql, "workspace_id", workspaceId);
-        setMetaRow(state.storage.sql, "day", "20000");
+      await writeEarlierStorage(shard, layout.objects.history, layout.version, (w) => {
+        w.insert("messages", kept);
+        w.setMeta("workspace_id", workspaceId);
+        w.setMeta("day", "20000");
       });
       await evictDurableObject(shard);
       expect(await shard.get(id), layout.name).toMatchObject({ body: "kept", status: "sent" });
