@@ -1,9 +1,8 @@
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
-import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { slotOf } from "../src/durable-objects/workspace/day-tables";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { api, call, json } from "./helpers/http";
@@ -14,6 +13,7 @@ import { messageSeeder } from "./helpers/seed-messages";
 import { signedInMember, type Member } from "./helpers/dashboard";
 import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
 import { fakeClockPerTest } from "./helpers/clock";
+import { seedInbound, seedStorage } from "./fixtures/bulk-rows";
 
 // The messages pages read the workspace object directly (as GET /messages
 // does); messages are seeded through the real API and the sandbox, with a
@@ -172,19 +172,9 @@ describe("messages list", () => {
     const from = clock.now() + 1_000;
     expect(2_100).toBeGreaterThan(SCAN_BUDGET);
     expect(slotOf(from + 2_100)).toBe(slotOf(clock.now()));
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
-      state.storage.sql.exec(
-        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2100)
-         INSERT INTO ${slotTable(slotOf(from))} (id, direction, channel_number_id, recipient, type, body, status, upstream_message_id, received_at, created_at, updated_at)
-         SELECT printf('%08x-%04x-7000-8000-%012d', (? + i) >> 16, (? + i) & 65535, i), 'inbound', ?, '5511977770001', 'text', 'x', 'received', printf('sandbox.in.%d', i), ? + i, ? + i, ? + i FROM n`,
-        from,
-        from,
-        t.numberId,
-        from,
-        from,
-        from,
-      );
-    });
+    await seedStorage(workspaceStub(env, t.workspaceId), (sql) =>
+      seedInbound(sql, { slot: slotOf(from), numberId: t.numberId, sender: "5511977770001", from, count: 2_100 }),
+    );
     clock.set(from + 5_000);
     // The API's first page is empty and says to go on; the dashboard goes on by itself.
     const apiPage = await json<{ data: unknown[]; nextCursor: string | null }>(
