@@ -12,17 +12,9 @@ import { schemaVersion } from "../src/durable-objects/shared/schema-version";
 import { getMeta, setMeta } from "../src/durable-objects/shared/meta";
 import { createSlotTable, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { now } from "../src/lib/clock";
+import { tableNamesOf } from "./helpers/tables";
 
 export { default } from "../src/index";
-
-/** The tables of an object's storage, by name (what a layout leaves behind). */
-const tablesOf = (sql: SqlStorage): string[] =>
-  sql
-    .exec<{ name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-    )
-    .toArray()
-    .map((r) => r.name);
 
 export class WorkspaceDurableObject extends Workspace {
   /** Capacity used right now: committed sends in the 60-second window and this month. */
@@ -200,7 +192,7 @@ export class ChannelNumberDurableObject extends ChannelNumber {
 export class MessageHistoryDurableObject extends History {
   /** The tables of the shard, by name (none until something is moved to it, none once dropped). */
   async tableNames(): Promise<string[]> {
-    return tablesOf(this.ctx.storage.sql);
+    return tableNamesOf(this.ctx.storage.sql);
   }
 
   /**
@@ -225,6 +217,6 @@ export class MessageHistoryDurableObject extends History {
 export class ThrottleDurableObject extends Throttle {
   /** The tables of the scope's object, by name (none once its cleanup deleted its storage). */
   async tableNames(): Promise<string[]> {
-    return tablesOf(this.ctx.storage.sql);
+    return tableNamesOf(this.ctx.storage.sql);
   }
 }
