@@ -1,6 +1,6 @@
 import { createExecutionContext, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { ABUSE_LIMITS, bucket, scopes } from "../src/domain/abuse-limits";
 import { takeToken } from "../src/lib/throttle";
@@ -8,7 +8,7 @@ import { workspaceStub } from "../src/durable-objects/stubs";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
 import { signedInMember } from "./helpers/dashboard";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { fakeClockPerTest } from "./helpers/clock";
 
 const clock = fakeClockPerTest(Date.UTC(2042, 0, 1), (t) => t + 24 * 3_600_000);
@@ -65,14 +65,7 @@ describe("per-key limit on reads", () => {
 });
 
 describe("webhook test events and replays", () => {
-  let net: Network;
-  beforeEach(() => {
-    net = mockNetwork();
-  });
-  afterEach(() => {
-    net.restore();
-    expect(net.unhandled).toEqual([]);
-  });
+  const net = mockNetworkPerTest();
 
   /** The workspace object publishes recorded events from its alarm; with the clock held far ahead, the test runs it. */
   const publish = (workspaceId: string) => runDurableObjectAlarm(workspaceStub(env, workspaceId));
@@ -167,14 +160,7 @@ describe("webhook test events and replays", () => {
 });
 
 describe("the dashboard is held to the same limits as the API", () => {
-  let net: Network;
-  beforeEach(() => {
-    net = mockNetwork();
-  });
-  afterEach(() => {
-    net.restore();
-    expect(net.unhandled).toEqual([]);
-  });
+  const net = mockNetworkPerTest();
 
   async function webhookOf(t: Tenant, tag: string) {
     const host = `${tag}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;

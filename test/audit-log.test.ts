@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { app } from "../src/app";
 import { appendAudit, type AuditRow } from "../src/db/audit-log";
 import { AUDIT_ACTIONS, type AuditAction } from "../src/domain/audit";
@@ -8,18 +8,11 @@ import { admin, api, json } from "./helpers/http";
 import { createTenant, createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
 import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorConfirmsNumber } from "./helpers/operator";
-import { mockNetwork, type Network } from "./helpers/webhook-net";
+import { mockNetworkPerTest } from "./helpers/webhook-net";
 import { world, type World } from "./helpers/world";
 
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-  vi.restoreAllMocks();
-});
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 // Every request of the walk comes from this address: each entry must name it.
 const IP = "203.0.113.77";

@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
-import { accepted, cloudTenant, operatorError, type OperatorCall } from "./helpers/operator";
+import { accepted, operatorError, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { holdObject, settleIo, testNumber } from "./helpers/objects";
-import { mockEdge } from "./helpers/number-edge";
+import { liveCloudNumber } from "./helpers/number-edge";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { RETRY_POLICY } from "../src/durable-objects/channel-number/delivery-policy";
 import { newJobId } from "../src/domain/job-id";
@@ -19,17 +19,6 @@ import { fakeClockPerTest } from "./helpers/clock";
 
 const clock = fakeClockPerTest(Date.UTC(2051, 0, 1), (t) => t + 30 * 24 * 3_600_000);
 afterEach(() => vi.restoreAllMocks());
-
-type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
-
-/** A live (Cloud API) number whose operator answers `reply`, with a webhook of the customer's that records what it gets. */
-async function liveNumber(reply: Reply) {
-  const edge = mockEdge(reply);
-  const t = await cloudTenant();
-  edge.operator(t.phoneNumberId);
-  const hook = await edge.webhook(t.key, t.numberId);
-  return { ...t, calls: edge.calls, hook, net: edge.net };
-}
 
 async function sendOne(key: string, numberId: string, idempotencyKey: string = crypto.randomUUID(), body = "Hello") {
   const res = await send(key, idempotencyKey, textMessage(numberId, body));
@@ -57,12 +46,12 @@ const sentReport = (phoneNumberId: string, jobId: string, wamid: string) =>
   ]);
 
 /** 131000 "something went wrong, try again" to the first call (the operator may have processed it after all); later calls accepted. */
-const tryAgainFirst: Reply = (_, i) =>
+const tryAgainFirst: Parameters<typeof liveCloudNumber>[0] = (_, i) =>
   i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted("wamid.SECOND");
 
 describe("a retry's claim is decided by the record as the workspace holds it then", () => {
   it("the operator's `sent` report arrives before the retry's claim: no second call, the record is sent, announced once", async () => {
-    const t = await liveNumber(tryAgainFirst);
+    const t = await liveCloudNumber(tryAgainFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await alarm(t.numberId);
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
@@ -93,7 +82,7 @@ describe("a retry's claim is decided by the record as the workspace holds it the
   });
 
   it("the report reaches a busy workspace before the retry's claim, both waiting there: the claim finds it settled, no second call", async () => {
-    const t = await liveNumber(tryAgainFirst);
+    const t = await liveCloudNumber(tryAgainFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await alarm(t.numberId);
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
@@ -128,7 +117,9 @@ describe("a retry's claim is decided by the record as the workspace holds it the
 describe("a claim granted and never answered", () => {
   it("the number restarts during the call: the message is an unknown outcome, never called again, and the operator's report settles it", async () => {
     // The first call never answers, like a connection that hangs when the object dies.
-    const t = await liveNumber((_, i) => (i === 0 ? new Promise<Response>(() => undefined) : accepted("wamid.AGAIN")));
+    const t = await liveCloudNumber((_, i) =>
+      i === 0 ? new Promise<Response>(() => undefined) : accepted("wamid.AGAIN"),
+    );
     const jobId = await sendOne(t.key, t.numberId);
     void alarm(t.numberId).catch(() => "aborted");
     // Positive signal: the claim was granted (the record says processing) and the call left.
@@ -168,7 +159,7 @@ describe("a claim granted and never answered", () => {
 
 describe("a send that never committed", () => {
   it("its entry's claim is answered `never` and dropped unsent; the client's retry of the key gets a new jobId; one call in all", async () => {
-    const t = await liveNumber((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const t = await liveCloudNumber((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     // What a send whose workspace died between the number's admission and the commit leaves:
     // an entry in the number's queue (the workspace's own hand-off) and no record.
     const orphan = newJobId(clock.now());

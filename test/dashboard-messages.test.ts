@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
 import { slotOf } from "../src/durable-objects/workspace/day-tables";
@@ -11,7 +11,7 @@ import { connectCloudNumber } from "./helpers/operator";
 import { send, textMessage } from "./helpers/send";
 import { messageSeeder } from "./helpers/seed-messages";
 import { signedInMember, type Member } from "./helpers/dashboard";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { fakeClockPerTest } from "./helpers/clock";
 import { seedInbound, seedStorage } from "./fixtures/bulk-rows";
 
@@ -451,15 +451,10 @@ describe("the sends-per-day chart on the overview", () => {
 });
 
 describe("message page: webhook deliveries", () => {
-  let net: Network;
   beforeEach(() => {
     vi.useRealTimers();
-    net = mockNetwork();
   });
-  afterEach(() => {
-    net.restore();
-    expect(net.unhandled).toEqual([]);
-  });
+  const net = mockNetworkPerTest();
 
   it("lists the attempts to deliver the message's events, newest first, without controls", async () => {
     const host = `deliveries-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;

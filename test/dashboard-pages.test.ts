@@ -1,23 +1,16 @@
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CONTENT_SECURITY_POLICY } from "../src/dashboard/headers";
 import { LAST_USED_RESOLUTION_MS, noteKeyUsed } from "../src/domain/api-key-last-used";
 import { recordKeyUse } from "../src/db/api-keys";
 import { api, call } from "./helpers/http";
 import { createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
 import { fakeClock } from "./helpers/clock";
 
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
 
 /** A fresh tenant and its owner, signed in. */
 async function ownedTenant(): Promise<{ tenant: Tenant; owner: Member }> {

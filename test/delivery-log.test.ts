@@ -1,6 +1,6 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { api, json } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
@@ -8,7 +8,7 @@ import { send, textMessage } from "./helpers/send";
 import { deliveryLogOf, eventsOfMessage, statusEvent, type DeliveryView } from "./helpers/events";
 import { testNumber, testWorkspace } from "./helpers/objects";
 import { signedInMember } from "./helpers/dashboard";
-import { mockNetwork, type Network, type Receiver } from "./helpers/webhook-net";
+import { mockNetworkPerTest, type Receiver } from "./helpers/webhook-net";
 import { eventIdOf, eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { DAY_MS } from "../src/domain/job-id";
@@ -20,15 +20,8 @@ import { fakeClockPerTest } from "./helpers/clock";
 // the test, so that each attempt happens when the test says.
 
 const clock = fakeClockPerTest(Date.UTC(2052, 2, 1, 12), (t) => t + 10 * DAY_MS);
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  vi.restoreAllMocks();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 /** The webhook queue accepts what is published and keeps it until the test hands it on (`take`). */
 function holdQueue() {

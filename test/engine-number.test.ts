@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
-import { accepted, cloudTenant, operatorError, type OperatorCall } from "./helpers/operator";
+import { accepted, operatorError, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { testNumber } from "./helpers/objects";
-import { mockEdge } from "./helpers/number-edge";
+import { liveCloudNumber } from "./helpers/number-edge";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { fakeClockPerTest } from "./helpers/clock";
@@ -15,15 +15,10 @@ import { fakeClockPerTest } from "./helpers/clock";
 const clock = fakeClockPerTest(Date.UTC(2048, 0, 1), (t) => t + 30 * 24 * 3_600_000);
 afterEach(() => vi.restoreAllMocks());
 
-type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
-
-/** A live (Cloud API) number whose operator answers `reply`, with a webhook of the customer's that records what it gets. */
-async function liveNumber(reply: Reply) {
-  const edge = mockEdge(reply);
-  const t = await cloudTenant();
-  edge.operator(t.phoneNumberId);
-  const hook = await edge.webhook(t.key, t.numberId);
-  return { ...t, calls: edge.calls, hook, net: edge.net, stub: channelNumberStub(env, t.numberId) };
+/** A live number (liveCloudNumber) and its object's stub. */
+async function liveNumber(reply: Parameters<typeof liveCloudNumber>[0]) {
+  const t = await liveCloudNumber(reply);
+  return { ...t, stub: channelNumberStub(env, t.numberId) };
 }
 
 async function sendOne(key: string, numberId: string, to = "5511999998888", body = "Hello"): Promise<string> {

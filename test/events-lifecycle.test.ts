@@ -1,13 +1,13 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
 import { accepted, cloudTenant, operatorMessagesUrl } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { eventsOfMessage, queuedEvents, statusEventsOf } from "./helpers/events";
 import { testNumber } from "./helpers/objects";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { envelopeOf, eventIdOf, type WebhookEvent } from "../src/domain/events";
 import { fakeClockPerTest } from "./helpers/clock";
 
@@ -16,15 +16,8 @@ import { fakeClockPerTest } from "./helpers/clock";
 // read; every change reaches the webhook as one event, through the real queue and consumer.
 
 const clock = fakeClockPerTest(Date.UTC(2049, 5, 1, 9), (t) => t + 2 * 24 * 3_600_000);
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  vi.restoreAllMocks();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 /** A live number with a webhook to a receiver that answers 204; the operator accepts every call. */
 async function liveNumberWithWebhook() {

@@ -1,11 +1,11 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { eventOfMessage } from "./helpers/events";
 import { testNumber } from "./helpers/objects";
-import { answers, mockNetwork, type Network, type Seen } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest, type Seen } from "./helpers/webhook-net";
 import { eventIdOf, newEventId } from "../src/domain/events";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { newUuidV7 } from "../src/domain/job-id";
@@ -15,15 +15,8 @@ import { fakeClockPerTest } from "./helpers/clock";
 // change, or dates a test event) and the record, and publishes it again through the real queue.
 
 const clock = fakeClockPerTest(Date.UTC(2051, 8, 1, 9), (t) => t + 7 * 24 * 3_600_000);
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  vi.restoreAllMocks();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 /** A webhook to a receiver that answers 204, for the tenant's number (or another of its numbers). */
 async function webhookOf(t: Tenant, numberId = t.numberId) {

@@ -5,7 +5,13 @@ import { admin, api, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { answerAtEdge } from "./helpers/edge";
-import { cloudTenant, operatorMessagesUrl, operatorNumberUrl, type OperatorCall } from "./helpers/operator";
+import {
+  cloudTenant,
+  operatorCallOf,
+  operatorMessagesUrl,
+  operatorNumberUrl,
+  type OperatorCall,
+} from "./helpers/operator";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import type { WebhookEvent } from "../src/domain/events";
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
@@ -46,12 +52,7 @@ function operator(
     }
     if (req.method !== "POST" || req.url !== operatorMessagesUrl(t.phoneNumberId))
       throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
-    const call: OperatorCall = {
-      at: Date.now(),
-      url: req.url,
-      auth: req.headers.get("authorization"),
-      body: await req.json(),
-    };
+    const call = await operatorCallOf(req);
     calls.push(call);
     return reply(call, calls.length - 1);
   });

@@ -6,7 +6,7 @@ import { createKey, createWorkspace } from "./helpers/fixtures";
 import { ndjsonText } from "./helpers/ndjson";
 import { answerAtEdge } from "./helpers/edge";
 import { testNumber, testShard, testWorkspace } from "./helpers/objects";
-import { connectCloudNumber, type OperatorCall } from "./helpers/operator";
+import { connectCloudNumber, operatorCallOf, type OperatorCall } from "./helpers/operator";
 import { send, textMessage } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { historyStub } from "../src/durable-objects/history/history";
@@ -50,12 +50,7 @@ function mockEdge(answer: (call: OperatorCall, index: number) => Response | unde
     const req = new Request(input, init);
     const url = new URL(req.url);
     if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`)) {
-      const call: OperatorCall = {
-        at: Date.now(),
-        url: req.url,
-        auth: req.headers.get("authorization"),
-        body: await req.json(),
-      };
+      const call = await operatorCallOf(req);
       calls.push(call);
       return (
         answer(call, calls.length - 1) ??

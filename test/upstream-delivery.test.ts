@@ -13,7 +13,7 @@ import {
   type OperatorCall,
 } from "./helpers/operator";
 import { holdObject, testNumber, testWorkspace } from "./helpers/objects";
-import { mockEdge } from "./helpers/number-edge";
+import { liveCloudNumber, mockEdge } from "./helpers/number-edge";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../src/upstream/sandbox";
@@ -105,21 +105,12 @@ const report = (
     ...(s.errorCode ? { errors: [{ code: Number(s.errorCode), title: "error", message: "error" }] } : {}),
   });
 
-/** A live number whose operator answers `reply`, and a webhook of the customer's recording what it gets. */
-async function liveNumber(reply: (call: OperatorCall, index: number) => Response | Promise<Response>) {
-  const edge = mockEdge(reply);
-  const t = await cloudTenant();
-  edge.operator(t.phoneNumberId);
-  const hook = await edge.webhook(t.key, t.numberId);
-  return { ...t, calls: edge.calls, hook };
-}
-
 /** The number's queue (what it still has to call), oldest first. */
 const queuedIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
 describe("Cloud API delivery", () => {
   it("upstream 200 → sent, with the upstream id, our jobId as callback data, '+' and the number's token", async () => {
-    const t = await liveNumber(() => accepted("wamid.OK1"));
+    const t = await liveCloudNumber(() => accepted("wamid.OK1"));
     const calls = t.calls;
     const jobId = await sendOne(t.key, t.numberId, "5511988887777", "Olá");
     expect(await drain(t.numberId)).toBe(true);
@@ -284,7 +275,7 @@ describe("Cloud API delivery", () => {
   });
 
   it("an answer the workspace could not take is kept and handed again: the record learns it once, announced once", async () => {
-    const t = await liveNumber(() => accepted("wamid.KEPT"));
+    const t = await liveCloudNumber(() => accepted("wamid.KEPT"));
     const jobId = await sendOne(t.key, t.numberId);
     const workspace = testWorkspace(t.workspaceId);
     // The workspace cannot write a `sent` record for now (an I/O fault): the claim goes through, the answer does not.
@@ -550,7 +541,7 @@ describe("the pace holds at the operator", () => {
 
 describe("the lifecycle follows the operator", () => {
   it("an operator failure after sent moves the message to failed, with the error and a message.status event", async () => {
-    const t = await liveNumber(() => accepted("wamid.F1"));
+    const t = await liveCloudNumber(() => accepted("wamid.F1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
@@ -574,7 +565,7 @@ describe("the lifecycle follows the operator", () => {
   });
 
   it("earlier statuses sent to a settled message change nothing and announce nothing", async () => {
-    const t = await liveNumber(() => accepted("wamid.S1"));
+    const t = await liveCloudNumber(() => accepted("wamid.S1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "failed", errorCode: "131047" });

@@ -1,12 +1,12 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import type { WebhookEvent, WebhookQueueMessage } from "../src/domain/events";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
-import { answers, hangs, mockNetwork, type Network, type Seen } from "./helpers/webhook-net";
+import { answers, hangs, mockNetworkPerTest, type Seen } from "./helpers/webhook-net";
 import {
   deliveryLogOf,
   deliveryState,
@@ -20,17 +20,8 @@ const SCHEDULE = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
 const HOUR = 3_600_000;
 const PUBLIC_V4 = "93.184.216.34";
 
-let net: Network;
+const net = mockNetworkPerTest();
 let hostSeq = 0;
-
-beforeEach(() => {
-  net = mockNetwork();
-});
-
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
 
 /** A fresh public host name, resolved by the mocked DoH resolver. */
 function newHost(): string {

@@ -25,6 +25,14 @@ type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>
 export const operatorMessagesUrl = (phoneNumberId: string) =>
   `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${phoneNumberId}/messages`;
 
+/** A call at the operator as its fakes record it (the body read). */
+export const operatorCallOf = async (req: Request): Promise<OperatorCall> => ({
+  at: Date.now(),
+  url: req.url,
+  auth: req.headers.get("authorization"),
+  body: await req.json<OperatorCall["body"]>(),
+});
+
 /**
  * Mocks the operator's Cloud API at the network edge (./edge.ts), until vi.restoreAllMocks(). Any
  * other outbound request fails the test.
@@ -35,12 +43,7 @@ export function mockOperator(reply: Reply): OperatorCall[] {
     const req = new Request(input, init);
     if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
       throw new Error(`unexpected outbound request: ${req.url}`);
-    const call: OperatorCall = {
-      at: Date.now(),
-      url: req.url,
-      auth: req.headers.get("authorization"),
-      body: await req.json(),
-    };
+    const call = await operatorCallOf(req);
     calls.push(call);
     return reply(call, calls.length - 1);
   });

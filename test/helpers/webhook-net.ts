@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, expect } from "vitest";
 import { answerAtEdge } from "./edge";
 
 /** What a receiver saw: one outbound request of the Worker. */
@@ -62,6 +63,45 @@ export function mockNetwork() {
 }
 
 export type Network = ReturnType<typeof mockNetwork>;
+
+/**
+ * A mockNetwork() for each test of the file (or of the describe it is called in): set up before
+ * the test, taken off the edge after it, and the test fails if the Worker asked it anything it did
+ * not expect. What it returns reads the running test's network.
+ */
+export function mockNetworkPerTest(): Network {
+  let current: Network | undefined;
+  beforeEach(() => {
+    current = mockNetwork();
+  });
+  afterEach(() => {
+    const net = running();
+    net.restore();
+    expect(net.unhandled).toEqual([]);
+  });
+  const running = (): Network => {
+    if (!current) throw new Error("mockNetworkPerTest: no test is running");
+    return current;
+  };
+  return {
+    get dns() {
+      return running().dns;
+    },
+    get receivers() {
+      return running().receivers;
+    },
+    get seen() {
+      return running().seen;
+    },
+    get dnsQueries() {
+      return running().dnsQueries;
+    },
+    get unhandled() {
+      return running().unhandled;
+    },
+    restore: () => running().restore(),
+  };
+}
 
 /** A receiver that answers with the given statuses in turn (the last one repeats). */
 export function answers(...statuses: number[]): Receiver {
