@@ -126,17 +126,10 @@ describe("the recipient as the operator knows it", () => {
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.HBgLNTUxMTkx" });
     expect(await windowWith(t, "5511912345678")).toMatchObject({ windowOpen: false });
 
+    const now = seconds(clock.now());
     const reply = inboundPayload(
       t.phoneNumberId,
-      [
-        {
-          from: "551112345678",
-          id: "wamid.IN.ALIAS",
-          timestamp: seconds(clock.now()),
-          type: "text",
-          text: { body: "Oi!" },
-        },
-      ],
+      [{ from: "551112345678", id: "wamid.IN.ALIAS", timestamp: now, type: "text", text: { body: "Oi!" } }],
       [{ profile: { name: "Ana" }, wa_id: "551112345678" }],
     );
     expect((await postOperator(reply)).status).toBe(200);
