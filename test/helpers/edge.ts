@@ -42,8 +42,10 @@ function currentEdge(): Edge {
     : fetchNow;
   const answers: EdgeAnswer[] = [];
   const dispatch: typeof fetch = async (input, init) => {
-    for (let i = answers.length - 1; i >= 0; i--) {
-      const answered = await answers[i]!(input, init);
+    // The answers in place when the request left: one removed meanwhile (a connect that finished)
+    // shifts no other out of its turn.
+    for (const answer of [...answers].reverse()) {
+      const answered = await answer(input, init);
       if (answered !== undefined) return answered;
     }
     return below(input, init);
