@@ -1,6 +1,6 @@
 import { createExecutionContext, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { ABUSE_LIMITS, bucket, scopes } from "../src/domain/abuse-limits";
 import { takeToken } from "../src/lib/throttle";
@@ -8,20 +8,11 @@ import { workspaceStub } from "../src/durable-objects/stubs";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
 import { signedInMember } from "./helpers/dashboard";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
+import { fakeClockPerTest } from "./helpers/clock";
 
-let clock = Date.UTC(2042, 0, 1);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 24 * 3_600_000;
-  vi.setSystemTime(clock);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
-
-const advance = (ms: number) => vi.setSystemTime((clock += ms));
+const clock = fakeClockPerTest(Date.UTC(2042, 0, 1), (t) => t + 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 function expectRateHeaders(res: Response, limit: number, remaining: number): void {
   expect(res.headers.get("RateLimit-Limit")).toBe(String(limit));
@@ -51,7 +42,7 @@ describe("per-key limit on reads", () => {
     expectRateHeaders(refused, limit, 0);
     expect(Number(refused.headers.get("RateLimit-Reset"))).toBe(periodSeconds);
 
-    advance((periodSeconds * 1000) / limit);
+    clock.advance((periodSeconds * 1000) / limit);
     expect((await api("/me", t.key)).status).toBe(200);
     // Another key of the same workspace has its own budget.
     const other = await createTenant();
@@ -74,14 +65,7 @@ describe("per-key limit on reads", () => {
 });
 
 describe("webhook test events and replays", () => {
-  let net: Network;
-  beforeEach(() => {
-    net = mockNetwork();
-  });
-  afterEach(() => {
-    net.restore();
-    expect(net.unhandled).toEqual([]);
-  });
+  const net = mockNetworkPerTest();
 
   /** The workspace object publishes recorded events from its alarm; with the clock held far ahead, the test runs it. */
   const publish = (workspaceId: string) => runDurableObjectAlarm(workspaceStub(env, workspaceId));
@@ -122,7 +106,7 @@ describe("webhook test events and replays", () => {
     );
     expect(net.seen).toHaveLength(limit);
 
-    advance((ABUSE_LIMITS.webhookTest.periodSeconds * 1000) / limit);
+    clock.advance((ABUSE_LIMITS.webhookTest.periodSeconds * 1000) / limit);
     expect((await api(`/webhooks/${id}/test`, t.key, { method: "POST" })).status).toBe(202);
     await publish(t.workspaceId);
     await vi.waitFor(() => expect(net.seen).toHaveLength(limit + 1), { timeout: 15_000, interval: 100 });
@@ -140,7 +124,7 @@ describe("webhook test events and replays", () => {
     const refused = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
     await expectError(refused, 429, "rate_limit_exceeded");
     expect(refused.headers.get("RateLimit-Limit")).toBe(String(ABUSE_LIMITS.webhookTriggers.limit));
-    advance(1_000);
+    clock.advance(1_000);
     // The per-webhook bucket is still full: the refused call took nothing from it.
     const admitted = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
     expect(admitted.status).toBe(202);
@@ -176,14 +160,7 @@ describe("webhook test events and replays", () => {
 });
 
 describe("the dashboard is held to the same limits as the API", () => {
-  let net: Network;
-  beforeEach(() => {
-    net = mockNetwork();
-  });
-  afterEach(() => {
-    net.restore();
-    expect(net.unhandled).toEqual([]);
-  });
+  const net = mockNetworkPerTest();
 
   async function webhookOf(t: Tenant, tag: string) {
     const host = `${tag}-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
@@ -337,9 +314,9 @@ describe("webhook test events and replays on ids that are not an enabled webhook
         disabled,
         t.workspaceId,
         t.numberId,
-        new Date(clock).toISOString(),
-        new Date(clock).toISOString(),
-        new Date(clock).toISOString(),
+        new Date(clock.now()).toISOString(),
+        new Date(clock.now()).toISOString(),
+        new Date(clock.now()).toISOString(),
       )
       .run();
     const ids = [crypto.randomUUID(), "not-a-uuid", disabled];
@@ -393,7 +370,7 @@ describe("failed authentication per client address", () => {
     expect((await from("203.0.113.77", unknownKey())).res.status).toBe(401);
 
     // Once a token is back, one more lookup is allowed.
-    advance((periodSeconds * 1000) / limit);
+    clock.advance((periodSeconds * 1000) / limit);
     expect((await from(address, unknownKey())).res.status).toBe(401);
   });
 

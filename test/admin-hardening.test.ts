@@ -7,11 +7,12 @@ import { sha256Hex } from "../src/lib/crypto";
 import type { AdminAuditRow } from "../src/db/admin-audit-log";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
+import { answerAtEdge } from "./helpers/edge";
 import { operatorNumberUrl } from "./helpers/operator";
+import { fakeClock } from "./helpers/clock";
 
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 async function fetchWith(overrides: Partial<Env>, path: string, init: RequestInit = {}) {
@@ -112,8 +113,7 @@ describe("admin audit log", () => {
 describe("scheduled retention", () => {
   it("the cron handler purges audit rows older than 90 days in LIMITed batches, and keeps newer ones", async () => {
     const now = Date.UTC(2044, 5, 1);
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(now);
+    fakeClock(now);
     const actor = `retention-test-${crypto.randomUUID()}`;
     const old = new Date(now - 91 * 24 * 3_600_000).toISOString();
     const recent = new Date(now - 89 * 24 * 3_600_000).toISOString();
@@ -159,8 +159,7 @@ describe("scheduled retention", () => {
 
   it("the cron handler purges daily usage rows older than 400 days in LIMITed batches, and keeps newer ones", async () => {
     const now = Date.UTC(2045, 5, 1);
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(now);
+    fakeClock(now);
     const workspaceId = crypto.randomUUID();
     const day = (daysAgo: number) => new Date(now - daysAgo * 24 * 3_600_000).toISOString().slice(0, 10);
     // 10,050 old rows (one row per number; more than one run deletes) and the boundary day kept.
@@ -251,7 +250,7 @@ describe("connecting a live number", () => {
   /** The operator at the network edge, answering the verification call with `reply`. */
   function operatorAnswers(reply: (req: Request) => Response | Promise<Response>) {
     const seen: Request[] = [];
-    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    answerAtEdge(async (input, init) => {
       const req = new Request(input, init);
       if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
         throw new Error(`unexpected outbound request: ${req.url}`);

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { answerAtEdge } from "./helpers/edge";
 import { operatorNumberUrl } from "./helpers/operator";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
@@ -73,7 +74,7 @@ describe("admin API", () => {
     const workspaceId = await createWorkspace({ plan: "pro" });
     const token = "EAAG-super-secret-operator-token-1234567890";
     // The operator confirms that the token controls the phone number id.
-    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    answerAtEdge((input, init) => {
       const req = new Request(input, init);
       if (req.url !== operatorNumberUrl("1099887766")) throw new Error(`unexpected outbound request: ${req.url}`);
       return Response.json({ id: "1099887766", display_phone_number: "+1 555-123-0000" });

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { app } from "../src/app";
 import { appendAudit, type AuditRow } from "../src/db/audit-log";
 import { AUDIT_ACTIONS, type AuditAction } from "../src/domain/audit";
@@ -7,19 +7,12 @@ import { purgeOldAudit } from "../src/scheduled/audit-retention";
 import { admin, api, json } from "./helpers/http";
 import { createTenant, createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
-import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorNumberUrl } from "./helpers/operator";
-import { mockNetwork, type Network } from "./helpers/webhook-net";
+import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorConfirmsNumber } from "./helpers/operator";
+import { mockNetworkPerTest } from "./helpers/webhook-net";
 import { world, type World } from "./helpers/world";
 
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-  vi.restoreAllMocks();
-});
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 // Every request of the walk comes from this address: each entry must name it.
 const IP = "203.0.113.77";
@@ -426,11 +419,7 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
     run: async (w) => {
       const { numberId, phoneNumberId } = await connectCloudNumber(w.tenant.workspaceId);
       // The operator confirms the new token controls the number (answered at the network edge).
-      const previous = globalThis.fetch;
-      globalThis.fetch = async (input, init) =>
-        new Request(input, init).url === operatorNumberUrl(phoneNumberId)
-          ? Response.json({ id: phoneNumberId, display_phone_number: "+1 555" })
-          : previous(input, init);
+      const confirming = operatorConfirmsNumber(phoneNumberId, { displayPhoneNumber: "+1 555" });
       try {
         const res = await adminCall(`/channel-numbers/${numberId}/credentials`, {
           method: "PUT",
@@ -438,7 +427,7 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
         });
         return { res, workspaceId: w.tenant.workspaceId, actor: asAdmin };
       } finally {
-        globalThis.fetch = previous;
+        confirming();
       }
     },
   },

@@ -15,13 +15,13 @@ import {
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
 import { accountUpdatePayload, postOperator, qualityUpdatePayload } from "./helpers/operator-webhook";
+import { fakeClock } from "./helpers/clock";
 
 const accounts = fakeAccounts();
 const account = accounts.account;
 afterEach(() => {
   accounts.restoreAll();
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 const connect = (key: string, body: unknown) => api("/channel-numbers", key, { method: "POST", json: body });
@@ -237,8 +237,7 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
 
   it("disconnect: a pending message ends failed with number_disconnected, new sends are refused, the number reads 404", async () => {
     // A clock far ahead: the number's alarm runs only when the test runs it, so the message is still queued at the disconnect.
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(Date.UTC(2041, 0, 1));
+    fakeClock(Date.UTC(2041, 0, 1));
     const t = await keyOnly();
     const a = account();
     const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
@@ -262,16 +261,15 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
 
 describe("number health", () => {
   it("asks the operator again after an hour and shows its refusal as the last operator error, keeping the last rating", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
     const start = Date.UTC(2042, 0, 1);
-    vi.setSystemTime(start);
+    const clock = fakeClock(start);
     const t = await keyOnly();
     const a = account();
     const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
     a.profile = { ...a.profile, quality_rating: "YELLOW", messaging_limit_tier: "TIER_10K" };
-    vi.setSystemTime(start + OPERATOR_REFRESH_MS - 1000);
+    clock.set(start + OPERATOR_REFRESH_MS - 1000);
     expect((await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health.qualityRating).toBe("GREEN");
-    vi.setSystemTime(start + OPERATOR_REFRESH_MS);
+    clock.set(start + OPERATOR_REFRESH_MS);
     const fresh = await json<Detail>(await api(`/channel-numbers/${id}`, t.key));
     expect(fresh.health).toMatchObject({
       qualityRating: "YELLOW",
@@ -279,7 +277,7 @@ describe("number health", () => {
       lastOperatorError: null,
     });
     a.token = "EAAG-rotated-elsewhere-0000";
-    vi.setSystemTime(start + 2 * OPERATOR_REFRESH_MS);
+    clock.set(start + 2 * OPERATOR_REFRESH_MS);
     const refused = await json<Detail>(await api(`/channel-numbers/${id}`, t.key));
     expect(refused.health.qualityRating).toBe("YELLOW");
     expect(refused.health.lastOperatorError).toContain("HTTP 401, code 190");
@@ -287,13 +285,12 @@ describe("number health", () => {
   });
 
   it("counts today's sends", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
     const start = Date.UTC(2043, 0, 1, 12);
-    vi.setSystemTime(start);
+    const clock = fakeClock(start);
     const t = await createTenant();
     expect((await send(t.key, crypto.randomUUID(), textMessage(t.numberId))).status).toBe(201);
     // Counts reach D1 at most once a minute per workspace: the test ships them a minute later.
-    vi.setSystemTime(start + 61_000);
+    clock.set(start + 61_000);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
     await vi.waitFor(
       async () =>
@@ -303,9 +300,8 @@ describe("number health", () => {
   });
 
   it("the operator's quality webhook updates the rating and tier of the live number it names by display number, without waiting for the hour", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
     const start = Date.UTC(2044, 0, 1);
-    vi.setSystemTime(start);
+    const clock = fakeClock(start);
     const display = {
       display_phone_number: "+1 555-201-0001",
       verified_name: "Acme Shop",
@@ -323,7 +319,7 @@ describe("number health", () => {
     const gets = () => a.calls.filter((c) => c === `GET ${a.phoneNumberId}`).length;
     const health = async () => (await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health;
 
-    vi.setSystemTime(start + 10 * 60_000);
+    clock.set(start + 10 * 60_000);
     const upgrade = qualityUpdatePayload(a.wabaId, {
       display_phone_number: "15552010001",
       event: "UPGRADE",
@@ -339,7 +335,7 @@ describe("number health", () => {
     });
 
     // Formatted digits match too; FLAGGED is the operator's Low rating.
-    vi.setSystemTime(start + 20 * 60_000);
+    clock.set(start + 20 * 60_000);
     expect(
       (
         await postOperator(
@@ -381,8 +377,7 @@ describe("number health", () => {
   });
 
   it("an account ban or restriction from the operator's webhook becomes the live number's last operator error; other account events change nothing", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(Date.UTC(2045, 0, 1));
+    fakeClock(Date.UTC(2045, 0, 1));
     const t = await keyOnly();
     const a = account();
     const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));

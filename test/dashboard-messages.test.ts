@@ -1,9 +1,8 @@
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
-import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { slotOf } from "../src/durable-objects/workspace/day-tables";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { api, call, json } from "./helpers/http";
@@ -14,27 +13,20 @@ import { toMessageView } from "../src/durable-objects/workspace/record";
 import { send, textMessage } from "./helpers/send";
 import { messageSeeder } from "./helpers/seed-messages";
 import { signedInMember, type Member } from "./helpers/dashboard";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetwork, mockNetworkPerTest } from "./helpers/webhook-net";
+import { fakeClockPerTest } from "./helpers/clock";
+import { seedInbound, seedStorage } from "./fixtures/bulk-rows";
 
 // The messages pages read the workspace object directly (as GET /messages
 // does); messages are seeded through the real API and the sandbox, with a
 // controlled clock so that every message has its own second.
 
-let clock = Date.UTC(2046, 2, 1, 9);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 3 * 24 * 3_600_000);
-});
-afterEach(() => vi.useRealTimers());
+const clock = fakeClockPerTest(Date.UTC(2046, 2, 1, 9), (t) => t + 3 * 24 * 3_600_000);
 
 const SCRIPT_TAGS = /<script/gi;
 const scripts = (html: string) => html.match(SCRIPT_TAGS)?.length ?? 0;
 
-const { sendAt, inbound, drain } = messageSeeder((ms) => setClock(clock + ms));
+const { sendAt, inbound, drain } = messageSeeder((ms) => clock.advance(ms));
 
 /** A workspace with two numbers and messages of every kind; a viewer signed in last (sessions follow the clock). */
 async function world() {
@@ -179,23 +171,13 @@ describe("messages list", () => {
     // 2,100 newer inbound messages in the slot's table (the one `old` is in): more than one list call
     // of the object reads (SCAN_BUDGET), none of them outbound. Ids are UUIDv7s of their time
     // (`from` + i ms), as inbound ids are.
-    const from = clock + 1_000;
+    const from = clock.now() + 1_000;
     expect(2_100).toBeGreaterThan(SCAN_BUDGET);
-    expect(slotOf(from + 2_100)).toBe(slotOf(clock));
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
-      state.storage.sql.exec(
-        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2100)
-         INSERT INTO ${slotTable(slotOf(from))} (id, direction, channel_number_id, recipient, type, body, status, upstream_message_id, received_at, created_at, updated_at)
-         SELECT printf('%08x-%04x-7000-8000-%012d', (? + i) >> 16, (? + i) & 65535, i), 'inbound', ?, '5511977770001', 'text', 'x', 'received', printf('sandbox.in.%d', i), ? + i, ? + i, ? + i FROM n`,
-        from,
-        from,
-        t.numberId,
-        from,
-        from,
-        from,
-      );
-    });
-    setClock(from + 5_000);
+    expect(slotOf(from + 2_100)).toBe(slotOf(clock.now()));
+    await seedStorage(workspaceStub(env, t.workspaceId), (sql) =>
+      seedInbound(sql, { slot: slotOf(from), numberId: t.numberId, sender: "5511977770001", from, count: 2_100 }),
+    );
+    clock.set(from + 5_000);
     // The API's first page is empty and says to go on; the dashboard goes on by itself.
     const apiPage = await json<{ data: unknown[]; nextCursor: string | null }>(
       await api("/messages?direction=outbound", t.key),
@@ -374,7 +356,7 @@ describe("customer-controlled text is escaped", () => {
     // The image's copy asks the operator for its media id, unknown there: recorded failed, nothing fetched.
     const net = mockNetwork();
     net.receivers.set(mediaLookupUrl("media-1"), () => operatorError(400, 100, "Object with ID does not exist"));
-    const seconds = String(Math.floor(clock / 1000));
+    const seconds = String(Math.floor(clock.now() / 1000));
     const messages = [
       {
         from: `"><script>alert("x")</script>`,
@@ -442,12 +424,12 @@ describe("customer-controlled text is escaped", () => {
 
 describe("the sends-per-day chart on the overview", () => {
   it("draws this period's days over the previous period's, with the counts in its summary and tables", async () => {
-    setClock(Date.UTC(2047, 3, 10, 12)); // April 10th
+    clock.set(Date.UTC(2047, 3, 10, 12)); // April 10th
     const t = await createTenant();
     await sendAt(t, t.numberId, "5511000000001", "april");
-    setClock(Date.UTC(2047, 4, 3, 12)); // May 3rd
+    clock.set(Date.UTC(2047, 4, 3, 12)); // May 3rd
     for (let i = 0; i < 2; i++) await sendAt(t, t.numberId, "5511000000001", `may 3 #${i}`);
-    setClock(Date.UTC(2047, 4, 6, 12)); // May 6th
+    clock.set(Date.UTC(2047, 4, 6, 12)); // May 6th
     for (let i = 0; i < 3; i++) await sendAt(t, t.numberId, "5511000000001", `may 6 #${i}`);
     await inbound(t, t.numberId, "5511977770001", "hello");
     const viewer = await signedInMember(t.workspaceId, "viewer");
@@ -481,15 +463,10 @@ describe("the sends-per-day chart on the overview", () => {
 });
 
 describe("message page: webhook deliveries", () => {
-  let net: Network;
   beforeEach(() => {
     vi.useRealTimers();
-    net = mockNetwork();
   });
-  afterEach(() => {
-    net.restore();
-    expect(net.unhandled).toEqual([]);
-  });
+  const net = mockNetworkPerTest();
 
   it("lists the attempts to deliver the message's events, newest first, without controls", async () => {
     const host = `deliveries-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;

@@ -1,23 +1,16 @@
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CONTENT_SECURITY_POLICY } from "../src/dashboard/headers";
 import { LAST_USED_RESOLUTION_MS, noteKeyUsed } from "../src/domain/api-key-last-used";
 import { recordKeyUse } from "../src/db/api-keys";
 import { api, call } from "./helpers/http";
 import { createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
+import { fakeClock } from "./helpers/clock";
 
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  vi.useRealTimers();
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
 
 /** A fresh tenant and its owner, signed in. */
 async function ownedTenant(): Promise<{ tenant: Tenant; owner: Member }> {
@@ -169,7 +162,7 @@ describe("API keys page", () => {
   });
 
   it(`records "last used" at most once per key per ${LAST_USED_RESOLUTION_MS / 60_000} minutes, and shows it`, async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
+    const clock = fakeClock();
     const t = await createTenant();
     const lastUsed = () =>
       env.DB.prepare("SELECT last_used_at FROM api_keys WHERE id = ?")
@@ -186,10 +179,10 @@ describe("API keys page", () => {
     // The hook itself: within the period it issues no write at all (nothing handed to waitUntil).
     const writes: Promise<unknown>[] = [];
     const ctx = { waitUntil: (p: Promise<unknown>) => void writes.push(p) };
-    vi.setSystemTime(t0 + LAST_USED_RESOLUTION_MS / 2);
+    clock.set(t0 + LAST_USED_RESOLUTION_MS / 2);
     noteKeyUsed(env, ctx, t.keyId);
     expect(writes).toHaveLength(0);
-    vi.setSystemTime(t0 + LAST_USED_RESOLUTION_MS);
+    clock.set(t0 + LAST_USED_RESOLUTION_MS);
     noteKeyUsed(env, ctx, t.keyId);
     expect(writes).toHaveLength(1);
     await Promise.all(writes);

@@ -1,21 +1,14 @@
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dashboard } from "../src/dashboard/app";
 import { api, BASE } from "./helpers/http";
 import { createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { world, type World } from "./helpers/world";
-import { mockNetwork, type Network } from "./helpers/webhook-net";
+import { mockNetworkPerTest } from "./helpers/webhook-net";
 import { Browser, signedInMember, uniqueEmail, type Member } from "./helpers/dashboard";
 
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
 
 /** Routes that name an event need a world with one. */
 const namesEvent = (route: string) => route.includes(":eventId");

@@ -1,11 +1,10 @@
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, SESSION_TOUCH_EVERY_MS } from "../src/domain/dashboard-session";
 import { sha256Hex } from "../src/lib/crypto";
 import { createWorkspace } from "./helpers/fixtures";
 import { Browser, PASSWORD, signedInMember } from "./helpers/dashboard";
-
-afterEach(() => vi.useRealTimers());
+import { fakeClock } from "./helpers/clock";
 
 const HOUR = 3_600_000;
 const signedOut = (res: Response) => res.status === 303 && res.headers.get("location") === "/dashboard/sign-in";
@@ -39,42 +38,42 @@ describe("sessions", () => {
 
   it(`end after ${SESSION_IDLE_MS / HOUR} hours without a request`, async () => {
     const workspaceId = await createWorkspace();
-    vi.useFakeTimers({ toFake: ["Date"] });
+    const clock = fakeClock();
     const { browser } = await signedInMember(workspaceId, "viewer");
     const t0 = Date.now();
-    vi.setSystemTime(t0 + SESSION_IDLE_MS - 60_000);
+    clock.set(t0 + SESSION_IDLE_MS - 60_000);
     expect((await browser.get("/dashboard")).status).toBe(200);
     // Used just now: another nearly-12-hour pause is fine.
-    vi.setSystemTime(t0 + 2 * SESSION_IDLE_MS - 120_000);
+    clock.set(t0 + 2 * SESSION_IDLE_MS - 120_000);
     expect((await browser.get("/dashboard")).status).toBe(200);
-    vi.setSystemTime(t0 + 3 * SESSION_IDLE_MS);
+    clock.set(t0 + 3 * SESSION_IDLE_MS);
     expect(signedOut(await browser.get("/dashboard"))).toBe(true);
     expect(browser.cookies.has("__Host-session")).toBe(false);
   });
 
   it(`end ${SESSION_ABSOLUTE_MS / (24 * HOUR)} days after sign-in, however active`, async () => {
     const workspaceId = await createWorkspace();
-    vi.useFakeTimers({ toFake: ["Date"] });
+    const clock = fakeClock();
     const { browser } = await signedInMember(workspaceId, "viewer");
     const t0 = Date.now();
     for (let at = 10 * HOUR; at < SESSION_ABSOLUTE_MS; at += 10 * HOUR) {
-      vi.setSystemTime(t0 + at);
+      clock.set(t0 + at);
       expect((await browser.get("/dashboard")).status).toBe(200);
     }
-    vi.setSystemTime(t0 + SESSION_ABSOLUTE_MS);
+    clock.set(t0 + SESSION_ABSOLUTE_MS);
     expect(signedOut(await browser.get("/dashboard"))).toBe(true);
   });
 
   it(`write their last use at most every ${SESSION_TOUCH_EVERY_MS / 60_000} minutes, not on every request`, async () => {
     const workspaceId = await createWorkspace();
-    vi.useFakeTimers({ toFake: ["Date"] });
+    const clock = fakeClock();
     const { browser } = await signedInMember(workspaceId, "viewer");
     const first = await lastSeen(browser);
     const t0 = Date.now();
-    vi.setSystemTime(t0 + SESSION_TOUCH_EVERY_MS - 1_000);
+    clock.set(t0 + SESSION_TOUCH_EVERY_MS - 1_000);
     for (let i = 0; i < 3; i++) expect((await browser.get("/dashboard")).status).toBe(200);
     expect(await lastSeen(browser)).toBe(first);
-    vi.setSystemTime(t0 + SESSION_TOUCH_EVERY_MS);
+    clock.set(t0 + SESSION_TOUCH_EVERY_MS);
     expect((await browser.get("/dashboard")).status).toBe(200);
     expect(await lastSeen(browser)).toBe(new Date(t0 + SESSION_TOUCH_EVERY_MS).toISOString());
   });

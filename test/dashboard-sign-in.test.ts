@@ -13,9 +13,9 @@ import { sha256Hex } from "../src/lib/crypto";
 import { admin, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
+import { fakeClock } from "./helpers/clock";
 
 afterEach(() => {
-  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -99,9 +99,9 @@ describe("invitations", () => {
 
   it("a link stops working after 7 days", async () => {
     const workspaceId = await createWorkspace();
-    vi.useFakeTimers({ toFake: ["Date"] });
+    const clock = fakeClock();
     const { path } = await invite(workspaceId, uniqueEmail("late"), "viewer");
-    vi.setSystemTime(Date.now() + 7 * 24 * 3_600_000 + 1_000);
+    clock.set(Date.now() + 7 * 24 * 3_600_000 + 1_000);
     expect((await new Browser().get(path)).status).toBe(404);
     expect((await new Browser().post(path, { password: PASSWORD, confirm: PASSWORD })).status).toBe(404);
   });
@@ -255,7 +255,7 @@ describe("sign-in", () => {
 
   it(`throttles an email after ${SIGN_IN_EMAIL_LIMIT} attempts in 15 minutes, known or not, even with the right password`, async () => {
     const workspaceId = await createWorkspace();
-    vi.useFakeTimers({ toFake: ["Date"] });
+    const clock = fakeClock();
     const { email: known } = await signedInMember(workspaceId, "viewer");
     const unknown = uniqueEmail("ghost");
     for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++)
@@ -277,9 +277,9 @@ describe("sign-in", () => {
     expect(derive).not.toHaveBeenCalled();
     expect(sessionCookieLine(throttled[0]!)).toBeUndefined();
 
-    vi.setSystemTime(Date.now() + refill - 1_000);
+    clock.set(Date.now() + refill - 1_000);
     expect((await signIn(new Browser(), known, PASSWORD)).status).toBe(429);
-    vi.setSystemTime(Date.now() + 1_000);
+    clock.set(Date.now() + 1_000);
     expect((await signIn(new Browser(), known, PASSWORD)).status).toBe(303);
   });
 

@@ -1,18 +1,11 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createTenant } from "./helpers/fixtures";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { signedInMember } from "./helpers/dashboard";
 import { send, textMessage } from "./helpers/send";
 
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
 
 describe("dashboard wording a newcomer reads in the first hour", () => {
   it("the Numbers page shows channelNumberId as code, not as literal backticks", async () => {

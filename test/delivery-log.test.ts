@@ -1,12 +1,6 @@
-import {
-  createExecutionContext,
-  createMessageBatch,
-  getQueueResult,
-  runDurableObjectAlarm,
-  runInDurableObject,
-} from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { api, json } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
@@ -14,33 +8,20 @@ import { send, textMessage } from "./helpers/send";
 import { deliveryLogOf, eventsOfMessage, statusEvent, type DeliveryView } from "./helpers/events";
 import { testNumber, testWorkspace } from "./helpers/objects";
 import { signedInMember } from "./helpers/dashboard";
-import { mockNetwork, type Network, type Receiver } from "./helpers/webhook-net";
+import { mockNetworkPerTest, type Receiver } from "./helpers/webhook-net";
 import { eventIdOf, eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { DAY_MS } from "../src/domain/job-id";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // The delivery log as customers read it: the API's lists and the dashboard. Events are those of
 // real messages, held at the queue (accepted, not delivered) and handed to the Worker's consumer by
 // the test, so that each attempt happens when the test says.
 
-let clock = Date.UTC(2052, 2, 1, 12);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-let net: Network;
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 10 * DAY_MS);
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-  expect(net.unhandled).toEqual([]);
-});
+const clock = fakeClockPerTest(Date.UTC(2052, 2, 1, 12), (t) => t + 10 * DAY_MS);
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 /** The webhook queue accepts what is published and keeps it until the test hands it on (`take`). */
 function holdQueue() {
@@ -86,7 +67,7 @@ async function webhookOf(t: Tenant, reply: Receiver) {
 
 /** A send the number then makes (the sandbox accepts it): its processing and sent events are published. */
 async function sentMessage(t: Tenant, body: string): Promise<string> {
-  setClock(clock + 1_000);
+  clock.advance(1_000);
   const { jobId } = await json<{ jobId: string }>(
     await send(t.key, crypto.randomUUID(), textMessage(t.numberId, body)),
   );
@@ -115,10 +96,10 @@ describe("a message's deliveries", () => {
 
     // First delivery: processing goes through, sent gets a 500 and is retried.
     failSent = sentId;
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     expect(await consume(published.map((body) => ({ body, attempts: 1 })))).toEqual(["ack", "retry"]);
     // The queue's retry, a little later.
-    setClock(clock + 5_000);
+    clock.advance(5_000);
     expect(await consume([{ body: published[1]!, attempts: 2 }])).toEqual(["ack"]);
     // Another message of the number, delivered meanwhile (not among this one's), and the sandbox's
     // reports of this one (delivered, read), whose events are delivered at the first attempt.
@@ -162,31 +143,17 @@ describe("events that waited behind a failure", () => {
     expect(packed.events).toHaveLength(4);
 
     // One run: the first event fails, the three behind it are not tried.
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     const [outcome] = await consume([{ body: packed, attempts: 1 }]);
     // What comes back: the pack itself (the queue's retry) or its undelivered events re-queued.
     const retried = outcome === "retry" ? [packed] : queue.take();
     expect(retried.flatMap(eventsOf).map((e) => e.id)).toEqual(packed.events.map((e) => e.id));
-    const logged = () =>
-      runInDurableObject(testWorkspace(t.workspaceId), (_, state) =>
-        state.storage.sql
-          .exec<{ name: string }>(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'd\\_%' ESCAPE '\\'",
-          )
-          .toArray()
-          .flatMap(({ name }) =>
-            state.storage.sql
-              .exec<{ attempts: string }>(`SELECT attempts FROM ${name}`)
-              .toArray()
-              .flatMap((r) => JSON.parse(r.attempts) as { o: string }[]),
-          )
-          .map((a) => a.o),
-      );
+    const logged = () => testWorkspace(t.workspaceId).deliveryLogOutcomes();
     expect(await logged()).toEqual(["failed"]);
 
     // The endpoint recovers; the retry delivers all four.
     failing = false;
-    setClock(clock + 60_000);
+    clock.advance(60_000);
     for (const body of retried) expect(await consume([{ body, attempts: 2 }])).toEqual(["ack"]);
     expect(queue.take()).toEqual([]);
     expect((await logged()).sort()).toEqual(["delivered", "delivered", "delivered", "delivered", "failed"]);
@@ -208,8 +175,8 @@ describe("a webhook's deliveries", () => {
     const t = await createTenant();
     const answers = [500, 204, 204, 404, 204];
     const webhookId = await webhookOf(t, () => new Response(null, { status: answers.shift() ?? 599 }));
-    const midnight = (Math.floor(clock / DAY_MS) + 1) * DAY_MS;
-    setClock(midnight - 120_000);
+    const midnight = (Math.floor(clock.now() / DAY_MS) + 1) * DAY_MS;
+    clock.set(midnight - 120_000);
     const a = statusEvent(t.workspaceId, t.numberId);
     const b = statusEvent(t.workspaceId, t.numberId);
     const c = statusEvent(t.workspaceId, t.numberId);
@@ -222,7 +189,7 @@ describe("a webhook's deliveries", () => {
       [c, 2, midnight + 90_000],
     ];
     for (const [event, attempts, at] of steps) {
-      setClock(at);
+      clock.set(at);
       await consume([{ body: { events: [event] }, attempts }]);
     }
     const day = Math.floor(midnight / DAY_MS);
@@ -253,8 +220,8 @@ describe("a webhook's deliveries", () => {
 
     // The log keeps 3 days: once the first day is past them, its attempts are gone (its table dropped).
     // The purge rides on whatever alarm the object runs next (here: one the test sets).
-    setClock(midnight + KEEP_DELIVERIES_MS + RETENTION_SLACK_MS + 60_000);
-    await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+    clock.set(midnight + KEEP_DELIVERIES_MS + RETENTION_SLACK_MS + 60_000);
+    await testWorkspace(t.workspaceId).armAlarm();
     expect(await runDurableObjectAlarm(testWorkspace(t.workspaceId))).toBe(true);
     expect(await testWorkspace(t.workspaceId).tableNames()).not.toContain(`d_${day - 1}`);
     expect((await deliveryLogOf(t.key, webhookId, "?limit=10")).data.map(row)).toEqual(
@@ -273,7 +240,7 @@ describe("the log's rows", () => {
       ...statusEvent(t.workspaceId, t.numberId),
       id: "evt_0123456789ab8def0123456789abcdef",
     };
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     await consume([{ body: { events: [ours, earlier] }, attempts: 1 }]);
     const logged = (await deliveryLogOf(t.key, webhookId, "?limit=10")).data;
     expect(logged.map((d) => [d.eventId, d.eventType, d.outcome])).toEqual([
@@ -290,22 +257,22 @@ describe("a workspace over its size guard", () => {
     const hooks = [busy, quiet].map((t) => webhookOf(t, () => new Response(null, { status: 204 })));
     await Promise.all(hooks);
     await testWorkspace(busy.workspaceId).setHotBytesBudget(1);
-    const midnight = (Math.floor(clock / DAY_MS) + 1) * DAY_MS;
-    setClock(midnight - 60_000);
+    const midnight = (Math.floor(clock.now() / DAY_MS) + 1) * DAY_MS;
+    clock.set(midnight - 60_000);
     for (const t of [busy, quiet])
       await consume([{ body: { events: [statusEvent(t.workspaceId, t.numberId)] }, attempts: 1 }]);
     const day = Math.floor(midnight / DAY_MS) - 1;
     // A day after the day ended (and the purge's slack): gone over the guard, kept under it.
-    setClock(midnight + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(midnight + DAY_MS + RETENTION_SLACK_MS + 60_000);
     for (const t of [busy, quiet]) {
-      await runInDurableObject(testWorkspace(t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+      await testWorkspace(t.workspaceId).armAlarm();
       await runDurableObjectAlarm(testWorkspace(t.workspaceId));
     }
     expect(await testWorkspace(busy.workspaceId).tableNames()).not.toContain(`d_${day}`);
     expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
     // Just before 3 days: still there; after: gone.
-    setClock(midnight + KEEP_DELIVERIES_MS - 60_000);
-    await runInDurableObject(testWorkspace(quiet.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
+    clock.set(midnight + KEEP_DELIVERIES_MS - 60_000);
+    await testWorkspace(quiet.workspaceId).armAlarm();
     await runDurableObjectAlarm(testWorkspace(quiet.workspaceId));
     expect(await testWorkspace(quiet.workspaceId).tableNames()).toContain(`d_${day}`);
   });
@@ -332,7 +299,7 @@ describe("the dashboard's webhook page", () => {
     expect(failing).not.toContain(eventIdOf(jobId, "sent"));
 
     status = 204;
-    setClock(clock + 5_000);
+    clock.advance(5_000);
     expect(
       await consume([
         { body: published[0]!, attempts: 2 },

@@ -1,40 +1,24 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
-import { accepted, cloudTenant, operatorError, type OperatorCall } from "./helpers/operator";
+import { accepted, operatorError, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { testNumber } from "./helpers/objects";
-import { mockEdge } from "./helpers/number-edge";
+import { liveCloudNumber } from "./helpers/number-edge";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // A clock far in the future: the number's alarm fires only when a test runs it.
-let clock = Date.UTC(2048, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 30 * 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2048, 0, 1), (t) => t + 30 * 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
-type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
-
-/** A live (Cloud API) number whose operator answers `reply`, with a webhook of the customer's that records what it gets. */
-async function liveNumber(reply: Reply) {
-  const edge = mockEdge(reply);
-  const t = await cloudTenant();
-  edge.operator(t.phoneNumberId);
-  const hook = await edge.webhook(t.key, t.numberId);
-  return { ...t, calls: edge.calls, hook, net: edge.net, stub: channelNumberStub(env, t.numberId) };
+/** A live number (liveCloudNumber) and its object's stub. */
+async function liveNumber(reply: Parameters<typeof liveCloudNumber>[0]) {
+  const t = await liveCloudNumber(reply);
+  return { ...t, stub: channelNumberStub(env, t.numberId) };
 }
 
 async function sendOne(key: string, numberId: string, to = "5511999998888", body = "Hello"): Promise<string> {
@@ -53,13 +37,13 @@ const queuedIds = async (numberId: string) => (await testNumber(numberId).queued
 describe("the number's admission window", () => {
   it("counts in acceptance times: acceptances at 0, 10 and 960 ms are refused at the third, however late its hand-off arrives", async () => {
     const t = await liveNumber(() => accepted("wamid.unused"));
-    const t0 = clock;
+    const t0 = clock.now();
     expect((await send(t.key, "w0", textMessage(t.numberId, "m0"))).status).toBe(201);
-    setClock(t0 + 10);
+    clock.set(t0 + 10);
     expect((await send(t.key, "w1", textMessage(t.numberId, "m1"))).status).toBe(201);
     // The third is accepted by the workspace at 960 ms; its hand-off reaches the number at 1,200 ms
     // (the number's clock), as the workspace makes it.
-    setClock(t0 + 1_200);
+    clock.set(t0 + 1_200);
     const third = await testNumber(t.numberId).admit({
       jobId: crypto.randomUUID(),
       workspaceId: t.workspaceId,
@@ -75,7 +59,7 @@ describe("the number's admission window", () => {
     });
     expect(await queuedIds(t.numberId)).toHaveLength(2);
     // The API's refusal at the same acceptance time says the same.
-    setClock(t0 + 960);
+    clock.set(t0 + 960);
     const res = await send(t.key, "w2", textMessage(t.numberId, "m2"));
     expect(res.headers.get("Retry-After")).toBe("1");
     await expectError(res, 429, "rate_limit_exceeded");
@@ -83,19 +67,19 @@ describe("the number's admission window", () => {
 
   it("survives a restart of the number object: the workspace hands it the second's acceptances with the next send", async () => {
     const t = await liveNumber(() => accepted("wamid.unused"));
-    const t0 = clock;
+    const t0 = clock.now();
     // Two sends accepted in the same millisecond: both slots of the number's second.
     const both = await Promise.all(["r0", "r1"].map((k) => send(t.key, k, textMessage(t.numberId, k))));
     expect(both.map((r) => r.status)).toEqual([201, 201]);
     // The number restarts: its window (in memory) is gone with the instance.
     await evictDurableObject(t.stub);
-    setClock(t0 + 500);
+    clock.set(t0 + 500);
     const refused = await send(t.key, "r2", textMessage(t.numberId, "r2"));
     expect(refused.headers.get("Retry-After")).toBe("1");
     expect(refused.headers.get("RateLimit-Remaining")).toBe("0");
     await expectError(refused, 429, "rate_limit_exceeded");
     // Both leave the window at 1,000 ms: two slots, then none.
-    setClock(t0 + 1_000);
+    clock.set(t0 + 1_000);
     for (const k of ["r2", "r3"]) expect((await send(t.key, k, textMessage(t.numberId, k))).status).toBe(201);
     await expectError(await send(t.key, "r4", textMessage(t.numberId, "r4")), 429, "rate_limit_exceeded");
     expect(await queuedIds(t.numberId)).toHaveLength(4);
@@ -109,13 +93,13 @@ describe("operator statuses for a disconnected number", () => {
     await alarm(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
     expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBeLessThan(300);
-    advance(5_000);
+    clock.advance(5_000);
     const res = await postOperator(
       statusPayload(t.phoneNumberId, [
         {
           id: "wamid.BEFORE",
           status: "delivered",
-          timestamp: seconds(clock),
+          timestamp: seconds(clock.now()),
           recipient_id: "5511999998888",
           biz_opaque_callback_data: jobId,
         },
@@ -126,7 +110,7 @@ describe("operator statuses for a disconnected number", () => {
       async () =>
         expect(await message(t.key, jobId)).toMatchObject({
           status: "sent",
-          deliveredAt: new Date(Math.floor(clock / 1000) * 1000).toISOString(),
+          deliveredAt: new Date(Math.floor(clock.now() / 1000) * 1000).toISOString(),
         }),
       { timeout: 10_000, interval: 50 },
     );
@@ -138,12 +122,12 @@ describe("a disconnected number", () => {
     const t = await liveNumber(() => accepted("wamid.never"));
     const first = await sendOne(t.key, t.numberId, "5511000000001", "one");
     const second = await sendOne(t.key, t.numberId, "5511000000002", "two");
-    advance(1_000);
+    clock.advance(1_000);
     const third = await sendOne(t.key, t.numberId, "5511000000001", "three");
     expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBeLessThan(300);
     for (let i = 0; i < 3; i++) {
       await alarm(t.numberId);
-      advance(1_100);
+      clock.advance(1_100);
     }
     expect(t.calls).toHaveLength(0);
     for (const jobId of [first, second, third]) {
@@ -168,7 +152,7 @@ describe("messages held by a paused number", () => {
     // The business account is locked: the operator refuses every call with an account-level code.
     const t = await liveNumber(() => operatorError(400, 131031, "Business account locked"));
     const first = await sendOne(t.key, t.numberId, "5511000000001", "first");
-    const firstAt = clock;
+    const firstAt = clock.now();
     await alarm(t.numberId);
     expect(callsFor(t.calls, first)).toHaveLength(1);
     expect((await testNumber(t.numberId).sendingState()).paused).toMatchObject({
@@ -176,14 +160,14 @@ describe("messages held by a paused number", () => {
       upstreamCode: "131031",
     });
     // Sends go on being accepted while the number is paused; they wait.
-    advance(1_000);
+    clock.advance(1_000);
     const second = await sendOne(t.key, t.numberId, "5511000000002", "second");
-    const secondAt = clock;
+    const secondAt = clock.now();
     const third = await sendOne(t.key, t.numberId, "5511000000003", "third");
 
     // The pause probes the account (a call of the oldest message) at growing intervals, refused each time.
     for (let h = 1; h < 24; h++) {
-      setClock(firstAt + h * 3_600_000);
+      clock.set(firstAt + h * 3_600_000);
       await alarm(t.numberId);
     }
     expect(callsFor(t.calls, first).length).toBeGreaterThan(1);
@@ -192,12 +176,12 @@ describe("messages held by a paused number", () => {
 
     // 24 hours after its acceptance the first fails, without another call.
     const probes = callsFor(t.calls, first).length;
-    setClock(firstAt + HELD_BOUND_MS);
+    clock.set(firstAt + HELD_BOUND_MS);
     await alarm(t.numberId);
     expect(callsFor(t.calls, first)).toHaveLength(probes);
     expect(await message(t.key, first)).toMatchObject({
       status: "failed",
-      failedAt: new Date(clock).toISOString(),
+      failedAt: new Date(clock.now()).toISOString(),
       error: { code: "held_too_long", retriable: true, upstreamCode: null },
     });
     expect((await t.hook.waitForStatus(first, "failed")).data).toMatchObject({
@@ -206,12 +190,12 @@ describe("messages held by a paused number", () => {
     });
 
     // Then the others, at theirs; neither was ever called.
-    setClock(secondAt + HELD_BOUND_MS);
+    clock.set(secondAt + HELD_BOUND_MS);
     await alarm(t.numberId);
     for (const jobId of [second, third]) {
       expect(await message(t.key, jobId)).toMatchObject({
         status: "failed",
-        failedAt: new Date(clock).toISOString(),
+        failedAt: new Date(clock.now()).toISOString(),
         error: { code: "held_too_long" },
       });
       expect((await t.hook.waitForStatus(jobId, "failed")).data).toMatchObject({ error: { code: "held_too_long" } });
@@ -221,7 +205,7 @@ describe("messages held by a paused number", () => {
 
     // Resumed later (its credentials reconnected), the number has nothing left to send for them.
     await testNumber(t.numberId).invalidateNumber();
-    advance(61_000);
+    clock.advance(61_000);
     await alarm(t.numberId);
     expect(t.calls).toHaveLength(probes);
     await t.hook.settled();
@@ -244,7 +228,7 @@ describe("after a restart of the number object", () => {
     for (let i = 0; i < 6; i++) {
       const to = i % 2 === 0 ? "5511000000001" : "5511000000002";
       sent.push({ to, jobId: await sendOne(t.key, t.numberId, to, `m${i}`) });
-      advance(500);
+      clock.advance(500);
     }
     expect(await queuedIds(t.numberId)).toHaveLength(6);
     // The number restarts before calling any: its queue (in memory) is gone; its alarm is still armed.
@@ -252,7 +236,7 @@ describe("after a restart of the number object", () => {
 
     for (let i = 0; i < 20 && t.calls.length < 6; i++) {
       await alarm(t.numberId);
-      advance(600);
+      clock.advance(600);
     }
     expect(t.calls).toHaveLength(6);
     for (const to of ["5511000000001", "5511000000002"]) {
@@ -272,11 +256,11 @@ describe("a conversation's order", () => {
     // Each second, two sends in the same millisecond (the number's 2 per second), one after the other.
     for (let s = 0; s < 8; s++) {
       for (let i = 0; i < 2; i++) jobIds.push(await sendOne(t.key, t.numberId, "5511999998888", `m${s}.${i}`));
-      advance(1_000);
+      clock.advance(1_000);
     }
     for (let i = 0; i < 40 && t.calls.length < jobIds.length; i++) {
       await alarm(t.numberId);
-      advance(600);
+      clock.advance(600);
     }
     expect(t.calls.map((c) => c.body.biz_opaque_callback_data)).toEqual(jobIds);
   });
@@ -285,9 +269,9 @@ describe("a conversation's order", () => {
 describe("what a number keeps", () => {
   it("an object no number row names, woken by an alarm, has nothing to rebuild and arms no other alarm", async () => {
     const stub = testNumber(crypto.randomUUID());
-    await runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now()));
+    await stub.armAlarm();
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).toBeNull();
+    expect(await stub.alarmAt()).toBeNull();
     expect(await stub.tableNames()).toEqual([]);
   });
 
@@ -303,13 +287,13 @@ describe("what a number keeps", () => {
     await alarm(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.KEEPS" });
     for (const status of ["delivered", "read"]) {
-      advance(1_000);
+      clock.advance(1_000);
       const res = await postOperator(
         statusPayload(t.phoneNumberId, [
           {
             id: "wamid.KEEPS",
             status,
-            timestamp: seconds(clock),
+            timestamp: seconds(clock.now()),
             recipient_id: "5511999998888",
             biz_opaque_callback_data: jobId,
           },
@@ -322,7 +306,7 @@ describe("what a number keeps", () => {
       deliveredAt: expect.any(String),
       readAt: expect.any(String),
     });
-    advance(61_000);
+    clock.advance(61_000);
     await alarm(t.numberId);
     expect(t.calls).toHaveLength(1);
     expect(await testNumber(t.numberId).tableNames()).toEqual([]);

@@ -4,23 +4,22 @@ import {
   evictDurableObject,
   getQueueResult,
   runDurableObjectAlarm,
-  runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { api, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { queuedEvents } from "./helpers/events";
-import { testNumber, testWorkspace } from "./helpers/objects";
-import { channelNumberStub } from "../src/durable-objects/stubs";
+import { onNextCommit, testNumber, testWorkspace } from "./helpers/objects";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import type { InboundRecord } from "../src/durable-objects/workspace/contract";
 import { DAY_MS, newUuidV7, utcDay } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // Removed with engine v2, what they proved being gone by design:
 // - "expired keys gather" (idempotency_keys purged in batches): a key is a column of its record and
@@ -30,19 +29,8 @@ import { eventIdOf, type WebhookEvent, type WebhookQueueMessage } from "../src/d
 // - "republishing events the queue lost": nothing is stored to republish; the queue's
 //   at-least-once delivery is trusted, and a change is kept by whoever made it until its event left.
 
-let clock = Date.UTC(2042, 6, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 10 * 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2042, 6, 1), (t) => t + 10 * 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 /** A live number whose operator accepts every call (recorded in `calls`), and its object. */
 async function cloudNumberAcceptingAll() {
@@ -50,7 +38,7 @@ async function cloudNumberAcceptingAll() {
   const { key } = await createKey(workspaceId);
   const number = await connectCloudNumber(workspaceId);
   const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-  return { workspaceId, key, number, calls, stub: channelNumberStub(env, number.numberId) };
+  return { workspaceId, key, number, calls, stub: testNumber(number.numberId) };
 }
 
 const inbound = (channelNumberId: string, i: number, over: Partial<InboundRecord> = {}): InboundRecord => ({
@@ -60,7 +48,7 @@ const inbound = (channelNumberId: string, i: number, over: Partial<InboundRecord
   type: "text",
   text: "😀".repeat(4_096),
   content: null,
-  at: clock,
+  at: clock.now(),
   ...over,
 });
 
@@ -119,7 +107,7 @@ describe("event publishing within the queue's limits", () => {
     expect(setAside).toHaveLength(1);
     expect(setAside[0]).toContain(eventIdOf(poison!, "received"));
     // Nothing keeps the alarm busy for it: the next wake is a later step (counts), not now.
-    expect((await workspace.alarmAt()) ?? Infinity).toBeGreaterThanOrEqual(clock + 60_000);
+    expect((await workspace.alarmAt()) ?? Infinity).toBeGreaterThanOrEqual(clock.now() + 60_000);
   });
 
   it("a queue that refuses publishing loses nothing: the caller waits until the event went out, once", async () => {
@@ -138,7 +126,7 @@ describe("event publishing within the queue's limits", () => {
     expect(answered).toBe(false);
     restore();
     const queued = queuedEvents();
-    setClock(Date.now() + 60_000); // past the publisher's back-off (waitFor moved the fake clock too)
+    clock.set(Date.now() + 60_000); // past the publisher's back-off (waitFor moved the fake clock too)
     expect(await runDurableObjectAlarm(workspace)).toBe(true);
     const [id] = await recording;
     expect(queued().map(subjectOf)).toEqual([id]);
@@ -149,8 +137,8 @@ describe("each alarm step is isolated", () => {
   it("publishing that keeps failing never stops the delivery log's purge; the event goes out once the queue works", async () => {
     const t = await createTenant();
     const workspace = testWorkspace(t.workspaceId);
-    const day = utcDay(clock);
-    const messageId = newUuidV7(clock);
+    const day = utcDay(clock.now());
+    const messageId = newUuidV7(clock.now());
     await workspace.recordDeliveries([
       {
         eventId: eventIdOf(messageId, "sent"),
@@ -159,7 +147,7 @@ describe("each alarm step is isolated", () => {
         subject: messageId,
         webhookId: crypto.randomUUID(),
         attempt: 1,
-        attemptedAt: clock,
+        attemptedAt: clock.now(),
         outcome: "delivered",
         statusCode: 200,
         latencyMs: 12,
@@ -173,7 +161,7 @@ describe("each alarm step is isolated", () => {
     const recording = workspace.recordInbound(t.workspaceId, [inbound(t.numberId, 1, { text: "hello" })]);
     await refused();
     const failures = vi.mocked(env.WEBHOOK_QUEUE.send).mock.calls.length;
-    setClock((day + 1) * DAY_MS + KEEP_DELIVERIES_MS + 60_000);
+    clock.set((day + 1) * DAY_MS + KEEP_DELIVERIES_MS + 60_000);
     expect(await runDurableObjectAlarm(workspace)).toBe(true);
     // Publishing was tried again in that run, and failed again; the purge ran all the same.
     expect(vi.mocked(env.WEBHOOK_QUEUE.send).mock.calls.length).toBeGreaterThan(failures);
@@ -181,7 +169,7 @@ describe("each alarm step is isolated", () => {
 
     restore();
     const queued = queuedEvents();
-    setClock(Date.now() + 60_000); // past any back-off
+    clock.set(Date.now() + 60_000); // past any back-off
     expect(await runDurableObjectAlarm(workspace)).toBe(true);
     const [id] = await recording;
     expect(queued().map(subjectOf)).toEqual([id]);
@@ -191,19 +179,17 @@ describe("each alarm step is isolated", () => {
     const { key, number, calls, stub } = await cloudNumberAcceptingAll();
     // A number that keeps a table (a contact wrote to it), with leftover storage that cannot be
     // read: a sandbox reports table of another layout. Its step throws on every alarm.
-    await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock }]);
-    await runInDurableObject(stub, (_, state) => {
-      state.storage.sql.exec("CREATE TABLE sandbox_reports (id TEXT)");
-    });
+    await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock.now() }]);
+    await stub.plantUnreadableTable("sandbox_reports");
     const warnings = vi.spyOn(console, "warn");
     for (let i = 0; i < 6; i++) {
       expect((await send(key, `k${i}`, textMessage(number.numberId, `m${i}`, `551100000000${i}`))).status).toBe(201);
-      setClock(clock + 500);
+      clock.advance(500);
     }
-    const started = clock;
+    const started = clock.now();
     for (let i = 0; i < 40 && calls.length < 6; i++) {
       expect(await runDurableObjectAlarm(stub)).toBe(true);
-      setClock(clock + 100);
+      clock.advance(100);
     }
     expect(calls).toHaveLength(6);
     // One call per 505 ms (two per 1010 ms): six calls within five spacings (the test's alarms run every 100 ms).
@@ -223,24 +209,13 @@ describe("the pace at the operator", () => {
       expect(
         (await send(key, `slow-commit-${i}`, textMessage(number.numberId, `m${i}`, `551100000001${i}`))).status,
       ).toBe(201);
-      setClock(clock + 500);
+      clock.advance(500);
     }
     // The first claim's commit in the workspace takes 300 ms: the call may leave only once it is granted.
-    await runInDurableObject(testWorkspace(workspaceId), (_, state) => {
-      const transactionSync = state.storage.transactionSync.bind(state.storage);
-      let slow = true;
-      state.storage.transactionSync = <T>(fn: () => T): T => {
-        const result = transactionSync(fn);
-        if (slow) {
-          slow = false;
-          setClock(clock + 300);
-        }
-        return result;
-      };
-    });
+    await onNextCommit(testWorkspace(workspaceId), () => clock.advance(300));
     for (let i = 0; i < 60 && calls.length < 3; i++) {
       await runDurableObjectAlarm(stub);
-      setClock(clock + 50);
+      clock.advance(50);
     }
     expect(calls).toHaveLength(3);
     expect(calls[2]!.at - calls[0]!.at).toBeGreaterThanOrEqual(PACE_WINDOW_MS);
@@ -250,20 +225,18 @@ describe("the pace at the operator", () => {
 describe("alarms are never lost", () => {
   it("a number that keeps tables and whose alarm is missing re-arms it when it starts, and sends what it had", async () => {
     const { key, number, calls, stub } = await cloudNumberAcceptingAll();
-    await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock }]);
+    await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock.now() }]);
     const res = await send(key, "re-arm", textMessage(number.numberId));
     expect(res.status).toBe(201);
-    await runInDurableObject(stub, async (_, state) => {
-      await state.storage.deleteAlarm();
-    });
+    await stub.clearAlarm();
     await evictDurableObject(stub);
     // Any request starts it again.
     expect(await testNumber(number.numberId).tableNames()).toContain("contacts");
-    expect(await runInDurableObject(stub, (_, state) => state.storage.getAlarm())).not.toBeNull();
-    setClock(clock + 1_000);
+    expect(await stub.alarmAt()).not.toBeNull();
+    clock.advance(1_000);
     for (let i = 0; i < 5 && calls.length === 0; i++) {
       await runDurableObjectAlarm(stub);
-      setClock(clock + 600);
+      clock.advance(600);
     }
     expect(calls).toHaveLength(1);
   });
@@ -273,11 +246,11 @@ describe("alarms are never lost", () => {
     const { jobId } = await json<{ jobId: string }>(await send(key, "restart", textMessage(number.numberId)));
     expect(await testNumber(number.numberId).tableNames()).toEqual([]);
     await evictDurableObject(stub);
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     for (let i = 0; i < 5 && calls.length === 0; i++) {
       await runDurableObjectAlarm(stub);
-      setClock(clock + 600);
+      clock.advance(600);
     }
     expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual([jobId]);
     expect(await json(await api(`/messages/${jobId}`, key))).toMatchObject({ status: "sent" });

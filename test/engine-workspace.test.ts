@@ -4,10 +4,9 @@ import {
   evictDurableObject,
   getQueueResult,
   runDurableObjectAlarm,
-  runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { ndjsonText } from "./helpers/ndjson";
 import { api, json } from "./helpers/http";
@@ -16,15 +15,16 @@ import { send, textMessage } from "./helpers/send";
 import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { eventOfMessage, queuedEvents, statusEventsOf } from "./helpers/events";
-import { testWorkspace } from "./helpers/objects";
+import { crashObject, testWorkspace } from "./helpers/objects";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/history-tiering";
-import { createSlotTable, SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { DAY_MS, newUuidV7, utcDay, uuidV7Time } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent } from "../src/domain/events";
 import type { MessageHistoryDurableObject } from "../src/durable-objects/history/history";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // Removed with engine v2, what they proved being gone by design:
 // - "the stranded-message check" (the workspace handing back messages missing from a number's
@@ -34,19 +34,8 @@ import type { MessageHistoryDurableObject } from "../src/durable-objects/history
 //   caller, until it leaves (engine-steps.test.ts, publisher.test.ts).
 
 // A future clock: the objects' alarms never fire on their own, each step is run by the test.
-let clock = Date.UTC(2047, 0, 1, 10);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 100 * DAY_MS);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2047, 0, 1, 10), (t) => t + 100 * DAY_MS);
+afterEach(() => vi.restoreAllMocks());
 
 const workspaceOf = (t: { workspaceId: string }) => testWorkspace(t.workspaceId);
 
@@ -57,12 +46,12 @@ async function workspaceAlarms(t: { workspaceId: string }, rounds = 6): Promise<
 
 /** One send through the API, then the number's alarm sends it (the sandbox accepts it). */
 async function sendOne(t: Tenant, body: string): Promise<string> {
-  setClock(clock + 600);
+  clock.advance(600);
   const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, body));
   expect(res.status).toBe(201);
   const { jobId } = await json<{ jobId: string }>(res);
   await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
-  setClock(clock + 1_100);
+  clock.advance(1_100);
   return jobId;
 }
 
@@ -90,7 +79,8 @@ const statusesOf = (events: WebhookEvent[], messageId: string) =>
 const overStorageBudget = (t: { workspaceId: string }) => workspaceOf(t).setHotBytesBudget(0);
 
 /** Past the hot window of the slot of `clock`'s time (whatever the object's size). */
-const pastHotWindow = () => setClock((slotOf(clock) + 1) * SLOT_MS + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+const pastHotWindow = () =>
+  clock.set((slotOf(clock.now()) + 1) * SLOT_MS + HOT_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
 
 /** Moves the slot of `clock`'s time to history: the object over its budget, past the hot window, its alarm run. */
 async function moveNowToHistory(t: { workspaceId: string }): Promise<void> {
@@ -105,11 +95,11 @@ describe("publishing after a quiet day", () => {
     await sendOne(t, "before the weekend");
     await workspaceAlarms(t, 1);
     // A day without any change; whatever the workspace had due runs.
-    setClock(clock + DAY_MS + 60_000);
+    clock.advance(DAY_MS + 60_000);
     await workspaceAlarms(t, 2);
 
     const queued = queuedEvents();
-    setClock(clock + 600);
+    clock.advance(600);
     const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "monday morning"));
     const { jobId } = await json<{ jobId: string }>(res);
     // The number's claim and its answer: each change is published as it is committed (the suite's
@@ -161,7 +151,7 @@ describe("late reports about a message already in history", () => {
 
   const failedReport = (jobId: string) => ({
     jobId,
-    at: clock,
+    at: clock.now(),
     status: "failed" as const,
     error: {
       code: "recipient_unreachable",
@@ -213,7 +203,7 @@ describe("late reports about a message already in history", () => {
   it("a crash between the shard's write and the event's publication: the operator's retry announces the same event again, once", async () => {
     const t = await cloudTenant();
     mockOperator(() => accepted("wamid.HIST1"));
-    setClock(clock + 600);
+    clock.advance(600);
     const { jobId } = await json<{ jobId: string }>(
       await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "moved")),
     );
@@ -226,7 +216,7 @@ describe("late reports about a message already in history", () => {
       {
         id: "wamid.HIST1",
         status: "failed",
-        timestamp: seconds(clock),
+        timestamp: seconds(clock.now()),
         biz_opaque_callback_data: jobId,
         errors: [{ code: 131026, title: "Message undeliverable." }],
       },
@@ -241,7 +231,7 @@ describe("late reports about a message already in history", () => {
       .applyStatuses([
         {
           jobId,
-          at: Math.floor(clock / 1000) * 1000,
+          at: Math.floor(clock.now() / 1000) * 1000,
           status: "failed",
           upstreamMessageId: "wamid.HIST1",
           error: {
@@ -267,9 +257,7 @@ describe("late reports about a message already in history", () => {
     // The object crashes before its event left: what it held in memory is gone, and the caller
     // (the operator's webhook) was never told that the change was announced.
     const trace = await expectRuntimeLog(/crash before the event left/);
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) =>
-      state.abort("crash before the event left"),
-    ).catch(() => undefined);
+    await crashObject(workspaceStub(env, t.workspaceId), "crash before the event left");
     expect(String(await first)).toMatch(/crash before the event left/);
     await trace.end();
     for (const spy of refuse) spy.mockRestore();
@@ -300,7 +288,7 @@ describe("inbound de-duplication", () => {
       message: {
         from: "5511912345678",
         id: "wamid.REDELIVERED",
-        timestamp: seconds(clock),
+        timestamp: seconds(clock.now()),
         type: "text",
         text: { body: "Oi" },
       },
@@ -367,7 +355,7 @@ describe("moving to history", () => {
     });
     const alarm = runDurableObjectAlarm(workspaceOf(t));
     await putReached;
-    expect(await workspaceOf(t).applyStatuses([{ jobId: a, at: clock, deliveredAt: clock }])).toEqual([
+    expect(await workspaceOf(t).applyStatuses([{ jobId: a, at: clock.now(), deliveredAt: clock.now() }])).toEqual([
       { known: true, status: "sent" },
     ]);
     open();
@@ -379,8 +367,8 @@ describe("moving to history", () => {
     const listed = (await json<{ data: { id: string; deliveredAt: string | null }[] }>(await api("/messages", t.key)))
       .data;
     expect(listed.map((m) => m.id)).toEqual([b, a]);
-    expect(listed.find((m) => m.id === a)!.deliveredAt).toBe(new Date(clock).toISOString());
-    expect(await workspaceOf(t).getMessage(a)).toMatchObject({ delivered_at: clock });
+    expect(listed.find((m) => m.id === a)!.deliveredAt).toBe(new Date(clock.now()).toISOString());
+    expect(await workspaceOf(t).getMessage(a)).toMatchObject({ delivered_at: clock.now() });
   });
 });
 
@@ -398,28 +386,28 @@ describe("archives", () => {
       String((await json<{ createdAt: string }>(await api(`/messages/${ids[0]}`, t.key))).createdAt),
     );
     const day = new Date(createdAt).toISOString().slice(0, 10);
-    setClock(clock + 31 * DAY_MS + 60_000);
+    clock.advance(31 * DAY_MS + 60_000);
     await workspaceAlarms(t, 10);
     expect((await archiveLines(t, day)).map((l) => l.id)).toEqual(ids);
     expect(await workspaceOf(t).tableNames()).not.toContain(slotTable(slotOf(createdAt)));
 
     // A record of that day reaches a table of that day again (written late), then is archived.
     const late = newUuidV7(createdAt + 1_000);
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
-      createSlotTable(state.storage.sql, slotOf(createdAt + 1_000));
-      state.storage.sql.exec(
-        `INSERT INTO ${slotTable(slotOf(createdAt + 1_000))} (id, direction, channel_number_id, recipient, type, body, status, created_at, updated_at)
-         VALUES (?, 'outbound', ?, '5511999998888', 'text', 'late', 'queued', ?, ?)`,
-        late,
-        t.numberId,
-        createdAt + 1_000,
-        createdAt + 1_000,
-      );
+    await workspaceOf(t).writeRecordToStorage({
+      id: late,
+      direction: "outbound",
+      channel_number_id: t.numberId,
+      recipient: "5511999998888",
+      type: "text",
+      body: "late",
+      status: "queued",
+      created_at: createdAt + 1_000,
+      updated_at: createdAt + 1_000,
     });
     // The object learns of its tables when it starts.
     await evictDurableObject(workspaceStub(env, t.workspaceId));
-    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => state.storage.setAlarm(Date.now()));
-    setClock(clock + RETENTION_SLACK_MS + 60_000);
+    await workspaceOf(t).armAlarm();
+    clock.advance(RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t, 10);
     const archives = await json<{ data: { day: string; messages: number }[] }>(await api("/message-archives", t.key));
     expect(archives.data).toMatchObject([{ day, messages: 3 }]);
@@ -429,17 +417,17 @@ describe("archives", () => {
   it("a day leaves when all of it is past the plan's window, not a day sooner (the plan changed meanwhile)", async () => {
     const t = await createTenant({ plan: "free" }); // 7 days
     const id = await sendOne(t, "kept 30 days");
-    const day = utcDay(clock);
+    const day = utcDay(clock.now());
     // Upgraded to pro (30 days): the object still has the old window until it reloads its configuration.
     await env.DB.prepare("UPDATE workspaces SET plan_id = 'pro' WHERE id = ?").bind(t.workspaceId).run();
 
-    setClock((day + 1 + 30) * DAY_MS - 60_000);
+    clock.set((day + 1 + 30) * DAY_MS - 60_000);
     await workspaceAlarms(t, 6);
     expect((await json<{ data: unknown[] }>(await api("/message-archives", t.key))).data).toEqual([]);
     expect(await workspaceOf(t).getMessage(id)).toMatchObject({ id });
 
     // Retention steps run RETENTION_SLACK_MS after they are due (one run for what expired meanwhile).
-    setClock((day + 1 + 30) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((day + 1 + 30) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t, 6);
     expect((await json<{ data: { day: string }[] }>(await api("/message-archives", t.key))).data).toMatchObject([
       { day: new Date(day * DAY_MS).toISOString().slice(0, 10) },

@@ -1,9 +1,9 @@
 import { Webhook } from "standardwebhooks";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { eventsOfMessage } from "./helpers/events";
 import { envelopeOf } from "../src/domain/events";
 
@@ -11,14 +11,7 @@ import { envelopeOf } from "../src/domain/events";
 // real queues carry a send and an inbound message all the way to the
 // customer's receiver, which is the only thing mocked (with its DNS).
 
-let net: Network;
-beforeEach(() => {
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
+const net = mockNetworkPerTest();
 
 interface Envelope {
   type: string;

@@ -1,33 +1,23 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
 import { accepted, cloudTenant, operatorMessagesUrl } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { eventsOfMessage, queuedEvents, statusEventsOf } from "./helpers/events";
 import { testNumber } from "./helpers/objects";
-import { answers, mockNetwork, type Network } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { envelopeOf, eventIdOf, type WebhookEvent } from "../src/domain/events";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // A live number's message through its whole life, as its customer sees it: the operator (mocked
 // at the network edge with the customer's receiver) accepts the call and reports delivery and
 // read; every change reaches the webhook as one event, through the real queue and consumer.
 
-let clock = Date.UTC(2049, 5, 1, 9);
-let net: Network;
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 2 * 24 * 3_600_000;
-  vi.setSystemTime(clock);
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-  expect(net.unhandled).toEqual([]);
-});
+const clock = fakeClockPerTest(Date.UTC(2049, 5, 1, 9), (t) => t + 2 * 24 * 3_600_000);
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 /** A live number with a webhook to a receiver that answers 204; the operator accepts every call. */
 async function liveNumberWithWebhook() {
@@ -74,9 +64,9 @@ describe("a message's events", () => {
     await runDurableObjectAlarm(testNumber(t.numberId));
     expect(net.seen.filter((s) => s.url === operatorMessagesUrl(t.phoneNumberId))).toHaveLength(1);
     // The operator reports delivery, twice (it retries its webhooks), then the read.
-    expect((await postOperator(report(t.phoneNumberId, jobId, "delivered", clock + 2_000))).status).toBe(200);
-    expect((await postOperator(report(t.phoneNumberId, jobId, "delivered", clock + 2_000))).status).toBe(200);
-    expect((await postOperator(report(t.phoneNumberId, jobId, "read", clock + 5_000))).status).toBe(200);
+    expect((await postOperator(report(t.phoneNumberId, jobId, "delivered", clock.now() + 2_000))).status).toBe(200);
+    expect((await postOperator(report(t.phoneNumberId, jobId, "delivered", clock.now() + 2_000))).status).toBe(200);
+    expect((await postOperator(report(t.phoneNumberId, jobId, "read", clock.now() + 5_000))).status).toBe(200);
 
     // The queue carried one event per change, in the order they happened, each with the id of its change.
     const kinds = ["processing", "sent", "delivered", "read"] as const;
@@ -92,8 +82,8 @@ describe("a message's events", () => {
     ).toMatchObject([
       { status: "processing", previousStatus: "queued", upstreamMessageId: null },
       { status: "sent", previousStatus: "processing", upstreamMessageId: "wamid.LIFE1", deliveredAt: null },
-      { status: "sent", previousStatus: "sent", deliveredAt: whole(clock + 2_000) },
-      { status: "sent", readAt: whole(clock + 5_000) },
+      { status: "sent", previousStatus: "sent", deliveredAt: whole(clock.now() + 2_000) },
+      { status: "sent", readAt: whole(clock.now() + 5_000) },
     ]);
 
     // At the receiver: all four, then a test event sent after them (the positive signal that

@@ -1,32 +1,22 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { eventOfMessage } from "./helpers/events";
 import { testNumber } from "./helpers/objects";
-import { answers, mockNetwork, type Network, type Seen } from "./helpers/webhook-net";
+import { answers, mockNetworkPerTest, type Seen } from "./helpers/webhook-net";
 import { eventIdOf, newEventId } from "../src/domain/events";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { newUuidV7 } from "../src/domain/job-id";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // Events are not stored: a replay rebuilds the event from its id (which names its message and its
 // change, or dates a test event) and the record, and publishes it again through the real queue.
 
-let clock = Date.UTC(2051, 8, 1, 9);
-let net: Network;
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 7 * 24 * 3_600_000;
-  vi.setSystemTime(clock);
-  net = mockNetwork();
-});
-afterEach(() => {
-  net.restore();
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-  expect(net.unhandled).toEqual([]);
-});
+const clock = fakeClockPerTest(Date.UTC(2051, 8, 1, 9), (t) => t + 7 * 24 * 3_600_000);
+const net = mockNetworkPerTest();
+afterEach(() => vi.restoreAllMocks());
 
 /** A webhook to a receiver that answers 204, for the tenant's number (or another of its numbers). */
 async function webhookOf(t: Tenant, numberId = t.numberId) {
@@ -63,7 +53,7 @@ describe("replays", () => {
     expect(original).toBeDefined();
 
     // Later changes of the record (the sandbox reports delivery and read) do not change the sent event.
-    vi.setSystemTime(clock + 10_000);
+    clock.advance(10_000);
     await runDurableObjectAlarm(testNumber(t.numberId));
     await receivedAt(hook, 4);
     expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({ readAt: expect.any(String) });
@@ -90,16 +80,17 @@ describe("replays", () => {
     const [original] = await receivedAt(hook, 1);
     expect(original!.headers["webhook-id"]).toBe(eventId);
 
-    vi.setSystemTime(clock + KEEP_DELIVERIES_MS - 60_000);
+    const sent = clock.now();
+    clock.set(sent + KEEP_DELIVERIES_MS - 60_000);
     expect((await replay(t, hook.id, eventId)).status).toBe(202);
     const replayed = (await receivedAt(hook, 2))[1]!;
     expect(replayed.headers["webhook-id"]).toBe(eventId);
     expect(replayed.body).toBe(original!.body);
 
-    vi.setSystemTime(clock + KEEP_DELIVERIES_MS + 60_000);
+    clock.set(sent + KEEP_DELIVERIES_MS + 60_000);
     await expectError(await replay(t, hook.id, eventId), 404, "not_found");
     // A test event's id dated in the future names nothing either.
-    await expectError(await replay(t, hook.id, newEventId(clock + 3_600_000 + KEEP_DELIVERIES_MS)), 404, "not_found");
+    await expectError(await replay(t, hook.id, newEventId(sent + 3_600_000 + KEEP_DELIVERIES_MS)), 404, "not_found");
   });
 
   it("an unknown event id, a change the message never had, and another number's event are 404, and nothing is sent", async () => {
@@ -119,7 +110,7 @@ describe("replays", () => {
     await receivedAt(hook, 2);
 
     for (const [webhookId, eventId] of [
-      [hook.id, eventIdOf(newUuidV7(clock), "sent")], // no such message
+      [hook.id, eventIdOf(newUuidV7(clock.now()), "sent")], // no such message
       [hook.id, eventIdOf(jobId, "read")], // not read (yet)
       [hook.id, eventIdOf(jobId, "failed")], // never failed
       [otherHook.id, eventIdOf(jobId, "sent")], // another number's event, in the same workspace

@@ -8,17 +8,15 @@ import { admin, api, call, expectError, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { answers, mockNetwork } from "./helpers/webhook-net";
+import { fakeClock } from "./helpers/clock";
 
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 describe("revocation reaches every isolate within the key cache's TTL", () => {
   it("a key revoked through another isolate is refused here once KEY_CACHE_TTL_MS has passed (controlled clock)", async () => {
-    let clock = Date.UTC(2045, 0, 1);
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(clock);
+    const clock = fakeClock(Date.UTC(2045, 0, 1));
     const t = await createTenant();
     // This isolate authenticates the key once: it is now in this isolate's cache.
     expect((await api("/me", t.key)).status).toBe(200);
@@ -27,15 +25,15 @@ describe("revocation reaches every isolate within the key cache's TTL", () => {
     // cache is not touched by that, so the revocation is applied here the same way, by a D1 write
     // that bypasses this isolate's cache (the admin route would also clear ours, hiding the TTL).
     await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?")
-      .bind(new Date(clock).toISOString(), t.keyId)
+      .bind(new Date(clock.now()).toISOString(), t.keyId)
       .run();
 
     // Within the documented window the cached entry still answers …
     expect((await api("/me", t.key)).status).toBe(200);
-    vi.setSystemTime((clock += KEY_CACHE_TTL_MS - 1));
+    clock.advance(KEY_CACHE_TTL_MS - 1);
     expect((await api("/me", t.key)).status).toBe(200);
     // … and not a millisecond after it.
-    vi.setSystemTime(clock + 1);
+    clock.advance(1);
     await expectError(await api("/me", t.key), 401, "unauthorized");
     expect(KEY_CACHE_TTL_MS).toBeLessThanOrEqual(5_000);
   });
@@ -98,9 +96,7 @@ describe("another workspace's message", () => {
   // copy; the test waits until everything a send leaves behind exists (the message is settled and
   // its daily count has reached D1) before asking for it from another workspace.
   it("answers 404 like an unknown id, also once the message's traces outside its object exist (controlled clock)", async () => {
-    const clock = Date.UTC(2046, 0, 1);
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(clock);
+    const clock = fakeClock(Date.UTC(2046, 0, 1));
     const a = await createTenant();
     const b = await createTenant();
     const res = await send(a.key, crypto.randomUUID(), textMessage(a.numberId, "private"));
@@ -108,7 +104,7 @@ describe("another workspace's message", () => {
     const { jobId } = await json<{ jobId: string }>(res);
     // The number sends it; a minute later the workspace ships its daily count to D1.
     await runDurableObjectAlarm(channelNumberStub(env, a.numberId));
-    vi.setSystemTime(clock + 61_000);
+    clock.advance(61_000);
     await runDurableObjectAlarm(workspaceStub(env, a.workspaceId));
     await vi.waitFor(
       async () =>

@@ -1,19 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2, type Tenant } from "./helpers/fixtures";
 import { messageSeeder } from "./helpers/seed-messages";
 import { SANDBOX_MAGIC_NUMBERS } from "../src/upstream/sandbox";
+import { fakeClockPerTest } from "./helpers/clock";
 
-let clock = Date.UTC(2044, 1, 1, 9);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 5 * 24 * 3_600_000);
-});
-afterEach(() => vi.useRealTimers());
+const clock = fakeClockPerTest(Date.UTC(2044, 1, 1, 9), (t) => t + 5 * 24 * 3_600_000);
 
 interface Listed {
   id: string;
@@ -52,7 +44,7 @@ async function listAll(t: Tenant, query: string, limit = 2): Promise<Listed[]> {
   throw new Error("too many pages");
 }
 
-const { sendAt, inbound, drain } = messageSeeder((ms) => setClock(clock + ms));
+const { sendAt, inbound, drain } = messageSeeder((ms) => clock.advance(ms));
 
 /** A workspace with two numbers and six messages of every kind, returned newest first. */
 async function world() {

@@ -1,6 +1,6 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ndjsonText } from "./helpers/ndjson";
 import { api, call, expectError, json } from "./helpers/http";
 import { accepted, cloudTenant, mockOperator, operatorError } from "./helpers/operator";
@@ -23,6 +23,7 @@ import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { DAY_MS, utcDay } from "../src/domain/job-id";
 import { eventsOf, type WebhookQueueMessage } from "../src/domain/events";
 import { expectRuntimeLog } from "./helpers/runtime-log";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // A workspace keeps its messages in one table per 6-hour slot (m_<slot>, four to a UTC day). A
 // small one keeps its slots there until their day leaves the plan's window (pro: 30 days), then
@@ -36,20 +37,9 @@ import { expectRuntimeLog } from "./helpers/runtime-log";
 // (The earlier "over budget keeps 6 hours hot, settled events and delivery logs 1 hour" test is not
 // here: engine v2 stores no events.)
 
-let clock = Date.UTC(2045, 2, 1, 10);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  // A fresh stretch of time for each test, at 10:00 UTC.
-  setClock((utcDay(clock) + 100) * DAY_MS + 10 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+// A fresh stretch of time for each test, at 10:00 UTC.
+const clock = fakeClockPerTest(Date.UTC(2045, 2, 1, 10), (t) => (utcDay(t) + 100) * DAY_MS + 10 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
 
@@ -90,7 +80,7 @@ async function workspaceAlarms(t: Tenant, rounds = 8): Promise<void> {
 async function sendSome(t: Tenant, n: number, prefix: string): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    setClock(clock + 600);
+    clock.advance(600);
     const res = await send(
       t.key,
       crypto.randomUUID(),
@@ -100,7 +90,7 @@ async function sendSome(t: Tenant, n: number, prefix: string): Promise<string[]>
     ids.push((await json<{ jobId: string }>(res)).jobId);
   }
   for (let i = 0; i <= n; i++) {
-    setClock(clock + 1_100);
+    clock.advance(1_100);
     await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
   }
   for (const id of ids) expect(await view(t, id)).toMatchObject({ status: "sent" });
@@ -108,15 +98,7 @@ async function sendSome(t: Tenant, n: number, prefix: string): Promise<string[]>
 }
 
 /** The workspace object's storage size now, and the budget it is held to. */
-async function pressure(t: Tenant): Promise<{ size: number; budget: number }> {
-  return runInDurableObject(testWorkspace(t.workspaceId), (_, state) => ({
-    size: state.storage.sql.databaseSize,
-    budget: Number(
-      state.storage.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'hot_bytes_budget'").toArray()[0]?.v ??
-        Number.NaN,
-    ),
-  }));
-}
+const pressure = (t: Tenant): Promise<{ size: number; budget: number }> => testWorkspace(t.workspaceId).sizeAndBudget();
 
 /**
  * Sets the workspace's budget to half its storage now: over its budget, under its size guard. Its
@@ -149,10 +131,10 @@ describe("a workspace under its budget", () => {
   it("keeps each slot in its table until the plan's window ends, then archives the day to R2 from its slot tables and drops them", async () => {
     const t = await cloudTenant(); // pro: 30 days
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
-    const day = utcDay(clock);
+    const day = utcDay(clock.now());
     // Two slots of the day: 10:00 (06:00–12:00) and 19:00 (18:00–24:00).
     const morning = await sendSome(t, 2, "kept");
-    setClock(day * DAY_MS + 19 * 3_600_000);
+    clock.set(day * DAY_MS + 19 * 3_600_000);
     const evening = await sendSome(t, 2, "evening");
     const ids = [...morning, ...evening];
     const slots = [slotOfDay(day, 1), slotOfDay(day, 3)];
@@ -162,7 +144,7 @@ describe("a workspace under its budget", () => {
     expect(await workspace.tableNames()).toEqual(expect.arrayContaining(slots.map(slotTable)));
 
     // Days later (each slot far past 48 hours, well under the budget): the slots stay in their tables, nothing moves.
-    setClock(slotEnd(slots[1]!) + OVER_BUDGET_WINDOW_MS + 5 * DAY_MS);
+    clock.set(slotEnd(slots[1]!) + OVER_BUDGET_WINDOW_MS + 5 * DAY_MS);
     await workspaceAlarms(t);
     expect(await workspace.tableNames()).toEqual(expect.arrayContaining(slots.map(slotTable)));
     expect(await workspace.dayState(day)).toEqual({});
@@ -171,10 +153,10 @@ describe("a workspace under its budget", () => {
     expect(await archivesOf(t)).toEqual([]);
 
     // The day's last moment plus 30 days: archived, both tables dropped.
-    setClock((day + 1 + 30) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((day + 1 + 30) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t);
     expect(await archivesOf(t)).toEqual([
-      { day: dayName(day), messages: 4, archivedAt: new Date(clock).toISOString() },
+      { day: dayName(day), messages: 4, archivedAt: new Date(clock.now()).toISOString() },
     ]);
     const tables = await workspace.tableNames();
     for (const slot of slots) expect(tables).not.toContain(slotTable(slot));
@@ -185,7 +167,7 @@ describe("a workspace under its budget", () => {
       day: dayName(day),
       parts: 1,
       messages: 4,
-      archivedAt: new Date(clock).toISOString(),
+      archivedAt: new Date(clock.now()).toISOString(),
     });
     expect(await env.ARCHIVE.head(partKey(t.workspaceId, day, 0))).not.toBeNull();
     expect(await env.ARCHIVE.head(partKey(t.workspaceId, day, 1))).toBeNull();
@@ -199,15 +181,15 @@ describe("a workspace under its budget", () => {
   it("a failure between writing the archive and dropping the tables loses nothing and duplicates nothing", async () => {
     const t = await cloudTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
-    const day = utcDay(clock);
+    const day = utcDay(clock.now());
     const morning = await sendSome(t, 2, "fragile");
-    setClock(day * DAY_MS + 19 * 3_600_000);
+    clock.set(day * DAY_MS + 19 * 3_600_000);
     const evening = await sendSome(t, 1, "evening");
     const ids = [...morning, ...evening];
     const slots = [slotOfDay(day, 1), slotOfDay(day, 3)];
     expect(ids.map((id) => slotOfId(id))).toEqual([slots[0], slots[0], slots[1]]);
     const records = await Promise.all(ids.map((id) => view(t, id)));
-    setClock((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
 
     // The part goes to R2, then the manifest write fails: the day is not complete and nothing is dropped.
     const original = env.ARCHIVE.put.bind(env.ARCHIVE);
@@ -224,7 +206,7 @@ describe("a workspace under its budget", () => {
 
     // R2 back (after the step's back-off): the day is written again over the same keys, then dropped.
     put.mockRestore();
-    setClock(clock + 120_000);
+    clock.advance(120_000);
     await workspaceAlarms(t, 3);
     expect(await archivesOf(t)).toMatchObject([{ day: dayName(day), messages: 3 }]);
     const lines = await archiveLines(t, day);
@@ -243,17 +225,17 @@ describe("a workspace under its budget", () => {
     async (_, inShard) => {
       const t = await cloudTenant();
       mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
-      const day = utcDay(clock);
+      const day = utcDay(clock.now());
       const [id, other] = await sendSome(t, 2, "late-read");
       if (inShard) {
         await testWorkspace(t.workspaceId).setHotBytesBudget(1);
-        setClock(slotEnd(slotOfId(id!)!) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+        clock.set(slotEnd(slotOfId(id!)!) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
         await workspaceAlarms(t, 3);
         expect(await testWorkspace(t.workspaceId).dayState(day)).toMatchObject({ history: { records: 2 } });
       }
-      setClock((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+      clock.set((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
       // While the day's first part goes to R2, the operator reports the message read.
-      const readAt = clock - 60_000;
+      const readAt = clock.now() - 60_000;
       const original = env.ARCHIVE.put.bind(env.ARCHIVE);
       const reported: Response[] = [];
       vi.spyOn(env.ARCHIVE, "put").mockImplementation(async (key, value, options) => {
@@ -284,8 +266,8 @@ describe("a workspace under its budget", () => {
     const b = await cloudTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     await sendSome(a, 1, "private");
-    const day = utcDay(clock);
-    setClock((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    const day = utcDay(clock.now());
+    clock.set((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(a);
     await workspaceAlarms(b);
     expect((await api(`/message-archives/${dayName(day)}`, a.key)).status).toBe(200);
@@ -307,12 +289,12 @@ describe("a workspace over its budget", () => {
       ...published.mock.calls.flatMap(([items]) => [...items].flatMap((i) => eventsOf(i.body as WebhookQueueMessage))),
       ...sentOne.mock.calls.flatMap(([body]) => eventsOf(body as WebhookQueueMessage)),
     ];
-    const day = utcDay(clock);
+    const day = utcDay(clock.now());
     const morning = slotOfDay(day, 1);
     const afternoon = slotOfDay(day, 2);
     const old = await sendSome(t, 3, "old");
     // 250 inbound messages of the same slot (more than one chunk of 200), as the operator posts them.
-    const inboundAt = clock + 60_000;
+    const inboundAt = clock.now() + 60_000;
     for (let batch = 0; batch < 5; batch++) {
       const res = await postOperator(
         inboundPayload(
@@ -333,11 +315,11 @@ describe("a workspace over its budget", () => {
       interval: 100,
     });
     // The same day's next slot (12:00–18:00), the next day, and two days later.
-    setClock(day * DAY_MS + 13 * 3_600_000);
+    clock.set(day * DAY_MS + 13 * 3_600_000);
     const later = await sendSome(t, 1, "afternoon");
-    setClock((day + 1) * DAY_MS + 10 * 3_600_000);
+    clock.set((day + 1) * DAY_MS + 10 * 3_600_000);
     const middle = await sendSome(t, 1, "middle");
-    setClock(slotEnd(morning) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(slotEnd(morning) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     const recent = await sendSome(t, 1, "recent");
 
     const all = await listAll(t);
@@ -380,7 +362,7 @@ describe("a workspace over its budget", () => {
 
     // The shard back (after the step's back-off): the rest moves, the slot's table is dropped.
     chunks.mockRestore();
-    setClock(clock + 120_000);
+    clock.advance(120_000);
     await workspaceAlarms(t, 3);
     expect(await workspace.dayState(day)).toMatchObject({ moved: { "1": "*" }, history: { records: 253 } });
     expect(await workspace.tableNames()).not.toContain(slotTable(morning));
@@ -403,7 +385,7 @@ describe("a workspace over its budget", () => {
     expect(usage.daily.find((u) => u.day === dayName(day))).toMatchObject({ accepted: 4, sent: 4, received: 250 });
 
     // A read receipt days later reaches the record in its shard, and is announced.
-    const readAt = clock - 5_000;
+    const readAt = clock.now() - 5_000;
     const report = await postOperator(
       statusPayload(t.phoneNumberId, [
         { id: `wamid.${old[0]}`, status: "read", timestamp: seconds(readAt), biz_opaque_callback_data: old[0] },
@@ -425,7 +407,7 @@ describe("a workspace over its budget", () => {
     before.set(old[0]!, await view(t, old[0]!));
 
     // 48 hours after the afternoon's slot ended, it follows to the same shard.
-    setClock(slotEnd(afternoon) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(slotEnd(afternoon) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await overBudget(t);
     await workspaceAlarms(t, 3);
     expect(await workspace.dayState(day)).toMatchObject({ moved: { "1": "*", "2": "*" }, history: { records: 254 } });
@@ -434,7 +416,7 @@ describe("a workspace over its budget", () => {
     expect(await listAll(t, 7)).toEqual(all);
 
     // Past the plan's window: archived from the shard, then the shard is dropped.
-    setClock((day + 1 + 30) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((day + 1 + 30) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t);
     expect((await archivesOf(t)).find((a) => a.day === dayName(day))).toMatchObject({ messages: 254 });
     const lines = await archiveLines(t, day);
@@ -451,8 +433,8 @@ describe("a workspace over its budget", () => {
     const t = await cloudTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const ids = await sendSome(t, 3, "shard");
-    const day = utcDay(clock);
-    setClock(slotEnd(slotOfDay(day, 1)) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    const day = utcDay(clock.now());
+    clock.set(slotEnd(slotOfDay(day, 1)) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await overBudget(t);
     await workspaceAlarms(t, 2);
     expect(await testWorkspace(t.workspaceId).dayState(day)).toMatchObject({
@@ -462,7 +444,7 @@ describe("a workspace over its budget", () => {
     const records = await Promise.all(ids.map((id) => view(t, id)));
 
     // The archive is written (parts and manifest), then dropping the shard fails: the day stays where it was.
-    setClock((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((day + 31) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     const drop = vi
       .spyOn(MessageHistoryDurableObject.prototype, "drop")
       .mockImplementationOnce(() => Promise.reject(new Error("shard unavailable")));
@@ -479,7 +461,7 @@ describe("a workspace over its budget", () => {
 
     // Next run: written again over the same keys, dropped; the archive holds each record once.
     drop.mockRestore();
-    setClock(clock + 120_000);
+    clock.advance(120_000);
     await workspaceAlarms(t, 3);
     expect(await archivesOf(t)).toMatchObject([{ day: dayName(day), messages: 3 }]);
     expect(await archiveLines(t, day)).toEqual(records);
@@ -491,25 +473,25 @@ describe("a workspace over its budget", () => {
     const t = await cloudTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const [id] = await sendSome(t, 1, "young");
-    const slot = slotOf(clock);
+    const slot = slotOf(clock.now());
     const record = await view(t, id!);
     const workspace = testWorkspace(t.workspaceId);
 
     // Past the guard's window (it would move now if the object were over 3.5 times its budget): it stays.
-    setClock(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await overBudget(t);
     await workspaceAlarms(t, 3);
     expect(await workspace.tableNames()).toContain(slotTable(slot));
     expect(await workspace.dayState(utcDay(slotStart(slot)))).toEqual({});
     // A second before its 48 hours: still here.
-    setClock(slotEnd(slot) + OVER_BUDGET_WINDOW_MS - 1_000);
+    clock.set(slotEnd(slot) + OVER_BUDGET_WINDOW_MS - 1_000);
     await overBudget(t);
     await workspaceAlarms(t, 3);
     expect(await workspace.tableNames()).toContain(slotTable(slot));
     expect(await workspace.dayState(utcDay(slotStart(slot)))).toEqual({});
     expect(await testShard(t.workspaceId, utcDay(slotStart(slot))).tableNames()).toEqual([]);
     // Past them: moved.
-    setClock(slotEnd(slot) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(slotEnd(slot) + OVER_BUDGET_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await overBudget(t);
     await workspaceAlarms(t, 3);
     expect(await workspace.tableNames()).not.toContain(slotTable(slot));
@@ -526,15 +508,15 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const payload = textMessage(t.numberId, "guarded", "5511900000001");
-    setClock(clock + 600);
-    const sentAt = clock;
+    clock.advance(600);
+    const sentAt = clock.now();
     const slot = slotOf(sentAt);
     const day = utcDay(sentAt);
     const first = await send(t.key, "order-guard-1", payload);
     expect(first.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(first);
     for (let i = 0; i < 2; i++) {
-      setClock(clock + 1_100);
+      clock.advance(1_100);
       await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
     }
     expect(calls).toHaveLength(1);
@@ -547,13 +529,13 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     expect(now.size).toBeGreaterThan(now.budget * GUARD_FACTOR);
 
     // A second before 6 hours have passed since the slot ended: it stays.
-    setClock(slotEnd(slot) + GUARD_WINDOW_MS - 1_000);
+    clock.set(slotEnd(slot) + GUARD_WINDOW_MS - 1_000);
     await workspaceAlarms(t);
     expect(await workspace.tableNames()).toContain(slotTable(slot));
     expect(await workspace.dayState(day)).toEqual({});
 
     // Past them: the slot is in its day's shard, its table dropped; its record's key stays here.
-    setClock(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t);
     const tables = await workspace.tableNames();
     expect(tables).not.toContain(slotTable(slot));
@@ -576,7 +558,7 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     );
     expect(conflict.error.details).toEqual([expect.objectContaining({ jobId })]);
     // A second before the key's 24 hours end, still bound.
-    setClock(sentAt + DAY_MS - 1_000);
+    clock.set(sentAt + DAY_MS - 1_000);
     const late = await send(t.key, "order-guard-1", payload);
     expect(late.status).toBe(200);
     expect(await late.json()).toEqual({ jobId, status: "duplicado_identico" });
@@ -585,7 +567,7 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     expect(await usedMessages(t.key)).toBe(1);
 
     // Its 24 hours over: the key's row goes with the next alarm (the table with its last row), and the key starts a new message.
-    setClock(sentAt + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(sentAt + DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t);
     expect(await workspace.tableNames()).not.toContain("moved_keys");
     const again = await send(t.key, "order-guard-1", payload);
@@ -600,10 +582,10 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     const slot = slotOfId(id!)!;
     const day = utcDay(slotStart(slot));
     await testWorkspace(t.workspaceId).setHotBytesBudget(1);
-    setClock(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(slotEnd(slot) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     // While the shard takes the slot's chunk, the operator reports the message read, and delivers
     // (for the first time) a message a customer sent a minute before it.
-    const readAt = clock - 60_000;
+    const readAt = clock.now() - 60_000;
     const inboundAt = slotStart(slot) + 10 * 60_000;
     const putChunk = MessageHistoryDurableObject.prototype.putChunk;
     const reported: Response[] = [];
@@ -658,7 +640,7 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
         ? accepted(`wamid.${c.body.biz_opaque_callback_data}`)
         : operatorError(400, 131031, "Business account locked"),
     );
-    const day = utcDay(clock);
+    const day = utcDay(clock.now());
     const sendOne = async (body: string, to: string): Promise<string> => {
       const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, body, to));
       expect(res.status).toBe(201);
@@ -667,25 +649,25 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     const numberAlarm = () => runDurableObjectAlarm(channelNumberStub(env, t.numberId));
     // 10:00: sent (the morning's slot).
     const early = await sendOne("early", "5511900000001");
-    setClock(clock + 1_100);
+    clock.advance(1_100);
     await numberAlarm();
     expect(await view(t, early)).toMatchObject({ status: "sent" });
     // 13:00: the first call is refused and pauses the number; the next message waits behind it (the afternoon's slot).
     const afternoon = slotOfDay(day, 2);
-    setClock(slotStart(afternoon) + 3_600_000);
-    const heldAt = clock;
+    clock.set(slotStart(afternoon) + 3_600_000);
+    const heldAt = clock.now();
     const held = await sendOne("held", "5511900000002");
     await numberAlarm();
     expect((await testNumber(t.numberId).sendingState()).paused).toMatchObject({ upstreamCode: "131031" });
-    setClock(clock + 1_000);
-    const waitingAt = clock;
+    clock.advance(1_000);
+    const waitingAt = clock.now();
     const waiting = await sendOne("waiting", "5511900000003");
     expect((await testNumber(t.numberId).queued()).map((e) => e.jobId)).toEqual([held, waiting]);
     const workspace = testWorkspace(t.workspaceId);
     await workspace.setHotBytesBudget(1);
 
     // 6 hours after the afternoon's slot ended: the morning's moved, the afternoon's stays (its messages still have work).
-    setClock(slotEnd(afternoon) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(slotEnd(afternoon) + GUARD_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(t);
     expect(await workspace.dayState(day)).toEqual({
       moved: { "1": "*" },
@@ -696,7 +678,7 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     expect(await workspace.tableNames()).toEqual(expect.arrayContaining([slotTable(afternoon), "moved_keys"]));
     for (const id of [held, waiting]) expect((await view(t, id)).status).not.toBe("failed");
     // Held 24 hours, the first fails (held_too_long); the other still waits: the slot stays.
-    setClock(heldAt + HELD_BOUND_MS);
+    clock.set(heldAt + HELD_BOUND_MS);
     await numberAlarm();
     expect(await view(t, held)).toMatchObject({ status: "failed", error: { code: "held_too_long" } });
     expect((await view(t, waiting)).status).not.toBe("failed");
@@ -707,12 +689,12 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     // (The morning's key expired meanwhile, and went.)
     expect(await workspace.tableNames()).not.toContain("moved_keys");
     // Then the other's 24 hours end too: the slot's work is over, and it moves.
-    setClock(waitingAt + HELD_BOUND_MS);
+    clock.set(waitingAt + HELD_BOUND_MS);
     await numberAlarm();
     const records = await Promise.all([held, waiting].map((id) => view(t, id)));
     expect(records.map((r) => r.error)).toMatchObject([{ code: "held_too_long" }, { code: "held_too_long" }]);
     expect(await testNumber(t.numberId).queued()).toEqual([]);
-    setClock(clock + 60_000);
+    clock.advance(60_000);
     await workspaceAlarms(t);
     // Moved more than 24 hours after its sends: their keys are over, none is kept apart.
     expect(await workspace.tableNames()).not.toContain(slotTable(afternoon));

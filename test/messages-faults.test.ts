@@ -1,6 +1,6 @@
-import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant } from "./helpers/fixtures";
 import { holdObject, settleIo, testNumber, testWorkspace } from "./helpers/objects";
@@ -11,26 +11,16 @@ import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { newJobId } from "../src/domain/job-id";
 import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { fakeClockPerTest } from "./helpers/clock";
 
-let clock = Date.UTC(2035, 5, 1, 8);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 3 * 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2035, 5, 1, 8), (t) => t + 3 * 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 /** Runs a number's alarm until it has nothing due, moving the clock past each pace window and retry. */
 async function drainAll(numberId: string, rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     await runDurableObjectAlarm(channelNumberStub(env, numberId));
-    setClock(clock + PACE_WINDOW_MS);
+    clock.advance(PACE_WINDOW_MS);
   }
 }
 
@@ -42,13 +32,13 @@ const queuedIds = async (numberId: string) => (await testNumber(numberId).queued
  * (the workspace's own hand-off, with the jobId it makes) and its workspace recorded nothing.
  */
 async function handOffOnly(t: { workspaceId: string }, numberId: string, to = "5511999998888") {
-  const jobId = newJobId(clock);
+  const jobId = newJobId(clock.now());
   const handed = await testNumber(numberId).admit({
     jobId,
     workspaceId: t.workspaceId,
     channelNumberId: numberId,
     to,
-    acceptedAt: clock,
+    acceptedAt: clock.now(),
   });
   expect(handed.ok).toBe(true);
   return jobId;
@@ -58,19 +48,10 @@ async function handOffOnly(t: { workspaceId: string }, numberId: string, to = "5
  * Makes the commit of new records fail in a workspace object (as a full disk or an I/O error
  * would): reads still work, and the admission goes as far as its insert. `repair` undoes it.
  */
-const failInserts = async (stub: DurableObjectStub) => {
-  const table = slotTable(slotOf(clock));
-  await runInDurableObject(stub, (_, state) => {
-    state.storage.sql.exec(
-      `CREATE TRIGGER inserts_fail BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
-    );
-  });
-  return {
-    repair: () =>
-      runInDurableObject(stub, (_, state) => {
-        state.storage.sql.exec("DROP TRIGGER inserts_fail");
-      }),
-  };
+const failInserts = async (workspaceId: string) => {
+  const workspace = testWorkspace(workspaceId);
+  await workspace.failWrites(slotTable(slotOf(clock.now())), { inserts: true });
+  return { repair: () => workspace.repairWrites() };
 };
 
 describe("faults between the steps of a send", () => {
@@ -104,7 +85,7 @@ describe("faults between the steps of a send", () => {
     await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
 
     // Nothing was bound: the retry, a moment later, is a new message with its own jobId.
-    setClock(clock + 100);
+    clock.advance(100);
     const retry = await send(t.key, "crashy", textMessage(t.numberId, "new text"));
     expect(retry.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(retry);
@@ -144,11 +125,10 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
   it("the commit fails after the hand-off: a retry with another payload gets its own message, and the operator receives that text only", async () => {
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
-    const workspace = workspaceStub(env, t.workspaceId);
     // A first send makes the records' table (a 6-hour slot); a second earlier: it does not share the next sends' window.
     expect((await send(t.key, "k0", textMessage(t.numberId, "zero"))).status).toBe(201);
-    setClock(clock + 1_000);
-    const fault = await failInserts(workspace);
+    clock.advance(1_000);
+    const fault = await failInserts(t.workspaceId);
     // The object's exception is expected here: captured and checked, not printed as an uncaught error.
     const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
     await expectError(await send(t.key, "k1", textMessage(t.numberId, "first text")), 500, "internal_error");
@@ -210,7 +190,7 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
       workspaceId: t.workspaceId,
       channelNumberId: t.numberId,
       to: "5511000000000",
-      acceptedAt: clock,
+      acceptedAt: clock.now(),
     });
     expect(again.ok).toBe(true);
     expect(await queuedIds(t.numberId)).toEqual([jobId]);

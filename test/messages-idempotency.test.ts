@@ -1,24 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { testNumber } from "./helpers/objects";
+import { fakeClockPerTest } from "./helpers/clock";
 
 /** The number's queue (what it still has to call), oldest first. */
 const queuedJobIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
-let clock = Date.UTC(2032, 0, 10, 12);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 3_600_000;
-  vi.setSystemTime(clock);
-});
-afterEach(() => vi.useRealTimers());
-
-const advance = (ms: number) => {
-  clock += ms;
-  vi.setSystemTime(clock);
-};
+const clock = fakeClockPerTest(Date.UTC(2032, 0, 10, 12), (t) => t + 3_600_000);
 
 describe("idempotent sending", () => {
   it("answers 201 once, then 200 duplicado_identico with the original jobId, and sends nothing again", async () => {
@@ -28,7 +18,7 @@ describe("idempotent sending", () => {
     const { jobId, status } = await json<{ jobId: string; status: string }>(first);
     expect(status).toBe("created");
 
-    advance(10);
+    clock.advance(10);
     const replay = await send(t.key, "order-1", textMessage(t.numberId));
     expect(replay.status).toBe(200);
     expect(await replay.json()).toEqual({ jobId, status: "duplicado_identico" });
@@ -56,7 +46,7 @@ describe("idempotent sending", () => {
     const first = await send(t.key, "k", textMessage(t.numberId, "one"));
     expect(first.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(first);
-    advance(1_000);
+    clock.advance(1_000);
     const conflict = await expectError(
       await send(t.key, "k", textMessage(t.numberId, "two")),
       409,
@@ -99,10 +89,10 @@ describe("idempotent sending", () => {
     // The number's window (2/s) is now full: replays still answer.
     for (let i = 0; i < 5; i++) expect((await send(t.key, "a", textMessage(t.numberId))).status).toBe(200);
     await expectError(await send(t.key, "c", textMessage(t.numberId)), 429, "rate_limit_exceeded");
-    advance(1_000);
+    clock.advance(1_000);
     // The refused "c" took no quota: the third send of a quota of 3 is admitted.
     expect((await send(t.key, "c", textMessage(t.numberId))).status).toBe(201);
-    advance(1_000);
+    clock.advance(1_000);
     const over = await send(t.key, "d", textMessage(t.numberId));
     expect(over.headers.get("Retry-After")).toBeNull();
     await expectError(over, 429, "monthly_message_limit_exceeded");
@@ -115,7 +105,7 @@ describe("idempotent sending", () => {
     const bogusKey = `${t.key.slice(0, -4)}AAAA`;
     await expectError(await send(bogusKey, "later", textMessage(t.numberId)), 401, "unauthorized");
     expect((await send(t.key, "first", textMessage(t.numberId))).status).toBe(201);
-    advance(1_000);
+    clock.advance(1_000);
     await expectError(
       await send(t.key, "later", textMessage(t.numberId, "other text")),
       429,
@@ -123,8 +113,8 @@ describe("idempotent sending", () => {
     );
 
     // The next calendar month (UTC) renews the quota; the key was never bound.
-    const now = new Date(clock);
-    advance(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - clock);
+    const now = new Date(clock.now());
+    clock.advance(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - clock.now());
     const res = await send(t.key, "later", textMessage(t.numberId));
     expect(res.status).toBe(201);
     expect(await queuedJobIds(t.numberId)).toHaveLength(2);
@@ -133,9 +123,9 @@ describe("idempotent sending", () => {
   it("keeps a key bound for 24 hours; after that the key starts a new message", async () => {
     const t = await createTenant();
     const first = await json<{ jobId: string }>(await send(t.key, "daily", textMessage(t.numberId, "day one")));
-    advance(24 * 3_600_000 - 1);
+    clock.advance(24 * 3_600_000 - 1);
     await expectError(await send(t.key, "daily", textMessage(t.numberId, "day two")), 409, "idempotency_conflict");
-    advance(1);
+    clock.advance(1);
     const second = await send(t.key, "daily", textMessage(t.numberId, "day two"));
     expect(second.status).toBe(201);
     const { jobId } = await json<{ jobId: string }>(second);
@@ -164,8 +154,8 @@ describe("GET /messages/{id}", () => {
       upstreamMessageId: null,
       error: null,
       outcomeUnknownSince: null,
-      createdAt: new Date(clock).toISOString(),
-      updatedAt: new Date(clock).toISOString(),
+      createdAt: new Date(clock.now()).toISOString(),
+      updatedAt: new Date(clock.now()).toISOString(),
       processingAt: null,
       sentAt: null,
       failedAt: null,

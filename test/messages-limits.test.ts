@@ -1,30 +1,22 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { holdObject, settleIo, testNumber, testWorkspace } from "./helpers/objects";
+import { fakeClockPerTest } from "./helpers/clock";
 
 /** The number's queue (what it still has to call), oldest first. */
 const queuedJobIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
-let clock = Date.UTC(2033, 2, 3, 9);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 3_600_000);
-});
-afterEach(() => vi.useRealTimers());
+const clock = fakeClockPerTest(Date.UTC(2033, 2, 3, 9), (t) => t + 3_600_000);
 
 describe("per-number limit: 2 per second", () => {
   it("admits at most 2 in any 1-second window, with an exact Retry-After", async () => {
     const t = await createTenant();
-    const t0 = clock;
+    const t0 = clock.now();
     const ok = async (k: string) => expect((await send(t.key, k, textMessage(t.numberId))).status).toBe(201);
     const refused = async (k: string, retryAfter: string) => {
       const res = await send(t.key, k, textMessage(t.numberId));
@@ -36,15 +28,15 @@ describe("per-number limit: 2 per second", () => {
 
     const first = await send(t.key, "m0", textMessage(t.numberId));
     expect(first.headers.get("RateLimit-Remaining")).toBe("1");
-    setClock(t0 + 500);
+    clock.set(t0 + 500);
     await ok("m1");
-    setClock(t0 + 999);
+    clock.set(t0 + 999);
     await refused("m2", "1");
-    setClock(t0 + 1_000); // m0 leaves the window [t0+1, t0+1000]
+    clock.set(t0 + 1_000); // m0 leaves the window [t0+1, t0+1000]
     await ok("m2");
-    setClock(t0 + 1_001);
+    clock.set(t0 + 1_001);
     await refused("m3", "1");
-    setClock(t0 + 1_500); // m1 leaves
+    clock.set(t0 + 1_500); // m1 leaves
     await ok("m3");
     // The number's queue holds the four accepted sends.
     expect(await queuedJobIds(t.numberId)).toHaveLength(4);
@@ -77,7 +69,7 @@ describe("per-number limit: 2 per second", () => {
     const t = await createTenant();
     const jobIds: string[] = [];
     for (let i = 0; i < 10; i++) {
-      setClock(clock + 500);
+      clock.advance(500);
       const res = await send(t.key, `ordered-${i}`, textMessage(t.numberId, `message ${i}`));
       expect(res.status).toBe(201);
       jobIds.push((await json<{ jobId: string }>(res)).jobId);
@@ -95,12 +87,12 @@ describe("per-workspace limit: 1200 per minute", () => {
       numbers.push(await connectSandboxNumber(workspaceId, `1555100${String(i).padStart(4, "0")}`));
     const spare = numbers.pop()!;
 
-    const t0 = clock;
+    const t0 = clock.now();
     let accepted = 0;
     // 99 numbers x 2 per second: 1199 sends take a little over 6 seconds.
     const filledNumbers: string[] = [];
     for (let second = 0; accepted < 1199; second++) {
-      setClock(t0 + second * 1_000);
+      clock.set(t0 + second * 1_000);
       const batch: string[] = [];
       for (const n of numbers) for (let j = 0; j < 2 && accepted + batch.length < 1199; j++) batch.push(n);
       const results = await Promise.all(batch.map((n) => send(key, crypto.randomUUID(), textMessage(n))));
@@ -108,7 +100,7 @@ describe("per-workspace limit: 1200 per minute", () => {
       accepted += batch.length;
       filledNumbers.splice(0, filledNumbers.length, ...batch);
     }
-    const lastSecond = clock;
+    const lastSecond = clock.now();
 
     // 1,199 used. A send to a number whose own window is full waits at that number while
     // another send arrives for the last slot: the refused one must not take it.
@@ -123,21 +115,21 @@ describe("per-workspace limit: 1200 per minute", () => {
     expect((await last).status).toBe(201);
 
     // The 1201st, on a number with a free window, is refused by the workspace limit.
-    setClock(lastSecond + 1_000);
+    clock.set(lastSecond + 1_000);
     const fresh = numbers[numbers.length - 1]!;
     const refused = await send(key, "over", textMessage(fresh));
-    expect(refused.headers.get("Retry-After")).toBe(String(Math.ceil((t0 + 60_000 - clock) / 1000)));
+    expect(refused.headers.get("Retry-After")).toBe(String(Math.ceil((t0 + 60_000 - clock.now()) / 1000)));
     const err = await expectError(refused, 429, "rate_limit_exceeded");
     expect(err.error.message).toMatch(/1200 messages per minute/);
 
     // Retry-After is the whole number of seconds rounded up: 1.5 s left is 2.
-    setClock(t0 + 58_500);
+    clock.set(t0 + 58_500);
     expect((await send(key, "over", textMessage(fresh))).headers.get("Retry-After")).toBe("2");
     // Just before the first second's sends leave the window: still refused.
-    setClock(t0 + 59_999);
+    clock.set(t0 + 59_999);
     await expectError(await send(key, "over", textMessage(fresh)), 429, "rate_limit_exceeded");
     // As soon as they leave, the number has both of its slots: the refusals took none.
-    setClock(t0 + 60_000);
+    clock.set(t0 + 60_000);
     expect((await send(key, "over", textMessage(fresh))).status).toBe(201);
     expect((await send(key, "over-2", textMessage(fresh))).status).toBe(201);
     expect(await usedMessages(key)).toBe(1202);
@@ -146,18 +138,18 @@ describe("per-workspace limit: 1200 per minute", () => {
 
 describe("monthly quota", () => {
   it("refuses at the quota with monthly_message_limit_exceeded and renews on the 1st (UTC)", async () => {
-    setClock(Date.UTC(2034, 0, 31, 23, 59, 58));
+    clock.set(Date.UTC(2034, 0, 31, 23, 59, 58));
     const t = await createTenant({ monthlyMessageQuota: 2 });
     expect((await send(t.key, "q1", textMessage(t.numberId))).status).toBe(201);
     expect((await send(t.key, "q2", textMessage(t.numberId))).status).toBe(201);
-    setClock(clock + 1_000);
+    clock.advance(1_000);
     await expectError(await send(t.key, "q3", textMessage(t.numberId)), 429, "monthly_message_limit_exceeded");
     const usage = await json<{ period: { start: string }; messages: { used: number; remaining: number } }>(
       await api("/usage", t.key),
     );
     expect(usage).toMatchObject({ period: { start: "2034-01-01T00:00:00.000Z" }, messages: { used: 2, remaining: 0 } });
 
-    setClock(Date.UTC(2034, 1, 1, 0, 0, 0));
+    clock.set(Date.UTC(2034, 1, 1, 0, 0, 0));
     expect((await send(t.key, "q3", textMessage(t.numberId))).status).toBe(201);
     const february = await json<{ period: { start: string }; messages: { used: number } }>(await api("/usage", t.key));
     expect(february).toMatchObject({ period: { start: "2034-02-01T00:00:00.000Z" }, messages: { used: 1 } });

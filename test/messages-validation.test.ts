@@ -1,16 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admin, api, expectError } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { expectRuntimeLog } from "./helpers/runtime-log";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // Every test starts at the same moment, with numbers of its own: no test's sends
 // count against another's 2-per-second number limit.
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(Date.UTC(2031, 4, 10));
-});
-afterEach(() => vi.useRealTimers());
+fakeClockPerTest(Date.UTC(2031, 4, 10), () => Date.UTC(2031, 4, 10));
 
 /** The workspace under test, fresh for each test. */
 const scaleTenant = () => createTenant({ plan: "scale" });

@@ -1,10 +1,17 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
-import { cloudTenant, operatorMessagesUrl, operatorNumberUrl, type OperatorCall } from "./helpers/operator";
+import { answerAtEdge } from "./helpers/edge";
+import {
+  cloudTenant,
+  operatorCallOf,
+  operatorMessagesUrl,
+  operatorNumberUrl,
+  type OperatorCall,
+} from "./helpers/operator";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import type { WebhookEvent } from "../src/domain/events";
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
@@ -14,25 +21,14 @@ import { CALL_STARTED_AT_HEADER, CloudApiAdapter } from "../src/upstream/cloud-a
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { PAIR_BURST, PAIR_INTERVAL_MS } from "../src/durable-objects/channel-number/pair-pace";
 import worker from "../src/index";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // The operator's real contract (WhatsApp Cloud API: send messages, error codes,
 // throughput, webhooks), with the operator mocked at the fetch edge and its
 // payloads shaped like Meta's documented examples.
 
-let clock = Date.UTC(2042, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2042, 0, 1), (t) => t + 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
 
@@ -46,8 +42,8 @@ function operator(
   validTokens: Set<string> = new Set([t.token]),
 ) {
   const calls: OperatorCall[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init);
+  answerAtEdge(async (input, init) => {
+    const req = new Request(input, init);
     const token = req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
     if (req.method === "GET" && req.url === operatorNumberUrl(t.phoneNumberId)) {
       return validTokens.has(token)
@@ -56,12 +52,7 @@ function operator(
     }
     if (req.method !== "POST" || req.url !== operatorMessagesUrl(t.phoneNumberId))
       throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
-    const call: OperatorCall = {
-      at: Date.now(),
-      url: req.url,
-      auth: req.headers.get("authorization"),
-      body: await req.json(),
-    };
+    const call = await operatorCallOf(req);
     calls.push(call);
     return reply(call, calls.length - 1);
   });
@@ -104,7 +95,7 @@ const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env,
 async function drainFor(numberId: string, rounds: number, stepMs = PACE_WINDOW_MS): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     await drain(numberId);
-    advance(stepMs);
+    clock.advance(stepMs);
   }
 }
 
@@ -135,9 +126,10 @@ describe("the recipient as the operator knows it", () => {
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.HBgLNTUxMTkx" });
     expect(await windowWith(t, "5511912345678")).toMatchObject({ windowOpen: false });
 
+    const now = seconds(clock.now());
     const reply = inboundPayload(
       t.phoneNumberId,
-      [{ from: "551112345678", id: "wamid.IN.ALIAS", timestamp: seconds(clock), type: "text", text: { body: "Oi!" } }],
+      [{ from: "551112345678", id: "wamid.IN.ALIAS", timestamp: now, type: "text", text: { body: "Oi!" } }],
       [{ profile: { name: "Ana" }, wa_id: "551112345678" }],
     );
     expect((await postOperator(reply)).status).toBe(200);
@@ -168,10 +160,10 @@ describe("the recipient as the operator knows it", () => {
     const t = await cloudTenant();
     const seen: Headers[] = [];
     operator(t, () => metaAccepted("wamid.H1", "+5511900000001", "5511900000001"));
-    const spied = vi.mocked(globalThis.fetch).getMockImplementation()!;
-    vi.mocked(globalThis.fetch).mockImplementation(async (input, init) => {
-      seen.push(new Request(input as RequestInfo, init).headers);
-      return spied(input, init);
+    // Sees each request on its way to the operator, and leaves it to the operator's answer.
+    answerAtEdge((input, init) => {
+      seen.push(new Request(input, init).headers);
+      return undefined;
     });
     await sendOne(t.key, t.numberId, "5511900000001");
     await drain(t.numberId);
@@ -190,7 +182,7 @@ describe("the recipient as the operator knows it", () => {
     expect(
       await stamped.send({ jobId: crypto.randomUUID(), to: "5511900000001", body: "hi", attempt: 1 }),
     ).toMatchObject({ kind: "accepted" });
-    expect(seen[1]!.get(CALL_STARTED_AT_HEADER)).toBe(String(clock));
+    expect(seen[1]!.get(CALL_STARTED_AT_HEADER)).toBe(String(clock.now()));
   });
 });
 
@@ -302,13 +294,13 @@ describe("operator errors, as the operator sends them", () => {
       i === 0 ? metaError(400, 80007, { details: "Rate limit hit" }) : metaAccepted(`wamid.${i}`, "+1"),
     );
     const first = await sendOne(t.key, t.numberId, "5511900000001");
-    advance(500);
+    clock.advance(500);
     const other = await sendOne(t.key, t.numberId, "5511900000002");
-    const start = clock;
+    const start = clock.now();
     await drainFor(t.numberId, 20, 2_000);
     expect(calls).toHaveLength(1);
     expect(await message(t.key, first)).not.toMatchObject({ status: "failed" });
-    advance(60_000 - (clock - start));
+    clock.advance(60_000 - (clock.now() - start));
     await drainFor(t.numberId, 4);
     // Order is kept per conversation only: after the back-off, either may leave first.
     expect(calls.map((c) => c.body.biz_opaque_callback_data).sort()).toEqual([first, first, other].sort());
@@ -326,7 +318,7 @@ describe("operator errors, as the operator sends them", () => {
           : metaAccepted(`wamid.${i}`, c.body.to),
     );
     const transient = await sendOne(t.key, t.numberId, "5511900000001");
-    advance(500);
+    clock.advance(500);
     const final = await sendOne(t.key, t.numberId, "5511900000002");
     await drainFor(t.numberId, 10, 2_000);
     expect(await message(t.key, transient)).toMatchObject({ status: "sent" });
@@ -353,7 +345,7 @@ describe("account-level refusals pause the number", () => {
     const jobs = [];
     for (const to of ["5511900000001", "5511900000002", "5511900000001"]) {
       jobs.push(await sendOne(t.key, t.numberId, to));
-      advance(500);
+      clock.advance(500);
     }
     await drainFor(t.numberId, 10);
     expect(calls).toHaveLength(1);
@@ -416,7 +408,7 @@ describe("account-level refusals pause the number", () => {
         : metaError(400, 131045, { details: "Message failed to send because of a phone number registration error." }),
     );
     const a = await sendOne(t.key, t.numberId, "5511900000001");
-    advance(500);
+    clock.advance(500);
     const b = await sendOne(t.key, t.numberId, "5511900000002");
     await drainFor(t.numberId, 5);
     expect(calls).toHaveLength(1);
@@ -426,13 +418,13 @@ describe("account-level refusals pause the number", () => {
       reason: { code: "number_not_registered", upstreamCode: "131045" },
     });
     // The first probe, when due, is refused again: still paused, with a later probe.
-    setClock(Date.parse(String(paused.nextAttemptAt)));
+    clock.set(Date.parse(String(paused.nextAttemptAt)));
     await drainFor(t.numberId, 2);
     expect(calls).toHaveLength(2);
     const again = await sendingOf(t);
     expect(Date.parse(String(again.nextAttemptAt))).toBeGreaterThan(Date.parse(String(paused.nextAttemptAt)));
     registered = true;
-    setClock(Date.parse(String(again.nextAttemptAt)));
+    clock.set(Date.parse(String(again.nextAttemptAt)));
     await drainFor(t.numberId, 4);
     expect(await sendingOf(t)).toMatchObject({ state: "active" });
     expect(await message(t.key, a)).toMatchObject({ status: "sent" });
@@ -480,12 +472,12 @@ describe("the operator's pair rate", () => {
     const toOne: string[] = [];
     for (let i = 0; i < 60; i++) {
       toOne.push(await sendOne(t.key, t.numberId, "5511900000001", `n${i}`));
-      advance(500);
+      clock.advance(500);
     }
     const toOthers: string[] = [];
     for (const to of ["5511900000002", "5511900000003", "5511900000004"]) {
       toOthers.push(await sendOne(t.key, t.numberId, to));
-      advance(500);
+      clock.advance(500);
     }
     await drainFor(t.numberId, 280, PACE_SPACING_MS);
 
@@ -514,7 +506,7 @@ describe("failures after acceptance", () => {
       {
         id: "wamid.LATE",
         status: "failed",
-        timestamp: seconds(clock + 3_000),
+        timestamp: seconds(clock.now() + 3_000),
         recipient_id: "5511900000009",
         biz_opaque_callback_data: jobId,
         errors: [
@@ -560,11 +552,11 @@ describe("webhook intake at the operator's sizes", () => {
     const jobs: string[] = [];
     for (const to of ["5511900000001", "5511900000002", "5511900000003"]) {
       jobs.push(await sendOne(t.key, t.numberId, to));
-      advance(500);
+      clock.advance(500);
     }
     await drainFor(t.numberId, 3);
     vi.restoreAllMocks();
-    const ts = seconds(clock + 2_000);
+    const ts = seconds(clock.now() + 2_000);
     const filler = (i: number) => ({
       id: `wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBJDQjZCMzlEQUE4OTJBMTE4RTUA${i}`,
       status: "failed",
@@ -636,14 +628,14 @@ describe("webhook intake at the operator's sizes", () => {
         {
           from: undefined,
           id: "wamid.NOFROM.bad",
-          timestamp: seconds(clock),
+          timestamp: seconds(clock.now()),
           type: "text",
           text: { body: "no sender at all" },
         },
         {
           from_user_id: "BR.1349120865530274191",
           id: "wamid.NOFROM",
-          timestamp: seconds(clock),
+          timestamp: seconds(clock.now()),
           type: "text",
           text: { body: "sem número" },
         },
@@ -703,13 +695,19 @@ describe("signatures over the exact bytes", () => {
     const queued = queuedEvents();
     const utf8 = JSON.stringify(
       inboundPayload(t.phoneNumberId, [
-        { from: "5511912340001", id: "wamid.UTF8", timestamp: seconds(clock), type: "text", text: { body: text } },
+        {
+          from: "5511912340001",
+          id: "wamid.UTF8",
+          timestamp: seconds(clock.now()),
+          type: "text",
+          text: { body: text },
+        },
       ]),
     );
     // The operator escapes non-ASCII characters (emoji as surrogate pairs): other bytes, other signature.
     const escaped = JSON.stringify(
       inboundPayload(t.phoneNumberId, [
-        { from: "5511912340001", id: "wamid.ESC", timestamp: seconds(clock), type: "text", text: { body: text } },
+        { from: "5511912340001", id: "wamid.ESC", timestamp: seconds(clock.now()), type: "text", text: { body: text } },
       ]),
     ).replace(/[\u0080-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
     expect(escaped).toContain("\\u00e1");

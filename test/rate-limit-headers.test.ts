@@ -1,15 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { expectError } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
+import { fakeClockPerTest } from "./helpers/clock";
 
-let clock = Date.UTC(2034, 7, 9, 10);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 3_600_000;
-  vi.setSystemTime(clock);
-});
-afterEach(() => vi.useRealTimers());
+const clock = fakeClockPerTest(Date.UTC(2034, 7, 9, 10), (t) => t + 3_600_000);
 
 const POLICY = '"number";q=2;w=1, "workspace";q=1200;w=60';
 
@@ -31,7 +26,7 @@ describe("rate-limit fields of POST /messages (draft-ietf-httpapi-ratelimit-head
     const key = crypto.randomUUID();
     expect((await send(t.key, key, textMessage(t.numberId))).status).toBe(201);
     expect((await send(t.key, crypto.randomUUID(), textMessage(t.numberId))).status).toBe(201);
-    vi.setSystemTime(clock + 400);
+    clock.advance(400);
     const refused = await send(t.key, crypto.randomUUID(), textMessage(t.numberId));
     expect(refused.headers.get("Retry-After")).toBe("1");
     expect(refused.headers.get("RateLimit-Policy")).toBe(POLICY);

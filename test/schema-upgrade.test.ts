@@ -1,11 +1,12 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { ndjsonText } from "./helpers/ndjson";
+import { answerAtEdge } from "./helpers/edge";
 import { testNumber, testShard, testWorkspace } from "./helpers/objects";
-import { connectCloudNumber, type OperatorCall } from "./helpers/operator";
+import { connectCloudNumber, operatorCallOf, type OperatorCall } from "./helpers/operator";
 import { send, textMessage } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { historyStub } from "../src/durable-objects/history/history";
@@ -21,95 +22,21 @@ import { sha256Hex } from "../src/lib/crypto";
 import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 import { eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
 import { inboundExtrasOf } from "../src/domain/inbound-details";
-import beforeVersions from "./fixtures/schema-before-versions.json";
-import firstVersioned from "./fixtures/schema-v1.json";
+import { BEFORE_VERSIONS, V1, writeEarlierStorage, type Layout } from "./fixtures/earlier-layouts";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // Objects already in production hold the storage layout of the release that created or last
 // upgraded them. These tests build exactly such a layout (the release's own sqlite_master, kept
 // in test/fixtures), fill it with data in every state that release could leave, and then let the
-// current code start on it: nothing may be lost, changed, sent twice or left unsent.
-//
-// The fixtures are the sqlite_master (type, name, tbl_name, sql) of a workspace object, a
-// channel-number object and a history shard, captured by running that release's own code:
-// - schema-before-versions.json: main at d0134f6, the last release without schema versions;
-// - schema-v1.json: main at cd615a2, the first versioned release (engine v1). Captured from a
-//   `git archive cd615a2` copy of the tree with a throwaway test (run there with
-//   `npx vitest run --project workers`) that sent one message through a cloud-less sandbox
-//   number, let the number call and report it, moved it to its day's shard (49 hours later),
-//   and printed `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL` of
-//   the three objects (without sqlite_% and _cf_% entries). Only the output is kept.
-// The rows are written here with raw SQL, as those releases wrote them (their columns, states
-// and meta rows; see `main:src/durable-objects/...` at those commits).
+// current code start on it: nothing may be lost, changed, sent twice or left unsent. How the
+// layouts were captured, and how their rows are written: test/fixtures/earlier-layouts.ts.
 
-interface SchemaEntry {
-  type: string;
-  name: string;
-  sql: string;
-}
-
-interface Layout {
-  name: string;
-  objects: { workspace: SchemaEntry[]; number: SchemaEntry[]; history: SchemaEntry[] };
-  /** The version row the release kept (its `schema_version` table), or null before versions. */
-  version: number | null;
-}
-
-const BEFORE_VERSIONS: Layout = { name: "before versions", objects: beforeVersions.objects, version: null };
-const V1: Layout = { name: "v1", objects: firstVersioned.objects, version: 1 };
-
-let clock = Date.UTC(2049, 0, 1, 9);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(ms);
-};
-
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  // A fresh stretch of time for each test, at 09:00 UTC (far from midnight: every message of the
-  // scenario is on one UTC day).
-  setClock(utcDay(clock) * DAY_MS + 60 * DAY_MS + 9 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+// A fresh stretch of time for each test, at 09:00 UTC (far from midnight: every message of the
+// scenario is on one UTC day).
+const clock = fakeClockPerTest(Date.UTC(2049, 0, 1, 9), (t) => utcDay(t) * DAY_MS + 60 * DAY_MS + 9 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 const latest = (schema: { steps: readonly { version: number }[] }) => schema.steps[schema.steps.length - 1]!.version;
-
-const tableNames = (sql: SqlStorage) =>
-  sql
-    .exec<{ name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-    )
-    .toArray()
-    .map((r) => r.name);
-
-const columns = (sql: SqlStorage, table: string) =>
-  sql
-    .exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
-    .toArray()
-    .map((r) => r.name);
-
-/** Replaces whatever the current code created in an object by exactly the release's layout (and its version row). */
-function buildLayout(storage: DurableObjectStorage, entries: SchemaEntry[], version: number | null): void {
-  const sql = storage.sql;
-  for (const t of tableNames(sql)) sql.exec(`DROP TABLE ${t}`);
-  for (const e of entries.filter((x) => x.type === "table")) sql.exec(e.sql);
-  for (const e of entries.filter((x) => x.type === "index")) sql.exec(e.sql);
-  if (version !== null) sql.exec("INSERT INTO schema_version (only, version) VALUES (1, ?)", version);
-}
-
-/** Inserts a row with the columns the table has (a release before another lacks some). */
-function insert(sql: SqlStorage, table: string, row: Record<string, SqlStorageValue>): void {
-  const cols = ["rowid", ...columns(sql, table)].filter((c) => c in row);
-  sql.exec(
-    `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`,
-    ...cols.map((c) => row[c] ?? null),
-  );
-}
-
-const setMetaRow = (sql: SqlStorage, k: string, v: string) =>
-  sql.exec("INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, v);
 
 const eventId = () => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
 
@@ -120,16 +47,11 @@ const eventId = () => `evt_${crypto.randomUUID().replaceAll("-", "")}`;
 function mockEdge(answer: (call: OperatorCall, index: number) => Response | undefined = () => undefined) {
   const calls: OperatorCall[] = [];
   const resolver = new URL(env.DOH_RESOLVER_URL);
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init);
+  answerAtEdge(async (input, init) => {
+    const req = new Request(input, init);
     const url = new URL(req.url);
     if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`)) {
-      const call: OperatorCall = {
-        at: Date.now(),
-        url: req.url,
-        auth: req.headers.get("authorization"),
-        body: await req.json(),
-      };
+      const call = await operatorCallOf(req);
       calls.push(call);
       return (
         answer(call, calls.length - 1) ??
@@ -233,10 +155,10 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
   const webhookId = (await json<{ id: string }>(hook)).id;
   // Disabled: the consumer does not deliver the events these tests publish (its delivery log is what they read).
   await env.DB.prepare("UPDATE webhooks SET status = 'disabled', disabled_at = ? WHERE id = ?")
-    .bind(new Date(clock).toISOString(), webhookId)
+    .bind(new Date(clock.now()).toISOString(), webhookId)
     .run();
 
-  const T = clock;
+  const T = clock.now();
   const D = utcDay(T);
   const ago = (ms: number) => T - ms;
   const min = 60_000;
@@ -440,14 +362,11 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
   }));
 
   const workspace = workspaceStub(env, workspaceId);
-  await runInDurableObject(workspace, async (_, state) => {
-    await state.storage.deleteAlarm();
-    buildLayout(state.storage, layout.objects.workspace, layout.version);
-    const sql = state.storage.sql;
-    for (const r of [...outbound, inbound]) insert(sql, "messages", r);
+  await writeEarlierStorage(workspace, layout.objects.workspace, layout.version, async (w) => {
+    for (const r of [...outbound, inbound]) w.insert("messages", r);
     for (const r of outbound) {
       const n = (Object.keys(R) as Name[]).find((k) => R[k] === r)!;
-      insert(sql, "idempotency_keys", {
+      w.insert("idempotency_keys", {
         key: `key-${n}`,
         fingerprint: await fingerprintOf(r.channel_number_id, r.body, r.recipient),
         job_id: r.id,
@@ -455,7 +374,7 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
       });
     }
     events.forEach((e, k) =>
-      insert(sql, "events", {
+      w.insert("events", {
         rowid: k + 1,
         id: e.event.id,
         type: e.event.type,
@@ -470,11 +389,11 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
         first_report_by: Date.parse(e.event.createdAt) + 60_000,
       }),
     );
-    setMetaRow(sql, "events_published_through", "4");
-    setMetaRow(sql, "events_first_report_from", "5");
-    for (const a of attempts) insert(sql, "event_attempts", a);
+    w.setMeta("events_published_through", "4");
+    w.setMeta("events_first_report_from", "5");
+    for (const a of attempts) w.insert("event_attempts", a);
     const counts = (day: number, n: string, c: [number, number, number, number]) =>
-      insert(sql, "daily_counts", {
+      w.insert("daily_counts", {
         day,
         channel_number_id: n,
         accepted: c[0],
@@ -487,11 +406,11 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
     counts(D, P, [1, 0, 0, 0]);
     counts(oldDay, N, [2, 2, 0, 0]);
     counts(archivedDay, N, [3, 3, 0, 0]);
-    insert(sql, "history_days", { day: oldDay, messages: 2 });
-    setMetaRow(sql, "history_boundary", JSON.stringify({ createdAt: moved[1]!.created_at, id: moved[1]!.id }));
-    insert(sql, "archived_days", { day: archivedDay, messages: 3, parts: 1, archived_at: ago(9 * DAY_MS) });
-    setMetaRow(sql, "workspace_id", workspaceId);
-    setMetaRow(sql, "history_days", "30");
+    w.insert("history_days", { day: oldDay, messages: 2 });
+    w.setMeta("history_boundary", JSON.stringify({ createdAt: moved[1]!.created_at, id: moved[1]!.id }));
+    w.insert("archived_days", { day: archivedDay, messages: 3, parts: 1, archived_at: ago(9 * DAY_MS) });
+    w.setMeta("workspace_id", workspaceId);
+    w.setMeta("history_days", "30");
   });
 
   // N's outbox, one entry per message, in each state its drain left it.
@@ -513,11 +432,8 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
   });
   const number = channelNumberStub(env, N);
   let owedRows = 0;
-  await runInDurableObject(number, async (_, state) => {
-    await state.storage.deleteAlarm();
-    buildLayout(state.storage, layout.objects.number, layout.version);
-    const sql = state.storage.sql;
-    const hasErrorColumn = columns(sql, "outbox").includes("error");
+  await writeEarlierStorage(number, layout.objects.number, layout.version, (w) => {
+    const hasErrorColumn = w.columns("outbox").includes("error");
     const rows = [
       outboxOf(R.d, 1, {
         state: "unknown",
@@ -578,19 +494,18 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
       }),
       outboxOf(R.a, 9, { state: "queued", attempts: 0, is_head: 1 }),
     ];
-    for (const r of rows) insert(sql, "outbox", r);
+    for (const r of rows) w.insert("outbox", r);
     // Owed to the workspace: h's change (its relay could not hand it), and, for the release that
     // relayed every change through a row (no `error` column, no checkpoint), i's too.
     const owe = (u: Record<string, unknown>) => {
       owedRows++;
-      insert(sql, "status_outbox", { workspace_id: workspaceId, body: JSON.stringify(u) });
+      w.insert("status_outbox", { workspace_id: workspaceId, body: JSON.stringify(u) });
     };
     owe({ jobId: ids.h, at: ago(29 * min), status: "sent", upstreamMessageId: "wamid.h" });
     if (!hasErrorColumn) owe({ jobId: ids.i, at: ago(10_000), status: "failed", error: REFUSED });
     // The pace's row: that release's call times, its relay checkpoint and the entries in flight
     // (the release before versions kept the call times alone and found `sending` entries by index).
-    setMetaRow(
-      sql,
+    w.setMeta(
       "recent_calls",
       JSON.stringify(layout.version === null ? [ago(12_000)] : { calls: [ago(12_000)], relayAfter, sending: [8] }),
     );
@@ -607,23 +522,16 @@ async function upgradeScenario(layout: Layout, answer?: Parameters<typeof mockEd
     probes: 1,
     nextProbeAt: T + 12 * min,
   };
-  await runInDurableObject(paused, async (_, state) => {
-    await state.storage.deleteAlarm();
-    buildLayout(state.storage, layout.objects.number, layout.version);
-    insert(state.storage.sql, "outbox", outboxOf(R.held, 1, { state: "queued", attempts: 0, is_head: 1 }));
-    setMetaRow(state.storage.sql, "paused", JSON.stringify(pause));
-    setMetaRow(
-      state.storage.sql,
-      "recent_calls",
-      JSON.stringify(layout.version === null ? [] : { calls: [], relayAfter, sending: [] }),
-    );
+  await writeEarlierStorage(paused, layout.objects.number, layout.version, (w) => {
+    w.insert("outbox", outboxOf(R.held, 1, { state: "queued", attempts: 0, is_head: 1 }));
+    w.setMeta("paused", JSON.stringify(pause));
+    w.setMeta("recent_calls", JSON.stringify(layout.version === null ? [] : { calls: [], relayAfter, sending: [] }));
   });
   const shard = historyStub(env, workspaceId, oldDay);
-  await runInDurableObject(shard, (_, state) => {
-    buildLayout(state.storage, layout.objects.history, layout.version);
-    for (const r of moved) insert(state.storage.sql, "messages", r);
-    setMetaRow(state.storage.sql, "workspace_id", workspaceId);
-    setMetaRow(state.storage.sql, "day", String(oldDay));
+  await writeEarlierStorage(shard, layout.objects.history, layout.version, (w) => {
+    for (const r of moved) w.insert("messages", r);
+    w.setMeta("workspace_id", workspaceId);
+    w.setMeta("day", String(oldDay));
   });
   // A running instance must not go on over storage changed under it: each starts again on it.
   for (const stub of [workspace, number, paused, shard]) await evictDurableObject(stub);
@@ -681,7 +589,7 @@ async function listAll(s: Scenario, limit = 100): Promise<string[]> {
 /** Runs a number's alarm `rounds` times, a little over the pace's second apart. */
 async function drain(numberId: string, rounds = 4): Promise<void> {
   for (let i = 0; i < rounds; i++) {
-    setClock(clock + 1_100);
+    clock.advance(1_100);
     await runDurableObjectAlarm(channelNumberStub(env, numberId));
   }
 }
@@ -711,7 +619,7 @@ async function expectUpgradedInPlace(layout: Layout): Promise<Scenario> {
   await drain(s.N, 3);
   expect(await testNumber(s.N).schemaVersion()).toBe(latest(CHANNEL_NUMBER_SCHEMA));
   expect(called(s)).toEqual([s.ids.a]);
-  setClock(s.T + 31_000);
+  clock.set(s.T + 31_000);
   await drain(s.N, 6);
   await drain(s.P, 3);
   expect(called(s)).toEqual([s.ids.a, s.ids.b]);
@@ -749,7 +657,7 @@ async function expectUpgradedInPlace(layout: Layout): Promise<Scenario> {
   expect((await testNumber(s.P).queued()).map((e) => e.jobId)).toEqual([s.ids.held]);
 
   // Events recorded before the upgrade and not yet published go out once; the published ones never again.
-  setClock(clock + 1_000);
+  clock.advance(1_000);
   await workspaceAlarms(s, 2);
   const out = events();
   for (const id of s.unpublished)
@@ -813,7 +721,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(dayOf(s.oldDay)).toMatchObject({ accepted: 2, sent: 2 });
     // Sends then count on top of them: the monthly quota still sees that release's sends.
     await drain(s.N, 3);
-    setClock(s.T + 31_000);
+    clock.set(s.T + 31_000);
     await drain(s.N, 3);
     const later = await json<{ daily: { day: string; accepted: number; sent: number; failed: number }[] }>(
       await api("/usage", s.key),
@@ -844,7 +752,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(called(s)).toEqual([]);
     // Idle while paused: the runtime evicts it; its queue is rebuilt from the workspace's records.
     await evictDurableObject(testNumber(s.P));
-    setClock(s.pause.nextProbeAt + 1_000);
+    clock.set(s.pause.nextProbeAt + 1_000);
     await drain(s.P, 3);
     expect(called(s)).toEqual([s.ids.held]);
     expect(await statusOf(s, s.ids.held)).toBe("sent");
@@ -856,7 +764,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(called(s)).toEqual([s.ids.a]);
     // (The eviction waits for the call's 15-second timeout timer, still pending: this test takes ~15 s.)
     await evictDurableObject(testNumber(s.N));
-    setClock(s.T + 31_000);
+    clock.set(s.T + 31_000);
     await drain(s.N, 4);
     expect(called(s)).toEqual([s.ids.a, s.ids.b]);
     expect(await statusOf(s, s.ids.b)).toBe("sent");
@@ -872,7 +780,7 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(called(s)).toEqual([s.ids.a]);
     expect(await view(s, s.ids.a)).toMatchObject({ status: "processing", outcomeUnknownSince: null });
     // Past its back-off (and b's): called again, accepted.
-    setClock(clock + 5 * 60_000);
+    clock.advance(5 * 60_000);
     await drain(s.N, 6);
     expect(called(s).filter((id) => id === s.ids.a)).toHaveLength(2);
     expect(await view(s, s.ids.a)).toMatchObject({ status: "sent", outcomeUnknownSince: null });
@@ -882,7 +790,7 @@ describe("objects of earlier releases upgrade in place", () => {
     const s = await upgradeScenario(V1);
     await drain(s.N, 2);
     expect(await view(s, s.ids.c)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
-    setClock(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 8);
     for (const n of ["c", "d"] as const)
       expect(await view(s, s.ids[n]), n).toMatchObject({
@@ -894,13 +802,13 @@ describe("objects of earlier releases upgrade in place", () => {
   it("v1 storage: its records move to history and are archived with their day, each once; its tables go once emptied", async () => {
     const s = await upgradeScenario(V1);
     await drain(s.N, 3);
-    setClock(s.T + 31_000);
+    clock.set(s.T + 31_000);
     await drain(s.N, 3);
     await workspaceAlarms(s, 2);
     const before = new Map(await Promise.all(s.listOrder.map(async (id) => [id, await view(s, id)] as const)));
 
     // Two days on, that release's hot records are in their day's shard: read and listed the same.
-    setClock(s.T + 2 * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.T + 2 * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 6);
     expect(await testWorkspace(s.workspaceId).tableNames()).not.toContain("messages");
     for (const [id, v] of before) expect(await view(s, id), id).toEqual(v);
@@ -908,13 +816,13 @@ describe("objects of earlier releases upgrade in place", () => {
     expect(await listAll(s, 3)).toEqual(s.listOrder);
 
     // A week on, the outcomes still unknown have failed (upstream_outcome_unknown): the records as archived.
-    setClock(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.T + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 6);
     for (const id of s.listOrder) before.set(id, await view(s, id));
     expect(before.get(s.ids.d)).toMatchObject({ status: "failed", error: { code: "upstream_outcome_unknown" } });
 
     // Past the plan's window (30 days), each day is archived from its shard, then the shard is dropped.
-    setClock((s.D + 32) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((s.D + 32) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 12);
     const archives = await json<{ data: { day: string; messages: number }[] }>(await api("/message-archives", s.key));
     const name = (d: number) => new Date(d * DAY_MS).toISOString().slice(0, 10);
@@ -957,7 +865,7 @@ describe("objects of earlier releases upgrade in place", () => {
     const s = await upgradeScenario(V1);
     const replay = await send(s.key, "key-f", textMessage(s.N, "delivered", s.R.f.recipient));
     expect(await json(replay)).toEqual({ jobId: s.ids.f, status: "duplicado_identico" });
-    setClock(s.R.f.created_at + DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set(s.R.f.created_at + DAY_MS + RETENTION_SLACK_MS + 60_000);
     await workspaceAlarms(s, 3);
     const fresh = await send(s.key, "key-f", textMessage(s.N, "delivered", s.R.f.recipient));
     expect(fresh.status).toBe(201);
@@ -975,11 +883,10 @@ describe("objects of earlier releases upgrade in place", () => {
 
       const id = newJobId(20_000 * DAY_MS);
       const kept = record(id, crypto.randomUUID(), "5511900000001", "kept", 20_000 * DAY_MS + 1, { status: "sent" });
-      await runInDurableObject(shard, (_, state) => {
-        buildLayout(state.storage, layout.objects.history, layout.version);
-        insert(state.storage.sql, "messages", kept);
-        setMetaRow(state.storage.sql, "workspace_id", workspaceId);
-        setMetaRow(state.storage.sql, "day", "20000");
+      await writeEarlierStorage(shard, layout.objects.history, layout.version, (w) => {
+        w.insert("messages", kept);
+        w.setMeta("workspace_id", workspaceId);
+        w.setMeta("day", "20000");
       });
       await evictDurableObject(shard);
       expect(await shard.get(id), layout.name).toMatchObject({ body: "kept", status: "sent" });

@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ApiError, MessagingClient, verifyWebhook, type Message } from "../sdk/src/index";
 import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
@@ -12,6 +12,7 @@ import { cloudUpstream, connectCloudNumber, fakeOperatorAccount } from "./helper
 import { mockNetwork } from "./helpers/webhook-net";
 import { mediaFile, serveOperatorMedia } from "./helpers/operator-media";
 import { inboundPayload, postOperator } from "./helpers/operator-webhook";
+import { fakeClock } from "./helpers/clock";
 
 // The SDK uses web APIs only, so it runs in a Worker: here, inside workerd, against this
 // Worker's own fetch handler.
@@ -57,8 +58,6 @@ async function operatorDelivers(phoneNumberId: string, count: number): Promise<v
 }
 
 describe("the SDK inside the Workers runtime", () => {
-  afterEach(() => vi.useRealTimers());
-
   it("connects, re-keys and disconnects numbers (the operator faked at the network edge)", async () => {
     const t = await createTenant();
     const client = clientFor(t.key);
@@ -127,20 +126,19 @@ describe("the SDK inside the Workers runtime", () => {
   });
 
   it("lists messages over pages that come back short, or empty, while more exist", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(Date.UTC(2047, 2, 1, 9));
+    const clock = fakeClock(Date.UTC(2047, 2, 1, 9));
     const t = await createTenant();
     const client = clientFor(t.key);
     const sent: string[] = [];
     for (const body of ["oldest", "middle", "newest"]) {
-      vi.setSystemTime(Date.now() + 1_000);
+      clock.set(Date.now() + 1_000);
       sent.unshift(
         (await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId,
       );
     }
     // Newer than the sends: as many inbound messages as one page may read, so that the first
     // page of outbound messages reads only these and comes back empty, with a cursor.
-    vi.setSystemTime(Date.now() + 1_000);
+    clock.set(Date.now() + 1_000);
     const live = await connectCloudNumber(t.workspaceId);
     await operatorDelivers(live.phoneNumberId, SCAN_BUDGET);
     await vi.waitFor(
@@ -172,18 +170,17 @@ describe("the SDK inside the Workers runtime", () => {
   });
 
   it("downloads an archived day, message by message, as GET /messages/{id} showed them", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(Date.UTC(2047, 5, 1, 9));
+    const clock = fakeClock(Date.UTC(2047, 5, 1, 9));
     const t = await createTenant(); // pro: 30 days of history
     const client = clientFor(t.key);
     const ids = [];
     for (const body of ["first", "second"]) {
-      vi.setSystemTime(Date.now() + 1_000);
+      clock.set(Date.now() + 1_000);
       ids.push(
         (await client.messages.send({ channelNumberId: t.numberId, to: "5511999998888", text: { body } })).jobId,
       );
     }
-    vi.setSystemTime(Date.now() + 1_000);
+    clock.set(Date.now() + 1_000);
     ids.push(
       (
         await client.sandbox.injectInbound({
@@ -196,14 +193,14 @@ describe("the SDK inside the Workers runtime", () => {
     // The sandbox number sends them (one pass per alarm here) and reports them sent.
     for (let i = 0; i < 4; i++) {
       await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
-      vi.setSystemTime(Date.now() + 1_100);
+      clock.set(Date.now() + 1_100);
     }
     const records = await Promise.all(ids.map((id) => client.messages.get(id)));
     expect(records.map((r) => r.status)).toEqual(["sent", "sent", "received"]);
     const day = records[0]!.createdAt.slice(0, 10);
 
     // A month later the day is archived (the workspace's alarm re-arms until it is done).
-    vi.setSystemTime(Date.now() + 31 * DAY_MS);
+    clock.set(Date.now() + 31 * DAY_MS);
     for (let i = 0; i < 20; i++) await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
     expect(await client.messageArchives.list().toArray()).toEqual([
       { day, messages: 3, archivedAt: expect.any(String) },

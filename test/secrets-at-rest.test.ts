@@ -11,10 +11,10 @@ import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { accepted, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { answers, mockNetwork } from "./helpers/webhook-net";
 import { send, textMessage } from "./helpers/send";
+import { fakeClock } from "./helpers/clock";
 
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 const KEY_1 = env.CREDENTIALS_ENCRYPTION_KEY;
@@ -127,8 +127,7 @@ describe("what D1 holds", () => {
 describe("values sealed before rotation existed (v1) keep working, and re-seal to v2", () => {
   it("a v1 operator token is used for sends", async () => {
     // A clock far ahead: the number's alarm then runs only when the test runs it.
-    vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(Date.UTC(2043, 0, 1));
+    fakeClock(Date.UTC(2043, 0, 1));
     const workspaceId = await createWorkspace();
     const { key } = await createKey(workspaceId);
     const number = await connectCloudNumber(workspaceId);

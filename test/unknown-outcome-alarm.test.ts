@@ -1,25 +1,15 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
 import { cloudTenant, mockOperator } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // A future clock: the objects' alarms fire only when the test runs them.
-let clock = Date.UTC(2041, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2041, 0, 1), (t) => t + 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 /** Whether `p` settles within `ms` of real time. */
 const settlesWithin = (p: Promise<unknown>, ms: number): Promise<boolean> =>
@@ -45,14 +35,14 @@ describe("unknown outcomes when events are packed (EVENT_PUBLISH_DELAY_MS > 0, a
       await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
       expect(calls).toHaveLength(1);
       // The packed events of the claim and its answer leave with the workspace's next alarm.
-      setClock(clock + 1_000);
+      clock.advance(1_000);
       await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
       expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({
         status: "processing",
         outcomeUnknownSince: expect.any(String),
       });
 
-      setClock(clock + 60_000);
+      clock.advance(60_000);
       const ran = settlesWithin(runDurableObjectAlarm(workspaceStub(env, t.workspaceId)), 5_000);
       expect(await ran).toBe(true);
       expect(await json(await api(`/messages/${jobId}`, t.key))).toMatchObject({

@@ -1,6 +1,6 @@
-import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, json } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
@@ -12,8 +12,8 @@ import {
   operatorMessagesUrl,
   type OperatorCall,
 } from "./helpers/operator";
-import { holdObject, testNumber } from "./helpers/objects";
-import { mockEdge } from "./helpers/number-edge";
+import { holdObject, testNumber, testWorkspace } from "./helpers/objects";
+import { liveCloudNumber, mockEdge } from "./helpers/number-edge";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../src/upstream/sandbox";
@@ -25,23 +25,12 @@ import {
 } from "../src/durable-objects/channel-number/delivery-policy";
 import { newJobId } from "../src/domain/job-id";
 import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { fakeClockPerTest } from "./helpers/clock";
 
 // A clock far in the future: alarms then fire only when a test runs them, so
 // every step of the drain is deterministic.
-let clock = Date.UTC(2040, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 24 * 3_600_000);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2040, 0, 1), (t) => t + 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 const message = async (key: string, jobId: string) =>
   json<Record<string, unknown> & { status: string }>(await api(`/messages/${jobId}`, key));
@@ -53,7 +42,7 @@ const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env,
 async function drainFor(numberId: string, rounds: number, stepMs = PACE_WINDOW_MS): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     await drain(numberId);
-    advance(stepMs);
+    clock.advance(stepMs);
   }
 }
 
@@ -110,27 +99,18 @@ const report = (
   operatorStatus(phoneNumberId, {
     id: s.upstreamMessageId,
     status: s.status,
-    timestamp: String(Math.floor(clock / 1000)),
+    timestamp: String(Math.floor(clock.now() / 1000)),
     recipient_id: "5511999998888",
     biz_opaque_callback_data: s.jobId,
     ...(s.errorCode ? { errors: [{ code: Number(s.errorCode), title: "error", message: "error" }] } : {}),
   });
-
-/** A live number whose operator answers `reply`, and a webhook of the customer's recording what it gets. */
-async function liveNumber(reply: (call: OperatorCall, index: number) => Response | Promise<Response>) {
-  const edge = mockEdge(reply);
-  const t = await cloudTenant();
-  edge.operator(t.phoneNumberId);
-  const hook = await edge.webhook(t.key, t.numberId);
-  return { ...t, calls: edge.calls, hook };
-}
 
 /** The number's queue (what it still has to call), oldest first. */
 const queuedIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
 describe("Cloud API delivery", () => {
   it("upstream 200 → sent, with the upstream id, our jobId as callback data, '+' and the number's token", async () => {
-    const t = await liveNumber(() => accepted("wamid.OK1"));
+    const t = await liveCloudNumber(() => accepted("wamid.OK1"));
     const calls = t.calls;
     const jobId = await sendOne(t.key, t.numberId, "5511988887777", "Olá");
     expect(await drain(t.numberId)).toBe(true);
@@ -149,8 +129,8 @@ describe("Cloud API delivery", () => {
     expect(await message(t.key, jobId)).toMatchObject({
       status: "sent",
       upstreamMessageId: "wamid.OK1",
-      processingAt: new Date(clock).toISOString(),
-      sentAt: new Date(clock).toISOString(),
+      processingAt: new Date(clock.now()).toISOString(),
+      sentAt: new Date(clock.now()).toISOString(),
       error: null,
     });
     await t.hook.settled();
@@ -170,10 +150,10 @@ describe("Cloud API delivery", () => {
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "processing" });
-    advance(500);
+    clock.advance(500);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
-    advance(RETRY_POLICY.delaysMs[0]);
+    clock.advance(RETRY_POLICY.delaysMs[0]);
     await drain(t.numberId);
     expect(calls).toHaveLength(2);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.OK2" });
@@ -196,16 +176,16 @@ describe("Cloud API delivery", () => {
     expect(calls).toHaveLength(1);
     // A message to another recipient waits too: the operator throttles the whole number.
     const b = await sendOne(t.key, t.numberId, "5511000000002");
-    advance(89_999);
+    clock.advance(89_999);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
-    advance(1);
+    clock.advance(1);
     await drain(t.numberId);
     expect(calls).toHaveLength(2); // one call only: its 130429 holds the number again, for 70 s
-    advance(69_999);
+    clock.advance(69_999);
     await drain(t.numberId);
     expect(calls).toHaveLength(2);
-    advance(1);
+    clock.advance(1);
     await drainFor(t.numberId, 3);
     expect(calls).toHaveLength(4);
     expect(calls[1]!.at - calls[0]!.at).toBe(90_000);
@@ -219,7 +199,7 @@ describe("Cloud API delivery", () => {
     const calls = mockOperator(() => operatorError(400, 131047, "Re-engagement message"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
-    advance(120_000);
+    clock.advance(120_000);
     await drain(t.numberId);
     expect(calls).toHaveLength(1);
     expect(await message(t.key, jobId)).toMatchObject({
@@ -252,12 +232,12 @@ describe("Cloud API delivery", () => {
     const jobIds: string[] = [];
     for (let i = 0; i < 10; i++) {
       jobIds.push(await sendOne(t.key, t.numberId, "5511999998888", `m${i}`));
-      advance(500);
+      clock.advance(500);
     }
     // Drain as eagerly as possible: an alarm every 100 ms.
     for (let i = 0; i < 80 && calls.length < 10; i++) {
       await drain(t.numberId);
-      advance(100);
+      clock.advance(100);
     }
     expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual(jobIds);
     expect(
@@ -295,15 +275,11 @@ describe("Cloud API delivery", () => {
   });
 
   it("an answer the workspace could not take is kept and handed again: the record learns it once, announced once", async () => {
-    const t = await liveNumber(() => accepted("wamid.KEPT"));
+    const t = await liveCloudNumber(() => accepted("wamid.KEPT"));
     const jobId = await sendOne(t.key, t.numberId);
-    const workspace = workspaceStub(env, t.workspaceId);
+    const workspace = testWorkspace(t.workspaceId);
     // The workspace cannot write a `sent` record for now (an I/O fault): the claim goes through, the answer does not.
-    await runInDurableObject(workspace, (_, state) => {
-      state.storage.sql.exec(
-        `CREATE TRIGGER answers_fail BEFORE UPDATE ON ${slotTable(slotOf(clock))} WHEN NEW.status = 'sent' BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END`,
-      );
-    });
+    await workspace.failWrites(slotTable(slotOf(clock.now())), { updatesTo: "sent" });
     const trace = await expectRuntimeLog(/uncaught exception[\s\S]*disk I\/O error \(injected\)/);
     await drain(t.numberId);
     expect(await trace.seen()).not.toHaveLength(0);
@@ -312,10 +288,8 @@ describe("Cloud API delivery", () => {
     expect(await message(t.key, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: null });
 
     // The fault passes; the number hands the answer again at its next try (its alarm is armed for it).
-    await runInDurableObject(workspace, (_, state) => {
-      state.storage.sql.exec("DROP TRIGGER answers_fail");
-    });
-    advance(1_000);
+    await workspace.repairWrites();
+    clock.advance(1_000);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.KEPT" });
     // Once: more alarms change nothing, call nothing, announce nothing more.
@@ -376,7 +350,7 @@ describe("calls that may have reached the operator are never sent again", () => 
       await operatorStatus(t.phoneNumberId, {
         id: "wamid.LATE",
         status: "sent",
-        timestamp: String(Math.floor(clock / 1000)),
+        timestamp: String(Math.floor(clock.now() / 1000)),
         recipient_id: "5511999998888",
         biz_opaque_callback_data: jobId,
       });
@@ -404,14 +378,14 @@ describe("calls that may have reached the operator are never sent again", () => 
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     const workspace = workspaceStub(env, t.workspaceId);
-    advance(UNKNOWN_OUTCOME_WINDOW_MS - 1);
+    clock.advance(UNKNOWN_OUTCOME_WINDOW_MS - 1);
     await drain(t.numberId);
     await runDurableObjectAlarm(workspace);
     expect(await message(t.key, jobId)).toMatchObject({
       status: "processing",
       outcomeUnknownSince: expect.any(String),
     });
-    advance(1);
+    clock.advance(1);
     await drain(t.numberId);
     await runDurableObjectAlarm(workspace);
     expect(calls).toHaveLength(1);
@@ -432,14 +406,14 @@ describe("calls that may have reached the operator are never sent again", () => 
       const jobId = await sendOne(t.key, t.numberId);
       await drain(t.numberId);
       const workspace = workspaceStub(env, t.workspaceId);
-      advance(59_999);
+      clock.advance(59_999);
       await drain(t.numberId);
       await runDurableObjectAlarm(workspace);
       expect(await message(t.key, jobId)).toMatchObject({
         status: "processing",
         outcomeUnknownSince: expect.any(String),
       });
-      advance(1);
+      clock.advance(1);
       await drain(t.numberId);
       await runDurableObjectAlarm(workspace);
       expect(calls).toHaveLength(1);
@@ -479,7 +453,7 @@ describe("one message never holds up its number", () => {
     );
     const slow1 = await sendOne(t.key, t.numberId, "5511000000001", "slow-1");
     const slow2 = await sendOne(t.key, t.numberId, "5511000000001", "slow-2");
-    advance(1_000);
+    clock.advance(1_000);
     const other = await sendOne(t.key, t.numberId, "5511000000002", "other");
     await drainFor(t.numberId, 4);
     // The other recipient's message went out; the slow conversation waits, in order.
@@ -487,7 +461,7 @@ describe("one message never holds up its number", () => {
     expect(await message(t.key, other)).toMatchObject({ status: "sent" });
     expect(await message(t.key, slow2)).toMatchObject({ status: "queued" });
     // Retry-After: 86400 is capped: the retry comes within the cap, then its conversation continues.
-    advance(RETRY_POLICY.maxDelayMs);
+    clock.advance(RETRY_POLICY.maxDelayMs);
     await drainFor(t.numberId, 4);
     expect(calls.map((c) => c.body.text.body)).toEqual(["slow-1", "other", "slow-1", "slow-2"]);
     expect(await message(t.key, slow1)).toMatchObject({ status: "sent" });
@@ -504,7 +478,7 @@ describe("one message never holds up its number", () => {
         }),
     );
     const jobId = await sendOne(t.key, t.numberId);
-    const started = clock;
+    const started = clock.now();
     await drainFor(t.numberId, 10, RETRY_POLICY.maxDelayMs);
     expect(await message(t.key, jobId)).toMatchObject({
       status: "failed",
@@ -520,7 +494,7 @@ describe("one message never holds up its number", () => {
       throw new Error("the sandbox must not call the network");
     });
     const down = await sendOne(t.key, t.numberId, SANDBOX_MAGIC_NUMBERS.alwaysDown);
-    advance(500);
+    clock.advance(500);
     const ordinary = await sendOne(t.key, t.numberId, "5511999998888");
     await drainFor(t.numberId, 3);
     expect(await message(t.key, ordinary)).toMatchObject({ status: "sent" });
@@ -534,23 +508,23 @@ describe("the pace holds at the operator", () => {
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     for (let i = 0; i < 3; i++) {
       await sendOne(t.key, t.numberId, `55110000000${i}`, `m${i}`);
-      advance(500);
+      clock.advance(500);
     }
-    advance(1_000);
-    const t0 = clock;
+    clock.advance(1_000);
+    const t0 = clock.now();
     // The first claim takes 400 ms (the workspace object is busy): its call leaves at t0 + 400.
     const gate = await holdObject(workspaceStub(env, t.workspaceId));
     const alarm = drain(t.numberId);
     await new Promise((r) => setTimeout(r, 20));
-    advance(400);
+    clock.advance(400);
     await gate.release();
     await alarm;
     expect(calls.map((c) => c.at)).toEqual([t0 + 400]);
     // A pace counted from before the claim would allow the next call at t0 + 505 and a third at t0 + 1010.
-    setClock(t0 + PACE_SPACING_MS);
+    clock.set(t0 + PACE_SPACING_MS);
     await drain(t.numberId);
     for (let i = 0; i < 20 && calls.length < 3; i++) {
-      advance(100);
+      clock.advance(100);
       await drain(t.numberId);
     }
     expect(calls).toHaveLength(3);
@@ -567,11 +541,11 @@ describe("the pace holds at the operator", () => {
 
 describe("the lifecycle follows the operator", () => {
   it("an operator failure after sent moves the message to failed, with the error and a message.status event", async () => {
-    const t = await liveNumber(() => accepted("wamid.F1"));
+    const t = await liveCloudNumber(() => accepted("wamid.F1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
-    advance(2_000);
+    clock.advance(2_000);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.F1", status: "failed", errorCode: "131026" });
     expect(await message(t.key, jobId)).toMatchObject({
       status: "failed",
@@ -591,7 +565,7 @@ describe("the lifecycle follows the operator", () => {
   });
 
   it("earlier statuses sent to a settled message change nothing and announce nothing", async () => {
-    const t = await liveNumber(() => accepted("wamid.S1"));
+    const t = await liveCloudNumber(() => accepted("wamid.S1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "failed", errorCode: "131047" });
@@ -601,8 +575,8 @@ describe("the lifecycle follows the operator", () => {
     const eventsBefore = t.hook.events().filter((e) => e.data.messageId === jobId);
     expect(eventsBefore).toHaveLength(3);
     await workspaceStub(env, t.workspaceId).applyStatuses([
-      { jobId, at: clock + 1, status: "processing" },
-      { jobId, at: clock + 2, status: "sent", upstreamMessageId: "wamid.OTHER" },
+      { jobId, at: clock.now() + 1, status: "processing" },
+      { jobId, at: clock.now() + 2, status: "sent", upstreamMessageId: "wamid.OTHER" },
     ]);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "sent" });
     // (A delivery reported after the failure is recorded: another of the user's devices, operator-late-reports.test.ts.)
@@ -622,7 +596,7 @@ describe("sandbox delivery", () => {
     const jobs: Record<string, string> = {};
     for (const to of ["5511999998888", ...Object.values(SANDBOX_MAGIC_NUMBERS)]) {
       jobs[to] = await sendOne(t.key, t.numberId, to);
-      advance(500);
+      clock.advance(500);
     }
     await drainFor(t.numberId, 10);
     const statusOf = async (to: string) => message(t.key, jobs[to]!);
@@ -633,7 +607,7 @@ describe("sandbox delivery", () => {
       error: { code: "service_window_closed" },
     });
     await drainFor(t.numberId, 200, 2_000);
-    advance(SANDBOX_REPORT_DELAY_MS.unknownSettled);
+    clock.advance(SANDBOX_REPORT_DELAY_MS.unknownSettled);
     await drainFor(t.numberId, 3);
     expect(await statusOf("5511999998888")).toMatchObject({
       status: "sent",
@@ -679,15 +653,15 @@ describe("orphans and stranded messages", () => {
     const t = await cloudTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     // What a send that died after its hand-off leaves behind.
-    const orphan = newJobId(clock);
+    const orphan = newJobId(clock.now());
     await testNumber(t.numberId).admit({
       jobId: orphan,
       workspaceId: t.workspaceId,
       channelNumberId: t.numberId,
       to: "5511999998888",
-      acceptedAt: clock,
+      acceptedAt: clock.now(),
     });
-    advance(500);
+    clock.advance(500);
     const real = await sendOne(t.key, t.numberId, "5511999998888", "real");
     expect(await queuedIds(t.numberId)).toEqual([orphan, real]);
     await drainFor(t.numberId, 3, 100);

@@ -23,17 +23,15 @@ import {
   seconds,
   statusPayload,
 } from "./helpers/operator-webhook";
+import { fakeClockPerTest } from "./helpers/clock";
 
-let clock = Date.UTC(2041, 0, 1);
+const clock = fakeClockPerTest(Date.UTC(2041, 0, 1), (t) => t + 24 * 3_600_000);
+/** When the running test began: its operator reports are dated from it. */
+let t0 = 0;
 beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 24 * 3_600_000;
-  vi.setSystemTime(clock);
+  t0 = clock.now();
 });
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+afterEach(() => vi.restoreAllMocks());
 
 /** A cloud number with one message already sent (upstream id wamid.S1). */
 async function sentMessage() {
@@ -61,14 +59,14 @@ async function afterEarlierPosts(m: { key: string; numberId: string; phoneNumber
   const { jobId } = await json<{ jobId: string }>(
     await send(m.key, crypto.randomUUID(), textMessage(m.numberId, "marker", "5511000000077")),
   );
-  vi.setSystemTime(Date.now() + 1_100);
+  clock.set(Date.now() + 1_100);
   await runDurableObjectAlarm(channelNumberStub(env, m.numberId));
   vi.restoreAllMocks();
   expect(
     (
       await postOperator(
         statusPayload(m.phoneNumberId, [
-          { id: "wamid.MARK", status: "delivered", timestamp: seconds(clock), biz_opaque_callback_data: jobId },
+          { id: "wamid.MARK", status: "delivered", timestamp: seconds(t0), biz_opaque_callback_data: jobId },
         ]),
       )
     ).status,
@@ -105,7 +103,7 @@ describe("operator webhook signatures", () => {
   it("refuses a missing, wrong, or re-serialized signature with 401, and nothing changes", async () => {
     const m = await sentMessage();
     const payload = statusPayload(m.phoneNumberId, [
-      { id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId },
+      { id: "wamid.S1", status: "read", timestamp: seconds(t0), biz_opaque_callback_data: m.jobId },
     ]);
     const raw = JSON.stringify(payload, null, 2);
     await expectError(await postOperator(payload, { signature: null, raw }), 401, "unauthorized");
@@ -130,14 +128,19 @@ describe("operator statuses", () => {
   it("a delivered report is applied once, however often it arrives", async () => {
     const m = await sentMessage();
     const delivered = statusPayload(m.phoneNumberId, [
-      { id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId },
+      {
+        id: "wamid.S1",
+        status: "delivered",
+        timestamp: seconds(t0 + 5_000),
+        biz_opaque_callback_data: m.jobId,
+      },
     ]);
     const queued = queuedEvents();
     expect((await postOperator(delivered)).status).toBe(200);
     await vi.waitFor(
       async () =>
         expect(await getMessage(m.key, m.jobId)).toMatchObject({
-          deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString(),
+          deliveredAt: new Date(Math.floor((t0 + 5_000) / 1000) * 1000).toISOString(),
         }),
       { timeout: 5_000 },
     );
@@ -146,7 +149,7 @@ describe("operator statuses", () => {
     await afterEarlierPosts(m);
     // One delivered event, however often the report came (the same object instance knows it published it).
     expect(statusEventsOf(queued(), m.jobId).map((e) => e.type === "message.status" && e.data.deliveredAt)).toEqual([
-      new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString(),
+      new Date(Math.floor((t0 + 5_000) / 1000) * 1000).toISOString(),
     ]);
   });
 
@@ -159,10 +162,10 @@ describe("operator statuses", () => {
           { id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId },
         ]),
       );
-    expect((await report("delivered", clock + 5_000)).status).toBe(200);
+    expect((await report("delivered", t0 + 5_000)).status).toBe(200);
     // Already applied when the operator got its answer.
     expect(await getMessage(m.key, m.jobId)).toMatchObject({
-      deliveredAt: new Date(Math.floor((clock + 5_000) / 1000) * 1000).toISOString(),
+      deliveredAt: new Date(Math.floor((t0 + 5_000) / 1000) * 1000).toISOString(),
     });
     expect(queued).not.toHaveBeenCalled();
 
@@ -170,7 +173,7 @@ describe("operator statuses", () => {
     vi.spyOn(env.DB, "prepare").mockImplementationOnce(() => {
       throw new Error("D1_ERROR: the database is unavailable");
     });
-    expect((await report("read", clock + 6_000)).status).toBe(200);
+    expect((await report("read", t0 + 6_000)).status).toBe(200);
     expect(queued).toHaveBeenCalledTimes(1);
     await vi.waitFor(
       async () => expect(await getMessage(m.key, m.jobId)).toMatchObject({ readAt: expect.any(String) }),
@@ -186,10 +189,10 @@ describe("operator statuses", () => {
           { id: "wamid.S1", status, timestamp: seconds(at), biz_opaque_callback_data: m.jobId, ...extra },
         ]),
       );
-    await report("read", clock + 9_000);
-    await report("delivered", clock + 8_000);
-    await report("sent", clock + 7_000);
-    await report("failed", clock + 10_000, { errors: [{ code: 131026, title: "Undeliverable" }] });
+    await report("read", t0 + 9_000);
+    await report("delivered", t0 + 8_000);
+    await report("sent", t0 + 7_000);
+    await report("failed", t0 + 10_000, { errors: [{ code: 131026, title: "Undeliverable" }] });
     await afterEarlierPosts(m);
     // A failure reported after the operator said read is stale: the message reached its recipient.
     expect(await getMessage(m.key, m.jobId)).toMatchObject({
@@ -217,7 +220,7 @@ describe("operator statuses", () => {
         {
           id: "wamid.LOST",
           status: "failed",
-          timestamp: seconds(clock),
+          timestamp: seconds(t0),
           biz_opaque_callback_data: jobId,
           errors: [{ code: 131047, title: "Re-engagement message" }],
         },
@@ -246,7 +249,12 @@ describe("operator statuses", () => {
       accountUpdatePayload("WABA", { event: 42 } as unknown as { event: string }),
       { entry: [{ id: "WABA" }, "not an entry", { id: "WABA", changes: [null, { field: "messages" }] }] },
       statusPayload(m.phoneNumberId, [
-        { id: "wamid.S1", status: "delivered", timestamp: seconds(clock + 5_000), biz_opaque_callback_data: m.jobId },
+        {
+          id: "wamid.S1",
+          status: "delivered",
+          timestamp: seconds(t0 + 5_000),
+          biz_opaque_callback_data: m.jobId,
+        },
       ]),
     );
     const res = await postOperator(payload);
@@ -268,7 +276,7 @@ describe("operator statuses", () => {
     const m = await sentMessage();
     const res = await postOperator(
       statusPayload("999999999", [
-        { id: "wamid.S1", status: "read", timestamp: seconds(clock), biz_opaque_callback_data: m.jobId },
+        { id: "wamid.S1", status: "read", timestamp: seconds(t0), biz_opaque_callback_data: m.jobId },
       ]),
     );
     expect(res.status).toBe(200);
@@ -287,7 +295,7 @@ describe("inbound messages", () => {
       {
         from: "5511912345678",
         id: "wamid.IN1",
-        timestamp: seconds(clock),
+        timestamp: seconds(t0),
         type: "text",
         text: { body: "Oi, tudo bem?" },
       },
@@ -305,7 +313,7 @@ describe("inbound messages", () => {
     const window = await json<{ windowExpiresAt: string }>(
       await api(`/channel-numbers/${number.numberId}/contacts/5511912345678`, key),
     );
-    expect(window.windowExpiresAt).toBe(new Date(Math.floor(clock / 1000) * 1000 + 24 * 3_600_000).toISOString());
+    expect(window.windowExpiresAt).toBe(new Date(Math.floor(t0 / 1000) * 1000 + 24 * 3_600_000).toISOString());
 
     // The operator's retry found the record: one event.
     const results = receivedEvents(queued);
@@ -336,7 +344,7 @@ describe("inbound messages", () => {
         {
           from: "5511900000000",
           id: "wamid.IMG",
-          timestamp: seconds(clock),
+          timestamp: seconds(t0),
           type: "image",
           image: { id: "media-1", mime_type: "image/jpeg", caption: "look" },
         },

@@ -1,22 +1,15 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import type { UsageCountMessage } from "../src/durable-objects/workspace/workspace";
+import { fakeClockPerTest } from "./helpers/clock";
 
-let clock = Date.UTC(2043, 2, 10, 12);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 5 * 24 * 3_600_000;
-  vi.setSystemTime(clock);
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-  vi.useRealTimers();
-});
+const clock = fakeClockPerTest(Date.UTC(2043, 2, 10, 12), (t) => t + 5 * 24 * 3_600_000);
+afterEach(() => vi.restoreAllMocks());
 
 const d1Counts = (workspaceId: string) =>
   env.DB.prepare("SELECT day, channel_number_id, accepted, sent FROM usage_daily WHERE workspace_id = ?")
@@ -29,10 +22,10 @@ describe("daily counts in D1", () => {
     expect((await send(t.key, "c1", textMessage(t.numberId))).status).toBe(201);
     expect((await send(t.key, "c2", textMessage(t.numberId))).status).toBe(201);
     expect((await d1Counts(t.workspaceId)).results).toEqual([]); // nothing on the request path
+    const day = new Date(clock.now()).toISOString().slice(0, 10);
     // Counts ship at most once a minute per workspace.
-    vi.setSystemTime(clock + 61_000);
+    clock.advance(61_000);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
-    const day = new Date(clock).toISOString().slice(0, 10);
     await vi.waitFor(
       async () =>
         expect((await d1Counts(t.workspaceId)).results).toEqual([
@@ -54,9 +47,9 @@ describe("daily counts in D1", () => {
       expect((await send(t.key, "v2", textMessage(t.numberId))).status).toBe(201);
       return original(messages, options);
     });
-    vi.setSystemTime(clock + 61_000);
+    clock.advance(61_000);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId)); // ships 1 while the count becomes 2
-    vi.setSystemTime(clock + 122_000);
+    clock.advance(61_000);
     await runDurableObjectAlarm(workspaceStub(env, t.workspaceId)); // the row stayed dirty: ships 2
     await vi.waitFor(async () => expect((await d1Counts(t.workspaceId)).results).toMatchObject([{ accepted: 2 }]), {
       timeout: 15_000,

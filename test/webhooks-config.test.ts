@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
-import { mockNetwork, type Network } from "./helpers/webhook-net";
+import { mockNetworkPerTest } from "./helpers/webhook-net";
 
 const HOST = "hooks.acme-shop.com";
 const URL_OK = `https://${HOST}/messaging`;
@@ -18,7 +18,7 @@ interface WebhookView {
   secret?: string;
 }
 
-let net: Network;
+const net = mockNetworkPerTest();
 
 /** The workspace under test and another one, fresh for each test. */
 async function twoTenants(): Promise<{ tenant: Tenant; other: Tenant }> {
@@ -27,13 +27,7 @@ async function twoTenants(): Promise<{ tenant: Tenant; other: Tenant }> {
 }
 
 beforeEach(() => {
-  net = mockNetwork();
   net.dns.set(HOST, ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]);
-});
-
-afterEach(() => {
-  net.restore();
-  expect(net.unhandled).toEqual([]);
 });
 
 const configure = (key: string, json: unknown) => api("/webhooks", key, { method: "POST", json });

@@ -1,12 +1,12 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import type { WebhookEvent, WebhookQueueMessage } from "../src/domain/events";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
-import { answers, hangs, mockNetwork, type Network, type Seen } from "./helpers/webhook-net";
+import { answers, hangs, mockNetworkPerTest, type Seen } from "./helpers/webhook-net";
 import {
   deliveryLogOf,
   deliveryState,
@@ -14,23 +14,14 @@ import {
   statusEvent as eventAbout,
   type DeliveryView,
 } from "./helpers/events";
+import { fakeClock } from "./helpers/clock";
 
 const SCHEDULE = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
 const HOUR = 3_600_000;
 const PUBLIC_V4 = "93.184.216.34";
 
-let net: Network;
+const net = mockNetworkPerTest();
 let hostSeq = 0;
-
-beforeEach(() => {
-  net = mockNetwork();
-});
-
-afterEach(() => {
-  vi.useRealTimers();
-  net.restore();
-  expect(net.unhandled).toEqual([]);
-});
 
 /** A fresh public host name, resolved by the mocked DoH resolver. */
 function newHost(): string {
@@ -120,11 +111,6 @@ const verify = (secret: string, seen: Seen) => new Webhook(secret).verify(seen.b
 
 const envelope = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });
 
-function freezeClock(at: number): void {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(at);
-}
-
 describe("webhook delivery", () => {
   it("a 200 is one signed delivery that a Standard Webhooks library verifies", async () => {
     const c = await setUp();
@@ -160,7 +146,7 @@ describe("webhook delivery", () => {
 
   it("500, 500, 200: three attempts with the same webhook-id, retried at once then after 5 s, then delivered", async () => {
     const start = Date.UTC(2036, 0, 1, 12);
-    freezeClock(start);
+    const clock = fakeClock(start);
     const c = await setUp();
     net.receivers.set(c.url, answers(500, 500, 200));
     const event = statusEvent(c.tenant);
@@ -170,12 +156,12 @@ describe("webhook delivery", () => {
     expect(first.delayOf(0)).toBe(0);
     expect(await eventState(c, event.id)).toBe("retrying");
 
-    vi.setSystemTime(start + 1_000);
+    clock.set(start + 1_000);
     const second = await deliver(event, 2);
     expect(second.retried(0)).toBe(true);
     expect(second.delayOf(0)).toBe(5);
 
-    vi.setSystemTime(start + 7_000);
+    clock.set(start + 7_000);
     const third = await deliver(event, 3);
     expect(third.acked(0)).toBe(true);
     expect(third.retried(0)).toBe(false);
@@ -260,7 +246,7 @@ describe("webhook delivery", () => {
 
   it("always 500: retries follow the schedule for attempts 1..8, and the dead-letter consumer marks the event dead", async () => {
     const start = Date.UTC(2036, 1, 1, 12);
-    freezeClock(start);
+    const clock = fakeClock(start);
     const c = await setUp();
     net.receivers.set(c.url, answers(500));
     const event = statusEvent(c.tenant);
@@ -268,7 +254,7 @@ describe("webhook delivery", () => {
     const delays: (number | undefined)[] = [];
     let at = start;
     for (let attempts = 1; attempts <= 9; attempts++) {
-      vi.setSystemTime(at);
+      clock.set(at);
       const run = await deliver(event, attempts);
       expect(run.acked(0)).toBe(false);
       expect(run.retried(0)).toBe(true);
@@ -282,7 +268,7 @@ describe("webhook delivery", () => {
     expect(new Set(net.seen.map((s) => s.headers["webhook-id"]))).toEqual(new Set([event.id]));
     expect(await eventState(c, event.id)).toBe("retrying");
 
-    vi.setSystemTime(at);
+    clock.set(at);
     const dead = await runQueue("webhook-deliveries-dlq", [{ event }]);
     expect(dead.result.ackAll).toBe(true);
     expect(await eventState(c, event.id)).toBe("dead");
@@ -514,7 +500,7 @@ describe("packs: several events in one queue message", () => {
 describe("disabling a webhook that keeps failing", () => {
   it("failures lasting more than 72 hours disable it; GET /webhooks shows it; later events are not sent", async () => {
     const t0 = Date.UTC(2036, 2, 1, 0);
-    freezeClock(t0);
+    const clock = fakeClock(t0);
     const c = await setUp();
     net.receivers.set(c.url, answers(500));
 
@@ -525,12 +511,12 @@ describe("disabling a webhook that keeps failing", () => {
       disabledAt: null,
     });
 
-    vi.setSystemTime(t0 + 72 * HOUR);
+    clock.set(t0 + 72 * HOUR);
     await deliver(statusEvent(c.tenant));
     expect((await webhookView(c)).status).toBe("enabled");
 
     const disabledAt = t0 + 72 * HOUR + 1;
-    vi.setSystemTime(disabledAt);
+    clock.set(disabledAt);
     await deliver(statusEvent(c.tenant));
     expect(await webhookView(c)).toMatchObject({
       status: "disabled",
@@ -538,7 +524,7 @@ describe("disabling a webhook that keeps failing", () => {
       disabledAt: new Date(disabledAt).toISOString(),
     });
 
-    vi.setSystemTime(disabledAt + HOUR);
+    clock.set(disabledAt + HOUR);
     const later = statusEvent(c.tenant);
     const run = await deliver(later);
     expect(run.acked(0)).toBe(true);
@@ -562,16 +548,16 @@ describe("disabling a webhook that keeps failing", () => {
 
   it("any success resets the failure streak", async () => {
     const t0 = Date.UTC(2036, 3, 1, 0);
-    freezeClock(t0);
+    const clock = fakeClock(t0);
     const c = await setUp();
     net.receivers.set(c.url, answers(500, 200, 500));
 
     await deliver(statusEvent(c.tenant));
-    vi.setSystemTime(t0 + 48 * HOUR);
+    clock.set(t0 + 48 * HOUR);
     await deliver(statusEvent(c.tenant));
     expect((await webhookView(c)).failingSince).toBeNull();
 
-    vi.setSystemTime(t0 + 80 * HOUR);
+    clock.set(t0 + 80 * HOUR);
     await deliver(statusEvent(c.tenant));
     expect(await webhookView(c)).toMatchObject({
       status: "enabled",
@@ -583,7 +569,7 @@ describe("disabling a webhook that keeps failing", () => {
 describe("delivery log, replay and test events", () => {
   it("lists attempts newest first, with cursor pagination", async () => {
     const start = Date.UTC(2036, 4, 1, 0);
-    freezeClock(start);
+    const clock = fakeClock(start);
     const c = await setUp();
     net.receivers.set(c.url, answers(500, 500, 200, 404, 200));
     const a = statusEvent(c.tenant);
@@ -596,7 +582,7 @@ describe("delivery log, replay and test events", () => {
       [b, 2],
     ];
     for (const [i, [event, attempts]] of steps.entries()) {
-      vi.setSystemTime(start + i * 60_000);
+      clock.set(start + i * 60_000);
       await deliver(event, attempts);
     }
 

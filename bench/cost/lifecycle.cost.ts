@@ -3,11 +3,12 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { api, json } from "../../test/helpers/http";
 import { createKey, createWorkspace } from "../../test/helpers/fixtures";
+import { answerAtEdge } from "../../test/helpers/edge";
 import { connectCloudNumber } from "../../test/helpers/operator";
 import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
 import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
-import { historyStub } from "../../src/durable-objects/history/history";
+import { testShard } from "../../test/helpers/objects";
 import { Meter, type ObjectClass, type Usage } from "./meter";
 import { sendV2 } from "../../test/helpers/operator-templates";
 import { upsertTemplates } from "../../src/db/message-templates";
@@ -57,10 +58,10 @@ let objectStart: Usage | null = null;
 let webhookDeliveries = 0;
 let operatorCalls = 0;
 
-/** The operator (accepts every message) and the customer's receiver (200), at the outbound fetch. */
+/** The operator (accepts every message) and the customer's receiver (200), at the network edge. */
 function mockNetwork(): void {
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init);
+  answerAtEdge(async (input, init) => {
+    const req = new Request(input, init);
     const url = new URL(req.url);
     if (url.origin === new URL(env.DOH_RESOLVER_URL).origin) {
       meter.outbound("dns");
@@ -299,7 +300,7 @@ describe("cost per message", () => {
     const id = crypto.randomUUID();
     await workspaceStub(env, id).usage();
     await channelNumberStub(env, id).sendingState();
-    await historyStub(env, id, 1).size();
+    await testShard(id, 1).size();
     objectStart = await meter.harvest();
   });
 

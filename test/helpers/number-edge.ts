@@ -1,6 +1,6 @@
 import { vi } from "vitest";
 import { api, json } from "./http";
-import { operatorMessagesUrl, type OperatorCall } from "./operator";
+import { cloudTenant, operatorMessagesUrl, type OperatorCall } from "./operator";
 import { answers, mockNetwork, type Network } from "./webhook-net";
 
 type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
@@ -40,6 +40,18 @@ export function mockEdge(reply: Reply) {
     },
     webhook: (key: string, numberId: string) => customerWebhook(net, key, numberId),
   };
+}
+
+/**
+ * A live (Cloud API) number of a fresh pro workspace, whose operator answers `reply`, with a
+ * webhook of the customer's that records what it gets (`hook`).
+ */
+export async function liveCloudNumber(reply: Reply) {
+  const edge = mockEdge(reply);
+  const t = await cloudTenant();
+  edge.operator(t.phoneNumberId);
+  const hook = await edge.webhook(t.key, t.numberId);
+  return { ...t, calls: edge.calls, hook, net: edge.net };
 }
 
 /** A webhook of the number, through the API, whose receiver answers 204 and records what it got. */

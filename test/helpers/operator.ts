@@ -1,7 +1,7 @@
 import type { WebhookEvent } from "../../src/domain/events";
 import type { WorkspaceDurableObject } from "../../src/durable-objects/workspace/workspace";
 import { env } from "cloudflare:workers";
-import { vi } from "vitest";
+import { answerAtEdge } from "./edge";
 import { admin, json } from "./http";
 import { createKey, createWorkspace } from "./fixtures";
 import { eventsOfMessage } from "./events";
@@ -29,22 +29,25 @@ type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>
 export const operatorMessagesUrl = (phoneNumberId: string) =>
   `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${phoneNumberId}/messages`;
 
+/** A call at the operator as its fakes record it (the body read). */
+export const operatorCallOf = async (req: Request): Promise<OperatorCall> => ({
+  at: Date.now(),
+  url: req.url,
+  auth: req.headers.get("authorization"),
+  body: await req.json<OperatorCall["body"]>(),
+});
+
 /**
- * Mocks the operator's Cloud API at the network edge (global fetch). Any other
- * outbound request fails the test.
+ * Mocks the operator's Cloud API at the network edge (./edge.ts), until vi.restoreAllMocks(). Any
+ * other outbound request fails the test.
  */
 export function mockOperator(reply: Reply): OperatorCall[] {
   const calls: OperatorCall[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
-    const req = new Request(input as RequestInfo, init);
+  answerAtEdge(async (input, init) => {
+    const req = new Request(input, init);
     if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
       throw new Error(`unexpected outbound request: ${req.url}`);
-    const call: OperatorCall = {
-      at: Date.now(),
-      url: req.url,
-      auth: req.headers.get("authorization"),
-      body: await req.json(),
-    };
+    const call = await operatorCallOf(req);
     calls.push(call);
     return reply(call, calls.length - 1);
   });
@@ -60,28 +63,37 @@ export const operatorNumberUrl = (phoneNumberId: string) =>
   `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${phoneNumberId}?fields=id,display_phone_number`;
 
 /**
- * Connects a live number. The operator's verification call is answered here by
- * a temporary fetch wrapper that hands every other request to whatever fetch
- * was installed before (a test's own mockOperator spy included), and is removed
- * when the admin call returns.
+ * The operator confirms that `phoneNumberId` is one of its numbers (the connect-time check), to
+ * calls with `token` (any token when none is given), at the network edge over whatever answers
+ * there. Returns its removal.
+ */
+export function operatorConfirmsNumber(
+  phoneNumberId: string,
+  opts: { token?: string; displayPhoneNumber?: string } = {},
+): () => void {
+  return answerAtEdge((input, init) => {
+    const req = new Request(input, init);
+    const mine =
+      req.method === "GET" &&
+      req.url === operatorNumberUrl(phoneNumberId) &&
+      (opts.token === undefined || req.headers.get("authorization") === `Bearer ${opts.token}`);
+    return mine
+      ? Response.json({ id: phoneNumberId, display_phone_number: opts.displayPhoneNumber ?? "+1 555-777-0000" })
+      : undefined;
+  });
+}
+
+/**
+ * Connects a live number. The operator's verification call is answered at the network edge while
+ * the admin call runs (every other request goes to what answers there: a test's own mockOperator
+ * included).
  */
 export async function connectCloudNumber(
   workspaceId: string,
 ): Promise<{ numberId: string; phoneNumberId: string; token: string }> {
   const phoneNumberId = String(100000000000 + Math.floor(Math.random() * 899999999999));
   const token = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
-  const previous = globalThis.fetch;
-  globalThis.fetch = async (input, init) => {
-    const req = new Request(input, init);
-    if (
-      req.method === "GET" &&
-      req.url === operatorNumberUrl(phoneNumberId) &&
-      req.headers.get("authorization") === `Bearer ${token}`
-    ) {
-      return Response.json({ id: phoneNumberId, display_phone_number: "+1 555-777-0000" });
-    }
-    return previous(input, init);
-  };
+  const confirming = operatorConfirmsNumber(phoneNumberId, { token });
   let res: Response;
   try {
     res = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
@@ -89,7 +101,7 @@ export async function connectCloudNumber(
       json: { displayPhoneNumber: "15557770000", upstream: { type: "cloud", phoneNumberId, accessToken: token } },
     });
   } finally {
-    globalThis.fetch = previous;
+    confirming();
   }
   if (res.status !== 201) throw new Error(`cloud number: ${res.status} ${await res.text()}`);
   return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
@@ -133,7 +145,7 @@ export interface FakeAccount {
   subscribe: () => Response;
   /** Every call the fake answered ("METHOD path"), in order. */
   calls: string[];
-  /** Removes the fake (also done by restoreAllMocks when installed with a spy). */
+  /** Removes the fake (vi.restoreAllMocks() removes it too, with the whole edge). */
   restore(): void;
 }
 
@@ -146,8 +158,9 @@ const operatorPath = (url: string): string | null => {
  * Fakes the operator's account calls of the connect flow at the network edge:
  * the number's record (`GET /{id}?fields=…`), the account's numbers
  * (`GET /{waba}/phone_numbers`) and the webhook subscription
- * (`POST /{waba}/subscribed_apps`), all answering only `token`. Any other
- * request goes to the fetch installed before (a mockNetwork spy included).
+ * (`POST /{waba}/subscribed_apps`), all answering only `token`, at the network
+ * edge (./edge.ts). Any other request goes to what answers there (a mockNetwork
+ * included).
  */
 export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profile" | "subscribe">> = {}): FakeAccount {
   const account: FakeAccount = {
@@ -165,8 +178,7 @@ export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profil
     restore: () => undefined,
     ...overrides,
   };
-  const previous = globalThis.fetch;
-  const fake: typeof fetch = async (input, init) => {
+  account.restore = answerAtEdge((input, init) => {
     const req = new Request(input, init);
     const path = operatorPath(req.url);
     const [route] = (path ?? "").split("?");
@@ -188,7 +200,7 @@ export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profil
           "Unsupported request - object does not exist or cannot be loaded due to missing permissions",
         );
       }
-      return previous(input, init);
+      return undefined;
     }
     account.calls.push(`${req.method} ${route}`);
     if (req.headers.get("authorization") !== `Bearer ${account.token}`)
@@ -196,17 +208,13 @@ export function fakeOperatorAccount(overrides: Partial<Pick<FakeAccount, "profil
     if (route === account.phoneNumberId) return Response.json({ id: account.phoneNumberId, ...account.profile });
     if (route === `${account.wabaId}/phone_numbers`) return Response.json({ data: [{ id: account.phoneNumberId }] });
     return account.subscribe();
-  };
-  globalThis.fetch = fake;
-  account.restore = () => {
-    if (globalThis.fetch === fake) globalThis.fetch = previous;
-  };
+  });
   return account;
 }
 
 /**
  * Fake operator accounts made by a test file, removed together after each test
- * (`afterEach(accounts.restoreAll)`), newest first as each wraps the fetch before it.
+ * (`afterEach(accounts.restoreAll)`).
  */
 export function fakeAccounts() {
   let made: FakeAccount[] = [];

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
-import { vi } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
+import { answerAtEdge } from "./edge";
 
 /** What a receiver saw: one outbound request of the Worker. */
 export interface Seen {
@@ -13,10 +14,10 @@ export interface Seen {
 export type Receiver = (req: Seen, signal: AbortSignal | undefined) => Response | Promise<Response>;
 
 /**
- * The network edge for webhook tests: a spy on `globalThis.fetch` that answers
- * the DNS-over-HTTPS resolver from `dns` and customer endpoints from
- * `receivers` (keyed by exact URL). Any other request is recorded in
- * `unhandled` and fails with a network error; tests assert it stays empty.
+ * The network edge for webhook tests (./edge.ts): answers the DNS-over-HTTPS
+ * resolver from `dns` and customer endpoints from `receivers` (keyed by exact
+ * URL). Any other request is recorded in `unhandled` and fails with a network
+ * error; tests assert it stays empty. `restore()` takes it off the edge.
  */
 export function mockNetwork() {
   const dns = new Map<string, string[]>();
@@ -26,7 +27,7 @@ export function mockNetwork() {
   const unhandled: string[] = [];
   const resolver = new URL(env.DOH_RESOLVER_URL);
 
-  const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+  const restore = answerAtEdge(async (input, init) => {
     const req = new Request(input, init);
     const url = new URL(req.url);
     if (url.origin === resolver.origin && url.pathname === resolver.pathname) {
@@ -58,10 +59,49 @@ export function mockNetwork() {
     return receiver(record, init?.signal ?? undefined);
   });
 
-  return { dns, receivers, seen, dnsQueries, unhandled, restore: () => spy.mockRestore() };
+  return { dns, receivers, seen, dnsQueries, unhandled, restore };
 }
 
 export type Network = ReturnType<typeof mockNetwork>;
+
+/**
+ * A mockNetwork() for each test of the file (or of the describe it is called in): set up before
+ * the test, taken off the edge after it, and the test fails if the Worker asked it anything it did
+ * not expect. What it returns reads the running test's network.
+ */
+export function mockNetworkPerTest(): Network {
+  let current: Network | undefined;
+  beforeEach(() => {
+    current = mockNetwork();
+  });
+  afterEach(() => {
+    const net = running();
+    net.restore();
+    expect(net.unhandled).toEqual([]);
+  });
+  const running = (): Network => {
+    if (!current) throw new Error("mockNetworkPerTest: no test is running");
+    return current;
+  };
+  return {
+    get dns() {
+      return running().dns;
+    },
+    get receivers() {
+      return running().receivers;
+    },
+    get seen() {
+      return running().seen;
+    },
+    get dnsQueries() {
+      return running().dnsQueries;
+    },
+    get unhandled() {
+      return running().unhandled;
+    },
+    restore: () => running().restore(),
+  };
+}
 
 /** A receiver that answers with the given statuses in turn (the last one repeats). */
 export function answers(...statuses: number[]): Receiver {

@@ -5,6 +5,7 @@ import { createKey, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
 import { accepted, connectCloudNumber, mockOperator } from "../helpers/operator";
 import { api, json } from "../helpers/http";
+import { fakeClock } from "../helpers/clock";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { MAX_CALLS_IN_FLIGHT, PACE_SPACING_MS } from "../../src/durable-objects/channel-number/delivery-policy";
 
@@ -13,7 +14,6 @@ import { MAX_CALLS_IN_FLIGHT, PACE_SPACING_MS } from "../../src/durable-objects/
 
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 describe("calls waiting on the operator", () => {
@@ -29,8 +29,8 @@ describe("calls waiting on the operator", () => {
     });
     // A clock in the future (the object's alarm, due by it, fires only when the test runs it) that
     // advances in real time (the session paces and sleeps in real time).
-    vi.useFakeTimers({ toFake: ["Date"], shouldAdvanceTime: true });
-    let clock = Date.UTC(2043, 0, 1) + Math.floor(Math.random() * 1e9);
+    const clock = fakeClock(Date.now(), { advancing: true });
+    const start = Date.UTC(2043, 0, 1) + Math.floor(Math.random() * 1e9);
     const workspaceId = await createWorkspace({ plan: "pro" });
     const { key } = await createKey(workspaceId);
     const number = await connectCloudNumber(workspaceId);
@@ -38,7 +38,7 @@ describe("calls waiting on the operator", () => {
     // 2 per second, as the number accepts them, each to its own recipient (no pair pace).
     const jobIds: string[] = [];
     for (let i = 0; i < total; i++) {
-      vi.setSystemTime(clock);
+      clock.set(start + i * 600);
       const res = await send(
         key,
         `in-flight-${i}`,
@@ -46,9 +46,8 @@ describe("calls waiting on the operator", () => {
       );
       expect(res.status).toBe(201);
       jobIds.push((await json<{ jobId: string }>(res)).jobId);
-      clock += 600;
     }
-    vi.setSystemTime(clock + 5_000);
+    clock.set(start + total * 600 + 5_000);
     const session = runDurableObjectAlarm(channelNumberStub(env, number.numberId));
 
     await vi.waitFor(() => expect(calls).toHaveLength(MAX_CALLS_IN_FLIGHT), { timeout: 10_000, interval: 20 });

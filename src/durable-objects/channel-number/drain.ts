@@ -65,7 +65,7 @@ export class Drain {
     return this.d.number();
   }
 
-  /** Start times of the latest calls (operator view and tests). */
+  /** Start times of the latest calls, a copy (the pace reads the field; the suite's number reads this). */
   recentCalls(): number[] {
     return [...this.calls];
   }

@@ -44,10 +44,10 @@ interface Chunk {
  * ~8,700 chunks (~1.1 GB); deleted after the retention window.
  */
 export class MessageHistoryDurableObject extends DurableObject<Env> {
-  private readonly sql: SqlStorage;
+  protected readonly sql: SqlStorage;
   /** A shard nothing was moved to, or one archived and dropped, has no tables and writes none. */
-  private hasTables: boolean;
-  private hasLegacy: boolean;
+  protected hasTables: boolean;
+  protected hasLegacy: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -213,16 +213,6 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     // A late call finds no tables and answers as an empty shard; nothing is created again.
     this.hasTables = false;
     this.hasLegacy = false;
-  }
-
-  /** Records and bytes held (operator view, bench). */
-  async size(): Promise<{ messages: number; bytes: number }> {
-    if (!this.hasTables) return { messages: 0, bytes: this.sql.databaseSize };
-    let messages = 0;
-    for (const c of this.sql.exec<{ rows: string }>("SELECT rows FROM chunks").toArray())
-      messages += (JSON.parse(c.rows) as unknown[]).length;
-    if (this.hasLegacy) messages += this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n;
-    return { messages, bytes: this.sql.databaseSize };
   }
 
   private ensureTables(): void {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi, type Mock } from "vitest";
 import {
   DENIED_PORTS,
   IPV4_BLOCK_LABELS,
@@ -6,6 +6,7 @@ import {
   checkWebhookUrlSyntax,
   isPublicIp,
 } from "../../../src/webhooks/ssrf";
+import { answerAtEdge, type EdgeAnswer } from "../../helpers/edge";
 
 const PROD = { allowInsecure: false };
 const DEV = { allowInsecure: true };
@@ -481,12 +482,13 @@ const ZONE: Zone = {
 describe("checkWebhookUrl (DNS over HTTPS)", () => {
   let unexpected: string[];
   let requests: { name: string; type: string }[];
-  let fetchSpy: MockInstance<typeof fetch>;
+  let fetchSpy: Mock<EdgeAnswer>;
+  let removeResolver: () => void;
 
   beforeEach(() => {
     unexpected = [];
     requests = [];
-    fetchSpy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    fetchSpy = vi.fn<EdgeAnswer>(async (input, init) => {
       const request = new Request(input, init);
       const url = new URL(request.url);
       const name = url.searchParams.get("name") ?? "";
@@ -521,10 +523,11 @@ describe("checkWebhookUrl (DNS over HTTPS)", () => {
       };
       return Response.json(body, { headers: { "content-type": "application/dns-json" } });
     });
+    removeResolver = answerAtEdge(fetchSpy);
   });
 
   afterEach(() => {
-    fetchSpy.mockRestore();
+    removeResolver();
     // Any request the fake resolver did not expect fails the test that made it.
     expect(unexpected).toEqual([]);
   });

@@ -9,6 +9,7 @@ import {
   type Schema,
   type SchemaStep,
 } from "../../../../src/durable-objects/shared/schema-version";
+import { tableNamesOf } from "../../../helpers/tables";
 
 // Any SQLite-backed object's storage will do: the steps below use tables of their own (`sv_…`).
 // A history shard's constructor creates nothing in an empty object, so each test starts from
@@ -18,14 +19,6 @@ const storageOf = <T>(name: string, fn: (storage: DurableObjectStorage) => T): P
     env.HISTORY.get(env.HISTORY.idFromName(`schema-version:${name}:${crypto.randomUUID()}`)),
     (_, state) => fn(state.storage),
   );
-
-const tables = (sql: SqlStorage): string[] =>
-  sql
-    .exec<{ name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-    )
-    .toArray()
-    .map((r) => r.name);
 
 const metaVersion = (sql: SqlStorage): string | undefined =>
   sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'schema_version'").toArray()[0]?.v;
@@ -80,7 +73,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       expect(ensureSchema(storage, schema)).toEqual([3]);
       expect(ran).toEqual([]);
       // The latest layout, the meta table, and no schema_version table (one table fewer to create).
-      expect(tables(storage.sql)).toEqual(["meta", "sv_b"]);
+      expect(tableNamesOf(storage.sql)).toEqual(["meta", "sv_b"]);
       expect(metaVersion(storage.sql)).toBe("3");
       expect(schemaVersion(storage.sql)).toBe(3);
       // Woken again: nothing runs.
@@ -103,7 +96,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       expect(ensureSchema(storage, schema)).toEqual([2, 3]);
       expect(ran).toEqual([2, 3]);
       expect(values(sql, "sv_b")).toEqual([10, 20]);
-      expect(tables(sql)).toEqual(["schema_version", "sv_b"]);
+      expect(tableNamesOf(sql)).toEqual(["schema_version", "sv_b"]);
       // The version stays where that release kept it.
       expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(3);
       expect(schemaVersion(sql)).toBe(3);
@@ -122,7 +115,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       expect(ensureSchema(storage, schema)).toEqual([1, 2, 3]);
       expect(ran).toEqual([1, 2, 3]);
       expect(values(sql, "sv_b")).toEqual([30]);
-      expect(tables(sql)).toEqual(["schema_version", "sv_b"]);
+      expect(tableNamesOf(sql)).toEqual(["schema_version", "sv_b"]);
       expect(schemaVersion(sql)).toBe(3);
     });
   });
@@ -138,7 +131,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       expect(ensureSchema(storage, schema)).toEqual([3]);
       expect(ran).toEqual([3]);
       expect(metaVersion(sql)).toBe("3");
-      expect(tables(sql)).toEqual(["meta"]);
+      expect(tableNamesOf(sql)).toEqual(["meta"]);
     });
   });
 
@@ -162,7 +155,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       );
       // Step 1 committed (its version with it); step 2 left nothing; step 3 never ran.
       expect(schemaVersion(sql)).toBe(1);
-      expect(tables(sql)).toEqual(["schema_version", "sv_a"]);
+      expect(tableNamesOf(sql)).toEqual(["schema_version", "sv_a"]);
       expect(values(sql, "sv_a")).toEqual([4]);
       // The next start (fixed code) goes on from version 1.
       expect(ensureSchema(storage, schema)).toEqual([2, 3]);
@@ -183,7 +176,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       expect(() => ensureSchema(storage, broken)).toThrow("crash while creating");
       expect(isEmptyStorage(storage.sql)).toBe(true);
       expect(ensureSchema(storage, schema)).toEqual([3]);
-      expect(tables(storage.sql)).toEqual(["meta", "sv_b"]);
+      expect(tableNamesOf(storage.sql)).toEqual(["meta", "sv_b"]);
     });
   });
 

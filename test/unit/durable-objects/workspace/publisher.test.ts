@@ -1,19 +1,16 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../../../../src/domain/events";
 import type { QueueSender } from "../../../../src/lib/queue-publisher";
 import { EventPublisher } from "../../../../src/durable-objects/workspace/publisher";
+import { fakeClockPerTest } from "../../../helpers/clock";
 
 // The publisher's clock is the object's (lib/clock.ts: Date.now), which the test moves.
 const T = Date.UTC(2032, 0, 2, 3, 4, 5);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  vi.setSystemTime(T);
-});
+const clock = fakeClockPerTest(T, () => T);
 afterEach(() => {
-  vi.useRealTimers();
   vi.restoreAllMocks();
 });
-const at = (ms: number) => vi.setSystemTime(T + ms);
+const at = (ms: number) => clock.set(T + ms);
 
 let seq = 0;
 const event = (): WebhookEvent => ({
