@@ -1,10 +1,11 @@
 import createClient from "openapi-fetch";
 import type { components, operations, paths } from "./generated/openapi.js";
 import { ndjsonValues } from "./ndjson.js";
-import { Paginated, type Page } from "./paginate.js";
+import { Paginated } from "./paginate.js";
 import { DEFAULT_RETRY, once, withRetries, type RetryOptions } from "./retry.js";
 import { verifyWebhook, type WebhookEvent, type WebhookHeaders } from "./webhooks.js";
 import { MessagingClientV2 } from "./v2.js";
+import { Calls } from "./calls.js";
 
 type Schemas = components["schemas"];
 /** An outbound or an inbound message: narrow on `direction`. */
@@ -80,6 +81,7 @@ const apiRoot = (baseUrl: string) => {
 export class MessagingClient {
   private readonly http: ReturnType<typeof createClient<paths>>;
   private readonly retry: RetryOptions;
+  private readonly calls: Calls;
   /** API v2 (`/api/v2`): template messages and templates; the same key, fetch and retry policy. */
   readonly v2: MessagingClientV2;
 
@@ -92,29 +94,11 @@ export class MessagingClient {
       ...(userFetch ? { fetch: (request: Request) => userFetch(request) } : {}),
     });
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.calls = new Calls(this.retry);
     this.v2 = new MessagingClientV2(
       { apiKey: options.apiKey, baseUrl: options.baseUrl, ...(userFetch ? { fetch: userFetch } : {}) },
       this.retry,
     );
-  }
-
-  private read<T>(
-    attempt: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>,
-    options?: CallOptions,
-  ) {
-    return withRetries(attempt, this.retry, options?.signal).then((r) => r.data);
-  }
-
-  /** A list: each page is a read (retried), starting at `params.cursor` if given. */
-  private paged<T>(
-    params: { cursor?: string },
-    page: (
-      cursor: string | undefined,
-      signal: AbortSignal,
-    ) => Promise<{ data?: Page<T>; error?: unknown; response: Response }>,
-    options?: CallOptions,
-  ): Paginated<T> {
-    return new Paginated((cursor) => this.read((signal) => page(cursor, signal), options), params.cursor);
   }
 
   readonly messages = {
@@ -125,36 +109,35 @@ export class MessagingClient {
     send: async (
       input: SendMessageInput,
       options: CallOptions & { idempotencyKey?: string } = {},
-    ): Promise<SendResult> => {
-      const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
-      const { data } = await withRetries(
-        (signal) =>
+    ): Promise<SendResult> =>
+      this.calls.send(
+        (idempotencyKey, signal) =>
           this.http.POST("/messages", {
             params: { header: { "idempotency-key": idempotencyKey } },
             body: input,
             signal,
           }),
-        this.retry,
-        options.signal,
-      );
-      return { jobId: data.jobId, status: data.status, idempotencyKey };
-    },
+        options,
+      ),
     get: (id: string, options?: CallOptions): Promise<Message> =>
-      this.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
+      this.calls.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
     /**
      * Messages, outbound and inbound, newest first, over every page. A page can hold fewer
      * than `limit` messages (even none) while more exist: the iteration follows `nextCursor`
      * until it is null, so a short page never ends it.
      */
     list: (params: MessageListParams = {}, options?: CallOptions): Paginated<Message> =>
-      this.paged(
+      this.calls.paged(
         params,
         (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }),
         options,
       ),
     /** The message's status timeline, oldest first, and the deliveries of its webhook events. */
     events: (id: string, options?: CallOptions): Promise<MessageEvents> =>
-      this.read((signal) => this.http.GET("/messages/{id}/events", { params: { path: { id } }, signal }), options),
+      this.calls.read(
+        (signal) => this.http.GET("/messages/{id}/events", { params: { path: { id } }, signal }),
+        options,
+      ),
     /**
      * The file of an inbound image, audio, video, document or sticker, as a stream (never held in
      * memory whole), with its type, size and name. Retried like other reads until the answer
@@ -167,7 +150,7 @@ export class MessagingClient {
   readonly messageArchives = {
     /** Days older than the plan's history window, archived, newest first. */
     list: (params: ListParams = {}, options?: CallOptions): Paginated<MessageArchive> =>
-      this.paged(
+      this.calls.paged(
         params,
         (cursor, signal) => this.http.GET("/message-archives", { params: { query: { ...params, cursor } }, signal }),
         options,
@@ -186,13 +169,16 @@ export class MessagingClient {
 
   readonly channelNumbers = {
     list: (params: ListParams = {}, options?: CallOptions): Paginated<ChannelNumber> =>
-      this.paged(
+      this.calls.paged(
         params,
         (cursor, signal) => this.http.GET("/channel-numbers", { params: { query: { ...params, cursor } }, signal }),
         options,
       ),
     get: (id: string, options?: CallOptions): Promise<ChannelNumberDetail> =>
-      this.read((signal) => this.http.GET("/channel-numbers/{id}", { params: { path: { id } }, signal }), options),
+      this.calls.read(
+        (signal) => this.http.GET("/channel-numbers/{id}", { params: { path: { id } }, signal }),
+        options,
+      ),
     /**
      * Connects a sandbox number, or a live one once the operator verified it (the error's details name the
      * refused field). The access token is never returned. Sent once, never retried.
@@ -214,7 +200,7 @@ export class MessagingClient {
       );
     },
     contactWindow: (id: string, phone: string, options?: CallOptions): Promise<ContactWindow> =>
-      this.read(
+      this.calls.read(
         (signal) =>
           this.http.GET("/channel-numbers/{id}/contacts/{phone}", { params: { path: { id, phone } }, signal }),
         options,
@@ -223,7 +209,7 @@ export class MessagingClient {
 
   readonly webhooks = {
     list: (params: ListParams = {}, options?: CallOptions): Paginated<Webhook> =>
-      this.paged(
+      this.calls.paged(
         params,
         (cursor, signal) => this.http.GET("/webhooks", { params: { query: { ...params, cursor } }, signal }),
         options,
@@ -232,7 +218,7 @@ export class MessagingClient {
     configure: (input: Schemas["ConfigureWebhookRequest"], options?: CallOptions): Promise<WebhookWithSecret> =>
       once((signal) => this.http.POST("/webhooks", { body: input, signal }), options?.signal),
     listDeliveries: (webhookId: string, params: ListParams = {}, options?: CallOptions): Paginated<WebhookDelivery> =>
-      this.paged(
+      this.calls.paged(
         params,
         (cursor, signal) =>
           this.http.GET("/webhooks/{id}/deliveries", {
@@ -270,13 +256,13 @@ export class MessagingClient {
      */
     testContacts: {
       list: (channelNumberId: string, options?: CallOptions): Promise<Schemas["SandboxTestContactList"]> =>
-        this.read(
+        this.calls.read(
           (signal) => this.http.GET("/sandbox/test-contacts", { params: { query: { channelNumberId } }, signal }),
           options,
         ),
       /** Marks a recipient (E.164 digits); adding one that already is changes nothing. Safe to retry. */
       add: (channelNumberId: string, phone: string, options?: CallOptions): Promise<Schemas["SandboxTestContact"]> =>
-        this.read(
+        this.calls.read(
           (signal) => this.http.POST("/sandbox/test-contacts", { body: { channelNumberId, phone }, signal }),
           options,
         ),
@@ -366,11 +352,11 @@ export class MessagingClient {
   }
 
   me(options?: CallOptions): Promise<Me> {
-    return this.read((signal) => this.http.GET("/me", { signal }), options);
+    return this.calls.read((signal) => this.http.GET("/me", { signal }), options);
   }
 
   usage(options?: CallOptions): Promise<Usage> {
-    return this.read((signal) => this.http.GET("/usage", { signal }), options);
+    return this.calls.read((signal) => this.http.GET("/usage", { signal }), options);
   }
 }
 

@@ -1,7 +1,8 @@
 import createClient from "openapi-fetch";
 import type { components, operations, paths } from "./generated/openapi-v2.js";
-import { Paginated, type Page } from "./paginate.js";
-import { withRetries, type RetryOptions } from "./retry.js";
+import type { Paginated } from "./paginate.js";
+import type { RetryOptions } from "./retry.js";
+import { Calls } from "./calls.js";
 
 // API v2 (`/api/v2`): v1 plus template messages and the templates a number can send. Typed
 // from the v2 OpenAPI document (sdk/src/generated/openapi-v2.ts); the v1 client is unchanged.
@@ -43,35 +44,19 @@ export const apiV2Root = (baseUrl: string): string =>
 /** `client.v2`: built by MessagingClient with its key, fetch and retry policy. */
 export class MessagingClientV2 {
   private readonly http: ReturnType<typeof createClient<paths>>;
+  private readonly calls: Calls;
 
   constructor(
     options: { apiKey: string; baseUrl: string; fetch?: (request: Request) => Promise<Response> },
-    private readonly retry: RetryOptions,
+    retry: RetryOptions,
   ) {
+    this.calls = new Calls(retry);
     const userFetch = options.fetch;
     this.http = createClient<paths>({
       baseUrl: apiV2Root(options.baseUrl),
       headers: { Authorization: `Bearer ${options.apiKey}` },
       ...(userFetch ? { fetch: (request: Request) => userFetch(request) } : {}),
     });
-  }
-
-  private read<T>(
-    attempt: (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>,
-    options?: CallOptions,
-  ) {
-    return withRetries(attempt, this.retry, options?.signal).then((r) => r.data);
-  }
-
-  private paged<T>(
-    params: { cursor?: string },
-    page: (
-      cursor: string | undefined,
-      signal: AbortSignal,
-    ) => Promise<{ data?: Page<T>; error?: unknown; response: Response }>,
-    options?: CallOptions,
-  ): Paginated<T> {
-    return new Paginated((cursor) => this.read((signal) => page(cursor, signal), options), params.cursor);
   }
 
   readonly messages = {
@@ -84,25 +69,21 @@ export class MessagingClientV2 {
     send: async (
       input: SendMessageInputV2,
       options: CallOptions & { idempotencyKey?: string } = {},
-    ): Promise<SendResultV2> => {
-      const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
-      const { data } = await withRetries(
-        (signal) =>
+    ): Promise<SendResultV2> =>
+      this.calls.send(
+        (idempotencyKey, signal) =>
           this.http.POST("/messages", {
             params: { header: { "idempotency-key": idempotencyKey } },
             body: input,
             signal,
           }),
-        this.retry,
-        options.signal,
-      );
-      return { jobId: data.jobId, status: data.status, idempotencyKey };
-    },
+        options,
+      ),
     get: (id: string, options?: CallOptions): Promise<MessageV2> =>
-      this.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
+      this.calls.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
     /** Messages, newest first, over every page (a short page never ends it); `type: "template"` filters. */
     list: (params: MessageListParamsV2 = {}, options?: CallOptions): Paginated<MessageV2> =>
-      this.paged(
+      this.calls.paged(
         params,
         (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }),
         options,
@@ -112,14 +93,14 @@ export class MessagingClientV2 {
   readonly templates = {
     /** The templates your numbers can send, by name and language, over every page. */
     list: (params: TemplateListParams = {}, options?: CallOptions): Paginated<Template> =>
-      this.paged(
+      this.calls.paged(
         params,
         (cursor, signal) => this.http.GET("/templates", { params: { query: { ...params, cursor } }, signal }),
         options,
       ),
     /** A template by name, each of its languages (an unknown name throws `ApiError` 404). */
     get: (name: string, params: TemplateGetParams = {}, options?: CallOptions): Promise<TemplateDetail> =>
-      this.read(
+      this.calls.read(
         (signal) => this.http.GET("/templates/{name}", { params: { path: { name }, query: params }, signal }),
         options,
       ),
