@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeClockPerTest } from "./helpers/clock";
 import { api, expectError, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { accepted, cloudUpstream, fakeOperatorAccount, mockOperator, operatorError } from "./helpers/operator";
@@ -14,15 +15,9 @@ import { eventsOfMessage } from "./helpers/events";
 // the operator's own refusals of a template (paused or deleted since our sync) failing that
 // message only. The operator is faked at the network edge; its webhooks are signed.
 
-let clock = Date.UTC(2044, 0, 1);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 24 * 3_600_000;
-  vi.setSystemTime(clock);
-});
+const clock = fakeClockPerTest(Date.UTC(2044, 0, 1), (t) => t + 24 * 3_600_000);
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 const NOBODY = "5511944443333";
@@ -74,7 +69,8 @@ describe("a live number's templates", () => {
     const t = await liveTenant();
     expect(t.listed.pages).toHaveLength(1);
     expect(t.listed.pages[0]!.get("fields")).toContain("components");
-    vi.setSystemTime(clock + 90_000);
+    const syncedAt = clock.now();
+    clock.advance(90_000);
     const list = await json<{ data: Record<string, unknown>[] }>(await apiV2("/templates", t.key));
     expect(list.data.map((x) => x.name)).toEqual(["flash_sale", "order_update", "reservation"]);
     expect(list.data[1]).toMatchObject({
@@ -87,7 +83,7 @@ describe("a live number's templates", () => {
       body: { text: "Hi {{1}}, your order {{2}} has shipped.", parameters: ["1", "2"] },
       buttons: [{ index: 0, type: "QUICK_REPLY", text: "Thanks", parameters: [] }],
       source: "operator",
-      sync: { syncedAt: new Date(clock).toISOString(), ageSeconds: 90, lastError: null, lastErrorAt: null },
+      sync: { syncedAt: new Date(syncedAt).toISOString(), ageSeconds: 90, lastError: null, lastErrorAt: null },
     });
     const marketing = await json<{ data: { name: string }[] }>(await apiV2("/templates?category=MARKETING", t.key));
     expect(marketing.data.map((x) => x.name)).toEqual(["flash_sale"]);
@@ -152,7 +148,12 @@ describe("a live number's templates", () => {
       biz_opaque_callback_data: jobId,
     });
     const delivered = statusPayload(t.account.phoneNumberId, [
-      { id: `wamid.${jobId}`, status: "delivered", timestamp: seconds(clock + 2_000), biz_opaque_callback_data: jobId },
+      {
+        id: `wamid.${jobId}`,
+        status: "delivered",
+        timestamp: seconds(clock.now() + 2_000),
+        biz_opaque_callback_data: jobId,
+      },
     ]);
     expect((await postOperator(delivered)).status).toBe(200);
     await vi.waitFor(
@@ -235,7 +236,7 @@ describe("a live number's templates", () => {
         error: { code: ours, upstreamCode: String(code) },
       });
       // Not a pause: the next message leaves at once.
-      vi.setSystemTime(clock + 2_000);
+      clock.advance(2_000);
       const next = await sendV2(t.key, { channelNumberId: t.numberId, to: NOBODY, text: { body: "Still here" } });
       expect(next.status).toBe(201);
       await drain(t.numberId);

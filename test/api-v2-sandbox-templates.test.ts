@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { fakeClock } from "./helpers/clock";
 import { api, expectError, json } from "./helpers/http";
 import { createTenant, TEST_CONTACT } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
@@ -113,26 +114,22 @@ describe("template messages on a sandbox number", () => {
 
   it("read D1 once per number and name for 5 seconds, however many are sent (a text send reads none)", async () => {
     const t = await createTenant();
-    vi.useFakeTimers({ toFake: ["Date"] });
-    try {
-      const start = Date.now();
-      const reads = vi.spyOn(env.DB, "prepare");
-      const templateReads = () => reads.mock.calls.filter(([q]) => q.includes("message_templates")).length;
-      await accepted(await sendV2(t.key, orderUpdate(t.numberId)));
-      vi.setSystemTime(start + 2_000);
-      await accepted(await sendV2(t.key, orderUpdate(t.numberId, TEST_CONTACT)));
-      expect(templateReads()).toBe(1);
-      reads.mockClear();
-      vi.setSystemTime(start + 4_000);
-      await accepted(await sendV2(t.key, textMessage(t.numberId, "plain", TEST_CONTACT)));
-      expect(templateReads()).toBe(0);
-      vi.setSystemTime(start + 5_500);
-      await accepted(await sendV2(t.key, orderUpdate(t.numberId)));
-      expect(templateReads()).toBe(1);
-      reads.mockRestore();
-    } finally {
-      vi.useRealTimers();
-    }
+    const clock = fakeClock();
+    const start = clock.now();
+    const reads = vi.spyOn(env.DB, "prepare");
+    const templateReads = () => reads.mock.calls.filter(([q]) => q.includes("message_templates")).length;
+    await accepted(await sendV2(t.key, orderUpdate(t.numberId)));
+    clock.set(start + 2_000);
+    await accepted(await sendV2(t.key, orderUpdate(t.numberId, TEST_CONTACT)));
+    expect(templateReads()).toBe(1);
+    reads.mockClear();
+    clock.set(start + 4_000);
+    await accepted(await sendV2(t.key, textMessage(t.numberId, "plain", TEST_CONTACT)));
+    expect(templateReads()).toBe(0);
+    clock.set(start + 5_500);
+    await accepted(await sendV2(t.key, orderUpdate(t.numberId)));
+    expect(templateReads()).toBe(1);
+    reads.mockRestore();
   });
 
   it("are listed by type in v2; v1 reads the same record", async () => {

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeClock } from "./helpers/clock";
 import { putSyncState } from "../src/db/message-templates";
 import { createKey, createTenant, createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { signedInMember, type Member } from "./helpers/dashboard";
@@ -13,7 +14,6 @@ import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "./helpers/oper
 
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 /** Nobody who wrote to the number, and not a test contact: outside the 24-hour window. */
@@ -120,14 +120,13 @@ describe("a sandbox number's Templates page", () => {
     const owner = await signedInMember(t.workspaceId, "owner");
     const html = await page(owner, t.numberId);
     // One number sends at most 2 a second: each send a second after the last.
-    vi.useFakeTimers({ toFake: ["Date"] });
-    let at = Date.now();
+    const clock = fakeClock();
     for (const [name, language] of [
       ["order_update", "en_US"],
       ["order_update", "pt_BR"],
       ["appointment_reminder", "en_US"],
     ] as const) {
-      vi.setSystemTime((at += 1_000));
+      clock.advance(1_000);
       const body = jsonOf(cardOf(html, name, language));
       const res = await sendV2(t.key, { ...body, to: TEST_CONTACT });
       expect(res.status, `${name} ${language}: ${await res.clone().text()}`).toBe(201);

@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeClockPerTest } from "./helpers/clock";
 import { api, json } from "./helpers/http";
 import { send } from "./helpers/send";
 import { cloudTenant, mockOperator, type OperatorCall } from "./helpers/operator";
@@ -14,15 +15,9 @@ import { InboundMessage } from "../src/domain/message";
 // linked to our ids; and content that is always an object. Through the real webhook endpoint with
 // signed payloads; sends through the real POST /messages, the operator faked at the fetch edge.
 
-let clock = Date.UTC(2044, 0, 1);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  clock += 24 * 3_600_000;
-  vi.setSystemTime(clock);
-});
+const clock = fakeClockPerTest(Date.UTC(2044, 0, 1), (t) => t + 24 * 3_600_000);
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
@@ -44,7 +39,7 @@ async function sent(t: Tenant, recipient: { to: string } | { toUserId: string },
   const { jobId } = await json<{ jobId: string }>(res);
   await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
   vi.restoreAllMocks();
-  vi.setSystemTime((clock += 2_000));
+  clock.advance(2_000);
   return jobId;
 }
 
@@ -59,7 +54,7 @@ async function inbound(
   for (const [i, m] of messages.entries()) {
     const payload = inboundPayload(
       t.phoneNumberId,
-      [{ ...sender, id: `wamid.IN.${crypto.randomUUID()}`, timestamp: seconds(clock + i * 1_000), ...m }],
+      [{ ...sender, id: `wamid.IN.${crypto.randomUUID()}`, timestamp: seconds(clock.now() + i * 1_000), ...m }],
       [contact],
     );
     expect((await postOperator(payload)).status).toBe(200);

@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { connectCloudNumber, operatorError } from "./helpers/operator";
@@ -9,7 +9,8 @@ import { mediaFile, serveOperatorMedia, sha256Hex, type MediaFile } from "./help
 import { customerWebhook } from "./helpers/number-edge";
 import { Browser, html, signedInMember } from "./helpers/dashboard";
 import { testWorkspace } from "./helpers/objects";
-import { mockNetwork, type Network } from "./helpers/webhook-net";
+import { mockNetworkPerTest } from "./helpers/webhook-net";
+import { fakeClockPerTest } from "./helpers/clock";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { mediaKey } from "../src/durable-objects/history/media-keys";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
@@ -21,22 +22,11 @@ import { DAY_MS, utcDay } from "../src/domain/job-id";
 // its delays shortened by vitest.config.ts) and served by GET /messages/{id}/media. The operator's
 // Cloud API (media lookup, download) is faked at the network edge; every other request fails.
 
-let clock = Date.UTC(2047, 4, 1, 10);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-let net: Network;
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  // A fresh stretch of days for each test, at 10:00 UTC.
-  setClock((utcDay(clock) + 40) * DAY_MS + 10 * 3_600_000);
-  net = mockNetwork();
-});
+// A fresh stretch of days for each test, at 10:00 UTC.
+const clock = fakeClockPerTest(Date.UTC(2047, 4, 1, 10), (t) => (utcDay(t) + 40) * DAY_MS + 10 * 3_600_000);
+const net = mockNetworkPerTest();
 afterEach(() => {
-  expect(net.unhandled).toEqual([]);
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 type Live = { workspaceId: string; key: string; numberId: string; phoneNumberId: string; token: string };
@@ -75,7 +65,7 @@ async function receive(
       {
         from,
         id: `wamid.IN${crypto.randomUUID().slice(0, 8)}`,
-        timestamp: seconds(clock),
+        timestamp: seconds(clock.now()),
         type,
         [type]: { mime_type: file.mimeType, sha256: await sha256Hex(file.bytes), id: file.id, ...extra },
       },
@@ -112,7 +102,7 @@ const settled = (t: Live, id: string): Promise<Media> =>
   );
 
 const bytesOf = async (res: Response) => new Uint8Array(await res.arrayBuffer());
-const inR2 = async (t: Live, id: string) => env.ARCHIVE.get(mediaKey(t.workspaceId, utcDay(clock), id));
+const inR2 = async (t: Live, id: string) => env.ARCHIVE.get(mediaKey(t.workspaceId, utcDay(clock.now()), id));
 
 describe("inbound media copied on receipt", () => {
   it("lands in R2 with its type; GET /messages/{id}/media streams the exact bytes, and the views and the event carry the facts", async () => {
@@ -209,7 +199,13 @@ describe("inbound media copied on receipt", () => {
 
     const text = await postOperator(
       inboundPayload(t.phoneNumberId, [
-        { from: "5511988887777", id: "wamid.TEXT1", timestamp: seconds(clock), type: "text", text: { body: "hi" } },
+        {
+          from: "5511988887777",
+          id: "wamid.TEXT1",
+          timestamp: seconds(clock.now()),
+          type: "text",
+          text: { body: "hi" },
+        },
       ]),
     );
     expect(text.status).toBe(200);
@@ -238,7 +234,7 @@ describe("beside the sender's identity and links", () => {
             from: "",
             from_user_id: userId,
             id: "wamid.ASK1",
-            timestamp: seconds(clock),
+            timestamp: seconds(clock.now()),
             type: "text",
             text: { body: "?" },
           },
@@ -257,7 +253,7 @@ describe("beside the sender's identity and links", () => {
             from: "",
             from_user_id: userId,
             id: "wamid.PIC1",
-            timestamp: seconds(clock + 1_000),
+            timestamp: seconds(clock.now() + 1_000),
             type: "image",
             context: { from: "", id: "wamid.ASK1" },
             image: { mime_type: file.mimeType, sha256: await sha256Hex(file.bytes), id: file.id, caption: "This one" },
@@ -287,7 +283,7 @@ describe("beside the sender's identity and links", () => {
     expect(await settled(t, pic.id)).toMatchObject({ status: "stored", size: 3_000, caption: "This one" });
     const view = await json<View>(await api(`/messages/${pic.id}`, t.key));
     expect(view).toMatchObject({ ...sender, replyTo, media: { status: "stored", available: true } });
-    const stored = await env.ARCHIVE.get(mediaKey(t.workspaceId, utcDay(clock), pic.id));
+    const stored = await env.ARCHIVE.get(mediaKey(t.workspaceId, utcDay(clock.now()), pic.id));
     expect(await bytesOf(new Response(stored!.body))).toEqual(file.bytes);
 
     const event = await vi.waitFor(
@@ -338,7 +334,7 @@ describe("the plan's caps", () => {
   });
 });
 
-const testDayState = (t: Live) => testWorkspace(t.workspaceId).dayState(utcDay(clock));
+const testDayState = (t: Live) => testWorkspace(t.workspaceId).dayState(utcDay(clock.now()));
 
 describe("the operator down at copy time", () => {
   it("retries the copy, which lands once the operator answers again", async () => {
@@ -423,16 +419,16 @@ describe("the end of the plan's history window", () => {
     const late = mediaFile(3_000);
     serveOperatorMedia(net, t.token, early);
     serveOperatorMedia(net, t.token, late);
-    const day = utcDay(clock);
+    const day = utcDay(clock.now());
     const idEarly = await receive(t, "image", early);
     await settled(t, idEarly);
-    setClock(clock + DAY_MS);
+    clock.advance(DAY_MS);
     const idLate = await receive(t, "image", late);
     await settled(t, idLate);
     expect(await env.ARCHIVE.head(mediaKey(t.workspaceId, day, idEarly))).not.toBeNull();
 
     // The day's last moment plus 7 days: the day is archived, and its media deleted.
-    setClock((day + 1 + 7) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    clock.set((day + 1 + 7) * DAY_MS + RETENTION_SLACK_MS + 60_000);
     // Inbound messages alone arm no alarm while events leave at once (the test setting): arm one,
     // as the publishing delay of a deployment does, with the budget unchanged.
     await testWorkspace(t.workspaceId).setHotBytesBudget(HOT_BYTES_BUDGET);

@@ -1,6 +1,8 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { answerAtEdge } from "./helpers/edge";
+import { fakeClockPerTest } from "./helpers/clock";
 import { api, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
 import { cloudTenant, operatorError, type OperatorCall } from "./helpers/operator";
@@ -13,19 +15,9 @@ import { signedInMember } from "./helpers/dashboard";
 // an account-level code, or the `errors` of a `messages` change, pause the number as the same code
 // in the answer to a call does; other fields and errors are shown on the number's health.
 
-let clock = Date.UTC(2043, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 24 * 3_600_000);
-});
+const clock = fakeClockPerTest(Date.UTC(2043, 0, 1), (t) => t + 24 * 3_600_000);
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
@@ -40,7 +32,7 @@ function operator(
     Response.json({ messaging_product: "whatsapp", messages: [{ id: `wamid.${i}` }] }),
 ): OperatorCall[] {
   const calls: OperatorCall[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+  answerAtEdge(async (input, init) => {
     const req = new Request(input as RequestInfo, init);
     if (!req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
       throw new Error(`unexpected outbound request: ${req.url}`);
@@ -63,7 +55,7 @@ const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env,
 async function drainFor(numberId: string, rounds: number): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     await drain(numberId);
-    advance(PACE_WINDOW_MS);
+    clock.advance(PACE_WINDOW_MS);
   }
 }
 
@@ -92,7 +84,7 @@ const failedReport = (t: Tenant, wamid: string, jobId: string, code: number, tit
       {
         id: wamid,
         status: "failed",
-        timestamp: seconds(clock),
+        timestamp: seconds(clock.now()),
         recipient_id: "5511900000001",
         biz_opaque_callback_data: jobId,
         errors: [{ code, title, message: title, error_data: { details: `${title}.` } }],
@@ -125,7 +117,7 @@ describe("an account-level failure reported by webhook pauses the number", () =>
       pausedReason: expect.stringContaining("operator code 131031, reported by webhook"),
     });
     const firstProbeAt = Date.parse(paused.sending.nextAttemptAt!);
-    expect(firstProbeAt - clock).toBe(15 * 60_000);
+    expect(firstProbeAt - clock.now()).toBe(15 * 60_000);
 
     // Sends are still accepted; they wait, queued, and nothing is called.
     const later = [await sendOne(t, "5511900000002"), await sendOne(t, "5511900000003")];
@@ -134,27 +126,27 @@ describe("an account-level failure reported by webhook pauses the number", () =>
     for (const jobId of later) expect(await message(t, jobId)).toMatchObject({ status: "queued" });
 
     // The probe: one message, accepted by the operator; that alone proves nothing, so the others still wait.
-    setClock(firstProbeAt);
+    clock.set(firstProbeAt);
     await drainFor(t.numberId, 3);
     expect(calls).toHaveLength(2);
     expect(calls[1]!.body.biz_opaque_callback_data).toBe(later[0]);
     const confirming = await numberView(t);
     expect(confirming.sending).toMatchObject({ state: "paused", reason: { reportedBy: "webhook" } });
-    expect(Date.parse(confirming.sending.nextAttemptAt!)).toBeGreaterThan(clock);
+    expect(Date.parse(confirming.sending.nextAttemptAt!)).toBeGreaterThan(clock.now());
 
     // The operator fails the probe too: still paused, the next probe later than the first.
     expect((await failedReport(t, "wamid.1", later[0]!, 131031, "Business account locked")).status).toBe(200);
     expect(await message(t, later[0]!)).toMatchObject({ status: "failed", error: { code: "account_restricted" } });
     const again = await numberView(t);
-    expect(Date.parse(again.sending.nextAttemptAt!) - clock).toBe(30 * 60_000);
+    expect(Date.parse(again.sending.nextAttemptAt!) - clock.now()).toBe(30 * 60_000);
     await drainFor(t.numberId, 3);
     expect(calls).toHaveLength(2);
 
     // The account is unlocked: the next probe goes through and no failure follows; the number resumes.
-    setClock(Date.parse(again.sending.nextAttemptAt!));
+    clock.set(Date.parse(again.sending.nextAttemptAt!));
     await drainFor(t.numberId, 2);
     expect(calls).toHaveLength(3);
-    setClock(Date.parse((await numberView(t)).sending.nextAttemptAt!));
+    clock.set(Date.parse((await numberView(t)).sending.nextAttemptAt!));
     expect((await numberView(t)).sending).toEqual({
       state: "active",
       pausedSince: null,
@@ -179,7 +171,7 @@ describe("an account-level failure reported by webhook pauses the number", () =>
     });
     // Every later report of the same kind (messages called before the pause) leaves the back-off as it is.
     const probeAt = (await numberView(t)).sending.nextAttemptAt;
-    advance(60_000);
+    clock.advance(60_000);
     await failedReport(t, "wamid.0", first, 131042, "Business eligibility payment issue");
     expect((await numberView(t)).sending.nextAttemptAt).toBe(probeAt);
 
@@ -187,7 +179,7 @@ describe("an account-level failure reported by webhook pauses the number", () =>
     vi.restoreAllMocks();
     const refused = operator(() => operatorError(400, 131042, "Business eligibility payment issue"));
     const held = await sendOne(t, "5511900000002");
-    setClock(clock + 24 * 3_600_000 + 1_000);
+    clock.advance(24 * 3_600_000 + 1_000);
     await drainFor(t.numberId, 3);
     expect(await message(t, held)).toMatchObject({ status: "failed", error: { code: "held_too_long" } });
     expect(refused.map((c) => c.body.biz_opaque_callback_data)).not.toContain(held);
@@ -242,7 +234,7 @@ describe("what the operator's webhooks say about a number beyond its messages", 
       messaging_product: "whatsapp",
       metadata: { display_phone_number: "15557770000", phone_number_id: t.phoneNumberId },
       messages: [
-        { from: "5511900000009", id: "wamid.SB", timestamp: seconds(clock), type: "text", text: { body: "hi" } },
+        { from: "5511900000009", id: "wamid.SB", timestamp: seconds(clock.now()), type: "text", text: { body: "hi" } },
       ],
     });
     expect((await postOperator(standby)).status).toBe(200);
@@ -259,10 +251,10 @@ describe("what the operator's webhooks say about a number beyond its messages", 
     });
     expect(afterStandby.sending).toMatchObject({ state: "active" });
     // A standby number gets one per message: its row is rewritten at most hourly for the same field.
-    advance(60_000);
+    clock.advance(60_000);
     expect((await postOperator(standby)).status).toBe(200);
     expect((await numberView(t)).health.lastOperatorNotice).toEqual(afterStandby.health.lastOperatorNotice);
-    advance(60 * 60_000);
+    clock.advance(60 * 60_000);
     expect((await postOperator(standby)).status).toBe(200);
     expect(Date.parse(((await numberView(t)).health.lastOperatorNotice as { at: string }).at)).toBeGreaterThan(
       Date.parse((afterStandby.health.lastOperatorNotice as { at: string }).at),
@@ -340,7 +332,7 @@ describe("an operator item too large for the queue", () => {
       {
         id: "wamid.0",
         status: "delivered",
-        timestamp: seconds(clock),
+        timestamp: seconds(clock.now()),
         biz_opaque_callback_data: jobId,
         pricing: { note: "x".repeat(130 * 1024) },
       },

@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeClockPerTest } from "./helpers/clock";
 import { api, expectError, json } from "./helpers/http";
 import { send } from "./helpers/send";
 import { cloudTenant, mockOperator, operatorError, type OperatorCall } from "./helpers/operator";
@@ -14,19 +15,9 @@ import { InboundMessage, OutboundMessage } from "../src/domain/message";
 // business-scoped user id (BSUID). Inbound through the real webhook endpoint with signed payloads,
 // sends through the real POST /messages, the operator's API faked at the fetch edge.
 
-let clock = Date.UTC(2043, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 24 * 3_600_000);
-});
+const clock = fakeClockPerTest(Date.UTC(2043, 0, 1), (t) => t + 24 * 3_600_000);
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
@@ -56,7 +47,7 @@ async function sendTo(t: Tenant, recipient: { to: string } | { toUserId: string 
 
 const text = (id: string, sender: Record<string, unknown>, body = "Oi") => ({
   id,
-  timestamp: seconds(clock),
+  timestamp: seconds(clock.now()),
   type: "text",
   text: { body },
   ...sender,
@@ -75,7 +66,7 @@ describe("senders known by a user id", () => {
     expect((await postOperator(ana)).status).toBe(200);
     await until(async () => expect(await windowOf(t, "US.1111")).toMatchObject({ windowOpen: true }));
 
-    advance(20 * HOUR);
+    clock.advance(20 * HOUR);
     const bea = inboundPayload(
       t.phoneNumberId,
       [text("wamid.BEA", {})],
@@ -100,7 +91,7 @@ describe("senders known by a user id", () => {
       });
     }
     // Two users, two windows: Ana's closes 24 hours after her message, Bea's stays open.
-    advance(5 * HOUR);
+    clock.advance(5 * HOUR);
     expect(await windowOf(t, "US.1111")).toMatchObject({ windowOpen: false });
     expect(await windowOf(t, "BR.2222")).toMatchObject({ windowOpen: true });
   });
@@ -214,7 +205,7 @@ describe("sending to a user id: toUserId", () => {
     await expectError(third, 429, "rate_limit_exceeded");
     for (let i = 0; i < 4 && calls.length < 2; i++) {
       await drain(t.numberId);
-      advance(1_100);
+      clock.advance(1_100);
     }
     expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual([first, second]);
   });
@@ -243,7 +234,7 @@ describe("identity changes (system messages)", () => {
       [
         {
           id: "wamid.SYS1",
-          timestamp: seconds(clock),
+          timestamp: seconds(clock.now()),
           type: "system",
           system: {
             body: "User changed their user id",
@@ -293,7 +284,7 @@ describe("identity changes (system messages)", () => {
         {
           from: "5511900000009",
           id: "wamid.SYS2",
-          timestamp: seconds(clock),
+          timestamp: seconds(clock.now()),
           type: "system",
           system: {
             body: "User Ana changed from 5511900000009 to 5511900000010",
@@ -325,7 +316,7 @@ describe("identity changes (system messages)", () => {
     await sendTo(t, { toUserId: "BR.OLD2" });
     for (let i = 0; i < 4 && calls.length < 2; i++) {
       await drain(t.numberId);
-      advance(1_100);
+      clock.advance(1_100);
     }
     expect(calls.map((c) => c.body.to ?? c.body.recipient)).toEqual(["+5511900000010", "BR.NEW2"]);
     // The operator telling of the change is not the user writing.

@@ -1,6 +1,8 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { answerAtEdge } from "./helpers/edge";
+import { fakeClockPerTest } from "./helpers/clock";
 import { api, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
 import { cloudTenant, type OperatorCall } from "./helpers/operator";
@@ -13,19 +15,9 @@ import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-p
 // several devices reported failed and delivered; a timed-out send whose only report is a failure
 // without `biz_opaque_callback_data`.
 
-let clock = Date.UTC(2044, 0, 1);
-const setClock = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
-const advance = (ms: number) => setClock(clock + ms);
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  setClock(clock + 24 * 3_600_000);
-});
+const clock = fakeClockPerTest(Date.UTC(2044, 0, 1), (t) => t + 24 * 3_600_000);
 afterEach(() => {
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
@@ -33,7 +25,7 @@ type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
 /** The operator at the fetch edge: each send answered by `reply` (a thrown timeout: the answer is lost). */
 function operator(reply: (call: OperatorCall, index: number) => Response): OperatorCall[] {
   const calls: OperatorCall[] = [];
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+  answerAtEdge(async (input, init) => {
     const req = new Request(input as RequestInfo, init);
     if (req.method !== "POST" || !req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`))
       throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
@@ -62,7 +54,7 @@ const timeout = (): Response => {
 
 const drain = async (numberId: string) => {
   await runDurableObjectAlarm(channelNumberStub(env, numberId));
-  advance(PACE_WINDOW_MS);
+  clock.advance(PACE_WINDOW_MS);
 };
 
 async function sendOne(t: Tenant, to: string): Promise<string> {
@@ -84,7 +76,7 @@ describe("a user on several devices: failed and delivered both reported", () => 
     const jobId = await sendOne(t, "5511900000001");
     await drain(t.numberId);
     const queued = queuedEvents();
-    const failedAt = clock;
+    const failedAt = clock.now();
     await report(t, {
       id: "wamid.0",
       status: "failed",
@@ -139,11 +131,16 @@ describe("a user on several devices: failed and delivered both reported", () => 
     const jobId = await sendOne(t, "5511900000001");
     await drain(t.numberId);
     const queued = queuedEvents();
-    await report(t, { id: "wamid.0", status: "delivered", timestamp: seconds(clock), biz_opaque_callback_data: jobId });
+    await report(t, {
+      id: "wamid.0",
+      status: "delivered",
+      timestamp: seconds(clock.now()),
+      biz_opaque_callback_data: jobId,
+    });
     await report(t, {
       id: "wamid.0",
       status: "failed",
-      timestamp: seconds(clock + 2_000),
+      timestamp: seconds(clock.now() + 2_000),
       biz_opaque_callback_data: jobId,
       errors: undeliverable,
     });
@@ -165,7 +162,7 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
     const res = await report(t, {
       id: "wamid.LOST",
       status: "failed",
-      timestamp: seconds(clock),
+      timestamp: seconds(clock.now()),
       recipient_id: "5511900000001",
       errors: [{ code: 131047, title: "Re-engagement message" }],
     });
@@ -180,7 +177,7 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
     await report(t, {
       id: "wamid.LOST",
       status: "failed",
-      timestamp: seconds(clock),
+      timestamp: seconds(clock.now()),
       recipient_id: "5511900000001",
       errors: [{ code: 131047, title: "Re-engagement message" }],
     });
@@ -197,13 +194,13 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
     expect(await message(t, first)).toMatchObject({ status: "sent" });
     lost = true;
     const jobId = await sendOne(t, "5511999998888");
-    advance(10_000);
+    clock.advance(10_000);
     await drain(t.numberId);
     expect(await message(t, jobId)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
     await report(t, {
       id: "wamid.LOST",
       status: "failed",
-      timestamp: seconds(clock),
+      timestamp: seconds(clock.now()),
       recipient_id: "551199998888",
       errors: undeliverable,
     });
@@ -214,7 +211,7 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
   it("is not matched when nothing tells which message it is about: two unknown outcomes to that recipient, another recipient, or a report older than the call", async () => {
     const t = await cloudTenant();
     operator(timeout);
-    const callAt = clock;
+    const callAt = clock.now();
     const a = await sendOne(t, "5511900000001");
     const b = await sendOne(t, "5511900000002");
     await drain(t.numberId);
@@ -228,20 +225,25 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
         errors: undeliverable,
       });
     // Another recipient, and a report from long before the call: neither is about these messages.
-    await failure("5511900000003", clock);
+    await failure("5511900000003", clock.now());
     await failure("5511900000001", callAt - 60 * 60_000);
     for (const jobId of [a, b]) expect(await message(t, jobId)).toMatchObject({ status: "processing" });
     // Two messages to that recipient wait on an unknown outcome: the report could be about either.
     await sendOne(t, "5511900000002");
-    advance(10_000);
+    clock.advance(10_000);
     await drain(t.numberId);
-    await failure("5511900000002", clock);
+    await failure("5511900000002", clock.now());
     expect(await message(t, b)).toMatchObject({ status: "processing", outcomeUnknownSince: expect.any(String) });
     // A delivery without our jobId is never matched (it may be about a message sent from the business's own app).
-    await report(t, { id: "wamid.APP", status: "delivered", timestamp: seconds(clock), recipient_id: "5511900000001" });
+    await report(t, {
+      id: "wamid.APP",
+      status: "delivered",
+      timestamp: seconds(clock.now()),
+      recipient_id: "5511900000001",
+    });
     expect(await message(t, a)).toMatchObject({ status: "processing", deliveredAt: null });
     // The one message to the first recipient, reported now: matched.
-    await failure("5511900000001", clock);
+    await failure("5511900000001", clock.now());
     expect(await message(t, a)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
   });
 });

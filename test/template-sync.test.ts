@@ -1,6 +1,7 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeClockPerTest } from "./helpers/clock";
 import worker from "../src/index";
 import { api, expectError, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
@@ -24,17 +25,9 @@ import { TEMPLATE_PAGE_SIZE } from "../src/upstream/operator-templates";
 // synced (with the failure and its age) when the operator cannot be asked.
 
 const HOUR = 3_600_000;
-let clock = Date.UTC(2045, 0, 1);
-const at = (ms: number) => {
-  clock = ms;
-  vi.setSystemTime(clock);
-};
+const clock = fakeClockPerTest(Date.UTC(2045, 0, 1), (t) => t + 30 * 24 * HOUR);
 let tenants: { key: string; numberId: string }[] = [];
 let fakes: { restore(): void }[] = [];
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["Date"] });
-  at(clock + 30 * 24 * HOUR);
-});
 afterEach(async () => {
   // Earlier tests' accounts are never due again: their numbers are disconnected (no operator call).
   for (const t of tenants) await api(`/channel-numbers/${t.numberId}`, t.key, { method: "DELETE" });
@@ -42,12 +35,11 @@ afterEach(async () => {
   tenants = [];
   fakes = [];
   vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 const runCron = async () => {
   const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ scheduledTime: clock, cron: "17 * * * *" }), env, ctx);
+  await worker.scheduled(createScheduledController({ scheduledTime: clock.now(), cron: "17 * * * *" }), env, ctx);
   await waitOnExecutionContext(ctx);
 };
 
@@ -93,7 +85,7 @@ describe("paged sync", () => {
     const afterConnect = await stateOf(t.account.wabaId);
     expect(afterConnect).toMatchObject({ cursor: expect.any(String), last_success_at: null });
 
-    at(clock + HOUR);
+    clock.advance(HOUR);
     await runCron();
     expect(t.listed.pages).toHaveLength(CONNECT_PAGE_BUDGET + TEMPLATE_PAGE_BUDGET_PER_RUN);
     // It went on where the connect stopped.
@@ -102,14 +94,14 @@ describe("paged sync", () => {
       (CONNECT_PAGE_BUDGET + TEMPLATE_PAGE_BUDGET_PER_RUN) * TEMPLATE_PAGE_SIZE,
     );
 
-    at(clock + HOUR);
+    clock.advance(HOUR);
     await runCron();
     // 6,000 kept (the operator's maximum); the 61st page had no room: the pass ended there, saying so.
     expect(t.listed.pages).toHaveLength(Math.ceil(total / TEMPLATE_PAGE_SIZE));
     expect(await stored(t.account.wabaId)).toBe(MAX_TEMPLATES_PER_ACCOUNT);
     expect(await stateOf(t.account.wabaId)).toMatchObject({
       cursor: null,
-      last_success_at: new Date(clock).toISOString(),
+      last_success_at: new Date(clock.now()).toISOString(),
       last_error: expect.stringContaining(`more than ${MAX_TEMPLATES_PER_ACCOUNT}`),
     });
   });
@@ -117,11 +109,11 @@ describe("paged sync", () => {
   it("at most hourly: a run within the hour asks nothing; a template deleted at the operator goes at the next pass", async () => {
     const t = await liveTenant(many(3));
     expect(t.listed.pages).toHaveLength(1);
-    at(clock + HOUR / 2);
+    clock.advance(HOUR / 2);
     await runCron();
     expect(t.listed.pages).toHaveLength(1);
     t.listed.templates.splice(1, 1);
-    at(clock + HOUR / 2);
+    clock.advance(HOUR / 2);
     await runCron();
     expect(t.listed.pages).toHaveLength(2);
     const names = await json<{ data: { name: string }[] }>(await apiV2("/templates", t.key));
@@ -135,10 +127,10 @@ describe("a failing sync", () => {
     for (const level of ["log", "warn", "error"] as const)
       vi.spyOn(console, level).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
     const t = await liveTenant(many(2));
-    const syncedAt = new Date(clock).toISOString();
+    const syncedAt = new Date(clock.now()).toISOString();
     t.listed.failure = () =>
       Response.json({ error: { code: 2, message: "Service temporarily unavailable" } }, { status: 503 });
-    at(clock + 2 * HOUR);
+    clock.advance(2 * HOUR);
     await runCron();
     const list = await json<{ data: TemplateItem[] }>(await apiV2("/templates", t.key));
     expect(list.data).toHaveLength(2);
@@ -146,7 +138,7 @@ describe("a failing sync", () => {
       syncedAt,
       ageSeconds: 7200,
       lastError: "The operator answered HTTP 503, code 2: Service temporarily unavailable.",
-      lastErrorAt: new Date(clock).toISOString(),
+      lastErrorAt: new Date(clock.now()).toISOString(),
     });
     // A failure is no reason to refuse a send of the last good copy.
     const ok = await sendV2(t.key, {
@@ -159,11 +151,11 @@ describe("a failing sync", () => {
 
     // A failed account waits its hour like any other (one failing for good never takes the others' budget).
     const asked = t.listed.pages.length;
-    at(clock + HOUR / 2);
+    clock.advance(HOUR / 2);
     await runCron();
     expect(t.listed.pages).toHaveLength(asked);
     t.listed.failure = null;
-    at(clock + HOUR / 2);
+    clock.advance(HOUR / 2);
     await runCron();
     expect(t.listed.pages).toHaveLength(asked + 1);
     const fresh = await json<{ data: TemplateItem[] }>(await apiV2("/templates", t.key));
@@ -197,7 +189,7 @@ describe("the operator's message_template_status_update", () => {
     const got = await json<{ translations: TemplateItem[] }>(await apiV2("/templates/flash_sale", t.key));
     expect(got.translations.map((x) => x.status)).toEqual(["PAUSED"]);
     // Sends read a template at most 5 seconds old (per isolate; the operator refuses a paused one in between).
-    at(clock + 5_000);
+    clock.advance(5_000);
     await expectError(await sendV2(t.key, sale), 400, "template_paused");
     // A retry of the send accepted before the pause is still its replay, not a refusal.
     expect(await json(await sendV2(t.key, sale, key))).toEqual({
@@ -237,7 +229,7 @@ describe("the operator's message_template_status_update", () => {
       await env.DB.prepare("SELECT requested_at FROM template_sync_state WHERE waba_id = ?")
         .bind(t.account.wabaId)
         .first<{ requested_at: string | null }>(),
-    ).toEqual({ requested_at: new Date(clock).toISOString() });
+    ).toEqual({ requested_at: new Date(clock.now()).toISOString() });
     // A malformed update is dropped without failing the webhook.
     const malformed = templateStatusPayload(t.account.wabaId, {
       event: "PAUSED",

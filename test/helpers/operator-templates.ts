@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { answerAtEdge } from "./edge";
 import { call } from "./http";
 
 /** A request to `/api/v2…` through the Worker's real fetch handler. */
@@ -48,8 +49,9 @@ export const positionalTemplate = (
 /**
  * Fakes the operator's `GET /{version}/{waba-id}/message_templates` of one account at the
  * network edge, paged like the Graph API (`limit`, `after`; `paging.cursors.after` and
- * `paging.next` while more follow); `name` filters. Other requests go to the fetch installed
- * before (a fakeOperatorAccount included). Every page asked is recorded in `pages`.
+ * `paging.next` while more follow); `name` filters. Other requests go to the answers below it on
+ * the edge (a fakeOperatorAccount included). Every page asked is recorded in `pages`. `restore()`
+ * takes it off the edge (vi.restoreAllMocks() clears it too, with the whole edge).
  */
 export function fakeTemplates(account: { wabaId: string; token: string }, templates: OperatorTemplateFixture[] = []) {
   const prefix = `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${account.wabaId}/message_templates`;
@@ -61,11 +63,10 @@ export function fakeTemplates(account: { wabaId: string; token: string }, templa
     failure: null as (() => Response) | null,
     restore: () => undefined as void,
   };
-  const previous = globalThis.fetch;
-  const faked: typeof fetch = async (input, init) => {
+  fake.restore = answerAtEdge(async (input, init) => {
     const req = new Request(input, init);
     const [path, query = ""] = req.url.split("?");
-    if (req.method !== "GET" || path !== prefix) return previous(input, init);
+    if (req.method !== "GET" || path !== prefix) return undefined;
     const q = new URLSearchParams(query);
     fake.pages.push(q);
     if (fake.failure) return fake.failure();
@@ -84,11 +85,7 @@ export function fakeTemplates(account: { wabaId: string; token: string }, templa
         ...(more ? { next: `${prefix}?limit=${limit}&after=${after}` } : {}),
       },
     });
-  };
-  globalThis.fetch = faked;
-  fake.restore = () => {
-    if (globalThis.fetch === faked) globalThis.fetch = previous;
-  };
+  });
   return fake;
 }
 
