@@ -37,6 +37,21 @@ export const SendMessageDuplicate = z
   })
   .openapi("SendMessageDuplicate");
 
+/** What a send answers, in both API versions: accepted, an identical retry, or an error. */
+export const sendResponses = {
+  201: jsonContent(
+    SendMessageAccepted,
+    "Accepted and queued.",
+    { jobId: EXAMPLE.jobId, status: "created" as const },
+    rateLimitHeaders,
+  ),
+  200: jsonContent(SendMessageDuplicate, "Identical retry of an accepted send: nothing is sent again.", {
+    jobId: EXAMPLE.jobId,
+    status: "duplicado_identico" as const,
+  }),
+  ...errorResponses(400, 401, 403, 409, 429, 500),
+};
+
 const send = createRoute({
   method: "post",
   path: "/messages",
@@ -58,19 +73,7 @@ const send = createRoute({
       text: { body: "Your order has shipped." },
     }),
   },
-  responses: {
-    201: jsonContent(
-      SendMessageAccepted,
-      "Accepted and queued.",
-      { jobId: EXAMPLE.jobId, status: "created" },
-      rateLimitHeaders,
-    ),
-    200: jsonContent(SendMessageDuplicate, "Identical retry of an accepted send: nothing is sent again.", {
-      jobId: EXAMPLE.jobId,
-      status: "duplicado_identico",
-    }),
-    ...errorResponses(400, 401, 403, 409, 429, 500),
-  },
+  responses: sendResponses,
 });
 
 export const MESSAGE_EXAMPLE: z.output<typeof Message> = {

@@ -1,12 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import {
-  bearerSecurity,
-  errorResponses,
-  jsonContent,
-  jsonRequestBody,
-  newRouter,
-  rateLimitHeaders,
-} from "../../lib/openapi";
+import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../../lib/openapi";
 import { EXAMPLE } from "../../lib/openapi-examples";
 import { IdempotencyKeyHeader } from "../../domain/send-request";
 import { SendMessageRequestV2 } from "../../domain/send-request-v2";
@@ -16,15 +9,7 @@ import { MessageListQuery, toFilter } from "../../domain/message-list";
 import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import type { OutboundContent, SendCommand } from "../../durable-objects/workspace/contract";
-import {
-  admitSend,
-  MESSAGE_EXAMPLE,
-  MessageList,
-  messagePage,
-  SendMessageAccepted,
-  SendMessageDuplicate,
-  sendValidationHook,
-} from "../messages";
+import { admitSend, MESSAGE_EXAMPLE, MessageList, messagePage, sendResponses, sendValidationHook } from "../messages";
 
 const send = createRoute({
   method: "post",
@@ -50,19 +35,7 @@ const send = createRoute({
       template: { name: "order_update", language: "en_US", parameters: { body: ["Ana", "#1042", "Friday"] } },
     }),
   },
-  responses: {
-    201: jsonContent(
-      SendMessageAccepted,
-      "Accepted and queued.",
-      { jobId: EXAMPLE.jobId, status: "created" },
-      rateLimitHeaders,
-    ),
-    200: jsonContent(SendMessageDuplicate, "Identical retry of an accepted send: nothing is sent again.", {
-      jobId: EXAMPLE.jobId,
-      status: "duplicado_identico",
-    }),
-    ...errorResponses(400, 401, 403, 409, 429, 500),
-  },
+  responses: sendResponses,
 });
 
 const MessageListQueryV2 = MessageListQuery.safeExtend({
