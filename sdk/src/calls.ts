@@ -24,6 +24,34 @@ export class Calls {
     return new Paginated((cursor) => this.read((signal) => page(cursor, signal), options), params.cursor);
   }
 
+  /**
+   * A streamed read: the attempt's signal (deadline and caller) governs the wait for the answer;
+   * once it is there, only the caller's signal may stop the body: `download` is the answered
+   * request's controller, for the caller to abort.
+   */
+  async streamed<T>(
+    get: (signal: AbortSignal) => ReturnType<Attempt<T>>,
+    signal: AbortSignal | undefined,
+  ): Promise<{ data: T; response: Response; download: AbortController }> {
+    let answered = new AbortController();
+    const { data, response } = await withRetries(
+      async (attemptSignal) => {
+        const request = new AbortController();
+        answered = request;
+        const forward = () => request.abort(attemptSignal.reason);
+        attemptSignal.addEventListener("abort", forward, { once: true });
+        try {
+          return await get(request.signal);
+        } finally {
+          attemptSignal.removeEventListener("abort", forward);
+        }
+      },
+      this.retry,
+      signal,
+    );
+    return { data, response, download: answered };
+  }
+
   /** A send: without `idempotencyKey` a new UUID, and either way the same key on every attempt. */
   async send<S extends string>(
     post: (idempotencyKey: string, signal: AbortSignal) => ReturnType<Attempt<{ jobId: string; status: S }>>,

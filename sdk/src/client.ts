@@ -2,7 +2,7 @@ import createClient from "openapi-fetch";
 import type { components, operations, paths } from "./generated/openapi.js";
 import { ndjsonValues } from "./ndjson.js";
 import { Paginated } from "./paginate.js";
-import { DEFAULT_RETRY, once, withRetries, type RetryOptions } from "./retry.js";
+import { DEFAULT_RETRY, once, type RetryOptions } from "./retry.js";
 import { verifyWebhook, type WebhookEvent, type WebhookHeaders } from "./webhooks.js";
 import { MessagingClientV2 } from "./v2.js";
 import { Calls } from "./calls.js";
@@ -283,30 +283,13 @@ export class MessagingClient {
     day: string,
     signal: AbortSignal | undefined,
   ): AsyncGenerator<Message, void, undefined> {
-    // The attempt's signal (deadline and caller) governs the wait for the answer; once it is
-    // there, only the caller's signal can stop the body, however long the day is to read.
-    let answered = new AbortController();
-    const { data: body } = await withRetries(
-      async (attemptSignal) => {
-        const request = new AbortController();
-        answered = request;
-        const forward = () => request.abort(attemptSignal.reason);
-        attemptSignal.addEventListener("abort", forward, { once: true });
-        try {
-          return await this.http.GET("/message-archives/{day}", {
-            params: { path: { day } },
-            parseAs: "stream",
-            signal: request.signal,
-          });
-        } finally {
-          attemptSignal.removeEventListener("abort", forward);
-        }
-      },
-      this.retry,
+    // Only the caller's signal can stop the body once it is there, however long the day is to read.
+    const { data: body, download } = await this.calls.streamed(
+      (request) =>
+        this.http.GET("/message-archives/{day}", { params: { path: { day } }, parseAs: "stream", signal: request }),
       signal,
     );
     if (!body) return;
-    const download = answered;
     const stop = () => download.abort(signal?.reason);
     signal?.addEventListener("abort", stop, { once: true });
     if (signal?.aborted) stop();
@@ -318,29 +301,15 @@ export class MessagingClient {
   }
 
   private async downloadMedia(id: string, signal: AbortSignal | undefined): Promise<MessageMedia> {
-    // As with archives: the attempt's signal (deadline and caller) governs the wait for the answer;
-    // once it is there, only the caller's signal can stop the body.
-    let answered = new AbortController();
-    const { data: body, response } = await withRetries(
-      async (attemptSignal) => {
-        const request = new AbortController();
-        answered = request;
-        const forward = () => request.abort(attemptSignal.reason);
-        attemptSignal.addEventListener("abort", forward, { once: true });
-        try {
-          return await this.http.GET("/messages/{id}/media", {
-            params: { path: { id } },
-            parseAs: "stream",
-            signal: request.signal,
-          });
-        } finally {
-          attemptSignal.removeEventListener("abort", forward);
-        }
-      },
-      this.retry,
+    const {
+      data: body,
+      response,
+      download,
+    } = await this.calls.streamed(
+      (request) =>
+        this.http.GET("/messages/{id}/media", { params: { path: { id } }, parseAs: "stream", signal: request }),
       signal,
     );
-    const download = answered;
     signal?.addEventListener("abort", () => download.abort(signal.reason), { once: true });
     const length = response.headers.get("content-length");
     return {
