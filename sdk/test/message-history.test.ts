@@ -23,6 +23,13 @@ afterAll(() => receiver.close());
 const CONTACT = "5511977776666";
 const OTHER_CONTACT = "5511955554444";
 
+/**
+ * The time the list orders by and `createdAfter`/`createdBefore` compare (docs/api.md): an inbound
+ * message's `receivedAt` (the operator's time, in its id), which can be a few milliseconds before
+ * the `createdAt` of its record; a send's `createdAt`.
+ */
+const listedAt = (m: Message): string => (m.direction === "inbound" ? m.receivedAt : m.createdAt);
+
 /** Two sandbox numbers with three sends and three inbound messages between them; returns the records, newest first. */
 async function history(t: Tenant) {
   const client = t.client();
@@ -39,9 +46,9 @@ async function history(t: Tenant) {
   await send(t.numberId, "5511000000002", "a2");
   await inbound(t.numberId, OTHER_CONTACT, "hello a");
   const records = await Promise.all(ids.map((id) => client.messages.get(id)));
-  // The list's order: newest first, ties broken by id (descending).
+  // The list's order: newest first by listedAt, ties broken by id (descending).
   const newestFirst = [...records].sort((x, y) =>
-    x.createdAt === y.createdAt ? (x.id < y.id ? 1 : -1) : x.createdAt < y.createdAt ? 1 : -1,
+    listedAt(x) === listedAt(y) ? (x.id < y.id ? 1 : -1) : listedAt(x) < listedAt(y) ? 1 : -1,
   );
   return { a: t.numberId, b, records: newestFirst };
 }
@@ -93,10 +100,10 @@ describe("client.messages.list", () => {
     expect(await list({ channelNumberId: b })).toHaveLength(2);
 
     // createdAfter and createdBefore are exclusive.
-    const oldest = records.at(-1)!.createdAt;
-    const newest = records[0]!.createdAt;
+    const oldest = listedAt(records.at(-1)!);
+    const newest = listedAt(records[0]!);
     const window = await list({ createdAfter: oldest, createdBefore: newest });
-    expect(window).toEqual(expected((m) => m.createdAt > oldest && m.createdAt < newest));
+    expect(window).toEqual(expected((m) => listedAt(m) > oldest && listedAt(m) < newest));
     expect(window.length).toBeGreaterThanOrEqual(2);
   });
 
