@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { answerAtEdge } from "./helpers/edge";
-import { operatorNumberUrl } from "./helpers/operator";
+import { fakeOperatorAccount, operatorNumberUrl } from "./helpers/operator";
 import { admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
 
@@ -124,6 +124,50 @@ describe("admin API", () => {
       403,
       "forbidden",
     );
+  });
+
+  it("connects a cloud number with its business account: the public API's checks, the account stored", async () => {
+    const workspaceId = await createWorkspace({ plan: "pro" });
+    const a = fakeOperatorAccount();
+    const connect = (wabaId: string) =>
+      admin(`/workspaces/${workspaceId}/channel-numbers`, {
+        method: "POST",
+        json: {
+          displayPhoneNumber: "+15557770000",
+          upstream: { type: "cloud", phoneNumberId: a.phoneNumberId, wabaId, accessToken: a.token },
+        },
+      });
+    // A business account the number is not in: refused naming the field; nothing stored.
+    const wrong = await expectError(await connect("999000111222"), 400, "invalid_request");
+    expect(wrong.error.details).toEqual([
+      expect.objectContaining({ path: "upstream.wabaId", rule: "upstream_verification" }),
+    ]);
+    expect((await json<{ data: unknown[] }>(await admin(`/workspaces/${workspaceId}/channel-numbers`))).data).toEqual(
+      [],
+    );
+
+    const res = await connect(a.wabaId);
+    expect(res.status, await res.clone().text()).toBe(201);
+    expect(await json(res)).toMatchObject({
+      upstream: { type: "cloud", phoneNumberId: a.phoneNumberId, wabaId: a.wabaId },
+    });
+    expect(a.calls.slice(-3)).toEqual([
+      `GET ${a.phoneNumberId}`,
+      `GET ${a.wabaId}/phone_numbers`,
+      `POST ${a.wabaId}/subscribed_apps`,
+    ]);
+    // Without wabaId, only the number's record is checked, as before: no account is stored.
+    const b = fakeOperatorAccount();
+    const plain = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+      method: "POST",
+      json: {
+        displayPhoneNumber: "+15557770001",
+        upstream: { type: "cloud", phoneNumberId: b.phoneNumberId, accessToken: b.token },
+      },
+    });
+    expect(plain.status).toBe(201);
+    expect(await json(plain)).toMatchObject({ upstream: { phoneNumberId: b.phoneNumberId, wabaId: null } });
+    expect(b.calls).toEqual([`GET ${b.phoneNumberId}`]);
   });
 
   it("disconnecting a number takes it out of the public API at once", async () => {

@@ -2,7 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClockPerTest } from "./helpers/clock";
-import { api, expectError, json } from "./helpers/http";
+import { admin, api, expectError, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { accepted, cloudUpstream, fakeOperatorAccount, mockOperator, operatorError } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
@@ -264,5 +264,55 @@ describe("a live number's templates", () => {
     );
     expect(err.error.details).toEqual([expect.objectContaining({ path: "channelNumberId", rule: "no_account" })]);
     expect((await json<{ data: unknown[] }>(await apiV2("/messages", key))).data).toEqual([]);
+  });
+
+  it("the admin API gives such a number its account (credentials with wabaId): confirmed, synced, and it sends templates", async () => {
+    const workspaceId = await createWorkspace({ plan: "pro" });
+    const { key } = await createKey(workspaceId);
+    const { connectCloudNumber } = await import("./helpers/operator");
+    const { numberId, phoneNumberId, token } = await connectCloudNumber(workspaceId);
+    // The account at the operator that holds that number, with its templates.
+    const account = fakeOperatorAccount();
+    account.phoneNumberId = phoneNumberId;
+    account.token = token;
+    const listed = fakeTemplates(account, TEMPLATES);
+    const credentials = (wabaId: string) =>
+      admin(`/channel-numbers/${numberId}/credentials`, { method: "PUT", json: { accessToken: token, wabaId } });
+    const template = {
+      channelNumberId: numberId,
+      to: NOBODY,
+      type: "template",
+      template: {
+        name: "order_update",
+        language: "en_US",
+        parameters: {
+          header: { link: "https://cdn.example.com/p.png" },
+          body: ["Ana", "#1"],
+          buttons: [{ index: 0, value: "X" }],
+        },
+      },
+    };
+
+    // An account the number is not in: refused naming the field, nothing changed.
+    const wrong = await expectError(await credentials("999000111222"), 400, "invalid_request");
+    expect(wrong.error.details).toEqual([expect.objectContaining({ path: "wabaId", rule: "upstream_verification" })]);
+    await expectError(await sendV2(key, template), 400, "template_not_found");
+
+    const res = await credentials(account.wabaId);
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(await json(res)).toMatchObject({ upstream: { type: "cloud", phoneNumberId, wabaId: account.wabaId } });
+    expect(account.calls.slice(-3)).toEqual([
+      `GET ${phoneNumberId}`,
+      `GET ${account.wabaId}/phone_numbers`,
+      `POST ${account.wabaId}/subscribed_apps`,
+    ]);
+    expect(listed.pages.length).toBeGreaterThan(0);
+    const names = (await json<{ data: { name: string }[] }>(await apiV2("/templates", key))).data.map((t) => t.name);
+    expect(names).toContain("order_update");
+    // Sends read a number's templates through a 5-second cache (src/domain/number-templates.ts), which
+    // still holds the refusal above.
+    clock.advance(5_000);
+    const sent = await sendV2(key, template);
+    expect(sent.status, await sent.clone().text()).toBe(201);
   });
 });

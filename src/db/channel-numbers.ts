@@ -186,21 +186,26 @@ export async function disconnectOwnNumber(
     .first<ChannelNumberRow>();
 }
 
-/** Replaces a connected live number's sealed token and what the operator said when it was verified. */
+/**
+ * Replaces a connected live number's sealed token and what the operator said when it was verified;
+ * `wabaId`, when given, is the business account the operator confirmed the number in (the admin API
+ * sets it on numbers connected without one).
+ */
 export async function replaceCredentialsAndProfile(
   db: D1Database,
   id: string,
   sealed: string,
   profile: StoredProfile,
   at: string,
+  wabaId: string | null = null,
 ): Promise<ChannelNumberRow | null> {
   return db
     .prepare(
       `UPDATE channel_numbers SET upstream_credentials = ?, verified_name = ?, quality_rating = ?, messaging_limit_tier = ?,
-              operator_checked_at = ?, last_operator_error = NULL
+              operator_checked_at = ?, last_operator_error = NULL, waba_id = COALESCE(?, waba_id)
         WHERE id = ? AND status = 'connected' AND upstream_type = 'cloud' RETURNING *`,
     )
-    .bind(sealed, profile.verified_name, profile.quality_rating, profile.messaging_limit_tier, at, id)
+    .bind(sealed, profile.verified_name, profile.quality_rating, profile.messaging_limit_tier, at, wabaId, id)
     .first<ChannelNumberRow>();
 }
 

@@ -9,7 +9,8 @@ import {
 } from "../lib/openapi";
 import { ChannelNumberDetail } from "../domain/channel-number-view";
 import { numberDetail } from "../domain/number-detail";
-import { connectNumber, disconnectNumber, replaceNumberToken, type Refused } from "../domain/number-connection";
+import { connectNumber, disconnectNumber, replaceNumberToken } from "../domain/number-connection";
+import { operatorError } from "./operator-refusal";
 import { ApiError, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
@@ -131,14 +132,6 @@ const disconnect = createRoute({
   request: { params: z.object({ id: NumberId }) },
   responses: { 204: { description: "Disconnected.", headers: requestIdHeader }, ...errorResponses(401, 404, 429) },
 });
-
-/** The uniform 400 (a refusal naming the field) or 500 (the operator could not answer) of an operator outcome. */
-function operatorError(outcome: Refused | { problem: "unavailable"; reason: string }): ApiError {
-  if (outcome.problem === "unavailable") return new ApiError("internal_error", outcome.reason);
-  return new ApiError("invalid_request", "The operator did not confirm the number; nothing was stored.", {
-    details: [{ path: outcome.field, rule: "upstream_verification", message: outcome.reason }],
-  });
-}
 
 export const channelNumberChangeRoutes = newRouter()
   .openapi(connect, async (c) => {

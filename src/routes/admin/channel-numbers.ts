@@ -8,7 +8,9 @@ import {
   getNumberById,
   listAllNumbers,
   replaceCredentials,
+  replaceCredentialsAndProfile,
   type ChannelNumberRow,
+  type StoredProfile,
 } from "../../db/channel-numbers";
 import { ApiError, foundOr404, notFound } from "../../lib/errors";
 import { requireWorkspace } from "./require-workspace";
@@ -19,8 +21,20 @@ import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
 import { jsonBody } from "../../middleware/json-body";
 import { auditAdmin } from "../audit";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
+import { syncOnConnect } from "../../domain/template-sync";
+import { verifyAndSubscribe } from "../../upstream/operator-account";
+import { operatorError } from "../operator-refusal";
 
 const AccessToken = z.string().min(16).max(4096).openapi({ description: "Stored encrypted; never returned." });
+const WabaId = z
+  .string()
+  .regex(/^\d{1,32}$/, { error: "wabaId is the operator's numeric business account id." })
+  .optional()
+  .openapi({
+    description:
+      "The business account the number belongs to. With it, the operator must also confirm the number is in that account " +
+      "and subscribe the app to its webhooks, as the public API's connect does; the number can then send templates (API v2).",
+  });
 
 const Upstream = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("sandbox") }),
@@ -29,6 +43,7 @@ const Upstream = z.discriminatedUnion("type", [
     phoneNumberId: z
       .string()
       .regex(/^\d{1,32}$/, { error: "phoneNumberId is the operator's numeric phone number id." }),
+    wabaId: WabaId,
     accessToken: AccessToken,
   }),
 ]);
@@ -45,7 +60,11 @@ const AdminNumber = z
     id: z.string().uuid(),
     workspaceId: z.string().uuid(),
     displayPhoneNumber: z.string(),
-    upstream: z.object({ type: z.enum(["sandbox", "cloud"]), phoneNumberId: z.string().nullable() }),
+    upstream: z.object({
+      type: z.enum(["sandbox", "cloud"]),
+      phoneNumberId: z.string().nullable(),
+      wabaId: z.string().nullable(),
+    }),
     status: z.enum(["connected", "disconnected"]),
     createdAt: z.string().datetime(),
     disconnectedAt: z.string().datetime().nullable(),
@@ -56,11 +75,34 @@ const toView = (row: ChannelNumberRow): z.infer<typeof AdminNumber> => ({
   id: row.id,
   workspaceId: row.workspace_id,
   displayPhoneNumber: row.display_phone_number,
-  upstream: { type: row.upstream_type, phoneNumberId: row.upstream_phone_number_id },
+  upstream: { type: row.upstream_type, phoneNumberId: row.upstream_phone_number_id, wabaId: row.waba_id },
   status: row.status,
   createdAt: row.created_at,
   disconnectedAt: row.disconnected_at,
 });
+
+/**
+ * The public API's checks of a live number with its business account (its record, its membership
+ * of the account, the webhook subscription), as the columns they fill; a refusal is thrown as the
+ * uniform 400 naming the field, nothing stored.
+ */
+async function verifiedAccount(
+  env: Env,
+  n: { phoneNumberId: string; wabaId: string; accessToken: string },
+  fieldsAt: "upstream" | "top" = "upstream",
+): Promise<StoredProfile & { operator_checked_at: string }> {
+  const verified = await verifyAndSubscribe(env, n);
+  // The credentials body names its fields without the connect body's `upstream.`.
+  if (!verified.ok)
+    throw operatorError(verified, (field) => (fieldsAt === "top" ? field.replace(/^upstream\./, "") : field));
+  const p = verified.value;
+  return {
+    verified_name: p.verifiedName,
+    quality_rating: p.qualityRating,
+    messaging_limit_tier: p.messagingLimitTier,
+    operator_checked_at: isoNow(),
+  };
+}
 
 const WorkspaceParam = z.object({ workspaceId: z.string() });
 
@@ -94,14 +136,16 @@ const disconnect = createRoute({
 
 const Credentials = z.strictObject({
   accessToken: AccessToken,
+  wabaId: WabaId,
 });
 
 const reconnect = createRoute({
   method: "put",
   path: "/channel-numbers/{numberId}/credentials",
   description:
-    "Replaces a live number's access token after the operator's check that it controls the number's phone number id. " +
-    "A number paused by an account-level refusal (e.g. an expired token) sends again at once.",
+    "Replaces a live number's access token after the operator's check that it controls the number's phone number id " +
+    "(and, for a number with a business account, or with `wabaId` given, that the number is in the account, whose webhooks it subscribes to). " +
+    "`wabaId` gives a number connected without one its account, so that it can send templates. A number paused by an account-level refusal (e.g. an expired token) sends again at once.",
   middleware: [jsonBody] as const,
   request: {
     params: z.object({ numberId: z.string() }),
@@ -137,13 +181,23 @@ export const adminChannelNumberRoutes = newRouter()
     const id = crypto.randomUUID();
     let upstreamId: string | null = null;
     let credentials: string | null = null;
+    let account: Pick<ChannelNumberRow, "waba_id" | keyof StoredProfile | "operator_checked_at"> = {
+      waba_id: null,
+      verified_name: null,
+      quality_rating: null,
+      messaging_limit_tier: null,
+      operator_checked_at: null,
+    };
     if (body.upstream.type === "cloud") {
+      const { phoneNumberId, wabaId, accessToken } = body.upstream;
       // Fast refusals before the operator is called; the insert below is the guarantee of both rules.
       if ((await countConnected(c.env.DB, workspaceId)) >= workspace.max_numbers) throw planLimit();
-      if (await findConnectedByUpstreamId(c.env.DB, body.upstream.phoneNumberId)) throw alreadyConnected();
-      await verifyCloudNumber(c.env, body.upstream.phoneNumberId, body.upstream.accessToken);
-      upstreamId = body.upstream.phoneNumberId;
-      credentials = await sealUpstreamCredentials(c.env, id, { accessToken: body.upstream.accessToken });
+      if (await findConnectedByUpstreamId(c.env.DB, phoneNumberId)) throw alreadyConnected();
+      if (wabaId)
+        account = { ...(await verifiedAccount(c.env, { phoneNumberId, wabaId, accessToken })), waba_id: wabaId };
+      else await verifyCloudNumber(c.env, phoneNumberId, accessToken);
+      upstreamId = phoneNumberId;
+      credentials = await sealUpstreamCredentials(c.env, id, { accessToken });
     }
     const row: ChannelNumberRow = {
       id,
@@ -155,11 +209,7 @@ export const adminChannelNumberRoutes = newRouter()
       status: "connected",
       created_at: isoNow(),
       disconnected_at: null,
-      waba_id: null,
-      verified_name: null,
-      quality_rating: null,
-      messaging_limit_tier: null,
-      operator_checked_at: null,
+      ...account,
       last_operator_error: null,
       last_operator_notice: null,
     };
@@ -167,6 +217,7 @@ export const adminChannelNumberRoutes = newRouter()
     if (outcome === "plan_limit") throw planLimit();
     if (outcome === "upstream_taken") throw alreadyConnected();
     await workspaceStub(c.env, workspaceId).invalidateConfig();
+    if (row.waba_id) await syncOnConnect(c.env, row.waba_id);
     await auditAdmin(c, workspaceId, {
       action: "channel_number.connected",
       target: { type: "channel_number", id: row.id },
@@ -197,7 +248,7 @@ export const adminChannelNumberRoutes = newRouter()
   })
   .openapi(reconnect, async (c) => {
     const { numberId } = c.req.valid("param");
-    const { accessToken } = c.req.valid("json");
+    const { accessToken, wabaId: givenWabaId } = c.req.valid("json");
     const row = await findByUuid(numberId, (id) => getNumberById(c.env.DB, id), { asGiven: true });
     if (!row || row.status !== "connected") throw notFound("Channel number");
     if (row.upstream_type !== "cloud" || !row.upstream_phone_number_id) {
@@ -205,13 +256,27 @@ export const adminChannelNumberRoutes = newRouter()
         details: [{ path: "path.numberId", rule: "cloud_number", message: "This is a sandbox number." }],
       });
     }
-    await verifyCloudNumber(c.env, row.upstream_phone_number_id, accessToken);
+    const wabaId = givenWabaId ?? row.waba_id;
+    const sealed = await sealUpstreamCredentials(c.env, row.id, { accessToken });
+    let replaced: ChannelNumberRow | null;
+    if (wabaId) {
+      const { operator_checked_at: at, ...profile } = await verifiedAccount(
+        c.env,
+        { phoneNumberId: row.upstream_phone_number_id, wabaId, accessToken },
+        "top",
+      );
+      replaced = await replaceCredentialsAndProfile(c.env.DB, row.id, sealed, profile, at, wabaId);
+    } else {
+      await verifyCloudNumber(c.env, row.upstream_phone_number_id, accessToken);
+      replaced = await replaceCredentials(c.env.DB, row.id, sealed);
+    }
     // Disconnected between the read and the write: 404 too.
-    const updated = foundOr404(
-      await replaceCredentials(c.env.DB, row.id, await sealUpstreamCredentials(c.env, row.id, { accessToken })),
-      "Channel number",
-    );
+    const updated = foundOr404(replaced, "Channel number");
     await channelNumberStub(c.env, row.id).invalidateNumber();
+    if (givenWabaId && givenWabaId !== row.waba_id) {
+      await workspaceStub(c.env, row.workspace_id).invalidateConfig();
+      await syncOnConnect(c.env, givenWabaId);
+    }
     await auditAdmin(c, row.workspace_id, {
       action: "channel_number.credentials_replaced",
       target: { type: "channel_number", id: row.id },
