@@ -197,7 +197,7 @@ describe("bad filters", () => {
     await sendAt(t, t.numberId, "5511000000001", "one");
     const viewer = await signedInMember(t.workspaceId, "viewer");
     const cases: [string, string, string][] = [
-      ["?to=abc", "to", "to must be E.164 digits without &#39;+&#39;."],
+      ["?to=abc", "to", "to must be E.164 digits without &#39;+&#39;, or the user id a send gave as toUserId"],
       ["?direction=sideways", "direction", "Invalid option"],
       ["?channelNumberId=not-a-uuid", "channelNumberId", "channelNumberId must be a number id (a UUID)."],
       ["?createdAfter=yesterday", "createdAfter", "createdAfter must be an ISO 8601 date-time (UTC)"],

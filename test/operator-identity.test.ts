@@ -210,6 +210,27 @@ describe("sending to a user id: toUserId", () => {
     expect(calls.map((c) => c.body.biz_opaque_callback_data)).toEqual([first, second]);
   });
 
+  it("GET /messages?to= finds the sends to a user id, as to= finds those to a phone number", async () => {
+    const t = await cloudTenant();
+    mockOperator((call, i) => acceptedFor(call, `wamid.L${i}`));
+    const toUser = await sendTo(t, { toUserId: "US.13491208655302741918" });
+    clock.advance(1_100);
+    const toPhone = await sendTo(t, { to: "5511999998888" });
+    clock.advance(1_100);
+    const toOther = await sendTo(t, { toUserId: "BR.42" });
+    const listed = async (q: string) =>
+      (await json<{ data: { id: string }[] }>(await api(`/messages?${q}`, t.key))).data.map((m) => m.id);
+    expect(await listed("to=US.13491208655302741918")).toEqual([toUser]);
+    expect(await listed("to=BR.42")).toEqual([toOther]);
+    expect(await listed("to=5511999998888")).toEqual([toPhone]);
+    expect(await listed("to=US.1")).toEqual([]);
+    // Neither a phone number nor a user id: the uniform 400 naming the parameter.
+    for (const bad of ["us.1", "US.", "%2B5511999998888", "US.1".padEnd(161, "1")]) {
+      const err = await expectError(await api(`/messages?to=${bad}`, t.key), 400, "invalid_request");
+      expect(err.error.details?.map((d) => d.path)).toEqual(["query.to"]);
+    }
+  });
+
   it("the operator's 131062 (a user id is not accepted for this message) fails it with user_id_recipient_not_supported", async () => {
     const t = await cloudTenant();
     mockOperator(() =>

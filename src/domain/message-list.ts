@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ApiError } from "../lib/errors";
 import { fromBase64, toBase64Url } from "../lib/crypto";
 import { E164_DIGITS } from "./send-request";
+import { MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
 import type { Keyset, MessageFilter } from "../durable-objects/workspace/message-queries";
 
 // The query of GET /messages and what it means for the workspace object's list.
@@ -25,9 +26,16 @@ export const MessageListQuery = z
       .openapi({ format: "uuid", example: "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33" }),
     to: z
       .string()
-      .regex(E164_DIGITS, { error: "to must be E.164 digits without '+'." })
+      .max(MAX_USER_ID_LENGTH, { error: `to has more than ${MAX_USER_ID_LENGTH} characters.` })
+      .refine((v) => E164_DIGITS.test(v) || USER_ID.test(v), {
+        error:
+          "to must be E.164 digits without '+', or the user id a send gave as toUserId (e.g. US.13491208655302741918).",
+      })
       .optional()
-      .openapi({ description: "Outbound messages to this recipient.", example: "5511999998888" }),
+      .openapi({
+        description: "Outbound messages to this recipient: E.164 digits, or the user id of sends made with `toUserId`.",
+        example: "5511999998888",
+      }),
     from: z
       .string()
       .regex(SENDER, { error: "from must be E.164 digits, or the operator's user id of the sender." })

@@ -2751,7 +2751,7 @@ export interface operations {
                 /** @description Outbound statuses, or `received` (every inbound message). */
                 status?: "queued" | "processing" | "sent" | "failed" | "received";
                 channelNumberId?: string;
-                /** @description Outbound messages to this recipient. */
+                /** @description Outbound messages to this recipient: E.164 digits, or the user id of sends made with `toUserId`. */
                 to?: string;
                 /** @description Inbound messages from this sender. */
                 from?: string;
