@@ -87,7 +87,7 @@ export async function messagesFlow(h) {
   // A filter the API refuses is explained beside its field.
   await page.getByLabel("Recipient (to)").fill("not a number");
   await page.getByRole("button", { name: "Apply filters" }).click();
-  await page.locator("#to-error").getByText("to must be E.164 digits without '+'.").waitFor();
+  await page.locator("#to-error").getByText("to must be E.164 digits without '+', or the user id").waitFor();
   await expectAccessible(page, "messages (bad filter)");
   await page.getByRole("link", { name: "Clear" }).click();
 
