@@ -42,6 +42,22 @@ const TEMPLATES = [
   positionalTemplate("flash_sale", { category: "MARKETING", components: [{ type: "BODY", text: "{{1}} off today." }] }),
 ];
 
+/** A send of `order_update` (image header, two body values, a quick-reply payload) to someone who never wrote. */
+const orderUpdate = (channelNumberId: string) => ({
+  channelNumberId,
+  to: NOBODY,
+  type: "template",
+  template: {
+    name: "order_update",
+    language: "en_US",
+    parameters: {
+      header: { link: "https://cdn.example.com/parcel.png" },
+      body: ["Ana", "#1042"],
+      buttons: [{ index: 0, value: "THANKS-1042" }],
+    },
+  },
+});
+
 /** A workspace with a live number connected through the public API; its account lists `templates`. */
 async function liveTenant(templates = TEMPLATES) {
   const workspaceId = await createWorkspace({ plan: "pro" });
@@ -101,20 +117,7 @@ describe("a live number's templates", () => {
   it("a template sent to someone who never wrote reaches the operator in its shape and is delivered", async () => {
     const t = await liveTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
-    const res = await sendV2(t.key, {
-      channelNumberId: t.numberId,
-      to: NOBODY,
-      type: "template",
-      template: {
-        name: "order_update",
-        language: "en_US",
-        parameters: {
-          header: { link: "https://cdn.example.com/parcel.png" },
-          body: ["Ana", "#1042"],
-          buttons: [{ index: 0, value: "THANKS-1042" }],
-        },
-      },
-    });
+    const res = await sendV2(t.key, orderUpdate(t.numberId));
     expect(res.status, await res.clone().text()).toBe(201);
     const { jobId } = await json<{ jobId: string }>(res);
     await drain(t.numberId);
@@ -278,20 +281,7 @@ describe("a live number's templates", () => {
     const listed = fakeTemplates(account, TEMPLATES);
     const credentials = (wabaId: string) =>
       admin(`/channel-numbers/${numberId}/credentials`, { method: "PUT", json: { accessToken: token, wabaId } });
-    const template = {
-      channelNumberId: numberId,
-      to: NOBODY,
-      type: "template",
-      template: {
-        name: "order_update",
-        language: "en_US",
-        parameters: {
-          header: { link: "https://cdn.example.com/p.png" },
-          body: ["Ana", "#1"],
-          buttons: [{ index: 0, value: "X" }],
-        },
-      },
-    };
+    const template = orderUpdate(numberId);
 
     // An account the number is not in: refused naming the field, nothing changed.
     const wrong = await expectError(await credentials("999000111222"), 400, "invalid_request");
