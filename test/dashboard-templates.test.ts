@@ -300,6 +300,49 @@ describe("a live number's Templates page", () => {
     expect(rejected).toContain("template_not_approved");
   });
 
+  it("filters by status, category and language as GET /api/v2/templates does; a refused filter is explained, with no list", async () => {
+    const t = await liveTenant([
+      positionalTemplate("welcome"),
+      positionalTemplate("welcome", { language: "pt_BR" }),
+      positionalTemplate("promo", { category: "MARKETING" }),
+      positionalTemplate("old_promo", { status: "PAUSED", category: "MARKETING" }),
+    ]);
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    const cards = async (query: string) => {
+      const res = await viewer.browser.get(`/dashboard/numbers/${t.numberId}/templates?${query}`);
+      expect(res.status, query).toBe(200);
+      return [...(await res.text()).matchAll(/<h2 id="t\d+-heading">(\w+) <span class="hint">\((\w+)\)/g)].map(
+        (m) => `${m[1]} ${m[2]}`,
+      );
+    };
+    const api = async (query: string) =>
+      (await json<{ data: { name: string; language: string }[] }>(await apiV2(`/templates?${query}`, t.key))).data.map(
+        (x) => `${x.name} ${x.language}`,
+      );
+    for (const query of [
+      "",
+      "category=MARKETING",
+      "status=PAUSED",
+      "language=pt_BR",
+      "category=MARKETING&status=APPROVED",
+    ])
+      expect(await cards(query), query).toEqual(await api(query));
+    expect(await cards("category=MARKETING&status=APPROVED")).toEqual(["promo en_US"]);
+    const none = await (await viewer.browser.get(`/dashboard/numbers/${t.numberId}/templates?language=de`)).text();
+    expect(none).toContain("No template matches these filters.");
+    // The form keeps the filters it shows.
+    expect(await (await viewer.browser.get(`/dashboard/numbers/${t.numberId}/templates?status=PAUSED`)).text()).toMatch(
+      /<option value="PAUSED" selected="">PAUSED<\/option>/,
+    );
+
+    const bad = await viewer.browser.get(`/dashboard/numbers/${t.numberId}/templates?status=NOPE&language=english`);
+    expect(bad.status).toBe(400);
+    const html = await bad.text();
+    expect(html).toMatch(/<p class="field-error" id="status-error">[^<]*Invalid option/);
+    expect(html).toContain("language is the operator&#39;s code, e.g. en_US.");
+    expect(html).not.toContain("<article");
+  });
+
   it("a live number connected without its business account id says why it has none", async () => {
     const t = await cloudTenant();
     const owner = await signedInMember(t.workspaceId, "owner");

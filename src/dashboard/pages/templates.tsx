@@ -3,12 +3,13 @@ import type { Context } from "hono";
 import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
 import { getSyncState, listTemplates, type SyncStateRow } from "../../db/message-templates";
 import { findByUuid } from "../../domain/job-id";
-import type { StoredTemplate } from "../../domain/template";
+import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type StoredTemplate } from "../../domain/template";
+import { matchesTemplate, TemplateFilters } from "../../domain/template-filters";
 import { now } from "../../lib/clock";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
 import { auditMember } from "../audit";
-import { Time } from "../components";
+import { FieldError, Time } from "../components";
 import type { DashboardEnv } from "../context";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
@@ -35,8 +36,14 @@ interface TemplatesOfNumber {
 }
 
 /** A page of the number's templates, by name and language: built-in for sandbox numbers, synced for live ones. */
-async function templatesOf(db: D1Database, number: ChannelNumberRow, cursor: string | undefined) {
-  if (number.upstream_type === "sandbox") return { templates: [...SANDBOX_TEMPLATES], nextCursor: null, sync: null };
+async function templatesOf(
+  db: D1Database,
+  number: ChannelNumberRow,
+  cursor: string | undefined,
+  filter: TemplateFilters,
+): Promise<TemplatesOfNumber> {
+  if (number.upstream_type === "sandbox")
+    return { templates: SANDBOX_TEMPLATES.filter((t) => matchesTemplate(t, filter)), nextCursor: null, sync: null };
   if (number.waba_id === null) return { templates: [], nextCursor: null, sync: null };
   // The API's cursor shape: the last template's [name, language] and its account.
   const c = cursor ? decodeCursor(cursor) : undefined;
@@ -46,7 +53,7 @@ async function templatesOf(db: D1Database, number: ChannelNumberRow, cursor: str
       ? { name: key[0], language: key[1], account: c.id }
       : null;
   const [rows, sync] = await Promise.all([
-    listTemplates(db, [number.waba_id], {}, after, PAGE_SIZE + 1),
+    listTemplates(db, [number.waba_id], filter, after, PAGE_SIZE + 1),
     getSyncState(db, number.waba_id),
   ]);
   const page = rows.slice(0, PAGE_SIZE);
@@ -55,7 +62,95 @@ async function templatesOf(db: D1Database, number: ChannelNumberRow, cursor: str
     rows.length > PAGE_SIZE && last
       ? encodeCursor({ sortKey: JSON.stringify([last.name, last.language]), id: last.account })
       : null;
-  return { templates: page, nextCursor, sync } satisfies TemplatesOfNumber;
+  return { templates: page, nextCursor, sync };
+}
+
+type FilterErrors = Partial<Record<keyof TemplateFilters, string>>;
+
+/**
+ * The page's filters from its query string, read by the API's own schema (GET /api/v2/templates
+ * accepts and refuses the same values); an empty field means "any".
+ */
+function filtersOf(c: Context<DashboardEnv>): { values: TemplateFilters; errors: FilterErrors } {
+  const raw = Object.fromEntries(
+    (["status", "category", "language"] as const).flatMap((f) => {
+      const v = c.req.method === "GET" ? c.req.query(f)?.trim() : undefined;
+      return v ? [[f, v]] : [];
+    }),
+  );
+  const parsed = TemplateFilters.safeParse(raw);
+  if (parsed.success) return { values: parsed.data, errors: {} };
+  const errors: FilterErrors = {};
+  for (const issue of parsed.error.issues) {
+    const field = issue.path[0];
+    if ((field === "status" || field === "category" || field === "language") && !errors[field])
+      errors[field] = issue.message;
+  }
+  return { values: raw, errors };
+}
+
+/** The page with these filters (and a page position), for links. */
+function pageHref(numberId: string, filter: TemplateFilters, cursor?: string): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(filter)) if (v) params.set(k, v);
+  if (cursor) params.set("cursor", cursor);
+  const q = params.toString();
+  return `/dashboard/numbers/${numberId}/templates${q ? `?${q}` : ""}`;
+}
+
+const describedBy = (field: keyof TemplateFilters, errors: FilterErrors) =>
+  errors[field] ? { "aria-invalid": "true" as const, "aria-describedby": `${field}-error` } : {};
+
+function FilterForm({
+  number,
+  values,
+  errors,
+}: {
+  number: ChannelNumberRow;
+  values: TemplateFilters;
+  errors: FilterErrors;
+}) {
+  const choice = (field: "status" | "category", label: string, options: readonly string[]) => (
+    <div class="field">
+      <label for={`f-${field}`}>{label}</label>
+      <select id={`f-${field}`} name={field} {...describedBy(field, errors)}>
+        {["", ...options].map((o) => (
+          <option value={o} selected={(values[field] ?? "") === o}>
+            {o === "" ? "Any" : o}
+          </option>
+        ))}
+      </select>
+      <FieldError field={field} message={errors[field]} />
+    </div>
+  );
+  return (
+    <form
+      method="get"
+      action={`/dashboard/numbers/${number.id}/templates`}
+      class="filters card"
+      aria-label="Filter templates"
+    >
+      {choice("status", "Status", TEMPLATE_STATUSES)}
+      {choice("category", "Category", TEMPLATE_CATEGORIES)}
+      <div class="field">
+        <label for="f-language">Language</label>
+        <input
+          id="f-language"
+          name="language"
+          type="text"
+          autocomplete="off"
+          maxlength={16}
+          placeholder="en_US"
+          value={values.language ?? ""}
+          {...describedBy("language", errors)}
+        />
+        <FieldError field="language" message={errors.language} />
+      </div>
+      <div class="actions">
+        <button type="submit">Apply filters</button> <a href={`/dashboard/numbers/${number.id}/templates`}>Clear</a>
+      </div>
+    </form>
+  );
 }
 
 /** "12 minutes ago", "3 hours ago", "2 days ago": how old a copy is, at a glance. */
@@ -190,7 +285,14 @@ function TemplateCard({
 export async function renderTemplates(c: Context<DashboardEnv>, number: ChannelNumberRow, form?: TestFormState) {
   const { role } = c.get("session");
   const cursor = c.req.method === "GET" ? c.req.query("cursor") : undefined;
-  const { templates, nextCursor, sync } = await templatesOf(c.env.DB, number, cursor);
+  const filters = filtersOf(c);
+  const refused = Object.keys(filters.errors).length > 0;
+  // A filter the API would refuse: the form says why beside the field, and no list is shown.
+  const { templates, nextCursor, sync } = refused
+    ? { templates: [], nextCursor: null, sync: number.waba_id ? await getSyncState(c.env.DB, number.waba_id) : null }
+    : await templatesOf(c.env.DB, number, cursor, filters.values);
+  if (refused) c.status(400);
+  const filtered = Object.keys(filters.values).length > 0;
   const canSend = hasRole(role, "developer");
   return c.render(
     <>
@@ -214,8 +316,13 @@ export async function renderTemplates(c: Context<DashboardEnv>, number: ChannelN
       {!canSend ? (
         <p class="hint">Developers and owners of the workspace can send a test of an approved template.</p>
       ) : null}
-      {templates.length === 0 ? (
-        number.waba_id !== null ? (
+      {number.upstream_type === "sandbox" || number.waba_id !== null ? (
+        <FilterForm number={number} values={filters.values} errors={filters.errors} />
+      ) : null}
+      {refused ? null : templates.length === 0 ? (
+        filtered ? (
+          <p>No template matches these filters.</p>
+        ) : number.waba_id !== null ? (
           <p>No template yet: templates created and approved in the operator's business manager appear here.</p>
         ) : null
       ) : (
@@ -231,7 +338,7 @@ export async function renderTemplates(c: Context<DashboardEnv>, number: ChannelN
       )}
       {nextCursor ? (
         <p>
-          <a href={`/dashboard/numbers/${number.id}/templates?cursor=${encodeURIComponent(nextCursor)}`}>Next page</a>
+          <a href={pageHref(number.id, filters.values, nextCursor)}>Next page</a>
         </p>
       ) : null}
     </>,

@@ -10,13 +10,8 @@ import { getConnectedNumber, listAllNumbers, type ChannelNumberRow } from "../..
 import { listTemplates, syncStates, type TemplateListFilter } from "../../db/message-templates";
 import { findByUuid } from "../../domain/job-id";
 import { accountOf } from "../../domain/number-templates";
-import {
-  TEMPLATE_CATEGORIES,
-  TEMPLATE_STATUSES,
-  TemplateView,
-  toTemplateView,
-  type StoredTemplate,
-} from "../../domain/template";
+import { matchesTemplate, TemplateFilterFields } from "../../domain/template-filters";
+import { TemplateView, toTemplateView, type StoredTemplate } from "../../domain/template";
 import { SANDBOX_ACCOUNT, SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
 
 const TEMPLATE_EXAMPLE: z.output<typeof TemplateView> = {
@@ -40,16 +35,7 @@ const Filters = {
     .uuid({ error: "channelNumberId must be a number id (a UUID)." })
     .optional()
     .openapi({ description: "Only the templates this number can send.", example: EXAMPLE.channelNumberId }),
-  status: z
-    .enum(TEMPLATE_STATUSES)
-    .optional()
-    .openapi({ description: "Only templates in this review state.", example: "APPROVED" }),
-  category: z.enum(TEMPLATE_CATEGORIES).optional().openapi({ example: "UTILITY" }),
-  language: z
-    .string()
-    .regex(/^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/, { error: "language is the operator's code, e.g. en_US." })
-    .optional()
-    .openapi({ example: "en_US" }),
+  ...TemplateFilterFields,
 };
 
 const TemplateListQuery = z.object({
@@ -174,12 +160,7 @@ async function templatesPage(
   const stored = await listTemplates(db, wabaIds, filter, after, limit);
   const builtIn = accounts.has(SANDBOX_ACCOUNT)
     ? SANDBOX_TEMPLATES.filter(
-        (t) =>
-          (filter.status === undefined || t.status === filter.status) &&
-          (filter.category === undefined || t.category === filter.category) &&
-          (filter.language === undefined || t.language === filter.language) &&
-          (filter.name === undefined || t.name === filter.name) &&
-          (after === null || compare(positionOf(t), after) > 0),
+        (t) => matchesTemplate(t, filter) && (after === null || compare(positionOf(t), after) > 0),
       )
     : [];
   return [...stored, ...builtIn].sort((a, b) => compare(positionOf(a), positionOf(b))).slice(0, limit);
