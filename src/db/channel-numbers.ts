@@ -28,6 +28,17 @@ export interface StoredProfile {
   messaging_limit_tier: string | null;
 }
 
+/** The columns of the operator's answer about a live number (`fetchNumberProfile`'s profile). */
+export const storedProfileOf = (p: {
+  verifiedName: string | null;
+  qualityRating: string | null;
+  messagingLimitTier: string | null;
+}): StoredProfile => ({
+  verified_name: p.verifiedName,
+  quality_rating: p.qualityRating,
+  messaging_limit_tier: p.messagingLimitTier,
+});
+
 export type InsertOutcome = "inserted" | "plan_limit" | "upstream_taken";
 
 /**

@@ -5,6 +5,7 @@ import {
   getConnectedNumber,
   insertChannelNumberWithinPlan,
   replaceCredentialsAndProfile,
+  storedProfileOf,
   type ChannelNumberRow,
 } from "../db/channel-numbers";
 import { getWorkspaceWithLimits } from "../db/workspaces";
@@ -132,9 +133,7 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
       upstream_phone_number_id: input.phoneNumberId,
       upstream_credentials: await sealUpstreamCredentials(env, id, { accessToken: input.accessToken }),
       waba_id: input.wabaId,
-      verified_name: profile.verifiedName,
-      quality_rating: profile.qualityRating,
-      messaging_limit_tier: profile.messagingLimitTier,
+      ...storedProfileOf(profile),
       operator_checked_at: at,
     };
   }
@@ -171,13 +170,7 @@ export async function replaceNumberToken(
   if (!verified.ok) return verified;
   const p = verified.value;
   const sealed = await sealUpstreamCredentials(env, row.id, { accessToken });
-  const updated = await replaceCredentialsAndProfile(
-    env.DB,
-    row.id,
-    sealed,
-    { verified_name: p.verifiedName, quality_rating: p.qualityRating, messaging_limit_tier: p.messagingLimitTier },
-    isoNow(),
-  );
+  const updated = await replaceCredentialsAndProfile(env.DB, row.id, sealed, storedProfileOf(p), isoNow());
   if (!updated) return { ok: false, problem: "not_found" };
   // A number paused by a refused token sends again at once.
   await channelNumberStub(env, row.id).invalidateNumber();

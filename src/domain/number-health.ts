@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { recordOperatorCheck, sendsOnDay, type ChannelNumberRow } from "../db/channel-numbers";
+import { recordOperatorCheck, sendsOnDay, storedProfileOf, type ChannelNumberRow } from "../db/channel-numbers";
 import { channelNumberStub } from "../durable-objects/stubs";
 import { isoNow, now } from "../lib/clock";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
@@ -65,15 +65,7 @@ export async function refreshIfStale(env: Env, row: ChannelNumberRow): Promise<C
   if (!isStale(row) || !row.upstream_phone_number_id) return row;
   const { accessToken } = await openUpstreamCredentials(env, row);
   const answer = await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
-  const result = answer.ok
-    ? {
-        profile: {
-          verified_name: answer.value.verifiedName,
-          quality_rating: answer.value.qualityRating,
-          messaging_limit_tier: answer.value.messagingLimitTier,
-        },
-      }
-    : { error: answer.reason.slice(0, 300) };
+  const result = answer.ok ? { profile: storedProfileOf(answer.value) } : { error: answer.reason.slice(0, 300) };
   return (await recordOperatorCheck(env.DB, row.id, isoNow(), result)) ?? row;
 }
 

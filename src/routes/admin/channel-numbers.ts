@@ -9,6 +9,7 @@ import {
   listAllNumbers,
   replaceCredentials,
   replaceCredentialsAndProfile,
+  storedProfileOf,
   type ChannelNumberRow,
   type StoredProfile,
 } from "../../db/channel-numbers";
@@ -95,13 +96,7 @@ async function verifiedAccount(
   // The credentials body names its fields without the connect body's `upstream.`.
   if (!verified.ok)
     throw operatorError(verified, (field) => (fieldsAt === "top" ? field.replace(/^upstream\./, "") : field));
-  const p = verified.value;
-  return {
-    verified_name: p.verifiedName,
-    quality_rating: p.qualityRating,
-    messaging_limit_tier: p.messagingLimitTier,
-    operator_checked_at: isoNow(),
-  };
+  return { ...storedProfileOf(verified.value), operator_checked_at: isoNow() };
 }
 
 const WorkspaceParam = z.object({ workspaceId: z.string() });
@@ -273,10 +268,8 @@ export const adminChannelNumberRoutes = newRouter()
     // Disconnected between the read and the write: 404 too.
     const updated = foundOr404(replaced, "Channel number");
     await channelNumberStub(c.env, row.id).invalidateNumber();
-    if (givenWabaId && givenWabaId !== row.waba_id) {
-      await workspaceStub(c.env, row.workspace_id).invalidateConfig();
-      await syncOnConnect(c.env, givenWabaId);
-    }
+    // Its account's templates at once, as at connect. No object holds a number's account id: nothing to invalidate.
+    if (givenWabaId && givenWabaId !== row.waba_id) await syncOnConnect(c.env, givenWabaId);
     await auditAdmin(c, row.workspace_id, {
       action: "channel_number.credentials_replaced",
       target: { type: "channel_number", id: row.id },
