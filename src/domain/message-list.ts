@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ApiError } from "../lib/errors";
 import { fromBase64, toBase64Url } from "../lib/crypto";
+import { pageLimit } from "../lib/pagination";
 import { E164_DIGITS } from "./send-request";
 import { MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
 import type { Keyset, MessageFilter } from "../durable-objects/workspace/message-queries";
@@ -57,17 +58,10 @@ export const MessageListQuery = z
         description: "Only messages created strictly before this instant.",
         example: "2026-11-02T00:00:00Z",
       }),
-    limit: z.coerce
-      .number({ error: "limit must be a whole number from 1 to 100." })
-      .int({ error: "limit must be a whole number from 1 to 100." })
-      .min(1, { error: "limit must be at least 1." })
-      .max(100, { error: "limit must be at most 100." })
-      .default(20)
-      .openapi({
-        description:
-          "Messages per page, 1–100 (default 20). A page may hold fewer: follow `nextCursor` until it is null.",
-        example: 20,
-      }),
+    limit: pageLimit(
+      20,
+      "Messages per page, 1–100 (default 20). A page may hold fewer: follow `nextCursor` until it is null.",
+    ),
     cursor: z.string().max(300).optional().openapi({
       description: "`nextCursor` of the previous page, unchanged (with the same filters).",
       example: "WzEsImEzYjRjNWQ2ZTdmOCIsMTc2MzgzNjU0NzI4NywiNDJhYjIwOTMiXQ",

@@ -10,6 +10,19 @@ export const PaginationQuery = z.object({
   }),
 });
 
+/**
+ * The `limit` of a list that names its bounds in its errors (GET /messages, GET /api/v2/templates):
+ * 1–100, `defaultSize` when absent.
+ */
+export const pageLimit = (defaultSize: number, description: string) =>
+  z.coerce
+    .number({ error: "limit must be a whole number from 1 to 100." })
+    .int({ error: "limit must be a whole number from 1 to 100." })
+    .min(1, { error: "limit must be at least 1." })
+    .max(100, { error: "limit must be at most 100." })
+    .default(defaultSize)
+    .openapi({ description, example: defaultSize });
+
 /** Opaque keyset cursor: the sort key and id of the last row of a page. */
 export interface Cursor {
   sortKey: string;

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../../context";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { EXAMPLE } from "../../lib/openapi-examples";
-import { decodeCursor, encodeCursor, invalidCursor } from "../../lib/pagination";
+import { decodeCursor, encodeCursor, invalidCursor, pageLimit } from "../../lib/pagination";
 import { notFound } from "../../lib/errors";
 import { now } from "../../lib/clock";
 import { getConnectedNumber, listAllNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
@@ -40,13 +40,7 @@ const Filters = {
 
 const TemplateListQuery = z.object({
   ...Filters,
-  limit: z.coerce
-    .number({ error: "limit must be a whole number from 1 to 100." })
-    .int({ error: "limit must be a whole number from 1 to 100." })
-    .min(1, { error: "limit must be at least 1." })
-    .max(100, { error: "limit must be at most 100." })
-    .default(50)
-    .openapi({ description: "Templates per page, 1–100 (default 50).", example: 50 }),
+  limit: pageLimit(50, "Templates per page, 1–100 (default 50)."),
   cursor: z
     .string()
     .max(512)
