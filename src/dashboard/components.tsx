@@ -73,6 +73,41 @@ export function FieldError({ field, message }: { field: string; message: string 
   );
 }
 
+/** A field's ARIA state for `errors`: invalid, and described by its FieldError, when it has one. */
+export const describedBy = <F extends string>(field: F, errors: Partial<Record<F, string>>) => ({
+  "aria-invalid": errors[field] ? ("true" as const) : undefined,
+  "aria-describedby": errors[field] ? `${field}-error` : undefined,
+});
+
+/** A list filter offered as a select (`options`: value and text), with its error beside it. */
+export function Choice<F extends string>({
+  field,
+  label,
+  options,
+  values,
+  errors,
+}: {
+  field: F;
+  label: string;
+  options: readonly (readonly [string, string])[];
+  values: Partial<Record<F, string>>;
+  errors: Partial<Record<F, string>>;
+}) {
+  return (
+    <div class="field">
+      <label for={`f-${field}`}>{label}</label>
+      <select id={`f-${field}`} name={field} {...describedBy(field, errors)}>
+        {options.map(([value, text]) => (
+          <option value={value} selected={(values[field] ?? "") === value}>
+            {text}
+          </option>
+        ))}
+      </select>
+      <FieldError field={field} message={errors[field]} />
+    </div>
+  );
+}
+
 /**
  * A wide table that scrolls sideways on a small screen; focusable, so that
  * keyboard users can scroll it too.

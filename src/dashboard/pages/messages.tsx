@@ -8,7 +8,7 @@ import type { MessageRow } from "../../durable-objects/workspace/record";
 import { toMessageView } from "../../durable-objects/workspace/record";
 import { ApiError } from "../../lib/errors";
 import type { DashboardEnv } from "../context";
-import { FieldError, Time, TableScroll } from "../components";
+import { Choice, describedBy, FieldError, Time, TableScroll } from "../components";
 import { counterpartOf, NumberLink, numberLabels, preview, StatusLine, type NumberLabels } from "../message-parts";
 import {
   listHref,
@@ -54,42 +54,6 @@ async function listPage(env: Env, workspaceId: string, query: MessageListQuery):
 
 type Errors = Partial<Record<FilterProblem, string>>;
 
-const described = (field: FilterProblem, errors: Errors, hint?: string) => {
-  const ids = [errors[field] ? `${field}-error` : null, hint ?? null].filter((id) => id !== null);
-  return {
-    "aria-invalid": errors[field] ? "true" : undefined,
-    "aria-describedby": ids.length ? ids.join(" ") : undefined,
-  };
-};
-
-function Choice({
-  field,
-  label,
-  options,
-  values,
-  errors,
-}: {
-  field: "direction" | "status" | "channelNumberId";
-  label: string;
-  options: [string, string][];
-  values: FilterValues;
-  errors: Errors;
-}) {
-  return (
-    <div class="field">
-      <label for={`f-${field}`}>{label}</label>
-      <select id={`f-${field}`} name={field} {...described(field, errors)}>
-        {options.map(([value, text]) => (
-          <option value={value} selected={(values[field] ?? "") === value}>
-            {text}
-          </option>
-        ))}
-      </select>
-      <FieldError field={field} message={errors[field]} />
-    </div>
-  );
-}
-
 function Text({
   field,
   label,
@@ -115,7 +79,7 @@ function Text({
         maxlength={160}
         placeholder={placeholder}
         value={values[field] ?? ""}
-        {...described(field, errors)}
+        {...describedBy(field, errors)}
       />
       <FieldError field={field} message={errors[field]} />
     </div>
@@ -142,7 +106,7 @@ function When({
         type="datetime-local"
         step={1}
         value={toLocalField(values[field])}
-        {...described(field, errors)}
+        {...describedBy(field, errors)}
       />
       <FieldError field={field} message={errors[field]} />
     </div>
@@ -202,7 +166,7 @@ function FilterForm({
       <When field="createdBefore" label="Created before (UTC)" values={values} errors={errors} />
       <div class="field">
         <label for="f-limit">Per page</label>
-        <select id="f-limit" name="limit" {...described("limit", errors)}>
+        <select id="f-limit" name="limit" {...describedBy("limit", errors)}>
           {[...PAGE_SIZES, ...(PAGE_SIZES.some((size) => size === limit) ? [] : [limit])].map((size) => (
             <option value={size} selected={size === limit}>
               {size}

@@ -9,7 +9,7 @@ import { now } from "../../lib/clock";
 import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
 import { auditMember } from "../audit";
-import { FieldError, Time } from "../components";
+import { Choice, describedBy, FieldError, Time } from "../components";
 import type { DashboardEnv } from "../context";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
@@ -98,9 +98,6 @@ function pageHref(numberId: string, filter: TemplateFilters, cursor?: string): s
   return `/dashboard/numbers/${numberId}/templates${q ? `?${q}` : ""}`;
 }
 
-const describedBy = (field: keyof TemplateFilters, errors: FilterErrors) =>
-  errors[field] ? { "aria-invalid": "true" as const, "aria-describedby": `${field}-error` } : {};
-
 function FilterForm({
   number,
   values,
@@ -110,19 +107,10 @@ function FilterForm({
   values: TemplateFilters;
   errors: FilterErrors;
 }) {
-  const choice = (field: "status" | "category", label: string, options: readonly string[]) => (
-    <div class="field">
-      <label for={`f-${field}`}>{label}</label>
-      <select id={`f-${field}`} name={field} {...describedBy(field, errors)}>
-        {["", ...options].map((o) => (
-          <option value={o} selected={(values[field] ?? "") === o}>
-            {o === "" ? "Any" : o}
-          </option>
-        ))}
-      </select>
-      <FieldError field={field} message={errors[field]} />
-    </div>
-  );
+  const anyOr = (options: readonly string[]): [string, string][] => [
+    ["", "Any"],
+    ...options.map((o): [string, string] => [o, o]),
+  ];
   return (
     <form
       method="get"
@@ -130,8 +118,8 @@ function FilterForm({
       class="filters card"
       aria-label="Filter templates"
     >
-      {choice("status", "Status", TEMPLATE_STATUSES)}
-      {choice("category", "Category", TEMPLATE_CATEGORIES)}
+      <Choice field="status" label="Status" options={anyOr(TEMPLATE_STATUSES)} values={values} errors={errors} />
+      <Choice field="category" label="Category" options={anyOr(TEMPLATE_CATEGORIES)} values={values} errors={errors} />
       <div class="field">
         <label for="f-language">Language</label>
         <input
