@@ -18,7 +18,6 @@ import {
   firstSlot,
   seededId,
   seedDeliveryLogDay,
-  seedFirstVersionedWorkspace,
   seedHotBytesBudget,
   seedNumberTables,
   seedSlot,
@@ -131,9 +130,6 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
         "archive-history": { due: 5, run: 4 * PART_ROWS + 10 },
         "moved-keys-purge": { due: SCHEMA, run: 0 },
         "delivery-log-purge": { due: 5, run: 5 },
-        "legacy-events": { due: SCHEMA, run: 0 },
-        "legacy-move": { due: SCHEMA, run: 0 },
-        "legacy-expiry": { due: 3 * SCHEMA, run: 0 },
         // The next day whose media copies leave R2: one range of meta rows.
         "media-purge": { due: 1, run: 1 },
       }),
@@ -263,55 +259,6 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     expect(results.tables).toEqual([]);
   }, 120_000);
 
-  it("an upgraded workspace's steps over the earlier layout's tables", async () => {
-    const t = await createTenant();
-    const stub = workspaceStub(env, t.workspaceId);
-    const threeDaysAgo = clock.now() - 3 * DAY_MS;
-    // The first versioned release's layout (its step 1), at its version: records of three days ago
-    // (due to move to history), events (the newest 10 unpublished), delivery log, keys.
-    await seedStorage(stub, (sql) =>
-      seedFirstVersionedWorkspace(sql, {
-        workspaceId: t.workspaceId,
-        numberId: t.numberId,
-        at: threeDaysAgo,
-        now: clock.now(),
-        count: ROWS,
-      }),
-    );
-    await evictDurableObject(stub);
-    const at = clock.now();
-    const { steps, workFirst, workLater } = await measuring(stub, WorkspaceDurableObject, async (m) => {
-      // A number's queue rebuilt while the earlier layout's table is here: its records there have
-      // no work index, so the first page reads the number's records of that table once (at most
-      // the 48 hours before the upgrade; they move to history then); later pages only the `_work` index.
-      const workFirst = await m.read(() => m.instance.workOf(t.numberId, "", 500));
-      const workLater = await m.read(() => m.instance.workOf(t.numberId, "ffffffff-ffff-7fff-8000-000000000000", 500));
-      return { steps: await measureSteps(m, clock, at), workFirst, workLater };
-    });
-    expect(workFirst).toBeLessThanOrEqual(ROWS + 510);
-    expect(workLater).toBeLessThanOrEqual(510);
-    expect(
-      overBounds(steps, {
-        "publish-events": { due: 0, run: 0 },
-        "counts-to-d1": { due: 0, run: 0 },
-        "unknown-outcomes": { due: SCHEMA, run: 0 },
-        "move-to-history": { due: 5, run: 0 },
-        "archive-history": { due: 5, run: 0 },
-        "moved-keys-purge": { due: SCHEMA, run: 0 },
-        "delivery-log-purge": { due: 5, run: 0 },
-        // The events recorded and not published before the upgrade: a batch of 500 at most.
-        "legacy-events": { due: SCHEMA, run: 500 + SCHEMA },
-        // 500 records per run, each read, then deleted once its shard has it.
-        "legacy-move": { due: 5, run: 2 * 500 + SCHEMA },
-        // No look at the events or the delivery log (they have no index by time).
-        "legacy-expiry": { due: 3 * SCHEMA, run: 0 },
-        // The next day whose media copies leave R2: one range of meta rows.
-        "media-purge": { due: 1, run: 1 },
-      }),
-    ).toEqual([]);
-    expect(steps.filter((s) => s.run !== null).map((s) => s.step)).toEqual(["legacy-events", "legacy-move"]);
-  }, 120_000);
-
   it("the number's steps, with a queue of 100,000 rebuilt from its workspace's records", async () => {
     const t = await createTenant();
     const today = utcDay(clock.now());
@@ -339,7 +286,6 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
     });
     expect(
       overBounds(results.steps, {
-        "legacy-handover": { due: 0, run: 0 },
         // Its pages are the workspace's workOf (bounded above): none of the number's rows.
         reload: { due: 0, run: 5 },
         "held-bound": { due: 0, run: 0 },

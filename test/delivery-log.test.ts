@@ -231,11 +231,11 @@ describe("a webhook's deliveries", () => {
 });
 
 describe("the log's rows", () => {
-  it("keep an attempt's event type, derived from its id or, for an id of the earlier layout that names nothing, stored", async () => {
+  it("keep an attempt's event type, derived from its id or, for an id that names nothing, stored", async () => {
     const t = await createTenant();
     const webhookId = await webhookOf(t, () => new Response(null, { status: 204 }));
     const ours = statusEvent(t.workspaceId, t.numberId);
-    // An event published by the release before (its id random, with no kind digit): type and subject stored as given.
+    // An event whose id is random, with no kind digit: type and subject stored as given.
     const earlier: WebhookEvent = {
       ...statusEvent(t.workspaceId, t.numberId),
       id: "evt_0123456789ab8def0123456789abcdef",

@@ -27,10 +27,10 @@ export class WorkspaceDurableObject extends Workspace {
     return (this.admission as unknown as { inFlight: Map<string, unknown> }).inFlight.size;
   }
 
-  /** The stored record of a message in this object (a slot table or the earlier layout's), as is. */
+  /** The stored record of a message in this object (its slot table), as is. */
   async storedRecord(id: string): Promise<MessageRow | null> {
     const at = this.tiers().locate(id);
-    return at.tier === "slot" || at.tier === "legacy" ? at.row : null;
+    return at.tier === "slot" ? at.row : null;
   }
 
   /** When the object's alarm is set for, or null (what its steps asked for). */
@@ -209,7 +209,6 @@ export class MessageHistoryDurableObject extends History {
     let messages = 0;
     for (const c of this.sql.exec<{ rows: string }>("SELECT rows FROM chunks").toArray())
       messages += (JSON.parse(c.rows) as unknown[]).length;
-    if (this.hasLegacy) messages += this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM messages").one().n;
     return { messages, bytes: this.sql.databaseSize };
   }
 

@@ -115,8 +115,7 @@ const tagOf = async (workspaceId: string): Promise<string> => {
 };
 
 export async function encodeMessageCursor(workspaceId: string, k: Keyset): Promise<string> {
-  // A position among the records accepted before day tables (until they age out) says so: a fifth element.
-  const parts = [1, await tagOf(workspaceId), k.createdAt, k.id, ...(k.legacy ? [1] : [])];
+  const parts = [1, await tagOf(workspaceId), k.createdAt, k.id];
   return toBase64Url(new TextEncoder().encode(JSON.stringify(parts)));
 }
 
@@ -128,16 +127,14 @@ export async function decodeMessageCursor(workspaceId: string, raw: string | und
     );
     if (
       Array.isArray(parsed) &&
-      (parsed.length === 4 || (parsed.length === 5 && parsed[4] === 1)) &&
+      parsed.length === 4 &&
       parsed[0] === 1 &&
       parsed[1] === (await tagOf(workspaceId)) &&
       Number.isSafeInteger(parsed[2]) &&
       typeof parsed[3] === "string" &&
       parsed[3].length <= 64
     ) {
-      return parsed.length === 5
-        ? { createdAt: parsed[2] as number, id: parsed[3], legacy: true }
-        : { createdAt: parsed[2] as number, id: parsed[3] };
+      return { createdAt: parsed[2] as number, id: parsed[3] };
     }
   } catch {
     // the uniform error below

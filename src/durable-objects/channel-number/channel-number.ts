@@ -20,7 +20,6 @@ import {
 } from "./contacts";
 import { Drain } from "./drain";
 import { HandOff } from "./hand-off";
-import { LegacyHandover } from "./legacy/legacy-handover";
 import { NumberHold, type PauseState } from "./number-hold";
 import { loadNumber, type CachedNumber } from "./number-cache";
 import { NumberStorage } from "./number-storage";
@@ -52,7 +51,6 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   protected readonly handOff: HandOff;
   protected readonly drain: Drain;
   private readonly scheduler: Scheduler;
-  private readonly legacy: LegacyHandover;
   /** Acceptance times of the last second (the window), on the workspace's clock. */
   private admitted: number[] = [];
   /** Whether the queue was rebuilt from the workspace since this instance started. */
@@ -73,7 +71,6 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     this.storage = new NumberStorage(ctx.storage);
     this.hold = new NumberHold(this.storage);
     this.handOff = new HandOff(env, (at) => this.scheduler.wake(at));
-    this.legacy = new LegacyHandover(env, this.storage, this.queue, this.handOff);
     this.drain = new Drain({
       env,
       storage: this.storage,
@@ -86,8 +83,6 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       sessionMs: cfg.drainSessionMs,
     });
     this.scheduler = new Scheduler(ctx.storage, [
-      // An upgraded object hands over what the earlier release's outbox still owed, before anything else.
-      { name: "legacy-handover", due: (at) => (this.legacy.pending() ? at : null), run: () => this.legacy.run() },
       // After a restart the queue is rebuilt from the workspace's records (its work list): at the
       // first alarm (a number without tables has no other sign of work left), or at start-up when
       // the object keeps tables.
@@ -102,7 +97,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         due: () => plus(this.queue.oldestQueuedAt(), HELD_BOUND_MS),
         run: (at) => this.expireHeld(at),
       },
-      { name: "drain", due: (at) => (this.legacy.pending() ? null : this.drain.due(at)), run: () => this.drain.run() },
+      { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
       // Answers the workspace could not take (unreachable): handed again, with a back-off.
       { name: "hand-off", due: () => this.handOff.due(), run: (at) => this.handOff.retryDue(at) },
       { name: "sandbox-reports", due: () => nextReportDue(this.storage), run: (at) => this.applySandboxReports(at) },
@@ -205,7 +200,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
             code: p.error.code,
             message: p.error.message,
             upstreamCode: p.error.upstreamCode,
-            reportedBy: p.reportedBy ?? "answer",
+            reportedBy: p.reportedBy,
             since: new Date(p.since).toISOString(),
             nextAttemptAt: new Date(p.nextProbeAt).toISOString(),
           }

@@ -20,8 +20,7 @@ export interface PauseState {
   since: number;
   probes: number;
   nextProbeAt: number;
-  /** Absent in pauses stored by earlier releases: they were all answers. */
-  reportedBy?: PauseSource;
+  reportedBy: PauseSource;
   /** The message called as the pause's probe (the one call a paused number makes at a time). */
   probe?: string;
   /** A webhook pause whose probe the operator accepted: it resumes at `nextProbeAt` unless a failure is reported first. */

@@ -5,7 +5,7 @@ import { CHANNEL_NUMBER_SCHEMA } from "./schema";
  * The number object's storage is created only when something has to be kept: a pause or a
  * throttle, the contacts of its inbound messages, the sandbox's scheduled reports. A number that
  * only sends keeps nothing (its queue is a view of its workspace's records): no table, no row.
- * Storage an earlier release left is brought up to date at start-up (schema.ts).
+ * Storage of an earlier layout is brought up to date at start-up (schema.ts).
  */
 export class NumberStorage {
   private ready: boolean;
@@ -46,10 +46,10 @@ export class NumberStorage {
   }
 }
 
-/** Whether the object holds any of the tables a number ever created (this release's or an earlier one's). */
+/** Whether the object holds any of the tables a number creates. */
 const hasNumberTables = (sql: SqlStorage): boolean =>
   sql
     .exec(
-      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'contacts', 'sandbox_reports', 'outbox', 'status_outbox', 'schema_version') LIMIT 1",
+      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'contacts', 'sandbox_reports') LIMIT 1",
     )
     .toArray().length > 0;

@@ -21,8 +21,6 @@ export interface Entry {
   /** When its first call was claimed (a retry's one-hour budget counts from it). */
   firstAttemptAt?: number;
   state: EntryState;
-  /** From the release before day tables (its outbox listed it). */
-  legacy?: boolean;
 }
 
 export class WorkQueue {
@@ -56,7 +54,7 @@ export class WorkQueue {
     if (this.byId.has(e.jobId)) return;
     this.byId.set(e.jobId, e);
     const line = this.lines.get(e.recipient) ?? [];
-    // Nearly always the newest; a reloaded or legacy entry may be older.
+    // Nearly always the newest; a reloaded entry may be older.
     let i = line.length;
     while (i > 0 && line[i - 1]! > e.jobId) i--;
     line.splice(i, 0, e.jobId);

@@ -1,18 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
 import { ensureSchema, schemaVersion } from "../shared/schema-version";
 import { HISTORY_SCHEMA } from "./schema";
-import {
-  findLegacyInbound,
-  findLegacyMessage,
-  putLegacyRows,
-  writeLegacyLifecycle,
-} from "../workspace/legacy/messages-v1";
 import { isOutbound, lifecycleOf, type MessageRow } from "../workspace/record";
 import { applyTransition } from "../workspace/status-transition";
 import type { StatusUpdate } from "../workspace/contract";
 import { matches, type Keyset, type MessageFilter, type Page } from "../workspace/message-queries";
 import { uuidV7Floor, uuidV7Time } from "../../domain/job-id";
-import { legacyPage } from "../workspace/legacy/message-queries-v1";
 import { archiveRows, type ArchiveProgress } from "./archive-writer";
 
 export interface ShardChange {
@@ -37,8 +30,7 @@ interface Chunk {
  * Records arrive in key order, a few hundred at a time, and are kept that way: one row per
  * `chunk` (its first and last id, and the records as JSON), so a move writes one row per chunk
  * instead of one per record and its indexes. A record is found by the one chunk whose range holds
- * its id; a late report rewrites that chunk. Records of the release before day tables stay in the
- * `messages` table of that release (schema step 1), read and changed as before.
+ * its id; a late report rewrites that chunk.
  *
  * Bound: one day of one workspace: at the full 1,200 messages a minute, 1.73 M records of ~650 B in
  * ~8,700 chunks (~1.1 GB); deleted after the retention window.
@@ -47,14 +39,12 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
   protected readonly sql: SqlStorage;
   /** A shard nothing was moved to, or one archived and dropped, has no tables and writes none. */
   protected hasTables: boolean;
-  protected hasLegacy: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.hasTables = schemaVersion(this.sql) > 0 || this.tableExists("messages");
+    this.hasTables = schemaVersion(this.sql) > 0;
     if (this.hasTables) ensureSchema(ctx.storage, HISTORY_SCHEMA);
-    this.hasLegacy = this.tableExists("messages");
   }
 
   /** Takes over one chunk of records (ascending ids, one range no other chunk overlaps). Idempotent: a chunk moved twice is written once. */
@@ -66,41 +56,15 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     this.sql.exec("INSERT OR REPLACE INTO chunks (lo, hi, rows) VALUES (?, ?, ?)", lo, hi, JSON.stringify(rows));
   }
 
-  /** Takes over records of the earlier layout (moved from that release's table). */
-  async putLegacy(rows: MessageRow[]): Promise<void> {
-    this.ensureTables();
-    if (!this.hasLegacy) {
-      // A day shard of that layout: its table as that release created it.
-      const { createMessagesTable } = await import("../workspace/legacy/messages-v1");
-      createMessagesTable(this.sql);
-      this.hasLegacy = true;
-    }
-    this.ctx.storage.transactionSync(() => putLegacyRows(this.sql, rows));
-  }
-
   async get(id: string): Promise<MessageRow | null> {
     if (!this.hasTables) return null;
     const found = this.chunkOf(id);
-    if (found) return found.rows.find((r) => r.id === id) ?? null;
-    return this.hasLegacy ? (findLegacyMessage(this.sql, id) ?? null) : null;
+    return found?.rows.find((r) => r.id === id) ?? null;
   }
 
-  /**
-   * One page of one segment of the day, newest first, strictly older than `after` (see
-   * message-queries.ts): `chunks` (records of this release) or `legacy` (records of the release
-   * before day tables, all older than the chunks).
-   */
-  async list(
-    segment: "chunks" | "legacy",
-    filter: MessageFilter,
-    after: Keyset | null,
-    limit: number,
-    budget: number,
-  ): Promise<Page> {
+  /** One page of the day, newest first, strictly older than `after` (see message-queries.ts). */
+  async list(filter: MessageFilter, after: Keyset | null, limit: number, budget: number): Promise<Page> {
     if (!this.hasTables) return { rows: [], next: null, scanned: 0 };
-    if (segment === "legacy") {
-      return this.hasLegacy ? legacyPage(this.sql, filter, after, limit, budget) : { rows: [], next: null, scanned: 0 };
-    }
     const rows: MessageRow[] = [];
     let scanned = 0;
     let before = after?.id ?? "~";
@@ -155,24 +119,12 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
       this.sql.exec("UPDATE chunks SET rows = ? WHERE lo = ?", JSON.stringify(found.rows), found.lo);
       return { before: row, after, changed: true };
     }
-    if (!this.hasLegacy) return null;
-    const row = findLegacyMessage(this.sql, update.jobId);
-    if (!row || !isOutbound(row)) return null;
-    const t = applyTransition(lifecycleOf(row), update);
-    if (!t.changed) return { before: row, after: row, changed: false };
-    writeLegacyLifecycle(this.sql, row.id, t.next, Math.max(update.at, row.updated_at));
-    return { before: row, after: findLegacyMessage(this.sql, row.id)!, changed: true };
-  }
-
-  /** An inbound record of the earlier layout by the operator's id (records of this release are found by their derived id). */
-  async findLegacyInbound(upstreamMessageId: string): Promise<MessageRow | null> {
-    if (!this.hasLegacy) return null;
-    return findLegacyInbound(this.sql, upstreamMessageId) ?? null;
+    return null;
   }
 
   /**
    * Writes up to `maxParts` more parts of the day to R2 (see archive-writer.ts), from the chunks in
-   * key order and then the records of the earlier layout. Returns the progress to hand back on the
+   * key order. Returns the progress to hand back on the
    * next call, and whether the day is complete (its manifest written).
    */
   async archive(
@@ -181,28 +133,18 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     progress: ArchiveProgress,
     maxParts: number,
   ): Promise<ArchiveProgress> {
-    // Chunks in key order, then the records of the earlier layout in key order: cursor "c:<id>" or "l:<id>".
+    // Chunks in key order: the cursor is the first id of the last chunk read.
     const read = (cursor: string | null, limit: number): { rows: MessageRow[]; cursor: string | null } => {
       if (!this.hasTables) return { rows: [], cursor };
       const rows: MessageRow[] = [];
-      let after = cursor?.slice(2) ?? "";
-      if ((cursor?.slice(0, 2) ?? "c:") === "c:") {
-        while (rows.length < limit) {
-          const chunk = this.sql
-            .exec<Chunk>("SELECT * FROM chunks WHERE lo > ? ORDER BY lo LIMIT 1", after)
-            .toArray()[0];
-          if (!chunk) break;
-          rows.push(...(JSON.parse(chunk.rows) as MessageRow[]));
-          after = chunk.lo;
-        }
-        if (rows.length > 0) return { rows, cursor: `c:${after}` };
-        after = "";
+      let after = cursor ?? "";
+      while (rows.length < limit) {
+        const chunk = this.sql.exec<Chunk>("SELECT * FROM chunks WHERE lo > ? ORDER BY lo LIMIT 1", after).toArray()[0];
+        if (!chunk) break;
+        rows.push(...(JSON.parse(chunk.rows) as MessageRow[]));
+        after = chunk.lo;
       }
-      if (!this.hasLegacy) return { rows: [], cursor: "l:" };
-      const legacy = this.sql
-        .exec<MessageRow>("SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?", after, limit)
-        .toArray();
-      return { rows: legacy, cursor: `l:${legacy[legacy.length - 1]?.id ?? after}` };
+      return { rows, cursor: after };
     };
     return archiveRows(this.env.ARCHIVE, workspaceId, day, progress, maxParts, read);
   }
@@ -212,7 +154,6 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     await this.ctx.storage.deleteAll();
     // A late call finds no tables and answers as an empty shard; nothing is created again.
     this.hasTables = false;
-    this.hasLegacy = false;
   }
 
   private ensureTables(): void {
@@ -225,10 +166,6 @@ export class MessageHistoryDurableObject extends DurableObject<Env> {
     const chunk = this.sql.exec<Chunk>("SELECT * FROM chunks WHERE lo <= ? ORDER BY lo DESC LIMIT 1", id).toArray()[0];
     if (!chunk || chunk.hi < id) return null;
     return { lo: chunk.lo, rows: JSON.parse(chunk.rows) as MessageRow[] };
-  }
-
-  private tableExists(name: string): boolean {
-    return this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name).toArray().length > 0;
   }
 }
 

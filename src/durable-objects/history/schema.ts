@@ -1,6 +1,5 @@
 import type { Schema } from "../shared/schema-version";
 import { createMetaTable } from "../shared/meta";
-import { createMessagesTable } from "../workspace/legacy/messages-v1";
 
 /** The `chunks` table: a day's records, a few hundred per row, in key order (history.ts). */
 const createChunksTable = (sql: SqlStorage): void => {
@@ -14,17 +13,11 @@ export const HISTORY_SCHEMA: Schema = {
   steps: [
     {
       version: 1,
-      description: "meta and the day's message records, with the list indexes, up to the first versioned release",
+      description: "the baseline: meta and chunks (a day's records, a few hundred per row)",
       up: (sql) => {
         createMetaTable(sql);
-        createMessagesTable(sql);
+        createChunksTable(sql);
       },
-    },
-    {
-      version: 2,
-      description:
-        "chunks: records moved since are kept a few hundred per row; the records already here stay in `messages`",
-      up: createChunksTable,
     },
   ],
   fresh: createChunksTable,

@@ -8,14 +8,13 @@
  *
  * A new object (no table at all) does not replay the steps: it creates the
  * latest layout at once (`fresh`), which costs what that layout costs and
- * nothing for the layouts it never had. Step 1 of every class is the storage
- * as it was before versions existed: it brings any older layout up to it.
- * Later steps change that layout; they are never edited once deployed, only
- * added.
+ * nothing for the layouts it never had. Step 1 of every class is its baseline:
+ * the layout of the first deployed release (the slot-table layout); nothing
+ * older exists. Later steps change that layout; they are never edited once
+ * deployed, only added.
  *
- * Where the version is kept: the `schema_version` table of objects created
- * by the first versioned release, or the `schema_version` row of `meta` in
- * objects created since (one table fewer to create).
+ * Where the version is kept: the `schema_version` row of `meta` (one row, in
+ * a table every object has).
  *
  * Cost: a woken object reads one row; a new object writes its tables and
  * the version row. Model: cloudflare/agents `_ensureSchema`.
@@ -34,9 +33,6 @@ export interface Schema {
   fresh(sql: SqlStorage): void;
 }
 
-/** Bound: one row, ever. */
-const VERSION_TABLE =
-  "CREATE TABLE IF NOT EXISTS schema_version (only INTEGER PRIMARY KEY CHECK (only = 1), version INTEGER NOT NULL)";
 const META_TABLE = "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID";
 
 export class SchemaTooNewError extends Error {
@@ -50,13 +46,8 @@ export class SchemaTooNewError extends Error {
 const hasTable = (sql: SqlStorage, name: string): boolean =>
   sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name).toArray().length > 0;
 
-/** The version the storage is at: 0 for storage from before versions, or for an empty object. */
+/** The version the storage is at: 0 for an empty object (or tables written without a version). */
 export function schemaVersion(sql: SqlStorage): number {
-  if (hasTable(sql, "schema_version")) {
-    return (
-      sql.exec<{ version: number }>("SELECT version FROM schema_version WHERE only = 1").toArray()[0]?.version ?? 0
-    );
-  }
   if (!hasTable(sql, "meta")) return 0;
   const v = sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'schema_version'").toArray()[0]?.v;
   return v === undefined ? 0 : Number(v);
@@ -67,19 +58,7 @@ export const isEmptyStorage = (sql: SqlStorage): boolean =>
   sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").toArray().length === 0;
 
 function writeVersion(sql: SqlStorage, version: number): void {
-  if (hasTable(sql, "schema_version")) {
-    sql.exec(
-      "INSERT INTO schema_version (only, version) VALUES (1, ?) ON CONFLICT (only) DO UPDATE SET version = excluded.version",
-      version,
-    );
-    return;
-  }
-  if (!hasTable(sql, "meta")) {
-    // Storage from before versions that lacks a meta table: the first release's way.
-    sql.exec(VERSION_TABLE);
-    sql.exec("INSERT INTO schema_version (only, version) VALUES (1, ?)", version);
-    return;
-  }
+  sql.exec(META_TABLE);
   sql.exec(
     "INSERT INTO meta (k, v) VALUES ('schema_version', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
     String(version),
@@ -111,10 +90,6 @@ export function ensureSchema(storage: DurableObjectStorage, schema: Schema): num
     if (step.version <= current) continue;
     storage.transactionSync(() => {
       step.up(sql);
-      if (step.version === 1 && !hasTable(sql, "schema_version")) {
-        // The first versioned release kept the version in a table of its own.
-        sql.exec(VERSION_TABLE);
-      }
       writeVersion(sql, step.version);
     });
     ran.push(step.version);

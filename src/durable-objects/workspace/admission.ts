@@ -7,12 +7,13 @@ import { channelNumberStub } from "../stubs";
 import type { RateInfo, SendCommand, SendOutcome, Usage } from "./contract";
 import type { WorkspaceContext } from "./context";
 import type { DailyCounts } from "./counts";
-import { findBoundKey, IDEMPOTENCY_TTL_MS } from "./legacy/idempotency-keys-v1";
-import { legacyOutboundTimesSince } from "./legacy/messages-v1";
 import { findKey, insertOutbound, outboundTimesSince } from "./records";
 import { findMovedKey } from "./moved-keys";
 import type { Tiers } from "./tiers";
 import { slotOf } from "./day-tables";
+
+/** How long an Idempotency-Key stays bound to its first send (documented: 24 hours). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 const toRateInfo = (w: WindowState, scope: RateInfo["scope"]): RateInfo => ({
   scope,
@@ -47,10 +48,7 @@ export class Admission {
   ) {
     const at = now();
     const since = at - WORKSPACE_LIMIT.windowMs;
-    this.recent = [
-      ...outboundTimesSince(tiers.tables, w.sql, since, at),
-      ...(tiers.hasLegacy() ? legacyOutboundTimesSince(w.sql, since) : []),
-    ].sort((a, b) => a.at - b.at);
+    this.recent = outboundTimesSince(tiers.tables, w.sql, since, at);
   }
 
   /** Whether this send's hand-off is done and its commit still to come. */
@@ -91,16 +89,11 @@ export class Admission {
     return { windowUsed: WORKSPACE_LIMIT.limit - this.windowAt(at).remaining, monthUsed: this.usedThisMonth(at) };
   }
 
-  /** The live binding of a key: a record of the last 24 hours, or (until it expires) a key bound before the upgrade. */
+  /** The live binding of a key: a record of the last 24 hours (here, or its key kept when it moved early). */
   private boundKey(key: string, at: number): { jobId: string; fingerprint: string } | undefined {
     const since = at - IDEMPOTENCY_TTL_MS;
     const found = findKey(this.tiers.tables, this.w.sql, key, since, at) ?? findMovedKey(this.w.sql, key, since);
-    if (found) return { jobId: found.id, fingerprint: found.fingerprint };
-    if (this.w.legacyKeys()) {
-      const legacy = findBoundKey(this.w.sql, key, at);
-      if (legacy) return { jobId: legacy.job_id, fingerprint: legacy.fingerprint };
-    }
-    return undefined;
+    return found ? { jobId: found.id, fingerprint: found.fingerprint } : undefined;
   }
 
   private async admit(cmd: SendCommand): Promise<SendOutcome> {

@@ -8,8 +8,6 @@ export interface WorkspaceContext {
   /** The workspace this object serves (the name it was addressed by). */
   workspaceId(): string | null;
   loadConfig(workspaceId: string): Promise<WorkspaceConfig | null>;
-  /** Whether keys bound before the upgrade to day tables are still to be looked up. */
-  legacyKeys(): boolean;
   /** Makes sure the alarm fires no later than `at`. */
   wake(at: number): Promise<void>;
 }

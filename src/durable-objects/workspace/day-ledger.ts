@@ -8,14 +8,12 @@ export type DayCounts = Record<string, Tally>;
 /**
  * What the workspace knows of one UTC day besides its records, as one `meta` row (`day:<n>`),
  * written only when the day changes hands:
- * - `counts`: the day's counts once its table is gone (or carried over from the release before
- *   day tables); a day whose table is here adds the table's own counts to them;
+ * - `counts`: the day's counts once its table is gone; a day whose table is here adds the table's
+ *   own counts to them;
  * - `moved`: per slot of the day (0–3, see day-tables.ts), how much of it is in the day's history
  *   shard: "*" all of it (its table is gone), or the id up to which its records are there (it is
  *   moving; the records up to the cursor are read and changed in the shard from then on);
  * - `history`: records of the day in its shard;
- * - `legacyHistory`: records of the release before day tables were moved to its shard (by that
- *   release, or since by legacy-tier.ts);
  * - `archiving` / `archived`: its archive to R2, in progress or done (kept 400 days, listed by
  *   GET /message-archives);
  * - `media`: the inbound media of its messages copied to R2 (or being copied): bytes and items,
@@ -28,7 +26,6 @@ export interface DayState {
   counts?: DayCounts;
   moved?: Record<string, string>;
   history?: { records: number };
-  legacyHistory?: { records: number };
   archiving?: ArchiveProgress;
   archived?: { messages: number; parts: number; at: number };
   media?: { bytes: number; items: number };

@@ -55,8 +55,8 @@ interface Stored {
 
 /**
  * One attempt as a row holds it (~110 B in JSON where the whole would be ~235): short keys, no
- * null, and no type or subject where the event's id says them (every event of this release; an
- * event of the earlier layout keeps them).
+ * null, and no type or subject where the event's id says them (every event the workspace makes; an
+ * event whose id names neither keeps them).
  */
 type Packed = Pick<Stored, "e" | "w" | "n" | "a" | "o"> & Partial<Stored>;
 

@@ -10,10 +10,9 @@ import { dayOfSlot, SLOT_MS, slotOfId, slotStart, slotTable } from "./day-tables
 import { addCounts } from "./day-ledger";
 import { SCAN_BUDGET, slotPage, type Keyset, type MessageFilter, type Page } from "./message-queries";
 import { keepMovedKeys } from "./moved-keys";
+import { IDEMPOTENCY_TTL_MS } from "./admission";
 import type { MessageRow } from "./record";
 import { movedOf, slotIndex, type Tiers } from "./tiers";
-import { legacyPage } from "./legacy/message-queries-v1";
-import { IDEMPOTENCY_TTL_MS } from "./legacy/idempotency-keys-v1";
 
 /** A slot's records stay here at least this long after the slot ends (so that a late report finds them in the object). */
 export const HOT_WINDOW_MS = 48 * 60 * 60 * 1000;
@@ -46,13 +45,12 @@ export interface ArchivedDay {
   archived_at: number;
 }
 
-/** A segment of a day in the newest-first order: a slot's table part, its part in the shard, then the earlier layout's records. */
-type Segment =
-  { kind: "table"; slot: number } | { kind: "chunks"; slot: number } | { kind: "legacy" } | { kind: "shard-legacy" };
+/** A segment of a day in the newest-first order: a slot's table part, then its part in the shard. */
+type Segment = { kind: "table" | "chunks"; slot: number };
 
 /**
- * The workspace's messages across tiers: reads and lists over the slot tables here, the earlier
- * layout's table, and the history shards; the step that moves a busy workspace's old slots to
+ * The workspace's messages across tiers: reads and lists over the slot tables here and the
+ * history shards; the step that moves a busy workspace's old slots to
  * their day's shard, and the one that archives days past the plan's window to R2.
  */
 export class HistoryTiering {
@@ -82,7 +80,7 @@ export class HistoryTiering {
   /** A message of this workspace, wherever it lives now. */
   async getMessage(id: string): Promise<MessageRow | null> {
     const at = this.tiers.locate(id);
-    if (at.tier === "slot" || at.tier === "legacy") return at.row;
+    if (at.tier === "slot") return at.row;
     const workspaceId = this.w.workspaceId();
     if (at.tier === "history" && workspaceId) return historyStub(this.w.env, workspaceId, at.day).get(id);
     return null;
@@ -91,8 +89,7 @@ export class HistoryTiering {
   /**
    * One page of the workspace's messages, newest first, strictly older than `after`: day by day,
    * each day's records in this order (each older than the one before): per slot, newest first,
-   * its table here and its part in the day's history shard; then records of the earlier layout
-   * still here, then those in the shard. At most SCAN_BUDGET rows are read per page, so a page may
+   * its table here and its part in the day's history shard. At most SCAN_BUDGET rows are read per page, so a page may
    * be short; `next` says where to go on (null: nothing older matches).
    */
   async listMessages(
@@ -125,8 +122,7 @@ export class HistoryTiering {
         if (budget <= 0) return done(found.length > 0 ? found[found.length - 1]!.key : position);
         const mine = here !== null && sameSegment(segment, here) ? position : null;
         const page = await this.segmentPage(workspaceId, day, segment, filter, mine, want - found.length, budget);
-        const legacy = segment.kind === "legacy" || segment.kind === "shard-legacy";
-        found.push(...page.rows.map((row) => ({ row, key: legacy ? legacyKeyset(row) : keysetOf(row) })));
+        found.push(...page.rows.map((row) => ({ row, key: keysetOf(row) })));
         budget -= page.scanned;
         // The budget ran out inside this segment: go on from where it stopped.
         if (page.next && found.length < want) return done(page.next);
@@ -142,17 +138,7 @@ export class HistoryTiering {
     const days = new Set<number>(this.tiers.tables.days().filter((d) => d >= from && d <= until));
     for (const d of this.tiers.ledger.days(from, until)) {
       const s = this.tiers.ledger.get(d);
-      if (s.history !== undefined || s.legacyHistory !== undefined) days.add(d);
-    }
-    if (this.tiers.hasLegacy()) {
-      const span = this.w.sql
-        .exec<{ lo: number | null; hi: number | null }>(
-          "SELECT MIN(created_at) AS lo, MAX(created_at) AS hi FROM messages",
-        )
-        .one();
-      if (span.lo !== null && span.hi !== null) {
-        for (let d = Math.max(from, utcDay(span.lo)); d <= Math.min(until, utcDay(span.hi)); d++) days.add(d);
-      }
+      if (s.history !== undefined) days.add(d);
     }
     return [...days].sort((a, b) => b - a);
   }
@@ -164,19 +150,11 @@ export class HistoryTiering {
       const slot = day * 4 + i;
       out.push({ kind: "table", slot }, { kind: "chunks", slot });
     }
-    out.push({ kind: "legacy" }, { kind: "shard-legacy" });
     return out;
   }
 
   /** Which segment of its day a position is in. */
   private segmentOf(k: Keyset): Segment {
-    if (k.legacy) {
-      const boundary = JSON.parse(getMeta(this.w.sql, "history_boundary") ?? "null") as Keyset | null;
-      const moved =
-        boundary !== null &&
-        (k.createdAt < boundary.createdAt || (k.createdAt === boundary.createdAt && k.id <= boundary.id));
-      return moved ? { kind: "shard-legacy" } : { kind: "legacy" };
-    }
     const slot = slotOfId(k.id) ?? Math.floor(k.createdAt / SLOT_MS);
     return this.tiers.inHistory(slot, k.id) ? { kind: "chunks", slot } : { kind: "table", slot };
   }
@@ -204,20 +182,8 @@ export class HistoryTiering {
       }
       case "chunks": {
         if (!workspaceId || movedOf(state, segment.slot) === undefined) return empty;
-        return historyStub(this.w.env, workspaceId, day).list(
-          "chunks",
-          slotBounded(filter, segment.slot),
-          after,
-          limit,
-          budget,
-        );
+        return historyStub(this.w.env, workspaceId, day).list(slotBounded(filter, segment.slot), after, limit, budget);
       }
-      case "legacy":
-        if (!this.tiers.hasLegacy()) return empty;
-        return legacyPage(this.w.sql, dayBounded(filter, day), after, limit, budget);
-      case "shard-legacy":
-        if (!workspaceId || state.legacyHistory === undefined) return empty;
-        return historyStub(this.w.env, workspaceId, day).list("legacy", dayBounded(filter, day), after, limit, budget);
     }
   }
 
@@ -253,8 +219,7 @@ export class HistoryTiering {
       const day = dayOfSlot(slot);
       const state = this.tiers.ledger.get(day);
       const end = slotStart(slot) + SLOT_MS;
-      const partly =
-        state.history !== undefined || state.legacyHistory !== undefined || movedOf(state, slot) !== undefined;
+      const partly = state.history !== undefined || movedOf(state, slot) !== undefined;
       const dueByArchive = partly ? (day + 1 + archiveAfter) * DAY_MS : null;
       const dueBySize = window === null ? null : end + window;
       const due =
@@ -344,7 +309,7 @@ export class HistoryTiering {
     const inHistory =
       this.tiers.ledger.days(0, utcDay(now())).find((d) => {
         const s = this.tiers.ledger.get(d);
-        return s.history !== undefined || s.legacyHistory !== undefined;
+        return s.history !== undefined;
       }) ?? null;
     const candidates = [local, inHistory].filter((d): d is number => d !== null);
     return candidates.length === 0 ? null : Math.min(...candidates);
@@ -369,7 +334,7 @@ export class HistoryTiering {
     if ((day + 1 + this.historyDays()) * DAY_MS > at) return;
     const state = this.tiers.ledger.get(day);
     const slots = this.tiers.tables.ofDay(day);
-    const inShard = state.history !== undefined || state.legacyHistory !== undefined;
+    const inShard = state.history !== undefined;
     // The rest of a day partly in its shard goes there first (move-to-history); the archive waits.
     if (inShard && slots.length > 0) return;
     // A day archived before and re-created since adds parts after the archived ones.
@@ -416,7 +381,7 @@ export class HistoryTiering {
     this.w.storage.transactionSync(() => {
       for (const slot of slots) this.tiers.tables.drop(slot);
       this.tiers.ledger.update(day, (s) => {
-        const { archiving: _a, history: _h, legacyHistory: _l, moved: _m, ...rest } = s;
+        const { archiving: _a, history: _h, moved: _m, ...rest } = s;
         return { ...rest, counts, archived: { messages: progress.messages, parts: progress.parts, at: now() } };
       });
       this.onDayArchived(day);
@@ -472,22 +437,12 @@ export class HistoryTiering {
   }
 }
 
-const sameSegment = (a: Segment, b: Segment): boolean =>
-  a.kind === b.kind && ("slot" in a ? "slot" in b && a.slot === b.slot : true);
+const sameSegment = (a: Segment, b: Segment): boolean => a.kind === b.kind && a.slot === b.slot;
 
-/** A record's position: by id for records of this release (their id's time), by (created_at, id) for the earlier layout's. */
+/** A record's position: its id and its id's time. */
 function keysetOf(r: MessageRow): Keyset {
   return { createdAt: uuidV7Time(r.id) ?? r.created_at, id: r.id };
 }
-
-const legacyKeyset = (r: MessageRow): Keyset => ({ createdAt: r.created_at, id: r.id, legacy: true });
-
-/** The filter narrowed to one UTC day (the earlier layout's records are listed day by day too). */
-const dayBounded = (f: MessageFilter, day: number): MessageFilter => ({
-  ...f,
-  createdFrom: Math.max(f.createdFrom ?? 0, day * DAY_MS),
-  createdUntil: Math.min(f.createdUntil ?? Number.MAX_SAFE_INTEGER, (day + 1) * DAY_MS),
-});
 
 /** The filter narrowed to one slot (its part of a day's shard). */
 const slotBounded = (f: MessageFilter, slot: number): MessageFilter => ({

@@ -20,13 +20,11 @@ export type MessageFilter = {
 
 /**
  * A position in the newest-first order: records strictly older than it come next. Records of slot
- * tables and history chunks are ordered by id (`createdAt` is the id's time); records of the
- * earlier layout (`legacy`) by (created_at, id), and all of a day's come after that day's others.
+ * tables and history chunks are ordered by id (`createdAt` is the id's time).
  */
 export type Keyset = {
   createdAt: number;
   id: string;
-  legacy?: boolean;
 };
 
 export interface Page {

@@ -1,5 +1,4 @@
 import type { Message, MessageStatus } from "../../domain/message";
-import { uuidV7Time } from "../../domain/job-id";
 import { inboundExtrasOf } from "../../domain/inbound-details";
 import { isPhoneNumber } from "../../domain/recipient";
 import { templateFactsOf } from "../../domain/template-send";
@@ -8,14 +7,13 @@ import type { LifecycleState } from "./status-transition";
 
 /**
  * A message record as stored: outbound (a send) or inbound (a user writing to a number). The same
- * columns in the day tables of this release, in the single `messages` table of the release before
- * (still read while its rows age out), and in history shards.
+ * columns in the slot tables and in history shards.
  *
  * `recipient` is the other party: `to` when outbound, `from` when inbound. It is a phone number (E.164
  * digits) or, for a user known only by it, the operator's user id (`toUserId` of a send, the
  * sender's `from_user_id` when no phone number came): domain/recipient.ts tells them apart.
  * The send's work state (`pending`, `attempts`, `answered`, `next_attempt_at`) and its
- * Idempotency-Key exist in day tables only; rows of the earlier layout read them as absent.
+ * Idempotency-Key stay behind when a record moves to a history shard: its rows there read them as absent.
  */
 export interface MessageRow extends Omit<LifecycleState, "status"> {
   id: string;
@@ -29,7 +27,7 @@ export interface MessageRow extends Omit<LifecycleState, "status"> {
   created_at: number;
   updated_at: number;
   received_at: number | null;
-  // The columns below are read as absent (undefined) from rows of the earlier layout, whatever their type says.
+  // The columns below are read as absent (undefined) from records in history shards, whatever their type says.
   idem_key: string | null;
   fingerprint: string | null;
   /** 1 while the number has work for it: queued, retrying, or in a call. */
@@ -41,11 +39,9 @@ export interface MessageRow extends Omit<LifecycleState, "status"> {
   next_attempt_at: number | null;
   /**
    * An inbound message's further facts as JSON (the sender's user id and profile, what it replies
-   * to, its media): null when there are none; absent from rows of the earlier layout.
+   * to, its media): null when there are none.
    */
   details: string | null;
-  /** The earlier layout's change counter (its move to history compared it). */
-  version: number | null;
   [key: string]: SqlStorageValue;
 }
 
@@ -68,16 +64,6 @@ export const lifecycleOf = (row: OutboundRow): LifecycleState => ({
   error_retriable: row.error_retriable,
   upstream_error_code: row.upstream_error_code,
 });
-
-/**
- * Where a record stands in the newest-first order of lists: its id's time (the acceptance time
- * of a send, the operator's time of an inbound message) and its id. Records of the earlier layout
- * (whose ids carry only their day) stand at their `created_at`.
- */
-export const orderTime = (row: Pick<MessageRow, "id" | "created_at">): number => {
-  const t = uuidV7Time(row.id);
-  return t !== null && t % 86_400_000 !== 0 ? t : row.created_at;
-};
 
 /** The media of an inbound record as GET /messages shows it, or null. */
 const mediaOfRow = (row: MessageRow): InboundMedia | null => {

@@ -1,4 +1,4 @@
-import { inboundMessageId, utcDay } from "../../domain/job-id";
+import { inboundMessageId } from "../../domain/job-id";
 import {
   eventIdOf,
   newEventId,
@@ -23,9 +23,8 @@ import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./re
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { resolveLinks } from "./message-links";
 import { applyTransition } from "./status-transition";
-import type { Located, Tiers } from "./tiers";
+import type { Tiers } from "./tiers";
 import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
-import { findLegacyInbound, findLegacyMessage, legacyWorkOf } from "./legacy/messages-v1";
 
 /**
  * An event not published by this instance is announced again with a later change of its record
@@ -35,8 +34,6 @@ import { findLegacyInbound, findLegacyMessage, legacyWorkOf } from "./legacy/mes
  * because it does not know whether it was.
  */
 const RECENT_MS = 10 * 60_000;
-/** The operator retries an inbound webhook for up to 7 days (one more: our record may be on the next UTC day). */
-const OPERATOR_RETRY_DAYS = 8;
 
 /** What the number's claim may change (compare-and-set: one grant per attempt, and none while a call is unanswered). */
 const CLAIMABLE =
@@ -70,7 +67,7 @@ export class StatusLedger {
   claim(jobId: string, attempt: number): ClaimResult {
     if (this.admitting(jobId)) return { kind: "wait" };
     const at = this.tiers.locate(jobId);
-    if (at.tier !== "slot" && at.tier !== "legacy") {
+    if (at.tier !== "slot") {
       if (at.tier === "history") log("warn", "claim for a record already in history", { jobId });
       return { kind: "never" };
     }
@@ -82,7 +79,7 @@ export class StatusLedger {
       this.publisher.add(this.reannounce(row, [row.status]));
       return { kind: "settled", status: row.status };
     }
-    if (row.outcome_unknown_since !== null || (at.tier === "slot" && row.pending !== 1))
+    if (row.outcome_unknown_since !== null || row.pending !== 1)
       return { kind: "claimed_before", attempts: Math.max(attempts, attempt) };
     if (attempts > answered || attempts >= attempt) return { kind: "claimed_before", attempts };
     const t = now();
@@ -93,7 +90,7 @@ export class StatusLedger {
       updated_at: Math.max(t, row.updated_at),
     };
     const granted = this.w.storage.transactionSync(() =>
-      this.write(at, row, next, { sql: CLAIMABLE, bindings: [attempt] }),
+      this.write(row, next, { sql: CLAIMABLE, bindings: [attempt] }),
     );
     if (!granted) return { kind: "claimed_before", attempts: Math.max(attempts, attempt) };
     const after: MessageRow = { ...row, ...next } as MessageRow;
@@ -104,20 +101,7 @@ export class StatusLedger {
 
   /** A number's work list (records with work left), oldest first, after `afterId`. */
   workOf(channelNumberId: string, afterId: string, limit: number): WorkItem[] {
-    // Records accepted before the upgrade (the earlier layout's table) have no `_work` index
-    // entry: only the number's outbox listed them, and it is dropped once handed over
-    // (legacy-handover.ts), so a number that restarts after that rebuilds its queue from here or
-    // never sends them. Their ids carry the start of their day, before any id given since: they
-    // come first, and are read while the page starts among them (the first page, or after one).
-    const legacy =
-      this.tiers.hasLegacy() && (afterId === "" || findLegacyMessage(this.w.sql, afterId) !== undefined)
-        ? legacyWorkOf(this.w.sql, channelNumberId, afterId, limit)
-        : [];
-    const rows =
-      legacy.length === limit
-        ? legacy
-        : [...legacy, ...workOf(this.tiers.tables, this.w.sql, channelNumberId, afterId, limit - legacy.length)];
-    return rows.map((r) => ({
+    return workOf(this.tiers.tables, this.w.sql, channelNumberId, afterId, limit).map((r) => ({
       jobId: r.id,
       recipient: r.recipient,
       acceptedAt: r.created_at,
@@ -140,17 +124,17 @@ export class StatusLedger {
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
         const at = this.tiers.locate(u.jobId);
-        if (at.tier !== "slot" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
+        if (at.tier !== "slot") return { known: at.tier === "history", status: null };
         const row = at.row;
         if (!isOutbound(row)) return { known: false, status: null };
-        const { next, own } = this.answerOf(row, u, at.tier);
+        const { next, own } = this.answerOf(row, u);
         if (next === null) {
           events.push(...this.reannounce(row, own));
           return { known: true, status: row.status };
         }
-        this.write(at, row, next);
+        this.write(row, next);
         const after = { ...row, ...next } as OutboundRow;
-        this.afterStatusChange(at, row, after);
+        this.afterStatusChange(row, after);
         events.push(...this.announce(row, after, own));
         return { known: true, status: after.status };
       }),
@@ -162,7 +146,6 @@ export class StatusLedger {
   private answerOf(
     row: OutboundRow,
     u: StatusUpdate,
-    tier: "slot" | "legacy",
   ): { next: Record<string, SqlStorageValue> | null; own: EventKind[] } {
     const attempts = row.attempts ?? 0;
     const answered = row.answered ?? 0;
@@ -173,7 +156,7 @@ export class StatusLedger {
         return { next: null, own: u.status === "failed" ? ["failed"] : [] };
       const t = applyTransition(lifecycleOf(row), u);
       return {
-        next: { ...changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) }), ...this.done(tier) },
+        next: { ...changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) }), pending: 0 },
         own: ["failed"],
       };
     }
@@ -186,20 +169,15 @@ export class StatusLedger {
     if (u.retryAt !== undefined) return { next: { answered: u.attempt, next_attempt_at: u.retryAt }, own };
     if (settled) {
       // An operator report settled it during the call: the answer only closes the claim.
-      return { next: { answered: u.attempt, ...this.done(tier) }, own };
+      return { next: { answered: u.attempt, pending: 0 }, own };
     }
     const t = applyTransition(lifecycleOf(row), u);
     const next: Record<string, SqlStorageValue> = {
       ...changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) }),
       answered: u.attempt,
-      ...this.done(tier),
+      pending: 0,
     };
     return { next, own };
-  }
-
-  /** The number has no more work for the record (day tables mark it: it leaves the work list). */
-  private done(tier: "slot" | "legacy"): Record<string, SqlStorageValue> {
-    return tier === "slot" ? { pending: 0 } : {};
   }
 
   /**
@@ -213,7 +191,7 @@ export class StatusLedger {
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
         const at = this.tiers.locate(u.jobId);
-        if (at.tier !== "slot" && at.tier !== "legacy") return { known: at.tier === "history", status: null };
+        if (at.tier !== "slot") return { known: at.tier === "history", status: null };
         const row = at.row;
         if (!isOutbound(row)) return { known: false, status: null };
         const own = ownKinds(u);
@@ -221,14 +199,6 @@ export class StatusLedger {
         if (row.status === "queued" && (row.attempts ?? 0) === 0) return { known: true, status: row.status };
         const t = applyTransition(lifecycleOf(row), u);
         if (!t.changed) {
-          // An outcome already unknown when the earlier release handed it over (legacy-handover.ts:
-          // the only caller reporting unknown outcomes here) was never listed: without the list,
-          // its expiry never fails it when the operator's window ends. Listed once (INSERT OR IGNORE).
-          if (u.outcomeUnknown && row.outcome_unknown_since !== null && row.status === "processing")
-            noteUnknown(this.w.sql, row.id, row.outcome_unknown_since, {
-              number: row.channel_number_id,
-              recipient: row.recipient,
-            });
           events.push(...this.reannounce(row, own));
           return { known: true, status: row.status };
         }
@@ -238,11 +208,10 @@ export class StatusLedger {
           updated_at: Math.max(u.at, row.updated_at),
         });
         // Settled by the operator while the number still had it listed (a retry pending): it leaves the list; a call in flight answers anyway.
-        if (settles && at.tier === "slot" && row.pending === 1 && (row.attempts ?? 0) === (row.answered ?? 0))
-          next.pending = 0;
-        this.write(at, row, next);
+        if (settles && row.pending === 1 && (row.attempts ?? 0) === (row.answered ?? 0)) next.pending = 0;
+        this.write(row, next);
         const after = { ...row, ...next } as OutboundRow;
-        this.afterStatusChange(at, row, after);
+        this.afterStatusChange(row, after);
         events.push(...this.announce(row, after, own));
         return { known: true, status: after.status };
       }),
@@ -347,7 +316,7 @@ export class StatusLedger {
     const t = now();
     for (const m of records) {
       let id = inboundMessageId(this.w.env.JOB_ID_SECRET, workspaceId, m.channelNumberId, m.upstreamMessageId, m.at);
-      const existing = (await this.findInbound(workspaceId, id, m)) ?? null;
+      const existing = (await this.findInbound(workspaceId, id)) ?? null;
       if (existing) {
         ids.push(existing.id);
         events.push(...this.reannounce(existing, ["received"]));
@@ -390,22 +359,11 @@ export class StatusLedger {
     return ids;
   }
 
-  /** An inbound message recorded before: here, in the earlier layout's table, or in a history shard (the operator retries for 7 days). */
-  private async findInbound(workspaceId: string, id: string, m: InboundRecord): Promise<MessageRow | null> {
+  /** An inbound message recorded before: here, or in a history shard (the operator retries for 7 days). */
+  private async findInbound(workspaceId: string, id: string): Promise<MessageRow | null> {
     const at = this.tiers.locate(id);
-    if (at.tier === "slot" || at.tier === "legacy") return at.row;
+    if (at.tier === "slot") return at.row;
     if (at.tier === "history") return historyStub(this.w.env, workspaceId, at.day).get(id);
-    if (this.tiers.hasLegacy()) {
-      const legacy = findLegacyInbound(this.w.sql, m.upstreamMessageId);
-      if (legacy) return legacy;
-    }
-    // Records of the earlier layout already in history: looked up on the days from the message's time on.
-    const from = utcDay(m.at) - 1;
-    for (const day of this.tiers.ledger.days(from, from + OPERATOR_RETRY_DAYS)) {
-      if (this.tiers.ledger.get(day).legacyHistory === undefined) continue;
-      const row = await historyStub(this.w.env, workspaceId, day).findLegacyInbound(m.upstreamMessageId);
-      if (row) return row;
-    }
     return null;
   }
 
@@ -424,23 +382,12 @@ export class StatusLedger {
   }
 
   private write(
-    at: Extract<Located, { tier: "slot" | "legacy" }>,
     row: MessageRow,
     set: Record<string, SqlStorageValue>,
     where?: { sql: string; bindings: SqlStorageValue[] },
   ): boolean {
     if (Object.keys(set).length === 0) return true;
-    if (at.tier === "slot") return updateRecord(this.tiers.tables, this.w.sql, row.id, set, where);
-    // The earlier layout's move to history compares `version`: every write moves it.
-    const cols = Object.keys(set);
-    return (
-      this.w.sql.exec(
-        `UPDATE messages SET ${cols.map((c) => `${c} = ?`).join(", ")}, version = version + 1 WHERE id = ?${where ? ` AND ${where.sql}` : ""}`,
-        ...cols.map((c) => set[c]!),
-        row.id,
-        ...(where?.bindings ?? []),
-      ).rowsWritten > 0
-    );
+    return updateRecord(this.tiers.tables, this.w.sql, row.id, set, where);
   }
 
   /**
@@ -461,7 +408,7 @@ export class StatusLedger {
           inHistory.push(u);
           continue;
         }
-        if (loc.tier !== "slot" && loc.tier !== "legacy") continue;
+        if (loc.tier !== "slot") continue;
         if (!isOutbound(loc.row)) continue;
         const row = loc.row;
         const t = applyTransition(lifecycleOf(row), u);
@@ -470,9 +417,9 @@ export class StatusLedger {
           continue;
         }
         const next = changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) });
-        this.write(loc, row, next);
+        this.write(row, next);
         const after = { ...row, ...next } as OutboundRow;
-        this.afterStatusChange(loc, row, after, { keepUnknown: true });
+        this.afterStatusChange(row, after, { keepUnknown: true });
         events.push(...this.announce(row, after, ["failed"]));
       }
     });
@@ -485,17 +432,10 @@ export class StatusLedger {
   }
 
   /** Counts and the unknown-outcome list follow a committed change (inside its transaction). */
-  private afterStatusChange(
-    at: Extract<Located, { tier: "slot" | "legacy" }>,
-    before: OutboundRow,
-    after: OutboundRow,
-    opts: { keepUnknown?: boolean } = {},
-  ): void {
+  private afterStatusChange(before: OutboundRow, after: OutboundRow, opts: { keepUnknown?: boolean } = {}): void {
     if (before.status !== after.status) {
       const delta = DailyCounts.statusDelta(before.status, after.status);
-      if (at.tier === "slot")
-        this.counts.note(slotOfId(before.id) ?? slotOf(before.created_at), before.channel_number_id, delta);
-      else this.counts.note(slotOf(before.created_at), before.channel_number_id, delta, "frozen");
+      this.counts.note(slotOfId(before.id) ?? slotOf(before.created_at), before.channel_number_id, delta);
     }
     if (before.outcome_unknown_since === null && after.outcome_unknown_since !== null)
       noteUnknown(this.w.sql, after.id, after.outcome_unknown_since, {

@@ -1,21 +1,14 @@
 import { dayOfSlot, SLOTS_PER_DAY, slotOf, slotOfId, slotTable, type SlotTables } from "./day-tables";
 import type { DayLedger, DayState } from "./day-ledger";
-import { findLegacyMessage } from "./legacy/messages-v1";
-import { legacyIdDay } from "./legacy/history-v1";
 import type { MessageRow } from "./record";
 
 /**
  * Where a record lives now:
  * - `slot`: its slot's table in this object (every record of the slot not yet moved);
- * - `legacy`: the single table of the release before slot tables (records accepted before the upgrade);
  * - `history`: its day's history shard (its slot moved, or is moving and the record is up to the cursor);
  * - `none`: nowhere (never recorded, or archived and dropped).
  */
-export type Located =
-  | { tier: "slot"; row: MessageRow }
-  | { tier: "legacy"; row: MessageRow }
-  | { tier: "history"; day: number }
-  | { tier: "none" };
+export type Located = { tier: "slot"; row: MessageRow } | { tier: "history"; day: number } | { tier: "none" };
 
 /** The index of a slot within its day (the key of `DayState.moved`). */
 export const slotIndex = (slot: number): string => String(slot % SLOTS_PER_DAY);
@@ -24,25 +17,11 @@ export const slotIndex = (slot: number): string => String(slot % SLOTS_PER_DAY);
 export const movedOf = (state: DayState, slot: number): string | undefined => state.moved?.[slotIndex(slot)];
 
 export class Tiers {
-  private legacy: boolean;
-
   constructor(
     private readonly sql: SqlStorage,
     readonly tables: SlotTables,
     readonly ledger: DayLedger,
-  ) {
-    this.legacy =
-      sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").toArray().length > 0;
-  }
-
-  /** Whether the earlier layout's table is still here. */
-  hasLegacy(): boolean {
-    return this.legacy;
-  }
-
-  legacyDropped(): void {
-    this.legacy = false;
-  }
+  ) {}
 
   /** Whether the record with this id (of this slot) is in its day's history shard. */
   inHistory(slot: number, id: string): boolean {
@@ -56,15 +35,7 @@ export class Tiers {
       const row = this.sql.exec<MessageRow>(`SELECT * FROM ${slotTable(slot)} WHERE id = ?`, id).toArray()[0];
       if (row) return { tier: "slot", row };
     }
-    if (this.legacy) {
-      const row = findLegacyMessage(this.sql, id);
-      if (row) return { tier: "legacy", row };
-    }
-    const day = slot !== null ? dayOfSlot(slot) : legacyIdDay(this.sql, id);
-    if (day !== null) {
-      const s = this.ledger.get(day);
-      if ((slot !== null && this.inHistory(slot, id)) || s.legacyHistory !== undefined) return { tier: "history", day };
-    }
+    if (slot !== null && this.inHistory(slot, id)) return { tier: "history", day: dayOfSlot(slot) };
     return { tier: "none" };
   }
 
@@ -82,8 +53,7 @@ export class Tiers {
       this.tables.archives.has(dayOfSlot(slot)) ||
       movedOf(s, slot) !== undefined ||
       s.archived !== undefined ||
-      s.archiving !== undefined ||
-      s.legacyHistory !== undefined
+      s.archiving !== undefined
     )
       return false;
     // A slot more than a day old may be about to move: only a slot table already here, or a recent one, takes late records.

@@ -6,11 +6,10 @@ import { parseEventId, type WebhookEvent, type WebhookQueueMessage } from "../..
 import { OWN_ERRORS } from "../../upstream/error-codes";
 import { Scheduler, withSlack } from "../shared/scheduler";
 import { nextMovedKeyExpiry, purgeMovedKeys } from "./moved-keys";
-import { IDEMPOTENCY_TTL_MS } from "./legacy/idempotency-keys-v1";
 import { getMeta, setMeta } from "../shared/meta";
 import { ensureSchema } from "../shared/schema-version";
 import { WORKSPACE_SCHEMA } from "./schema";
-import { Admission } from "./admission";
+import { Admission, IDEMPOTENCY_TTL_MS } from "./admission";
 import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./config";
 import type { WorkspaceContext } from "./context";
 import type {
@@ -31,7 +30,6 @@ import { DayLedger } from "./day-ledger";
 import { SlotTables } from "./day-tables";
 import { DeliveryLog, KEEP_DELIVERIES_MS, KEEP_DELIVERIES_UNDER_PRESSURE_MS, type AttemptRow } from "./delivery-log";
 import { HistoryTiering, type ArchivedDay } from "./history-tiering";
-import { LegacyTier } from "./legacy/legacy-tier";
 import { MediaCopies, type CopyOutcome, type MediaCopyState, type Reservation } from "./media-copies";
 import type { MediaCopy } from "../../domain/inbound-media";
 import type { Keyset, MessageFilter } from "./message-queries";
@@ -57,8 +55,7 @@ const PURGE_AT_LEAST_EVERY_MS = 30 * 24 * 60 * 60_000;
  * The class is the RPC surface and the alarm; each job is a module: admission.ts (keys, windows,
  * quota), status.ts (claims, answers, reports, inbound messages and the events they announce),
  * publisher.ts (events to the queue), delivery-log.ts, counts.ts, history-tiering.ts (reads and
- * lists across tiers, moves to history, archives), media-copies.ts (inbound media copied to R2), legacy/ (what the release before day tables
- * left, until it is gone).
+ * lists across tiers, moves to history, archives), media-copies.ts (inbound media copied to R2).
  */
 export class WorkspaceDurableObject extends DurableObject<Env> {
   protected readonly sql: SqlStorage;
@@ -69,7 +66,6 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   protected readonly publisher: EventPublisher;
   protected readonly deliveries: DeliveryLog;
   protected readonly tiering: HistoryTiering;
-  protected readonly legacy: LegacyTier;
   protected readonly counts: DailyCounts;
   protected readonly media: MediaCopies;
   private readonly tierIndex: Tiers;
@@ -94,11 +90,9 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       env,
       workspaceId: () => ctx.id.name ?? getMeta(this.sql, "workspace_id") ?? null,
       loadConfig: (id) => this.loadConfig(id),
-      legacyKeys: () => this.legacy.hasKeys(),
       wake: (at) => this.scheduler.wake(at),
     };
     const counts = (this.counts = new DailyCounts(this.sql, tables, ledger, context.workspaceId, env.USAGE_QUEUE));
-    this.legacy = new LegacyTier(context, tiers, this.publisher);
     this.admission = new Admission(context, tiers, counts);
     const media = (this.media = new MediaCopies(context, tiers));
     this.status = new StatusLedger(
@@ -144,7 +138,6 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
         },
         run: async (at) => this.deliveries.purge(at, this.keepDeliveriesMs()),
       },
-      ...this.legacy.steps(),
     ]);
     ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
   }
@@ -235,11 +228,8 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
    * has no such event.
    */
   async replayEvent(channelNumberId: string, eventId: string): Promise<boolean> {
-    // An event of the earlier layout (stored, with an id of that release) first, while its table is here.
-    const legacy = this.legacy.findEvent(eventId);
-    let event: WebhookEvent | null =
-      legacy && legacy.channel_number_id === channelNumberId ? (JSON.parse(legacy.body) as WebhookEvent) : null;
-    const named = event ? null : parseEventId(eventId);
+    let event: WebhookEvent | null = null;
+    const named = parseEventId(eventId);
     if (named && "test" in named) {
       // A test event is rebuilt from its id, which dates it: only one of the delivery log's days.
       const age = now() - named.at;
@@ -259,32 +249,25 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     this.deliveries.record(reports, now());
   }
 
-  /** A webhook's delivery attempts, newest first (its number's log, then the earlier layout's). */
+  /** A webhook's delivery attempts, newest first (its number's log). */
   async listDeliveries(
     channelNumberId: string,
     webhookId: string,
     beforeSeq: number | null,
     limit: number,
   ): Promise<AttemptRow[]> {
-    const rows =
-      beforeSeq !== null && beforeSeq < LEGACY_SEQ_BELOW
-        ? []
-        : this.deliveries.ofWebhook(channelNumberId, webhookId, beforeSeq, limit);
-    if (rows.length === limit) return rows;
-    const legacyBefore = beforeSeq !== null && beforeSeq < LEGACY_SEQ_BELOW ? beforeSeq : null;
-    return [...rows, ...this.legacy.attemptsOfWebhook(webhookId, legacyBefore, limit - rows.length)];
+    return this.deliveries.ofWebhook(channelNumberId, webhookId, beforeSeq, limit);
   }
 
   /** Attempts to deliver the events about one message, oldest first (kept 3 days). */
   async deliveriesAbout(messageId: string): Promise<AttemptRow[]> {
     const row = await this.tiering.getMessage(messageId);
-    const legacy = this.legacy.attemptsAbout(messageId);
-    return row ? [...legacy, ...this.deliveries.aboutMessage(row)] : legacy;
+    return row ? this.deliveries.aboutMessage(row) : [];
   }
 
   /** Why a webhook is failing: its latest attempt that did not deliver. */
   async lastFailedAttempt(channelNumberId: string, webhookId: string): Promise<AttemptRow | null> {
-    return this.deliveries.lastFailure(channelNumberId, webhookId) ?? this.legacy.lastFailedAttempt(webhookId) ?? null;
+    return this.deliveries.lastFailure(channelNumberId, webhookId) ?? null;
   }
 
   async usage(at: number = now()): Promise<Usage> {
@@ -336,6 +319,3 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.config;
   }
 }
-
-/** Attempt keys of the delivery log of this release are above this; those of the earlier layout below. */
-const LEGACY_SEQ_BELOW = 100_000_000_000_000;

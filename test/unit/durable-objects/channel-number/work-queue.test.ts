@@ -38,7 +38,7 @@ describe("WorkQueue", () => {
     expect(q.queuedAcceptedBy(19, 10)).toEqual([]);
   });
 
-  it("orders by acceptance time even where the jobIds do not (entries of the earlier layout)", () => {
+  it("orders by acceptance time even where the jobIds do not", () => {
     const q = new WorkQueue();
     q.add(entry("zzz", "r1", 10));
     q.add(entry("aaa", "r2", 20));

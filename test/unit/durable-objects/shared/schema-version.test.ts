@@ -72,7 +72,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       expect(schemaVersion(storage.sql)).toBe(0);
       expect(ensureSchema(storage, schema)).toEqual([3]);
       expect(ran).toEqual([]);
-      // The latest layout, the meta table, and no schema_version table (one table fewer to create).
+      // The latest layout and the meta table, which holds the version.
       expect(tableNamesOf(storage.sql)).toEqual(["meta", "sv_b"]);
       expect(metaVersion(storage.sql)).toBe("3");
       expect(schemaVersion(storage.sql)).toBe(3);
@@ -82,30 +82,26 @@ describe("ensureSchema (numbered steps inside an object)", () => {
     });
   });
 
-  it("storage of the first versioned release (its schema_version table) climbs the ladder from there, keeping its data and its table", async () => {
-    await storageOf("first-release", (storage) => {
+  it("storage at version 1 climbs the ladder from there, in place, keeping its data", async () => {
+    await storageOf("at-one", (storage) => {
       const sql = storage.sql;
-      // As the first versioned release left it: its step 1, a one-row schema_version table, data.
-      sql.exec("CREATE TABLE sv_a (x INTEGER)");
+      const { ran, steps, schema } = ladder();
+      // Created by a release whose ladder ended at step 1, then written to.
+      ensureSchema(storage, { steps: steps.slice(0, 1), fresh: (s) => s.exec("CREATE TABLE sv_a (x INTEGER)") });
       sql.exec("INSERT INTO sv_a (x) VALUES (1), (2)");
-      sql.exec("CREATE TABLE schema_version (only INTEGER PRIMARY KEY CHECK (only = 1), version INTEGER NOT NULL)");
-      sql.exec("INSERT INTO schema_version (only, version) VALUES (1, 1)");
       expect(schemaVersion(sql)).toBe(1);
 
-      const { ran, schema } = ladder();
       expect(ensureSchema(storage, schema)).toEqual([2, 3]);
       expect(ran).toEqual([2, 3]);
       expect(values(sql, "sv_b")).toEqual([10, 20]);
-      expect(tableNamesOf(sql)).toEqual(["schema_version", "sv_b"]);
-      // The version stays where that release kept it.
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(3);
-      expect(schemaVersion(sql)).toBe(3);
+      expect(tableNamesOf(sql)).toEqual(["meta", "sv_b"]);
+      expect(metaVersion(sql)).toBe("3");
       expect(ensureSchema(storage, schema)).toEqual([]);
     });
   });
 
-  it("storage from before versions (tables, no version) runs every step; step 1 leaves a schema_version table", async () => {
-    await storageOf("before-versions", (storage) => {
+  it("tables written without a version run every step, and keep the version in meta", async () => {
+    await storageOf("no-version", (storage) => {
       const sql = storage.sql;
       sql.exec("CREATE TABLE sv_a (x INTEGER)");
       sql.exec("INSERT INTO sv_a (x) VALUES (3)");
@@ -115,7 +111,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       expect(ensureSchema(storage, schema)).toEqual([1, 2, 3]);
       expect(ran).toEqual([1, 2, 3]);
       expect(values(sql, "sv_b")).toEqual([30]);
-      expect(tableNamesOf(sql)).toEqual(["schema_version", "sv_b"]);
+      expect(tableNamesOf(sql)).toEqual(["meta", "sv_b"]);
       expect(schemaVersion(sql)).toBe(3);
     });
   });
@@ -155,7 +151,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       );
       // Step 1 committed (its version with it); step 2 left nothing; step 3 never ran.
       expect(schemaVersion(sql)).toBe(1);
-      expect(tableNamesOf(sql)).toEqual(["schema_version", "sv_a"]);
+      expect(tableNamesOf(sql)).toEqual(["meta", "sv_a"]);
       expect(values(sql, "sv_a")).toEqual([4]);
       // The next start (fixed code) goes on from version 1.
       expect(ensureSchema(storage, schema)).toEqual([2, 3]);
@@ -180,7 +176,7 @@ describe("ensureSchema (numbered steps inside an object)", () => {
     });
   });
 
-  it("refuses storage newer than the code (a rolled-back deploy), in either place, and misnumbered steps", async () => {
+  it("refuses storage newer than the code (a rolled-back deploy), and misnumbered steps", async () => {
     const { steps, schema } = ladder();
     const older: Schema = { steps: steps.slice(0, 2), fresh: schema.fresh };
     await storageOf("newer-meta", (storage) => {
@@ -189,11 +185,9 @@ describe("ensureSchema (numbered steps inside an object)", () => {
       // Nothing was changed by the refusal.
       expect(metaVersion(storage.sql)).toBe("3");
     });
-    await storageOf("newer-table", (storage) => {
-      storage.sql.exec(
-        "CREATE TABLE schema_version (only INTEGER PRIMARY KEY CHECK (only = 1), version INTEGER NOT NULL)",
-      );
-      storage.sql.exec("INSERT INTO schema_version (only, version) VALUES (1, 7)");
+    await storageOf("newer-row", (storage) => {
+      storage.sql.exec("CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)");
+      storage.sql.exec("INSERT INTO meta (k, v) VALUES ('schema_version', '7')");
       expect(() => ensureSchema(storage, schema)).toThrow(/schema version 7, this code knows up to 3/);
     });
     await storageOf("misnumbered", (storage) => {
