@@ -58,7 +58,6 @@ export const isEmptyStorage = (sql: SqlStorage): boolean =>
   sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").toArray().length === 0;
 
 function writeVersion(sql: SqlStorage, version: number): void {
-  sql.exec(META_TABLE);
   sql.exec(
     "INSERT INTO meta (k, v) VALUES ('schema_version', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
     String(version),
@@ -85,6 +84,8 @@ export function ensureSchema(storage: DurableObjectStorage, schema: Schema): num
   }
   const current = schemaVersion(sql);
   if (current > latest) throw new SchemaTooNewError(current, latest);
+  // Tables written without a version (none of this code's making) run every step, the version kept in meta.
+  if (current === 0) sql.exec(META_TABLE);
   const ran: number[] = [];
   for (const step of steps) {
     if (step.version <= current) continue;
