@@ -13,6 +13,7 @@ import { serverTiming } from "./middleware/server-timing";
 import { securityHeaders } from "./middleware/security-headers";
 import { apiKeyAuth } from "./middleware/api-key-auth";
 import { perKeyLimits } from "./middleware/rate-limit";
+import { keyRoleGate } from "./middleware/key-role";
 import { adminAuth } from "./middleware/admin-auth";
 import { meRoutes } from "./routes/me";
 import { channelNumberRoutes } from "./routes/channel-numbers";
@@ -78,6 +79,8 @@ publicApi.doc31("/openapi.json", {
 });
 publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : apiKeyAuth(c, next)));
 publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : perKeyLimits(c, next)));
+const keyRoles = keyRoleGate(publicApi, "/api/v1");
+publicApi.use("*", async (c, next) => (c.req.path === "/api/v1/openapi.json" ? next() : keyRoles(c, next)));
 publicApi
   .route("/", meRoutes)
   .route("/", channelNumberRoutes)

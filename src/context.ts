@@ -1,7 +1,11 @@
+import type { KeyRole } from "./domain/roles";
+
 /** Who is calling: resolved from the API key by the auth middleware. */
 export interface Principal {
   workspaceId: string;
   keyId: string;
+  /** The key's role, fixed at creation: checked against each route's `x-key-role` (middleware/key-role.ts). */
+  role: KeyRole;
 }
 
 export type AppEnv = {

@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import type { MemberRole } from "../db/members";
+import { hasRole } from "../domain/roles";
 import type { DashboardEnv } from "./context";
 import { forbiddenPage } from "./pages/errors";
 
@@ -8,9 +9,7 @@ import { forbiddenPage } from "./pages/errors";
  * change nothing (but their own password); developers manage keys and
  * webhooks; owners do everything, members included.
  */
-const RANK: Record<MemberRole, number> = { viewer: 0, developer: 1, owner: 2 };
-
-export const hasRole = (role: MemberRole, atLeast: MemberRole): boolean => RANK[role] >= RANK[atLeast];
+export { hasRole };
 
 /** Guards a dashboard POST: below `atLeast`, a 403 page and nothing changes. */
 export const requireRole = (atLeast: MemberRole) =>

@@ -1,9 +1,13 @@
+import type { KeyRole } from "../domain/roles";
+
 export interface ApiKeyRow {
   id: string;
   workspace_id: string;
   name: string | null;
   key_hash: string;
   last_four: string;
+  /** Fixed at creation (migration 0030): what the key may do. */
+  role: KeyRole;
   created_at: string;
   revoked_at: string | null;
   /** Coarse: written at most once per key per 10 minutes (domain/api-key-last-used.ts). */
@@ -13,9 +17,9 @@ export interface ApiKeyRow {
 export async function insertApiKey(db: D1Database, row: ApiKeyRow): Promise<void> {
   await db
     .prepare(
-      "INSERT INTO api_keys (id, workspace_id, name, key_hash, last_four, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+      "INSERT INTO api_keys (id, workspace_id, name, key_hash, last_four, role, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
     )
-    .bind(row.id, row.workspace_id, row.name, row.key_hash, row.last_four, row.created_at)
+    .bind(row.id, row.workspace_id, row.name, row.key_hash, row.last_four, row.role, row.created_at)
     .run();
 }
 

@@ -6,6 +6,7 @@ import { findByUuid } from "./job-id";
 import { forgetKey } from "./key-cache";
 import { bucket, scopes } from "./abuse-limits";
 import { spend, type RateLimited } from "./limit-check";
+import { hasRole, type KeyRole, type Role } from "./roles";
 
 // 32 random bytes in base64url are 43 characters.
 const SECRET_PART = /^[A-Za-z0-9_-]{43}$/;
@@ -26,18 +27,27 @@ export function isWellFormedKey(env: ConfigVars, key: string): boolean {
 export const keyLabel = (row: Pick<ApiKeyRow, "name" | "last_four">): string =>
   `"${row.name ?? "(unnamed)"}" (…${row.last_four})`;
 
+/** The audit entry of a new key: its label and its role, the one thing about it that never changes. */
+export const keyCreatedDetail = (row: Pick<ApiKeyRow, "name" | "last_four" | "role">): string =>
+  `${keyLabel(row)}, role ${row.role}`;
+
 export const hashApiKey = (key: string): Promise<string> => sha256Hex(key);
 
 /**
- * Creates a key for the workspace; the full key is returned here only (its
- * SHA-256 is stored). Limited per workspace, whoever asks: keys are revoked,
- * never deleted, so each one is a row for good.
+ * Creates a key for the workspace with `role`; the full key is returned here
+ * only (its SHA-256 is stored). `maker` is the role of whoever asks (a
+ * member's; the operator's admin API counts as an owner): a key never gets
+ * more than its maker has, so making a key is no way around a role. Limited
+ * per workspace, whoever asks: keys are revoked, never deleted, so each one is
+ * a row for good.
  */
 export async function issueApiKey(
   env: Env,
   workspaceId: string,
-  name: string | null,
-): Promise<{ ok: true; row: ApiKeyRow; key: string } | RateLimited> {
+  request: { name: string | null; role: KeyRole; maker: Role },
+): Promise<{ ok: true; row: ApiKeyRow; key: string } | { ok: false; problem: "role_above_maker" } | RateLimited> {
+  const { name, role, maker } = request;
+  if (!hasRole(maker, role)) return { ok: false, problem: "role_above_maker" };
   const perWorkspace = bucket("apiKeyCreate");
   const spent = await spend(
     env,
@@ -53,6 +63,7 @@ export async function issueApiKey(
     name,
     key_hash: await hashApiKey(key),
     last_four: key.slice(-4),
+    role,
     created_at: isoNow(),
     revoked_at: null,
     last_used_at: null,

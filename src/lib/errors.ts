@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   template_parameters_invalid: 400,
   unauthorized: 401,
   forbidden: 403,
+  // The API key's role is below the one the route declares (`x-key-role`): nothing was done.
+  insufficient_role: 403,
   not_found: 404,
   method_not_allowed: 405,
   idempotency_conflict: 409,

@@ -119,7 +119,8 @@ const ERRORS: Record<number, { description: string; example: ErrorBody }> = {
     example: example("unauthorized", "Missing or invalid API key."),
   },
   403: {
-    description: "Forbidden (`forbidden`).",
+    description:
+      "Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done.",
     example: example("forbidden", "channelNumberId is not a connected number of this workspace."),
   },
   404: { description: "Not found (`not_found`).", example: example("not_found", "Resource not found.") },

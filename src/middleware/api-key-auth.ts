@@ -68,7 +68,7 @@ async function lookUp(c: Context<AppEnv>, address: string, keyHash: string): Pro
   // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
   const principal =
     row && (await timingSafeEqualStrings(row.key_hash, keyHash))
-      ? { workspaceId: row.workspace_id, keyId: row.id }
+      ? { workspaceId: row.workspace_id, keyId: row.id, role: row.role }
       : null;
   rememberPrincipal(keyHash, principal);
   if (principal) {

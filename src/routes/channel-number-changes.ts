@@ -68,6 +68,7 @@ const CONNECTED_EXAMPLE = {
 const connect = createRoute({
   method: "post",
   path: "/channel-numbers",
+  "x-key-role": "owner",
   operationId: "connectChannelNumber",
   tags: ["Channel numbers"],
   summary: "Connect a number (extension)",
@@ -101,6 +102,7 @@ const connect = createRoute({
 const replaceToken = createRoute({
   method: "patch",
   path: "/channel-numbers/{id}",
+  "x-key-role": "owner",
   operationId: "replaceChannelNumberToken",
   tags: ["Channel numbers"],
   summary: "Replace a live number's access token (extension)",
@@ -115,13 +117,14 @@ const replaceToken = createRoute({
   },
   responses: {
     200: jsonContent(ChannelNumberDetail, "The number with its new token in use.", CONNECTED_EXAMPLE),
-    ...errorResponses(400, 401, 404, 429, 500),
+    ...errorResponses(400, 401, 403, 404, 429, 500),
   },
 });
 
 const disconnect = createRoute({
   method: "delete",
   path: "/channel-numbers/{id}",
+  "x-key-role": "owner",
   operationId: "disconnectChannelNumber",
   tags: ["Channel numbers"],
   summary: "Disconnect a number (extension)",
@@ -130,7 +133,7 @@ const disconnect = createRoute({
     "`number_disconnected`, each with its `message.status` webhook event. The number then reads as unknown (404).",
   security: bearerSecurity,
   request: { params: z.object({ id: NumberId }) },
-  responses: { 204: { description: "Disconnected.", headers: requestIdHeader }, ...errorResponses(401, 404, 429) },
+  responses: { 204: { description: "Disconnected.", headers: requestIdHeader }, ...errorResponses(401, 403, 404, 429) },
 });
 
 export const channelNumberChangeRoutes = newRouter()

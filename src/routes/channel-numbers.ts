@@ -44,6 +44,7 @@ export const NumberId = z
 const list = createRoute({
   method: "get",
   path: "/channel-numbers",
+  "x-key-role": "viewer",
   operationId: "listChannelNumbers",
   tags: ["Channel numbers"],
   summary: "List the workspace's connected numbers",
@@ -58,6 +59,7 @@ const list = createRoute({
 const get = createRoute({
   method: "get",
   path: "/channel-numbers/{id}",
+  "x-key-role": "viewer",
   operationId: "getChannelNumber",
   tags: ["Channel numbers"],
   summary: "Get one connected number",
@@ -93,6 +95,7 @@ const ContactWindow = z
 const contact = createRoute({
   method: "get",
   path: "/channel-numbers/{id}/contacts/{phone}",
+  "x-key-role": "viewer",
   operationId: "getContactWindow",
   tags: ["Channel numbers"],
   summary: "The customer-service window with one contact",

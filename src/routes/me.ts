@@ -4,6 +4,7 @@ import { EXAMPLE } from "../lib/openapi-examples";
 import { getWorkspaceWithLimits } from "../db/workspaces";
 import { ApiError } from "../lib/errors";
 import { getKey } from "../db/api-keys";
+import { KeyRoleSchema } from "../domain/roles";
 
 const Me = z
   .object({
@@ -15,6 +16,11 @@ const Me = z
         .string()
         .openapi({ description: "The last four characters of the key; the key itself is never returned." }),
       createdAt: z.string().datetime(),
+      role: KeyRoleSchema.openapi({
+        description:
+          "What this key may do, fixed when it was made: each operation's `x-key-role` names the least role it needs; " +
+          "below it the answer is 403 `insufficient_role`.",
+      }),
     }),
   })
   .openapi("Me");
@@ -22,6 +28,7 @@ const Me = z
 const route = createRoute({
   method: "get",
   path: "/me",
+  "x-key-role": "viewer",
   operationId: "getMe",
   tags: ["Account"],
   summary: "Verify the API key and show its workspace",
@@ -29,7 +36,13 @@ const route = createRoute({
   responses: {
     200: jsonContent(Me, "The workspace this key belongs to.", {
       workspace: { id: EXAMPLE.workspaceId, name: "Acme", plan: "pro" },
-      apiKey: { id: EXAMPLE.apiKeyId, name: "backend", lastFour: "x9Qz", createdAt: EXAMPLE.createdAt },
+      apiKey: {
+        id: EXAMPLE.apiKeyId,
+        name: "backend",
+        lastFour: "x9Qz",
+        createdAt: EXAMPLE.createdAt,
+        role: "developer",
+      },
     }),
     ...errorResponses(401, 429),
   },
@@ -45,7 +58,7 @@ export const meRoutes = newRouter().openapi(route, async (c) => {
   return c.json(
     {
       workspace: { id: workspace.id, name: workspace.name, plan: workspace.plan_id },
-      apiKey: { id: key.id, name: key.name, lastFour: key.last_four, createdAt: key.created_at },
+      apiKey: { id: key.id, name: key.name, lastFour: key.last_four, createdAt: key.created_at, role: key.role },
     },
     200,
   );

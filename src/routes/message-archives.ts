@@ -22,6 +22,7 @@ const MessageArchiveList = z
 const list = createRoute({
   method: "get",
   path: "/message-archives",
+  "x-key-role": "viewer",
   operationId: "listMessageArchives",
   tags: ["Messages"],
   summary: "Days of messages older than the plan's history window, archived",
@@ -42,6 +43,7 @@ const list = createRoute({
 const download = createRoute({
   method: "get",
   path: "/message-archives/{day}",
+  "x-key-role": "viewer",
   operationId: "downloadMessageArchive",
   tags: ["Messages"],
   summary: "Download one archived day (NDJSON)",

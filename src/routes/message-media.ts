@@ -50,6 +50,7 @@ export async function mediaOr404(
 const download = createRoute({
   method: "get",
   path: "/messages/{id}/media",
+  "x-key-role": "viewer",
   operationId: "getMessageMedia",
   tags: ["Messages"],
   summary: "Download an inbound message's media",

@@ -55,6 +55,7 @@ export const sendResponses = {
 const send = createRoute({
   method: "post",
   path: "/messages",
+  "x-key-role": "developer",
   operationId: "sendMessage",
   tags: ["Messages"],
   summary: "Queue a text message for delivery",
@@ -104,6 +105,7 @@ export const MessageList = z
 const list = createRoute({
   method: "get",
   path: "/messages",
+  "x-key-role": "viewer",
   operationId: "listMessages",
   tags: ["Messages"],
   summary: "List messages, outbound and inbound, newest first",
@@ -132,6 +134,7 @@ const MessageEvents = z
 const events = createRoute({
   method: "get",
   path: "/messages/{id}/events",
+  "x-key-role": "viewer",
   operationId: "getMessageEvents",
   tags: ["Messages"],
   summary: "A message's status timeline and its webhook deliveries",
@@ -162,6 +165,7 @@ const events = createRoute({
 const get = createRoute({
   method: "get",
   path: "/messages/{id}",
+  "x-key-role": "viewer",
   operationId: "getMessage",
   tags: ["Messages"],
   summary: "Get a message and its delivery status",

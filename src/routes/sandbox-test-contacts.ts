@@ -50,6 +50,7 @@ const EXAMPLE_CONTACT = { phone: EXAMPLE.contact, createdAt: "2026-11-21T14:03:1
 const list = createRoute({
   method: "get",
   path: "/sandbox/test-contacts",
+  "x-key-role": "viewer",
   operationId: "listSandboxTestContacts",
   tags: ["Sandbox"],
   summary: "Sandbox only: a sandbox number's test contacts",
@@ -68,6 +69,7 @@ const list = createRoute({
 const add = createRoute({
   method: "post",
   path: "/sandbox/test-contacts",
+  "x-key-role": "developer",
   operationId: "addSandboxTestContact",
   tags: ["Sandbox"],
   summary: "Sandbox only: mark a recipient as a test contact",
@@ -90,6 +92,7 @@ const add = createRoute({
 const remove = createRoute({
   method: "delete",
   path: "/sandbox/test-contacts/{channelNumberId}/{phone}",
+  "x-key-role": "developer",
   operationId: "removeSandboxTestContact",
   tags: ["Sandbox"],
   summary: "Sandbox only: unmark a test contact",

@@ -24,6 +24,7 @@ const Injected = z
 const inject = createRoute({
   method: "post",
   path: "/sandbox/inbound",
+  "x-key-role": "developer",
   operationId: "injectSandboxInbound",
   tags: ["Sandbox"],
   summary: "Sandbox only: simulate a user writing to a sandbox number",

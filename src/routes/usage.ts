@@ -33,6 +33,7 @@ const Usage = z
 const route = createRoute({
   method: "get",
   path: "/usage",
+  "x-key-role": "viewer",
   operationId: "getUsage",
   tags: ["Account"],
   summary: "Plan usage of the current period",

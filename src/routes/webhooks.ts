@@ -75,6 +75,7 @@ const QUEUED_EXAMPLE = { eventId: EXAMPLE.eventId, status: "queued" as const };
 const list = createRoute({
   method: "get",
   path: "/webhooks",
+  "x-key-role": "viewer",
   operationId: "listWebhooks",
   tags: ["Webhooks"],
   summary: "List the workspace's webhooks (secrets are never included)",
@@ -89,6 +90,7 @@ const list = createRoute({
 const configure = createRoute({
   method: "post",
   path: "/webhooks",
+  "x-key-role": "developer",
   operationId: "configureWebhook",
   tags: ["Webhooks"],
   summary: "Create or replace the webhook of a number",
@@ -110,13 +112,14 @@ const configure = createRoute({
       ...WEBHOOK_EXAMPLE,
       secret: "whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=",
     }),
-    ...errorResponses(400, 401, 404, 429),
+    ...errorResponses(400, 401, 403, 404, 429),
   },
 });
 
 const deliveries = createRoute({
   method: "get",
   path: "/webhooks/{id}/deliveries",
+  "x-key-role": "viewer",
   operationId: "listWebhookDeliveries",
   tags: ["Webhooks"],
   summary: "List delivery attempts of a webhook, newest first (extension)",
@@ -147,6 +150,7 @@ const deliveries = createRoute({
 const replay = createRoute({
   method: "post",
   path: "/webhooks/{id}/deliveries/{eventId}/replay",
+  "x-key-role": "developer",
   operationId: "replayWebhookEvent",
   tags: ["Webhooks"],
   summary: "Deliver a stored event again, with the same webhook-id (extension)",
@@ -158,13 +162,14 @@ const replay = createRoute({
   },
   responses: {
     202: jsonContent(EventAccepted, "Queued for delivery; it is signed again with the current secret.", QUEUED_EXAMPLE),
-    ...errorResponses(400, 401, 404, 429),
+    ...errorResponses(400, 401, 403, 404, 429),
   },
 });
 
 const sendTest = createRoute({
   method: "post",
   path: "/webhooks/{id}/test",
+  "x-key-role": "developer",
   operationId: "sendWebhookTest",
   tags: ["Webhooks"],
   summary: "Send a signed `webhook.test` event (extension)",
@@ -172,7 +177,7 @@ const sendTest = createRoute({
   request: { params: WebhookParams },
   responses: {
     202: jsonContent(EventAccepted, "Queued for delivery.", QUEUED_EXAMPLE),
-    ...errorResponses(400, 401, 404, 429),
+    ...errorResponses(400, 401, 403, 404, 429),
   },
 });
 

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { getKey, listKeys, type ApiKeyRow } from "../../db/api-keys";
-import { issueApiKey, keyLabel, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { issueApiKey, keyCreatedDetail, keyLabel, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { grantableKeyRoles, KeyRoleSchema, type KeyRole } from "../../domain/roles";
 import { auditMember } from "../audit";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
 import { findByUuid } from "../../domain/job-id";
@@ -10,10 +11,19 @@ import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { hasRole, requireRole } from "../roles";
-import { confirmPage, notFoundPage, rateLimitedPage } from "./errors";
+import { confirmPage, forbiddenPage, notFoundPage, rateLimitedPage } from "./errors";
 
 const MAX_NAME_CHARS = 200;
 const REVOKE_DELAY_S = KEY_CACHE_TTL_MS / 1000;
+
+/** What each role lets a key do, in the words of the create form and the docs (docs/dashboard.md). */
+const ROLE_TEXT: Record<KeyRole, string> = {
+  owner: "owner: everything, number changes included",
+  developer: "developer: sends, webhooks, sandbox helpers; no number changes",
+  viewer: "viewer: read-only",
+};
+// The form's choice when none is sent: the least that still sends.
+const DEFAULT_ROLE: KeyRole = "developer";
 
 function KeyRow({ k, prefix, canRevoke }: { k: ApiKeyRow; prefix: string; canRevoke: boolean }) {
   const name = k.name ?? "(unnamed)";
@@ -23,6 +33,7 @@ function KeyRow({ k, prefix, canRevoke }: { k: ApiKeyRow; prefix: string; canRev
       <td>
         <code>{`${prefix}…${k.last_four}`}</code>
       </td>
+      <td>{k.role}</td>
       <td>
         <Time iso={k.created_at} />
       </td>
@@ -46,7 +57,7 @@ function KeyRow({ k, prefix, canRevoke }: { k: ApiKeyRow; prefix: string; canRev
   );
 }
 
-async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error?: string } = {}) {
+async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; role?: string; error?: string } = {}) {
   const { workspace_id: workspaceId, role } = c.get("session");
   const keys = await listKeys(c.env.DB, workspaceId);
   const canWrite = hasRole(role, "developer");
@@ -59,6 +70,11 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error
       <p>
         Keys authenticate requests to the API (<code>Authorization: Bearer {prefix}…</code>). A revoked key stops
         working within {REVOKE_DELAY_S} seconds. "Last used" is updated at most every 10 minutes.
+      </p>
+      <p>
+        A key's role is fixed when it is made and is at most your own: <em>viewer</em> keys only read,{" "}
+        <em>developer</em> keys also send and manage webhooks and sandbox test contacts, and only <em>owner</em> keys
+        connect, re-key or disconnect numbers.
       </p>
       {canWrite ? (
         <section aria-labelledby="create-heading" class="card">
@@ -76,6 +92,14 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error
               aria-invalid={form.error ? "true" : undefined}
               aria-describedby={form.error ? "name-error" : undefined}
             />
+            <label for="key-role">Role</label>
+            <select id="key-role" name="role">
+              {grantableKeyRoles(role).map((r) => (
+                <option value={r} selected={r === (form.role ?? DEFAULT_ROLE)}>
+                  {ROLE_TEXT[r]}
+                </option>
+              ))}
+            </select>
             <button type="submit">Create key</button>
           </form>
           <FieldError field="name" message={form.error} />
@@ -91,6 +115,7 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Key</th>
+                <th scope="col">Role</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Status</th>
@@ -112,25 +137,32 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; error
 export const apiKeyPages = new Hono<DashboardEnv>()
   .get("/api-keys", (c) => renderKeys(c))
   .post("/api-keys", requireRole("developer"), async (c) => {
-    const name = ((await formFields(c)).name ?? "").trim();
-    if (name.length === 0 || name.length > MAX_NAME_CHARS) {
+    const fields = await formFields(c);
+    const name = (fields.name ?? "").trim();
+    const role = KeyRoleSchema.safeParse(fields.role ?? DEFAULT_ROLE);
+    if (name.length === 0 || name.length > MAX_NAME_CHARS || !role.success) {
       c.status(400);
       return renderKeys(c, {
         name: name.slice(0, MAX_NAME_CHARS),
-        error: `Give the key a name (1 to ${MAX_NAME_CHARS} characters).`,
+        error: role.success
+          ? `Give the key a name (1 to ${MAX_NAME_CHARS} characters).`
+          : "Choose the key's role: owner, developer or viewer.",
       });
     }
     const session = c.get("session");
-    const issued = await issueApiKey(c.env, session.workspace_id, name);
-    if (!issued.ok) return rateLimitedPage(c, issued, "/dashboard/api-keys");
+    const issued = await issueApiKey(c.env, session.workspace_id, { name, role: role.data, maker: session.role });
+    if (!issued.ok)
+      return issued.problem === "role_above_maker"
+        ? forbiddenPage(c, role.data)
+        : rateLimitedPage(c, issued, "/dashboard/api-keys");
     await auditMember(c, {
       action: "api_key.created",
       target: { type: "api_key", id: issued.row.id },
-      detail: keyLabel(issued.row),
+      detail: keyCreatedDetail(issued.row),
     });
     await setFlash(
       c,
-      { notice: `Key "${name}" created.`, secret: { label: "Your new API key", value: issued.key } },
+      { notice: `Key "${name}" (${role.data}) created.`, secret: { label: "Your new API key", value: issued.key } },
       session.token_hash,
     );
     return c.redirect("/dashboard/api-keys", 303);

@@ -8,7 +8,8 @@ import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
 import { throwIfLimited } from "../../middleware/rate-limit";
 import { auditAdmin } from "../audit";
-import { keyLabel } from "../../domain/api-keys";
+import { keyCreatedDetail } from "../../domain/api-keys";
+import { KeyRoleSchema } from "../../domain/roles";
 
 const ApiKey = z
   .object({
@@ -16,6 +17,7 @@ const ApiKey = z
     workspaceId: z.string().uuid(),
     name: z.string().nullable(),
     lastFour: z.string(),
+    role: KeyRoleSchema,
     createdAt: z.string().datetime(),
     revokedAt: z.string().datetime().nullable(),
   })
@@ -30,6 +32,7 @@ const toView = (row: ApiKeyRow): z.infer<typeof ApiKey> => ({
   workspaceId: row.workspace_id,
   name: row.name,
   lastFour: row.last_four,
+  role: row.role,
   createdAt: row.created_at,
   revokedAt: row.revoked_at,
 });
@@ -46,7 +49,13 @@ const create = createRoute({
     body: {
       required: true,
       content: {
-        "application/json": { schema: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }) },
+        "application/json": {
+          schema: z.strictObject({
+            name: z.string().trim().min(1).max(200).optional(),
+            // The operator acts for the business: its keys are owner keys unless asked for less.
+            role: KeyRoleSchema.default("owner"),
+          }),
+        },
       },
     },
   },
@@ -76,14 +85,16 @@ const revoke = createRoute({
 export const adminApiKeyRoutes = newRouter()
   .openapi(create, async (c) => {
     const { workspaceId } = c.req.valid("param");
-    const { name } = c.req.valid("json");
+    const { name, role } = c.req.valid("json");
     await requireWorkspace(c.env.DB, workspaceId);
-    const issued = await issueApiKey(c.env, workspaceId, name ?? null);
+    const issued = await issueApiKey(c.env, workspaceId, { name: name ?? null, role, maker: "owner" });
     throwIfLimited(issued);
+    // An owner may grant every role: only the limit above can refuse.
+    if (!issued.ok) throw new Error("an owner-made key was refused its role");
     await auditAdmin(c, workspaceId, {
       action: "api_key.created",
       target: { type: "api_key", id: issued.row.id },
-      detail: keyLabel(issued.row),
+      detail: keyCreatedDetail(issued.row),
     });
     return c.json({ ...toView(issued.row), key: issued.key }, 201);
   })

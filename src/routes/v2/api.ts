@@ -1,6 +1,7 @@
 import { newRouter, registerSharedComponents } from "../../lib/openapi";
 import { apiKeyAuth } from "../../middleware/api-key-auth";
 import { perKeyLimits } from "../../middleware/rate-limit";
+import { keyRoleGate } from "../../middleware/key-role";
 import { meRoutes } from "../me";
 import { channelNumberRoutes } from "../channel-numbers";
 import { channelNumberChangeRoutes } from "../channel-number-changes";
@@ -60,6 +61,8 @@ publicApiV2.doc31("/openapi.json", {
 });
 publicApiV2.use("*", async (c, next) => (c.req.path === DOCUMENT_PATH ? next() : apiKeyAuth(c, next)));
 publicApiV2.use("*", async (c, next) => (c.req.path === DOCUMENT_PATH ? next() : perKeyLimits(c, next)));
+const keyRoles = keyRoleGate(publicApiV2, "/api/v2");
+publicApiV2.use("*", async (c, next) => (c.req.path === DOCUMENT_PATH ? next() : keyRoles(c, next)));
 publicApiV2
   .route("/", meRoutes)
   .route("/", channelNumberRoutes)

@@ -14,6 +14,7 @@ import { admitSend, MESSAGE_EXAMPLE, MessageList, messagePage, sendResponses, se
 const send = createRoute({
   method: "post",
   path: "/messages",
+  "x-key-role": "developer",
   operationId: "sendMessageV2",
   tags: ["Messages"],
   summary: "Queue a text or template message for delivery",
@@ -52,6 +53,7 @@ const MessageListQueryV2 = MessageListQuery.safeExtend({
 const list = createRoute({
   method: "get",
   path: "/messages",
+  "x-key-role": "viewer",
   operationId: "listMessagesV2",
   tags: ["Messages"],
   summary: "List messages, outbound and inbound, newest first",

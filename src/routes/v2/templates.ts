@@ -55,6 +55,7 @@ const TemplateList = z
 const list = createRoute({
   method: "get",
   path: "/templates",
+  "x-key-role": "viewer",
   operationId: "listTemplates",
   tags: ["Templates"],
   summary: "List the templates your numbers can send",
@@ -80,6 +81,7 @@ const TemplateDetail = z
 const get = createRoute({
   method: "get",
   path: "/templates/{name}",
+  "x-key-role": "viewer",
   operationId: "getTemplate",
   tags: ["Templates"],
   summary: "A template by name: each of its languages",
