@@ -19,8 +19,9 @@ export const KeyRoleSchema = z
   .enum(ROLES, { error: "role must be owner, developer or viewer." })
   .openapi("ApiKeyRole", {
     description:
-      "What the key may do: `viewer` reads only; `developer` also sends and manages webhooks and sandbox test contacts; " +
-      "`owner` also connects, re-keys and disconnects numbers.",
+      "What the key may do, fixed when it was made: `viewer` reads only; `developer` also sends and manages webhooks and " +
+      "sandbox test contacts; `owner` also connects, re-keys and disconnects numbers. Each operation's `x-key-role` " +
+      "names the least role it needs; a key below it gets 403 `insufficient_role`.",
   });
 export type KeyRole = z.infer<typeof KeyRoleSchema>;
 

@@ -16,11 +16,7 @@ const Me = z
         .string()
         .openapi({ description: "The last four characters of the key; the key itself is never returned." }),
       createdAt: z.string().datetime(),
-      role: KeyRoleSchema.openapi({
-        description:
-          "What this key may do, fixed when it was made: each operation's `x-key-role` names the least role it needs; " +
-          "below it the answer is 403 `insufficient_role`.",
-      }),
+      role: KeyRoleSchema,
     }),
   })
   .openapi("Me");

@@ -607,12 +607,18 @@ export interface components {
                 lastFour: string;
                 /** Format: date-time */
                 createdAt: string;
+                role: components["schemas"]["ApiKeyRole"];
             };
         };
+        /**
+         * @description What the key may do, fixed when it was made: `viewer` reads only; `developer` also sends and manages webhooks and sandbox test contacts; `owner` also connects, re-keys and disconnects numbers. Each operation's `x-key-role` names the least role it needs; a key below it gets 403 `insufficient_role`.
+         * @enum {string}
+         */
+        ApiKeyRole: "owner" | "developer" | "viewer";
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "template_not_found" | "template_language_not_found" | "template_not_approved" | "template_paused" | "template_parameters_invalid" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "idempotency_conflict" | "rate_limit_exceeded" | "monthly_message_limit_exceeded" | "internal_error";
+                code: "invalid_request" | "template_not_found" | "template_language_not_found" | "template_not_approved" | "template_paused" | "template_parameters_invalid" | "unauthorized" | "forbidden" | "insufficient_role" | "not_found" | "method_not_allowed" | "idempotency_conflict" | "rate_limit_exceeded" | "monthly_message_limit_exceeded" | "internal_error";
                 message: string;
                 requestId: string;
                 /** @description One entry per bad field. */
@@ -1206,7 +1212,8 @@ export interface operations {
                      *         "id": "9c2e4f60-1b3d-4a5e-8f70-2d4c6e8a0b1c",
                      *         "name": "backend",
                      *         "lastFour": "x9Qz",
-                     *         "createdAt": "2026-11-22T18:35:47.287Z"
+                     *         "createdAt": "2026-11-22T18:35:47.287Z",
+                     *         "role": "developer"
                      *       }
                      *     }
                      */
@@ -1474,7 +1481,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden (`forbidden`). */
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1692,6 +1699,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "channelNumberId is not a connected number of this workspace.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
@@ -1834,6 +1860,25 @@ export interface operations {
                      *       "error": {
                      *         "code": "unauthorized",
                      *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "channelNumberId is not a connected number of this workspace.",
                      *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
                      *       }
                      *     }
@@ -2320,6 +2365,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "channelNumberId is not a connected number of this workspace.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
@@ -2578,6 +2642,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "channelNumberId is not a connected number of this workspace.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
@@ -2690,6 +2773,25 @@ export interface operations {
                      *       "error": {
                      *         "code": "unauthorized",
                      *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "channelNumberId is not a connected number of this workspace.",
                      *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
                      *       }
                      *     }
@@ -2988,7 +3090,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden (`forbidden`). */
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3670,7 +3772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden (`forbidden`). */
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3813,7 +3915,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden (`forbidden`). */
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3974,7 +4076,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden (`forbidden`). */
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4106,7 +4208,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Forbidden (`forbidden`). */
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
