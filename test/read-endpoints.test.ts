@@ -22,7 +22,8 @@ describe("GET /me", () => {
     const body = JSON.parse(text);
     expect(body).toEqual({
       workspace: { id: a.workspaceId, name: "Acme", plan: "pro" },
-      apiKey: { id: a.keyId, name: "test", lastFour: a.key.slice(-4), createdAt: expect.any(String) },
+      // The operator's keys are owner keys unless it asks for less.
+      apiKey: { id: a.keyId, name: "test", lastFour: a.key.slice(-4), createdAt: expect.any(String), role: "owner" },
     });
   });
 });
