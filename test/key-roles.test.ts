@@ -237,6 +237,12 @@ describe("a key never does what its maker cannot", () => {
     const viewerKey = await keyWithRole(tenant.workspaceId, "viewer");
     const me = await meOf(viewerKey);
     expect(me.apiKey.role).toBe("viewer");
+    const made = await env.DB.prepare(
+      "SELECT actor_type, detail FROM audit_log WHERE workspace_id = ? AND action = 'api_key.created' AND target_id = ?",
+    )
+      .bind(tenant.workspaceId, me.apiKey.id)
+      .first<{ actor_type: string; detail: string }>();
+    expect(made).toEqual({ actor_type: "admin", detail: `"viewer" (…${viewerKey.slice(-4)}), role viewer` });
     await expectError(
       await send(viewerKey, crypto.randomUUID(), textMessage(tenant.numberId)),
       403,

@@ -57,7 +57,10 @@ function KeyRow({ k, prefix, canRevoke }: { k: ApiKeyRow; prefix: string; canRev
   );
 }
 
-async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; role?: string; error?: string } = {}) {
+async function renderKeys(
+  c: Context<DashboardEnv>,
+  form: { name?: string; role?: string; error?: string; roleError?: string } = {},
+) {
   const { workspace_id: workspaceId, role } = c.get("session");
   const keys = await listKeys(c.env.DB, workspaceId);
   const canWrite = hasRole(role, "developer");
@@ -93,7 +96,12 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; role?
               aria-describedby={form.error ? "name-error" : undefined}
             />
             <label for="key-role">Role</label>
-            <select id="key-role" name="role">
+            <select
+              id="key-role"
+              name="role"
+              aria-invalid={form.roleError ? "true" : undefined}
+              aria-describedby={form.roleError ? "role-error" : undefined}
+            >
               {grantableKeyRoles(role).map((r) => (
                 <option value={r} selected={r === (form.role ?? DEFAULT_ROLE)}>
                   {ROLE_TEXT[r]}
@@ -103,6 +111,7 @@ async function renderKeys(c: Context<DashboardEnv>, form: { name?: string; role?
             <button type="submit">Create key</button>
           </form>
           <FieldError field="name" message={form.error} />
+          <FieldError field="role" message={form.roleError} />
         </section>
       ) : null}
       <h2>Keys</h2>
@@ -140,13 +149,13 @@ export const apiKeyPages = new Hono<DashboardEnv>()
     const fields = await formFields(c);
     const name = (fields.name ?? "").trim();
     const role = KeyRoleSchema.safeParse(fields.role ?? DEFAULT_ROLE);
-    if (name.length === 0 || name.length > MAX_NAME_CHARS || !role.success) {
+    const badName = name.length === 0 || name.length > MAX_NAME_CHARS;
+    if (badName || !role.success) {
       c.status(400);
       return renderKeys(c, {
         name: name.slice(0, MAX_NAME_CHARS),
-        error: role.success
-          ? `Give the key a name (1 to ${MAX_NAME_CHARS} characters).`
-          : "Choose the key's role: owner, developer or viewer.",
+        error: badName ? `Give the key a name (1 to ${MAX_NAME_CHARS} characters).` : undefined,
+        roleError: role.success ? undefined : "Choose the key's role: owner, developer or viewer.",
       });
     }
     const session = c.get("session");
