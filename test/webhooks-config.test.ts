@@ -330,7 +330,16 @@ describe("webhook extension routes", () => {
   it("are in the OpenAPI document next to the SPEC operations", async () => {
     const res = await api("/openapi.json", null);
     const doc = await json<{ paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }>(res);
-    expect(Object.keys(doc.paths["/webhooks"]!.post!.responses).sort()).toEqual(["201", "400", "401", "404", "429"]);
+    // SPEC's 400, 401 and 404, plus the abuse limit (429) and a read-only key's refusal (403
+    // insufficient_role: key roles are an extension SPEC leaves open; developer and owner keys never get it here).
+    expect(Object.keys(doc.paths["/webhooks"]!.post!.responses).sort()).toEqual([
+      "201",
+      "400",
+      "401",
+      "403",
+      "404",
+      "429",
+    ]);
     expect(doc.paths["/webhooks/{id}/deliveries"]?.get).toBeDefined();
     expect(doc.paths["/webhooks/{id}/deliveries/{eventId}/replay"]?.post).toBeDefined();
     expect(doc.paths["/webhooks/{id}/test"]?.post).toBeDefined();
