@@ -443,6 +443,101 @@ describe("the end of the plan's history window", () => {
   });
 });
 
+describe("what a browser makes of a file", () => {
+  it("serves a document of a type outside images, audio, video and PDF as application/octet-stream, sandboxed, same-origin only, in the API and the dashboard", async () => {
+    const t = await liveTenant();
+    const files = [
+      { name: "x.js", type: "text/javascript" },
+      { name: "x.html", type: "text/html; charset=utf-8" },
+      { name: "x.svg", type: "image/svg+xml" },
+    ].map((f) => ({ ...f, file: mediaFile(1_000, f.type) }));
+    for (const f of files) serveOperatorMedia(net, t.token, f.file);
+    const ids = [];
+    for (const f of files) ids.push(await receive(t, "document", f.file, { filename: f.name }));
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    for (const [i, id] of ids.entries()) {
+      const f = files[i]!;
+      // The record says what the sender declared; only the served type is neutral.
+      expect(await settled(t, id)).toMatchObject({ status: "stored", mimeType: f.type });
+      for (const res of [
+        await api(`/messages/${id}/media`, t.key),
+        await viewer.browser.get(`/dashboard/messages/${id}/media`),
+      ]) {
+        expect(res.status).toBe(200);
+        expect(res.headers.get("Content-Type")).toBe("application/octet-stream");
+        // The media sandbox, not the dashboard's page policy (whose script-src 'self' would run it).
+        expect(res.headers.get("Content-Security-Policy")).toBe("default-src 'none'; sandbox");
+        expect(res.headers.get("Cross-Origin-Resource-Policy")).toBe("same-origin");
+        expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+        expect(res.headers.get("Content-Disposition")).toMatch(new RegExp(`^attachment; filename="${f.name}"`));
+        expect(await bytesOf(res)).toEqual(f.file.bytes);
+      }
+    }
+  });
+
+  it("keeps the type of an image, an audio, a video and a PDF, and the sandbox on each", async () => {
+    const t = await liveTenant();
+    const files = [
+      { type: "image" as const, file: mediaFile(500, "image/png") },
+      { type: "audio" as const, file: mediaFile(500, "audio/ogg; codecs=opus") },
+      { type: "video" as const, file: mediaFile(500, "video/mp4") },
+      { type: "document" as const, file: mediaFile(500, "application/pdf") },
+      { type: "sticker" as const, file: mediaFile(500, "image/webp") },
+    ];
+    for (const f of files) serveOperatorMedia(net, t.token, f.file);
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    for (const f of files) {
+      const id = await receive(t, f.type, f.file);
+      await settled(t, id);
+      for (const res of [
+        await api(`/messages/${id}/media`, t.key),
+        await viewer.browser.get(`/dashboard/messages/${id}/media`),
+      ]) {
+        expect(res.headers.get("Content-Type")).toBe(f.file.mimeType);
+        expect(res.headers.get("Content-Security-Policy")).toBe("default-src 'none'; sandbox");
+        expect(res.headers.get("Cross-Origin-Resource-Policy")).toBe("same-origin");
+      }
+    }
+  });
+
+  it("lets the caller keep a copy it checks on each use: no-cache with an ETag, answered 304 while the file is the same", async () => {
+    const t = await liveTenant();
+    const file = mediaFile(3_000, "image/jpeg");
+    serveOperatorMedia(net, t.token, file);
+    const id = await receive(t, "image", file);
+    await settled(t, id);
+    const first = await api(`/messages/${id}/media`, t.key);
+    expect(first.status).toBe(200);
+    expect(first.headers.get("Cache-Control")).toBe("private, no-cache");
+    const etag = first.headers.get("ETag")!;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    await first.arrayBuffer();
+
+    for (const asked of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {
+      const again = await api(`/messages/${id}/media`, t.key, { headers: { "If-None-Match": asked } });
+      expect(again.status, asked).toBe(304);
+      expect(again.headers.get("ETag")).toBe(etag);
+      expect(again.headers.get("Cache-Control")).toBe("private, no-cache");
+      expect((await again.arrayBuffer()).byteLength).toBe(0);
+    }
+    const changed = await api(`/messages/${id}/media`, t.key, { headers: { "If-None-Match": '"other"' } });
+    expect(changed.status).toBe(200);
+    expect(await bytesOf(changed)).toEqual(file.bytes);
+    // The check comes after the key's: another workspace's key learns nothing from a matching ETag.
+    const other = await createTenant();
+    await expectError(
+      await api(`/messages/${id}/media`, other.key, { headers: { "If-None-Match": etag } }),
+      404,
+      "not_found",
+    );
+    // The dashboard never lets the browser keep a member's file (its pages are no-store), and answers the check alike.
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    const page = await viewer.browser.get(`/dashboard/messages/${id}/media`, { "If-None-Match": etag });
+    expect(page.status).toBe(304);
+    expect(page.headers.get("Cache-Control")).toBe("no-store");
+  });
+});
+
 describe("the dashboard", () => {
   it("shows an image inline and offers a document as a download, through the member's session only", async () => {
     const t = await liveTenant();

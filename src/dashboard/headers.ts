@@ -21,7 +21,9 @@ export const CONTENT_SECURITY_POLICY = [
 export const pageHeaders = createMiddleware<DashboardEnv>(async (c, next) => {
   await next();
   const h = c.res.headers;
-  h.set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+  // A response with a policy of its own keeps it: a media file's sandbox is stricter than a page's,
+  // and replacing it would let a file run under the dashboard's origin and `script-src 'self'`.
+  if (!h.has("Content-Security-Policy")) h.set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
   h.set("X-Content-Type-Options", "nosniff");
   h.set("X-Frame-Options", "DENY");
   // Pages with a token in their URL (invitations) tighten this to no-referrer.

@@ -166,6 +166,34 @@ export function cleanContentType(value: string | null | undefined): string | nul
   return pattern.test(value.trim()) ? value.trim() : null;
 }
 
+/**
+ * The types a media file is served as, by their essence (the type without parameters): the image,
+ * audio and video types the operator accepts (WhatsApp Cloud API, "Supported media types") and PDF,
+ * none of which a browser runs as script or renders as a page of ours. Anything else the sender
+ * declared (a document's type is whatever the sender's phone said: `text/html`, `text/javascript`,
+ * `image/svg+xml`) is served as `application/octet-stream`, which a browser only downloads: the
+ * same-origin dashboard never serves a customer's user a script or a page under its own policy.
+ */
+const SERVED_AS_DECLARED: ReadonlySet<string> = new Set([
+  "image/jpeg",
+  "image/png",
+  "image/webp",
+  "audio/aac",
+  "audio/amr",
+  "audio/mp4",
+  "audio/mpeg",
+  "audio/ogg",
+  "video/mp4",
+  "video/3gpp",
+  "application/pdf",
+]);
+
+/** The Content-Type a media file is served with: its own when on the list above, else `application/octet-stream`. */
+export function servedContentType(contentType: string): string {
+  const essence = contentType.split(";")[0]!.trim().toLowerCase();
+  return SERVED_AS_DECLARED.has(essence) ? contentType : "application/octet-stream";
+}
+
 /** A file name for the download: the document's own, or one made of the type and the message id. */
 export function downloadName(messageId: string, type: string, m: Pick<StoredMedia, "filename">, contentType: string) {
   if (m.filename && m.filename.trim()) return m.filename.trim().slice(0, 200);

@@ -4,15 +4,29 @@ import { bearerSecurity, errorResponses, newRouter, requestIdHeader } from "../l
 import { ApiError, foundOr404 } from "../lib/errors";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { findByUuid } from "../domain/job-id";
-import { contentDisposition } from "../domain/inbound-media";
+import { contentDisposition, servedContentType } from "../domain/inbound-media";
 import { openMedia, type MediaDownload } from "../domain/media-download";
 import { workspaceStub } from "../durable-objects/stubs";
 import type { MessageRow } from "../durable-objects/workspace/record";
 
 /**
- * A response that carries a media file: its type, length and name, cacheable by the caller only
- * (our copy never changes), and never run as a page of ours if opened in a browser (a sandboxed
- * document without scripts, whatever its type claims).
+ * Whether an `If-None-Match` header names `etag` (RFC 9110 §13.1.2: weak comparison, so `W/"x"`
+ * matches `"x"`; `*` matches any current file).
+ */
+export function noneMatchHits(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, "");
+  return header.split(",").some((tag) => tag.trim() === "*" || opaque(tag) === opaque(etag));
+}
+
+/**
+ * A response that carries a media file: its length and name, and a type a browser never runs as a
+ * page or a script of ours (servedContentType: the sender's own for images, audio, video and PDF,
+ * `application/octet-stream` otherwise), sandboxed whatever it is (a document without scripts or
+ * an origin), not readable by another site's page (`Cross-Origin-Resource-Policy`). Our copy is
+ * cached by the caller only, and checked with us on each use (`no-cache` with its ETag, answered
+ * 304 while it is the same): a revoked key or a message gone from history stops it at once. Bytes
+ * fetched through from the operator are not cached at all.
  */
 export function mediaResponse(
   c: Context,
@@ -20,15 +34,29 @@ export function mediaResponse(
   disposition: "inline" | "attachment",
 ): Response {
   const headers = new Headers({
-    "Content-Type": media.contentType,
+    "Content-Type": servedContentType(media.contentType),
     "Content-Disposition": contentDisposition(disposition, media.filename),
-    "Content-Security-Policy": "default-src 'none'; sandbox",
-    "Cache-Control": media.source === "copy" ? "private, max-age=3600" : "private, no-store",
+    "Content-Security-Policy": MEDIA_CSP,
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": media.source === "copy" ? "private, no-cache" : "private, no-store",
   });
+  if (media.etag) {
+    headers.set("ETag", media.etag);
+    if (noneMatchHits(c.req.header("If-None-Match"), media.etag)) {
+      // The caller holds these bytes already: none are read from R2.
+      void media.body.cancel();
+      headers.delete("Content-Type");
+      headers.delete("Content-Disposition");
+      return c.body(null, 304, Object.fromEntries(headers));
+    }
+  }
   if (media.size !== null) headers.set("Content-Length", String(media.size));
-  if (media.etag) headers.set("ETag", media.etag);
   return c.body(media.body, 200, Object.fromEntries(headers));
 }
+
+/** A media file opened on its own is a document with no scripts, no resources and an origin of its own. */
+export const MEDIA_CSP = "default-src 'none'; sandbox";
 
 /** The message's media or a 404 that says why there is none (another workspace's id reads as unknown). */
 export async function mediaOr404(
@@ -60,7 +88,9 @@ const download = createRoute({
     "We copy each item when it arrives and keep it as long as the message (the plan's history window); until the copy " +
     "is there, the file is fetched from the operator (which keeps it 7 days). 404 `not_found` for an unknown message, " +
     "one without media, and media we did not keep; the message says which (over the plan's size cap, the copy failed, " +
-    "the operator's copy expired, or not copied yet: retry in a few seconds).",
+    "the operator's copy expired, or not copied yet: retry in a few seconds). Images, audio, video and PDF keep their " +
+    "type; any other type the sender declared is served as `application/octet-stream`. Our copy carries an `ETag` and " +
+    "`Cache-Control: private, no-cache`: send it back in `If-None-Match` to get 304 (no body) while the file is the same.",
   security: bearerSecurity,
   request: {
     params: z.object({
@@ -71,7 +101,7 @@ const download = createRoute({
   },
   responses: {
     200: {
-      description: "The file's bytes, in its own type.",
+      description: "The file's bytes.",
       headers: {
         ...requestIdHeader,
         "Content-Length": {
@@ -87,6 +117,17 @@ const download = createRoute({
       },
       content: {
         "*/*": { schema: z.string().openapi({ format: "binary" }), example: "%PDF-1.7 … (the file's bytes)" },
+      },
+    },
+    304: {
+      description: "`If-None-Match` named the file's current `ETag`: the copy the caller holds is still this file.",
+      headers: {
+        ...requestIdHeader,
+        ETag: {
+          description: "The file's entity tag.",
+          schema: { type: "string" },
+          example: '"5d41402abc4b2a76b9719d911017c592"',
+        },
       },
     },
     ...errorResponses(401, 404, 429),

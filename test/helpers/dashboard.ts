@@ -32,8 +32,9 @@ export class Browser {
     return res;
   }
 
-  async get(path: string): Promise<Response> {
-    const headers = new Headers({ "Sec-Fetch-Site": "same-origin" });
+  /** A navigation or a subresource load; `extra`: headers a browser adds on its own (If-None-Match). */
+  async get(path: string, extra: Record<string, string> = {}): Promise<Response> {
+    const headers = new Headers({ ...extra, "Sec-Fetch-Site": "same-origin" });
     if (this.cookies.size) headers.set("Cookie", this.cookieHeader());
     return this.keep(await call(path, { headers, redirect: "manual" }));
   }

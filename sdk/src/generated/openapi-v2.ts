@@ -243,7 +243,7 @@ export interface paths {
         };
         /**
          * Download an inbound message's media
-         * @description The file of an inbound image, audio, video, document or sticker, streamed, with its type (`Content-Type`), length and name (`Content-Disposition`: `attachment` with the sender's file name for documents, `inline` otherwise). We copy each item when it arrives and keep it as long as the message (the plan's history window); until the copy is there, the file is fetched from the operator (which keeps it 7 days). 404 `not_found` for an unknown message, one without media, and media we did not keep; the message says which (over the plan's size cap, the copy failed, the operator's copy expired, or not copied yet: retry in a few seconds).
+         * @description The file of an inbound image, audio, video, document or sticker, streamed, with its type (`Content-Type`), length and name (`Content-Disposition`: `attachment` with the sender's file name for documents, `inline` otherwise). We copy each item when it arrives and keep it as long as the message (the plan's history window); until the copy is there, the file is fetched from the operator (which keeps it 7 days). 404 `not_found` for an unknown message, one without media, and media we did not keep; the message says which (over the plan's size cap, the copy failed, the operator's copy expired, or not copied yet: retry in a few seconds). Images, audio, video and PDF keep their type; any other type the sender declared is served as `application/octet-stream`. Our copy carries an `ETag` and `Cache-Control: private, no-cache`: send it back in `If-None-Match` to get 304 (no body) while the file is the same.
          */
         get: operations["getMessageMedia"];
         put?: never;
@@ -3580,7 +3580,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file's bytes, in its own type. */
+            /** @description The file's bytes. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3600,6 +3600,19 @@ export interface operations {
                     /** @example %PDF-1.7 … (the file's bytes) */
                     "*/*": string;
                 };
+            };
+            /** @description `If-None-Match` named the file's current `ETag`: the copy the caller holds is still this file. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /**
+                     * @description The file's entity tag.
+                     * @example "5d41402abc4b2a76b9719d911017c592"
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Missing or invalid API key (`unauthorized`). */
             401: {
