@@ -185,6 +185,39 @@ describe("a live number's templates", () => {
       });
   });
 
+  it("a media header's link is an https URL of a public host: any other is refused 400 naming header.link, and nothing reaches the operator", async () => {
+    const t = await liveTenant();
+    const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const refused = [
+      "javascript:alert(document.domain)",
+      "file:///etc/passwd",
+      "data:image/png;base64,iVBORw0KGgo=",
+      "http://cdn.example.com/parcel.png",
+      "https://169.254.169.254/latest/meta-data/",
+      "https://metadata.google.internal/computeMetadata/v1/",
+      "https://10.0.0.8/parcel.png",
+      "https://[::1]/parcel.png",
+      "https://localhost/parcel.png",
+      "https://user:secret@cdn.example.com/parcel.png",
+      "not a url",
+    ];
+    for (const link of refused) {
+      const body = orderUpdate(t.numberId);
+      body.template.parameters.header = { link };
+      const err = await expectError(await sendV2(t.key, body), 400, "invalid_request");
+      expect(err.error.details, link).toEqual([
+        expect.objectContaining({
+          path: "template.parameters.header.link",
+          message: expect.stringMatching(/^header\.link must be an https URL of a public host: /),
+        }),
+      ]);
+    }
+    await drain(t.numberId);
+    expect(calls).toHaveLength(0);
+    const list = await json<{ data: unknown[] }>(await api(`/messages?channelNumberId=${t.numberId}`, t.key));
+    expect(list.data).toHaveLength(0);
+  });
+
   it("a named template's parameters go with their names; toUserId works", async () => {
     const t = await liveTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));

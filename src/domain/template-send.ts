@@ -3,6 +3,7 @@ import type { ErrorCode, ErrorDetail } from "../lib/errors";
 import type { OutboundContent, SendRefusal } from "../durable-objects/workspace/contract";
 import { fill, type StoredTemplate } from "./template";
 import { MAX_BODY_CODE_POINTS } from "./send-request";
+import { checkWebhookUrlSyntax } from "../webhooks/ssrf";
 
 // A template send: the request's `template` object, and how it is checked against the stored
 // template and turned into the operator's payload (pure: the route looks the template up).
@@ -26,6 +27,22 @@ const Value = z
 
 const NAME_KEY = /^[a-z0-9_]{1,64}$/;
 
+/**
+ * A media header's file, which the operator fetches and sends to the recipient: an https URL of a
+ * public host, by the rules of a webhook URL (src/webhooks/ssrf.ts, from the text alone): never
+ * another scheme (`javascript:`, `file:`, `data:`), credentials, a private, loopback or link-local
+ * address, a cloud metadata service, or a name that only resolves inside a network. The name is
+ * not resolved here: we never fetch it, and the operator fetches it from its own network.
+ */
+const MediaLink = z
+  .string({ error: "header.link must be an https URL." })
+  .superRefine((link, ctx) => {
+    const checked = checkWebhookUrlSyntax(link, { allowInsecure: false });
+    if (!checked.ok)
+      ctx.addIssue({ code: "custom", message: `header.link must be an https URL of a public host: ${checked.reason}` });
+  })
+  .openapi({ format: "uri", example: "https://cdn.example.com/parcel.png" });
+
 export const TemplateParameters = z
   .strictObject({
     body: z
@@ -38,7 +55,7 @@ export const TemplateParameters = z
       .optional()
       .openapi({ example: ["Ana", "#1042", "Friday"] }),
     header: z
-      .union([Value, z.strictObject({ link: z.string().url({ error: "header.link must be an https URL." }) })])
+      .union([Value, z.strictObject({ link: MediaLink })])
       .optional()
       .openapi({
         description:

@@ -987,7 +987,10 @@ export interface components {
             };
             /** @description A `TEXT` header's placeholder (a string), or the media of an `IMAGE`, `VIDEO` or `DOCUMENT` header. */
             header?: string | {
-                /** Format: uri */
+                /**
+                 * Format: uri
+                 * @example https://cdn.example.com/parcel.png
+                 */
                 link: string;
             };
             buttons?: {
