@@ -27,6 +27,21 @@ const secondsList = z
   .regex(/^\s*\d+\s*(,\s*\d+\s*)*$/, "expected whole numbers of seconds, comma-separated")
   .transform((s) => s.split(",").map((v) => Number(v.trim())));
 
+const hostName = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+const hostList = z
+  .string()
+  .transform((s) => s.split(",").map((h) => h.trim().toLowerCase()))
+  .refine((hosts) => hosts.every((h) => hostName.test(h)), "expected host names, comma-separated");
+
+/**
+ * Where the operator's media lookup may send us for the bytes (with the number's token): the host
+ * of the URLs it answers. Meta's reference ("Media", Cloud API) shows that URL only as `<URL>`; the
+ * references of WhatsApp Business solution providers that relay it (360dialog's, Kapso's) show it
+ * as `https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=…`. An operator that sees
+ * another host in its logs ("the operator's media URL names a host not allowed") adds it here.
+ */
+export const OPERATOR_MEDIA_HOSTS = ["lookaside.fbsbx.com"];
+
 const VarsSchema = z.object({
   API_KEY_PREFIX: required,
   UPSTREAM_CLOUD_API_BASE_URL: url,
@@ -34,6 +49,7 @@ const VarsSchema = z.object({
   UPSTREAM_MESSAGING_PRODUCT: required,
   UPSTREAM_TIMEOUT_MS: withDefault(positiveMs, 15_000),
   UPSTREAM_STAMP_CALLS: flag,
+  UPSTREAM_MEDIA_HOSTS: optional(hostList),
   OPERATOR_APPLY_WITHIN_MS: withDefault(positiveMs, 3_000),
   DOH_RESOLVER_URL: url,
   ALLOW_INSECURE_WEBHOOK_URLS: flag,
@@ -72,6 +88,11 @@ const toConfig = (v: z.output<typeof VarsSchema>) => ({
      * operator waits meanwhile). `npm run bench:cost` lengthens it: its clock is simulated.
      */
     applyWithinMs: v.OPERATOR_APPLY_WITHIN_MS,
+    /**
+     * The only hosts a media download (which carries the number's token) goes to, over https, besides
+     * the operator's own base URL; a lookup that names another is refused without a request.
+     */
+    mediaHosts: v.UPSTREAM_MEDIA_HOSTS ?? OPERATOR_MEDIA_HOSTS,
   },
   webhooks: {
     /** Local development only: http://localhost and http://127.0.0.1 receivers. */

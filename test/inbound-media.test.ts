@@ -5,7 +5,7 @@ import { api, expectError, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { connectCloudNumber, operatorError } from "./helpers/operator";
 import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
-import { mediaFile, serveOperatorMedia, sha256Hex, type MediaFile } from "./helpers/operator-media";
+import { mediaFile, mediaLookupUrl, serveOperatorMedia, sha256Hex, type MediaFile } from "./helpers/operator-media";
 import { customerWebhook } from "./helpers/number-edge";
 import { Browser, html, signedInMember } from "./helpers/dashboard";
 import { testWorkspace } from "./helpers/objects";
@@ -378,6 +378,38 @@ describe("the operator down at copy time", () => {
     const id = await receive(t, "sticker", file);
     expect(await settled(t, id)).toMatchObject({ status: "failed" });
     expect(served).toMatchObject({ lookups: 1, downloads: 0 });
+  });
+});
+
+describe("the number's token", () => {
+  it("goes only to the operator's media host over https: a lookup naming any other place is refused without a request, and the copy is recorded failed", async () => {
+    const t = await liveTenant();
+    const elsewhere = [
+      "https://collector.example.net/whatsapp_business/attachments/?mid=1",
+      "https://lookaside.fbsbx.com.example.net/whatsapp_business/attachments/?mid=1",
+      "https://lookaside.fbsbx.com:8443/whatsapp_business/attachments/?mid=1",
+      "http://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1",
+      "https://user@lookaside.fbsbx.com/whatsapp_business/attachments/?mid=1",
+    ];
+    let downloads = 0;
+    for (const url of elsewhere) {
+      // Were the token sent there, it would be counted here, not refused by the edge.
+      net.receivers.set(url, () => {
+        downloads++;
+        return new Response("stolen");
+      });
+      const file = mediaFile(1_000);
+      net.receivers.set(mediaLookupUrl(file.id), () =>
+        Response.json({ url, mime_type: file.mimeType, file_size: "1000", id: file.id }),
+      );
+      const id = await receive(t, "image", file);
+      expect(await settled(t, id)).toMatchObject({ status: "failed", available: false });
+      const res = await expectError(await api(`/messages/${id}/media`, t.key), 404, "not_found");
+      expect(res.error.message).toBe(
+        "The media could not be copied from the operator. The operator's media URL is not on a host we send the number's token to.",
+      );
+    }
+    expect(downloads).toBe(0);
   });
 });
 

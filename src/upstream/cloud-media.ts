@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { isMediaType, type StoredMedia } from "../domain/inbound-media";
+import { log } from "../lib/log";
 
 // Inbound media on the operator's Cloud API. A webhook names the file by a media id (valid 7 days);
 // `GET /{version}/{media-id}` with the number's token answers its metadata and a URL valid 5
@@ -53,6 +54,8 @@ export interface OperatorMediaConfig {
   baseUrl: string;
   version: string;
   timeoutMs: number;
+  /** The hosts a download may go to over https (config's `upstream.mediaHosts`). */
+  mediaHosts: readonly string[];
 }
 
 export interface MediaLocation {
@@ -109,15 +112,21 @@ export async function locateMedia(
   const parsed = MediaMetadata.safeParse(await res.json().catch(() => null));
   if (!parsed.success) return { kind: "retry", message: "The operator's media lookup answered without a URL." };
   const { url, mime_type, file_size } = parsed.data;
-  if (!isOperatorUrl(url, cfg.baseUrl))
-    return { kind: "gone", message: "The operator's media URL is not an https URL." };
+  if (!isOperatorUrl(url, cfg)) {
+    // The operator moved its media elsewhere, or an answer not its own: the token does not follow.
+    log("error", "the operator's media URL names a host not allowed (UPSTREAM_MEDIA_HOSTS); not downloaded", {
+      host: hostOf(url),
+    });
+    return { kind: "gone", message: "The operator's media URL is not on a host we send the number's token to." };
+  }
   return { kind: "ok", value: { url, mimeType: mime_type ?? null, size: file_size ?? null } };
 }
 
 /**
  * The bytes at a media URL: the response, its body not read (the caller streams it). The token goes
- * to the URL the operator gave, over https only (or to the configured operator's own origin, for a
- * local fake of it); a redirect is not followed, so it goes nowhere else.
+ * to the URL the operator gave only when locateMedia found it on an allowed host, over https (or
+ * on the configured operator's own origin, for a local fake of it); a redirect is not followed, so
+ * it goes nowhere else.
  */
 export async function downloadMedia(
   cfg: OperatorMediaConfig,
@@ -141,15 +150,31 @@ export async function downloadMedia(
   return { kind: "retry", message: what };
 }
 
-function isOperatorUrl(url: string, baseUrl: string): boolean {
+/** An https URL on one of the allowed media hosts (its default port), or on the operator's own origin. */
+function isOperatorUrl(url: string, cfg: OperatorMediaConfig): boolean {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     return false;
   }
-  return parsed.protocol === "https:" || parsed.origin === new URL(baseUrl).origin;
+  if (parsed.origin === new URL(cfg.baseUrl).origin) return true;
+  return (
+    parsed.protocol === "https:" &&
+    parsed.port === "" &&
+    parsed.username === "" &&
+    parsed.password === "" &&
+    cfg.mediaHosts.includes(parsed.hostname)
+  );
 }
+
+const hostOf = (url: string): string | null => {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return null;
+  }
+};
 
 /** The length a response declares, or null. */
 export function declaredLength(res: Response): number | null {

@@ -22,6 +22,6 @@ export async function operatorMediaAccess(
   )
     return null;
   const { accessToken } = await openUpstreamCredentials(env, number);
-  const { baseUrl, version, timeoutMs } = config(env).upstream;
-  return { cfg: { baseUrl, version, timeoutMs }, token: accessToken };
+  const { baseUrl, version, timeoutMs, mediaHosts } = config(env).upstream;
+  return { cfg: { baseUrl, version, timeoutMs, mediaHosts }, token: accessToken };
 }

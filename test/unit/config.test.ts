@@ -9,6 +9,7 @@ const base: Record<ConfigVar, string> = {
   UPSTREAM_MESSAGING_PRODUCT: "whatsapp",
   UPSTREAM_TIMEOUT_MS: "15000",
   UPSTREAM_STAMP_CALLS: "false",
+  UPSTREAM_MEDIA_HOSTS: "",
   OPERATOR_APPLY_WITHIN_MS: "",
   DOH_RESOLVER_URL: "https://cloudflare-dns.com/dns-query",
   ALLOW_INSECURE_WEBHOOK_URLS: "false",
@@ -32,6 +33,7 @@ describe("config", () => {
         timeoutMs: 15_000,
         stampCalls: false,
         applyWithinMs: 3_000,
+        mediaHosts: ["lookaside.fbsbx.com"],
       },
       webhooks: {
         allowInsecureUrls: false,
@@ -58,8 +60,10 @@ describe("config", () => {
       EVENT_PUBLISH_DELAY_MS: "0",
       UNKNOWN_OUTCOME_WINDOW_MS: " 90000 ",
       DRAIN_SESSION_MS: "0",
+      UPSTREAM_MEDIA_HOSTS: " lookaside.fbsbx.com, Media.Example.net",
     });
     expect(c.upstream.stampCalls).toBe(true);
+    expect(c.upstream.mediaHosts).toEqual(["lookaside.fbsbx.com", "media.example.net"]);
     expect(c.webhooks.allowInsecureUrls).toBe(true);
     expect(c.serverTiming).toBe(true);
     expect(c.webhooks.retryDelaysSeconds).toEqual([0, 2, 5]);
@@ -94,6 +98,8 @@ describe("config", () => {
     ["WEBHOOK_RETRY_DELAYS_SECONDS", "0,5,x", "comma-separated"],
     ["UPSTREAM_CLOUD_API_BASE_URL", "graph.facebook.com", "absolute URL"],
     ["API_KEY_PREFIX", "", "must not be empty"],
+    ["UPSTREAM_MEDIA_HOSTS", "https://lookaside.fbsbx.com", "host names, comma-separated"],
+    ["UPSTREAM_MEDIA_HOSTS", "lookaside.fbsbx.com,", "host names, comma-separated"],
   ])("refuses %s = %j with an error naming the var", (name, value, reason) => {
     const attempt = () => parseConfig({ ...base, [name]: value });
     expect(attempt).toThrow(ConfigError);
