@@ -5,10 +5,18 @@ import { api, expectError, json } from "./helpers/http";
 import { createKey, createTenant, createWorkspace } from "./helpers/fixtures";
 import { connectCloudNumber, operatorError } from "./helpers/operator";
 import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
-import { mediaFile, mediaLookupUrl, serveOperatorMedia, sha256Hex, type MediaFile } from "./helpers/operator-media";
+import {
+  mediaDownloadUrl,
+  mediaFile,
+  mediaLookupUrl,
+  serveOperatorMedia,
+  sha256Hex,
+  type MediaFile,
+} from "./helpers/operator-media";
 import { customerWebhook } from "./helpers/number-edge";
 import { Browser, html, signedInMember } from "./helpers/dashboard";
 import { testWorkspace } from "./helpers/objects";
+import { expectRuntimeLog } from "./helpers/runtime-log";
 import { mockNetworkPerTest } from "./helpers/webhook-net";
 import { fakeClockPerTest } from "./helpers/clock";
 import { workspaceStub } from "../src/durable-objects/stubs";
@@ -441,6 +449,101 @@ describe("before the copy is there", () => {
     released = true;
     expect(await settled(t, id)).toMatchObject({ status: "stored" });
     expect(served.downloads).toBe(2);
+  });
+});
+
+describe("fetched through from the operator", () => {
+  /** The operator's answers for `file` with no size anywhere (no file_size, a chunked download); the copy job's lookup held until `release()`. */
+  function servedWithoutSize(file: MediaFile) {
+    const state = { lookups: 0, released: false, cancelled: false, sent: 0 };
+    net.receivers.set(mediaLookupUrl(file.id), async () => {
+      const n = ++state.lookups;
+      while (n === 1 && !state.released) await new Promise((resolve) => setTimeout(resolve, 10));
+      return Response.json({ url: mediaDownloadUrl(file.id), mime_type: file.mimeType, id: file.id });
+    });
+    net.receivers.set(mediaDownloadUrl(file.id), () => {
+      let at = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (at >= file.bytes.length) return controller.close();
+          const chunk = file.bytes.slice(at, at + 2_000);
+          at += chunk.length;
+          state.sent += chunk.length;
+          controller.enqueue(chunk);
+        },
+        cancel() {
+          state.cancelled = true;
+        },
+      });
+      return new Response(body, { headers: { "Content-Type": file.mimeType } });
+    });
+    return state;
+  }
+
+  it("stops at the plan's item cap when the operator announces no size: an item of the cap passes whole, a larger one breaks off and its download is cancelled", async () => {
+    const t = await liveTenant(await planWithMediaCaps(10_000, 1_000_000));
+    const exact = mediaFile(10_000);
+    const over = mediaFile(40_000);
+    const served = [servedWithoutSize(exact), servedWithoutSize(over)];
+    const ids = [await receive(t, "image", exact), await receive(t, "image", over)];
+    await vi.waitFor(() => expect(served.map((s) => s.lookups)).toEqual([1, 1]), { timeout: 15_000, interval: 20 });
+
+    const whole = await api(`/messages/${ids[0]}/media`, t.key);
+    expect(whole.status).toBe(200);
+    expect(await bytesOf(whole)).toEqual(exact.bytes);
+
+    // The runtime reports the response it could not finish (as it would in production's logs).
+    const broken = await expectRuntimeLog(/over the plan's 10000 bytes per item/);
+    const cut = await api(`/messages/${ids[1]}/media`, t.key);
+    expect(cut.status).toBe(200);
+    await expect(cut.arrayBuffer()).rejects.toThrow();
+    await broken.seen();
+    await broken.end();
+    await vi.waitFor(() => expect(served[1]!.cancelled).toBe(true), { timeout: 5_000, interval: 20 });
+    // Read ahead by a chunk or so at most, never the whole file.
+    expect(served[1]!.sent).toBeLessThan(over.bytes.length);
+    for (const s of served) s.released = true;
+    await settled(t, ids[0]!);
+    await settled(t, ids[1]!);
+  });
+
+  it("has a budget per workspace, the API and the dashboard together; copies once made are not counted", async () => {
+    const t = await liveTenant();
+    const file = mediaFile(1_000, "image/png");
+    let released = false;
+    const served = serveOperatorMedia(net, t.token, file, {
+      lookup: async (n) => {
+        while (n === 1 && !released) await new Promise((resolve) => setTimeout(resolve, 10));
+        return null;
+      },
+    });
+    const id = await receive(t, "image", file);
+    await vi.waitFor(() => expect(served.lookups).toBe(1), { timeout: 15_000, interval: 20 });
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    // 60 per minute: 40 through the API and 20 through the dashboard (the clock stands still).
+    for (let i = 0; i < 60; i++) {
+      const res =
+        i < 40
+          ? await api(`/messages/${id}/media`, t.key)
+          : await viewer.browser.get(`/dashboard/messages/${id}/media`);
+      expect(res.status, `fetch-through ${i + 1}`).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(served.lookups).toBe(61);
+    const refused = await api(`/messages/${id}/media`, t.key);
+    const err = await expectError(refused, 429, "rate_limit_exceeded");
+    expect(err.error.message).toContain("60 media files fetched from the operator per 60 s per workspace");
+    expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThan(0);
+    const page = await viewer.browser.get(`/dashboard/messages/${id}/media`);
+    expect(page.status).toBe(429);
+    // Refused before the operator was asked.
+    expect(served.lookups).toBe(61);
+
+    released = true;
+    expect(await settled(t, id)).toMatchObject({ status: "stored" });
+    const copy = await api(`/messages/${id}/media`, t.key);
+    expect(copy.status).toBe(200);
+    expect(await bytesOf(copy)).toEqual(file.bytes);
   });
 });
 

@@ -26,6 +26,12 @@ export const ABUSE_LIMITS = {
   apiKeyCreate: { limit: 20, periodSeconds: 3600 },
   /** Connecting, re-keying and disconnecting numbers (API or dashboard), per workspace: each may call the operator three times. */
   numberChange: { limit: 30, periodSeconds: 3600 },
+  /**
+   * Media fetched through from the operator while its copy is made (API or dashboard), per workspace:
+   * each is two operator calls with the number's token and up to the plan's item cap of bandwidth.
+   * Copies once made are served from R2 under the read limit only.
+   */
+  mediaFetchThrough: { limit: 60, periodSeconds: 60 },
   /** Well-formed API keys that are unknown or revoked (each costs a D1 query), per client address. */
   authFailures: { limit: 30, periodSeconds: 60 },
 } as const satisfies Record<string, Limit>;

@@ -1,5 +1,8 @@
 import { getWorkspaceWithLimits } from "../db/workspaces";
 import { now } from "../lib/clock";
+import { log } from "../lib/log";
+import { bucket, scopes } from "./abuse-limits";
+import { spend, type RateLimited } from "./limit-check";
 import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
 import type { MessageRow } from "../durable-objects/workspace/record";
@@ -31,7 +34,9 @@ export type MediaDownload =
       source: "copy" | "operator";
       etag: string | null;
     }
-  | { kind: "unavailable"; message: string };
+  | { kind: "unavailable"; message: string }
+  /** The workspace's fetch-through budget is spent: nothing was asked of the operator. */
+  | { kind: "limited"; refusal: RateLimited };
 
 /**
  * The bytes of an inbound message's media, for the API and the dashboard alike: our copy in R2
@@ -72,13 +77,25 @@ export async function openMedia(env: Env, workspaceId: string, row: MessageRow):
 
 const NOT_YET = "The media is not copied yet; try again in a few seconds.";
 
-/** The bytes straight from the operator, while our copy is on its way. */
+/**
+ * The bytes straight from the operator, while our copy is on its way. Each costs two operator calls
+ * with the number's token and up to the plan's item cap of bandwidth, for the API and the dashboard
+ * alike: the workspace has a budget of them (ABUSE_LIMITS.mediaFetchThrough), apart from its reads.
+ */
 async function fetchThrough(
   env: Env,
   workspaceId: string,
   row: MessageRow,
   media: StoredMedia,
 ): Promise<MediaDownload> {
+  const spec = bucket("mediaFetchThrough");
+  const spent = await spend(
+    env,
+    scopes.workspace(workspaceId),
+    [spec],
+    `${spec.limit} media files fetched from the operator per ${spec.periodSeconds} s per workspace, while their copies are made`,
+  );
+  if (!spent.ok) return { kind: "limited", refusal: spent };
   const [access, workspace] = await Promise.all([
     operatorMediaAccess(env, row.channel_number_id, workspaceId),
     getWorkspaceWithLimits(env.DB, workspaceId),
@@ -104,13 +121,38 @@ async function fetchThrough(
     "application/octet-stream";
   return {
     kind: "bytes",
-    body: got.value.body!,
+    // Whatever the operator announced (or not), no more than the cap is passed on.
+    body: stopPast(got.value.body!, cap),
     contentType,
     size,
     filename: downloadName(row.id, row.type, media, contentType),
     source: "operator",
     etag: null,
   };
+}
+
+/**
+ * `body` as long as it stays within `cap` bytes; past them the stream errors (the caller's download
+ * breaks off, incomplete) and the operator's download is cancelled: a file the operator announced no
+ * size for is counted as it streams.
+ */
+function stopPast(body: ReadableStream<Uint8Array>, cap: number): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let seen = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      seen += value.byteLength;
+      if (seen > cap) {
+        log("warn", "a media fetch-through passed the plan's item cap; stopped", { cap });
+        await reader.cancel();
+        return controller.error(new Error(`The media is over the plan's ${cap} bytes per item.`));
+      }
+      controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 const overItem = (size: number, cap: number) =>

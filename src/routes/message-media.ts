@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bearerSecurity, errorResponses, newRouter, requestIdHeader } from "../lib/openapi";
 import { ApiError, foundOr404 } from "../lib/errors";
+import { rateLimited } from "../lib/throttle";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { findByUuid } from "../domain/job-id";
 import { contentDisposition, servedContentType } from "../domain/inbound-media";
@@ -72,6 +73,7 @@ export async function mediaOr404(
       "This message has no media (only images, audio, video, documents and stickers have).",
     );
   if (media.kind === "unavailable") throw new ApiError("not_found", media.message);
+  if (media.kind === "limited") throw rateLimited(media.refusal.decision, media.refusal.what);
   return media;
 }
 

@@ -10,7 +10,7 @@ import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { DeliveryLog } from "../delivery-log";
 import { counterpartOf, NumberLink, numberLabels, StatusLine, type NumberLabels } from "../message-parts";
-import { notFoundPage } from "./errors";
+import { notFoundPage, rateLimitedPage } from "./errors";
 import { openMedia } from "../../domain/media-download";
 import { mediaResponse } from "../../routes/message-media";
 
@@ -210,6 +210,7 @@ export const messagePage = new Hono<DashboardEnv>()
     const stub = workspaceStub(c.env, workspaceId);
     const row = await findByUuid(c.req.param("id"), (stored) => stub.getMessage(stored));
     const media = row ? await openMedia(c.env, workspaceId, row) : null;
+    if (media?.kind === "limited") return rateLimitedPage(c, media.refusal, `/dashboard/messages/${c.req.param("id")}`);
     if (!media || media.kind !== "bytes") return notFoundPage(c);
     return mediaResponse(c, media, "attachment");
   })
