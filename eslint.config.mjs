@@ -5,6 +5,9 @@ import { defineConfig } from "eslint/config";
 import globals from "globals";
 import tseslint from "typescript-eslint";
 
+/** Names of values that must not be compared with ===: secrets, tokens, signatures, digests, hashes. */
+const SECRET_NAME = "/(secret|token|signature|digest|hmac|hash)$/i";
+
 export default defineConfig(
   {
     // Generated, vendored, installed and built files (as in .prettierignore).
@@ -32,6 +35,23 @@ export default defineConfig(
           caughtErrorsIgnorePattern: "^_",
           destructuredArrayIgnorePattern: "^_",
           ignoreRestSiblings: true,
+        },
+      ],
+    },
+  },
+  {
+    // A secret, a token, a signature or a hash is compared in constant time (lib/crypto.ts's
+    // timingSafeEqualStrings, crypto.subtle.timingSafeEqual), never with === or !==, whose time
+    // says how long a prefix matched. Name such values for what they are and this rule holds them;
+    // a comparison with a literal (null, a kind's name) or of a typeof stays allowed.
+    files: ["src/**/*.ts", "src/**/*.tsx"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: `BinaryExpression[operator=/^[!=]==?$/]:not(:has(> Literal)):not(:has(> UnaryExpression[operator="typeof"])):matches(:has(> Identifier[name=${SECRET_NAME}]), :has(> MemberExpression > Identifier.property[name=${SECRET_NAME}]))`,
+          message:
+            "Compare secrets, tokens, signatures and hashes in constant time (timingSafeEqualStrings in src/lib/crypto.ts), not with ===/!==.",
         },
       ],
     },

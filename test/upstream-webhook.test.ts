@@ -124,6 +124,37 @@ describe("operator webhook signatures", () => {
   });
 });
 
+describe("operator webhook signatures, compared", () => {
+  /** The bytes the constant-time comparison sees for `text` (lib/crypto.ts hashes each side first). */
+  const digestOf = async (text: string) =>
+    new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+
+  it("in constant time: the header and the expected signature both go through crypto.subtle.timingSafeEqual", async () => {
+    const m = await sentMessage();
+    const payload = statusPayload(m.phoneNumberId, [
+      { id: "wamid.S2", status: "read", timestamp: seconds(t0), biz_opaque_callback_data: m.jobId },
+    ]);
+    const raw = JSON.stringify(payload);
+    const right = await sign(raw);
+    // Of the same length, differing in the last character only: the case a plain !== answers fastest.
+    const wrong = `${right.slice(0, -1)}${right.endsWith("0") ? "1" : "0"}`;
+    const compared = vi.spyOn(crypto.subtle, "timingSafeEqual");
+    const sawPair = async (a: string, b: string) => {
+      const [da, db] = await Promise.all([digestOf(a), digestOf(b)]);
+      return compared.mock.calls.some(
+        ([x, y]) =>
+          new Uint8Array(x as ArrayBuffer).join() === da.join() &&
+          new Uint8Array(y as ArrayBuffer).join() === db.join(),
+      );
+    };
+    await expectError(await postOperator(payload, { signature: wrong, raw }), 401, "unauthorized");
+    expect(await sawPair(wrong, right)).toBe(true);
+    compared.mockClear();
+    expect((await postOperator(payload, { signature: right, raw })).status).toBe(200);
+    expect(await sawPair(right, right)).toBe(true);
+  });
+});
+
 describe("operator statuses", () => {
   it("a delivered report is applied once, however often it arrives", async () => {
     const m = await sentMessage();

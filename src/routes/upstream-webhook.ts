@@ -38,9 +38,9 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     const raw = await readCappedBody(c.req.raw, MAX_OPERATOR_PAYLOAD_BYTES);
     if (raw === null)
       throw new ApiError("invalid_request", `Payload too large (more than ${MAX_OPERATOR_PAYLOAD_BYTES} bytes).`);
-    const header = c.req.header("x-hub-signature-256") ?? "";
-    const expected = `sha256=${toHex(await hmacSha256(c.env.UPSTREAM_APP_SECRET, raw))}`;
-    if (!header || !(await timingSafeEqualStrings(header, expected))) {
+    const signature = c.req.header("x-hub-signature-256") ?? "";
+    const expectedSignature = `sha256=${toHex(await hmacSha256(c.env.UPSTREAM_APP_SECRET, raw))}`;
+    if (!signature || !(await timingSafeEqualStrings(signature, expectedSignature))) {
       throw new ApiError("unauthorized", "Missing or invalid X-Hub-Signature-256.");
     }
     let payload: unknown;
