@@ -344,6 +344,41 @@ describe("the plan's caps", () => {
 
 const testDayState = (t: Live) => testWorkspace(t.workspaceId).dayState(utcDay(clock.now()));
 
+describe("the plan's caps, at their edges", () => {
+  it("copies an item of exactly the item cap, and one that fills the day's bytes exactly", async () => {
+    const t = await liveTenant(await planWithMediaCaps(1_000, 1_500));
+    const atCap = mediaFile(1_000);
+    const rest = mediaFile(500);
+    serveOperatorMedia(net, t.token, atCap);
+    serveOperatorMedia(net, t.token, rest);
+    const idAtCap = await receive(t, "image", atCap);
+    expect(await settled(t, idAtCap)).toMatchObject({ status: "stored", size: 1_000 });
+    const idRest = await receive(t, "image", rest);
+    expect(await settled(t, idRest)).toMatchObject({ status: "stored", size: 500 });
+    expect(await testDayState(t)).toMatchObject({ media: { bytes: 1_500, items: 2 } });
+  });
+
+  it("gives a copy's reserved bytes back to the day when the copy fails: the next item fits", async () => {
+    const t = await liveTenant(await planWithMediaCaps(1_000, 1_500));
+    const broken = mediaFile(1_000);
+    const served = serveOperatorMedia(net, t.token, broken);
+    // The size is known (reserved), then every download fails.
+    net.receivers.set(mediaDownloadUrl(broken.id), () => {
+      served.downloads++;
+      return operatorError(500, 1, "Unknown error");
+    });
+    const idBroken = await receive(t, "image", broken);
+    expect(await settled(t, idBroken)).toMatchObject({ status: "failed" });
+    expect(served.downloads).toBe(4);
+    expect(await testDayState(t)).toMatchObject({ media: { bytes: 0, items: 0 } });
+    // 1,000 bytes still held for the failed copy would leave 500 of the day's 1,500.
+    const next = mediaFile(1_000);
+    serveOperatorMedia(net, t.token, next);
+    const idNext = await receive(t, "image", next);
+    expect(await settled(t, idNext)).toMatchObject({ status: "stored" });
+  });
+});
+
 describe("the operator down at copy time", () => {
   it("retries the copy, which lands once the operator answers again", async () => {
     const t = await liveTenant();
