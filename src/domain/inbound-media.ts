@@ -178,6 +178,8 @@ const SERVED_AS_DECLARED: ReadonlySet<string> = new Set([
   "image/jpeg",
   "image/png",
   "image/webp",
+  // Not one the operator sends (an animated GIF arrives as video/mp4), but the dashboard shows it inline.
+  "image/gif",
   "audio/aac",
   "audio/amr",
   "audio/mp4",
