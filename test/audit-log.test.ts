@@ -495,6 +495,14 @@ describe("every state-changing route writes one audit entry", () => {
     expect(declaredRoutes("/admin/v1/")).toEqual(Object.keys(ADMIN).sort());
   });
 
+  it("API v2 changes state through v1's routes only (the same routers, mounted again): the walks below cover them", () => {
+    expect(declaredRoutes("/api/v2/")).toEqual(
+      Object.keys(API)
+        .map((r) => r.replace(" /api/v1/", " /api/v2/"))
+        .sort(),
+    );
+  });
+
   const walks = (table: Record<string, Walk | { exempt: string }>) =>
     Object.entries(table).filter((e): e is [string, Walk] => "action" in e[1]);
   it.each(walks(DASHBOARD))("dashboard: %s", async (_, w) => walk(w));
