@@ -8,7 +8,9 @@ import { send, textMessage } from "./helpers/send";
 import { cloudTenant, type OperatorCall } from "./helpers/operator";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
-import { channelNumberStub } from "../src/durable-objects/stubs";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { eventIdOf } from "../src/domain/events";
+import { crashObject } from "./helpers/objects";
 import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 
 // Reports that arrive in an unusual order or without our jobId (issue 21, item 5): a user on
@@ -245,5 +247,127 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
     // The one message to the first recipient, reported now: matched.
     await failure("5511900000001", clock.now());
     expect(await message(t, a)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
+  });
+});
+
+describe("a report without our jobId is routed by the operator's id of the message", () => {
+  /** A message sent and answered (`wamid.0`, the operator's id for it), with the events queued from then on. */
+  async function sentMessage(t: Tenant, to = "5511900000001", waId?: string) {
+    operator((_, i) => accepted(`wamid.${i}`, waId));
+    const jobId = await sendOne(t, to);
+    await drain(t.numberId);
+    expect(await message(t, jobId)).toMatchObject({ status: "sent", upstreamMessageId: "wamid.0" });
+    return { jobId, queued: queuedEvents() };
+  }
+
+  it("a late failure of a sent message: it fails with the operator's error, announced after sent", async () => {
+    const t = await cloudTenant();
+    const { jobId, queued } = await sentMessage(t);
+    // Days later: the operator holds a message for an offline user for up to 30 days.
+    clock.advance(20 * 24 * 3_600_000);
+    const res = await report(t, {
+      id: "wamid.0",
+      status: "failed",
+      timestamp: seconds(clock.now()),
+      recipient_id: "5511900000001",
+      errors: undeliverable,
+    });
+    expect(res.status).toBe(200);
+    expect(await message(t, jobId)).toMatchObject({
+      status: "failed",
+      failedAt: new Date(Math.floor(clock.now() / 1000) * 1000).toISOString(),
+      error: { code: "recipient_unreachable", upstreamCode: "131026" },
+    });
+    expect(statusEventsOf(queued(), jobId).map((e) => e.data)).toEqual([
+      expect.objectContaining({
+        status: "failed",
+        previousStatus: "sent",
+        error: expect.objectContaining({ code: "recipient_unreachable" }),
+      }),
+    ]);
+  });
+
+  it("a delivery, then a read: each recorded and announced", async () => {
+    const t = await cloudTenant();
+    const { jobId, queued } = await sentMessage(t);
+    const deliveredAt = clock.now();
+    await report(t, {
+      id: "wamid.0",
+      status: "delivered",
+      timestamp: seconds(deliveredAt),
+      recipient_id: "5511900000001",
+    });
+    expect(await message(t, jobId)).toMatchObject({ status: "sent", deliveredAt: expect.any(String), readAt: null });
+    await report(t, {
+      id: "wamid.0",
+      status: "read",
+      timestamp: seconds(deliveredAt + 5_000),
+      recipient_id: "5511900000001",
+    });
+    expect(await message(t, jobId)).toMatchObject({
+      status: "sent",
+      deliveredAt: new Date(Math.floor(deliveredAt / 1000) * 1000).toISOString(),
+      readAt: new Date(Math.floor((deliveredAt + 5_000) / 1000) * 1000).toISOString(),
+    });
+    expect(statusEventsOf(queued(), jobId).map((e) => e.id)).toEqual([
+      eventIdOf(jobId, "delivered"),
+      eventIdOf(jobId, "read"),
+    ]);
+  });
+
+  it("a sent report retried after the workspace restarted: the change it reports is announced again, with its id", async () => {
+    const t = await cloudTenant();
+    const { jobId, queued } = await sentMessage(t);
+    await crashObject(workspaceStub(env, t.workspaceId), "restart");
+    await report(t, { id: "wamid.0", status: "sent", timestamp: seconds(clock.now()), recipient_id: "5511900000001" });
+    // The new instance does not know what the old one published: the reported change is announced
+    // again (with any earlier one of the last minutes), with the id its first announcement had.
+    expect(statusEventsOf(queued(), jobId)).toContainEqual(
+      expect.objectContaining({ id: eventIdOf(jobId, "sent"), data: expect.objectContaining({ status: "sent" }) }),
+    );
+    expect(await message(t, jobId)).toMatchObject({ status: "sent", deliveredAt: null, error: null });
+  });
+
+  it("through the operator's own id for the recipient (learnt from the send's answer)", async () => {
+    const t = await cloudTenant();
+    // A Brazilian mobile: sent with the ninth digit, known to the operator without it.
+    const { jobId } = await sentMessage(t, "5511999998888", "551199998888");
+    await report(t, {
+      id: "wamid.0",
+      status: "failed",
+      timestamp: seconds(clock.now()),
+      recipient_id: "551199998888",
+      errors: undeliverable,
+    });
+    expect(await message(t, jobId)).toMatchObject({ status: "failed", error: { code: "recipient_unreachable" } });
+  });
+
+  it("a report naming a message that is none of ours, or another recipient, changes nothing", async () => {
+    const t = await cloudTenant();
+    const { jobId, queued } = await sentMessage(t);
+    // A message sent from the business's own app on the same number, to the same user.
+    await report(t, {
+      id: "wamid.APP",
+      status: "failed",
+      timestamp: seconds(clock.now()),
+      recipient_id: "5511900000001",
+      errors: undeliverable,
+    });
+    // Our message's id, reported for another user: not the conversation the record is in.
+    await report(t, {
+      id: "wamid.0",
+      status: "delivered",
+      timestamp: seconds(clock.now()),
+      recipient_id: "5511900000002",
+    });
+    // The positive signal: the message's own delivery, reported afterwards, is its first event.
+    await report(t, {
+      id: "wamid.0",
+      status: "delivered",
+      timestamp: seconds(clock.now()),
+      recipient_id: "5511900000001",
+    });
+    expect(statusEventsOf(queued(), jobId).map((e) => e.id)).toEqual([eventIdOf(jobId, "delivered")]);
+    expect(await message(t, jobId)).toMatchObject({ status: "sent", error: null, deliveredAt: expect.any(String) });
   });
 });

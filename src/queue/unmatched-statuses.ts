@@ -4,37 +4,48 @@ import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import { log } from "../lib/log";
 
 /**
- * Every call carries our jobId (`biz_opaque_callback_data`) and the operator echoes it in its
- * reports; a `failed` report may still come without it. If its message's call was answered, the
- * report is about a message already settled by that answer. If the answer was lost (a timeout: the
- * outcome is unknown and we never learnt the operator's id for the message), this report is all
- * that will ever settle it: matched by the number, the recipient (the report's `recipient_id`, or
- * the recipients the number learnt that id for) and time, when exactly one message fits
- * (workspace unknown-outcomes.ts). Only failures: a delivery or read without our jobId may be
- * about a message sent from the business's own app on the same number.
+ * Every call carries our jobId (`biz_opaque_callback_data`) and the operator echoes it in most of
+ * its reports, but not in all: its own reference lists the field for sent, delivered and read
+ * only, and its published failure examples carry none. A report without it is routed like one with
+ * it, whatever its kind, once its message is found (the workspace's `matchReports`):
+ * - by the operator's id of the message (the report's `id`), which our record keeps once the call's
+ *   answer named it, among the records of the conversation: the report's `recipient_id`, and the
+ *   recipients the number learnt that id for (an alias: the operator knows a recipient under
+ *   another number);
+ * - for a failure whose call's answer was lost (the outcome is unknown and we never learnt the
+ *   operator's id), by the number, the recipient and time, when exactly one message fits.
+ * A report that names none of ours (a message sent from the business's own app on the same number)
+ * finds nothing and changes nothing. A report without `recipient_id` names no conversation to
+ * look in: left as it is (no lookup scans the records).
  *
- * Returns the matched reports with their jobId; the rest are left as they are (ignored, logged).
+ * Returns the routed reports with their jobId; the rest are left as they are (ignored, logged).
  */
-export async function matchUnknownOutcomes(
+export async function routeWithoutJobId(
   env: Env,
   number: ChannelNumberRow,
   reports: readonly OperatorStatus[],
 ): Promise<OperatorStatus[]> {
-  const orphans = reports.filter(
-    (r): r is OperatorStatus & { recipientId: string } => !r.jobId && r.status === "failed" && !!r.recipientId,
-  );
+  const orphans = reports.filter((r): r is OperatorStatus & { recipientId: string } => !r.jobId && !!r.recipientId);
   if (orphans.length === 0) return [];
   const waIds = [...new Set(orphans.map((r) => r.recipientId))];
   const aliases = await channelNumberStub(env, number.id).recipientsKnownAs(waIds);
-  const ids = await workspaceStub(env, number.workspace_id).matchUnknownOutcomes(
+  const ids = await workspaceStub(env, number.workspace_id).matchReports(
     number.id,
-    orphans.map((r) => ({ recipients: [r.recipientId, ...(aliases[r.recipientId] ?? [])], at: r.at })),
+    orphans.map((r) => ({
+      upstreamMessageId: r.upstreamMessageId,
+      recipients: [r.recipientId, ...(aliases[r.recipientId] ?? [])],
+      at: r.at,
+      failed: r.status === "failed",
+    })),
   );
-  const matched = orphans.flatMap((r, i) => (ids[i] ? [{ ...r, jobId: ids[i] }] : []));
-  log(matched.length < orphans.length ? "warn" : "info", "operator failures without our jobId", {
+  const routed = orphans.flatMap((r, i) => (ids[i] ? [{ ...r, jobId: ids[i] }] : []));
+  // A failure that found no message leaves one of ours unsettled, or is about a message of the business's own app.
+  const lostFailures = orphans.filter((r, i) => !ids[i] && r.status === "failed").length;
+  log(lostFailures > 0 ? "warn" : "info", "operator statuses without our jobId", {
     channelNumberId: number.id,
-    failures: orphans.length,
-    matched: matched.length,
+    reports: orphans.length,
+    routed: routed.length,
+    failuresNotFound: lostFailures,
   });
-  return matched;
+  return routed;
 }

@@ -17,7 +17,7 @@ import { applyTemplateUpdate } from "../domain/template-sync";
 import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
 import { applyFieldNotice, applyNumberErrors } from "../domain/operator-notices";
 import { isAccountLevel, permanentError } from "../upstream/error-codes";
-import { matchUnknownOutcomes } from "./unmatched-statuses";
+import { routeWithoutJobId } from "./unmatched-statuses";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -197,13 +197,15 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
                 accountError.errorDetails ?? undefined,
               ),
             );
-          // Routed by our jobId to the workspace's record; a failure without one may be about a call whose answer was lost.
-          const matched = await matchUnknownOutcomes(env, number, reports);
-          const updates = [...reports.filter((r) => r.jobId), ...matched]
+          // Routed by our jobId to the workspace's record; a report without one by the operator's id of the message.
+          const routed = await routeWithoutJobId(env, number, reports);
+          const updates = [...reports.filter((r) => r.jobId), ...routed]
             .map(operatorStatusUpdate)
             .filter((u): u is StatusUpdate => u !== null);
           if (updates.length < statuses.length)
-            log("info", "operator statuses without our jobId; ignored", { ignored: statuses.length - updates.length });
+            log("info", "operator statuses naming no message of ours; ignored", {
+              ignored: statuses.length - updates.length,
+            });
           if (updates.length > 0) await workspaceStub(env, number.workspace_id).applyStatuses(updates);
         },
       );

@@ -74,10 +74,16 @@ export interface StatusUpdate {
   notSent?: boolean;
 }
 
-/** An operator report without our jobId: who it was about (the operator's id and ours for them) and when. */
+/**
+ * An operator report without our jobId: the operator's id of the message, who it was about (the
+ * operator's id and ours for them), when, and whether it is a failure (only a failure may settle an
+ * unknown outcome, whose operator id we never learnt).
+ */
 export interface UnmatchedReport {
+  upstreamMessageId: string;
   recipients: string[];
   at: number;
+  failed: boolean;
 }
 
 export interface StatusResult {

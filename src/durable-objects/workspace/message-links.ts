@@ -9,12 +9,20 @@ import { slotOf, slotTable, type SlotTables } from "./day-tables";
 export const LINK_LOOKUP_MS = 7 * DAY_MS;
 
 /**
+ * How far back an operator status report without our jobId is matched to our record by the
+ * operator's id of the message: the operator holds a message for an offline user for up to 30
+ * days, so its delivery or failure may be reported that late (one more day for the UTC slots).
+ */
+export const STATUS_LOOKUP_MS = 31 * DAY_MS;
+
+/**
  * Our id of the message the operator calls `upstreamId`, among the records exchanged with one of
- * `counterparts` (the sender's phone number and user id) in the last LINK_LOOKUP_MS, newest slot
- * first. A reply or a reaction is about a message of the same conversation, so the counterpart
- * index each slot table has (`_to`: recipient, id) finds it without an index of its own: nothing
- * is written for it, and a lookup reads one index range per slot (that conversation's records).
- * Records already moved to history (a workspace over its storage budget) or older are not found.
+ * `counterparts` (the sender's phone number and user id) in the `withinMs` before `at` (a reply or
+ * a reaction: LINK_LOOKUP_MS), newest slot first. A reply, a reaction or a status report is about a
+ * message of one conversation, so the counterpart index each slot table has (`_to`: recipient, id)
+ * finds it without an index of its own: nothing is written for it, and a lookup reads one index
+ * range per slot that has a table (that conversation's records). Records already moved to history
+ * (a workspace over its storage budget) or older are not found.
  */
 export function findByUpstreamId(
   tables: SlotTables,
@@ -22,8 +30,9 @@ export function findByUpstreamId(
   counterparts: readonly string[],
   upstreamId: string,
   at: number,
+  withinMs: number = LINK_LOOKUP_MS,
 ): string | null {
-  for (let slot = slotOf(at); slot >= slotOf(at - LINK_LOOKUP_MS); slot--) {
+  for (let slot = slotOf(at); slot >= slotOf(at - withinMs); slot--) {
     if (!tables.has(slot)) continue;
     const t = slotTable(slot);
     for (const who of counterparts) {

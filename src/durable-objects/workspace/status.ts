@@ -21,7 +21,7 @@ import { changesOf, eventOf, newChanges } from "./message-events";
 import type { EventPublisher, Ticket } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
-import { resolveLinks } from "./message-links";
+import { findByUpstreamId, resolveLinks, STATUS_LOOKUP_MS } from "./message-links";
 import { applyTransition } from "./status-transition";
 import type { Tiers } from "./tiers";
 import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
@@ -290,12 +290,28 @@ export class StatusLedger {
   }
 
   /**
-   * The messages operator reports without our jobId are about, by number, recipient and time
-   * (unknown-outcomes.ts `matchUnknown`): a jobId or null per report, never one message twice.
+   * The messages operator reports without our jobId are about: a jobId or null per report. First
+   * by the operator's id of the message, which the record keeps once the call's answer (or an
+   * earlier report) named it, over the recipient's records of the last STATUS_LOOKUP_MS
+   * (message-links.ts: one index range per slot, nothing written). Then, for a failure only, a
+   * call whose answer was lost (we never learnt its operator id) by number, recipient and time
+   * (unknown-outcomes.ts `matchUnknown`), never one such message for two reports.
    */
-  matchUnknownOutcomes(channelNumberId: string, reports: readonly UnmatchedReport[]): (string | null)[] {
+  matchReports(channelNumberId: string, reports: readonly UnmatchedReport[]): (string | null)[] {
     const taken = new Set<string>();
+    const t = now();
     return reports.map((r) => {
+      const known = findByUpstreamId(
+        this.tiers.tables,
+        this.w.sql,
+        r.recipients,
+        r.upstreamMessageId,
+        t,
+        STATUS_LOOKUP_MS,
+      );
+      // Only our sends are reported on (`report` applies nothing to an inbound record anyway).
+      if (known !== null) return known;
+      if (!r.failed) return null;
       const id = matchUnknown(this.w.sql, channelNumberId, r.recipients, r.at);
       if (id === null || taken.has(id)) return null;
       taken.add(id);

@@ -191,9 +191,9 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.status.report(updates);
   }
 
-  /** The messages operator reports without our jobId are about (unknown outcomes, by number, recipient and time), or null each. */
-  async matchUnknownOutcomes(channelNumberId: string, reports: UnmatchedReport[]): Promise<(string | null)[]> {
-    return this.status.matchUnknownOutcomes(channelNumberId, reports);
+  /** The messages operator reports without our jobId are about (by the operator's id of the message; a failure also among unknown outcomes), or null each. */
+  async matchReports(channelNumberId: string, reports: UnmatchedReport[]): Promise<(string | null)[]> {
+    return this.status.matchReports(channelNumberId, reports);
   }
 
   /** Records inbound messages once each and announces each with a `message.received` event. Returns our ids, in order, once the events left. */
