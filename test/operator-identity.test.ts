@@ -296,6 +296,38 @@ describe("identity changes (system messages)", () => {
     expect(await windowOf(t, "US.NEW1")).toMatchObject({ windowOpen: false });
   });
 
+  it("a change reported late (the operator's retry) does not undo a newer one: a send to the old id goes to the newest", async () => {
+    const t = await cloudTenant();
+    const queued = queuedEvents();
+    const changed = (id: string, at: number, to: string) =>
+      inboundPayload(
+        t.phoneNumberId,
+        [
+          {
+            id,
+            timestamp: seconds(at),
+            type: "system",
+            system: {
+              body: "User changed their user id",
+              type: "user_changed_user_id",
+              user_id: to,
+              previous_user_id: "US.OLD3",
+            },
+          },
+        ],
+        [],
+      );
+    // The id moved twice in a row; the report of the first move reaches us after the second's.
+    expect((await postOperator(changed("wamid.SYS3B", clock.now(), "US.NEW3B"))).status).toBe(200);
+    expect((await postOperator(changed("wamid.SYS3A", clock.now() - 60_000, "US.NEW3A"))).status).toBe(200);
+    await until(() => expect(received(queued)).toHaveLength(2));
+
+    const calls = mockOperator((call, i) => acceptedFor(call, `wamid.M${i}`));
+    await sendTo(t, { toUserId: "US.OLD3" });
+    await drain(t.numberId);
+    expect(calls.map((c) => c.body.recipient)).toEqual(["US.NEW3B"]);
+  });
+
   it("user_changed_number: no window opens for the user, and sends to the old number and old user id go to the new ones", async () => {
     const t = await cloudTenant();
     const queued = queuedEvents();
