@@ -325,6 +325,29 @@ describe("v1 beside v2", () => {
       ]);
   });
 
+  it("a retried template send whose named parameters come in another key order is the same send (200); another value is a 409", async () => {
+    const t = await createTenant();
+    const key = crypto.randomUUID();
+    const reminder = (body: Record<string, string>) => ({
+      channelNumberId: t.numberId,
+      to: STRANGER,
+      type: "template",
+      template: { name: "appointment_reminder", language: "en_US", parameters: { body } },
+    });
+    const jobId = await accepted(
+      await sendV2(t.key, reminder({ time: "10:00", first_name: "Ana", date: "May 2" }), key),
+    );
+    // Keys nested in the parameters, not only the top level, are compared in one order.
+    const again = await sendV2(t.key, reminder({ date: "May 2", first_name: "Ana", time: "10:00" }), key);
+    expect(again.status).toBe(200);
+    expect(await json(again)).toEqual({ jobId, status: "duplicado_identico" });
+    await expectError(
+      await sendV2(t.key, reminder({ date: "May 3", first_name: "Ana", time: "10:00" }), key),
+      409,
+      "idempotency_conflict",
+    );
+  });
+
   it("an identical text send through v1 and v2 is one message (the same payload binds the same key)", async () => {
     const t = await createTenant();
     const key = crypto.randomUUID();
