@@ -33,6 +33,7 @@ import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
 import { adminMemberRoutes } from "./routes/admin/members";
 import { dashboard } from "./dashboard/app";
 import { adminSecretRoutes } from "./routes/admin/secrets";
+import { adminDevRoutes } from "./routes/admin/dev";
 import { registerEventDocs } from "./routes/event-docs";
 import { publicApiV2 } from "./routes/v2/api";
 
@@ -101,7 +102,8 @@ adminApi
   .route("/", adminApiKeyRoutes)
   .route("/", adminChannelNumberRoutes)
   .route("/", adminMemberRoutes)
-  .route("/", adminSecretRoutes);
+  .route("/", adminSecretRoutes)
+  .route("/", adminDevRoutes);
 
 export const app = new Hono<AppEnv>();
 app.use("*", requestId);

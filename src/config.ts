@@ -22,6 +22,8 @@ const flag = z
   .transform((v) => v === "true");
 const required = z.string().trim().min(1, "must not be empty");
 const url = z.url("expected an absolute URL");
+/** Local soak runs only: a receiver on the loopback address, never anywhere else. */
+const loopbackUrl = url.refine((u) => /^http:\/\/127\.0\.0\.1(:\d+)?\//.test(u), "expected an http://127.0.0.1 URL");
 const secondsList = z
   .string()
   .regex(/^\s*\d+\s*(,\s*\d+\s*)*$/, "expected whole numbers of seconds, comma-separated")
@@ -61,6 +63,8 @@ const VarsSchema = z.object({
   // Unset: one pass per alarm (the tests' setting); wrangler.toml sets production's 10 s.
   DRAIN_SESSION_MS: withDefault(wholeNumber, 0),
   SERVER_TIMING: flag,
+  DEV_OBJECT_RESTARTS: flag,
+  DEV_EVENT_TAP_URL: optional(loopbackUrl),
 });
 
 /** 10 s, 1 min, 5 min, 30 min, 1 h: six attempts within ~1.6 hours, well inside the operator's 7 days. */
@@ -121,6 +125,13 @@ const toConfig = (v: z.output<typeof VarsSchema>) => ({
   drainSessionMs: v.DRAIN_SESSION_MS,
   /** `npm run bench`: the Server-Timing header. */
   serverTiming: v.SERVER_TIMING,
+  /** Local soak runs only (`npm run soak`); false and undefined in production's wrangler.toml. */
+  dev: {
+    /** `POST /admin/v1/dev/object-restarts` exists: it makes the named objects end themselves (their restart). */
+    objectRestarts: v.DEV_OBJECT_RESTARTS,
+    /** Where a workspace tells the ids of the events each queue send carried, once the queue accepted it. */
+    eventTapUrl: v.DEV_EVENT_TAP_URL,
+  },
 });
 
 export type Config = Readonly<ReturnType<typeof toConfig>>;

@@ -20,6 +20,8 @@ const base: Record<ConfigVar, string> = {
   UNKNOWN_OUTCOME_WINDOW_MS: "",
   DRAIN_SESSION_MS: "10000",
   SERVER_TIMING: "false",
+  DEV_OBJECT_RESTARTS: "false",
+  DEV_EVENT_TAP_URL: "",
 };
 
 describe("config", () => {
@@ -46,6 +48,7 @@ describe("config", () => {
       unknownOutcomeWindowMs: undefined,
       drainSessionMs: 10_000,
       serverTiming: false,
+      dev: { objectRestarts: false, eventTapUrl: undefined },
     });
   });
 
@@ -61,9 +64,12 @@ describe("config", () => {
       UNKNOWN_OUTCOME_WINDOW_MS: " 90000 ",
       DRAIN_SESSION_MS: "0",
       UPSTREAM_MEDIA_HOSTS: " lookaside.fbsbx.com, Media.Example.net",
+      DEV_OBJECT_RESTARTS: "true",
+      DEV_EVENT_TAP_URL: "http://127.0.0.1:8923/tap",
     });
     expect(c.upstream.stampCalls).toBe(true);
     expect(c.upstream.mediaHosts).toEqual(["lookaside.fbsbx.com", "media.example.net"]);
+    expect(c.dev).toEqual({ objectRestarts: true, eventTapUrl: "http://127.0.0.1:8923/tap" });
     expect(c.webhooks.allowInsecureUrls).toBe(true);
     expect(c.serverTiming).toBe(true);
     expect(c.webhooks.retryDelaysSeconds).toEqual([0, 2, 5]);
@@ -100,6 +106,9 @@ describe("config", () => {
     ["API_KEY_PREFIX", "", "must not be empty"],
     ["UPSTREAM_MEDIA_HOSTS", "https://lookaside.fbsbx.com", "host names, comma-separated"],
     ["UPSTREAM_MEDIA_HOSTS", "lookaside.fbsbx.com,", "host names, comma-separated"],
+    ["DEV_OBJECT_RESTARTS", "1", 'expected "true" or "false"'],
+    ["DEV_EVENT_TAP_URL", "https://example.com/tap", "expected an http://127.0.0.1 URL"],
+    ["DEV_EVENT_TAP_URL", "http://127.0.0.1.example.com/tap", "expected an http://127.0.0.1 URL"],
   ])("refuses %s = %j with an error naming the var", (name, value, reason) => {
     const attempt = () => parseConfig({ ...base, [name]: value });
     expect(attempt).toThrow(ConfigError);

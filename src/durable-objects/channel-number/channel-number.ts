@@ -1,3 +1,4 @@
+import { restartObject } from "../shared/dev-restart";
 import { DurableObject } from "cloudflare:workers";
 import { config } from "../../config";
 import { now } from "../../lib/clock";
@@ -108,6 +109,11 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       },
     ]);
     ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
+  }
+
+  /** Local soak runs only: the object ends itself (shared/dev-restart.ts); refused unless DEV_OBJECT_RESTARTS is "true". */
+  async restartForSoak(): Promise<void> {
+    restartObject(this.ctx, this.env);
   }
 
   /**

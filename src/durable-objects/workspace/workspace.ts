@@ -1,3 +1,5 @@
+import { restartObject } from "../shared/dev-restart";
+import { withEventTap } from "./event-tap";
 import { DurableObject } from "cloudflare:workers";
 import { config } from "../../config";
 import { now } from "../../lib/clock";
@@ -81,8 +83,10 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const tables = new SlotTables(this.sql);
     const ledger = new DayLedger(this.sql);
     const tiers = (this.tierIndex = new Tiers(this.sql, tables, ledger));
-    this.publisher = new EventPublisher(env.WEBHOOK_QUEUE, cfg.eventPublishDelayMs ?? PUBLISH_DELAY_MS, (at) =>
-      this.scheduler.wake(at),
+    this.publisher = new EventPublisher(
+      withEventTap(env.WEBHOOK_QUEUE, cfg.dev.eventTapUrl),
+      cfg.eventPublishDelayMs ?? PUBLISH_DELAY_MS,
+      (at) => this.scheduler.wake(at),
     );
     const context: WorkspaceContext = {
       storage: ctx.storage,
@@ -140,6 +144,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       },
     ]);
     ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
+  }
+
+  /** Local soak runs only: the object ends itself (shared/dev-restart.ts); refused unless DEV_OBJECT_RESTARTS is "true". */
+  async restartForSoak(): Promise<void> {
+    restartObject(this.ctx, this.env);
   }
 
   /** Admits one send: replay and conflict checks, number, quota, both limits, then record it. */

@@ -1,0 +1,40 @@
+import { eventsOf, type WebhookQueueMessage } from "../../domain/events";
+import type { QueueSender } from "../../lib/queue-publisher";
+import { log } from "../../lib/log";
+
+/**
+ * Local soak runs only (DEV_EVENT_TAP_URL): the queue as the publisher sees it, which tells `url`
+ * the ids of the events each send carried once the queue accepted it. The soak tells apart, by
+ * it, an event the engine never published from one the local in-memory queue lost when its process
+ * was killed. Ids only (and an inbound message's operator id, which names it to the soak): no
+ * content. Told before the send resolves to the publisher, so that nothing counts as published
+ * that the tap did not hear of; a tap that cannot be told is logged, never fails the send.
+ */
+export function withEventTap(queue: QueueSender, url: string | undefined): QueueSender {
+  if (url === undefined) return queue;
+  const tell = async (bodies: unknown[]) => {
+    const events = bodies.flatMap((b) => eventsOf(b as WebhookQueueMessage));
+    const told = events.map((e) => ({
+      id: e.id,
+      upstreamMessageId: e.type === "message.received" ? e.data.upstreamMessageId : undefined,
+    }));
+    try {
+      await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(told) });
+    } catch (err) {
+      log("warn", "event tap not told", { events: told.length, error: String(err) });
+    }
+  };
+  return {
+    async send(body, options) {
+      const sent = await queue.send(body, options);
+      await tell([body]);
+      return sent;
+    },
+    async sendBatch(messages, options) {
+      const list = [...messages];
+      const sent = await queue.sendBatch(list, options);
+      await tell(list.map((m) => m.body));
+      return sent;
+    },
+  };
+}
