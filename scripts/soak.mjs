@@ -5,14 +5,19 @@
 // (slow, failing, dropping connections, reporting statuses by signed webhook), a webhook per number
 // pointing at a customer receiver that refuses ~30% of deliveries, then runs a mixed load (sends,
 // replays, conflicting replays, reads, lists, inbound messages) for --duration seconds while it
-// SIGKILLs the runtime's whole process group at random moments and restarts it on the same state.
+// SIGKILLs the runtime's whole process group at random moments and restarts it on the same state,
+// and, between those, restarts the Durable Objects alone (DEV_OBJECT_RESTARTS: the Worker process
+// and its in-memory queues stay up), as a deploy restarts them.
 // Then it stops the load, waits (bounded) until every accepted message is terminal and every
 // event delivered, checks the invariants, prints the figures, writes a JSON summary, and exits 1
 // when an invariant failed (the failing items are listed). The invariants are checked on what a
 // customer and the operator see (soak-checks.mjs): the records through the API, the fake
 // operator's calls, the customer receiver's deliveries; nothing reads the objects' storage.
 //
+// An event tap (DEV_EVENT_TAP_URL) tells it which events the queue accepted, so that an event the
+// engine never published (must be none) is told from one the in-memory queue lost at a kill.
 // Options (or environment): --duration S (SOAK_DURATION_S, 180), --kills N (SOAK_KILLS, 3),
+// --restarts N (SOAK_RESTARTS, 3: restarts of the objects alone),
 // --seed N (SOAK_SEED, random), --workspaces N (4), --numbers N per workspace (3),
 // --settle S (SOAK_SETTLE_S, 360), --port P (SOAK_PORT, 8830: uses P…P+3), --summary FILE.
 // Loopback only. Everything it starts (wrangler dev's process group, two servers, a thread) it
@@ -52,6 +57,7 @@ const { values: args } = parseArgs({
   options: {
     duration: { type: "string" },
     kills: { type: "string" },
+    restarts: { type: "string" },
     seed: { type: "string" },
     workspaces: { type: "string" },
     numbers: { type: "string" },
@@ -65,6 +71,7 @@ const num = (v, fallback) => (v === undefined || v === "" ? fallback : Number(v)
 const OPTIONS = {
   durationS: num(args.duration ?? process.env.SOAK_DURATION_S, 180),
   kills: num(args.kills ?? process.env.SOAK_KILLS, 3),
+  restarts: num(args.restarts ?? process.env.SOAK_RESTARTS, 3),
   seed: num(args.seed ?? process.env.SOAK_SEED, randomInt(1, 2 ** 31)),
   workspaces: num(args.workspaces, 4),
   numbersPerWorkspace: num(args.numbers, 3),
@@ -78,7 +85,7 @@ for (const [k, v] of Object.entries(OPTIONS))
 if (OPTIONS.durationS < 30) throw new Error("--duration: at least 30 s");
 
 /** The Worker's vars for this run: the fake operator, and the short delays that fit a soak (see README). */
-const WORKER_VARS = (/** @type {number} */ operatorPort) => ({
+const WORKER_VARS = (/** @type {number} */ operatorPort, /** @type {number} */ receiverPort) => ({
   UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${operatorPort}`,
   // Events are not stored (engine v2): local Queues are in memory, so a kill loses the events they
   // hold, and nothing publishes them again (production queues are durable). The event check
@@ -90,6 +97,9 @@ const WORKER_VARS = (/** @type {number} */ operatorPort) => ({
   UNKNOWN_OUTCOME_WINDOW_MS: "60000",
   // Each operator call carries the time its number object started it: the pace invariant is checked on it.
   UPSTREAM_STAMP_CALLS: "true",
+  // Restarts of the objects alone (POST /admin/v1/dev/object-restarts), and the event tap (the receiver's /tap).
+  DEV_OBJECT_RESTARTS: "true",
+  DEV_EVENT_TAP_URL: `http://127.0.0.1:${receiverPort}/tap`,
 });
 
 // ---------------------------------------------------------------- what the run started
@@ -152,7 +162,7 @@ async function main() {
   const [workerPort, inspectorPort, operatorPort, receiverPort] = [0, 1, 2, 3].map((i) => OPTIONS.port + i);
   mkdirSync(WORK_DIR, { recursive: true });
   say(
-    `run ${runId}, seed ${OPTIONS.seed}: ${OPTIONS.workspaces} workspaces × ${OPTIONS.numbersPerWorkspace} numbers, ${OPTIONS.durationS} s of load, ${OPTIONS.kills} kills`,
+    `run ${runId}, seed ${OPTIONS.seed}: ${OPTIONS.workspaces} workspaces × ${OPTIONS.numbersPerWorkspace} numbers, ${OPTIONS.durationS} s of load, ${OPTIONS.kills} kills, ${OPTIONS.restarts} object restarts`,
   );
 
   // Numbers and their operator credentials, known to the fake operator before anything connects.
@@ -187,7 +197,7 @@ async function main() {
     port: workerPort,
     inspectorPort,
     state: join(WORK_DIR, "state"),
-    vars: WORKER_VARS(operatorPort),
+    vars: WORKER_VARS(operatorPort, receiverPort),
     logFile: join(WORK_DIR, "wrangler.log"),
   });
   const baseUrl = runtime.baseUrl;
@@ -249,14 +259,37 @@ async function main() {
   const loadStarted = Date.now();
   load.start();
   say(`load for ${OPTIONS.durationS} s`);
-  const slice = (OPTIONS.durationS * 1000) / Math.max(1, OPTIONS.kills);
-  for (let k = 0; k < OPTIONS.kills; k++) {
-    // One kill at a random moment in each slice of the load (not in its first or last 15%).
+  // One disruption at a random moment in each slice of the load (not in its first or last 15%):
+  // object restarts and process kills take turns, restarts first.
+  const plan = [
+    ...Array.from({ length: Math.max(OPTIONS.kills, OPTIONS.restarts) }, (_, i) => [
+      ...(i < OPTIONS.restarts ? ["restart"] : []),
+      ...(i < OPTIONS.kills ? ["kill"] : []),
+    ]).flat(),
+  ];
+  const slice = (OPTIONS.durationS * 1000) / Math.max(1, plan.length);
+  const allObjects = {
+    workspaceIds: tenants.map((t) => t.workspaceId),
+    channelNumberIds: tenants.flatMap((t) => t.numbers.map((n) => n.id)),
+  };
+  for (const [k, what] of plan.entries()) {
     const at = loadStarted + k * slice + random.between(0.15, 0.85) * slice;
     await sleep(Math.max(0, at - Date.now()));
-    const w = await runtime.killAndRestart();
+    if (what === "kill") {
+      const w = await runtime.killAndRestart();
+      say(
+        `kill ${runtime.windows.length}: SIGKILL at +${((w.killedAt - loadStarted) / 1000).toFixed(1)} s, answering again ${((w.readyAt - w.killedAt) / 1000).toFixed(1)} s later`,
+      );
+      continue;
+    }
+    // A deploy restarts every object; an eviction one side only: which one, by the seed.
+    const scope = random.pick(["all", "workspaces", "numbers"]);
+    const w = await runtime.restartObjects(scope, {
+      workspaceIds: scope === "numbers" ? [] : allObjects.workspaceIds,
+      channelNumberIds: scope === "workspaces" ? [] : allObjects.channelNumberIds,
+    });
     say(
-      `kill ${k + 1}: SIGKILL at +${((w.killedAt - loadStarted) / 1000).toFixed(1)} s, answering again ${((w.readyAt - w.killedAt) / 1000).toFixed(1)} s later`,
+      `object restart ${runtime.restarts.length} (${scope}): ${w.restarted} objects ended at +${((w.at - loadStarted) / 1000).toFixed(1)} s (the Worker and its queues stay up)`,
     );
   }
   await sleep(Math.max(0, loadStarted + OPTIONS.durationS * 1000 - Date.now()));
@@ -320,6 +353,7 @@ async function main() {
         receiver.deliveries,
         operatorWebhooks.inbound,
         killTimes(),
+        receiver.published,
       );
       const lost = events.figures.lostWithQueueAtKill.reduce((a, b) => a + b, 0) + events.figures.inboundLostWithQueue;
       const lastDelivery = receiver.deliveries.at(-1)?.at ?? 0;
@@ -355,8 +389,19 @@ async function main() {
   const checks = {
     terminal: checkTerminal(accepted, records),
     operatorCalls: checkOperatorCalls(calls, accepted, records),
-    events: checkEvents(accepted, records, timelines, receiver.deliveries, operatorWebhooks.inbound, killTimes()),
-    clientErrors: checkClientErrors(load.answers, (a, b) => runtime.inKillWindow(a, b)),
+    events: checkEvents(
+      accepted,
+      records,
+      timelines,
+      receiver.deliveries,
+      operatorWebhooks.inbound,
+      killTimes(),
+      receiver.published,
+    ),
+    clientErrors: checkClientErrors(
+      load.answers,
+      (a, b) => runtime.inKillWindow(a, b) || runtime.inRestartWindow(a, b),
+    ),
     numberRate: checkNumberRate(calls),
     conversationOrder: checkConversationOrder(accepted, calls),
     clientExpectations: { figures: load.counts, failures: load.mismatches },
@@ -379,12 +424,18 @@ async function main() {
       node: process.version,
     },
     options: { ...OPTIONS, summary: undefined },
-    vars: WORKER_VARS(operatorPort),
+    vars: WORKER_VARS(operatorPort, receiverPort),
     killWindows: runtime.windows.map((w) => ({
       killedAtS: +((w.killedAt - loadStarted) / 1000).toFixed(1),
       downS: +(((w.readyAt ?? NaN) - w.killedAt) / 1000).toFixed(1),
       marginBeforeKillMs: KILL_MARGIN_MS,
     })),
+    objectRestarts: runtime.restarts.map((w) => ({
+      atS: +((w.at - loadStarted) / 1000).toFixed(1),
+      scope: w.scope,
+      objectsEnded: w.restarted,
+    })),
+    eventTap: { posts: receiver.tapPosts(), eventsHeard: receiver.published.byEventId.size },
     settled,
     settleS: +(settleMs / 1000).toFixed(1),
     sends: { offered: load.sends.length, outcomes },
@@ -426,6 +477,11 @@ async function main() {
     runtime.windows.length >= OPTIONS.kills,
   );
   line(
+    "object restarts (the objects alone; the Worker and its queues stay up)",
+    `${runtime.restarts.length}: ${summary.objectRestarts.map((w) => `${w.scope} ${w.objectsEnded}`).join(", ")}`,
+    runtime.restarts.length >= OPTIONS.restarts,
+  );
+  line(
     "sends offered / accepted (201, or 200 on a retry after a lost answer)",
     `${load.sends.length} / ${accepted.length}`,
   );
@@ -457,8 +513,13 @@ async function main() {
     f.events.failures.length === 0,
   );
   line(
-    "  changes whose event a kill may have lost with the in-memory queue",
-    `${f.events.figures.lostWithQueueAtKill.join(" / ")} (per kill; each ≤ ${(f.events.figures.lossWindowMs / 1000).toFixed(1)} s before it: the run's loss window)`,
+    "events the engine never published (changes and inbound; must be 0)",
+    `${f.events.figures.neverPublished} (the event tap heard ${receiver.published.byEventId.size} events in ${receiver.tapPosts()} posts)`,
+    f.events.figures.neverPublished === 0,
+  );
+  line(
+    "  events lost with the in-memory queue at a process kill (accepted, then killed)",
+    `${f.events.figures.lostWithQueueAtKill.join(" / ")} per kill; inbound ${f.events.figures.inboundLostWithQueue}`,
   );
   line(
     "inbound messages injected / with exactly one message.received",
@@ -470,11 +531,11 @@ async function main() {
     `${f.events.figures.deliveries} / ${f.events.figures.refusedByReceiver}`,
   );
   line(
-    "client answers / 5xx or network errors inside kill windows",
+    "client answers / 5xx or network errors inside kill or restart windows",
     `${f.clientErrors.figures.answers} / ${f.clientErrors.figures.errorsInKillWindows}`,
   );
   line(
-    "5xx or network errors outside kill windows",
+    "5xx or network errors outside kill or restart windows",
     `${f.clientErrors.figures.errorsOutsideKillWindows}`,
     f.clientErrors.failures.length === 0,
   );

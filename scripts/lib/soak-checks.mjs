@@ -367,6 +367,43 @@ export function parseEventId(id) {
   };
 }
 
+/**
+ * The id of the event that announces `kind` of message `messageId` (the inverse of parseEventId).
+ * @param {string} messageId @param {string} kind
+ */
+export function eventIdOfChange(messageId, kind) {
+  const hex = messageId.replaceAll("-", "");
+  const code = EVENT_KINDS.indexOf(kind) + 1 + (hex[12] === "4" ? 8 : 0);
+  return `evt_${hex.slice(0, 12)}${code.toString(16)}${hex.slice(13)}`;
+}
+
+/**
+ * What the event tap heard (DEV_EVENT_TAP_URL, soak-receiver.mjs): when the queue first accepted
+ * each event, by its id, and the id of each inbound message's event by the operator's id.
+ * @typedef {{ byEventId: Map<string, number>, receivedByWamid: Map<string, string> }} Published
+ */
+
+/**
+ * Where a change whose event never reached the customer was lost, when the tap heard what was
+ * published (`published`): with the in-memory queue, at the first process kill after the queue
+ * accepted it (`{ kill }`); after the queue accepted it with no kill to explain it (`"undelivered"`);
+ * or never published at all (`"never"`: the engine's loss, whatever killed or restarted what).
+ * Without the tap, by the loss window before a kill only (killThatMayHaveLost).
+ * @param {string | undefined} eventId @param {number} changedAt @param {number[]} kills @param {number} windowMs
+ * @param {Published | undefined} published
+ * @returns {{ kill: number } | "never" | "undelivered"}
+ */
+export function whereLost(eventId, changedAt, kills, windowMs, published) {
+  if (!published) {
+    const kill = killThatMayHaveLost(changedAt, kills, windowMs);
+    return kill === null ? "never" : { kill };
+  }
+  const at = eventId === undefined ? undefined : published.byEventId.get(eventId);
+  if (at === undefined) return "never";
+  const kill = kills.findIndex((k) => k >= at);
+  return kill === -1 ? "undelivered" : { kill };
+}
+
 /** The status a record had just before a change (message-events.ts previousOf). @param {MessageRecord} m @param {string} kind */
 function previousStatusOf(m, kind) {
   if (kind === "processing") return "queued";
@@ -427,10 +464,14 @@ export function killThatMayHaveLost(at, kills, windowMs = LOST_WITH_QUEUE_MS) {
  * the run's loss window after it (lossWindow; the local queue is in memory: figures
  * `lostWithQueueAtKill`, `lossWindowMs`).
  * Inbound: one `message.received` per operator message id, with the same exception from its injection.
+ * With the event tap (`published`), the exception is exact instead (whereLost): an event lost with
+ * the queue is one the queue accepted before a process kill; one the engine never published fails
+ * (`neverPublished`, must be 0), whatever was killed or restarted (objects alone, or the process).
  * @param {AcceptedSend[]} accepted @param {Map<string, MessageRecord>} records @param {Map<string, TimelineEntry[]>} timelines
  * @param {Delivery[]} deliveries @param {Map<string, InjectedInbound>} injected @param {number[]} [kills] kill times (ms)
+ * @param {Published} [published] what the event tap heard
  */
-export function checkEvents(accepted, records, timelines, deliveries, injected, kills = []) {
+export function checkEvents(accepted, records, timelines, deliveries, injected, kills = [], published = undefined) {
   /** @type {Failure[]} */
   const failures = [];
   /** @type {Map<string | null, WebhookBody | null>} webhook-id → body */
@@ -488,6 +529,7 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
   let events = 0;
   /** @type {number[]} per kill: changes whose event it may have lost */
   const lostAtKill = kills.map(() => 0);
+  let neverPublished = 0;
   for (const s of accepted) {
     const m = records.get(s.jobId);
     // Changes: the timeline but its creation (`queued`) and `outcome_unknown` (a note, not a change).
@@ -525,9 +567,16 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
     }
     for (const t of timeline) {
       if (byKind.has(t.status)) continue;
-      const kill = killThatMayHaveLost(Date.parse(t.at ?? ""), kills, windowMs);
-      if (kill === null) problem("a change without its event", { kind: t.status });
-      else lostAtKill[kill] = /** @type {number} */ (lostAtKill[kill]) + 1;
+      const lost = whereLost(eventIdOfChange(s.jobId, t.status), Date.parse(t.at ?? ""), kills, windowMs, published);
+      if (typeof lost === "object") lostAtKill[lost.kill] = /** @type {number} */ (lostAtKill[lost.kill]) + 1;
+      else if (lost === "undelivered")
+        problem("a change whose event the queue accepted and never delivered", { kind: t.status });
+      else {
+        if (published) neverPublished++;
+        problem(published ? "a change whose event the engine never published" : "a change without its event", {
+          kind: t.status,
+        });
+      }
     }
   }
 
@@ -535,20 +584,29 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
   let inboundLost = 0;
   for (const [wamid, sent] of injected) {
     const list = receivedEvents.get(wamid) ?? [];
+    const lost =
+      list.length === 0 && sent.at !== undefined
+        ? whereLost(published?.receivedByWamid.get(wamid), sent.at, kills, windowMs, published)
+        : null;
     if (list.length === 1 && list[0]?.from === sent.from && list[0]?.text?.body === sent.text) inboundOk++;
-    else if (list.length === 0 && sent.at !== undefined && killThatMayHaveLost(sent.at, kills, windowMs) !== null)
-      inboundLost++;
-    else
+    else if (lost !== null && typeof lost === "object") inboundLost++;
+    else {
+      if (published && lost === "never") neverPublished++;
       failures.push({
         problem:
-          list.length === 0
-            ? "inbound message without its event"
-            : list.length > 1
-              ? "inbound message with several events"
-              : "inbound event differs",
+          list.length > 1
+            ? "inbound message with several events"
+            : list.length === 1
+              ? "inbound event differs"
+              : lost === "undelivered"
+                ? "inbound message whose event the queue accepted and never delivered"
+                : published
+                  ? "inbound message whose event the engine never published"
+                  : "inbound message without its event",
         wamid,
         events: list.map((e) => e.id),
       });
+    }
   }
   for (const wamid of receivedEvents.keys())
     if (wamid === undefined || !injected.has(wamid))
@@ -566,6 +624,8 @@ export function checkEvents(accepted, records, timelines, deliveries, injected, 
       inboundInjected: injected.size,
       inboundWithOneEvent: inboundOk,
       inboundLostWithQueue: inboundLost,
+      // Counted with the event tap only (null without it): changes and inbound messages whose event never left the engine.
+      neverPublished: published ? neverPublished : null,
     },
     failures,
   };

@@ -1,6 +1,8 @@
 // The customer's webhook endpoint of `npm run soak`: verifies each delivery's Standard Webhooks
 // signature with its number's secret, refuses a share of them with 503 (the gateway must retry;
-// at most 3 times per event), and records every delivery with its `webhook-id`.
+// at most 3 times per event), and records every delivery with its `webhook-id`. Also the event
+// tap (`POST /tap`, DEV_EVENT_TAP_URL): the ids of the events each accepted queue send carried,
+// which tell an event the engine never published from one the in-memory queue lost at a kill.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
 
@@ -37,12 +39,30 @@ export async function startReceiver({ port, failShare, random, secrets }) {
   const deliveries = [];
   /** @type {Map<string | undefined, number>} */
   const refusedSoFar = new Map();
+  /** What the event tap heard, first time each. @type {import("./soak-checks.mjs").Published} */
+  const published = { byEventId: new Map(), receivedByWamid: new Map() };
+  let tapPosts = 0;
   const server = createServer((req, res) => {
     /** @type {Buffer[]} */
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
       const raw = Buffer.concat(chunks).toString("utf8");
+      if (req.url === "/tap") {
+        tapPosts++;
+        const at = Date.now();
+        try {
+          for (const e of JSON.parse(raw)) {
+            if (typeof e?.id !== "string") continue;
+            if (!published.byEventId.has(e.id)) published.byEventId.set(e.id, at);
+            if (typeof e.upstreamMessageId === "string") published.receivedByWamid.set(e.upstreamMessageId, e.id);
+          }
+        } catch {
+          // not a tap's body: nothing heard
+        }
+        res.writeHead(204).end();
+        return;
+      }
       const numberId = (req.url ?? "").split("/")[2] ?? "";
       const secret = secrets.get(numberId);
       const verified = secret !== undefined && verifyStandardWebhook(secret, req.headers, raw);
@@ -71,6 +91,8 @@ export async function startReceiver({ port, failShare, random, secrets }) {
   });
   return {
     deliveries,
+    published,
+    tapPosts: () => tapPosts,
     /** @returns {Promise<void>} */
     stop: () =>
       new Promise((resolve) => {

@@ -5,6 +5,7 @@ import {
   checkEvents,
   checkOperatorCalls,
   checkTerminal,
+  eventIdOfChange,
   killThatMayHaveLost,
   lossWindow,
   parseEventId,
@@ -196,6 +197,7 @@ describe("checkEvents", () => {
       inboundInjected: 1,
       inboundWithOneEvent: 1,
       inboundLostWithQueue: 0,
+      neverPublished: null,
     });
   });
 
@@ -256,6 +258,52 @@ describe("checkEvents", () => {
       ["inbound message without its event", "wamid.3"],
       ["inbound message without its event", "wamid.4"],
     ]);
+  });
+
+  it("with the event tap: an event the queue accepted before a process kill was lost with it; one never published fails, a kill or not", () => {
+    const a = send(A);
+    const deliveries = [statusDelivery(eventId(A, "processing"), A, "queued", "processing")];
+    const kill = T + 30_000;
+    /** @param {Map<string, number>} byEventId @param {Map<string, string>} receivedByWamid */
+    const check = (byEventId, receivedByWamid = new Map()) =>
+      checkEvents(
+        [a],
+        new Map([record(a, sentRecord)]),
+        new Map([[A, sentTimeline]]),
+        deliveries,
+        new Map([["wamid.5", { from: "1", text: "x", at: T + 2_000 }]]),
+        [kill],
+        { byEventId, receivedByWamid },
+      );
+    // `sent` (T + 1 s) and the inbound message's event were accepted by the queue before the kill: lost with it.
+    const queued = check(
+      new Map([
+        [eventId(A, "sent"), T + 1_100],
+        ["evt_in5", T + 2_100],
+      ]),
+      new Map([["wamid.5", "evt_in5"]]),
+    );
+    expect(queued.failures).toEqual([]);
+    expect(queued.figures).toMatchObject({ lostWithQueueAtKill: [1], inboundLostWithQueue: 1, neverPublished: 0 });
+    // Neither was ever published: the engine lost them, although a kill came within the loss window.
+    const never = check(new Map());
+    expect(never.figures).toMatchObject({ lostWithQueueAtKill: [0], inboundLostWithQueue: 0, neverPublished: 2 });
+    expect(never.failures.map((f) => [f.problem, f.kind ?? f.wamid])).toEqual([
+      ["a change whose event the engine never published", "sent"],
+      ["inbound message whose event the engine never published", "wamid.5"],
+    ]);
+    // Accepted by the queue after the last kill, and never delivered: the queue's loss with no kill to explain it.
+    const late = check(new Map([[eventId(A, "sent"), kill + 1_000]]));
+    expect(late.failures.map((f) => f.problem)).toContain(
+      "a change whose event the queue accepted and never delivered",
+    );
+  });
+
+  it("names the event of a change as the engine does (eventIdOfChange inverts parseEventId)", () => {
+    for (const kind of /** @type {const} */ (["processing", "sent", "delivered", "read", "failed"]))
+      expect(eventIdOfChange(A, kind)).toBe(eventId(A, kind));
+    const v4 = "0190f1a2-b3c4-4d5e-8f60-718293a4b5c6";
+    expect(parseEventId(eventIdOfChange(v4, "failed"))).toEqual({ messageId: v4, kind: "failed" });
   });
 
   it("tells a failure after sent from one while processing", () => {
