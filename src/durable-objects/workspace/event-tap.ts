@@ -7,8 +7,10 @@ import { log } from "../../lib/log";
  * the ids of the events each send carried once the queue accepted it. The soak tells apart, by
  * it, an event the engine never published from one the local in-memory queue lost when its process
  * was killed. Ids only (and an inbound message's operator id, which names it to the soak): no
- * content. Told before the send resolves to the publisher, so that nothing counts as published
- * that the tap did not hear of; a tap that cannot be told is logged, never fails the send.
+ * content. Told once the queue accepted the send, without holding the publisher meanwhile (a slow
+ * tap must not slow the engine it measures); a tap that cannot be told is logged, never fails the
+ * send. A restart in the moment between the two makes the soak count that event as never
+ * published: an over-count, never an excuse.
  */
 export function withEventTap(queue: QueueSender, url: string | undefined): QueueSender {
   if (url === undefined) return queue;
@@ -27,13 +29,13 @@ export function withEventTap(queue: QueueSender, url: string | undefined): Queue
   return {
     async send(body, options) {
       const sent = await queue.send(body, options);
-      await tell([body]);
+      void tell([body]);
       return sent;
     },
     async sendBatch(messages, options) {
       const list = [...messages];
       const sent = await queue.sendBatch(list, options);
-      await tell(list.map((m) => m.body));
+      void tell(list.map((m) => m.body));
       return sent;
     },
   };
