@@ -1,0 +1,128 @@
+// The house's picture, checked by `npm run check:deps` (dependency-cruiser; .ci/run runs it after lint).
+// docs/architecture.md ("Boundaries") says the same in prose: change the two together.
+//
+// src/ is a stack of floors, lowest first. A module may import its own floor and the floors below it,
+// never a floor above: what a floor needs from above is handed down as a value or a type of its own floor.
+// Today's folders stand on the floor the target layout gives their contents; the target's folder names
+// (messages/, rules/, operator/, engine/, features/) are placed too, so a folder moved there keeps its rules.
+
+/** @typedef {{ name: string, comment: string, paths: string[] }} Floor */
+
+/** @type {Floor[]} */
+const FLOORS = [
+  {
+    name: "lib",
+    comment: "the ground floor: errors, crypto, clock, ids, pagination; the Worker's vars and request context",
+    paths: ["src/lib/", "src/config.ts", "src/context.ts"],
+  },
+  {
+    name: "rules",
+    comment: "the message vocabulary and the pure rules (domain/ is documented as pure: its I/O is debt)",
+    paths: ["src/domain/", "src/messages/", "src/rules/"],
+  },
+  {
+    name: "edges",
+    comment: "what talks to the outside: the operator (upstream/), customers' webhook endpoints, D1 (db/)",
+    paths: ["src/upstream/", "src/operator/", "src/webhooks/", "src/db/"],
+  },
+  {
+    name: "objects",
+    comment: "the Durable Objects and their job modules, reached from above only through the engine",
+    paths: ["src/durable-objects/"],
+  },
+  {
+    name: "engine",
+    comment: "the front door to the objects: typed calls, the only importer of the stubs",
+    paths: ["src/engine/"],
+  },
+  {
+    name: "entries",
+    comment: "what a request, a queue batch or a cron tick enters: API routes, dashboard pages, consumers, jobs",
+    paths: ["src/routes/", "src/dashboard/", "src/middleware/", "src/queue/", "src/scheduled/", "src/features/"],
+  },
+  { name: "app", comment: "the Hono app: middleware, error envelope, routers", paths: ["src/app.ts"] },
+  { name: "worker", comment: "the Worker's handlers and the objects' classes it exports", paths: ["src/index.ts"] },
+];
+
+/** A folder ("src/lib/") or a file ("src/app.ts") as a regular expression over resolved paths. */
+const pattern = (/** @type {string} */ path) =>
+  "^" + path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + (path.endsWith("/") ? "" : "$");
+
+const OBJECTS = "^src/durable-objects/";
+const STUBS = "^src/durable-objects/stubs\\.ts$";
+const ENGINE = "^src/engine/";
+
+/** @type {import("dependency-cruiser").IForbiddenRuleType[]} */
+const upward = FLOORS.slice(0, -1).map((floor, index) => ({
+  name: `up-from-${floor.name}`,
+  comment: `${floor.name} (${floor.comment}) imports only its own floor and those below it`,
+  severity: "error",
+  from: { path: floor.paths.map(pattern) },
+  to: { path: FLOORS.slice(index + 1).flatMap((above) => above.paths.map(pattern)) },
+}));
+
+/** @type {import("dependency-cruiser").IConfiguration} */
+export default {
+  forbidden: [
+    {
+      name: "no-circular-across-folders",
+      comment: "an import circle through two folders of src/: it ties their floors into one",
+      severity: "error",
+      from: { path: "^(src/[^/]+)" },
+      to: { circular: true, viaSomeNot: "^$1(/|$)" },
+    },
+    {
+      name: "no-circular",
+      comment: "an import circle inside one folder: its modules can be neither read nor changed one at a time",
+      severity: "error",
+      from: { path: "^(src/[^/]+)" },
+      to: { circular: true, viaOnly: "^$1(/|$)" },
+    },
+    ...upward,
+    {
+      name: "stubs-outside-engine",
+      comment: "the objects' stubs are held by the engine alone: everything above calls the engine",
+      severity: "error",
+      from: { path: "^src/", pathNot: [ENGINE, OBJECTS] },
+      to: { path: STUBS },
+    },
+    {
+      name: "object-internals-outside-engine",
+      comment: "an object's modules are its own: only the engine (and index.ts, exporting the classes) imports them",
+      severity: "error",
+      from: { path: "^src/", pathNot: [ENGINE, OBJECTS, "^src/index\\.ts$"] },
+      to: { path: OBJECTS, pathNot: STUBS },
+    },
+    {
+      name: "not-in-the-picture",
+      comment: "every module of src/ stands on a floor of FLOORS in .dependency-cruiser.mjs: place a new folder there",
+      severity: "error",
+      from: {},
+      to: { path: "^src/", pathNot: FLOORS.flatMap((floor) => floor.paths.map(pattern)) },
+    },
+    {
+      name: "not-to-unresolvable",
+      comment: "an import the check cannot resolve escapes every rule above: fix the path or the resolver options",
+      severity: "error",
+      from: {},
+      // The runtime's own modules (cloudflare:workers) exist inside workerd only.
+      to: { couldNotResolve: true, pathNot: "^cloudflare:" },
+    },
+  ],
+  options: {
+    // The ratchet: .dependency-cruiser-known-violations.json lists today's debt. `--ignore-known` passes what it
+    // lists and fails on anything new; an entry that no longer occurs fails too, until the baseline shrinks
+    // (`npx depcruise src --baseline`, which in shrink-only mode removes the fixed ones and never adds).
+    baseline: { mode: "shrink-only", staleEntriesSeverity: "error" },
+    doNotFollow: { path: "node_modules" },
+    // A type-only import ties two floors as much as a value import does.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".tsx", ".js", ".mjs"],
+      mainFields: ["module", "main", "types", "typings"],
+    },
+  },
+};
