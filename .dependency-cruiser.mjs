@@ -101,6 +101,20 @@ export default {
       to: { path: "^src/", pathNot: FLOORS.flatMap((floor) => floor.paths.map(pattern)) },
     },
     {
+      name: "src-stays-in-src",
+      comment: "the Worker imports its own modules and packages, never the tests', the scripts' or the bench's",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { pathNot: ["^src/", "^node_modules/", "^cloudflare:"] },
+    },
+    {
+      name: "not-to-dev-dep",
+      comment: "what the Worker imports ships with it: a package it needs is one of package.json's dependencies",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { dependencyTypes: ["npm-dev"] },
+    },
+    {
       name: "not-to-unresolvable",
       comment: "an import the check cannot resolve escapes every rule above: fix the path or the resolver options",
       severity: "error",
