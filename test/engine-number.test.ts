@@ -1,4 +1,4 @@
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
@@ -6,8 +6,11 @@ import { send, textMessage } from "./helpers/send";
 import { accepted, operatorError, type OperatorCall } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { testNumber } from "./helpers/objects";
+import { expectRuntimeLog } from "./helpers/runtime-log";
 import { liveCloudNumber } from "./helpers/number-edge";
-import { channelNumberStub } from "../src/durable-objects/stubs";
+import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { uuidV7Time } from "../src/domain/job-id";
 import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { fakeClockPerTest } from "./helpers/clock";
 
@@ -246,6 +249,47 @@ describe("after a restart of the number object", () => {
     }
     for (const { jobId } of sent) expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
     expect(new Set(t.calls.map((c) => c.body.biz_opaque_callback_data)).size).toBe(6);
+  });
+});
+
+describe("a rebuild of the queue that fails", () => {
+  it("holds the drain until it succeeds: an older message waiting on its retry still leaves before a newer one to the same recipient", async () => {
+    const t = await liveNumber((c, i) =>
+      i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted(`wamid.${c.body.text.body}`),
+    );
+    const first = await sendOne(t.key, t.numberId, "5511999998888", "FIRST");
+    await alarm(t.numberId); // FIRST: 131000, retried a second later (its record keeps the work)
+    await abortAllDurableObjects(); // the number restarts: its queue is gone
+
+    // The rebuild fails for a while (the workspace's work list cannot be read), and a newer message
+    // to the same recipient arrives meanwhile.
+    const table = slotTable(slotOf(uuidV7Time(first)!));
+    const fault = await expectRuntimeLog(/no such index/);
+    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
+      state.storage.sql.exec(`DROP INDEX ${table}_work`);
+    });
+    clock.advance(2_000);
+    await sendOne(t.key, t.numberId, "5511999998888", "SECOND");
+    for (let i = 0; i < 3; i++) {
+      await alarm(t.numberId);
+      clock.advance(61_000);
+    }
+    // Nothing left while the queue is not rebuilt.
+    expect(t.calls.map((c) => c.body.text.body)).toEqual(["FIRST"]);
+
+    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
+      state.storage.sql.exec(
+        `CREATE INDEX IF NOT EXISTS ${table}_work ON ${table} (channel_number_id, id) WHERE pending = 1`,
+      );
+    });
+    for (let i = 0; i < 4; i++) {
+      await testNumber(t.numberId).armAlarm();
+      await alarm(t.numberId);
+      clock.advance(61_000);
+    }
+    expect(t.calls.map((c) => c.body.text.body)).toEqual(["FIRST", "FIRST", "SECOND"]);
+    await fault.seen();
+    await fault.end();
   });
 });
 

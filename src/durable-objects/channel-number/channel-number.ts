@@ -52,8 +52,12 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   protected readonly handOff: HandOff;
   protected readonly drain: Drain;
   private readonly scheduler: Scheduler;
-  /** Acceptance times of the last second (the window), on the workspace's clock. */
-  private admitted: number[] = [];
+  /**
+   * Acceptances of the last second (the window), on the workspace's clock, with the workspace
+   * instance that handed each: the window is the workspace's committed acceptances plus what its
+   * live instance handed and has not committed yet, never a hand-off that died uncommitted.
+   */
+  private admitted: { at: number; jobId: string; instance: string | undefined }[] = [];
   /** Whether the queue was rebuilt from the workspace since this instance started. */
   private loaded: Promise<void> | null = null;
   private loadedOnce = false;
@@ -93,12 +97,18 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         run: () => this.ensureLoaded(),
       },
       // Before the drain: a message past its bound fails instead of being called (a paused number's probe included).
+      // Neither runs on a queue not rebuilt yet: an older message only the records know of would be
+      // overtaken by a newer one of its conversation, or given up on without its record's claim state.
       {
         name: "held-bound",
-        due: () => plus(this.queue.oldestQueuedAt(), HELD_BOUND_MS),
+        due: () => (this.loadedOnce ? plus(this.queue.oldestQueuedAt(), HELD_BOUND_MS) : null),
         run: (at) => this.expireHeld(at),
       },
-      { name: "drain", due: (at) => this.drain.due(at), run: () => this.drain.run() },
+      {
+        name: "drain",
+        due: (at) => (this.loadedOnce ? this.drain.due(at) : null),
+        run: () => this.drain.run(),
+      },
       // Answers the workspace could not take (unreachable): handed again, with a back-off.
       { name: "hand-off", due: () => this.handOff.due(), run: (at) => this.handOff.retryDue(at) },
       { name: "sandbox-reports", due: () => nextReportDue(this.storage), run: (at) => this.applySandboxReports(at) },
@@ -122,14 +132,19 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    * commits the record right after, and the queue is rebuilt from the records after a restart.
    */
   async admit(cmd: AdmitCommand): Promise<AdmitResult> {
-    // The workspace's committed acceptances (a restarted instance starts from them). Merged as a
-    // multiset: two sends accepted in the same millisecond are two slots.
+    // Reconciled with the workspace: what another (earlier) instance of it handed counts only as far
+    // as it was committed; the workspace's committed acceptances (a restarted number starts from
+    // them) are merged as a multiset: two sends accepted in the same millisecond are two slots.
     const recent = cmd.recent ?? [];
+    // (A command that names no instance reconciles nothing.)
+    const live = cmd.instance === undefined ? this.admitted : this.admitted.filter((a) => a.instance === cmd.instance);
     for (const t of recent)
-      if (this.admitted.filter((a) => a === t).length < recent.filter((r) => r === t).length) this.admitted.push(t);
+      if (live.filter((a) => a.at === t).length < recent.filter((r) => r === t).length)
+        live.push({ at: t, jobId: "", instance: cmd.instance });
+    this.admitted = live;
     const before = this.window(cmd.acceptedAt);
     if (before.remaining === 0) return { ok: false, reason: "rate_limited", window: before };
-    this.admitted.push(cmd.acceptedAt);
+    this.admitted.push({ at: cmd.acceptedAt, jobId: cmd.jobId, instance: cmd.instance });
     this.queue.add({
       jobId: cmd.jobId,
       workspaceId: cmd.workspaceId,
@@ -154,8 +169,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     const e = this.queue.get(jobId);
     if (!e || e.state !== "queued") return;
     this.queue.remove(jobId);
-    const i = this.admitted.indexOf(e.acceptedAt);
-    if (i >= 0) this.admitted.splice(i, 1);
+    this.admitted = this.admitted.filter((a) => a.jobId !== jobId);
   }
 
   /**
@@ -235,8 +249,13 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
 
   /** The window at acceptance time `acceptedAt` (the workspace's clock, like every time in `admitted`). */
   private window(acceptedAt: number): WindowState {
-    this.admitted = this.admitted.filter((t) => t > acceptedAt - NUMBER_LIMIT.windowMs).sort((a, b) => a - b);
-    return windowState(NUMBER_LIMIT, this.admitted, 0, acceptedAt);
+    this.admitted = this.admitted.filter((a) => a.at > acceptedAt - NUMBER_LIMIT.windowMs).sort((a, b) => a.at - b.at);
+    return windowState(
+      NUMBER_LIMIT,
+      this.admitted.map((a) => a.at),
+      0,
+      acceptedAt,
+    );
   }
 
   /** Rebuilds the queue from the workspace's work list for this number (once per instance). */
@@ -284,8 +303,12 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    */
   private async expireHeld(at: number): Promise<void> {
     for (const e of this.queue.queuedAcceptedBy(at - HELD_BOUND_MS, EXPIRY_BATCH)) {
-      log("warn", "message held past its bound; failed, not sent", { jobId: e.jobId, acceptedAt: e.acceptedAt });
-      await this.drain.giveUp(e, OWN_ERRORS.heldTooLong());
+      const result = await this.drain.giveUp(e, OWN_ERRORS.heldTooLong());
+      // What the record became: a claim left unanswered makes it an unknown outcome instead.
+      const fields = { jobId: e.jobId, acceptedAt: e.acceptedAt };
+      if (result === null) log("warn", "message held past its bound; its give-up is handed again later", fields);
+      else if (result.status === "failed") log("warn", "message held past its bound; failed, not sent", fields);
+      else log("warn", "message held past its bound; given up, its record says", { ...fields, status: result.status });
     }
   }
 

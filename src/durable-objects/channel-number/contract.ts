@@ -11,6 +11,11 @@ export interface AdmitCommand {
    * kept in memory, and after a restart it starts from these.
    */
   recent?: number[];
+  /**
+   * The workspace instance handing it (random per instance). What an earlier instance handed and
+   * never committed (it died in between) is not in `recent`: its slots in the window go.
+   */
+  instance?: string;
 }
 
 export type AdmitResult =

@@ -6,7 +6,7 @@ import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
 import { adapterFor } from "../../upstream/adapter-for";
 import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
 import { workspaceStub } from "../stubs";
-import type { ClaimPayload, StatusUpdate } from "../workspace/contract";
+import type { ClaimPayload, StatusResult, StatusUpdate } from "../workspace/contract";
 import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, nextCallAt, retryDecision } from "./delivery-policy";
 import type { HandOff } from "./hand-off";
 import { nextMove } from "./next-move";
@@ -83,7 +83,7 @@ export class Drain {
 
   private nextHeadAt(): number | null {
     return this.d.queue.nextDueAt((e) =>
-      this.claiming.has(e.jobId)
+      this.claiming.has(e.jobId) || this.d.handOff.uncommitted(e.jobId)
         ? Infinity
         : Math.max(e.nextAttemptAt, this.d.pair.readyAt(e.recipient, e.nextAttemptAt)),
     );
@@ -101,7 +101,13 @@ export class Drain {
         const entry =
           heldUntil > t
             ? undefined
-            : this.d.queue.nextDue(t, (e) => !this.claiming.has(e.jobId) && this.d.pair.readyAt(e.recipient, t) <= t);
+            : this.d.queue.nextDue(
+                t,
+                (e) =>
+                  !this.claiming.has(e.jobId) &&
+                  !this.d.handOff.uncommitted(e.jobId) &&
+                  this.d.pair.readyAt(e.recipient, t) <= t,
+              );
         const move = nextMove(
           {
             heldUntil,
@@ -158,9 +164,10 @@ export class Drain {
       const t = now();
       switch (claim.kind) {
         case "wait":
-          // Its send is still committing in the workspace: ask again shortly.
+          // Its send is still committing in the workspace (ask again shortly), or the record's retry
+          // time is later than this number knew (another instance stored the operator's Retry-After).
           e.state = "queued";
-          e.nextAttemptAt = t + UNCONFIRMED_RECHECK_MS;
+          e.nextAttemptAt = Math.max(claim.until ?? 0, t + UNCONFIRMED_RECHECK_MS);
           return null;
         case "never":
           log("warn", "queued entry its workspace never recorded; dropped unsent", { jobId: e.jobId });
@@ -187,10 +194,12 @@ export class Drain {
       }
       const adapter = await adapterFor(this.d.env, number, (to) => this.d.windowOpen(to));
       const slotAt = now();
-      if (nextCallAt(this.calls, slotAt) > slotAt || this.d.hold.until() > slotAt) {
-        // The pace or a hold (another call's answer paused the number) moved during the claim: the attempt is given back.
+      // Only a hold can have moved during the claim (another call's answer paused or throttled the
+      // number); the pace cannot: calls start in this one session, one after the other.
+      if (this.d.hold.until() > slotAt) {
+        // The attempt is given back; the entry is claimed again once that answer is committed.
         e.state = "queued";
-        await this.d.handOff.now(e.workspaceId, { jobId: e.jobId, at: slotAt, attempt, notSent: true });
+        await this.d.handOff.hand(e.workspaceId, { jobId: e.jobId, at: slotAt, attempt, notSent: true });
         return null;
       }
       this.calls = [...this.calls, slotAt].slice(-PACE_CALLS);
@@ -239,9 +248,9 @@ export class Drain {
 
   private async settle(e: Entry, attempt: number, result: SendResult): Promise<void> {
     const t = now();
-    const final = (update: StatusUpdate): Promise<void> => {
+    const final = async (update: StatusUpdate): Promise<void> => {
       this.d.queue.remove(e.jobId);
-      return this.d.handOff.hand(e.workspaceId, update);
+      await this.d.handOff.hand(e.workspaceId, update);
     };
     switch (result.kind) {
       case "accepted":
@@ -259,7 +268,8 @@ export class Drain {
         this.d.hold.pause(result.error, t);
         e.state = "queued";
         e.attempts = attempt - 1;
-        await this.d.handOff.now(e.workspaceId, { jobId: e.jobId, at: t, attempt, notSent: true });
+        // Kept and handed until committed, like a final answer; the entry waits for that.
+        await this.d.handOff.hand(e.workspaceId, { jobId: e.jobId, at: t, attempt, notSent: true });
         return;
       case "retryable": {
         const first = e.firstAttemptAt ?? t;
@@ -281,10 +291,11 @@ export class Drain {
           return;
         }
         if (result.scope === "number") this.d.hold.throttle(decision.retryAt);
-        // Committed before the next claim of this entry can be asked (it needs this attempt answered).
-        await this.d.handOff.now(e.workspaceId, { jobId: e.jobId, at: t, attempt, retryAt: decision.retryAt });
         e.state = "queued";
         e.nextAttemptAt = decision.retryAt;
+        // Kept and handed until committed, like a final answer: the next claim of this entry needs
+        // this attempt answered, so the entry is not claimed before (HandOff.uncommitted).
+        await this.d.handOff.hand(e.workspaceId, { jobId: e.jobId, at: t, attempt, retryAt: decision.retryAt });
         return;
       }
       case "unknown":
@@ -298,8 +309,13 @@ export class Drain {
     }
   }
 
-  /** A message the number gives up on without a call (disconnected, held too long). */
-  giveUp(e: Entry, error: StatusUpdate["error"]): Promise<void> {
+  /**
+   * A message the number gives up on without a call (disconnected, held too long). The workspace
+   * applies it by the claim's rules: a record whose claim is unanswered becomes an unknown outcome
+   * instead (its call may have left), one settled meanwhile stays as it is. Resolves with what the
+   * record became, or null when the give-up is kept to be handed again.
+   */
+  async giveUp(e: Entry, error: StatusUpdate["error"]): Promise<StatusResult | null> {
     this.d.queue.remove(e.jobId);
     return this.d.handOff.hand(e.workspaceId, { jobId: e.jobId, at: now(), status: "failed", error });
   }

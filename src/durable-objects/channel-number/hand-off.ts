@@ -1,7 +1,7 @@
 import { now } from "../../lib/clock";
 import { errorText, log } from "../../lib/log";
 import { workspaceStub } from "../stubs";
-import type { StatusUpdate } from "../workspace/contract";
+import type { StatusResult, StatusUpdate } from "../workspace/contract";
 
 const RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000] as const;
 
@@ -11,6 +11,8 @@ interface Transit {
   /** When it may be handed again (after a failure). */
   retryAt: number;
   failures: number;
+  /** Whether the workspace committed it (what is left is to learn that its events left). */
+  committed: boolean;
 }
 
 /**
@@ -42,16 +44,24 @@ export class HandOff {
     return this.transit.has(jobId);
   }
 
-  /** Hands one answer; resolves once it is committed (or kept for a retry when the workspace is unreachable). */
-  async hand(workspaceId: string, update: StatusUpdate): Promise<void> {
-    const t: Transit = { workspaceId, update, retryAt: 0, failures: 0 };
-    this.transit.set(update.jobId, t);
-    await this.send(t);
+  /**
+   * Whether an answer about this message is on its way and not committed yet: the record still says
+   * its claim is unanswered, so the message is not claimed again before (a retry's answer, an
+   * attempt given back: a claim now would find "claimed before" and end it as an unknown outcome).
+   */
+  uncommitted(jobId: string): boolean {
+    const t = this.transit.get(jobId);
+    return t !== undefined && !t.committed;
   }
 
-  /** Hands one answer and throws if it is not committed (a retry's answer: the next claim needs it). */
-  async now(workspaceId: string, update: StatusUpdate): Promise<void> {
-    await workspaceStub(this.env, workspaceId).answer([update]);
+  /**
+   * Hands one answer; resolves once it is committed, with what the workspace made of it, or with
+   * null when the workspace could not take it (it is kept and handed again).
+   */
+  async hand(workspaceId: string, update: StatusUpdate): Promise<StatusResult | null> {
+    const t: Transit = { workspaceId, update, retryAt: 0, failures: 0, committed: false };
+    this.transit.set(update.jobId, t);
+    return this.send(t);
   }
 
   /** When an answer kept after a failure is due again, or null. */
@@ -71,28 +81,34 @@ export class HandOff {
     while (this.confirming.size > 0) await Promise.allSettled([...this.confirming]);
   }
 
-  private async send(t: Transit): Promise<void> {
+  private async send(t: Transit): Promise<StatusResult | null> {
     const stub = workspaceStub(this.env, t.workspaceId);
     let ticket;
+    let results: StatusResult[];
     try {
-      ({ ticket } = await stub.answer([t.update]));
+      ({ results, ticket } = await stub.answer([t.update]));
     } catch (err) {
       this.failed(t, err);
-      return;
+      return null;
     }
     t.retryAt = 0;
+    t.committed = true;
     const confirm = stub
       .awaitFlushed(ticket)
       .then(
-        (ok) => {
-          if (ok) this.transit.delete(t.update.jobId);
+        async (ok) => {
+          // A later answer about the same message (the next attempt's) took its place: that one is kept.
+          if (ok) {
+            if (this.transit.get(t.update.jobId) === t) this.transit.delete(t.update.jobId);
+          }
           // The workspace restarted before its events left: the answer goes again (applied once, announced again).
-          else return this.send(t);
+          else await this.send(t);
         },
         (err: unknown) => this.failed(t, err),
       )
       .finally(() => this.confirming.delete(confirm));
     this.confirming.add(confirm);
+    return results[0] ?? null;
   }
 
   private failed(t: Transit, err: unknown): void {

@@ -40,6 +40,8 @@ export class Admission {
   private month: { key: string; used: number } | null = null;
   /** The last jobId made here: the next one of the same millisecond sorts after it (acceptance order). */
   private lastJobId: string | null = null;
+  /** This instance, for the numbers' windows: what an earlier instance handed and never committed is not counted there. */
+  private readonly instance = crypto.randomUUID();
 
   constructor(
     private readonly w: WorkspaceContext,
@@ -154,6 +156,7 @@ export class Admission {
         recent: this.recent
           .filter((r) => r.channelNumberId === numberId && r.at > at - NUMBER_LIMIT.windowMs)
           .map((r) => r.at),
+        instance: this.instance,
       });
       if (!admitted.ok) {
         return {

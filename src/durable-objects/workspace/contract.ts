@@ -102,8 +102,11 @@ export interface ClaimPayload {
 export type ClaimResult =
   /** The call is this number's to make, once: attempt `attempt` of the record's payload. */
   | { kind: "go"; payload: ClaimPayload }
-  /** The send that handed this entry is still committing: ask again shortly. */
-  | { kind: "wait" }
+  /**
+   * The send that handed this entry is still committing (ask again shortly), or its retry is not
+   * due before `until` (the operator's Retry-After, as the retry's answer stored it).
+   */
+  | { kind: "wait"; until?: number }
   /** No such record and no send in progress: the entry belongs to a send that failed; drop it unsent. */
   | { kind: "never" }
   /** Already sent or failed (an operator report, an expiry): nothing to call. */

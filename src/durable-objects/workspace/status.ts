@@ -35,9 +35,14 @@ import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
  */
 const RECENT_MS = 10 * 60_000;
 
-/** What the number's claim may change (compare-and-set: one grant per attempt, and none while a call is unanswered). */
+/**
+ * What the number's claim may change: the compare-and-set that decides every grant, from storage
+ * (one grant per attempt, none while a call is unanswered, none before a retry's time). Nothing is
+ * decided from a row read earlier: a second instance of the number, or one whose queue is stale,
+ * asks with whatever it believes, and only this says yes.
+ */
 const CLAIMABLE =
-  "status IN ('queued', 'processing') AND outcome_unknown_since IS NULL AND attempts = answered AND attempts < ?";
+  "pending = 1 AND status IN ('queued', 'processing') AND outcome_unknown_since IS NULL AND attempts = answered AND attempts < ? AND (next_attempt_at IS NULL OR next_attempt_at <= ?)";
 
 /**
  * Applying what happens to messages: the number's claims and answers, the operator's reports,
@@ -73,15 +78,13 @@ export class StatusLedger {
     }
     const row = at.row;
     if (!isOutbound(row)) return { kind: "never" };
-    const attempts = row.attempts ?? 0;
-    const answered = row.answered ?? 0;
     if (row.status === "sent" || row.status === "failed") {
+      // Settled by an operator report or an expiry while the number still listed it (a retry
+      // waiting, or a call whose answer a restart lost): the number has no more work for it.
+      if (row.pending === 1) this.w.storage.transactionSync(() => this.write(row, { pending: 0 }));
       this.publisher.add(this.reannounce(row, [row.status]));
       return { kind: "settled", status: row.status };
     }
-    if (row.outcome_unknown_since !== null || row.pending !== 1)
-      return { kind: "claimed_before", attempts: Math.max(attempts, attempt) };
-    if (attempts > answered || attempts >= attempt) return { kind: "claimed_before", attempts };
     const t = now();
     const next = {
       status: "processing",
@@ -90,9 +93,9 @@ export class StatusLedger {
       updated_at: Math.max(t, row.updated_at),
     };
     const granted = this.w.storage.transactionSync(() =>
-      this.write(row, next, { sql: CLAIMABLE, bindings: [attempt] }),
+      this.write(row, next, { sql: CLAIMABLE, bindings: [attempt, t] }),
     );
-    if (!granted) return { kind: "claimed_before", attempts: Math.max(attempts, attempt) };
+    if (!granted) return refusal(row, t);
     const after: MessageRow = { ...row, ...next } as MessageRow;
     // The processing event is not waited for: the call's answer announces it again if this instance lost it.
     this.publisher.add(this.announce(row, after, ["processing"]));
@@ -120,6 +123,10 @@ export class StatusLedger {
    * same event id).
    */
   answer(updates: StatusUpdate[]): { results: StatusResult[]; ticket: Ticket } {
+    // A give-up of a send still committing would find no record and be lost, and the record then
+    // committed would wait for a number that dropped it: refused for now, the number hands it again.
+    const early = updates.find((u) => u.attempt === undefined && this.admitting(u.jobId));
+    if (early) throw new Error(`the send of ${early.jobId} is still committing; hand its give-up again`);
     const events: WebhookEvent[] = [];
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
@@ -151,9 +158,18 @@ export class StatusLedger {
     const answered = row.answered ?? 0;
     const settled = row.status === "sent" || row.status === "failed";
     if (u.attempt === undefined) {
-      // Given up without a call: only while no call is in flight, and only if not settled meanwhile.
-      if (settled || row.outcome_unknown_since !== null || attempts > answered)
-        return { next: null, own: u.status === "failed" ? ["failed"] : [] };
+      // Given up without a call (held too long, number disconnected). Settled meanwhile, or already
+      // an unknown outcome (on the list that fails it in time): the number's work for it ends here.
+      if (settled || row.outcome_unknown_since !== null)
+        return {
+          next: row.pending === 1 ? { pending: 0 } : null,
+          own: u.status === "failed" ? ["failed"] : [],
+        };
+      // A claim is unanswered (the number restarted during the call): the call may have reached the
+      // operator, so it is not failed as unsent. It becomes an unknown outcome, like the claim's own
+      // lost answer: listed, settled by the operator's report or failed when its window ends.
+      if (attempts > answered)
+        return this.answerOf(row, { jobId: u.jobId, at: u.at, attempt: attempts, outcomeUnknown: true });
       const t = applyTransition(lifecycleOf(row), u);
       return {
         next: { ...changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) }), pending: 0 },
@@ -447,6 +463,16 @@ export class StatusLedger {
     });
   }
 
+  /**
+   * Records of a day about to be archived that their number still lists (its work for them never
+   * ended: a number deleted with its queue, a lost answer): given up on by the claim's rules, like
+   * the number's own give-up (`answerOf`), and their events published before the archive goes on.
+   */
+  async giveUpBeforeArchive(ids: string[], at: number, error: StatusUpdate["error"]): Promise<void> {
+    this.answer(ids.map((jobId): StatusUpdate => ({ jobId, at, status: "failed", error })));
+    await this.publisher.flushNow();
+  }
+
   /** Counts and the unknown-outcome list follow a committed change (inside its transaction). */
   private afterStatusChange(before: OutboundRow, after: OutboundRow, opts: { keepUnknown?: boolean } = {}): void {
     if (before.status !== after.status) {
@@ -500,6 +526,26 @@ export function testEvent(workspaceId: string, channelNumberId: string, id: stri
 function detailsOf(m: InboundRecord): string | null {
   const details = { ...(m.details ?? {}), ...(m.media ? { media: m.media } : {}) };
   return Object.keys(details).length > 0 ? JSON.stringify(details) : null;
+}
+
+/**
+ * Why a claim the compare-and-set refused was refused (read from the row as it is now: the write
+ * decided, this only words the answer). A retry not yet due waits for its time; anything else was
+ * claimed before (a call may be unanswered: the number reports its outcome unknown) or is claimed
+ * past this attempt (a stale caller), and is not called.
+ */
+function refusal(row: OutboundRow, t: number): ClaimResult {
+  const attempts = row.attempts ?? 0;
+  const answered = row.answered ?? 0;
+  if (
+    row.outcome_unknown_since === null &&
+    attempts === answered &&
+    row.next_attempt_at !== null &&
+    row.next_attempt_at !== undefined &&
+    row.next_attempt_at > t
+  )
+    return { kind: "wait", until: row.next_attempt_at };
+  return { kind: "claimed_before", attempts };
 }
 
 /** The change kinds an operator report is about. */
