@@ -4,6 +4,7 @@ import {
   evictDurableObject,
   getQueueResult,
   runDurableObjectAlarm,
+  runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -20,6 +21,8 @@ import type { InboundRecord } from "../src/durable-objects/workspace/contract";
 import { DAY_MS, newUuidV7, utcDay } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
 import { fakeClockPerTest } from "./helpers/clock";
+import { IDLE_BACKOFF_MAX_MS, NO_PROGRESS, Scheduler } from "../src/durable-objects/shared/scheduler";
+import { workspaceStub } from "../src/durable-objects/stubs";
 
 // Removed with engine v2, what they proved being gone by design:
 // - "expired keys gather" (idempotency_keys purged in batches): a key is a column of its record and
@@ -199,6 +202,43 @@ describe("each alarm step is isolated", () => {
         ([line]) => String(line).includes("scheduled step") && String(line).includes("sandbox-reports"),
       ),
     ).toBe(true);
+  });
+});
+
+describe("a step that cannot progress", () => {
+  it("is never due in the past again: the alarm is set for after its back-off, which grows, and it does not run before", async () => {
+    const t = await createTenant();
+    await runInDurableObject(workspaceStub(env, t.workspaceId), async (_, state) => {
+      let runs = 0;
+      // Due since long ago, and waiting on something outside itself every time it runs.
+      const scheduler = new Scheduler(state.storage, [
+        {
+          name: "waits",
+          due: () => 0,
+          run: async () => {
+            runs++;
+            return NO_PROGRESS;
+          },
+        },
+      ]);
+      await scheduler.runDue();
+      expect(runs).toBe(1);
+      const first = (await state.storage.getAlarm())! - clock.now();
+      expect(first).toBeGreaterThan(0);
+      // Run again at once (another step's alarm): it is held, not run.
+      await scheduler.runDue();
+      expect(runs).toBe(1);
+      const delays: number[] = [first];
+      for (let i = 0; i < 12; i++) {
+        clock.set((await state.storage.getAlarm())!);
+        await scheduler.runDue();
+        delays.push((await state.storage.getAlarm())! - clock.now());
+      }
+      expect(runs).toBe(13);
+      expect(delays.every((d) => d > 0)).toBe(true);
+      expect(delays[5]!).toBeGreaterThan(delays[0]! * 4);
+      expect(Math.max(...delays)).toBeLessThanOrEqual(IDLE_BACKOFF_MAX_MS * 1.2);
+    });
   });
 });
 

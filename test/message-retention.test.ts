@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ndjsonText } from "./helpers/ndjson";
@@ -23,6 +23,9 @@ import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { DAY_MS, utcDay } from "../src/domain/job-id";
 import { eventsOf, type WebhookQueueMessage } from "../src/domain/events";
 import { expectRuntimeLog } from "./helpers/runtime-log";
+import { queuedEvents } from "./helpers/events";
+import { firstSlot, seededId, seedSlot, seedStorage, seedUnknownIndex } from "./fixtures/bulk-rows";
+import { UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/workspace/unknown-outcomes";
 import { fakeClockPerTest } from "./helpers/clock";
 
 // A workspace keeps its messages in one table per 6-hour slot (m_<slot>, four to a UTC day). A
@@ -701,5 +704,92 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
     expect(await workspace.tableNames()).not.toContain("moved_keys");
     expect(await workspace.dayState(day)).toMatchObject({ moved: { "1": "*", "2": "*" }, history: { records: 3 } });
     expect(await Promise.all([held, waiting].map((id) => view(t, id)))).toEqual(records);
+  });
+});
+
+describe("only terminal records leave", () => {
+  it("a day past the plan's window with a message its number still lists: the message fails first (held_too_long, announced), then the day is archived with it failed", async () => {
+    const t = await cloudTenant();
+    const day = utcDay(clock.now()) - 40;
+    const slot = firstSlot(day);
+    await seedStorage(workspaceStub(env, t.workspaceId), (sql) => {
+      seedSlot(sql, slot, t.numberId, { status: "sent", sent: true }, "101", 3);
+      // Never called, still on the number's work list (its queue was lost with a number deleted since).
+      seedSlot(sql, slot + 1, t.numberId, { status: "queued", pending: 1 }, "102", 1);
+    });
+    await evictDurableObject(workspaceStub(env, t.workspaceId));
+    const listed = seededId(slotStart(slot + 1), "102", 1);
+    const events = queuedEvents();
+    await testWorkspace(t.workspaceId).armAlarm();
+    await workspaceAlarms(t);
+    const failed = events().filter(
+      (e) => e.type === "message.status" && e.data.messageId === listed && e.data.status === "failed",
+    );
+    expect(failed).toMatchObject([{ data: { error: { code: "held_too_long" } } }]);
+    const lines = await archiveLines(t, day);
+    expect(lines).toHaveLength(4);
+    expect(lines.find((l) => l.id === listed)).toMatchObject({ status: "failed", error: { code: "held_too_long" } });
+    expect(await testWorkspace(t.workspaceId).tableNames()).not.toContain(slotTable(slot + 1));
+  });
+
+  it("a day past the plan's window whose unknown outcome is still within the operator's window: the archive waits for it (not due again before), the outcome fails when its window ends, then the day is archived", async () => {
+    const t = await cloudTenant();
+    const day = utcDay(clock.now()) - 40;
+    const slot = firstSlot(day);
+    // Its call was made late (a held message) and its answer lost two days ago: five days of its window left.
+    const since = clock.now() - 2 * DAY_MS;
+    await seedStorage(workspaceStub(env, t.workspaceId), (sql) => {
+      seedSlot(sql, slot, t.numberId, { status: "sent", sent: true }, "103", 2);
+      seedSlot(sql, slot + 2, t.numberId, { status: "processing", unknownSince: since - 1 }, "104", 1);
+      seedUnknownIndex(sql, slot + 2, "104", 1, t.numberId);
+      sql.exec("UPDATE unknowns SET since = ?", since);
+    });
+    await evictDurableObject(workspaceStub(env, t.workspaceId));
+    const unknown = seededId(slotStart(slot + 2), "104", 1);
+    const workspace = testWorkspace(t.workspaceId);
+    await workspace.armAlarm();
+    await workspaceAlarms(t, 3);
+    // Nothing archived, and the alarm is not set for now again: for the end of the outcome's window.
+    expect(await archivesOf(t)).toEqual([]);
+    expect(await workspace.storedRecord(unknown)).toMatchObject({ status: "processing" });
+    expect(await workspace.alarmAt()).toBeGreaterThanOrEqual(since + UNKNOWN_OUTCOME_WINDOW_MS);
+
+    // Its window ends, and failing it does not commit for a while (a storage fault): the day waits still.
+    clock.set(since + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+    await workspace.failWrites(slotTable(slot + 2), { updatesTo: "failed" });
+    await workspace.armAlarm();
+    await workspaceAlarms(t, 3);
+    expect(await archivesOf(t)).toEqual([]);
+    expect(await workspace.storedRecord(unknown)).toMatchObject({ status: "processing" });
+    await workspace.repairWrites();
+    clock.advance(5 * 60_000);
+    await workspace.armAlarm();
+    await workspaceAlarms(t);
+    const lines = await archiveLines(t, day);
+    expect(lines.find((l) => l.id === unknown)).toMatchObject({
+      status: "failed",
+      error: { code: "upstream_outcome_unknown" },
+    });
+  });
+});
+
+describe("a slot that cannot move yet", () => {
+  it("never hides a later one that can: eight slots with messages still waiting on their number stay, the ninth, all sent, moves", async () => {
+    const t = await cloudTenant();
+    const day = utcDay(clock.now()) - 5;
+    await seedStorage(workspaceStub(env, t.workspaceId), (sql) => {
+      for (let k = 0; k < 8; k++)
+        seedSlot(sql, firstSlot(day) + k, t.numberId, { status: "queued", pending: 1 }, `2${k}0`, 1);
+      seedSlot(sql, firstSlot(day) + 8, t.numberId, { status: "sent", sent: true }, "209", 2);
+    });
+    await evictDurableObject(workspaceStub(env, t.workspaceId));
+    const workspace = testWorkspace(t.workspaceId);
+    // Over its size guard: slots move 6 hours after they end.
+    await workspace.setHotBytesBudget(1);
+    await workspaceAlarms(t);
+    const tables = await workspace.tableNames();
+    expect(tables).not.toContain(slotTable(firstSlot(day) + 8));
+    for (let k = 0; k < 8; k++) expect(tables).toContain(slotTable(firstSlot(day) + k));
+    expect(await workspace.dayState(day + 2)).toMatchObject({ moved: { "0": "*" }, history: { records: 2 } });
   });
 });

@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "./helpers/http";
@@ -6,6 +6,14 @@ import { send, textMessage } from "./helpers/send";
 import { cloudTenant, mockOperator } from "./helpers/operator";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { fakeClockPerTest } from "./helpers/clock";
+import { createTenant } from "./helpers/fixtures";
+import { testWorkspace } from "./helpers/objects";
+import { firstSlot, seededId, seedSlot, seedStorage } from "./fixtures/bulk-rows";
+import { slotStart } from "../src/durable-objects/workspace/day-tables";
+import { noteUnknown, UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/workspace/unknown-outcomes";
+import { WORKSPACE_SCHEMA } from "../src/durable-objects/workspace/schema";
+import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
+import { DAY_MS, utcDay } from "../src/domain/job-id";
 
 // A future clock: the objects' alarms fire only when the test runs them.
 const clock = fakeClockPerTest(Date.UTC(2041, 0, 1), (t) => t + 24 * 3_600_000);
@@ -54,5 +62,75 @@ describe("unknown outcomes when events are packed (EVENT_PUBLISH_DELAY_MS > 0, a
       vars.EVENT_PUBLISH_DELAY_MS = before.delay!;
       vars.UNKNOWN_OUTCOME_WINDOW_MS = before.window!;
     }
+  });
+});
+
+/**
+ * A day's records whose outcomes became unknown: 100 accepted at 00:00 and held until 20:00 (their
+ * calls made then, their answers lost), and one accepted at 06:00 and lost at once: its window
+ * ends 14 hours before theirs, although its id comes after theirs.
+ */
+async function heldAndLate(workspaceId: string, numberId: string): Promise<{ late: string; lateSince: number }> {
+  const day = utcDay(clock.now()) - 1;
+  const slot = firstSlot(day);
+  const heldSince = day * DAY_MS + 20 * 3_600_000;
+  const lateSince = slotStart(slot + 1) + 1;
+  await seedStorage(workspaceStub(env, workspaceId), (sql) => {
+    seedSlot(sql, slot, numberId, { status: "processing", unknownSince: heldSince }, "011", 100);
+    for (let i = 1; i <= 100; i++)
+      noteUnknown(sql, seededId(slotStart(slot), "011", i), heldSince + i, { number: numberId, recipient: "x" });
+    seedSlot(sql, slot + 1, numberId, { status: "processing", unknownSince: lateSince - 1 }, "012", 1);
+    noteUnknown(sql, seededId(slotStart(slot + 1), "012", 1), lateSince, { number: numberId, recipient: "y" });
+  });
+  return { late: seededId(slotStart(slot + 1), "012", 1), lateSince };
+}
+
+/** Runs the workspace's alarm at the end of an unknown outcome's window (and the steps' slack). */
+async function expiryOf(workspaceId: string, since: number): Promise<void> {
+  clock.set(since + UNKNOWN_OUTCOME_WINDOW_MS + RETENTION_SLACK_MS + 60_000);
+  await testWorkspace(workspaceId).armAlarm();
+  await runDurableObjectAlarm(workspaceStub(env, workspaceId));
+}
+
+describe("unknown outcomes expire in the order their windows end", () => {
+  it("an outcome unknown since 06:00 fails 7 days later, although 100 with earlier ids became unknown only at 20:00", async () => {
+    const t = await createTenant();
+    const { late, lateSince } = await heldAndLate(t.workspaceId, t.numberId);
+    await evictDurableObject(workspaceStub(env, t.workspaceId));
+    await expiryOf(t.workspaceId, lateSince);
+    const ws = testWorkspace(t.workspaceId);
+    expect(await ws.storedRecord(late)).toMatchObject({ status: "failed", error_code: "upstream_outcome_unknown" });
+    // The others' windows are still open: none failed.
+    const held = seededId(slotStart(firstSlot(utcDay(lateSince))), "011", 1);
+    expect(await ws.storedRecord(held)).toMatchObject({ status: "processing" });
+  });
+
+  it("a workspace whose list was written before its `since` index (schema step 3) upgrades in place and expires in that order; one without a list stays without", async () => {
+    const withList = await createTenant();
+    const without = await createTenant();
+    const { late, lateSince } = await heldAndLate(withList.workspaceId, withList.numberId);
+    // Storage as the release before step 3 left it: the list without its index, the version at 2.
+    const earlier = WORKSPACE_SCHEMA.steps.length - 1;
+    const asBefore = (workspaceId: string, dropIndex: boolean) =>
+      runInDurableObject(workspaceStub(env, workspaceId), (_, state) => {
+        if (dropIndex) state.storage.sql.exec("DROP INDEX unknowns_by_since");
+        state.storage.sql.exec("UPDATE meta SET v = ? WHERE k = 'schema_version'", String(earlier));
+      });
+    await asBefore(withList.workspaceId, true);
+    await asBefore(without.workspaceId, false);
+    for (const t of [withList, without]) {
+      await evictDurableObject(workspaceStub(env, t.workspaceId));
+      expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(earlier + 1);
+    }
+    expect(await testWorkspace(without.workspaceId).tableNames()).not.toContain("unknowns");
+    const indexes = await runInDurableObject(workspaceStub(env, withList.workspaceId), (_, state) =>
+      state.storage.sql
+        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'unknowns'")
+        .toArray()
+        .map((r) => r.name),
+    );
+    expect(indexes).toContain("unknowns_by_since");
+    await expiryOf(withList.workspaceId, lateSince);
+    expect(await testWorkspace(withList.workspaceId).storedRecord(late)).toMatchObject({ status: "failed" });
   });
 });

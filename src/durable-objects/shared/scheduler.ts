@@ -15,8 +15,16 @@ export interface ScheduledStep {
    * bytes kept a little longer) rides on the alarms other steps set, and arms one of its own only then.
    */
   latest?(at: number): number | null;
-  run(at: number): Promise<void>;
+  /**
+   * Does a bounded amount of the work. Returns NO_PROGRESS when it could do nothing although it was
+   * due (it waits on something outside itself): the scheduler then holds it back with a growing
+   * delay, so that a step that cannot progress is never due in the past again.
+   */
+  run(at: number): Promise<void | typeof NO_PROGRESS>;
 }
+
+/** What a step's run returns when it was due and could do nothing (see ScheduledStep.run). */
+export const NO_PROGRESS = "no-progress";
 
 /**
  * Retention steps (purges, the move to history) run this long after their first row expires, so
@@ -32,10 +40,19 @@ export const withSlack = (due: number | null): number | null => (due === null ? 
 
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 60_000;
+/**
+ * A step that did nothing while due waits what a failing one waits, up to this: each alarm is a
+ * billed request, and what it waits on (another step's work, a record's window) takes minutes.
+ */
+export const IDLE_BACKOFF_MAX_MS = 15 * 60_000;
 
-/** Delay before a step that failed `failures` times in a row runs again: 1 s, 2 s, 4 s … 60 s, with ±20 % jitter. */
-export function stepBackoffMs(failures: number, random: () => number = Math.random): number {
-  const base = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, failures - 1));
+/** Delay before a step that failed `failures` times in a row runs again: 1 s, 2 s, 4 s … 60 s (or `maxMs`), with ±20 % jitter. */
+export function stepBackoffMs(
+  failures: number,
+  random: () => number = Math.random,
+  maxMs: number = BACKOFF_MAX_MS,
+): number {
+  const base = Math.min(maxMs, BACKOFF_BASE_MS * 2 ** Math.max(0, failures - 1));
   return Math.round(base * (0.8 + 0.4 * random()));
 }
 
@@ -47,6 +64,8 @@ export function stepBackoffMs(failures: number, random: () => number = Math.rand
  */
 export class Scheduler {
   private readonly failures = new Map<string, number>();
+  /** Runs in a row that did nothing while due (NO_PROGRESS). */
+  private readonly idle = new Map<string, number>();
   private readonly heldUntil = new Map<string, number>();
 
   constructor(
@@ -63,9 +82,15 @@ export class Scheduler {
       try {
         due = step.due(at);
         if (due === null || due > at) continue;
-        await step.run(at);
+        const outcome = await step.run(at);
         this.failures.delete(step.name);
         this.heldUntil.delete(step.name);
+        if (outcome === NO_PROGRESS) {
+          // Due in the past and nothing done: it is not due again before its back-off ends.
+          const idle = (this.idle.get(step.name) ?? 0) + 1;
+          this.idle.set(step.name, idle);
+          this.heldUntil.set(step.name, now() + stepBackoffMs(idle, Math.random, IDLE_BACKOFF_MAX_MS));
+        } else this.idle.delete(step.name);
       } catch (err) {
         const failures = (this.failures.get(step.name) ?? 0) + 1;
         const wait = stepBackoffMs(failures);

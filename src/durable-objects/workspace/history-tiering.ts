@@ -1,7 +1,7 @@
 import { now } from "../../lib/clock";
 import { DAY_MS, utcDay, uuidV7Time } from "../../domain/job-id";
 import { getMeta } from "../shared/meta";
-import { withSlack, type ScheduledStep } from "../shared/scheduler";
+import { NO_PROGRESS, withSlack, type ScheduledStep } from "../shared/scheduler";
 import { historyStub } from "../history/history";
 import { archiveRows, type ArchiveProgress } from "../history/archive-writer";
 import type { WorkspaceContext } from "./context";
@@ -13,6 +13,7 @@ import { keepMovedKeys } from "./moved-keys";
 import { IDEMPOTENCY_TTL_MS } from "./admission";
 import type { MessageRow } from "./record";
 import { movedOf, slotIndex, type Tiers } from "./tiers";
+import { lastUnknownOfDay } from "./unknown-outcomes";
 
 /** A slot's records stay here at least this long after the slot ends (so that a late report finds them in the object). */
 export const HOT_WINDOW_MS = 48 * 60 * 60 * 1000;
@@ -34,6 +35,8 @@ const CHUNK_RECORDS = 200;
 const CHUNKS_PER_RUN = 50;
 /** Archive parts written per alarm run (each ~20,000 messages). */
 const ARCHIVE_PARTS_PER_RUN = 4;
+/** Records still listed for their number, given up on per alarm run before their day is archived. */
+const GIVE_UP_PER_RUN = 100;
 const DEFAULT_HISTORY_DAYS = 30;
 /** How long archives are kept (and listed); an R2 lifecycle rule deletes the objects (README, deploying). */
 export const KEEP_ARCHIVES_DAYS = 400;
@@ -59,7 +62,14 @@ export class HistoryTiering {
     private readonly tiers: Tiers,
     private readonly counts: DailyCounts,
     /** Inside the transaction that drops an archived day: what else leaves with it (its media copies). */
-    private readonly onDayArchived: (day: number) => void = () => undefined,
+    private readonly onDayArchived: (day: number) => void,
+    /**
+     * Records of a day about to be archived that their number still lists: given up on by the
+     * claim's rules (status.ts `giveUpBeforeArchive`), their events published, before it returns.
+     */
+    private readonly giveUp: (ids: string[], at: number) => Promise<void>,
+    /** How long an unknown outcome waits for the operator's report (its day is archived after). */
+    private readonly unknownWindowMs: number,
   ) {}
 
   steps(): { moveToHistory: ScheduledStep; archiveHistory: ScheduledStep } {
@@ -215,7 +225,8 @@ export class HistoryTiering {
   private moveCandidate(at: number): { slot: number; due: number } | null {
     const window = this.window();
     const archiveAfter = this.historyDays();
-    for (const slot of this.tiers.tables.list().slice(0, 8)) {
+    // Every slot: one that cannot move yet (a record its number still lists) never hides a later one that can.
+    for (const slot of this.tiers.tables.list()) {
       const day = dayOfSlot(slot);
       const state = this.tiers.ledger.get(day);
       const end = slotStart(slot) + SLOT_MS;
@@ -248,10 +259,11 @@ export class HistoryTiering {
    * deleted one by one. Records still within their Idempotency-Key's 24 hours (only under the size
    * guard) leave their keys behind (moved-keys.ts).
    */
-  private async moveSlot(at: number): Promise<void> {
+  private async moveSlot(at: number): Promise<void | typeof NO_PROGRESS> {
     const workspaceId = this.w.workspaceId();
     const candidate = this.moveCandidate(at);
-    if (!workspaceId || candidate === null || candidate.due > at) return;
+    if (!workspaceId) return NO_PROGRESS;
+    if (candidate === null || candidate.due > at) return;
     const { slot } = candidate;
     const day = dayOfSlot(slot);
     const t = slotTable(slot);
@@ -315,28 +327,64 @@ export class HistoryTiering {
     return candidates.length === 0 ? null : Math.min(...candidates);
   }
 
+  /**
+   * When the oldest day may be archived: once past the plan's window, and not before the last of
+   * its unknown outcomes has had the operator's whole window (the unknown-outcomes step fails it then).
+   */
   private archiveDue(): number | null {
     const day = this.archiveCandidate();
-    return day === null ? null : (day + 1 + this.historyDays()) * DAY_MS;
+    if (day === null) return null;
+    const since = lastUnknownOfDay(this.w.sql, day);
+    return Math.max((day + 1 + this.historyDays()) * DAY_MS, since === null ? 0 : since + this.unknownWindowMs);
+  }
+
+  /** Records of the day's slot tables their number still lists (the work index: no scan), a batch. */
+  private stillListed(slots: number[]): string[] {
+    const ids: string[] = [];
+    for (const slot of slots) {
+      if (ids.length >= GIVE_UP_PER_RUN) break;
+      const t = slotTable(slot);
+      for (const r of this.w.sql
+        .exec<{ id: string }>(
+          `SELECT id FROM ${t} INDEXED BY ${t}_work WHERE pending = 1 LIMIT ?`,
+          GIVE_UP_PER_RUN - ids.length,
+        )
+        .toArray())
+        ids.push(r.id);
+    }
+    return ids;
   }
 
   /**
    * Archives the oldest day past the plan's window to R2, a few parts per run, from its slot
    * tables here or from its shard (a day partly in the shard moves the rest there first: the move
    * step does it once the day is past the window); then drops the tables (or the shard): nothing
-   * is deleted before the manifest is in R2.
+   * is deleted before the manifest is in R2. Only terminal records are archived: one its number
+   * still lists is given up on first (failed with its event, or an unknown outcome when its claim is
+   * unanswered), and the archive waits for the day's unknown outcomes to be settled or failed.
    */
-  private async archiveOldestDay(at: number): Promise<void> {
+  private async archiveOldestDay(at: number): Promise<void | typeof NO_PROGRESS> {
     const workspaceId = this.w.workspaceId();
     const day = this.archiveCandidate();
-    if (!workspaceId || day === null) return;
+    if (!workspaceId || day === null) return NO_PROGRESS;
     await this.w.loadConfig(workspaceId);
+    // Not due yet (the plan's window changed): archiveDue names the later time.
     if ((day + 1 + this.historyDays()) * DAY_MS > at) return;
+    const unknownSince = lastUnknownOfDay(this.w.sql, day);
+    if (unknownSince !== null && unknownSince + this.unknownWindowMs > at) return;
     const state = this.tiers.ledger.get(day);
     const slots = this.tiers.tables.ofDay(day);
+    const listed = this.stillListed(slots);
+    if (listed.length > 0) {
+      await this.giveUp(listed, at);
+      await this.w.wake(now());
+      return;
+    }
+    // An unknown outcome past its window not failed yet: the unknown-outcomes step does it first.
+    if (unknownSince !== null) return NO_PROGRESS;
     const inShard = state.history !== undefined;
     // The rest of a day partly in its shard goes there first (move-to-history); the archive waits.
-    if (inShard && slots.length > 0) return;
+    if (inShard && slots.length > 0) return NO_PROGRESS;
     // A day archived before and re-created since adds parts after the archived ones.
     const fresh: ArchiveProgress = {
       parts: state.archived?.parts ?? 0,

@@ -8,7 +8,7 @@ import {
   type StoredMedia,
 } from "../../domain/inbound-media";
 import { getMeta, setMeta } from "../shared/meta";
-import type { ScheduledStep } from "../shared/scheduler";
+import { NO_PROGRESS, type ScheduledStep } from "../shared/scheduler";
 import { mediaDayPrefix } from "../history/media-keys";
 import type { WorkspaceContext } from "./context";
 import { dayOfId } from "./day-tables";
@@ -161,7 +161,8 @@ export class MediaCopies {
       run: async () => {
         const workspaceId = this.w.workspaceId();
         const day = this.nextPurge();
-        if (!workspaceId || day === null) return;
+        if (day === null) return;
+        if (!workspaceId) return NO_PROGRESS;
         const bucket = this.w.env.ARCHIVE;
         const prefix = mediaDayPrefix(workspaceId, day);
         for (let page = 0; page < PURGE_PAGES_PER_RUN; page++) {

@@ -1,5 +1,6 @@
 import type { Schema } from "../shared/schema-version";
 import { createMetaTable } from "../shared/meta";
+import { createSinceIndex, hasUnknownsTable } from "./unknown-outcomes";
 
 /**
  * The workspace object's schema, step by step (see shared/schema-version.ts).
@@ -12,6 +13,14 @@ export const WORKSPACE_SCHEMA: Schema = {
       description:
         "the baseline: meta (with the day ledger's rows); slot tables, the delivery log's day tables, moved keys and the unknown outcomes are created when first written",
       up: createMetaTable,
+    },
+    {
+      version: 2,
+      description:
+        "unknown outcomes expire in the order they became unknown: an index of `unknowns` by `since` (the table is created with it from now on)",
+      up: (sql) => {
+        if (hasUnknownsTable(sql)) createSinceIndex(sql);
+      },
     },
   ],
   // Everything else is created when first written.

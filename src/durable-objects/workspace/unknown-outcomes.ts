@@ -1,3 +1,5 @@
+import { DAY_MS, uuidV7Floor } from "../../domain/job-id";
+
 /**
  * Sends whose call got no usable answer (a timeout, a lost connection): the message may or may
  * not have reached the operator, so it is never called again; the operator's status report settles
@@ -6,9 +8,10 @@
  * finds them without a scan, wherever their record is by then (a day table or a history shard),
  * and how a report without our jobId finds its message (`matchUnknown`: by number, recipient and time).
  *
- * Bound: one row per message waiting on an unknown outcome, ~220 B with its entry in the recipient
- * index (measured in SQLite: ~115 B the row, ~105 B the index entry): none in the steady state, at
- * most 7 days of a number's timeouts (2/s: 1.2 M rows, ~270 MB, if every call timed out for a week).
+ * Bound: one row per message waiting on an unknown outcome, ~260 B with its entries in the recipient
+ * and `since` indexes (measured in SQLite: ~115 B the row, ~105 B the recipient entry; ~40 B the
+ * `since` entry): none in the steady state, at most 7 days of a number's timeouts (2/s: 1.2 M rows,
+ * ~320 MB, if every call timed out for a week); a row leaves when its message is settled or failed.
  */
 export const UNKNOWN_OUTCOME_WINDOW_MS = 7 * 24 * 60 * 60_000;
 
@@ -19,7 +22,7 @@ export const UNKNOWN_OUTCOME_WINDOW_MS = 7 * 24 * 60 * 60_000;
  */
 export const MATCH_SLACK_MS = 5 * 60_000;
 
-const hasTable = (sql: SqlStorage): boolean =>
+export const hasUnknownsTable = (sql: SqlStorage): boolean =>
   sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'unknowns'").toArray().length > 0;
 
 /**
@@ -31,6 +34,15 @@ function createTable(sql: SqlStorage): void {
     "CREATE TABLE IF NOT EXISTS unknowns (id TEXT PRIMARY KEY, since INTEGER NOT NULL, number TEXT NOT NULL, recipient TEXT NOT NULL) WITHOUT ROWID",
   );
   sql.exec("CREATE INDEX IF NOT EXISTS unknowns_by_recipient ON unknowns (number, recipient)");
+  createSinceIndex(sql);
+}
+
+/**
+ * The expiry's order: by when each became unknown. ~40 B per row (the entry: `since` and the id),
+ * one per row of the table, gone with it.
+ */
+export function createSinceIndex(sql: SqlStorage): void {
+  sql.exec("CREATE INDEX IF NOT EXISTS unknowns_by_since ON unknowns (since)");
 }
 
 export function noteUnknown(
@@ -50,7 +62,7 @@ export function noteUnknown(
 }
 
 export function forgetUnknown(sql: SqlStorage, id: string): void {
-  if (hasTable(sql)) sql.exec("DELETE FROM unknowns WHERE id = ?", id);
+  if (hasUnknownsTable(sql)) sql.exec("DELETE FROM unknowns WHERE id = ?", id);
 }
 
 /**
@@ -65,7 +77,7 @@ export function matchUnknown(
   recipients: readonly string[],
   reportedAt: number,
 ): string | null {
-  if (!hasTable(sql) || recipients.length === 0) return null;
+  if (!hasUnknownsTable(sql) || recipients.length === 0) return null;
   const rows = sql
     .exec<{ id: string }>(
       `SELECT id FROM unknowns WHERE number = ? AND recipient IN (${recipients.map(() => "?").join(", ")}) AND since <= ? LIMIT 2`,
@@ -77,23 +89,49 @@ export function matchUnknown(
   return rows.length === 1 ? rows[0]!.id : null;
 }
 
-/** When the oldest of the first few (ids are in acceptance order, `since` follows it within the hour of retries) expires, or null. */
+/** When the unknown outcome that became unknown first expires, or null (the `since` index's first entry). */
 export function nextUnknownExpiry(sql: SqlStorage, windowMs: number): number | null {
-  if (!hasTable(sql)) return null;
-  const oldest = sql
-    .exec<{ since: number | null }>(
-      "SELECT MIN(since) AS since FROM (SELECT since FROM unknowns ORDER BY id LIMIT 100)",
-    )
-    .one().since;
+  if (!hasUnknownsTable(sql)) return null;
+  const oldest = sql.exec<{ since: number | null }>("SELECT MIN(since) AS since FROM unknowns").one().since;
   return oldest === null ? null : oldest + windowMs;
 }
 
-/** Unknown outcomes past the window, among the oldest `limit` by id. */
+/**
+ * Unknown outcomes that became unknown at `before` or earlier, first the earliest, at most `limit`:
+ * in the order their windows end, whatever their ids (a held message is called, and may become
+ * unknown, up to a day after its acceptance). A range of the `since` index.
+ */
 export function expiredUnknowns(sql: SqlStorage, before: number, limit: number): string[] {
-  if (!hasTable(sql)) return [];
+  if (!hasUnknownsTable(sql)) return [];
   return sql
-    .exec<{ id: string; since: number }>("SELECT id, since FROM unknowns ORDER BY id LIMIT ?", limit)
+    .exec<{ id: string }>(
+      "SELECT id FROM unknowns INDEXED BY unknowns_by_since WHERE since <= ? ORDER BY since LIMIT ?",
+      before,
+      limit,
+    )
     .toArray()
-    .filter((r) => r.since <= before)
     .map((r) => r.id);
+}
+
+/**
+ * When the last of a UTC day's messages (by id: the day it was accepted) became an unknown
+ * outcome, or null when none of that day is waiting (the key's range: no scan).
+ */
+export function lastUnknownOfDay(sql: SqlStorage, day: number): number | null {
+  // Read on every alarm (the archive's due time): the table's absence is learnt from the statement,
+  // not from a look at the schema (which reads every schema row).
+  let rows: { since: number | null }[];
+  try {
+    rows = sql
+      .exec<{ since: number | null }>(
+        "SELECT MAX(since) AS since FROM unknowns WHERE id >= ? AND id < ?",
+        uuidV7Floor(day * DAY_MS),
+        uuidV7Floor((day + 1) * DAY_MS),
+      )
+      .toArray();
+  } catch (err) {
+    if (String(err).includes("no such table")) return null;
+    throw err;
+  }
+  return rows[0]?.since ?? null;
 }

@@ -108,7 +108,14 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       media,
     );
     this.deliveries = new DeliveryLog(this.sql);
-    this.tiering = new HistoryTiering(context, tiers, counts, (day) => media.dayArchived(day));
+    this.tiering = new HistoryTiering(
+      context,
+      tiers,
+      counts,
+      (day) => media.dayArchived(day),
+      (ids, at) => this.status.giveUpBeforeArchive(ids, at, OWN_ERRORS.heldTooLong()),
+      this.unknownWindowMs,
+    );
     const tiering = this.tiering.steps();
     this.scheduler = new Scheduler(ctx.storage, [
       { name: "publish-events", due: () => this.publisher.due(), run: () => this.publisher.flush() },
