@@ -23,8 +23,8 @@ import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 
 // Storage outlives deploys: a layout change ships as the next step of its object's ladder
 // (shared/schema-version.ts), which runs once, in place, when an object of the earlier layout
-// wakes. Step 1 of each ladder is the baseline; these tests put a step 2 on top of it (as the
-// next layout change will), fill objects with data in every state under the baseline, and let
+// wakes. Step 1 of each ladder is the baseline (the workspace has a step 2 since: unknown-outcome-alarm.test.ts);
+// these tests put one more step on top (as the next layout change will), fill objects with data in every state, and let
 // them wake under the longer ladder: nothing may be lost, changed, sent twice or left unsent.
 // The objects run in the tests' isolate, so the ladder they read is the one these tests extend.
 
@@ -162,7 +162,7 @@ describe("a later schema step upgrades objects of the baseline layout in place",
     // The next release: step 2 on top of the baseline; every object restarts under it (a deploy).
     const step = laterStep(WORKSPACE_SCHEMA, rebuildSlotTables);
     await abortAllDurableObjects();
-    expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(2);
+    expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(WORKSPACE_SCHEMA.steps.length);
     expect(step.runs()).toBe(1);
 
     // Every record as it was (with the new column), listed and read as before, the work list the same.
@@ -201,7 +201,7 @@ describe("a later schema step upgrades objects of the baseline layout in place",
 
     // Woken again: the step does not run twice.
     await evictDurableObject(ws());
-    expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(2);
+    expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(WORKSPACE_SCHEMA.steps.length);
     expect(step.runs()).toBe(1);
     // Every event published so far reached the customer's receiver before the test's network goes.
     await t.hook.settled();
