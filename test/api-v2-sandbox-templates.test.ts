@@ -6,6 +6,7 @@ import { createTenant, TEST_CONTACT } from "./helpers/fixtures";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { apiV2, sendV2 } from "./helpers/operator-templates";
 import { PARAMETER_LIMITS } from "../src/domain/template-send";
+import { toBase64Url } from "../src/lib/crypto";
 import { eventsOfMessage } from "./helpers/events";
 
 // API v2 on a sandbox number: its built-in templates, delivered outside the 24-hour window where
@@ -404,6 +405,16 @@ describe("GET /api/v2/templates on a sandbox number", () => {
     });
     await expectError(await apiV2("/templates/nothing_like_it", t.key), 404, "not_found");
     await expectError(await apiV2("/templates?cursor=bogus", t.key), 400, "invalid_request");
+    // A cursor that decodes, but whose sort key is not the [name, language] this API writes: the caller's input.
+    const crafted = (sortKey: string) => toBase64Url(new TextEncoder().encode(JSON.stringify([sortKey, "sandbox"])));
+    for (const sortKey of ["not json", "{", '{"name":"a"}', '["a"]', "[1, 2]"]) {
+      const refused = await expectError(
+        await apiV2(`/templates?cursor=${crafted(sortKey)}`, t.key),
+        400,
+        "invalid_request",
+      );
+      expect(refused.error.details?.[0]?.path, sortKey).toBe("cursor");
+    }
     const other = await createTenant();
     await expectError(await apiV2(`/templates?channelNumberId=${other.numberId}`, t.key), 404, "not_found");
   });

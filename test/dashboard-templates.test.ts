@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClock } from "./helpers/clock";
 import { putSyncState } from "../src/db/message-templates";
+import { toBase64Url } from "../src/lib/crypto";
 import { createKey, createTenant, createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { signedInMember, type Member } from "./helpers/dashboard";
 import { api, json } from "./helpers/http";
@@ -341,6 +342,20 @@ describe("a live number's Templates page", () => {
     expect(html).toMatch(/<p class="field-error" id="status-error">[^<]*Invalid option/);
     expect(html).toContain("language is the operator&#39;s code, e.g. en_US.");
     expect(html).not.toContain("<article");
+  });
+
+  it("a damaged or crafted cursor shows the first page, never an error page", async () => {
+    const t = await liveTenant([positionalTemplate("welcome"), positionalTemplate("promo", { category: "MARKETING" })]);
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    const crafted = (sortKey: string) =>
+      toBase64Url(new TextEncoder().encode(JSON.stringify([sortKey, t.account.wabaId])));
+    for (const cursor of ["bogus", crafted("not json"), crafted('{"name":"a"}')]) {
+      const res = await viewer.browser.get(`/dashboard/numbers/${t.numberId}/templates?cursor=${cursor}`);
+      expect(res.status, cursor).toBe(200);
+      const html = await res.text();
+      cardOf(html, "welcome", "en_US");
+      cardOf(html, "promo", "en_US");
+    }
   });
 
   it("a live number connected without its business account id says why it has none", async () => {

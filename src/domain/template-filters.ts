@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { decodeCursor, encodeCursor, invalidCursor } from "../lib/pagination";
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type StoredTemplate } from "./template";
 
 // The filters of a template list: GET /api/v2/templates and the dashboard's Templates page accept
@@ -34,3 +35,29 @@ export const matchesTemplate = (
   (f.category === undefined || t.category === f.category) &&
   (f.language === undefined || t.language === f.language) &&
   (f.name === undefined || t.name === f.name);
+
+/** Where a template list stands: the last template's name and language, and its account. */
+export type TemplatePosition = { name: string; language: string; account: string };
+
+/** The `nextCursor` after template `t`: its [name, language] and its account. */
+export const templateCursor = (t: TemplatePosition): string =>
+  encodeCursor({ sortKey: JSON.stringify([t.name, t.language]), id: t.account });
+
+/**
+ * The position a template list's cursor names, or null without one. A cursor this API did not
+ * return (not base64, not JSON, or not [name, language]) throws the uniform `invalidCursor`: the
+ * caller's input, never a server error.
+ */
+export function templatePosition(raw: string | undefined): TemplatePosition | null {
+  const c = decodeCursor(raw);
+  if (!c) return null;
+  let key: unknown;
+  try {
+    key = JSON.parse(c.sortKey);
+  } catch {
+    throw invalidCursor();
+  }
+  if (!Array.isArray(key) || key.length !== 2 || typeof key[0] !== "string" || typeof key[1] !== "string")
+    throw invalidCursor();
+  return { name: key[0], language: key[1], account: c.id };
+}

@@ -4,9 +4,14 @@ import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numb
 import { getSyncState, listTemplates, type SyncStateRow } from "../../db/message-templates";
 import { findByUuid } from "../../domain/job-id";
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type StoredTemplate } from "../../domain/template";
-import { matchesTemplate, TemplateFilters } from "../../domain/template-filters";
+import {
+  matchesTemplate,
+  templateCursor,
+  templatePosition,
+  TemplateFilters,
+  type TemplatePosition,
+} from "../../domain/template-filters";
 import { now } from "../../lib/clock";
-import { decodeCursor, encodeCursor } from "../../lib/pagination";
 import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
 import { auditMember } from "../audit";
 import { Choice, describedBy, FieldError, Time } from "../components";
@@ -45,23 +50,14 @@ async function templatesOf(
   if (number.upstream_type === "sandbox")
     return { templates: SANDBOX_TEMPLATES.filter((t) => matchesTemplate(t, filter)), nextCursor: null, sync: null };
   if (number.waba_id === null) return { templates: [], nextCursor: null, sync: null };
-  // The API's cursor shape: the last template's [name, language] and its account.
-  const c = cursor ? decodeCursor(cursor) : undefined;
-  const key: unknown = c ? JSON.parse(c.sortKey) : null;
-  const after =
-    c && Array.isArray(key) && typeof key[0] === "string" && typeof key[1] === "string"
-      ? { name: key[0], language: key[1], account: c.id }
-      : null;
+  const after = positionOrFirstPage(cursor);
   const [rows, sync] = await Promise.all([
     listTemplates(db, [number.waba_id], filter, after, PAGE_SIZE + 1),
     getSyncState(db, number.waba_id),
   ]);
   const page = rows.slice(0, PAGE_SIZE);
   const last = page.at(-1);
-  const nextCursor =
-    rows.length > PAGE_SIZE && last
-      ? encodeCursor({ sortKey: JSON.stringify([last.name, last.language]), id: last.account })
-      : null;
+  const nextCursor = rows.length > PAGE_SIZE && last ? templateCursor(last) : null;
   return { templates: page, nextCursor, sync };
 }
 
@@ -267,6 +263,15 @@ function TemplateCard({
       )}
     </article>
   );
+}
+
+/** The API's cursor; a damaged one starts from the first page, as the other dashboard lists do. */
+function positionOrFirstPage(cursor: string | undefined): TemplatePosition | null {
+  try {
+    return templatePosition(cursor);
+  } catch {
+    return null;
+  }
 }
 
 /** The Templates page of a number; `form` re-renders a refused test send with its errors. */

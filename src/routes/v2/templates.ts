@@ -3,14 +3,20 @@ import type { Context } from "hono";
 import type { AppEnv } from "../../context";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { EXAMPLE } from "../../lib/openapi-examples";
-import { decodeCursor, encodeCursor, invalidCursor, pageLimit } from "../../lib/pagination";
+import { pageLimit } from "../../lib/pagination";
 import { notFound } from "../../lib/errors";
 import { now } from "../../lib/clock";
 import { getConnectedNumber, listAllNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import { listTemplates, syncStates, type TemplateListFilter } from "../../db/message-templates";
 import { findByUuid } from "../../domain/job-id";
 import { accountOf } from "../../domain/number-templates";
-import { matchesTemplate, TemplateFilterFields } from "../../domain/template-filters";
+import {
+  matchesTemplate,
+  templateCursor,
+  templatePosition,
+  TemplateFilterFields,
+  type TemplatePosition,
+} from "../../domain/template-filters";
 import { TemplateView, toTemplateView, type StoredTemplate } from "../../domain/template";
 import { SANDBOX_ACCOUNT, SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
 
@@ -118,7 +124,7 @@ async function accountsOf(c: Context<AppEnv>, channelNumberId: string | undefine
   return accounts;
 }
 
-type Position = { name: string; language: string; account: string };
+type Position = TemplatePosition;
 const positionOf = (t: StoredTemplate): Position => ({ name: t.name, language: t.language, account: t.account });
 const compare = (a: Position, b: Position): number =>
   a.name !== b.name
@@ -134,15 +140,6 @@ const compare = (a: Position, b: Position): number =>
         : a.account > b.account
           ? 1
           : 0;
-
-function decodePosition(raw: string | undefined): Position | null {
-  const c = decodeCursor(raw);
-  if (!c) return null;
-  const key: unknown = JSON.parse(c.sortKey);
-  if (!Array.isArray(key) || key.length !== 2 || typeof key[0] !== "string" || typeof key[1] !== "string")
-    throw invalidCursor();
-  return { name: key[0], language: key[1], account: c.id };
-}
 
 /** Templates of the accounts in order after `after`, built-in ones merged with the stored ones. */
 async function templatesPage(
@@ -182,7 +179,7 @@ async function views(c: Context<AppEnv>, templates: StoredTemplate[], accounts: 
 export const templateRoutes = newRouter()
   .openapi(list, async (c) => {
     const q = c.req.valid("query");
-    const after = decodePosition(q.cursor);
+    const after = templatePosition(q.cursor);
     const accounts = await accountsOf(c, q.channelNumberId);
     const filter: TemplateListFilter = {
       ...(q.status ? { status: q.status } : {}),
@@ -195,10 +192,7 @@ export const templateRoutes = newRouter()
     return c.json(
       {
         data: await views(c, page, accounts),
-        nextCursor:
-          rows.length > q.limit && last
-            ? encodeCursor({ sortKey: JSON.stringify([last.name, last.language]), id: last.account })
-            : null,
+        nextCursor: rows.length > q.limit && last ? templateCursor(last) : null,
       },
       200,
     );
