@@ -474,7 +474,8 @@ async function walk(walkOf: Walk) {
   expect(entry).toMatchObject({
     action: walkOf.action,
     actor_type: actor.type,
-    client_address: IP,
+    // The operator's staff address is the operator's, never shown to the customer.
+    client_address: actor.type === "admin" ? null : IP,
     request_id: requestId,
   });
   if (actor.type === "admin") expect(entry.actor_id).toMatch(/^admin-token:[0-9a-f]{12}$/);
@@ -539,6 +540,46 @@ describe("the audit page", () => {
       expect(refused.status).toBe(403);
       expect(await (await m.browser.get("/dashboard")).text()).not.toContain('href="/dashboard/audit"');
     }
+  });
+
+  it("never shows the operator staff's address: the operator's own log keeps it", async () => {
+    const t = await createTenant();
+    const owner = await signedInMember(t.workspaceId, "owner");
+    const staff = "10.20.30.40";
+    const res = await admin(`/workspaces/${t.workspaceId}/api-keys`, {
+      method: "POST",
+      headers: { "CF-Connecting-IP": staff },
+      json: { name: "support" },
+    });
+    expect(res.status).toBe(201);
+    const requestId = res.headers.get("X-Request-Id")!;
+    expect((await entryOf(t.workspaceId, requestId)).results[0]).toMatchObject({
+      actor_type: "admin",
+      client_address: null,
+    });
+    const operators = await env.DB.prepare("SELECT client_address FROM admin_audit_log WHERE request_id = ?")
+      .bind(requestId)
+      .first<{ client_address: string }>();
+    expect(operators?.client_address).toBe(staff);
+    // An entry written with the address (before it was left out) does not show it either.
+    await appendAudit(env.DB, {
+      workspace_id: t.workspaceId,
+      at: new Date().toISOString(),
+      actor_type: "admin",
+      actor_id: "admin-token:0123456789ab",
+      actor_label: "operator",
+      action: "api_key.revoked",
+      target_type: "api_key",
+      target_id: null,
+      detail: null,
+      client_address: "10.20.30.41",
+      request_id: "req_seed_staff",
+    });
+    const html = await (await owner.browser.get("/dashboard/audit")).text();
+    expect(html).toContain("req_seed_staff");
+    expect(html).toContain(requestId);
+    expect(html).not.toContain(staff);
+    expect(html).not.toContain("10.20.30.41");
   });
 
   it("filters by action and by kind of actor, and pages 50 at a time, newest first", async () => {

@@ -30,7 +30,9 @@ export function auditAdmin(c: Context<AppEnv>, workspaceId: string, event: Audit
       workspaceId,
       actor: { type: "admin", id: actor },
       actorLabel: "operator",
-      clientAddress: clientAddress(c),
+      // The customer reads this log: the operator's staff address stays in the operator's own
+      // admin_audit_log (src/middleware/admin-auth.ts), beside the same request id.
+      clientAddress: null,
       requestId: c.get("requestId"),
     },
     event,

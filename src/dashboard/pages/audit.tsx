@@ -106,7 +106,7 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
                     {r.target_type}
                     {r.target_id ? <code> {r.target_id}</code> : null}
                   </td>
-                  <td>{r.client_address ?? "—"}</td>
+                  <td>{(r.actor_type === "admin" ? null : r.client_address) ?? "—"}</td>
                   <td>
                     <code>{r.request_id}</code>
                   </td>
