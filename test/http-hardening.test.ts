@@ -2,10 +2,13 @@ import { expectRuntimeLog } from "./helpers/runtime-log";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_OPERATOR_PAYLOAD_BYTES } from "../src/routes/upstream-webhook";
-import { hmacSha256, toHex } from "../src/lib/crypto";
+import { app } from "../src/app";
+import { REDACTED_PARAMS } from "../src/middleware/request-id";
+import { hmacSha256, toBase64Url, toHex } from "../src/lib/crypto";
 import { admin, api, call, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
 import { mockNetwork } from "./helpers/webhook-net";
+import { signedInMember } from "./helpers/dashboard";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -134,6 +137,82 @@ describe("phone numbers never reach our logs", () => {
     expect(access[0]!.query).toBe("to=%5Bredacted%5D&limit=5");
     expect(access[2]!.path).toBe(`/api/v1/channel-numbers/${t.numberId}/contacts/[redacted]`);
     expect(lines.join("\n")).not.toMatch(/551198765000/);
+  });
+});
+
+/**
+ * Every parameter name the app's routes use in their paths, and whether its value may be logged.
+ * A route that adds a name fails the first test below until it is classified here.
+ */
+const PATH_PARAMS: Record<string, "logged" | "redacted"> = {
+  id: "logged",
+  channelNumberId: "logged",
+  numberId: "logged",
+  eventId: "logged",
+  day: "logged",
+  name: "logged",
+  workspaceId: "logged",
+  keyId: "logged",
+  memberId: "logged",
+  phone: "redacted",
+  token: "redacted",
+};
+
+/** The app's routes ("METHOD /path"), each with the names of its path parameters. */
+const routesWithParams = () =>
+  [...new Map(app.routes.filter((r) => r.method !== "ALL").map((r) => [`${r.method} ${r.path}`, r])).values()].map(
+    (r) => ({ method: r.method, path: r.path, params: [...r.path.matchAll(/:(\w+)/g)].map((m) => m[1]!) }),
+  );
+
+describe("the access log redacts by route template", () => {
+  it("every path parameter of every route is classified, and the redacted ones are what the middleware redacts", () => {
+    const used = new Set(routesWithParams().flatMap((r) => r.params));
+    expect([...used].sort()).toEqual(Object.keys(PATH_PARAMS).sort());
+    const redacted = Object.entries(PATH_PARAMS).flatMap(([name, how]) => (how === "redacted" ? [name] : []));
+    expect([...REDACTED_PARAMS].sort()).toEqual(redacted.sort());
+  });
+
+  it("no route with a phone or a token in its path writes it to the log: API v1 and v2, dashboard", async () => {
+    const t = await createTenant();
+    const developer = await signedInMember(t.workspaceId, "developer");
+    const lines: string[] = [];
+    for (const method of ["log", "warn", "error", "info", "debug"] as const)
+      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+    const targets = routesWithParams().filter((r) => r.params.some((p) => PATH_PARAMS[p] === "redacted"));
+    // The five phone routes and the invitation page's two at least; a new one is walked as well.
+    expect(targets.length).toBeGreaterThanOrEqual(7);
+    const secrets: string[] = [];
+    for (const [i, route] of targets.entries()) {
+      const values: Record<string, string> = {};
+      for (const p of route.params) {
+        if (p === "phone") values[p] = `55119876${String(50_000 + i)}`;
+        else if (p === "token") values[p] = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
+        else values[p] = t.numberId;
+        if (PATH_PARAMS[p] === "redacted") secrets.push(values[p]);
+      }
+      const path = route.path.replace(/:(\w+)/g, (_, p: string) => values[p]!);
+      const init = { method: route.method };
+      const res = path.startsWith("/api/")
+        ? await call(path, { ...init, headers: { Authorization: `Bearer ${t.key}` } })
+        : route.method === "GET"
+          ? await developer.browser.get(path)
+          : await developer.browser.post(path, {});
+      expect(res.status, `${route.method} ${route.path}`).toBeLessThan(500);
+    }
+    // No route for the method or the path: no template, so phone- and token-like segments go.
+    const loose = ["5511987659998", toBase64Url(crypto.getRandomValues(new Uint8Array(32)))];
+    secrets.push(...loose);
+    await call(`/api/v1/channel-numbers/${t.numberId}/contacts/${loose[0]}`, {
+      method: "PUT",
+      headers: { Authorization: `Bearer ${t.key}` },
+    });
+    await call(`/dashboard/invitation/${loose[1]}`);
+    const access = lines.filter((l) => l.includes('"msg":"request"'));
+    expect(access.length).toBeGreaterThanOrEqual(targets.length + 2);
+    const text = lines.join("\n");
+    for (const secret of secrets) expect(access.filter((l) => l.includes(secret))).toEqual([]);
+    expect(text).toContain(`/api/v2/channel-numbers/${t.numberId}/contacts/[redacted]`);
+    expect(text).toContain(`/dashboard/numbers/${t.numberId}/test-contacts/[redacted]/remove`);
   });
 });
 
