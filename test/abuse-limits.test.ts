@@ -136,6 +136,28 @@ describe("webhook test events and replays", () => {
     );
   });
 
+  it("when both limits refuse, Retry-After and the rate headers are those of the one that frees last", async () => {
+    const t = await createTenant();
+    const id = await webhookOf(t, `l-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
+    const perWebhook = bucket("webhookTest", id);
+    const perWorkspace = bucket("webhookTriggers");
+    await takeToken(env, scopes.workspace(t.workspaceId), [perWebhook], perWebhook.limit);
+    await takeToken(env, scopes.workspace(t.workspaceId), [perWorkspace], perWorkspace.limit);
+    const refused = await api(`/webhooks/${id}/test`, t.key, { method: "POST" });
+    await expectError(refused, 429, "rate_limit_exceeded");
+    // The workspace's bucket frees a token in 0.5 s, the webhook's in 12 s: a retry after 1 s would be refused again.
+    const webhookWait = perWebhook.periodSeconds / perWebhook.limit;
+    expect(webhookWait).toBeGreaterThan(perWorkspace.periodSeconds / perWorkspace.limit);
+    expect(refused.headers.get("Retry-After")).toBe(String(webhookWait));
+    expect(refused.headers.get("RateLimit-Limit")).toBe(String(perWebhook.limit));
+    clock.advance((webhookWait - 1) * 1000);
+    await expectError(await api(`/webhooks/${id}/test`, t.key, { method: "POST" }), 429, "rate_limit_exceeded");
+    clock.advance(1000);
+    expect((await api(`/webhooks/${id}/test`, t.key, { method: "POST" })).status).toBe(202);
+    await publish(t.workspaceId);
+    await vi.waitFor(() => expect(net.seen).toHaveLength(1), { timeout: 15_000, interval: 100 });
+  });
+
   it("limits replays per webhook", async () => {
     const t = await createTenant();
     const id = await webhookOf(t, `r-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`);
