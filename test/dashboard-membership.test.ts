@@ -101,6 +101,75 @@ describe("membership is per workspace", () => {
   });
 });
 
+describe("the workspace choice after sign-in", () => {
+  it("opens one session only: the same cookie, put back, is sent to sign in", async () => {
+    const [a, b] = await Promise.all([createWorkspace({ name: "Alpha" }), createWorkspace({ name: "Beta" })]);
+    const person = await personIn([a, b]);
+    const browser = new Browser();
+    expect((await signIn(browser, person.email)).headers.get("location")).toBe("/dashboard/choose-workspace");
+    const choice = browser.cookies.get("__Host-workspace-choice")!;
+    expect(choice).toBeDefined();
+    const first = await browser.post("/dashboard/choose-workspace", { memberId: person.memberIds[0]! });
+    expect(first.headers.get("location")).toBe("/dashboard");
+    // Replayed from another browser (or after the first one signed out), within its 5 minutes.
+    for (const memberId of person.memberIds) {
+      const replay = new Browser();
+      replay.cookies.set("__Host-workspace-choice", choice);
+      const res = await replay.post("/dashboard/choose-workspace", { memberId });
+      expect(res.headers.get("location")).toBe("/dashboard/sign-in");
+      expect(replay.cookies.has("__Host-session")).toBe(false);
+    }
+    const sessions = await env.DB.prepare(`SELECT COUNT(*) AS n FROM dashboard_sessions WHERE member_id IN (?, ?)`)
+      .bind(...person.memberIds)
+      .first<{ n: number }>();
+    // The one from the first choice, and the ones personIn opened.
+    expect(sessions?.n).toBe(1 + person.memberIds.length);
+  });
+
+  it("a membership reset or given a new password since the sign-in is no longer offered, and cannot be chosen", async () => {
+    const [a, b, c] = await Promise.all([
+      createWorkspace({ name: "Alpha" }),
+      createWorkspace({ name: "Beta" }),
+      createWorkspace({ name: "Gamma" }),
+    ]);
+    const person = await personIn([a, b, c]);
+    const [inA, inB, inC] = person.memberIds as [string, string, string];
+    const ownerA = await signedInMember(a, "owner");
+    const attacker = new Browser();
+    expect((await signIn(attacker, person.email)).headers.get("location")).toBe("/dashboard/choose-workspace");
+    // A's owner resets the member (a new link clears the password and ends its sessions).
+    expect((await ownerA.browser.post("/dashboard/members", { email: person.email, role: "developer" })).status).toBe(
+      303,
+    );
+    // In B the person changes their password.
+    const inBBrowser = new Browser();
+    expect((await signIn(inBBrowser, person.email)).headers.get("location")).toBe("/dashboard/choose-workspace");
+    expect((await inBBrowser.post("/dashboard/choose-workspace", { memberId: inB })).status).toBe(303);
+    const NEW = "a brand new passphrase for Beta";
+    expect(
+      (await inBBrowser.post("/dashboard/account/password", { current: PASSWORD, password: NEW, confirm: NEW })).status,
+    ).toBe(303);
+
+    const picker = await (await attacker.get("/dashboard/choose-workspace")).text();
+    expect(picker).not.toContain("Alpha");
+    expect(picker).not.toContain("Beta");
+    expect(picker).toContain("Gamma");
+    const choice = attacker.cookies.get("__Host-workspace-choice")!;
+    for (const memberId of [inA, inB]) {
+      attacker.cookies.set("__Host-workspace-choice", choice);
+      const res = await attacker.post("/dashboard/choose-workspace", { memberId });
+      expect(res.headers.get("location"), memberId).toBe("/dashboard/sign-in");
+      expect(attacker.cookies.has("__Host-session")).toBe(false);
+    }
+    // What the sign-in proved and still holds opens.
+    attacker.cookies.set("__Host-workspace-choice", choice);
+    expect((await attacker.post("/dashboard/choose-workspace", { memberId: inC })).headers.get("location")).toBe(
+      "/dashboard",
+    );
+    expect(await (await attacker.get("/dashboard")).text()).toContain("Gamma");
+  });
+});
+
 describe("admin: removing a member", () => {
   it("removes the member and ends its sessions; the last owner stays; unknown and foreign ids are 404", async () => {
     const [a, b] = await Promise.all([createWorkspace(), createWorkspace()]);

@@ -3,12 +3,16 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   emailKey,
   ipKey,
+  MAX_SIGN_IN_MEMBERSHIPS,
   signInAttempt,
   SIGN_IN_EMAIL_LIMIT,
   SIGN_IN_IP_LIMIT,
   SIGN_IN_WINDOW_MS,
 } from "../src/domain/sign-in";
-import { passwordKdf, PASSWORD_PARAMS } from "../src/lib/password";
+import { hashPassword, passwordKdf, PASSWORD_PARAMS } from "../src/lib/password";
+import { redeemInvitation } from "../src/db/members";
+import { hashInvitationToken } from "../src/domain/members";
+import { isoNow } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
 import { admin, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
@@ -283,15 +287,47 @@ describe("sign-in", () => {
     expect((await signIn(new Browser(), known, PASSWORD)).status).toBe(303);
   });
 
-  it("a success clears the email's count", async () => {
-    const workspaceId = await createWorkspace();
-    const { email } = await signedInMember(workspaceId, "viewer");
+  it("a success refills nothing: signing in to a membership another workspace's owner made buys no guesses at the others", async () => {
+    const [victimWs, otherWs] = await Promise.all([
+      createWorkspace({ name: "Victim" }),
+      createWorkspace({ name: "Other" }),
+    ]);
+    const victim = await signedInMember(victimWs, "owner");
+    const otherOwner = await signedInMember(otherWs, "owner");
+    // The other workspace's owner invites the victim's address and redeems the link with a password of their own.
+    expect((await otherOwner.browser.post("/dashboard/members", { email: victim.email, role: "viewer" })).status).toBe(
+      303,
+    );
+    const link = /\/dashboard\/invitations\/[A-Za-z0-9_-]{43}/.exec(
+      await (await otherOwner.browser.get("/dashboard/members")).text(),
+    )?.[0];
+    const THEIRS = "a passphrase the other owner chose";
+    expect((await new Browser().post(link!, { password: THEIRS, confirm: THEIRS })).status).toBe(303);
+
+    const statuses: number[] = [];
     for (let i = 0; i < SIGN_IN_EMAIL_LIMIT - 1; i++)
-      expect((await signIn(new Browser(), email, "wrong password again")).status).toBe(401);
-    expect((await signIn(new Browser(), email, PASSWORD)).status).toBe(303);
-    // The count restarted at zero: a full allowance is left.
-    for (let i = 0; i < SIGN_IN_EMAIL_LIMIT; i++)
-      expect((await signInAttempt(env, await emailKey(email), SIGN_IN_EMAIL_LIMIT)).allowed).toBe(true);
+      statuses.push((await signIn(new Browser(), victim.email, `guess ${i}`)).status);
+    // Their own membership opens (303) and spends an attempt like any other.
+    statuses.push((await signIn(new Browser(), victim.email, THEIRS)).status);
+    expect(statuses).toEqual([...Array<number>(SIGN_IN_EMAIL_LIMIT - 1).fill(401), 303]);
+    for (const password of ["guess 10", THEIRS, PASSWORD])
+      expect((await signIn(new Browser(), victim.email, password)).status, password).toBe(429);
+  });
+
+  it("memberships an address got later never push its older one out of sign-in", async () => {
+    const victimWs = await createWorkspace({ name: "Victim" });
+    const victim = await signedInMember(victimWs, "owner");
+    const other = await hashPassword("some other passphrase entirely");
+    for (let i = 0; i < MAX_SIGN_IN_MEMBERSHIPS; i++) {
+      const { path } = await invite(await createWorkspace({ name: `Later ${i}` }), victim.email, "viewer");
+      const token = path.split("/").at(-1)!;
+      expect(await redeemInvitation(env.DB, await hashInvitationToken(token), other, isoNow())).not.toBeNull();
+    }
+    const b = new Browser();
+    const res = await signIn(b, victim.email, PASSWORD);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/dashboard");
+    expect(await (await b.get("/dashboard")).text()).toContain("Victim");
   });
 
   it(`throttles a client IP (CF-Connecting-IP) after ${SIGN_IN_IP_LIMIT} attempts, whatever the emails`, async () => {

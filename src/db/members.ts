@@ -21,20 +21,23 @@ export async function findMemberByEmail(db: D1Database, workspaceId: string, ema
     .first<MemberRow>();
 }
 
-/** The memberships of an email that have a password (sign-in checks each), newest first, at most `limit`. */
+/**
+ * The memberships of an email that have a password (sign-in checks each), oldest first, at most
+ * `limit`. Oldest first: any workspace's owner can add a membership of any address, and one added
+ * later must never push out the ones the address already had.
+ */
 export async function membershipsWithPassword(db: D1Database, email: string, limit: number): Promise<MemberRow[]> {
   const { results } = await db
-    .prepare("SELECT * FROM members WHERE email = ? AND password_hash IS NOT NULL ORDER BY created_at DESC LIMIT ?")
+    .prepare("SELECT * FROM members WHERE email = ? AND password_hash IS NOT NULL ORDER BY created_at, id LIMIT ?")
     .bind(email, limit)
     .all<MemberRow>();
   return results;
 }
 
+export type MemberWithWorkspace = MemberRow & { workspace_name: string };
+
 /** Members by id, with their workspace's name (the workspace picker after sign-in). */
-export async function membersWithWorkspace(
-  db: D1Database,
-  ids: string[],
-): Promise<(MemberRow & { workspace_name: string })[]> {
+export async function membersWithWorkspace(db: D1Database, ids: string[]): Promise<MemberWithWorkspace[]> {
   if (ids.length === 0) return [];
   const { results } = await db
     .prepare(
@@ -42,7 +45,7 @@ export async function membersWithWorkspace(
         WHERE m.id IN (${ids.map(() => "?").join(", ")}) ORDER BY w.name, m.id`,
     )
     .bind(...ids)
-    .all<MemberRow & { workspace_name: string }>();
+    .all<MemberWithWorkspace>();
   return results;
 }
 

@@ -1,11 +1,22 @@
-import { membershipsWithPassword, setPasswordStatement, type MemberRow } from "../db/members";
-import { resetBuckets, takeToken, type ThrottleDecision } from "../lib/throttle";
+import {
+  membershipsWithPassword,
+  membersWithWorkspace,
+  setPasswordStatement,
+  type MemberRow,
+  type MemberWithWorkspace,
+} from "../db/members";
+import { takeToken, type ThrottleDecision } from "../lib/throttle";
 import { isoNow } from "../lib/clock";
-import { sha256Hex } from "../lib/crypto";
+import { randomBytes, sha256Hex, timingSafeEqualStrings, toBase64Url } from "../lib/crypto";
 import { hashPassword, needsRehash, verifyPassword } from "../lib/password";
 import { openSession } from "./dashboard-session";
 
-/** Attempts per email: a burst of 10, refilled over 15 minutes (a success refills it). */
+/**
+ * Attempts per email: a burst of 10, refilled over 15 minutes. A success spends its attempt like a
+ * failure and refills nothing: the memberships of an address are not all the same person's (any
+ * workspace's owner can make one, with a password of their choosing), so a sign-in that proves one
+ * of them must not buy guesses at the others.
+ */
 export const SIGN_IN_EMAIL_LIMIT = 10;
 /** Attempts per client IP: a burst of 50 over 15 minutes, for offices behind one address. */
 export const SIGN_IN_IP_LIMIT = 50;
@@ -21,14 +32,14 @@ export const signInAttempt = (env: Env, scope: string, limit: number): Promise<T
   takeToken(env, scope, [{ name: SIGN_IN_BUCKET, limit, periodSeconds: SIGN_IN_WINDOW_MS / 1000 }]);
 
 /**
- * At most this many memberships of one email are checked at a sign-in, newest
+ * At most this many memberships of one email are checked at a sign-in, oldest
  * first (one argon2id derivation each): the CPU of one sign-in stays bounded.
  */
 export const MAX_SIGN_IN_MEMBERSHIPS = 10;
 
 export type SignInResult =
   | { ok: true; kind: "session"; token: string; member: MemberRow }
-  | { ok: true; kind: "choose"; memberIds: string[] }
+  | { ok: true; kind: "choose"; choices: ProvedMembership[]; nonce: string }
   | { ok: false; reason: "invalid" }
   | { ok: false; reason: "throttled"; retryAfterMs: number };
 
@@ -71,30 +82,83 @@ export async function signIn(
     if (m.password_hash !== null && (await verifyPassword(input.password, m.password_hash))) matches.push(m);
   if (matches.length === 0) return { ok: false, reason: "invalid" };
 
-  await resetBuckets(env, byEmail, [SIGN_IN_BUCKET]);
   // Parameters raised since these hashes were made: store new ones now that we have the password.
-  const rehashed = await Promise.all(
-    matches
-      .filter((m) => m.password_hash !== null && needsRehash(m.password_hash))
-      .map(async (m) =>
-        setPasswordStatement(db, m.id, m.password_hash ?? "", await hashPassword(input.password), isoNow()),
-      ),
+  const stored = await Promise.all(
+    matches.map(async (m) => {
+      const old = m.password_hash ?? "";
+      if (!needsRehash(old)) return { member: m, hash: old, statement: null };
+      const hash = await hashPassword(input.password);
+      return { member: m, hash, statement: setPasswordStatement(db, m.id, old, hash, isoNow()) };
+    }),
   );
+  const rehashed = stored.flatMap((x) => (x.statement ? [x.statement] : []));
   const [only] = matches;
   if (matches.length > 1 || only === undefined) {
     if (rehashed.length > 0) await db.batch(rehashed);
-    return { ok: true, kind: "choose", memberIds: matches.map((m) => m.id) };
+    const choices = await Promise.all(
+      stored.map(async (x) => ({ memberId: x.member.id, proof: await passwordProof(x.member.id, x.hash) })),
+    );
+    return { ok: true, kind: "choose", choices, nonce: toBase64Url(randomBytes(16)) };
   }
   const { token, statements } = await openSession(db, only.id, { revokeOthers: false });
   await db.batch([...rehashed, ...statements]);
   return { ok: true, kind: "session", token, member: only };
 }
 
-/** Opens a session for a membership the person proved at sign-in (the workspace picker). */
-export async function openChosenSession(db: D1Database, memberId: string): Promise<string> {
-  const { token, statements } = await openSession(db, memberId, { revokeOthers: false });
+/**
+ * What a sign-in proved about one membership: a digest of the membership's password hash as it
+ * stood. A reset (password cleared), a password change or a removal since then no longer matches.
+ */
+const passwordProof = (memberId: string, passwordHash: string): Promise<string> =>
+  sha256Hex(`${memberId}\n${passwordHash}`);
+
+/** One membership a sign-in proved, for the workspace picker. */
+export interface ProvedMembership {
+  memberId: string;
+  proof: string;
+}
+
+/** The memberships of `choices` whose password is still the one the sign-in proved. */
+export async function stillProved(db: D1Database, choices: ProvedMembership[]): Promise<MemberWithWorkspace[]> {
+  const rows = await membersWithWorkspace(
+    db,
+    choices.map((x) => x.memberId),
+  );
+  const current = await Promise.all(
+    rows.map(async (m) => {
+      const proof = choices.find((x) => x.memberId === m.id)?.proof;
+      const ok =
+        proof !== undefined &&
+        m.password_hash !== null &&
+        (await timingSafeEqualStrings(proof, await passwordProof(m.id, m.password_hash)));
+      return ok ? m : null;
+    }),
+  );
+  return current.filter((m): m is MemberWithWorkspace => m !== null);
+}
+
+// A choice opens one session at most: its nonce is spent in the shared Throttle object (one token,
+// refilled only after twice the choice's lifetime, when the sealed cookie has long expired).
+const CHOICE_BUCKET = "workspace-choice";
+
+/**
+ * Opens a session for a membership the person proved at sign-in (the workspace picker): only if
+ * its password is still the one proved, and only once per sign-in (`nonce`).
+ */
+export async function openChosenSession(
+  db: D1Database,
+  env: Env,
+  choice: { nonce: string; chosen: ProvedMembership; lifetimeSeconds: number },
+): Promise<{ token: string; member: MemberWithWorkspace } | null> {
+  const [member] = await stillProved(db, [choice.chosen]);
+  if (!member) return null;
+  const spent = await takeToken(env, `sign-in:choice:${choice.nonce}`, [
+    { name: CHOICE_BUCKET, limit: 1, periodSeconds: 2 * choice.lifetimeSeconds },
+  ]);
+  if (!spent.allowed) return null;
+  const { token, statements } = await openSession(db, member.id, { revokeOthers: false });
   await db.batch(statements);
-  return token;
+  return { token, member };
 }
 
 export type PasswordChangeResult =

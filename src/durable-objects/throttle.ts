@@ -77,12 +77,6 @@ export class ThrottleDurableObject extends DurableObject<Env> {
     return refused.length > 0 ? summarize(refused, "refused") : summarize(decisions, "admitted");
   }
 
-  /** Forgets these buckets: they are full again (a successful sign-in clears its email's failures). */
-  async reset(names: string[]): Promise<void> {
-    this.ensureTable();
-    for (const name of names) this.sql.exec("DELETE FROM buckets WHERE name = ?", name);
-  }
-
   override async alarm(): Promise<void> {
     this.ensureTable();
     this.sql.exec("DELETE FROM buckets WHERE tat <= ?", now());

@@ -39,11 +39,6 @@ export function peekToken(
   return stub(env, scope).peek(buckets, cost);
 }
 
-/** Refills these buckets of the scope at once. */
-export function resetBuckets(env: Pick<Env, "THROTTLE">, scope: string, names: string[]): Promise<void> {
-  return stub(env, scope).reset(names);
-}
-
 /** `Retry-After` and `RateLimit-Reset` are whole seconds; Retry-After is at least 1. */
 const seconds = (ms: number): number => Math.ceil(ms / 1000);
 

@@ -1,8 +1,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
-import { membersWithWorkspace } from "../../db/members";
-import { MAX_SIGN_IN_MEMBERSHIPS, openChosenSession } from "../../domain/sign-in";
+import { MAX_SIGN_IN_MEMBERSHIPS, openChosenSession, stillProved, type ProvedMembership } from "../../domain/sign-in";
 import { now } from "../../lib/clock";
 import type { DashboardEnv } from "../context";
 import { formFields } from "../forms";
@@ -12,26 +11,41 @@ import { startSession } from "./sign-in";
 import { asActor, auditMember } from "../audit";
 
 // After a sign-in whose password matched memberships of several workspaces, the
-// person picks one. What the sign-in proved (which memberships, until when)
-// travels in a sealed cookie, so the picker needs no table and no password again.
+// person picks one. What the sign-in proved (which memberships with which password,
+// until when) travels in a sealed cookie, so the picker needs no table and no password
+// again; its nonce makes it good for one session only, and a membership whose password
+// was reset or changed since is no longer offered.
 const COOKIE = "workspace-choice";
-const PURPOSE = "dashboard-workspace-choice-v1";
+const PURPOSE = "dashboard-workspace-choice-v2";
 const CHOICE_TTL_SECONDS = 300;
 
 const Choice = z.object({
-  memberIds: z.array(z.string()).min(1).max(MAX_SIGN_IN_MEMBERSHIPS),
+  choices: z
+    .array(z.object({ memberId: z.string(), proof: z.string() }))
+    .min(1)
+    .max(MAX_SIGN_IN_MEMBERSHIPS),
+  nonce: z.string().min(16),
   next: z.string(),
   expiresAt: z.number(),
 });
 type Choice = z.infer<typeof Choice>;
 
 /** Remembers the memberships a sign-in proved and sends the browser to the picker. */
-export async function askForWorkspace(c: Context<DashboardEnv>, memberIds: string[], next: string): Promise<Response> {
+export async function askForWorkspace(
+  c: Context<DashboardEnv>,
+  proved: { choices: ProvedMembership[]; nonce: string },
+  next: string,
+): Promise<Response> {
   await setSealedCookie(
     c,
     COOKIE,
     PURPOSE,
-    { memberIds, next, expiresAt: now() + CHOICE_TTL_SECONDS * 1000 } satisfies Choice,
+    {
+      choices: proved.choices,
+      nonce: proved.nonce,
+      next,
+      expiresAt: now() + CHOICE_TTL_SECONDS * 1000,
+    } satisfies Choice,
     CHOICE_TTL_SECONDS,
   );
   return c.redirect("/dashboard/choose-workspace", 303);
@@ -48,7 +62,8 @@ export const chooseWorkspacePages = new Hono<DashboardEnv>()
   .get("/choose-workspace", async (c) => {
     const choice = await pendingChoice(c);
     if (!choice) return backToSignIn(c);
-    const memberships = await membersWithWorkspace(c.env.DB, choice.memberIds);
+    const memberships = await stillProved(c.env.DB, choice.choices);
+    if (memberships.length === 0) return backToSignIn(c);
     return c.render(
       <>
         <h1>Choose a workspace</h1>
@@ -70,13 +85,19 @@ export const chooseWorkspacePages = new Hono<DashboardEnv>()
   .post("/choose-workspace", async (c) => {
     const choice = await pendingChoice(c);
     const memberId = (await formFields(c)).memberId ?? "";
-    // Only a membership this browser's sign-in proved, and only once.
-    if (!choice || !choice.memberIds.includes(memberId)) return backToSignIn(c);
+    const chosen = choice?.choices.find((x) => x.memberId === memberId);
+    // Only a membership this browser's sign-in proved.
+    if (!choice || !chosen) return backToSignIn(c);
     deleteSealedCookie(c, COOKIE);
-    const [member] = await membersWithWorkspace(c.env.DB, [memberId]);
-    // Removed in the meantime.
-    if (!member) return backToSignIn(c);
-    await startSession(c, await openChosenSession(c.env.DB, member.id), `Signed in to ${member.workspace_name}.`);
+    // Removed, reset or given a new password in the meantime, or this choice already opened a session.
+    const opened = await openChosenSession(c.env.DB, c.env, {
+      nonce: choice.nonce,
+      chosen,
+      lifetimeSeconds: CHOICE_TTL_SECONDS,
+    });
+    if (!opened) return backToSignIn(c);
+    const { token, member } = opened;
+    await startSession(c, token, `Signed in to ${member.workspace_name}.`);
     await auditMember(
       c,
       {

@@ -91,7 +91,7 @@ export const signInPages = new Hono<DashboardEnv>()
       c.status(401);
       return renderSignIn(c, next, { error: "Email or password is incorrect.", email });
     }
-    if (result.kind === "choose") return askForWorkspace(c, result.memberIds, next);
+    if (result.kind === "choose") return askForWorkspace(c, result, next);
     await auditMember(
       c,
       { action: "member.signed_in", target: { type: "member", id: result.member.id } },
