@@ -7,7 +7,8 @@ import { takeToken } from "../src/lib/throttle";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
-import { signedInMember } from "./helpers/dashboard";
+import { signedInMember, uniqueEmail } from "./helpers/dashboard";
+import { apiV2 } from "./helpers/operator-templates";
 import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { fakeClockPerTest } from "./helpers/clock";
 
@@ -322,6 +323,98 @@ describe("the dashboard is held to the same limits as the API", () => {
       "rate_limit_exceeded",
     );
     expect(await count()).toBe(keys);
+  });
+});
+
+describe("writes limited inside their domain operations, whoever asks", () => {
+  it("sandbox test contacts: one budget per workspace for API v1, v2 and the dashboard; a refused change changes nothing", async () => {
+    const t = await createTenant();
+    const dev = await signedInMember(t.workspaceId, "developer");
+    const contacts = async () =>
+      (
+        await env.DB.prepare("SELECT phone FROM sandbox_test_contacts WHERE channel_number_id = ? ORDER BY phone")
+          .bind(t.numberId)
+          .all<{ phone: string }>()
+      ).results.map((r) => r.phone);
+    const { limit } = ABUSE_LIMITS.testContactChange;
+    await takeToken(env, scopes.workspace(t.workspaceId), [bucket("testContactChange")], limit - 1);
+    const last = await api("/sandbox/test-contacts", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, phone: "5511900000001" },
+    });
+    expect(last.status).toBe(201);
+    const before = await contacts();
+    expect(before).toContain("5511900000001");
+    const refused = await api("/sandbox/test-contacts", t.key, {
+      method: "POST",
+      json: { channelNumberId: t.numberId, phone: "5511900000002" },
+    });
+    const err = await expectError(refused, 429, "rate_limit_exceeded");
+    expect(err.error.message).toMatch(/test contact changes/);
+    expect(Number(refused.headers.get("Retry-After"))).toBe(ABUSE_LIMITS.testContactChange.periodSeconds / limit);
+    await expectError(
+      await api(`/sandbox/test-contacts/${t.numberId}/5511900000001`, t.key, { method: "DELETE" }),
+      429,
+      "rate_limit_exceeded",
+    );
+    await expectError(
+      await apiV2(`/sandbox/test-contacts/${t.numberId}/5511900000001`, t.key, { method: "DELETE" }),
+      429,
+      "rate_limit_exceeded",
+    );
+    const added = await dev.browser.post(`/dashboard/numbers/${t.numberId}/test-contacts`, { phone: "5511900000003" });
+    expect(added.status).toBe(429);
+    expect(await added.text()).toContain("test contact changes");
+    const removed = await dev.browser.post(`/dashboard/numbers/${t.numberId}/test-contacts/5511900000001/remove`, {});
+    expect(removed.status).toBe(429);
+    expect(await contacts()).toEqual(before);
+    // Listing them is a read, not a change.
+    expect((await api(`/sandbox/test-contacts?channelNumberId=${t.numberId}`, t.key)).status).toBe(200);
+  });
+
+  it("member invitations, role changes and removals: one budget per workspace for the dashboard and the admin API", async () => {
+    const t = await createTenant();
+    const owner = await signedInMember(t.workspaceId, "owner");
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    const members = async () =>
+      (
+        await env.DB.prepare("SELECT id, email, role FROM members WHERE workspace_id = ? ORDER BY id")
+          .bind(t.workspaceId)
+          .all()
+      ).results;
+    // The two invitations above spent two tokens: spend what is left.
+    await takeToken(
+      env,
+      scopes.workspace(t.workspaceId),
+      [bucket("memberChange")],
+      ABUSE_LIMITS.memberChange.limit - 2,
+    );
+    const before = await members();
+    const invited = await owner.browser.post("/dashboard/members", { email: uniqueEmail("late"), role: "viewer" });
+    expect(invited.status).toBe(429);
+    expect(await invited.text()).toContain("member changes");
+    expect((await owner.browser.post(`/dashboard/members/${viewer.memberId}/role`, { role: "owner" })).status).toBe(
+      429,
+    );
+    expect(
+      (await owner.browser.post(`/dashboard/members/${viewer.memberId}/remove`, { confirmed: "yes" })).status,
+    ).toBe(429);
+    await expectError(
+      await admin(`/workspaces/${t.workspaceId}/members`, {
+        method: "POST",
+        json: { email: uniqueEmail("admin"), role: "viewer" },
+      }),
+      429,
+      "rate_limit_exceeded",
+    );
+    await expectError(
+      await admin(`/workspaces/${t.workspaceId}/members/${viewer.memberId}`, { method: "DELETE" }),
+      429,
+      "rate_limit_exceeded",
+    );
+    expect(await members()).toEqual(before);
+    // The viewer was neither promoted nor signed out.
+    expect((await viewer.browser.get("/dashboard")).status).toBe(200);
   });
 });
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { app } from "../src/app";
-import { appendAudit, type AuditRow } from "../src/db/audit-log";
+import { appendAudit, AUDIT_MAX_ROWS_PER_ACTION, type AuditRow } from "../src/db/audit-log";
 import { AUDIT_ACTIONS, type AuditAction } from "../src/domain/audit";
 import { purgeOldAudit } from "../src/scheduled/audit-retention";
 import { admin, api, json } from "./helpers/http";
@@ -640,7 +640,20 @@ describe("the audit log's bound", () => {
         .all<{ request_id: string }>()
     ).results.map((r) => r.request_id);
 
-  it("keeps at most the newest N entries of a workspace: each insert drops what fell below, other workspaces untouched", async () => {
+  it("a flood of one action never pushes out another's entries: each action keeps its newest AUDIT_MAX_ROWS_PER_ACTION", async () => {
+    const a = crypto.randomUUID();
+    const at = () => new Date().toISOString();
+    await appendAudit(env.DB, { ...entry(a, at(), 0), action: "channel_number.connected" });
+    for (let n = 1; n <= AUDIT_MAX_ROWS_PER_ACTION + 20; n++)
+      await appendAudit(env.DB, { ...entry(a, at(), n), action: "sandbox.test_contact_added" });
+    const ids = await requestIds(a);
+    expect(ids[0]).toBe("req_bound_0");
+    expect(ids).toHaveLength(1 + AUDIT_MAX_ROWS_PER_ACTION);
+    expect(ids.at(1)).toBe("req_bound_21");
+    expect(ids.at(-1)).toBe(`req_bound_${AUDIT_MAX_ROWS_PER_ACTION + 20}`);
+  });
+
+  it("keeps at most the newest N entries of an action: each insert drops what fell below, other workspaces untouched", async () => {
     const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
     await appendAudit(env.DB, entry(b, new Date().toISOString(), 0), 3);
     for (let n = 1; n <= 5; n++) await appendAudit(env.DB, entry(a, new Date().toISOString(), n), 3);

@@ -15,18 +15,23 @@ export interface AuditRow {
   request_id: string;
 }
 
-/** How long entries are kept, and how many a workspace keeps at most (the oldest go first). */
+/**
+ * How long entries are kept, and how many of each action a workspace keeps at most (the oldest of
+ * that action go first): a flood of one action (test contacts, test events, sign-ins) never pushes
+ * out the entries of another (a number connected, a key created). At most
+ * AUDIT_MAX_ROWS_PER_ACTION × the number of actions per workspace (migrations/0032).
+ */
 export const AUDIT_RETENTION_DAYS = 90;
-export const AUDIT_MAX_ROWS_PER_WORKSPACE = 2_000;
+export const AUDIT_MAX_ROWS_PER_ACTION = 50;
 
 /**
- * Appends an entry with the workspace's next `seq`, and trims the workspace to
- * its newest AUDIT_MAX_ROWS_PER_WORKSPACE entries, in one batch.
+ * Appends an entry with the workspace's next `seq`, and trims the workspace's entries of the same
+ * action to the newest `maxRows`, in one batch.
  */
 export async function appendAudit(
   db: D1Database,
   row: Omit<AuditRow, "seq">,
-  maxRows = AUDIT_MAX_ROWS_PER_WORKSPACE,
+  maxRows = AUDIT_MAX_ROWS_PER_ACTION,
 ): Promise<void> {
   await db.batch([
     db
@@ -47,11 +52,13 @@ export async function appendAudit(
         row.client_address,
         row.request_id,
       ),
+    // The entry just past the newest `maxRows` of this action (none while there are fewer) and every older one.
     db
       .prepare(
-        "DELETE FROM audit_log WHERE workspace_id = ?1 AND seq <= (SELECT MAX(seq) FROM audit_log WHERE workspace_id = ?1) - ?2",
+        `DELETE FROM audit_log WHERE workspace_id = ?1 AND action = ?2 AND seq <= (
+           SELECT seq FROM audit_log WHERE workspace_id = ?1 AND action = ?2 ORDER BY seq DESC LIMIT 1 OFFSET ?3)`,
       )
-      .bind(row.workspace_id, maxRows),
+      .bind(row.workspace_id, row.action, maxRows),
   ]);
 }
 

@@ -32,6 +32,10 @@ export const ABUSE_LIMITS = {
    * Copies once made are served from R2 under the read limit only.
    */
   mediaFetchThrough: { limit: 60, periodSeconds: 60 },
+  /** Adding and removing sandbox test contacts (API or dashboard), per workspace: each change is an audit entry. */
+  testContactChange: { limit: 60, periodSeconds: 3600 },
+  /** Inviting (or re-inviting), re-roling and removing members (dashboard or admin API), per workspace. */
+  memberChange: { limit: 60, periodSeconds: 3600 },
   /** Well-formed API keys that are unknown or revoked (each costs a D1 query), per client address. */
   authFailures: { limit: 30, periodSeconds: 60 },
 } as const satisfies Record<string, Limit>;
@@ -55,7 +59,8 @@ export const scopes = {
 /**
  * The per-key bucket of a public API request (`path` relative to /api/v1), or
  * null where the operation applies its own limits: sends, connecting a number
- * (src/domain/number-connection.ts), and webhook configuration (limited per caller in src/domain/webhook-config.ts, for the
+ * (src/domain/number-connection.ts), sandbox test contacts (src/domain/sandbox-test-contacts.ts),
+ * and webhook configuration (limited per caller in src/domain/webhook-config.ts, for the
  * dashboard too). Webhook test events and replays spend a read token here,
  * before their webhook is looked up, so that unknown, foreign and disabled ids
  * are not free; once the webhook is known, its own limits apply as well.
@@ -66,7 +71,9 @@ export function perKeyBucket(method: string, path: string): BucketSpec | null {
     if (path === "/webhooks") return null;
     if (path === "/channel-numbers") return null;
     if (path === "/sandbox/inbound") return bucket("sandboxInbound");
+    if (path === "/sandbox/test-contacts") return null;
   }
+  if (method === "DELETE" && path.startsWith("/sandbox/test-contacts/")) return null;
   // GET, test events and replays, and anything else (an unknown route answers 404 but still counts).
   return bucket("read");
 }

@@ -2,14 +2,18 @@ import { z } from "@hono/zod-openapi";
 import {
   MEMBER_ROLES,
   upsertInvitedMemberStatement,
+  changeRole,
   countMembers,
+  deleteMember,
   findMemberByEmail,
   type MemberRole,
   type MemberRow,
 } from "../db/members";
 import { deleteSessionsOfInvitedStatement } from "../db/dashboard-sessions";
-import { now } from "../lib/clock";
+import { isoNow, now } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
+import { bucket, scopes } from "./abuse-limits";
+import { spend, type RateLimited, type Spent } from "./limit-check";
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 export const MAX_MEMBERS_PER_WORKSPACE = 50;
@@ -35,7 +39,44 @@ export const invitationUrl = (origin: string, token: string): string => `${origi
 
 export type InviteResult =
   | { ok: true; member: MemberRow; token: string; expiresAt: string }
-  | { ok: false; reason: "too_many_members" | "last_owner" };
+  | { ok: false; reason: "too_many_members" | "last_owner" }
+  | RateLimited;
+
+type Stores = Pick<Env, "DB" | "THROTTLE">;
+
+/** Every change of a workspace's members spends from its budget first, whoever asks (owner or operator). */
+function spendMemberChange(env: Stores, workspaceId: string): Promise<Spent> {
+  const perWorkspace = bucket("memberChange");
+  return spend(
+    env,
+    scopes.workspace(workspaceId),
+    [perWorkspace],
+    `member changes: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`,
+  );
+}
+
+/** Gives a member another role, unless it is the last owner's (`member: null`: unknown, or last owner). */
+export async function changeMemberRole(
+  env: Stores,
+  workspaceId: string,
+  memberId: string,
+  role: MemberRole,
+): Promise<{ ok: true; member: MemberRow | null } | RateLimited> {
+  const spent = await spendMemberChange(env, workspaceId);
+  if (!spent.ok) return spent;
+  return { ok: true, member: await changeRole(env.DB, workspaceId, memberId, role, isoNow()) };
+}
+
+/** Removes a member and its sessions, unless it is the last owner (`removed: false`). */
+export async function removeMember(
+  env: Stores,
+  workspaceId: string,
+  memberId: string,
+): Promise<{ ok: true; removed: boolean } | RateLimited> {
+  const spent = await spendMemberChange(env, workspaceId);
+  if (!spent.ok) return spent;
+  return { ok: true, removed: await deleteMember(env.DB, workspaceId, memberId) };
+}
 
 /**
  * Invites `email` to the workspace with `role`, returning a single-use token
@@ -43,13 +84,17 @@ export type InviteResult =
  * resets them: new role, password cleared, earlier link and every session
  * revoked. Only this workspace's members are consulted: the answer is the
  * same whatever exists in other workspaces (an email may belong to several).
+ * Limited per workspace, whoever asks.
  */
 export async function inviteMember(
-  db: D1Database,
+  env: Stores,
   workspaceId: string,
   email: string,
   role: MemberRole,
 ): Promise<InviteResult> {
+  const spent = await spendMemberChange(env, workspaceId);
+  if (!spent.ok) return spent;
+  const db = env.DB;
   const existing = await findMemberByEmail(db, workspaceId, email);
   if (!existing && (await countMembers(db, workspaceId)) >= MAX_MEMBERS_PER_WORKSPACE)
     return { ok: false, reason: "too_many_members" };

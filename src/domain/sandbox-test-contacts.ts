@@ -7,6 +7,8 @@ import {
   type TestContactRow,
 } from "../db/sandbox-test-contacts";
 import { isoNow } from "../lib/clock";
+import { bucket, scopes } from "./abuse-limits";
+import { spend, type RateLimited } from "./limit-check";
 import { E164_DIGITS } from "./send-request";
 
 // A sandbox number's test contacts (recipients it sends to outside the 24-hour window): what
@@ -27,10 +29,24 @@ export type AddOutcome =
   | { ok: true; added: boolean; contact: TestContactRow }
   | NotSandbox
   | BadPhone
+  | RateLimited
   | { ok: false; problem: "full"; reason: string };
 
 export type RemoveOutcome =
-  { ok: true } | NotSandbox | BadPhone | { ok: false; problem: "not_a_test_contact"; reason: string };
+  { ok: true } | NotSandbox | BadPhone | RateLimited | { ok: false; problem: "not_a_test_contact"; reason: string };
+
+type Stores = Pick<Env, "DB" | "THROTTLE">;
+
+/** Every change spends from the workspace's budget first, whoever asks: each one is an audit entry. */
+function spendChange(env: Stores, number: ChannelNumberRow): Promise<{ ok: true } | RateLimited> {
+  const perWorkspace = bucket("testContactChange");
+  return spend(
+    env,
+    scopes.workspace(number.workspace_id),
+    [perWorkspace],
+    `test contact changes: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`,
+  );
+}
 
 const notSandbox = (number: ChannelNumberRow): NotSandbox | null =>
   number.upstream_type === "sandbox" ? null : { ok: false, problem: "not_sandbox", reason: NOT_SANDBOX };
@@ -43,13 +59,12 @@ export async function testContactsOf(db: D1Database, number: ChannelNumberRow): 
 }
 
 /** Marks `phone` as a test contact of the sandbox `number` (`added: false` when it already was one). */
-export async function addSandboxTestContact(
-  db: D1Database,
-  number: ChannelNumberRow,
-  phone: string,
-): Promise<AddOutcome> {
+export async function addSandboxTestContact(env: Stores, number: ChannelNumberRow, phone: string): Promise<AddOutcome> {
   const refused = notSandbox(number) ?? badPhone(phone);
   if (refused) return refused;
+  const spent = await spendChange(env, number);
+  if (!spent.ok) return spent;
+  const db = env.DB;
   const at = isoNow();
   const outcome = await addTestContact(db, number.id, phone, at);
   if (outcome === "full") return { ok: false, problem: "full", reason: FULL };
@@ -59,13 +74,15 @@ export async function addSandboxTestContact(
 
 /** Unmarks `phone`. */
 export async function removeSandboxTestContact(
-  db: D1Database,
+  env: Stores,
   number: ChannelNumberRow,
   phone: string,
 ): Promise<RemoveOutcome> {
   const refused = notSandbox(number) ?? badPhone(phone);
   if (refused) return refused;
-  if (!(await removeTestContact(db, number.id, phone)))
+  const spent = await spendChange(env, number);
+  if (!spent.ok) return spent;
+  if (!(await removeTestContact(env.DB, number.id, phone)))
     return { ok: false, problem: "not_a_test_contact", reason: "That phone is not a test contact of this number." };
   return { ok: true };
 }

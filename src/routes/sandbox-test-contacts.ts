@@ -20,6 +20,7 @@ import {
 } from "../domain/sandbox-test-contacts";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
+import { throwIfLimited } from "../middleware/rate-limit";
 import { auditApi } from "./audit";
 import type { AppEnv } from "../context";
 import type { Context } from "hono";
@@ -122,7 +123,8 @@ export const sandboxTestContactRoutes = newRouter()
   .openapi(add, async (c) => {
     const body = c.req.valid("json");
     const number = await sandboxNumber(c, body.channelNumberId);
-    const outcome = await addSandboxTestContact(c.env.DB, number, body.phone);
+    const outcome = await addSandboxTestContact(c.env, number, body.phone);
+    throwIfLimited(outcome);
     if (!outcome.ok) {
       if (outcome.problem === "not_sandbox") throw new ApiError("forbidden", outcome.reason);
       const rule = outcome.problem === "full" ? "max_test_contacts" : "pattern";
@@ -139,7 +141,8 @@ export const sandboxTestContactRoutes = newRouter()
   .openapi(remove, async (c) => {
     const { channelNumberId, phone } = c.req.valid("param");
     const number = await sandboxNumber(c, channelNumberId);
-    const outcome = await removeSandboxTestContact(c.env.DB, number, phone);
+    const outcome = await removeSandboxTestContact(c.env, number, phone);
+    throwIfLimited(outcome);
     if (!outcome.ok) {
       if (outcome.problem === "not_sandbox") throw new ApiError("forbidden", outcome.reason);
       if (outcome.problem === "invalid_phone")

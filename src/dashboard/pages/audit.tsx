@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { listKeys } from "../../db/api-keys";
-import { AUDIT_MAX_ROWS_PER_WORKSPACE, AUDIT_RETENTION_DAYS, listAudit, type AuditRow } from "../../db/audit-log";
+import { AUDIT_MAX_ROWS_PER_ACTION, AUDIT_RETENTION_DAYS, listAudit, type AuditRow } from "../../db/audit-log";
 import { keyLabel } from "../../domain/api-keys";
 import { AUDIT_ACTIONS, isAuditAction } from "../../domain/audit";
 import type { DashboardEnv } from "../context";
@@ -53,7 +53,7 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
       <p>
         Every change to the workspace, from the dashboard, the API or our operators: who, what, when, from which
         address, and the request id to quote to support. Kept {AUDIT_RETENTION_DAYS} days, and at most the newest{" "}
-        {AUDIT_MAX_ROWS_PER_WORKSPACE.toLocaleString("en")} entries. Keys, secrets and links are never recorded.
+        {AUDIT_MAX_ROWS_PER_ACTION} entries of each action. Keys, secrets and links are never recorded.
       </p>
       <form method="get" action="/dashboard/audit" class="row">
         <label for="action">Action</label>

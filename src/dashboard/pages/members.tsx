@@ -1,21 +1,24 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { changeRole, deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
 import { findByUuid } from "../../domain/job-id";
+import { isRateLimited } from "../../domain/limit-check";
 import {
+  changeMemberRole,
   invitationUrl,
   inviteMember,
+  removeMember,
   MemberEmail,
   MemberRoleSchema,
   MAX_MEMBERS_PER_WORKSPACE,
 } from "../../domain/members";
-import { isoNow, now } from "../../lib/clock";
+import { now } from "../../lib/clock";
 import type { DashboardEnv } from "../context";
 import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { hasRole, requireRole } from "../roles";
-import { confirmPage, notFoundPage } from "./errors";
+import { confirmPage, notFoundPage, rateLimitedPage } from "./errors";
 import { auditMember } from "../audit";
 
 const ROLE_HELP = {
@@ -175,7 +178,8 @@ export const memberPages = new Hono<DashboardEnv>()
     if (!email.success) return refuse("Enter an email address.");
     if (!role.success) return refuse("Choose a role.");
     if (email.data === session.email) return refuse("That is you: change your own password on your account page.");
-    const result = await inviteMember(c.env.DB, session.workspace_id, email.data, role.data);
+    const result = await inviteMember(c.env, session.workspace_id, email.data, role.data);
+    if (isRateLimited(result)) return rateLimitedPage(c, result, "/dashboard/members");
     if (!result.ok) {
       const reasons = {
         too_many_members: `A workspace can have at most ${MAX_MEMBERS_PER_WORKSPACE} members.`,
@@ -207,7 +211,9 @@ export const memberPages = new Hono<DashboardEnv>()
       return renderMembers(c, { error: "Choose a role." });
     }
     const session = c.get("session");
-    const changed = await changeRole(c.env.DB, session.workspace_id, member.id, role.data, isoNow());
+    const outcome = await changeMemberRole(c.env, session.workspace_id, member.id, role.data);
+    if (!outcome.ok) return rateLimitedPage(c, outcome, "/dashboard/members");
+    const changed = outcome.member;
     if (changed && member.role !== role.data) {
       await auditMember(c, {
         action: "member.role_changed",
@@ -235,7 +241,9 @@ export const memberPages = new Hono<DashboardEnv>()
       });
     }
     const session = c.get("session");
-    const removed = await deleteMember(c.env.DB, session.workspace_id, member.id);
+    const outcome = await removeMember(c.env, session.workspace_id, member.id);
+    if (!outcome.ok) return rateLimitedPage(c, outcome, "/dashboard/members");
+    const { removed } = outcome;
     if (removed)
       await auditMember(c, {
         action: "member.removed",

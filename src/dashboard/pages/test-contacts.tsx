@@ -8,7 +8,7 @@ import type { DashboardEnv } from "../context";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { requireRole } from "../roles";
-import { notFoundPage } from "./errors";
+import { notFoundPage, rateLimitedPage } from "./errors";
 import { renderNumber } from "./numbers";
 
 // Developers and owners mark a sandbox number's test contacts on its page: the same domain
@@ -24,8 +24,9 @@ export const testContactPages = new Hono<DashboardEnv>()
     const number = await numberOfPath(c);
     if (!number) return notFoundPage(c);
     const phone = ((await formFields(c)).phone ?? "").trim();
-    const outcome = await addSandboxTestContact(c.env.DB, number, phone);
+    const outcome = await addSandboxTestContact(c.env, number, phone);
     if (!outcome.ok) {
+      if (outcome.problem === "rate_limited") return rateLimitedPage(c, outcome, `/dashboard/numbers/${number.id}`);
       // A live number's page has no such form: a crafted post gets the reason as an error notice.
       if (outcome.problem === "not_sandbox") {
         await setFlash(c, { notice: outcome.reason, error: true }, session.token_hash);
@@ -53,8 +54,9 @@ export const testContactPages = new Hono<DashboardEnv>()
     const number = await numberOfPath(c);
     if (!number) return notFoundPage(c);
     const phone = c.req.param("phone");
-    const outcome = await removeSandboxTestContact(c.env.DB, number, phone);
+    const outcome = await removeSandboxTestContact(c.env, number, phone);
     if (!outcome.ok) {
+      if (outcome.problem === "rate_limited") return rateLimitedPage(c, outcome, `/dashboard/numbers/${number.id}`);
       await setFlash(c, { notice: outcome.reason, error: true }, session.token_hash);
       return c.redirect(`/dashboard/numbers/${number.id}`, 303);
     }

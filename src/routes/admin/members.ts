@@ -1,9 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
-import { deleteMember, getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { throwIfLimited } from "../../middleware/rate-limit";
 import {
   invitationUrl,
   inviteMember,
+  removeMember,
   MAX_MEMBERS_PER_WORKSPACE,
   MemberEmail,
   MemberRoleSchema,
@@ -71,7 +73,7 @@ const invite = createRoute({
       Invitation,
       "The member (created, or reset if the email is already a member: new role, password cleared, sessions ended) and its invitation link.",
     ),
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 
@@ -91,7 +93,7 @@ const remove = createRoute({
   request: { params: WorkspaceParam.extend({ memberId: z.string() }) },
   responses: {
     204: { description: "Removed: the member's sessions ended and its invitation link stopped working." },
-    ...errorResponses(400, 401, 404),
+    ...errorResponses(400, 401, 404, 429),
   },
 });
 
@@ -100,7 +102,8 @@ export const adminMemberRoutes = newRouter()
     const { workspaceId } = c.req.valid("param");
     const { email, role } = c.req.valid("json");
     await requireWorkspace(c.env.DB, workspaceId);
-    const result = await inviteMember(c.env.DB, workspaceId, email, role);
+    const result = await inviteMember(c.env, workspaceId, email, role);
+    throwIfLimited(result);
     if (!result.ok) {
       const messages = {
         too_many_members: `The workspace already has ${MAX_MEMBERS_PER_WORKSPACE} members.`,
@@ -128,7 +131,9 @@ export const adminMemberRoutes = newRouter()
     await requireWorkspace(c.env.DB, workspaceId);
     const member = await findByUuid(memberId, (stored) => getMember(c.env.DB, workspaceId, stored));
     if (!member) throw notFound("Member");
-    if (!(await deleteMember(c.env.DB, workspaceId, member.id))) {
+    const outcome = await removeMember(c.env, workspaceId, member.id);
+    throwIfLimited(outcome);
+    if (!outcome.removed) {
       const message = "This member is the workspace's last owner: make another member owner first.";
       throw new ApiError("invalid_request", message, {
         details: [{ path: "path.memberId", rule: "last_owner", message }],

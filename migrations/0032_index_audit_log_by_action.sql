@@ -1,0 +1,13 @@
+-- The audit log's bound becomes per action: each insert keeps the workspace's newest
+-- AUDIT_MAX_ROWS_PER_ACTION = 50 entries of that action (src/db/audit-log.ts), so that a flood
+-- of one kind (test contacts, test events, sign-ins) never pushes out another kind (a number
+-- connected, a key created). This index serves that trim (the 51st newest entry of one action of
+-- one workspace: one index seek) and the audit page's filter by action.
+--
+-- Bound: one index entry per audit_log row (~80 bytes: workspace id, action, seq). The table's
+-- own bound changes from the newest 2,000 rows per workspace to the newest 50 per action: ≤ 1,100
+-- per workspace with the 22 actions of today (~275 KB); 90 days as before. Design load (10,000
+-- workspaces, ~5 actions a workspace a day): 50,000 rows a day, ≤ 4.5 M rows kept (~1.1 GB, and
+-- ~0.35 GB of this index); the ceiling, every workspace full in every action, is 11 M rows
+-- (~2.75 GB + ~0.9 GB), below the 20 M rows (~5 GB) of the former bound.
+CREATE INDEX audit_log_by_action ON audit_log (workspace_id, action, seq);
