@@ -18,6 +18,8 @@ import { admin, expectError, json } from "./helpers/http";
 import { createWorkspace } from "./helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "./helpers/dashboard";
 import { fakeClock } from "./helpers/clock";
+import { ABUSE_LIMITS, bucket, scopes } from "../src/domain/abuse-limits";
+import { takeToken } from "../src/lib/throttle";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -328,6 +330,47 @@ describe("sign-in", () => {
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/dashboard");
     expect(await (await b.get("/dashboard")).text()).toContain("Victim");
+  });
+
+  it("failed sign-ins reach the audit log of every workspace whose membership was tried, at most 20 an hour each", async () => {
+    const [a, b] = await Promise.all([createWorkspace({ name: "Alpha" }), createWorkspace({ name: "Beta" })]);
+    const email = uniqueEmail("person");
+    const inA = await signedInMember(a, "developer", email);
+    const inB = await signedInMember(b, "viewer", email);
+    const ownerA = await signedInMember(a, "owner");
+    const failures = async (workspaceId: string) =>
+      (
+        await env.DB.prepare(
+          "SELECT actor_type, actor_id, actor_label, target_id, client_address FROM audit_log WHERE workspace_id = ? AND action = 'member.sign_in_failed' ORDER BY seq",
+        )
+          .bind(workspaceId)
+          .all()
+      ).results;
+    const ip = freshIp();
+    expect((await signIn(new Browser(), email, "not my password", ip)).status).toBe(401);
+    await vi.waitFor(async () => expect(await failures(b)).toHaveLength(1), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(async () => expect(await failures(a)).toHaveLength(1), { timeout: 5_000, interval: 50 });
+    expect((await failures(a))[0]).toEqual({
+      actor_type: "member",
+      actor_id: inA.memberId,
+      actor_label: email,
+      target_id: inA.memberId,
+      client_address: ip,
+    });
+    const page = await (await ownerA.browser.get("/dashboard/audit")).text();
+    expect(page).toContain("sign-in failed (wrong password)");
+    expect(page).toContain(ip);
+
+    // A's trace budget is spent: a further failure is recorded in B only.
+    const { limit } = ABUSE_LIMITS.signInFailureTrace;
+    expect(limit).toBe(20);
+    await takeToken(env, scopes.workspace(a), [bucket("signInFailureTrace")], limit - 1);
+    expect((await signIn(new Browser(), email, "still not my password")).status).toBe(401);
+    await vi.waitFor(async () => expect(await failures(b)).toHaveLength(2), { timeout: 5_000, interval: 50 });
+    expect(await failures(a)).toHaveLength(1);
+    expect((await failures(b)).map((r) => r.target_id)).toEqual([inB.memberId, inB.memberId]);
+    // The right password is no failure.
+    expect((await signIn(new Browser(), email, PASSWORD)).status).toBe(303);
   });
 
   it(`throttles a client IP (CF-Connecting-IP) after ${SIGN_IN_IP_LIMIT} attempts, whatever the emails`, async () => {

@@ -36,6 +36,8 @@ export const ABUSE_LIMITS = {
   testContactChange: { limit: 60, periodSeconds: 3600 },
   /** Inviting (or re-inviting), re-roling and removing members (dashboard or admin API), per workspace. */
   memberChange: { limit: 60, periodSeconds: 3600 },
+  /** Failed dashboard sign-ins recorded in a workspace's audit log (beyond it, not recorded), per workspace. */
+  signInFailureTrace: { limit: 20, periodSeconds: 3600 },
   /** Well-formed API keys that are unknown or revoked (each costs a D1 query), per client address. */
   authFailures: { limit: 30, periodSeconds: 60 },
 } as const satisfies Record<string, Limit>;

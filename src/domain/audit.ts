@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = {
   "member.removed": "member removed",
   "member.invitation_accepted": "invitation accepted (password set)",
   "member.signed_in": "signed in",
+  "member.sign_in_failed": "sign-in failed (wrong password)",
   "member.signed_out": "signed out",
   "member.password_changed": "password changed",
 } as const;

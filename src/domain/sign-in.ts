@@ -9,6 +9,7 @@ import { takeToken, type ThrottleDecision } from "../lib/throttle";
 import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, timingSafeEqualStrings, toBase64Url } from "../lib/crypto";
 import { hashPassword, needsRehash, verifyPassword } from "../lib/password";
+import { bucket, scopes } from "./abuse-limits";
 import { openSession } from "./dashboard-session";
 
 /**
@@ -40,7 +41,7 @@ export const MAX_SIGN_IN_MEMBERSHIPS = 10;
 export type SignInResult =
   | { ok: true; kind: "session"; token: string; member: MemberRow }
   | { ok: true; kind: "choose"; choices: ProvedMembership[]; nonce: string }
-  | { ok: false; reason: "invalid" }
+  | { ok: false; reason: "invalid"; tried: MemberRow[] }
   | { ok: false; reason: "throttled"; retryAfterMs: number };
 
 // Throttle keys: the email is hashed so that addresses do not appear in object names.
@@ -74,13 +75,13 @@ export async function signIn(
   const memberships = await membershipsWithPassword(db, input.email, MAX_SIGN_IN_MEMBERSHIPS);
   if (memberships.length === 0) {
     await verifyPassword(input.password, null);
-    return { ok: false, reason: "invalid" };
+    return { ok: false, reason: "invalid", tried: [] };
   }
   const matches: MemberRow[] = [];
   // One after the other: each derivation is CPU-bound, nothing is gained by starting them together.
   for (const m of memberships)
     if (m.password_hash !== null && (await verifyPassword(input.password, m.password_hash))) matches.push(m);
-  if (matches.length === 0) return { ok: false, reason: "invalid" };
+  if (matches.length === 0) return { ok: false, reason: "invalid", tried: memberships };
 
   // Parameters raised since these hashes were made: store new ones now that we have the password.
   const stored = await Promise.all(
@@ -135,6 +136,15 @@ export async function stillProved(db: D1Database, choices: ProvedMembership[]): 
     }),
   );
   return current.filter((m): m is MemberWithWorkspace => m !== null);
+}
+
+/**
+ * Whether a failed sign-in at one of the workspace's memberships is still recorded in its audit
+ * log: at most ABUSE_LIMITS.signInFailureTrace an hour per workspace, so that anyone who knows an
+ * address cannot fill a workspace's log (nor spend its D1 writes) by failing on purpose.
+ */
+export async function mayTraceFailedSignIn(env: Env, workspaceId: string): Promise<boolean> {
+  return (await takeToken(env, scopes.workspace(workspaceId), [bucket("signInFailureTrace")])).allowed;
 }
 
 // A choice opens one session at most: its nonce is spent in the shared Throttle object (one token,

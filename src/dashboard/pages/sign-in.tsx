@@ -2,8 +2,9 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { endSession, hashSessionToken, resolveSession } from "../../domain/dashboard-session";
 import { PASSWORD_MAX_CHARS } from "../../domain/members";
-import { signIn } from "../../domain/sign-in";
+import { mayTraceFailedSignIn, signIn } from "../../domain/sign-in";
 import { clientAddress } from "../../lib/client-address";
+import { log } from "../../lib/log";
 import type { DashboardEnv } from "../context";
 import { formFields } from "../forms";
 import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../session";
@@ -87,7 +88,28 @@ export const signInPages = new Hono<DashboardEnv>()
           email,
         });
       }
-      // One answer for an unknown email, a member without a password and a wrong password.
+      // Owners see failed attempts at their members (bounded per workspace), written after the
+      // answer: the person gets one answer, in the same time, for an unknown email, a member
+      // without a password and a wrong password.
+      c.executionCtx.waitUntil(
+        Promise.all(
+          result.tried.map(async (m) => {
+            try {
+              if (await mayTraceFailedSignIn(c.env, m.workspace_id))
+                await auditMember(
+                  c,
+                  { action: "member.sign_in_failed", target: { type: "member", id: m.id } },
+                  asActor(m),
+                );
+            } catch (err) {
+              log("error", "failed sign-in not traced", {
+                requestId: c.get("requestId"),
+                detail: err instanceof Error ? err.message : String(err),
+              });
+            }
+          }),
+        ),
+      );
       c.status(401);
       return renderSignIn(c, next, { error: "Email or password is incorrect.", email });
     }
