@@ -343,6 +343,7 @@ describe("writes limited inside their domain operations, whoever asks", () => {
       json: { channelNumberId: t.numberId, phone: "5511900000001" },
     });
     expect(last.status).toBe(201);
+    expectRateHeaders(last, limit, 0);
     const before = await contacts();
     expect(before).toContain("5511900000001");
     const refused = await api("/sandbox/test-contacts", t.key, {

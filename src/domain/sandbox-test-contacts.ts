@@ -8,7 +8,8 @@ import {
 } from "../db/sandbox-test-contacts";
 import { isoNow } from "../lib/clock";
 import { bucket, scopes } from "./abuse-limits";
-import { spend, type RateLimited } from "./limit-check";
+import { spend, type RateLimited, type Spent } from "./limit-check";
+import type { ThrottleDecision } from "../lib/throttle";
 import { E164_DIGITS } from "./send-request";
 
 // A sandbox number's test contacts (recipients it sends to outside the 24-hour window): what
@@ -26,19 +27,23 @@ type NotSandbox = { ok: false; problem: "not_sandbox"; reason: string };
 type BadPhone = { ok: false; problem: "invalid_phone"; reason: string };
 
 export type AddOutcome =
-  | { ok: true; added: boolean; contact: TestContactRow }
+  | { ok: true; added: boolean; contact: TestContactRow; limit: ThrottleDecision }
   | NotSandbox
   | BadPhone
   | RateLimited
   | { ok: false; problem: "full"; reason: string };
 
 export type RemoveOutcome =
-  { ok: true } | NotSandbox | BadPhone | RateLimited | { ok: false; problem: "not_a_test_contact"; reason: string };
+  | { ok: true; limit: ThrottleDecision }
+  | NotSandbox
+  | BadPhone
+  | RateLimited
+  | { ok: false; problem: "not_a_test_contact"; reason: string };
 
 type Stores = Pick<Env, "DB" | "THROTTLE">;
 
 /** Every change spends from the workspace's budget first, whoever asks: each one is an audit entry. */
-function spendChange(env: Stores, number: ChannelNumberRow): Promise<{ ok: true } | RateLimited> {
+function spendChange(env: Stores, number: ChannelNumberRow): Promise<Spent> {
   const perWorkspace = bucket("testContactChange");
   return spend(
     env,
@@ -69,7 +74,12 @@ export async function addSandboxTestContact(env: Stores, number: ChannelNumberRo
   const outcome = await addTestContact(db, number.id, phone, at);
   if (outcome === "full") return { ok: false, problem: "full", reason: FULL };
   const row = (await listTestContacts(db, number.id)).find((r) => r.phone === phone);
-  return { ok: true, added: outcome === "added", contact: { phone, created_at: row?.created_at ?? at } };
+  return {
+    ok: true,
+    added: outcome === "added",
+    contact: { phone, created_at: row?.created_at ?? at },
+    limit: spent.decision,
+  };
 }
 
 /** Unmarks `phone`. */
@@ -84,5 +94,5 @@ export async function removeSandboxTestContact(
   if (!spent.ok) return spent;
   if (!(await removeTestContact(env.DB, number.id, phone)))
     return { ok: false, problem: "not_a_test_contact", reason: "That phone is not a test contact of this number." };
-  return { ok: true };
+  return { ok: true, limit: spent.decision };
 }

@@ -20,7 +20,7 @@ import {
 } from "../domain/sandbox-test-contacts";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
-import { throwIfLimited } from "../middleware/rate-limit";
+import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
 import { auditApi } from "./audit";
 import type { AppEnv } from "../context";
 import type { Context } from "hono";
@@ -132,6 +132,7 @@ export const sandboxTestContactRoutes = newRouter()
         outcome.problem === "full" ? `At most ${MAX_TEST_CONTACTS_PER_NUMBER} per number.` : outcome.reason;
       throw new ApiError("invalid_request", outcome.reason, { details: [{ path: "phone", rule, message }] });
     }
+    limitHeaders(c, outcome.limit);
     // The phone is personal data: the entry names the number, not the contact.
     if (outcome.added)
       await auditApi(c, { action: "sandbox.test_contact_added", target: { type: "channel_number", id: number.id } });
@@ -151,6 +152,7 @@ export const sandboxTestContactRoutes = newRouter()
         });
       throw new ApiError("not_found", outcome.reason);
     }
+    limitHeaders(c, outcome.limit);
     await auditApi(c, { action: "sandbox.test_contact_removed", target: { type: "channel_number", id: number.id } });
     return c.body(null, 204);
   });
