@@ -371,6 +371,10 @@ const API: Record<string, Walk | { exempt: string }> = {
 };
 
 const ADMIN: Record<string, Walk | { exempt: string }> = {
+  "POST /admin/v1/dev/object-restarts": {
+    exempt:
+      "a local soak switch (404 unless DEV_OBJECT_RESTARTS): restarts objects, changes no workspace; recorded in admin_audit_log",
+  },
   "POST /admin/v1/secrets/reseal": {
     exempt: "acts on no workspace (re-seals every workspace's secrets); recorded in admin_audit_log",
   },
