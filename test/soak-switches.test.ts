@@ -49,15 +49,17 @@ describe("POST /admin/v1/dev/object-restarts", () => {
     );
     await expectError(await restart("not even a body"), 404, "not_found");
     const trace = await expectRuntimeLog(/object restarts are off \(DEV_OBJECT_RESTARTS\)/);
-    for (const refused of [workspace.restartForSoak(), number.restartForSoak()])
-      expect(
-        String(
-          await refused.then(
-            () => "restarted",
-            (err: unknown) => err,
-          ),
+    // Both refusals are handled as they are made: a second call's rejection left unobserved while the
+    // first is awaited would surface as an unhandled rejection.
+    const outcomes = await Promise.all(
+      [workspace.restartForSoak(), number.restartForSoak()].map((call) =>
+        call.then(
+          () => "restarted",
+          (err: unknown) => String(err),
         ),
-      ).toMatch(/object restarts are off/);
+      ),
+    );
+    for (const outcome of outcomes) expect(outcome).toMatch(/object restarts are off/);
     await trace.seen(2);
     await trace.end();
     expect((await instanceOf(workspace)) === before[0] && (await instanceOf(number)) === before[1]).toBe(true);
