@@ -16,6 +16,7 @@ export function HealthState({ health }: { health: NumberHealthView }) {
           since <Time iso={health.pausedSince} />
         </>
       ) : null}
+      {health.unverifiedSince ? " · unverified (replace its token)" : null}
     </span>
   );
 }
@@ -44,6 +45,21 @@ export function HealthFacts({ health, sending }: { health: NumberHealthView; sen
           </p>
         ) : null}
       </dd>
+      {health.unverifiedSince ? (
+        <>
+          <dt>Connection</dt>
+          <dd class="state state-unverified">
+            unverified since <Time iso={health.unverifiedSince} />
+            <p class="hint">
+              The operator refused this number's access token. Until an owner replaces the token below, messages that
+              customers send to this number are recorded without their content, and anyone who proves control of the
+              number with the operator (its phone number id, business account and a working token) can connect it to
+              their own workspace, which disconnects it here. To fix it, generate a new token for the number at the
+              operator and replace it on this page.
+            </p>
+          </dd>
+        </>
+      ) : null}
       <dt>Verified name</dt>
       <dd>{health.verifiedName ?? "—"}</dd>
       <dt>Quality · messaging limit tier</dt>

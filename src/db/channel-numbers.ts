@@ -19,6 +19,8 @@ export interface ChannelNumberRow {
   last_operator_error: string | null;
   /** The operator's last webhook about the number that is not applied here, as JSON (migration 0028; operator-notices.ts). */
   last_operator_notice: string | null;
+  /** When the operator first refused the number's token, NULL while it has not (migration 0031; number-binding.ts). */
+  unverified_since: string | null;
 }
 
 /** The operator's answer about a live number, as stored on its row. */
@@ -213,11 +215,105 @@ export async function replaceCredentialsAndProfile(
   return db
     .prepare(
       `UPDATE channel_numbers SET upstream_credentials = ?, verified_name = ?, quality_rating = ?, messaging_limit_tier = ?,
-              operator_checked_at = ?, last_operator_error = NULL, waba_id = COALESCE(?, waba_id)
+              operator_checked_at = ?, last_operator_error = NULL, unverified_since = NULL, waba_id = COALESCE(?, waba_id)
         WHERE id = ? AND status = 'connected' AND upstream_type = 'cloud' RETURNING *`,
     )
     .bind(sealed, profile.verified_name, profile.quality_rating, profile.messaging_limit_tier, at, wabaId, id)
     .first<ChannelNumberRow>();
+}
+
+/**
+ * Marks a connected live number's binding unverified: the operator refused its token. The first
+ * refusal's time is kept; `error` becomes its last operator error. Null when it is not such a number.
+ */
+export async function markUnverified(
+  db: D1Database,
+  id: string,
+  at: string,
+  error: string,
+): Promise<ChannelNumberRow | null> {
+  return db
+    .prepare(
+      `UPDATE channel_numbers SET unverified_since = COALESCE(unverified_since, ?), last_operator_error = ?
+        WHERE id = ? AND status = 'connected' AND upstream_type = 'cloud' RETURNING *`,
+    )
+    .bind(at, error, id)
+    .first<ChannelNumberRow>();
+}
+
+/**
+ * Moves a live number whose binding is unverified to the workspace that just proved control of
+ * it, in one transaction (a D1 batch): the old row is disconnected only while it is still
+ * connected and unverified, and the new one inserted only while the claimant's plan has room. If
+ * the old row is still connected after the first statement, the unique index on connected
+ * operator ids refuses the insert and the batch changes nothing. `old` is null when no row was
+ * connected any more (a plain connect).
+ */
+export async function claimUnverifiedNumber(
+  db: D1Database,
+  oldId: string,
+  row: ChannelNumberRow,
+): Promise<{ outcome: "inserted"; old: ChannelNumberRow | null } | { outcome: "plan_limit" | "upstream_taken" }> {
+  const hasRoom = `(SELECT COUNT(*) FROM channel_numbers WHERE workspace_id = ?2 AND status = 'connected')
+                 < (SELECT p.max_numbers FROM workspaces w JOIN plans p ON p.id = w.plan_id WHERE w.id = ?2)`;
+  try {
+    const [disconnected, inserted] = await db.batch([
+      db
+        .prepare(
+          `UPDATE channel_numbers SET status = 'disconnected', disconnected_at = ?3
+            WHERE id = ?1 AND status = 'connected' AND unverified_since IS NOT NULL AND ${hasRoom} RETURNING *`,
+        )
+        .bind(oldId, row.workspace_id, row.created_at),
+      db
+        .prepare(
+          `INSERT INTO channel_numbers (id, workspace_id, display_phone_number, upstream_type, upstream_phone_number_id,
+                                        upstream_credentials, status, created_at,
+                                        waba_id, verified_name, quality_rating, messaging_limit_tier, operator_checked_at)
+           SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'connected', ?7, ?8, ?9, ?10, ?11, ?12 WHERE ${hasRoom}`,
+        )
+        .bind(
+          row.id,
+          row.workspace_id,
+          row.display_phone_number,
+          row.upstream_type,
+          row.upstream_phone_number_id,
+          row.upstream_credentials,
+          row.created_at,
+          row.waba_id,
+          row.verified_name,
+          row.quality_rating,
+          row.messaging_limit_tier,
+          row.operator_checked_at,
+        ),
+    ]);
+    if (inserted?.meta.changes !== 1) return { outcome: "plan_limit" };
+    return { outcome: "inserted", old: (disconnected?.results as ChannelNumberRow[] | undefined)?.[0] ?? null };
+  } catch (err) {
+    if (err instanceof Error && /UNIQUE constraint failed/i.test(err.message)) return { outcome: "upstream_taken" };
+    throw err;
+  }
+}
+
+/**
+ * Clears the sealed tokens of numbers disconnected before `before` (no media copy needs them any
+ * more), at most `limit` per call, through the index of disconnected numbers that still hold one.
+ * How many were cleared.
+ */
+export async function clearSealedTokensDisconnectedBefore(
+  db: D1Database,
+  before: string,
+  limit: number,
+): Promise<number> {
+  const result = await db
+    .prepare(
+      `UPDATE channel_numbers SET upstream_credentials = NULL
+        WHERE id IN (SELECT id FROM channel_numbers INDEXED BY channel_numbers_sealed_after_disconnect
+                      WHERE status = 'disconnected' AND upstream_credentials IS NOT NULL AND disconnected_at < ?
+                      LIMIT ?)`,
+    )
+    .bind(before, limit)
+    .run();
+  return result.meta.changes;
 }
 
 /** Records an hourly refresh: the operator's answer, or its refusal (the last known profile is kept). */

@@ -19,6 +19,9 @@ export const AUDIT_ACTIONS = {
   "channel_number.connected": "number connected",
   "channel_number.disconnected": "number disconnected",
   "channel_number.credentials_replaced": "number credentials replaced",
+  "channel_number.claimed": "number connected, taken over from a connection the operator no longer honours",
+  "channel_number.claimed_away":
+    "number disconnected: the operator refused its token and another workspace proved control",
   "member.invited": "member invited (or re-invited)",
   "member.role_changed": "member role changed",
   "member.removed": "member removed",

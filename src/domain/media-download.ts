@@ -7,7 +7,8 @@ import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
 import type { MessageRow } from "../durable-objects/workspace/record";
 import { operatorMediaAccess } from "../upstream/media-access";
-import { declaredLength, downloadMedia, locateMedia } from "../upstream/cloud-media";
+import { locateNumberMedia } from "./number-binding";
+import { declaredLength, downloadMedia } from "../upstream/cloud-media";
 import { DAY_MS } from "./job-id";
 import {
   cleanContentType,
@@ -101,7 +102,7 @@ async function fetchThrough(
     getWorkspaceWithLimits(env.DB, workspaceId),
   ]);
   if (!access || !workspace) return { kind: "unavailable", message: NOT_YET };
-  const located = await locateMedia(access.cfg, access.token, media.id);
+  const located = await locateNumberMedia(env, row.channel_number_id, access, media.id);
   if (located.kind === "gone")
     return { kind: "unavailable", message: `The media is not available: ${located.message}` };
   if (located.kind === "retry") return { kind: "unavailable", message: NOT_YET };

@@ -1,4 +1,5 @@
 import {
+  claimUnverifiedNumber,
   countConnected,
   disconnectOwnNumber,
   findConnectedByUpstreamId,
@@ -24,6 +25,8 @@ import type { Caller } from "./actor";
 import { findByUuid } from "./job-id";
 import { spend, type RateLimited, type Spent } from "./limit-check";
 import { syncOnConnect } from "./template-sync";
+import { tokenRefused } from "./number-binding";
+import { openUpstreamCredentials } from "../lib/sealed-secrets";
 
 // Connecting, re-keying and disconnecting a workspace's own numbers: what the
 // public API and the dashboard share. Each caller turns the outcomes into its
@@ -44,7 +47,14 @@ export type Refused = {
 type Unavailable = { ok: false; problem: "unavailable"; reason: string };
 
 export type ConnectOutcome =
-  | { ok: true; row: ChannelNumberRow; profile: OperatorProfile | null; limit: ThrottleDecision }
+  | {
+      ok: true;
+      row: ChannelNumberRow;
+      profile: OperatorProfile | null;
+      limit: ThrottleDecision;
+      /** The other connection of the number this one replaced (its token refused by the operator). */
+      claimedFrom: ChannelNumberRow | null;
+    }
   | Refused
   | Unavailable
   | { ok: false; problem: "plan_limit"; reason: string }
@@ -79,7 +89,9 @@ const alreadyConnected = (): Refused => ({
   ok: false,
   problem: "refused",
   field: "upstream.phoneNumberId",
-  reason: "This operator phone number is already connected (to this or another workspace); disconnect it there first.",
+  reason:
+    "This operator phone number is already connected (to this or another workspace), with a token the operator still honours; " +
+    "disconnect it there first, or revoke that token at the operator and connect again.",
 });
 
 /** Connects a sandbox number at once, or a live one after the operator verified it and subscribed us to its account's webhooks. */
@@ -103,6 +115,7 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
     disconnected_at: null,
     last_operator_error: null,
     last_operator_notice: null,
+    unverified_since: null,
   } as const;
   let row: ChannelNumberRow;
   let profile: OperatorProfile | null = null;
@@ -120,9 +133,10 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
       operator_checked_at: null,
     };
   } else {
-    // Fast refusals before the operator is called; the insert below is the guarantee of both rules.
+    // A fast refusal before the operator is called; the insert below is the guarantee.
     if ((await countConnected(env.DB, caller.workspaceId)) >= workspace.max_numbers) return planLimit;
-    if (await findConnectedByUpstreamId(env.DB, input.phoneNumberId)) return alreadyConnected();
+    // The operator first: whether the number is connected anywhere is told only to a caller who
+    // has just proven control of it.
     const verified = await verifyAndSubscribe(env, input);
     if (!verified.ok) return verified;
     profile = verified.value;
@@ -136,15 +150,55 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
       ...storedProfileOf(profile),
       operator_checked_at: at,
     };
+    const existing = await findConnectedByUpstreamId(env.DB, input.phoneNumberId);
+    if (existing) {
+      if (!(await bindingRefused(env, existing))) return alreadyConnected();
+      const claimed = await claimUnverifiedNumber(env.DB, existing.id, row);
+      if (claimed.outcome !== "inserted") return claimed.outcome === "plan_limit" ? planLimit : alreadyConnected();
+      if (claimed.old) {
+        await Promise.all([
+          workspaceStub(env, claimed.old.workspace_id).invalidateConfig(),
+          channelNumberStub(env, claimed.old.id).invalidateNumber(),
+        ]);
+      }
+      return connected(env, caller, row, profile, spent.decision, claimed.old);
+    }
   }
   const outcome = await insertChannelNumberWithinPlan(env.DB, row);
   if (outcome === "plan_limit") return planLimit;
   if (outcome === "upstream_taken") return alreadyConnected();
+  return connected(env, caller, row, profile, spent.decision, null);
+}
+
+/**
+ * Whether the operator no longer honours the token of the number's current connection: already
+ * seen (its binding is unverified), or refused now when asked with it (one call, which also marks
+ * the binding). Another answer, or no answer, leaves the connection where it is.
+ */
+async function bindingRefused(env: Env, existing: ChannelNumberRow): Promise<boolean> {
+  if (existing.unverified_since !== null) return true;
+  if (!existing.upstream_phone_number_id || !existing.upstream_credentials) return false;
+  const { accessToken } = await openUpstreamCredentials(env, existing);
+  const answer = await fetchNumberProfile(env, existing.upstream_phone_number_id, accessToken);
+  if (answer.ok || answer.problem !== "refused" || answer.field !== "upstream.accessToken") return false;
+  await tokenRefused(env, existing.id, answer.reason);
+  return true;
+}
+
+/** What follows a stored connect: the workspace object's cached numbers dropped, the account's first templates read. */
+async function connected(
+  env: Env,
+  caller: Caller,
+  row: ChannelNumberRow,
+  profile: OperatorProfile | null,
+  limit: ThrottleDecision,
+  claimedFrom: ChannelNumberRow | null,
+): Promise<ConnectOutcome> {
   // Sends name the number at once: the workspace object's cached list of numbers is dropped.
   await workspaceStub(env, caller.workspaceId).invalidateConfig();
   // Template sends are checked against the account's templates: the first pages come at once.
   if (row.waba_id) await syncOnConnect(env, row.waba_id);
-  return { ok: true, row, profile, limit: spent.decision };
+  return { ok: true, row, profile, limit, claimedFrom };
 }
 
 /** A connected number of the caller's workspace; foreign, disconnected and malformed ids read as missing. */

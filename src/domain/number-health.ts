@@ -1,5 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { recordOperatorCheck, sendsOnDay, storedProfileOf, type ChannelNumberRow } from "../db/channel-numbers";
+import {
+  markUnverified,
+  recordOperatorCheck,
+  sendsOnDay,
+  storedProfileOf,
+  type ChannelNumberRow,
+} from "../db/channel-numbers";
 import { channelNumberStub } from "../durable-objects/stubs";
 import { isoNow, now } from "../lib/clock";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
@@ -23,6 +29,17 @@ export const NumberHealth = z
       description:
         "The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds.",
     }),
+    unverifiedSince: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({
+        description:
+          "Live numbers: when the operator first refused the number's access token (HTTP 401 or code 190, on any call made with it); " +
+          "null while it has not. While set, inbound messages are recorded without their content (type, sender and time only), and a " +
+          "caller who proves control of the number with the operator (`POST /channel-numbers` with a working token) connects it to " +
+          "their workspace, disconnecting it here. Replacing the token (`PATCH /channel-numbers/{id}`) clears it.",
+      }),
     lastOperatorNotice: OperatorNotice.nullable().openapi({
       description:
         "The operator's last webhook about the number that changes nothing here but should be seen: a field this service does not apply " +
@@ -65,8 +82,13 @@ export async function refreshIfStale(env: Env, row: ChannelNumberRow): Promise<C
   if (!isStale(row) || !row.upstream_phone_number_id) return row;
   const { accessToken } = await openUpstreamCredentials(env, row);
   const answer = await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
+  const at = isoNow();
   const result = answer.ok ? { profile: storedProfileOf(answer.value) } : { error: answer.reason.slice(0, 300) };
-  return (await recordOperatorCheck(env.DB, row.id, isoNow(), result)) ?? row;
+  const checked = (await recordOperatorCheck(env.DB, row.id, at, result)) ?? row;
+  // The token itself refused: the number's binding is unverified until an owner replaces it (number-binding.ts).
+  if (!answer.ok && answer.problem === "refused" && answer.field === "upstream.accessToken")
+    return (await markUnverified(env.DB, row.id, at, result.error ?? answer.reason)) ?? checked;
+  return checked;
 }
 
 /** The health of a number, from its row (refreshed first when `refresh`), its object's sending state and today's counts (D1's usage_daily, shipped at most once a minute). */
@@ -98,6 +120,7 @@ export async function numberHealthAndSending(
       ? `${paused.message}${paused.upstreamCode ? ` (operator code ${paused.upstreamCode}${paused.reportedBy === "webhook" ? ", reported by webhook" : ""})` : ""}`
       : null,
     lastOperatorError: current.last_operator_error,
+    unverifiedSince: current.unverified_since ?? null,
     lastOperatorNotice: noticeOf(current.last_operator_notice ?? null),
     verifiedName: current.verified_name,
     qualityRating: current.quality_rating,

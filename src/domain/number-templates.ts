@@ -2,6 +2,7 @@ import type { ChannelNumberRow } from "../db/channel-numbers";
 import { numberWithTemplatesNamed } from "../db/message-templates";
 import { SANDBOX_TEMPLATES } from "../upstream/sandbox-templates";
 import { LruTtl } from "./key-cache";
+import { refreshIfStale } from "./number-health";
 import type { StoredTemplate } from "./template";
 
 /** What a template send needs to know of its number: whether it has templates, and those of the name. */
@@ -42,6 +43,20 @@ export async function templatesForSend(
   return result;
 }
 
-/** The account whose templates a number sends: its business account id, `sandbox`, or null (none known). */
-export const accountOf = (number: Pick<ChannelNumberRow, "upstream_type" | "waba_id">): string | null =>
-  number.upstream_type === "sandbox" ? "sandbox" : number.waba_id;
+/**
+ * The account whose templates a number shows: its business account id, `sandbox`, or null (none
+ * known, or the operator refused the token the workspace connected it with: the account's
+ * templates are shown to a workspace only while its own token is honoured).
+ */
+export const accountOf = (
+  number: Pick<ChannelNumberRow, "upstream_type" | "waba_id" | "unverified_since">,
+): string | null =>
+  number.upstream_type === "sandbox" ? "sandbox" : number.unverified_since === null ? number.waba_id : null;
+
+/**
+ * The workspace's live numbers with an account, each with its own token checked by the operator
+ * within the hour (refreshIfStale: at most one call per number and hour), so that an account's
+ * templates, synced with any honoured token, are shown only to a workspace whose own token is.
+ */
+export const withTokenChecked = (env: Env, numbers: readonly ChannelNumberRow[]): Promise<ChannelNumberRow[]> =>
+  Promise.all(numbers.map((n) => (n.upstream_type === "cloud" && n.waba_id !== null ? refreshIfStale(env, n) : n)));

@@ -13,6 +13,7 @@ import { errorText, log } from "../lib/log";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
 import { fetchTemplatePage } from "../upstream/operator-templates";
 import { CloudTemplateUpdate } from "../upstream/cloud-webhook-payload";
+import { tokenRefused } from "./number-binding";
 import { MAX_SPEC_BYTES, normalizeTemplate, TEMPLATE_STATUSES, type OperatorTemplate } from "./template";
 
 /** A business account's templates are fetched again at most this often (the status webhook keeps them current between). */
@@ -24,15 +25,27 @@ export const CONNECT_PAGE_BUDGET = 3;
 
 const ERROR_CHARS = 300;
 
-/** A connected live number of the account, whose token reads its templates (the account's numbers share them). */
-async function tokenOf(env: Env, wabaId: string): Promise<string | null> {
+/**
+ * A connected live number of the account whose token the operator has not refused: its token reads
+ * the account's templates (the account's numbers share them). A workspace sees them only while its
+ * own token is honoured (number-templates.ts), so a token that still works elsewhere never shows
+ * them to a workspace whose own token was revoked.
+ */
+async function tokenOf(env: Env, wabaId: string): Promise<{ numberId: string; token: string } | null> {
   const row = await env.DB.prepare(
     `SELECT * FROM channel_numbers WHERE waba_id = ? AND status = 'connected' AND upstream_type = 'cloud'
+        AND unverified_since IS NULL
       ORDER BY created_at LIMIT 1`,
   )
     .bind(wabaId)
     .first<ChannelNumberRow>();
-  return row ? (await openUpstreamCredentials(env, row)).accessToken : null;
+  return row ? { numberId: row.id, token: (await openUpstreamCredentials(env, row)).accessToken } : null;
+}
+
+/** A refusal of the token itself marks its number's binding unverified: the next run reads with another one. */
+async function noteRefusal(env: Env, numberId: string, page: { reason: string; tokenRefused?: boolean }) {
+  if (page.tokenRefused)
+    await tokenRefused(env, numberId, `The operator refused this token to a template sync (${page.reason})`);
 }
 
 /** The templates of a page we can store: readable, with a body, within the spec bound. */
@@ -62,8 +75,8 @@ export interface SyncRun {
  * stays, and the next run resumes from the same cursor.
  */
 export async function syncAccount(env: Env, wabaId: string, pageBudget: number): Promise<SyncRun> {
-  const token = await tokenOf(env, wabaId);
-  if (!token) {
+  const reader = await tokenOf(env, wabaId);
+  if (!reader) {
     await putSyncState(env.DB, wabaId, { cursor: null, pass_started_at: null, requested_at: null });
     return { pages: 0, done: true, ok: true };
   }
@@ -73,9 +86,10 @@ export async function syncAccount(env: Env, wabaId: string, pageBudget: number):
   const problems: string[] = [];
   let pages = 0;
   while (pages < pageBudget) {
-    const page = await fetchTemplatePage(env, wabaId, token, { after: cursor });
+    const page = await fetchTemplatePage(env, wabaId, reader.token, { after: cursor });
     pages++;
     if (!page.ok) {
+      await noteRefusal(env, reader.numberId, page);
       log("warn", "template sync failed; the last synced templates are kept", { wabaId, pages });
       await putSyncState(env.DB, wabaId, {
         last_error: page.reason.slice(0, ERROR_CHARS),
@@ -143,12 +157,12 @@ export async function syncTemplateNamed(
   wabaId: string,
   update: { name: string; language: string | null; status: string | null },
 ): Promise<void> {
-  const token = await tokenOf(env, wabaId);
-  if (!token) {
+  const reader = await tokenOf(env, wabaId);
+  if (!reader) {
     log("info", "template update for an account without a live number; ignored", { wabaId });
     return;
   }
-  const page = await fetchTemplatePage(env, wabaId, token, { name: update.name });
+  const page = await fetchTemplatePage(env, wabaId, reader.token, { name: update.name });
   const at = isoNow();
   if (page.ok) {
     // The operator's name filter may match more than the name: only that name is ours to refresh.
@@ -157,6 +171,7 @@ export async function syncTemplateNamed(
     await deleteUnconfirmed(env.DB, wabaId, at, update.name);
     return;
   }
+  await noteRefusal(env, reader.numberId, page);
   if (update.language && update.status)
     await setTemplateStatus(env.DB, wabaId, update.name, update.language, update.status);
   await putSyncState(env.DB, wabaId, {

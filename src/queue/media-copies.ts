@@ -4,8 +4,9 @@ import { workspaceStub } from "../durable-objects/stubs";
 import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
 import { errorText, log } from "../lib/log";
-import { declaredLength, downloadMedia, locateMedia } from "../upstream/cloud-media";
+import { declaredLength, downloadMedia } from "../upstream/cloud-media";
 import { operatorMediaAccess } from "../upstream/media-access";
+import { locateNumberMedia } from "../domain/number-binding";
 
 /** One download may take this long (100 MB at ~350 KB/s); the consumer's own limit is 15 minutes. */
 export const DOWNLOAD_TIMEOUT_MS = 5 * 60_000;
@@ -30,7 +31,7 @@ async function attemptCopy(env: Env, job: MediaCopyJob): Promise<Attempt> {
     return { kind: "done" };
   }
   const { cfg, token } = access;
-  const located = await locateMedia(cfg, token, job.mediaId);
+  const located = await locateNumberMedia(env, job.channelNumberId, access, job.mediaId);
   if (located.kind === "gone") {
     await workspace.settleMediaCopy(job.messageId, { state: "failed", reason: located.message });
     return { kind: "done" };

@@ -70,6 +70,15 @@ function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string
   return { record, contact, moves: [] };
 }
 
+/** An inbound record that keeps only that a message of this type came from this sender, and when. */
+const withoutContent = (r: InboundRecord): InboundRecord => ({
+  ...r,
+  text: null,
+  content: null,
+  details: null,
+  media: null,
+});
+
 interface Work {
   number: ChannelNumberRow;
   statuses: { index: number; status: OperatorStatus }[];
@@ -155,7 +164,11 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       } else if (item.kind === "message") {
         const parsed = CloudInbound.safeParse(item.message);
         const inbound = parsed.success ? toInbound(parsed.data, item.contact, number.id) : null;
-        if (inbound) w.inbound.push({ index, inbound });
+        if (inbound && number.unverified_since !== null) {
+          // The operator refused the token this workspace connected the number with: it may no
+          // longer be the business's. The message is recorded without its content (number-binding.ts).
+          w.inbound.push({ index, inbound: { ...inbound, record: withoutContent(inbound.record) } });
+        } else if (inbound) w.inbound.push({ index, inbound });
         else if (parsed.success) log("warn", "operator message without a sender; dropped", { type: parsed.data.type });
         else log("warn", "operator message not understood; dropped", { issues: parsed.error.issues.length });
       } else {

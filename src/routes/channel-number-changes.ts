@@ -16,6 +16,7 @@ import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
 import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
 import { auditApi } from "./audit";
+import { auditClaimedAway } from "../domain/number-binding";
 import { apiCaller } from "./caller";
 import { HEALTH_EXAMPLE, NUMBER_EXAMPLE, NumberId } from "./channel-numbers";
 
@@ -159,10 +160,11 @@ export const channelNumberChangeRoutes = newRouter()
       throw outcome.problem === "plan_limit" ? new ApiError("forbidden", outcome.reason) : operatorError(outcome);
     limitHeaders(c, outcome.limit);
     await auditApi(c, {
-      action: "channel_number.connected",
+      action: outcome.claimedFrom ? "channel_number.claimed" : "channel_number.connected",
       target: { type: "channel_number", id: outcome.row.id },
       detail: `${outcome.row.upstream_type} ${outcome.row.display_phone_number}`,
     });
+    if (outcome.claimedFrom) await auditClaimedAway(c.env.DB, outcome.claimedFrom, c.get("requestId"));
     return c.json(await numberDetail(c.env, outcome.row, { refresh: false }), 201);
   })
   .openapi(replaceToken, async (c) => {

@@ -29,6 +29,7 @@ export const HEALTH_EXAMPLE: NumberHealthView = {
   pausedSince: null,
   pausedReason: null,
   lastOperatorError: null,
+  unverifiedSince: null,
   lastOperatorNotice: null,
   verifiedName: null,
   qualityRating: null,

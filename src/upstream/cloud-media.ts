@@ -70,18 +70,22 @@ export interface MediaLocation {
  * the HTTP status and the operator's code, never the token.
  */
 export type MediaAnswer<T> =
-  { kind: "ok"; value: T } | { kind: "gone"; message: string } | { kind: "retry"; message: string };
+  | { kind: "ok"; value: T }
+  | { kind: "gone"; message: string }
+  /** `tokenRefused`: the operator refused the token itself (HTTP 401 or code 190). */
+  | { kind: "retry"; message: string; tokenRefused?: boolean };
 
 /** Client errors that the same request will meet again; 401/403 (a token being replaced) and 429 are tried again. */
 const isFinal = (status: number) => status >= 400 && status < 500 && ![401, 403, 408, 429].includes(status);
 
-async function operatorCode(res: Response): Promise<string> {
+async function operatorCode(res: Response): Promise<{ text: string; code: string | null }> {
   const body: unknown = await res.json().catch(() => null);
-  const code =
+  const raw =
     typeof body === "object" && body !== null && "error" in body && typeof body.error === "object" && body.error
       ? (body.error as { code?: unknown }).code
       : undefined;
-  return `HTTP ${res.status}${typeof code === "number" || typeof code === "string" ? `, code ${code}` : ""}`;
+  const code = typeof raw === "number" || typeof raw === "string" ? String(raw) : null;
+  return { text: `HTTP ${res.status}${code !== null ? `, code ${code}` : ""}`, code };
 }
 
 const failure = (err: unknown): string =>
@@ -106,8 +110,11 @@ export async function locateMedia(
     return { kind: "retry", message: `The operator's media lookup failed: ${failure(err)}.` };
   }
   if (!res.ok) {
-    const what = `The operator refused the media lookup (${await operatorCode(res)}).`;
-    return isFinal(res.status) ? { kind: "gone", message: what } : { kind: "retry", message: what };
+    const { text, code } = await operatorCode(res);
+    const what = `The operator refused the media lookup (${text}).`;
+    return isFinal(res.status)
+      ? { kind: "gone", message: what }
+      : { kind: "retry", message: what, tokenRefused: res.status === 401 || code === "190" };
   }
   const parsed = MediaMetadata.safeParse(await res.json().catch(() => null));
   if (!parsed.success) return { kind: "retry", message: "The operator's media lookup answered without a URL." };
@@ -145,7 +152,7 @@ export async function downloadMedia(
     return { kind: "retry", message: `The operator's media download failed: ${failure(err)}.` };
   }
   if (res.ok && res.body) return { kind: "ok", value: res };
-  const what = `The operator refused the media download (${await operatorCode(res)}).`;
+  const what = `The operator refused the media download (${(await operatorCode(res)).text}).`;
   // The URL lasts 5 minutes: whatever it answers, a new lookup may do better.
   return { kind: "retry", message: what };
 }

@@ -78,7 +78,8 @@ export function operatorReason(res: Response, body: unknown): string {
   return `HTTP ${res.status}${code}${message}`;
 }
 
-const isTokenRefusal = (res: Response, body: unknown): boolean => {
+/** Whether the operator refused the token itself: HTTP 401, or its code 190 (invalid or expired). */
+export const isTokenRefusal = (res: Response, body: unknown): boolean => {
   const parsed = ErrorAnswer.safeParse(body);
   return res.status === 401 || (parsed.success && String(parsed.data.error.code) === "190");
 };

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ConfigVars } from "../config";
 import { OperatorTemplate } from "../domain/template";
-import { call, operatorReason } from "./operator-account";
+import { call, operatorReason, isTokenRefusal } from "./operator-account";
 
 /** Templates per page asked of the operator (its Graph API pages by `limit` and an `after` cursor). */
 export const TEMPLATE_PAGE_SIZE = 100;
@@ -20,7 +20,9 @@ const Page = z.looseObject({
 });
 
 export type TemplatePage =
-  { ok: true; templates: OperatorTemplate[]; unreadable: number; after: string | null } | { ok: false; reason: string };
+  | { ok: true; templates: OperatorTemplate[]; unreadable: number; after: string | null }
+  /** `tokenRefused`: the operator refused the token itself (HTTP 401 or code 190). */
+  | { ok: false; reason: string; tokenRefused?: boolean };
 
 /**
  * One page of an account's templates, after the operator's cursor `after` (the first page
@@ -37,7 +39,12 @@ export async function fetchTemplatePage(
   if (opts.name !== undefined) query.set("name", opts.name);
   const answer = await call(env, "GET", `${wabaId}/message_templates?${query.toString()}`, token);
   if (!answer) return { ok: false, reason: "The operator could not be reached." };
-  if (!answer.res.ok) return { ok: false, reason: `The operator answered ${operatorReason(answer.res, answer.body)}.` };
+  if (!answer.res.ok)
+    return {
+      ok: false,
+      reason: `The operator answered ${operatorReason(answer.res, answer.body)}.`,
+      tokenRefused: isTokenRefusal(answer.res, answer.body),
+    };
   const page = Page.safeParse(answer.body);
   if (!page.success) return { ok: false, reason: "The operator's answer was not a page of templates." };
   const templates: OperatorTemplate[] = [];

@@ -732,6 +732,11 @@ export interface components {
             pausedReason: string | null;
             /** @description The operator's refusal of the last hourly check (e.g. an expired token), or its ban or restriction of the business account (from its webhooks); null once a check succeeds. */
             lastOperatorError: string | null;
+            /**
+             * Format: date-time
+             * @description Live numbers: when the operator first refused the number's access token (HTTP 401 or code 190, on any call made with it); null while it has not. While set, inbound messages are recorded without their content (type, sender and time only), and a caller who proves control of the number with the operator (`POST /channel-numbers` with a working token) connects it to their workspace, disconnecting it here. Replacing the token (`PATCH /channel-numbers/{id}`) clears it.
+             */
+            unverifiedSince: string | null;
             lastOperatorNotice: components["schemas"]["OperatorNotice"];
             /** @description Live numbers: the business name the operator verified. */
             verifiedName: string | null;
@@ -1589,6 +1594,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "unverifiedSince": null,
                      *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",
@@ -1748,6 +1754,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "unverifiedSince": null,
                      *         "lastOperatorNotice": null,
                      *         "verifiedName": null,
                      *         "qualityRating": null,
@@ -1975,6 +1982,7 @@ export interface operations {
                      *         "pausedSince": null,
                      *         "pausedReason": null,
                      *         "lastOperatorError": null,
+                     *         "unverifiedSince": null,
                      *         "lastOperatorNotice": null,
                      *         "verifiedName": "Acme Shop",
                      *         "qualityRating": "GREEN",

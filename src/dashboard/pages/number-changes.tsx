@@ -1,3 +1,4 @@
+import { auditClaimedAway } from "../../domain/number-binding";
 import { Hono } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
@@ -105,10 +106,11 @@ export const numberChangePages = new Hono<DashboardEnv>()
       return renderNumbers(c, state, kind);
     }
     await auditMember(c, {
-      action: "channel_number.connected",
+      action: outcome.claimedFrom ? "channel_number.claimed" : "channel_number.connected",
       target: { type: "channel_number", id: outcome.row.id },
       detail: `${outcome.row.upstream_type} ${outcome.row.display_phone_number}`,
     });
+    if (outcome.claimedFrom) await auditClaimedAway(c.env.DB, outcome.claimedFrom, c.get("requestId"));
     const notice = outcome.profile
       ? `Connected ${outcome.row.display_phone_number}. The operator says: ${describeProfile(outcome.profile)}. Its webhooks now reach us.`
       : `Sandbox number ${outcome.row.display_phone_number} connected.`;

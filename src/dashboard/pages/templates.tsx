@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
 import { getSyncState, listTemplates, type SyncStateRow } from "../../db/message-templates";
 import { findByUuid } from "../../domain/job-id";
+import { accountOf, withTokenChecked } from "../../domain/number-templates";
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type StoredTemplate } from "../../domain/template";
 import {
   matchesTemplate,
@@ -49,11 +50,12 @@ async function templatesOf(
 ): Promise<TemplatesOfNumber> {
   if (number.upstream_type === "sandbox")
     return { templates: SANDBOX_TEMPLATES.filter((t) => matchesTemplate(t, filter)), nextCursor: null, sync: null };
-  if (number.waba_id === null) return { templates: [], nextCursor: null, sync: null };
+  const account = accountOf(number);
+  if (account === null) return { templates: [], nextCursor: null, sync: null };
   const after = positionOrFirstPage(cursor);
   const [rows, sync] = await Promise.all([
-    listTemplates(db, [number.waba_id], filter, after, PAGE_SIZE + 1),
-    getSyncState(db, number.waba_id),
+    listTemplates(db, [account], filter, after, PAGE_SIZE + 1),
+    getSyncState(db, account),
   ]);
   const page = rows.slice(0, PAGE_SIZE);
   const last = page.at(-1);
@@ -283,7 +285,7 @@ export async function renderTemplates(c: Context<DashboardEnv>, number: ChannelN
   // A filter the API would refuse: the form says why beside the field, and no list is shown.
   const { templates, nextCursor, sync } = refused
     ? { templates: [], nextCursor: null, sync: number.waba_id ? await getSyncState(c.env.DB, number.waba_id) : null }
-    : await templatesOf(c.env.DB, number, cursor, filters.values);
+    : await templatesOf(c.env.DB, (await withTokenChecked(c.env, [number]))[0] ?? number, cursor, filters.values);
   if (refused) c.status(400);
   const filtered = Object.keys(filters.values).length > 0;
   const canSend = hasRole(role, "developer");

@@ -1,4 +1,5 @@
 import { restartObject } from "../shared/dev-restart";
+import { refusesToken, tokenRefused } from "../../domain/number-binding";
 import { DurableObject } from "cloudflare:workers";
 import { config } from "../../config";
 import { now } from "../../lib/clock";
@@ -179,6 +180,12 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    */
   async reportAccountError(error: NormalizedError): Promise<void> {
     const at = now();
+    if (refusesToken(null, error.upstreamCode))
+      await tokenRefused(
+        this.env,
+        this.numberId(),
+        `The operator reported this token refused (code ${error.upstreamCode}).`,
+      );
     if (!this.hold.reported(error, at)) return;
     log("warn", "number paused by the operator's webhook", { upstreamCode: error.upstreamCode, code: error.code });
     await this.scheduler.wake(this.hold.until());

@@ -1,5 +1,6 @@
 import type { ChannelNumberRow } from "../../db/channel-numbers";
 import { templatePayloadOf } from "../../domain/template-send";
+import { refusesToken, tokenRefused } from "../../domain/number-binding";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
@@ -246,6 +247,19 @@ export class Drain {
     }
   }
 
+  /** The operator refused the number's token to a send: its binding is unverified (number-binding.ts); the pause stands either way. */
+  private async tokenRefused(code: string | null): Promise<void> {
+    try {
+      const number = await this.d.number();
+      if (number)
+        await tokenRefused(this.d.env, number.id, `The operator refused this token to a send (code ${code}).`);
+    } catch (err) {
+      log("warn", "a refused token could not be recorded on the number; the next refusal records it", {
+        error: String(err),
+      });
+    }
+  }
+
   private async settle(e: Entry, attempt: number, result: SendResult): Promise<void> {
     const t = now();
     const final = async (update: StatusUpdate): Promise<void> => {
@@ -270,6 +284,7 @@ export class Drain {
         e.attempts = attempt - 1;
         // Kept and handed until committed, like a final answer; the entry waits for that.
         await this.d.handOff.hand(e.workspaceId, { jobId: e.jobId, at: t, attempt, notSent: true });
+        if (refusesToken(null, result.error.upstreamCode)) await this.tokenRefused(result.error.upstreamCode);
         return;
       case "retryable": {
         const first = e.firstAttemptAt ?? t;

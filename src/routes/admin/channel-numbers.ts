@@ -207,6 +207,7 @@ export const adminChannelNumberRoutes = newRouter()
       ...account,
       last_operator_error: null,
       last_operator_notice: null,
+      unverified_since: null,
     };
     const outcome = await insertChannelNumberWithinPlan(c.env.DB, row);
     if (outcome === "plan_limit") throw planLimit();

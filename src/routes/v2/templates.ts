@@ -9,7 +9,7 @@ import { now } from "../../lib/clock";
 import { getConnectedNumber, listAllNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import { listTemplates, syncStates, type TemplateListFilter } from "../../db/message-templates";
 import { findByUuid } from "../../domain/job-id";
-import { accountOf } from "../../domain/number-templates";
+import { accountOf, withTokenChecked } from "../../domain/number-templates";
 import {
   matchesTemplate,
   templateCursor,
@@ -117,7 +117,7 @@ async function accountsOf(c: Context<AppEnv>, channelNumberId: string | undefine
     numbers = [one];
   }
   const accounts = new Map<string, string[]>();
-  for (const n of numbers) {
+  for (const n of await withTokenChecked(c.env, numbers)) {
     const account = accountOf(n);
     if (account !== null) accounts.set(account, [...(accounts.get(account) ?? []), n.id]);
   }
