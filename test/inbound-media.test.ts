@@ -398,6 +398,26 @@ describe("the operator down at copy time", () => {
     expect(await bytesOf(res)).toEqual(file.bytes);
   });
 
+  it("a lookup whose token the operator refuses makes the number's binding unverified", async () => {
+    const t = await liveTenant();
+    const file = mediaFile(10_000, "image/jpeg");
+    // The business revoked the token the number was connected with: the operator serves its media to another one only.
+    const served = serveOperatorMedia(net, `EAAG${crypto.randomUUID().replaceAll("-", "")}`, file);
+    await receive(t, "image", file);
+    const row = await vi.waitFor(
+      async () => {
+        const r = await env.DB.prepare("SELECT unverified_since, last_operator_error FROM channel_numbers WHERE id = ?")
+          .bind(t.numberId)
+          .first<{ unverified_since: string | null; last_operator_error: string | null }>();
+        if (!r?.unverified_since) throw new Error("not unverified yet");
+        return r;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+    expect(served.lookups).toBeGreaterThan(0);
+    expect(row.last_operator_error).toMatch(/media lookup \(HTTP 401, code 190\)/);
+  });
+
   it("gives up after its bounded attempts and records the copy failed; GET says why", async () => {
     const t = await liveTenant();
     const file = mediaFile(10_000, "video/mp4");
