@@ -114,6 +114,19 @@ describe("a live number's templates", () => {
     expect(rest).toEqual({ data: [expect.objectContaining({ name: "reservation" })], nextCursor: null });
   });
 
+  it("a disconnected number's account is no longer listed, though its templates stay stored", async () => {
+    const t = await liveTenant();
+    const names = async () =>
+      (await json<{ data: { name: string }[] }>(await apiV2("/templates", t.key))).data.map((x) => x.name);
+    expect(await names()).toEqual(["flash_sale", "order_update", "reservation"]);
+    expect((await api(`/channel-numbers/${t.numberId}`, t.key, { method: "DELETE" })).status).toBe(204);
+    expect(await names()).toEqual([]);
+    const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM message_templates WHERE waba_id = ?")
+      .bind(t.account.wabaId)
+      .first<{ n: number }>();
+    expect(stored!.n).toBe(3);
+  });
+
   it("a template sent to someone who never wrote reaches the operator in its shape and is delivered", async () => {
     const t = await liveTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));

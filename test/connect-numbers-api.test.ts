@@ -16,6 +16,8 @@ import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
 import { accountUpdatePayload, postOperator, qualityUpdatePayload } from "./helpers/operator-webhook";
 import { fakeClock } from "./helpers/clock";
+import { answerAtEdge } from "./helpers/edge";
+import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 
 const accounts = fakeAccounts();
 const account = accounts.account;
@@ -200,6 +202,46 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
     expect(res.status).toBe(200);
     expect(await res.text()).not.toContain(newToken);
     expect((await rowsOf(t.workspaceId))[0]!.upstream_credentials).not.toBe(before);
+  });
+
+  it("a number paused by a refused token sends again at once when its token is replaced, with the new token", async () => {
+    const clock = fakeClock(Date.UTC(2048, 0, 1));
+    const t = await keyOnly();
+    const a = account();
+    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    // The operator's sends, answered for the account's current token only.
+    const calls: (string | null)[] = [];
+    answerAtEdge((input, init) => {
+      const req = new Request(input, init);
+      if (req.method !== "POST" || !req.url.endsWith(`/${a.phoneNumberId}/messages`)) return undefined;
+      calls.push(req.headers.get("authorization"));
+      return req.headers.get("authorization") === `Bearer ${a.token}`
+        ? accepted(`wamid.${crypto.randomUUID()}`)
+        : operatorError(401, 190);
+    });
+    a.token = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
+    const res = await send(t.key, crypto.randomUUID(), textMessage(id, "Hello", "5511977770030"));
+    expect(res.status).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(res);
+    await runDurableObjectAlarm(channelNumberStub(env, id));
+    const paused = await json<{ sending: { state: string; nextAttemptAt: string } }>(
+      await api(`/channel-numbers/${id}`, t.key),
+    );
+    expect(paused.sending.state).toBe("paused");
+    expect(Date.parse(paused.sending.nextAttemptAt)).toBeGreaterThan(Date.now());
+    expect(
+      (await api(`/channel-numbers/${id}`, t.key, { method: "PATCH", json: { accessToken: a.token } })).status,
+    ).toBe(200);
+    expect((await json<{ sending: { state: string } }>(await api(`/channel-numbers/${id}`, t.key))).sending.state).toBe(
+      "active",
+    );
+    // The waiting message goes at the number's next pace slot, not at the pause's next probe (15 minutes on).
+    clock.advance(PACE_WINDOW_MS);
+    await runDurableObjectAlarm(channelNumberStub(env, id));
+    await vi.waitFor(async () =>
+      expect((await json<{ status: string }>(await api(`/messages/${jobId}`, t.key))).status).toBe("sent"),
+    );
+    expect(calls).toEqual([expect.not.stringContaining(a.token), `Bearer ${a.token}`]);
   });
 
   it("a sandbox number has no token to replace", async () => {
