@@ -380,16 +380,42 @@ export async function applyOperatorQualityUpdate(
   return results.map((r) => r.id);
 }
 
-/** Records the operator's ban or restriction of a business account on its connected live numbers; the ids updated. */
-export async function recordOperatorAccountError(db: D1Database, wabaId: string, error: string): Promise<string[]> {
+/**
+ * Records the operator's word about a business account (a ban, a restriction, a violation, its
+ * access removed) as the last operator error of its connected live numbers; with `unverifiedAt`,
+ * their bindings become unverified too (number-binding.ts). The ids updated.
+ */
+export async function recordOperatorAccountError(
+  db: D1Database,
+  wabaId: string,
+  error: string,
+  unverifiedAt: string | null = null,
+): Promise<string[]> {
   const { results } = await db
     .prepare(
-      `UPDATE channel_numbers SET last_operator_error = ?
-        WHERE status = 'connected' AND upstream_type = 'cloud' AND waba_id = ? RETURNING id`,
+      `UPDATE channel_numbers SET last_operator_error = ?1,
+              unverified_since = CASE WHEN ?2 IS NULL THEN unverified_since ELSE COALESCE(unverified_since, ?2) END
+        WHERE status = 'connected' AND upstream_type = 'cloud' AND waba_id = ?3 RETURNING id`,
     )
-    .bind(error, wabaId)
+    .bind(error, unverifiedAt, wabaId)
     .all<{ id: string }>();
   return results.map((r) => r.id);
+}
+
+/** Disconnects every connected live number of a business account (the operator deleted it); the rows disconnected. */
+export async function disconnectAccountNumbers(
+  db: D1Database,
+  wabaId: string,
+  at: string,
+): Promise<ChannelNumberRow[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE channel_numbers SET status = 'disconnected', disconnected_at = ?, last_operator_error = ?
+        WHERE status = 'connected' AND upstream_type = 'cloud' AND waba_id = ? RETURNING *`,
+    )
+    .bind(at, "The operator deleted the business account (ACCOUNT_DELETED).", wabaId)
+    .all<ChannelNumberRow>();
+  return results;
 }
 
 /**

@@ -1,4 +1,12 @@
-import { applyOperatorQualityUpdate, recordOperatorAccountError } from "../db/channel-numbers";
+import {
+  applyOperatorQualityUpdate,
+  disconnectAccountNumbers,
+  recordOperatorAccountError,
+  type ChannelNumberRow,
+} from "../db/channel-numbers";
+import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
+import type { NormalizedError } from "../upstream/adapter";
+import { recordAudit } from "./audit";
 import { isoNow } from "../lib/clock";
 import { log } from "../lib/log";
 import { CloudAccountUpdate, CloudQualityUpdate } from "../upstream/cloud-webhook-payload";
@@ -49,35 +57,140 @@ export async function applyQualityUpdate(env: Env, wabaId: string | null, raw: u
   );
 }
 
-/** A ban or restriction of the business account, in words for `lastOperatorError`; null for other account events. */
-export function accountRefusal(u: CloudAccountUpdate): string | null {
+/** A restriction's end as the operator gives it: a Unix time (its reference's example) or a date string. */
+const untilText = (expiration: number | string | undefined): string => {
+  if (expiration === undefined || expiration === "") return "";
+  if (typeof expiration === "number") {
+    const ms = expiration * 1000;
+    return Number.isFinite(ms) && ms <= 8.64e15 ? ` until ${new Date(ms).toISOString()}` : "";
+  }
+  return ` until ${expiration}`;
+};
+
+/**
+ * What an account event does to the account's live numbers: words for their `lastOperatorError`,
+ * and where the operator stopped serving them, a pause of their sends (`pause`), their binding
+ * made unverified (`unverify`: the business took this app's access away) or the numbers
+ * disconnected (`unbind`: the account is gone). Null for events that change nothing here.
+ */
+export interface AccountEffect {
+  error: string;
+  pause: NormalizedError | null;
+  unverify: boolean;
+  unbind: boolean;
+}
+
+const pauseOf = (code: string, message: string): NormalizedError => ({
+  code,
+  message,
+  retriable: true,
+  upstreamCode: null,
+});
+
+export function accountEffect(u: CloudAccountUpdate): AccountEffect | null {
+  const effect = (error: string, more: Partial<Omit<AccountEffect, "error">> = {}): AccountEffect => ({
+    error: error.slice(0, 300),
+    pause: null,
+    unverify: false,
+    unbind: false,
+    ...more,
+  });
   const ban = u.ban_info?.waba_ban_state;
   if (u.ban_info && ban !== "REINSTATE") {
-    return `The operator banned the business account (${u.event}${ban ? `, ${ban}` : ""}${u.ban_info.waba_ban_date ? ` on ${u.ban_info.waba_ban_date}` : ""}).`;
+    const words = `The operator banned the business account (${u.event}${ban ? `, ${ban}` : ""}${u.ban_info.waba_ban_date ? ` on ${u.ban_info.waba_ban_date}` : ""}).`;
+    // SCHEDULE_FOR_DISABLE is a warning; DISABLE means the operator no longer serves the account.
+    return effect(words, ban === "DISABLE" ? { pause: pauseOf("account_restricted", words) } : {});
   }
   const restrictions = u.restriction_info ?? [];
   if (restrictions.length > 0 || u.event === "ACCOUNT_RESTRICTION") {
-    const what = restrictions
-      .map((r) => `${r.restriction_type ?? "restricted"}${r.expiration ? ` until ${r.expiration}` : ""}`)
-      .join(", ");
-    return `The operator restricted the business account (${u.event}${what ? `: ${what}` : ""}).`.slice(0, 300);
+    const what = restrictions.map((r) => `${r.restriction_type ?? "restricted"}${untilText(r.expiration)}`).join(", ");
+    return effect(`The operator restricted the business account (${u.event}${what ? `: ${what}` : ""}).`);
   }
-  return null;
+  switch (u.event) {
+    case "ACCOUNT_VIOLATION": {
+      const type = u.violation_info?.violation_type;
+      return effect(
+        `The operator reported a policy violation by the business account (ACCOUNT_VIOLATION${type ? `: ${type}` : ""}).`,
+      );
+    }
+    case "ACCOUNT_DELETED":
+      return effect("The operator deleted the business account (ACCOUNT_DELETED).", { unbind: true });
+    case "PARTNER_REMOVED": {
+      const words =
+        "The business removed this service's access to its account at the operator (PARTNER_REMOVED): an owner must share it again and replace the token.";
+      return effect(words, { pause: pauseOf("upstream_permission_denied", words), unverify: true });
+    }
+    case "ACCOUNT_OFFBOARDED": {
+      const words =
+        "The operator offboarded the business account from the Cloud API (ACCOUNT_OFFBOARDED: a device change or the number registered again elsewhere).";
+      return effect(words, { pause: pauseOf("number_not_registered", words) });
+    }
+    default:
+      return null;
+  }
 }
 
-/** An account event: logged (ids and the event only); a ban or restriction becomes its live numbers' last operator error. */
-export async function applyAccountUpdate(env: Env, wabaId: string | null, raw: unknown): Promise<void> {
+/** The account an event is about: the customer's (`waba_info.waba_id`) for PARTNER_* events, else the entry's. */
+const accountOf = (u: CloudAccountUpdate, entryWabaId: string | null): string | null =>
+  u.waba_info?.waba_id !== undefined ? String(u.waba_info.waba_id) : entryWabaId;
+
+/**
+ * An account event: logged (ids and the event only) and applied to the account's connected live
+ * numbers (accountEffect): their last operator error, and a pause (through each number's object, as
+ * the same refusal by webhook), an unverified binding, or a disconnection, where it says so.
+ */
+export async function applyAccountUpdate(env: Env, entryWabaId: string | null, raw: unknown): Promise<void> {
   const parsed = CloudAccountUpdate.safeParse(raw);
   if (!parsed.success) {
-    log("warn", "operator account update not understood; dropped", { wabaId, issues: parsed.error.issues.length });
+    log("warn", "operator account update not understood; dropped", {
+      wabaId: entryWabaId,
+      issues: parsed.error.issues.length,
+    });
     return;
   }
-  const refusal = accountRefusal(parsed.data);
-  const ids = refusal && wabaId ? await recordOperatorAccountError(env.DB, wabaId, refusal) : [];
-  log(refusal ? "warn" : "info", "operator account update", {
+  const wabaId = accountOf(parsed.data, entryWabaId);
+  const effect = accountEffect(parsed.data);
+  let ids: string[] = [];
+  if (effect && wabaId) {
+    if (effect.unbind) {
+      const gone = await disconnectAccountNumbers(env.DB, wabaId, isoNow());
+      await Promise.all(gone.map((row) => afterOperatorDisconnect(env, row, parsed.data.event)));
+      ids = gone.map((r) => r.id);
+    } else {
+      ids = await recordOperatorAccountError(env.DB, wabaId, effect.error, effect.unverify ? isoNow() : null);
+      const pause = effect.pause;
+      if (pause) await Promise.all(ids.map((id) => channelNumberStub(env, id).reportAccountError(pause)));
+    }
+  }
+  log(effect ? "warn" : "info", "operator account update", {
     wabaId,
     event: parsed.data.event,
-    refusal: refusal !== null,
+    refusal: effect !== null,
+    paused: effect?.pause ? ids.length : 0,
+    unbound: effect?.unbind ? ids.length : 0,
     channelNumberIds: ids.join(","),
   });
+}
+
+/** A number the operator's account event disconnected: its sends refused, its queue failed, its workspace's audit log told. */
+async function afterOperatorDisconnect(env: Env, row: ChannelNumberRow, event: string): Promise<void> {
+  await Promise.all([
+    workspaceStub(env, row.workspace_id).invalidateConfig(),
+    channelNumberStub(env, row.id).invalidateNumber(),
+  ]);
+  await recordAudit(
+    env.DB,
+    {
+      workspaceId: row.workspace_id,
+      actor: { type: "admin", id: "operator-webhook" },
+      actorLabel: `the operator's account_update webhook (${event})`,
+      clientAddress: null,
+      requestId: "operator-webhook",
+    },
+    {
+      action: "channel_number.disconnected",
+      target: { type: "channel_number", id: row.id },
+      detail: `${row.display_phone_number}: the operator deleted its business account`,
+    },
+  );
 }

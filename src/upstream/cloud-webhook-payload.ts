@@ -111,15 +111,27 @@ export type CloudQualityUpdate = z.infer<typeof CloudQualityUpdate>;
 
 /**
  * `account_update`: an event about the whole business account (`entry.id`), e.g.
- * DISABLED_UPDATE with `ban_info`, ACCOUNT_RESTRICTION with `restriction_info`, ACCOUNT_VIOLATION.
+ * DISABLED_UPDATE with `ban_info`, ACCOUNT_RESTRICTION with `restriction_info`, ACCOUNT_VIOLATION with
+ * `violation_info`, ACCOUNT_DELETED, ACCOUNT_OFFBOARDED, PARTNER_REMOVED with `waba_info`.
  */
 export const CloudAccountUpdate = z.looseObject({
   event: Word,
   ban_info: z.looseObject({ waba_ban_state: Word.optional(), waba_ban_date: z.string().max(64).optional() }).optional(),
+  // The operator's reference shows `expiration` as a Unix time (an integer); partners relay it as a string.
   restriction_info: z
-    .array(z.looseObject({ restriction_type: Word.optional(), expiration: z.string().max(64).optional() }))
+    .array(
+      z.looseObject({
+        restriction_type: Word.optional(),
+        expiration: z.union([z.number().int().nonnegative(), z.string().max(64)]).optional(),
+      }),
+    )
+    .max(50)
     .optional(),
   violation_info: z.looseObject({ violation_type: Word.optional() }).optional(),
+  // PARTNER_* events name the customer's account here (`entry.id` may then be the partner's own).
+  waba_info: z
+    .looseObject({ waba_id: z.union([z.string().regex(/^\d{1,32}$/), z.number().int()]).optional() })
+    .optional(),
 });
 export type CloudAccountUpdate = z.infer<typeof CloudAccountUpdate>;
 
