@@ -18,6 +18,7 @@ import { fakeClockPerTest } from "./helpers/clock";
 import { signedInMember } from "./helpers/dashboard";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
+import { OPERATOR_MEDIA_DAYS } from "../src/domain/inbound-media";
 
 // A live number is bound to a workspace only while the operator honours the token it was
 // connected with (src/domain/number-binding.ts): a refused token, wherever it is seen, makes the
@@ -318,5 +319,37 @@ describe("an account's templates and the workspace's own token", () => {
       .first<{ unverified_since: string | null; last_operator_error: string | null }>();
     expect(row).toMatchObject({ unverified_since: new Date(clock.now()).toISOString() });
     expect(row!.last_operator_error).toMatch(/template sync/);
+  });
+});
+
+describe("a disconnected number's sealed token", () => {
+  const tokenOf = async (numberId: string) =>
+    (
+      await env.DB.prepare("SELECT upstream_credentials FROM channel_numbers WHERE id = ?")
+        .bind(numberId)
+        .first<{ upstream_credentials: string | null }>()
+    )?.upstream_credentials ?? null;
+
+  it("is cleared by the hourly job once the operator's 7-day media window has passed; a connected number's is kept", async () => {
+    const gone = await connected(accounts.account(), "Gone");
+    const kept = await connected(accounts.account(), "Kept");
+    expect((await api(`/channel-numbers/${gone.numberId}`, gone.key, { method: "DELETE" })).status).toBe(204);
+    const disconnectedAt = clock.now();
+    // Within the window, a media copy or fetch-through of its last messages may still need it.
+    clock.set(disconnectedAt + OPERATOR_MEDIA_DAYS * 24 * HOUR - 60_000);
+    await runCron();
+    expect(await tokenOf(gone.numberId)).not.toBeNull();
+    clock.set(disconnectedAt + OPERATOR_MEDIA_DAYS * 24 * HOUR + 60_000);
+    await runCron();
+    expect(await tokenOf(gone.numberId)).toBeNull();
+    expect(await tokenOf(kept.numberId)).not.toBeNull();
+    // The index the job reads holds only disconnected numbers that still have a token.
+    const plan = await env.DB.prepare(
+      `EXPLAIN QUERY PLAN SELECT id FROM channel_numbers
+        WHERE status = 'disconnected' AND upstream_credentials IS NOT NULL AND disconnected_at < ? LIMIT 10`,
+    )
+      .bind(new Date(clock.now()).toISOString())
+      .all<{ detail: string }>();
+    expect(plan.results.map((r) => r.detail).join(" ")).toContain("channel_numbers_sealed_after_disconnect");
   });
 });

@@ -4,6 +4,7 @@ import type { ScheduledJob } from "./job";
 import { purgeOldUsageDaily } from "./usage-daily-retention";
 import { purgeOldAudit } from "./audit-retention";
 import { syncDueTemplates } from "./template-sync";
+import { clearDisconnectedTokens } from "./sealed-token-retention";
 
 export type { ScheduledJob };
 
@@ -13,6 +14,7 @@ export const SCHEDULED_JOBS: readonly ScheduledJob[] = [
   purgeOldUsageDaily,
   purgeOldAudit,
   syncDueTemplates,
+  clearDisconnectedTokens,
 ];
 
 export interface JobOutcome {
