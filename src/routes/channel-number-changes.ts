@@ -76,7 +76,9 @@ const connect = createRoute({
   description:
     "A sandbox number is connected at once. A live number is connected only after the operator confirmed, with the access token, " +
     "the phone number id, that it belongs to the business account (`wabaId`), and subscribed this app to the account's webhooks; " +
-    "otherwise nothing is stored and the error names the field and the operator's reason. The plan's maximum of connected numbers applies. " +
+    "otherwise nothing is stored and the error names the field and the operator's reason. Whether the number is connected elsewhere is " +
+    "said only after that (400 on `upstream.phoneNumberId`); a number connected elsewhere with a token the operator now refuses " +
+    "(`health.unverifiedSince`) is taken over: it is disconnected there and connected here. The plan's maximum of connected numbers applies. " +
     "Limited to 30 number changes (connect, token replacement, disconnect) per hour per workspace.",
   security: bearerSecurity,
   middleware: [noStore, jsonBody] as const,
