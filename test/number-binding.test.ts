@@ -12,7 +12,7 @@ import { createKey, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { answerAtEdge } from "./helpers/edge";
 import { cloudUpstream, fakeAccounts, operatorError, type FakeAccount } from "./helpers/operator";
-import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
+import { accountFieldPayload, inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
 import { apiV2, fakeTemplates, positionalTemplate } from "./helpers/operator-templates";
 import { fakeClockPerTest } from "./helpers/clock";
 import { signedInMember } from "./helpers/dashboard";
@@ -137,6 +137,25 @@ describe("a refused token makes the number's binding unverified", () => {
     const after = await detail(t.key, t.numberId);
     expect(after.sending.state).toBe("paused");
     expect(after.health.unverifiedSince).toBe(new Date(clock.now()).toISOString());
+  });
+});
+
+describe("a refused token reported by the operator's webhook", () => {
+  it("the errors of a messages change with code 190 pause the number and make its binding unverified", async () => {
+    const a = accounts.account();
+    const t = await connected(a);
+    const posted = await postOperator(
+      accountFieldPayload(a.wabaId, "messages", {
+        messaging_product: "whatsapp",
+        metadata: { display_phone_number: "15557770000", phone_number_id: a.phoneNumberId },
+        errors: [{ code: 190, title: "Access token has expired", error_data: { details: "Session has expired." } }],
+      }),
+    );
+    expect(posted.status).toBe(200);
+    expect(await detail(t.key, t.numberId)).toMatchObject({
+      sending: { state: "paused" },
+      health: { unverifiedSince: new Date(clock.now()).toISOString() },
+    });
   });
 });
 

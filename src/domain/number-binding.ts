@@ -15,9 +15,8 @@ import { recordAudit } from "./audit";
 /** The operator's codes for a refused token: 190 (invalid or expired) and 0 (could not authenticate). */
 const TOKEN_CODES = new Set(["190", "0"]);
 
-/** Whether an operator answer (its HTTP status and code) refuses the token itself. */
-export const refusesToken = (status: number | null, code: string | number | null | undefined): boolean =>
-  status === 401 || (code !== null && code !== undefined && TOKEN_CODES.has(String(code)));
+/** Whether the operator's error code refuses the token itself (a send's answer, a status webhook). */
+export const refusesToken = (code: string | null): boolean => code !== null && TOKEN_CODES.has(code);
 
 /**
  * Marks the number's binding unverified after the operator refused its token (`what`: where, in

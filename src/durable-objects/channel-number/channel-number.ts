@@ -180,7 +180,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    */
   async reportAccountError(error: NormalizedError): Promise<void> {
     const at = now();
-    if (refusesToken(null, error.upstreamCode))
+    if (refusesToken(error.upstreamCode))
       await tokenRefused(
         this.env,
         this.numberId(),

@@ -284,7 +284,7 @@ export class Drain {
         e.attempts = attempt - 1;
         // Kept and handed until committed, like a final answer; the entry waits for that.
         await this.d.handOff.hand(e.workspaceId, { jobId: e.jobId, at: t, attempt, notSent: true });
-        if (refusesToken(null, result.error.upstreamCode)) await this.tokenRefused(result.error.upstreamCode);
+        if (refusesToken(result.error.upstreamCode)) await this.tokenRefused(result.error.upstreamCode);
         return;
       case "retryable": {
         const first = e.firstAttemptAt ?? t;
