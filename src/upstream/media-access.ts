@@ -6,7 +6,8 @@ import type { OperatorMediaConfig } from "./cloud-media";
 /**
  * Where a number's media is asked for, and with which token (opened here, at call time, kept
  * nowhere); null when the number has no operator account (a sandbox number) or is not the
- * workspace's. A disconnected number keeps its credentials: its media is still fetched.
+ * workspace's. A disconnected number keeps its credentials for the operator's 7-day media window
+ * (src/scheduled/sealed-token-retention.ts clears them after): its media is still fetched.
  */
 export async function operatorMediaAccess(
   env: Env,
