@@ -403,7 +403,7 @@ describe("the operator down at copy time", () => {
     const file = mediaFile(10_000, "image/jpeg");
     // The business revoked the token the number was connected with: the operator serves its media to another one only.
     const served = serveOperatorMedia(net, `EAAG${crypto.randomUUID().replaceAll("-", "")}`, file);
-    await receive(t, "image", file);
+    const id = await receive(t, "image", file);
     const row = await vi.waitFor(
       async () => {
         const r = await env.DB.prepare("SELECT unverified_since, last_operator_error FROM channel_numbers WHERE id = ?")
@@ -416,6 +416,8 @@ describe("the operator down at copy time", () => {
     );
     expect(served.lookups).toBeGreaterThan(0);
     expect(row.last_operator_error).toMatch(/media lookup \(HTTP 401, code 190\)/);
+    // The copy goes on retrying (a token may be replaced meanwhile) until its bounded attempts end.
+    expect(await settled(t, id)).toMatchObject({ status: "failed", available: false });
   });
 
   it("gives up after its bounded attempts and records the copy failed; GET says why", async () => {
