@@ -7,11 +7,18 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import { api, expectError, json } from "./helpers/http";
+import { admin, api, expectError, json } from "./helpers/http";
 import { createKey, createWorkspace } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { answerAtEdge } from "./helpers/edge";
-import { cloudUpstream, fakeAccounts, operatorError, type FakeAccount } from "./helpers/operator";
+import {
+  cloudUpstream,
+  connectCloudNumber,
+  fakeAccounts,
+  operatorConfirmsNumber,
+  operatorError,
+  type FakeAccount,
+} from "./helpers/operator";
 import { accountFieldPayload, inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
 import { apiV2, fakeTemplates, positionalTemplate } from "./helpers/operator-templates";
 import { fakeClockPerTest } from "./helpers/clock";
@@ -137,6 +144,35 @@ describe("a refused token makes the number's binding unverified", () => {
     const after = await detail(t.key, t.numberId);
     expect(after.sending.state).toBe("paused");
     expect(after.health.unverifiedSince).toBe(new Date(clock.now()).toISOString());
+  });
+});
+
+describe("the admin API's new credentials", () => {
+  it("verify again the binding of a number connected without a business account", async () => {
+    const w = await workspaceWithKey();
+    const n = await connectCloudNumber(w.workspaceId);
+    // The operator now refuses the token the number was connected with.
+    const numberPath = `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${n.phoneNumberId}?`;
+    answerAtEdge((input, init) => {
+      const req = new Request(input, init);
+      return req.url.startsWith(numberPath) && req.headers.get("authorization") === `Bearer ${n.token}`
+        ? operatorError(401, 190, "Error validating access token")
+        : undefined;
+    });
+    clock.advance(OPERATOR_REFRESH_MS);
+    expect((await detail(w.key, n.numberId)).health.unverifiedSince).not.toBeNull();
+    const token = freshToken();
+    const confirming = operatorConfirmsNumber(n.phoneNumberId, { token });
+    const res = await admin(`/channel-numbers/${n.numberId}/credentials`, {
+      method: "PUT",
+      json: { accessToken: token },
+    });
+    confirming();
+    expect(res.status, await res.clone().text()).toBe(200);
+    const row = await env.DB.prepare("SELECT unverified_since FROM channel_numbers WHERE id = ?")
+      .bind(n.numberId)
+      .first<{ unverified_since: string | null }>();
+    expect(row).toEqual({ unverified_since: null });
   });
 });
 

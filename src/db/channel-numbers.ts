@@ -172,11 +172,14 @@ export async function disconnectNumber(db: D1Database, id: string, at: string): 
     .first<ChannelNumberRow>();
 }
 
-/** Replaces a connected live number's sealed credentials; null when it is not a connected cloud number. */
+/**
+ * Replaces a connected live number's sealed credentials (the operator confirmed them), which
+ * verifies its binding again; null when it is not a connected cloud number.
+ */
 export async function replaceCredentials(db: D1Database, id: string, sealed: string): Promise<ChannelNumberRow | null> {
   return db
     .prepare(
-      `UPDATE channel_numbers SET upstream_credentials = ?
+      `UPDATE channel_numbers SET upstream_credentials = ?, unverified_since = NULL
         WHERE id = ? AND status = 'connected' AND upstream_type = 'cloud' RETURNING *`,
     )
     .bind(sealed, id)
