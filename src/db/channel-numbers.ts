@@ -1,3 +1,5 @@
+import { isoNow } from "../lib/clock";
+import { log } from "../lib/log";
 import type { Cursor } from "../lib/pagination";
 
 export interface ChannelNumberRow {
@@ -242,6 +244,16 @@ export async function markUnverified(
     )
     .bind(at, error, id)
     .first<ChannelNumberRow>();
+}
+
+/**
+ * Marks the number's binding unverified after the operator refused its token (`what`: where, in
+ * words with the operator's status and code, never the token; domain/number-binding.ts says why).
+ * Idempotent; a disconnected or sandbox number is left alone. Throws only when D1 fails.
+ */
+export async function tokenRefused(db: D1Database, numberId: string, what: string): Promise<void> {
+  const row = await markUnverified(db, numberId, isoNow(), what.slice(0, 300));
+  if (row) log("warn", "operator refused a number's token; its binding is unverified", { channelNumberId: numberId });
 }
 
 /**

@@ -6,8 +6,7 @@ import { spend, type RateLimited } from "./limit-check";
 import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
 import type { MessageRow } from "../durable-objects/workspace/record";
-import { operatorMediaAccess } from "../upstream/media-access";
-import { locateNumberMedia } from "./number-binding";
+import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
 import { declaredLength, downloadMedia } from "../upstream/cloud-media";
 import { DAY_MS } from "./job-id";
 import {

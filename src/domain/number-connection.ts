@@ -1,5 +1,6 @@
 import {
   claimUnverifiedNumber,
+  tokenRefused,
   countConnected,
   disconnectOwnNumber,
   findConnectedByUpstreamId,
@@ -25,7 +26,6 @@ import type { Caller } from "./actor";
 import { findByUuid } from "./job-id";
 import { spend, type RateLimited, type Spent } from "./limit-check";
 import { syncOnConnect } from "./template-sync";
-import { tokenRefused } from "./number-binding";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
 
 // Connecting, re-keying and disconnecting a workspace's own numbers: what the
@@ -181,7 +181,7 @@ async function bindingRefused(env: Env, existing: ChannelNumberRow): Promise<boo
   const { accessToken } = await openUpstreamCredentials(env, existing);
   const answer = await fetchNumberProfile(env, existing.upstream_phone_number_id, accessToken);
   if (answer.ok || answer.problem !== "refused" || answer.field !== "upstream.accessToken") return false;
-  await tokenRefused(env, existing.id, answer.reason);
+  await tokenRefused(env.DB, existing.id, answer.reason);
   return true;
 }
 

@@ -1,12 +1,4 @@
-import {
-  applyOperatorQualityUpdate,
-  disconnectAccountNumbers,
-  recordOperatorAccountError,
-  type ChannelNumberRow,
-} from "../db/channel-numbers";
-import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
-import type { NormalizedError } from "../upstream/adapter";
-import { recordAudit } from "./audit";
+import { applyOperatorQualityUpdate } from "../db/channel-numbers";
 import { isoNow } from "../lib/clock";
 import { log } from "../lib/log";
 import { CloudAccountUpdate, CloudQualityUpdate } from "../upstream/cloud-webhook-payload";
@@ -75,17 +67,13 @@ const untilText = (expiration: number | string | undefined): string => {
  */
 export interface AccountEffect {
   error: string;
-  pause: NormalizedError | null;
+  /** Our error code and words for the pause (the operator sent no code of its own). */
+  pause: { code: string; message: string } | null;
   unverify: boolean;
   unbind: boolean;
 }
 
-const pauseOf = (code: string, message: string): NormalizedError => ({
-  code,
-  message,
-  retriable: true,
-  upstreamCode: null,
-});
+const pauseOf = (code: string, message: string) => ({ code, message });
 
 export function accountEffect(u: CloudAccountUpdate): AccountEffect | null {
   const effect = (error: string, more: Partial<Omit<AccountEffect, "error">> = {}): AccountEffect => ({
@@ -131,66 +119,5 @@ export function accountEffect(u: CloudAccountUpdate): AccountEffect | null {
 }
 
 /** The account an event is about: the customer's (`waba_info.waba_id`) for PARTNER_* events, else the entry's. */
-const accountOf = (u: CloudAccountUpdate, entryWabaId: string | null): string | null =>
+export const accountOf = (u: CloudAccountUpdate, entryWabaId: string | null): string | null =>
   u.waba_info?.waba_id !== undefined ? String(u.waba_info.waba_id) : entryWabaId;
-
-/**
- * An account event: logged (ids and the event only) and applied to the account's connected live
- * numbers (accountEffect): their last operator error, and a pause (through each number's object, as
- * the same refusal by webhook), an unverified binding, or a disconnection, where it says so.
- */
-export async function applyAccountUpdate(env: Env, entryWabaId: string | null, raw: unknown): Promise<void> {
-  const parsed = CloudAccountUpdate.safeParse(raw);
-  if (!parsed.success) {
-    log("warn", "operator account update not understood; dropped", {
-      wabaId: entryWabaId,
-      issues: parsed.error.issues.length,
-    });
-    return;
-  }
-  const wabaId = accountOf(parsed.data, entryWabaId);
-  const effect = accountEffect(parsed.data);
-  let ids: string[] = [];
-  if (effect && wabaId) {
-    if (effect.unbind) {
-      const gone = await disconnectAccountNumbers(env.DB, wabaId, isoNow());
-      await Promise.all(gone.map((row) => afterOperatorDisconnect(env, row, parsed.data.event)));
-      ids = gone.map((r) => r.id);
-    } else {
-      ids = await recordOperatorAccountError(env.DB, wabaId, effect.error, effect.unverify ? isoNow() : null);
-      const pause = effect.pause;
-      if (pause) await Promise.all(ids.map((id) => channelNumberStub(env, id).reportAccountError(pause)));
-    }
-  }
-  log(effect ? "warn" : "info", "operator account update", {
-    wabaId,
-    event: parsed.data.event,
-    refusal: effect !== null,
-    paused: effect?.pause ? ids.length : 0,
-    unbound: effect?.unbind ? ids.length : 0,
-    channelNumberIds: ids.join(","),
-  });
-}
-
-/** A number the operator's account event disconnected: its sends refused, its queue failed, its workspace's audit log told. */
-async function afterOperatorDisconnect(env: Env, row: ChannelNumberRow, event: string): Promise<void> {
-  await Promise.all([
-    workspaceStub(env, row.workspace_id).invalidateConfig(),
-    channelNumberStub(env, row.id).invalidateNumber(),
-  ]);
-  await recordAudit(
-    env.DB,
-    {
-      workspaceId: row.workspace_id,
-      actor: { type: "admin", id: "operator-webhook" },
-      actorLabel: `the operator's account_update webhook (${event})`,
-      clientAddress: null,
-      requestId: "operator-webhook",
-    },
-    {
-      action: "channel_number.disconnected",
-      target: { type: "channel_number", id: row.id },
-      detail: `${row.display_phone_number}: the operator deleted its business account`,
-    },
-  );
-}

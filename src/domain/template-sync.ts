@@ -11,9 +11,8 @@ import {
 import { isoNow } from "../lib/clock";
 import { errorText, log } from "../lib/log";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
-import { fetchTemplatePage } from "../upstream/operator-templates";
+import { fetchTemplatePageAs } from "../upstream/operator-templates";
 import { CloudTemplateUpdate } from "../upstream/cloud-webhook-payload";
-import { tokenRefused } from "./number-binding";
 import { MAX_SPEC_BYTES, normalizeTemplate, TEMPLATE_STATUSES, type OperatorTemplate } from "./template";
 
 /** A business account's templates are fetched again at most this often (the status webhook keeps them current between). */
@@ -40,12 +39,6 @@ async function tokenOf(env: Env, wabaId: string): Promise<{ numberId: string; to
     .bind(wabaId)
     .first<ChannelNumberRow>();
   return row ? { numberId: row.id, token: (await openUpstreamCredentials(env, row)).accessToken } : null;
-}
-
-/** A refusal of the token itself marks its number's binding unverified: the next run reads with another one. */
-async function noteRefusal(env: Env, numberId: string, page: { reason: string; tokenRefused?: boolean }) {
-  if (page.tokenRefused)
-    await tokenRefused(env, numberId, `The operator refused this token to a template sync (${page.reason})`);
 }
 
 /** The templates of a page we can store: readable, with a body, within the spec bound. */
@@ -86,10 +79,9 @@ export async function syncAccount(env: Env, wabaId: string, pageBudget: number):
   const problems: string[] = [];
   let pages = 0;
   while (pages < pageBudget) {
-    const page = await fetchTemplatePage(env, wabaId, reader.token, { after: cursor });
+    const page = await fetchTemplatePageAs(env, wabaId, reader, { after: cursor });
     pages++;
     if (!page.ok) {
-      await noteRefusal(env, reader.numberId, page);
       log("warn", "template sync failed; the last synced templates are kept", { wabaId, pages });
       await putSyncState(env.DB, wabaId, {
         last_error: page.reason.slice(0, ERROR_CHARS),
@@ -162,7 +154,7 @@ export async function syncTemplateNamed(
     log("info", "template update for an account without a live number; ignored", { wabaId });
     return;
   }
-  const page = await fetchTemplatePage(env, wabaId, reader.token, { name: update.name });
+  const page = await fetchTemplatePageAs(env, wabaId, reader, { name: update.name });
   const at = isoNow();
   if (page.ok) {
     // The operator's name filter may match more than the name: only that name is ours to refresh.
@@ -171,7 +163,6 @@ export async function syncTemplateNamed(
     await deleteUnconfirmed(env.DB, wabaId, at, update.name);
     return;
   }
-  await noteRefusal(env, reader.numberId, page);
   if (update.language && update.status)
     await setTemplateStatus(env.DB, wabaId, update.name, update.language, update.status);
   await putSyncState(env.DB, wabaId, {

@@ -5,8 +5,7 @@ import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
 import { errorText, log } from "../lib/log";
 import { declaredLength, downloadMedia } from "../upstream/cloud-media";
-import { operatorMediaAccess } from "../upstream/media-access";
-import { locateNumberMedia } from "../domain/number-binding";
+import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
 
 /** One download may take this long (100 MB at ~350 KB/s); the consumer's own limit is 15 minutes. */
 export const DOWNLOAD_TIMEOUT_MS = 5 * 60_000;

@@ -1,18 +1,28 @@
 import {
+  disconnectAccountNumbers,
   findConnectedByUpstreamId,
   findReportingNumberByUpstreamId,
+  recordOperatorAccountError,
   type ChannelNumberRow,
 } from "../db/channel-numbers";
 import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
 import type { IdentityMove, InboundContact, OperatorStatus } from "../durable-objects/channel-number/contract";
 import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
 import { operatorStatusUpdate } from "../upstream/operator-status";
-import { CloudInbound, CloudStatus, operatorTime, type UpstreamItem } from "../upstream/cloud-webhook-payload";
+import {
+  CloudAccountUpdate,
+  CloudInbound,
+  CloudStatus,
+  operatorTime,
+  type UpstreamItem,
+} from "../upstream/cloud-webhook-payload";
 import { inboundMediaOf } from "../upstream/cloud-media";
-import { now } from "../lib/clock";
+import { isoNow, now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
-import { applyAccountUpdate, applyQualityUpdate } from "../domain/operator-number-updates";
+import { accountEffect, accountOf, applyQualityUpdate } from "../domain/operator-number-updates";
+import { recordAudit } from "../domain/audit";
+import type { NormalizedError } from "../upstream/adapter";
 import { applyTemplateUpdate } from "../domain/template-sync";
 import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
 import { applyFieldNotice, applyNumberErrors } from "../domain/operator-notices";
@@ -306,4 +316,69 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
     });
   }
   batch.ackAll();
+}
+
+/**
+ * An account event: logged (ids and the event only) and applied to the account's connected live
+ * numbers (accountEffect): their last operator error, and a pause (through each number's object, as
+ * the same refusal by webhook), an unverified binding, or a disconnection, where it says so.
+ */
+async function applyAccountUpdate(env: Env, entryWabaId: string | null, raw: unknown): Promise<void> {
+  const parsed = CloudAccountUpdate.safeParse(raw);
+  if (!parsed.success) {
+    log("warn", "operator account update not understood; dropped", {
+      wabaId: entryWabaId,
+      issues: parsed.error.issues.length,
+    });
+    return;
+  }
+  const wabaId = accountOf(parsed.data, entryWabaId);
+  const effect = accountEffect(parsed.data);
+  let ids: string[] = [];
+  if (effect && wabaId) {
+    if (effect.unbind) {
+      const gone = await disconnectAccountNumbers(env.DB, wabaId, isoNow());
+      await Promise.all(gone.map((row) => afterOperatorDisconnect(env, row, parsed.data.event)));
+      ids = gone.map((r) => r.id);
+    } else {
+      ids = await recordOperatorAccountError(env.DB, wabaId, effect.error, effect.unverify ? isoNow() : null);
+      const pause = effect.pause;
+      // As an account-level code by webhook: the number object pauses (number-hold.ts) and probes.
+      if (pause) {
+        const error: NormalizedError = { ...pause, retriable: true, upstreamCode: null };
+        await Promise.all(ids.map((id) => channelNumberStub(env, id).reportAccountError(error)));
+      }
+    }
+  }
+  log(effect ? "warn" : "info", "operator account update", {
+    wabaId,
+    event: parsed.data.event,
+    refusal: effect !== null,
+    paused: effect?.pause ? ids.length : 0,
+    unbound: effect?.unbind ? ids.length : 0,
+    channelNumberIds: ids.join(","),
+  });
+}
+
+/** A number the operator's account event disconnected: its sends refused, its queue failed, its workspace's audit log told. */
+async function afterOperatorDisconnect(env: Env, row: ChannelNumberRow, event: string): Promise<void> {
+  await Promise.all([
+    workspaceStub(env, row.workspace_id).invalidateConfig(),
+    channelNumberStub(env, row.id).invalidateNumber(),
+  ]);
+  await recordAudit(
+    env.DB,
+    {
+      workspaceId: row.workspace_id,
+      actor: { type: "admin", id: "operator-webhook" },
+      actorLabel: `the operator's account_update webhook (${event})`,
+      clientAddress: null,
+      requestId: "operator-webhook",
+    },
+    {
+      action: "channel_number.disconnected",
+      target: { type: "channel_number", id: row.id },
+      detail: `${row.display_phone_number}: the operator deleted its business account`,
+    },
+  );
 }

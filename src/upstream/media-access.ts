@@ -1,7 +1,7 @@
 import { config } from "../config";
-import { getNumberById } from "../db/channel-numbers";
+import { getNumberById, tokenRefused } from "../db/channel-numbers";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
-import type { OperatorMediaConfig } from "./cloud-media";
+import { locateMedia, type MediaAnswer, type MediaLocation, type OperatorMediaConfig } from "./cloud-media";
 
 /**
  * Where a number's media is asked for, and with which token (opened here, at call time, kept
@@ -25,4 +25,16 @@ export async function operatorMediaAccess(
   const { accessToken } = await openUpstreamCredentials(env, number);
   const { baseUrl, version, timeoutMs, mediaHosts } = config(env).upstream;
   return { cfg: { baseUrl, version, timeoutMs, mediaHosts }, token: accessToken };
+}
+
+/** The operator's media lookup with the number's token; a refusal of the token itself marks the number's binding unverified. */
+export async function locateNumberMedia(
+  env: Env,
+  channelNumberId: string,
+  access: { cfg: OperatorMediaConfig; token: string },
+  mediaId: string,
+): Promise<MediaAnswer<MediaLocation>> {
+  const located = await locateMedia(access.cfg, access.token, mediaId);
+  if (located.kind === "retry" && located.tokenRefused) await tokenRefused(env.DB, channelNumberId, located.message);
+  return located;
 }

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { ConfigVars } from "../config";
 import { OperatorTemplate } from "../domain/template";
 import { call, operatorReason, isTokenRefusal } from "./operator-account";
+import { tokenRefused } from "../db/channel-numbers";
 
 /** Templates per page asked of the operator (its Graph API pages by `limit` and an `after` cursor). */
 export const TEMPLATE_PAGE_SIZE = 100;
@@ -56,4 +57,20 @@ export async function fetchTemplatePage(
   }
   const after = page.data.paging?.next ? (page.data.paging.cursors?.after ?? null) : null;
   return { ok: true, templates, unreadable, after };
+}
+
+/**
+ * A page read with a connected number's token (`reader`): a refusal of the token itself marks that
+ * number's binding unverified (domain/number-binding.ts), so the next sync reads with another one.
+ */
+export async function fetchTemplatePageAs(
+  env: Env,
+  wabaId: string,
+  reader: { numberId: string; token: string },
+  opts: { after?: string | null; name?: string } = {},
+): Promise<TemplatePage> {
+  const page = await fetchTemplatePage(env, wabaId, reader.token, opts);
+  if (!page.ok && page.tokenRefused)
+    await tokenRefused(env.DB, reader.numberId, `The operator refused this token to a template sync (${page.reason})`);
+  return page;
 }

@@ -1,5 +1,6 @@
 import { restartObject } from "../shared/dev-restart";
-import { refusesToken, tokenRefused } from "../../domain/number-binding";
+import { refusesToken } from "../../domain/number-binding";
+import { tokenRefused } from "../../db/channel-numbers";
 import { DurableObject } from "cloudflare:workers";
 import { config } from "../../config";
 import { now } from "../../lib/clock";
@@ -182,7 +183,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     const at = now();
     if (refusesToken(error.upstreamCode))
       await tokenRefused(
-        this.env,
+        this.env.DB,
         this.numberId(),
         `The operator reported this token refused (code ${error.upstreamCode}).`,
       );

@@ -1,6 +1,7 @@
 import type { ChannelNumberRow } from "../../db/channel-numbers";
 import { templatePayloadOf } from "../../domain/template-send";
-import { refusesToken, tokenRefused } from "../../domain/number-binding";
+import { refusesToken } from "../../domain/number-binding";
+import { tokenRefused } from "../../db/channel-numbers";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
@@ -252,7 +253,7 @@ export class Drain {
     try {
       const number = await this.d.number();
       if (number)
-        await tokenRefused(this.d.env, number.id, `The operator refused this token to a send (code ${code}).`);
+        await tokenRefused(this.d.env.DB, number.id, `The operator refused this token to a send (code ${code}).`);
     } catch (err) {
       log("warn", "a refused token could not be recorded on the number; the next refusal records it", {
         error: String(err),
