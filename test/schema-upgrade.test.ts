@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { api, json } from "./helpers/http";
@@ -14,7 +14,12 @@ import type { Schema, SchemaStep } from "../src/durable-objects/shared/schema-ve
 import { WORKSPACE_SCHEMA } from "../src/durable-objects/workspace/schema";
 import { HISTORY_SCHEMA } from "../src/durable-objects/history/schema";
 import { CHANNEL_NUMBER_SCHEMA } from "../src/durable-objects/channel-number/schema";
-import { createSlotTable, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { createSlotTable, slotOf, slotTable, slotTallyKey } from "../src/durable-objects/workspace/day-tables";
+import { TALLY_MIN_RECORDS } from "../src/durable-objects/workspace/counts";
+import { WorkspaceDurableObject } from "../src/durable-objects/workspace/workspace";
+import { setMeta } from "../src/durable-objects/shared/meta";
+import { measuring } from "./helpers/counted-reads";
+import { firstSlot, seedSlot, seedStorage } from "./fixtures/bulk-rows";
 import { UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/workspace/unknown-outcomes";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { RETRY_POLICY } from "../src/durable-objects/channel-number/delivery-policy";
@@ -23,7 +28,7 @@ import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 
 // Storage outlives deploys: a layout change ships as the next step of its object's ladder
 // (shared/schema-version.ts), which runs once, in place, when an object of the earlier layout
-// wakes. Step 1 of each ladder is the baseline (the workspace has a step 2 since: unknown-outcome-alarm.test.ts);
+// wakes. Step 1 of each ladder is the baseline (the workspace has steps 2 and 3 since: unknown-outcome-alarm.test.ts, and the slot tallies below);
 // these tests put one more step on top (as the next layout change will), fill objects with data in every state, and let
 // them wake under the longer ladder: nothing may be lost, changed, sent twice or left unsent.
 // The objects run in the tests' isolate, so the ladder they read is the one these tests extend.
@@ -267,5 +272,80 @@ describe("a later schema step of a number", () => {
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
     expect(step.runs()).toBe(1);
     await t.hook.settled();
+  });
+});
+
+describe("step 3 of a workspace: slot tallies", () => {
+  /** The tally rows of a workspace object, by key, as stored. */
+  const tallies = (workspaceId: string) =>
+    runInDurableObject(workspaceStub(env, workspaceId), (_, state) =>
+      Object.fromEntries(
+        state.storage.sql
+          .exec<{ k: string; v: string }>("SELECT k, v FROM meta WHERE k GLOB 'tally:*' ORDER BY k")
+          .toArray()
+          .map((r) => [r.k, JSON.parse(r.v) as unknown]),
+      ),
+    );
+  /** Storage as the step before left it: version 2, no tally. */
+  const atBaseline = (sql: SqlStorage) => {
+    sql.exec("DELETE FROM meta WHERE k GLOB 'tally:*'");
+    setMeta(sql, "schema_version", "2");
+  };
+
+  it("a workspace of step 2 with records in every kind of slot: counts as before, the slots big enough keep a tally, a restart reads them no more", async () => {
+    const workspaceId = `ws-${crypto.randomUUID()}`;
+    const number = "n-1";
+    const today = utcDay(clock.now());
+    const big = firstSlot(today);
+    const current = slotOf(clock.now());
+    expect(current).toBeGreaterThan(big);
+    const ws = workspaceStub(env, workspaceId);
+    await seedStorage(ws, (sql) => {
+      // A day whose tables left (its counts in its ledger row), a small slot, a big one, the current one.
+      setMeta(sql, `day:${String(today - 2).padStart(6, "0")}`, JSON.stringify({ counts: { [number]: [5, 4, 1, 0] } }));
+      seedSlot(sql, firstSlot(today - 1), number, { status: "failed" }, "011", 10);
+      seedSlot(sql, big, number, { status: "sent", sent: true }, "012", TALLY_MIN_RECORDS * 3);
+      seedSlot(sql, current, number, { status: "queued", pending: 1 }, "013", 5);
+      atBaseline(sql);
+    });
+    await evictDurableObject(ws);
+    expect(await testWorkspace(workspaceId).schemaVersion()).toBe(3);
+    expect(await tallies(workspaceId)).toEqual({
+      [slotTallyKey(big)]: {
+        before: expect.any(Number),
+        counts: { [number]: [TALLY_MIN_RECORDS * 3, TALLY_MIN_RECORDS * 3, 0, 0] },
+      },
+    });
+    const day = (d: number, accepted: number, sent: number, failed: number) => ({
+      day: new Date(d * DAY_MS).toISOString().slice(0, 10),
+      accepted,
+      sent,
+      failed,
+      received: 0,
+    });
+    const expected = [
+      day(today - 2, 5, 4, 1),
+      day(today - 1, 10, 0, 10),
+      day(today, TALLY_MIN_RECORDS * 3 + 5, TALLY_MIN_RECORDS * 3, 0),
+    ];
+    expect(await ws.usageHistory((today - 2) * DAY_MS, (today + 1) * DAY_MS)).toEqual(expected);
+    // Woken again: the big slot is read from its tally.
+    await evictDurableObject(ws);
+    const reads = await measuring(ws, WorkspaceDurableObject, async (m) =>
+      m.read(() => m.instance.usageHistory((today - 2) * DAY_MS, (today + 1) * DAY_MS)),
+    );
+    expect(reads).toBeLessThan(TALLY_MIN_RECORDS);
+    await evictDurableObject(ws);
+    expect(await ws.usageHistory((today - 2) * DAY_MS, (today + 1) * DAY_MS)).toEqual(expected);
+  });
+
+  it("a workspace of step 2 without a record upgrades writing nothing", async () => {
+    const workspaceId = `ws-${crypto.randomUUID()}`;
+    const ws = workspaceStub(env, workspaceId);
+    await seedStorage(ws, atBaseline);
+    await evictDurableObject(ws);
+    expect(await testWorkspace(workspaceId).schemaVersion()).toBe(3);
+    expect(await tallies(workspaceId)).toEqual({});
+    expect(await testWorkspace(workspaceId).tableNames()).toEqual(["meta"]);
   });
 });

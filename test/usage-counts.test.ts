@@ -1,12 +1,26 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  evictDurableObject,
+  getQueueResult,
+  runDurableObjectAlarm,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import { createTenant } from "./helpers/fixtures";
+import { createTenant, TEST_CONTACT, type Tenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import type { UsageCountMessage } from "../src/durable-objects/workspace/workspace";
+import { WorkspaceDurableObject } from "../src/durable-objects/workspace/workspace";
+import type { SendCommand } from "../src/durable-objects/workspace/contract";
+import { TALLY_MIN_RECORDS } from "../src/durable-objects/workspace/counts";
+import { slotStart } from "../src/durable-objects/workspace/day-tables";
+import { DAY_MS, utcDay } from "../src/domain/job-id";
+import { monthPeriod } from "../src/lib/clock";
 import { fakeClockPerTest } from "./helpers/clock";
+import { measuring } from "./helpers/counted-reads";
+import { firstSlot, seededId, seedSlot, seedStorage } from "./fixtures/bulk-rows";
 
 const clock = fakeClockPerTest(Date.UTC(2043, 2, 10, 12), (t) => t + 5 * 24 * 3_600_000);
 afterEach(() => vi.restoreAllMocks());
@@ -79,5 +93,123 @@ describe("daily counts in D1", () => {
     expect((await d1Counts(base.workspaceId)).results).toEqual([
       { day: "2043-01-01", channel_number_id: base.channelNumberId, accepted: 5, sent: 4 },
     ]);
+  });
+});
+
+describe("the month's counts after a restart", () => {
+  const sendCommand = (t: Tenant, key: string): SendCommand => ({
+    workspaceId: t.workspaceId,
+    idempotencyKey: key,
+    fingerprint: "f",
+    request: { channelNumberId: t.numberId, to: TEST_CONTACT },
+    content: { type: "text", body: "hello", content: null, details: null },
+  });
+  /** The first UTC day of the clock's month, made an earlier day than today. */
+  const earlierDayOfMonth = (): number => {
+    const first = utcDay(Date.parse(monthPeriod(clock.now()).start));
+    if (first === utcDay(clock.now())) clock.advance(DAY_MS);
+    return first;
+  };
+  const dayOf = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+  const history = (t: Tenant) =>
+    workspaceStub(env, t.workspaceId).usageHistory(
+      Date.parse(monthPeriod(clock.now()).start),
+      (utcDay(clock.now()) + 1) * DAY_MS,
+    );
+
+  it("the first send and the usage after a restart read a row per slot, not the month's records", async () => {
+    const t = await createTenant();
+    const stub = workspaceStub(env, t.workspaceId);
+    const day = earlierDayOfMonth();
+    // A quiet workspace keeps its month's records here: 5,000 of them, in two slots of an earlier day.
+    await seedStorage(stub, (sql) => {
+      seedSlot(sql, firstSlot(day), t.numberId, { status: "sent", sent: true }, "001", 3_000);
+      seedSlot(sql, firstSlot(day) + 1, t.numberId, { status: "failed" }, "002", 2_000);
+    });
+    // A wake counts them once.
+    await evictDurableObject(stub);
+    expect(await stub.usage()).toMatchObject({ messagesUsed: 5_000 });
+    // Every later wake (an idle eviction, a deploy) reads what was kept of that count.
+    await evictDurableObject(stub);
+    const reads = await measuring(stub, WorkspaceDurableObject, async (m) => ({
+      usage: await m.read(() => m.instance.usage()),
+      history: await m.read(() =>
+        m.instance.usageHistory(Date.parse(monthPeriod(clock.now()).start), (utcDay(clock.now()) + 1) * DAY_MS),
+      ),
+      send: await m.read(() => m.instance.send(sendCommand(t, "after-wake"))),
+      used: (await m.instance.usage()).messagesUsed,
+    }));
+    expect(reads).toEqual({
+      usage: expect.toSatisfy((n: number) => n < 200, "a few rows"),
+      history: expect.toSatisfy((n: number) => n < 200, "a few rows"),
+      send: expect.toSatisfy((n: number) => n < 200, "a few rows"),
+      used: 5_001,
+    });
+    await evictDurableObject(stub);
+    expect((await history(t)).find((d) => d.day === dayOf(day))).toEqual({
+      day: dayOf(day),
+      accepted: 5_000,
+      sent: 3_000,
+      failed: 2_000,
+      received: 0,
+    });
+  });
+
+  it("a change to a record whose count was kept is kept with it: the counts stay exact across restarts", async () => {
+    const t = await createTenant();
+    const stub = workspaceStub(env, t.workspaceId);
+    const day = earlierDayOfMonth();
+    const slot = firstSlot(day);
+    const count = TALLY_MIN_RECORDS * 2;
+    await seedStorage(stub, (sql) => seedSlot(sql, slot, t.numberId, { status: "sent", sent: true }, "003", count));
+    await evictDurableObject(stub);
+    expect(await stub.usage()).toMatchObject({ messagesUsed: count });
+    // The operator reports one of them failed (a late failure after `sent`).
+    const jobId = seededId(slotStart(slot), "003", 7);
+    expect(await stub.getMessage(jobId)).toMatchObject({ id: jobId, status: "sent" });
+    expect(
+      await stub.applyStatuses([
+        {
+          jobId,
+          at: clock.now(),
+          status: "failed",
+          error: {
+            code: "recipient_unreachable",
+            message: "The recipient cannot receive messages.",
+            retriable: false,
+            upstreamCode: "131026",
+          },
+        },
+      ]),
+    ).toEqual([{ known: true, status: "failed" }]);
+    const expected = { day: dayOf(day), accepted: count, sent: count - 1, failed: 1, received: 0 };
+    expect((await history(t)).find((d) => d.day === dayOf(day))).toEqual(expected);
+    await evictDurableObject(stub);
+    expect((await history(t)).find((d) => d.day === dayOf(day))).toEqual(expected);
+  });
+
+  it("the minute's flush keeps the count of the records this instance added: the next wake does not read them", async () => {
+    const t = await createTenant();
+    const stub = workspaceStub(env, t.workspaceId);
+    const sends = TALLY_MIN_RECORDS + 16;
+    // Counted from the first send on (GET /usage reads the day's counts): later sends move the count in memory.
+    expect(await stub.send(sendCommand(t, "first"))).toMatchObject({ kind: "created" });
+    expect(await history(t)).toContainEqual(expect.objectContaining({ accepted: 1 }));
+    for (let i = 1; i < sends; i++) {
+      // Past the number's 2-per-second window.
+      clock.advance(500);
+      expect(await stub.send(sendCommand(t, `k${i}`))).toMatchObject({ kind: "created" });
+    }
+    clock.advance(61_000);
+    await runDurableObjectAlarm(stub);
+    await evictDurableObject(stub);
+    const reads = await measuring(stub, WorkspaceDurableObject, async (m) => ({
+      usage: await m.read(() => m.instance.usage()),
+      used: (await m.instance.usage()).messagesUsed,
+    }));
+    expect(reads).toEqual({
+      usage: expect.toSatisfy((n: number) => n < TALLY_MIN_RECORDS, "fewer than the sends"),
+      used: sends,
+    });
   });
 });

@@ -10,7 +10,6 @@ import type { DailyCounts } from "./counts";
 import { findKey, insertOutbound, outboundTimesSince } from "./records";
 import { findMovedKey } from "./moved-keys";
 import type { Tiers } from "./tiers";
-import { slotOf } from "./day-tables";
 
 /** How long an Idempotency-Key stays bound to its first send (documented: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -167,7 +166,7 @@ export class Admission {
         };
       }
       try {
-        this.w.storage.transactionSync(() =>
+        this.w.storage.transactionSync(() => {
           insertOutbound(this.tiers.tables, sql, {
             id: jobId,
             channelNumberId: numberId,
@@ -179,8 +178,9 @@ export class Admission {
             idemKey: cmd.idempotencyKey,
             fingerprint: cmd.fingerprint,
             at,
-          }),
-        );
+          });
+          this.counts.note(jobId, numberId, { accepted: 1 });
+        });
       } catch (err) {
         this.tiers.tables.resync();
         // Nothing was recorded and the key stays unbound: the number's entry finds no record when
@@ -190,7 +190,6 @@ export class Admission {
           .catch((e: unknown) => log("warn", "releasing an uncommitted hand-off failed", { jobId, error: String(e) }));
         throw err;
       }
-      this.counts.note(slotOf(at), numberId, { accepted: 1 });
       this.recent = [...this.recent, { at, channelNumberId: numberId }].sort((a, b) => a.at - b.at);
       this.bumpMonth(at);
       // The changed count ships to D1 within a minute: the alarm is armed for it (once; a later send finds it armed).

@@ -32,6 +32,9 @@ export const slotStart = (slot: number): number => slot * SLOT_MS;
 
 export const slotTable = (slot: number): string => `m_${slot}`;
 
+/** The `meta` row that keeps a slot's counts (counts.ts, `SlotTally`): it leaves with the slot's table. */
+export const slotTallyKey = (slot: number): string => `tally:${String(slot).padStart(7, "0")}`;
+
 const slotOfTable = (name: string): number | null => {
   const m = /^m_(\d+)$/.exec(name);
   return m ? Number(m[1]) : null;
@@ -126,8 +129,10 @@ export class SlotTables {
     return slotTable(slot);
   }
 
+  /** Drops the slot's table and its tally (inside the caller's transaction: a table made again later starts uncounted). */
   drop(slot: number): void {
     this.sql.exec(`DROP TABLE IF EXISTS ${slotTable(slot)}`);
+    this.sql.exec("DELETE FROM meta WHERE k = ?", slotTallyKey(slot));
     this.slots.delete(slot);
   }
 

@@ -186,16 +186,19 @@ export function outboundTimesSince(
   return times.sort((a, b) => a.at - b.at);
 }
 
-/** The counts of one slot's records (quota and counts after a restart: one pass over the slot's table). */
+/** The counts of one slot's records with ids in [fromId, toId) (all of them by default): one pass over that key range. */
 export function countsOfSlot(
   sql: SqlStorage,
   slot: number,
+  fromId = "",
+  toId: string | null = null,
 ): { channel_number_id: string; accepted: number; sent: number; failed: number; received: number }[] {
   return sql
     .exec<{ channel_number_id: string; accepted: number; sent: number; failed: number; received: number }>(
       `SELECT channel_number_id, SUM(direction = 'outbound') AS accepted, SUM(status = 'sent') AS sent,
               SUM(status = 'failed') AS failed, SUM(direction = 'inbound') AS received
-       FROM ${slotTable(slot)} GROUP BY channel_number_id`,
+       FROM ${slotTable(slot)} WHERE id >= ?${toId === null ? "" : " AND id < ?"} GROUP BY channel_number_id`,
+      ...(toId === null ? [fromId] : [fromId, toId]),
     )
     .toArray();
 }

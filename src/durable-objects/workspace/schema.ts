@@ -1,6 +1,8 @@
 import type { Schema } from "../shared/schema-version";
 import { createMetaTable } from "../shared/meta";
 import { createSinceIndex, hasUnknownsTable } from "./unknown-outcomes";
+import { now } from "../../lib/clock";
+import { tallySlotTables } from "./counts";
 
 /**
  * The workspace object's schema, step by step (see shared/schema-version.ts).
@@ -21,6 +23,12 @@ export const WORKSPACE_SCHEMA: Schema = {
       up: (sql) => {
         if (hasUnknownsTable(sql)) createSinceIndex(sql);
       },
+    },
+    {
+      version: 3,
+      description:
+        "slot tallies: a slot's counts kept in a meta row (`tally:<slot>`, counts.ts) that every change to a record it covers rewrites; written here for the slot tables already big enough to need one (a build before this step would change records without it)",
+      up: (sql) => tallySlotTables(sql, now()),
     },
   ],
   // Everything else is created when first written.

@@ -15,7 +15,6 @@ import { historyStub } from "../history/history";
 import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, UnmatchedReport, WorkItem } from "./contract";
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
-import { slotOf, slotOfId } from "./day-tables";
 import type { MediaCopies } from "./media-copies";
 import { changesOf, eventOf, newChanges } from "./message-events";
 import type { EventPublisher, Ticket } from "./publisher";
@@ -282,7 +281,7 @@ export class StatusLedger {
           this.w.storage.transactionSync(() => {
             if (before !== after.status)
               this.counts.note(
-                slotOfId(after.id) ?? slotOf(after.created_at),
+                after.id,
                 after.channel_number_id,
                 DailyCounts.statusDelta(before, after.status),
                 "frozen",
@@ -365,8 +364,8 @@ export class StatusLedger {
         m.details && Object.keys(m.details).length > 0
           ? resolveLinks(this.tiers.tables, this.w.sql, { ...m, details: m.details })
           : null;
-      const recorded = this.w.storage.transactionSync(() =>
-        insertInbound(this.tiers.tables, this.w.sql, {
+      this.w.storage.transactionSync(() => {
+        const inserted = insertInbound(this.tiers.tables, this.w.sql, {
           id,
           channelNumberId: m.channelNumberId,
           from: m.from,
@@ -377,12 +376,13 @@ export class StatusLedger {
           upstreamMessageId: m.upstreamMessageId,
           receivedAt: m.at,
           at: t,
-        }),
-      );
+        });
+        // In the insert's transaction: a late message may fall behind its slot's tally.
+        if (inserted) this.counts.note(id, m.channelNumberId, { received: 1 });
+      });
       const row = this.tiers.locate(id);
       ids.push(id);
       if (row.tier !== "slot") continue;
-      if (recorded) this.counts.note(slotOfId(id)!, m.channelNumberId, { received: 1 });
       events.push(...changesOf(row.row).map((c) => eventOf(workspaceId, row.row, c)));
       withMedia.push(row.row);
     }
@@ -477,7 +477,7 @@ export class StatusLedger {
   private afterStatusChange(before: OutboundRow, after: OutboundRow, opts: { keepUnknown?: boolean } = {}): void {
     if (before.status !== after.status) {
       const delta = DailyCounts.statusDelta(before.status, after.status);
-      this.counts.note(slotOfId(before.id) ?? slotOf(before.created_at), before.channel_number_id, delta);
+      this.counts.note(before.id, before.channel_number_id, delta);
     }
     if (before.outcome_unknown_since === null && after.outcome_unknown_since !== null)
       noteUnknown(this.w.sql, after.id, after.outcome_unknown_since, {
