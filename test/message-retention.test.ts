@@ -1,4 +1,4 @@
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ndjsonText } from "./helpers/ndjson";
@@ -6,6 +6,8 @@ import { api, call, expectError, json } from "./helpers/http";
 import { accepted, cloudTenant, mockOperator, operatorError } from "./helpers/operator";
 import { inboundPayload, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { testNumber, testShard, testWorkspace } from "./helpers/objects";
+import { createTenant } from "./helpers/fixtures";
+import { getMeta } from "../src/durable-objects/shared/meta";
 import { send, textMessage, usedMessages } from "./helpers/send";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { MessageHistoryDurableObject } from "../src/durable-objects/history/history";
@@ -75,7 +77,7 @@ async function listAll(t: Tenant, limit = 100, query = ""): Promise<string[]> {
 }
 
 /** Runs the workspace's alarm until its due steps are done (moving and archiving re-arm until finished). */
-async function workspaceAlarms(t: Tenant, rounds = 8): Promise<void> {
+async function workspaceAlarms(t: Pick<Tenant, "workspaceId">, rounds = 8): Promise<void> {
   for (let i = 0; i < rounds; i++) await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
 }
 
@@ -126,7 +128,7 @@ async function archiveLines(t: Tenant, day: number): Promise<{ id: string }[]> {
     .map((l) => JSON.parse(l) as { id: string });
 }
 
-const archivesOf = async (t: Tenant) =>
+const archivesOf = async (t: Pick<Tenant, "key">) =>
   (await json<{ data: { day: string; messages: number; archivedAt: string }[] }>(await api("/message-archives", t.key)))
     .data;
 
@@ -179,6 +181,24 @@ describe("a workspace under its budget", () => {
     for (const id of ids) await expectError(await api(`/messages/${id}`, t.key), 404, "not_found");
     expect(await listAll(t)).toEqual([]);
     expect(await testShard(t.workspaceId, day).tableNames()).toEqual([]);
+  });
+
+  it("keeps the plan's window as its own row only when it is not the usual 30 days: a 7-day plan's day leaves after 7 days", async () => {
+    const historyDaysRow = (workspaceId: string) =>
+      runInDurableObject(workspaceStub(env, workspaceId), (_, state) => getMeta(state.storage.sql, "history_days"));
+    const pro = await createTenant({ plan: "pro" });
+    const free = await createTenant({ plan: "free" });
+    const day = utcDay(clock.now());
+    for (const t of [pro, free])
+      expect((await send(t.key, crypto.randomUUID(), textMessage(t.numberId))).status).toBe(201);
+    expect(await historyDaysRow(pro.workspaceId)).toBeUndefined();
+    expect(await historyDaysRow(free.workspaceId)).toBe("7");
+    // The day's last moment plus 7 days: the free plan's day is archived, the pro plan's stays.
+    clock.set((day + 1 + 7) * DAY_MS + RETENTION_SLACK_MS + 60_000);
+    for (const t of [pro, free]) await workspaceAlarms(t, 3);
+    expect(await archivesOf(free)).toEqual([expect.objectContaining({ day: dayName(day), messages: 1 })]);
+    expect(await archivesOf(pro)).toEqual([]);
+    expect(await historyDaysRow(pro.workspaceId)).toBeUndefined();
   });
 
   it("a failure between writing the archive and dropping the tables loses nothing and duplicates nothing", async () => {

@@ -37,7 +37,8 @@ const CHUNKS_PER_RUN = 50;
 const ARCHIVE_PARTS_PER_RUN = 4;
 /** Records still listed for their number, given up on per alarm run before their day is archived. */
 const GIVE_UP_PER_RUN = 100;
-const DEFAULT_HISTORY_DAYS = 30;
+/** The plan's window when `meta` holds none (`history_days`): the usual plans' 30 days write no row. */
+export const DEFAULT_HISTORY_DAYS = 30;
 /** How long archives are kept (and listed); an R2 lifecycle rule deletes the objects (README, deploying). */
 export const KEEP_ARCHIVES_DAYS = 400;
 

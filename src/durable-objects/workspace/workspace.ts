@@ -31,7 +31,7 @@ import { DailyCounts } from "./counts";
 import { DayLedger } from "./day-ledger";
 import { SlotTables } from "./day-tables";
 import { DeliveryLog, KEEP_DELIVERIES_MS, KEEP_DELIVERIES_UNDER_PRESSURE_MS, type AttemptRow } from "./delivery-log";
-import { HistoryTiering, type ArchivedDay } from "./history-tiering";
+import { DEFAULT_HISTORY_DAYS, HistoryTiering, type ArchivedDay } from "./history-tiering";
 import { MediaCopies, type CopyOutcome, type MediaCopyState, type Reservation } from "./media-copies";
 import type { MediaCopy } from "../../domain/inbound-media";
 import type { Keyset, MessageFilter } from "./message-queries";
@@ -328,9 +328,14 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   private async loadConfig(workspaceId: string): Promise<WorkspaceConfig | null> {
     if (!isFresh(this.config)) {
       this.config = await loadWorkspaceConfig(this.env.DB, workspaceId);
-      // The archive step reads it without D1 (its due time is computed on every alarm).
-      if (this.config && getMeta(this.sql, "history_days") !== String(this.config.historyDays))
-        setMeta(this.sql, "history_days", String(this.config.historyDays));
+      // The archive step reads it without D1 (its due time is computed on every alarm); the default is no row.
+      if (this.config) {
+        const days = this.config.historyDays === DEFAULT_HISTORY_DAYS ? undefined : String(this.config.historyDays);
+        if (getMeta(this.sql, "history_days") !== days) {
+          if (days === undefined) this.sql.exec("DELETE FROM meta WHERE k = 'history_days'");
+          else setMeta(this.sql, "history_days", days);
+        }
+      }
     }
     return this.config;
   }
