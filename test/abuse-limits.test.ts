@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { ABUSE_LIMITS, bucket, scopes } from "../src/domain/abuse-limits";
-import { takeToken } from "../src/lib/throttle";
+import { peekToken, takeToken } from "../src/lib/throttle";
+import { KEY_CACHE_TTL_MS } from "../src/domain/key-cache";
 import { workspaceStub } from "../src/durable-objects/stubs";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, type Tenant } from "./helpers/fixtures";
@@ -523,6 +524,33 @@ describe("failed authentication per client address", () => {
     // So an unknown key still gets its lookup (401), and only the next one is refused.
     expect((await from(address, unknownKey())).res.status).toBe(401);
     expect((await from(address, unknownKey())).res.status).toBe(429);
+  });
+
+  it("a valid key read again when its cache entry expires spends nothing of the address's budget; once revoked, it spends again", async () => {
+    const t = await createTenant();
+    const address = "203.0.113.203";
+    const scope = scopes.clientAddress(address);
+    const failures = [bucket("authFailures")];
+    const exhaust = async () => {
+      while ((await takeToken(env, scope, failures)).allowed);
+    };
+    expect((await from(address, t.key)).res.status).toBe(200);
+    clock.advance(KEY_CACHE_TTL_MS);
+    // The address's budget used up (by another key's guesses, say): a refresh of the key is no guess.
+    await exhaust();
+    expect((await from(address, t.key)).res.status).toBe(200);
+    expect((await peekToken(env, scope, failures)).remaining).toBe(0);
+    // Revoked through another isolate (its cache here is not told): the next refresh finds it gone …
+    await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ?")
+      .bind(new Date(clock.now()).toISOString(), t.keyId)
+      .run();
+    clock.advance(KEY_CACHE_TTL_MS);
+    await exhaust();
+    await expectError((await from(address, t.key)).res, 401, "unauthorized");
+    // … and from then on the key is as unknown as any: its lookups spend from the budget, which is empty.
+    clock.advance(KEY_CACHE_TTL_MS);
+    await exhaust();
+    await expectError((await from(address, t.key)).res, 429, "rate_limit_exceeded");
   });
 
   it("keeps serving a cached valid key from a throttled address", async () => {

@@ -22,13 +22,19 @@ export class LruTtl<T> {
     private readonly maxEntries = KEY_CACHE_MAX_ENTRIES,
   ) {}
 
+  /** The value while it is fresh; an expired one stays (for `expired`) until pushed out or replaced. */
   get(key: string): T | undefined {
     const entry = this.entries.get(key);
-    if (!entry) return undefined;
+    if (!entry || entry.expiresAt <= now()) return undefined;
     this.entries.delete(key);
-    if (entry.expiresAt <= now()) return undefined;
     this.entries.set(key, entry);
     return entry.value;
+  }
+
+  /** Whether the key is held but past its TTL. */
+  expired(key: string): boolean {
+    const entry = this.entries.get(key);
+    return entry !== undefined && entry.expiresAt <= now();
   }
 
   set(key: string, value: T): void {
@@ -56,6 +62,15 @@ export function cachedPrincipal(keyHash: string): Principal | null | undefined {
   const principal = known.get(keyHash);
   if (principal) return principal;
   return unknown.get(keyHash) ? null : undefined;
+}
+
+/**
+ * Whether this isolate found the key valid before and its entry only expired: its refresh is no
+ * guess (whoever sends it held a valid key), so it spends nothing of the address's failed-
+ * authentication budget. A key found revoked leaves this list (`rememberPrincipal(…, null)`).
+ */
+export function knownBefore(keyHash: string): boolean {
+  return known.expired(keyHash);
 }
 
 export function rememberPrincipal(keyHash: string, principal: Principal | null): void {

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import type { AppEnv, Principal } from "../context";
 import { findActiveKeyByHash } from "../db/api-keys";
 import { hashApiKey, isWellFormedKey } from "../domain/api-keys";
-import { cachedPrincipal, rememberPrincipal } from "../domain/key-cache";
+import { cachedPrincipal, knownBefore, rememberPrincipal } from "../domain/key-cache";
 import { noteKeyUsed } from "../domain/api-key-last-used";
 import { bucket, scopes } from "../domain/abuse-limits";
 import { timingSafeEqualStrings } from "../lib/crypto";
@@ -55,14 +55,20 @@ type Lookup = { principal: Principal | null } | { refused: ThrottleDecision };
 // which a burst of a valid key's first requests would otherwise exhaust.
 const inFlight = new Map<string, Promise<Lookup>>();
 
-/** Spends a token of the address's budget, then reads D1; a valid key's token goes back after the response. */
+/**
+ * Spends a token of the address's budget, then reads D1; a valid key's token goes back after the
+ * response. A key this isolate found valid before (its cache entry expired) reads D1 at once.
+ */
 async function lookUp(c: Context<AppEnv>, address: string, keyHash: string): Promise<Lookup> {
   const scope = scopes.clientAddress(address);
   const failures = [bucket("authFailures")];
-  const budget = await takeToken(c.env, scope, failures);
-  if (!budget.allowed) {
-    remember(address, budget);
-    return { refused: budget };
+  const refresh = knownBefore(keyHash);
+  if (!refresh) {
+    const budget = await takeToken(c.env, scope, failures);
+    if (!budget.allowed) {
+      remember(address, budget);
+      return { refused: budget };
+    }
   }
   const row = await findActiveKeyByHash(c.env.DB, keyHash);
   // The lookup is by hash; the explicit comparison keeps the final decision constant-time.
@@ -71,7 +77,7 @@ async function lookUp(c: Context<AppEnv>, address: string, keyHash: string): Pro
       ? { workspaceId: row.workspace_id, keyId: row.id, role: row.role }
       : null;
   rememberPrincipal(keyHash, principal);
-  if (principal) {
+  if (principal && !refresh) {
     c.executionCtx.waitUntil(
       refundToken(c.env, scope, failures).catch((err: unknown) =>
         log("warn", "failed-authentication token not refunded", {
@@ -86,8 +92,9 @@ async function lookUp(c: Context<AppEnv>, address: string, keyHash: string): Pro
 
 /**
  * `Authorization: Bearer <prefix>live_…` on every /api/v1 endpoint. A key found
- * in the isolate's cache costs nothing more. Otherwise the lookup first spends
- * a token of the caller's failed-authentication budget
+ * in the isolate's cache costs nothing more, and one whose entry expired is
+ * read again from D1 without a token (it was valid: no guess). Otherwise the
+ * lookup first spends a token of the caller's failed-authentication budget
  * (ABUSE_LIMITS.authFailures), and only an admitted request reads D1; a key
  * that turns out valid gets its token back. Spending before the lookup (not
  * checking, looking up, then spending) is what holds the budget under
@@ -103,7 +110,7 @@ export const apiKeyAuth = createMiddleware<AppEnv>(async (c, next) => {
   let principal = cachedPrincipal(keyHash);
   if (principal === undefined) {
     const address = clientAddress(c.req.raw);
-    const memo = stillBlocked(address);
+    const memo = knownBefore(keyHash) ? null : stillBlocked(address);
     if (memo) throw rateLimited(memo, TOO_MANY);
     const id = `${address} ${keyHash}`;
     let pending = inFlight.get(id);
