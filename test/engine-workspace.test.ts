@@ -4,13 +4,21 @@ import {
   evictDurableObject,
   getQueueResult,
   runDurableObjectAlarm,
+  runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { ndjsonText } from "./helpers/ndjson";
 import { api, json } from "./helpers/http";
-import { createKey, createTenant, createWorkspace, type Tenant } from "./helpers/fixtures";
+import {
+  createKey,
+  createTenant,
+  createWorkspace,
+  TEST_CONTACT,
+  TEST_CONTACT_2,
+  type Tenant,
+} from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpers/operator";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
@@ -19,7 +27,8 @@ import { crashObject, testWorkspace } from "./helpers/objects";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/history-tiering";
-import { SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { INDEX_MIN_RECORDS, SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import type { SendCommand } from "../src/durable-objects/workspace/contract";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { DAY_MS, newUuidV7, utcDay, uuidV7Time } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent } from "../src/domain/events";
@@ -433,5 +442,89 @@ describe("archives", () => {
       { day: new Date(day * DAY_MS).toISOString().slice(0, 10) },
     ]);
     expect(await workspaceOf(t).getMessage(id)).toBeNull();
+  });
+});
+
+describe("a slot table's indexes", () => {
+  it("come with its INDEX_MIN_RECORDS-th record, in that insert's transaction: keys, the work list, lists by counterpart and by failure read the same on both sides, and after a restart", async () => {
+    const t = await createTenant();
+    const ws = workspaceStub(env, t.workspaceId);
+    const slot = slotOf(clock.now());
+    const command = (i: number, fingerprint = "f"): SendCommand => ({
+      workspaceId: t.workspaceId,
+      idempotencyKey: `k${i}`,
+      fingerprint,
+      request: { channelNumberId: t.numberId, to: i % 3 === 0 ? TEST_CONTACT_2 : TEST_CONTACT },
+      content: { type: "text", body: `m${i}`, content: null, details: null },
+    });
+    const ids: string[] = [];
+    const sendUpTo = async (n: number) => {
+      while (ids.length < n) {
+        // Past the number's 2-per-second window.
+        clock.advance(500);
+        const out = await ws.send(command(ids.length));
+        if (out.kind !== "created") throw new Error(`send ${ids.length}: ${out.kind}`);
+        ids.push(out.jobId);
+      }
+      expect(ids.map((id) => slotOf(uuidV7Time(id)!))).toEqual(ids.map(() => slot));
+    };
+    const indexes = () =>
+      runInDurableObject(ws, (_, state) =>
+        state.storage.sql
+          .exec<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? ORDER BY name",
+            slotTable(slot),
+          )
+          .toArray()
+          .map((r) => r.name)
+          .filter((name) => !name.startsWith("sqlite_autoindex")),
+      );
+    /** What every read that an index serves answers now. */
+    const reads = async () => ({
+      replay: await ws.send(command(1)),
+      conflict: await ws.send(command(1, "other")),
+      work: (await ws.workOf(t.numberId, "", 500)).map((w) => w.jobId),
+      workAfter: (await ws.workOf(t.numberId, ids[10]!, 500)).map((w) => w.jobId),
+      counterpart: (await ws.listMessages({ counterpart: TEST_CONTACT_2 }, null, 500)).rows.map((r) => r.id),
+      failed: (await ws.listMessages({ status: "failed" }, null, 500)).rows.map((r) => r.id),
+    });
+    const expected = (n: number) => {
+      const pending = ids.slice(0, n).filter((id) => id !== ids[2]);
+      return {
+        replay: { kind: "duplicate", jobId: ids[1] },
+        conflict: { kind: "conflict", jobId: ids[1] },
+        work: pending,
+        workAfter: pending.filter((id) => id > ids[10]!),
+        counterpart: ids
+          .slice(0, n)
+          .filter((_, i) => i % 3 === 0)
+          .reverse(),
+        failed: [ids[2]],
+      };
+    };
+
+    await sendUpTo(3);
+    // One record failed (claimed, and refused for good by the operator).
+    expect(await ws.claim(ids[2]!, 1)).toMatchObject({ kind: "go" });
+    await ws.answer([
+      {
+        jobId: ids[2]!,
+        at: clock.now(),
+        attempt: 1,
+        status: "failed",
+        error: { code: "recipient_unreachable", message: "unreachable", retriable: false, upstreamCode: "131026" },
+      },
+    ]);
+    await sendUpTo(INDEX_MIN_RECORDS - 2);
+    await evictDurableObject(ws);
+    // One short of it after a restart: still none (the restarted object counts the table once).
+    await sendUpTo(INDEX_MIN_RECORDS - 1);
+    expect(await indexes()).toEqual([]);
+    expect(await reads()).toEqual(expected(INDEX_MIN_RECORDS - 1));
+    await sendUpTo(INDEX_MIN_RECORDS);
+    expect(await indexes()).toEqual(["_failed", "_key", "_to", "_work"].map((i) => `${slotTable(slot)}${i}`));
+    expect(await reads()).toEqual(expected(INDEX_MIN_RECORDS));
+    await evictDurableObject(ws);
+    expect(await reads()).toEqual(expected(INDEX_MIN_RECORDS));
   });
 });

@@ -329,6 +329,10 @@ describe("step 3 of a workspace: slot tallies", () => {
       day(today, TALLY_MIN_RECORDS * 3 + 5, TALLY_MIN_RECORDS * 3, 0),
     ];
     expect(await ws.usageHistory((today - 2) * DAY_MS, (today + 1) * DAY_MS)).toEqual(expected);
+    // The tables kept their indexes, and the reads that name them find them.
+    expect((await ws.workOf(number, "", 100)).map((w) => w.jobId)).toHaveLength(5);
+    expect((await ws.listMessages({ status: "failed" }, null, 100)).rows).toHaveLength(10);
+    expect((await ws.listMessages({ counterpart: "5511000000007" }, null, 500)).rows.length).toBeGreaterThan(0);
     // Woken again: the big slot is read from its tally.
     await evictDurableObject(ws);
     const reads = await measuring(ws, WorkspaceDurableObject, async (m) =>

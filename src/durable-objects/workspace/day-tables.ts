@@ -10,7 +10,9 @@ import { DAY_MS, uuidV7Time } from "../../domain/job-id";
  * Each table is `WITHOUT ROWID`, keyed by the message id (a UUIDv7 of the acceptance time, or of
  * the operator's time for an inbound message), so the key order is the list order and a lookup by
  * id is one key read. Its indexes are the ones a send or a list needs, each a billed row when a
- * record enters it:
+ * record enters it, made once the table holds INDEX_MIN_RECORDS records (in the transaction of the
+ * insert that reaches it): a smaller table is read whole more cheaply than its index entries are
+ * written (a lone message would write 7 rows more), and every query is right either way:
  * - `_to`: (recipient, id), lists by counterpart (`to` / `from`);
  * - `_key`: the Idempotency-Key of an outbound record (unique: a key is bound at most once in 24 h);
  * - `_work`: (channel_number_id, id) of records the number still has work for (`pending = 1`):
@@ -52,7 +54,11 @@ export const dayOfId = (id: string): number | null => {
   return slot === null ? null : dayOfSlot(slot);
 };
 
-export function createSlotTable(sql: SqlStorage, slot: number): void {
+/** A slot table gets its secondary indexes once it holds this many records. */
+export const INDEX_MIN_RECORDS = 64;
+
+/** Creates a slot's table, and its indexes unless `indexes` is false (SlotTables makes them at INDEX_MIN_RECORDS). */
+export function createSlotTable(sql: SqlStorage, slot: number, indexes = true): void {
   const t = slotTable(slot);
   // One statement each: the cost meter counts every statement (a multi-statement exec reports its last one only).
   sql.exec(
@@ -66,11 +72,24 @@ export function createSlotTable(sql: SqlStorage, slot: number): void {
       delivered_at INTEGER, read_at INTEGER, outcome_unknown_since INTEGER, received_at INTEGER, details TEXT
     ) WITHOUT ROWID`,
   );
+  if (indexes) createSlotIndexes(sql, slot);
+}
+
+/** A slot table's secondary indexes (over the records it holds: one billed row per entry). */
+export function createSlotIndexes(sql: SqlStorage, slot: number): void {
+  const t = slotTable(slot);
   sql.exec(`CREATE INDEX IF NOT EXISTS ${t}_to ON ${t} (recipient, id)`);
   sql.exec(`CREATE UNIQUE INDEX IF NOT EXISTS ${t}_key ON ${t} (idem_key) WHERE idem_key IS NOT NULL`);
   sql.exec(`CREATE INDEX IF NOT EXISTS ${t}_work ON ${t} (channel_number_id, id) WHERE pending = 1`);
   sql.exec(`CREATE INDEX IF NOT EXISTS ${t}_failed ON ${t} (id) WHERE status = 'failed'`);
 }
+
+/** The slots whose table has its secondary indexes (the last one made names them all). */
+const indexedSlots = (sql: SqlStorage): number[] =>
+  sql
+    .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND name GLOB 'm_[0-9]*_failed'")
+    .toArray()
+    .map((r) => Number(r.name.slice(2, -"_failed".length)));
 
 /** The slots that have a table, ascending. */
 const existingSlots = (sql: SqlStorage): number[] =>
@@ -90,11 +109,20 @@ const existingSlots = (sql: SqlStorage): number[] =>
  */
 export class SlotTables {
   private readonly slots: Set<number>;
+  private readonly indexed: Set<number>;
+  /** Records in tables without their indexes yet (counted once per instance, then kept up to date). */
+  private readonly sizes = new Map<number, number>();
   private copy: { slot: number; after: string; through: string; stale: boolean } | null = null;
   readonly archives = new ArchiveWatch();
 
   constructor(private readonly sql: SqlStorage) {
     this.slots = new Set(existingSlots(sql));
+    this.indexed = new Set(indexedSlots(sql));
+  }
+
+  /** Whether the slot's table has its secondary indexes (a query may name one with INDEXED BY). */
+  hasIndexes(slot: number): boolean {
+    return this.indexed.has(slot);
   }
 
   has(slot: number): boolean {
@@ -120,13 +148,31 @@ export class SlotTables {
     return this.list()[0] ?? null;
   }
 
-  /** Creates the slot's table if needed (inside the caller's transaction). */
+  /** Creates the slot's table if needed, without its indexes (inside the caller's transaction). */
   ensure(slot: number): string {
     if (!this.slots.has(slot)) {
-      createSlotTable(this.sql, slot);
+      createSlotTable(this.sql, slot, false);
       this.slots.add(slot);
+      this.sizes.set(slot, 0);
     }
     return slotTable(slot);
+  }
+
+  /** A record was inserted in the slot's table (inside its transaction): at INDEX_MIN_RECORDS the table gets its indexes. */
+  added(slot: number): void {
+    if (this.indexed.has(slot)) return;
+    const known = this.sizes.get(slot);
+    const n =
+      known === undefined
+        ? this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${slotTable(slot)}`).one().n
+        : known + 1;
+    if (n < INDEX_MIN_RECORDS) {
+      this.sizes.set(slot, n);
+      return;
+    }
+    createSlotIndexes(this.sql, slot);
+    this.indexed.add(slot);
+    this.sizes.delete(slot);
   }
 
   /** Drops the slot's table and its tally (inside the caller's transaction: a table made again later starts uncounted). */
@@ -134,6 +180,8 @@ export class SlotTables {
     this.sql.exec(`DROP TABLE IF EXISTS ${slotTable(slot)}`);
     this.sql.exec("DELETE FROM meta WHERE k = ?", slotTallyKey(slot));
     this.slots.delete(slot);
+    this.indexed.delete(slot);
+    this.sizes.delete(slot);
   }
 
   /** The records of `slot` with ids in (after, through] are on their way to the shard, as read now. */
@@ -164,6 +212,9 @@ export class SlotTables {
   resync(): void {
     this.slots.clear();
     for (const s of existingSlots(this.sql)) this.slots.add(s);
+    this.indexed.clear();
+    for (const s of indexedSlots(this.sql)) this.indexed.add(s);
+    this.sizes.clear();
   }
 }
 

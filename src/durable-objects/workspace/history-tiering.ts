@@ -185,7 +185,16 @@ export class HistoryTiering {
       case "table": {
         if (!this.tiers.tables.has(segment.slot)) return empty;
         const moved = movedOf(state, segment.slot);
-        const page = slotPage(this.w.sql, segment.slot, filter, after?.id ?? null, limit, budget, keysetOf);
+        const page = slotPage(
+          this.w.sql,
+          segment.slot,
+          this.tiers.tables.hasIndexes(segment.slot),
+          filter,
+          after?.id ?? null,
+          limit,
+          budget,
+          keysetOf,
+        );
         // Records up to the move cursor are read from the shard.
         if (moved === undefined) return page;
         const rows = page.rows.filter((r) => r.id > moved);

@@ -19,10 +19,11 @@ export const STATUS_LOOKUP_MS = 31 * DAY_MS;
  * Our id of the message the operator calls `upstreamId`, among the records exchanged with one of
  * `counterparts` (the sender's phone number and user id) in the `withinMs` before `at` (a reply or
  * a reaction: LINK_LOOKUP_MS), newest slot first. A reply, a reaction or a status report is about a
- * message of one conversation, so the counterpart index each slot table has (`_to`: recipient, id)
- * finds it without an index of its own: nothing is written for it, and a lookup reads one index
- * range per slot that has a table (that conversation's records). Records already moved to history
- * (a workspace over its storage budget) or older are not found.
+ * message of one conversation, so the counterpart index of a slot table (`_to`: recipient, id; a
+ * table of fewer than INDEX_MIN_RECORDS records has none and is read whole) finds it without an
+ * index of its own: nothing is written for it, and a lookup reads one index range per slot that
+ * has a table (that conversation's records). Records already moved to history (a workspace over
+ * its storage budget) or older are not found.
  */
 export function findByUpstreamId(
   tables: SlotTables,
@@ -38,7 +39,7 @@ export function findByUpstreamId(
     for (const who of counterparts) {
       const row = sql
         .exec<{ id: string }>(
-          `SELECT id FROM ${t} INDEXED BY ${t}_to WHERE recipient = ? AND upstream_message_id = ? LIMIT 1`,
+          `SELECT id FROM ${t}${tables.hasIndexes(slot) ? ` INDEXED BY ${t}_to` : ""} WHERE recipient = ? AND upstream_message_id = ? LIMIT 1`,
           who,
           upstreamId,
         )

@@ -46,19 +46,30 @@ export const matches = (r: MessageRow, f: MessageFilter): boolean =>
   (f.counterpart === undefined || r.recipient === f.counterpart) &&
   (f.type === undefined || r.type === f.type);
 
-/** The index that narrows a slot table's scan most for these filters (each ends in id, the list order). */
+/** The index that narrows a slot table's scan most for these filters (each ends in id, the list order); none in a table without its indexes. */
 function driverOf(
   table: string,
   f: MessageFilter,
+  indexed: boolean,
 ): { index: string | null; where: string; bindings: SqlStorageValue[]; exact: boolean } {
   const only = (covered: (keyof MessageFilter)[]) =>
     (Object.keys(f) as (keyof MessageFilter)[]).every(
       (k) => f[k] === undefined || covered.includes(k) || k === "createdFrom" || k === "createdUntil",
     );
   if (f.counterpart !== undefined)
-    return { index: `${table}_to`, where: "recipient = ?", bindings: [f.counterpart], exact: only(["counterpart"]) };
+    return {
+      index: indexed ? `${table}_to` : null,
+      where: "recipient = ?",
+      bindings: [f.counterpart],
+      exact: only(["counterpart"]),
+    };
   if (f.status === "failed")
-    return { index: `${table}_failed`, where: "status = 'failed'", bindings: [], exact: only(["status", "direction"]) };
+    return {
+      index: indexed ? `${table}_failed` : null,
+      where: "status = 'failed'",
+      bindings: [],
+      exact: only(["status", "direction"]),
+    };
   return { index: null, where: "1", bindings: [], exact: only([]) };
 }
 
@@ -70,6 +81,7 @@ function driverOf(
 export function slotPage(
   sql: SqlStorage,
   slot: number,
+  indexed: boolean,
   f: MessageFilter,
   beforeId: string | null,
   limit: number,
@@ -77,7 +89,7 @@ export function slotPage(
   keysetOf: (r: MessageRow) => Keyset,
 ): Page {
   const table = slotTable(slot);
-  const d = driverOf(table, f);
+  const d = driverOf(table, f, indexed);
   const conds = [d.where];
   const bindings = [...d.bindings];
   if (f.createdFrom !== undefined) {

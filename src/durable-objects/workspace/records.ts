@@ -22,7 +22,8 @@ export interface NewOutbound {
  * (the row and three index entries: counterpart, key, work).
  */
 export function insertOutbound(tables: SlotTables, sql: SqlStorage, m: NewOutbound): void {
-  const t = tables.ensure(slotOf(m.at));
+  const slot = slotOf(m.at);
+  const t = tables.ensure(slot);
   sql.exec(
     `INSERT INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, details, status, idem_key, fingerprint,
                        pending, created_at, updated_at)
@@ -39,6 +40,7 @@ export function insertOutbound(tables: SlotTables, sql: SqlStorage, m: NewOutbou
     m.at,
     m.at,
   );
+  tables.added(slot);
 }
 
 export interface NewInbound {
@@ -60,7 +62,7 @@ export function insertInbound(tables: SlotTables, sql: SqlStorage, m: NewInbound
   const slot = slotOfId(m.id);
   if (slot === null) throw new Error(`inbound id ${m.id} is not a UUIDv7`);
   const t = tables.ensure(slot);
-  return (
+  const inserted =
     sql.exec(
       `INSERT OR IGNORE INTO ${t} (id, direction, channel_number_id, recipient, type, body, content, details, status, upstream_message_id,
                                    received_at, created_at, updated_at)
@@ -76,8 +78,9 @@ export function insertInbound(tables: SlotTables, sql: SqlStorage, m: NewInbound
       m.receivedAt,
       m.at,
       m.at,
-    ).rowsWritten > 0
-  );
+    ).rowsWritten > 0;
+  if (inserted) tables.added(slot);
+  return inserted;
 }
 
 /** The live binding of an Idempotency-Key among the records of the last 24 hours (the slot tables since then). */
@@ -152,7 +155,7 @@ export function workOf(
     if (slot < fromSlot) continue;
     const rows = sql
       .exec<MessageRow>(
-        `SELECT * FROM ${slotTable(slot)} INDEXED BY ${slotTable(slot)}_work WHERE channel_number_id = ? AND pending = 1 AND id > ? ORDER BY id LIMIT ?`,
+        `SELECT * FROM ${slotTable(slot)}${tables.hasIndexes(slot) ? ` INDEXED BY ${slotTable(slot)}_work` : ""} WHERE channel_number_id = ? AND pending = 1 AND id > ? ORDER BY id LIMIT ?`,
         channelNumberId,
         afterId,
         limit - out.length,

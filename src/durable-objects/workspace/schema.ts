@@ -27,7 +27,7 @@ export const WORKSPACE_SCHEMA: Schema = {
     {
       version: 3,
       description:
-        "slot tallies: a slot's counts kept in a meta row (`tally:<slot>`, counts.ts) that every change to a record it covers rewrites; written here for the slot tables already big enough to need one (a build before this step would change records without it)",
+        "slot tallies and late indexes: a slot's counts kept in a meta row (`tally:<slot>`, counts.ts) that every change to a record it covers rewrites, written here for the slot tables already big enough to need one; a new slot table gets its secondary indexes at INDEX_MIN_RECORDS records (day-tables.ts), the tables here keep theirs. A build before this step would change records without their tallies and name indexes a small table lacks",
       up: (sql) => tallySlotTables(sql, now()),
     },
   ],
