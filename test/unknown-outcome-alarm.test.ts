@@ -105,12 +105,12 @@ describe("unknown outcomes expire in the order their windows end", () => {
     expect(await ws.storedRecord(held)).toMatchObject({ status: "processing" });
   });
 
-  it("a workspace whose list was written before its `since` index (schema step 3) upgrades in place and expires in that order; one without a list stays without", async () => {
+  it("a workspace whose list was written before its `since` index (schema step 2) upgrades in place and expires in that order; one without a list stays without", async () => {
     const withList = await createTenant();
     const without = await createTenant();
     const { late, lateSince } = await heldAndLate(withList.workspaceId, withList.numberId);
-    // Storage as the release before step 3 left it: the list without its index, the version at 2.
-    const earlier = WORKSPACE_SCHEMA.steps.length - 1;
+    // Storage as the release before the `since` step left it: the list without its index, the version before it.
+    const earlier = WORKSPACE_SCHEMA.steps.find((s) => s.description.includes("by `since`"))!.version - 1;
     const asBefore = (workspaceId: string, dropIndex: boolean) =>
       runInDurableObject(workspaceStub(env, workspaceId), (_, state) => {
         if (dropIndex) state.storage.sql.exec("DROP INDEX unknowns_by_since");
@@ -120,7 +120,7 @@ describe("unknown outcomes expire in the order their windows end", () => {
     await asBefore(without.workspaceId, false);
     for (const t of [withList, without]) {
       await evictDurableObject(workspaceStub(env, t.workspaceId));
-      expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(earlier + 1);
+      expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(WORKSPACE_SCHEMA.steps.length);
     }
     expect(await testWorkspace(without.workspaceId).tableNames()).not.toContain("unknowns");
     const indexes = await runInDurableObject(workspaceStub(env, withList.workspaceId), (_, state) =>

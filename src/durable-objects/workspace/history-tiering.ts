@@ -348,7 +348,7 @@ export class HistoryTiering {
     return Math.max((day + 1 + this.historyDays()) * DAY_MS, since === null ? 0 : since + this.unknownWindowMs);
   }
 
-  /** Records of the day's slot tables their number still lists (the work index: no scan), a batch. */
+  /** Records of the day's slot tables their number still lists (the work index, or a small table read whole), a batch. */
   private stillListed(slots: number[]): string[] {
     const ids: string[] = [];
     for (const slot of slots) {
@@ -356,7 +356,7 @@ export class HistoryTiering {
       const t = slotTable(slot);
       for (const r of this.w.sql
         .exec<{ id: string }>(
-          `SELECT id FROM ${t} INDEXED BY ${t}_work WHERE pending = 1 LIMIT ?`,
+          `SELECT id FROM ${t}${this.tiers.tables.hasIndexes(slot) ? ` INDEXED BY ${t}_work` : ""} WHERE pending = 1 LIMIT ?`,
           GIVE_UP_PER_RUN - ids.length,
         )
         .toArray())
