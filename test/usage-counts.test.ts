@@ -155,7 +155,7 @@ describe("the month's counts after a restart", () => {
     });
   });
 
-  it("a change to a record whose count was kept is kept with it: the counts stay exact across restarts", async () => {
+  it("a change to a record whose count was kept, and a late record among them, are kept with it: the counts stay exact across restarts", async () => {
     const t = await createTenant();
     const stub = workspaceStub(env, t.workspaceId);
     const day = earlierDayOfMonth();
@@ -182,7 +182,21 @@ describe("the month's counts after a restart", () => {
         },
       ]),
     ).toEqual([{ known: true, status: "failed" }]);
-    const expected = { day: dayOf(day), accepted: count, sent: count - 1, failed: 1, received: 0 };
+    // And a message from a customer, delivered late: its operator time falls among the counted records.
+    expect(
+      await stub.recordInbound(t.workspaceId, [
+        {
+          channelNumberId: t.numberId,
+          upstreamMessageId: "wamid.LATE.1",
+          from: TEST_CONTACT,
+          type: "text",
+          text: "late",
+          content: null,
+          at: slotStart(slot) + 10,
+        },
+      ]),
+    ).toHaveLength(1);
+    const expected = { day: dayOf(day), accepted: count, sent: count - 1, failed: 1, received: 1 };
     expect((await history(t)).find((d) => d.day === dayOf(day))).toEqual(expected);
     await evictDurableObject(stub);
     expect((await history(t)).find((d) => d.day === dayOf(day))).toEqual(expected);
