@@ -9,7 +9,7 @@ import { testNumber } from "./helpers/objects";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { liveCloudNumber } from "./helpers/number-edge";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
+import { createSlotIndexes, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { uuidV7Time } from "../src/domain/job-id";
 import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { fakeClockPerTest } from "./helpers/clock";
@@ -259,11 +259,15 @@ describe("a rebuild of the queue that fails", () => {
     );
     const first = await sendOne(t.key, t.numberId, "5511999998888", "FIRST");
     await alarm(t.numberId); // FIRST: 131000, retried a second later (its record keeps the work)
+    // Its slot table is small (no indexes yet): it gets them, and the restarted workspace names them.
+    const table = slotTable(slotOf(uuidV7Time(first)!));
+    await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
+      createSlotIndexes(state.storage.sql, slotOf(uuidV7Time(first)!));
+    });
     await abortAllDurableObjects(); // the number restarts: its queue is gone
 
     // The rebuild fails for a while (the workspace's work list cannot be read), and a newer message
     // to the same recipient arrives meanwhile.
-    const table = slotTable(slotOf(uuidV7Time(first)!));
     const fault = await expectRuntimeLog(/no such index/);
     await runInDurableObject(workspaceStub(env, t.workspaceId), (_, state) => {
       state.storage.sql.exec(`DROP INDEX ${table}_work`);
