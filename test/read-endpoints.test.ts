@@ -72,7 +72,7 @@ describe("GET /channel-numbers", () => {
       upstream: "sandbox",
       createdAt: expect.any(String),
       sending: { state: "active", pausedSince: null, nextAttemptAt: null, reason: null },
-      // Extension (issue 22): a sandbox number has no operator health to report.
+      // Extension: a sandbox number has no operator health to report, and its connection is never unverified.
       health: {
         state: "active",
         pausedSince: null,
@@ -84,6 +84,7 @@ describe("GET /channel-numbers", () => {
         messagingLimitTier: null,
         checkedAt: null,
         sendsToday: 0,
+        unverifiedSince: null,
       },
     });
 
