@@ -33,6 +33,18 @@ export class WorkspaceDurableObject extends Workspace {
     return at.tier === "slot" ? at.row : null;
   }
 
+  /** The messages whose events are owed (committed, not yet on the queue), in the order they were listed. */
+  async owedEvents(): Promise<{ id: string; from_change: number }[]> {
+    return this.sql
+      .exec<{ id: string; from_change: number }>("SELECT id, from_change FROM owed_events ORDER BY seq")
+      .toArray();
+  }
+
+  /** The most events the publisher held in memory at once since the object started. */
+  async publisherPeakHeld(): Promise<number> {
+    return this.publisher.peakHeld();
+  }
+
   /** When the object's alarm is set for, or null (what its steps asked for). */
   async alarmAt(): Promise<number | null> {
     return this.ctx.storage.getAlarm();

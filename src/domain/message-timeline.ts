@@ -17,9 +17,29 @@ export const MessageTimeline = z.array(TimelineEntry).openapi("MessageTimeline")
 
 type Entry = z.infer<typeof TimelineEntry>;
 
-/** What happened to a message, oldest first, from the timestamps its record keeps. */
-export function timelineOf(m: Message): Entry[] {
+/** One change of a message, as its record orders it (message-events.ts `changesOf`): `at` never before the change before. */
+export interface CommittedChange {
+  kind: "processing" | "sent" | "delivered" | "read" | "failed" | "received";
+  at: number;
+}
+
+/**
+ * What happened to a message, oldest first: its changes in the order they were committed (the
+ * record's sequence, the order its events follow), each at the time its event says; an unknown
+ * outcome after the claim it followed. Without `changes`: from the timestamps alone.
+ */
+export function timelineOf(m: Message, changes?: readonly CommittedChange[]): Entry[] {
   if (m.direction === "inbound") return [{ status: "received", at: m.receivedAt, error: null }];
+  if (changes) {
+    const entries: Entry[] = [{ status: "queued", at: m.createdAt, error: null }];
+    for (const c of changes) {
+      if (c.kind === "received") continue;
+      entries.push({ status: c.kind, at: new Date(c.at).toISOString(), error: c.kind === "failed" ? m.error : null });
+      if (c.kind === "processing" && m.outcomeUnknownSince)
+        entries.push({ status: "outcome_unknown", at: m.outcomeUnknownSince, error: null });
+    }
+    return entries;
+  }
   const entries: (Entry | null)[] = [
     { status: "queued", at: m.createdAt, error: null },
     m.processingAt ? { status: "processing", at: m.processingAt, error: null } : null,

@@ -22,6 +22,7 @@ import { retryAfterSeconds } from "../domain/rate-window";
 import { findByUuid } from "../domain/job-id";
 import { jsonBody } from "../middleware/json-body";
 import { toMessageView } from "../durable-objects/workspace/record";
+import { changesOf } from "../durable-objects/workspace/message-events";
 import { MessageListQuery, decodeMessageCursor, encodeMessageCursor, toFilter } from "../domain/message-list";
 import { MessageTimeline, timelineOf } from "../domain/message-timeline";
 import { WebhookDelivery, toDeliveryView } from "../domain/webhook-view";
@@ -277,12 +278,13 @@ export const messageReadRoutes = newRouter()
   .openapi(events, async (c) => {
     const { id } = c.req.valid("param");
     const stub = workspaceStub(c.env, c.get("principal").workspaceId);
-    const message = toMessageView(foundOr404(await findByUuid(id, (stored) => stub.getMessage(stored)), "Message"));
+    const row = foundOr404(await findByUuid(id, (stored) => stub.getMessage(stored)), "Message");
+    const message = toMessageView(row);
     const attempts = await stub.deliveriesAbout(message.id);
     return c.json(
       {
         messageId: message.id,
-        timeline: timelineOf(message),
+        timeline: timelineOf(message, changesOf(row)),
         deliveries: attempts.map((a) => toDeliveryView(a.webhook_id, a)),
       },
       200,

@@ -2,10 +2,11 @@ import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { findByUuid } from "../../domain/job-id";
 import type { InboundMessage, Message, OutboundMessage } from "../../domain/message";
-import { timelineOf } from "../../domain/message-timeline";
+import { timelineOf, type CommittedChange } from "../../domain/message-timeline";
 import { toDeliveryView } from "../../domain/webhook-view";
 import { workspaceStub } from "../../durable-objects/stubs";
 import { toMessageView } from "../../durable-objects/workspace/record";
+import { changesOf } from "../../durable-objects/workspace/message-events";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { DeliveryLog } from "../delivery-log";
@@ -163,10 +164,10 @@ function UpstreamError({ m }: { m: OutboundMessage }) {
   );
 }
 
-function Timeline({ m }: { m: Message }) {
+function Timeline({ m, changes }: { m: Message; changes: readonly CommittedChange[] }) {
   return (
     <ol class="timeline">
-      {timelineOf(m).map((e) => (
+      {timelineOf(m, changes).map((e) => (
         <li>
           <strong class={e.status === "failed" ? "bad" : e.status === "outcome_unknown" ? "warn" : undefined}>
             {e.status.replace("_", " ")}
@@ -252,7 +253,7 @@ export const messagePage = new Hono<DashboardEnv>()
         </section>
         <section aria-labelledby="timeline-heading">
           <h2 id="timeline-heading">Status timeline</h2>
-          <Timeline m={m} />
+          <Timeline m={m} changes={changesOf(row)} />
         </section>
         <section aria-labelledby="deliveries-heading">
           <h2 id="deliveries-heading">Webhook deliveries</h2>

@@ -11,23 +11,22 @@ interface Transit {
   /** When it may be handed again (after a failure). */
   retryAt: number;
   failures: number;
-  /** Whether the workspace committed it (what is left is to learn that its events left). */
+  /** Whether the workspace committed it (it then leaves this list). */
   committed: boolean;
 }
 
 /**
  * The calls' answers (and the messages the number gives up on) on their way to the workspace's
  * records. Each is handed at once and its commit awaited (the record is current when the drain
- * moves on); then, without holding the drain, the number waits for the workspace to say that the
- * change's events left (its publisher packs a second's worth of events in one queue message), and
- * hands the answer again if the workspace lost them (it restarted). Kept in memory only: the
+ * moves on); an answer the workspace could not take is kept and handed again. Once committed it is
+ * the workspace's: the obligation to announce its events is committed with it (publisher.ts), so
+ * nothing waits for them here. Kept in memory only: the
  * record says a call was claimed and not answered, so a restart of this object that loses an
  * answer finds the message "claimed before" and reports its outcome unknown, which the operator's
  * status report then settles; it is never called again.
  */
 export class HandOff {
   private readonly transit = new Map<string, Transit>();
-  private readonly confirming = new Set<Promise<void>>();
 
   constructor(
     private readonly env: Env,
@@ -76,38 +75,18 @@ export class HandOff {
     for (const t of [...this.transit.values()]) if (t.retryAt > 0 && t.retryAt <= at) await this.send(t);
   }
 
-  /** Settles when every confirmation in progress has (tests and the end of a drain session need nothing more). */
-  async idle(): Promise<void> {
-    while (this.confirming.size > 0) await Promise.allSettled([...this.confirming]);
-  }
-
   private async send(t: Transit): Promise<StatusResult | null> {
-    const stub = workspaceStub(this.env, t.workspaceId);
-    let ticket;
     let results: StatusResult[];
     try {
-      ({ results, ticket } = await stub.answer([t.update]));
+      ({ results } = await workspaceStub(this.env, t.workspaceId).answer([t.update]));
     } catch (err) {
       this.failed(t, err);
       return null;
     }
     t.retryAt = 0;
     t.committed = true;
-    const confirm = stub
-      .awaitFlushed(ticket)
-      .then(
-        async (ok) => {
-          // A later answer about the same message (the next attempt's) took its place: that one is kept.
-          if (ok) {
-            if (this.transit.get(t.update.jobId) === t) this.transit.delete(t.update.jobId);
-          }
-          // The workspace restarted before its events left: the answer goes again (applied once, announced again).
-          else await this.send(t);
-        },
-        (err: unknown) => this.failed(t, err),
-      )
-      .finally(() => this.confirming.delete(confirm));
-    this.confirming.add(confirm);
+    // A later answer about the same message (the next attempt's) took its place: that one is kept.
+    if (this.transit.get(t.update.jobId) === t) this.transit.delete(t.update.jobId);
     return results[0] ?? null;
   }
 

@@ -69,7 +69,8 @@ export function createSlotTable(sql: SqlStorage, slot: number, indexes = true): 
       answered INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER,
       upstream_message_id TEXT, error_code TEXT, error_message TEXT, error_retriable INTEGER, upstream_error_code TEXT,
       created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, processing_at INTEGER, sent_at INTEGER, failed_at INTEGER,
-      delivered_at INTEGER, read_at INTEGER, outcome_unknown_since INTEGER, received_at INTEGER, details TEXT
+      delivered_at INTEGER, read_at INTEGER, outcome_unknown_since INTEGER, received_at INTEGER, details TEXT,
+      changes TEXT
     ) WITHOUT ROWID`,
   );
   if (indexes) createSlotIndexes(sql, slot);

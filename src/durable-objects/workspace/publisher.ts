@@ -3,190 +3,299 @@ import { publishEventPacks } from "../../lib/event-publisher";
 import type { QueueSender } from "../../lib/queue-publisher";
 import { now } from "../../lib/clock";
 import { errorText, log } from "../../lib/log";
+import { changesOf, eventOf } from "./message-events";
+import type { MessageRow } from "./record";
 
 /**
- * Events wait up to this long before publishing, so that the changes of that second go out packed
- * in one queue message (billed per message): a number sending at its 2/s puts about two messages'
- * events in each pack, ten busy numbers twenty. The cost: a customer's webhook hears of a change
- * up to 1 s later, and the object's alarm is set once per second of activity.
+ * Status events wait up to this long before publishing, so that the changes of that second go out
+ * packed in one queue message (billed per message): a number sending at its 2/s puts about two
+ * messages' events in each pack, ten busy numbers twenty. A customer's webhook hears of a status
+ * change up to 1 s later. An inbound message is published at once (a conversation waits on it).
  */
 export const PUBLISH_DELAY_MS = 1_000;
-/** Ids this object published lately, so that a change reported twice is announced once (per instance). */
-const REMEMBERED_IDS = 50_000;
+/**
+ * The alarm that publishes what an instance lost (it restarted with changes owed and nothing
+ * called it since) runs at the latest this long after the change. Most of the time the object's
+ * alarm is armed sooner for its counts (once a minute while it has work): the backstop then costs
+ * no alarm write of its own.
+ */
+export const PUBLISH_BACKSTOP_MS = 60_000;
+/** Messages whose events one flush reads and publishes at once: what the publisher holds in memory at most. */
+export const PUBLISH_PAGE = 100;
 const RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000] as const;
 
-/** A commit's place in the publisher of one instance: `awaitFlushed` resolves once its events left. */
-export interface Ticket {
-  instance: string;
-  seq: number;
+/**
+ * The list of messages whose changes are committed and not yet announced: one row per message,
+ * with the position in its record's sequence of changes (`changes`, status-transition.ts) of the
+ * first change not announced, and `seq`, the order it was listed in (inbound messages of one
+ * conversation are published in the order they were recorded). Written in the transaction of the
+ * change (INSERT … ON CONFLICT DO NOTHING: a second change of a message already listed writes
+ * nothing), deleted once the message's events are on the queue. No index besides the key: a page
+ * is read in `seq` order from a list that is a pack's worth long.
+ *
+ * Bound: ~70 B per row. Rows live from a change to its pack's flush (≤ 1 s, one row per message
+ * changed in that second: ~20 at design load); while the queue refuses, one per message changed
+ * since (72,000 per hour at 20 changes per second, ~4 MB), emptied in pages as the queue takes them.
+ */
+export function createOwedEventsTable(sql: SqlStorage): void {
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS owed_events (id TEXT PRIMARY KEY, from_change INTEGER NOT NULL, seq INTEGER NOT NULL) WITHOUT ROWID",
+  );
 }
 
-/** A bounded set of recent ids (insertion order: the oldest are forgotten first). */
-class RecentIds {
-  private readonly ids = new Set<string>();
-  constructor(private readonly max: number) {}
-  has(id: string): boolean {
-    return this.ids.has(id);
-  }
-  add(id: string): void {
-    this.ids.delete(id);
-    this.ids.add(id);
-    if (this.ids.size > this.max) this.ids.delete(this.ids.values().next().value!);
-  }
+export interface PublisherDeps {
+  sql: SqlStorage;
+  storage: DurableObjectStorage;
+  queue: QueueSender;
+  /** How long a status change waits for others (0: published at once). */
+  delayMs: number;
+  /** The record of a message, wherever it lives now (a history shard's is read from there). */
+  read: (id: string) => Promise<MessageRow | null>;
+  workspaceId: () => string | null;
+  /** Arms the object's alarm no later than a time (it runs `flush` when `due`). */
+  wake: (at: number) => Promise<void>;
 }
 
 /**
- * The customer events of one workspace object between the commit of the change they announce and
- * the queue. Nothing is written for them: an event is rebuilt from its record whenever needed
- * (message-events.ts), so what must not be lost is the fact that a change still has to be
- * announced, and that is kept by whoever made the change until its event left:
- * - the number keeps a call's answer (and hands it again) until `awaitFlushed` says its events left;
- * - the operator's webhook is answered only after its events left (the route awaits them);
- * - the object's own timed changes publish before their step moves on.
- * Changed twice, or handed twice after a crash, a change announces the same event id: customers
- * deduplicate on `webhook-id`.
+ * The customer events of one workspace object, from the commit of the change they announce to the
+ * queue. Nothing of an event is stored: it is rebuilt from its record (message-events.ts), with the
+ * same id and content every time. What must not be lost is the obligation to announce, and that is
+ * durable: the owed list above, written in the change's own transaction. So a change committed is
+ * announced even when the object restarts (or every object does, in a deploy) before its events
+ * left: the next instance finds the list on start and publishes it; its alarm does if nothing
+ * calls it. Callers never wait for their events to be announced; at worst an event is announced
+ * twice (a flush whose delete was lost), with the same `webhook-id`, which customers deduplicate on.
  *
- * Packing: the events of the first change wait until `delayMs` later on the object's clock (the
- * clock tests and the cost bench move); every call into the object checks that time (`tick`), and
- * the object's alarm is set for it (`due`), once per pack.
+ * When: an in-memory timer publishes what is due (at once for an inbound message, `delayMs` after
+ * the first status change of a pack), and every call into the object checks the time on the
+ * object's clock (`tick`: the clock tests and the cost bench move). The alarm is only the backstop
+ * for an instance that restarted (PUBLISH_BACKSTOP_MS), not one per second of activity.
+ *
+ * Memory: one page of messages at a time (PUBLISH_PAGE) and the ids of that page; the rest waits
+ * in storage, however long the queue refuses.
  */
 export class EventPublisher {
-  readonly instance = crypto.randomUUID();
-  private pending: WebhookEvent[] = [];
-  private readonly pendingIds = new Set<string>();
-  /** Ids of the flush in progress. */
-  private flightIds = new Set<string>();
-  private readonly published = new RecentIds(REMEMBERED_IDS);
-  private firstAt: number | null = null;
+  /** When what is owed is due on the object's clock (null: nothing owed, as far as this instance knows). */
+  private dueAt: number | null = null;
   private retryAt = 0;
-  private commitSeq = 0;
-  private flushedSeq = 0;
-  private waiters: { seq: number; resolve: (ok: boolean) => void }[] = [];
-  private flushing: Promise<void> | null = null;
   private failures = 0;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private soonQueued = false;
+  private flushing: Promise<void> | null = null;
+  /** Messages of the flush in progress, and those of them changed again meanwhile. */
+  private inFlight = new Set<string>();
+  private readonly dirty = new Set<string>();
+  /** Messages whose change is being written elsewhere (a history shard): a flush meanwhile keeps their row. */
+  private readonly pinned = new Map<string, number>();
+  private heldPeak = 0;
+  private seq: number;
+
+  constructor(private readonly d: PublisherDeps) {
+    const last = d.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM owed_events").one().seq;
+    this.seq = last ?? 0;
+    // Owed by an earlier instance: published now (re-derived from storage, nothing was in memory).
+    if (last !== null) {
+      this.dueAt = now();
+      this.arm();
+    }
+  }
 
   /**
-   * @param delayMs how long a change waits for others on the object's clock (0: published at once)
-   * @param wake arms the object's alarm for a time (it runs `runDue`)
+   * The events of a message's changes from position `from` of its sequence are owed: call inside
+   * the transaction that commits them. `soon`: published at once (an inbound message).
    */
-  constructor(
-    private readonly queue: QueueSender,
-    private readonly delayMs: number,
-    private readonly wake: (at: number) => Promise<void>,
-  ) {}
-
-  /** Whether this instance already published (or is about to publish) the event. */
-  known(id: string): boolean {
-    return this.published.has(id) || this.pendingIds.has(id) || this.flightIds.has(id);
+  owe(id: string, from: number, soon = false): void {
+    this.d.sql.exec(
+      "INSERT INTO owed_events (id, from_change, seq) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
+      id,
+      from,
+      ++this.seq,
+    );
+    if (this.inFlight.has(id)) this.dirty.add(id);
+    const t = now();
+    const at = Math.max(soon ? t : t + this.d.delayMs, this.retryAt);
+    const first = this.dueAt === null;
+    if (first || at < this.dueAt!) {
+      this.dueAt = at;
+      this.arm();
+    }
+    if (first)
+      void this.d
+        .wake(t + PUBLISH_BACKSTOP_MS)
+        .catch((e: unknown) => log("warn", "arming the publish backstop failed", { error: errorText(e) }));
   }
 
-  /** Adds the events of one commit (those not already published by this instance); returns its ticket. */
-  add(events: readonly WebhookEvent[]): Ticket {
-    const seq = ++this.commitSeq;
-    for (const e of events) {
-      if (this.known(e.id)) continue;
-      this.pending.push(e);
-      this.pendingIds.add(e.id);
-    }
-    if (this.pending.length === 0) {
-      // Nothing of its own to wait for; a flush in progress may carry its events (it settles it).
-      if (this.flushing === null) this.flushedSeq = seq;
-    } else if (this.firstAt === null) {
-      this.firstAt = now();
-      if (this.delayMs === 0) void this.flush();
-      else
-        void this.wake(this.firstAt + this.delayMs).catch((e: unknown) =>
-          log("warn", "arming the publish alarm failed", { error: errorText(e) }),
-        );
-    }
-    return { instance: this.instance, seq };
+  /** A change of the message is being written in another object (its row, owed before, must outlive a flush meanwhile). */
+  pin(id: string): void {
+    this.pinned.set(id, (this.pinned.get(id) ?? 0) + 1);
   }
 
-  /** When the pending events are due (the alarm's step), or null. */
+  unpin(id: string): void {
+    const n = (this.pinned.get(id) ?? 1) - 1;
+    if (n > 0) this.pinned.set(id, n);
+    else this.pinned.delete(id);
+  }
+
+  /** When what is owed is due (the alarm's step), or null. */
   due(): number | null {
-    return this.firstAt === null ? null : Math.max(this.firstAt + this.delayMs, this.retryAt);
+    return this.dueAt;
   }
 
-  /** Publishes what waited long enough on the object's clock (every call into the object runs this first). */
+  /** The latest the alarm must run for it: the backstop (the timer publishes it first, unless the instance is gone). */
+  latest(): number | null {
+    return this.dueAt === null ? null : this.dueAt + PUBLISH_BACKSTOP_MS;
+  }
+
+  /** The most events this instance held in memory at once (a page's worth at most). */
+  peakHeld(): number {
+    return this.heldPeak;
+  }
+
+  /** Publishes what is due on the object's clock (every call into the object runs this first). */
   tick(): void {
-    const due = this.due();
-    if (due !== null && now() >= due) void this.flush();
+    if (this.dueAt !== null && now() >= this.dueAt) void this.flush();
   }
 
   /**
-   * Resolves true once the events of the commit left for the queue; false when the ticket is of
-   * another instance (a restart lost what it held: hand the change again).
+   * Resolves once what is due now was tried (published, or kept for a retry); never throws. A
+   * pack still waiting for its second is not waited for.
    */
-  awaitFlushed(ticket: Ticket): Promise<boolean> {
-    if (ticket.instance !== this.instance) return Promise.resolve(false);
-    if (ticket.seq <= this.flushedSeq) return Promise.resolve(true);
-    return new Promise((resolve) => this.waiters.push({ seq: ticket.seq, resolve }));
+  async settled(): Promise<void> {
+    if (this.flushing) await this.flushing;
+    if (this.dueAt !== null && now() >= this.dueAt) await this.flush();
   }
 
   /**
-   * Publishes now what is pending (a step that must not move on before its events left); throws
-   * when the queue refused them (they stay pending and are tried again).
+   * Publishes what is owed now, whatever its pack's time (a step that must not go on before its
+   * events left: the archive drops the records they are rebuilt from); throws when the queue
+   * refused them (they stay owed and are tried again).
    */
   async flushNow(): Promise<void> {
-    const through = this.commitSeq;
+    if (this.flushing) await this.flushing;
+    if (this.d.sql.exec("SELECT 1 FROM owed_events LIMIT 1").toArray().length === 0) return;
+    this.dueAt = Math.min(this.dueAt ?? now(), now());
     await this.flush();
-    if (this.flushedSeq < through) throw new Error("events could not be queued; they will be tried again");
+    if (this.failures > 0) throw new Error("events could not be queued; they stay owed and are tried again");
   }
 
-  /** Publishes everything pending; a failure keeps it pending (with a back-off). Never throws. */
+  /** Publishes everything owed, page by page; a failure keeps it owed (with a back-off). Never throws. */
   flush(): Promise<void> {
-    if (this.flushing) return this.flushing.then(() => (this.pending.length > 0 ? this.flush() : undefined));
-    if (this.pending.length === 0) return Promise.resolve();
-    const batch = this.pending;
-    const through = this.commitSeq;
-    this.pending = [];
-    this.pendingIds.clear();
-    this.flightIds = new Set(batch.map((e) => e.id));
-    this.firstAt = null;
-    this.flushing = (async () => {
-      try {
-        await publishEventPacks(
-          this.queue,
-          batch.map((event) => ({ key: event.id, event })),
-          {
-            sent: (ids) => {
-              for (const id of ids) this.published.add(id);
-            },
-            setAside: (id, reason) => log("error", "event set aside: it can never be queued", { eventId: id, reason }),
-          },
-        );
-        this.failures = 0;
-        this.retryAt = 0;
-        this.settle(through);
-      } catch (err) {
-        // Back in line, ahead of what came meanwhile; the callers still wait (or time out and hand again).
-        this.failures++;
-        const left = batch.filter((e) => !this.published.has(e.id));
-        this.pending = [...left, ...this.pending.filter((e) => !left.some((l) => l.id === e.id))];
-        for (const e of this.pending) this.pendingIds.add(e.id);
-        this.firstAt ??= now();
-        const wait = RETRY_MS[Math.min(this.failures, RETRY_MS.length) - 1]!;
-        this.retryAt = now() + wait;
-        log("warn", "publishing events failed; trying again", {
-          events: left.length,
-          retryInMs: wait,
-          error: errorText(err),
-        });
-        void this.wake(this.retryAt).catch(() => undefined);
-      } finally {
-        this.flushing = null;
-        this.flightIds = new Set();
-      }
-    })();
+    if (this.flushing) return this.flushing;
+    this.flushing = this.run().finally(() => {
+      this.flushing = null;
+    });
     return this.flushing;
   }
 
-  private settle(through: number): void {
-    if (through > this.flushedSeq) this.flushedSeq = through;
-    // Commits after `through` whose events were all published already are done too, once nothing waits.
-    if (this.pending.length === 0) this.flushedSeq = this.commitSeq;
-    const done = this.waiters.filter((w) => w.seq <= this.flushedSeq);
-    this.waiters = this.waiters.filter((w) => w.seq > this.flushedSeq);
-    for (const w of done) w.resolve(true);
+  private async run(): Promise<void> {
+    for (;;) {
+      const rows = this.d.sql
+        .exec<{ id: string; from_change: number }>(
+          "SELECT id, from_change FROM owed_events ORDER BY seq LIMIT ?",
+          PUBLISH_PAGE,
+        )
+        .toArray();
+      if (rows.length === 0) {
+        this.dueAt = null;
+        return;
+      }
+      if (!(await this.publishPage(rows))) return;
+    }
+  }
+
+  /** One page: its events rebuilt from their records, published, and the page's rows settled. False when the queue refused. */
+  private async publishPage(rows: { id: string; from_change: number }[]): Promise<boolean> {
+    const workspaceId = this.d.workspaceId() ?? "";
+    this.inFlight = new Set(rows.map((r) => r.id));
+    this.dirty.clear();
+    const pages: { id: string; through: number; events: WebhookEvent[]; left: number }[] = [];
+    try {
+      for (const r of rows) {
+        const record = await this.d.read(r.id);
+        if (!record) {
+          // Archived or dropped since: nothing of it can be announced any more.
+          log("warn", "owed events of a message no longer here are dropped", { messageId: r.id });
+          pages.push({ id: r.id, through: r.from_change, events: [], left: 0 });
+          continue;
+        }
+        const changes = changesOf(record);
+        const events = changes.slice(r.from_change).map((c) => eventOf(workspaceId, record, c));
+        pages.push({ id: r.id, through: changes.length, events, left: events.length });
+      }
+      this.heldPeak = Math.max(
+        this.heldPeak,
+        pages.reduce((n, p) => n + p.events.length, 0),
+      );
+      const done = (key: { page: number }) => pages[key.page]!.left--;
+      let ok = true;
+      try {
+        await publishEventPacks(
+          this.d.queue,
+          pages.flatMap((p, page) => p.events.map((event) => ({ key: { page, eventId: event.id }, event }))),
+          {
+            sent: (keys) => keys.forEach(done),
+            setAside: (key, reason) => {
+              done(key);
+              log("error", "event set aside: it can never be queued", { eventId: key.eventId, reason });
+            },
+          },
+        );
+      } catch (err) {
+        ok = false;
+        this.failed(err);
+      }
+      // Each message whose events all left: off the list, or, changed again meanwhile, owed from there on.
+      this.d.storage.transactionSync(() => {
+        for (const p of pages) {
+          if (p.left > 0) continue;
+          if (this.dirty.has(p.id) || this.pinned.has(p.id))
+            this.d.sql.exec("UPDATE owed_events SET from_change = ? WHERE id = ?", p.through, p.id);
+          else this.d.sql.exec("DELETE FROM owed_events WHERE id = ?", p.id);
+        }
+      });
+      if (ok) {
+        this.failures = 0;
+        this.retryAt = 0;
+      }
+      return ok;
+    } finally {
+      this.inFlight = new Set();
+      this.dirty.clear();
+    }
+  }
+
+  private failed(err: unknown): void {
+    this.failures++;
+    const wait = RETRY_MS[Math.min(this.failures, RETRY_MS.length) - 1]!;
+    this.retryAt = now() + wait;
+    this.dueAt = this.retryAt;
+    log("warn", "publishing events failed; they stay owed and are tried again", {
+      retryInMs: wait,
+      error: errorText(err),
+    });
+    this.arm(wait);
+  }
+
+  /** The in-memory timer for what is due (after `waitMs` of real time, or when due on the object's clock). */
+  private arm(waitMs?: number): void {
+    const wait = waitMs ?? Math.max(0, (this.dueAt ?? now()) - now());
+    if (wait === 0) {
+      if (this.timer !== null) clearTimeout(this.timer);
+      this.timer = null;
+      if (this.soonQueued) return;
+      this.soonQueued = true;
+      // Right after the change's transaction: a microtask runs once the synchronous commit returned.
+      queueMicrotask(() => {
+        this.soonQueued = false;
+        if (this.dueAt !== null) void this.flush();
+      });
+      return;
+    }
+    if (this.timer !== null) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      // Real time passed (the object's clock may be a test's, standing still): publish what is owed.
+      if (this.dueAt !== null) void this.flush();
+    }, wait);
   }
 }

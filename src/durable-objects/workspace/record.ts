@@ -63,6 +63,7 @@ export const lifecycleOf = (row: OutboundRow): LifecycleState => ({
   error_message: row.error_message,
   error_retriable: row.error_retriable,
   upstream_error_code: row.upstream_error_code,
+  changes: row.changes ?? null,
 });
 
 /** The media of an inbound record as GET /messages shows it, or null. */

@@ -1,5 +1,30 @@
+import type { EventKind } from "../../domain/events";
 import type { MessageStatus } from "../../domain/message";
 import type { StatusUpdate } from "./contract";
+
+/** The changes an outbound record can go through, each at most once. */
+export type OutboundChange = Exclude<EventKind, "received">;
+
+/** One letter per change in the record's `changes` column (a few bytes: at most five letters). */
+const LETTER: Record<OutboundChange, string> = { processing: "p", sent: "s", delivered: "d", read: "r", failed: "f" };
+const KIND_OF: Record<string, OutboundChange> = { p: "processing", s: "sent", d: "delivered", r: "read", f: "failed" };
+/** The lifecycle's order: that of changes one update makes at once, and of same-time changes of records from before `changes`. */
+const LIFECYCLE: readonly OutboundChange[] = ["processing", "sent", "delivered", "read", "failed"];
+const FAILED_FIRST: readonly OutboundChange[] = ["processing", "sent", "failed", "delivered", "read"];
+
+const timeColumn = (
+  s: Pick<LifecycleState, "processing_at" | "sent_at" | "delivered_at" | "read_at" | "failed_at">,
+  kind: OutboundChange,
+): number | null =>
+  kind === "processing"
+    ? s.processing_at
+    : kind === "sent"
+      ? s.sent_at
+      : kind === "delivered"
+        ? s.delivered_at
+        : kind === "read"
+          ? s.read_at
+          : s.failed_at;
 
 /** The parts of a message record that status reports change. */
 export interface LifecycleState {
@@ -15,6 +40,46 @@ export interface LifecycleState {
   error_message: string | null;
   error_retriable: number | null;
   upstream_error_code: string | null;
+  /**
+   * The record's changes in the order they were committed, one letter each (`ps`, `psf`, `psfd`):
+   * written in the same UPDATE as the change it adds. Events, `previousStatus` and the timeline
+   * follow it, never the times (which come from three clocks, the operator's in whole seconds).
+   * Null on records written before the column: their order is derived from their times once, and
+   * stored with their next change.
+   */
+  changes: string | null;
+}
+
+/** A record's changes in the order they were committed. */
+export function sequenceOf(s: LifecycleState): OutboundChange[] {
+  if (s.changes !== null && s.changes !== undefined) return [...s.changes].map((c) => KIND_OF[c]!);
+  // A record from before the column: by time, a delivery or read reported after a failure after
+  // it, same-time changes in the lifecycle's order (what the events of those records always said).
+  const order = s.status === "failed" ? FAILED_FIRST : LIFECYCLE;
+  const afterFailure = (k: OutboundChange) => s.status === "failed" && (k === "delivered" || k === "read");
+  const at = (k: OutboundChange) => {
+    const t = timeColumn(s, k)!;
+    return afterFailure(k) ? Math.max(t, s.failed_at ?? t) : t;
+  };
+  return LIFECYCLE.filter((k) => timeColumn(s, k) !== null).sort(
+    (a, b) => at(a) - at(b) || order.indexOf(a) - order.indexOf(b),
+  );
+}
+
+/** The time of the record's last change (the floor of the next one's), or null before any. */
+export function lastChangeAt(s: LifecycleState): number | null {
+  let at: number | null = null;
+  for (const k of sequenceOf(s)) {
+    const t = timeColumn(s, k)!;
+    at = at === null ? t : Math.max(at, t);
+  }
+  return at;
+}
+
+/** The changes `kinds` appended to the record's sequence (the value of its `changes` column after them). */
+export function appendChanges(s: LifecycleState, kinds: readonly OutboundChange[]): string {
+  const had = sequenceOf(s);
+  return [...had, ...kinds.filter((k) => !had.includes(k))].map((k) => LETTER[k]).join("");
 }
 
 /**
@@ -53,25 +118,33 @@ export function applyTransition(current: LifecycleState, update: StatusUpdate): 
   // Where a delivery or read report is recorded: a sent message, or one failed before (see above).
   const reached = status === "sent" || (status === "failed" && current.status === "failed");
   const settled = status === "sent" || status === "failed";
+  // Our times of a change never go before the record's last change: the operator dates its reports
+  // in whole seconds, and the number's clock is not the workspace's.
+  const floor = lastChangeAt(current);
+  const at = floor === null ? update.at : Math.max(update.at, floor);
 
   const next: LifecycleState = {
     status,
     upstream_message_id: current.upstream_message_id ?? update.upstreamMessageId ?? null,
-    processing_at: current.processing_at ?? (status !== "queued" ? update.at : null),
-    sent_at: current.sent_at ?? (status === "sent" ? update.at : null),
-    failed_at: current.failed_at ?? (status === "failed" ? update.at : null),
+    processing_at: current.processing_at ?? (status !== "queued" ? at : null),
+    sent_at: current.sent_at ?? (status === "sent" ? at : null),
+    failed_at: current.failed_at ?? (status === "failed" ? at : null),
     // Delivered or read on a sent message, or on one the operator failed before (another device);
     // a read report may come without a delivery report.
     delivered_at: current.delivered_at ?? (reached ? (update.deliveredAt ?? null) : null),
     read_at: current.read_at ?? (reached ? (update.readAt ?? null) : null),
     outcome_unknown_since: settled
       ? null
-      : (current.outcome_unknown_since ?? (update.outcomeUnknown && status === "processing" ? update.at : null)),
+      : (current.outcome_unknown_since ?? (update.outcomeUnknown && status === "processing" ? at : null)),
     error_code: becameFailed ? (update.error?.code ?? null) : current.error_code,
     error_message: becameFailed ? (update.error?.message ?? null) : current.error_message,
     error_retriable: becameFailed ? (update.error ? (update.error.retriable ? 1 : 0) : null) : current.error_retriable,
     upstream_error_code: becameFailed ? (update.error?.upstreamCode ?? null) : current.upstream_error_code,
+    changes: current.changes,
   };
+  // The delivery and read times are the operator's own (events carry them as `deliveredAt`, `readAt`).
+  const added = LIFECYCLE.filter((k) => timeColumn(current, k) === null && timeColumn(next, k) !== null);
+  if (added.length > 0) next.changes = appendChanges(current, added);
   const changed = (Object.keys(next) as (keyof LifecycleState)[]).some((k) => next[k] !== current[k]);
   const announce =
     status !== current.status || next.delivered_at !== current.delivered_at || next.read_at !== current.read_at;

@@ -1,12 +1,5 @@
 import { inboundMessageId } from "../../domain/job-id";
-import {
-  eventIdOf,
-  newEventId,
-  parseEventId,
-  TEST_EVENT_MESSAGE,
-  type EventKind,
-  type WebhookEvent,
-} from "../../domain/events";
+import { newEventId, parseEventId, TEST_EVENT_MESSAGE, type EventKind, type WebhookEvent } from "../../domain/events";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import type { MessageStatus } from "../../domain/message";
@@ -16,23 +9,14 @@ import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, UnmatchedR
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import type { MediaCopies } from "./media-copies";
-import { changesOf, eventOf, newChanges } from "./message-events";
-import type { EventPublisher, Ticket } from "./publisher";
+import { changesOf, eventOf } from "./message-events";
+import type { EventPublisher } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { findByUpstreamId, resolveLinks, STATUS_LOOKUP_MS } from "./message-links";
-import { applyTransition } from "./status-transition";
+import { appendChanges, applyTransition } from "./status-transition";
 import type { Tiers } from "./tiers";
 import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
-
-/**
- * An event not published by this instance is announced again with a later change of its record
- * only if it happened this long before the instance started (or since): older ones were published
- * by the instance before (it publishes within a second of a change). The change a caller reports
- * itself is always announced again if this instance did not publish it: the caller retries it
- * because it does not know whether it was.
- */
-const RECENT_MS = 10 * 60_000;
 
 /**
  * What the number's claim may change: the compare-and-set that decides every grant, from storage
@@ -45,13 +29,13 @@ const CLAIMABLE =
 
 /**
  * Applying what happens to messages: the number's claims and answers, the operator's reports,
- * inbound messages; and announcing each change with its event (message-events.ts), published by
- * the EventPublisher. The record is the only place a fact is kept.
+ * inbound messages. Each change owes its events in its own transaction (EventPublisher.owe); they
+ * are rebuilt from the record when published (message-events.ts). The record is the only place a
+ * fact is kept.
  */
 export class StatusLedger {
   /** Reports being applied to records in history, per jobId: one at a time per record. */
   private readonly historyUpdates = new Map<string, Promise<StatusResult>>();
-  private readonly startedAt = now();
 
   constructor(
     private readonly w: WorkspaceContext,
@@ -81,23 +65,24 @@ export class StatusLedger {
       // Settled by an operator report or an expiry while the number still listed it (a retry
       // waiting, or a call whose answer a restart lost): the number has no more work for it.
       if (row.pending === 1) this.w.storage.transactionSync(() => this.write(row, { pending: 0 }));
-      this.publisher.add(this.reannounce(row, [row.status]));
       return { kind: "settled", status: row.status };
     }
     const t = now();
-    const next = {
+    const next: Record<string, SqlStorageValue> = {
       status: "processing",
       attempts: attempt,
-      processing_at: row.processing_at ?? t,
+      // The first claim is the record's first change (a retry's claim changes nothing announced).
+      ...(row.processing_at === null
+        ? { processing_at: t, changes: appendChanges(lifecycleOf(row), ["processing"]) }
+        : {}),
       updated_at: Math.max(t, row.updated_at),
     };
-    const granted = this.w.storage.transactionSync(() =>
-      this.write(row, next, { sql: CLAIMABLE, bindings: [attempt, t] }),
-    );
+    const granted = this.w.storage.transactionSync(() => {
+      if (!this.write(row, next, { sql: CLAIMABLE, bindings: [attempt, t] })) return false;
+      this.announce(row, { ...row, ...next } as MessageRow);
+      return true;
+    });
     if (!granted) return refusal(row, t);
-    const after: MessageRow = { ...row, ...next } as MessageRow;
-    // The processing event is not waited for: the call's answer announces it again if this instance lost it.
-    this.publisher.add(this.announce(row, after, ["processing"]));
     return { kind: "go", payload: { to: row.recipient, type: row.type, body: row.body, content: row.content } };
   }
 
@@ -117,35 +102,29 @@ export class StatusLedger {
   /**
    * The number's answers about its claims (`attempt` set), and the messages it gives up on
    * without a call (held too long, number disconnected). Returns once the changes are committed,
-   * with the ticket of their events: the number keeps each answer until `awaitFlushed(ticket)` says
-   * they left, and hands it again otherwise (a change applied twice is announced again, with the
-   * same event id).
+   * and with them the obligation to announce them: the number waits for nothing more.
    */
-  answer(updates: StatusUpdate[]): { results: StatusResult[]; ticket: Ticket } {
+  answer(updates: StatusUpdate[]): { results: StatusResult[] } {
     // A give-up of a send still committing would find no record and be lost, and the record then
     // committed would wait for a number that dropped it: refused for now, the number hands it again.
     const early = updates.find((u) => u.attempt === undefined && this.admitting(u.jobId));
     if (early) throw new Error(`the send of ${early.jobId} is still committing; hand its give-up again`);
-    const events: WebhookEvent[] = [];
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
         const at = this.tiers.locate(u.jobId);
         if (at.tier !== "slot") return { known: at.tier === "history", status: null };
         const row = at.row;
         if (!isOutbound(row)) return { known: false, status: null };
-        const { next, own } = this.answerOf(row, u);
-        if (next === null) {
-          events.push(...this.reannounce(row, own));
-          return { known: true, status: row.status };
-        }
+        const { next } = this.answerOf(row, u);
+        if (next === null) return { known: true, status: row.status };
         this.write(row, next);
         const after = { ...row, ...next } as OutboundRow;
         this.afterStatusChange(row, after);
-        events.push(...this.announce(row, after, own));
+        this.announce(row, after);
         return { known: true, status: after.status };
       }),
     );
-    return { results, ticket: this.publisher.add(events) };
+    return { results };
   }
 
   /** The columns an answer sets (null: nothing to change, the answer was applied before), and the change kinds it reports. */
@@ -198,25 +177,20 @@ export class StatusLedger {
   /**
    * The operator's reports (its webhooks, the sandbox's simulation of them). Routed by our jobId.
    * They settle what a lost answer left unknown and stop pending retries; they never cause a call.
-   * Duplicates and reports out of order change nothing. Returns once the events left (the
-   * operator is answered then: its retry is what keeps a change that a crash lost).
+   * Duplicates and reports out of order change nothing. Returns once committed (the obligation to
+   * announce with them), after a publication due at once was tried.
    */
   async report(updates: StatusUpdate[]): Promise<StatusResult[]> {
-    const events: WebhookEvent[] = [];
     const results = this.w.storage.transactionSync(() =>
       updates.map((u): StatusResult => {
         const at = this.tiers.locate(u.jobId);
         if (at.tier !== "slot") return { known: at.tier === "history", status: null };
         const row = at.row;
         if (!isOutbound(row)) return { known: false, status: null };
-        const own = ownKinds(u);
         // Only a message that was called can have reached the operator: a report about one never claimed is not ours to apply.
         if (row.status === "queued" && (row.attempts ?? 0) === 0) return { known: true, status: row.status };
         const t = applyTransition(lifecycleOf(row), u);
-        if (!t.changed) {
-          events.push(...this.reannounce(row, own));
-          return { known: true, status: row.status };
-        }
+        if (!t.changed) return { known: true, status: row.status };
         const settles = (t.next.status === "sent" || t.next.status === "failed") && row.status !== t.next.status;
         const next: Record<string, SqlStorageValue> = changedColumns(row, {
           ...t.next,
@@ -227,25 +201,25 @@ export class StatusLedger {
         this.write(row, next);
         const after = { ...row, ...next } as OutboundRow;
         this.afterStatusChange(row, after);
-        events.push(...this.announce(row, after, own));
+        this.announce(row, after);
         return { known: true, status: after.status };
       }),
     );
-    const ticket = this.publisher.add(events);
     for (let i = 0; i < updates.length; i++) {
       if (results[i]!.known && results[i]!.status === null) results[i] = await this.reportInHistory(updates[i]!);
     }
-    await this.publisher.awaitFlushed(ticket);
+    await this.publisher.settled();
     return results;
   }
 
   /**
    * A report about a record already in its day's history shard: the shard applies it (one chunk
-   * rewritten) and returns the record before and after; the change is announced from them. A crash
-   * between the shard's write and the event leaves the record changed: the operator's retry finds
-   * no change and announces the reported kind again (the same event id). One at a time per record.
+   * rewritten) and returns the record before and after. Its events are owed here before the
+   * shard's write (a crash after it finds them owed, and reads the record from the shard), and the
+   * owed row is pinned until the write answered, so that a flush meanwhile keeps it. One at a time
+   * per record.
    */
-  private async reportInHistory(u: StatusUpdate, publishNow = false): Promise<StatusResult> {
+  private async reportInHistory(u: StatusUpdate): Promise<StatusResult> {
     const at = this.tiers.locate(u.jobId);
     const workspaceId = this.w.workspaceId();
     if (at.tier !== "history" || !workspaceId) return { known: false, status: null };
@@ -262,18 +236,26 @@ export class StatusLedger {
         // answer (the shard changed the record, this object never heard of it: the shard now
         // answers "no change") still counts it, once. Only reports that change the status mark.
         const owedKey = `count-owed:${u.jobId}`;
-        if (getMeta(this.w.sql, owedKey) === undefined) {
-          const current = await shard.get(u.jobId);
-          if (current && isOutbound(current) && applyTransition(lifecycleOf(current), u).next.status !== current.status)
-            setMeta(this.w.sql, owedKey, current.status);
+        const current = await shard.get(u.jobId);
+        if (current && isOutbound(current)) {
+          const t = applyTransition(lifecycleOf(current), u);
+          this.w.storage.transactionSync(() => {
+            if (getMeta(this.w.sql, owedKey) === undefined && t.next.status !== current.status)
+              setMeta(this.w.sql, owedKey, current.status);
+            if (t.announce) this.publisher.owe(current.id, changesOf(current).length);
+          });
         }
         // Before the shard's write: an archive of the day under way starts over (its parts may predate it).
         this.tiers.tables.archives.touch(day);
-        const change = await shard.applyStatus(u);
+        this.publisher.pin(u.jobId);
+        let change;
+        try {
+          change = await shard.applyStatus(u);
+        } finally {
+          this.publisher.unpin(u.jobId);
+        }
         if (!change || !isOutbound(change.after)) return { known: false, status: null };
-        const events = change.changed
-          ? this.announce(change.before, change.after, ownKinds(u))
-          : this.reannounce(change.after, ownKinds(u));
+        if (change.changed) this.announce(change.before, change.after);
         const owed = getMeta(this.w.sql, owedKey) as MessageStatus | undefined;
         const before = owed ?? change.before.status;
         if (before !== change.after.status || owed !== undefined) {
@@ -289,9 +271,6 @@ export class StatusLedger {
             this.w.sql.exec("DELETE FROM meta WHERE k = ?", owedKey);
           });
         }
-        const ticket = this.publisher.add(events);
-        if (publishNow) await this.publisher.flushNow();
-        else await this.publisher.awaitFlushed(ticket);
         // After its event left: the list is what makes the expiry try again after a crash.
         if (change.after.outcome_unknown_since === null) forgetUnknown(this.w.sql, change.after.id);
         return { known: true, status: change.after.status as StatusResult["status"] };
@@ -336,11 +315,11 @@ export class StatusLedger {
 
   /**
    * Records inbound messages once each (the operator retries its webhooks: a redelivery derives the
-   * same id and finds the record) and announces each with a `message.received` event. Returns our
-   * ids, in order, once the events left.
+   * same id and finds the record) and owes each its `message.received` event in the insert's
+   * transaction, published at once (a conversation waits on it). Returns our ids, in order, once
+   * that publication was tried.
    */
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
-    const events: WebhookEvent[] = [];
     const ids: string[] = [];
     // Every record with media not copied yet, redelivered ones too: a copy job is queued for each.
     const withMedia: MessageRow[] = [];
@@ -350,7 +329,6 @@ export class StatusLedger {
       const existing = (await this.findInbound(workspaceId, id)) ?? null;
       if (existing) {
         ids.push(existing.id);
-        events.push(...this.reannounce(existing, ["received"]));
         withMedia.push(existing);
         continue;
       }
@@ -378,15 +356,17 @@ export class StatusLedger {
           at: t,
         });
         // In the insert's transaction: a late message may fall behind its slot's tally.
-        if (inserted) this.counts.note(id, m.channelNumberId, { received: 1 });
+        if (inserted) {
+          this.counts.note(id, m.channelNumberId, { received: 1 });
+          this.publisher.owe(id, 0, true);
+        }
       });
       const row = this.tiers.locate(id);
       ids.push(id);
       if (row.tier !== "slot") continue;
-      events.push(...changesOf(row.row).map((c) => eventOf(workspaceId, row.row, c)));
       withMedia.push(row.row);
     }
-    await this.publisher.awaitFlushed(this.publisher.add(events));
+    await this.publisher.settled();
     await this.media.enqueue(this.media.jobsOf(workspaceId, withMedia));
     return ids;
   }
@@ -424,14 +404,11 @@ export class StatusLedger {
 
   /**
    * Messages whose outcome stayed unknown for the operator's whole webhook window fail with
-   * `upstream_outcome_unknown` (unknown-outcomes.ts). Each leaves the list only once its event
-   * left: a crash before that finds it there again, failed already, and announces it again.
-   * A step of the alarm: it publishes its events itself (`flushNow`), since the publisher's own
-   * flush would wait for the next alarm, which does not start while this one waits.
+   * `upstream_outcome_unknown` (unknown-outcomes.ts), their events owed in the same transaction.
+   * Each leaves the list once failed (a record in history once its shard answered).
    */
   async expireUnknowns(ids: string[], at: number, error: StatusUpdate["error"]): Promise<void> {
     const updates = ids.map((id): StatusUpdate => ({ jobId: id, at, status: "failed", error }));
-    const events: WebhookEvent[] = [];
     const inHistory: StatusUpdate[] = [];
     this.w.storage.transactionSync(() => {
       for (const u of updates) {
@@ -444,20 +421,15 @@ export class StatusLedger {
         if (!isOutbound(loc.row)) continue;
         const row = loc.row;
         const t = applyTransition(lifecycleOf(row), u);
-        if (!t.changed) {
-          events.push(...this.reannounce(row, ["failed"]));
-          continue;
-        }
+        if (!t.changed) continue;
         const next = changedColumns(row, { ...t.next, updated_at: Math.max(u.at, row.updated_at) });
         this.write(row, next);
         const after = { ...row, ...next } as OutboundRow;
         this.afterStatusChange(row, after, { keepUnknown: true });
-        events.push(...this.announce(row, after, ["failed"]));
+        this.announce(row, after);
       }
     });
-    this.publisher.add(events);
-    await this.publisher.flushNow();
-    for (const u of inHistory) await this.reportInHistory(u, true);
+    for (const u of inHistory) await this.reportInHistory(u);
     this.w.storage.transactionSync(() => {
       for (const id of ids) forgetUnknown(this.w.sql, id);
     });
@@ -466,7 +438,8 @@ export class StatusLedger {
   /**
    * Records of a day about to be archived that their number still lists (its work for them never
    * ended: a number deleted with its queue, a lost answer): given up on by the claim's rules, like
-   * the number's own give-up (`answerOf`), and their events published before the archive goes on.
+   * the number's own give-up (`answerOf`), and their events published before the archive goes on
+   * (the archive drops the records they are rebuilt from).
    */
   async giveUpBeforeArchive(ids: string[], at: number, error: StatusUpdate["error"]): Promise<void> {
     this.answer(ids.map((jobId): StatusUpdate => ({ jobId, at, status: "failed", error })));
@@ -488,23 +461,10 @@ export class StatusLedger {
       forgetUnknown(this.w.sql, after.id);
   }
 
-  /** The events of what an update changed, plus those of earlier changes this instance may have lost (see RECENT_MS). */
-  private announce(before: MessageRow, after: MessageRow, own: readonly EventKind[]): WebhookEvent[] {
-    const workspaceId = this.w.workspaceId() ?? "";
-    const fresh = new Set(newChanges(before, after).map((c) => c.kind));
-    return changesOf(after)
-      .filter(
-        (c) =>
-          fresh.has(c.kind) ||
-          (!this.publisher.known(eventIdOf(after.id, c.kind)) &&
-            (own.includes(c.kind) || c.at >= this.startedAt - RECENT_MS)),
-      )
-      .map((c) => eventOf(workspaceId, after, c));
-  }
-
-  /** An update that changed nothing: its own change is announced again unless this instance published it (see RECENT_MS). */
-  private reannounce(row: MessageRow, own: readonly EventKind[]): WebhookEvent[] {
-    return this.announce(row, row, own);
+  /** The changes `after` has that `before` had not are owed their events (inside the change's transaction). */
+  private announce(before: MessageRow, after: MessageRow): void {
+    const from = changesOf(before).length;
+    if (changesOf(after).length > from) this.publisher.owe(after.id, from);
   }
 }
 
@@ -546,13 +506,4 @@ function refusal(row: OutboundRow, t: number): ClaimResult {
   )
     return { kind: "wait", until: row.next_attempt_at };
   return { kind: "claimed_before", attempts };
-}
-
-/** The change kinds an operator report is about. */
-function ownKinds(u: StatusUpdate): EventKind[] {
-  if (u.status === "failed") return ["failed"];
-  if (u.readAt !== undefined) return ["read"];
-  if (u.deliveredAt !== undefined) return ["delivered"];
-  if (u.status === "sent") return ["sent"];
-  return [];
 }

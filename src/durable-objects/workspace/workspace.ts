@@ -35,7 +35,7 @@ import { DEFAULT_HISTORY_DAYS, HistoryTiering, type ArchivedDay } from "./histor
 import { MediaCopies, type CopyOutcome, type MediaCopyState, type Reservation } from "./media-copies";
 import type { MediaCopy } from "../../domain/inbound-media";
 import type { Keyset, MessageFilter } from "./message-queries";
-import { EventPublisher, PUBLISH_DELAY_MS, type Ticket } from "./publisher";
+import { EventPublisher, PUBLISH_DELAY_MS } from "./publisher";
 import type { MessageRow } from "./record";
 import { StatusLedger, testEvent } from "./status";
 import { Tiers } from "./tiers";
@@ -83,11 +83,6 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     const tables = new SlotTables(this.sql);
     const ledger = new DayLedger(this.sql);
     const tiers = (this.tierIndex = new Tiers(this.sql, tables, ledger));
-    this.publisher = new EventPublisher(
-      withEventTap(env.WEBHOOK_QUEUE, cfg.dev.eventTapUrl),
-      cfg.eventPublishDelayMs ?? PUBLISH_DELAY_MS,
-      (at) => this.scheduler.wake(at),
-    );
     const context: WorkspaceContext = {
       storage: ctx.storage,
       sql: this.sql,
@@ -96,6 +91,15 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
       loadConfig: (id) => this.loadConfig(id),
       wake: (at) => this.scheduler.wake(at),
     };
+    this.publisher = new EventPublisher({
+      sql: this.sql,
+      storage: ctx.storage,
+      queue: withEventTap(env.WEBHOOK_QUEUE, cfg.dev.eventTapUrl),
+      delayMs: cfg.eventPublishDelayMs ?? PUBLISH_DELAY_MS,
+      read: (id) => this.tiering.getMessage(id),
+      workspaceId: context.workspaceId,
+      wake: (at) => this.scheduler.wake(at),
+    });
     const counts = (this.counts = new DailyCounts(this.sql, tables, ledger, context.workspaceId, env.USAGE_QUEUE));
     this.admission = new Admission(context, tiers, counts);
     const media = (this.media = new MediaCopies(context, tiers));
@@ -118,7 +122,13 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     );
     const tiering = this.tiering.steps();
     this.scheduler = new Scheduler(ctx.storage, [
-      { name: "publish-events", due: () => this.publisher.due(), run: () => this.publisher.flush() },
+      {
+        name: "publish-events",
+        due: () => this.publisher.due(),
+        // The in-memory timer publishes; the alarm is the backstop of an instance that restarted.
+        latest: () => this.publisher.latest(),
+        run: () => this.publisher.flush(),
+      },
       counts.step(),
       {
         name: "unknown-outcomes",
@@ -184,16 +194,10 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.status.claim(jobId, attempt);
   }
 
-  /** The number's answers about its claims, and the messages it gives up on. Committed on return; `awaitFlushed(ticket)` says when their events left. */
-  async answer(updates: StatusUpdate[]): Promise<{ results: StatusResult[]; ticket: Ticket }> {
+  /** The number's answers about its claims, and the messages it gives up on. Committed on return, and with them the obligation to announce them. */
+  async answer(updates: StatusUpdate[]): Promise<{ results: StatusResult[] }> {
     this.publisher.tick();
     return this.status.answer(updates);
-  }
-
-  /** Resolves true once the events of the commit `ticket` left for the queue; false if this object restarted since (hand the change again). */
-  async awaitFlushed(ticket: Ticket): Promise<boolean> {
-    this.publisher.tick();
-    return this.publisher.awaitFlushed(ticket);
   }
 
   /** A number's work list (records with work left), oldest first, after `afterId` (its queue after a restart). */
@@ -201,7 +205,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.status.workOf(channelNumberId, afterId, limit);
   }
 
-  /** The operator's reports about messages; returns once their events left. */
+  /** The operator's reports about messages; returns once committed (their events owed). */
   async applyStatuses(updates: StatusUpdate[]): Promise<StatusResult[]> {
     this.publisher.tick();
     return this.status.report(updates);
@@ -212,7 +216,7 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
     return this.status.matchReports(channelNumberId, reports);
   }
 
-  /** Records inbound messages once each and announces each with a `message.received` event. Returns our ids, in order, once the events left. */
+  /** Records inbound messages once each and announces each with a `message.received` event (owed in the insert's transaction, published at once). Returns our ids, in order. */
   async recordInbound(workspaceId: string, records: InboundRecord[]): Promise<string[]> {
     this.publisher.tick();
     return this.status.recordInbound(workspaceId, records);

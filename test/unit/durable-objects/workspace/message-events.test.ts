@@ -42,6 +42,7 @@ function outbound(over: Partial<MessageRow> = {}): MessageRow {
     read_at: null,
     outcome_unknown_since: null,
     received_at: null,
+    changes: null,
     ...over,
   };
 }
@@ -91,6 +92,60 @@ describe("changesOf", () => {
     expect(changesOf(row).map((c) => c.kind)).toEqual(["processing", "sent", "failed"]);
     const inbound = outbound({ direction: "inbound", status: "received", recipient: "5511977776666", created_at: T });
     expect(changesOf(inbound)).toEqual([{ kind: "received", at: T }]);
+  });
+});
+
+describe("changesOf: the order the changes were committed in (`changes`), never their times", () => {
+  it("a failure the operator dated in the second before our sent comes after it, previousStatus sent, updatedAt not before sent's", () => {
+    // Sent at .600 on our clock; the operator's failure report says the whole second (.000).
+    const row = outbound({
+      ...failure,
+      status: "failed",
+      upstream_message_id: "wamid.S1",
+      processing_at: T + 550,
+      sent_at: T + 600,
+      failed_at: T,
+      changes: "psf",
+    });
+    expect(changesOf(row)).toEqual([
+      { kind: "processing", at: T + 550 },
+      { kind: "sent", at: T + 600 },
+      { kind: "failed", at: T + 600 },
+    ]);
+    const [, sent, failed] = eventsOf(row);
+    expect(failed!.data).toMatchObject({ status: "failed", previousStatus: "sent", updatedAt: iso(T + 600) });
+    expect(failed!.createdAt >= sent!.createdAt).toBe(true);
+  });
+
+  it("a delivery reported before the read comes first whatever the operator's times; each keeps the operator's own time", () => {
+    const row = outbound({
+      status: "sent",
+      processing_at: T,
+      sent_at: T + 10,
+      delivered_at: T + 9_000,
+      read_at: T + 5_000,
+      changes: "psdr",
+    });
+    expect(changesOf(row).map((c) => c.kind)).toEqual(["processing", "sent", "delivered", "read"]);
+    const [, , delivered, read] = eventsOf(row);
+    expect(delivered!.data).toMatchObject({ deliveredAt: iso(T + 9_000), updatedAt: iso(T + 9_000) });
+    // Read after the delivery: its own time stays the operator's, its updatedAt never goes back.
+    expect(read!.data).toMatchObject({ readAt: iso(T + 5_000), updatedAt: iso(T + 9_000), previousStatus: "sent" });
+  });
+
+  it("a delivery after a failure has previousStatus failed from the sequence alone", () => {
+    const row = outbound({
+      ...failure,
+      status: "failed",
+      processing_at: T,
+      sent_at: T + 1,
+      failed_at: T + 5,
+      delivered_at: T + 2,
+      changes: "psfd",
+    });
+    const [, , failed, delivered] = eventsOf(row);
+    expect(failed!.data).toMatchObject({ previousStatus: "sent", deliveredAt: null });
+    expect(delivered!.data).toMatchObject({ status: "failed", previousStatus: "failed", updatedAt: iso(T + 5) });
   });
 });
 

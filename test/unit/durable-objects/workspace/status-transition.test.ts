@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { applyTransition, type LifecycleState } from "../../../../src/durable-objects/workspace/status-transition";
+import {
+  applyTransition,
+  sequenceOf,
+  type LifecycleState,
+} from "../../../../src/durable-objects/workspace/status-transition";
 
 const fresh = (over: Partial<LifecycleState> = {}): LifecycleState => ({
   status: "queued",
@@ -14,6 +18,7 @@ const fresh = (over: Partial<LifecycleState> = {}): LifecycleState => ({
   error_message: null,
   error_retriable: null,
   upstream_error_code: null,
+  changes: null,
   ...over,
 });
 const err = { code: "recipient_unreachable", message: "x", retriable: false, upstreamCode: "131026" };
@@ -78,5 +83,32 @@ describe("status transitions", () => {
       status: "sent",
       outcome_unknown_since: null,
     });
+  });
+});
+
+describe("the sequence of changes", () => {
+  it("each change is appended to `changes` in the order it is applied; one update's changes in the lifecycle's order", () => {
+    const p = applyTransition(fresh(), { jobId: "j", at: 1, status: "processing" });
+    expect(p.next.changes).toBe("p");
+    const r = applyTransition(p.next, { jobId: "j", at: 2, readAt: 2 });
+    expect(r.next.changes).toBe("psr");
+    const d = applyTransition(r.next, { jobId: "j", at: 3, deliveredAt: 3 });
+    expect(d.next.changes).toBe("psrd");
+    expect(applyTransition(d.next, { jobId: "j", at: 4, deliveredAt: 4 }).next.changes).toBe("psrd");
+  });
+
+  it("our time of a change never goes before the record's last change (the operator's whole seconds)", () => {
+    const sent = fresh({ status: "sent", processing_at: 1_550, sent_at: 1_600, changes: "ps" });
+    const f = applyTransition(sent, { jobId: "j", at: 1_000, status: "failed", error: err });
+    expect(f.next).toMatchObject({ failed_at: 1_600, changes: "psf" });
+    // The operator's own times of a delivery and a read are kept as it gave them.
+    const d = applyTransition(sent, { jobId: "j", at: 1_000, deliveredAt: 1_000 });
+    expect(d.next).toMatchObject({ delivered_at: 1_000, changes: "psd" });
+  });
+
+  it("a record from before the column is ordered by its times once, then appended to", () => {
+    const old = fresh({ status: "failed", processing_at: 1, sent_at: 2, failed_at: 9, delivered_at: 5 });
+    expect(sequenceOf(old)).toEqual(["processing", "sent", "failed", "delivered"]);
+    expect(applyTransition(old, { jobId: "j", at: 10, readAt: 10 }).next.changes).toBe("psfdr");
   });
 });
