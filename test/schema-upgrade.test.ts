@@ -6,6 +6,7 @@ import { send, textMessage } from "./helpers/send";
 import { accepted, operatorError, type OperatorCall } from "./helpers/operator";
 import { inboundPayload, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { liveCloudNumber } from "./helpers/number-edge";
+import { eventsOfMessage } from "./helpers/events";
 import { testNumber, testShard, testWorkspace } from "./helpers/objects";
 import { fakeClockPerTest } from "./helpers/clock";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
@@ -28,7 +29,8 @@ import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 
 // Storage outlives deploys: a layout change ships as the next step of its object's ladder
 // (shared/schema-version.ts), which runs once, in place, when an object of the earlier layout
-// wakes. Step 1 of each ladder is the baseline (the workspace has steps 2 and 3 since: unknown-outcome-alarm.test.ts, and the slot tallies below);
+// wakes. Step 1 of each ladder is the baseline (the workspace has steps 2, 3 and 4 since: unknown-outcome-alarm.test.ts,
+// and the slot tallies and the order of changes below);
 // these tests put one more step on top (as the next layout change will), fill objects with data in every state, and let
 // them wake under the longer ladder: nothing may be lost, changed, sent twice or left unsent.
 // The objects run in the tests' isolate, so the ladder they read is the one these tests extend.
@@ -164,7 +166,7 @@ describe("a later schema step upgrades objects of the baseline layout in place",
     const workBefore = await ws().workOf(t.numberId, "", 100);
     expect(workBefore.map((w) => w.jobId).sort()).toEqual([ids.claimed, ids.queued, ids.retrying].sort());
 
-    // The next release: step 2 on top of the baseline; every object restarts under it (a deploy).
+    // The next release: a step on top of the ladder; every object restarts under it (a deploy).
     const step = laterStep(WORKSPACE_SCHEMA, rebuildSlotTables);
     await abortAllDurableObjects();
     expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(WORKSPACE_SCHEMA.steps.length);
@@ -309,7 +311,7 @@ describe("step 3 of a workspace: slot tallies", () => {
       atBaseline(sql);
     });
     await evictDurableObject(ws);
-    expect(await testWorkspace(workspaceId).schemaVersion()).toBe(3);
+    expect(await testWorkspace(workspaceId).schemaVersion()).toBe(WORKSPACE_SCHEMA.steps.length);
     expect(await tallies(workspaceId)).toEqual({
       [slotTallyKey(big)]: {
         before: expect.any(Number),
@@ -348,8 +350,119 @@ describe("step 3 of a workspace: slot tallies", () => {
     const ws = workspaceStub(env, workspaceId);
     await seedStorage(ws, atBaseline);
     await evictDurableObject(ws);
-    expect(await testWorkspace(workspaceId).schemaVersion()).toBe(3);
+    expect(await testWorkspace(workspaceId).schemaVersion()).toBe(WORKSPACE_SCHEMA.steps.length);
     expect(await tallies(workspaceId)).toEqual({});
-    expect(await testWorkspace(workspaceId).tableNames()).toEqual(["meta"]);
+    // No tally; the later step's owed list is its only table besides meta.
+    expect(await testWorkspace(workspaceId).tableNames()).toEqual(["meta", "owed_events"]);
+  });
+});
+
+describe("the workspace's step 4: the order of each record's changes and the owed list", () => {
+  it("records of step 3's layout in every state keep their events, get their sequence from their times once, and their next change appends to it and is announced", async () => {
+    const t = await liveCloudNumber((call) =>
+      call.body.text.body === "refused"
+        ? operatorError(400, 131026, "Message undeliverable.")
+        : accepted(`wamid.${call.body.biz_opaque_callback_data}`),
+    );
+    const ids: Record<string, string> = {};
+    const sendOne = async (name: string, to: string) => {
+      clock.advance(1_000); // past the number's 2-per-second window
+      const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, name, to));
+      ids[name] = (await json<{ jobId: string }>(res)).jobId;
+      await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
+    };
+    const report = async (name: string, status: string, extra: Record<string, unknown> = {}) => {
+      clock.advance(1_000);
+      const payload = statusPayload(t.phoneNumberId, [
+        {
+          id: `wamid.${ids[name]}`,
+          status,
+          timestamp: seconds(clock.now()),
+          recipient_id: "5511900000001",
+          biz_opaque_callback_data: ids[name],
+          ...extra,
+        },
+      ]);
+      expect((await postOperator(payload)).status).toBe(200);
+    };
+    const undeliverable = { errors: [{ code: 131026, title: "Message undeliverable." }] };
+    await sendOne("sent", "5511900000001");
+    await sendOne("delivered", "5511900000002");
+    await report("delivered", "delivered");
+    await sendOne("read", "5511900000003");
+    await report("read", "read");
+    await sendOne("refused", "5511900000004");
+    await sendOne("failedLater", "5511900000005");
+    await report("failedLater", "failed", undeliverable);
+    await sendOne("failedThenDelivered", "5511900000006");
+    await report("failedThenDelivered", "failed", undeliverable);
+    await report("failedThenDelivered", "delivered");
+    clock.advance(1_000);
+    const queued = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "queued", "5511900000007"));
+    ids.queued = (await json<{ jobId: string }>(queued)).jobId;
+    const inbound = inboundPayload(
+      t.phoneNumberId,
+      [
+        {
+          from: "5511912345678",
+          id: "wamid.IN.3",
+          timestamp: seconds(clock.now()),
+          type: "text",
+          text: { body: "hi" },
+        },
+      ],
+      [{ wa_id: "5511912345678", profile: { name: "Ana" } }],
+    );
+    expect((await postOperator(inbound)).status).toBe(200);
+    await t.hook.settled();
+
+    // The storage as step 3 left it: no `changes` column, no owed list.
+    const stub = workspaceStub(env, t.workspaceId);
+    await runInDurableObject(stub, (_, state) => {
+      const sql = state.storage.sql;
+      for (const { name } of sql
+        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'm_[0-9]*'")
+        .toArray())
+        sql.exec(`ALTER TABLE ${name} DROP COLUMN changes`);
+      sql.exec("DROP TABLE owed_events");
+      sql.exec("UPDATE meta SET v = '3' WHERE k = 'schema_version'");
+    });
+    const eventsBefore = Object.fromEntries(
+      await Promise.all(Object.entries(ids).map(async ([k, id]) => [k, await eventsOfMessage(t.workspaceId, id)])),
+    );
+    const deliveredBefore = t.hook.events().length;
+
+    await abortAllDurableObjects(); // a deploy
+    expect(await testWorkspace(t.workspaceId).schemaVersion()).toBe(4);
+    expect(await testWorkspace(t.workspaceId).owedEvents()).toEqual([]);
+    // Every record's events rebuild as before (ids, order, content), their order derived from their times.
+    for (const [k, id] of Object.entries(ids)) {
+      expect((await testWorkspace(t.workspaceId).storedRecord(id))?.changes, k).toBeNull();
+      expect(await eventsOfMessage(t.workspaceId, id), k).toEqual(eventsBefore[k]);
+    }
+
+    // Their next change is appended to that order, stored, and announced (once, and only it).
+    await report("sent", "delivered");
+    await report("failedLater", "delivered");
+    clock.advance(1_000);
+    await runDurableObjectAlarm(channelNumberStub(env, t.numberId)); // the queued one is called
+    const stored = async (k: string) => (await testWorkspace(t.workspaceId).storedRecord(ids[k]!))?.changes;
+    expect(await stored("sent")).toBe("psd");
+    expect(await stored("failedLater")).toBe("psfd");
+    expect(await stored("queued")).toBe("ps");
+    await t.hook.settled();
+    const newly = t.hook
+      .events()
+      .slice(deliveredBefore)
+      .filter((e) => e.type === "message.status")
+      .map((e) => `${String(e.data.messageId)}:${String(e.data.previousStatus)}>${String(e.data.status)}`);
+    expect(newly.sort()).toEqual(
+      [
+        `${ids.sent}:sent>sent`,
+        `${ids.failedLater}:failed>failed`,
+        `${ids.queued}:queued>processing`,
+        `${ids.queued}:processing>sent`,
+      ].sort(),
+    );
   });
 });
