@@ -88,6 +88,12 @@ describe("a message's events in the order its changes were committed", () => {
     expect(event.data.deliveredAt).toBe(new Date(Math.floor(clock.now() / 1000) * 1000).toISOString());
     expect(String(event.data.updatedAt) >= String(sent.data.updatedAt)).toBe(true);
     expect(event.data).toMatchObject({ status: "sent", previousStatus: "sent" });
+    // The timeline in the same order, its times never going back.
+    const { timeline } = await json<{ timeline: { status: string; at: string }[] }>(
+      await api(`/messages/${jobId}/events`, t.key),
+    );
+    expect(timeline.map((e) => e.status)).toEqual(["queued", "processing", "sent", "delivered"]);
+    expect(timeline.map((e) => e.at)).toEqual([...timeline.map((e) => e.at)].sort());
   });
 
   it("after every object restarted, a sent report announces the claim's processing first", async () => {
