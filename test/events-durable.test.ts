@@ -176,7 +176,8 @@ describe("publishing on an in-memory timer (EVENT_PUBLISH_DELAY_MS > 0, as in pr
       expect(statusesOf(queued(), jobId)).toEqual([]);
       expect((await workspace.alarmAt()) ?? Infinity).toBeGreaterThan(clock.now() + 1_000);
 
-      // The pack leaves on the in-memory timer (real time: the test's clock stands still), in one queue message.
+      // The pack leaves on the in-memory timer once its second passed on the object's clock, in one queue message.
+      clock.advance(1_000);
       await eventually(() => expect(statusesOf(queued(), jobId)).toEqual(["processing", "sent"]), 5_000);
       const carrying = sent.mock.calls.filter(([body]) =>
         JSON.stringify(body).includes(eventIdOf(jobId, "processing")),

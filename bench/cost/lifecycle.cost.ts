@@ -140,13 +140,18 @@ async function owedEvents(): Promise<number> {
   return n;
 }
 
-/**
- * Waits until every queued message was consumed (the consumers call objects, which may arm alarms)
- * and every event owed was published (the publisher's timer runs on real time, not the driver's clock).
- */
+/** Waits until every queued message was consumed (the consumers call objects, which may arm alarms). */
 async function queuesIdle(): Promise<void> {
-  for (let guard = 0; guard < 100; guard++) {
-    await vi.waitFor(() => expect(meter.queuesIdle()).toBe(true), { timeout: 20_000, interval: 20 });
+  await vi.waitFor(() => expect(meter.queuesIdle()).toBe(true), { timeout: 20_000, interval: 20 });
+}
+
+/**
+ * At the end of a step (the clock past every pack's second): waits until the events owed are
+ * published (the publisher's timer runs in real time) and consumed.
+ */
+async function publishedAndConsumed(): Promise<void> {
+  for (let guard = 0; guard < 200; guard++) {
+    await queuesIdle();
     if ((await owedEvents()) === 0 && meter.queuesIdle()) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -187,7 +192,7 @@ async function runUntil(until: number): Promise<void> {
 
 async function step(steps: StepUsage[], name: string, work: () => Promise<void>): Promise<void> {
   await work();
-  await queuesIdle();
+  await publishedAndConsumed();
   steps.push({ step: name, usage: await meter.harvest() });
 }
 

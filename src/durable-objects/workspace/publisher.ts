@@ -138,12 +138,14 @@ export class EventPublisher {
 
   /** When what is owed is due (the alarm's step), or null. */
   due(): number | null {
-    return this.dueAt;
+    // A flush under way is due: the alarm's step awaits it (its run returns that flush).
+    return this.flushing !== null ? now() : this.dueAt;
   }
 
   /** The latest the alarm must run for it: the backstop (the timer publishes it first, unless the instance is gone). */
   latest(): number | null {
-    return this.dueAt === null ? null : this.dueAt + PUBLISH_BACKSTOP_MS;
+    const due = this.due();
+    return due === null ? null : due + PUBLISH_BACKSTOP_MS;
   }
 
   /** The most events this instance held in memory at once (a page's worth at most). */
@@ -189,17 +191,19 @@ export class EventPublisher {
 
   private async run(): Promise<void> {
     for (;;) {
+      if (this.dueAt === null || now() < this.dueAt) return;
+      // What is owed from here on is due on its own time again (`owe` sets it).
+      this.dueAt = null;
       const rows = this.d.sql
         .exec<{ id: string; from_change: number }>(
           "SELECT id, from_change FROM owed_events ORDER BY seq LIMIT ?",
           PUBLISH_PAGE,
         )
         .toArray();
-      if (rows.length === 0) {
-        this.dueAt = null;
-        return;
-      }
+      if (rows.length === 0) return;
       if (!(await this.publishPage(rows))) return;
+      // A full page: more may wait in storage, due now.
+      if (rows.length === PUBLISH_PAGE) this.dueAt = Math.min(this.dueAt ?? now(), now());
     }
   }
 
@@ -276,7 +280,10 @@ export class EventPublisher {
     this.arm(wait);
   }
 
-  /** The in-memory timer for what is due (after `waitMs` of real time, or when due on the object's clock). */
+  /**
+   * The in-memory timer for what is due on the object's clock. It fires after that much real time;
+   * a clock that stands still (a test's) leaves it to the next call or the alarm.
+   */
   private arm(waitMs?: number): void {
     const wait = waitMs ?? Math.max(0, (this.dueAt ?? now()) - now());
     if (wait === 0) {
@@ -292,10 +299,12 @@ export class EventPublisher {
       return;
     }
     if (this.timer !== null) return;
+    const armedAt = now();
     this.timer = setTimeout(() => {
       this.timer = null;
-      // Real time passed (the object's clock may be a test's, standing still): publish what is owed.
-      if (this.dueAt !== null) void this.flush();
+      if (this.dueAt === null) return;
+      if (now() >= this.dueAt) void this.flush();
+      else if (now() !== armedAt) this.arm();
     }, wait);
   }
 }
