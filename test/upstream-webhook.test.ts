@@ -201,8 +201,15 @@ describe("operator statuses", () => {
     expect(queued).not.toHaveBeenCalled();
 
     // D1 fails while the route looks the number up: the item is queued, not lost, and the consumer applies it.
-    vi.spyOn(env.DB, "prepare").mockImplementationOnce(() => {
-      throw new Error("D1_ERROR: the database is unavailable");
+    // Only that lookup fails: the webhook consumer, delivering the delivered event meanwhile, reads D1 too.
+    const prepare = env.DB.prepare.bind(env.DB);
+    let failed = false;
+    vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+      if (!failed && query.includes("upstream_phone_number_id = ?")) {
+        failed = true;
+        throw new Error("D1_ERROR: the database is unavailable");
+      }
+      return prepare(query);
     });
     expect((await report("read", t0 + 6_000)).status).toBe(200);
     expect(queued).toHaveBeenCalledTimes(1);
