@@ -339,8 +339,15 @@ describe("an operator item too large for the queue", () => {
     ]);
     const queued = vi.spyOn(env.UPSTREAM_EVENT_QUEUE, "sendBatch");
     // D1 fails while the route looks the number up: the item cannot be applied now, nor queued.
-    vi.spyOn(env.DB, "prepare").mockImplementationOnce(() => {
-      throw new Error("D1_ERROR: the database is unavailable");
+    // Only that lookup fails: the webhook consumer, delivering events meanwhile, reads D1 too.
+    const prepare = env.DB.prepare.bind(env.DB);
+    let failed = false;
+    vi.spyOn(env.DB, "prepare").mockImplementation((query: string) => {
+      if (!failed && query.includes("upstream_phone_number_id = ?")) {
+        failed = true;
+        throw new Error("D1_ERROR: the database is unavailable");
+      }
+      return prepare(query);
     });
     const refused = await postOperator(report);
     expect(refused.status).toBe(500);
