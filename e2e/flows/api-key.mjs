@@ -2,7 +2,7 @@
 // it answers GET /api/v1/me → revoke → 401 within the documented 5 seconds.
 import assert from "node:assert/strict";
 import { BASE_URL, createWorkspace, expectAccessible, screenshot, waitFor } from "../harness.mjs";
-import { acceptInvitation, callApi, sessionCookie, signIn, uniqueEmail } from "./common.mjs";
+import { acceptInvitation, callApi, sessionCookie, sidewaysOverflow, signIn, uniqueEmail } from "./common.mjs";
 
 /** @param {import("../harness.mjs").Harness} h */
 export async function apiKeyFlow(h) {
@@ -72,8 +72,12 @@ export async function apiKeyFlow(h) {
   const phone = await h.newPage({ width: 375, height: 740 }, "dark");
   await phone.context.addCookies([await sessionCookie(context)]);
   await phone.page.goto("/dashboard/api-keys");
-  const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
-  assert.equal(overflow, false, "no sideways scrolling of the page at 375 px");
+  const overflow = await sidewaysOverflow(phone.page);
+  assert.equal(
+    overflow.wider,
+    false,
+    `no sideways scrolling of the page at 375 px; sticking out: ${overflow.sticking.join(", ")}`,
+  );
   await expectAccessible(phone.page, "api keys (375 px, dark)");
   await screenshot(phone.page, "api-keys-375px-dark");
   await phone.page.goto("/dashboard");

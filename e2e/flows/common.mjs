@@ -44,3 +44,17 @@ export async function sessionCookie(context) {
 
 export const callApi = (/** @type {string} */ path, /** @type {string} */ key) =>
   fetch(`${BASE_URL}/api/v1${path}`, { headers: { Authorization: `Bearer ${key}` } });
+
+/**
+ * Whether the page scrolls sideways, and (for the failure message) what sticks out past the screen's
+ * right edge: a wide table's cells do, inside their own scrolling box, without making the page wider.
+ * @param {import("playwright-core").Page} page
+ */
+export const sidewaysOverflow = (page) =>
+  page.evaluate(() => ({
+    wider: document.documentElement.scrollWidth > window.innerWidth,
+    sticking: [...document.querySelectorAll("body *")]
+      .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+      .map((e) => `${e.tagName.toLowerCase()}${e.className ? `.${e.className}` : ""}`)
+      .slice(0, 20),
+  }));

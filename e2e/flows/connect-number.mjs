@@ -3,7 +3,7 @@
 // a refused display number is explained beside the field.
 import assert from "node:assert/strict";
 import { BASE_URL, expectAccessible, screenshot } from "../harness.mjs";
-import { acceptInvitation, sessionCookie, uniqueEmail } from "./common.mjs";
+import { acceptInvitation, sessionCookie, sidewaysOverflow, uniqueEmail } from "./common.mjs";
 
 /** @param {import("../harness.mjs").Harness} h */
 export async function connectNumberFlow(h) {
@@ -63,10 +63,11 @@ export async function connectNumberFlow(h) {
       [],
       `every cell of ${path} is on a 390 px screen`,
     );
+    const overflow = await sidewaysOverflow(phone.page);
     assert.equal(
-      await phone.page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth),
+      overflow.wider,
       false,
-      `no sideways scrolling of ${path} at 390 px`,
+      `no sideways scrolling of ${path} at 390 px; sticking out: ${overflow.sticking.join(", ")}`,
     );
   }
   assert.deepEqual([...problems, ...phone.problems], []);
