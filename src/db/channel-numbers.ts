@@ -45,6 +45,24 @@ export const storedProfileOf = (p: {
 
 export type InsertOutcome = "inserted" | "plan_limit" | "upstream_taken";
 
+/** A new connected number's values, in the order of both INSERTs' `?1`…`?12`. */
+function newNumberValues(row: ChannelNumberRow) {
+  return [
+    row.id,
+    row.workspace_id,
+    row.display_phone_number,
+    row.upstream_type,
+    row.upstream_phone_number_id,
+    row.upstream_credentials,
+    row.created_at,
+    row.waba_id,
+    row.verified_name,
+    row.quality_rating,
+    row.messaging_limit_tier,
+    row.operator_checked_at,
+  ];
+}
+
 /**
  * Inserts a connected number only if the workspace stays within its plan's
  * maximum of connected numbers: the count and the insert are one statement, so
@@ -62,20 +80,7 @@ export async function insertChannelNumberWithinPlan(db: D1Database, row: Channel
           WHERE (SELECT COUNT(*) FROM channel_numbers WHERE workspace_id = ?2 AND status = 'connected')
               < (SELECT p.max_numbers FROM workspaces w JOIN plans p ON p.id = w.plan_id WHERE w.id = ?2)`,
       )
-      .bind(
-        row.id,
-        row.workspace_id,
-        row.display_phone_number,
-        row.upstream_type,
-        row.upstream_phone_number_id,
-        row.upstream_credentials,
-        row.created_at,
-        row.waba_id,
-        row.verified_name,
-        row.quality_rating,
-        row.messaging_limit_tier,
-        row.operator_checked_at,
-      )
+      .bind(...newNumberValues(row))
       .run();
     return result.meta.changes === 1 ? "inserted" : "plan_limit";
   } catch (err) {
@@ -286,20 +291,7 @@ export async function claimUnverifiedNumber(
                                         waba_id, verified_name, quality_rating, messaging_limit_tier, operator_checked_at)
            SELECT ?1, ?2, ?3, ?4, ?5, ?6, 'connected', ?7, ?8, ?9, ?10, ?11, ?12 WHERE ${hasRoom}`,
         )
-        .bind(
-          row.id,
-          row.workspace_id,
-          row.display_phone_number,
-          row.upstream_type,
-          row.upstream_phone_number_id,
-          row.upstream_credentials,
-          row.created_at,
-          row.waba_id,
-          row.verified_name,
-          row.quality_rating,
-          row.messaging_limit_tier,
-          row.operator_checked_at,
-        ),
+        .bind(...newNumberValues(row)),
     ]);
     if (inserted?.meta.changes !== 1) return { outcome: "plan_limit" };
     return { outcome: "inserted", old: (disconnected?.results as ChannelNumberRow[] | undefined)?.[0] ?? null };
