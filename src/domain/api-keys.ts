@@ -4,8 +4,7 @@ import { isoNow } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
 import { findByUuid } from "./job-id";
 import { forgetKey } from "./key-cache";
-import { bucket, scopes } from "./abuse-limits";
-import { spend, type RateLimited } from "./limit-check";
+import { spendWorkspaceHourly, type RateLimited } from "./limit-check";
 import { hasRole, type KeyRole, type Role } from "./roles";
 
 // 32 random bytes in base64url are 43 characters.
@@ -48,13 +47,7 @@ export async function issueApiKey(
 ): Promise<{ ok: true; row: ApiKeyRow; key: string } | { ok: false; problem: "role_above_maker" } | RateLimited> {
   const { name, role, maker } = request;
   if (!hasRole(maker, role)) return { ok: false, problem: "role_above_maker" };
-  const perWorkspace = bucket("apiKeyCreate");
-  const spent = await spend(
-    env,
-    scopes.workspace(workspaceId),
-    [perWorkspace],
-    `new API keys: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`,
-  );
+  const spent = await spendWorkspaceHourly(env, workspaceId, "apiKeyCreate", "new API keys");
   if (!spent.ok) return spent;
   const key = generateApiKey(env);
   const row: ApiKeyRow = {

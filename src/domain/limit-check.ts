@@ -1,4 +1,5 @@
 import { takeToken, type BucketSpec, type ThrottleDecision } from "../lib/throttle";
+import { bucket, scopes, type AbuseLimit } from "./abuse-limits";
 
 /** A domain operation refused by an abuse limit: nothing was done. `what` names the limit for the caller. */
 export interface RateLimited {
@@ -23,6 +24,25 @@ export async function spend(
 ): Promise<Spent> {
   const decision = await takeToken(env, scope, buckets);
   return decision.allowed ? { ok: true, decision } : { ok: false, problem: "rate_limited", decision, what };
+}
+
+/**
+ * Spends from one of a workspace's hourly budgets (`name`), whoever asks; `what` names the operations in a
+ * refusal ("member changes: 60 per 1 h per workspace").
+ */
+export function spendWorkspaceHourly(
+  env: Pick<Env, "THROTTLE">,
+  workspaceId: string,
+  name: AbuseLimit,
+  what: string,
+): Promise<Spent> {
+  const perWorkspace = bucket(name);
+  return spend(
+    env,
+    scopes.workspace(workspaceId),
+    [perWorkspace],
+    `${what}: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`,
+  );
 }
 
 export function isRateLimited(outcome: unknown): outcome is RateLimited {

@@ -12,8 +12,7 @@ import {
 import { deleteSessionsOfInvitedStatement } from "../db/dashboard-sessions";
 import { isoNow, now } from "../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
-import { bucket, scopes } from "./abuse-limits";
-import { spend, type RateLimited, type Spent } from "./limit-check";
+import { spendWorkspaceHourly, type RateLimited, type Spent } from "./limit-check";
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 export const MAX_MEMBERS_PER_WORKSPACE = 50;
@@ -46,13 +45,7 @@ type Stores = Pick<Env, "DB" | "THROTTLE">;
 
 /** Every change of a workspace's members spends from its budget first, whoever asks (owner or operator). */
 function spendMemberChange(env: Stores, workspaceId: string): Promise<Spent> {
-  const perWorkspace = bucket("memberChange");
-  return spend(
-    env,
-    scopes.workspace(workspaceId),
-    [perWorkspace],
-    `member changes: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`,
-  );
+  return spendWorkspaceHourly(env, workspaceId, "memberChange", "member changes");
 }
 
 /** Gives a member another role, unless it is the last owner's (`member: null`: unknown, or last owner). */

@@ -21,10 +21,9 @@ import {
   type OperatorField,
   type OperatorProfile,
 } from "../upstream/operator-account";
-import { bucket, scopes } from "./abuse-limits";
 import type { Caller } from "./actor";
 import { findByUuid } from "./job-id";
-import { spend, type RateLimited, type Spent } from "./limit-check";
+import { spendWorkspaceHourly, type RateLimited, type Spent } from "./limit-check";
 import { syncOnConnect } from "./template-sync";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
 
@@ -76,13 +75,7 @@ export type DisconnectOutcome =
  * limited per workspace, whoever asks, before anything else.
  */
 function spendChange(env: Env, workspaceId: string): Promise<Spent> {
-  const b = bucket("numberChange");
-  return spend(
-    env,
-    scopes.workspace(workspaceId),
-    [b],
-    `number changes: ${b.limit} per ${b.periodSeconds / 3600} h per workspace`,
-  );
+  return spendWorkspaceHourly(env, workspaceId, "numberChange", "number changes");
 }
 
 const alreadyConnected = (): Refused => ({

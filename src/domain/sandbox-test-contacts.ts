@@ -7,8 +7,7 @@ import {
   type TestContactRow,
 } from "../db/sandbox-test-contacts";
 import { isoNow } from "../lib/clock";
-import { bucket, scopes } from "./abuse-limits";
-import { spend, type RateLimited, type Spent } from "./limit-check";
+import { spendWorkspaceHourly, type RateLimited, type Spent } from "./limit-check";
 import type { ThrottleDecision } from "../lib/throttle";
 import { E164_DIGITS } from "./send-request";
 
@@ -44,13 +43,7 @@ type Stores = Pick<Env, "DB" | "THROTTLE">;
 
 /** Every change spends from the workspace's budget first, whoever asks: each one is an audit entry. */
 function spendChange(env: Stores, number: ChannelNumberRow): Promise<Spent> {
-  const perWorkspace = bucket("testContactChange");
-  return spend(
-    env,
-    scopes.workspace(number.workspace_id),
-    [perWorkspace],
-    `test contact changes: ${perWorkspace.limit} per ${perWorkspace.periodSeconds / 3600} h per workspace`,
-  );
+  return spendWorkspaceHourly(env, number.workspace_id, "testContactChange", "test contact changes");
 }
 
 const notSandbox = (number: ChannelNumberRow): NotSandbox | null =>
