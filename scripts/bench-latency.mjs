@@ -15,13 +15,13 @@
 // Loopback only, ports 8910–8913: the Worker on 8910 (inspector 8911), a fake operator on 8912, the
 // customer's receiver on 8913. Bounded: LATENCY_SAMPLES (30) per path, 10 s per sample at most.
 // Writes bench/latency.md.
-import { createHmac } from "node:crypto";
 import { createServer } from "node:http";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { callApi } from "./lib/http-call.mjs";
+import { operatorEnvelope, operatorSignature } from "./lib/operator-envelope.mjs";
 import { LOCAL_SECRETS, LocalWorker, UNATTENDED_ENV, onStop, prepareState } from "./lib/local-worker.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -104,29 +104,12 @@ function expectStatus(res, status, what) {
 }
 
 /** The operator's webhook envelope for one number. @param {string} phoneNumberId @param {Record<string, unknown>} value */
-const operatorPayload = (phoneNumberId, value) => ({
-  object: "whatsapp_business_account",
-  entry: [
-    {
-      id: "WABA-LATENCY",
-      changes: [
-        {
-          field: "messages",
-          value: {
-            messaging_product: "whatsapp",
-            metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId },
-            ...value,
-          },
-        },
-      ],
-    },
-  ],
-});
+const operatorPayload = (phoneNumberId, value) => operatorEnvelope("WABA-LATENCY", phoneNumberId, value);
 
 /** POSTs an operator webhook, signed, and returns when it was sent. @param {string} baseUrl @param {unknown} payload */
 async function postOperator(baseUrl, payload) {
   const raw = JSON.stringify(payload);
-  const signature = `sha256=${createHmac("sha256", LOCAL_SECRETS.UPSTREAM_APP_SECRET).update(raw).digest("hex")}`;
+  const signature = operatorSignature(LOCAL_SECRETS.UPSTREAM_APP_SECRET, raw);
   const at = Date.now();
   const res = await fetch(`${baseUrl}/upstream/cloud/webhook`, {
     method: "POST",

@@ -7,8 +7,8 @@
 // module emulates the durable queue the way the operator would cover for it: after each 200 it
 // checks, some seconds later, that the API shows the effect (status, deliveredAt, readAt, the
 // inbound message), and posts the same bytes again when it does not. Every repeat is counted.
-import { createHmac } from "node:crypto";
 import { callApi } from "./http-call.mjs";
+import { operatorEnvelope, operatorSignature } from "./operator-envelope.mjs";
 
 /** @typedef {import("./soak-checks.mjs").OperatorCall} OperatorCall */
 /** @typedef {import("./soak-checks.mjs").MessageRecord} MessageRecord */
@@ -17,24 +17,7 @@ import { callApi } from "./http-call.mjs";
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
 
 /** @param {string} phoneNumberId @param {Record<string, unknown>} value */
-const change = (phoneNumberId, value) => ({
-  object: "whatsapp_business_account",
-  entry: [
-    {
-      id: "WABA-SOAK",
-      changes: [
-        {
-          field: "messages",
-          value: {
-            messaging_product: "whatsapp",
-            metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId },
-            ...value,
-          },
-        },
-      ],
-    },
-  ],
-});
+const change = (phoneNumberId, value) => operatorEnvelope("WABA-SOAK", phoneNumberId, value);
 const seconds = (/** @type {number} */ ms) => String(Math.floor(ms / 1000));
 
 /**
@@ -70,7 +53,7 @@ export function createOperatorWebhooks({ baseUrl, appSecret, tenantOf, random, c
 
   /** @param {string} raw */
   async function post(raw) {
-    const signature = `sha256=${createHmac("sha256", appSecret).update(raw).digest("hex")}`;
+    const signature = operatorSignature(appSecret, raw);
     // The operator retries until it gets a 200 (here: every second, while the run lasts).
     while (!stopped) {
       stats.posts++;
