@@ -230,7 +230,7 @@ export async function expectAccessible(page, label) {
   }
 }
 
-/** Saves a full-page screenshot under test-results/ (and, with UPDATE_SCREENSHOTS=1, the README's copy in docs/screenshots/). */
+/** Saves a full-page screenshot under test-results/ (and, with UPDATE_SCREENSHOTS=1, the copies in docs/screenshots/). */
 /** @param {Page} page @param {string} name @param {{ readme?: boolean }} [options] */
 export async function screenshot(page, name, { readme = false } = {}) {
   await page.screenshot({ path: join(RESULTS_DIR, `${name}.png`), fullPage: true });

@@ -8,7 +8,7 @@
 //       before the 201 arrives);
 //   (o) operator status: the operator's webhook POST of a `delivered` report → the customer's webhook
 //       receives its `message.status` event (status events may wait up to 1 s to be packed).
-// Targets (docs/webhooks.md, "How soon events arrive"): (i) p50 ≤ 300 ms, (s) p50 ≤ 60 ms,
+// Targets (docs/customers/webhooks.md, "How soon events arrive"): (i) p50 ≤ 300 ms, (s) p50 ≤ 60 ms,
 // (o) p50 ≤ 1,300 ms; the run fails when one is missed. Production adds the platform's own queue
 // delivery (Cloudflare Queues) to (i) and (o), which local workerd does not have.
 //
@@ -294,7 +294,7 @@ function write(rows) {
     "Reading it: an inbound message is published to the webhook queue as it is recorded, and the webhook consumer takes",
     "a batch without waiting for it to fill (`max_batch_timeout = 0`). A status report waits up to 1 s so that the changes",
     "of that second go out packed in one queue message (`PUBLISH_DELAY_MS`). Production adds Cloudflare Queues' own",
-    "delivery to the consumer (docs/webhooks.md).",
+    "delivery to the consumer (docs/customers/webhooks.md).",
     "",
   ];
   mkdirSync(dirname(OUT), { recursive: true });

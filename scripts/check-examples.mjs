@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run test:examples`: every example of README.md, docs/*.md and sdk/README.md runs as
+// `npm run test:examples`: every example of README.md, docs/{customers,operators}/*.md and sdk/README.md runs as
 // written against a real local Worker (`wrangler dev` on 127.0.0.1:8806).
 //
 // - Shell blocks (```bash / ```sh) of one file run in order in one bash session, like a reader
@@ -25,11 +25,15 @@ import { startLocalWorker } from "./lib/local-worker.mjs";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PORT = Number(process.env.EXAMPLES_PORT ?? 8806);
 const RECEIVER_PORT = PORT + 1;
+// Customers' pages, then operators', each in name order.
 const FILES = [
   "README.md",
-  ...readdirSync(join(ROOT, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => `docs/${f}`),
+  ...["customers", "operators"].flatMap((audience) =>
+    readdirSync(join(ROOT, "docs", audience))
+      .filter((f) => f.endsWith(".md"))
+      .sort()
+      .map((f) => `docs/${audience}/${f}`),
+  ),
   "sdk/README.md",
 ];
 const SHELL = new Set(["bash", "sh", "shell"]);
@@ -142,7 +146,7 @@ async function main() {
     writeFileSync(join(cwd, ".dev.vars"), `ADMIN_TOKEN=${worker.adminToken}\n`);
     const env = {
       ...process.env,
-      // The variables docs/api.md asks readers to set.
+      // The variables docs/customers/api.md asks readers to set.
       BASE: worker.baseUrl,
       API_KEY: key.key,
       CHANNEL_NUMBER_ID: number.id,

@@ -9,7 +9,7 @@ import { api, json } from "./helpers/http";
 import { cloudTenant, cloudUpstream, fakeOperatorAccount } from "./helpers/operator";
 import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "./helpers/operator-templates";
 
-// A number's Templates page (docs/dashboard.md, "Templates"): what GET /api/v2/templates shows,
+// A number's Templates page (docs/customers/dashboard.md, "Templates"): what GET /api/v2/templates shows,
 // the JSON to send each template, and the "send a test" form of developers and owners, which
 // goes through the same checks and engine as POST /api/v2/messages.
 

@@ -7,7 +7,7 @@ import { api, json } from "./helpers/http";
 import { cloudUpstream, fakeOperatorAccount } from "./helpers/operator";
 
 // A sandbox number's test contacts on its dashboard page: the same operation as
-// /api/v1/sandbox/test-contacts (docs/dashboard.md, "Numbers").
+// /api/v1/sandbox/test-contacts (docs/customers/dashboard.md, "Numbers").
 
 const contactsOf = async (numberId: string) =>
   (

@@ -12,12 +12,12 @@ import { fakeClockPerTest } from "./helpers/clock";
 // A message's changes come from three clocks: the workspace's claim, the number's answer (ms) and
 // the operator's reports (whole seconds). Their events follow the order the changes were committed
 // in the record, `previousStatus` is the status before each in that order, and `updatedAt` never
-// goes back: docs/webhooks.md tells customers to keep the event with the latest `updatedAt`.
+// goes back: docs/customers/webhooks.md tells customers to keep the event with the latest `updatedAt`.
 
 const clock = fakeClockPerTest(Date.UTC(2059, 0, 1, 10), (t) => t + 30 * 24 * 3_600_000);
 afterEach(() => vi.restoreAllMocks());
 
-/** The status a customer following docs/webhooks.md ends with: the event with the latest `updatedAt` (the later on a tie). */
+/** The status a customer following docs/customers/webhooks.md ends with: the event with the latest `updatedAt` (the later on a tie). */
 const customerFinal = (events: DeliveredEvent[]): unknown =>
   events.reduce((cur, e) => (String(e.data.updatedAt) >= String(cur.data.updatedAt) ? e : cur)).data.status;
 

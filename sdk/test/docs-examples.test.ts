@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startReceiver } from "./helpers/receiver.js";
 import { createTenant } from "./helpers/tenant.js";
 
-// docs/webhooks.md shows how to verify a delivery with Node's crypto only. That code, exactly
+// docs/customers/webhooks.md shows how to verify a delivery with Node's crypto only. That code, exactly
 // as the document has it, runs here against real deliveries of the local Worker.
-const DOC = new URL("../../docs/webhooks.md", import.meta.url);
+const DOC = new URL("../../docs/customers/webhooks.md", import.meta.url);
 const MARKER = "<!-- example: tested by sdk/test/docs-examples.test.ts";
 
 type Verify = (secret: string, headers: IncomingHttpHeaders, rawBody: string) => boolean;
@@ -16,7 +16,7 @@ type Verify = (secret: string, headers: IncomingHttpHeaders, rawBody: string) =>
 async function loadDocumentedVerify(): Promise<{ verify: Verify; cleanup: () => void }> {
   const text = readFileSync(DOC, "utf8");
   const at = text.indexOf(MARKER);
-  expect(at, "the marked example in docs/webhooks.md").toBeGreaterThan(-1);
+  expect(at, "the marked example in docs/customers/webhooks.md").toBeGreaterThan(-1);
   const block = /```js\n([\s\S]*?)\n```/.exec(text.slice(at))![1]!;
   const dir = mkdtempSync(join(tmpdir(), "docs-example-"));
   const file = join(dir, "verify.mjs");
@@ -31,7 +31,7 @@ beforeAll(async () => {
 });
 afterAll(() => receiver.close());
 
-describe("docs/webhooks.md: verifying with Node's crypto only", () => {
+describe("docs/customers/webhooks.md: verifying with Node's crypto only", () => {
   it("accepts a real delivery and refuses a tampered one or another secret", async () => {
     const { verify, cleanup } = await loadDocumentedVerify();
     try {

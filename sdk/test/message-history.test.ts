@@ -24,7 +24,7 @@ const CONTACT = "5511977776666";
 const OTHER_CONTACT = "5511955554444";
 
 /**
- * The time the list orders by and `createdAfter`/`createdBefore` compare (docs/api.md): an inbound
+ * The time the list orders by and `createdAfter`/`createdBefore` compare (docs/customers/api.md): an inbound
  * message's `receivedAt` (the operator's time, in its id), which can be a few milliseconds before
  * the `createdAt` of its record; a send's `createdAt`.
  */

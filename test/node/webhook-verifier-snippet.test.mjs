@@ -7,15 +7,15 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { newWebhookSecret, signatureHeaders } from "../../src/webhooks/signature.ts";
 
-// The hand-written verifier of docs/webhooks.md, run exactly as a customer copies it: the code
+// The hand-written verifier of docs/customers/webhooks.md, run exactly as a customer copies it: the code
 // block is cut out of the Markdown, saved as a module and called with a delivery signed by the
 // gateway's own signing code.
-const markdown = readFileSync(new URL("../../docs/webhooks.md", import.meta.url), "utf8");
+const markdown = readFileSync(new URL("../../docs/customers/webhooks.md", import.meta.url), "utf8");
 
 function snippet() {
   const start = markdown.indexOf("Without a library, with Node's `crypto` only:");
   const block = /```js\n([\s\S]*?)```/.exec(markdown.slice(start));
-  if (start < 0 || !block) throw new Error("the verifier snippet is missing from docs/webhooks.md");
+  if (start < 0 || !block) throw new Error("the verifier snippet is missing from docs/customers/webhooks.md");
   return block[1];
 }
 
@@ -46,7 +46,7 @@ function signedWith(secret, id, ts, raw) {
   return { "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${mac}` };
 }
 
-describe("docs/webhooks.md: the verifier without a library", () => {
+describe("docs/customers/webhooks.md: the verifier without a library", () => {
   it("accepts a delivery signed by the gateway, as a Standard Webhooks library does", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(NOW * 1000);
