@@ -279,7 +279,7 @@ function banner(demo) {
     `      -H "Idempotency-Key: ${randomUUID()}" \\`,
     `      -d '${body}'`,
     `  (${DEMO_RECIPIENT} is a test contact of the sandbox number; like the operator, the sandbox fails other`,
-    '  recipients with service_window_closed until they write: see docs/customers/api.md, "Sandbox".)',
+    "  recipients with service_window_closed until they write: see docs/customers/sandbox.md.)",
     "",
     "  Check it (jobId from the send's response):",
     `    curl -s ${BASE_URL}/api/v1/messages/<jobId> ${auth}`,

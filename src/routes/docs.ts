@@ -19,18 +19,18 @@ export const DOCS_CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-/** The API versions the page shows, one at a time (`/docs?version=v2`); v1 is the default, as SPEC's. */
+/** The API versions the page shows, one at a time (`/docs?version=v2`); v1 is the default. */
 const VERSIONS = {
   v1: {
     title: "Messaging API v1",
-    about: "Text messages, numbers, webhooks, message history and the sandbox, as SPEC specifies them.",
+    about: "Text messages, numbers, webhooks, message history and the sandbox.",
   },
   v2: {
     title: "Messaging API v2",
     about:
       "Everything of v1, plus template messages (<code>POST /messages</code> with <code>type: template</code>), " +
       "the templates your numbers can send (<code>GET /templates</code>) and a <code>type</code> filter on message lists. " +
-      'v1 clients keep working unchanged: the API guide (docs/api.md, "API v2") says what changed and how to migrate.',
+      "v1 clients keep working unchanged: the templates guide (docs/customers/templates.md) says what changed and how to migrate.",
   },
 } as const;
 type Version = keyof typeof VERSIONS;
