@@ -103,7 +103,7 @@ export default defineConfig(async () => {
         }),
         {
           // Checks that run as customers and operators run things, in Node: the documentation's
-          // code snippets and the deployment configuration.
+          // code snippets and links, the customers' pages' words, and the deployment configuration.
           test: { name: "node", include: ["test/node/**/*.test.mjs"], environment: "node", testTimeout: 20_000 },
         },
       ],
