@@ -34,8 +34,11 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             ...TEST_SECRETS,
             ALLOW_INSECURE_WEBHOOK_URLS: "false",
-            // One pass per alarm: the harness runs each alarm when it is due, on a controlled clock.
-            DRAIN_SESSION_MS: "0",
+            // Sessions in memory as in production (a send starts its number's drain; the alarm is the
+            // backstop), but a session that would wait longer than 1 ms gives the wait to the alarm,
+            // which the harness runs when due on its controlled clock. Production waits up to 10 s
+            // inside the session instead: its alarms are at most these.
+            DRAIN_SESSION_MS: "1",
             // The operator's POSTs wait for the workspace's alarm, which the driver runs on its own
             // clock: a loaded machine must not push them to the queue on a wall-clock timer.
             OPERATOR_APPLY_WITHIN_MS: "600000",

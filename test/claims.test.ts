@@ -1,3 +1,4 @@
+import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -289,6 +290,8 @@ describe("a claim that finds the record settled", () => {
 
     clock.advance(2_000);
     await testNumber(t.numberId).armAlarm();
+    // The restarted instance's pace starts full (its alarm was armed): its first claim a window later.
+    clock.advance(PACE_WINDOW_MS);
     await alarm(t.numberId);
     expect(await queuedIds(t.numberId)).toEqual([]);
     expect(await ws.storedRecord(jobId)).toMatchObject({ status: "sent", pending: 0 });

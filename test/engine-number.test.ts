@@ -4,14 +4,14 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "./helpers/http";
 import { send, textMessage } from "./helpers/send";
 import { accepted, operatorError, type OperatorCall } from "./helpers/operator";
-import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
-import { testNumber } from "./helpers/objects";
+import { inboundPayload, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
+import { crashObject, testNumber } from "./helpers/objects";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { liveCloudNumber } from "./helpers/number-edge";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { createSlotIndexes, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { uuidV7Time } from "../src/domain/job-id";
-import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { HELD_BOUND_MS, PACE_CALLS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { fakeClockPerTest } from "./helpers/clock";
 
 // A clock far in the future: the number's alarm fires only when a test runs it.
@@ -311,6 +311,101 @@ describe("a conversation's order", () => {
       clock.advance(600);
     }
     expect(t.calls.map((c) => c.body.biz_opaque_callback_data)).toEqual(jobIds);
+  });
+});
+
+/** The most call starts any window of the pace holds. */
+function busiestWindow(starts: number[]): number {
+  const sorted = [...starts].sort((a, b) => a - b);
+  return Math.max(0, ...sorted.map((t) => sorted.filter((u) => u >= t && u < t + PACE_WINDOW_MS).length));
+}
+
+describe("the pace across a restart of the number object", () => {
+  /** Three messages accepted before t0 (the admission window allows them), called at t0 and t0 + 505 ms. */
+  async function twoCallsThenOneQueued(t: Awaited<ReturnType<typeof liveNumber>>, t0: number): Promise<string> {
+    const ids: string[] = [];
+    for (const [i, at] of [-2_000, -1_400, -800].entries()) {
+      clock.set(t0 + at);
+      ids.push(await sendOne(t.key, t.numberId, `551199999000${i}`));
+    }
+    clock.set(t0);
+    await alarm(t.numberId);
+    clock.set(t0 + 505);
+    await testNumber(t.numberId).armAlarm();
+    await alarm(t.numberId);
+    expect(t.calls).toHaveLength(PACE_CALLS);
+    // The lease: the alarm stays armed while the latest call is less than a window old.
+    expect(await testNumber(t.numberId).alarmAt()).not.toBeNull();
+    return ids[2]!;
+  }
+
+  it("a send to the restarted instance right after two calls waits a whole window: never three calls in one", async () => {
+    const t = await liveNumber(() => accepted("wamid.paced"));
+    const t0 = clock.now() + 10_000;
+    const third = await twoCallsThenOneQueued(t, t0);
+    await crashObject(t.stub, "restart");
+    clock.set(t0 + 600);
+    const fourth = await sendOne(t.key, t.numberId, "5511999990009");
+    await alarm(t.numberId);
+    expect(t.calls).toHaveLength(PACE_CALLS);
+    clock.set(t0 + 600 + PACE_WINDOW_MS - 1);
+    await alarm(t.numberId);
+    expect(t.calls).toHaveLength(PACE_CALLS);
+    for (let i = 0; i < 4; i++) {
+      clock.set(t0 + 600 + PACE_WINDOW_MS + i * 505);
+      await testNumber(t.numberId).armAlarm();
+      await alarm(t.numberId);
+    }
+    expect(callsFor(t.calls, third)).toHaveLength(1);
+    expect(callsFor(t.calls, fourth)).toHaveLength(1);
+    expect(busiestWindow(t.calls.map((c) => c.at))).toBe(PACE_CALLS);
+  });
+
+  it("an instance started for its alarm counts the earlier instance's calls too, even when its constructor saw no alarm", async () => {
+    const t = await liveNumber(() => accepted("wamid.paced"));
+    const t0 = clock.now() + 10_000;
+    const third = await twoCallsThenOneQueued(t, t0);
+    // The runtime may hide an alarm being delivered from the constructor of the instance it starts
+    // for it: here the new instance's constructor finds none (cleared before the restart, set again after).
+    await testNumber(t.numberId).clearAlarm();
+    await crashObject(t.stub, "restart");
+    clock.set(t0 + 700);
+    await testNumber(t.numberId).armAlarm();
+    expect(await alarm(t.numberId)).toBe(true);
+    expect(t.calls).toHaveLength(PACE_CALLS);
+    clock.set(t0 + 700 + PACE_WINDOW_MS);
+    await testNumber(t.numberId).armAlarm();
+    await alarm(t.numberId);
+    expect(callsFor(t.calls, third)).toHaveLength(1);
+    expect(busiestWindow(t.calls.map((c) => c.at))).toBe(PACE_CALLS);
+  });
+
+  it("a number whose only alarm is far ahead (a contact's expiry) wakes without delay: its first reply is called at once", async () => {
+    const t = await liveNumber(() => accepted("wamid.reply"));
+    const from = "5511912345678";
+    const inbound = inboundPayload(
+      t.phoneNumberId,
+      [{ from, id: "wamid.IN.quiet", timestamp: seconds(clock.now()), type: "text", text: { body: "hi" } }],
+      [{ wa_id: from, profile: { name: "Ana" } }],
+    );
+    expect((await postOperator(inbound)).status).toBe(200);
+    const armed = await testNumber(t.numberId).alarmAt();
+    expect(armed).toBeGreaterThan(clock.now() + 3_600_000);
+    await crashObject(t.stub, "idle eviction");
+    const reply = await sendOne(t.key, t.numberId, from, "reply");
+    await alarm(t.numberId);
+    expect(callsFor(t.calls, reply)).toHaveLength(1);
+  });
+
+  it("the lease ends a window after the last call: an idle number's alarm is then cleared", async () => {
+    const t = await liveNumber(() => accepted("wamid.idle"));
+    const t0 = clock.now();
+    await sendOne(t.key, t.numberId);
+    await alarm(t.numberId);
+    expect(await testNumber(t.numberId).alarmAt()).not.toBeNull();
+    clock.set(t0 + PACE_WINDOW_MS);
+    await alarm(t.numberId);
+    expect(await testNumber(t.numberId).alarmAt()).toBeNull();
   });
 });
 

@@ -148,6 +148,18 @@ export class WorkspaceDurableObject extends Workspace {
 }
 
 export class ChannelNumberDurableObject extends ChannelNumber {
+  private alarmRuns = 0;
+
+  override async alarm(): Promise<void> {
+    this.alarmRuns++;
+    await super.alarm();
+  }
+
+  /** How many times this instance's alarm ran. */
+  async alarmRunCount(): Promise<number> {
+    return this.alarmRuns;
+  }
+
   /** The number's queue, oldest first: what it still has to call. */
   async queued(): Promise<Pick<Entry, "jobId" | "recipient" | "attempts" | "state" | "nextAttemptAt">[]> {
     return this.queue

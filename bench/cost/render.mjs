@@ -257,9 +257,14 @@ p(
 p(
   "and the tables dropped; the delivery log's day table is dropped after 3 days. The clock is simulated: the harness runs each object's alarm",
 );
-p("when it is due, in time order, up to day 45, and waits for the queues between alarms (`DRAIN_SESSION_MS = 0`: one");
 p(
-  "drain pass per alarm, as in the test suite). Batched work (archive parts, count flushes, table drops, event publishing) is",
+  "when it is due, in time order, up to day 45, and waits for the queues between alarms. A send starts its number's drain in",
+);
+p(
+  "memory as in production; `DRAIN_SESSION_MS = 1` gives every wait of the pace to the alarm (production waits up to 10 s in",
+);
+p(
+  "the session instead, so its alarms are at most these). Batched work (archive parts, count flushes, table drops, event publishing) is",
 );
 p("shared by the messages of the run, so its share per message = batch cost ÷ messages in the batch.");
 p();

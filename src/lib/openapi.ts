@@ -34,7 +34,7 @@ const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
  * Response headers shared by many operations, registered once as components.
  * The rate-limit fields follow draft-ietf-httpapi-ratelimit-headers (RateLimit-Policy
  * and RateLimit); the three older RateLimit-* fields stay for the deprecation period
- * documented in docs/api.md.
+ * documented in docs/customers/limits.md.
  */
 export function registerSharedComponents(registry: Registry): void {
   const integer = { type: "integer" as const, minimum: 0 };

@@ -23,7 +23,7 @@ export const SEND_RATE_LIMIT_POLICY = SEND_POLICIES.map((p) =>
 /**
  * The rate fields of a send response, from the workspace object's `RateInfo` (the limit
  * closest to refusing): the draft's `RateLimit-Policy` and `RateLimit`, and the older
- * `RateLimit-Limit/Remaining/Reset` kept for their deprecation period (docs/api.md).
+ * `RateLimit-Limit/Remaining/Reset` kept for their deprecation period (docs/customers/limits.md).
  */
 export function sendRateLimitHeaders(rate: RateInfo): Record<string, string> {
   const policy = SEND_POLICIES.find((p) => p.name === rate.scope);

@@ -2,7 +2,7 @@ import type { NormalizedError, SendResult } from "./adapter";
 
 /**
  * How we treat each of the operator's error codes (WhatsApp Cloud API, "Error
- * codes"; published with Meta's meaning in docs/api.md). The code decides;
+ * codes"; published with Meta's meaning in docs/customers/errors.md). The code decides;
  * the HTTP status only decides when no code came back.
  */
 type Treatment =

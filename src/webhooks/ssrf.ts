@@ -45,7 +45,7 @@ import { parse as parseDomain } from "tldts";
  * This check runs when a URL is registered and again before every delivery. The delivery's own
  * fetch resolves the name once more (a Worker cannot pin the address it connects to), so a name
  * whose answers change between the check and the connection (DNS rebinding) is a residual risk;
- * see docs/security.md for why it is small on Cloudflare's egress. Deliveries never follow redirects.
+ * see docs/operators/security.md for why it is small on Cloudflare's egress. Deliveries never follow redirects.
  */
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };

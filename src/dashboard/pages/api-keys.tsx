@@ -16,7 +16,7 @@ import { confirmPage, forbiddenPage, notFoundPage, rateLimitedPage } from "./err
 const MAX_NAME_CHARS = 200;
 const REVOKE_DELAY_S = KEY_CACHE_TTL_MS / 1000;
 
-/** What each role lets a key do, in the words of the create form and the docs (docs/dashboard.md). */
+/** What each role lets a key do, in the words of the create form and the docs (docs/customers/api.md, key roles). */
 const ROLE_TEXT: Record<KeyRole, string> = {
   owner: "owner: everything, number changes included",
   developer: "developer: sends, webhooks, sandbox helpers; no number changes",

@@ -34,6 +34,12 @@ import type { StatusUpdate } from "../workspace/contract";
 import type { NormalizedError } from "../../upstream/adapter";
 
 const EXPIRY_BATCH = 100;
+/**
+ * The alarm a send arms (when none is) while its drain runs in memory: the durable sign that the
+ * number has work (a restarted instance rebuilds its queue when it fires) and the lease its calls
+ * need (`Drain.startFull`). One alarm per this much activity instead of one per message.
+ */
+export const WORK_BACKSTOP_MS = 10_000;
 /** Work list entries read per call when the queue is rebuilt from the workspace's records. */
 const RELOAD_PAGE = 500;
 
@@ -70,10 +76,16 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
    * was cut short).
    */
   private alarmRan = false;
+  /** Whether a send was admitted in this instance (it then did not start for an alarm). */
+  private admittedHere = false;
+  private readonly startedAt = now();
+  /** Whether admit starts the drain in memory (a session may pace calls), the alarm arming only the waits. */
+  private readonly drainsInMemory: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const cfg = config(env);
+    this.drainsInMemory = cfg.drainSessionMs > 0;
     // Before anything reads a table: the constructor runs inside the object's input gate.
     this.storage = new NumberStorage(ctx.storage);
     this.hold = new NumberHold(this.storage);
@@ -119,8 +131,25 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         due: () => withSlack(nextContactExpiry(this.storage)),
         run: async (at) => purgeSilentContacts(this.storage, at),
       },
+      // The pace's lease: the alarm stays armed while a claim or call is under way or a call is less
+      // than a window old, so that an instance started meanwhile finds it and counts that call
+      // (Drain.startFull). Only an alarm run clears the alarm, and it runs this step's check first.
+      // Never due itself; armed a backstop ahead: steady sending re-arms it once per WORK_BACKSTOP_MS.
+      {
+        name: "pace-lease",
+        due: () => null,
+        latest: (at) => (this.drain.leaseHeld(at) ? at + WORK_BACKSTOP_MS : null),
+        run: async () => undefined,
+      },
     ]);
-    ctx.blockConcurrencyWhile(() => this.scheduler.ensureArmed());
+    ctx.blockConcurrencyWhile(async () => {
+      // An alarm armed within a backstop from now: an earlier instance may have called within the
+      // last window (while one did, the alarm was never armed further ahead than that). A later one
+      // (a contact's expiry, a long hold) says no call is that recent: a quiet number wakes without delay.
+      const armed = await ctx.storage.getAlarm();
+      if (armed !== null && armed <= this.startedAt + WORK_BACKSTOP_MS) this.drain.startFull(this.startedAt);
+      await this.scheduler.ensureArmed();
+    });
   }
 
   /** Local soak runs only: the object ends itself (shared/dev-restart.ts); refused unless DEV_OBJECT_RESTARTS is "true". */
@@ -156,14 +185,41 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       nextAttemptAt: cmd.acceptedAt,
       state: "queued",
     });
+    this.admittedHere = true;
     // The queue of a restarted instance is completed from the records (they stay the authority).
     if (!this.loadedOnce)
       void this.ensureLoaded().catch((e: unknown) =>
         log("warn", "rebuilding the queue failed; the alarm retries", { error: String(e) }),
       );
     const at = now();
-    await this.scheduler.wake(Math.max(at, this.drain.due(at) ?? at));
+    await this.startDrain(Math.max(at, this.drain.due(at) ?? at));
     return { ok: true, window: this.window(cmd.acceptedAt) };
+  }
+
+  /**
+   * New work in the queue. With sessions, the drain starts in memory and the alarm is only the
+   * backstop; never with a message past its bound (the alarm's steps fail it first). With sessions
+   * off, the alarm runs at `alarmAt`.
+   */
+  private async startDrain(alarmAt: number): Promise<void> {
+    if (!this.drainsInMemory) return this.scheduler.wake(alarmAt);
+    const at = now();
+    const oldest = this.queue.oldestQueuedAt();
+    if (oldest !== null && oldest + HELD_BOUND_MS <= at) return this.scheduler.wake(at);
+    await this.scheduler.wake(at + WORK_BACKSTOP_MS);
+    // A queue being rebuilt starts the drain once loaded (ensureLoaded); a failed rebuild, the alarm.
+    if (this.loadedOnce) this.drainInMemory();
+  }
+
+  /** A drain session started without the alarm; what it leaves for later arms the alarm then. */
+  private drainInMemory(): void {
+    void this.drain
+      .run()
+      .then(async () => {
+        const due = this.drain.due(now());
+        if (due !== null) await this.scheduler.wake(due);
+      })
+      .catch((e: unknown) => log("warn", "a drain session failed; the alarm retries", { error: String(e) }));
   }
 
   /** The workspace could not commit a send it handed off: its entry and its window slot go. */
@@ -244,6 +300,9 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    // Started for this alarm (the runtime may hide an alarm being delivered from the constructor):
+    // the earlier instance's calls of the last second count.
+    if (!this.alarmRan && !this.admittedHere) this.drain.startFull(this.startedAt);
     this.alarmRan = true;
     await this.scheduler.runDue();
   }
@@ -297,7 +356,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
         after = page[page.length - 1]!.jobId;
       }
       this.loadedOnce = true;
-      await this.scheduler.wake(now());
+      await this.startDrain(now());
     })().catch((err: unknown) => {
       this.loaded = null;
       throw err;

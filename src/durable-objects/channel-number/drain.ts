@@ -9,7 +9,14 @@ import { adapterFor } from "../../upstream/adapter-for";
 import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
 import { workspaceStub } from "../stubs";
 import type { ClaimPayload, StatusResult, StatusUpdate } from "../workspace/contract";
-import { MAX_CALLS_IN_FLIGHT, PACE_CALLS, UNCONFIRMED_RECHECK_MS, nextCallAt, retryDecision } from "./delivery-policy";
+import {
+  MAX_CALLS_IN_FLIGHT,
+  PACE_CALLS,
+  PACE_WINDOW_MS,
+  UNCONFIRMED_RECHECK_MS,
+  nextCallAt,
+  retryDecision,
+} from "./delivery-policy";
 import type { HandOff } from "./hand-off";
 import { nextMove } from "./next-move";
 import type { NumberHold } from "./number-hold";
@@ -46,12 +53,18 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  */
 export class Drain {
   /**
-   * Start times of the latest calls. In memory: a number that restarts in the middle of its
-   * calls (not after an idle spell) may start its next two within a second of the last two; the
-   * operator then answers 429 to the third, which holds the number and retries it (never a double send).
+   * Start times of the latest calls, in memory. An instance that may follow calls of an earlier one
+   * made within the last second starts full (`startFull`): no window of the pace ever holds more
+   * than its calls across a restart, without a row written per call.
    */
   private calls: number[] = [];
+  /** This instance's latest call (what `startFull` counts is an earlier instance's). */
+  private lastOwnCall: number | null = null;
   private session: Promise<void> | null = null;
+  /** Calls waiting on the operator's answer, whichever session started them. */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Wakes a session that waits (on an answer or a slot) when new work arrives. */
+  private nudge: (() => void) | null = null;
   private readonly claiming = new Set<string>();
 
   constructor(private readonly d: DrainDeps) {}
@@ -67,20 +80,46 @@ export class Drain {
     return this.d.number();
   }
 
+  /**
+   * The instance may follow an earlier one that called within the second before `at` (it found
+   * the alarm armed or running, which `leaseHeld` keeps so while that can be):
+   * its pace counts two calls at `at`, so its first call starts a whole window later. Nothing to
+   * do once this instance called itself.
+   */
+  startFull(at: number): void {
+    if (this.calls.length === 0) this.calls = Array.from({ length: PACE_CALLS }, () => at);
+  }
+
+  /**
+   * Whether the alarm must stay armed for the pace's sake: a claim or call of this instance is under
+   * way, or its latest call is less than a window old (an instance started meanwhile must find the
+   * alarm and count it, see `startFull`).
+   */
+  leaseHeld(at: number): boolean {
+    return this.claiming.size > 0 || (this.lastOwnCall !== null && this.lastOwnCall + PACE_WINDOW_MS > at);
+  }
+
   /** Start times of the latest calls, a copy (the pace reads the field; the suite's number reads this). */
   recentCalls(): number[] {
     return [...this.calls];
   }
 
   /**
-   * One session at a time: a second alarm run (or any other caller) while a session is active
-   * joins it instead of starting another loop over the same queue and pace.
+   * One session at a time: a second alarm run (or a send) while a session is active joins it
+   * instead of starting another loop over the same queue and pace. Resolves once the session
+   * ended and every call it started was answered; a session that ended lets the next one start at
+   * once, while its calls are still waiting (they count against the limit of calls in flight,
+   * which is the drain's, not a session's).
    */
   run(): Promise<void> {
+    // New work for a session that waits: it looks at the queue again now.
+    this.nudge?.();
     this.session ??= this.runSession().finally(() => {
       this.session = null;
     });
-    return this.session;
+    return this.session.then(async () => {
+      await Promise.allSettled([...this.inFlight]);
+    });
   }
 
   private nextHeadAt(): number | null {
@@ -94,60 +133,77 @@ export class Drain {
   private async runSession(): Promise<void> {
     const started = now();
     let slept = 0;
-    const inFlight = new Set<Promise<void>>();
-    try {
-      for (;;) {
-        const t = now();
-        this.d.hold.confirmIfDue(t);
-        const heldUntil = this.d.hold.until();
-        const entry =
-          heldUntil > t
-            ? undefined
-            : this.d.queue.nextDue(
-                t,
-                (e) =>
-                  !this.claiming.has(e.jobId) &&
-                  !this.d.handOff.uncommitted(e.jobId) &&
-                  this.d.pair.readyAt(e.recipient, t) <= t,
-              );
-        const move = nextMove(
-          {
-            heldUntil,
-            hasDueHead: entry !== undefined,
-            slot: nextCallAt(this.calls, t),
-            nextHeadAt: heldUntil > t || entry ? null : this.nextHeadAt(),
-            callsInFlight: inFlight.size,
-            maxCallsInFlight: MAX_CALLS_IN_FLIGHT,
-            startedAt: started,
-            slept,
-            sessionMs: this.d.sessionMs,
-          },
-          t,
-        );
-        if (move.kind === "start" && entry) {
-          const begun = await this.start(entry);
-          if (begun) {
-            const { call } = begun;
-            inFlight.add(call);
-            void call.finally(() => inFlight.delete(call));
-          }
-          continue;
+    const inFlight = this.inFlight;
+    for (;;) {
+      const t = now();
+      this.d.hold.confirmIfDue(t);
+      const heldUntil = this.d.hold.until();
+      const entry =
+        heldUntil > t
+          ? undefined
+          : this.d.queue.nextDue(
+              t,
+              (e) =>
+                !this.claiming.has(e.jobId) &&
+                !this.d.handOff.uncommitted(e.jobId) &&
+                this.d.pair.readyAt(e.recipient, t) <= t,
+            );
+      const move = nextMove(
+        {
+          heldUntil,
+          hasDueHead: entry !== undefined,
+          slot: nextCallAt(this.calls, t),
+          nextHeadAt: heldUntil > t || entry ? null : this.nextHeadAt(),
+          callsInFlight: inFlight.size,
+          maxCallsInFlight: MAX_CALLS_IN_FLIGHT,
+          startedAt: started,
+          slept,
+          sessionMs: this.d.sessionMs,
+        },
+        t,
+      );
+      if (move.kind === "start" && entry) {
+        const begun = await this.start(entry);
+        if (begun) {
+          const { call } = begun;
+          inFlight.add(call);
+          void call.finally(() => inFlight.delete(call));
         }
-        if (move.kind === "await-answer") {
-          await Promise.race(inFlight);
-          continue;
-        }
-        if (move.kind === "sleep") {
-          slept += move.ms;
-          await sleep(move.ms);
-          continue;
-        }
-        // `end`: the session's time is up with work still due (or there is none); the alarm starts the next one.
-        return;
+        continue;
       }
-    } finally {
-      await Promise.allSettled([...inFlight]);
+      if (move.kind === "await-answer") {
+        await Promise.race([...inFlight, this.nudged()]);
+        continue;
+      }
+      if (move.kind === "sleep") {
+        slept += move.ms;
+        await Promise.race([sleep(move.ms), this.nudged()]);
+        continue;
+      }
+      // `end`: the session's time is up with work still due (or there is none); the alarm starts the next one.
+      return;
     }
+  }
+
+  /**
+   * A call was answered: with sessions in memory, one starts if none runs (a session that ended
+   * while its calls waited leaves the work the answer makes due to the next one, not to the alarm).
+   */
+  private answered(): void {
+    if (this.d.sessionMs === 0 || this.session !== null) return;
+    this.run().catch((err: unknown) =>
+      log("warn", "a drain session failed; the alarm retries", { error: String(err) }),
+    );
+  }
+
+  /** Resolves when `run` is called again (new work); one waiter at a time: the session. */
+  private nudged(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.nudge = () => {
+        this.nudge = null;
+        resolve();
+      };
+    });
   }
 
   /** Claims the entry and starts its call; returns the running call (wrapped, so that it is not awaited here), or null. */
@@ -205,12 +261,18 @@ export class Drain {
         return null;
       }
       this.calls = [...this.calls, slotAt].slice(-PACE_CALLS);
+      this.lastOwnCall = slotAt;
       this.d.pair.noteCall(e.recipient, slotAt);
       this.d.hold.probing(slotAt, e.jobId);
       e.attempts = attempt;
       started = true;
       // No await between taking the call's time and starting the request.
-      return { call: this.call(adapter, e, attempt, claim.payload).finally(() => this.claiming.delete(e.jobId)) };
+      return {
+        call: this.call(adapter, e, attempt, claim.payload).finally(() => {
+          this.claiming.delete(e.jobId);
+          this.answered();
+        }),
+      };
     } catch (err) {
       // The claim or the adapter failed: nothing left; the entry waits and is claimed again
       // (a grant that did happen is then "claimed before": outcome unknown, never a second call).
