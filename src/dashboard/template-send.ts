@@ -1,8 +1,6 @@
 import type { ErrorDetail } from "../lib/errors";
-import { sha256Hex } from "../lib/crypto";
-import { workspaceStub } from "../durable-objects/stubs";
-import type { SendOutcome } from "../durable-objects/workspace/contract";
-import { canonicalJson, IDEMPOTENCY_KEY } from "../domain/send-request";
+import { sendMessage } from "../engine/messages";
+import { IDEMPOTENCY_KEY } from "../domain/send-request";
 import { SendMessageRequestV2 } from "../domain/send-request-v2";
 import { templateSendContent, type TemplateParameters } from "../domain/template-send";
 import { templatesForSend } from "../domain/number-templates";
@@ -10,7 +8,7 @@ import type { StoredTemplate } from "../domain/template";
 
 // The dashboard's "send a test" of a template: the form's fields become the request body of
 // `POST /api/v2/messages`, checked by the same schema and template checks, and handed to the
-// same workspace object (limits, quota, idempotency), without an HTTP call to our own API.
+// engine's send as the API's (limits, quota, idempotency), without an HTTP call to our own API.
 
 /** A form field's name for each fillable part of a template (what the errors are placed beside). */
 export const fieldOf = {
@@ -136,13 +134,7 @@ export async function sendTemplateTest(env: Env, input: TestSendInput): Promise<
   const request = parsed.data;
   // The schema guarantees the template of a template send.
   const content = templateSendContent(found.templates, request.template!, found.hasAccount);
-  const outcome: SendOutcome = await workspaceStub(env, input.workspaceId).send({
-    workspaceId: input.workspaceId,
-    idempotencyKey,
-    fingerprint: await sha256Hex(canonicalJson(request)),
-    request: { channelNumberId: request.channelNumberId, to: request.to, toUserId: request.toUserId },
-    content,
-  });
+  const outcome = await sendMessage(env, { workspaceId: input.workspaceId, idempotencyKey, request, content });
   switch (outcome.kind) {
     case "created":
       return { ok: true, jobId: outcome.jobId, duplicate: false };

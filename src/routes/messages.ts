@@ -10,23 +10,26 @@ import {
   rateLimitHeaders,
 } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
-import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError, canonicalJson } from "../domain/send-request";
+import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError } from "../domain/send-request";
 import { Message } from "../domain/message";
-import type { MessageFilter } from "../durable-objects/workspace/message-queries";
-import { sha256Hex } from "../lib/crypto";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { validationHook } from "../lib/validation";
 import { sendRateLimitHeaders } from "../lib/rate-limit-fields";
-import { workspaceStub } from "../durable-objects/stubs";
 import { retryAfterSeconds } from "../domain/rate-window";
-import { findByUuid } from "../domain/job-id";
 import { jsonBody } from "../middleware/json-body";
-import { toMessageView } from "../durable-objects/workspace/record";
-import { changesOf } from "../durable-objects/workspace/message-events";
 import { MessageListQuery, decodeMessageCursor, encodeMessageCursor, toFilter } from "../domain/message-list";
 import { MessageTimeline, timelineOf } from "../domain/message-timeline";
-import { WebhookDelivery, toDeliveryView } from "../domain/webhook-view";
-import type { OutboundContent, SendCommand } from "../durable-objects/workspace/contract";
+import { WebhookDelivery } from "../domain/webhook-view";
+import {
+  listMessages,
+  messageDeliveries,
+  readMessage,
+  sendMessage,
+  type MessageFilter,
+  type OutboundContent,
+  type SendContent,
+  type SendInput,
+} from "../engine/messages";
 
 export const SendMessageAccepted = z
   .object({ jobId: z.string().uuid(), status: z.literal("created") })
@@ -189,23 +192,18 @@ export type Admitted =
 
 /**
  * Admits a validated send: what every version's `POST /messages` shares once it knows what to
- * record (`content`). `payload` is what the Idempotency-Key binds (its canonical JSON). Refusals
- * are thrown as the uniform error; an acceptance sets the rate headers.
+ * record (`content`). The engine's send (the dashboard's test send is the same call); its outcome
+ * mapped to HTTP: refusals thrown as the uniform error, an acceptance sets the rate headers.
  */
 export async function admitSend(
   c: Context<AppEnv>,
-  payload: unknown,
-  request: SendCommand["request"],
-  content: SendCommand["content"],
+  request: SendInput["request"],
+  content: SendContent,
 ): Promise<Admitted> {
-  const idempotencyKey = c.req.header("idempotency-key") ?? "";
-  const { workspaceId } = c.get("principal");
-  const fingerprint = await sha256Hex(canonicalJson(payload));
-  const outcome = await workspaceStub(c.env, workspaceId).send({
-    workspaceId,
-    idempotencyKey,
-    fingerprint,
-    request: { channelNumberId: request.channelNumberId, to: request.to, toUserId: request.toUserId },
+  const outcome = await sendMessage(c.env, {
+    workspaceId: c.get("principal").workspaceId,
+    idempotencyKey: c.req.header("idempotency-key") ?? "",
+    request,
     content,
   });
   switch (outcome.kind) {
@@ -266,9 +264,9 @@ export async function messagePage(
 ): Promise<{ data: Message[]; nextCursor: string | null }> {
   const { workspaceId } = c.get("principal");
   const after = await decodeMessageCursor(workspaceId, query.cursor);
-  const page = await workspaceStub(c.env, workspaceId).listMessages(filter, after, query.limit);
+  const page = await listMessages(c.env, workspaceId, filter, after, query.limit);
   return {
-    data: page.rows.map(toMessageView),
+    data: page.messages,
     nextCursor: page.next ? await encodeMessageCursor(workspaceId, page.next) : null,
   };
 }
@@ -277,26 +275,21 @@ export async function messagePage(
 export const messageReadRoutes = newRouter()
   .openapi(events, async (c) => {
     const { id } = c.req.valid("param");
-    const stub = workspaceStub(c.env, c.get("principal").workspaceId);
-    const row = foundOr404(await findByUuid(id, (stored) => stub.getMessage(stored)), "Message");
-    const message = toMessageView(row);
-    const attempts = await stub.deliveriesAbout(message.id);
+    const { workspaceId } = c.get("principal");
+    const { message, changes } = foundOr404(await readMessage(c.env, workspaceId, id), "Message");
     return c.json(
       {
         messageId: message.id,
-        timeline: timelineOf(message, changesOf(row)),
-        deliveries: attempts.map((a) => toDeliveryView(a.webhook_id, a)),
+        timeline: timelineOf(message, changes),
+        deliveries: await messageDeliveries(c.env, workspaceId, message.id),
       },
       200,
     );
   })
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");
-    const row = foundOr404(
-      await findByUuid(id, (stored) => workspaceStub(c.env, c.get("principal").workspaceId).getMessage(stored)),
-      "Message",
-    );
-    return c.json(toMessageView(row), 200);
+    const read = foundOr404(await readMessage(c.env, c.get("principal").workspaceId, id), "Message");
+    return c.json(read.message, 200);
   });
 
 export const messageRoutes = newRouter()
@@ -305,7 +298,7 @@ export const messageRoutes = newRouter()
     async (c) => {
       const request = c.req.valid("json");
       const text: OutboundContent = { type: "text", body: request.text.body, content: null, details: null };
-      const admitted = await admitSend(c, request, request, text);
+      const admitted = await admitSend(c, request, text);
       return admitted.status === 201 ? c.json(admitted.body, 201) : c.json(admitted.body, 200);
     },
     (result, c) => sendValidationHook(result, c),

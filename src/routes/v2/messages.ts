@@ -8,7 +8,7 @@ import { templatesForSend } from "../../domain/number-templates";
 import { MessageListQuery, toFilter } from "../../domain/message-list";
 import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
-import type { OutboundContent, SendCommand } from "../../durable-objects/workspace/contract";
+import type { OutboundContent, SendContent } from "../../engine/messages";
 import { admitSend, MESSAGE_EXAMPLE, MessageList, messagePage, sendResponses, sendValidationHook } from "../messages";
 
 const send = createRoute({
@@ -72,11 +72,7 @@ const list = createRoute({
  * What a v2 send records: a text as in v1, or a template checked against the number's templates
  * now (a number that is not the workspace's is left to the workspace object's 403).
  */
-async function contentOf(
-  env: Env,
-  workspaceId: string,
-  request: SendMessageRequestV2,
-): Promise<SendCommand["content"]> {
+async function contentOf(env: Env, workspaceId: string, request: SendMessageRequestV2): Promise<SendContent> {
   const { template } = request;
   // The schema guarantees `text` for type text and `template` for type template.
   if (request.type === "text" || !template) {
@@ -104,7 +100,7 @@ export const messageRoutesV2 = newRouter()
     async (c) => {
       const request = c.req.valid("json");
       const content = await contentOf(c.env, c.get("principal").workspaceId, request);
-      const admitted = await admitSend(c, request, request, content);
+      const admitted = await admitSend(c, request, content);
       return admitted.status === 201 ? c.json(admitted.body, 201) : c.json(admitted.body, 200);
     },
     (result, c) => sendValidationHook(result, c),
