@@ -1,8 +1,6 @@
 import { config } from "../config";
 import { cleanContentType, MediaCopyJob } from "../domain/inbound-media";
-import { workspaceStub } from "../durable-objects/stubs";
-import { mediaKey } from "../durable-objects/history/media-keys";
-import { dayOfId } from "../durable-objects/workspace/day-tables";
+import { mediaCopyKey, mediaCopyState, reserveMediaCopy, settleMediaCopy } from "../engine/media";
 import { errorText, log } from "../lib/log";
 import { declaredLength, downloadMedia } from "../upstream/cloud-media";
 import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
@@ -21,18 +19,21 @@ type Attempt = { kind: "done" } | { kind: "retry"; reason: string };
  * the record. Throws only on a failure of ours (D1, the object): the attempt is tried again.
  */
 async function attemptCopy(env: Env, job: MediaCopyJob): Promise<Attempt> {
-  const workspace = workspaceStub(env, job.workspaceId);
-  const state = await workspace.mediaCopyState(job.messageId);
+  const { workspaceId, messageId } = job;
+  const state = await mediaCopyState(env, workspaceId, messageId);
   if (!state || (state.copy.state !== "pending" && state.copy.state !== "copying")) return { kind: "done" };
   const access = await operatorMediaAccess(env, job.channelNumberId, job.workspaceId);
   if (!access) {
-    await workspace.settleMediaCopy(job.messageId, { state: "failed", reason: "The number has no operator account." });
+    await settleMediaCopy(env, workspaceId, messageId, {
+      state: "failed",
+      reason: "The number has no operator account.",
+    });
     return { kind: "done" };
   }
   const { cfg, token } = access;
   const located = await locateNumberMedia(env, job.channelNumberId, access, job.mediaId);
   if (located.kind === "gone") {
-    await workspace.settleMediaCopy(job.messageId, { state: "failed", reason: located.message });
+    await settleMediaCopy(env, workspaceId, messageId, { state: "failed", reason: located.message });
     return { kind: "done" };
   }
   if (located.kind === "retry") return { kind: "retry", reason: located.message };
@@ -52,7 +53,7 @@ async function attemptCopy(env: Env, job: MediaCopyJob): Promise<Attempt> {
   }
   const contentType =
     cleanContentType(mimeType) ?? cleanContentType(download?.headers.get("content-type")) ?? "application/octet-stream";
-  const reservation = await workspace.reserveMediaCopy(job.messageId, size, contentType);
+  const reservation = await reserveMediaCopy(env, workspaceId, messageId, size, contentType);
   if (reservation.kind === "settled") {
     await download?.body?.cancel();
     return { kind: "done" };
@@ -67,22 +68,22 @@ async function attemptCopy(env: Env, job: MediaCopyJob): Promise<Attempt> {
     await download.body?.cancel();
     return { kind: "retry", reason: `The download is ${declared} bytes, the operator announced ${reservation.size}.` };
   }
-  const day = dayOfId(job.messageId);
-  if (day === null) throw new Error(`message id ${job.messageId} names no day`);
+  const key = mediaCopyKey(workspaceId, messageId);
+  if (key === null) throw new Error(`message id ${messageId} names no day`);
   const fixed = new FixedLengthStream(reservation.size);
   const piping = download.body!.pipeTo(fixed.writable);
   try {
     await Promise.all([
-      env.ARCHIVE.put(mediaKey(job.workspaceId, day, job.messageId), fixed.readable, {
+      env.ARCHIVE.put(key, fixed.readable, {
         httpMetadata: { contentType: reservation.contentType },
-        customMetadata: { messageId: job.messageId, channelNumberId: job.channelNumberId },
+        customMetadata: { messageId, channelNumberId: job.channelNumberId },
       }),
       piping,
     ]);
   } catch (err) {
     return { kind: "retry", reason: `The copy broke off: ${errorText(err)}` };
   }
-  await workspace.settleMediaCopy(job.messageId, { state: "stored" });
+  await settleMediaCopy(env, workspaceId, messageId, { state: "stored" });
   return { kind: "done" };
 }
 
@@ -114,10 +115,7 @@ export async function consumeMediaCopies(batch: MessageBatch<unknown>, env: Env)
         return message.retry({ delaySeconds: delays[message.attempts - 1]! });
       }
       try {
-        await workspaceStub(env, job.workspaceId).settleMediaCopy(job.messageId, {
-          state: "failed",
-          reason: attempt.reason,
-        });
+        await settleMediaCopy(env, job.workspaceId, job.messageId, { state: "failed", reason: attempt.reason });
         log("warn", "media copy given up after its attempts", { ...ids, reason: attempt.reason });
         message.ack();
       } catch (err) {

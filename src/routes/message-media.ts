@@ -4,11 +4,8 @@ import { bearerSecurity, errorResponses, newRouter, requestIdHeader } from "../l
 import { ApiError, foundOr404 } from "../lib/errors";
 import { rateLimited } from "../lib/throttle";
 import { EXAMPLE } from "../lib/openapi-examples";
-import { findByUuid } from "../domain/job-id";
 import { contentDisposition, servedContentType } from "../domain/inbound-media";
-import { openMedia, type MediaDownload } from "../domain/media-download";
-import { workspaceStub } from "../durable-objects/stubs";
-import type { MessageRow } from "../durable-objects/workspace/record";
+import { messageMedia, type MediaDownload, type MessageMedia } from "../engine/media";
 
 /**
  * Whether an `If-None-Match` header names `etag` (RFC 9110 §13.1.2: weak comparison, so `W/"x"`
@@ -60,13 +57,8 @@ export function mediaResponse(
 export const MEDIA_CSP = "default-src 'none'; sandbox";
 
 /** The message's media or a 404 that says why there is none (another workspace's id reads as unknown). */
-export async function mediaOr404(
-  env: Env,
-  workspaceId: string,
-  row: MessageRow | null,
-): Promise<MediaDownload & { kind: "bytes" }> {
-  const found = foundOr404(row, "Message");
-  const media = await openMedia(env, workspaceId, found);
+function mediaOr404(found: MessageMedia | null): MediaDownload & { kind: "bytes" } {
+  const { media } = foundOr404(found, "Message");
   if (!media)
     throw new ApiError(
       "not_found",
@@ -142,8 +134,7 @@ router.openAPIRegistry.registerPath(download);
 // A typed route answers JSON; this one streams the file, so it is a plain route documented by its definition.
 export const messageMediaRoutes = router.get("/messages/:id/media", async (c) => {
   const { workspaceId } = c.get("principal");
-  const stub = workspaceStub(c.env, workspaceId);
-  const row = await findByUuid(c.req.param("id"), (stored) => stub.getMessage(stored));
-  const media = await mediaOr404(c.env, workspaceId, row);
-  return mediaResponse(c, media, row?.type === "document" ? "attachment" : "inline");
+  const found = await messageMedia(c.env, workspaceId, c.req.param("id"));
+  const media = mediaOr404(found);
+  return mediaResponse(c, media, found?.type === "document" ? "attachment" : "inline");
 });

@@ -1,18 +1,14 @@
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
-import { findByUuid } from "../../domain/job-id";
 import type { InboundMessage, Message, OutboundMessage } from "../../domain/message";
 import { timelineOf, type CommittedChange } from "../../domain/message-timeline";
-import { toDeliveryView } from "../../domain/webhook-view";
-import { workspaceStub } from "../../durable-objects/stubs";
-import { toMessageView } from "../../durable-objects/workspace/record";
-import { changesOf } from "../../durable-objects/workspace/message-events";
+import { messageDeliveries, readMessage } from "../../engine/messages";
+import { messageMedia } from "../../engine/media";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { DeliveryLog } from "../delivery-log";
 import { counterpartOf, NumberLink, numberLabels, StatusLine, type NumberLabels } from "../message-parts";
 import { notFoundPage, rateLimitedPage } from "./errors";
-import { openMedia } from "../../domain/media-download";
 import { mediaResponse } from "../../routes/message-media";
 
 /** One row of the record: a label and its value ("—" when the value is absent). */
@@ -208,9 +204,7 @@ export const messagePage = new Hono<DashboardEnv>()
   // (an <img> shows it all the same; opened on its own, it downloads instead of rendering here).
   .get("/messages/:id/media", async (c) => {
     const { workspace_id: workspaceId } = c.get("session");
-    const stub = workspaceStub(c.env, workspaceId);
-    const row = await findByUuid(c.req.param("id"), (stored) => stub.getMessage(stored));
-    const media = row ? await openMedia(c.env, workspaceId, row) : null;
+    const media = (await messageMedia(c.env, workspaceId, c.req.param("id")))?.media ?? null;
     if (media?.kind === "limited") return rateLimitedPage(c, media.refusal, `/dashboard/messages/${c.req.param("id")}`);
     if (!media || media.kind !== "bytes") return notFoundPage(c);
     return mediaResponse(c, media, "attachment");
@@ -218,17 +212,16 @@ export const messagePage = new Hono<DashboardEnv>()
   .get("/messages/:id", async (c) => {
     const { workspace_id: workspaceId } = c.get("session");
     const id = c.req.param("id");
-    const stub = workspaceStub(c.env, workspaceId);
     // The workspace's own object answers: another workspace's id is as unknown as a made-up one.
-    const row = await findByUuid(id, (stored) => stub.getMessage(stored));
-    if (!row) return notFoundPage(c);
-    const m = toMessageView(row);
+    const read = await readMessage(c.env, workspaceId, id);
+    if (!read) return notFoundPage(c);
+    const m = read.message;
     const [attempts, labels] = await Promise.all([
-      stub.deliveriesAbout(m.id),
+      messageDeliveries(c.env, workspaceId, m.id),
       numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId]),
     ]);
     // Newest first, like the webhook's delivery log.
-    const deliveries = attempts.map((a) => toDeliveryView(a.webhook_id, a)).reverse();
+    const deliveries = attempts.reverse();
     const title = `Message ${m.direction === "outbound" ? "to" : "from"} ${counterpartOf(m)}`;
     return c.render(
       <>
@@ -253,7 +246,7 @@ export const messagePage = new Hono<DashboardEnv>()
         </section>
         <section aria-labelledby="timeline-heading">
           <h2 id="timeline-heading">Status timeline</h2>
-          <Timeline m={m} changes={changesOf(row)} />
+          <Timeline m={m} changes={read.changes} />
         </section>
         <section aria-labelledby="deliveries-heading">
           <h2 id="deliveries-heading">Webhook deliveries</h2>

@@ -3,9 +3,7 @@ import type { Context } from "hono";
 import { listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import type { Message } from "../../domain/message";
 import { decodeMessageCursor, encodeMessageCursor, toFilter, type MessageListQuery } from "../../domain/message-list";
-import { workspaceStub } from "../../durable-objects/stubs";
-import type { MessageRow } from "../../durable-objects/workspace/record";
-import { toMessageView } from "../../durable-objects/workspace/record";
+import { listMessages } from "../../engine/messages";
 import { ApiError } from "../../lib/errors";
 import type { DashboardEnv } from "../context";
 import { Choice, describedBy, FieldError, Time, TableScroll } from "../components";
@@ -36,18 +34,17 @@ interface Listed {
 }
 
 async function listPage(env: Env, workspaceId: string, query: MessageListQuery): Promise<Listed> {
-  const stub = workspaceStub(env, workspaceId);
   const filter = toFilter(query);
   let position = await decodeMessageCursor(workspaceId, query.cursor);
-  const rows: MessageRow[] = [];
-  for (let call = 0; call < LIST_CALLS_PER_PAGE && rows.length < query.limit; call++) {
-    const page = await stub.listMessages(filter, position, query.limit - rows.length);
-    rows.push(...page.rows);
+  const messages: Message[] = [];
+  for (let call = 0; call < LIST_CALLS_PER_PAGE && messages.length < query.limit; call++) {
+    const page = await listMessages(env, workspaceId, filter, position, query.limit - messages.length);
+    messages.push(...page.messages);
     position = page.next;
     if (!position) break;
   }
   return {
-    messages: rows.map(toMessageView),
+    messages,
     next: position ? await encodeMessageCursor(workspaceId, position) : null,
   };
 }

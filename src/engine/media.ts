@@ -1,14 +1,16 @@
 import { getWorkspaceWithLimits } from "../db/workspaces";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
-import { bucket, scopes } from "./abuse-limits";
-import { spend, type RateLimited } from "./limit-check";
+import { bucket, scopes } from "../domain/abuse-limits";
+import { spend, type RateLimited } from "../domain/limit-check";
 import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
 import type { MessageRow } from "../durable-objects/workspace/record";
+import type { CopyOutcome, MediaCopyState, Reservation } from "../durable-objects/workspace/media-copies";
 import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
 import { declaredLength, downloadMedia } from "../upstream/cloud-media";
-import { DAY_MS } from "./job-id";
+import { DAY_MS, findByUuid } from "../domain/job-id";
+import { workspaceObject } from "./objects";
 import {
   cleanContentType,
   downloadName,
@@ -16,7 +18,7 @@ import {
   storedMediaOf,
   type MediaCopy,
   type StoredMedia,
-} from "./inbound-media";
+} from "../domain/inbound-media";
 
 /** A fetch-through waits this long for the operator's first byte of answer (the body then streams on). */
 const FETCH_THROUGH_TIMEOUT_MS = 60_000;
@@ -45,13 +47,13 @@ export type MediaDownload =
  * item cap applies, nothing is stored); otherwise why not, in words. Null when the record has no
  * media at all (an outbound message, a text).
  */
-export async function openMedia(env: Env, workspaceId: string, row: MessageRow): Promise<MediaDownload | null> {
+async function openMedia(env: Env, workspaceId: string, row: MessageRow): Promise<MediaDownload | null> {
   if (row.direction !== "inbound") return null;
   const media = storedMediaOf(row.details);
   if (!media) return null;
   const copy = media.copy;
   if (copy.state === "over_cap" || copy.state === "failed") return { kind: "unavailable", message: whyNot(copy) };
-  const object = await env.ARCHIVE.get(mediaKey(workspaceId, dayOfId(row.id)!, row.id));
+  const object = await env.ARCHIVE.get(mediaCopyKey(workspaceId, row.id)!);
   if (object) {
     const contentType = object.httpMetadata?.contentType ?? (copy.state === "stored" ? copy.contentType : null);
     const type = contentType ?? "application/octet-stream";
@@ -74,6 +76,50 @@ export async function openMedia(env: Env, workspaceId: string, row: MessageRow):
     };
   return fetchThrough(env, workspaceId, row, media);
 }
+
+/** A message's type and its media (null when it has none: an outbound message, a text). */
+export interface MessageMedia {
+  type: string;
+  media: MediaDownload | null;
+}
+
+/**
+ * The media of one message of the workspace (see openMedia); null when the id names no message of
+ * this workspace (another workspace's id reads as unknown).
+ */
+export async function messageMedia(env: Env, workspaceId: string, id: string): Promise<MessageMedia | null> {
+  const row = await findByUuid(id, (stored) => workspaceObject(env, workspaceId).getMessage(stored));
+  return row ? { type: row.type, media: await openMedia(env, workspaceId, row) } : null;
+}
+
+/** Where the copy of an inbound message's media is kept in R2; null for an id that names no day (not one of ours). */
+export function mediaCopyKey(workspaceId: string, messageId: string): string | null {
+  const day = dayOfId(messageId);
+  return day === null ? null : mediaKey(workspaceId, day, messageId);
+}
+
+export type { CopyOutcome, MediaCopyState, Reservation };
+
+/** Where the copy of a message's media stands (the copy job asks first); null: no record of the workspace with media. */
+export const mediaCopyState = (env: Env, workspaceId: string, messageId: string): Promise<MediaCopyState | null> =>
+  workspaceObject(env, workspaceId).mediaCopyState(messageId);
+
+/** The copy job knows the item's size: counted against the plan's caps, or recorded over them. */
+export const reserveMediaCopy = (
+  env: Env,
+  workspaceId: string,
+  messageId: string,
+  size: number,
+  contentType: string,
+): Promise<Reservation> => workspaceObject(env, workspaceId).reserveMediaCopy(messageId, size, contentType);
+
+/** The copy job's end: stored in R2, or given up. */
+export const settleMediaCopy = (
+  env: Env,
+  workspaceId: string,
+  messageId: string,
+  outcome: CopyOutcome,
+): Promise<MediaCopy | null> => workspaceObject(env, workspaceId).settleMediaCopy(messageId, outcome);
 
 const NOT_YET = "The media is not copied yet; try again in a few seconds.";
 
