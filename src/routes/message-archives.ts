@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter, requestIdHeader } from "../lib/openapi";
 import { notFound } from "../lib/errors";
-import { workspaceStub } from "../durable-objects/stubs";
-import { dayNumber, dayString, partKey } from "../durable-objects/history/archive-keys";
+import { dayNumber, dayString, listArchives, openArchive } from "../engine/archives";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 
 const MessageArchive = z
@@ -78,7 +77,7 @@ export const messageArchiveRoutes = router
     const after = decodeCursor(cursor);
     const before = after === undefined ? null : dayNumber(after.sortKey);
     if (after !== undefined && before === null) throw invalidCursor();
-    const rows = await workspaceStub(c.env, c.get("principal").workspaceId).listArchives(before, limit + 1);
+    const rows = await listArchives(c.env, c.get("principal").workspaceId, before, limit + 1);
     return c.json(
       toPage(
         rows,
@@ -99,21 +98,8 @@ export const messageArchiveRoutes = router
     const { workspaceId } = c.get("principal");
     const day = dayNumber(c.req.param("day"));
     // Another workspace's day reads as missing: the index is the caller's own.
-    const archived = day === null ? null : await workspaceStub(c.env, workspaceId).archive(day);
-    if (day === null || !archived) throw notFound("Archive");
-    // Each part is a compressed file of its own (~20,000 messages): decompressed one after another, they are the day, in order.
-    const bucket = c.env.ARCHIVE;
-    let part = 0;
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        if (part >= archived.parts) return controller.close();
-        const object = await bucket.get(partKey(workspaceId, day, part++));
-        if (!object) return controller.error(new Error(`archive part ${part - 1} of ${dayString(day)} is missing`));
-        controller.enqueue(
-          new Uint8Array(await new Response(object.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer()),
-        );
-      },
-    });
+    const body = day === null ? null : await openArchive(c.env, workspaceId, day);
+    if (day === null || !body) throw notFound("Archive");
     c.header("Content-Type", "application/x-ndjson; charset=utf-8");
     c.header("Content-Disposition", `attachment; filename="messages-${dayString(day)}.ndjson"`);
     c.header("Cache-Control", "private, no-store");
