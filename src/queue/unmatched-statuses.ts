@@ -1,6 +1,5 @@
 import type { ChannelNumberRow } from "../db/channel-numbers";
-import type { OperatorStatus } from "../durable-objects/channel-number/contract";
-import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
+import { matchReports, recipientsKnownAs, type OperatorStatus } from "../engine/operator-events";
 import { log } from "../lib/log";
 
 /**
@@ -28,8 +27,10 @@ export async function routeWithoutJobId(
   const orphans = reports.filter((r): r is OperatorStatus & { recipientId: string } => !r.jobId && !!r.recipientId);
   if (orphans.length === 0) return [];
   const waIds = [...new Set(orphans.map((r) => r.recipientId))];
-  const aliases = await channelNumberStub(env, number.id).recipientsKnownAs(waIds);
-  const ids = await workspaceStub(env, number.workspace_id).matchReports(
+  const aliases = await recipientsKnownAs(env, number.id, waIds);
+  const ids = await matchReports(
+    env,
+    number.workspace_id,
     number.id,
     orphans.map((r) => ({
       upstreamMessageId: r.upstreamMessageId,

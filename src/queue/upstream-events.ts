@@ -5,9 +5,16 @@ import {
   recordOperatorAccountError,
   type ChannelNumberRow,
 } from "../db/channel-numbers";
-import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
-import type { IdentityMove, InboundContact, OperatorStatus } from "../durable-objects/channel-number/contract";
-import type { InboundRecord, StatusUpdate } from "../durable-objects/workspace/contract";
+import {
+  applyStatuses,
+  receiveMessages,
+  type InboundContact,
+  type InboundRecord,
+  type OperatorStatus,
+  type ReceivedMessage,
+  type StatusUpdate,
+} from "../engine/operator-events";
+import { numberChanged, pauseNumbers, workspaceChanged } from "../engine/numbers";
 import { operatorStatusUpdate } from "../upstream/operator-status";
 import {
   CloudAccountUpdate,
@@ -49,11 +56,7 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
 }
 
 /** An inbound message as recorded, and what it tells its number: a window to open, or an identity change (never both). */
-interface Inbound {
-  record: InboundRecord;
-  contact: InboundContact | null;
-  moves: IdentityMove[];
-}
+type Inbound = ReceivedMessage;
 
 /** Null when nothing names the sender. */
 function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string): Inbound | null {
@@ -205,7 +208,6 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
   await Promise.all([
     ...accountWork,
     ...[...work.values()].map(async ({ number, statuses, inbound }) => {
-      const stub = channelNumberStub(env, number.id);
       await settle(
         statuses.map((s) => s.index),
         async () => {
@@ -213,7 +215,9 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
           // An account-level code fails every later message alike: the number pauses, as for the same answer to a call.
           const accountError = reports.findLast((r) => r.status === "failed" && isAccountLevel(r.errorCode));
           if (accountError && number.status === "connected")
-            await stub.reportAccountError(
+            await pauseNumbers(
+              env,
+              [number.id],
               permanentError(
                 accountError.errorCode,
                 accountError.errorMessage ?? undefined,
@@ -229,20 +233,17 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
             log("info", "operator statuses naming no message of ours; ignored", {
               ignored: statuses.length - updates.length,
             });
-          if (updates.length > 0) await workspaceStub(env, number.workspace_id).applyStatuses(updates);
+          if (updates.length > 0) await applyStatuses(env, number.workspace_id, updates);
         },
       );
       await settle(
         inbound.map((i) => i.index),
         async () => {
-          await workspaceStub(env, number.workspace_id).recordInbound(
-            number.workspace_id,
-            inbound.map((i) => i.inbound.record),
+          await receiveMessages(
+            env,
+            { id: number.id, workspaceId: number.workspace_id },
+            inbound.map((i) => i.inbound),
           );
-          const contacts = inbound.flatMap((i) => (i.inbound.contact ? [i.inbound.contact] : []));
-          const moves = inbound.flatMap((i) => i.inbound.moves);
-          if (contacts.length > 0) await stub.noteInbound(number.id, contacts);
-          if (moves.length > 0) await stub.noteIdentityChanges(number.id, moves);
         },
       );
     }),
@@ -346,7 +347,7 @@ async function applyAccountUpdate(env: Env, entryWabaId: string | null, raw: unk
       // As an account-level code by webhook: the number object pauses (number-hold.ts) and probes.
       if (pause) {
         const error: NormalizedError = { ...pause, retriable: true, upstreamCode: null };
-        await Promise.all(ids.map((id) => channelNumberStub(env, id).reportAccountError(error)));
+        await pauseNumbers(env, ids, error);
       }
     }
   }
@@ -362,10 +363,7 @@ async function applyAccountUpdate(env: Env, entryWabaId: string | null, raw: unk
 
 /** A number the operator's account event disconnected: its sends refused, its queue failed, its workspace's audit log told. */
 async function afterOperatorDisconnect(env: Env, row: ChannelNumberRow, event: string): Promise<void> {
-  await Promise.all([
-    workspaceStub(env, row.workspace_id).invalidateConfig(),
-    channelNumberStub(env, row.id).invalidateNumber(),
-  ]);
+  await Promise.all([workspaceChanged(env, row.workspace_id), numberChanged(env, row.id)]);
   await recordAudit(
     env.DB,
     {

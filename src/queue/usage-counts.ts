@@ -1,4 +1,4 @@
-import type { UsageCountMessage } from "../durable-objects/workspace/workspace";
+import type { UsageCountMessage } from "../engine/usage";
 import { log } from "../lib/log";
 
 /**

@@ -6,8 +6,7 @@ import {
   webhooksForNumbers,
   type WebhookRow,
 } from "../db/webhooks";
-import { workspaceStub } from "../durable-objects/stubs";
-import type { DeliveryReport } from "../durable-objects/workspace/contract";
+import { recordDeliveries, type DeliveryReport } from "../engine/webhooks";
 import { now } from "../lib/clock";
 import { errorText, log } from "../lib/log";
 import { openWebhookSecret } from "../lib/sealed-secrets";
@@ -165,7 +164,7 @@ async function reportToWorkspaces(env: Env, reports: { workspaceId: string; repo
     [...byWorkspace].map(async ([workspaceId, items]) => {
       const list = items.map((i) => i.report);
       try {
-        await workspaceStub(env, workspaceId).recordDeliveries(list);
+        await recordDeliveries(env, workspaceId, list);
       } catch (err) {
         // The customer-facing outcome already happened. Unreported events are published
         // again later by their workspace (a duplicate the customer deduplicates on webhook-id).
@@ -427,9 +426,7 @@ export async function consumeDeadWebhookDeliveries(batch: MessageBatch<WebhookQu
     byWorkspace.set(event.workspaceId, [...(byWorkspace.get(event.workspaceId) ?? []), report]);
   }
   try {
-    await Promise.all(
-      [...byWorkspace].map(([workspaceId, list]) => workspaceStub(env, workspaceId).recordDeliveries(list)),
-    );
+    await Promise.all([...byWorkspace].map(([workspaceId, list]) => recordDeliveries(env, workspaceId, list)));
     batch.ackAll();
   } catch (err) {
     log("error", "dead webhook events could not be recorded", { detail: errorText(err) });
