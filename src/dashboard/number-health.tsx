@@ -1,6 +1,6 @@
 import type { NumberHealthView } from "../domain/number-health";
 import type { NumberSendingState } from "../domain/channel-number-view";
-import { CONFIRM_PROBE_MS } from "../durable-objects/channel-number/number-hold";
+import { CONFIRM_PROBE_MS } from "../engine/numbers";
 import { Time } from "./components";
 
 const STATE_LABEL = { active: "active", paused: "paused", disconnected: "disconnected" } as const;

@@ -1,4 +1,4 @@
-import type { DailyUsage } from "../durable-objects/workspace/contract";
+import type { DailyUsage } from "../engine/usage";
 import { DAY_MS } from "../domain/job-id";
 
 /**

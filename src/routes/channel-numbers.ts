@@ -10,7 +10,7 @@ import type { NumberHealthView } from "../domain/number-health";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
 import { findByUuid } from "../domain/job-id";
-import { channelNumberStub } from "../durable-objects/stubs";
+import { contactWindow } from "../engine/numbers";
 
 const NumbersList = z
   .object({ data: z.array(ChannelNumber), nextCursor: z.string().nullable() })
@@ -166,5 +166,5 @@ export const channelNumberRoutes = newRouter()
         ],
       });
     }
-    return c.json(await channelNumberStub(c.env, row.id).contactWindow(phone), 200);
+    return c.json(await contactWindow(c.env, row.id, phone), 200);
   });

@@ -3,7 +3,7 @@ import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter
 import { EXAMPLE } from "../lib/openapi-examples";
 import { E164_DIGITS, TextContent } from "../domain/send-request";
 import { getConnectedNumber } from "../db/channel-numbers";
-import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
+import { receiveMessages } from "../engine/operator-events";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { now } from "../lib/clock";
 import { jsonBody } from "../middleware/json-body";
@@ -56,18 +56,21 @@ export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
   if (number.upstream_type !== "sandbox")
     throw new ApiError("forbidden", "Inbound messages can only be injected on sandbox numbers.");
   const at = now();
-  const [messageId] = await workspaceStub(c.env, workspaceId).recordInbound(workspaceId, [
+  const [messageId] = await receiveMessages(c.env, { id: number.id, workspaceId }, [
     {
-      channelNumberId: number.id,
-      upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`,
-      from: body.from,
-      type: "text",
-      text: body.text.body,
-      content: null,
-      at,
+      record: {
+        channelNumberId: number.id,
+        upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`,
+        from: body.from,
+        type: "text",
+        text: body.text.body,
+        content: null,
+        at,
+      },
+      contact: { from: body.from, at },
+      moves: [],
     },
   ]);
-  await channelNumberStub(c.env, number.id).noteInbound(number.id, [{ from: body.from, at }]);
   // The sender's number is personal data: the entry names the message, not the number.
   await auditApi(c, {
     action: "sandbox.inbound_injected",

@@ -18,7 +18,7 @@ import { requireWorkspace } from "./require-workspace";
 import { isoNow } from "../../lib/clock";
 import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
 import { findByUuid } from "../../domain/job-id";
-import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
+import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { jsonBody } from "../../middleware/json-body";
 import { auditAdmin } from "../audit";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
@@ -212,7 +212,7 @@ export const adminChannelNumberRoutes = newRouter()
     const outcome = await insertChannelNumberWithinPlan(c.env.DB, row);
     if (outcome === "plan_limit") throw planLimit();
     if (outcome === "upstream_taken") throw alreadyConnected();
-    await workspaceStub(c.env, workspaceId).invalidateConfig();
+    await workspaceChanged(c.env, workspaceId);
     if (row.waba_id) await syncOnConnect(c.env, row.waba_id);
     await auditAdmin(c, workspaceId, {
       action: "channel_number.connected",
@@ -232,9 +232,9 @@ export const adminChannelNumberRoutes = newRouter()
       await findByUuid(numberId, (id) => disconnectNumber(c.env.DB, id, isoNow()), { asGiven: true }),
       "Channel number",
     );
-    await workspaceStub(c.env, row.workspace_id).invalidateConfig();
+    await workspaceChanged(c.env, row.workspace_id);
     // Messages still queued on it fail with number_disconnected instead of leaving.
-    await channelNumberStub(c.env, row.id).invalidateNumber();
+    await numberChanged(c.env, row.id);
     await auditAdmin(c, row.workspace_id, {
       action: "channel_number.disconnected",
       target: { type: "channel_number", id: row.id },
@@ -268,7 +268,7 @@ export const adminChannelNumberRoutes = newRouter()
     }
     // Disconnected between the read and the write: 404 too.
     const updated = foundOr404(replaced, "Channel number");
-    await channelNumberStub(c.env, row.id).invalidateNumber();
+    await numberChanged(c.env, row.id);
     // Its account's templates at once, as at connect. No object holds a number's account id: nothing to invalidate.
     if (givenWabaId && givenWabaId !== row.waba_id) await syncOnConnect(c.env, givenWabaId);
     await auditAdmin(c, row.workspace_id, {

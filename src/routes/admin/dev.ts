@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { config } from "../../config";
-import { channelNumberStub, workspaceStub } from "../../durable-objects/stubs";
+import { restartObjects } from "../../engine/dev";
 import { jsonBody } from "../../middleware/json-body";
 import { notFound } from "../../lib/errors";
 import type { MiddlewareHandler } from "hono";
@@ -37,15 +37,5 @@ const restart = createRoute({
 /** `npm run soak`: restarts of the objects alone, beside its kills of the whole process (bench/soak.md). */
 export const adminDevRoutes = newRouter().openapi(restart, async (c) => {
   const { workspaceIds, channelNumberIds } = c.req.valid("json");
-  // The call that makes an object end itself fails with it: a failure is the restart.
-  const ended = (call: Promise<void>) =>
-    call.then(
-      () => 0,
-      () => 1,
-    );
-  const counts = await Promise.all([
-    ...workspaceIds.map((id) => ended(workspaceStub(c.env, id).restartForSoak())),
-    ...channelNumberIds.map((id) => ended(channelNumberStub(c.env, id).restartForSoak())),
-  ]);
-  return c.json({ restarted: counts.reduce<number>((a, b) => a + b, 0) }, 200);
+  return c.json({ restarted: await restartObjects(c.env, workspaceIds, channelNumberIds) }, 200);
 });
