@@ -1,17 +1,9 @@
 import { z } from "@hono/zod-openapi";
-import {
-  markUnverified,
-  recordOperatorCheck,
-  sendsOnDay,
-  storedProfileOf,
-  type ChannelNumberRow,
-} from "../db/channel-numbers";
-import { channelNumberStub } from "../durable-objects/stubs";
+import { markUnverified, recordOperatorCheck, storedProfileOf, type ChannelNumberRow } from "../db/channel-numbers";
 import { isoNow, now } from "../lib/clock";
 import { openUpstreamCredentials } from "../lib/sealed-secrets";
 import { fetchNumberProfile } from "../upstream/operator-account";
-import { noticeOf, OperatorNotice } from "./operator-notices";
-import type { NumberSendingState } from "./channel-number-view";
+import { OperatorNotice } from "./operator-notices";
 
 /** The operator is asked about a live number at most this often (its quality rating and tier change over days). */
 export const OPERATOR_REFRESH_MS = 60 * 60 * 1000;
@@ -89,44 +81,4 @@ export async function refreshIfStale(env: Env, row: ChannelNumberRow): Promise<C
   if (!answer.ok && answer.problem === "refused" && answer.field === "upstream.accessToken")
     return (await markUnverified(env.DB, row.id, at, result.error ?? answer.reason)) ?? checked;
   return checked;
-}
-
-/** The health of a number, from its row (refreshed first when `refresh`), its object's sending state and today's counts (D1's usage_daily, shipped at most once a minute). */
-export async function numberHealth(
-  env: Env,
-  row: ChannelNumberRow,
-  opts: { refresh: boolean },
-): Promise<NumberHealthView> {
-  return (await numberHealthAndSending(env, row, opts)).health;
-}
-
-/** The health, and the sending state it was read from (null for a disconnected number): the number's dashboard page shows both. */
-export async function numberHealthAndSending(
-  env: Env,
-  row: ChannelNumberRow,
-  opts: { refresh: boolean },
-): Promise<{ health: NumberHealthView; sending: NumberSendingState | null }> {
-  const current = opts.refresh && row.status === "connected" ? await refreshIfStale(env, row) : row;
-  const today = isoNow().slice(0, 10);
-  const [sending, sendsToday] = await Promise.all([
-    current.status === "connected" ? channelNumberStub(env, current.id).sendingState() : null,
-    sendsOnDay(env.DB, current.workspace_id, current.id, today),
-  ]);
-  const paused = sending?.paused ?? null;
-  const health: NumberHealthView = {
-    state: current.status === "disconnected" ? "disconnected" : paused ? "paused" : "active",
-    pausedSince: paused?.since ?? null,
-    pausedReason: paused
-      ? `${paused.message}${paused.upstreamCode ? ` (operator code ${paused.upstreamCode}${paused.reportedBy === "webhook" ? ", reported by webhook" : ""})` : ""}`
-      : null,
-    lastOperatorError: current.last_operator_error,
-    unverifiedSince: current.unverified_since ?? null,
-    lastOperatorNotice: noticeOf(current.last_operator_notice ?? null),
-    verifiedName: current.verified_name,
-    qualityRating: current.quality_rating,
-    messagingLimitTier: current.messaging_limit_tier,
-    checkedAt: current.operator_checked_at,
-    sendsToday,
-  };
-  return { health, sending };
 }

@@ -1,6 +1,5 @@
 import { z } from "@hono/zod-openapi";
 import { recordOperatorNotice } from "../db/channel-numbers";
-import { channelNumberStub } from "../durable-objects/stubs";
 import { isoNow, now } from "../lib/clock";
 import { log } from "../lib/log";
 import { StatusError } from "../upstream/cloud-webhook-payload";
@@ -10,8 +9,8 @@ import type { NormalizedError } from "../upstream/adapter";
 // What the operator's webhooks say about a number that no message record takes: the changes of a
 // field this service does not apply, and the `errors` of a `messages` change. Each is logged (ids,
 // field and codes only) and kept as the number's last operator notice, shown on its health; an
-// `errors` entry with an account-level code also pauses the number, as the same code would in a
-// status. Both throw only when D1 or the number object fails (the item is retried).
+// `errors` entry with an account-level code also pauses the number (the caller pauses it), as the
+// same code would in a status. Both throw only when D1 fails (the item is retried).
 
 const NOTICE_MESSAGE_CHARS = 300;
 
@@ -89,11 +88,20 @@ export async function applyFieldNotice(env: Env, item: Target & { field: string 
   });
 }
 
+/** The numbers to pause, and why: the operator's account-level error, as the same code in a status would pause them. */
+export interface NumbersToPause {
+  numberIds: string[];
+  error: NormalizedError;
+}
+
 /**
- * The `errors` of a `messages` change: each logged, the last one the number's notice, and the number
- * paused when one has an account-level code.
+ * The `errors` of a `messages` change: each logged and the last one the number's notice; returns the
+ * numbers to pause when one has an account-level code (null otherwise).
  */
-export async function applyNumberErrors(env: Env, item: Target & { errors: readonly unknown[] }): Promise<void> {
+export async function applyNumberErrors(
+  env: Env,
+  item: Target & { errors: readonly unknown[] },
+): Promise<NumbersToPause | null> {
   const errors = item.errors.flatMap((raw) => {
     const parsed = StatusError.safeParse(raw);
     if (!parsed.success) return [];
@@ -105,7 +113,7 @@ export async function applyNumberErrors(env: Env, item: Target & { errors: reado
   });
   if (errors.length === 0) {
     log("warn", "operator errors not understood; dropped", { wabaId: item.wabaId, phoneNumberId: item.phoneNumberId });
-    return;
+    return null;
   }
   const last = errors[errors.length - 1]!;
   const ids = await record(env, item, {
@@ -116,7 +124,6 @@ export async function applyNumberErrors(env: Env, item: Target & { errors: reado
   });
   const account = errors.findLast((e) => isAccountLevel(e.code));
   const pause: NormalizedError | null = account ? permanentError(account.code, account.words, account.details) : null;
-  if (pause) await Promise.all(ids.map((id) => channelNumberStub(env, id).reportAccountError(pause)));
   log("warn", ids.length ? "operator reported errors for a number" : "operator errors for a number we do not have", {
     wabaId: item.wabaId,
     phoneNumberId: item.phoneNumberId,
@@ -124,4 +131,5 @@ export async function applyNumberErrors(env: Env, item: Target & { errors: reado
     paused: pause !== null && ids.length > 0,
     channelNumberIds: ids.join(","),
   });
+  return pause && ids.length > 0 ? { numberIds: ids, error: pause } : null;
 }

@@ -269,7 +269,7 @@ function accountItem(
         wabaId,
         phoneNumberId: typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
         errors: Array.isArray(item.errors) ? item.errors : [],
-      });
+      }).then((toPause) => (toPause ? pauseNumbers(env, toPause.numberIds, toPause.error) : undefined));
     case "field":
       return applyFieldNotice(env, {
         wabaId,

@@ -8,8 +8,8 @@ import {
   requestIdHeader,
 } from "../lib/openapi";
 import { ChannelNumberDetail } from "../domain/channel-number-view";
-import { numberDetail } from "../domain/number-detail";
-import { connectNumber, disconnectNumber, replaceNumberToken } from "../domain/number-connection";
+import { numberDetail } from "../features/numbers/number-detail";
+import { connectNumber, disconnectNumber, replaceNumberToken } from "../features/numbers/number-connection";
 import { operatorError } from "./operator-refusal";
 import { ApiError, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";

@@ -5,7 +5,7 @@ import { E164_DIGITS } from "../domain/send-request";
 import { MAX_USER_ID_LENGTH, USER_ID } from "../domain/recipient";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../db/channel-numbers";
 import { ChannelNumber, ChannelNumberDetail, toChannelNumberView } from "../domain/channel-number-view";
-import { numberDetail } from "../domain/number-detail";
+import { numberDetail } from "../features/numbers/number-detail";
 import type { NumberHealthView } from "../domain/number-health";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";

@@ -1,4 +1,4 @@
-import type { Refused } from "../domain/number-connection";
+import type { Refused } from "../features/numbers/number-connection";
 import { ApiError } from "../lib/errors";
 
 /**

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import { currentUsage } from "../domain/usage";
+import { currentUsage } from "../features/usage/current-usage";
 import { ApiError } from "../lib/errors";
 
 const Usage = z

@@ -6,7 +6,13 @@ import { EXAMPLE } from "../lib/openapi-examples";
 import { listWebhooks, type WebhookRow } from "../db/webhooks";
 import { Webhook, WebhookDelivery, redactWebhookUrl, toDeliveryView, toWebhookView } from "../domain/webhook-view";
 import { auditApi } from "./audit";
-import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEvent } from "../domain/webhook-config";
+import {
+  configureWebhook,
+  deliveryLog,
+  findOwnWebhook,
+  replayEvent,
+  sendTestEvent,
+} from "../features/webhooks/webhook-config";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
 import { ApiError, foundOr404, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";

@@ -8,7 +8,7 @@ import {
   replaceNumberToken,
   type ConnectInput,
   type Refused,
-} from "../../domain/number-connection";
+} from "../../features/numbers/number-connection";
 import type { OperatorProfile } from "../../upstream/operator-account";
 import { auditMember } from "../audit";
 import { memberCaller, type DashboardEnv } from "../context";

@@ -6,7 +6,7 @@ import {
   listConnectedNumbers,
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
-import { numberHealth, numberHealthAndSending } from "../../domain/number-health";
+import { numberHealth, numberHealthAndSending } from "../../features/numbers/number-detail";
 import { getWebhookOfNumber } from "../../db/webhooks";
 import { findByUuid } from "../../domain/job-id";
 import { toPage } from "../../lib/pagination";

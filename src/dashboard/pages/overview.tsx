@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { GettingStarted } from "../getting-started";
 import { listConnectedNumbers } from "../../db/channel-numbers";
 import { listWebhooks, type WebhookRow } from "../../db/webhooks";
-import { currentUsage } from "../../domain/usage";
+import { currentUsage } from "../../features/usage/current-usage";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { SendsChart } from "../sends-chart";

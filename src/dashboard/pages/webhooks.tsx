@@ -3,7 +3,13 @@ import type { Context } from "hono";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "../../db/webhooks";
 import { findByUuid } from "../../domain/job-id";
-import { configureWebhook, deliveryLog, lastFailure, replayEvent, sendTestEvent } from "../../domain/webhook-config";
+import {
+  configureWebhook,
+  deliveryLog,
+  lastFailure,
+  replayEvent,
+  sendTestEvent,
+} from "../../features/webhooks/webhook-config";
 import { redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
 import { auditMember } from "../audit";
 import { config } from "../../config";

@@ -9,23 +9,23 @@ import {
   replaceCredentialsAndProfile,
   storedProfileOf,
   type ChannelNumberRow,
-} from "../db/channel-numbers";
-import { getWorkspaceWithLimits } from "../db/workspaces";
-import { channelNumberStub, workspaceStub } from "../durable-objects/stubs";
-import { isoNow } from "../lib/clock";
-import { sealUpstreamCredentials } from "../lib/sealed-secrets";
-import type { ThrottleDecision } from "../lib/throttle";
+} from "../../db/channel-numbers";
+import { getWorkspaceWithLimits } from "../../db/workspaces";
+import { numberChanged, workspaceChanged } from "../../engine/numbers";
+import { isoNow } from "../../lib/clock";
+import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
+import type { ThrottleDecision } from "../../lib/throttle";
 import {
   fetchNumberProfile,
   verifyAndSubscribe,
   type OperatorField,
   type OperatorProfile,
-} from "../upstream/operator-account";
-import type { Caller } from "./actor";
-import { findByUuid } from "./job-id";
-import { spendWorkspaceHourly, type RateLimited, type Spent } from "./limit-check";
-import { syncOnConnect } from "./template-sync";
-import { openUpstreamCredentials } from "../lib/sealed-secrets";
+} from "../../upstream/operator-account";
+import type { Caller } from "../../domain/actor";
+import { findByUuid } from "../../domain/job-id";
+import { spendWorkspaceHourly, type RateLimited, type Spent } from "../../domain/limit-check";
+import { syncOnConnect } from "../../domain/template-sync";
+import { openUpstreamCredentials } from "../../lib/sealed-secrets";
 
 // Connecting, re-keying and disconnecting a workspace's own numbers: what the
 // public API and the dashboard share. Each caller turns the outcomes into its
@@ -149,10 +149,7 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
       const claimed = await claimUnverifiedNumber(env.DB, existing.id, row);
       if (claimed.outcome !== "inserted") return claimed.outcome === "plan_limit" ? planLimit : alreadyConnected();
       if (claimed.old) {
-        await Promise.all([
-          workspaceStub(env, claimed.old.workspace_id).invalidateConfig(),
-          channelNumberStub(env, claimed.old.id).invalidateNumber(),
-        ]);
+        await Promise.all([workspaceChanged(env, claimed.old.workspace_id), numberChanged(env, claimed.old.id)]);
       }
       return connected(env, caller, row, profile, spent.decision, claimed.old);
     }
@@ -188,7 +185,7 @@ async function connected(
   claimedFrom: ChannelNumberRow | null,
 ): Promise<ConnectOutcome> {
   // Sends name the number at once: the workspace object's cached list of numbers is dropped.
-  await workspaceStub(env, caller.workspaceId).invalidateConfig();
+  await workspaceChanged(env, caller.workspaceId);
   // Template sends are checked against the account's templates: the first pages come at once.
   if (row.waba_id) await syncOnConnect(env, row.waba_id);
   return { ok: true, row, profile, limit, claimedFrom };
@@ -220,7 +217,7 @@ export async function replaceNumberToken(
   const updated = await replaceCredentialsAndProfile(env.DB, row.id, sealed, storedProfileOf(p), isoNow());
   if (!updated) return { ok: false, problem: "not_found" };
   // A number paused by a refused token sends again at once.
-  await channelNumberStub(env, row.id).invalidateNumber();
+  await numberChanged(env, row.id);
   return { ok: true, row: updated, profile: p, limit: spent.decision };
 }
 
@@ -237,7 +234,7 @@ export async function disconnectNumber(env: Env, caller: Caller, numberId: strin
   if (!found) return { ok: false, problem: "not_found" };
   const row = await disconnectOwnNumber(env.DB, caller.workspaceId, found.id, isoNow());
   if (!row) return { ok: false, problem: "not_found" };
-  await workspaceStub(env, caller.workspaceId).invalidateConfig();
-  await channelNumberStub(env, row.id).invalidateNumber();
+  await workspaceChanged(env, caller.workspaceId);
+  await numberChanged(env, row.id);
   return { ok: true, row, limit: spent.decision };
 }

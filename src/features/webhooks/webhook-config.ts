@@ -1,18 +1,23 @@
-import { config } from "../config";
-import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../db/webhooks";
-import { getConnectedNumber } from "../db/channel-numbers";
-import { workspaceStub } from "../durable-objects/stubs";
-import type { AttemptRow } from "../durable-objects/workspace/delivery-log";
-import { EVENT_ID_PATTERN } from "./events";
-import { findByUuid } from "./job-id";
-import { isoNow } from "../lib/clock";
-import { sealWebhookSecret } from "../lib/sealed-secrets";
-import { checkWebhookUrl, checkWebhookUrlSyntax } from "../webhooks/ssrf";
-import { newWebhookSecret } from "../webhooks/signature";
-import type { ThrottleDecision } from "../lib/throttle";
-import { bucket, scopes } from "./abuse-limits";
-import type { Caller } from "./actor";
-import { spend, type RateLimited } from "./limit-check";
+import { config } from "../../config";
+import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../../db/webhooks";
+import { getConnectedNumber } from "../../db/channel-numbers";
+import {
+  lastFailedAttempt,
+  recordTestEvent,
+  replayEvent as publishAgain,
+  webhookAttempts,
+  type AttemptRow,
+} from "../../engine/webhooks";
+import { EVENT_ID_PATTERN } from "../../domain/events";
+import { findByUuid } from "../../domain/job-id";
+import { isoNow } from "../../lib/clock";
+import { sealWebhookSecret } from "../../lib/sealed-secrets";
+import { checkWebhookUrl, checkWebhookUrlSyntax } from "../../webhooks/ssrf";
+import { newWebhookSecret } from "../../webhooks/signature";
+import type { ThrottleDecision } from "../../lib/throttle";
+import { bucket, scopes } from "../../domain/abuse-limits";
+import type { Caller } from "../../domain/actor";
+import { spend, type RateLimited } from "../../domain/limit-check";
 
 // What the API routes and the dashboard share about configuring webhooks and
 // sending them events. Each caller turns the outcomes into its own answer
@@ -119,10 +124,7 @@ export async function sendTestEvent(
 ): Promise<{ ok: true; eventId: string; limit: ThrottleDecision } | RateLimited> {
   const spent = await spendTrigger(env, webhook, "webhookTest");
   if (!spent.ok) return spent;
-  const eventId = await workspaceStub(env, webhook.workspace_id).recordTestEvent(
-    webhook.workspace_id,
-    webhook.channel_number_id,
-  );
+  const eventId = await recordTestEvent(env, webhook.workspace_id, webhook.channel_number_id);
   return { ok: true, eventId, limit: spent.decision };
 }
 
@@ -139,9 +141,15 @@ export async function replayEvent(
   const spent = await spendTrigger(env, webhook, "webhookReplay");
   if (!spent.ok) return spent;
   if (!EVENT_ID_PATTERN.test(eventId)) return { ok: false, problem: "event_not_found" };
-  const found = await workspaceStub(env, webhook.workspace_id).replayEvent(webhook.channel_number_id, eventId);
+  const found = await publishAgain(env, webhook.workspace_id, webhook.channel_number_id, eventId);
   return found ? { ok: true, limit: spent.decision } : { ok: false, problem: "event_not_found" };
 }
+
+const webhookOf = (webhook: WebhookRow) => ({
+  workspaceId: webhook.workspace_id,
+  channelNumberId: webhook.channel_number_id,
+  webhookId: webhook.id,
+});
 
 /** The webhook's delivery attempts, newest first, before the attempt `beforeSeq` (the workspace object keeps them 3 days). */
 export function deliveryLog(
@@ -150,15 +158,10 @@ export function deliveryLog(
   beforeSeq: number | null,
   limit: number,
 ): Promise<AttemptRow[]> {
-  return workspaceStub(env, webhook.workspace_id).listDeliveries(
-    webhook.channel_number_id,
-    webhook.id,
-    beforeSeq,
-    limit,
-  );
+  return webhookAttempts(env, webhookOf(webhook), beforeSeq, limit);
 }
 
 /** The webhook's latest attempt that did not deliver: why it is failing or was disabled. */
 export function lastFailure(env: Env, webhook: WebhookRow): Promise<AttemptRow | null> {
-  return workspaceStub(env, webhook.workspace_id).lastFailedAttempt(webhook.channel_number_id, webhook.id);
+  return lastFailedAttempt(env, webhookOf(webhook));
 }

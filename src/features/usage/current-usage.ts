@@ -1,9 +1,8 @@
-import { countConnected } from "../db/channel-numbers";
-import { getWorkspaceWithLimits, type WorkspaceWithLimits } from "../db/workspaces";
-import { workspaceStub } from "../durable-objects/stubs";
-import type { DailyUsage } from "../durable-objects/workspace/contract";
-import { monthPeriod, now } from "../lib/clock";
-import { DAY_MS } from "./job-id";
+import { countConnected } from "../../db/channel-numbers";
+import { getWorkspaceWithLimits, type WorkspaceWithLimits } from "../../db/workspaces";
+import { dailyUsage, messageUsage, type DailyUsage } from "../../engine/usage";
+import { monthPeriod, now } from "../../lib/clock";
+import { DAY_MS } from "../../domain/job-id";
 
 export interface CurrentUsage {
   workspace: WorkspaceWithLimits;
@@ -16,14 +15,13 @@ export interface CurrentUsage {
 
 /** Plan usage of the current period (GET /usage and the dashboard's overview); null for an unknown workspace. */
 export async function currentUsage(env: Env, workspaceId: string): Promise<CurrentUsage | null> {
-  const stub = workspaceStub(env, workspaceId);
-  const usage = await stub.usage();
+  const usage = await messageUsage(env, workspaceId);
   const previousStart = Date.parse(monthPeriod(Date.parse(usage.period.start) - 1).start);
   const tomorrow = (Math.floor(now() / DAY_MS) + 1) * DAY_MS;
   const [workspace, numbers, daily] = await Promise.all([
     getWorkspaceWithLimits(env.DB, workspaceId),
     countConnected(env.DB, workspaceId),
-    stub.usageHistory(previousStart, Math.min(tomorrow, Date.parse(usage.period.end))),
+    dailyUsage(env, workspaceId, previousStart, Math.min(tomorrow, Date.parse(usage.period.end))),
   ]);
   if (!workspace) return null;
   return {
