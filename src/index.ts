@@ -1,5 +1,5 @@
 import { app } from "./app";
-import type { UsageCountMessage } from "./durable-objects/workspace/workspace";
+import type { UsageCountMessage } from "./engine/usage";
 import type { WebhookQueueMessage } from "./domain/events";
 import { log } from "./lib/log";
 import { consumeUsageCounts } from "./queue/usage-counts";
