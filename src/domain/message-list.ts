@@ -4,7 +4,7 @@ import { fromBase64, toBase64Url } from "../lib/crypto";
 import { pageLimit } from "../lib/pagination";
 import { E164_DIGITS } from "./send-request";
 import { MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
-import type { Keyset, MessageFilter } from "../durable-objects/workspace/message-queries";
+import type { MessageStatus } from "./message";
 
 // The query of GET /messages and what it means for the workspace object's list.
 
@@ -86,6 +86,30 @@ export const MessageListQuery = z
     }
   });
 export type MessageListQuery = z.infer<typeof MessageListQuery>;
+
+/** What a message list can be narrowed by (all optional, combined with AND). */
+export type MessageFilter = {
+  direction?: "outbound" | "inbound";
+  status?: MessageStatus | "received";
+  channelNumberId?: string;
+  /** The other party: the recipient of an outbound message, the sender of an inbound one. */
+  counterpart?: string;
+  /** Inclusive lower bound on the list time (epoch ms). */
+  createdFrom?: number;
+  /** Exclusive upper bound on the list time (epoch ms). */
+  createdUntil?: number;
+  /** The record's type (`text`, `template`, or an inbound message's type): read within the scan budget, no index. */
+  type?: string;
+};
+
+/**
+ * A position in the newest-first order: records strictly older than it come next. Records of slot
+ * tables and history chunks are ordered by id (`createdAt` is the id's time).
+ */
+export type Keyset = {
+  createdAt: number;
+  id: string;
+};
 
 export function toFilter(q: MessageListQuery): MessageFilter {
   const f: MessageFilter = {};

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ApiError } from "../lib/errors";
+import { ApiError, type ErrorCode, type ErrorDetail } from "../lib/errors";
 import { MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
 
 export const MAX_BODY_CODE_POINTS = 4096;
@@ -165,4 +165,25 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
   }
   return JSON.stringify(value);
+}
+
+/**
+ * What a send records and the number sends: the record's `type`, `body` (a text's body, or a
+ * template's rendered text), `content` (a template's operator payload, JSON) and `details`
+ * (a template's facts, JSON). A text send has neither of the last two.
+ */
+export interface OutboundContent {
+  type: "text" | "template";
+  body: string;
+  content: string | null;
+  details: string | null;
+}
+
+/**
+ * A send the route found invalid against something only known at send time (a template's current
+ * state): refused with this error once its Idempotency-Key is known not to be bound (a replay of
+ * an accepted send still answers as a replay) and its number is known to be the workspace's.
+ */
+export interface SendRefusal {
+  refused: { code: ErrorCode; message: string; details: ErrorDetail[] };
 }

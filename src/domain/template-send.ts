@@ -1,8 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { ErrorCode, ErrorDetail } from "../lib/errors";
-import type { OutboundContent, SendRefusal } from "../durable-objects/workspace/contract";
 import { fill, type StoredTemplate } from "./template";
-import { MAX_BODY_CODE_POINTS } from "./send-request";
+import { MAX_BODY_CODE_POINTS, type OutboundContent, type SendRefusal } from "./send-request";
 import { checkWebhookUrlSyntax } from "../webhooks/ssrf";
 
 // A template send: the request's `template` object, and how it is checked against the stored

@@ -1,6 +1,5 @@
 import { z } from "@hono/zod-openapi";
 import type { WebhookRow } from "../db/webhooks";
-import type { AttemptRow } from "../durable-objects/workspace/delivery-log";
 
 export const Webhook = z
   .object({
@@ -62,6 +61,23 @@ const DELIVERY_OUTCOMES = ["delivered", "failed", "refused", "dead"] as const;
 /** A UUID-shaped id for an attempt, from its webhook's id and its sequence number in the workspace's log. */
 const attemptId = (webhookId: string, seq: number): string =>
   `${webhookId.slice(0, 24)}${seq.toString(16).padStart(12, "0").slice(-12)}`;
+
+/** An attempt of the delivery log as the workspace's object stores it, and as the API and the dashboard render it. */
+export interface AttemptRow {
+  seq: number;
+  event_id: string;
+  event_type: string | null;
+  subject: string;
+  webhook_id: string;
+  attempt: number;
+  attempted_at: number;
+  outcome: string;
+  status_code: number | null;
+  latency_ms: number | null;
+  error: string | null;
+  next_retry_at: number | null;
+  [key: string]: SqlStorageValue;
+}
 
 export const toDeliveryView = (webhookId: string, row: AttemptRow): z.infer<typeof WebhookDelivery> => ({
   id: attemptId(webhookId, row.seq),

@@ -1,24 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import { now } from "../lib/clock";
-import { decide, type BucketDecision, type Limit } from "../lib/gcra";
+import { decide, type BucketDecision } from "../lib/gcra";
+import type { BucketSpec, ThrottleDecision } from "../lib/throttle";
 
 // Rows are deleted this long after their bucket is full, so that a busy scope re-arms its alarm at most once a minute.
 const CLEANUP_SLACK_MS = 60_000;
 
-/** One bucket of a scope: its name (unique within the scope) and its limit. */
-export interface BucketSpec extends Limit {
-  name: string;
-}
-
-export interface ThrottleDecision {
-  allowed: boolean;
-  /** The bucket that refused, or the one closest to refusing. */
-  bucket: string;
-  limit: number;
-  remaining: number;
-  resetMs: number;
-  retryAfterMs: number;
-}
+export type { BucketSpec, ThrottleDecision };
 
 /**
  * Exact rate limits for one scope (an API key, a webhook's workspace, a client

@@ -1,5 +1,12 @@
-import type { RateInfo } from "../durable-objects/workspace/contract";
 import { NUMBER_LIMIT, WORKSPACE_LIMIT, type WindowLimit } from "../domain/rate-window";
+
+/** The limit closest to refusing the next send, for the rate headers. */
+export interface RateInfo {
+  scope: "number" | "workspace";
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+}
 
 interface Policy {
   name: string;

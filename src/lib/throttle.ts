@@ -1,7 +1,21 @@
-import type { BucketSpec, ThrottleDecision } from "../durable-objects/throttle";
+import type { Limit } from "./gcra";
 import { ApiError } from "./errors";
 
-export type { BucketSpec, ThrottleDecision };
+/** One bucket of a scope: its name (unique within the scope) and its limit. */
+export interface BucketSpec extends Limit {
+  name: string;
+}
+
+/** What the throttle object answers for a scope's buckets. */
+export interface ThrottleDecision {
+  allowed: boolean;
+  /** The bucket that refused, or the one closest to refusing. */
+  bucket: string;
+  limit: number;
+  remaining: number;
+  resetMs: number;
+  retryAfterMs: number;
+}
 
 /**
  * General-purpose exact rate limiting: a scope (any string: "key:<id>",

@@ -1,29 +1,12 @@
-import type { SendMessageRequest } from "../../domain/send-request";
+import type { OutboundContent, SendMessageRequest, SendRefusal } from "../../domain/send-request";
+import type { RateInfo } from "../../lib/rate-limit-fields";
 import type { MessageStatus } from "../../domain/message";
 import type { NormalizedError } from "../../upstream/adapter";
-import type { ErrorCode, ErrorDetail } from "../../lib/errors";
-
-/**
- * What a send records and the number sends: the record's `type`, `body` (a text's body, or a
- * template's rendered text), `content` (a template's operator payload, JSON) and `details`
- * (a template's facts, JSON). A text send has neither of the last two.
- */
-export interface OutboundContent {
-  type: "text" | "template";
-  body: string;
-  content: string | null;
-  details: string | null;
-}
-
-/**
- * A send the route found invalid against something only known at send time (a template's current
- * state): refused with this error once its Idempotency-Key is known not to be bound (a replay of
- * an accepted send still answers as a replay) and its number is known to be the workspace's.
- */
-export interface SendRefusal {
-  refused: { code: ErrorCode; message: string; details: ErrorDetail[] };
-}
 import type { StoredMedia } from "../../domain/inbound-media";
+
+// What a send records and its rate info are defined on the floors below the objects
+// (domain/send-request.ts, lib/rate-limit-fields.ts), whose modules read them too.
+export type { OutboundContent, RateInfo, SendRefusal };
 
 /** What the send route hands the workspace object. */
 export interface SendCommand {
@@ -33,14 +16,6 @@ export interface SendCommand {
   fingerprint: string;
   request: Pick<SendMessageRequest, "channelNumberId" | "to" | "toUserId">;
   content: OutboundContent | SendRefusal;
-}
-
-/** The limit closest to refusing the next send, for the rate headers. */
-export interface RateInfo {
-  scope: "number" | "workspace";
-  limit: number;
-  remaining: number;
-  resetSeconds: number;
 }
 
 export type SendOutcome =

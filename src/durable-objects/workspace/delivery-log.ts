@@ -2,6 +2,7 @@ import { eventIdOf, parseEventId } from "../../domain/events";
 import type { DeliveryReport } from "./contract";
 import { changesOf } from "./message-events";
 import type { MessageRow } from "./record";
+import type { AttemptRow } from "../../domain/webhook-view";
 
 /**
  * The delivery log: what the webhook consumer did with each event (GET /webhooks/{id}/deliveries,
@@ -95,22 +96,7 @@ function unpack(p: Packed): Stored {
   };
 }
 
-/** An attempt as the API and the dashboard render it (webhook-view.ts). */
-export interface AttemptRow {
-  seq: number;
-  event_id: string;
-  event_type: string | null;
-  subject: string;
-  webhook_id: string;
-  attempt: number;
-  attempted_at: number;
-  outcome: string;
-  status_code: number | null;
-  latency_ms: number | null;
-  error: string | null;
-  next_retry_at: number | null;
-  [key: string]: SqlStorageValue;
-}
+export type { AttemptRow };
 
 const toAttempt = (seq: number, s: Stored): AttemptRow => ({
   seq,

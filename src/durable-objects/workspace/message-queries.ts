@@ -1,31 +1,9 @@
-import type { MessageStatus } from "../../domain/message";
+import type { Keyset, MessageFilter } from "../../domain/message-list";
 import { uuidV7Floor } from "../../domain/job-id";
 import { slotTable } from "./day-tables";
 import type { MessageRow } from "./record";
 
-/** What a message list can be narrowed by (all optional, combined with AND). */
-export type MessageFilter = {
-  direction?: "outbound" | "inbound";
-  status?: MessageStatus | "received";
-  channelNumberId?: string;
-  /** The other party: the recipient of an outbound message, the sender of an inbound one. */
-  counterpart?: string;
-  /** Inclusive lower bound on the list time (epoch ms). */
-  createdFrom?: number;
-  /** Exclusive upper bound on the list time (epoch ms). */
-  createdUntil?: number;
-  /** The record's type (`text`, `template`, or an inbound message's type): read within the scan budget, no index. */
-  type?: string;
-};
-
-/**
- * A position in the newest-first order: records strictly older than it come next. Records of slot
- * tables and history chunks are ordered by id (`createdAt` is the id's time).
- */
-export type Keyset = {
-  createdAt: number;
-  id: string;
-};
+export type { Keyset, MessageFilter };
 
 export interface Page {
   rows: MessageRow[];
