@@ -55,11 +55,8 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
   };
 }
 
-/** An inbound message as recorded, and what it tells its number: a window to open, or an identity change (never both). */
-type Inbound = ReceivedMessage;
-
 /** Null when nothing names the sender. */
-function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string): Inbound | null {
+function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string): ReceivedMessage | null {
   const { id, from: _from, from_user_id: _fromUserId, timestamp, type, text, ...rest } = m;
   const sender = senderOf(m, rawContact);
   if (!sender) return null;
@@ -95,7 +92,7 @@ const withoutContent = (r: InboundRecord): InboundRecord => ({
 interface Work {
   number: ChannelNumberRow;
   statuses: { index: number; status: OperatorStatus }[];
-  inbound: { index: number; inbound: Inbound }[];
+  inbound: { index: number; inbound: ReceivedMessage }[];
 }
 
 /** What became of one operator item: applied (or never applicable, and logged), or to be tried again. */
