@@ -8,6 +8,7 @@ import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhoo
 import { queuedEvents } from "./helpers/events";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
+import { testWorkspace } from "./helpers/objects";
 
 // The local soak's development-only switches (bench/soak.md): restarting the objects alone, and
 // hearing which events the queue accepted. Off in wrangler.toml (the suite's vars and production's).
@@ -120,6 +121,38 @@ describe("DEV_EVENT_TAP_URL", () => {
       await vi.waitFor(() => expect(queued().filter((e) => e.type === "message.received")).toHaveLength(1));
       const [event] = queued().filter((e) => e.type === "message.received");
       await vi.waitFor(() => expect(told).toEqual([{ id: event!.id, upstreamMessageId: "wamid.TAP1" }]));
+    });
+  });
+
+  it("is heard before the publisher settles its owed list: an event no longer owed was told (a kill in between leaves it owed)", async () => {
+    const tap = "http://127.0.0.1:8923/tap";
+    await withVars({ DEV_EVENT_TAP_URL: tap }, async () => {
+      const t = await cloudTenant();
+      let release!: () => void;
+      const answered = new Promise<void>((resolve) => (release = resolve));
+      let heard = 0;
+      answerAtEdge(async (input, init) => {
+        const req = new Request(input as RequestInfo, init);
+        if (req.url !== tap) return undefined;
+        heard++;
+        await answered;
+        return new Response(null, { status: 204 });
+      });
+      const queued = queuedEvents();
+      const message = {
+        from: "5511912345678",
+        id: "wamid.TAP2",
+        timestamp: seconds(Date.now()),
+        type: "text",
+        text: { body: "Oi" },
+      };
+      expect((await postOperator(inboundPayload(t.phoneNumberId, [message]))).status).toBe(200);
+      await vi.waitFor(() => expect(queued().filter((e) => e.type === "message.received")).toHaveLength(1));
+      await vi.waitFor(() => expect(heard).toBe(1));
+      // The queue took it; the tap has not answered: the obligation stays.
+      expect(await testWorkspace(t.workspaceId).owedEvents()).toHaveLength(1);
+      release();
+      await vi.waitFor(async () => expect(await testWorkspace(t.workspaceId).owedEvents()).toEqual([]));
     });
   });
 });

@@ -7,10 +7,12 @@ import { log } from "../../lib/log";
  * the ids of the events each send carried once the queue accepted it. The soak tells apart, by
  * it, an event the engine never published from one the local in-memory queue lost when its process
  * was killed. Ids only (and an inbound message's operator id, which names it to the soak): no
- * content. Told once the queue accepted the send, without holding the publisher meanwhile (a slow
- * tap must not slow the engine it measures); a tap that cannot be told is logged, never fails the
- * send. A restart in the moment between the two makes the soak count that event as never
- * published: an over-count, never an excuse.
+ * content. Told once the queue accepted the send, and awaited before the send returns: the
+ * publisher settles its owed list only after the tap heard, so an event whose obligation is gone
+ * was heard (a kill in between leaves it owed, published again after the restart). Not awaited,
+ * a loaded machine's slow tap made the soak count events the queue had taken as never published.
+ * A tap that cannot be told is logged, never fails the send (the soak then over-counts, never
+ * excuses).
  */
 export function withEventTap(queue: QueueSender, url: string | undefined): QueueSender {
   if (url === undefined) return queue;
@@ -29,13 +31,13 @@ export function withEventTap(queue: QueueSender, url: string | undefined): Queue
   return {
     async send(body, options) {
       const sent = await queue.send(body, options);
-      void tell([body]);
+      await tell([body]);
       return sent;
     },
     async sendBatch(messages, options) {
       const list = [...messages];
       const sent = await queue.sendBatch(list, options);
-      void tell(list.map((m) => m.body));
+      await tell(list.map((m) => m.body));
       return sent;
     },
   };
