@@ -404,6 +404,97 @@ describe("inbound messages", () => {
   });
 });
 
+describe("operator payloads as they really come", () => {
+  // The operator's reference writes `timestamp` and the ids as strings; relays re-serialize them as
+  // JSON numbers, and the operator's other webhooks write times as integers. Both forms read alike.
+  it("a message and a status whose timestamp (and digit ids) are JSON numbers are recorded and announced like the string form", async () => {
+    const m = await sentMessage();
+    const queued = queuedEvents();
+    const at = Math.floor(t0 / 1000);
+    const payload = inboundPayload(
+      m.phoneNumberId,
+      [{ from: 5511912345678, id: "wamid.NUM", timestamp: at, type: "text", text: { body: "Oi" } }],
+      [{ wa_id: 5511912345678, profile: { name: "Ana" } }],
+    );
+    (payload.entry[0]!.changes[0]!.value.metadata as Record<string, unknown>).phone_number_id = Number(m.phoneNumberId);
+    expect((await postOperator(payload)).status).toBe(200);
+    const delivered = statusPayload(m.phoneNumberId, [
+      { id: "wamid.S1", status: "delivered", timestamp: at + 5, biz_opaque_callback_data: m.jobId },
+    ]);
+    expect((await postOperator(delivered)).status).toBe(200);
+
+    await vi.waitFor(() => expect(receivedEvents(queued)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+    const event = receivedEvents(queued)[0]!;
+    expect(event.data).toMatchObject({
+      from: "5511912345678",
+      profileName: "Ana",
+      upstreamMessageId: "wamid.NUM",
+      receivedAt: new Date(at * 1000).toISOString(),
+      text: { body: "Oi" },
+    });
+    expect(await getMessage(m.key, String(event.data.messageId))).toMatchObject({
+      direction: "inbound",
+      from: "5511912345678",
+      receivedAt: new Date(at * 1000).toISOString(),
+    });
+    expect(await json(await api(`/channel-numbers/${m.numberId}/contacts/5511912345678`, m.key))).toMatchObject({
+      windowOpen: true,
+      windowExpiresAt: new Date(at * 1000 + 24 * 3_600_000).toISOString(),
+    });
+    await vi.waitFor(
+      async () =>
+        expect(await getMessage(m.key, m.jobId)).toMatchObject({
+          deliveredAt: new Date((at + 5) * 1000).toISOString(),
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(statusEventsOf(queued(), m.jobId).map((e) => e.type === "message.status" && e.data.deliveredAt)).toEqual([
+      new Date((at + 5) * 1000).toISOString(),
+    ]);
+  });
+
+  it("what cannot be read is logged by its ids and what failed (never its text or sender), and its siblings still apply", async () => {
+    const m = await sentMessage();
+    const queued = queuedEvents();
+    const lines: string[] = [];
+    vi.spyOn(console, "warn").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const readable = {
+      from: "5511912345678",
+      id: "wamid.OK",
+      timestamp: seconds(t0),
+      type: "text",
+      text: { body: "ok" },
+    };
+    const unreadable = { ...readable, id: "wamid.BAD", type: 7, text: { body: "secret words" } };
+    const payload = combined(
+      inboundPayload(m.phoneNumberId, [unreadable, readable]),
+      statusPayload(m.phoneNumberId, [{ id: "wamid.S1", status: { delivered: true }, timestamp: seconds(t0) }]),
+      // Statuses naming no number of ours, and a change of no readable shape.
+      { entry: [{ id: "WABA7", changes: [{ field: "messages", value: { statuses: [{ id: "wamid.X" }] } }, 42] }] },
+    );
+    expect((await postOperator(payload)).status).toBe(200);
+    await vi.waitFor(() => expect(receivedEvents(queued)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+    expect(receivedEvents(queued)[0]!.data).toMatchObject({ upstreamMessageId: "wamid.OK" });
+
+    const message = lines.find((l) => l.includes("operator message not understood"));
+    expect(JSON.parse(message!)).toMatchObject({
+      phoneNumberId: m.phoneNumberId,
+      upstreamId: "wamid.BAD",
+      type: null,
+      issues: "type:invalid_type",
+    });
+    const status = lines.find((l) => l.includes("operator status not understood"));
+    expect(JSON.parse(status!)).toMatchObject({ upstreamId: "wamid.S1", issues: "status:invalid_type" });
+    const parts = lines.find((l) => l.includes("operator payload parts not understood"));
+    expect(JSON.parse(parts!)).toMatchObject({ entries: 0, changes: 1, values: 0, withoutNumber: 1, wabaIds: "WABA7" });
+    for (const line of lines) {
+      expect(line).not.toContain("secret words");
+      expect(line).not.toContain("5511912345678");
+    }
+    expect(await getMessage(m.key, m.jobId)).toMatchObject({ status: "sent", deliveredAt: null });
+  });
+});
+
 describe("sandbox inbound injection", () => {
   it("injects a text on a sandbox number of the caller's workspace, and only there", async () => {
     const t = await createTenant();

@@ -35,6 +35,7 @@ import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-mes
 import { applyFieldNotice, applyNumberErrors } from "../domain/operator-notices";
 import { isAccountLevel, permanentError } from "../upstream/error-codes";
 import { routeWithoutJobId } from "./unmatched-statuses";
+import type { z } from "zod";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
@@ -88,6 +89,23 @@ const withoutContent = (r: InboundRecord): InboundRecord => ({
   details: null,
   media: null,
 });
+
+/**
+ * What names an operator item that could not be applied, for its log line: the operator's id and
+ * type when they are short strings. Never a body, a phone number or any other value.
+ */
+function namesOf(raw: unknown): { upstreamId: string | null; type: string | null } {
+  const o = raw && typeof raw === "object" ? (raw as Record<string, unknown>) : {};
+  const short = (v: unknown) => (typeof v === "string" && v.length <= 128 ? v : null);
+  return { upstreamId: short(o.id), type: short(o.type)?.slice(0, 32) ?? null };
+}
+
+/** Which fields failed and how (`timestamp:invalid_type`), without their values. */
+const issuesOf = (error: z.ZodError): string =>
+  error.issues
+    .slice(0, 10)
+    .map((i) => `${i.path.map(String).join(".").slice(0, 64) || "(item)"}:${i.code}`)
+    .join(",");
 
 interface Work {
   number: ChannelNumberRow;
@@ -169,7 +187,16 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
         const parsed = CloudStatus.safeParse(item.status);
         const status = parsed.success ? toOperatorStatus(parsed.data) : null;
         if (!parsed.success)
-          log("warn", "operator status not understood; dropped", { issues: parsed.error.issues.length });
+          log("warn", "operator status not understood; dropped", {
+            phoneNumberId: item.phoneNumberId,
+            ...namesOf(item.status),
+            issues: issuesOf(parsed.error),
+          });
+        else if (!status)
+          log("info", "operator status of a kind not applied here; ignored", {
+            ...namesOf(item.status),
+            status: parsed.data.status.slice(0, 32),
+          });
         if (status) w.statuses.push({ index, status });
       } else if (item.kind === "message") {
         const parsed = CloudInbound.safeParse(item.message);
@@ -179,8 +206,17 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
           // longer be the business's. The message is recorded without its content (number-binding.ts).
           w.inbound.push({ index, inbound: { ...inbound, record: withoutContent(inbound.record) } });
         } else if (inbound) w.inbound.push({ index, inbound });
-        else if (parsed.success) log("warn", "operator message without a sender; dropped", { type: parsed.data.type });
-        else log("warn", "operator message not understood; dropped", { issues: parsed.error.issues.length });
+        else if (parsed.success)
+          log("warn", "operator message without a sender; dropped", {
+            phoneNumberId: item.phoneNumberId,
+            ...namesOf(item.message),
+          });
+        else
+          log("warn", "operator message not understood; dropped", {
+            phoneNumberId: item.phoneNumberId,
+            ...namesOf(item.message),
+            issues: issuesOf(parsed.error),
+          });
       } else {
         throw new NotAnOperatorItem();
       }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { log } from "../lib/log";
 
 // The operator's webhook payload, as far as we read it. Unknown fields pass
 // through: the operator adds fields over time and must never be refused for it.
@@ -8,10 +9,26 @@ import { z } from "zod";
 // Read level by level (entries, then each change) so that one malformed entry
 // or change never drops the others in the same payload.
 const Envelope = z.looseObject({ entry: z.array(z.unknown()) });
+
+/**
+ * A Unix time in seconds. The operator's messages webhook reference writes `timestamp` as a string
+ * ("1749416383"), its other webhooks write times as integers (`entry.time`, `restriction_info.expiration`),
+ * and payloads relayed or re-serialized on the way carry it as a number: both read alike. A value of
+ * neither kind reads as absent (the time it arrived), never as a reason to drop the message.
+ */
+const UnixSeconds = z.union([z.string(), z.number()]).optional().catch(undefined);
+
+/**
+ * An id of digits (a phone number, `wa_id`, `phone_number_id`): a string in the operator's reference,
+ * and a JSON number once a relay has re-serialized it; read as the same string. Phone numbers (at most
+ * 15 digits) and the operator's numeric ids fit a double exactly.
+ */
+const Digits = z.union([z.string(), z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).transform(String)]);
+
 const Entry = z.looseObject({ id: z.union([z.string(), z.number()]).optional(), changes: z.array(z.unknown()) });
 const Change = z.looseObject({ field: z.string().optional(), value: z.unknown() });
 const MessagesValue = z.looseObject({
-  metadata: z.looseObject({ phone_number_id: z.string() }).optional(),
+  metadata: z.looseObject({ phone_number_id: Digits }).optional(),
   statuses: z.array(z.unknown()).optional(),
   messages: z.array(z.unknown()).optional(),
   contacts: z.array(z.unknown()).optional(),
@@ -29,8 +46,8 @@ export const StatusError = z.looseObject({
 export const CloudStatus = z.looseObject({
   id: z.string().min(1),
   status: z.string(),
-  timestamp: z.string().optional(),
-  recipient_id: z.string().optional(),
+  timestamp: UnixSeconds,
+  recipient_id: Digits.optional().catch(undefined),
   biz_opaque_callback_data: z.string().optional(),
   errors: z.array(StatusError).optional(),
 });
@@ -43,6 +60,11 @@ const Given = z
   .catch(undefined)
   .transform((v) => (v === "" ? undefined : v));
 
+/** As Given, for a phone number, which a relay may have turned into a JSON number. */
+const GivenDigits = Digits.optional()
+  .catch(undefined)
+  .transform((v) => (v === "" ? undefined : v));
+
 /**
  * An inbound message. `from` (the phone number) may be withheld, as an empty string or not at all,
  * for users with a username: `from_user_id` (their business-scoped user id) identifies them then.
@@ -50,9 +72,9 @@ const Given = z
  */
 export const CloudInbound = z.looseObject({
   id: z.string().min(1),
-  from: Given,
+  from: GivenDigits,
   from_user_id: Given,
-  timestamp: z.string().optional(),
+  timestamp: UnixSeconds,
   type: z.string(),
   text: z.looseObject({ body: z.string() }).optional(),
   /** What the message replies to (`id`, `from`), or that it was forwarded. */
@@ -73,7 +95,7 @@ export const CloudInbound = z.looseObject({
     .looseObject({
       type: Given,
       body: Given,
-      wa_id: Given,
+      wa_id: GivenDigits,
       user_id: Given,
       previous_user_id: Given,
     })
@@ -84,7 +106,7 @@ export type CloudInbound = z.infer<typeof CloudInbound>;
 
 /** The sender's entry of `contacts[]`: their phone number (`wa_id`), user id and profile. */
 export const CloudContact = z.looseObject({
-  wa_id: Given,
+  wa_id: GivenDigits,
   user_id: Given,
   profile: z.looseObject({ name: Given, username: Given }).optional().catch(undefined),
 });
@@ -174,19 +196,30 @@ const APPLIED_FIELDS = new Set([
  * Splits a verified payload into its statuses, messages, quality and account
  * updates, the numbers' `errors`, and the changes of other fields; null when it
  * is not an operator payload at all. Entries and changes of no readable shape
- * are skipped.
+ * are skipped, and logged (how many of each, and the WABA ids: never content).
  */
 export function splitPayload(raw: unknown): UpstreamItem[] | null {
   const parsed = Envelope.safeParse(raw);
   if (!parsed.success) return null;
   const items: UpstreamItem[] = [];
+  const skipped = { entries: 0, changes: 0, values: 0, withoutNumber: 0, wabaIds: new Set<string>() };
   for (const rawEntry of parsed.data.entry) {
     const entry = Entry.safeParse(rawEntry);
-    if (!entry.success) continue;
+    if (!entry.success) {
+      skipped.entries++;
+      continue;
+    }
     const wabaId = entry.data.id === undefined ? null : String(entry.data.id);
+    const skip = (what: "changes" | "values" | "withoutNumber") => {
+      skipped[what]++;
+      if (wabaId !== null) skipped.wabaIds.add(wabaId.slice(0, 32));
+    };
     for (const rawChange of entry.data.changes) {
       const change = Change.safeParse(rawChange);
-      if (!change.success) continue;
+      if (!change.success) {
+        skip("changes");
+        continue;
+      }
       const { field, value } = change.data;
       if (field === "phone_number_quality_update") {
         items.push({ kind: "quality", wabaId, update: value });
@@ -207,10 +240,17 @@ export function splitPayload(raw: unknown): UpstreamItem[] | null {
         items.push({ kind: "field", wabaId, phoneNumberId: phoneNumberId ?? null, field: field.slice(0, 64) });
         continue;
       }
-      if (!messages.success) continue;
+      if (!messages.success) {
+        skip("values");
+        continue;
+      }
       const errors = messages.data.errors ?? [];
       if (errors.length > 0) items.push({ kind: "errors", wabaId, phoneNumberId: phoneNumberId ?? null, errors });
-      if (!phoneNumberId) continue;
+      if (!phoneNumberId) {
+        // Statuses and messages that name no number of ours can be applied nowhere.
+        if ((messages.data.statuses?.length ?? 0) + (messages.data.messages?.length ?? 0) > 0) skip("withoutNumber");
+        continue;
+      }
       for (const status of messages.data.statuses ?? []) items.push({ kind: "status", phoneNumberId, status });
       for (const message of messages.data.messages ?? [])
         items.push({
@@ -221,6 +261,9 @@ export function splitPayload(raw: unknown): UpstreamItem[] | null {
         });
     }
   }
+  const { wabaIds, ...counts } = skipped;
+  if (counts.entries + counts.changes + counts.values + counts.withoutNumber > 0)
+    log("warn", "operator payload parts not understood; dropped", { ...counts, wabaIds: [...wabaIds].join(",") });
   return items;
 }
 
@@ -232,19 +275,21 @@ export function splitPayload(raw: unknown): UpstreamItem[] | null {
 function contactOf(message: unknown, contacts: unknown[] | undefined, messages: number): { contact?: unknown } {
   if (!contacts || contacts.length === 0) return {};
   const m = message && typeof message === "object" ? (message as Record<string, unknown>) : {};
+  // Ids compare as text: a relay may have turned the digits of one side into a number.
+  const text = (v: unknown) => (typeof v === "string" || typeof v === "number" ? String(v) : undefined);
   const names = (c: unknown, field: string, value: unknown) =>
-    typeof value === "string" &&
-    value !== "" &&
+    text(value) !== undefined &&
+    text(value) !== "" &&
     c &&
     typeof c === "object" &&
-    (c as Record<string, unknown>)[field] === value;
+    text((c as Record<string, unknown>)[field]) === text(value);
   const found = contacts.find((c) => names(c, "wa_id", m.from) || names(c, "user_id", m.from_user_id));
   if (found !== undefined) return { contact: found };
   return contacts.length === 1 && messages === 1 ? { contact: contacts[0] } : {};
 }
 
-/** The operator's timestamps are unix seconds as strings. */
-export const operatorTime = (ts: string | undefined, fallback: number): number => {
+/** The operator's timestamps are unix seconds, as strings or numbers (UnixSeconds). */
+export const operatorTime = (ts: string | number | undefined, fallback: number): number => {
   const seconds = Number(ts);
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : fallback;
 };
