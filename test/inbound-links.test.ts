@@ -79,8 +79,16 @@ describe("replies and reactions", () => {
     ]);
     expect(events.map((e) => ({ type: e.data.type, replyTo: e.data.replyTo, reaction: e.data.reaction }))).toEqual([
       { type: "text", replyTo: { messageId: jobId, upstreamMessageId: "wamid.OUT1" }, reaction: null },
-      { type: "reaction", replyTo: null, reaction: { messageId: jobId, upstreamMessageId: "wamid.OUT1", emoji: "👍" } },
-      { type: "reaction", replyTo: null, reaction: { messageId: jobId, upstreamMessageId: "wamid.OUT1", emoji: null } },
+      {
+        type: "reaction",
+        replyTo: null,
+        reaction: { messageId: jobId, upstreamMessageId: "wamid.OUT1", emoji: "👍", removed: false },
+      },
+      {
+        type: "reaction",
+        replyTo: null,
+        reaction: { messageId: jobId, upstreamMessageId: "wamid.OUT1", emoji: null, removed: true },
+      },
       {
         type: "text",
         replyTo: { messageId: first!.data.messageId, upstreamMessageId: "wamid.IN.FIRST" },
@@ -93,6 +101,29 @@ describe("replies and reactions", () => {
       // The record says the same, and every rebuild of the event (a replay) is the event that left.
       const view = await json(await api(`/messages/${e.data.messageId}`, t.key));
       expect(InboundMessage.parse(view)).toMatchObject({ replyTo: e.data.replyTo, reaction: e.data.reaction });
+      expect(await eventsOfMessage(t.workspaceId, e.data.messageId)).toEqual([e]);
+    }
+  });
+
+  it("a removed reaction (the operator's emoji empty or left out) says so in the event and the record: removed, emoji null, the operator's part as sent", async () => {
+    const t = await cloudTenant();
+    const jobId = await sent(t, { to: "5511912345678" }, "wamid.OUT2");
+    const user = { from: "5511912345678" };
+    const events = await inbound(t, user, { wa_id: "5511912345678" }, [
+      { type: "reaction", reaction: { message_id: "wamid.OUT2", emoji: "❤️" } },
+      { type: "reaction", reaction: { message_id: "wamid.OUT2", emoji: "" } },
+      { type: "reaction", reaction: { message_id: "wamid.OUT2" } },
+    ]);
+    const link = { messageId: jobId, upstreamMessageId: "wamid.OUT2" };
+    expect(events.map((e) => [e.data.type, e.data.reaction, e.data.content])).toEqual([
+      ["reaction", { ...link, emoji: "❤️", removed: false }, { message_id: "wamid.OUT2", emoji: "❤️" }],
+      ["reaction", { ...link, emoji: null, removed: true }, { message_id: "wamid.OUT2", emoji: "" }],
+      ["reaction", { ...link, emoji: null, removed: true }, { message_id: "wamid.OUT2" }],
+    ]);
+    for (const e of events) {
+      expect(MessageReceivedData.parse(e.data)).toEqual(e.data);
+      const view = await json(await api(`/messages/${e.data.messageId}`, t.key));
+      expect(InboundMessage.parse(view)).toMatchObject({ reaction: e.data.reaction, content: e.data.content });
       expect(await eventsOfMessage(t.workspaceId, e.data.messageId)).toEqual([e]);
     }
   });

@@ -33,6 +33,11 @@ export const Reaction = z
     }),
     upstreamMessageId: z.string().openapi({ description: "The operator's id of the message reacted to." }),
     emoji: Text.openapi({ description: "The emoji; null when the user removed their reaction." }),
+    // Optional in the schema so that v1's document only gains a field; every view and event has it.
+    removed: z.boolean().optional().openapi({
+      description:
+        "True when the user removed their reaction (the operator sent no emoji, or an empty one; `emoji` is then null).",
+    }),
   })
   .openapi("Reaction", { description: "For `type: reaction`: the message reacted to, and the emoji." });
 export type Reaction = z.infer<typeof Reaction>;
@@ -165,8 +170,15 @@ export function inboundExtrasOf(
     username: keyOf(d, "username") ?? null,
     replyTo: replyTo ? { messageId: replyTo.messageId ?? null, upstreamMessageId: replyTo.upstreamMessageId } : null,
     forwarded: keyOf(d, "forwarded") ?? null,
+    // Removal is read from the emoji (also for records made before `removed` was shown): the
+    // operator's removal carries none, and a reaction that has one is never a removal.
     reaction: reaction
-      ? { messageId: reaction.messageId ?? null, upstreamMessageId: reaction.upstreamMessageId, emoji: reaction.emoji }
+      ? {
+          messageId: reaction.messageId ?? null,
+          upstreamMessageId: reaction.upstreamMessageId,
+          emoji: reaction.emoji,
+          removed: reaction.emoji === null,
+        }
       : null,
     referral: referral ? nullsOf(REFERRAL_KEYS, referral) : null,
     system: system ? nullsOf(CHANGE_KEYS, system) : null,

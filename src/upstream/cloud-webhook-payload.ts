@@ -89,7 +89,12 @@ export const CloudInbound = z.looseObject({
     .catch(undefined),
   /** The click-to-chat ad or post the user came from. */
   referral: z.record(z.string(), z.unknown()).optional().catch(undefined),
-  reaction: z.looseObject({ message_id: Given, emoji: Given }).optional().catch(undefined),
+  // `emoji` is kept as sent (an empty one is the user removing the reaction): the record's content is
+  // the operator's part unchanged; inbound-message.ts reads "" and absent alike.
+  reaction: z
+    .looseObject({ message_id: Given, emoji: z.string().optional().catch(undefined) })
+    .optional()
+    .catch(undefined),
   /** `type: system`: the user changed number (`wa_id` the new one) or user id (`user_id` the new one). */
   system: z
     .looseObject({

@@ -77,8 +77,9 @@ export function detailsOf(m: CloudInbound, sender: Sender): InboundDetails {
   if (m.context?.id) d.replyTo = { upstreamMessageId: m.context.id };
   if (m.context?.frequently_forwarded) d.forwarded = "frequently_forwarded";
   else if (m.context?.forwarded) d.forwarded = "forwarded";
+  // The operator removes a reaction with no emoji, or an empty one: both are stored as null.
   if (m.type === "reaction" && m.reaction?.message_id)
-    d.reaction = { upstreamMessageId: m.reaction.message_id, emoji: m.reaction.emoji ?? null };
+    d.reaction = { upstreamMessageId: m.reaction.message_id, emoji: m.reaction.emoji || null };
   if (m.referral) d.referral = referralOf(m.referral);
   if (m.type === "system" && m.system) {
     d.system = {

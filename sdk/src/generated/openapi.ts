@@ -535,6 +535,8 @@ export interface components {
             upstreamMessageId: string;
             /** @description The emoji; null when the user removed their reaction. */
             emoji: string | null;
+            /** @description True when the user removed their reaction (the operator sent no emoji, or an empty one; `emoji` is then null). */
+            removed?: boolean;
         } | null;
         /** @description The ad or post the user clicked to start the conversation (click-to-chat ads). A field the operator left out is null. */
         Referral: {
