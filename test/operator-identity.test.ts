@@ -192,6 +192,48 @@ describe("sending to a user id: toUserId", () => {
     ).toBe(201);
   });
 
+  it("accepts every shape of user id the operator documents (a BSUID, a parent BSUID with ENT, 128 characters after the country), sent as given; other shapes are a 400 naming the field and its rule", async () => {
+    // The operator's BSUID: an ISO 3166 alpha-2 country code, a dot, up to 128 letters and digits;
+    // a parent BSUID (shared by linked business portfolios) has `ENT.` after the country.
+    const t = await cloudTenant();
+    const calls = mockOperator((call, i) => acceptedFor(call, `wamid.SHAPE${i}`));
+    const documented = [
+      "US.13491208655302741918",
+      "BR.1502576394655843",
+      "US.ENT.11815799212886844830",
+      `IN.${"7".repeat(128)}`,
+      `HK.ENT.${"Ab3".repeat(42)}xy`,
+    ];
+    const jobs: string[] = [];
+    for (const toUserId of documented) {
+      jobs.push(await sendTo(t, { toUserId }));
+      for (let i = 0; i < 4 && calls.length < jobs.length; i++) {
+        await drain(t.numberId);
+        clock.advance(1_100);
+      }
+    }
+    expect(calls.map((c) => c.body.recipient)).toEqual(documented);
+    for (const [i, toUserId] of documented.entries()) {
+      expect(await json(await api(`/messages/${jobs[i]}`, t.key))).toMatchObject({ to: null, toUserId });
+      const listed = await json<{ data: { id: string }[] }>(await api(`/messages?to=${toUserId}`, t.key));
+      expect(listed.data.map((m) => m.id)).toEqual([jobs[i]]);
+      expect(await windowOf(t, toUserId)).toMatchObject({ windowOpen: false });
+    }
+
+    const rules = async (toUserId: string) => {
+      const bad = await expectError(
+        await send(t.key, crypto.randomUUID(), { channelNumberId: t.numberId, toUserId, text: { body: "x" } }),
+        400,
+        "invalid_request",
+      );
+      return bad.error.details?.map((d) => `${d.path}:${d.rule}`);
+    };
+    for (const shape of ["us.13491208655302741918", "USA.1349", "US13491208655302741918", "US.ENT.", "US.1349-1208"])
+      expect(await rules(shape), shape).toEqual(["toUserId:invalid_format"]);
+    expect(await rules(`US.${"1".repeat(158)}`)).toEqual(["toUserId:max"]);
+    expect(calls).toHaveLength(documented.length);
+  });
+
   it("counts against the number's 2-per-second limit and leaves in acceptance order, like a phone number", async () => {
     const t = await cloudTenant();
     const calls = mockOperator((call, i) => acceptedFor(call, `wamid.O${i}`));

@@ -10,7 +10,11 @@ export const isPhoneNumber = (id: string): boolean => /^[0-9]+$/.test(id);
 /**
  * A business-scoped user id as the operator writes it: two capital letters (the country), then
  * dot-separated letters and digits (a parent id adds `ENT.`). 160 characters at most, well above
- * the operator's 128 after the country.
+ * the operator's 128 after the country. The shapes, from the operator's "Business-scoped user IDs"
+ * page (developers.facebook.com/documentation/business-messaging/whatsapp/business-scoped-user-ids/):
+ * an ISO 3166 alpha-2 code, a period and up to 128 alphanumeric characters (`US.13491208655302741918`),
+ * and the parent id of linked portfolios (`US.ENT.11815799212886844830`). Read loosely past that
+ * (more dot-separated parts), so that a shape the operator adds still reaches its user.
  */
 export const USER_ID = /^[A-Z]{2}(\.[A-Za-z0-9]+)+$/;
 export const MAX_USER_ID_LENGTH = 160;
