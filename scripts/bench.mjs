@@ -11,16 +11,17 @@
 // then, on one more workspace (100 numbers):
 //   storage                             the workspace object's SQLite file before and after
 //                                       STORAGE_SENDS accepted sends: bytes per message
-//   (stop, write SEED_MESSAGES message records into that file, start again on the same state)
-//   (a2) GET /api/v1/me                 the baseline of the restarted runtime
+//   (seed SEED_MESSAGES message records into the list workspace's object: POST /bench/seed)
+//   (a2) GET /api/v1/me                 the baseline before the list cases
 //   (e) (f) (g) GET /api/v1/messages    first page, a filtered page, the second page (cursor),
 //                                       on the workspace with a million messages
 //   (a2') GET /api/v1/me                its drift check
 // It also counts the D1 statements the Worker runs per accepted send (Server-Timing,
-// SERVER_TIMING=true), compares the send ratios with bench/baseline.json, and writes
+// SERVER_TIMING=true), compares the send ratios with an earlier run's (.wrangler/bench-baseline.json), and writes
 // the tables, the arithmetic and the machine to bench/results.md.
-// `node scripts/bench.mjs --save-baseline` also writes this run's ratios to bench/baseline.json.
+// `node scripts/bench.mjs --save-baseline` also writes this run's ratios there, for the next run on this machine.
 //
+// The Worker is the bench's own entry (bench/worker.ts): production's, with the seed route.
 // Everything it starts is its own: wrangler dev on 127.0.0.1 (port BENCH_PORT and the
 // next one for the inspector when set, free ports otherwise) with its own state
 // (.wrangler/bench-state, deleted at start), its own tenants, and it stops the whole
@@ -52,7 +53,7 @@ import { retentionState } from "./bench/workspace-file.mjs";
 const STATE_DIR = join(ROOT, ".wrangler", "bench-state");
 const LOG_FILE = join(ROOT, ".wrangler", "bench-wrangler.log");
 const RESULTS_FILE = join(ROOT, "bench", "results.md");
-const BASELINE_FILE = join(ROOT, "bench", "baseline.json");
+const BASELINE_FILE = join(ROOT, ".wrangler", "bench-baseline.json");
 const SAVE_BASELINE = process.argv.includes("--save-baseline");
 /** Our environment for wrangler: no telemetry. */
 const WRANGLER_ENV = { WRANGLER_SEND_METRICS: "false" };
@@ -75,7 +76,7 @@ function tailOfLog(lines = 30) {
   }
 }
 
-/** The ratios of a previous run that this run's send ratios are compared with (bench/baseline.json), or null. */
+/** The ratios of an earlier run that this run's send ratios are compared with, or null. */
 function readBaseline() {
   try {
     return JSON.parse(readFileSync(BASELINE_FILE, "utf8"));
@@ -110,10 +111,11 @@ async function main() {
   const inspectorPort = fixedPort ? fixedPort + 1 : await freePort();
   const baseUrl = `http://${HOST}:${port}`;
 
-  /** wrangler dev on the bench's state and ports; the second start (after seeding) finds the same state. @param {string} label */
+  /** wrangler dev on the bench's state and ports. @param {string} label */
   async function startWorker(label) {
     say(`starting wrangler dev on ${baseUrl} (SERVER_TIMING=true; log: ${LOG_FILE.slice(ROOT.length + 1)})`);
     current = new LocalWorker({
+      script: "bench/worker.ts",
       port,
       inspectorPort,
       state: STATE_DIR,
@@ -142,7 +144,7 @@ async function main() {
   /** @type {BenchContext} */
   const ctx = {
     runId,
-    // The runtime's CPU is that of the Worker's process group now (it changes at the restart).
+    // The runtime's CPU is that of the Worker's process group now.
     load: loadRunner({ baseUrl, group: () => (process.platform === "win32" ? null : (current?.pid ?? null)) }),
     call: (method, path, token, body) => callApi(baseUrl, method, path, token, body),
     say,
@@ -157,23 +159,21 @@ async function main() {
   };
 
   await startWorker("wrangler dev ready");
-  const { workspaces, store, targets } = await createTenants(ctx, adminToken);
-  const requestCases = await runRequestCases(ctx, { workspaces, targets });
+  const { workspaces, store, list, targets } = await createTenants(ctx, adminToken);
+  const requestCases = await runRequestCases(ctx, { workspaces, targets, adminToken });
   stillRunning();
-  const { storage, storeFile } = await runStorageCase(ctx, { store, stateDir: STATE_DIR, adminToken });
-  const { seed, listResults } = await runListCases(ctx, {
-    store,
+  const { storage } = await runStorageCase(ctx, { store, stateDir: STATE_DIR, adminToken });
+  const { seed, listResults, listFile } = await runListCases(ctx, {
+    list,
     workspaces,
-    storeFile,
-    root: ROOT,
-    stopWorker,
-    startWorker: () => startWorker("wrangler dev restart"),
+    stateDir: STATE_DIR,
+    adminToken,
   });
   stillRunning();
   await stopWorker();
   say("stopped wrangler dev");
   // The retention alarm must have left the seeded rows where they were for the whole measurement.
-  const retained = retentionState(storeFile);
+  const retained = retentionState(listFile);
 
   const report = buildReport({
     ...requestCases,

@@ -24,7 +24,7 @@ export const READY_LIMIT_MS = 90_000;
 // A safety net, well above the ~4 minutes of a run on an idle machine: a busy one makes every phase slower.
 export const RUN_LIMIT_MS = 600_000;
 
-// The storage and list workspace: its own, so that (b)–(d) are what they were before it existed.
+// The storage and list workspaces: their own, so that (b)–(d) are what they were before they existed.
 export const STORAGE_NUMBERS = 100; // the scale plan's maximum
 /** Sends measured for bytes per message: with the warm-up send per number, under the 1200/min window. */
 export const STORAGE_SENDS = 1_000;
@@ -32,6 +32,8 @@ export const STORAGE_SENDS = 1_000;
 export const STORAGE_RATE = STORAGE_NUMBERS;
 if (STORAGE_NUMBERS + STORAGE_SENDS >= WORKSPACE_LIMIT_PER_MIN)
   throw new Error("the storage sends would reach the workspace limit");
+/** The storage budget's average body, of the storage sends and of the seeded records (bench/seed.ts BODY_CHARS). */
+export const BODY_CHARS = 200;
 export const SEED_MESSAGES = 1_000_000;
 /** Numbers the seeded messages are spread over: a busy workspace's few numbers. */
 export const SEED_NUMBERS = 10;

@@ -28,15 +28,25 @@ const auth = (apiKey) => `Bearer ${apiKey}`;
 /**
  * POST /messages round-robin over `over`; every request has a fresh Idempotency-Key. Accepted
  * sends are pushed to `accepted` and counted per workspace in `perWorkspace` (when it has it).
- * @param {{ runId: string, prefix: string, tally: Tally, accepted: Accepted[] | null, over: Target[], bodyOf: (numberId: string, j: number) => string, perWorkspace?: Map<string, number> }} o
+ * `path` is the accept baseline's instead of the send's for (k).
+ * @param {{ runId: string, prefix: string, tally: Tally, accepted: Accepted[] | null, over: Target[], bodyOf: (numberId: string, j: number) => string, perWorkspace?: Map<string, number>, path?: string }} o
  * @returns {LoadRequest[]}
  */
-export function sendRequests({ runId, prefix, tally, accepted, over, bodyOf, perWorkspace }) {
+export function sendRequests({
+  runId,
+  prefix,
+  tally,
+  accepted,
+  over,
+  bodyOf,
+  perWorkspace,
+  path = "/api/v1/messages",
+}) {
   let j = 0;
   return [
     {
       method: "POST",
-      path: "/api/v1/messages",
+      path,
       setupRequest: (req, context) => {
         const i = j++;
         const { ws, numberId } = /** @type {Target} */ (over[i % over.length]);

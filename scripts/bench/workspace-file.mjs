@@ -1,11 +1,40 @@
 // `npm run bench`: reads a workspace object's SQLite file in wrangler dev's local
 // state (read-only; the file is in WAL mode, so reading beside the running
-// object is safe): which file is whose, its size and where the bytes are, and
-// what GET /messages must answer for it.
+// object is safe): which file is whose, its size and where the bytes are.
 import { readdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
-import { loadSqlite } from "./seed-messages.mjs";
-import { isDeliveryTable, listPageOf, slotOfId, slotOfTable, slotTable } from "./slots.mjs";
+
+const require = createRequire(import.meta.url);
+
+/**
+ * node:sqlite without its "experimental" warning on every run (Node 22 prints one on first load).
+ * @returns {typeof import("node:sqlite")}
+ */
+function loadSqlite() {
+  const emit = process.emitWarning;
+  process.emitWarning = /** @type {typeof process.emitWarning} */ (
+    (/** @type {string | Error} */ warning, /** @type {unknown[]} */ ...rest) => {
+      if (String(warning).includes("SQLite is an experimental feature")) return;
+      Reflect.apply(emit, process, [warning, ...rest]);
+    }
+  );
+  try {
+    return require("node:sqlite");
+  } finally {
+    process.emitWarning = emit;
+  }
+}
+
+/** The slot of a slot table's name (`m_<slot>`, day-tables.ts), or null for any other table. @param {string} name */
+function slotOfTable(name) {
+  const m = /^m_(\d+)$/.exec(name);
+  return m ? Number(m[1]) : null;
+}
+/** @param {number} slot */
+const slotTable = (slot) => `m_${slot}`;
+/** Whether a table is a day table of the delivery log (delivery-log.ts `d_<day>`). @param {string} name */
+const isDeliveryTable = (name) => /^d_\d+$/.test(name);
 
 /** @typedef {import("node:sqlite").DatabaseSync} Database */
 
@@ -49,18 +78,15 @@ const slotsOf = (db) =>
  * @param {string} stateDir @param {string} messageId
  */
 export function findWorkspaceFile(stateDir, messageId) {
-  const slot = slotOfId(messageId);
-  if (slot === null) throw new Error(`${messageId} is not a UUIDv7 message id`);
   const doDir = join(stateDir, "v3", "do");
   const classDir = readdirSync(doDir).find((d) => d.endsWith("-WorkspaceDurableObject"));
   if (!classDir) return null;
   for (const name of readdirSync(join(doDir, classDir))) {
     if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
     const file = join(doDir, classDir, name);
-    const owns = withDatabase(file, (db) => {
-      if (!tableNames(db).includes(slotTable(slot))) return false;
-      return Boolean(db.prepare(`SELECT 1 FROM ${slotTable(slot)} WHERE id = ?`).get(messageId));
-    });
+    const owns = withDatabase(file, (db) =>
+      slotsOf(db).some((slot) => db.prepare(`SELECT 1 FROM ${slotTable(slot)} WHERE id = ?`).get(messageId)),
+    );
     if (owns) return file;
   }
   return null;
@@ -181,32 +207,5 @@ export function pendingWork(file) {
     for (const t of tableNames(db).filter(isDeliveryTable))
       logged += numberOf(db.prepare(`SELECT SUM(json_array_length(attempts)) AS n FROM ${t}`).get(), "n");
     return { active, logged };
-  });
-}
-
-/**
- * The ids GET /messages must answer (limit `limit`): the first page, the second one (after the
- * first page's cursor), and a page filtered by status and number, as the object reads them
- * (slots.mjs listPageOf: its scan budget, the filters applied to what was read).
- * @param {string} file @param {{ status: string, channelNumberId: string, limit: number }} page
- */
-export function expectedPages(file, { status, channelNumberId, limit }) {
-  return withDatabase(file, (db) => {
-    const slots = slotsOf(db);
-    /** @type {(slot: number, beforeId: string | null, n: number) => import("./slots.mjs").ListedRow[]} */
-    const readSlot = (slot, beforeId, n) =>
-      /** @type {import("./slots.mjs").ListedRow[]} */ (
-        /** @type {unknown} */ (
-          db
-            .prepare(
-              `SELECT id, status, channel_number_id, direction, recipient FROM ${slotTable(slot)}${beforeId === null ? "" : " WHERE id < ?"} ORDER BY id DESC LIMIT ?`,
-            )
-            .all(...(beforeId === null ? [n] : [beforeId, n]))
-        )
-      );
-    const first = listPageOf(slots, readSlot, { filter: {}, limit });
-    const second = listPageOf(slots, readSlot, { filter: {}, limit, beforeId: first.ids.at(-1) ?? null });
-    const filtered = listPageOf(slots, readSlot, { filter: { status, channelNumberId }, limit });
-    return { first: first.ids, second: second.ids, filtered: filtered.ids, filterScanned: filtered.read };
   });
 }

@@ -270,6 +270,7 @@ export async function prepareState(state) {
 /**
  * @typedef {object} WorkerOptions
  * @property {number} port
+ * @property {string} [script] the Worker's entry instead of wrangler.toml's `main` (the bench's own, bench/worker.ts)
  * @property {number} [inspectorPort] wrangler's default (9229) when unset
  * @property {string} [state] `--persist-to`; wrangler's default `.wrangler/state` when unset
  * @property {string} [envFile] secrets (`--env-file`); `.dev.vars` when unset
@@ -284,12 +285,13 @@ export async function prepareState(state) {
 export class LocalWorker {
   /** @param {WorkerOptions & OutputOptions} options */
   constructor(options) {
-    const { port, inspectorPort, state, envFile, vars = {}, logLevel, env = {}, pipeStdout } = options;
+    const { port, script, inspectorPort, state, envFile, vars = {}, logLevel, env = {}, pipeStdout } = options;
     this.port = port;
     this.baseUrl = `http://${HOST}:${port}`;
     this.sink = outputSink(options);
     const args = [
       "dev",
+      ...(script ? [script] : []),
       "--ip",
       HOST,
       "--port",

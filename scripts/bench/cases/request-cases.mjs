@@ -41,9 +41,9 @@ async function settle(ctx, sends) {
 
 /**
  * @param {BenchContext} ctx
- * @param {{ workspaces: import("../requests.mjs").Workspace[], targets: import("../requests.mjs").Target[] }} tenants
+ * @param {{ workspaces: import("../requests.mjs").Workspace[], targets: import("../requests.mjs").Target[], adminToken: string }} tenants
  */
-export async function runRequestCases(ctx, { workspaces, targets }) {
+export async function runRequestCases(ctx, { workspaces, targets, adminToken }) {
   const { runId } = ctx;
   /** @param {string} numberId @param {number} j */
   const sendBody = (numberId, j) =>
@@ -53,8 +53,8 @@ export async function runRequestCases(ctx, { workspaces, targets }) {
       text: { body: `bench ${runId} message ${j}` },
     });
   const perWorkspaceAccepted = new Map(workspaces.map((ws) => [ws.id, 0]));
-  /** @param {string} prefix @param {import("../statistics.mjs").Tally} tally @param {Accepted[]} accepted */
-  const sends = (prefix, tally, accepted) =>
+  /** @param {string} prefix @param {import("../statistics.mjs").Tally} tally @param {Accepted[]} accepted @param {string} [path] */
+  const sends = (prefix, tally, accepted, path) =>
     sendRequests({
       runId,
       prefix,
@@ -62,8 +62,15 @@ export async function runRequestCases(ctx, { workspaces, targets }) {
       accepted,
       over: targets,
       bodyOf: sendBody,
-      perWorkspace: perWorkspaceAccepted,
+      perWorkspace: path ? undefined : perWorkspaceAccepted,
+      path,
     });
+  const numberIds = targets.map((t) => t.numberId);
+  /** Holds or releases every number's delivery (bench/worker.ts). @param {boolean} held */
+  const hold = async (held) => {
+    const res = await ctx.call("POST", "/bench/hold", adminToken, { numberIds, held });
+    if (res.status !== 204) ctx.fail(`POST /bench/hold answered ${res.status}: ${res.text.slice(0, 300)}`);
+  };
   /** @type {CaseRow[]} */
   const results = [];
 
@@ -94,10 +101,28 @@ export async function runRequestCases(ctx, { workspaces, targets }) {
   const warmSettle = await ctx.phase("warm-up delivery", () => settle(ctx, warmAccepted));
   await sleep(AFTER_WARMUP_MS);
 
-  // ---- (b) accepted sends
+  // ---- (k) the accept path's baseline: the same requests, paced alike, doing a send's work minus its rules
   ctx.say(
-    `(b) POST /api/v1/messages, round-robin over ${NUMBERS} numbers in ${WORKSPACES} workspaces, at most ${SEND_RATE_CAP}/s, ${DURATION_S} s`,
+    `(k) POST /bench/accept-baseline, the same bodies over the same keys, at most ${SEND_RATE_CAP}/s, ${DURATION_S} s`,
   );
+  tally = newTally();
+  const acceptBaseline = summarize(
+    "(k)",
+    "POST /bench/accept-baseline (the accept path's baseline)",
+    await ctx.load({
+      duration: DURATION_S,
+      overallRate: SEND_RATE_CAP,
+      ignoreCoordinatedOmission: true,
+      requests: sends("k", tally, [], "/bench/accept-baseline"),
+    }),
+    tally,
+  );
+
+  // ---- (b) accepted sends, their delivery held: the accept path alone
+  ctx.say(
+    `(b) POST /api/v1/messages, round-robin over ${NUMBERS} numbers in ${WORKSPACES} workspaces, at most ${SEND_RATE_CAP}/s, ${DURATION_S} s, delivery held`,
+  );
+  await hold(true);
   /** @type {Accepted[]} */
   const accepted = [];
   tally = newTally();
@@ -111,11 +136,12 @@ export async function runRequestCases(ctx, { workspaces, targets }) {
   results.push(summarize("(b)", "POST /api/v1/messages, accepted (201)", bRaw, tally, { capped: true }));
   if (accepted.length === 0) ctx.fail(`(b) accepted no send: ${JSON.stringify(bRaw.statusCodeStats)}`);
 
-  // ---- settle: let the number outboxes deliver what (b) queued before measuring (c) and (d)
+  // ---- the delivery pipeline apart: (b)'s backlog released at once, timed until delivered
+  await hold(false);
   const { settled, ms: settleMs } = await ctx.phase("(b) delivery", () => settle(ctx, accepted));
   ctx.say(
     settled
-      ? `(b)'s sends were delivered upstream (sandbox) ${(settleMs / 1000).toFixed(1)} s after (b) ended`
+      ? `(b)'s ${accepted.length} sends were delivered upstream (sandbox) ${(settleMs / 1000).toFixed(1)} s after their release`
       : `(b)'s sends were not all delivered after ${SETTLE_LIMIT_MS / 1000} s; measuring anyway`,
   );
 
@@ -155,5 +181,5 @@ export async function runRequestCases(ctx, { workspaces, targets }) {
     ),
   );
 
-  return { results, accepted, warmRow, warmSettle, settled, settleMs, perWorkspaceAccepted };
+  return { results, acceptBaseline, accepted, warmRow, warmSettle, settled, settleMs, perWorkspaceAccepted };
 }

@@ -12,8 +12,7 @@ import { sleep } from "../context.mjs";
 const WEBHOOKS_PER_KEY = 50;
 /** How long nothing may change before the storage workspace counts as done (its last change is then the measure). */
 const QUIET_MS = 3_000;
-import { BODY_CHARS } from "../seed-messages.mjs";
-import { SETTLE_LIMIT_MS, STORAGE_NUMBERS, STORAGE_RATE, STORAGE_SENDS } from "../parameters.mjs";
+import { BODY_CHARS, SETTLE_LIMIT_MS, STORAGE_NUMBERS, STORAGE_RATE, STORAGE_SENDS } from "../parameters.mjs";
 import { sendRequests } from "../requests.mjs";
 import { newTally } from "../statistics.mjs";
 import { findWorkspaceFile, pendingWork, storageOf } from "../workspace-file.mjs";
@@ -31,7 +30,8 @@ import { findWorkspaceFile, pendingWork, storageOf } from "../workspace-file.mjs
 export async function runStorageCase(ctx, { store, stateDir, adminToken }) {
   /** @type {Map<string, string>} */
   const secrets = new Map();
-  const receiverPort = await freePort();
+  // BENCH_PORT fixes the Worker's port, the inspector's (the next) and the receiver's (the one after).
+  const receiverPort = process.env.BENCH_PORT ? Number(process.env.BENCH_PORT) + 2 : await freePort();
   const receiver = await startReceiver({ port: receiverPort, failShare: 0, random: seededRandom(1), secrets });
   try {
     return await measure(ctx, { store, stateDir, adminToken, receiver, receiverPort, secrets });

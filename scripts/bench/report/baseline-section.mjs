@@ -1,17 +1,23 @@
-// `npm run bench`, report: this run's send ratios against the committed baseline (bench/baseline.json).
+// `npm run bench`, report: this run's send ratios against an earlier run's on this machine (.wrangler/bench-baseline.json,
+// written by `--save-baseline`; not committed: bench/results.md is the one result file).
 import { f0, f2, pct } from "./format.mjs";
 
 /** A case's req/s and p99 as ratios to (a) of the same run. @typedef {{ rps: number, p99: number }} Ratio */
-/** bench/baseline.json. @typedef {{ source?: string, drift?: number, ratios?: Record<string, Ratio> }} Baseline */
+/** .wrangler/bench-baseline.json. @typedef {{ source?: string, drift?: number, ratios?: Record<string, Ratio> }} Baseline */
 
 /**
- * This run's send ratios against bench/baseline.json, with the drift of both runs as the noise bound.
+ * This run's send ratios against .wrangler/bench-baseline.json, with the drift of both runs as the noise bound.
  * @param {Baseline | null} baseline @param {Record<string, Ratio>} ratios @param {number} drift
  * @returns {string[]}
  */
 export function baselineSection(baseline, ratios, drift) {
   if (!baseline)
-    return ["## Send ratios against the baseline", "", "No bench/baseline.json: nothing to compare with.", ""];
+    return [
+      "## Send ratios against an earlier run",
+      "",
+      "No earlier run saved on this machine (`--save-baseline`): nothing to compare with.",
+      "",
+    ];
   const bound = Math.max(Math.abs(drift), Math.abs(baseline.drift ?? 0));
   /** @type {string[]} */
   const verdicts = [];
@@ -25,7 +31,7 @@ export function baselineSection(baseline, ratios, drift) {
     return `| ${label} | ${f2(was.rps)} | ${f2(now.rps)} | ${pct(dRps)} | ${f2(was.p99)} | ${f2(now.p99)} | ${pct(dP99)} |`;
   });
   return [
-    "## Send ratios against the baseline (`bench/baseline.json`)",
+    "## Send ratios against an earlier run (`.wrangler/bench-baseline.json`)",
     "",
     `Baseline: ${baseline.source ?? "unknown"} (drift in that run ${f0(Math.abs(baseline.drift ?? 0) * 100)}%). Only ratios to (a) of the same run are compared.`,
     "",

@@ -1,6 +1,5 @@
 // `npm run bench`, report: bytes per message in the workspace object (the storage case).
-import { AGREE_WITHIN, BUDGET_BYTES_PER_ROW, STORAGE_NUMBERS } from "../parameters.mjs";
-import { BODY_CHARS } from "../seed-messages.mjs";
+import { AGREE_WITHIN, BODY_CHARS, BUDGET_BYTES_PER_ROW, STORAGE_NUMBERS } from "../parameters.mjs";
 import { f0, f1, f2, mib, pct } from "./format.mjs";
 
 /** @typedef {import("../cases/storage.mjs").StorageMeasure} StorageMeasure */

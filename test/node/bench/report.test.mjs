@@ -59,6 +59,7 @@ const run = (over = {}) => ({
     row("(d)", 900),
     row("(a')", 950),
   ],
+  acceptBaseline: row("(k)", 300, { p99: 20 }),
   accepted: [{ apiKey: "k", workspaceId: "w1", numberId: "n1", key: "i1", body: "{}", jobId: "j1" }],
   warmRow: row("(w)", 100),
   warmSettle: { settled: true, ms: 1_500 },
@@ -90,9 +91,7 @@ const run = (over = {}) => ({
       "failed-after-sent": 50_000,
       inbound: 200_000,
     },
-    slotTables: 7,
     storage: storage(1_000_000, 900_000_000),
-    filterScanned: 1_000,
     firstListMs: 120,
     retained: { records: 1_000_000, slotTables: 2, historyDays: 0 },
   },
@@ -138,9 +137,10 @@ describe("buildReport", () => {
       "## D1 statements per accepted send",
       "## Arithmetic",
       "## Where the time goes",
+      "## The accept path, like with like",
       "## Storage",
       "## GET /messages",
-      "## Send ratios against the baseline",
+      "## Send ratios against an earlier run",
     ]) {
       expect(markdown).toContain(heading);
     }
@@ -148,6 +148,10 @@ describe("buildReport", () => {
     expect(markdown).toContain("| (b) | the request of (b) | 180¹ | 2.0 | 30.0 | 201: 1,800 | 0 | 0.18 | 3.00 |");
     expect(markdown).toContain(
       "Drift: (a') repeats the baseline after the other cases and did 5% fewer req/s than (a); ratio differences smaller than that are noise.",
+    );
+    // (b) at 180 req/s against its own baseline (k) at 300: 0.6 of its rate, 1.5× its p99, both within the aim.
+    expect(markdown).toContain(
+      "- (b) ÷ (k): req/s **0.60×** (meets the aim), p50 1.00×, p99 **1.50×** (meets the aim);",
     );
     expect(markdown).toContain("the tiering steps moved nothing meanwhile");
     // 1,000 records grew the slot tables by 800,000 B; 2,000 attempts the log by 300,000 B.
@@ -212,7 +216,9 @@ describe("baselineSection", () => {
   });
 
   it("says when there is nothing to compare with", () => {
-    expect(baselineSection(null, {}, 0)).toContain("No bench/baseline.json: nothing to compare with.");
+    expect(baselineSection(null, {}, 0)).toContain(
+      "No earlier run saved on this machine (`--save-baseline`): nothing to compare with.",
+    );
   });
 });
 
