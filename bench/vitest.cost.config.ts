@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
@@ -9,12 +9,14 @@ import { TEST_SECRETS } from "../test/node/test-secrets.ts";
 // binding, COST_SINK, through which the run hands its counts to this Node process.
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const RESULTS = fileURLToPath(new URL("./cost-results.json", import.meta.url));
+// The raw counts, for render.mjs: an intermediate, not a result (bench/cost.md is).
+const RESULTS = fileURLToPath(new URL("../.wrangler/cost-results.json", import.meta.url));
 
 Object.assign(process.env, TEST_SECRETS);
 process.env.WRANGLER_LOG ??= "warn";
 
 async function costSink(request: Request): Promise<Response> {
+  await mkdir(new URL("../.wrangler/", import.meta.url), { recursive: true });
   await writeFile(RESULTS, `${JSON.stringify(await request.json(), null, 2)}\n`);
   return new Response(null, { status: 204 });
 }
