@@ -28,7 +28,7 @@ import { sandboxTestContactRoutes } from "./routes/sandbox-test-contacts";
 import { docsRoutes } from "./routes/docs";
 import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
-import { adminApiKeyRoutes } from "./routes/admin/api-keys";
+import { adminApiKeyRoutes } from "./features/api-keys/admin-routes";
 import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
 import { adminMemberRoutes } from "./routes/admin/members";
 import { dashboard } from "./dashboard/app";

@@ -8,7 +8,7 @@ import { pageHeaders } from "./headers";
 import { layout } from "./layout";
 import { requireSession } from "./session";
 import { accountPages } from "./pages/account";
-import { apiKeyPages } from "./pages/api-keys";
+import { apiKeyPages } from "../features/api-keys/pages";
 import { auditPage } from "./pages/audit";
 import { chooseWorkspacePages } from "./pages/choose-workspace";
 import { crossSitePage, errorPage, notFoundPage } from "./pages/errors";

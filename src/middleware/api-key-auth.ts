@@ -1,10 +1,10 @@
 import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { AppEnv, Principal } from "../context";
-import { findActiveKeyByHash } from "../db/api-keys";
+import { findActiveKeyByHash } from "../features/api-keys/store";
 import { hashApiKey, isWellFormedKey } from "../domain/api-keys";
 import { cachedPrincipal, knownBefore, rememberPrincipal } from "../domain/key-cache";
-import { noteKeyUsed } from "../domain/api-key-last-used";
+import { noteKeyUsed } from "../features/api-keys/record-use";
 import { bucket, scopes } from "../domain/abuse-limits";
 import { timingSafeEqualStrings } from "../lib/crypto";
 import { bearerToken, unauthorized } from "../lib/bearer";

@@ -3,7 +3,7 @@ import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/o
 import { EXAMPLE } from "../lib/openapi-examples";
 import { getWorkspaceWithLimits } from "../db/workspaces";
 import { ApiError } from "../lib/errors";
-import { getKey } from "../db/api-keys";
+import { getKey } from "../features/api-keys/store";
 import { KeyRoleSchema } from "../domain/roles";
 
 const Me = z

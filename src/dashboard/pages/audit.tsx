@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { listKeys } from "../../db/api-keys";
+import { listKeys } from "../../features/api-keys/store";
 import { AUDIT_MAX_ROWS_PER_ACTION, AUDIT_RETENTION_DAYS, listAudit, type AuditRow } from "../../db/audit-log";
 import { keyLabel } from "../../domain/api-keys";
 import { AUDIT_ACTIONS, isAuditAction } from "../../domain/audit";

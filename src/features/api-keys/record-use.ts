@@ -1,6 +1,6 @@
-import { recordKeyUse } from "../db/api-keys";
-import { now } from "../lib/clock";
-import { errorText, log } from "../lib/log";
+import { recordKeyUse } from "./store";
+import { now } from "../../lib/clock";
+import { errorText, log } from "../../lib/log";
 
 /**
  * "Last used" of API keys, coarse on purpose: a key's `last_used_at` is

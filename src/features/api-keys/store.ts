@@ -1,4 +1,4 @@
-import type { KeyRole } from "../domain/roles";
+import type { KeyRole } from "../../domain/roles";
 
 export interface ApiKeyRow {
   id: string;
@@ -10,7 +10,7 @@ export interface ApiKeyRow {
   role: KeyRole;
   created_at: string;
   revoked_at: string | null;
-  /** Coarse: written at most once per key per 10 minutes (domain/api-key-last-used.ts). */
+  /** Coarse: written at most once per key per 10 minutes (record-use.ts). */
   last_used_at: string | null;
 }
 

@@ -1,17 +1,19 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { getKey, listKeys, type ApiKeyRow } from "../../db/api-keys";
-import { issueApiKey, keyCreatedDetail, keyLabel, keyPrefix, revokeApiKey } from "../../domain/api-keys";
+import { getKey, listKeys, type ApiKeyRow } from "./store";
+import { keyCreatedDetail, keyLabel, keyPrefix } from "../../domain/api-keys";
+import { issueApiKey } from "./issue-key";
+import { revokeApiKey } from "./revoke-key";
 import { grantableKeyRoles, KeyRoleSchema, type KeyRole } from "../../domain/roles";
-import { auditMember } from "../audit";
+import { auditMember } from "../../dashboard/audit";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
 import { findByUuid } from "../../domain/job-id";
-import type { DashboardEnv } from "../context";
-import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
-import { setFlash } from "../flash";
-import { formFields } from "../forms";
-import { hasRole, requireRole } from "../roles";
-import { confirmPage, forbiddenPage, notFoundPage, rateLimitedPage } from "./errors";
+import type { DashboardEnv } from "../../dashboard/context";
+import { ConfirmForm, FieldError, Time, TableScroll } from "../../dashboard/components";
+import { setFlash } from "../../dashboard/flash";
+import { formFields } from "../../dashboard/forms";
+import { hasRole, requireRole } from "../../dashboard/roles";
+import { confirmPage, forbiddenPage, notFoundPage, rateLimitedPage } from "../../dashboard/pages/errors";
 
 const MAX_NAME_CHARS = 200;
 const REVOKE_DELAY_S = KEY_CACHE_TTL_MS / 1000;

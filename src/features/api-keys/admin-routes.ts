@@ -1,13 +1,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
-import { listKeys, type ApiKeyRow } from "../../db/api-keys";
-import { issueApiKey, revokeApiKey } from "../../domain/api-keys";
+import { listKeys, type ApiKeyRow } from "./store";
+import { issueApiKey } from "./issue-key";
+import { revokeApiKey } from "./revoke-key";
 import { notFound } from "../../lib/errors";
-import { requireWorkspace } from "./require-workspace";
+import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
 import { throwIfLimited } from "../../middleware/rate-limit";
-import { auditAdmin } from "../audit";
+import { auditAdmin } from "../../routes/audit";
 import { keyCreatedDetail } from "../../domain/api-keys";
 import { KeyRoleSchema } from "../../domain/roles";
 
