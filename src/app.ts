@@ -30,7 +30,7 @@ import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
 import { adminApiKeyRoutes } from "./features/api-keys/admin-routes";
 import { adminChannelNumberRoutes } from "./routes/admin/channel-numbers";
-import { adminMemberRoutes } from "./routes/admin/members";
+import { adminMemberRoutes } from "./features/members/admin-routes";
 import { dashboard } from "./dashboard/app";
 import { adminSecretRoutes } from "./routes/admin/secrets";
 import { adminDevRoutes } from "./routes/admin/dev";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, SESSION_TOUCH_EVERY_MS } from "../src/domain/dashboard-session";
+import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, SESSION_TOUCH_EVERY_MS } from "../src/features/sign-in/sessions";
 import { sha256Hex } from "../src/lib/crypto";
 import { createWorkspace } from "./helpers/fixtures";
 import { Browser, PASSWORD, signedInMember } from "./helpers/dashboard";

@@ -8,9 +8,9 @@ import {
   SIGN_IN_EMAIL_LIMIT,
   SIGN_IN_IP_LIMIT,
   SIGN_IN_WINDOW_MS,
-} from "../src/domain/sign-in";
+} from "../src/features/sign-in/sign-in";
 import { hashPassword, passwordKdf, PASSWORD_PARAMS } from "../src/lib/password";
-import { redeemInvitation } from "../src/db/members";
+import { redeemInvitation } from "../src/features/members/store";
 import { hashInvitationToken } from "../src/domain/members";
 import { isoNow } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";

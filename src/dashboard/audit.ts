@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import type { SessionWithMember } from "../db/dashboard-sessions";
-import type { MemberRow } from "../db/members";
+import type { SessionWithMember } from "../features/sign-in/store";
+import type { MemberRow } from "../features/members/store";
 import { recordAudit, type AuditEvent } from "../domain/audit";
 import type { DashboardEnv } from "./context";
 

@@ -1,4 +1,4 @@
-import type { SessionWithMember } from "../db/dashboard-sessions";
+import type { SessionWithMember } from "../features/sign-in/store";
 import type { Flash } from "./flash";
 import type { Caller } from "../domain/actor";
 

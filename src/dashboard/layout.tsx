@@ -3,7 +3,7 @@ import type { Child } from "hono/jsx";
 import { jsxRenderer } from "hono/jsx-renderer";
 import type { DashboardEnv } from "./context";
 import { FlashMessage } from "./components";
-import type { MemberRole } from "../db/members";
+import type { Role } from "../domain/roles";
 import { hasRole } from "./roles";
 
 declare module "hono" {
@@ -21,7 +21,7 @@ const SECTIONS = [
   { href: "/dashboard/webhooks", label: "Webhooks", role: "viewer" },
   { href: "/dashboard/members", label: "Members", role: "viewer" },
   { href: "/dashboard/audit", label: "Audit log", role: "owner" },
-] as const satisfies readonly { href: string; label: string; role: MemberRole }[];
+] as const satisfies readonly { href: string; label: string; role: Role }[];
 
 /** The section a path belongs to ("" for pages outside the navigation, such as the account page). */
 function currentSection(path: string): string {

@@ -1,6 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import type { MemberRole } from "../db/members";
-import { hasRole } from "../domain/roles";
+import { hasRole, type Role } from "../domain/roles";
 import type { DashboardEnv } from "./context";
 import { forbiddenPage } from "./pages/errors";
 
@@ -12,7 +11,7 @@ import { forbiddenPage } from "./pages/errors";
 export { hasRole };
 
 /** Guards a dashboard POST: below `atLeast`, a 403 page and nothing changes. */
-export const requireRole = (atLeast: MemberRole) =>
+export const requireRole = (atLeast: Role) =>
   createMiddleware<DashboardEnv>(async (c, next) => {
     if (!hasRole(c.get("session").role, atLeast)) return forbiddenPage(c, atLeast);
     await next();

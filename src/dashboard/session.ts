@@ -1,9 +1,9 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { createMiddleware } from "hono/factory";
-import { resolveSession, SESSION_ABSOLUTE_MS } from "../domain/dashboard-session";
+import { hashSessionToken, resolveSession, SESSION_ABSOLUTE_MS } from "../features/sign-in/sessions";
 import type { DashboardEnv } from "./context";
-import { takeFlash } from "./flash";
+import { setFlash, takeFlash } from "./flash";
 
 /** `__Host-session`: Secure, HttpOnly, SameSite=Lax, Path=/, no Domain (the prefix enforces the last three). */
 const COOKIE = "session";
@@ -46,3 +46,9 @@ export const requireSession = createMiddleware<DashboardEnv>(async (c, next) => 
   c.set("flash", c.req.method === "GET" ? await takeFlash(c, session.token_hash) : undefined);
   await next();
 });
+
+/** Signs the browser in with a fresh session token and leaves a notice for the next page. */
+export async function startSession(c: Context<DashboardEnv>, token: string, notice: string): Promise<void> {
+  setSessionCookie(c, token);
+  await setFlash(c, { notice }, await hashSessionToken(token));
+}

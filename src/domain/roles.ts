@@ -1,5 +1,4 @@
 import { z } from "@hono/zod-openapi";
-import { MEMBER_ROLES, type MemberRole } from "../db/members";
 
 /**
  * Members and API keys share three roles, ranked: viewers read, developers also
@@ -7,8 +6,8 @@ import { MEMBER_ROLES, type MemberRole } from "../db/members";
  * (and, as members, the membership). One ranking for both is what lets a key
  * never exceed the member who made it.
  */
-export type Role = MemberRole;
-export const ROLES = MEMBER_ROLES;
+export const ROLES = ["owner", "developer", "viewer"] as const;
+export type Role = (typeof ROLES)[number];
 
 const RANK: Record<Role, number> = { viewer: 0, developer: 1, owner: 2 };
 

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
-import { redeemInvitation } from "../../src/db/members";
-import { openSession } from "../../src/domain/dashboard-session";
+import { redeemInvitation } from "../../src/features/members/store";
+import { openSession } from "../../src/features/sign-in/sessions";
 import { hashInvitationToken } from "../../src/domain/members";
 import { isoNow } from "../../src/lib/clock";
 import { hashPassword } from "../../src/lib/password";

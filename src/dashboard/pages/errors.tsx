@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { MemberRole } from "../../db/members";
+import type { Role } from "../../domain/roles";
 import type { DashboardEnv } from "../context";
 import type { RateLimited } from "../../domain/limit-check";
 
@@ -18,7 +18,7 @@ export function notFoundPage(c: Context<DashboardEnv>) {
   );
 }
 
-export function forbiddenPage(c: Context<DashboardEnv>, needed: MemberRole) {
+export function forbiddenPage(c: Context<DashboardEnv>, needed: Role) {
   c.status(403);
   return c.render(
     <>

@@ -7,7 +7,7 @@ import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { SendsChart } from "../sends-chart";
 import { notFoundPage } from "./errors";
-import type { MemberRole } from "../../db/members";
+import type { Role } from "../../domain/roles";
 import { hasRole } from "../roles";
 import { redactWebhookUrl } from "../../domain/webhook-view";
 
@@ -38,7 +38,7 @@ function UsageBar({ used, limit }: { used: number; limit: number }) {
   );
 }
 
-function WebhookHealth({ webhooks, role }: { webhooks: WebhookRow[]; role: MemberRole }) {
+function WebhookHealth({ webhooks, role }: { webhooks: WebhookRow[]; role: Role }) {
   const unhealthy = webhooks.filter((w) => w.status === "disabled" || w.failing_since !== null);
   if (webhooks.length === 0) {
     return (

@@ -1,17 +1,17 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { findMemberByInvitation, redeemInvitation, type MemberRow } from "../../db/members";
+import { findMemberByInvitation, redeemInvitation, type MemberRow } from "./store";
 import { getWorkspaceWithLimits } from "../../db/workspaces";
-import { openSession } from "../../domain/dashboard-session";
+import { openSession } from "../sign-in/sessions";
 import { hashInvitationToken, isWellFormedInvitationToken } from "../../domain/members";
 import { isoNow } from "../../lib/clock";
 import { hashPassword } from "../../lib/password";
-import type { DashboardEnv } from "../context";
-import { FieldError } from "../components";
-import { formFields } from "../forms";
-import { checkNewPassword, NewPasswordFields } from "./password-fields";
-import { startSession } from "./sign-in";
-import { asActor, auditMember } from "../audit";
+import type { DashboardEnv } from "../../dashboard/context";
+import { FieldError } from "../../dashboard/components";
+import { formFields } from "../../dashboard/forms";
+import { checkNewPassword, NewPasswordFields } from "../../dashboard/pages/password-fields";
+import { startSession } from "../../dashboard/session";
+import { asActor, auditMember } from "../../dashboard/audit";
 
 function invalidInvitation(c: Context<DashboardEnv>) {
   c.status(404);

@@ -1,11 +1,10 @@
-export type MemberRole = "owner" | "developer" | "viewer";
-export const MEMBER_ROLES = ["owner", "developer", "viewer"] as const satisfies readonly MemberRole[];
+import type { Role } from "../../domain/roles";
 
 export interface MemberRow {
   id: string;
   workspace_id: string;
   email: string;
-  role: MemberRole;
+  role: Role;
   password_hash: string | null;
   invitation_hash: string | null;
   invitation_expires_at: string | null;
@@ -91,7 +90,7 @@ export function upsertInvitedMemberStatement(
     id: string;
     workspaceId: string;
     email: string;
-    role: MemberRole;
+    role: Role;
     invitationHash: string;
     expiresAt: string;
     at: string;
@@ -152,7 +151,7 @@ export async function changeRole(
   db: D1Database,
   workspaceId: string,
   memberId: string,
-  role: MemberRole,
+  role: Role,
   at: string,
 ): Promise<MemberRow | null> {
   return db

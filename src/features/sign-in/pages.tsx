@@ -1,16 +1,15 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { endSession, hashSessionToken, resolveSession } from "../../domain/dashboard-session";
+import { endSession, resolveSession } from "./sessions";
 import { PASSWORD_MAX_CHARS } from "../../domain/members";
-import { mayTraceFailedSignIn, signIn } from "../../domain/sign-in";
+import { mayTraceFailedSignIn, signIn } from "./sign-in";
 import { clientAddress } from "../../lib/client-address";
 import { log } from "../../lib/log";
-import type { DashboardEnv } from "../context";
-import { formFields } from "../forms";
-import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../session";
-import { setFlash } from "../flash";
-import { askForWorkspace } from "./choose-workspace";
-import { asActor, auditMember } from "../audit";
+import type { DashboardEnv } from "../../dashboard/context";
+import { formFields } from "../../dashboard/forms";
+import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../../dashboard/session";
+import { askForWorkspace } from "./choose-workspace-pages";
+import { asActor, auditMember } from "../../dashboard/audit";
 
 const MAX_EMAIL_CHARS = 254;
 
@@ -130,9 +129,3 @@ export const signInPages = new Hono<DashboardEnv>()
     clearSessionCookie(c);
     return c.redirect("/dashboard/sign-in", 303);
   });
-
-/** Signs the browser in with a fresh session token and leaves a notice for the next page. */
-export async function startSession(c: Context<DashboardEnv>, token: string, notice: string): Promise<void> {
-  setSessionCookie(c, token);
-  await setFlash(c, { notice }, await hashSessionToken(token));
-}

@@ -1,4 +1,4 @@
-import type { MemberRole } from "./members";
+import type { Role } from "../../domain/roles";
 
 export interface SessionRow {
   token_hash: string;
@@ -12,7 +12,7 @@ export interface SessionRow {
 export interface SessionWithMember extends SessionRow {
   workspace_id: string;
   email: string;
-  role: MemberRole;
+  role: Role;
   workspace_name: string;
 }
 

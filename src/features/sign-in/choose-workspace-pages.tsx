@@ -1,14 +1,13 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
-import { MAX_SIGN_IN_MEMBERSHIPS, openChosenSession, stillProved, type ProvedMembership } from "../../domain/sign-in";
+import { MAX_SIGN_IN_MEMBERSHIPS, openChosenSession, stillProved, type ProvedMembership } from "./sign-in";
 import { now } from "../../lib/clock";
-import type { DashboardEnv } from "../context";
-import { formFields } from "../forms";
-import { deleteSealedCookie, readSealedCookie, setSealedCookie } from "../sealed-cookie";
-import { safeNext } from "../session";
-import { startSession } from "./sign-in";
-import { asActor, auditMember } from "../audit";
+import type { DashboardEnv } from "../../dashboard/context";
+import { formFields } from "../../dashboard/forms";
+import { deleteSealedCookie, readSealedCookie, setSealedCookie } from "../../dashboard/sealed-cookie";
+import { safeNext, startSession } from "../../dashboard/session";
+import { asActor, auditMember } from "../../dashboard/audit";
 
 // After a sign-in whose password matched memberships of several workspaces, the
 // person picks one. What the sign-in proved (which memberships with which password,

@@ -1,25 +1,21 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { getMember, listMembers, type MemberRow } from "./store";
+import { ROLES } from "../../domain/roles";
+import { changeMemberRole } from "./change-role";
+import { inviteMember } from "./invite-member";
+import { removeMember } from "./remove-member";
 import { findByUuid } from "../../domain/job-id";
 import { isRateLimited } from "../../domain/limit-check";
-import {
-  changeMemberRole,
-  invitationUrl,
-  inviteMember,
-  removeMember,
-  MemberEmail,
-  MemberRoleSchema,
-  MAX_MEMBERS_PER_WORKSPACE,
-} from "../../domain/members";
+import { invitationUrl, MemberEmail, MemberRoleSchema, MAX_MEMBERS_PER_WORKSPACE } from "../../domain/members";
 import { now } from "../../lib/clock";
-import type { DashboardEnv } from "../context";
-import { ConfirmForm, FieldError, Time, TableScroll } from "../components";
-import { setFlash } from "../flash";
-import { formFields } from "../forms";
-import { hasRole, requireRole } from "../roles";
-import { confirmPage, notFoundPage, rateLimitedPage } from "./errors";
-import { auditMember } from "../audit";
+import type { DashboardEnv } from "../../dashboard/context";
+import { ConfirmForm, FieldError, Time, TableScroll } from "../../dashboard/components";
+import { setFlash } from "../../dashboard/flash";
+import { formFields } from "../../dashboard/forms";
+import { hasRole, requireRole } from "../../dashboard/roles";
+import { confirmPage, notFoundPage, rateLimitedPage } from "../../dashboard/pages/errors";
+import { auditMember } from "../../dashboard/audit";
 
 const ROLE_HELP = {
   owner: "everything, including members",
@@ -36,7 +32,7 @@ function memberState(m: MemberRow): string {
 function RoleSelect({ id, selected }: { id: string; selected: string }) {
   return (
     <select id={id} name="role">
-      {MEMBER_ROLES.map((r) => (
+      {ROLES.map((r) => (
         <option value={r} selected={r === selected}>
           {r}
         </option>

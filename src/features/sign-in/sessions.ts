@@ -6,9 +6,9 @@ import {
   purgeExpiredSessionsStatement,
   touchSession,
   type SessionWithMember,
-} from "../db/dashboard-sessions";
-import { now } from "../lib/clock";
-import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
+} from "./store";
+import { now } from "../../lib/clock";
+import { randomBytes, sha256Hex, toBase64Url } from "../../lib/crypto";
 
 /** A session ends 12 hours after its last use... */
 export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;

@@ -1,14 +1,14 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { getMember } from "../../db/members";
+import { getMember } from "../members/store";
 import { PASSWORD_MAX_CHARS } from "../../domain/members";
-import { changePassword } from "../../domain/sign-in";
-import type { DashboardEnv } from "../context";
-import { FieldError } from "../components";
-import { formFields } from "../forms";
-import { checkNewPassword, NewPasswordFields } from "./password-fields";
-import { startSession } from "./sign-in";
-import { auditMember } from "../audit";
+import { changePassword } from "./change-password";
+import type { DashboardEnv } from "../../dashboard/context";
+import { FieldError } from "../../dashboard/components";
+import { formFields } from "../../dashboard/forms";
+import { checkNewPassword, NewPasswordFields } from "../../dashboard/pages/password-fields";
+import { auditMember } from "../../dashboard/audit";
+import { startSession } from "../../dashboard/session";
 
 function renderAccount(c: Context<DashboardEnv>, errors: Record<string, string> = {}) {
   const session = c.get("session");

@@ -4,13 +4,13 @@ import {
   setPasswordStatement,
   type MemberRow,
   type MemberWithWorkspace,
-} from "../db/members";
-import { takeToken, type ThrottleDecision } from "../lib/throttle";
-import { isoNow } from "../lib/clock";
-import { randomBytes, sha256Hex, timingSafeEqualStrings, toBase64Url } from "../lib/crypto";
-import { hashPassword, needsRehash, verifyPassword } from "../lib/password";
-import { bucket, scopes } from "./abuse-limits";
-import { openSession } from "./dashboard-session";
+} from "../members/store";
+import { takeToken, type ThrottleDecision } from "../../lib/throttle";
+import { isoNow } from "../../lib/clock";
+import { randomBytes, sha256Hex, timingSafeEqualStrings, toBase64Url } from "../../lib/crypto";
+import { hashPassword, needsRehash, verifyPassword } from "../../lib/password";
+import { bucket, scopes } from "../../domain/abuse-limits";
+import { openSession } from "./sessions";
 
 /**
  * Attempts per email: a burst of 10, refilled over 15 minutes. A success spends its attempt like a
@@ -169,30 +169,4 @@ export async function openChosenSession(
   const { token, statements } = await openSession(db, member.id, { revokeOthers: false });
   await db.batch(statements);
   return { token, member };
-}
-
-export type PasswordChangeResult =
-  | { ok: true; token: string }
-  | { ok: false; reason: "invalid" }
-  | { ok: false; reason: "throttled"; retryAfterMs: number };
-
-/**
- * A signed-in member replaces their password. The current one is checked
- * under the same per-email throttle as sign-in (a stolen session cannot
- * brute-force it); on success every session of the member ends and a new one
- * is returned for this browser.
- */
-export async function changePassword(
-  db: D1Database,
-  env: Env,
-  input: { memberId: string; email: string; passwordHash: string | null; current: string; next: string },
-): Promise<PasswordChangeResult> {
-  const throttle = await signInAttempt(env, await emailKey(input.email), SIGN_IN_EMAIL_LIMIT);
-  if (!throttle.allowed) return { ok: false, reason: "throttled", retryAfterMs: throttle.retryAfterMs };
-  if (!(await verifyPassword(input.current, input.passwordHash)) || input.passwordHash === null)
-    return { ok: false, reason: "invalid" };
-  const newHash = await hashPassword(input.next);
-  const { token, statements } = await openSession(db, input.memberId, { revokeOthers: true });
-  await db.batch([setPasswordStatement(db, input.memberId, input.passwordHash, newHash, isoNow()), ...statements]);
-  return { ok: true, token };
 }

@@ -1,28 +1,24 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
-import { getMember, listMembers, MEMBER_ROLES, type MemberRow } from "../../db/members";
+import { getMember, listMembers, type MemberRow } from "./store";
+import { ROLES } from "../../domain/roles";
+import { inviteMember } from "./invite-member";
+import { removeMember } from "./remove-member";
 import { throwIfLimited } from "../../middleware/rate-limit";
-import {
-  invitationUrl,
-  inviteMember,
-  removeMember,
-  MAX_MEMBERS_PER_WORKSPACE,
-  MemberEmail,
-  MemberRoleSchema,
-} from "../../domain/members";
+import { invitationUrl, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, MemberRoleSchema } from "../../domain/members";
 import { ApiError, notFound } from "../../lib/errors";
 import { findByUuid } from "../../domain/job-id";
-import { requireWorkspace } from "./require-workspace";
+import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
-import { auditAdmin } from "../audit";
+import { auditAdmin } from "../../routes/audit";
 
 const Member = z
   .object({
     id: z.string().uuid(),
     workspaceId: z.string().uuid(),
     email: z.string(),
-    role: z.enum(MEMBER_ROLES),
+    role: z.enum(ROLES),
     passwordSet: z.boolean().openapi({ description: "False until the member uses an invitation link." }),
     invitationExpiresAt: z
       .string()
