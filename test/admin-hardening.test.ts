@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
 import { runScheduledJobs, type ScheduledJob } from "../src/scheduled/jobs";
 import { sha256Hex } from "../src/lib/crypto";
-import type { AdminAuditRow } from "../src/db/admin-audit-log";
+import type { AdminAuditRow } from "../src/features/audit/admin-store";
 import { BASE, admin, api, expectError, json } from "./helpers/http";
 import { createTenant, createWorkspace } from "./helpers/fixtures";
 import { answerAtEdge } from "./helpers/edge";

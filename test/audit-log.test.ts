@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { app } from "../src/app";
-import { appendAudit, AUDIT_MAX_ROWS_PER_ACTION, type AuditRow } from "../src/db/audit-log";
+import { appendAudit, AUDIT_MAX_ROWS_PER_ACTION, type AuditRow } from "../src/features/audit/store";
 import { AUDIT_ACTIONS, type AuditAction } from "../src/domain/audit";
 import { purgeOldAudit } from "../src/scheduled/audit-retention";
 import { admin, api, json } from "./helpers/http";

@@ -9,7 +9,7 @@ import { layout } from "./layout";
 import { requireSession } from "./session";
 import { accountPages } from "../features/sign-in/account-pages";
 import { apiKeyPages } from "../features/api-keys/pages";
-import { auditPage } from "./pages/audit";
+import { auditPage } from "../features/audit/pages";
 import { chooseWorkspacePages } from "../features/sign-in/choose-workspace-pages";
 import { crossSitePage, errorPage, notFoundPage } from "./pages/errors";
 import { invitationPages } from "../features/members/invitation-pages";

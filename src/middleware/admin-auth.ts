@@ -8,7 +8,7 @@ import { routePath } from "hono/route";
 import { sha256Hex } from "../lib/crypto";
 import { clientAddress } from "../lib/client-address";
 import { isoNow } from "../lib/clock";
-import { insertAdminAudit } from "../db/admin-audit-log";
+import { insertAdminAudit } from "../features/audit/admin-store";
 
 /** Shorter admin tokens are refused: 32 characters of a random alphabet is the floor for a bearer secret. */
 export const MIN_ADMIN_TOKEN_LENGTH = 32;

@@ -28,7 +28,7 @@ import { isoNow, now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
 import { accountEffect, accountOf, applyQualityUpdate } from "../domain/operator-number-updates";
-import { recordAudit } from "../domain/audit";
+import { recordAudit } from "../features/audit/record-audit";
 import type { NormalizedError } from "../upstream/adapter";
 import { applyTemplateUpdate } from "../domain/template-sync";
 import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";

@@ -15,8 +15,8 @@ import { ApiError, notFound } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
 import { noStore } from "../middleware/security-headers";
 import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
-import { auditApi } from "./audit";
-import { auditClaimedAway } from "../domain/number-binding";
+import { auditApi } from "../features/audit/api-audit";
+import { auditClaimedAway } from "../features/numbers/claimed-away";
 import { apiCaller } from "./caller";
 import { HEALTH_EXAMPLE, NUMBER_EXAMPLE, NumberId } from "./channel-numbers";
 

@@ -21,7 +21,7 @@ import {
 import { ApiError, foundOr404 } from "../lib/errors";
 import { jsonBody } from "../middleware/json-body";
 import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
-import { auditApi } from "./audit";
+import { auditApi } from "../features/audit/api-audit";
 import type { AppEnv } from "../context";
 import type { Context } from "hono";
 

@@ -7,7 +7,7 @@ import { receiveMessages } from "../engine/operator-events";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { now } from "../lib/clock";
 import { jsonBody } from "../middleware/json-body";
-import { auditApi } from "./audit";
+import { auditApi } from "../features/audit/api-audit";
 
 const InjectInbound = z
   .strictObject({

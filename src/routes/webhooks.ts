@@ -5,7 +5,7 @@ import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter
 import { EXAMPLE } from "../lib/openapi-examples";
 import { listWebhooks, type WebhookRow } from "../db/webhooks";
 import { Webhook, WebhookDelivery, redactWebhookUrl, toDeliveryView, toWebhookView } from "../domain/webhook-view";
-import { auditApi } from "./audit";
+import { auditApi } from "../features/audit/api-audit";
 import {
   configureWebhook,
   deliveryLog,

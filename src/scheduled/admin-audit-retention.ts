@@ -1,4 +1,4 @@
-import { ADMIN_AUDIT_RETENTION_DAYS, purgeAdminAudit } from "../db/admin-audit-log";
+import { ADMIN_AUDIT_RETENTION_DAYS, purgeAdminAudit } from "../features/audit/admin-store";
 import type { ScheduledJob } from "./job";
 
 const BATCH = 1_000;

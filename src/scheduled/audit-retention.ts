@@ -1,5 +1,5 @@
-import { AUDIT_RETENTION_DAYS, purgeAudit } from "../db/audit-log";
-import type { ScheduledJob } from "./jobs";
+import { AUDIT_RETENTION_DAYS, purgeAudit } from "../features/audit/store";
+import type { ScheduledJob } from "./job";
 
 const BATCH = 1_000;
 // ~50,000 entries a day at design load arrive (5 a workspace); an hourly run deleting up to 10,000 keeps up with 240,000 a day.

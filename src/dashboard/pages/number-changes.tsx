@@ -1,4 +1,4 @@
-import { auditClaimedAway } from "../../domain/number-binding";
+import { auditClaimedAway } from "../../features/numbers/claimed-away";
 import { Hono } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
@@ -10,7 +10,7 @@ import {
   type Refused,
 } from "../../features/numbers/number-connection";
 import type { OperatorProfile } from "../../upstream/operator-account";
-import { auditMember } from "../audit";
+import { auditMember } from "../../features/audit/member-audit";
 import { memberCaller, type DashboardEnv } from "../context";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";

@@ -14,7 +14,7 @@ import {
 } from "../../domain/template-filters";
 import { now } from "../../lib/clock";
 import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
-import { auditMember } from "../audit";
+import { auditMember } from "../../features/audit/member-audit";
 import { Choice, describedBy, FieldError, Time } from "../components";
 import type { DashboardEnv } from "../context";
 import { setFlash } from "../flash";

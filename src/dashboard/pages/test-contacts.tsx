@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
 import { addSandboxTestContact, removeSandboxTestContact } from "../../domain/sandbox-test-contacts";
-import { auditMember } from "../audit";
+import { auditMember } from "../../features/audit/member-audit";
 import type { DashboardEnv } from "../context";
 import { setFlash } from "../flash";
 import { formFields } from "../forms";

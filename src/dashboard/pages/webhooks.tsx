@@ -11,7 +11,7 @@ import {
   sendTestEvent,
 } from "../../features/webhooks/webhook-config";
 import { redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
-import { auditMember } from "../audit";
+import { auditMember } from "../../features/audit/member-audit";
 import { config } from "../../config";
 import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";

@@ -8,7 +8,7 @@ import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
 import { throwIfLimited } from "../../middleware/rate-limit";
-import { auditAdmin } from "../../routes/audit";
+import { auditAdmin } from "../audit/api-audit";
 import { keyCreatedDetail } from "../../domain/api-keys";
 import { KeyRoleSchema } from "../../domain/roles";
 

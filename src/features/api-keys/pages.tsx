@@ -5,7 +5,7 @@ import { keyCreatedDetail, keyLabel, keyPrefix } from "../../domain/api-keys";
 import { issueApiKey } from "./issue-key";
 import { revokeApiKey } from "./revoke-key";
 import { grantableKeyRoles, KeyRoleSchema, type KeyRole } from "../../domain/roles";
-import { auditMember } from "../../dashboard/audit";
+import { auditMember } from "../audit/member-audit";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
 import { findByUuid } from "../../domain/job-id";
 import type { DashboardEnv } from "../../dashboard/context";

@@ -11,7 +11,7 @@ import { findByUuid } from "../../domain/job-id";
 import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
-import { auditAdmin } from "../../routes/audit";
+import { auditAdmin } from "../audit/api-audit";
 
 const Member = z
   .object({

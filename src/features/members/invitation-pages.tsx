@@ -11,7 +11,7 @@ import { FieldError } from "../../dashboard/components";
 import { formFields } from "../../dashboard/forms";
 import { checkNewPassword, NewPasswordFields } from "../../dashboard/pages/password-fields";
 import { startSession } from "../../dashboard/session";
-import { asActor, auditMember } from "../../dashboard/audit";
+import { asActor, auditMember } from "../audit/member-audit";
 
 function invalidInvitation(c: Context<DashboardEnv>) {
   c.status(404);

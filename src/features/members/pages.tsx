@@ -15,7 +15,7 @@ import { setFlash } from "../../dashboard/flash";
 import { formFields } from "../../dashboard/forms";
 import { hasRole, requireRole } from "../../dashboard/roles";
 import { confirmPage, notFoundPage, rateLimitedPage } from "../../dashboard/pages/errors";
-import { auditMember } from "../../dashboard/audit";
+import { auditMember } from "../audit/member-audit";
 
 const ROLE_HELP = {
   owner: "everything, including members",

@@ -7,7 +7,7 @@ import type { DashboardEnv } from "../../dashboard/context";
 import { FieldError } from "../../dashboard/components";
 import { formFields } from "../../dashboard/forms";
 import { checkNewPassword, NewPasswordFields } from "../../dashboard/pages/password-fields";
-import { auditMember } from "../../dashboard/audit";
+import { auditMember } from "../audit/member-audit";
 import { startSession } from "../../dashboard/session";
 
 function renderAccount(c: Context<DashboardEnv>, errors: Record<string, string> = {}) {

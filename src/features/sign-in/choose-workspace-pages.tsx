@@ -7,7 +7,7 @@ import type { DashboardEnv } from "../../dashboard/context";
 import { formFields } from "../../dashboard/forms";
 import { deleteSealedCookie, readSealedCookie, setSealedCookie } from "../../dashboard/sealed-cookie";
 import { safeNext, startSession } from "../../dashboard/session";
-import { asActor, auditMember } from "../../dashboard/audit";
+import { asActor, auditMember } from "../audit/member-audit";
 
 // After a sign-in whose password matched memberships of several workspaces, the
 // person picks one. What the sign-in proved (which memberships with which password,

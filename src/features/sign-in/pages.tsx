@@ -9,7 +9,7 @@ import type { DashboardEnv } from "../../dashboard/context";
 import { formFields } from "../../dashboard/forms";
 import { clearSessionCookie, readSessionCookie, safeNext, setSessionCookie } from "../../dashboard/session";
 import { askForWorkspace } from "./choose-workspace-pages";
-import { asActor, auditMember } from "../../dashboard/audit";
+import { asActor, auditMember } from "../audit/member-audit";
 
 const MAX_EMAIL_CHARS = 254;
 

@@ -20,7 +20,7 @@ import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
 import { findByUuid } from "../../domain/job-id";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { jsonBody } from "../../middleware/json-body";
-import { auditAdmin } from "../audit";
+import { auditAdmin } from "../../features/audit/api-audit";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
 import { syncOnConnect } from "../../domain/template-sync";
 import { verifyAndSubscribe } from "../../upstream/operator-account";

@@ -5,7 +5,7 @@ import { ApiError, foundOr404 } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
 import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
-import { auditAdmin } from "../audit";
+import { auditAdmin } from "../../features/audit/api-audit";
 
 const CreateWorkspace = z.strictObject({
   name: z.string().trim().min(1).max(200),

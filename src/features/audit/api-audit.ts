@@ -1,6 +1,7 @@
 import type { Context } from "hono";
-import type { AppEnv } from "../context";
-import { recordAudit, type AuditEvent } from "../domain/audit";
+import type { AppEnv } from "../../context";
+import type { AuditEvent } from "../../domain/audit";
+import { recordAudit } from "./record-audit";
 
 // Audit entries of the public API (the API key is the actor) and of the admin
 // API (the admin token's fingerprint is), for routes that changed a workspace.

@@ -1,8 +1,9 @@
 import type { Context } from "hono";
-import type { SessionWithMember } from "../features/sign-in/store";
-import type { MemberRow } from "../features/members/store";
-import { recordAudit, type AuditEvent } from "../domain/audit";
-import type { DashboardEnv } from "./context";
+import type { SessionWithMember } from "../sign-in/store";
+import type { MemberRow } from "../members/store";
+import type { AuditEvent } from "../../domain/audit";
+import { recordAudit } from "./record-audit";
+import type { DashboardEnv } from "../../dashboard/context";
 
 /** A member row as the actor of an entry. */
 export const asActor = (m: Pick<MemberRow, "id" | "workspace_id" | "email">) => ({

@@ -1,12 +1,12 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { listKeys } from "../../features/api-keys/store";
-import { AUDIT_MAX_ROWS_PER_ACTION, AUDIT_RETENTION_DAYS, listAudit, type AuditRow } from "../../db/audit-log";
+import { listKeys } from "../api-keys/store";
+import { AUDIT_MAX_ROWS_PER_ACTION, AUDIT_RETENTION_DAYS, listAudit, type AuditRow } from "./store";
 import { keyLabel } from "../../domain/api-keys";
 import { AUDIT_ACTIONS, isAuditAction } from "../../domain/audit";
-import type { DashboardEnv } from "../context";
-import { Time, TableScroll } from "../components";
-import { requireRole } from "../roles";
+import type { DashboardEnv } from "../../dashboard/context";
+import { Time, TableScroll } from "../../dashboard/components";
+import { requireRole } from "../../dashboard/roles";
 
 const PAGE_SIZE = 50;
 const ACTOR_TYPES = { member: "members", api_key: "API keys", admin: "our operators" } as const;
