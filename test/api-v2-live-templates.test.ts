@@ -345,7 +345,7 @@ describe("a live number's templates", () => {
     expect(listed.pages.length).toBeGreaterThan(0);
     const names = (await json<{ data: { name: string }[] }>(await apiV2("/templates", key))).data.map((t) => t.name);
     expect(names).toContain("order_update");
-    // Sends read a number's templates through a 5-second cache (src/domain/number-templates.ts), which
+    // Sends read a number's templates through a 5-second cache (src/features/templates/number-templates.ts), which
     // still holds the refusal above.
     clock.advance(5_000);
     const sent = await sendV2(key, template);

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClock } from "./helpers/clock";
-import { putSyncState } from "../src/db/message-templates";
+import { putSyncState } from "../src/features/templates/store";
 import { toBase64Url } from "../src/lib/crypto";
 import { createKey, createTenant, createWorkspace, TEST_CONTACT } from "./helpers/fixtures";
 import { signedInMember, type Member } from "./helpers/dashboard";
@@ -114,6 +114,32 @@ describe("a sandbox number's Templates page", () => {
     // Viewers read it all and are offered no form.
     expect(html).not.toContain("/templates/test");
     expect(html).toContain("Developers and owners of the workspace can send a test");
+  });
+
+  it("lists the built-in templates as GET /api/v2/templates lists the number's: the same ones, by name and language", async () => {
+    const t = await createTenant();
+    const viewer = await signedInMember(t.workspaceId, "viewer");
+    const cards = async (query: string) => {
+      const res = await viewer.browser.get(`/dashboard/numbers/${t.numberId}/templates?${query}`);
+      expect(res.status, query).toBe(200);
+      return [...(await res.text()).matchAll(/<h2 id="t\d+-heading">(\w+) <span class="hint">\((\w+)\)/g)].map(
+        (m) => `${m[1]} ${m[2]}`,
+      );
+    };
+    const listed = async (query: string) =>
+      (
+        await json<{ data: { name: string; language: string }[] }>(
+          await apiV2(`/templates?channelNumberId=${t.numberId}&${query}`, t.key),
+        )
+      ).data.map((x) => `${x.name} ${x.language}`);
+    expect(await cards("")).toEqual([
+      "appointment_reminder en_US",
+      "order_update en_US",
+      "order_update pt_BR",
+      "spring_sale en_US",
+    ]);
+    for (const query of ["", "status=APPROVED", "language=en_US", "category=MARKETING"])
+      expect(await cards(query), query).toEqual(await listed(query));
   });
 
   it("the JSON offered for each approved template is accepted by POST /api/v2/messages as it is", async () => {

@@ -15,7 +15,7 @@ import {
   templateStatusPayload,
   type OperatorTemplateFixture,
 } from "./helpers/operator-templates";
-import { CONNECT_PAGE_BUDGET, MAX_TEMPLATES_PER_ACCOUNT } from "../src/domain/template-sync";
+import { CONNECT_PAGE_BUDGET, MAX_TEMPLATES_PER_ACCOUNT } from "../src/features/templates/sync";
 import { TEMPLATE_PAGE_BUDGET_PER_RUN } from "../src/scheduled/template-sync";
 import { TEMPLATE_PAGE_SIZE } from "../src/upstream/operator-templates";
 

@@ -11,7 +11,7 @@ import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stub
 import { testShard } from "../../test/helpers/objects";
 import { Meter, type ObjectClass, type Usage } from "./meter";
 import { sendV2 } from "../../test/helpers/operator-templates";
-import { upsertTemplates } from "../../src/db/message-templates";
+import { upsertTemplates } from "../../src/features/templates/store";
 import { normalizeTemplate, OperatorTemplate } from "../../src/domain/template";
 
 // One message's whole life, and 100 of them, through the real Worker, Durable

@@ -20,7 +20,7 @@ import { numberPages } from "./pages/numbers";
 import { numberChangePages } from "./pages/number-changes";
 import { overviewPage } from "./pages/overview";
 import { signInPages } from "../features/sign-in/pages";
-import { templatePages } from "./pages/templates";
+import { templatePages } from "../features/templates/pages";
 import { testContactPages } from "./pages/test-contacts";
 import { webhookPages } from "./pages/webhooks";
 

@@ -30,7 +30,7 @@ import { storedUuid } from "../domain/job-id";
 import { accountEffect, accountOf, applyQualityUpdate } from "../domain/operator-number-updates";
 import { recordAudit } from "../features/audit/record-audit";
 import type { NormalizedError } from "../upstream/adapter";
-import { applyTemplateUpdate } from "../domain/template-sync";
+import { applyTemplateUpdate } from "../features/templates/sync";
 import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
 import { applyFieldNotice, applyNumberErrors } from "../domain/operator-notices";
 import { isAccountLevel, permanentError } from "../upstream/error-codes";

@@ -1,5 +1,5 @@
-import { accountsDue } from "../db/message-templates";
-import { syncAccount, TEMPLATE_SYNC_INTERVAL_MS } from "../domain/template-sync";
+import { accountsDue } from "../features/templates/store";
+import { syncAccount, TEMPLATE_SYNC_INTERVAL_MS } from "../features/templates/sync";
 import { errorText, log } from "../lib/log";
 import type { ScheduledJob } from "./job";
 

@@ -74,7 +74,7 @@ const TREATMENTS: Record<string, Treatment> = {
   },
   // Template errors are final for the one message; none pauses the number: its other messages
   // (other templates, texts) go on. A template paused or deleted at the operator after our last
-  // sync is refused here; the status webhook then updates our copy (src/domain/template-sync.ts).
+  // sync is refused here; the status webhook then updates our copy (src/features/templates/sync.ts).
   "132000": {
     kind: "final",
     code: "template_parameters_mismatch",

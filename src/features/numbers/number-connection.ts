@@ -24,7 +24,7 @@ import {
 import type { Caller } from "../../domain/actor";
 import { findByUuid } from "../../domain/job-id";
 import { spendWorkspaceHourly, type RateLimited, type Spent } from "../../domain/limit-check";
-import { syncOnConnect } from "../../domain/template-sync";
+import { syncOnConnect } from "../templates/sync";
 import { openUpstreamCredentials } from "../../lib/sealed-secrets";
 
 // Connecting, re-keying and disconnecting a workspace's own numbers: what the

@@ -22,7 +22,7 @@ import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { jsonBody } from "../../middleware/json-body";
 import { auditAdmin } from "../../features/audit/api-audit";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
-import { syncOnConnect } from "../../domain/template-sync";
+import { syncOnConnect } from "../../features/templates/sync";
 import { verifyAndSubscribe } from "../../upstream/operator-account";
 import { operatorError } from "../operator-refusal";
 

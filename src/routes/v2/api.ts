@@ -14,7 +14,7 @@ import { sandboxRoutes } from "../sandbox";
 import { sandboxTestContactRoutes } from "../sandbox-test-contacts";
 import { registerEventDocs } from "../event-docs";
 import { messageRoutesV2 } from "./messages";
-import { templateRoutes } from "./templates";
+import { templateRoutes } from "../../features/templates/routes";
 
 const DOCUMENT_PATH = "/api/v2/openapi.json";
 

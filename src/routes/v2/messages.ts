@@ -4,7 +4,7 @@ import { EXAMPLE } from "../../lib/openapi-examples";
 import { IdempotencyKeyHeader } from "../../domain/send-request";
 import { SendMessageRequestV2 } from "../../domain/send-request-v2";
 import { templateSendContent } from "../../domain/template-send";
-import { templatesForSend } from "../../domain/number-templates";
+import { templatesForSend } from "../../features/templates/number-templates";
 import { MessageListQuery, toFilter } from "../../domain/message-list";
 import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";

@@ -1,31 +1,26 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
-import { getSyncState, listTemplates, type SyncStateRow } from "../../db/message-templates";
+import { getSyncState, type SyncStateRow } from "./store";
+import { templatePage } from "./template-page";
 import { findByUuid } from "../../domain/job-id";
-import { accountOf, withTokenChecked } from "../../domain/number-templates";
+import { accountOf, withTokenChecked } from "./number-templates";
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type StoredTemplate } from "../../domain/template";
-import {
-  matchesTemplate,
-  templateCursor,
-  templatePosition,
-  TemplateFilters,
-  type TemplatePosition,
-} from "../../domain/template-filters";
+import { templatePosition, TemplateFilters, type TemplatePosition } from "../../domain/template-filters";
 import { now } from "../../lib/clock";
-import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
-import { auditMember } from "../../features/audit/member-audit";
-import { Choice, describedBy, FieldError, Time } from "../components";
-import type { DashboardEnv } from "../context";
-import { setFlash } from "../flash";
-import { formFields } from "../forms";
-import { hasRole, requireRole } from "../roles";
-import { SendJson, StatusBadge, TemplatePreview, TestSendForm, type TestFormState } from "../template-parts";
-import { formKey, sendTemplateTest } from "../template-send";
-import { notFoundPage } from "./errors";
+import { SANDBOX_ACCOUNT } from "../../upstream/sandbox-templates";
+import { auditMember } from "../audit/member-audit";
+import { Choice, describedBy, FieldError, Time } from "../../dashboard/components";
+import type { DashboardEnv } from "../../dashboard/context";
+import { setFlash } from "../../dashboard/flash";
+import { formFields } from "../../dashboard/forms";
+import { hasRole, requireRole } from "../../dashboard/roles";
+import { SendJson, StatusBadge, TemplatePreview, TestSendForm, type TestFormState } from "./template-parts";
+import { formKey, sendTemplateTest } from "./test-send";
+import { notFoundPage } from "../../dashboard/pages/errors";
 
 // A number's templates (`/dashboard/numbers/:id/templates`): what `GET /api/v2/templates`
-// shows, read from the same store, with the JSON to send each and, for developers and owners, a
+// shows, listed by the same use case (template-page.ts), with the JSON to send each and, for developers and owners, a
 // form that sends one as a test through the same checks and engine as `POST /api/v2/messages`.
 
 const PAGE_SIZE = 50;
@@ -48,19 +43,16 @@ async function templatesOf(
   cursor: string | undefined,
   filter: TemplateFilters,
 ): Promise<TemplatesOfNumber> {
+  const after = positionOrFirstPage(cursor);
   if (number.upstream_type === "sandbox")
-    return { templates: SANDBOX_TEMPLATES.filter((t) => matchesTemplate(t, filter)), nextCursor: null, sync: null };
+    return { ...(await templatePage(db, [SANDBOX_ACCOUNT], filter, after, PAGE_SIZE)), sync: null };
   const account = accountOf(number);
   if (account === null) return { templates: [], nextCursor: null, sync: null };
-  const after = positionOrFirstPage(cursor);
-  const [rows, sync] = await Promise.all([
-    listTemplates(db, [account], filter, after, PAGE_SIZE + 1),
+  const [page, sync] = await Promise.all([
+    templatePage(db, [account], filter, after, PAGE_SIZE),
     getSyncState(db, account),
   ]);
-  const page = rows.slice(0, PAGE_SIZE);
-  const last = page.at(-1);
-  const nextCursor = rows.length > PAGE_SIZE && last ? templateCursor(last) : null;
-  return { templates: page, nextCursor, sync };
+  return { ...page, sync };
 }
 
 type FilterErrors = Partial<Record<keyof TemplateFilters, string>>;

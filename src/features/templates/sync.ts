@@ -1,4 +1,4 @@
-import type { ChannelNumberRow } from "../db/channel-numbers";
+import type { ChannelNumberRow } from "../../db/channel-numbers";
 import {
   countConfirmedSince,
   deleteUnconfirmed,
@@ -7,13 +7,13 @@ import {
   setTemplateStatus,
   upsertTemplates,
   type TemplateWrite,
-} from "../db/message-templates";
-import { isoNow } from "../lib/clock";
-import { errorText, log } from "../lib/log";
-import { openUpstreamCredentials } from "../lib/sealed-secrets";
-import { fetchTemplatePageAs } from "../upstream/operator-templates";
-import { CloudTemplateUpdate } from "../upstream/cloud-webhook-payload";
-import { MAX_SPEC_BYTES, normalizeTemplate, TEMPLATE_STATUSES, type OperatorTemplate } from "./template";
+} from "./store";
+import { isoNow } from "../../lib/clock";
+import { errorText, log } from "../../lib/log";
+import { openUpstreamCredentials } from "../../lib/sealed-secrets";
+import { fetchTemplatePageAs } from "../../upstream/operator-templates";
+import { CloudTemplateUpdate } from "../../upstream/cloud-webhook-payload";
+import { MAX_SPEC_BYTES, normalizeTemplate, TEMPLATE_STATUSES, type OperatorTemplate } from "../../domain/template";
 
 /** A business account's templates are fetched again at most this often (the status webhook keeps them current between). */
 export const TEMPLATE_SYNC_INTERVAL_MS = 60 * 60 * 1000;

@@ -1,10 +1,10 @@
-import type { ErrorDetail } from "../lib/errors";
-import { sendMessage } from "../engine/messages";
-import { IDEMPOTENCY_KEY } from "../domain/send-request";
-import { SendMessageRequestV2 } from "../domain/send-request-v2";
-import { templateSendContent, type TemplateParameters } from "../domain/template-send";
-import { templatesForSend } from "../domain/number-templates";
-import type { StoredTemplate } from "../domain/template";
+import type { ErrorDetail } from "../../lib/errors";
+import { sendMessage } from "../../engine/messages";
+import { IDEMPOTENCY_KEY } from "../../domain/send-request";
+import { SendMessageRequestV2 } from "../../domain/send-request-v2";
+import { templateSendContent, type TemplateParameters } from "../../domain/template-send";
+import { templatesForSend } from "./number-templates";
+import type { StoredTemplate } from "../../domain/template";
 
 // The dashboard's "send a test" of a template: the form's fields become the request body of
 // `POST /api/v2/messages`, checked by the same schema and template checks, and handed to the

@@ -7,18 +7,13 @@ import { pageLimit } from "../../lib/pagination";
 import { notFound } from "../../lib/errors";
 import { now } from "../../lib/clock";
 import { getConnectedNumber, listAllNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
-import { listTemplates, syncStates, type TemplateListFilter } from "../../db/message-templates";
+import { syncStates, type TemplateListFilter } from "./store";
+import { templatePage } from "./template-page";
 import { findByUuid } from "../../domain/job-id";
-import { accountOf, withTokenChecked } from "../../domain/number-templates";
-import {
-  matchesTemplate,
-  templateCursor,
-  templatePosition,
-  TemplateFilterFields,
-  type TemplatePosition,
-} from "../../domain/template-filters";
+import { accountOf, withTokenChecked } from "./number-templates";
+import { templatePosition, TemplateFilterFields } from "../../domain/template-filters";
 import { TemplateView, toTemplateView, type StoredTemplate } from "../../domain/template";
-import { SANDBOX_ACCOUNT, SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
+import { SANDBOX_ACCOUNT } from "../../upstream/sandbox-templates";
 
 const TEMPLATE_EXAMPLE: z.output<typeof TemplateView> = {
   channelNumberIds: [EXAMPLE.channelNumberId],
@@ -124,41 +119,6 @@ async function accountsOf(c: Context<AppEnv>, channelNumberId: string | undefine
   return accounts;
 }
 
-type Position = TemplatePosition;
-const positionOf = (t: StoredTemplate): Position => ({ name: t.name, language: t.language, account: t.account });
-const compare = (a: Position, b: Position): number =>
-  a.name !== b.name
-    ? a.name < b.name
-      ? -1
-      : 1
-    : a.language !== b.language
-      ? a.language < b.language
-        ? -1
-        : 1
-      : a.account < b.account
-        ? -1
-        : a.account > b.account
-          ? 1
-          : 0;
-
-/** Templates of the accounts in order after `after`, built-in ones merged with the stored ones. */
-async function templatesPage(
-  db: D1Database,
-  accounts: Map<string, string[]>,
-  filter: TemplateListFilter,
-  after: Position | null,
-  limit: number,
-): Promise<StoredTemplate[]> {
-  const wabaIds = [...accounts.keys()].filter((a) => a !== SANDBOX_ACCOUNT);
-  const stored = await listTemplates(db, wabaIds, filter, after, limit);
-  const builtIn = accounts.has(SANDBOX_ACCOUNT)
-    ? SANDBOX_TEMPLATES.filter(
-        (t) => matchesTemplate(t, filter) && (after === null || compare(positionOf(t), after) > 0),
-      )
-    : [];
-  return [...stored, ...builtIn].sort((a, b) => compare(positionOf(a), positionOf(b))).slice(0, limit);
-}
-
 async function views(c: Context<AppEnv>, templates: StoredTemplate[], accounts: Map<string, string[]>) {
   const states = await syncStates(
     c.env.DB,
@@ -186,25 +146,17 @@ export const templateRoutes = newRouter()
       ...(q.category ? { category: q.category } : {}),
       ...(q.language ? { language: q.language } : {}),
     };
-    const rows = await templatesPage(c.env.DB, accounts, filter, after, q.limit + 1);
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
-    return c.json(
-      {
-        data: await views(c, page, accounts),
-        nextCursor: rows.length > q.limit && last ? templateCursor(last) : null,
-      },
-      200,
-    );
+    const page = await templatePage(c.env.DB, [...accounts.keys()], filter, after, q.limit);
+    return c.json({ data: await views(c, page.templates, accounts), nextCursor: page.nextCursor }, 200);
   })
   .openapi(get, async (c) => {
     const { name } = c.req.valid("param");
     const q = c.req.valid("query");
     const accounts = await accountsOf(c, q.channelNumberId);
     // One name has a handful of languages per account: one bounded read.
-    const rows = await templatesPage(
+    const { templates: rows } = await templatePage(
       c.env.DB,
-      accounts,
+      [...accounts.keys()],
       { name, ...(q.language ? { language: q.language } : {}) },
       null,
       100,

@@ -1,5 +1,5 @@
-import { log } from "../lib/log";
-import { TemplateSpec, type ParameterFormat, type StoredTemplate } from "../domain/template";
+import { log } from "../../lib/log";
+import { TemplateSpec, type ParameterFormat, type StoredTemplate } from "../../domain/template";
 
 // The templates of live numbers' business accounts and each account's sync state (migration 0029).
 

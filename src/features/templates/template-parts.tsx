@@ -1,7 +1,7 @@
-import type { StoredTemplate } from "../domain/template";
-import type { TemplateParameters } from "../domain/template-send";
-import { FieldError } from "./components";
-import { fieldOf, fieldsOf } from "./template-send";
+import type { StoredTemplate } from "../../domain/template";
+import type { TemplateParameters } from "../../domain/template-send";
+import { FieldError } from "../../dashboard/components";
+import { fieldOf, fieldsOf } from "./test-send";
 
 // The pieces of a template on the Templates page. Every text of a template comes from the
 // operator (a business's own words): it is only ever rendered as JSX text, which escapes it.
