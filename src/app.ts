@@ -19,7 +19,7 @@ import { meRoutes } from "./routes/me";
 import { channelNumberRoutes } from "./routes/channel-numbers";
 import { channelNumberChangeRoutes } from "./routes/channel-number-changes";
 import { usageRoutes } from "./routes/usage";
-import { webhookRoutes } from "./routes/webhooks";
+import { webhookRoutes } from "./features/webhooks/routes";
 import { messageRoutes } from "./routes/messages";
 import { messageArchiveRoutes } from "./routes/message-archives";
 import { messageMediaRoutes } from "./routes/message-media";

@@ -22,7 +22,7 @@ import { overviewPage } from "./pages/overview";
 import { signInPages } from "../features/sign-in/pages";
 import { templatePages } from "../features/templates/pages";
 import { testContactPages } from "./pages/test-contacts";
-import { webhookPages } from "./pages/webhooks";
+import { webhookPages } from "../features/webhooks/pages";
 
 /**
  * The customer dashboard (`/dashboard`): server-rendered pages over the same

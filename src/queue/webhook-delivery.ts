@@ -5,7 +5,7 @@ import {
   markWebhookHealthyStatement,
   webhooksForNumbers,
   type WebhookRow,
-} from "../db/webhooks";
+} from "../features/webhooks/store";
 import { recordDeliveries, type DeliveryReport } from "../engine/webhooks";
 import { now } from "../lib/clock";
 import { errorText, log } from "../lib/log";

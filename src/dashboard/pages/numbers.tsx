@@ -7,7 +7,7 @@ import {
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
 import { numberHealth, numberHealthAndSending } from "../../features/numbers/number-detail";
-import { getWebhookOfNumber } from "../../db/webhooks";
+import { getWebhookOfNumber } from "../../features/webhooks/store";
 import { findByUuid } from "../../domain/job-id";
 import { toPage } from "../../lib/pagination";
 import type { DashboardEnv } from "../context";

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { GettingStarted } from "../getting-started";
 import { listConnectedNumbers } from "../../db/channel-numbers";
-import { listWebhooks, type WebhookRow } from "../../db/webhooks";
+import { listWebhooks, type WebhookRow } from "../../features/webhooks/store";
 import { currentUsage } from "../../features/usage/current-usage";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";

@@ -1,5 +1,5 @@
 import { config } from "../../config";
-import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "../../db/webhooks";
+import { getWebhook, upsertWebhook, webhookIdOfNumber, type WebhookRow } from "./store";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import {
   lastFailedAttempt,

@@ -6,7 +6,7 @@ import { meRoutes } from "../me";
 import { channelNumberRoutes } from "../channel-numbers";
 import { channelNumberChangeRoutes } from "../channel-number-changes";
 import { usageRoutes } from "../usage";
-import { webhookRoutes } from "../webhooks";
+import { webhookRoutes } from "../../features/webhooks/routes";
 import { messageReadRoutes } from "../messages";
 import { messageArchiveRoutes } from "../message-archives";
 import { messageMediaRoutes } from "../message-media";

@@ -1,24 +1,44 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { AppEnv } from "../context";
-import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../lib/openapi";
-import { EXAMPLE } from "../lib/openapi-examples";
-import { listWebhooks, type WebhookRow } from "../db/webhooks";
-import { Webhook, WebhookDelivery, redactWebhookUrl, toDeliveryView, toWebhookView } from "../domain/webhook-view";
-import { auditApi } from "../features/audit/api-audit";
-import {
-  configureWebhook,
-  deliveryLog,
-  findOwnWebhook,
-  replayEvent,
-  sendTestEvent,
-} from "../features/webhooks/webhook-config";
-import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
-import { ApiError, foundOr404, notFound } from "../lib/errors";
-import { jsonBody } from "../middleware/json-body";
-import { noStore } from "../middleware/security-headers";
-import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
-import type { Caller } from "../domain/actor";
+import type { AppEnv } from "../../context";
+import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../../lib/openapi";
+import { EXAMPLE } from "../../lib/openapi-examples";
+import { listWebhooks, type WebhookRow } from "./store";
+import { WebhookDelivery, redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
+import { auditApi } from "../audit/api-audit";
+import { configureWebhook, deliveryLog, findOwnWebhook, replayEvent, sendTestEvent } from "./webhook-config";
+import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../../lib/pagination";
+import { ApiError, foundOr404, notFound } from "../../lib/errors";
+import { jsonBody } from "../../middleware/json-body";
+import { noStore } from "../../middleware/security-headers";
+import { limitHeaders, throwIfLimited } from "../../middleware/rate-limit";
+import type { Caller } from "../../domain/actor";
+
+export const Webhook = z
+  .object({
+    id: z.string().uuid(),
+    channelNumberId: z.string().uuid(),
+    url: z.string().url(),
+    status: z.enum(["enabled", "disabled"]).openapi({
+      description: "`disabled` after the endpoint kept failing for days; configure it again to re-enable.",
+    }),
+    failingSince: z.string().datetime().nullable(),
+    disabledAt: z.string().datetime().nullable(),
+    createdAt: z.string().datetime(),
+    updatedAt: z.string().datetime(),
+  })
+  .openapi("Webhook");
+
+export const toWebhookView = (row: WebhookRow): z.infer<typeof Webhook> => ({
+  id: row.id,
+  channelNumberId: row.channel_number_id,
+  url: row.url,
+  status: row.status,
+  failingSince: row.failing_since,
+  disabledAt: row.disabled_at,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
 
 const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
 

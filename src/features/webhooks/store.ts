@@ -1,4 +1,4 @@
-import type { Cursor } from "../lib/pagination";
+import type { Cursor } from "../../lib/pagination";
 
 export interface WebhookRow {
   id: string;

@@ -1,31 +1,25 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
-import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "../../db/webhooks";
+import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "./store";
 import { findByUuid } from "../../domain/job-id";
-import {
-  configureWebhook,
-  deliveryLog,
-  lastFailure,
-  replayEvent,
-  sendTestEvent,
-} from "../../features/webhooks/webhook-config";
+import { configureWebhook, deliveryLog, lastFailure, replayEvent, sendTestEvent } from "./webhook-config";
 import { redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
-import { auditMember } from "../../features/audit/member-audit";
+import { auditMember } from "../audit/member-audit";
 import { config } from "../../config";
 import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";
 import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
-import { memberCaller, type DashboardEnv } from "../context";
+import { memberCaller, type DashboardEnv } from "../../dashboard/context";
 import type { RateLimited } from "../../domain/limit-check";
-import { FieldError, Time, TableScroll } from "../components";
-import { DeliveryLog } from "../delivery-log";
-import { setFlash } from "../flash";
-import { formFields } from "../forms";
-import { pageCursor } from "../paging";
-import { hasRole, requireRole } from "../roles";
-import { notFoundPage, rateLimitedPage } from "./errors";
-import { WebhookUrl } from "../webhook-url";
+import { FieldError, Time, TableScroll } from "../../dashboard/components";
+import { DeliveryLog } from "../../dashboard/delivery-log";
+import { setFlash } from "../../dashboard/flash";
+import { formFields } from "../../dashboard/forms";
+import { pageCursor } from "../../dashboard/paging";
+import { hasRole, requireRole } from "../../dashboard/roles";
+import { notFoundPage, rateLimitedPage } from "../../dashboard/pages/errors";
+import { WebhookUrl } from "../../dashboard/webhook-url";
 
 const LOG_PAGE_SIZE = 25;
 const MAX_URL_CHARS = 2048;
