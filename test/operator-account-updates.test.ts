@@ -14,7 +14,7 @@ import { channelNumberStub } from "../src/durable-objects/stubs";
 // `time` and `restriction_info[].expiration` Unix times; PARTNER_* events name the customer's
 // account in `waba_info.waba_id`). Each event reaches the health of the account's live numbers;
 // where the operator stops serving them, they pause, lose their verified binding, or are
-// disconnected (accountEffect in src/domain/operator-number-updates.ts, applied by src/queue/upstream-events.ts).
+// disconnected (accountEffect in src/features/numbers/operator-updates.ts, applied by src/queue/upstream-events.ts).
 
 const clock = fakeClockPerTest(Date.UTC(2049, 0, 1), (t) => t + 24 * 3_600_000);
 const accounts = fakeAccounts();

@@ -19,7 +19,7 @@ export interface ChannelNumberRow {
   messaging_limit_tier: string | null;
   operator_checked_at: string | null;
   last_operator_error: string | null;
-  /** The operator's last webhook about the number that is not applied here, as JSON (migration 0028; operator-notices.ts). */
+  /** The operator's last webhook about the number that is not applied here, as JSON (migration 0028; features/numbers/operator-notices.ts). */
   last_operator_notice: string | null;
   /** When the operator first refused the number's token, NULL while it has not (migration 0031; number-binding.ts). */
   unverified_since: string | null;
@@ -426,7 +426,7 @@ export async function disconnectAccountNumbers(
 }
 
 /**
- * Records a notice (JSON, operator-notices.ts) on the connected live number the operator named by
+ * Records a notice (JSON, features/numbers/operator-notices.ts) on the connected live number the operator named by
  * its id, or, when it named none, on every connected live number of its business account; the ids
  * updated. With `unlessSameFieldSince` (ISO time), a number whose notice is already about `field`
  * and dated at or after it is left as it is (a field the operator sends with every message of a

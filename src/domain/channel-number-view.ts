@@ -1,5 +1,4 @@
 import { z } from "@hono/zod-openapi";
-import type { ChannelNumberRow } from "../db/channel-numbers";
 import { NumberHealth } from "./number-health";
 
 export const ChannelNumber = z
@@ -85,11 +84,3 @@ export function toNumberSending(state: NumberSendingState): z.infer<typeof Numbe
       }
     : { state: "active", pausedSince: null, nextAttemptAt: null, reason: null };
 }
-
-export const toChannelNumberView = (row: ChannelNumberRow): z.infer<typeof ChannelNumber> => ({
-  id: row.id,
-  displayPhoneNumber: row.display_phone_number,
-  status: "connected",
-  upstream: row.upstream_type,
-  createdAt: row.created_at,
-});

@@ -1,9 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { markUnverified, recordOperatorCheck, storedProfileOf, type ChannelNumberRow } from "../db/channel-numbers";
-import { isoNow, now } from "../lib/clock";
-import { openUpstreamCredentials } from "../lib/sealed-secrets";
-import { fetchNumberProfile } from "../upstream/operator-account";
-import { OperatorNotice } from "./operator-notices";
+import { OperatorNotice } from "./operator-notice";
 
 /** The operator is asked about a live number at most this often (its quality rating and tier change over days). */
 export const OPERATOR_REFRESH_MS = 60 * 60 * 1000;
@@ -60,25 +56,3 @@ export const NumberHealth = z
   .openapi("NumberHealth");
 
 export type NumberHealthView = z.infer<typeof NumberHealth>;
-
-const isStale = (row: ChannelNumberRow): boolean =>
-  row.upstream_type === "cloud" &&
-  (row.operator_checked_at === null || now() - Date.parse(row.operator_checked_at) >= OPERATOR_REFRESH_MS);
-
-/**
- * Asks the operator about a live number again when the last answer is an hour
- * old; the row as it is afterwards. A refusal is recorded as the number's last
- * operator error and never hides the last known rating and tier.
- */
-export async function refreshIfStale(env: Env, row: ChannelNumberRow): Promise<ChannelNumberRow> {
-  if (!isStale(row) || !row.upstream_phone_number_id) return row;
-  const { accessToken } = await openUpstreamCredentials(env, row);
-  const answer = await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
-  const at = isoNow();
-  const result = answer.ok ? { profile: storedProfileOf(answer.value) } : { error: answer.reason.slice(0, 300) };
-  const checked = (await recordOperatorCheck(env.DB, row.id, at, result)) ?? row;
-  // The token itself refused: the number's binding is unverified until an owner replaces it (number-binding.ts).
-  if (!answer.ok && answer.problem === "refused" && answer.field === "upstream.accessToken")
-    return (await markUnverified(env.DB, row.id, at, result.error ?? answer.reason)) ?? checked;
-  return checked;
-}

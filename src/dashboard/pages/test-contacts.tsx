@@ -9,7 +9,7 @@ import { setFlash } from "../flash";
 import { formFields } from "../forms";
 import { requireRole } from "../roles";
 import { notFoundPage, rateLimitedPage } from "./errors";
-import { renderNumber } from "./numbers";
+import { renderNumber } from "../../features/numbers/pages";
 
 // Developers and owners mark a sandbox number's test contacts on its page: the same domain
 // operations (validation and the bound of 10 included) as /api/v1/sandbox/test-contacts.

@@ -2,14 +2,24 @@ import type { z } from "@hono/zod-openapi";
 import { sendsOnDay, type ChannelNumberRow } from "../../db/channel-numbers";
 import { isoNow } from "../../lib/clock";
 import {
-  toChannelNumberView,
   toNumberSending,
+  type ChannelNumber,
   type ChannelNumberDetail,
   type NumberSendingState,
 } from "../../domain/channel-number-view";
-import { refreshIfStale, type NumberHealthView } from "../../domain/number-health";
-import { noticeOf } from "../../domain/operator-notices";
+import type { NumberHealthView } from "../../domain/number-health";
+import { refreshIfStale } from "./refresh-health";
+import { noticeOf } from "../../domain/operator-notice";
 import { numberSendingState } from "../../engine/numbers";
+
+/** A connected number as the API lists it. */
+export const toChannelNumberView = (row: ChannelNumberRow): z.infer<typeof ChannelNumber> => ({
+  id: row.id,
+  displayPhoneNumber: row.display_phone_number,
+  status: "connected",
+  upstream: row.upstream_type,
+  createdAt: row.created_at,
+});
 
 /**
  * A connected number as `GET /channel-numbers/{id}` shows it (and the connect and

@@ -2,7 +2,7 @@ import type { ChannelNumberRow } from "../../db/channel-numbers";
 import { numberWithTemplatesNamed } from "./store";
 import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
 import { LruTtl } from "../../domain/key-cache";
-import { refreshIfStale } from "../../domain/number-health";
+import { refreshIfStale } from "../numbers/refresh-health";
 import type { StoredTemplate } from "../../domain/template";
 
 /** What a template send needs to know of its number: whether it has templates, and those of the name. */

@@ -1,10 +1,10 @@
-import { z } from "@hono/zod-openapi";
-import { recordOperatorNotice } from "../db/channel-numbers";
-import { isoNow, now } from "../lib/clock";
-import { log } from "../lib/log";
-import { StatusError } from "../upstream/cloud-webhook-payload";
-import { isAccountLevel, permanentError } from "../upstream/error-codes";
-import type { NormalizedError } from "../upstream/adapter";
+import type { OperatorNotice } from "../../domain/operator-notice";
+import { recordOperatorNotice } from "../../db/channel-numbers";
+import { isoNow, now } from "../../lib/clock";
+import { log } from "../../lib/log";
+import { StatusError } from "../../upstream/cloud-webhook-payload";
+import { isAccountLevel, permanentError } from "../../upstream/error-codes";
+import type { NormalizedError } from "../../upstream/adapter";
 
 // What the operator's webhooks say about a number that no message record takes: the changes of a
 // field this service does not apply, and the `errors` of a `messages` change. Each is logged (ids,
@@ -13,32 +13,6 @@ import type { NormalizedError } from "../upstream/adapter";
 // same code would in a status. Both throw only when D1 fails (the item is retried).
 
 const NOTICE_MESSAGE_CHARS = 300;
-
-export const OperatorNotice = z
-  .object({
-    field: z.string().openapi({
-      description:
-        "The webhook field: e.g. `standby`, or `messages` for the `errors` the operator sent about the number.",
-    }),
-    message: z
-      .string()
-      .openapi({ description: "What it said, in words (the operator's title and details for errors)." }),
-    upstreamCode: z.string().nullable().openapi({ description: "The operator's error code, for `errors`." }),
-    at: z.string().datetime().openapi({ description: "When it arrived." }),
-  })
-  .openapi("OperatorNotice");
-export type OperatorNotice = z.infer<typeof OperatorNotice>;
-
-/** The stored notice, or null (none yet, or unreadable). */
-export function noticeOf(raw: string | null): OperatorNotice | null {
-  if (!raw) return null;
-  try {
-    const parsed = OperatorNotice.safeParse(JSON.parse(raw));
-    return parsed.success ? parsed.data : null;
-  } catch {
-    return null;
-  }
-}
 
 const FIELD_WORDS: Record<string, string> = {
   standby:

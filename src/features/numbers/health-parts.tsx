@@ -1,7 +1,7 @@
-import type { NumberHealthView } from "../domain/number-health";
-import type { NumberSendingState } from "../domain/channel-number-view";
-import { CONFIRM_PROBE_MS } from "../engine/numbers";
-import { Time } from "./components";
+import type { NumberHealthView } from "../../domain/number-health";
+import type { NumberSendingState } from "../../domain/channel-number-view";
+import { CONFIRM_PROBE_MS } from "../../engine/numbers";
+import { Time } from "../../dashboard/components";
 
 const STATE_LABEL = { active: "active", paused: "paused", disconnected: "disconnected" } as const;
 

@@ -6,20 +6,20 @@ import {
   listConnectedNumbers,
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
-import { numberHealth, numberHealthAndSending } from "../../features/numbers/number-detail";
-import { getWebhookOfNumber } from "../../features/webhooks/store";
+import { numberHealth, numberHealthAndSending } from "./number-detail";
+import { getWebhookOfNumber } from "../webhooks/store";
 import { findByUuid } from "../../domain/job-id";
 import { toPage } from "../../lib/pagination";
-import type { DashboardEnv } from "../context";
-import { CopyableId, ConfirmForm, Time, TableScroll } from "../components";
-import { hasRole } from "../roles";
-import { HealthFacts, HealthState, qualityAndTier } from "../number-health";
-import { ConnectForms, ReplaceTokenForm, type FormState } from "../number-forms";
-import { pageCursor } from "../paging";
-import { notFoundPage } from "./errors";
-import { WebhookUrl } from "../webhook-url";
+import type { DashboardEnv } from "../../dashboard/context";
+import { CopyableId, ConfirmForm, Time, TableScroll } from "../../dashboard/components";
+import { hasRole } from "../../dashboard/roles";
+import { HealthFacts, HealthState, qualityAndTier } from "./health-parts";
+import { ConnectForms, ReplaceTokenForm, type FormState } from "./number-forms";
+import { pageCursor } from "../../dashboard/paging";
+import { notFoundPage } from "../../dashboard/pages/errors";
+import { WebhookUrl } from "../../dashboard/webhook-url";
 import { testContactsOf } from "../../domain/sandbox-test-contacts";
-import { TestContacts } from "../test-contact-forms";
+import { TestContacts } from "../../dashboard/test-contact-forms";
 
 const PAGE_SIZE = 50;
 /** Recently disconnected numbers listed under the connected ones (the API reads them as unknown). */

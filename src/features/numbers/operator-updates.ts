@@ -1,7 +1,7 @@
-import { applyOperatorQualityUpdate } from "../db/channel-numbers";
-import { isoNow } from "../lib/clock";
-import { log } from "../lib/log";
-import { CloudAccountUpdate, CloudQualityUpdate } from "../upstream/cloud-webhook-payload";
+import { applyOperatorQualityUpdate } from "../../db/channel-numbers";
+import { isoNow } from "../../lib/clock";
+import { log } from "../../lib/log";
+import { CloudAccountUpdate, CloudQualityUpdate } from "../../upstream/cloud-webhook-payload";
 
 // The operator's business-account webhooks about a number's health (issue 22): they complement the
 // hourly refresh of number-health.ts. Both functions validate on their own, log ids only (never a

@@ -14,17 +14,17 @@ import {
   type StoredProfile,
 } from "../../db/channel-numbers";
 import { ApiError, foundOr404, notFound } from "../../lib/errors";
-import { requireWorkspace } from "./require-workspace";
+import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { isoNow } from "../../lib/clock";
 import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
 import { findByUuid } from "../../domain/job-id";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { jsonBody } from "../../middleware/json-body";
-import { auditAdmin } from "../../features/audit/api-audit";
+import { auditAdmin } from "../audit/api-audit";
 import { verifyCloudNumber } from "../../domain/cloud-number-verification";
-import { syncOnConnect } from "../../features/templates/sync";
+import { syncOnConnect } from "../templates/sync";
 import { verifyAndSubscribe } from "../../upstream/operator-account";
-import { operatorError } from "../operator-refusal";
+import { operatorError } from "../../routes/operator-refusal";
 
 const AccessToken = z.string().min(16).max(4096).openapi({ description: "Stored encrypted; never returned." });
 const WabaId = z

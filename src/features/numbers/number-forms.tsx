@@ -1,4 +1,4 @@
-import { FieldError } from "./components";
+import { FieldError } from "../../dashboard/components";
 
 /** What a refused form gets back: the values typed (never the token) and the error beside its field. */
 export interface FormState {

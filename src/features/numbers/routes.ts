@@ -1,16 +1,16 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import { EXAMPLE } from "../lib/openapi-examples";
-import { E164_DIGITS } from "../domain/send-request";
-import { MAX_USER_ID_LENGTH, USER_ID } from "../domain/recipient";
-import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../db/channel-numbers";
-import { ChannelNumber, ChannelNumberDetail, toChannelNumberView } from "../domain/channel-number-view";
-import { numberDetail } from "../features/numbers/number-detail";
-import type { NumberHealthView } from "../domain/number-health";
-import { ApiError, foundOr404 } from "../lib/errors";
-import { PaginationQuery, decodeCursor, toPage } from "../lib/pagination";
-import { findByUuid } from "../domain/job-id";
-import { contactWindow } from "../engine/numbers";
+import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../../lib/openapi";
+import { EXAMPLE } from "../../lib/openapi-examples";
+import { E164_DIGITS } from "../../domain/send-request";
+import { MAX_USER_ID_LENGTH, USER_ID } from "../../domain/recipient";
+import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
+import { ChannelNumber, ChannelNumberDetail } from "../../domain/channel-number-view";
+import { numberDetail, toChannelNumberView } from "./number-detail";
+import type { NumberHealthView } from "../../domain/number-health";
+import { ApiError, foundOr404 } from "../../lib/errors";
+import { PaginationQuery, decodeCursor, toPage } from "../../lib/pagination";
+import { findByUuid } from "../../domain/job-id";
+import { contactWindow } from "../../engine/numbers";
 
 const NumbersList = z
   .object({ data: z.array(ChannelNumber), nextCursor: z.string().nullable() })

@@ -1,4 +1,4 @@
-import { auditClaimedAway } from "../../features/numbers/claimed-away";
+import { auditClaimedAway } from "./claimed-away";
 import { Hono } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
@@ -8,16 +8,16 @@ import {
   replaceNumberToken,
   type ConnectInput,
   type Refused,
-} from "../../features/numbers/number-connection";
+} from "./number-connection";
 import type { OperatorProfile } from "../../upstream/operator-account";
-import { auditMember } from "../../features/audit/member-audit";
-import { memberCaller, type DashboardEnv } from "../context";
-import { setFlash } from "../flash";
-import { formFields } from "../forms";
-import { requireRole } from "../roles";
-import type { FormState } from "../number-forms";
-import { confirmPage, notFoundPage, rateLimitedPage } from "./errors";
-import { renderNumber, renderNumbers } from "./numbers";
+import { auditMember } from "../audit/member-audit";
+import { memberCaller, type DashboardEnv } from "../../dashboard/context";
+import { setFlash } from "../../dashboard/flash";
+import { formFields } from "../../dashboard/forms";
+import { requireRole } from "../../dashboard/roles";
+import type { FormState } from "./number-forms";
+import { confirmPage, notFoundPage, rateLimitedPage } from "../../dashboard/pages/errors";
+import { renderNumber, renderNumbers } from "./pages";
 
 // The owners' changes to the workspace's numbers: the same domain operations
 // (operator checks and limits included) as POST/PATCH/DELETE /api/v1/channel-numbers.

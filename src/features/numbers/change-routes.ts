@@ -6,19 +6,19 @@ import {
   jsonRequestBody,
   newRouter,
   requestIdHeader,
-} from "../lib/openapi";
-import { ChannelNumberDetail } from "../domain/channel-number-view";
-import { numberDetail } from "../features/numbers/number-detail";
-import { connectNumber, disconnectNumber, replaceNumberToken } from "../features/numbers/number-connection";
-import { operatorError } from "./operator-refusal";
-import { ApiError, notFound } from "../lib/errors";
-import { jsonBody } from "../middleware/json-body";
-import { noStore } from "../middleware/security-headers";
-import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
-import { auditApi } from "../features/audit/api-audit";
-import { auditClaimedAway } from "../features/numbers/claimed-away";
-import { apiCaller } from "./caller";
-import { HEALTH_EXAMPLE, NUMBER_EXAMPLE, NumberId } from "./channel-numbers";
+} from "../../lib/openapi";
+import { ChannelNumberDetail } from "../../domain/channel-number-view";
+import { numberDetail } from "./number-detail";
+import { connectNumber, disconnectNumber, replaceNumberToken } from "./number-connection";
+import { operatorError } from "../../routes/operator-refusal";
+import { ApiError, notFound } from "../../lib/errors";
+import { jsonBody } from "../../middleware/json-body";
+import { noStore } from "../../middleware/security-headers";
+import { limitHeaders, throwIfLimited } from "../../middleware/rate-limit";
+import { auditApi } from "../audit/api-audit";
+import { auditClaimedAway } from "./claimed-away";
+import { apiCaller } from "../../routes/caller";
+import { HEALTH_EXAMPLE, NUMBER_EXAMPLE, NumberId } from "./routes";
 
 // Extension (issue 22): partners connect, re-key and disconnect their own numbers.
 // The domain operations are the dashboard's too, limits included.
