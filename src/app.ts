@@ -18,7 +18,7 @@ import { adminAuth } from "./middleware/admin-auth";
 import { meRoutes } from "./routes/me";
 import { channelNumberRoutes } from "./features/numbers/routes";
 import { channelNumberChangeRoutes } from "./features/numbers/change-routes";
-import { usageRoutes } from "./routes/usage";
+import { usageRoutes } from "./features/usage/routes";
 import { webhookRoutes } from "./features/webhooks/routes";
 import { messageRoutes } from "./routes/messages";
 import { messageArchiveRoutes } from "./routes/message-archives";

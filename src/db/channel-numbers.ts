@@ -352,15 +352,6 @@ export async function recordOperatorCheck(
   return stmt.first<ChannelNumberRow>();
 }
 
-/** Sends accepted today (UTC) from the number: the daily counts the workspace object ships (up to a minute behind). */
-export async function sendsOnDay(db: D1Database, workspaceId: string, numberId: string, day: string): Promise<number> {
-  const row = await db
-    .prepare("SELECT accepted FROM usage_daily WHERE workspace_id = ? AND day = ? AND channel_number_id = ?")
-    .bind(workspaceId, day, numberId)
-    .first<{ accepted: number }>();
-  return row?.accepted ?? 0;
-}
-
 /** The display number's digits in SQL (stored as `+digits`; spaces, dashes and brackets dropped defensively). */
 const DISPLAY_DIGITS_SQL =
   "REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(display_phone_number, '+', ''), ' ', ''), '-', ''), '(', ''), ')', '')";

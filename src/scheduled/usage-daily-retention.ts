@@ -1,4 +1,4 @@
-import { USAGE_DAILY_RETENTION_DAYS, purgeUsageDaily } from "../db/usage-daily";
+import { USAGE_DAILY_RETENTION_DAYS, purgeUsageDaily } from "../features/usage/store";
 import type { ScheduledJob } from "./job";
 
 const BATCH = 1_000;

@@ -5,7 +5,7 @@ import { listWebhooks, type WebhookRow } from "../../features/webhooks/store";
 import { currentUsage } from "../../features/usage/current-usage";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
-import { SendsChart } from "../sends-chart";
+import { SendsChart } from "../../features/usage/sends-chart";
 import { notFoundPage } from "./errors";
 import type { Role } from "../../domain/roles";
 import { hasRole } from "../roles";

@@ -1,5 +1,6 @@
 import type { z } from "@hono/zod-openapi";
-import { sendsOnDay, type ChannelNumberRow } from "../../db/channel-numbers";
+import type { ChannelNumberRow } from "../../db/channel-numbers";
+import { sendsOnDay } from "../usage/store";
 import { isoNow } from "../../lib/clock";
 import {
   toNumberSending,

@@ -5,7 +5,7 @@ import { keyRoleGate } from "../../middleware/key-role";
 import { meRoutes } from "../me";
 import { channelNumberRoutes } from "../../features/numbers/routes";
 import { channelNumberChangeRoutes } from "../../features/numbers/change-routes";
-import { usageRoutes } from "../usage";
+import { usageRoutes } from "../../features/usage/routes";
 import { webhookRoutes } from "../../features/webhooks/routes";
 import { messageReadRoutes } from "../messages";
 import { messageArchiveRoutes } from "../message-archives";

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../lib/openapi";
-import { currentUsage } from "../features/usage/current-usage";
-import { ApiError } from "../lib/errors";
+import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../../lib/openapi";
+import { currentUsage } from "./current-usage";
+import { ApiError } from "../../lib/errors";
 
 const Usage = z
   .object({
