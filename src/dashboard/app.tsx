@@ -21,7 +21,7 @@ import { numberChangePages } from "../features/numbers/change-pages";
 import { overviewPage } from "./pages/overview";
 import { signInPages } from "../features/sign-in/pages";
 import { templatePages } from "../features/templates/pages";
-import { testContactPages } from "./pages/test-contacts";
+import { testContactPages } from "../features/sandbox/test-contact-pages";
 import { webhookPages } from "../features/webhooks/pages";
 
 /**

@@ -18,8 +18,8 @@ import { ConnectForms, ReplaceTokenForm, type FormState } from "./number-forms";
 import { pageCursor } from "../../dashboard/paging";
 import { notFoundPage } from "../../dashboard/pages/errors";
 import { WebhookUrl } from "../../dashboard/webhook-url";
-import { testContactsOf } from "../../domain/sandbox-test-contacts";
-import { TestContacts } from "../../dashboard/test-contact-forms";
+import { testContactsOf } from "../sandbox/test-contacts";
+import { TestContacts } from "../sandbox/test-contact-forms";
 
 const PAGE_SIZE = 50;
 /** Recently disconnected numbers listed under the connected ones (the API reads them as unknown). */

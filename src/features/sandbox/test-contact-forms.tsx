@@ -1,7 +1,7 @@
-import type { TestContactRow } from "../db/sandbox-test-contacts";
-import { MAX_TEST_CONTACTS_PER_NUMBER } from "../domain/sandbox-test-contacts";
-import { FieldError, Time } from "./components";
-import type { FormState } from "../features/numbers/number-forms";
+import type { TestContactRow } from "../../db/sandbox-test-contacts";
+import { MAX_TEST_CONTACTS_PER_NUMBER } from "./test-contacts";
+import { FieldError, Time } from "../../dashboard/components";
+import type { FormState } from "../numbers/number-forms";
 
 /**
  * A sandbox number's test contacts on its page: the list for everyone, the add and remove

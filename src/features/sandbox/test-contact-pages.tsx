@@ -2,14 +2,14 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
-import { addSandboxTestContact, removeSandboxTestContact } from "../../domain/sandbox-test-contacts";
-import { auditMember } from "../../features/audit/member-audit";
-import type { DashboardEnv } from "../context";
-import { setFlash } from "../flash";
-import { formFields } from "../forms";
-import { requireRole } from "../roles";
-import { notFoundPage, rateLimitedPage } from "./errors";
-import { renderNumber } from "../../features/numbers/pages";
+import { addSandboxTestContact, removeSandboxTestContact } from "./test-contacts";
+import { auditMember } from "../audit/member-audit";
+import type { DashboardEnv } from "../../dashboard/context";
+import { setFlash } from "../../dashboard/flash";
+import { formFields } from "../../dashboard/forms";
+import { requireRole } from "../../dashboard/roles";
+import { notFoundPage, rateLimitedPage } from "../../dashboard/pages/errors";
+import { renderNumber } from "../numbers/pages";
 
 // Developers and owners mark a sandbox number's test contacts on its page: the same domain
 // operations (validation and the bound of 10 included) as /api/v1/sandbox/test-contacts.

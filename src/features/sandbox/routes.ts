@@ -1,13 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../lib/openapi";
-import { EXAMPLE } from "../lib/openapi-examples";
-import { E164_DIGITS, TextContent } from "../domain/send-request";
-import { getConnectedNumber } from "../db/channel-numbers";
-import { receiveMessages } from "../engine/operator-events";
-import { ApiError, foundOr404 } from "../lib/errors";
-import { now } from "../lib/clock";
-import { jsonBody } from "../middleware/json-body";
-import { auditApi } from "../features/audit/api-audit";
+import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../../lib/openapi";
+import { EXAMPLE } from "../../lib/openapi-examples";
+import { E164_DIGITS, TextContent } from "../../domain/send-request";
+import { getConnectedNumber } from "../../db/channel-numbers";
+import { receiveMessages } from "../../engine/operator-events";
+import { ApiError, foundOr404 } from "../../lib/errors";
+import { now } from "../../lib/clock";
+import { jsonBody } from "../../middleware/json-body";
+import { auditApi } from "../audit/api-audit";
 
 const InjectInbound = z
   .strictObject({

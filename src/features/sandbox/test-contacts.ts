@@ -1,15 +1,15 @@
-import type { ChannelNumberRow } from "../db/channel-numbers";
+import type { ChannelNumberRow } from "../../db/channel-numbers";
 import {
   addTestContact,
   listTestContacts,
   MAX_TEST_CONTACTS_PER_NUMBER,
   removeTestContact,
   type TestContactRow,
-} from "../db/sandbox-test-contacts";
-import { isoNow } from "../lib/clock";
-import { spendWorkspaceHourly, type RateLimited, type Spent } from "./limit-check";
-import type { ThrottleDecision } from "../lib/throttle";
-import { E164_DIGITS } from "./send-request";
+} from "../../db/sandbox-test-contacts";
+import { isoNow } from "../../lib/clock";
+import { spendWorkspaceHourly, type RateLimited, type Spent } from "../../domain/limit-check";
+import type { ThrottleDecision } from "../../lib/throttle";
+import { E164_DIGITS } from "../../domain/send-request";
 
 // A sandbox number's test contacts (recipients it sends to outside the 24-hour window): what
 // /api/v1/sandbox/test-contacts and the dashboard's number page share, so that both refuse the

@@ -6,10 +6,10 @@ import {
   jsonRequestBody,
   newRouter,
   requestIdHeader,
-} from "../lib/openapi";
-import { EXAMPLE } from "../lib/openapi-examples";
-import { E164_DIGITS } from "../domain/send-request";
-import { getConnectedNumber, type ChannelNumberRow } from "../db/channel-numbers";
+} from "../../lib/openapi";
+import { EXAMPLE } from "../../lib/openapi-examples";
+import { E164_DIGITS } from "../../domain/send-request";
+import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
 import {
   addSandboxTestContact,
   MAX_TEST_CONTACTS_PER_NUMBER,
@@ -17,12 +17,12 @@ import {
   PHONE_RULE,
   removeSandboxTestContact,
   testContactsOf,
-} from "../domain/sandbox-test-contacts";
-import { ApiError, foundOr404 } from "../lib/errors";
-import { jsonBody } from "../middleware/json-body";
-import { limitHeaders, throwIfLimited } from "../middleware/rate-limit";
-import { auditApi } from "../features/audit/api-audit";
-import type { AppEnv } from "../context";
+} from "./test-contacts";
+import { ApiError, foundOr404 } from "../../lib/errors";
+import { jsonBody } from "../../middleware/json-body";
+import { limitHeaders, throwIfLimited } from "../../middleware/rate-limit";
+import { auditApi } from "../audit/api-audit";
+import type { AppEnv } from "../../context";
 import type { Context } from "hono";
 
 // Test contacts: recipients a sandbox number sends to outside the 24-hour window, as the operator's
@@ -109,7 +109,7 @@ async function sandboxNumber(c: Context<AppEnv>, id: string): Promise<ChannelNum
   return number;
 }
 
-// The same operations as the dashboard's number page (src/domain/sandbox-test-contacts.ts). The
+// The same operations as the dashboard's number page (src/features/sandbox/test-contacts.ts). The
 // phone was validated by the schema above; the domain checks it again, as it does for the dashboard.
 export const sandboxTestContactRoutes = newRouter()
   .openapi(list, async (c) => {
