@@ -17,11 +17,10 @@ import { validationHook } from "../lib/validation";
 import { sendRateLimitHeaders } from "../lib/rate-limit-fields";
 import { retryAfterSeconds } from "../domain/rate-window";
 import { jsonBody } from "../middleware/json-body";
-import { MessageListQuery, decodeMessageCursor, encodeMessageCursor, toFilter } from "../domain/message-list";
+import { MessageListQuery, toFilter } from "../domain/message-list";
 import { MessageTimeline, timelineOf } from "../domain/message-timeline";
 import { WebhookDelivery } from "../domain/webhook-view";
 import {
-  listMessages,
   messageDeliveries,
   readMessage,
   sendMessage,
@@ -30,6 +29,7 @@ import {
   type SendContent,
   type SendInput,
 } from "../engine/messages";
+import { listMessagePage } from "../features/messages/message-page";
 
 export const SendMessageAccepted = z
   .object({ jobId: z.string().uuid(), status: z.literal("created") })
@@ -262,13 +262,9 @@ export async function messagePage(
   filter: MessageFilter,
   query: { cursor?: string | undefined; limit: number },
 ): Promise<{ data: Message[]; nextCursor: string | null }> {
-  const { workspaceId } = c.get("principal");
-  const after = await decodeMessageCursor(workspaceId, query.cursor);
-  const page = await listMessages(c.env, workspaceId, filter, after, query.limit);
-  return {
-    data: page.messages,
-    nextCursor: page.next ? await encodeMessageCursor(workspaceId, page.next) : null,
-  };
+  // One call to the workspace object: an API page is bounded in the work it does.
+  const page = await listMessagePage(c.env, c.get("principal").workspaceId, filter, query);
+  return { data: page.messages, nextCursor: page.nextCursor };
 }
 
 /** One message and its timeline: the same in every version. */

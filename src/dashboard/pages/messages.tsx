@@ -2,8 +2,8 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import type { Message } from "../../domain/message";
-import { decodeMessageCursor, encodeMessageCursor, toFilter, type MessageListQuery } from "../../domain/message-list";
-import { listMessages } from "../../engine/messages";
+import { toFilter } from "../../domain/message-list";
+import { listMessagePage, type MessagePage } from "../../features/messages/message-page";
 import { ApiError } from "../../lib/errors";
 import type { DashboardEnv } from "../context";
 import { Choice, describedBy, FieldError, Time, TableScroll } from "../components";
@@ -26,28 +26,6 @@ const MAX_NUMBERS = 100;
  * many calls, before it shows what it has and an "Older" link.
  */
 export const LIST_CALLS_PER_PAGE = 4;
-
-interface Listed {
-  messages: Message[];
-  /** The "Older" link's cursor; null when nothing older matches. */
-  next: string | null;
-}
-
-async function listPage(env: Env, workspaceId: string, query: MessageListQuery): Promise<Listed> {
-  const filter = toFilter(query);
-  let position = await decodeMessageCursor(workspaceId, query.cursor);
-  const messages: Message[] = [];
-  for (let call = 0; call < LIST_CALLS_PER_PAGE && messages.length < query.limit; call++) {
-    const page = await listMessages(env, workspaceId, filter, position, query.limit - messages.length);
-    messages.push(...page.messages);
-    position = page.next;
-    if (!position) break;
-  }
-  return {
-    messages,
-    next: position ? await encodeMessageCursor(workspaceId, position) : null,
-  };
-}
 
 type Errors = Partial<Record<FilterProblem, string>>;
 
@@ -226,10 +204,10 @@ async function render(c: Context<DashboardEnv>) {
   const parsed = parseFilters(c.req.query());
   const numbers = await listConnectedNumbers(c.env.DB, workspaceId, MAX_NUMBERS);
   let errors: Errors = parsed.ok ? {} : parsed.errors;
-  let listed: Listed | null = null;
+  let listed: MessagePage | null = null;
   if (parsed.ok) {
     try {
-      listed = await listPage(c.env, workspaceId, parsed.query);
+      listed = await listMessagePage(c.env, workspaceId, toFilter(parsed.query), parsed.query, LIST_CALLS_PER_PAGE);
     } catch (err) {
       // decodeMessageCursor: a cursor of another workspace, or a damaged link.
       if (!(err instanceof ApiError)) throw err;
@@ -272,7 +250,7 @@ async function render(c: Context<DashboardEnv>) {
           <h2 id="results-heading">{filtered ? "Matching messages" : "All messages"}</h2>
           {listed.messages.length > 0 ? (
             <MessageTable messages={listed.messages} labels={labels} />
-          ) : listed.next ? (
+          ) : listed.nextCursor ? (
             <p>No match among the messages read for this page; older ones may match.</p>
           ) : filtered ? (
             <p>No message matches these filters.</p>
@@ -283,8 +261,8 @@ async function render(c: Context<DashboardEnv>) {
           )}
           <p class="pager">
             {cursor ? <a href={listHref(parsed.values, parsed.limit)}>Newest</a> : null}
-            {listed.next ? (
-              <a href={listHref(parsed.values, parsed.limit, listed.next)} rel="next">
+            {listed.nextCursor ? (
+              <a href={listHref(parsed.values, parsed.limit, listed.nextCursor)} rel="next">
                 Older
               </a>
             ) : null}
