@@ -22,7 +22,8 @@ const FLOORS = [
   },
   {
     name: "edges",
-    comment: "what talks to the outside: the operator (upstream/), customers' webhook endpoints, D1 (db/)",
+    comment:
+      "what talks to the outside: the operator (upstream/), customers' webhook endpoints, the D1 stores the objects or the operator's adapters read (db/)",
     paths: ["src/upstream/", "src/operator/", "src/webhooks/", "src/db/"],
   },
   {
@@ -37,7 +38,8 @@ const FLOORS = [
   },
   {
     name: "entries",
-    comment: "what a request, a queue batch or a cron tick enters: API routes, dashboard pages, consumers, jobs",
+    comment:
+      "what a request, a queue batch or a cron tick enters: the control plane by feature (routes, pages, use cases, D1 stores), the remaining routes and pages, consumers, jobs",
     paths: ["src/routes/", "src/dashboard/", "src/middleware/", "src/queue/", "src/scheduled/", "src/features/"],
   },
   { name: "app", comment: "the Hono app: middleware, error envelope, routers", paths: ["src/app.ts"] },
@@ -123,6 +125,17 @@ export default {
       severity: "error",
       from: {},
       to: { path: "^src/", pathNot: FLOORS.flatMap((floor) => floor.paths.map(pattern)) },
+    },
+    {
+      name: "feature-entries-on-top",
+      comment:
+        "a feature's routes and pages are what the app mounts: no use case, store, consumer, job or middleware imports one",
+      severity: "error",
+      from: {
+        path: "^src/(features|queue|scheduled|middleware|engine|durable-objects|db|domain|lib|upstream|webhooks)/",
+        pathNot: "(pages|routes)\\.tsx?$",
+      },
+      to: { path: "^src/features/[^/]+/[a-z-]*(pages|routes)\\.tsx?$" },
     },
     {
       name: "src-stays-in-src",
