@@ -61,7 +61,7 @@ export const scopes = {
 /**
  * The per-key bucket of a public API request (`path` relative to /api/v1), or
  * null where the operation applies its own limits: sends, connecting a number
- * (src/features/numbers/number-connection.ts), sandbox test contacts (src/features/sandbox/test-contacts.ts),
+ * (src/features/numbers/connect-number.ts), sandbox test contacts (src/features/sandbox/test-contacts.ts),
  * and webhook configuration (limited per caller in src/features/webhooks/configure-webhook.ts, for the
  * dashboard too). Webhook test events and replays spend a read token here,
  * before their webhook is looked up, so that unknown, foreign and disabled ids

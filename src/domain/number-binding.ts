@@ -2,7 +2,7 @@
 // token that workspace gave. The first refusal of that token (HTTP 401 or code 190), on whatever
 // call made with it, marks the binding unverified (`channel_numbers.unverified_since`): inbound
 // messages are then recorded without their content, and a caller who proves control of the
-// number with the operator may take it over (number-connection.ts). Only an owner's new token,
+// number with the operator may take it over (features/numbers/connect-number.ts). Only an owner's new token,
 // confirmed by the operator, verifies the binding again: a token the business revoked never
 // earns its holder the number's traffic back by answering once more. Where a refusal is seen:
 // tokenRefused (db/channel-numbers.ts), called by the hourly check, the number object's drain and

@@ -1,4 +1,4 @@
-import type { Refused } from "../features/numbers/number-connection";
+import type { Refused } from "../features/numbers/connect-number";
 import { ApiError } from "../lib/errors";
 
 /**

@@ -2,13 +2,9 @@ import { auditClaimedAway } from "./claimed-away";
 import { Hono } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { findByUuid } from "../../domain/job-id";
-import {
-  connectNumber,
-  disconnectNumber,
-  replaceNumberToken,
-  type ConnectInput,
-  type Refused,
-} from "./number-connection";
+import { connectNumber, type ConnectInput, type Refused } from "./connect-number";
+import { disconnectNumber } from "./disconnect-number";
+import { replaceNumberToken } from "./replace-token";
 import type { OperatorProfile } from "../../upstream/operator-account";
 import { auditMember } from "../audit/member-audit";
 import { memberCaller, type DashboardEnv } from "../../dashboard/context";

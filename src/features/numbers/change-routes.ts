@@ -9,7 +9,9 @@ import {
 } from "../../lib/openapi";
 import { ChannelNumberDetail } from "../../domain/channel-number-view";
 import { numberDetail } from "./number-detail";
-import { connectNumber, disconnectNumber, replaceNumberToken } from "./number-connection";
+import { connectNumber } from "./connect-number";
+import { disconnectNumber } from "./disconnect-number";
+import { replaceNumberToken } from "./replace-token";
 import { operatorError } from "../../routes/operator-refusal";
 import { ApiError, notFound } from "../../lib/errors";
 import { jsonBody } from "../../middleware/json-body";

@@ -2,11 +2,8 @@ import {
   claimUnverifiedNumber,
   tokenRefused,
   countConnected,
-  disconnectOwnNumber,
   findConnectedByUpstreamId,
-  getConnectedNumber,
   insertChannelNumberWithinPlan,
-  replaceCredentialsAndProfile,
   storedProfileOf,
   type ChannelNumberRow,
 } from "../../db/channel-numbers";
@@ -22,12 +19,12 @@ import {
   type OperatorProfile,
 } from "../../upstream/operator-account";
 import type { Caller } from "../../domain/actor";
-import { findByUuid } from "../../domain/job-id";
-import { spendWorkspaceHourly, type RateLimited, type Spent } from "../../domain/limit-check";
+import type { RateLimited } from "../../domain/limit-check";
+import { spendChange } from "./change-budget";
 import { syncOnConnect } from "../templates/sync";
 import { openUpstreamCredentials } from "../../lib/sealed-secrets";
 
-// Connecting, re-keying and disconnecting a workspace's own numbers: what the
+// Connecting a number (re-keying and disconnecting one are beside it): what the
 // public API and the dashboard share. Each caller turns the outcomes into its
 // own answer (an error envelope, or a message beside a form field); nothing is
 // stored unless the operator confirmed everything first.
@@ -43,7 +40,7 @@ export type Refused = {
   field: OperatorField | "upstream.phoneNumberId";
   reason: string;
 };
-type Unavailable = { ok: false; problem: "unavailable"; reason: string };
+export type Unavailable = { ok: false; problem: "unavailable"; reason: string };
 
 export type ConnectOutcome =
   | {
@@ -58,25 +55,6 @@ export type ConnectOutcome =
   | Unavailable
   | { ok: false; problem: "plan_limit"; reason: string }
   | RateLimited;
-
-export type ReplaceOutcome =
-  | { ok: true; row: ChannelNumberRow; profile: OperatorProfile; limit: ThrottleDecision }
-  | Refused
-  | Unavailable
-  | { ok: false; problem: "not_found" }
-  | { ok: false; problem: "sandbox" }
-  | RateLimited;
-
-export type DisconnectOutcome =
-  { ok: true; row: ChannelNumberRow; limit: ThrottleDecision } | { ok: false; problem: "not_found" } | RateLimited;
-
-/**
- * Every change of a workspace's numbers may call the operator three times:
- * limited per workspace, whoever asks, before anything else.
- */
-function spendChange(env: Env, workspaceId: string): Promise<Spent> {
-  return spendWorkspaceHourly(env, workspaceId, "numberChange", "number changes");
-}
 
 const alreadyConnected = (): Refused => ({
   ok: false,
@@ -189,52 +167,4 @@ async function connected(
   // Template sends are checked against the account's templates: the first pages come at once.
   if (row.waba_id) await syncOnConnect(env, row.waba_id);
   return { ok: true, row, profile, limit, claimedFrom };
-}
-
-/** A connected number of the caller's workspace; foreign, disconnected and malformed ids read as missing. */
-const ownNumber = (env: Env, caller: Caller, id: string) =>
-  findByUuid(id, (stored) => getConnectedNumber(env.DB, caller.workspaceId, stored));
-
-/** Replaces a live number's access token once the operator confirmed it controls the number (and re-subscribes its account). */
-export async function replaceNumberToken(
-  env: Env,
-  caller: Caller,
-  numberId: string,
-  accessToken: string,
-): Promise<ReplaceOutcome> {
-  const spent = await spendChange(env, caller.workspaceId);
-  if (!spent.ok) return spent;
-  const row = await ownNumber(env, caller, numberId);
-  if (!row) return { ok: false, problem: "not_found" };
-  if (row.upstream_type !== "cloud" || !row.upstream_phone_number_id) return { ok: false, problem: "sandbox" };
-  // Numbers connected by the admin API before migration 0025 have no account id: only the number's record is checked.
-  const verified = row.waba_id
-    ? await verifyAndSubscribe(env, { phoneNumberId: row.upstream_phone_number_id, wabaId: row.waba_id, accessToken })
-    : await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
-  if (!verified.ok) return verified;
-  const p = verified.value;
-  const sealed = await sealUpstreamCredentials(env, row.id, { accessToken });
-  const updated = await replaceCredentialsAndProfile(env.DB, row.id, sealed, storedProfileOf(p), isoNow());
-  if (!updated) return { ok: false, problem: "not_found" };
-  // A number paused by a refused token sends again at once.
-  await numberChanged(env, row.id);
-  return { ok: true, row: updated, profile: p, limit: spent.decision };
-}
-
-/**
- * Disconnects a number of the caller's workspace. New sends naming it are refused
- * at once; messages still queued on it end `failed` with `number_disconnected`
- * (the number object's drain does this when told the number is gone), each with
- * its status webhook event: none is left pending in silence.
- */
-export async function disconnectNumber(env: Env, caller: Caller, numberId: string): Promise<DisconnectOutcome> {
-  const spent = await spendChange(env, caller.workspaceId);
-  if (!spent.ok) return spent;
-  const found = await ownNumber(env, caller, numberId);
-  if (!found) return { ok: false, problem: "not_found" };
-  const row = await disconnectOwnNumber(env.DB, caller.workspaceId, found.id, isoNow());
-  if (!row) return { ok: false, problem: "not_found" };
-  await workspaceChanged(env, caller.workspaceId);
-  await numberChanged(env, row.id);
-  return { ok: true, row, limit: spent.decision };
 }
