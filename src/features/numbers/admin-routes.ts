@@ -21,7 +21,7 @@ import { findByUuid } from "../../domain/job-id";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { jsonBody } from "../../middleware/json-body";
 import { auditAdmin } from "../audit/api-audit";
-import { verifyCloudNumber } from "../../domain/cloud-number-verification";
+import { verifyCloudNumber } from "./verify-cloud-number";
 import { syncOnConnect } from "../templates/sync";
 import { verifyAndSubscribe } from "../../upstream/operator-account";
 import { operatorError } from "../../routes/operator-refusal";

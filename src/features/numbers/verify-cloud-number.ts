@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { config, type ConfigVars } from "../config";
-import { ApiError } from "../lib/errors";
-import { log } from "../lib/log";
+import { config, type ConfigVars } from "../../config";
+import { ApiError } from "../../lib/errors";
+import { log } from "../../lib/log";
 
 /** The parts of the operator's answer that matter here (`GET /{phone-number-id}`, or its error object). */
 const OperatorAnswer = z.object({
