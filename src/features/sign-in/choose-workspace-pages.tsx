@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
-import { MAX_SIGN_IN_MEMBERSHIPS, openChosenSession, stillProved, type ProvedMembership } from "./sign-in";
+import { MAX_SIGN_IN_MEMBERSHIPS, type ProvedMembership } from "./sign-in";
+import { openChosenSession, stillProved } from "./choose-workspace";
 import { now } from "../../lib/clock";
 import type { DashboardEnv } from "../../dashboard/context";
 import { formFields } from "../../dashboard/forms";

@@ -1,13 +1,7 @@
-import {
-  membershipsWithPassword,
-  membersWithWorkspace,
-  setPasswordStatement,
-  type MemberRow,
-  type MemberWithWorkspace,
-} from "../members/store";
+import { membershipsWithPassword, setPasswordStatement, type MemberRow } from "../members/store";
 import { takeToken, type ThrottleDecision } from "../../lib/throttle";
 import { isoNow } from "../../lib/clock";
-import { randomBytes, sha256Hex, timingSafeEqualStrings, toBase64Url } from "../../lib/crypto";
+import { randomBytes, sha256Hex, toBase64Url } from "../../lib/crypto";
 import { hashPassword, needsRehash, verifyPassword } from "../../lib/password";
 import { bucket, scopes } from "../../domain/abuse-limits";
 import { openSession } from "./sessions";
@@ -110,32 +104,13 @@ export async function signIn(
  * What a sign-in proved about one membership: a digest of the membership's password hash as it
  * stood. A reset (password cleared), a password change or a removal since then no longer matches.
  */
-const passwordProof = (memberId: string, passwordHash: string): Promise<string> =>
+export const passwordProof = (memberId: string, passwordHash: string): Promise<string> =>
   sha256Hex(`${memberId}\n${passwordHash}`);
 
 /** One membership a sign-in proved, for the workspace picker. */
 export interface ProvedMembership {
   memberId: string;
   proof: string;
-}
-
-/** The memberships of `choices` whose password is still the one the sign-in proved. */
-export async function stillProved(db: D1Database, choices: ProvedMembership[]): Promise<MemberWithWorkspace[]> {
-  const rows = await membersWithWorkspace(
-    db,
-    choices.map((x) => x.memberId),
-  );
-  const current = await Promise.all(
-    rows.map(async (m) => {
-      const proof = choices.find((x) => x.memberId === m.id)?.proof;
-      const ok =
-        proof !== undefined &&
-        m.password_hash !== null &&
-        (await timingSafeEqualStrings(proof, await passwordProof(m.id, m.password_hash)));
-      return ok ? m : null;
-    }),
-  );
-  return current.filter((m): m is MemberWithWorkspace => m !== null);
 }
 
 /**
@@ -145,28 +120,4 @@ export async function stillProved(db: D1Database, choices: ProvedMembership[]): 
  */
 export async function mayTraceFailedSignIn(env: Env, workspaceId: string): Promise<boolean> {
   return (await takeToken(env, scopes.workspace(workspaceId), [bucket("signInFailureTrace")])).allowed;
-}
-
-// A choice opens one session at most: its nonce is spent in the shared Throttle object (one token,
-// refilled only after twice the choice's lifetime, when the sealed cookie has long expired).
-const CHOICE_BUCKET = "workspace-choice";
-
-/**
- * Opens a session for a membership the person proved at sign-in (the workspace picker): only if
- * its password is still the one proved, and only once per sign-in (`nonce`).
- */
-export async function openChosenSession(
-  db: D1Database,
-  env: Env,
-  choice: { nonce: string; chosen: ProvedMembership; lifetimeSeconds: number },
-): Promise<{ token: string; member: MemberWithWorkspace } | null> {
-  const [member] = await stillProved(db, [choice.chosen]);
-  if (!member) return null;
-  const spent = await takeToken(env, `sign-in:choice:${choice.nonce}`, [
-    { name: CHOICE_BUCKET, limit: 1, periodSeconds: 2 * choice.lifetimeSeconds },
-  ]);
-  if (!spent.allowed) return null;
-  const { token, statements } = await openSession(db, member.id, { revokeOthers: false });
-  await db.batch(statements);
-  return { token, member };
 }
