@@ -13,6 +13,7 @@ import { openWebhookSecret } from "../lib/sealed-secrets";
 import { checkWebhookUrl, type UrlCheck } from "../webhooks/ssrf";
 import { signatureHeaders } from "../webhooks/signature";
 import { categorizeNetworkError, describeNetworkError } from "../webhooks/network-error";
+import { DISABLE_AFTER_MS } from "../domain/webhook-health";
 
 /**
  * Delay before the next attempt after attempt N (`message.attempts`) failed:
@@ -21,9 +22,6 @@ import { categorizeNetworkError, describeNetworkError } from "../webhooks/networ
  * moves the message to the dead-letter queue.
  */
 export const RETRY_DELAYS_SECONDS = [0, 5, 300, 1_800, 7_200, 18_000, 36_000, 36_000] as const;
-
-/** A webhook whose failures have lasted longer than this is disabled. */
-export const DISABLE_AFTER_MS = 72 * 60 * 60 * 1000;
 
 const MAX_ERROR_CHARS = 500;
 const USER_AGENT = "messaging-gateway-webhooks/1";

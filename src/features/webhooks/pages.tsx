@@ -11,7 +11,7 @@ import { auditMember } from "../audit/member-audit";
 import { config } from "../../config";
 import { isoNow } from "../../lib/clock";
 import { toPage } from "../../lib/pagination";
-import { DISABLE_AFTER_MS } from "../../queue/webhook-delivery";
+import { DISABLE_AFTER_MS } from "../../domain/webhook-health";
 import { memberCaller, type DashboardEnv } from "../../dashboard/context";
 import type { RateLimited } from "../../domain/limit-check";
 import { FieldError, Time, TableScroll } from "../../dashboard/components";
