@@ -1,11 +1,10 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { findMemberByInvitation, redeemInvitation, type MemberRow } from "./store";
+import { findMemberByInvitation, type MemberRow } from "./store";
+import { acceptInvitation } from "./accept-invitation";
 import { getWorkspaceWithLimits } from "../../db/workspaces";
-import { openSession } from "../sign-in/sessions";
 import { hashInvitationToken, isWellFormedInvitationToken } from "../../domain/members";
 import { isoNow } from "../../lib/clock";
-import { hashPassword } from "../../lib/password";
 import type { DashboardEnv } from "../../dashboard/context";
 import { FieldError } from "../../dashboard/components";
 import { formFields } from "../../dashboard/forms";
@@ -72,16 +71,9 @@ export const invitationPages = new Hono<DashboardEnv>()
       c.status(400);
       return renderForm(c, member, errors);
     }
-    // Spends the link and sets the password in one statement: a second submission finds nothing.
-    const redeemed = await redeemInvitation(
-      c.env.DB,
-      await hashInvitationToken(token),
-      await hashPassword(fields.password ?? ""),
-      isoNow(),
-    );
-    if (!redeemed) return invalidInvitation(c);
-    const session = await openSession(c.env.DB, redeemed.id, { revokeOthers: true });
-    await c.env.DB.batch(session.statements);
+    const accepted = await acceptInvitation(c.env.DB, token, fields.password ?? "");
+    if (!accepted) return invalidInvitation(c);
+    const redeemed = accepted.member;
     await auditMember(
       c,
       {
@@ -91,6 +83,6 @@ export const invitationPages = new Hono<DashboardEnv>()
       },
       asActor(redeemed),
     );
-    await startSession(c, session.token, "Your password is set and you are signed in.");
+    await startSession(c, accepted.sessionToken, "Your password is set and you are signed in.");
     return c.redirect("/dashboard", 303);
   });
