@@ -4,7 +4,7 @@ import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from 
 import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "./store";
 import { findByUuid } from "../../domain/job-id";
 import { configureWebhook } from "./configure-webhook";
-import { deliveryLog, lastFailure } from "./delivery-log";
+import { deliveryLog, lastFailure } from "./delivery-attempts";
 import { replayEvent, sendTestEvent } from "./trigger-events";
 import { redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
 import { auditMember } from "../audit/member-audit";

@@ -7,7 +7,7 @@ import { listWebhooks, type WebhookRow } from "./store";
 import { WebhookDelivery, redactWebhookUrl, toDeliveryView } from "../../domain/webhook-view";
 import { auditApi } from "../audit/api-audit";
 import { configureWebhook } from "./configure-webhook";
-import { deliveryLog } from "./delivery-log";
+import { deliveryLog } from "./delivery-attempts";
 import { findOwnWebhook } from "./find-webhook";
 import { replayEvent, sendTestEvent } from "./trigger-events";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../../lib/pagination";
