@@ -25,7 +25,7 @@ import { fakeClockPerTest } from "./helpers/clock";
 import { signedInMember } from "./helpers/dashboard";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { OPERATOR_REFRESH_MS } from "../src/domain/number-health";
-import { OPERATOR_MEDIA_DAYS } from "../src/domain/inbound-media";
+import { OPERATOR_MEDIA_DAYS } from "../src/messages/inbound-media";
 
 // A live number is bound to a workspace only while the operator honours the token it was
 // connected with (src/domain/number-binding.ts): a refused token, wherever it is seen, makes the

@@ -2,9 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { INBOUND_CONTENT, MESSAGE_STATUSES, MessageError } from "./message";
-import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { INBOUND_EXTRA_FIELDS } from "../messages/inbound-details";
 import { TemplateFacts } from "./template-send";
-import { ReceivedMedia } from "./inbound-media";
+import { ReceivedMedia } from "../messages/inbound-media";
 import { newUuidV7 } from "./job-id";
 
 /**

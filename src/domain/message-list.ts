@@ -3,7 +3,7 @@ import { ApiError } from "../lib/errors";
 import { fromBase64, toBase64Url } from "../lib/crypto";
 import { pageLimit } from "../lib/pagination";
 import { E164_DIGITS } from "./send-request";
-import { MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
+import { MAX_USER_ID_LENGTH, USER_ID } from "../messages/recipient";
 import type { MessageStatus } from "./message";
 
 // The query of GET /messages and what it means for the workspace object's list.

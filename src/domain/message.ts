@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { INBOUND_EXTRA_FIELDS } from "../messages/inbound-details";
 import { TemplateFacts } from "./template-send";
-import { InboundMedia } from "./inbound-media";
+import { InboundMedia } from "../messages/inbound-media";
 
 export const MESSAGE_STATUSES = ["queued", "processing", "sent", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];

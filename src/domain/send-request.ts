@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ApiError, type ErrorCode, type ErrorDetail } from "../lib/errors";
-import { MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
+import { MAX_USER_ID_LENGTH, USER_ID } from "../messages/recipient";
 
 export const MAX_BODY_CODE_POINTS = 4096;
 

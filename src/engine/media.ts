@@ -18,7 +18,7 @@ import {
   storedMediaOf,
   type MediaCopy,
   type StoredMedia,
-} from "../domain/inbound-media";
+} from "../messages/inbound-media";
 
 /** A fetch-through waits this long for the operator's first byte of answer (the body then streams on). */
 const FETCH_THROUGH_TIMEOUT_MS = 60_000;

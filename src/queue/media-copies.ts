@@ -1,5 +1,5 @@
 import { config } from "../config";
-import { cleanContentType, MediaCopyJob } from "../domain/inbound-media";
+import { cleanContentType, MediaCopyJob } from "../messages/inbound-media";
 import { mediaCopyKey, mediaCopyState, reserveMediaCopy, settleMediaCopy } from "../engine/media";
 import { errorText, log } from "../lib/log";
 import { declaredLength, downloadMedia } from "../upstream/cloud-media";

@@ -4,7 +4,7 @@ import { bearerSecurity, errorResponses, newRouter, requestIdHeader } from "../l
 import { ApiError, foundOr404 } from "../lib/errors";
 import { rateLimited } from "../lib/throttle";
 import { EXAMPLE } from "../lib/openapi-examples";
-import { contentDisposition, servedContentType } from "../domain/inbound-media";
+import { contentDisposition, servedContentType } from "../messages/inbound-media";
 import { messageMedia, type MediaDownload, type MessageMedia } from "../engine/media";
 
 /**

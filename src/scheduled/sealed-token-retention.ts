@@ -1,5 +1,5 @@
 import { clearSealedTokensDisconnectedBefore } from "../db/channel-numbers";
-import { OPERATOR_MEDIA_DAYS } from "../domain/inbound-media";
+import { OPERATOR_MEDIA_DAYS } from "../messages/inbound-media";
 import type { ScheduledJob } from "./job";
 
 const BATCH = 500;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
 import { now } from "../lib/clock";
 import { classifyOperatorError } from "./error-codes";
-import { isPhoneNumber } from "../domain/recipient";
+import { isPhoneNumber } from "../messages/recipient";
 
 export interface CloudApiConfig {
   baseUrl: string;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isMediaType, type StoredMedia } from "../domain/inbound-media";
+import { isMediaType, type StoredMedia } from "../messages/inbound-media";
 import { log } from "../lib/log";
 
 // Inbound media on the operator's Cloud API. A webhook names the file by a media id (valid 7 days);

@@ -1,6 +1,6 @@
 import type { IdentityMove } from "../durable-objects/channel-number/contract";
-import type { InboundDetails, Referral } from "../domain/inbound-details";
-import { isPhoneNumber } from "../domain/recipient";
+import type { InboundDetails, Referral } from "../messages/inbound-details";
+import { isPhoneNumber } from "../messages/recipient";
 import { CloudContact, type CloudInbound } from "./cloud-webhook-payload";
 
 /**

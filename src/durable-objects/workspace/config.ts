@@ -1,7 +1,7 @@
 import { getWorkspaceWithLimits } from "../../db/workspaces";
 import { listAllNumbers } from "../../db/channel-numbers";
 import { now } from "../../lib/clock";
-import type { MediaCaps } from "../../domain/inbound-media";
+import type { MediaCaps } from "../../messages/inbound-media";
 
 /** What the workspace object needs from D1 to admit a send, cached for a few seconds. */
 export interface WorkspaceConfig {

@@ -2,7 +2,7 @@ import type { OutboundContent, SendMessageRequest, SendRefusal } from "../../dom
 import type { RateInfo } from "../../lib/rate-limit-fields";
 import type { MessageStatus } from "../../domain/message";
 import type { NormalizedError } from "../../upstream/adapter";
-import type { StoredMedia } from "../../domain/inbound-media";
+import type { StoredMedia } from "../../messages/inbound-media";
 
 // What a send records and its rate info are defined on the floors below the objects
 // (domain/send-request.ts, lib/rate-limit-fields.ts), whose modules read them too.

@@ -6,7 +6,7 @@ import {
   type MediaCopy,
   type MediaCopyJob,
   type StoredMedia,
-} from "../../domain/inbound-media";
+} from "../../messages/inbound-media";
 import { getMeta, setMeta } from "../shared/meta";
 import { NO_PROGRESS, type ScheduledStep } from "../shared/scheduler";
 import { mediaDayPrefix } from "../history/media-keys";

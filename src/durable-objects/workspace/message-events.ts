@@ -1,6 +1,6 @@
 import { eventIdOf, type EventKind, type MessageStatusData, type WebhookEvent } from "../../domain/events";
 import type { MessageStatus } from "../../domain/message";
-import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../domain/inbound-media";
+import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../messages/inbound-media";
 import { isOutbound, lifecycleOf, toMessageView, type MessageRow, type OutboundRow } from "./record";
 import { sequenceOf, type OutboundChange } from "./status-transition";
 

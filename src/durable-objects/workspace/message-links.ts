@@ -1,5 +1,5 @@
 import { DAY_MS } from "../../domain/job-id";
-import { linksOf, userIdOf } from "../../domain/inbound-details";
+import { linksOf, userIdOf } from "../../messages/inbound-details";
 import { slotOf, slotTable, type SlotTables } from "./day-tables";
 
 /**

@@ -1,8 +1,8 @@
 import type { Message, MessageStatus } from "../../domain/message";
-import { inboundExtrasOf } from "../../domain/inbound-details";
-import { isPhoneNumber } from "../../domain/recipient";
+import { inboundExtrasOf } from "../../messages/inbound-details";
+import { isPhoneNumber } from "../../messages/recipient";
 import { templateFactsOf } from "../../domain/template-send";
-import { mediaViewOf, storedMediaOf, type InboundMedia } from "../../domain/inbound-media";
+import { mediaViewOf, storedMediaOf, type InboundMedia } from "../../messages/inbound-media";
 import type { LifecycleState } from "./status-transition";
 
 /**

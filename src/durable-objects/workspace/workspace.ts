@@ -33,7 +33,7 @@ import { SlotTables } from "./day-tables";
 import { DeliveryLog, KEEP_DELIVERIES_MS, KEEP_DELIVERIES_UNDER_PRESSURE_MS, type AttemptRow } from "./delivery-log";
 import { DEFAULT_HISTORY_DAYS, HistoryTiering, type ArchivedDay } from "./history-tiering";
 import { MediaCopies, type CopyOutcome, type MediaCopyState, type Reservation } from "./media-copies";
-import type { MediaCopy } from "../../domain/inbound-media";
+import type { MediaCopy } from "../../messages/inbound-media";
 import type { Keyset, MessageFilter } from "./message-queries";
 import { EventPublisher, PUBLISH_DELAY_MS } from "./publisher";
 import type { MessageRow } from "./record";
