@@ -9,10 +9,10 @@ import { canonicalJson } from "../src/domain/send-request";
 import { sha256Hex } from "../src/lib/crypto";
 import { permanentError } from "../src/upstream/error-codes";
 import type { SlotTables } from "../src/durable-objects/workspace/day-tables";
-import type { StatusUpdate } from "../src/durable-objects/workspace/contract";
-import type { MessageRow } from "../src/durable-objects/workspace/record";
+import type { StatusUpdate } from "../src/messages/status";
+import { type MessageRow, type LifecycleState } from "../src/messages/record";
 import { insertInbound, insertOutbound, updateRecord } from "../src/durable-objects/workspace/records";
-import { applyTransition, type LifecycleState } from "../src/durable-objects/workspace/status-transition";
+import { applyTransition } from "../src/durable-objects/workspace/status-transition";
 
 /** How far back the seeded records go: the hot tables of a busy workspace, under the 48 hours after which tiering starts. */
 export const SEED_SPAN_MS = 40 * 60 * 60 * 1000;

@@ -11,7 +11,7 @@ import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
 import { PART_ROWS } from "../src/durable-objects/history/archive-writer";
 import { PUBLISH_PAGE } from "../src/durable-objects/workspace/publisher";
 import { DAY_MS, utcDay } from "../src/domain/job-id";
-import type { SendCommand } from "../src/durable-objects/workspace/contract";
+import type { SendCommand } from "../src/messages/send";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { testShard, testWorkspace } from "./helpers/objects";
 import { fakeClockPerTest } from "./helpers/clock";

@@ -9,7 +9,7 @@ import { api, call, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2 } from "./helpers/fixtures";
 import { connectCloudNumber, operatorError } from "./helpers/operator";
 import { mediaLookupUrl } from "./helpers/operator-media";
-import { toMessageView } from "../src/durable-objects/workspace/record";
+import { toMessageView } from "../src/messages/record";
 import { send, textMessage } from "./helpers/send";
 import { messageSeeder } from "./helpers/seed-messages";
 import { signedInMember, type Member } from "./helpers/dashboard";

@@ -17,7 +17,7 @@ import { queuedEvents } from "./helpers/events";
 import { onNextCommit, testNumber, testWorkspace } from "./helpers/objects";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
-import type { InboundRecord } from "../src/durable-objects/workspace/contract";
+import type { InboundRecord } from "../src/messages/inbound";
 import { DAY_MS, newUuidV7, utcDay } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
 import { fakeClockPerTest } from "./helpers/clock";

@@ -28,7 +28,7 @@ import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/history-tiering";
 import { INDEX_MIN_RECORDS, SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
-import type { SendCommand } from "../src/durable-objects/workspace/contract";
+import type { SendCommand } from "../src/messages/send";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { DAY_MS, newUuidV7, utcDay, uuidV7Time } from "../src/domain/job-id";
 import { eventIdOf, type WebhookEvent } from "../src/domain/events";

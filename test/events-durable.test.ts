@@ -10,7 +10,7 @@ import { testWorkspace } from "./helpers/objects";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { PUBLISH_BACKSTOP_MS, PUBLISH_PAGE } from "../src/durable-objects/workspace/publisher";
 import { eventIdOf, type WebhookEvent } from "../src/domain/events";
-import type { InboundRecord } from "../src/durable-objects/workspace/contract";
+import type { InboundRecord } from "../src/messages/inbound";
 import { fakeClockPerTest } from "./helpers/clock";
 
 // The obligation to announce a committed change is stored in the change's own transaction (the

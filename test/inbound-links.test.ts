@@ -9,7 +9,7 @@ import { eventsOfMessage, queuedEvents } from "./helpers/events";
 import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { MessageReceivedData, type WebhookEvent } from "../src/domain/events";
-import { InboundMessage } from "../src/domain/message";
+import { InboundMessage } from "../src/messages/message";
 
 // What an inbound message answers, reacts to or came from (replies, reactions, click-to-chat ads),
 // linked to our ids; and content that is always an object. Through the real webhook endpoint with

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { call, json } from "./helpers/http";
-import { E164_DIGITS, IDEMPOTENCY_KEY, SendMessageRequest } from "../src/domain/send-request";
-import { USER_ID } from "../src/messages/recipient";
+import { IDEMPOTENCY_KEY, SendMessageRequest } from "../src/domain/send-request";
+import { E164_DIGITS, USER_ID } from "../src/messages/recipient";
 
 interface Schema {
   type?: string;

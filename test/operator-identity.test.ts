@@ -9,7 +9,7 @@ import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import type { WebhookEvent } from "../src/domain/events";
-import { InboundMessage, OutboundMessage } from "../src/domain/message";
+import { InboundMessage, OutboundMessage } from "../src/messages/message";
 
 // Users who withhold their phone number behind a username (2026): the operator names them by a
 // business-scoped user id (BSUID). Inbound through the real webhook endpoint with signed payloads,

@@ -1,4 +1,4 @@
-import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
+import { PACE_WINDOW_MS, RETRY_POLICY } from "../src/durable-objects/channel-number/delivery-policy";
 import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
@@ -24,8 +24,7 @@ import { measuring } from "./helpers/counted-reads";
 import { firstSlot, seedSlot, seedStorage } from "./fixtures/bulk-rows";
 import { UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/workspace/unknown-outcomes";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
-import { RETRY_POLICY } from "../src/durable-objects/channel-number/delivery-policy";
-import type { MessageRow } from "../src/durable-objects/workspace/record";
+import type { MessageRow } from "../src/messages/record";
 import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
 
 // Storage outlives deploys: a layout change ships as the next step of its object's ladder

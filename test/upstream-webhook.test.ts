@@ -7,7 +7,7 @@ import { send, textMessage } from "./helpers/send";
 import { accepted, connectCloudNumber, mockOperator, operatorError } from "./helpers/operator";
 import { mediaLookupUrl } from "./helpers/operator-media";
 import { mockNetwork } from "./helpers/webhook-net";
-import { toMessageView } from "../src/durable-objects/workspace/record";
+import { toMessageView } from "../src/messages/record";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { testNumber, testWorkspace } from "./helpers/objects";

@@ -4,7 +4,7 @@
 // the class names are production's, so wrangler.toml's bindings and migrations apply unchanged).
 import { WorkspaceDurableObject as Workspace } from "../src/durable-objects/workspace/workspace";
 import { ChannelNumberDurableObject as ChannelNumber } from "../src/durable-objects/channel-number/channel-number";
-import type { MessageRow } from "../src/durable-objects/workspace/record";
+import type { MessageRow } from "../src/messages/record";
 import type { Entry } from "../src/durable-objects/channel-number/work-queue";
 import { MessageHistoryDurableObject as History } from "../src/durable-objects/history/history";
 import { ThrottleDurableObject as Throttle } from "../src/durable-objects/throttle";

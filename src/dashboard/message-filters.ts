@@ -1,4 +1,4 @@
-import { MessageListQuery } from "../domain/message-list";
+import { MessageListQuery } from "../messages/list";
 
 /**
  * The messages page's GET form, read into the API's own list query

@@ -1,5 +1,5 @@
 import { getNumberById, type ChannelNumberRow } from "../db/channel-numbers";
-import type { Message } from "../domain/message";
+import type { Message } from "../messages/message";
 
 // Pieces of a message shared by the messages list and a message's page.
 

@@ -1,9 +1,10 @@
 import { z } from "@hono/zod-openapi";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { INBOUND_CONTENT, MESSAGE_STATUSES, MessageError } from "./message";
+import { INBOUND_CONTENT } from "../messages/message";
+import { EVENT_KINDS, MESSAGE_STATUSES, MessageError, type EventKind } from "../messages/status";
 import { INBOUND_EXTRA_FIELDS } from "../messages/inbound-details";
-import { TemplateFacts } from "./template-send";
+import { TemplateFacts } from "../messages/content";
 import { ReceivedMedia } from "../messages/inbound-media";
 import { newUuidV7 } from "./job-id";
 
@@ -129,10 +130,6 @@ export const TEST_EVENT_MESSAGE = "This is a test event. Your endpoint received 
  */
 export const derivedEventId = (...parts: string[]): string =>
   `evt_${bytesToHex(sha256(utf8ToBytes(parts.join("\n")))).slice(0, 32)}`;
-
-/** What happened to a message, each at most once: the kinds of event a message can have. */
-export const EVENT_KINDS = ["processing", "sent", "delivered", "read", "failed", "received"] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
 
 /**
  * The id of the event of `kind` about message `messageId`: `evt_` and the message id's 32 hex

@@ -1,11 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { ApiError, type ErrorCode, type ErrorDetail } from "../lib/errors";
-import { MAX_USER_ID_LENGTH, USER_ID } from "../messages/recipient";
-
-export const MAX_BODY_CODE_POINTS = 4096;
-
-/** E.164 without '+': a country code (never 0) and at most 32 digits in all. Documented as `to`'s pattern. */
-export const E164_DIGITS = /^[1-9][0-9]{0,31}$/;
+import { ApiError } from "../lib/errors";
+import { MAX_BODY_CODE_POINTS } from "../messages/content";
+import { E164_DIGITS, MAX_USER_ID_LENGTH, USER_ID } from "../messages/recipient";
 
 // Counted in Unicode code points, not UTF-16 units: an emoji is one character.
 const codePoints = (s: string): number => [...s].length;
@@ -115,13 +111,6 @@ export function exactlyOneRecipient(
     });
 }
 
-/** The send's recipient as records, numbers and the operator know it: the phone number, or the user id. */
-export function recipientOf(request: Pick<SendMessageRequest, "to" | "toUserId">): string {
-  const recipient = request.to ?? request.toUserId;
-  if (recipient === undefined) throw new Error("a validated send has a recipient");
-  return recipient;
-}
-
 // Printable ASCII (0x21–0x7E plus space), 1 to 255 characters.
 export const IDEMPOTENCY_KEY = /^[\x20-\x7E]{1,255}$/;
 
@@ -165,25 +154,4 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
   }
   return JSON.stringify(value);
-}
-
-/**
- * What a send records and the number sends: the record's `type`, `body` (a text's body, or a
- * template's rendered text), `content` (a template's operator payload, JSON) and `details`
- * (a template's facts, JSON). A text send has neither of the last two.
- */
-export interface OutboundContent {
-  type: "text" | "template";
-  body: string;
-  content: string | null;
-  details: string | null;
-}
-
-/**
- * A send the route found invalid against something only known at send time (a template's current
- * state): refused with this error once its Idempotency-Key is known not to be bound (a replay of
- * an accepted send still answers as a replay) and its number is known to be the workspace's.
- */
-export interface SendRefusal {
-  refused: { code: ErrorCode; message: string; details: ErrorDetail[] };
 }

@@ -1,7 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import type { ErrorCode, ErrorDetail } from "../lib/errors";
 import { fill, type StoredTemplate } from "./template";
-import { MAX_BODY_CODE_POINTS, type OutboundContent, type SendRefusal } from "./send-request";
+import {
+  MAX_BODY_CODE_POINTS,
+  type OperatorTemplatePayload,
+  type OutboundContent,
+  type TemplateFacts,
+} from "../messages/content";
+import type { SendRefusal } from "../messages/send";
 import { checkWebhookUrlSyntax } from "../webhooks/ssrf";
 
 // A template send: the request's `template` object, and how it is checked against the stored
@@ -100,42 +106,6 @@ export const TemplateContent = z
   )
   .openapi("TemplateContent");
 export type TemplateContent = z.infer<typeof TemplateContent>;
-
-/** The operator's `template` object of a send (its own shape: name, language.code, typed components). */
-export const OperatorTemplatePayload = z.object({
-  name: z.string(),
-  language: z.object({ code: z.string() }),
-  components: z.array(z.record(z.string(), z.unknown())),
-});
-export type OperatorTemplatePayload = z.infer<typeof OperatorTemplatePayload>;
-
-/** The operator payload a template record carries in `content` (null for any other record, or one unreadable: logged by the caller's failure). */
-export function templatePayloadOf(record: { type: string; content: string | null }): OperatorTemplatePayload | null {
-  if (record.type !== "template" || record.content === null) return null;
-  const parsed = OperatorTemplatePayload.safeParse(JSON.parse(record.content));
-  return parsed.success ? parsed.data : null;
-}
-
-/** What a template message's record keeps beside its rendered text (its `details` JSON), and what its views show. */
-export const TemplateFacts = z
-  .object({
-    name: z.string().openapi({ example: "order_update" }),
-    language: z.string().openapi({ example: "en_US" }),
-    category: z.string().openapi({ example: "UTILITY" }),
-    parameterFormat: z.string().openapi({ example: "POSITIONAL" }),
-  })
-  .openapi("MessageTemplateFacts", {
-    description:
-      "The template a message was sent with (its `text.body` is the template's text with the parameters filled in).",
-  });
-export type TemplateFacts = z.infer<typeof TemplateFacts>;
-
-/** A record's template facts (null for a text message, or details of another shape). */
-export function templateFactsOf(record: { type: string; details: string | null }): TemplateFacts | null {
-  if (record.type !== "template" || record.details === null) return null;
-  const parsed = z.object({ template: TemplateFacts }).safeParse(JSON.parse(record.details));
-  return parsed.success ? parsed.data.template : null;
-}
 
 export type PreparedTemplate =
   | { ok: true; payload: OperatorTemplatePayload; rendered: string; facts: TemplateFacts }

@@ -5,7 +5,7 @@ import { bucket, scopes } from "../domain/abuse-limits";
 import { spend, type RateLimited } from "../domain/limit-check";
 import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
-import type { MessageRow } from "../durable-objects/workspace/record";
+import type { MessageRow } from "../messages/record";
 import type { CopyOutcome, MediaCopyState, Reservation } from "../durable-objects/workspace/media-copies";
 import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
 import { declaredLength, downloadMedia } from "../upstream/cloud-media";

@@ -2,21 +2,15 @@ import type { z } from "@hono/zod-openapi";
 import { sha256Hex } from "../lib/crypto";
 import { canonicalJson, type SendMessageRequest } from "../domain/send-request";
 import type { SendMessageRequestV2 } from "../domain/send-request-v2";
-import type { Message } from "../domain/message";
+import type { Message } from "../messages/message";
 import { findByUuid } from "../domain/job-id";
-import type { CommittedChange } from "../domain/message-timeline";
+import type { CommittedChange } from "../messages/timeline";
 import { toDeliveryView, type WebhookDelivery } from "../domain/webhook-view";
-import type { SendCommand, SendOutcome } from "../durable-objects/workspace/contract";
-import type { Keyset, MessageFilter } from "../durable-objects/workspace/message-queries";
-import { toMessageView } from "../durable-objects/workspace/record";
+import type { SendContent, SendOutcome } from "../messages/send";
+import type { Keyset, MessageFilter } from "../messages/list";
+import { toMessageView } from "../messages/record";
 import { changesOf } from "../durable-objects/workspace/message-events";
 import { workspaceObject } from "./objects";
-
-export type { OutboundContent, RateInfo, SendOutcome, SendRefusal } from "../durable-objects/workspace/contract";
-export type { Keyset, MessageFilter };
-
-/** What a send records: its content, or the refusal found before the workspace was asked (a template's state). */
-export type SendContent = SendCommand["content"];
 
 export interface SendInput {
   workspaceId: string;

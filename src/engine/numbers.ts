@@ -1,5 +1,5 @@
 import type { NumberSendingState } from "../domain/channel-number-view";
-import type { NormalizedError } from "../upstream/adapter";
+import type { NormalizedError } from "../messages/status";
 import type { ContactWindow } from "../durable-objects/channel-number/contract";
 import { workspaceObject, numberObject } from "./objects";
 

@@ -1,11 +1,9 @@
-import type { InboundRecord, StatusUpdate, UnmatchedReport } from "../durable-objects/workspace/contract";
-import type { IdentityMove, InboundContact, OperatorStatus } from "../durable-objects/channel-number/contract";
+import type { InboundContact, InboundRecord, IdentityMove } from "../messages/inbound";
+import type { StatusUpdate, UnmatchedReport } from "../messages/status";
 import { numberObject, workspaceObject } from "./objects";
 
 // What the operator tells about messages (its status reports, inbound messages), applied to the
 // objects: the workspace's records first, then what the number learns from them (windows, aliases).
-
-export type { IdentityMove, InboundContact, InboundRecord, OperatorStatus, StatusUpdate, UnmatchedReport };
 
 /** The operator's reports about messages of a workspace; returns once committed (their events owed). */
 export async function applyStatuses(env: Env, workspaceId: string, updates: StatusUpdate[]): Promise<void> {

@@ -18,3 +18,13 @@ export const isPhoneNumber = (id: string): boolean => /^[0-9]+$/.test(id);
  */
 export const USER_ID = /^[A-Z]{2}(\.[A-Za-z0-9]+)+$/;
 export const MAX_USER_ID_LENGTH = 160;
+
+/** E.164 without '+': a country code (never 0) and at most 32 digits in all. Documented as `to`'s pattern. */
+export const E164_DIGITS = /^[1-9][0-9]{0,31}$/;
+
+/** The send's recipient as records, numbers and the operator know it: the phone number, or the user id. */
+export function recipientOf(request: { to?: string | undefined; toUserId?: string | undefined }): string {
+  const recipient = request.to ?? request.toUserId;
+  if (recipient === undefined) throw new Error("a validated send has a recipient");
+  return recipient;
+}

@@ -1,5 +1,6 @@
 import type { ChannelNumberRow } from "../db/channel-numbers";
-import { matchReports, recipientsKnownAs, type OperatorStatus } from "../engine/operator-events";
+import { matchReports, recipientsKnownAs } from "../engine/operator-events";
+import type { OperatorStatus } from "../messages/status";
 import { log } from "../lib/log";
 
 /**

@@ -5,15 +5,9 @@ import {
   recordOperatorAccountError,
   type ChannelNumberRow,
 } from "../db/channel-numbers";
-import {
-  applyStatuses,
-  receiveMessages,
-  type InboundContact,
-  type InboundRecord,
-  type OperatorStatus,
-  type ReceivedMessage,
-  type StatusUpdate,
-} from "../engine/operator-events";
+import { applyStatuses, receiveMessages, type ReceivedMessage } from "../engine/operator-events";
+import { type OperatorStatus, type StatusUpdate, type NormalizedError } from "../messages/status";
+import { type InboundContact, type InboundRecord } from "../messages/inbound";
 import { numberChanged, pauseNumbers, workspaceChanged } from "../engine/numbers";
 import { operatorStatusUpdate } from "../upstream/operator-status";
 import {
@@ -29,7 +23,6 @@ import { log } from "../lib/log";
 import { storedUuid } from "../domain/job-id";
 import { accountEffect, accountOf, applyQualityUpdate } from "../features/numbers/operator-updates";
 import { recordAudit } from "../features/audit/record-audit";
-import type { NormalizedError } from "../upstream/adapter";
 import { applyTemplateUpdate } from "../features/templates/sync";
 import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
 import { applyFieldNotice, applyNumberErrors } from "../features/numbers/operator-notices";

@@ -11,24 +11,18 @@ import {
 } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError } from "../domain/send-request";
-import { Message } from "../domain/message";
+import { Message } from "../messages/message";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { validationHook } from "../lib/validation";
 import { sendRateLimitHeaders } from "../lib/rate-limit-fields";
 import { retryAfterSeconds } from "../domain/rate-window";
 import { jsonBody } from "../middleware/json-body";
-import { MessageListQuery, toFilter } from "../domain/message-list";
-import { MessageTimeline, timelineOf } from "../domain/message-timeline";
+import { MessageListQuery, toFilter, type MessageFilter } from "../messages/list";
+import { MessageTimeline, timelineOf } from "../messages/timeline";
 import { WebhookDelivery } from "../domain/webhook-view";
-import {
-  messageDeliveries,
-  readMessage,
-  sendMessage,
-  type MessageFilter,
-  type OutboundContent,
-  type SendContent,
-  type SendInput,
-} from "../engine/messages";
+import { messageDeliveries, readMessage, sendMessage, type SendInput } from "../engine/messages";
+import { type SendContent } from "../messages/send";
+import { type OutboundContent } from "../messages/content";
 import { listMessagePage } from "../features/messages/message-page";
 
 export const SendMessageAccepted = z

@@ -1,13 +1,9 @@
-import type { z } from "@hono/zod-openapi";
-import type { MessageError } from "../domain/message";
-import type { OperatorStatus } from "../durable-objects/channel-number/contract";
-import type { OperatorTemplatePayload } from "../domain/template-send";
-
-export type NormalizedError = z.infer<typeof MessageError>;
+import type { NormalizedError, OperatorStatus } from "../messages/status";
+import type { OperatorTemplatePayload } from "../messages/content";
 
 export interface OutboundText {
   jobId: string;
-  /** E.164 digits, or a business-scoped user id (domain/recipient.ts tells them apart). */
+  /** E.164 digits, or a business-scoped user id (messages/recipient.ts tells them apart). */
   to: string;
   body: string;
   /** 1 for the first try of this message. */

@@ -1,4 +1,5 @@
-import type { NormalizedError, SendResult } from "./adapter";
+import type { SendResult } from "./adapter";
+import type { NormalizedError } from "../messages/status";
 
 /**
  * How we treat each of the operator's error codes (WhatsApp Cloud API, "Error

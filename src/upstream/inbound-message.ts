@@ -1,4 +1,4 @@
-import type { IdentityMove } from "../durable-objects/channel-number/contract";
+import type { IdentityMove } from "../messages/inbound";
 import type { InboundDetails, Referral } from "../messages/inbound-details";
 import { isPhoneNumber } from "../messages/recipient";
 import { CloudContact, type CloudInbound } from "./cloud-webhook-payload";

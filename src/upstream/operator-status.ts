@@ -1,5 +1,4 @@
-import type { OperatorStatus } from "../durable-objects/channel-number/contract";
-import type { StatusUpdate } from "../durable-objects/workspace/contract";
+import type { OperatorStatus, StatusUpdate } from "../messages/status";
 import { permanentError } from "./error-codes";
 
 /**

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { Child } from "hono/jsx";
-import type { InboundMessage, Message, OutboundMessage } from "../../domain/message";
-import { timelineOf, type CommittedChange } from "../../domain/message-timeline";
+import type { InboundMessage, Message, OutboundMessage } from "../../messages/message";
+import { timelineOf, type CommittedChange } from "../../messages/timeline";
 import { messageDeliveries, readMessage } from "../../engine/messages";
 import { messageMedia } from "../../engine/media";
 import type { DashboardEnv } from "../context";

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
-import type { Message } from "../../domain/message";
-import { toFilter } from "../../domain/message-list";
+import type { Message } from "../../messages/message";
+import { toFilter } from "../../messages/list";
 import { listMessagePage, type MessagePage } from "../../features/messages/message-page";
 import { ApiError } from "../../lib/errors";
 import type { DashboardEnv } from "../context";

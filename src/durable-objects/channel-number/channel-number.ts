@@ -10,7 +10,8 @@ import { OWN_ERRORS } from "../../upstream/error-codes";
 import { operatorStatusUpdate } from "../../upstream/operator-status";
 import { Scheduler, withSlack } from "../shared/scheduler";
 import { workspaceStub } from "../stubs";
-import type { AdmitCommand, AdmitResult, ContactWindow, IdentityMove, InboundContact } from "./contract";
+import type { AdmitCommand, AdmitResult, ContactWindow } from "./contract";
+import type { IdentityMove, InboundContact } from "../../messages/inbound";
 import { HELD_BOUND_MS } from "./delivery-policy";
 import {
   contactWindow,
@@ -30,8 +31,7 @@ import { PairPace } from "./pair-pace";
 import { dueReports, forgetReports, nextReportDue } from "./sandbox-reports";
 import { WorkQueue, type Entry } from "./work-queue";
 import type { NumberSendingState } from "../../domain/channel-number-view";
-import type { StatusUpdate } from "../workspace/contract";
-import type { NormalizedError } from "../../upstream/adapter";
+import type { StatusUpdate, NormalizedError } from "../../messages/status";
 
 const EXPIRY_BATCH = 100;
 /**

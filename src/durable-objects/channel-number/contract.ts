@@ -21,34 +21,6 @@ export interface AdmitCommand {
 export type AdmitResult =
   { ok: true; window: WindowState } | { ok: false; reason: "rate_limited"; window: WindowState };
 
-/** An operator status for one of our messages (from its webhooks, or the sandbox's simulation of them). */
-export interface OperatorStatus {
-  upstreamMessageId: string;
-  jobId: string | null;
-  status: "sent" | "delivered" | "read" | "failed";
-  at: number;
-  errorCode: string | null;
-  errorMessage: string | null;
-  /** The operator's `error_data.details`, kept in our error message. */
-  errorDetails?: string | null;
-  /** The operator's id of the recipient (`recipient_id`): matches a report without our jobId to its message. */
-  recipientId?: string | null;
-}
-
-/** The sender of an inbound message, for its window: its key (phone number, or user id without one) and, beside a phone number, its user id. */
-export interface InboundContact {
-  from: string;
-  at: number;
-  userId?: string;
-}
-
-/** A user's phone number or user id changed from `from` to `to` (an operator `system` message at `at`). */
-export interface IdentityMove {
-  from: string;
-  to: string;
-  at: number;
-}
-
 export interface ContactWindow {
   phone: string;
   lastInboundAt: string | null;

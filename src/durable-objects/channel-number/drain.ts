@@ -1,5 +1,5 @@
 import type { ChannelNumberRow } from "../../db/channel-numbers";
-import { templatePayloadOf } from "../../domain/template-send";
+import { templatePayloadOf } from "../../messages/content";
 import { refusesToken } from "../../domain/number-binding";
 import { tokenRefused } from "../../db/channel-numbers";
 import { now } from "../../lib/clock";
@@ -8,7 +8,8 @@ import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
 import { adapterFor } from "../../upstream/adapter-for";
 import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
 import { workspaceStub } from "../stubs";
-import type { ClaimPayload, StatusResult, StatusUpdate } from "../workspace/contract";
+import type { ClaimPayload } from "../workspace/contract";
+import type { StatusResult, StatusUpdate } from "../../messages/status";
 import {
   MAX_CALLS_IN_FLIGHT,
   PACE_CALLS,

@@ -1,7 +1,7 @@
 import { now } from "../../lib/clock";
 import { errorText, log } from "../../lib/log";
 import { workspaceStub } from "../stubs";
-import type { StatusResult, StatusUpdate } from "../workspace/contract";
+import type { StatusResult, StatusUpdate } from "../../messages/status";
 
 const RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000, 60_000] as const;
 

@@ -1,4 +1,4 @@
-import type { NormalizedError } from "../../upstream/adapter";
+import type { NormalizedError } from "../../messages/status";
 import { getMeta, setMeta } from "../shared/meta";
 import type { NumberStorage } from "./number-storage";
 

@@ -1,5 +1,5 @@
 import type { SimulatedStatus } from "../../upstream/adapter";
-import type { OperatorStatus } from "./contract";
+import type { OperatorStatus } from "../../messages/status";
 import type { NumberStorage } from "./number-storage";
 
 /**

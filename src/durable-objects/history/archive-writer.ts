@@ -1,5 +1,5 @@
 import { now } from "../../lib/clock";
-import { toMessageView, type MessageRow } from "../workspace/record";
+import { toMessageView, type MessageRow } from "../../messages/record";
 import { dayString, manifestKey, partKey, type ArchiveManifest } from "./archive-keys";
 
 /** Messages per archive part: about 8 MB of NDJSON, 1–2 MB compressed. */

@@ -1,10 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
 import { ensureSchema, schemaVersion } from "../shared/schema-version";
 import { HISTORY_SCHEMA } from "./schema";
-import { isOutbound, lifecycleOf, type MessageRow } from "../workspace/record";
+import { isOutbound, lifecycleOf, type MessageRow } from "../../messages/record";
 import { applyTransition } from "../workspace/status-transition";
-import type { StatusUpdate } from "../workspace/contract";
-import { matches, type Keyset, type MessageFilter, type Page } from "../workspace/message-queries";
+import type { StatusUpdate } from "../../messages/status";
+import { type Page } from "../workspace/message-queries";
+import { matches, type Keyset, type MessageFilter } from "../../messages/list";
 import { uuidV7Floor, uuidV7Time } from "../../domain/job-id";
 import { archiveRows, type ArchiveProgress } from "./archive-writer";
 

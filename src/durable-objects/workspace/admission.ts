@@ -1,10 +1,12 @@
 import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { nextJobId, utcDay } from "../../domain/job-id";
-import { recipientOf } from "../../domain/send-request";
+import { recipientOf } from "../../messages/recipient";
 import { NUMBER_LIMIT, WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { channelNumberStub } from "../stubs";
-import type { RateInfo, SendCommand, SendOutcome, Usage } from "./contract";
+import type { Usage } from "./contract";
+import type { RateInfo } from "../../lib/rate-limit-fields";
+import type { SendCommand, SendOutcome } from "../../messages/send";
 import type { WorkspaceContext } from "./context";
 import type { DailyCounts } from "./counts";
 import { findKey, insertOutbound, outboundTimesSince } from "./records";

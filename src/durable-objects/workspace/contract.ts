@@ -1,70 +1,4 @@
-import type { OutboundContent, SendMessageRequest, SendRefusal } from "../../domain/send-request";
-import type { RateInfo } from "../../lib/rate-limit-fields";
-import type { MessageStatus } from "../../domain/message";
-import type { NormalizedError } from "../../upstream/adapter";
-import type { StoredMedia } from "../../messages/inbound-media";
-
-// What a send records and its rate info are defined on the floors below the objects
-// (domain/send-request.ts, lib/rate-limit-fields.ts), whose modules read them too.
-export type { OutboundContent, RateInfo, SendRefusal };
-
-/** What the send route hands the workspace object. */
-export interface SendCommand {
-  workspaceId: string;
-  idempotencyKey: string;
-  /** SHA-256 of the canonical JSON of the validated request. */
-  fingerprint: string;
-  request: Pick<SendMessageRequest, "channelNumberId" | "to" | "toUserId">;
-  content: OutboundContent | SendRefusal;
-}
-
-export type SendOutcome =
-  | { kind: "created"; jobId: string; rate: RateInfo }
-  | { kind: "duplicate"; jobId: string }
-  | { kind: "conflict"; jobId: string }
-  | { kind: "forbidden" }
-  | ({ kind: "refused" } & SendRefusal["refused"])
-  | { kind: "quota_exceeded"; limit: number }
-  | { kind: "rate_limited"; scope: "number" | "workspace"; retryAfterMs: number; rate: RateInfo };
-
-/**
- * A change to a message: the number's claim answered (`attempt`), a message the number gives up
- * on, or the operator's report. Applying it twice changes nothing.
- */
-export interface StatusUpdate {
-  jobId: string;
-  at: number;
-  status?: "processing" | "sent" | "failed";
-  upstreamMessageId?: string;
-  error?: NormalizedError;
-  deliveredAt?: number;
-  readAt?: number;
-  /** The call's answer was lost: the message may or may not have reached the operator. */
-  outcomeUnknown?: boolean;
-  /** The claimed call this reports on (the number's answers only). */
-  attempt?: number;
-  /** The call certainly did not reach the operator and is tried again at this time (the claim's answer). */
-  retryAt?: number;
-  /** The claimed call never started (the number was paused meanwhile): the attempt is given back. */
-  notSent?: boolean;
-}
-
-/**
- * An operator report without our jobId: the operator's id of the message, who it was about (the
- * operator's id and ours for them), when, and whether it is a failure (only a failure may settle an
- * unknown outcome, whose operator id we never learnt).
- */
-export interface UnmatchedReport {
-  upstreamMessageId: string;
-  recipients: string[];
-  at: number;
-  failed: boolean;
-}
-
-export interface StatusResult {
-  known: boolean;
-  status: MessageStatus | null;
-}
+import type { MessageStatus } from "../../messages/status";
 
 /** What the number needs to call the operator: the record's own payload. */
 export interface ClaimPayload {
@@ -113,21 +47,6 @@ export interface DailyUsage {
   sent: number;
   failed: number;
   received: number;
-}
-
-/** An inbound message from a user to one of the workspace's numbers. */
-export interface InboundRecord {
-  channelNumberId: string;
-  upstreamMessageId: string;
-  from: string;
-  type: string;
-  text: string | null;
-  content: Record<string, unknown> | null;
-  /** What the operator tells beyond the content (sender identity, links, media): stored as the record's `details`. */
-  details?: Record<string, unknown> | null;
-  /** The file of an image, audio, video, document or sticker: stored as `details.media`, and copied to R2. */
-  media?: StoredMedia | null;
-  at: number;
 }
 
 /** What the webhook consumer reports about one attempt to deliver an event. */

@@ -1,7 +1,7 @@
 import { eventIdOf, parseEventId } from "../../domain/events";
 import type { DeliveryReport } from "./contract";
 import { changesOf } from "./message-events";
-import type { MessageRow } from "./record";
+import type { MessageRow } from "../../messages/record";
 import type { AttemptRow } from "../../domain/webhook-view";
 
 /**

@@ -8,10 +8,11 @@ import type { WorkspaceContext } from "./context";
 import type { DailyCounts } from "./counts";
 import { dayOfSlot, SLOT_MS, slotOfId, slotStart, slotTable } from "./day-tables";
 import { addCounts } from "./day-ledger";
-import { SCAN_BUDGET, slotPage, type Keyset, type MessageFilter, type Page } from "./message-queries";
+import { SCAN_BUDGET, slotPage, type Page } from "./message-queries";
+import { type Keyset, type MessageFilter } from "../../messages/list";
 import { keepMovedKeys } from "./moved-keys";
 import { IDEMPOTENCY_TTL_MS } from "./admission";
-import type { MessageRow } from "./record";
+import type { MessageRow } from "../../messages/record";
 import { movedOf, slotIndex, type Tiers } from "./tiers";
 import { lastUnknownOfDay } from "./unknown-outcomes";
 

@@ -12,7 +12,7 @@ import { NO_PROGRESS, type ScheduledStep } from "../shared/scheduler";
 import { mediaDayPrefix } from "../history/media-keys";
 import type { WorkspaceContext } from "./context";
 import { dayOfId } from "./day-tables";
-import type { MessageRow } from "./record";
+import type { MessageRow } from "../../messages/record";
 import { updateRecord } from "./records";
 import type { Tiers } from "./tiers";
 

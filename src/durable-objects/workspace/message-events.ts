@@ -1,8 +1,8 @@
-import { eventIdOf, type EventKind, type MessageStatusData, type WebhookEvent } from "../../domain/events";
-import type { MessageStatus } from "../../domain/message";
+import { eventIdOf, type MessageStatusData, type WebhookEvent } from "../../domain/events";
+import { type EventKind, type MessageStatus, type OutboundChange } from "../../messages/status";
 import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../messages/inbound-media";
-import { isOutbound, lifecycleOf, toMessageView, type MessageRow, type OutboundRow } from "./record";
-import { sequenceOf, type OutboundChange } from "./status-transition";
+import { isOutbound, lifecycleOf, toMessageView, type MessageRow, type OutboundRow } from "../../messages/record";
+import { sequenceOf } from "./status-transition";
 
 /**
  * Events are not stored: each is a function of the message record. A record keeps each change once

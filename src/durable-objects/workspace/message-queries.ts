@@ -1,9 +1,7 @@
-import type { Keyset, MessageFilter } from "../../domain/message-list";
+import { matches, type Keyset, type MessageFilter } from "../../messages/list";
 import { uuidV7Floor } from "../../domain/job-id";
 import { slotTable } from "./day-tables";
-import type { MessageRow } from "./record";
-
-export type { Keyset, MessageFilter };
+import type { MessageRow } from "../../messages/record";
 
 export interface Page {
   rows: MessageRow[];
@@ -15,14 +13,6 @@ export interface Page {
 
 /** Rows one page may read, whatever the filters: a selective filter on a large workspace answers a short page and a cursor instead of scanning on. */
 export const SCAN_BUDGET = 2_000;
-
-/** The filters a read row must pass (time bounds are applied by the query). */
-export const matches = (r: MessageRow, f: MessageFilter): boolean =>
-  (f.direction === undefined || r.direction === f.direction) &&
-  (f.status === undefined || r.status === f.status) &&
-  (f.channelNumberId === undefined || r.channel_number_id === f.channelNumberId) &&
-  (f.counterpart === undefined || r.recipient === f.counterpart) &&
-  (f.type === undefined || r.type === f.type);
 
 /** The index that narrows a slot table's scan most for these filters (each ends in id, the list order); none in a table without its indexes. */
 function driverOf(

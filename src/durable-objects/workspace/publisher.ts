@@ -4,7 +4,7 @@ import type { QueueSender } from "../../lib/queue-publisher";
 import { now } from "../../lib/clock";
 import { errorText, log } from "../../lib/log";
 import { changesOf, eventOf } from "./message-events";
-import type { MessageRow } from "./record";
+import type { MessageRow } from "../../messages/record";
 
 /**
  * Status events wait up to this long before publishing, so that the changes of that second go out

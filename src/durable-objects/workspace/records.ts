@@ -1,6 +1,6 @@
 import { uuidV7Floor } from "../../domain/job-id";
 import { slotOf, slotOfId, slotTable, type SlotTables } from "./day-tables";
-import type { MessageRow } from "./record";
+import type { MessageRow } from "../../messages/record";
 
 /** What a send stores (the record of an accepted send). */
 export interface NewOutbound {

@@ -1,9 +1,5 @@
-import type { EventKind } from "../../domain/events";
-import type { MessageStatus } from "../../domain/message";
-import type { StatusUpdate } from "./contract";
-
-/** The changes an outbound record can go through, each at most once. */
-export type OutboundChange = Exclude<EventKind, "received">;
+import type { LifecycleState } from "../../messages/record";
+import type { MessageStatus, OutboundChange, StatusUpdate } from "../../messages/status";
 
 /** One letter per change in the record's `changes` column (a few bytes: at most five letters). */
 const LETTER: Record<OutboundChange, string> = { processing: "p", sent: "s", delivered: "d", read: "r", failed: "f" };
@@ -25,30 +21,6 @@ const timeColumn = (
         : kind === "read"
           ? s.read_at
           : s.failed_at;
-
-/** The parts of a message record that status reports change. */
-export interface LifecycleState {
-  status: MessageStatus;
-  upstream_message_id: string | null;
-  processing_at: number | null;
-  sent_at: number | null;
-  failed_at: number | null;
-  delivered_at: number | null;
-  read_at: number | null;
-  outcome_unknown_since: number | null;
-  error_code: string | null;
-  error_message: string | null;
-  error_retriable: number | null;
-  upstream_error_code: string | null;
-  /**
-   * The record's changes in the order they were committed, one letter each (`ps`, `psf`, `psfd`):
-   * written in the same UPDATE as the change it adds. Events, `previousStatus` and the timeline
-   * follow it, never the times (which come from three clocks, the operator's in whole seconds).
-   * Null on records written before the column: their order is derived from their times once, and
-   * stored with their next change.
-   */
-  changes: string | null;
-}
 
 /** A record's changes in the order they were committed. */
 export function sequenceOf(s: LifecycleState): OutboundChange[] {

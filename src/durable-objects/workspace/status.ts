@@ -1,17 +1,24 @@
 import { inboundMessageId } from "../../domain/job-id";
-import { newEventId, parseEventId, TEST_EVENT_MESSAGE, type EventKind, type WebhookEvent } from "../../domain/events";
+import { newEventId, parseEventId, TEST_EVENT_MESSAGE, type WebhookEvent } from "../../domain/events";
+import {
+  type EventKind,
+  type MessageStatus,
+  type StatusResult,
+  type StatusUpdate,
+  type UnmatchedReport,
+} from "../../messages/status";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import type { MessageStatus } from "../../domain/message";
 import { getMeta, setMeta } from "../shared/meta";
 import { historyStub } from "../history/history";
-import type { ClaimResult, InboundRecord, StatusResult, StatusUpdate, UnmatchedReport, WorkItem } from "./contract";
+import type { ClaimResult, WorkItem } from "./contract";
+import type { InboundRecord } from "../../messages/inbound";
 import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import type { MediaCopies } from "./media-copies";
 import { changesOf, eventOf } from "./message-events";
 import type { EventPublisher } from "./publisher";
-import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "./record";
+import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "../../messages/record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { findByUpstreamId, resolveLinks, STATUS_LOOKUP_MS } from "./message-links";
 import { appendChanges, applyTransition } from "./status-transition";

@@ -1,6 +1,6 @@
 import { dayOfSlot, SLOTS_PER_DAY, slotOf, slotOfId, slotTable, type SlotTables } from "./day-tables";
 import type { DayLedger, DayState } from "./day-ledger";
-import type { MessageRow } from "./record";
+import type { MessageRow } from "../../messages/record";
 
 /**
  * Where a record lives now:

@@ -14,19 +14,10 @@ import { WORKSPACE_SCHEMA } from "./schema";
 import { Admission, IDEMPOTENCY_TTL_MS } from "./admission";
 import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./config";
 import type { WorkspaceContext } from "./context";
-import type {
-  ClaimResult,
-  DailyUsage,
-  DeliveryReport,
-  InboundRecord,
-  SendCommand,
-  SendOutcome,
-  StatusResult,
-  StatusUpdate,
-  UnmatchedReport,
-  Usage,
-  WorkItem,
-} from "./contract";
+import type { ClaimResult, DailyUsage, DeliveryReport, Usage, WorkItem } from "./contract";
+import type { SendCommand, SendOutcome } from "../../messages/send";
+import type { InboundRecord } from "../../messages/inbound";
+import type { StatusResult, StatusUpdate, UnmatchedReport } from "../../messages/status";
 import { DailyCounts } from "./counts";
 import { DayLedger } from "./day-ledger";
 import { SlotTables } from "./day-tables";
@@ -34,9 +25,9 @@ import { DeliveryLog, KEEP_DELIVERIES_MS, KEEP_DELIVERIES_UNDER_PRESSURE_MS, typ
 import { DEFAULT_HISTORY_DAYS, HistoryTiering, type ArchivedDay } from "./history-tiering";
 import { MediaCopies, type CopyOutcome, type MediaCopyState, type Reservation } from "./media-copies";
 import type { MediaCopy } from "../../messages/inbound-media";
-import type { Keyset, MessageFilter } from "./message-queries";
+import type { Keyset, MessageFilter } from "../../messages/list";
 import { EventPublisher, PUBLISH_DELAY_MS } from "./publisher";
-import type { MessageRow } from "./record";
+import type { MessageRow } from "../../messages/record";
 import { StatusLedger, testEvent } from "./status";
 import { Tiers } from "./tiers";
 import { expiredUnknowns, nextUnknownExpiry, UNKNOWN_OUTCOME_WINDOW_MS } from "./unknown-outcomes";

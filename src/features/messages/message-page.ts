@@ -1,6 +1,6 @@
-import type { Message } from "../../domain/message";
-import { decodeMessageCursor, encodeMessageCursor } from "../../domain/message-list";
-import { listMessages, type MessageFilter } from "../../engine/messages";
+import type { Message } from "../../messages/message";
+import { decodeMessageCursor, encodeMessageCursor, type MessageFilter } from "../../messages/list";
+import { listMessages } from "../../engine/messages";
 
 export interface MessagePage {
   /** At most the page's `limit`, newest first. */

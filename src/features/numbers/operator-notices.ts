@@ -4,7 +4,7 @@ import { isoNow, now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { StatusError } from "../../upstream/cloud-webhook-payload";
 import { isAccountLevel, permanentError } from "../../upstream/error-codes";
-import type { NormalizedError } from "../../upstream/adapter";
+import type { NormalizedError } from "../../messages/status";
 
 // What the operator's webhooks say about a number that no message record takes: the changes of a
 // field this service does not apply, and the `errors` of a `messages` change. Each is logged (ids,

@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { EXAMPLE } from "../../lib/openapi-examples";
-import { E164_DIGITS } from "../../domain/send-request";
-import { MAX_USER_ID_LENGTH, USER_ID } from "../../messages/recipient";
+import { E164_DIGITS, MAX_USER_ID_LENGTH, USER_ID } from "../../messages/recipient";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import { ChannelNumber, ChannelNumberDetail } from "../../domain/channel-number-view";
 import { numberDetail, toChannelNumberView } from "./number-detail";

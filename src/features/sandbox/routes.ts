@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../../lib/openapi";
 import { EXAMPLE } from "../../lib/openapi-examples";
-import { E164_DIGITS, TextContent } from "../../domain/send-request";
+import { TextContent } from "../../domain/send-request";
+import { E164_DIGITS } from "../../messages/recipient";
 import { getConnectedNumber } from "../../db/channel-numbers";
 import { receiveMessages } from "../../engine/operator-events";
 import { ApiError, foundOr404 } from "../../lib/errors";

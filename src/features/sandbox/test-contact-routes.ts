@@ -8,7 +8,7 @@ import {
   requestIdHeader,
 } from "../../lib/openapi";
 import { EXAMPLE } from "../../lib/openapi-examples";
-import { E164_DIGITS } from "../../domain/send-request";
+import { E164_DIGITS } from "../../messages/recipient";
 import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
 import {
   addSandboxTestContact,

@@ -9,7 +9,7 @@ import {
 import { isoNow } from "../../lib/clock";
 import { spendWorkspaceHourly, type RateLimited, type Spent } from "../../domain/limit-check";
 import type { ThrottleDecision } from "../../lib/throttle";
-import { E164_DIGITS } from "../../domain/send-request";
+import { E164_DIGITS } from "../../messages/recipient";
 
 // A sandbox number's test contacts (recipients it sends to outside the 24-hour window): what
 // /api/v1/sandbox/test-contacts and the dashboard's number page share, so that both refuse the

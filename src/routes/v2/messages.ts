@@ -5,10 +5,11 @@ import { IdempotencyKeyHeader } from "../../domain/send-request";
 import { SendMessageRequestV2 } from "../../domain/send-request-v2";
 import { templateSendContent } from "../../domain/template-send";
 import { templatesForSend } from "../../features/templates/number-templates";
-import { MessageListQuery, toFilter } from "../../domain/message-list";
+import { MessageListQuery, toFilter } from "../../messages/list";
 import { findByUuid } from "../../domain/job-id";
 import { jsonBody } from "../../middleware/json-body";
-import type { OutboundContent, SendContent } from "../../engine/messages";
+import type { SendContent } from "../../messages/send";
+import type { OutboundContent } from "../../messages/content";
 import { admitSend, MESSAGE_EXAMPLE, MessageList, messagePage, sendResponses, sendValidationHook } from "../messages";
 
 const send = createRoute({

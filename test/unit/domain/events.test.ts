@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  derivedEventId,
-  EVENT_ID_PATTERN,
-  EVENT_KINDS,
-  eventIdOf,
-  newEventId,
-  parseEventId,
-} from "../../../src/domain/events";
+import { derivedEventId, EVENT_ID_PATTERN, eventIdOf, newEventId, parseEventId } from "../../../src/domain/events";
+import { EVENT_KINDS } from "../../../src/messages/status";
 import { newUuidV7 } from "../../../src/domain/job-id";
 
 const T = Date.UTC(2030, 4, 6, 7, 8, 9, 10);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { normalizeTemplate, OperatorTemplate, placeholdersOf, type StoredTemplate } from "../../../src/domain/template";
 import { PARAMETER_LIMITS, prepareTemplate, templateSendContent } from "../../../src/domain/template-send";
-import { MAX_BODY_CODE_POINTS } from "../../../src/domain/send-request";
+import { MAX_BODY_CODE_POINTS } from "../../../src/messages/content";
 
 // The pure parts of a template send: reading the operator's template, and fitting a request's
 // parameters to it (the operator's payload, the rendered text, or the details of what is wrong).

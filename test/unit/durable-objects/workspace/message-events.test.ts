@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { eventIdOf } from "../../../../src/domain/events";
 import { newUuidV7 } from "../../../../src/domain/job-id";
 import { changesOf, eventOf, newChanges } from "../../../../src/durable-objects/workspace/message-events";
-import type { MessageRow } from "../../../../src/durable-objects/workspace/record";
+import type { MessageRow } from "../../../../src/messages/record";
 
 const T = Date.UTC(2031, 2, 3, 4, 5, 6);
 const iso = (ms: number) => new Date(ms).toISOString();

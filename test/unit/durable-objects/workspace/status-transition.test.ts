@@ -1,9 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  applyTransition,
-  sequenceOf,
-  type LifecycleState,
-} from "../../../../src/durable-objects/workspace/status-transition";
+import { applyTransition, sequenceOf } from "../../../../src/durable-objects/workspace/status-transition";
+import { type LifecycleState } from "../../../../src/messages/record";
 
 const fresh = (over: Partial<LifecycleState> = {}): LifecycleState => ({
   status: "queued",

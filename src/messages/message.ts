@@ -1,19 +1,10 @@
 import { z } from "@hono/zod-openapi";
-import { INBOUND_EXTRA_FIELDS } from "../messages/inbound-details";
-import { TemplateFacts } from "./template-send";
-import { InboundMedia } from "../messages/inbound-media";
+import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { OUTBOUND_KINDS, TemplateFacts } from "./content";
+import { InboundMedia } from "./inbound-media";
+import { MESSAGE_STATUSES, MessageError } from "./status";
 
-export const MESSAGE_STATUSES = ["queued", "processing", "sent", "failed"] as const;
-export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
-
-export const MessageError = z
-  .object({
-    code: z.string().openapi({ example: "service_window_closed", description: "Our normalized error code." }),
-    message: z.string(),
-    retriable: z.boolean().openapi({ description: "Whether sending the same content again later may succeed." }),
-    upstreamCode: z.string().nullable().openapi({ description: "The upstream operator's own error code, if any." }),
-  })
-  .openapi("MessageError");
+// The message as the API, its events and the dashboard show it: outbound (a send) or inbound.
 
 export const OutboundMessage = z
   .object({
@@ -25,7 +16,7 @@ export const OutboundMessage = z
       .string()
       .nullable()
       .openapi({ description: "Extension: the recipient's user id, for a send made with `toUserId`; null otherwise." }),
-    type: z.enum(["text", "template"]).openapi({
+    type: z.enum(OUTBOUND_KINDS).openapi({
       description:
         "`text`; `template` for a template message sent through `/api/v2` (its `text.body` is the rendered text).",
     }),

@@ -1,5 +1,8 @@
 import { z } from "@hono/zod-openapi";
-import { MessageError, type Message } from "./message";
+import type { Message } from "./message";
+import { MessageError } from "./status";
+
+// A message's timeline: its changes, in the order they were committed, as the API and the dashboard show them.
 
 export const TimelineEntry = z
   .object({

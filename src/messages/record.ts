@@ -1,9 +1,35 @@
-import type { Message, MessageStatus } from "../../domain/message";
-import { inboundExtrasOf } from "../../messages/inbound-details";
-import { isPhoneNumber } from "../../messages/recipient";
-import { templateFactsOf } from "../../domain/template-send";
-import { mediaViewOf, storedMediaOf, type InboundMedia } from "../../messages/inbound-media";
-import type { LifecycleState } from "./status-transition";
+import type { Message } from "./message";
+import type { Direction, MessageStatus } from "./status";
+import { inboundExtrasOf } from "./inbound-details";
+import { isPhoneNumber } from "./recipient";
+import { templateFactsOf } from "./content";
+import { mediaViewOf, storedMediaOf, type InboundMedia } from "./inbound-media";
+
+// A message's record as the engine keeps it and hands it out, and the views made of it.
+
+/** The parts of a message record that status reports change. */
+export interface LifecycleState {
+  status: MessageStatus;
+  upstream_message_id: string | null;
+  processing_at: number | null;
+  sent_at: number | null;
+  failed_at: number | null;
+  delivered_at: number | null;
+  read_at: number | null;
+  outcome_unknown_since: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  error_retriable: number | null;
+  upstream_error_code: string | null;
+  /**
+   * The record's changes in the order they were committed, one letter each (`ps`, `psf`, `psfd`):
+   * written in the same UPDATE as the change it adds. Events, `previousStatus` and the timeline
+   * follow it, never the times (which come from three clocks, the operator's in whole seconds).
+   * Null on records written before the column: their order is derived from their times once, and
+   * stored with their next change.
+   */
+  changes: string | null;
+}
 
 /**
  * A message record as stored: outbound (a send) or inbound (a user writing to a number). The same
@@ -11,13 +37,13 @@ import type { LifecycleState } from "./status-transition";
  *
  * `recipient` is the other party: `to` when outbound, `from` when inbound. It is a phone number (E.164
  * digits) or, for a user known only by it, the operator's user id (`toUserId` of a send, the
- * sender's `from_user_id` when no phone number came): domain/recipient.ts tells them apart.
+ * sender's `from_user_id` when no phone number came): messages/recipient.ts tells them apart.
  * The send's work state (`pending`, `attempts`, `answered`, `next_attempt_at`) and its
  * Idempotency-Key stay behind when a record moves to a history shard: its rows there read them as absent.
  */
 export interface MessageRow extends Omit<LifecycleState, "status"> {
   id: string;
-  direction: "outbound" | "inbound";
+  direction: Direction;
   channel_number_id: string;
   recipient: string;
   type: string;

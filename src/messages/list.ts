@@ -2,22 +2,23 @@ import { z } from "@hono/zod-openapi";
 import { ApiError } from "../lib/errors";
 import { fromBase64, toBase64Url } from "../lib/crypto";
 import { pageLimit } from "../lib/pagination";
-import { E164_DIGITS } from "./send-request";
-import { MAX_USER_ID_LENGTH, USER_ID } from "../messages/recipient";
-import type { MessageStatus } from "./message";
+import type { MessageRow } from "./record";
+import { E164_DIGITS, MAX_USER_ID_LENGTH, USER_ID } from "./recipient";
+import { DIRECTIONS, MESSAGE_STATUSES, type Direction, type MessageStatus } from "./status";
 
-// The query of GET /messages and what it means for the workspace object's list.
+// The query of GET /messages, the filters and positions of a message list, and which records a
+// filter lets through.
 
 const SENDER = /^[A-Za-z0-9._-]{1,160}$/;
 
 export const MessageListQuery = z
   .object({
     direction: z
-      .enum(["outbound", "inbound"])
+      .enum(DIRECTIONS)
       .optional()
       .openapi({ description: "Only messages sent, or only messages received.", example: "outbound" }),
     status: z
-      .enum(["queued", "processing", "sent", "failed", "received"])
+      .enum([...MESSAGE_STATUSES, "received"])
       .optional()
       .openapi({ description: "Outbound statuses, or `received` (every inbound message).", example: "failed" }),
     channelNumberId: z
@@ -89,7 +90,7 @@ export type MessageListQuery = z.infer<typeof MessageListQuery>;
 
 /** What a message list can be narrowed by (all optional, combined with AND). */
 export type MessageFilter = {
-  direction?: "outbound" | "inbound";
+  direction?: Direction;
   status?: MessageStatus | "received";
   channelNumberId?: string;
   /** The other party: the recipient of an outbound message, the sender of an inbound one. */
@@ -110,6 +111,14 @@ export type Keyset = {
   createdAt: number;
   id: string;
 };
+
+/** The filters a read row must pass (time bounds are applied by the query). */
+export const matches = (r: MessageRow, f: MessageFilter): boolean =>
+  (f.direction === undefined || r.direction === f.direction) &&
+  (f.status === undefined || r.status === f.status) &&
+  (f.channelNumberId === undefined || r.channel_number_id === f.channelNumberId) &&
+  (f.counterpart === undefined || r.recipient === f.counterpart) &&
+  (f.type === undefined || r.type === f.type);
 
 export function toFilter(q: MessageListQuery): MessageFilter {
   const f: MessageFilter = {};
