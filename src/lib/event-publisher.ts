@@ -1,4 +1,3 @@
-import type { WebhookEvent, WebhookQueueMessage } from "../domain/events";
 import { publishInOrder, queuedBytes, QUEUE_BUDGET, type PublishHooks, type QueueSender } from "./queue-publisher";
 
 /**
@@ -14,24 +13,29 @@ export const PACK_BYTES = 60 * 1024;
  */
 export const PACK_EVENTS = 50;
 
-export interface KeyedEvent<K> {
+export interface KeyedEvent<K, E> {
   key: K;
-  event: WebhookEvent;
+  event: E;
+}
+
+/** A queue message of events, as the consumer reads it: the events of a pack, in order. */
+export interface EventPack<E> {
+  events: E[];
 }
 
 /** Groups events, in order, into packs within PACK_BYTES and PACK_EVENTS; an event too large for a message of its own is returned apart. */
-export function packEvents<K>(
-  items: readonly KeyedEvent<K>[],
+export function packEvents<K, E>(
+  items: readonly KeyedEvent<K, E>[],
   packBytes = PACK_BYTES,
   packEvents = PACK_EVENTS,
-): { packs: KeyedEvent<K>[][]; oversize: { key: K; bytes: number }[] } {
-  const packs: KeyedEvent<K>[][] = [];
+): { packs: KeyedEvent<K, E>[][]; oversize: { key: K; bytes: number }[] } {
+  const packs: KeyedEvent<K, E>[][] = [];
   const oversize: { key: K; bytes: number }[] = [];
-  let current: KeyedEvent<K>[] = [];
+  let current: KeyedEvent<K, E>[] = [];
   let currentBytes = 0;
   for (const item of items) {
     const bytes = queuedBytes(item.event);
-    if (queuedBytes({ events: [item.event] } satisfies WebhookQueueMessage) > QUEUE_BUDGET.messageBytes) {
+    if (queuedBytes({ events: [item.event] } satisfies EventPack<E>) > QUEUE_BUDGET.messageBytes) {
       oversize.push({ key: item.key, bytes });
       continue;
     }
@@ -55,9 +59,9 @@ export function packEvents<K>(
  * and this throws (the caller's step backs off and starts again from the first
  * event not yet published).
  */
-export async function publishEventPacks<K>(
+export async function publishEventPacks<K, E>(
   queue: QueueSender,
-  items: readonly KeyedEvent<K>[],
+  items: readonly KeyedEvent<K, E>[],
   hooks: PublishHooks<K>,
 ): Promise<void> {
   const { packs, oversize } = packEvents(items);
@@ -69,7 +73,7 @@ export async function publishEventPacks<K>(
   for (let i = 0; i < packs.length; i++) {
     const pack = packs[i]!;
     try {
-      await queue.send({ events: pack.map((p) => p.event) } satisfies WebhookQueueMessage, { contentType: "json" });
+      await queue.send({ events: pack.map((p) => p.event) } satisfies EventPack<E>, { contentType: "json" });
       hooks.sent(pack.map((p) => p.key));
     } catch {
       // One by one for the rest of this round: publishInOrder tells a poison event (refused
@@ -77,7 +81,7 @@ export async function publishEventPacks<K>(
       const rest = packs.slice(i).flat();
       await publishInOrder(
         queue,
-        rest.map((p) => ({ key: p.key, body: { events: [p.event] } satisfies WebhookQueueMessage })),
+        rest.map((p) => ({ key: p.key, body: { events: [p.event] } satisfies EventPack<E> })),
         hooks,
       );
       return;
