@@ -4,7 +4,7 @@
 // the object (bench/worker.ts for the bench, test/worker.ts for its test): no copy of the object's
 // schema lives here, and a change to it reaches the seeded records as it reaches sent ones.
 import { z } from "zod";
-import { inboundMessageId, newJobId } from "../src/domain/job-id";
+import { inboundMessageId, newJobId } from "../src/lib/job-id";
 import { canonicalJson } from "../src/domain/send-request";
 import { sha256Hex } from "../src/lib/crypto";
 import { permanentError } from "../src/upstream/error-codes";

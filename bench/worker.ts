@@ -10,7 +10,7 @@ import type { AppEnv } from "../src/context";
 import { WorkspaceDurableObject as Workspace } from "../src/durable-objects/workspace/workspace";
 import { ChannelNumberDurableObject as ChannelNumber } from "../src/durable-objects/channel-number/channel-number";
 import { setMeta } from "../src/durable-objects/shared/meta";
-import { newJobId } from "../src/domain/job-id";
+import { newJobId } from "../src/lib/job-id";
 import { canonicalJson } from "../src/domain/send-request";
 import { now } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";

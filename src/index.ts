@@ -1,6 +1,6 @@
 import { app } from "./app";
 import type { UsageCountMessage } from "./engine/usage";
-import type { WebhookQueueMessage } from "./domain/events";
+import type { WebhookQueueMessage } from "./messages/events";
 import { log } from "./lib/log";
 import { consumeUsageCounts } from "./queue/usage-counts";
 import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";

@@ -10,7 +10,7 @@ import { slotStart, slotTable } from "../src/durable-objects/workspace/day-table
 import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
 import { PART_ROWS } from "../src/durable-objects/history/archive-writer";
 import { PUBLISH_PAGE } from "../src/durable-objects/workspace/publisher";
-import { DAY_MS, utcDay } from "../src/domain/job-id";
+import { DAY_MS, utcDay } from "../src/lib/job-id";
 import type { SendCommand } from "../src/messages/send";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { testShard, testWorkspace } from "./helpers/objects";

@@ -13,7 +13,7 @@ import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { HELD_BOUND_MS, RETRY_POLICY } from "../src/durable-objects/channel-number/delivery-policy";
 import { UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/workspace/unknown-outcomes";
 import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
-import { newJobId, uuidV7Time } from "../src/domain/job-id";
+import { newJobId, uuidV7Time } from "../src/lib/job-id";
 import { fakeClockPerTest } from "./helpers/clock";
 
 // The claim protocol (workspace/status.ts): a number calls the operator only after its workspace

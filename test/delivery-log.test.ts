@@ -9,9 +9,9 @@ import { deliveryLogOf, eventsOfMessage, statusEvent, type DeliveryView } from "
 import { testNumber, testWorkspace } from "./helpers/objects";
 import { signedInMember } from "./helpers/dashboard";
 import { mockNetworkPerTest, type Receiver } from "./helpers/webhook-net";
-import { eventIdOf, eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/domain/events";
+import { eventIdOf, eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../src/messages/events";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
-import { DAY_MS } from "../src/domain/job-id";
+import { DAY_MS } from "../src/lib/job-id";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { fakeClockPerTest } from "./helpers/clock";
 

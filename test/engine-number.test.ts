@@ -10,7 +10,7 @@ import { expectRuntimeLog } from "./helpers/runtime-log";
 import { liveCloudNumber } from "./helpers/number-edge";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { createSlotIndexes, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
-import { uuidV7Time } from "../src/domain/job-id";
+import { uuidV7Time } from "../src/lib/job-id";
 import { HELD_BOUND_MS, PACE_CALLS, PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { fakeClockPerTest } from "./helpers/clock";
 

@@ -30,8 +30,8 @@ import { HOT_WINDOW_MS } from "../src/durable-objects/workspace/history-tiering"
 import { INDEX_MIN_RECORDS, SLOT_MS, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import type { SendCommand } from "../src/messages/send";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
-import { DAY_MS, newUuidV7, utcDay, uuidV7Time } from "../src/domain/job-id";
-import { eventIdOf, type WebhookEvent } from "../src/domain/events";
+import { DAY_MS, newUuidV7, utcDay, uuidV7Time } from "../src/lib/job-id";
+import { eventIdOf, type WebhookEvent } from "../src/messages/events";
 import type { MessageHistoryDurableObject } from "../src/durable-objects/history/history";
 import { fakeClockPerTest } from "./helpers/clock";
 

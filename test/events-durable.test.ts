@@ -9,7 +9,7 @@ import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { testWorkspace } from "./helpers/objects";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { PUBLISH_BACKSTOP_MS, PUBLISH_PAGE } from "../src/durable-objects/workspace/publisher";
-import { eventIdOf, type WebhookEvent } from "../src/domain/events";
+import { eventIdOf, type WebhookEvent } from "../src/messages/events";
 import type { InboundRecord } from "../src/messages/inbound";
 import { fakeClockPerTest } from "./helpers/clock";
 

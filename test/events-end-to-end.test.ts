@@ -5,7 +5,7 @@ import { createTenant } from "./helpers/fixtures";
 import { send, textMessage } from "./helpers/send";
 import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
 import { eventsOfMessage } from "./helpers/events";
-import { envelopeOf } from "../src/domain/events";
+import { envelopeOf } from "../src/messages/events";
 
 // Nothing here is driven by hand: real time, the objects' own alarms and the
 // real queues carry a send and an inbound message all the way to the

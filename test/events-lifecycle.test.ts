@@ -8,7 +8,7 @@ import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook
 import { eventsOfMessage, queuedEvents, statusEventsOf } from "./helpers/events";
 import { testNumber } from "./helpers/objects";
 import { answers, mockNetworkPerTest } from "./helpers/webhook-net";
-import { envelopeOf, eventIdOf, type WebhookEvent } from "../src/domain/events";
+import { envelopeOf, eventIdOf, type WebhookEvent } from "../src/messages/events";
 import { fakeClockPerTest } from "./helpers/clock";
 
 // A live number's message through its whole life, as its customer sees it: the operator (mocked

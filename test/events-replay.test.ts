@@ -6,9 +6,9 @@ import { send, textMessage } from "./helpers/send";
 import { eventOfMessage } from "./helpers/events";
 import { testNumber } from "./helpers/objects";
 import { answers, mockNetworkPerTest, type Seen } from "./helpers/webhook-net";
-import { eventIdOf, newEventId } from "../src/domain/events";
+import { eventIdOf, newEventId } from "../src/messages/events";
 import { KEEP_DELIVERIES_MS } from "../src/durable-objects/workspace/delivery-log";
-import { newUuidV7 } from "../src/domain/job-id";
+import { newUuidV7 } from "../src/lib/job-id";
 import { fakeClockPerTest } from "./helpers/clock";
 
 // Events are not stored: a replay rebuilds the event from its id (which names its message and its

@@ -8,7 +8,7 @@ import { cloudTenant, mockOperator, type OperatorCall } from "./helpers/operator
 import { eventsOfMessage, queuedEvents } from "./helpers/events";
 import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
 import { channelNumberStub } from "../src/durable-objects/stubs";
-import { MessageReceivedData, type WebhookEvent } from "../src/domain/events";
+import { MessageReceivedData, type WebhookEvent } from "../src/messages/events";
 import { InboundMessage } from "../src/messages/message";
 
 // What an inbound message answers, reacts to or came from (replies, reactions, click-to-chat ads),

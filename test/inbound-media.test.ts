@@ -23,7 +23,7 @@ import { workspaceStub } from "../src/durable-objects/stubs";
 import { mediaKey } from "../src/durable-objects/history/media-keys";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import { HOT_BYTES_BUDGET } from "../src/durable-objects/workspace/history-tiering";
-import { DAY_MS, utcDay } from "../src/domain/job-id";
+import { DAY_MS, utcDay } from "../src/lib/job-id";
 
 // Images, audio, video, documents and stickers arrive as the operator's media id, valid 7 days and
 // readable only with the number's token. Each is copied to R2 on receipt (the `media-copies` queue,

@@ -22,8 +22,8 @@ import {
 } from "../src/durable-objects/workspace/day-tables";
 import { HELD_BOUND_MS } from "../src/durable-objects/channel-number/delivery-policy";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
-import { DAY_MS, utcDay } from "../src/domain/job-id";
-import { eventsOf, type WebhookQueueMessage } from "../src/domain/events";
+import { DAY_MS, utcDay } from "../src/lib/job-id";
+import { eventsOf, type WebhookQueueMessage } from "../src/messages/events";
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { queuedEvents } from "./helpers/events";
 import { firstSlot, seededId, seedSlot, seedStorage, seedUnknownIndex } from "./fixtures/bulk-rows";

@@ -9,7 +9,7 @@ import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "./helpe
 import { expectRuntimeLog } from "./helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
-import { newJobId } from "../src/domain/job-id";
+import { newJobId } from "../src/lib/job-id";
 import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { fakeClockPerTest } from "./helpers/clock";
 

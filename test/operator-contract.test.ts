@@ -13,7 +13,7 @@ import {
   type OperatorCall,
 } from "./helpers/operator";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
-import type { WebhookEvent } from "../src/domain/events";
+import type { WebhookEvent } from "../src/messages/events";
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { channelNumberStub } from "../src/durable-objects/stubs";
 import { classifyOperatorError } from "../src/upstream/error-codes";

@@ -8,7 +8,7 @@ import { cloudTenant, mockOperator, operatorError, type OperatorCall } from "./h
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { inboundPayload, postOperator, seconds } from "./helpers/operator-webhook";
 import { channelNumberStub } from "../src/durable-objects/stubs";
-import type { WebhookEvent } from "../src/domain/events";
+import type { WebhookEvent } from "../src/messages/events";
 import { InboundMessage, OutboundMessage } from "../src/messages/message";
 
 // Users who withhold their phone number behind a username (2026): the operator names them by a

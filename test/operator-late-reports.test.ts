@@ -9,7 +9,7 @@ import { cloudTenant, type OperatorCall } from "./helpers/operator";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { postOperator, seconds, statusPayload } from "./helpers/operator-webhook";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { eventIdOf } from "../src/domain/events";
+import { eventIdOf } from "../src/messages/events";
 import { crashObject } from "./helpers/objects";
 import { PACE_WINDOW_MS } from "../src/durable-objects/channel-number/delivery-policy";
 

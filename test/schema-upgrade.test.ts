@@ -25,7 +25,7 @@ import { firstSlot, seedSlot, seedStorage } from "./fixtures/bulk-rows";
 import { UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/workspace/unknown-outcomes";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
 import type { MessageRow } from "../src/messages/record";
-import { DAY_MS, newJobId, utcDay } from "../src/domain/job-id";
+import { DAY_MS, newJobId, utcDay } from "../src/lib/job-id";
 
 // Storage outlives deploys: a layout change ships as the next step of its object's ladder
 // (shared/schema-version.ts), which runs once, in place, when an object of the earlier layout

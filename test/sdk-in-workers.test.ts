@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import { ApiError, MessagingClient, verifyWebhook, type Message } from "../sdk/src/index";
 import { SCAN_BUDGET } from "../src/durable-objects/workspace/message-queries";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
-import { DAY_MS } from "../src/domain/job-id";
+import { DAY_MS } from "../src/lib/job-id";
 import { hmacSha256, toHex } from "../src/lib/crypto";
 import { BASE, call } from "./helpers/http";
 import { createTenant } from "./helpers/fixtures";

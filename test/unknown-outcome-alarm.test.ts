@@ -13,7 +13,7 @@ import { slotStart } from "../src/durable-objects/workspace/day-tables";
 import { noteUnknown, UNKNOWN_OUTCOME_WINDOW_MS } from "../src/durable-objects/workspace/unknown-outcomes";
 import { WORKSPACE_SCHEMA } from "../src/durable-objects/workspace/schema";
 import { RETENTION_SLACK_MS } from "../src/durable-objects/shared/scheduler";
-import { DAY_MS, utcDay } from "../src/domain/job-id";
+import { DAY_MS, utcDay } from "../src/lib/job-id";
 
 // A future clock: the objects' alarms fire only when the test runs them.
 const clock = fakeClockPerTest(Date.UTC(2041, 0, 1), (t) => t + 24 * 3_600_000);

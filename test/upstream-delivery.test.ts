@@ -23,7 +23,7 @@ import {
   RETRY_POLICY,
   UNKNOWN_OUTCOME_WINDOW_MS,
 } from "../src/durable-objects/channel-number/delivery-policy";
-import { newJobId } from "../src/domain/job-id";
+import { newJobId } from "../src/lib/job-id";
 import { slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { fakeClockPerTest } from "./helpers/clock";
 

@@ -11,7 +11,7 @@ import { toMessageView } from "../src/messages/record";
 import { channelNumberStub, workspaceStub } from "../src/durable-objects/stubs";
 import { queuedEvents, statusEventsOf } from "./helpers/events";
 import { testNumber, testWorkspace } from "./helpers/objects";
-import type { WebhookEvent } from "../src/domain/events";
+import type { WebhookEvent } from "../src/messages/events";
 import {
   accountFieldPayload,
   accountUpdatePayload,

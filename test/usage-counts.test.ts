@@ -15,7 +15,7 @@ import { type UsageCountMessage, WorkspaceDurableObject } from "../src/durable-o
 import type { SendCommand } from "../src/messages/send";
 import { TALLY_MIN_RECORDS } from "../src/durable-objects/workspace/counts";
 import { slotStart } from "../src/durable-objects/workspace/day-tables";
-import { DAY_MS, utcDay } from "../src/domain/job-id";
+import { DAY_MS, utcDay } from "../src/lib/job-id";
 import { monthPeriod } from "../src/lib/clock";
 import { fakeClockPerTest } from "./helpers/clock";
 import { measuring } from "./helpers/counted-reads";

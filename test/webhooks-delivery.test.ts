@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { describe, expect, it, vi } from "vitest";
 import worker from "../src/index";
-import type { WebhookEvent, WebhookQueueMessage } from "../src/domain/events";
+import type { WebhookEvent, WebhookQueueMessage } from "../src/messages/events";
 import { api, expectError, json } from "./helpers/http";
 import { connectSandboxNumber, createTenant, type Tenant } from "./helpers/fixtures";
 import { answers, hangs, mockNetworkPerTest, type Seen } from "./helpers/webhook-net";

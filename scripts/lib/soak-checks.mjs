@@ -346,12 +346,12 @@ const kindOfContent = (e) =>
           ? "delivered"
           : "sent";
 
-/** The event kinds in the order of their code in an event id (src/domain/events.ts EVENT_KINDS). */
+/** The event kinds in the order of their code in an event id (src/messages/status.ts EVENT_KINDS). */
 const EVENT_KINDS = ["processing", "sent", "delivered", "read", "failed", "received"];
 
 /**
  * The message and change an event id names (`evt_` and the message id's hex with its version digit
- * replaced by the change's code: src/domain/events.ts eventIdOf), or null for any other id.
+ * replaced by the change's code: src/messages/events.ts eventIdOf), or null for any other id.
  * @param {string | null} id @returns {{ messageId: string, kind: string } | null}
  */
 export function parseEventId(id) {

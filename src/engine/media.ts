@@ -9,7 +9,7 @@ import type { MessageRow } from "../messages/record";
 import type { CopyOutcome, MediaCopyState, Reservation } from "../durable-objects/workspace/media-copies";
 import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
 import { declaredLength, downloadMedia } from "../upstream/cloud-media";
-import { DAY_MS, findByUuid } from "../domain/job-id";
+import { DAY_MS, findByUuid } from "../lib/job-id";
 import { workspaceObject } from "./objects";
 import {
   cleanContentType,

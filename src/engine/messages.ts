@@ -3,7 +3,7 @@ import { sha256Hex } from "../lib/crypto";
 import { canonicalJson, type SendMessageRequest } from "../domain/send-request";
 import type { SendMessageRequestV2 } from "../domain/send-request-v2";
 import type { Message } from "../messages/message";
-import { findByUuid } from "../domain/job-id";
+import { findByUuid } from "../lib/job-id";
 import type { CommittedChange } from "../messages/timeline";
 import { toDeliveryView, type WebhookDelivery } from "../domain/webhook-view";
 import type { SendContent, SendOutcome } from "../messages/send";

@@ -20,7 +20,7 @@ import {
 import { inboundMediaOf } from "../upstream/cloud-media";
 import { isoNow, now } from "../lib/clock";
 import { log } from "../lib/log";
-import { storedUuid } from "../domain/job-id";
+import { storedUuid } from "../lib/job-id";
 import { accountEffect, accountOf, applyQualityUpdate } from "../features/numbers/operator-updates";
 import { recordAudit } from "../features/audit/record-audit";
 import { applyTemplateUpdate } from "../features/templates/sync";

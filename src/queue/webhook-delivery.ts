@@ -1,5 +1,5 @@
 import { config } from "../config";
-import { envelopeOf, eventsOf, triedOf, type WebhookEvent, type WebhookQueueMessage } from "../domain/events";
+import { envelopeOf, eventsOf, triedOf, type WebhookEvent, type WebhookQueueMessage } from "../messages/events";
 import {
   markWebhookFailingStatement,
   markWebhookHealthyStatement,

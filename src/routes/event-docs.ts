@@ -1,5 +1,5 @@
 import { z, type OpenAPIHono } from "@hono/zod-openapi";
-import { MessageReceivedData, MessageStatusData, WebhookTestData } from "../domain/events";
+import { MessageReceivedData, MessageStatusData, WebhookTestData } from "../messages/events";
 import { EXAMPLE } from "../lib/openapi-examples";
 
 const SIGNATURE_HEADERS = z.object({

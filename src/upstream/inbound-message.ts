@@ -65,7 +65,7 @@ function referralOf(raw: Record<string, unknown>): Partial<Referral> {
 }
 
 /**
- * What the record keeps beyond the content (domain/inbound-details.ts): the sender's user id and
+ * What the record keeps beyond the content (messages/inbound-details.ts): the sender's user id and
  * profile, and the operator ids of what the message replies or reacts to (the workspace resolves
  * them to ours when it records the message).
  */

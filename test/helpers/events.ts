@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
-import { eventIdOf, eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../../src/domain/events";
+import { eventIdOf, eventsOf, type WebhookEvent, type WebhookQueueMessage } from "../../src/messages/events";
 import { type EventKind } from "../../src/messages/status";
-import { newUuidV7 } from "../../src/domain/job-id";
+import { newUuidV7 } from "../../src/lib/job-id";
 import { changesOf, eventOf } from "../../src/durable-objects/workspace/message-events";
 import { workspaceStub } from "../../src/durable-objects/stubs";
 import { api, json } from "./http";

@@ -1,4 +1,4 @@
-import type { WebhookEvent } from "../../src/domain/events";
+import type { WebhookEvent } from "../../src/messages/events";
 import type { WorkspaceDurableObject } from "../../src/durable-objects/workspace/workspace";
 import { env } from "cloudflare:workers";
 import { answerAtEdge } from "./edge";

@@ -137,7 +137,7 @@ describe("checkEvents", () => {
   const A = "0190f1a2-b3c4-7d5e-8f60-718293a4b5c6";
   const B = "0190f1a2-b3c5-7aaa-9bbb-cccccccccccc";
   const CODES = { processing: 1, sent: 2, delivered: 3, read: 4, failed: 5 };
-  /** The event id of a change, as src/domain/events.ts eventIdOf makes it. @param {string} messageId @param {keyof typeof CODES} kind */
+  /** The event id of a change, as src/messages/events.ts eventIdOf makes it. @param {string} messageId @param {keyof typeof CODES} kind */
   const eventId = (messageId, kind) => {
     const hex = messageId.replaceAll("-", "");
     return `evt_${hex.slice(0, 12)}${CODES[kind]}${hex.slice(13)}`;

@@ -13,7 +13,7 @@ const MAX_MOVES = 4;
 /**
  * Who last wrote to this number, and when: the customer-service window. A contact is its phone
  * number, or its business-scoped user id when the operator withholds the number
- * (domain/recipient.ts).
+ * (messages/recipient.ts).
  * Bound: one row per contact (~60 B); contacts silent for 30 days are purged
  * in batches (index on last_inbound_at).
  */

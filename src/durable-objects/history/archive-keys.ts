@@ -1,4 +1,4 @@
-import { DAY_MS } from "../../domain/job-id";
+import { DAY_MS } from "../../lib/job-id";
 
 /** `YYYY-MM-DD` of a UTC day number. */
 export const dayString = (day: number): string => new Date(day * DAY_MS).toISOString().slice(0, 10);

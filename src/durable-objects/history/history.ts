@@ -6,7 +6,7 @@ import { applyTransition } from "../workspace/status-transition";
 import type { StatusUpdate } from "../../messages/status";
 import { type Page } from "../workspace/message-queries";
 import { matches, type Keyset, type MessageFilter } from "../../messages/list";
-import { uuidV7Floor, uuidV7Time } from "../../domain/job-id";
+import { uuidV7Floor, uuidV7Time } from "../../lib/job-id";
 import { archiveRows, type ArchiveProgress } from "./archive-writer";
 
 export interface ShardChange {

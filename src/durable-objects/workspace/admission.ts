@@ -1,6 +1,6 @@
 import { monthPeriod, now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import { nextJobId, utcDay } from "../../domain/job-id";
+import { nextJobId, utcDay } from "../../lib/job-id";
 import { recipientOf } from "../../messages/recipient";
 import { NUMBER_LIMIT, WORKSPACE_LIMIT, windowState, type WindowState } from "../../domain/rate-window";
 import { channelNumberStub } from "../stubs";

@@ -1,4 +1,4 @@
-import { DAY_MS, utcDay, uuidV7Floor } from "../../domain/job-id";
+import { DAY_MS, utcDay, uuidV7Floor } from "../../lib/job-id";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { publishInOrder } from "../../lib/queue-publisher";

@@ -1,4 +1,4 @@
-import { DAY_MS, uuidV7Time } from "../../domain/job-id";
+import { DAY_MS, uuidV7Time } from "../../lib/job-id";
 
 /**
  * Message records live in one table per 6-hour slot of their id's time (`m_<slot>`, slot =

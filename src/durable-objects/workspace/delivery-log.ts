@@ -1,4 +1,4 @@
-import { eventIdOf, parseEventId } from "../../domain/events";
+import { eventIdOf, parseEventId } from "../../messages/events";
 import type { DeliveryReport } from "./contract";
 import { changesOf } from "./message-events";
 import type { MessageRow } from "../../messages/record";

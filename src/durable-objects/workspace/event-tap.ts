@@ -1,4 +1,4 @@
-import { eventsOf, type WebhookQueueMessage } from "../../domain/events";
+import { eventsOf, type WebhookQueueMessage } from "../../messages/events";
 import type { QueueSender } from "../../lib/queue-publisher";
 import { log } from "../../lib/log";
 

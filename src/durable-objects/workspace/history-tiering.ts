@@ -1,5 +1,5 @@
 import { now } from "../../lib/clock";
-import { DAY_MS, utcDay, uuidV7Time } from "../../domain/job-id";
+import { DAY_MS, utcDay, uuidV7Time } from "../../lib/job-id";
 import { getMeta } from "../shared/meta";
 import { NO_PROGRESS, withSlack, type ScheduledStep } from "../shared/scheduler";
 import { historyStub } from "../history/history";

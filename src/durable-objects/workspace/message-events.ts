@@ -1,4 +1,4 @@
-import { eventIdOf, type MessageStatusData, type WebhookEvent } from "../../domain/events";
+import { eventIdOf, type MessageStatusData, type WebhookEvent } from "../../messages/events";
 import { type EventKind, type MessageStatus, type OutboundChange } from "../../messages/status";
 import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../messages/inbound-media";
 import { isOutbound, lifecycleOf, toMessageView, type MessageRow, type OutboundRow } from "../../messages/record";

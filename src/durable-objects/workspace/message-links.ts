@@ -1,4 +1,4 @@
-import { DAY_MS } from "../../domain/job-id";
+import { DAY_MS } from "../../lib/job-id";
 import { linksOf, userIdOf } from "../../messages/inbound-details";
 import { slotOf, slotTable, type SlotTables } from "./day-tables";
 

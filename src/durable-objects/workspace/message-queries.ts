@@ -1,5 +1,5 @@
 import { matches, type Keyset, type MessageFilter } from "../../messages/list";
-import { uuidV7Floor } from "../../domain/job-id";
+import { uuidV7Floor } from "../../lib/job-id";
 import { slotTable } from "./day-tables";
 import type { MessageRow } from "../../messages/record";
 

@@ -1,4 +1,4 @@
-import type { WebhookEvent } from "../../domain/events";
+import type { WebhookEvent } from "../../messages/events";
 import { publishEventPacks } from "../../lib/event-publisher";
 import type { QueueSender } from "../../lib/queue-publisher";
 import { now } from "../../lib/clock";

@@ -1,4 +1,4 @@
-import { uuidV7Floor } from "../../domain/job-id";
+import { uuidV7Floor } from "../../lib/job-id";
 import { slotOf, slotOfId, slotTable, type SlotTables } from "./day-tables";
 import type { MessageRow } from "../../messages/record";
 
@@ -10,7 +10,7 @@ export interface NewOutbound {
   type: string;
   body: string;
   content: string | null;
-  /** A template send's facts (JSON; record.ts `details`); null for text. */
+  /** A template send's facts (JSON; messages/record.ts `details`); null for text. */
   details: string | null;
   idemKey: string;
   fingerprint: string;
@@ -50,7 +50,7 @@ export interface NewInbound {
   type: string;
   body: string;
   content: string | null;
-  /** What the operator tells about an inbound message beyond its content (JSON; record.ts `details`). */
+  /** What the operator tells about an inbound message beyond its content (JSON; messages/record.ts `details`). */
   details: string | null;
   upstreamMessageId: string;
   receivedAt: number;

@@ -1,5 +1,5 @@
-import { inboundMessageId } from "../../domain/job-id";
-import { newEventId, parseEventId, TEST_EVENT_MESSAGE, type WebhookEvent } from "../../domain/events";
+import { inboundMessageId } from "../../lib/job-id";
+import { newEventId, parseEventId, TEST_EVENT_MESSAGE, type WebhookEvent } from "../../messages/events";
 import {
   type EventKind,
   type MessageStatus,

@@ -1,4 +1,4 @@
-import { DAY_MS, uuidV7Floor } from "../../domain/job-id";
+import { DAY_MS, uuidV7Floor } from "../../lib/job-id";
 
 /**
  * Sends whose call got no usable answer (a timeout, a lost connection): the message may or may

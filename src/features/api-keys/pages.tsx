@@ -7,7 +7,7 @@ import { revokeApiKey } from "./revoke-key";
 import { grantableKeyRoles, KeyRoleSchema, type KeyRole } from "../../domain/roles";
 import { auditMember } from "../audit/member-audit";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import type { DashboardEnv } from "../../dashboard/context";
 import { ConfirmForm, FieldError, Time, TableScroll } from "../../dashboard/components";
 import { setFlash } from "../../dashboard/flash";

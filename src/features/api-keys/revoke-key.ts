@@ -1,4 +1,4 @@
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { forgetKey } from "../../domain/key-cache";
 import { isoNow } from "../../lib/clock";
 import { revokeKey } from "./store";

@@ -7,7 +7,7 @@ import { removeMember } from "./remove-member";
 import { throwIfLimited } from "../../middleware/rate-limit";
 import { invitationUrl, MAX_MEMBERS_PER_WORKSPACE, MemberEmail, MemberRoleSchema } from "../../domain/members";
 import { ApiError, notFound } from "../../lib/errors";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";

@@ -5,7 +5,7 @@ import { ROLES } from "../../domain/roles";
 import { changeMemberRole } from "./change-role";
 import { inviteMember } from "./invite-member";
 import { removeMember } from "./remove-member";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { isRateLimited } from "../../domain/limit-check";
 import { invitationUrl, MemberEmail, MemberRoleSchema, MAX_MEMBERS_PER_WORKSPACE } from "../../domain/members";
 import { now } from "../../lib/clock";

@@ -17,7 +17,7 @@ import { ApiError, foundOr404, notFound } from "../../lib/errors";
 import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { isoNow } from "../../lib/clock";
 import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { jsonBody } from "../../middleware/json-body";
 import { auditAdmin } from "../audit/api-audit";

@@ -1,6 +1,6 @@
 import { getConnectedNumber } from "../../db/channel-numbers";
 import type { Caller } from "../../domain/actor";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { spendWorkspaceHourly, type Spent } from "../../domain/limit-check";
 
 /**

@@ -1,7 +1,7 @@
 import { auditClaimedAway } from "./claimed-away";
 import { Hono } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { connectNumber, type ConnectInput, type Refused } from "./connect-number";
 import { disconnectNumber } from "./disconnect-number";
 import { replaceNumberToken } from "./replace-token";

@@ -8,7 +8,7 @@ import {
 } from "../../db/channel-numbers";
 import { numberHealth, numberHealthAndSending } from "./number-detail";
 import { getWebhookOfNumber } from "../webhooks/store";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { toPage } from "../../lib/pagination";
 import type { DashboardEnv } from "../../dashboard/context";
 import { CopyableId, ConfirmForm, Time, TableScroll } from "../../dashboard/components";

@@ -8,7 +8,7 @@ import { numberDetail, toChannelNumberView } from "./number-detail";
 import type { NumberHealthView } from "../../domain/number-health";
 import { ApiError, foundOr404 } from "../../lib/errors";
 import { PaginationQuery, decodeCursor, toPage } from "../../lib/pagination";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { contactWindow } from "../../engine/numbers";
 
 const NumbersList = z

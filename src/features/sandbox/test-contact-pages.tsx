@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { getConnectedNumber } from "../../db/channel-numbers";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { addSandboxTestContact, removeSandboxTestContact } from "./test-contacts";
 import { auditMember } from "../audit/member-audit";
 import type { DashboardEnv } from "../../dashboard/context";

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
 import { getSyncState, type SyncStateRow } from "./store";
 import { templatePage } from "./template-page";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { accountOf, withTokenChecked } from "./number-templates";
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type StoredTemplate } from "../../domain/template";
 import { templatePosition, TemplateFilters, type TemplatePosition } from "../../domain/template-filters";

@@ -9,7 +9,7 @@ import { now } from "../../lib/clock";
 import { getConnectedNumber, listAllNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import { syncStates, type TemplateListFilter } from "./store";
 import { templatePage } from "./template-page";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { accountOf, withTokenChecked } from "./number-templates";
 import { templatePosition, TemplateFilterFields } from "../../domain/template-filters";
 import { TemplateView, toTemplateView, type StoredTemplate } from "../../domain/template";

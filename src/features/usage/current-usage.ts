@@ -2,7 +2,7 @@ import { countConnected } from "../../db/channel-numbers";
 import { getWorkspaceWithLimits, type WorkspaceWithLimits } from "../../db/workspaces";
 import { dailyUsage, messageUsage, type DailyUsage } from "../../engine/usage";
 import { monthPeriod, now } from "../../lib/clock";
-import { DAY_MS } from "../../domain/job-id";
+import { DAY_MS } from "../../lib/job-id";
 
 export interface CurrentUsage {
   workspace: WorkspaceWithLimits;

@@ -1,5 +1,5 @@
 import type { DailyUsage } from "../../engine/usage";
-import { DAY_MS } from "../../domain/job-id";
+import { DAY_MS } from "../../lib/job-id";
 
 /**
  * Sends per day of the current period as an inline SVG bar chart, with the

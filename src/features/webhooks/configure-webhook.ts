@@ -1,7 +1,7 @@
 import { config } from "../../config";
 import { upsertWebhook, webhookIdOfNumber, type WebhookRow } from "./store";
 import { getConnectedNumber } from "../../db/channel-numbers";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { isoNow } from "../../lib/clock";
 import { sealWebhookSecret } from "../../lib/sealed-secrets";
 import { checkWebhookUrl, checkWebhookUrlSyntax } from "../../webhooks/ssrf";

@@ -1,4 +1,4 @@
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { getWebhook, type WebhookRow } from "./store";
 
 /** A webhook of the workspace by id; a malformed or foreign id reads as missing. */

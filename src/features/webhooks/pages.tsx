@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { getConnectedNumber, listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
 import { getWebhookOfNumber, reenableWebhook, webhooksForNumbers, type WebhookRow } from "./store";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { configureWebhook } from "./configure-webhook";
 import { deliveryLog, lastFailure } from "./delivery-attempts";
 import { replayEvent, sendTestEvent } from "./trigger-events";

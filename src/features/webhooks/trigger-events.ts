@@ -1,5 +1,5 @@
 import { bucket, scopes } from "../../domain/abuse-limits";
-import { EVENT_ID_PATTERN } from "../../domain/events";
+import { EVENT_ID_PATTERN } from "../../messages/events";
 import { spend, type RateLimited } from "../../domain/limit-check";
 import { recordTestEvent, replayEvent as publishAgain } from "../../engine/webhooks";
 import type { ThrottleDecision } from "../../lib/throttle";

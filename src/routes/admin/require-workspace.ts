@@ -1,5 +1,5 @@
 import { getWorkspaceWithLimits, type WorkspaceWithLimits } from "../../db/workspaces";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { foundOr404 } from "../../lib/errors";
 
 /** The workspace an admin path names, or 404. */

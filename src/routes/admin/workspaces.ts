@@ -3,7 +3,7 @@ import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { getWorkspaceWithLimits, insertWorkspace, planExists } from "../../db/workspaces";
 import { ApiError, foundOr404 } from "../../lib/errors";
 import { isoNow } from "../../lib/clock";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import { auditAdmin } from "../../features/audit/api-audit";
 

@@ -6,7 +6,7 @@ import { SendMessageRequestV2 } from "../../domain/send-request-v2";
 import { templateSendContent } from "../../domain/template-send";
 import { templatesForSend } from "../../features/templates/number-templates";
 import { MessageListQuery, toFilter } from "../../messages/list";
-import { findByUuid } from "../../domain/job-id";
+import { findByUuid } from "../../lib/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import type { SendContent } from "../../messages/send";
 import type { OutboundContent } from "../../messages/content";

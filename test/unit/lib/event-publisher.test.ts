@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { WebhookEvent, WebhookQueueMessage } from "../../../src/domain/events";
+import type { WebhookEvent, WebhookQueueMessage } from "../../../src/messages/events";
 import { PACK_BYTES, PACK_EVENTS, packEvents, publishEventPacks } from "../../../src/lib/event-publisher";
 import { QUEUE_BUDGET, type QueueSender } from "../../../src/lib/queue-publisher";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { WorkQueue, type Entry } from "../../../../src/durable-objects/channel-number/work-queue";
-import { newJobId } from "../../../../src/domain/job-id";
+import { newJobId } from "../../../../src/lib/job-id";
 
 const entry = (jobId: string, recipient: string, acceptedAt: number, state: Entry["state"] = "queued"): Entry => ({
   jobId,

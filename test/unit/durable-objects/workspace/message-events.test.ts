@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { eventIdOf } from "../../../../src/domain/events";
-import { newUuidV7 } from "../../../../src/domain/job-id";
+import { eventIdOf } from "../../../../src/messages/events";
+import { newUuidV7 } from "../../../../src/lib/job-id";
 import { changesOf, eventOf, newChanges } from "../../../../src/durable-objects/workspace/message-events";
 import type { MessageRow } from "../../../../src/messages/record";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { derivedEventId, EVENT_ID_PATTERN, eventIdOf, newEventId, parseEventId } from "../../../src/domain/events";
+import { derivedEventId, EVENT_ID_PATTERN, eventIdOf, newEventId, parseEventId } from "../../../src/messages/events";
 import { EVENT_KINDS } from "../../../src/messages/status";
-import { newUuidV7 } from "../../../src/domain/job-id";
+import { newUuidV7 } from "../../../src/lib/job-id";
 
 const T = Date.UTC(2030, 4, 6, 7, 8, 9, 10);
 /** A v4 message id (ids of the release before UUIDv7 jobIds). */

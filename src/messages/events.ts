@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { INBOUND_CONTENT } from "../messages/message";
-import { EVENT_KINDS, MESSAGE_STATUSES, MessageError, type EventKind } from "../messages/status";
-import { INBOUND_EXTRA_FIELDS } from "../messages/inbound-details";
-import { TemplateFacts } from "../messages/content";
-import { ReceivedMedia } from "../messages/inbound-media";
-import { newUuidV7 } from "./job-id";
+import { newUuidV7 } from "../lib/job-id";
+import { TemplateFacts } from "./content";
+import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { ReceivedMedia } from "./inbound-media";
+import { INBOUND_CONTENT } from "./message";
+import { EVENT_KINDS, MESSAGE_STATUSES, MessageError, type EventKind } from "./status";
 
 /**
  * Events we send to customer webhooks. `id` is ours (never client-chosen) and is

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newJobId, nextJobId, uuidV7Time } from "../../../src/domain/job-id";
+import { newJobId, nextJobId, uuidV7Time } from "../../../src/lib/job-id";
 
 describe("nextJobId", () => {
   it("within one millisecond, each id sorts after the one before (acceptance order), and names that millisecond", () => {
