@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import type { OutboundContent } from "../messages/content";
 import { exactlyOneRecipient, SendMessageRequest, TextContent } from "./send-request";
 import { TemplateContent } from "./template-send";
 
@@ -49,3 +50,13 @@ export const SendMessageRequestV2 = z
       "Exactly one of `to` and `toUserId`. `type: text` (the default) with `text`, as in v1; or `type: template` with `template`.",
   });
 export type SendMessageRequestV2 = z.infer<typeof SendMessageRequestV2>;
+
+/**
+ * What a v2 send records when nothing needs looking up: every kind but a template, which is
+ * checked against the number's templates first (null).
+ */
+export function ownContentOf(request: SendMessageRequestV2): OutboundContent | null {
+  // The schema guarantees `text` for type text and `template` for type template.
+  if (request.type === "template" && request.template) return null;
+  return { type: "text", body: request.text?.body ?? "", content: null, details: null };
+}

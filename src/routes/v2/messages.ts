@@ -2,14 +2,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter } from "../../lib/openapi";
 import { EXAMPLE } from "../../lib/openapi-examples";
 import { IdempotencyKeyHeader } from "../../domain/send-request";
-import { SendMessageRequestV2 } from "../../domain/send-request-v2";
+import { ownContentOf, SendMessageRequestV2 } from "../../domain/send-request-v2";
 import { templateSendContent } from "../../domain/template-send";
 import { templatesForSend } from "../../features/templates/number-templates";
 import { MessageListQuery, toFilter } from "../../messages/list";
 import { findByUuid } from "../../lib/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import type { SendContent } from "../../messages/send";
-import type { OutboundContent } from "../../messages/content";
 import { admitSend, MESSAGE_EXAMPLE, MessageList, messagePage, sendResponses, sendValidationHook } from "../messages";
 
 const send = createRoute({
@@ -74,12 +73,10 @@ const list = createRoute({
  * now (a number that is not the workspace's is left to the workspace object's 403).
  */
 async function contentOf(env: Env, workspaceId: string, request: SendMessageRequestV2): Promise<SendContent> {
+  const own = ownContentOf(request);
+  if (own) return own;
   const { template } = request;
-  // The schema guarantees `text` for type text and `template` for type template.
-  if (request.type === "text" || !template) {
-    const text: OutboundContent = { type: "text", body: request.text?.body ?? "", content: null, details: null };
-    return text;
-  }
+  if (!template) throw new Error("a validated template send has its template");
   const found = await findByUuid(request.channelNumberId, (id) =>
     templatesForSend(env.DB, workspaceId, id, template.name),
   );
