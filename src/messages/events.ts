@@ -5,7 +5,7 @@ import { newUuidV7 } from "../lib/job-id";
 import { TemplateFacts } from "./content";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
 import { ReceivedMedia } from "./inbound-media";
-import { INBOUND_CONTENT } from "./message";
+import { INBOUND_CONTENT, type OutboundMessage } from "./message";
 import { EVENT_KINDS, MESSAGE_STATUSES, MessageError, type EventKind } from "./status";
 
 /**
@@ -37,6 +37,16 @@ export const MessageStatusData = z
       .openapi({ description: "Template messages only: the template's text with its parameters filled in." }),
   })
   .openapi("MessageStatusEventData");
+
+/**
+ * What a status event shows of the message's kind: a template's facts and rendered text; nothing
+ * for a text message, whose events stay as they always were.
+ */
+export function kindFieldsOf(
+  view: Pick<OutboundMessage, "template" | "text">,
+): Pick<MessageStatusData, "type" | "template" | "text"> {
+  return view.template ? { type: "template", template: view.template, text: view.text } : {};
+}
 
 export const MessageReceivedData = z
   .object({

@@ -1,4 +1,4 @@
-import { eventIdOf, type MessageStatusData, type WebhookEvent } from "../../messages/events";
+import { eventIdOf, kindFieldsOf, type MessageStatusData, type WebhookEvent } from "../../messages/events";
 import { type EventKind, type MessageStatus, type OutboundChange } from "../../messages/status";
 import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../messages/inbound-media";
 import { isOutbound, lifecycleOf, toMessageView, type MessageRow, type OutboundRow } from "../../messages/record";
@@ -115,7 +115,7 @@ export function eventOf(workspaceId: string, row: MessageRow, change: Change): W
     deliveredAt: change.kind === "delivered" || change.kind === "read" ? asOf("delivered", row.delivered_at) : null,
     readAt: change.kind === "read" ? asOf("read", row.read_at) : null,
     updatedAt: iso(change.at),
-    ...(view.template ? { type: "template" as const, template: view.template, text: view.text } : {}),
+    ...kindFieldsOf(view),
   };
   return {
     id: eventIdOf(row.id, change.kind),
