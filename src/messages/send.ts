@@ -1,9 +1,16 @@
 import type { ErrorCode, ErrorDetail } from "../lib/errors";
-import type { RateInfo } from "../lib/rate-limit-fields";
 import type { OutboundContent } from "./content";
 
 // What a send hands the engine, and what the engine answers: every client (the API of each
 // version, the dashboard's test send) speaks these words.
+
+/** The limit closest to refusing the next send, for the rate headers. */
+export interface RateInfo {
+  scope: "number" | "workspace";
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+}
 
 /** Who a send is for: exactly one of a phone number (`to`) and a user id (`toUserId`). */
 export interface SendRecipient {

@@ -14,7 +14,7 @@ import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError } from ".
 import { Message } from "../messages/message";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { validationHook } from "../lib/validation";
-import { sendRateLimitHeaders } from "../lib/rate-limit-fields";
+import { sendRateLimitHeaders } from "../domain/rate-limit-fields";
 import { retryAfterSeconds } from "../domain/rate-window";
 import { jsonBody } from "../middleware/json-body";
 import { MessageListQuery, toFilter, type MessageFilter } from "../messages/list";

@@ -1,12 +1,5 @@
-import { NUMBER_LIMIT, WORKSPACE_LIMIT, type WindowLimit } from "../domain/rate-window";
-
-/** The limit closest to refusing the next send, for the rate headers. */
-export interface RateInfo {
-  scope: "number" | "workspace";
-  limit: number;
-  remaining: number;
-  resetSeconds: number;
-}
+import type { RateInfo } from "../messages/send";
+import { NUMBER_LIMIT, WORKSPACE_LIMIT, type WindowLimit } from "./rate-window";
 
 interface Policy {
   name: string;

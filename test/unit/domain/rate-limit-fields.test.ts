@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SEND_RATE_LIMIT_POLICY, sendRateLimitHeaders } from "../../../src/lib/rate-limit-fields";
+import { SEND_RATE_LIMIT_POLICY, sendRateLimitHeaders } from "../../../src/domain/rate-limit-fields";
 
 const POLICY = '"number";q=2;w=1, "workspace";q=1200;w=60';
 
