@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { derivedEventId, EVENT_ID_PATTERN, eventIdOf, newEventId, parseEventId } from "../../../src/messages/events";
+import {
+  derivedEventId,
+  EVENT_ID_PATTERN,
+  eventIdOf,
+  kindFieldsOf,
+  newEventId,
+  parseEventId,
+} from "../../../src/messages/events";
 import { EVENT_KINDS } from "../../../src/messages/status";
 import { newUuidV7 } from "../../../src/lib/job-id";
 
@@ -83,5 +90,19 @@ describe("ids that name nothing", () => {
       if ("test" in parsed) expect(id.slice(4, 16)).toBe(parsed.at.toString(16).padStart(12, "0"));
       else expect(eventIdOf(parsed.messageId, parsed.kind)).toBe(id);
     }
+  });
+});
+
+describe("kindFieldsOf", () => {
+  it("adds nothing to a text message's status events, which stay as they always were", () => {
+    expect(kindFieldsOf({ text: { body: "Your order has shipped." } })).toEqual({});
+  });
+
+  it("adds a template message's type, facts and rendered text, in that order", () => {
+    const template = { name: "order_update", language: "en_US", category: "UTILITY", parameterFormat: "POSITIONAL" };
+    const fields = kindFieldsOf({ template, text: { body: "Hi Ana, your order #1042 has shipped." } });
+    expect(fields).toEqual({ type: "template", template, text: { body: "Hi Ana, your order #1042 has shipped." } });
+    // The event's JSON keeps the order it always had.
+    expect(Object.keys(fields)).toEqual(["type", "template", "text"]);
   });
 });
