@@ -11,7 +11,7 @@ process.env.WRANGLER_LOG ??= "warn";
 captureExpectedRuntimeLogs();
 
 /**
- * standardwebhooks (an SDK dependency, loaded by test/sdk-in-workers.test.ts) ships source maps
+ * standardwebhooks (an SDK dependency, loaded by test/api/sdk-in-workers.test.ts) ships source maps
  * naming sources it does not ship, and Vite warns about it on every run. Loaded without the map
  * comment, it stays quiet; stack traces into it point at its built file, which it does ship.
  */
@@ -76,7 +76,8 @@ export default defineConfig(async () => {
       silent: "passed-only" as const,
       projects: [
         // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
-        // test/**: the behaviour suites, on a D1 with every migration applied.
+        // test/<area>/: the behaviour suites (api, engine, operator, webhooks, dashboard, security, admin, bench; indexed in
+        // test/README.md), on a D1 with every migration applied.
         workersProject({
           name: "workers",
           include: ["test/**/*.test.ts"],

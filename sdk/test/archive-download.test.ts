@@ -4,7 +4,7 @@ import { ndjsonValues } from "../src/ndjson.js";
 
 // How an archive download is read: line by line as the bytes arrive, whatever the chunking.
 // The real Worker has no archive to offer a fresh `wrangler dev` (a day is archived 30 days
-// after it ends): test/sdk-in-workers.test.ts downloads a real one inside workerd with a
+// after it ends): test/api/sdk-in-workers.test.ts downloads a real one inside workerd with a
 // controlled clock; here a stub at the client's network edge plays the server for what the
 // Worker does not do on demand (chunk boundaries, a 503, a slow or broken body).
 

@@ -12,7 +12,7 @@ import { createTenant, recordingFetch, type Tenant } from "./helpers/tenant.js";
 // The message history through the SDK, against the real Worker: GET /messages with its
 // filters and cursors, GET /messages/{id}/events, GET /message-archives.
 // (Pages that come back short while more exist need more rows than this suite should create
-// over HTTP: test/sdk-in-workers.test.ts covers them with the SDK inside workerd.)
+// over HTTP: test/api/sdk-in-workers.test.ts covers them with the SDK inside workerd.)
 
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {

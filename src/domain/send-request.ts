@@ -51,7 +51,7 @@ export const SendMessageRequest = z
           params: { rule: "e164" },
         })
         // The refinements above explain each mistake; together with min/max they accept exactly
-        // E164_DIGITS, which the document states (test/openapi-contract.test.ts checks they agree).
+        // E164_DIGITS, which the document states (test/api/openapi-contract.test.ts checks they agree).
         .optional()
         .openapi({
           example: "5511999998888",

@@ -88,7 +88,7 @@ let passwordHash: Promise<string> | undefined;
  * A member of the workspace with `role`, signed in: invited through the admin
  * API, then its link redeemed and a session opened with the service's own
  * functions, as the invitation page does, without hashing the password again
- * (the page itself is tested in dashboard-sign-in.test.ts). The password is PASSWORD.
+ * (the page itself is tested in dashboard/sign-in-and-invitations.test.ts). The password is PASSWORD.
  * Pass an `email` to make the same person a member of several workspaces.
  */
 export async function signedInMember(
