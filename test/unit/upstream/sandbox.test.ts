@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import type { OutboundText } from "../../../src/upstream/adapter";
+import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS, SandboxAdapter } from "../../../src/upstream/sandbox";
+
+const OPEN = "5511999990001";
+const CLOSED = "5511999990002";
+const sandbox = new SandboxAdapter({ mayReceiveFreeForm: async (to) => to === OPEN });
+const send = (to: string, over: Partial<OutboundText> = {}) =>
+  sandbox.send({ jobId: "j1", to, body: "hi", attempt: 1, ...over });
+const template = (name: string, code = "en_US") => ({ name, language: { code }, components: [] });
+
+describe("the sandbox operator", () => {
+  it("accepts a send to an open window, then reports it delivered and read, as the operator would", async () => {
+    expect(await send(OPEN)).toEqual({
+      kind: "accepted",
+      upstreamMessageId: "sandbox.j1",
+      later: [
+        { afterMs: SANDBOX_REPORT_DELAY_MS.delivered, status: "delivered" },
+        { afterMs: SANDBOX_REPORT_DELAY_MS.read, status: "read" },
+      ],
+    });
+  });
+
+  it("accepts a text to a closed window and fails it afterwards with 131047; a template ignores the window", async () => {
+    const closed = await send(CLOSED);
+    expect(closed).toMatchObject({ kind: "accepted", later: [{ status: "failed", errorCode: "131047" }] });
+    expect(await send(CLOSED, { template: template("order_update") })).toMatchObject({
+      kind: "accepted",
+      later: [{ status: "delivered" }, { status: "read" }],
+    });
+  });
+
+  it("checks a template as the operator does: unknown name or language, paused", async () => {
+    expect(await send(OPEN, { template: template("no_such") })).toMatchObject({ kind: "permanent" });
+    expect(await send(OPEN, { template: template("order_update", "fr_FR") })).toMatchObject({ kind: "permanent" });
+    const paused = await send(OPEN, { template: template("spring_sale") });
+    expect(paused.kind).not.toBe("accepted");
+    expect(JSON.stringify(paused)).toContain("132015");
+  });
+
+  it("gives each magic number its documented behaviour, whatever the window", async () => {
+    const m = SANDBOX_MAGIC_NUMBERS;
+    expect(await send(m.windowClosed)).toMatchObject({ kind: "accepted", later: [{ errorCode: "131047" }] });
+    expect(await send(m.unreachable)).toMatchObject({ kind: "accepted", later: [{ errorCode: "131026" }] });
+    expect((await send(m.retryThenSent)).kind).toBe("retryable");
+    expect((await send(m.retryThenSent, { attempt: 2 })).kind).toBe("accepted");
+    expect((await send(m.throttledThenSent, { attempt: 2 })).kind).toBe("retryable");
+    expect((await send(m.throttledThenSent, { attempt: 3 })).kind).toBe("accepted");
+    expect((await send(m.alwaysDown, { attempt: 9 })).kind).toBe("retryable");
+    expect(await send(m.timeout)).toMatchObject({ kind: "unknown", later: [{ status: "sent" }] });
+  });
+});
