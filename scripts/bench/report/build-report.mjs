@@ -1,5 +1,5 @@
 // `npm run bench`, report: bench/results.md from what the cases measured. Pure: the same
-// measurements give the same page (test/node/bench-report.test.ts).
+// measurements give the same page (test/node/bench/report.test.mjs).
 import { PRICES } from "../../../bench/cost/prices.mjs";
 import {
   CONNECTIONS,
