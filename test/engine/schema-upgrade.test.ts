@@ -29,7 +29,7 @@ import { DAY_MS, newJobId, utcDay } from "../../src/lib/job-id";
 
 // Storage outlives deploys: a layout change ships as the next step of its object's ladder
 // (shared/schema-version.ts), which runs once, in place, when an object of the earlier layout
-// wakes. Step 1 of each ladder is the baseline (the workspace has steps 2, 3 and 4 since: unknown-outcome-alarm.test.ts,
+// wakes. Step 1 of each ladder is the baseline (the workspace has steps 2, 3 and 4 since: engine/unknown-outcomes.test.ts,
 // and the slot tallies and the order of changes below);
 // these tests put one more step on top (as the next layout change will), fill objects with data in every state, and let
 // them wake under the longer ladder: nothing may be lost, changed, sent twice or left unsent.

@@ -579,7 +579,7 @@ describe("the lifecycle follows the operator", () => {
       { jobId, at: clock.now() + 2, status: "sent", upstreamMessageId: "wamid.OTHER" },
     ]);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "sent" });
-    // (A delivery reported after the failure is recorded: another of the user's devices, operator-late-reports.test.ts.)
+    // (A delivery reported after the failure is recorded: another of the user's devices, operator/late-reports.test.ts.)
     expect(await message(t.key, jobId)).toEqual(before);
     // Positive signal first: everything published until now was delivered.
     await t.hook.settled();

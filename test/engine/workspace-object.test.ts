@@ -40,7 +40,7 @@ import { fakeClockPerTest } from "../helpers/clock";
 //   outbox): the number keeps no outbox; its queue is rebuilt from the workspace's work list;
 // - "event retention" (an event the queue never took kept past the event log's age window): no
 //   event is stored; one the queue refuses stays with its publisher, and its change with its
-//   caller, until it leaves (engine-steps.test.ts, publisher.test.ts).
+//   caller, until it leaves (engine/alarm-steps.test.ts, publisher.test.ts).
 
 // A future clock: the objects' alarms never fire on their own, each step is run by the test.
 const clock = fakeClockPerTest(Date.UTC(2047, 0, 1, 10), (t) => t + 100 * DAY_MS);

@@ -373,7 +373,7 @@ describe("inbound messages", () => {
   it("other inbound types are forwarded with their type and content", async () => {
     const workspaceId = await createWorkspace();
     const number = await connectCloudNumber(workspaceId);
-    // The image's copy asks the operator for its media id, unknown there (test/inbound-media.test.ts copies them).
+    // The image's copy asks the operator for its media id, unknown there (test/operator/inbound-media.test.ts copies them).
     const net = mockNetwork();
     net.receivers.set(mediaLookupUrl("media-1"), () => operatorError(400, 100, "Object with ID does not exist"));
     const queued = queuedEvents();

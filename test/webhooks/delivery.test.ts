@@ -335,7 +335,7 @@ describe("webhook delivery", () => {
   });
 
   // Nothing is kept for it (events are rebuilt from their record: a webhook configured later can
-  // replay it, see events-replay.test.ts); the queue message is done with.
+  // replay it, see webhooks/replays.test.ts); the queue message is done with.
   it("an event for a number without a webhook is acked, and nothing is sent", async () => {
     const tenant = await createTenant();
     const event = statusEvent(tenant);
