@@ -1,4 +1,4 @@
-import type { KeyRole } from "./domain/roles";
+import type { KeyRole } from "./lib/roles";
 
 /** Who is calling: resolved from the API key by the auth middleware. */
 export interface Principal {

@@ -3,7 +3,7 @@ import type { Child } from "hono/jsx";
 import { jsxRenderer } from "hono/jsx-renderer";
 import type { DashboardEnv } from "./context";
 import { FlashMessage } from "./components";
-import type { Role } from "../domain/roles";
+import type { Role } from "../lib/roles";
 import { hasRole } from "./roles";
 
 declare module "hono" {

@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import { hasRole, type Role } from "../domain/roles";
+import { hasRole, type Role } from "../lib/roles";
 import type { DashboardEnv } from "./context";
 import { forbiddenPage } from "./pages/errors";
 

@@ -1,4 +1,4 @@
-import type { Role } from "../domain/roles";
+import type { Role } from "../lib/roles";
 import { hasRole } from "./roles";
 import { redactWebhookUrl } from "../domain/webhook-view";
 

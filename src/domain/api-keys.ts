@@ -1,6 +1,6 @@
 import { config, type ConfigVars } from "../config";
 import { randomBytes, sha256Hex, toBase64Url } from "../lib/crypto";
-import type { KeyRole } from "./roles";
+import type { KeyRole } from "../lib/roles";
 
 // 32 random bytes in base64url are 43 characters.
 const SECRET_PART = /^[A-Za-z0-9_-]{43}$/;

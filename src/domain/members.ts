@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ROLES } from "./roles";
+import { ROLES } from "../lib/roles";
 import { sha256Hex } from "../lib/crypto";
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;

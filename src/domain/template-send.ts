@@ -8,7 +8,7 @@ import {
   type TemplateFacts,
 } from "../messages/content";
 import type { SendRefusal } from "../messages/send";
-import { checkWebhookUrlSyntax } from "../webhooks/ssrf";
+import { checkWebhookUrlSyntax } from "../lib/url-safety";
 
 // A template send: the request's `template` object, and how it is checked against the stored
 // template and turned into the operator's payload (pure: the route looks the template up).
@@ -34,7 +34,7 @@ const NAME_KEY = /^[a-z0-9_]{1,64}$/;
 
 /**
  * A media header's file, which the operator fetches and sends to the recipient: an https URL of a
- * public host, by the rules of a webhook URL (src/webhooks/ssrf.ts, from the text alone): never
+ * public host, by the rules of a webhook URL (src/lib/url-safety.ts, from the text alone): never
  * another scheme (`javascript:`, `file:`, `data:`), credentials, a private, loopback or link-local
  * address, a cloud metadata service, or a name that only resolves inside a network. The name is
  * not resolved here: we never fetch it, and the operator fetches it from its own network.

@@ -1,4 +1,3 @@
-import type { ChannelNumberRow } from "../db/channel-numbers";
 import { open, seal, type KeyRingEnv } from "./secret-box";
 
 /** What a cloud number stores, sealed, in channel_numbers.upstream_credentials. */
@@ -13,10 +12,16 @@ export const sealUpstreamCredentials = (
   credentials: UpstreamCredentials,
 ): Promise<string> => seal(env, "upstream-credentials", numberId, JSON.stringify(credentials));
 
+/** The columns of a number's row its sealed credentials are read from (a `channel_numbers` row fits). */
+export interface SealedCredentialsRow {
+  id: string;
+  upstream_credentials: string | null;
+}
+
 /** Opens the operator credentials of a cloud number's row (throws if it has none or they do not open). */
 export async function openUpstreamCredentials(
   env: KeyRingEnv,
-  row: Pick<ChannelNumberRow, "id" | "upstream_credentials">,
+  row: SealedCredentialsRow,
 ): Promise<UpstreamCredentials> {
   if (!row.upstream_credentials) throw new Error("cloud number without credentials");
   const parsed: unknown = JSON.parse(await open(env, "upstream-credentials", row.id, row.upstream_credentials));

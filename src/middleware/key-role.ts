@@ -2,7 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { matchedRoutes } from "hono/route";
 import type { AppEnv } from "../context";
-import { hasRole, KeyRoleSchema, type KeyRole } from "../domain/roles";
+import { hasRole, KeyRoleSchema, type KeyRole } from "../lib/roles";
 import { ApiError } from "../lib/errors";
 
 /** What a route without a declared role needs: only owner keys reach it, so a forgotten declaration opens nothing. */

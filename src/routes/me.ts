@@ -4,7 +4,7 @@ import { EXAMPLE } from "../lib/openapi-examples";
 import { getWorkspaceWithLimits } from "../db/workspaces";
 import { ApiError } from "../lib/errors";
 import { getKey } from "../features/api-keys/store";
-import { KeyRoleSchema } from "../domain/roles";
+import { KeyRoleSchema } from "../lib/roles";
 
 const Me = z
   .object({

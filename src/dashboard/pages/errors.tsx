@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { Role } from "../../domain/roles";
+import type { Role } from "../../lib/roles";
 import type { DashboardEnv } from "../context";
 import type { RateLimited } from "../../domain/limit-check";
 

@@ -7,7 +7,7 @@ import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { SendsChart } from "../../features/usage/sends-chart";
 import { notFoundPage } from "./errors";
-import type { Role } from "../../domain/roles";
+import type { Role } from "../../lib/roles";
 import { hasRole } from "../roles";
 import { redactWebhookUrl } from "../../domain/webhook-view";
 

@@ -10,7 +10,7 @@ import { noStore } from "../../middleware/security-headers";
 import { throwIfLimited } from "../../middleware/rate-limit";
 import { auditAdmin } from "../audit/api-audit";
 import { keyCreatedDetail } from "../../domain/api-keys";
-import { KeyRoleSchema } from "../../domain/roles";
+import { KeyRoleSchema } from "../../lib/roles";
 
 const ApiKey = z
   .object({

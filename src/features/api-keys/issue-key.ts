@@ -1,6 +1,6 @@
 import { generateApiKey, hashApiKey } from "../../domain/api-keys";
 import { spendWorkspaceHourly, type RateLimited } from "../../domain/limit-check";
-import { hasRole, type KeyRole, type Role } from "../../domain/roles";
+import { hasRole, type KeyRole, type Role } from "../../lib/roles";
 import { isoNow } from "../../lib/clock";
 import { insertApiKey, type ApiKeyRow } from "./store";
 

@@ -4,7 +4,7 @@ import { getKey, listKeys, type ApiKeyRow } from "./store";
 import { keyCreatedDetail, keyLabel, keyPrefix } from "../../domain/api-keys";
 import { issueApiKey } from "./issue-key";
 import { revokeApiKey } from "./revoke-key";
-import { grantableKeyRoles, KeyRoleSchema, type KeyRole } from "../../domain/roles";
+import { grantableKeyRoles, KeyRoleSchema, type KeyRole } from "../../lib/roles";
 import { auditMember } from "../audit/member-audit";
 import { KEY_CACHE_TTL_MS } from "../../domain/key-cache";
 import { findByUuid } from "../../lib/job-id";

@@ -1,4 +1,4 @@
-import type { KeyRole } from "../../domain/roles";
+import type { KeyRole } from "../../lib/roles";
 
 export interface ApiKeyRow {
   id: string;

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import { getMember, listMembers, type MemberRow } from "./store";
-import { ROLES } from "../../domain/roles";
+import { ROLES } from "../../lib/roles";
 import { inviteMember } from "./invite-member";
 import { removeMember } from "./remove-member";
 import { throwIfLimited } from "../../middleware/rate-limit";

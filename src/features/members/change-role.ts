@@ -1,5 +1,5 @@
 import type { RateLimited } from "../../domain/limit-check";
-import type { Role } from "../../domain/roles";
+import type { Role } from "../../lib/roles";
 import { isoNow } from "../../lib/clock";
 import { spendMemberChange, type Stores } from "./member-change-budget";
 import { changeRole, type MemberRow } from "./store";

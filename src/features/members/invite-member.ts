@@ -1,6 +1,6 @@
 import { hashInvitationToken, INVITATION_TTL_MS, MAX_MEMBERS_PER_WORKSPACE } from "../../domain/members";
 import type { RateLimited } from "../../domain/limit-check";
-import type { Role } from "../../domain/roles";
+import type { Role } from "../../lib/roles";
 import { now } from "../../lib/clock";
 import { randomBytes, toBase64Url } from "../../lib/crypto";
 import { deleteSessionsOfInvitedStatement } from "../sign-in/store";

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { getMember, listMembers, type MemberRow } from "./store";
-import { ROLES } from "../../domain/roles";
+import { ROLES } from "../../lib/roles";
 import { changeMemberRole } from "./change-role";
 import { inviteMember } from "./invite-member";
 import { removeMember } from "./remove-member";

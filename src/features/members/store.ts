@@ -1,4 +1,4 @@
-import type { Role } from "../../domain/roles";
+import type { Role } from "../../lib/roles";
 
 export interface MemberRow {
   id: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { grantableKeyRoles, hasRole, ROLES } from "../../../src/domain/roles";
+import { grantableKeyRoles, hasRole, ROLES } from "../../../src/lib/roles";
 
 describe("roles", () => {
   it("rank viewer < developer < owner, for members and keys alike", () => {
