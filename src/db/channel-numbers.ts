@@ -12,16 +12,16 @@ export interface ChannelNumberRow {
   status: "connected" | "disconnected";
   created_at: string;
   disconnected_at: string | null;
-  /** Live numbers: what the operator said when last asked (migration 0025). */
+  /** Live numbers: what the operator said when last asked. */
   waba_id: string | null;
   verified_name: string | null;
   quality_rating: string | null;
   messaging_limit_tier: string | null;
   operator_checked_at: string | null;
   last_operator_error: string | null;
-  /** The operator's last webhook about the number that is not applied here, as JSON (migration 0028; features/numbers/operator-notices.ts). */
+  /** The operator's last webhook about the number that is not applied here, as JSON (features/numbers/operator-notices.ts). */
   last_operator_notice: string | null;
-  /** When the operator first refused the number's token, NULL while it has not (migration 0031; number-binding.ts). */
+  /** When the operator first refused the number's token, NULL while it has not (number-binding.ts). */
   unverified_since: string | null;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Test contacts of a sandbox number (migration 0025): recipients the sandbox sends to outside
+ * Test contacts of a sandbox number: recipients the sandbox sends to outside
  * the 24-hour window. Bounded like the operator's own test numbers: a handful per number.
  */
 export const MAX_TEST_CONTACTS_PER_NUMBER = 10;

@@ -13,7 +13,7 @@ export interface WorkspaceWithLimits extends WorkspaceRow {
   max_numbers: number;
   /** Days of message records the plan keeps listable (older days are archived). */
   message_history_days: number;
-  /** Inbound media: the largest item copied to R2, and the bytes copied per UTC day (migration 0027). */
+  /** Inbound media: the largest item copied to R2, and the bytes copied per UTC day. */
   media_max_item_bytes: number;
   media_daily_bytes: number;
 }

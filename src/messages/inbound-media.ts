@@ -8,7 +8,7 @@ export const isMediaType = (type: string): type is MediaType => (MEDIA_TYPES as 
 /** How long the operator keeps a media id of an inbound message (its documentation: 7 days). */
 export const OPERATOR_MEDIA_DAYS = 7;
 
-/** A plan's bounds on copies: the largest item, and the bytes copied per UTC day of the messages (plans table, migration 0027). */
+/** A plan's bounds on copies: the largest item, and the bytes copied per UTC day of the messages (the plans table). */
 export interface MediaCaps {
   maxItemBytes: number;
   dailyBytes: number;

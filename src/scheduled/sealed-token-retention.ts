@@ -11,7 +11,7 @@ const MAX_BATCHES = 4;
  * Clears the sealed token of numbers disconnected more than the operator's media window ago: the
  * last media a number received expires at the operator within that window of its disconnection,
  * so no copy or fetch-through needs its token after it. At most 2,000 a run, through the index of
- * disconnected numbers that still hold a token (migration 0031).
+ * disconnected numbers that still hold a token.
  */
 export const clearDisconnectedTokens: ScheduledJob = {
   name: "sealed-token-retention",

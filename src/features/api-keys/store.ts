@@ -6,7 +6,7 @@ export interface ApiKeyRow {
   name: string | null;
   key_hash: string;
   last_four: string;
-  /** Fixed at creation (migration 0030): what the key may do. */
+  /** Fixed at creation: what the key may do. */
   role: KeyRole;
   created_at: string;
   revoked_at: string | null;

@@ -22,7 +22,7 @@ import { auditClaimedAway } from "./claimed-away";
 import { apiCaller } from "../../routes/caller";
 import { HEALTH_EXAMPLE, NUMBER_EXAMPLE, NumberId } from "./routes";
 
-// Extension (issue 22): partners connect, re-key and disconnect their own numbers.
+// Partners connect, re-key and disconnect their own numbers.
 // The domain operations are the dashboard's too, limits included.
 
 const AccessToken = z

@@ -3,7 +3,7 @@ import { isoNow } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { CloudAccountUpdate, CloudQualityUpdate } from "../../upstream/cloud-webhook-payload";
 
-// The operator's business-account webhooks about a number's health (issue 22): they complement the
+// The operator's business-account webhooks about a number's health: they complement the
 // hourly refresh of number-health.ts. Both functions validate on their own, log ids only (never a
 // phone number), return normally for what they cannot use, and throw only when D1 fails (retried).
 

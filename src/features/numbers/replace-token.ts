@@ -29,7 +29,7 @@ export async function replaceNumberToken(
   const row = await ownNumber(env, caller, numberId);
   if (!row) return { ok: false, problem: "not_found" };
   if (row.upstream_type !== "cloud" || !row.upstream_phone_number_id) return { ok: false, problem: "sandbox" };
-  // Numbers connected by the admin API before migration 0025 have no account id: only the number's record is checked.
+  // Numbers the admin API connected without a business account id: only the number's record is checked.
   const verified = row.waba_id
     ? await verifyAndSubscribe(env, { phoneNumberId: row.upstream_phone_number_id, wabaId: row.waba_id, accessToken })
     : await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);

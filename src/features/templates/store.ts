@@ -1,7 +1,7 @@
 import { log } from "../../lib/log";
 import { TemplateSpec, type ParameterFormat, type StoredTemplate } from "../../domain/template";
 
-// The templates of live numbers' business accounts and each account's sync state (migration 0029).
+// The templates of live numbers' business accounts and each account's sync state.
 
 interface TemplateRow {
   waba_id: string;
@@ -216,7 +216,7 @@ export async function putSyncState(
  * that could not be applied), a pass in progress, then the stalest (never synced first). Only
  * accounts with a connected live number (whose token the sync uses). An account whose last try
  * failed waits an hour like one that succeeded, so that accounts failing for good never take the
- * budget of the others. Reads the accounts through the partial index on `waba_id` (migration 0029),
+ * budget of the others. Reads the accounts through the partial index on `waba_id`,
  * one entry per live number with an account, hourly. Bounded by `limit`.
  */
 export async function accountsDue(db: D1Database, staleBefore: string, limit: number): Promise<string[]> {
