@@ -100,6 +100,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
       number: async () => (this.number = await loadNumber(env.DB, this.numberId(), this.number)).row,
       windowOpen: (to) => contactWindow(this.storage, to, now()).windowOpen,
       sessionMs: cfg.drainSessionMs,
+      wake: (at) => this.scheduler.wake(at),
     });
     this.scheduler = new Scheduler(ctx.storage, [
       // After a restart the queue is rebuilt from the workspace's records (its work list): at the
@@ -208,18 +209,7 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
     if (oldest !== null && oldest + HELD_BOUND_MS <= at) return this.scheduler.wake(at);
     await this.scheduler.wake(at + WORK_BACKSTOP_MS);
     // A queue being rebuilt starts the drain once loaded (ensureLoaded); a failed rebuild, the alarm.
-    if (this.loadedOnce) this.drainInMemory();
-  }
-
-  /** A drain session started without the alarm; what it leaves for later arms the alarm then. */
-  private drainInMemory(): void {
-    void this.drain
-      .run()
-      .then(async () => {
-        const due = this.drain.due(now());
-        if (due !== null) await this.scheduler.wake(due);
-      })
-      .catch((e: unknown) => log("warn", "a drain session failed; the alarm retries", { error: String(e) }));
+    if (this.loadedOnce) this.drain.runInMemory();
   }
 
   /** The workspace could not commit a send it handed off: its entry and its window slot go. */

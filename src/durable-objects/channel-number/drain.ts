@@ -40,6 +40,8 @@ export interface DrainDeps {
   windowOpen(to: string): boolean;
   /** How long one drain session may keep the alarm, pacing calls (0: start what the pace allows now, then return). */
   sessionMs: number;
+  /** Arms the object's alarm no later than a time (what a session started in memory leaves for later). */
+  wake(at: number): Promise<void>;
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -192,9 +194,20 @@ export class Drain {
    */
   private answered(): void {
     if (this.d.sessionMs === 0 || this.session !== null) return;
-    this.run().catch((err: unknown) =>
-      log("warn", "a drain session failed; the alarm retries", { error: String(err) }),
-    );
+    this.runInMemory();
+  }
+
+  /**
+   * A session started outside the alarm (by a send, a rebuilt queue or an answer): what it leaves
+   * for later (a wait longer than the session, a retry) arms the alarm once it ended.
+   */
+  runInMemory(): void {
+    this.run()
+      .then(async () => {
+        const due = this.due(now());
+        if (due !== null) await this.d.wake(due);
+      })
+      .catch((err: unknown) => log("warn", "a drain session failed; the alarm retries", { error: String(err) }));
   }
 
   /** Resolves when `run` is called again (new work); one waiter at a time: the session. */
