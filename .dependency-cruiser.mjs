@@ -29,8 +29,8 @@ const FLOORS = [
   {
     name: "edges",
     comment:
-      "what talks to the outside: the operator (upstream/), customers' webhook endpoints, the D1 stores the objects or the operator's adapters read (db/)",
-    paths: ["src/upstream/", "src/operator/", "src/webhooks/", "src/db/"],
+      "what talks to the outside: the operator (operator/), customers' webhook endpoints, the D1 stores the objects or the operator's adapters read (db/)",
+    paths: ["src/operator/", "src/webhooks/", "src/db/"],
   },
   {
     name: "objects",
@@ -138,7 +138,7 @@ export default {
         "a feature's routes and pages are what the app mounts: no use case, store, consumer, job or middleware imports one",
       severity: "error",
       from: {
-        path: "^src/(features|queue|scheduled|middleware|engine|durable-objects|db|domain|lib|upstream|webhooks)/",
+        path: "^src/(features|queue|scheduled|middleware|engine|durable-objects|db|domain|lib|operator|webhooks)/",
         pathNot: "(pages|routes)\\.tsx?$",
       },
       to: { path: "^src/features/[^/]+/[a-z-]*(pages|routes)\\.tsx?$" },

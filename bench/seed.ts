@@ -7,7 +7,7 @@ import { z } from "zod";
 import { inboundMessageId, newJobId } from "../src/lib/job-id";
 import { canonicalJson } from "../src/domain/send-request";
 import { sha256Hex } from "../src/lib/crypto";
-import { permanentError } from "../src/upstream/error-codes";
+import { permanentError } from "../src/operator/error-codes";
 import type { SlotTables } from "../src/durable-objects/workspace/day-tables";
 import type { StatusUpdate } from "../src/messages/status";
 import { type MessageRow, type LifecycleState } from "../src/messages/record";

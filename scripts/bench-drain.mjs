@@ -4,9 +4,9 @@
 // call without waiting for the previous answer (docs/operators/architecture.md, "The
 // outbox and the drain"); this measures it against a real local runtime.
 //
-// A fake operator on loopback answers the Cloud API after a fixed latency and
+// A fake operator on loopback answers each call after a fixed latency and
 // records when each call arrives. The same run measures three cases on a fresh
-// Cloud API number each, every one with sends accepted as fast as the number's
+// live number each, every one with sends accepted as fast as the number's
 // 2/s window allows:
 //   (f) baseline: the operator answers in 10 ms, every send to a new recipient;
 //   (s) the operator answers in 700 ms, every send to a new recipient;

@@ -4,7 +4,7 @@
 // Three paths, each measured one message at a time (nothing queues behind anything), with p50 and p90:
 //   (i) inbound: the operator's webhook POST of an inbound message → the customer's webhook receives
 //       its `message.received` event (a chatbot's reply starts here);
-//   (s) send: POST /api/v1/messages sent → the operator's Cloud API receives the call (it usually starts
+//   (s) send: POST /api/v1/messages sent → the operator's API receives the call (it usually starts
 //       before the 201 arrives);
 //   (o) operator status: the operator's webhook POST of a `delivered` report → the customer's webhook
 //       receives its `message.status` event (status events may wait up to 1 s to be packed).

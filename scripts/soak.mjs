@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run soak`: a fault and soak run against the real local runtime (`wrangler dev`).
 //
-// It seeds a few workspaces with Cloud-API numbers that send through a fake operator on loopback
+// It seeds a few workspaces with live numbers that send through a fake operator on loopback
 // (slow, failing, dropping connections, reporting statuses by signed webhook), a webhook per number
 // pointing at a customer receiver that refuses ~30% of deliveries, then runs a mixed load (sends,
 // replays, conflicting replays, reads, lists, inbound messages) for --duration seconds while it
@@ -251,7 +251,7 @@ async function main() {
     }
   }
   say(
-    `seeded ${tenants.length} workspaces, ${byPhone.size} Cloud-API numbers (connected through the fake operator), ${tenants.length * 2} API keys, ${byPhone.size} webhooks`,
+    `seeded ${tenants.length} workspaces, ${byPhone.size} live numbers (connected through the fake operator), ${tenants.length * 2} API keys, ${byPhone.size} webhooks`,
   );
 
   // ---- load, with kills

@@ -26,7 +26,7 @@ import { messageMediaRoutes } from "./routes/message-media";
 import { sandboxRoutes } from "./features/sandbox/routes";
 import { sandboxTestContactRoutes } from "./features/sandbox/test-contact-routes";
 import { docsRoutes } from "./routes/docs";
-import { upstreamWebhookRoutes } from "./routes/upstream-webhook";
+import { operatorWebhookRoutes } from "./routes/operator-webhook";
 import { adminWorkspaceRoutes } from "./routes/admin/workspaces";
 import { adminApiKeyRoutes } from "./features/api-keys/admin-routes";
 import { adminChannelNumberRoutes } from "./features/numbers/admin-routes";
@@ -119,7 +119,8 @@ app.route("/api/v1", publicApi);
 app.route("/api/v2", publicApiV2);
 app.route("/admin/v1", adminApi);
 app.route("/docs", docsRoutes);
-app.route("/upstream", upstreamWebhookRoutes);
+// The operator calls this path as configured in its app settings: it keeps the old word "upstream".
+app.route("/upstream", operatorWebhookRoutes);
 app.route("/dashboard", dashboard);
 // The root only points to the reference: a browser goes there, a client gets the addresses.
 app.get("/", (c) => {

@@ -79,7 +79,7 @@ export type ConfigVars = Pick<Env, ConfigVar>;
 const toConfig = (v: z.output<typeof VarsSchema>) => ({
   /** Keys look like `<apiKeyPrefix>live_<43 characters>`. */
   apiKeyPrefix: v.API_KEY_PREFIX,
-  upstream: {
+  operator: {
     baseUrl: v.UPSTREAM_CLOUD_API_BASE_URL,
     version: v.UPSTREAM_CLOUD_API_VERSION,
     messagingProduct: v.UPSTREAM_MESSAGING_PRODUCT,

@@ -4,7 +4,7 @@ import type { WebhookQueueMessage } from "./messages/events";
 import { log } from "./lib/log";
 import { consumeUsageCounts } from "./queue/usage-counts";
 import { consumeDeadWebhookDeliveries, consumeWebhookDeliveries } from "./queue/webhook-delivery";
-import { consumeDeadUpstreamEvents, consumeUpstreamEvents } from "./queue/upstream-events";
+import { consumeDeadOperatorEvents, consumeOperatorEvents } from "./queue/operator-webhook-events";
 import { consumeDeadMediaCopies, consumeMediaCopies } from "./queue/media-copies";
 import { runScheduledJobs } from "./scheduled/jobs";
 import { now } from "./lib/clock";
@@ -28,10 +28,11 @@ export default {
         return consumeWebhookDeliveries(batch as MessageBatch<WebhookQueueMessage>, env);
       case "webhook-deliveries-dlq":
         return consumeDeadWebhookDeliveries(batch as MessageBatch<WebhookQueueMessage>, env);
+      // Queue names are deployed infrastructure (wrangler.toml): they keep the old word "upstream".
       case "upstream-events":
-        return consumeUpstreamEvents(batch, env);
+        return consumeOperatorEvents(batch, env);
       case "upstream-events-dlq":
-        return consumeDeadUpstreamEvents(batch);
+        return consumeDeadOperatorEvents(batch);
       case "media-copies":
         return consumeMediaCopies(batch, env);
       case "media-copies-dlq":

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { api, json } from "../../test/helpers/http";
 import { createKey, createWorkspace } from "../../test/helpers/fixtures";
 import { answerAtEdge } from "../../test/helpers/edge";
-import { connectCloudNumber } from "../../test/helpers/operator";
+import { connectLiveNumber } from "../../test/helpers/operator";
 import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
 import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
@@ -111,7 +111,7 @@ async function createTenant(numbers: number): Promise<Tenant> {
   const { key } = await createKey(workspaceId);
   const list: Tenant["numbers"] = [];
   for (let i = 0; i < numbers; i++) {
-    const n = await connectCloudNumber(workspaceId);
+    const n = await connectLiveNumber(workspaceId);
     list.push({ numberId: n.numberId, phoneNumberId: n.phoneNumberId });
     const hook = await api("/webhooks", key, {
       method: "POST",
@@ -230,7 +230,7 @@ async function sendAll(t: Tenant, count: number, recipients: number, template = 
 
 /**
  * The operator's two status webhooks per message (sent, then delivered), one POST each, as the
- * Cloud API sends them: independently, so those of one moment arrive together (here all of a round
+ * operator sends them: independently, so those of one moment arrive together (here all of a round
  * at one instant of the simulated clock). Each POST is answered once its changes are committed; their
  * events leave with the publisher's pack (its timer, or the next call after a second on the clock).
  */

@@ -2,6 +2,7 @@ import { isoNow } from "../lib/clock";
 import { log } from "../lib/log";
 import type { Cursor } from "../lib/pagination";
 
+// D1 column names (upstream_*) and the stored type `cloud` (a live number) predate "operator" as the one word: kept, not migrated.
 export interface ChannelNumberRow {
   id: string;
   workspace_id: string;
@@ -113,30 +114,30 @@ export async function getNumberById(db: D1Database, id: string): Promise<Channel
   return db.prepare("SELECT * FROM channel_numbers WHERE id = ?").bind(id).first<ChannelNumberRow>();
 }
 
-export async function findConnectedByUpstreamId(
+export async function findConnectedByOperatorId(
   db: D1Database,
-  upstreamPhoneNumberId: string,
+  operatorPhoneNumberId: string,
 ): Promise<ChannelNumberRow | null> {
   return db
     .prepare("SELECT * FROM channel_numbers WHERE upstream_phone_number_id = ? AND status = 'connected'")
-    .bind(upstreamPhoneNumberId)
+    .bind(operatorPhoneNumberId)
     .first<ChannelNumberRow>();
 }
 
 /**
- * The number whose object the operator's status reports for `upstreamPhoneNumberId` go to: the
+ * The number whose object the operator's status reports for `operatorPhoneNumberId` go to: the
  * connected one, else the one disconnected last (its outbox still knows the messages it sent).
  */
-export async function findReportingNumberByUpstreamId(
+export async function findReportingNumberByOperatorId(
   db: D1Database,
-  upstreamPhoneNumberId: string,
+  operatorPhoneNumberId: string,
 ): Promise<ChannelNumberRow | null> {
   return db
     .prepare(
       `SELECT * FROM channel_numbers WHERE upstream_phone_number_id = ?
         ORDER BY status = 'connected' DESC, disconnected_at DESC LIMIT 1`,
     )
-    .bind(upstreamPhoneNumberId)
+    .bind(operatorPhoneNumberId)
     .first<ChannelNumberRow>();
 }
 
@@ -181,7 +182,7 @@ export async function disconnectNumber(db: D1Database, id: string, at: string): 
 
 /**
  * Replaces a connected live number's sealed credentials (the operator confirmed them), which
- * verifies its binding again; null when it is not a connected cloud number.
+ * verifies its binding again; null when it is not a connected live number.
  */
 export async function replaceCredentials(db: D1Database, id: string, sealed: string): Promise<ChannelNumberRow | null> {
   return db

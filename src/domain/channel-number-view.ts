@@ -6,6 +6,7 @@ export const ChannelNumber = z
     id: z.string().uuid().openapi({ description: "Use as `channelNumberId`." }),
     displayPhoneNumber: z.string(),
     status: z.literal("connected"),
+    // `upstream` and `cloud` are the published contract (and the stored `upstream_type`): they keep their old words.
     upstream: z
       .enum(["sandbox", "cloud"])
       .openapi({ description: "`sandbox` numbers deliver nowhere; see the sandbox docs." }),

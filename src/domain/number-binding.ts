@@ -6,7 +6,7 @@
 // confirmed by the operator, verifies the binding again: a token the business revoked never
 // earns its holder the number's traffic back by answering once more. Where a refusal is seen:
 // tokenRefused (db/channel-numbers.ts), called by the hourly check, the number object's drain and
-// its webhook reports, the media lookup (upstream/media-access.ts) and the template sync.
+// its webhook reports, the media lookup (operator/media-access.ts) and the template sync.
 
 /** The operator's codes for a refused token: 190 (invalid or expired) and 0 (could not authenticate). */
 const TOKEN_CODES = new Set(["190", "0"]);

@@ -3,7 +3,7 @@ import { z } from "@hono/zod-openapi";
 // A message template as we keep it: the operator's key (account, name, language), its review
 // state, and a normalized spec of its components (what a send must fill in, and the text the
 // recipient reads). Stored in D1 (src/features/templates/store.ts) for live numbers, built into the
-// code for sandbox numbers (src/upstream/sandbox-templates.ts).
+// code for sandbox numbers (src/operator/sandbox-templates.ts).
 
 export const TEMPLATE_CATEGORIES = ["MARKETING", "UTILITY", "AUTHENTICATION"] as const;
 /** The operator's review states; only APPROVED templates can be sent. */

@@ -7,8 +7,8 @@ import { mediaKey } from "../durable-objects/history/media-keys";
 import { dayOfId } from "../durable-objects/workspace/day-tables";
 import type { MessageRow } from "../messages/record";
 import type { CopyOutcome, MediaCopyState, Reservation } from "../durable-objects/workspace/media-copies";
-import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
-import { declaredLength, downloadMedia } from "../upstream/cloud-media";
+import { locateNumberMedia, operatorMediaAccess } from "../operator/media-access";
+import { declaredLength, downloadMedia } from "../operator/media-api";
 import { DAY_MS, findByUuid } from "../lib/job-id";
 import { workspaceObject } from "./objects";
 import {

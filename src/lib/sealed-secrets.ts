@@ -1,15 +1,15 @@
 import { open, seal, type KeyRingEnv } from "./secret-box";
 
-/** What a cloud number stores, sealed, in channel_numbers.upstream_credentials. */
-export interface UpstreamCredentials {
+/** What a live number stores, sealed, in channel_numbers.upstream_credentials. */
+export interface OperatorCredentials {
   accessToken: string;
 }
 
 /** Seals a number's operator credentials, bound to the number's row id. */
-export const sealUpstreamCredentials = (
+export const sealOperatorCredentials = (
   env: KeyRingEnv,
   numberId: string,
-  credentials: UpstreamCredentials,
+  credentials: OperatorCredentials,
 ): Promise<string> => seal(env, "upstream-credentials", numberId, JSON.stringify(credentials));
 
 /** The columns of a number's row its sealed credentials are read from (a `channel_numbers` row fits). */
@@ -18,12 +18,12 @@ export interface SealedCredentialsRow {
   upstream_credentials: string | null;
 }
 
-/** Opens the operator credentials of a cloud number's row (throws if it has none or they do not open). */
-export async function openUpstreamCredentials(
+/** Opens the operator credentials of a live number's row (throws if it has none or they do not open). */
+export async function openOperatorCredentials(
   env: KeyRingEnv,
   row: SealedCredentialsRow,
-): Promise<UpstreamCredentials> {
-  if (!row.upstream_credentials) throw new Error("cloud number without credentials");
+): Promise<OperatorCredentials> {
+  if (!row.upstream_credentials) throw new Error("live number without credentials");
   const parsed: unknown = JSON.parse(await open(env, "upstream-credentials", row.id, row.upstream_credentials));
   if (
     typeof parsed !== "object" ||
@@ -31,7 +31,7 @@ export async function openUpstreamCredentials(
     !("accessToken" in parsed) ||
     typeof parsed.accessToken !== "string"
   ) {
-    throw new Error("sealed upstream credentials without an access token");
+    throw new Error("sealed operator credentials without an access token");
   }
   return { accessToken: parsed.accessToken };
 }

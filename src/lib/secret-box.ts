@@ -14,6 +14,7 @@ import { fromBase64, hmacSha256, randomBytes, toBase64, toHex } from "./crypto";
  * `v1.<iv>.<ciphertext>` (before rotation existed: the master key itself, no
  * additional data) is still opened with any key of the ring, and re-sealed.
  */
+// A purpose is bound into every sealed value (its additional data): renaming one would make stored values unreadable.
 export type SealPurpose = "upstream-credentials" | "webhook-secret";
 
 /** The bindings the key ring reads; CREDENTIALS_ENCRYPTION_KEYS_OLD is an optional secret. */

@@ -134,7 +134,7 @@ export const TEST_EVENT_MESSAGE = "This is a test event. Your endpoint received 
 
 /**
  * The id of an event that a fact determines (a message reaching a status, an
- * inbound message's upstream id): the same fact always gets the same id, so
+ * inbound message's operator id): the same fact always gets the same id, so
  * that recording it twice (a retry after a crash) records it once. Kept for ids
  * that are not UUIDs of ours (see `eventIdOf`).
  */

@@ -26,6 +26,7 @@ export const MessageError = z
     code: z.string().openapi({ example: "service_window_closed", description: "Our normalized error code." }),
     message: z.string(),
     retriable: z.boolean().openapi({ description: "Whether sending the same content again later may succeed." }),
+    // `upstreamCode` and its description are the published contract (both OpenAPI documents), so they keep "upstream".
     upstreamCode: z.string().nullable().openapi({ description: "The upstream operator's own error code, if any." }),
   })
   .openapi("MessageError");

@@ -2,8 +2,8 @@ import { config } from "../config";
 import { cleanContentType, MediaCopyJob } from "../messages/inbound-media";
 import { mediaCopyKey, mediaCopyState, reserveMediaCopy, settleMediaCopy } from "../engine/media";
 import { errorText, log } from "../lib/log";
-import { declaredLength, downloadMedia } from "../upstream/cloud-media";
-import { locateNumberMedia, operatorMediaAccess } from "../upstream/media-access";
+import { declaredLength, downloadMedia } from "../operator/media-api";
+import { locateNumberMedia, operatorMediaAccess } from "../operator/media-access";
 
 /** One download may take this long (100 MB at ~350 KB/s); the consumer's own limit is 15 minutes. */
 export const DOWNLOAD_TIMEOUT_MS = 5 * 60_000;

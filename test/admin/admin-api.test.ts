@@ -70,7 +70,7 @@ describe("admin API", () => {
     await expectError(await admin("/api-keys/not-a-uuid", { method: "DELETE" }), 404, "not_found");
   });
 
-  it("connects sandbox and cloud numbers, never returns credentials, enforces the plan's maximum", async () => {
+  it("connects sandbox and live numbers, never returns credentials, enforces the plan's maximum", async () => {
     const workspaceId = await createWorkspace({ plan: "pro" });
     const token = "EAAG-super-secret-operator-token-1234567890";
     // The operator confirms that the token controls the phone number id.
@@ -79,14 +79,14 @@ describe("admin API", () => {
       if (req.url !== operatorNumberUrl("1099887766")) throw new Error(`unexpected outbound request: ${req.url}`);
       return Response.json({ id: "1099887766", display_phone_number: "+1 555-123-0000" });
     });
-    const cloud = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
+    const live = await admin(`/workspaces/${workspaceId}/channel-numbers`, {
       method: "POST",
       json: {
         displayPhoneNumber: "+15551230000",
         upstream: { type: "cloud", phoneNumberId: "1099887766", accessToken: token },
       },
     });
-    expect(cloud.status).toBe(201);
+    expect(live.status).toBe(201);
     const listed = await (await admin(`/workspaces/${workspaceId}/channel-numbers`)).text();
     expect(listed).not.toContain(token);
     expect(JSON.parse(listed).data[0]).toMatchObject({
@@ -126,7 +126,7 @@ describe("admin API", () => {
     );
   });
 
-  it("connects a cloud number with its business account: the public API's checks, the account stored", async () => {
+  it("connects a live number with its business account: the public API's checks, the account stored", async () => {
     const workspaceId = await createWorkspace({ plan: "pro" });
     const a = fakeOperatorAccount();
     const connect = (wabaId: string) =>

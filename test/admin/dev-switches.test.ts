@@ -3,7 +3,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { admin, api, expectError, json } from "../helpers/http";
 import { answerAtEdge } from "../helpers/edge";
-import { cloudTenant } from "../helpers/operator";
+import { liveNumberTenant } from "../helpers/operator";
 import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import { queuedEvents } from "../helpers/events";
 import { expectRuntimeLog } from "../helpers/runtime-log";
@@ -39,7 +39,7 @@ const restart = (body: unknown) => admin("/dev/object-restarts", { method: "POST
 describe("POST /admin/v1/dev/object-restarts", () => {
   it("is not there with production's vars: 404 like any unknown route, and no object restarts, even asked directly", async () => {
     expect(vars.DEV_OBJECT_RESTARTS).toBe("false");
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const workspace = workspaceStub(env, t.workspaceId);
     const number = channelNumberStub(env, t.numberId);
     const before = [await instanceOf(workspace), await instanceOf(number)];
@@ -68,7 +68,7 @@ describe("POST /admin/v1/dev/object-restarts", () => {
 
   it('with DEV_OBJECT_RESTARTS "true": the named objects start again on their storage; the admin token is still required', async () => {
     await withVars({ DEV_OBJECT_RESTARTS: "true" }, async () => {
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       const workspace = workspaceStub(env, t.workspaceId);
       const number = channelNumberStub(env, t.numberId);
       const before = [await instanceOf(workspace), await instanceOf(number)];
@@ -101,7 +101,7 @@ describe("DEV_EVENT_TAP_URL", () => {
     const tap = "http://127.0.0.1:8923/tap";
     await withVars({ DEV_EVENT_TAP_URL: tap }, async () => {
       // A workspace object created now reads the var in its constructor.
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       const told: unknown[] = [];
       answerAtEdge(async (input, init) => {
         const req = new Request(input as RequestInfo, init);
@@ -127,7 +127,7 @@ describe("DEV_EVENT_TAP_URL", () => {
   it("is heard before the publisher settles its owed list: an event no longer owed was told (a kill in between leaves it owed)", async () => {
     const tap = "http://127.0.0.1:8923/tap";
     await withVars({ DEV_EVENT_TAP_URL: tap }, async () => {
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       let release!: () => void;
       const answered = new Promise<void>((resolve) => (release = resolve));
       let heard = 0;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { api, expectError, json } from "../helpers/http";
 import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2, type Tenant } from "../helpers/fixtures";
 import { messageSeeder } from "../helpers/seed-messages";
-import { SANDBOX_MAGIC_NUMBERS } from "../../src/upstream/sandbox";
+import { SANDBOX_MAGIC_NUMBERS } from "../../src/operator/sandbox";
 import { fakeClockPerTest } from "../helpers/clock";
 
 const clock = fakeClockPerTest(Date.UTC(2044, 1, 1, 9), (t) => t + 5 * 24 * 3_600_000);

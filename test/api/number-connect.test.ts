@@ -6,7 +6,7 @@ import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
 import {
   accepted,
-  cloudUpstream,
+  liveConnectBody,
   fakeAccounts,
   mockOperator,
   operatorError,
@@ -74,7 +74,7 @@ describe("POST /channel-numbers", () => {
   it("connects a live number after the operator verified it and subscribed the app; the token is sealed and never returned", async () => {
     const t = await keyOnly();
     const a = account();
-    const res = await connect(t.key, { upstream: cloudUpstream(a) });
+    const res = await connect(t.key, { upstream: liveConnectBody(a) });
     expect(res.status).toBe(201);
     const text = await res.text();
     expect(text).not.toContain(a.token);
@@ -111,17 +111,17 @@ describe("POST /channel-numbers", () => {
   const refusals: [string, (a: FakeAccount) => unknown, string][] = [
     [
       "a bad token",
-      (a) => ({ upstream: { ...cloudUpstream(a), accessToken: "EAAG-not-the-token-000000" } }),
+      (a) => ({ upstream: { ...liveConnectBody(a), accessToken: "EAAG-not-the-token-000000" } }),
       "upstream.accessToken",
     ],
     [
       "a wrong business account",
-      (a) => ({ upstream: { ...cloudUpstream(a), wabaId: "999000111222" } }),
+      (a) => ({ upstream: { ...liveConnectBody(a), wabaId: "999000111222" } }),
       "upstream.wabaId",
     ],
     [
       "a phone number id the token does not know",
-      (a) => ({ upstream: { ...cloudUpstream(a), phoneNumberId: "123456789" } }),
+      (a) => ({ upstream: { ...liveConnectBody(a), phoneNumberId: "123456789" } }),
       "upstream.phoneNumberId",
     ],
   ];
@@ -142,7 +142,7 @@ describe("POST /channel-numbers", () => {
   it("refuses when the webhook subscription fails; nothing is stored", async () => {
     const t = await keyOnly();
     const a = account({ subscribe: () => operatorError(403, 200, "Permissions error") });
-    const err = await expectError(await connect(t.key, { upstream: cloudUpstream(a) }), 400, "invalid_request");
+    const err = await expectError(await connect(t.key, { upstream: liveConnectBody(a) }), 400, "invalid_request");
     expect(err.error.details?.[0]).toMatchObject({ path: "upstream.wabaId" });
     expect(err.error.details?.[0]?.message).toContain("HTTP 403, code 200: Permissions error");
     expect(await rowsOf(t.workspaceId)).toEqual([]);
@@ -157,7 +157,7 @@ describe("POST /channel-numbers", () => {
       "forbidden",
     );
     const a = account();
-    await expectError(await connect(t.key, { upstream: cloudUpstream(a) }), 403, "forbidden");
+    await expectError(await connect(t.key, { upstream: liveConnectBody(a) }), 403, "forbidden");
     // Refused before the operator is asked.
     expect(a.calls).toEqual([]);
     expect(await rowsOf(t.workspaceId)).toHaveLength(1);
@@ -172,7 +172,7 @@ describe("POST /channel-numbers", () => {
       "invalid_request",
     );
     await expectError(
-      await connect(t.key, { displayPhoneNumber: "+1555", upstream: { ...cloudUpstream(account()) } }),
+      await connect(t.key, { displayPhoneNumber: "+1555", upstream: { ...liveConnectBody(account()) } }),
       400,
       "invalid_request",
     );
@@ -184,7 +184,7 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
   it("replaces a live number's token after the operator confirmed it; a refused token changes nothing", async () => {
     const t = await keyOnly();
     const a = account();
-    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const { id } = await json<Detail>(await connect(t.key, { upstream: liveConnectBody(a) }));
     const before = (await rowsOf(t.workspaceId))[0]!.upstream_credentials;
     const err = await expectError(
       await api(`/channel-numbers/${id}`, t.key, {
@@ -208,7 +208,7 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
     const clock = fakeClock(Date.UTC(2048, 0, 1));
     const t = await keyOnly();
     const a = account();
-    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const { id } = await json<Detail>(await connect(t.key, { upstream: liveConnectBody(a) }));
     // The operator's sends, answered for the account's current token only.
     const calls: (string | null)[] = [];
     answerAtEdge((input, init) => {
@@ -282,7 +282,7 @@ describe("PATCH and DELETE /channel-numbers/{id}", () => {
     fakeClock(Date.UTC(2041, 0, 1));
     const t = await keyOnly();
     const a = account();
-    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const { id } = await json<Detail>(await connect(t.key, { upstream: liveConnectBody(a) }));
     a.restore();
     const calls = mockOperator(() => accepted("wamid.never"));
     const sent = await send(t.key, crypto.randomUUID(), textMessage(id));
@@ -307,7 +307,7 @@ describe("number health", () => {
     const clock = fakeClock(start);
     const t = await keyOnly();
     const a = account();
-    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const { id } = await json<Detail>(await connect(t.key, { upstream: liveConnectBody(a) }));
     a.profile = { ...a.profile, quality_rating: "YELLOW", messaging_limit_tier: "TIER_10K" };
     clock.set(start + OPERATOR_REFRESH_MS - 1000);
     expect((await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health.qualityRating).toBe("GREEN");
@@ -352,11 +352,11 @@ describe("number health", () => {
     };
     const t = await keyOnly();
     const a = account({ profile: display });
-    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const { id } = await json<Detail>(await connect(t.key, { upstream: liveConnectBody(a) }));
     // The same display number in another workspace, under another business account: never touched.
     const other = await keyOnly();
     const b = account({ profile: display });
-    const { id: otherId } = await json<Detail>(await connect(other.key, { upstream: cloudUpstream(b) }));
+    const { id: otherId } = await json<Detail>(await connect(other.key, { upstream: liveConnectBody(b) }));
     b.restore(); // one fake operator at a time from here (b's would refuse a's ids)
     const gets = () => a.calls.filter((c) => c === `GET ${a.phoneNumberId}`).length;
     const health = async () => (await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health;
@@ -422,7 +422,7 @@ describe("number health", () => {
     fakeClock(Date.UTC(2045, 0, 1));
     const t = await keyOnly();
     const a = account();
-    const { id } = await json<Detail>(await connect(t.key, { upstream: cloudUpstream(a) }));
+    const { id } = await json<Detail>(await connect(t.key, { upstream: liveConnectBody(a) }));
     const health = async () => (await json<Detail>(await api(`/channel-numbers/${id}`, t.key))).health;
 
     expect(

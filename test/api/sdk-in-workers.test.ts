@@ -8,7 +8,7 @@ import { DAY_MS } from "../../src/lib/job-id";
 import { hmacSha256, toHex } from "../../src/lib/crypto";
 import { BASE, call } from "../helpers/http";
 import { createTenant } from "../helpers/fixtures";
-import { cloudUpstream, connectCloudNumber, fakeOperatorAccount } from "../helpers/operator";
+import { liveConnectBody, connectLiveNumber, fakeOperatorAccount } from "../helpers/operator";
 import { mockNetwork } from "../helpers/webhook-net";
 import { mediaFile, serveOperatorMedia } from "../helpers/operator-media";
 import { inboundPayload, postOperator } from "../helpers/operator-webhook";
@@ -68,7 +68,7 @@ describe("the SDK inside the Workers runtime", () => {
     expect(sandbox).toMatchObject({ upstream: "sandbox", health: { state: "active" } });
     const account = fakeOperatorAccount();
     try {
-      const live = await client.channelNumbers.connect({ upstream: cloudUpstream(account) });
+      const live = await client.channelNumbers.connect({ upstream: liveConnectBody(account) });
       expect(live.health).toMatchObject({
         verifiedName: "Acme Shop",
         qualityRating: "GREEN",
@@ -76,7 +76,7 @@ describe("the SDK inside the Workers runtime", () => {
       });
       expect((await client.channelNumbers.replaceToken(live.id, account.token)).id).toBe(live.id);
       const refused = await client.channelNumbers
-        .connect({ upstream: { ...cloudUpstream(account), accessToken: "EAAG-not-the-token-000000" } })
+        .connect({ upstream: { ...liveConnectBody(account), accessToken: "EAAG-not-the-token-000000" } })
         .catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(ApiError);
     } finally {
@@ -139,7 +139,7 @@ describe("the SDK inside the Workers runtime", () => {
     // Newer than the sends: as many inbound messages as one page may read, so that the first
     // page of outbound messages reads only these and comes back empty, with a cursor.
     clock.set(Date.now() + 1_000);
-    const live = await connectCloudNumber(t.workspaceId);
+    const live = await connectLiveNumber(t.workspaceId);
     await operatorDelivers(live.phoneNumberId, SCAN_BUDGET);
     await vi.waitFor(
       async () =>
@@ -217,7 +217,7 @@ describe("the SDK inside the Workers runtime", () => {
     const net = mockNetwork();
     try {
       const t = await createTenant();
-      const number = await connectCloudNumber(t.workspaceId);
+      const number = await connectLiveNumber(t.workspaceId);
       const client = clientFor(t.key);
       const file = mediaFile(20_000, "application/pdf");
       serveOperatorMedia(net, number.token, file);

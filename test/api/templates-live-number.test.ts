@@ -4,13 +4,13 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClockPerTest } from "../helpers/clock";
 import { admin, api, expectError, json } from "../helpers/http";
 import { createKey, createWorkspace } from "../helpers/fixtures";
-import { accepted, cloudUpstream, fakeOperatorAccount, mockOperator, operatorError } from "../helpers/operator";
+import { accepted, liveConnectBody, fakeOperatorAccount, mockOperator, operatorError } from "../helpers/operator";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/operator-templates";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { eventsOfMessage } from "../helpers/events";
 
-// Template messages on a live (Cloud API) number: its account's templates synced when it is
+// Template messages on a live number: its account's templates synced when it is
 // connected, a template sent to someone who never wrote (outside the window) and delivered,
 // the operator's own refusals of a template (paused or deleted since our sync) failing that
 // message only. The operator is faked at the network edge; its webhooks are signed.
@@ -64,7 +64,7 @@ async function liveTenant(templates = TEMPLATES) {
   const { key } = await createKey(workspaceId);
   const account = fakeOperatorAccount();
   const listed = fakeTemplates(account, templates);
-  const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: cloudUpstream(account) } });
+  const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: liveConnectBody(account) } });
   expect(res.status, await res.clone().text()).toBe(201);
   listed.restore();
   account.restore();
@@ -299,8 +299,8 @@ describe("a live number's templates", () => {
   it("a live number connected without its account id has no templates: 400 naming it, nothing queued", async () => {
     const workspaceId = await createWorkspace({ plan: "pro" });
     const { key } = await createKey(workspaceId);
-    const { connectCloudNumber } = await import("../helpers/operator");
-    const { numberId } = await connectCloudNumber(workspaceId);
+    const { connectLiveNumber } = await import("../helpers/operator");
+    const { numberId } = await connectLiveNumber(workspaceId);
     const err = await expectError(
       await sendV2(key, {
         channelNumberId: numberId,
@@ -318,8 +318,8 @@ describe("a live number's templates", () => {
   it("the admin API gives such a number its account (credentials with wabaId): confirmed, synced, and it sends templates", async () => {
     const workspaceId = await createWorkspace({ plan: "pro" });
     const { key } = await createKey(workspaceId);
-    const { connectCloudNumber } = await import("../helpers/operator");
-    const { numberId, phoneNumberId, token } = await connectCloudNumber(workspaceId);
+    const { connectLiveNumber } = await import("../helpers/operator");
+    const { numberId, phoneNumberId, token } = await connectLiveNumber(workspaceId);
     // The account at the operator that holds that number, with its templates.
     const account = fakeOperatorAccount();
     account.phoneNumberId = phoneNumberId;

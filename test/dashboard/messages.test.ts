@@ -3,11 +3,11 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import { workspaceStub } from "../../src/durable-objects/stubs";
 import { SCAN_BUDGET } from "../../src/durable-objects/workspace/message-queries";
 import { slotOf } from "../../src/durable-objects/workspace/day-tables";
-import { SANDBOX_MAGIC_NUMBERS } from "../../src/upstream/sandbox";
+import { SANDBOX_MAGIC_NUMBERS } from "../../src/operator/sandbox";
 import { hmacSha256, toHex } from "../../src/lib/crypto";
 import { api, call, json } from "../helpers/http";
 import { connectSandboxNumber, createTenant, markTestContacts, TEST_CONTACT_2 } from "../helpers/fixtures";
-import { connectCloudNumber, operatorError } from "../helpers/operator";
+import { connectLiveNumber, operatorError } from "../helpers/operator";
 import { mediaLookupUrl } from "../helpers/operator-media";
 import { toMessageView } from "../../src/messages/record";
 import { send, textMessage } from "../helpers/send";
@@ -352,7 +352,7 @@ describe("customer-controlled text is escaped", () => {
   it("in outbound bodies, inbound senders, types and content: a <script> payload is inert in the list and on the message pages", async () => {
     const t = await createTenant();
     const outbound = await sendAt(t, t.numberId, "5511000000001", PAYLOAD);
-    const number = await connectCloudNumber(t.workspaceId);
+    const number = await connectLiveNumber(t.workspaceId);
     // The image's copy asks the operator for its media id, unknown there: recorded failed, nothing fetched.
     const net = mockNetwork();
     net.receivers.set(mediaLookupUrl("media-1"), () => operatorError(400, 100, "Object with ID does not exist"));

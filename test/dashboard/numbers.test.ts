@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createTenant, createWorkspace } from "../helpers/fixtures";
 import { signedInMember } from "../helpers/dashboard";
-import { cloudUpstream, fakeAccounts, operatorError, type FakeAccount } from "../helpers/operator";
+import { liveConnectBody, fakeAccounts, operatorError, type FakeAccount } from "../helpers/operator";
 
 const accounts = fakeAccounts();
 const account = accounts.account;
@@ -19,7 +19,7 @@ const numbersOf = async (workspaceId: string) =>
   ).results;
 
 const liveForm = (a: FakeAccount) => {
-  const u = cloudUpstream(a);
+  const u = liveConnectBody(a);
   return { type: "cloud", phoneNumberId: u.phoneNumberId, wabaId: u.wabaId, accessToken: u.accessToken };
 };
 

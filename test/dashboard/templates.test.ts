@@ -6,7 +6,7 @@ import { toBase64Url } from "../../src/lib/crypto";
 import { createKey, createTenant, createWorkspace, TEST_CONTACT } from "../helpers/fixtures";
 import { signedInMember, type Member } from "../helpers/dashboard";
 import { api, json } from "../helpers/http";
-import { cloudTenant, cloudUpstream, fakeOperatorAccount } from "../helpers/operator";
+import { liveNumberTenant, liveConnectBody, fakeOperatorAccount } from "../helpers/operator";
 import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/operator-templates";
 
 // A number's Templates page (docs/customers/dashboard.md, "Templates"): what GET /api/v2/templates shows,
@@ -290,7 +290,7 @@ describe("a live number's Templates page", () => {
     const account = fakeOperatorAccount();
     const listed = fakeTemplates(account, templates);
     try {
-      const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: cloudUpstream(account) } });
+      const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: liveConnectBody(account) } });
       expect(res.status, await res.clone().text()).toBe(201);
       return { workspaceId, key, account, numberId: (await json<{ id: string }>(res)).id };
     } finally {
@@ -385,7 +385,7 @@ describe("a live number's Templates page", () => {
   });
 
   it("a live number connected without its business account id says why it has none", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const owner = await signedInMember(t.workspaceId, "owner");
     const html = await page(owner, t.numberId);
     expect(html).toContain("connected without its business account id");

@@ -4,7 +4,7 @@ import { MAX_TEST_CONTACTS_PER_NUMBER } from "../../src/db/sandbox-test-contacts
 import { createTenant, markTestContacts, TEST_CONTACT, TEST_CONTACT_2 } from "../helpers/fixtures";
 import { signedInMember } from "../helpers/dashboard";
 import { api, json } from "../helpers/http";
-import { cloudUpstream, fakeOperatorAccount } from "../helpers/operator";
+import { liveConnectBody, fakeOperatorAccount } from "../helpers/operator";
 
 // A sandbox number's test contacts on its dashboard page: the same operation as
 // /api/v1/sandbox/test-contacts (docs/customers/dashboard.md, "Numbers").
@@ -155,7 +155,7 @@ describe("a sandbox number's page: test contacts", () => {
     const owner = await signedInMember(t.workspaceId, "owner");
     const account = fakeOperatorAccount();
     try {
-      const u = cloudUpstream(account);
+      const u = liveConnectBody(account);
       const connected = await owner.browser.post("/dashboard/numbers", {
         type: "cloud",
         phoneNumberId: u.phoneNumberId,

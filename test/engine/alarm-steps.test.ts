@@ -12,7 +12,7 @@ import worker from "../../src/index";
 import { api, json } from "../helpers/http";
 import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
-import { accepted, connectCloudNumber, mockOperator } from "../helpers/operator";
+import { accepted, connectLiveNumber, mockOperator } from "../helpers/operator";
 import { queuedEvents } from "../helpers/events";
 import { onNextCommit, testNumber, testWorkspace } from "../helpers/objects";
 import { KEEP_DELIVERIES_MS } from "../../src/durable-objects/workspace/delivery-log";
@@ -36,10 +36,10 @@ const clock = fakeClockPerTest(Date.UTC(2042, 6, 1), (t) => t + 10 * 24 * 3_600_
 afterEach(() => vi.restoreAllMocks());
 
 /** A live number whose operator accepts every call (recorded in `calls`), and its object. */
-async function cloudNumberAcceptingAll() {
+async function liveNumberAcceptingAll() {
   const workspaceId = await createWorkspace();
   const { key } = await createKey(workspaceId);
-  const number = await connectCloudNumber(workspaceId);
+  const number = await connectLiveNumber(workspaceId);
   const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
   return { workspaceId, key, number, calls, stub: testNumber(number.numberId) };
 }
@@ -173,7 +173,7 @@ describe("each alarm step is isolated", () => {
   });
 
   it("a number whose housekeeping step keeps failing still sends at its full pace", async () => {
-    const { key, number, calls, stub } = await cloudNumberAcceptingAll();
+    const { key, number, calls, stub } = await liveNumberAcceptingAll();
     // A number that keeps a table (a contact wrote to it), with leftover storage that cannot be
     // read: a sandbox reports table of another layout. Its step throws on every alarm.
     await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock.now() }]);
@@ -238,7 +238,7 @@ describe("a step that cannot progress", () => {
 
 describe("the pace at the operator", () => {
   it("a claim slower than the pace's margin does not bring three calls within one second at the operator", async () => {
-    const { workspaceId, key, number, calls, stub } = await cloudNumberAcceptingAll();
+    const { workspaceId, key, number, calls, stub } = await liveNumberAcceptingAll();
     for (let i = 0; i < 3; i++) {
       expect(
         (await send(key, `slow-commit-${i}`, textMessage(number.numberId, `m${i}`, `551100000001${i}`))).status,
@@ -258,7 +258,7 @@ describe("the pace at the operator", () => {
 
 describe("alarms are never lost", () => {
   it("a number that keeps tables and whose alarm is missing re-arms it when it starts, and sends what it had", async () => {
-    const { key, number, calls, stub } = await cloudNumberAcceptingAll();
+    const { key, number, calls, stub } = await liveNumberAcceptingAll();
     await stub.noteInbound(number.numberId, [{ from: "5511977776666", at: clock.now() }]);
     const res = await send(key, "re-arm", textMessage(number.numberId));
     expect(res.status).toBe(201);
@@ -276,7 +276,7 @@ describe("alarms are never lost", () => {
   });
 
   it("a number without tables restarted with its alarm set rebuilds its queue from the workspace and sends it", async () => {
-    const { key, number, calls, stub } = await cloudNumberAcceptingAll();
+    const { key, number, calls, stub } = await liveNumberAcceptingAll();
     const { jobId } = await json<{ jobId: string }>(await send(key, "restart", textMessage(number.numberId)));
     expect(await testNumber(number.numberId).tableNames()).toEqual([]);
     await evictDurableObject(stub);

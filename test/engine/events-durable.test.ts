@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "../helpers/http";
 import { send, textMessage } from "../helpers/send";
 import { accepted, operatorError } from "../helpers/operator";
-import { liveCloudNumber } from "../helpers/number-edge";
+import { liveNumberOnEdge } from "../helpers/number-edge";
 import { queuedEvents, statusEventsOf } from "../helpers/events";
 import { testWorkspace } from "../helpers/objects";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
@@ -56,7 +56,7 @@ const statusesOf = (events: WebhookEvent[], messageId: string) =>
 
 describe("a committed change is announced whatever restarts before its events left", () => {
   it("both objects restart after the answer committed, the queue refusing meanwhile: the next instance announces processing then failed, once each (its alarm set as the backstop)", async () => {
-    const t = await liveCloudNumber(() => operatorError(400, 131026, "Message undeliverable"));
+    const t = await liveNumberOnEdge(() => operatorError(400, 131026, "Message undeliverable"));
     const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId));
     const { jobId } = await json<{ jobId: string }>(res);
     const restore = queueDown();
@@ -85,7 +85,7 @@ describe("a committed change is announced whatever restarts before its events le
   });
 
   it("a restarted workspace publishes what it owed on the first call into it, with no alarm", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.R1"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.R1"));
     const { jobId } = await json<{ jobId: string }>(await send(t.key, crypto.randomUUID(), textMessage(t.numberId)));
     const restore = queueDown();
     await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
@@ -99,7 +99,7 @@ describe("a committed change is announced whatever restarts before its events le
   });
 
   it("a change committed while its message's earlier change is on its way to the queue is announced too", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.F1"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.F1"));
     const { jobId } = await json<{ jobId: string }>(await send(t.key, crypto.randomUUID(), textMessage(t.numberId)));
     // The queue holds the first publication (the claim's `processing`) until the test lets it go.
     const send1 = env.WEBHOOK_QUEUE.send.bind(env.WEBHOOK_QUEUE);
@@ -131,7 +131,7 @@ describe("a committed change is announced whatever restarts before its events le
 
 describe("events waiting for a queue that refuses", () => {
   it("wait in storage, the publisher holding one page at most; all of them leave once the queue works, once each, in the order recorded", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.X"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.X"));
     const workspace = testWorkspace(t.workspaceId);
     const restore = queueDown();
     const ids: string[] = [];
@@ -166,7 +166,7 @@ describe("publishing on an in-memory timer (EVENT_PUBLISH_DELAY_MS > 0, as in pr
     vars.EVENT_PUBLISH_DELAY_MS = "1000";
     try {
       // Objects created now read the var in their constructors.
-      const t = await liveCloudNumber(() => accepted("wamid.P1"));
+      const t = await liveNumberOnEdge(() => accepted("wamid.P1"));
       const workspace = testWorkspace(t.workspaceId);
       const { jobId } = await json<{ jobId: string }>(await send(t.key, crypto.randomUUID(), textMessage(t.numberId)));
       const sent = vi.spyOn(env.WEBHOOK_QUEUE, "send");

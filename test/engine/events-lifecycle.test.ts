@@ -3,7 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "../helpers/http";
 import { send, textMessage } from "../helpers/send";
-import { accepted, cloudTenant, operatorMessagesUrl } from "../helpers/operator";
+import { accepted, liveNumberTenant, operatorMessagesUrl } from "../helpers/operator";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { eventsOfMessage, queuedEvents, statusEventsOf } from "../helpers/events";
 import { testNumber } from "../helpers/objects";
@@ -21,7 +21,7 @@ afterEach(() => vi.restoreAllMocks());
 
 /** A live number with a webhook to a receiver that answers 204; the operator accepts every call. */
 async function liveNumberWithWebhook() {
-  const t = await cloudTenant();
+  const t = await liveNumberTenant();
   net.receivers.set(operatorMessagesUrl(t.phoneNumberId), () => accepted("wamid.LIFE1"));
   const host = `life-${crypto.randomUUID().slice(0, 8)}.acme-shop.com`;
   net.dns.set(host, ["93.184.216.34"]);

@@ -5,7 +5,7 @@ import { api, json } from "../helpers/http";
 import { send, textMessage } from "../helpers/send";
 import { accepted } from "../helpers/operator";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
-import { liveCloudNumber, type DeliveredEvent } from "../helpers/number-edge";
+import { liveNumberOnEdge, type DeliveredEvent } from "../helpers/number-edge";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { fakeClockPerTest } from "../helpers/clock";
 
@@ -26,7 +26,7 @@ const statusEvents = (events: DeliveredEvent[], messageId: string) =>
 
 describe("a message's events in the order its changes were committed", () => {
   it("a failure the operator reports in the second of the send: previousStatus sent, dated no earlier than sent, last in the timeline", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.ONE"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.ONE"));
     clock.set(clock.now() + 600); // past the start of a second
     const { jobId } = await json<{ jobId: string }>(await send(t.key, crypto.randomUUID(), textMessage(t.numberId)));
     await runDurableObjectAlarm(channelNumberStub(env, t.numberId)); // claimed and answered sent at .600
@@ -59,7 +59,7 @@ describe("a message's events in the order its changes were committed", () => {
   });
 
   it("a delivery the operator dates before our sent: updatedAt never goes back, deliveredAt is the operator's own time", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.TWO"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.TWO"));
     clock.set(clock.now() + 700);
     const { jobId } = await json<{ jobId: string }>(await send(t.key, crypto.randomUUID(), textMessage(t.numberId)));
     await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
@@ -98,7 +98,7 @@ describe("a message's events in the order its changes were committed", () => {
 
   it("after every object restarted, a sent report announces the claim's processing first", async () => {
     // The call hangs and the objects die with it; the claim's processing event had not left.
-    const t = await liveCloudNumber(() => new Promise<Response>(() => undefined));
+    const t = await liveNumberOnEdge(() => new Promise<Response>(() => undefined));
     clock.set(clock.now() + 600);
     const { jobId } = await json<{ jobId: string }>(await send(t.key, crypto.randomUUID(), textMessage(t.numberId)));
     const batch = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch").mockRejectedValue(new Error("queue unavailable"));

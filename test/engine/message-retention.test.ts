@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ndjsonText } from "../helpers/ndjson";
 import { api, call, expectError, json } from "../helpers/http";
-import { accepted, cloudTenant, mockOperator, operatorError } from "../helpers/operator";
+import { accepted, liveNumberTenant, mockOperator, operatorError } from "../helpers/operator";
 import { inboundPayload, postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { testNumber, testShard, testWorkspace } from "../helpers/objects";
 import { createTenant } from "../helpers/fixtures";
@@ -46,7 +46,7 @@ import { fakeClockPerTest } from "../helpers/clock";
 const clock = fakeClockPerTest(Date.UTC(2045, 2, 1, 10), (t) => (utcDay(t) + 100) * DAY_MS + 10 * 3_600_000);
 afterEach(() => vi.restoreAllMocks());
 
-type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+type Tenant = Awaited<ReturnType<typeof liveNumberTenant>>;
 
 const dayName = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 /** The 6-hour slot `index` (0–3) of a UTC day, and when it ends. */
@@ -134,7 +134,7 @@ const archivesOf = async (t: Pick<Tenant, "key">) =>
 
 describe("a workspace under its budget", () => {
   it("keeps each slot in its table until the plan's window ends, then archives the day to R2 from its slot tables and drops them", async () => {
-    const t = await cloudTenant(); // pro: 30 days
+    const t = await liveNumberTenant(); // pro: 30 days
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const day = utcDay(clock.now());
     // Two slots of the day: 10:00 (06:00–12:00) and 19:00 (18:00–24:00).
@@ -202,7 +202,7 @@ describe("a workspace under its budget", () => {
   });
 
   it("a failure between writing the archive and dropping the tables loses nothing and duplicates nothing", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const day = utcDay(clock.now());
     const morning = await sendSome(t, 2, "fragile");
@@ -246,7 +246,7 @@ describe("a workspace under its budget", () => {
   ])(
     "a report that changes a record while its day's archive is being written (%s) is in the archive: the day is written again",
     async (_, inShard) => {
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
       const day = utcDay(clock.now());
       const [id, other] = await sendSome(t, 2, "late-read");
@@ -285,8 +285,8 @@ describe("a workspace under its budget", () => {
   );
 
   it("one workspace's archives are never visible to another", async () => {
-    const a = await cloudTenant();
-    const b = await cloudTenant();
+    const a = await liveNumberTenant();
+    const b = await liveNumberTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     await sendSome(a, 1, "private");
     const day = utcDay(clock.now());
@@ -304,7 +304,7 @@ describe("a workspace under its budget", () => {
 
 describe("a workspace over its budget", () => {
   it("moves each slot to its day's history shard 48 hours after the slot ends, in chunks; reads, lists and late reports work across tiers, also mid-move and with the day split between tiers; then archives the day from the shard", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const published = vi.spyOn(env.WEBHOOK_QUEUE, "sendBatch");
     const sentOne = vi.spyOn(env.WEBHOOK_QUEUE, "send");
@@ -453,7 +453,7 @@ describe("a workspace over its budget", () => {
   }, 120_000);
 
   it("a failure between the shard's archive and its drop loses nothing and duplicates nothing", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const ids = await sendSome(t, 3, "shard");
     const day = utcDay(clock.now());
@@ -493,7 +493,7 @@ describe("a workspace over its budget", () => {
   });
 
   it("keeps a slot younger than 48 hours in its table, however long past the guard's 6 hours", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const [id] = await sendSome(t, 1, "young");
     const slot = slotOf(clock.now());
@@ -528,7 +528,7 @@ describe("a workspace over its budget", () => {
 
 describe("a workspace over its size guard (3.5 times its budget)", () => {
   it("moves a slot 6 hours after it ends, not before; the Idempotency-Keys of its records stay behind for the rest of their 24 hours (a replay answers 200 duplicado_identico with the original jobId, another payload 409), then their rows go", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const payload = textMessage(t.numberId, "guarded", "5511900000001");
     clock.advance(600);
@@ -599,7 +599,7 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
   });
 
   it("a change that reaches a slot while its chunk is on its way to the shard is kept: a read receipt of one of its records, an inbound message of its time", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const [id] = await sendSome(t, 1, "moving");
     const slot = slotOfId(id!)!;
@@ -656,7 +656,7 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
   });
 
   it("does not move a slot while a message in it waits on its number (paused: the account is locked); it moves once that work ends, keeping none of their keys (their 24 hours are over)", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     // The account is locked from the afternoon on: the operator refuses those calls with an account-level code.
     mockOperator((c) =>
       c.body.text.body === "early"
@@ -729,7 +729,7 @@ describe("a workspace over its size guard (3.5 times its budget)", () => {
 
 describe("only terminal records leave", () => {
   it("a day past the plan's window with a message its number still lists: the message fails first (held_too_long, announced), then the day is archived with it failed", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const day = utcDay(clock.now()) - 40;
     const slot = firstSlot(day);
     await seedStorage(workspaceStub(env, t.workspaceId), (sql) => {
@@ -753,7 +753,7 @@ describe("only terminal records leave", () => {
   });
 
   it("a day past the plan's window whose unknown outcome is still within the operator's window: the archive waits for it (not due again before), the outcome fails when its window ends, then the day is archived", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const day = utcDay(clock.now()) - 40;
     const slot = firstSlot(day);
     // Its call was made late (a held message) and its answer lost two days ago: five days of its window left.
@@ -795,7 +795,7 @@ describe("only terminal records leave", () => {
 
 describe("a slot that cannot move yet", () => {
   it("never hides a later one that can: eight slots with messages still waiting on their number stay, the ninth, all sent, moves", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const day = utcDay(clock.now()) - 5;
     await seedStorage(workspaceStub(env, t.workspaceId), (sql) => {
       for (let k = 0; k < 8; k++)

@@ -7,7 +7,7 @@ import { accepted, operatorError, type OperatorCall } from "../helpers/operator"
 import { inboundPayload, postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { crashObject, testNumber } from "../helpers/objects";
 import { expectRuntimeLog } from "../helpers/runtime-log";
-import { liveCloudNumber } from "../helpers/number-edge";
+import { liveNumberOnEdge } from "../helpers/number-edge";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import { createSlotIndexes, slotOf, slotTable } from "../../src/durable-objects/workspace/day-tables";
 import { uuidV7Time } from "../../src/lib/job-id";
@@ -18,9 +18,9 @@ import { fakeClockPerTest } from "../helpers/clock";
 const clock = fakeClockPerTest(Date.UTC(2048, 0, 1), (t) => t + 30 * 24 * 3_600_000);
 afterEach(() => vi.restoreAllMocks());
 
-/** A live number (liveCloudNumber) and its object's stub. */
-async function liveNumber(reply: Parameters<typeof liveCloudNumber>[0]) {
-  const t = await liveCloudNumber(reply);
+/** A live number (liveNumberOnEdge) and its object's stub. */
+async function liveNumber(reply: Parameters<typeof liveNumberOnEdge>[0]) {
+  const t = await liveNumberOnEdge(reply);
   return { ...t, stub: channelNumberStub(env, t.numberId) };
 }
 
@@ -418,7 +418,7 @@ describe("what a number keeps", () => {
     expect(await stub.tableNames()).toEqual([]);
   });
 
-  it("a cloud number that only sends keeps no table: nothing after a send is sent, delivered and read", async () => {
+  it("a live number that only sends keeps no table: nothing after a send is sent, delivered and read", async () => {
     const t = await liveNumber(() =>
       Response.json({
         messaging_product: "whatsapp",

@@ -7,7 +7,7 @@ import { send, textMessage } from "../helpers/send";
 import { accepted, operatorError, type OperatorCall } from "../helpers/operator";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { holdObject, settleIo, testNumber, testWorkspace } from "../helpers/objects";
-import { liveCloudNumber } from "../helpers/number-edge";
+import { liveNumberOnEdge } from "../helpers/number-edge";
 import { expectRuntimeLog } from "../helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import { HELD_BOUND_MS, RETRY_POLICY } from "../../src/durable-objects/channel-number/delivery-policy";
@@ -50,15 +50,15 @@ const sentReport = (phoneNumberId: string, jobId: string, wamid: string) =>
   ]);
 
 /** 131000 "something went wrong, try again" to the first call (the operator may have processed it after all); later calls accepted. */
-const tryAgainFirst: Parameters<typeof liveCloudNumber>[0] = (_, i) =>
+const tryAgainFirst: Parameters<typeof liveNumberOnEdge>[0] = (_, i) =>
   i === 0 ? operatorError(500, 131000, "Something went wrong") : accepted("wamid.SECOND");
 
 /** The first call never answers, like a connection that hangs when the object dies; later calls accepted. */
-const hangsFirst: Parameters<typeof liveCloudNumber>[0] = (_, i) =>
+const hangsFirst: Parameters<typeof liveNumberOnEdge>[0] = (_, i) =>
   i === 0 ? new Promise<Response>(() => undefined) : accepted("wamid.AGAIN");
 
 /** Sends one message and lets the number call it; the number (and everything else) restarts during the call. */
-async function restartDuringCall(t: Awaited<ReturnType<typeof liveCloudNumber>>, jobId: string): Promise<void> {
+async function restartDuringCall(t: Awaited<ReturnType<typeof liveNumberOnEdge>>, jobId: string): Promise<void> {
   void alarm(t.numberId).catch(() => "aborted");
   // Positive signal: the claim was granted and the call left.
   await vi.waitFor(() => expect(callsFor(t.calls, jobId)).toHaveLength(1), { timeout: 10_000, interval: 20 });
@@ -73,7 +73,7 @@ const workspaceAlarm = async (workspaceId: string) => {
 
 describe("a retry's claim is decided by the record as the workspace holds it then", () => {
   it("the operator's `sent` report arrives before the retry's claim: no second call, the record is sent, announced once", async () => {
-    const t = await liveCloudNumber(tryAgainFirst);
+    const t = await liveNumberOnEdge(tryAgainFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await alarm(t.numberId);
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
@@ -104,7 +104,7 @@ describe("a retry's claim is decided by the record as the workspace holds it the
   });
 
   it("the report reaches a busy workspace before the retry's claim, both waiting there: the claim finds it settled, no second call", async () => {
-    const t = await liveCloudNumber(tryAgainFirst);
+    const t = await liveNumberOnEdge(tryAgainFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await alarm(t.numberId);
     expect(callsFor(t.calls, jobId)).toHaveLength(1);
@@ -139,7 +139,7 @@ describe("a retry's claim is decided by the record as the workspace holds it the
 describe("a claim granted and never answered", () => {
   it("the number restarts during the call: the message is an unknown outcome, never called again, and the operator's report settles it", async () => {
     // The first call never answers, like a connection that hangs when the object dies.
-    const t = await liveCloudNumber((_, i) =>
+    const t = await liveNumberOnEdge((_, i) =>
       i === 0 ? new Promise<Response>(() => undefined) : accepted("wamid.AGAIN"),
     );
     const jobId = await sendOne(t.key, t.numberId);
@@ -181,7 +181,7 @@ describe("a claim granted and never answered", () => {
 
 describe("a send that never committed", () => {
   it("its entry's claim is answered `never` and dropped unsent; the client's retry of the key gets a new jobId; one call in all", async () => {
-    const t = await liveCloudNumber((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const t = await liveNumberOnEdge((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     // What a send whose workspace died between the number's admission and the commit leaves:
     // an entry in the number's queue (the workspace's own hand-off) and no record.
     const orphan = newJobId(clock.now());
@@ -214,7 +214,7 @@ describe("a send that never committed", () => {
 
 describe("the number gives up on a message whose claim is unanswered", () => {
   it("its held bound comes first after a restart during the call: an unknown outcome (a call may have left), never called again, failed when the operator's window ends", async () => {
-    const t = await liveCloudNumber(hangsFirst);
+    const t = await liveNumberOnEdge(hangsFirst);
     const jobId = await sendOne(t.key, t.numberId);
     // A backlog reached it 2 s before its 24-hour bound: it is called, and the number restarts during the call.
     clock.advance(HELD_BOUND_MS - 2_000);
@@ -253,7 +253,7 @@ describe("the number gives up on a message whose claim is unanswered", () => {
   });
 
   it("its number is disconnected after a restart during the call: an unknown outcome too, failed when the operator's window ends", async () => {
-    const t = await liveCloudNumber(hangsFirst);
+    const t = await liveNumberOnEdge(hangsFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await restartDuringCall(t, jobId);
     expect((await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" })).status).toBeLessThan(300);
@@ -279,7 +279,7 @@ describe("the number gives up on a message whose claim is unanswered", () => {
 
 describe("a claim that finds the record settled", () => {
   it("settled by the operator's report while the call's answer was lost: the restarted number's claim ends the record's work (it leaves the work list), no second call", async () => {
-    const t = await liveCloudNumber(hangsFirst);
+    const t = await liveNumberOnEdge(hangsFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await restartDuringCall(t, jobId);
     clock.advance(1_000);
@@ -302,7 +302,7 @@ describe("a claim that finds the record settled", () => {
 
 describe("the claim's compare-and-set decides from storage", () => {
   it("a caller that believes an earlier attempt is next (a second instance, a stale queue) is refused: never a second call for one attempt", async () => {
-    const t = await liveCloudNumber(tryAgainFirst);
+    const t = await liveNumberOnEdge(tryAgainFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await alarm(t.numberId);
     // Attempt 1 was called and answered (131000: retried later); the record holds attempts = answered = 1.
@@ -317,7 +317,7 @@ describe("the claim's compare-and-set decides from storage", () => {
   });
 
   it("a retry is not granted before the time its answer stored (the operator's Retry-After), whoever asks", async () => {
-    const t = await liveCloudNumber(tryAgainFirst);
+    const t = await liveNumberOnEdge(tryAgainFirst);
     const jobId = await sendOne(t.key, t.numberId);
     await alarm(t.numberId);
     const stored = await testWorkspace(t.workspaceId).storedRecord(jobId);
@@ -334,7 +334,7 @@ describe("the claim's compare-and-set decides from storage", () => {
 
 describe("an operator report about a message never claimed", () => {
   it("is not applied: the message was never called, so the report is not about our call; it is called later and sent once", async () => {
-    const t = await liveCloudNumber((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
+    const t = await liveNumberOnEdge((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const jobId = await sendOne(t.key, t.numberId);
     // A report naming it before any call (a forged or misrouted status): nothing changes.
     expect((await postOperator(sentReport(t.phoneNumberId, jobId, "wamid.FORGED"))).status).toBe(200);
@@ -347,7 +347,7 @@ describe("an operator report about a message never claimed", () => {
 
 describe("a retry's answer the workspace cannot take at once", () => {
   it("is kept and handed again; the entry is not claimed before it committed; the message is retried and sent, never an unknown outcome", async () => {
-    const t = await liveCloudNumber(tryAgainFirst);
+    const t = await liveNumberOnEdge(tryAgainFirst);
     const jobId = await sendOne(t.key, t.numberId);
     const table = slotTable(slotOf(uuidV7Time(jobId)!));
     const ws = workspaceStub(env, t.workspaceId);
@@ -382,7 +382,7 @@ describe("a retry's answer the workspace cannot take at once", () => {
 
 describe("the number's window counts what its workspace committed", () => {
   it("a hand-off that never committed (its workspace died between the two) frees its slot: the next two sends of that second are accepted", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.X"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.X"));
     // What a send whose workspace died after the number's admission and before the commit leaves.
     const orphan = newJobId(clock.now());
     const handed = await testNumber(t.numberId).admit({

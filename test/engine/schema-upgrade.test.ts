@@ -6,7 +6,7 @@ import { api, json } from "../helpers/http";
 import { send, textMessage } from "../helpers/send";
 import { accepted, operatorError, type OperatorCall } from "../helpers/operator";
 import { inboundPayload, postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
-import { liveCloudNumber } from "../helpers/number-edge";
+import { liveNumberOnEdge } from "../helpers/number-edge";
 import { eventsOfMessage } from "../helpers/events";
 import { testNumber, testShard, testWorkspace } from "../helpers/objects";
 import { fakeClockPerTest } from "../helpers/clock";
@@ -81,7 +81,7 @@ type State = "sent" | "delivered" | "failed" | "retrying" | "unknown" | "claimed
 describe("a later schema step upgrades objects of the baseline layout in place", () => {
   it("a workspace with messages in every state: each record kept as it was, the queued and the retrying one called once each, the unknown ones never", async () => {
     const retried = new Set<string>();
-    const t = await liveCloudNumber((call) => {
+    const t = await liveNumberOnEdge((call) => {
       const jobId = call.body.biz_opaque_callback_data;
       if (call.body.text.body === "failed") return operatorError(400, 131026, "Message undeliverable.");
       if (call.body.text.body === "retrying" && !retried.has(jobId)) {
@@ -248,7 +248,7 @@ describe("a later schema step upgrades objects of the baseline layout in place",
 
 describe("a later schema step of a number", () => {
   it("runs once over a number's contacts, which stay", async () => {
-    const t = await liveCloudNumber((call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`));
+    const t = await liveNumberOnEdge((call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`));
     const from = "5511912345678";
     const inbound = inboundPayload(
       t.phoneNumberId,
@@ -359,7 +359,7 @@ describe("step 3 of a workspace: slot tallies", () => {
 
 describe("the workspace's step 4: the order of each record's changes and the owed list", () => {
   it("records of step 3's layout in every state keep their events, get their sequence from their times once, and their next change appends to it and is announced", async () => {
-    const t = await liveCloudNumber((call) =>
+    const t = await liveNumberOnEdge((call) =>
       call.body.text.body === "refused"
         ? operatorError(400, 131026, "Message undeliverable.")
         : accepted(`wamid.${call.body.biz_opaque_callback_data}`),

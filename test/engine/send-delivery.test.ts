@@ -6,17 +6,17 @@ import { createTenant } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
 import {
   accepted,
-  cloudTenant,
+  liveNumberTenant,
   mockOperator,
   operatorError,
   operatorMessagesUrl,
   type OperatorCall,
 } from "../helpers/operator";
 import { holdObject, testNumber, testWorkspace } from "../helpers/objects";
-import { liveCloudNumber, mockEdge } from "../helpers/number-edge";
+import { liveNumberOnEdge, mockEdge } from "../helpers/number-edge";
 import { expectRuntimeLog } from "../helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
-import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../../src/upstream/sandbox";
+import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS } from "../../src/operator/sandbox";
 import {
   PACE_SPACING_MS,
   PACE_WINDOW_MS,
@@ -108,9 +108,9 @@ const report = (
 /** The number's queue (what it still has to call), oldest first. */
 const queuedIds = async (numberId: string) => (await testNumber(numberId).queued()).map((e) => e.jobId);
 
-describe("Cloud API delivery", () => {
-  it("upstream 200 → sent, with the upstream id, our jobId as callback data, '+' and the number's token", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.OK1"));
+describe("Live number delivery", () => {
+  it("operator 200 → sent, with the operator's id, our jobId as callback data, '+' and the number's token", async () => {
+    const t = await liveNumberOnEdge(() => accepted("wamid.OK1"));
     const calls = t.calls;
     const jobId = await sendOne(t.key, t.numberId, "5511988887777", "Olá");
     expect(await drain(t.numberId)).toBe(true);
@@ -143,7 +143,7 @@ describe("Cloud API delivery", () => {
   });
 
   it("an operator error object with a 'try again' code → retried after a delay, exactly one call succeeded, sent", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((_, i) =>
       i === 0 ? operatorError(500, 131016, "Service unavailable") : accepted("wamid.OK2"),
     );
@@ -160,7 +160,7 @@ describe("Cloud API delivery", () => {
   });
 
   it("429 without a code, and 130429 with Retry-After: retried, honouring Retry-After; the whole number waits", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((_, i) =>
       i === 0
         ? new Response("Too Many Requests", { status: 429, headers: { "Retry-After": "90" } })
@@ -194,8 +194,8 @@ describe("Cloud API delivery", () => {
     expect(await message(t.key, b)).toMatchObject({ status: "sent" });
   });
 
-  it("131047 → failed at once with service_window_closed and the upstream code", async () => {
-    const t = await cloudTenant();
+  it("131047 → failed at once with service_window_closed and the operator's code", async () => {
+    const t = await liveNumberTenant();
     const calls = mockOperator(() => operatorError(400, 131047, "Re-engagement message"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
@@ -215,7 +215,7 @@ describe("Cloud API delivery", () => {
   });
 
   it("a message that keeps getting 'try again' fails after the bounded attempts with a clear reason", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator(() => operatorError(503, 2, "Service temporarily unavailable"));
     const jobId = await sendOne(t.key, t.numberId);
     await drainFor(t.numberId, RETRY_POLICY.maxAttempts + 2, 61_000);
@@ -227,7 +227,7 @@ describe("Cloud API delivery", () => {
   });
 
   it("10 messages to one recipient leave in acceptance order; no window of the number's second ever sees more than 2 calls", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     const jobIds: string[] = [];
     for (let i = 0; i < 10; i++) {
@@ -249,8 +249,8 @@ describe("Cloud API delivery", () => {
     for (const jobId of jobIds) expect((await message(t.key, jobId)).status).toBe("sent");
   });
 
-  it("a crash while the upstream call is in flight never produces a second call for that message", async () => {
-    const t = await cloudTenant();
+  it("a crash while the call to the operator is in flight never produces a second call for that message", async () => {
+    const t = await liveNumberTenant();
     // The first call never answers, like a connection that hangs when the object dies.
     const calls = mockOperator((_, i) =>
       i === 0 ? new Promise<Response>(() => undefined) : accepted(`wamid.after-${i}`),
@@ -275,7 +275,7 @@ describe("Cloud API delivery", () => {
   });
 
   it("an answer the workspace could not take is kept and handed again: the record learns it once, announced once", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.KEPT"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.KEPT"));
     const jobId = await sendOne(t.key, t.numberId);
     const workspace = testWorkspace(t.workspaceId);
     // The workspace cannot write a `sent` record for now (an I/O fault): the claim goes through, the answer does not.
@@ -303,7 +303,7 @@ describe("Cloud API delivery", () => {
   });
 
   it("a number disconnected before its messages leave fails them with number_disconnected", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator(() => accepted("wamid.never"));
     const jobId = await sendOne(t.key, t.numberId);
     await admin(`/channel-numbers/${t.numberId}`, { method: "DELETE" });
@@ -322,7 +322,7 @@ describe("calls that may have reached the operator are never sent again", () => 
     ["the call times out", () => Promise.reject(new DOMException("The operation timed out.", "TimeoutError"))],
     [
       "a gateway answers 504 without the operator's error object",
-      () => new Response("upstream timeout", { status: 504 }),
+      () => new Response("gateway timeout", { status: 504 }),
     ],
     [
       "a 502 with an HTML page",
@@ -337,7 +337,7 @@ describe("calls that may have reached the operator are never sent again", () => 
   ];
   for (const [what, reply] of ambiguous) {
     it(`${what}: the outcome is unknown, one call only, and the operator's status settles it`, async () => {
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       const calls = mockOperator((_, i) => (i === 0 ? reply() : accepted(`wamid.second-${i}`)));
       const jobId = await sendOne(t.key, t.numberId);
       await drainFor(t.numberId, 3, 61_000);
@@ -373,7 +373,7 @@ describe("calls that may have reached the operator are never sent again", () => 
   }
 
   it("an unknown outcome stays open for the operator's 7-day webhook window, then fails with upstream_outcome_unknown", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator(() => Promise.reject(new TypeError("Network connection lost.")));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
@@ -401,7 +401,7 @@ describe("calls that may have reached the operator are never sent again", () => 
     vars.UNKNOWN_OUTCOME_WINDOW_MS = "60000";
     try {
       // A workspace object created now reads the var in its constructor.
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       const calls = mockOperator(() => Promise.reject(new TypeError("Network connection lost.")));
       const jobId = await sendOne(t.key, t.numberId);
       await drain(t.numberId);
@@ -427,7 +427,7 @@ describe("calls that may have reached the operator are never sent again", () => 
   });
 
   it("an operator 'sent' that arrives while the message waits on a retry stops the retry", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator(() => operatorError(500, 131000, "Something went wrong"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
@@ -441,7 +441,7 @@ describe("calls that may have reached the operator are never sent again", () => 
 
 describe("one message never holds up its number", () => {
   it("a recipient in a long back-off never holds messages to other recipients; its own later messages wait in order", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     let slowCalls = 0;
     const calls = mockOperator((c) =>
       c.body.to === "+5511000000001" && ++slowCalls === 1
@@ -469,7 +469,7 @@ describe("one message never holds up its number", () => {
   });
 
   it("retries stop within the documented budget of attempts and time", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator(
       () =>
         new Response(JSON.stringify({ error: { code: 131016, message: "busy" } }), {
@@ -504,7 +504,7 @@ describe("one message never holds up its number", () => {
 
 describe("the pace holds at the operator", () => {
   it("the call's start time is taken when the request leaves, not before the claim: a slow claim never lets 3 calls into a second", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     for (let i = 0; i < 3; i++) {
       await sendOne(t.key, t.numberId, `55110000000${i}`, `m${i}`);
@@ -541,7 +541,7 @@ describe("the pace holds at the operator", () => {
 
 describe("the lifecycle follows the operator", () => {
   it("an operator failure after sent moves the message to failed, with the error and a message.status event", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.F1"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.F1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     expect(await message(t.key, jobId)).toMatchObject({ status: "sent" });
@@ -565,7 +565,7 @@ describe("the lifecycle follows the operator", () => {
   });
 
   it("earlier statuses sent to a settled message change nothing and announce nothing", async () => {
-    const t = await liveCloudNumber(() => accepted("wamid.S1"));
+    const t = await liveNumberOnEdge(() => accepted("wamid.S1"));
     const jobId = await sendOne(t.key, t.numberId);
     await drain(t.numberId);
     await report(t.phoneNumberId, { jobId, upstreamMessageId: "wamid.S1", status: "failed", errorCode: "131047" });
@@ -650,7 +650,7 @@ describe("sandbox delivery", () => {
 
 describe("orphans and stranded messages", () => {
   it("an entry the workspace never recorded is never sent and is dropped at its claim; the line behind it moves on", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     // What a send that died after its hand-off leaves behind.
     const orphan = newJobId(clock.now());
@@ -671,7 +671,7 @@ describe("orphans and stranded messages", () => {
   });
 
   it("a message recorded as queued but missing from its number's queue (the number restarted) is reloaded and sent", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator(() => accepted("wamid.RESCUED"));
     const jobId = await sendOne(t.key, t.numberId);
     await evictDurableObject(channelNumberStub(env, t.numberId));

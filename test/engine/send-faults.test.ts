@@ -5,7 +5,7 @@ import { api, expectError, json } from "../helpers/http";
 import { connectSandboxNumber, createTenant } from "../helpers/fixtures";
 import { holdObject, settleIo, testNumber, testWorkspace } from "../helpers/objects";
 import { send, textMessage, usedMessages } from "../helpers/send";
-import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "../helpers/operator";
+import { accepted, liveNumberTenant, connectLiveNumber, mockOperator } from "../helpers/operator";
 import { expectRuntimeLog } from "../helpers/runtime-log";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import { PACE_WINDOW_MS } from "../../src/durable-objects/channel-number/delivery-policy";
@@ -79,7 +79,7 @@ describe("faults between the steps of a send", () => {
   });
 
   it("the workspace object dies after the hand-off and before recording: the retry (another payload even) is one message, called once", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     const orphan = await handOffOnly(t, t.numberId);
     await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
@@ -123,7 +123,7 @@ describe("faults between the steps of a send", () => {
 
 describe("a retry after a failed commit sends the payload the customer sees, once", () => {
   it("the commit fails after the hand-off: a retry with another payload gets its own message, and the operator receives that text only", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     // A first send makes the records' table (a 6-hour slot); a second earlier: it does not share the next sends' window.
     expect((await send(t.key, "k0", textMessage(t.numberId, "zero"))).status).toBe(201);
@@ -159,8 +159,8 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
   });
 
   it("retried on another number, only that number sends: one message reaches the operator once", async () => {
-    const t = await cloudTenant();
-    const other = await connectCloudNumber(t.workspaceId);
+    const t = await liveNumberTenant();
+    const other = await connectLiveNumber(t.workspaceId);
     const calls = mockOperator((c) => accepted(`wamid.${c.url}.${c.body.text.body}`));
     const orphan = await handOffOnly(t, t.numberId);
     await evictDurableObject(workspaceStub(env, t.workspaceId)).catch(() => undefined);
@@ -179,7 +179,7 @@ describe("a retry after a failed commit sends the payload the customer sees, onc
   });
 
   it("a second hand-off under a jobId already queued changes nothing: one call, with the record's payload", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((c) => accepted(`wamid.${c.body.text.body}`));
     const res = await send(t.key, "k", textMessage(t.numberId, "one"));
     expect(res.status).toBe(201);

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "../helpers/http";
 import { send, textMessage } from "../helpers/send";
-import { cloudTenant, mockOperator } from "../helpers/operator";
+import { liveNumberTenant, mockOperator } from "../helpers/operator";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import { fakeClockPerTest } from "../helpers/clock";
 import { createTenant } from "../helpers/fixtures";
@@ -35,7 +35,7 @@ describe("unknown outcomes when events are packed (EVENT_PUBLISH_DELAY_MS > 0, a
     vars.UNKNOWN_OUTCOME_WINDOW_MS = "60000";
     try {
       // Objects created now read these vars in their constructors.
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       const calls = mockOperator(() => Promise.reject(new TypeError("Network connection lost.")));
       const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Hello", "5511999998888"));
       expect(res.status).toBe(201);

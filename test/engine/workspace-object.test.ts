@@ -20,7 +20,7 @@ import {
   type Tenant,
 } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
-import { accepted, cloudTenant, connectCloudNumber, mockOperator } from "../helpers/operator";
+import { accepted, liveNumberTenant, connectLiveNumber, mockOperator } from "../helpers/operator";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { eventOfMessage, queuedEvents, statusEventsOf } from "../helpers/events";
 import { crashObject, testWorkspace } from "../helpers/objects";
@@ -210,7 +210,7 @@ describe("late reports about a message already in history", () => {
   }
 
   it("a crash between the shard's write and the event's publication: the next instance announces it, once, with no retry from the operator", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator(() => accepted("wamid.HIST1"));
     clock.advance(600);
     const { jobId } = await json<{ jobId: string }>(
@@ -291,7 +291,7 @@ describe("inbound de-duplication", () => {
   it("an operator redelivery after the message moved to history records nothing new and announces nothing new", async () => {
     const workspaceId = await createWorkspace();
     const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     const t = { workspaceId };
     const item = {
       kind: "message",

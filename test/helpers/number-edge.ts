@@ -1,6 +1,6 @@
 import { vi } from "vitest";
 import { api, json } from "./http";
-import { cloudTenant, operatorMessagesUrl, type OperatorCall } from "./operator";
+import { liveNumberTenant, operatorMessagesUrl, type OperatorCall } from "./operator";
 import { answers, mockNetwork, type Network } from "./webhook-net";
 
 type Reply = (call: OperatorCall, index: number) => Response | Promise<Response>;
@@ -14,7 +14,7 @@ export interface DeliveredEvent {
 }
 
 /**
- * The network edge of a number's tests: the operator's Cloud API (its calls, answered by `reply`)
+ * The network edge of a number's tests: the operator's API (its calls, answered by `reply`)
  * and the customer's webhook receiver, both behind one fetch spy (webhook-net.ts: any other
  * request is recorded in `net.unhandled` and fails). `operator(phoneNumberId)` answers that number's
  * calls; `webhook(key, numberId)` configures a webhook for the number and returns what it received.
@@ -43,12 +43,12 @@ export function mockEdge(reply: Reply) {
 }
 
 /**
- * A live (Cloud API) number of a fresh pro workspace, whose operator answers `reply`, with a
+ * A live number of a fresh pro workspace, whose operator answers `reply`, with a
  * webhook of the customer's that records what it gets (`hook`).
  */
-export async function liveCloudNumber(reply: Reply) {
+export async function liveNumberOnEdge(reply: Reply) {
   const edge = mockEdge(reply);
-  const t = await cloudTenant();
+  const t = await liveNumberTenant();
   edge.operator(t.phoneNumberId);
   const hook = await edge.webhook(t.key, t.numberId);
   return { ...t, calls: edge.calls, hook, net: edge.net };

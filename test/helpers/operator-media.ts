@@ -47,7 +47,7 @@ export interface OperatorMedia {
 }
 
 /**
- * Serves one file as the operator's Cloud API does, at the network edge (`net`, whose spy fails any
+ * Serves one file as the operator's API does, at the network edge (`net`, whose spy fails any
  * other request): the lookup answers its metadata and a download URL, the download its bytes, both
  * only for `token`. `lookup(n)` may answer the n-th lookup otherwise (a fault), or hold it (a
  * promise the test settles); `size` overrides the size the metadata announces.

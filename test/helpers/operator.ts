@@ -38,7 +38,7 @@ export const operatorCallOf = async (req: Request): Promise<OperatorCall> => ({
 });
 
 /**
- * Mocks the operator's Cloud API at the network edge (./edge.ts), until vi.restoreAllMocks(). Any
+ * Mocks the operator's API at the network edge (./edge.ts), until vi.restoreAllMocks(). Any
  * other outbound request fails the test.
  */
 export function mockOperator(reply: Reply): OperatorCall[] {
@@ -88,7 +88,7 @@ export function operatorConfirmsNumber(
  * the admin call runs (every other request goes to what answers there: a test's own mockOperator
  * included).
  */
-export async function connectCloudNumber(
+export async function connectLiveNumber(
   workspaceId: string,
 ): Promise<{ numberId: string; phoneNumberId: string; token: string }> {
   const phoneNumberId = String(100000000000 + Math.floor(Math.random() * 899999999999));
@@ -103,15 +103,15 @@ export async function connectCloudNumber(
   } finally {
     confirming();
   }
-  if (res.status !== 201) throw new Error(`cloud number: ${res.status} ${await res.text()}`);
+  if (res.status !== 201) throw new Error(`live number: ${res.status} ${await res.text()}`);
   return { numberId: (await json<{ id: string }>(res)).id, phoneNumberId, token };
 }
 
-/** A pro workspace with an API key and one live Cloud API number (its connect-time check answered here). */
-export async function cloudTenant(opts: { monthlyMessageQuota?: number } = {}) {
+/** A pro workspace with an API key and one live number (its connect-time check answered here). */
+export async function liveNumberTenant(opts: { monthlyMessageQuota?: number } = {}) {
   const workspaceId = await createWorkspace({ plan: "pro", ...opts });
   const { key } = await createKey(workspaceId);
-  const number = await connectCloudNumber(workspaceId);
+  const number = await connectLiveNumber(workspaceId);
   return { workspaceId, key, ...number };
 }
 
@@ -232,7 +232,7 @@ export function fakeAccounts() {
 }
 
 /** The connect body of a live number of `account` (for `POST /channel-numbers` and the dashboard form). */
-export const cloudUpstream = (a: Pick<FakeAccount, "phoneNumberId" | "wabaId" | "token">) => ({
+export const liveConnectBody = (a: Pick<FakeAccount, "phoneNumberId" | "wabaId" | "token">) => ({
   type: "cloud" as const,
   phoneNumberId: a.phoneNumberId,
   wabaId: a.wabaId,

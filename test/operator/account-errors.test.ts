@@ -5,7 +5,7 @@ import { answerAtEdge } from "../helpers/edge";
 import { fakeClockPerTest } from "../helpers/clock";
 import { api, json } from "../helpers/http";
 import { send, textMessage } from "../helpers/send";
-import { cloudTenant, operatorError, type OperatorCall } from "../helpers/operator";
+import { liveNumberTenant, operatorError, type OperatorCall } from "../helpers/operator";
 import { accountFieldPayload, combined, postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { PACE_WINDOW_MS } from "../../src/durable-objects/channel-number/delivery-policy";
@@ -20,7 +20,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+type Tenant = Awaited<ReturnType<typeof liveNumberTenant>>;
 
 /**
  * The operator at the fetch edge: sends answered by `reply` (by default accepted, its id `wamid.<n>`, as
@@ -94,7 +94,7 @@ const failedReport = (t: Tenant, wamid: string, jobId: string, code: number, tit
 
 describe("an account-level failure reported by webhook pauses the number", () => {
   it("131031: the message fails, later sends wait queued (never called) until a probe goes through without another failure", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = acceptAll();
     const first = await sendOne(t, "5511900000001");
     await drainFor(t.numberId, 1);
@@ -160,7 +160,7 @@ describe("an account-level failure reported by webhook pauses the number", () =>
   });
 
   it("sends held by a webhook pause still fail with held_too_long 24 hours after their acceptance, never called", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     acceptAll();
     const first = await sendOne(t, "5511900000001");
     await drainFor(t.numberId, 1);
@@ -194,7 +194,7 @@ describe("an account-level failure reported by webhook pauses the number", () =>
       [299, "upstream_permission_denied"],
     ];
     for (const [code, ours] of cases) {
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       const calls = operator(() => operatorError(code === 33 ? 400 : 403, code, `(#${code}) refused`));
       const jobId = await sendOne(t, "5511900000001");
       await drainFor(t.numberId, 3);
@@ -211,7 +211,7 @@ describe("an account-level failure reported by webhook pauses the number", () =>
 
 describe("temporary errors reported by webhook", () => {
   it("131000, 131016 and 130429 fail the message with upstream_temporary_failure, retriable; the number keeps sending", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     acceptAll();
     for (const [i, code] of [131000, 131016, 130429].entries()) {
       const jobId = await sendOne(t, `551190000000${i}`);
@@ -228,7 +228,7 @@ describe("temporary errors reported by webhook", () => {
 
 describe("what the operator's webhooks say about a number beyond its messages", () => {
   it("a change of another field (standby) and a change's value.errors are shown on the number's health, never dropped; an account-level code in errors pauses", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator();
     const standby = accountFieldPayload("WABA", "standby", {
       messaging_product: "whatsapp",
@@ -296,7 +296,7 @@ describe("what the operator's webhooks say about a number beyond its messages", 
 
 describe("the number's dashboard page", () => {
   it("shows a webhook pause with its reason and next attempt, and the last operator notice", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     acceptAll();
     const first = await sendOne(t, "5511900000001");
     await drainFor(t.numberId, 1);
@@ -323,7 +323,7 @@ describe("the number's dashboard page", () => {
 
 describe("an operator item too large for the queue", () => {
   it("is not acknowledged when it could not be applied at once: 500, and the operator's retry applies it", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     acceptAll();
     const jobId = await sendOne(t, "5511900000001");
     await drainFor(t.numberId, 1);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, json } from "../helpers/http";
 import { createKey, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
-import { cloudUpstream, fakeAccounts, type FakeAccount } from "../helpers/operator";
+import { liveConnectBody, fakeAccounts, type FakeAccount } from "../helpers/operator";
 import { accountFieldPayload, postOperator } from "../helpers/operator-webhook";
 import { fakeClockPerTest } from "../helpers/clock";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
@@ -14,7 +14,7 @@ import { channelNumberStub } from "../../src/durable-objects/stubs";
 // `time` and `restriction_info[].expiration` Unix times; PARTNER_* events name the customer's
 // account in `waba_info.waba_id`). Each event reaches the health of the account's live numbers;
 // where the operator stops serving them, they pause, lose their verified binding, or are
-// disconnected (accountEffect in src/features/numbers/operator-updates.ts, applied by src/queue/upstream-events.ts).
+// disconnected (accountEffect in src/features/numbers/operator-updates.ts, applied by src/queue/operator-webhook-events.ts).
 
 const clock = fakeClockPerTest(Date.UTC(2049, 0, 1), (t) => t + 24 * 3_600_000);
 const accounts = fakeAccounts();
@@ -33,7 +33,7 @@ async function liveNumber(): Promise<{ a: FakeAccount; workspaceId: string; key:
   const a = accounts.account();
   const workspaceId = await createWorkspace({ plan: "pro" });
   const { key } = await createKey(workspaceId);
-  const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: cloudUpstream(a) } });
+  const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: liveConnectBody(a) } });
   expect(res.status, await res.clone().text()).toBe(201);
   return { a, workspaceId, key, numberId: (await json<{ id: string }>(res)).id };
 }

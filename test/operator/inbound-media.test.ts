@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api, expectError, json } from "../helpers/http";
 import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
-import { connectCloudNumber, operatorError } from "../helpers/operator";
+import { connectLiveNumber, operatorError } from "../helpers/operator";
 import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import {
   mediaDownloadUrl,
@@ -28,7 +28,7 @@ import { DAY_MS, utcDay } from "../../src/lib/job-id";
 // Images, audio, video, documents and stickers arrive as the operator's media id, valid 7 days and
 // readable only with the number's token. Each is copied to R2 on receipt (the `media-copies` queue,
 // its delays shortened by vitest.config.ts) and served by GET /messages/{id}/media. The operator's
-// Cloud API (media lookup, download) is faked at the network edge; every other request fails.
+// API (media lookup, download) is faked at the network edge; every other request fails.
 
 // A fresh stretch of days for each test, at 10:00 UTC.
 const clock = fakeClockPerTest(Date.UTC(2047, 4, 1, 10), (t) => (utcDay(t) + 40) * DAY_MS + 10 * 3_600_000);
@@ -43,7 +43,7 @@ type Live = { workspaceId: string; key: string; numberId: string; phoneNumberId:
 async function liveTenant(plan = "pro"): Promise<Live> {
   const workspaceId = await createWorkspace({ plan });
   const { key } = await createKey(workspaceId);
-  return { workspaceId, key, ...(await connectCloudNumber(workspaceId)) };
+  return { workspaceId, key, ...(await connectLiveNumber(workspaceId)) };
 }
 
 /** A plan of this test's own, with small media caps (plans are rows of D1, seeded by migrations). */

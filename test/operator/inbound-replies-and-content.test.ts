@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClockPerTest } from "../helpers/clock";
 import { api, json } from "../helpers/http";
 import { send } from "../helpers/send";
-import { cloudTenant, mockOperator, type OperatorCall } from "../helpers/operator";
+import { liveNumberTenant, mockOperator, type OperatorCall } from "../helpers/operator";
 import { eventsOfMessage, queuedEvents } from "../helpers/events";
 import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
@@ -20,7 +20,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+type Tenant = Awaited<ReturnType<typeof liveNumberTenant>>;
 
 const received = (queued: () => WebhookEvent[]) => queued().flatMap((e) => (e.type === "message.received" ? [e] : []));
 
@@ -65,7 +65,7 @@ async function inbound(
 
 describe("replies and reactions", () => {
   it("name the message they answer by our id (and the operator's), also a user's own earlier message; an unknown one keeps the operator's id only", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const jobId = await sent(t, { to: "5511912345678" }, "wamid.OUT1");
     const user = { from: "5511912345678" };
     const contact = { wa_id: "5511912345678", profile: { name: "Ana" } };
@@ -106,7 +106,7 @@ describe("replies and reactions", () => {
   });
 
   it("a removed reaction (the operator's emoji empty or left out) says so in the event and the record: removed, emoji null, the operator's part as sent", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const jobId = await sent(t, { to: "5511912345678" }, "wamid.OUT2");
     const user = { from: "5511912345678" };
     const events = await inbound(t, user, { wa_id: "5511912345678" }, [
@@ -129,7 +129,7 @@ describe("replies and reactions", () => {
   });
 
   it("a user known only by a user id: the reply finds the message sent to it with toUserId", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const jobId = await sent(t, { toUserId: "US.4444" }, "wamid.OUT.U");
     const [reply] = await inbound(t, { from: "", from_user_id: "US.4444" }, { user_id: "US.4444" }, [
       { type: "text", text: { body: "ok" }, context: { from: "15557770000", id: "wamid.OUT.U" } },
@@ -144,7 +144,7 @@ describe("replies and reactions", () => {
 
 describe("forwards and ad referrals", () => {
   it("say whether the message was forwarded, and which ad the user came from (fields left out are null)", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const events = await inbound(t, { from: "5511955556666" }, { wa_id: "5511955556666" }, [
       { type: "text", text: { body: "fwd" }, context: { forwarded: true } },
       { type: "text", text: { body: "fwd many" }, context: { frequently_forwarded: true } },
@@ -190,7 +190,7 @@ describe("forwards and ad referrals", () => {
 
 describe("content", () => {
   it("is an object for every type, as published: a shared contact card reads {contacts: [...]}", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const cards = [
       { name: { formatted_name: "Bia Lima", first_name: "Bia" }, phones: [{ phone: "+55 11 98888-7777" }] },
     ];

@@ -5,7 +5,7 @@ import { answerAtEdge } from "../helpers/edge";
 import { fakeClockPerTest } from "../helpers/clock";
 import { api, json } from "../helpers/http";
 import { send, textMessage } from "../helpers/send";
-import { cloudTenant, type OperatorCall } from "../helpers/operator";
+import { liveNumberTenant, type OperatorCall } from "../helpers/operator";
 import { queuedEvents, statusEventsOf } from "../helpers/events";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
@@ -22,7 +22,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+type Tenant = Awaited<ReturnType<typeof liveNumberTenant>>;
 
 /** The operator at the fetch edge: each send answered by `reply` (a thrown timeout: the answer is lost). */
 function operator(reply: (call: OperatorCall, index: number) => Response): OperatorCall[] {
@@ -73,7 +73,7 @@ const undeliverable = [{ code: 131026, title: "Message undeliverable.", error_da
 
 describe("a user on several devices: failed and delivered both reported", () => {
   it("failed first: the message stays failed with its error, records the delivery and announces it (status failed)", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator((_, i) => accepted(`wamid.${i}`));
     const jobId = await sendOne(t, "5511900000001");
     await drain(t.numberId);
@@ -128,7 +128,7 @@ describe("a user on several devices: failed and delivered both reported", () => 
   });
 
   it("delivered first: the message stays sent, and the later failure is ignored", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator((_, i) => accepted(`wamid.${i}`));
     const jobId = await sendOne(t, "5511900000001");
     await drain(t.numberId);
@@ -155,7 +155,7 @@ describe("a user on several devices: failed and delivered both reported", () => 
 
 describe("a timed-out send whose only report is a failure without our jobId", () => {
   it("is matched by its number, recipient and time: it fails with the operator's error and learns the operator's id", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = operator(timeout);
     const jobId = await sendOne(t, "5511900000001");
     await drain(t.numberId);
@@ -187,7 +187,7 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
   });
 
   it("the operator's own id for the recipient (learnt from an earlier answer) matches too", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     // A Brazilian mobile: sent with the ninth digit, known to the operator without it.
     let lost = false;
     operator((_, i) => (lost ? timeout() : accepted(`wamid.${i}`, "551199998888")));
@@ -211,7 +211,7 @@ describe("a timed-out send whose only report is a failure without our jobId", ()
   });
 
   it("is not matched when nothing tells which message it is about: two unknown outcomes to that recipient, another recipient, or a report older than the call", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator(timeout);
     const callAt = clock.now();
     const a = await sendOne(t, "5511900000001");
@@ -261,7 +261,7 @@ describe("a report without our jobId is routed by the operator's id of the messa
   }
 
   it("a late failure of a sent message: it fails with the operator's error, announced after sent", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const { jobId, queued } = await sentMessage(t);
     // Days later: the operator holds a message for an offline user for up to 30 days.
     clock.advance(20 * 24 * 3_600_000);
@@ -288,7 +288,7 @@ describe("a report without our jobId is routed by the operator's id of the messa
   });
 
   it("a delivery, then a read: each recorded and announced", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const { jobId, queued } = await sentMessage(t);
     const deliveredAt = clock.now();
     await report(t, {
@@ -316,7 +316,7 @@ describe("a report without our jobId is routed by the operator's id of the messa
   });
 
   it("after the workspace restarted, reports without our jobId are still routed: a retried sent changes nothing, the delivery that follows is announced", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const { jobId, queued } = await sentMessage(t);
     await crashObject(workspaceStub(env, t.workspaceId), "restart");
     // The sent event left before the restart (its obligation was stored with the change): the retry changes nothing.
@@ -335,7 +335,7 @@ describe("a report without our jobId is routed by the operator's id of the messa
   });
 
   it("through the operator's own id for the recipient (learnt from the send's answer)", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     // A Brazilian mobile: sent with the ninth digit, known to the operator without it.
     const { jobId } = await sentMessage(t, "5511999998888", "551199998888");
     await report(t, {
@@ -349,7 +349,7 @@ describe("a report without our jobId is routed by the operator's id of the messa
   });
 
   it("a report naming a message that is none of ours, or another recipient, changes nothing", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const { jobId, queued } = await sentMessage(t);
     // A message sent from the business's own app on the same number, to the same user.
     await report(t, {

@@ -12,8 +12,8 @@ import { createKey, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
 import { answerAtEdge } from "../helpers/edge";
 import {
-  cloudUpstream,
-  connectCloudNumber,
+  liveConnectBody,
+  connectLiveNumber,
   fakeAccounts,
   operatorConfirmsNumber,
   operatorError,
@@ -63,7 +63,7 @@ async function workspaceWithKey(name = "Acme") {
 /** Connects `a`'s number to a new workspace through the public API. */
 async function connected(a: FakeAccount, name = "Acme") {
   const w = await workspaceWithKey(name);
-  const res = await api("/channel-numbers", w.key, { method: "POST", json: { upstream: cloudUpstream(a) } });
+  const res = await api("/channel-numbers", w.key, { method: "POST", json: { upstream: liveConnectBody(a) } });
   expect(res.status, await res.clone().text()).toBe(201);
   const numberId = (await json<{ id: string }>(res)).id;
   live.push({ key: w.key, numberId });
@@ -150,7 +150,7 @@ describe("a refused token makes the number's binding unverified", () => {
 describe("the admin API's new credentials", () => {
   it("verify again the binding of a number connected without a business account", async () => {
     const w = await workspaceWithKey();
-    const n = await connectCloudNumber(w.workspaceId);
+    const n = await connectLiveNumber(w.workspaceId);
     // The operator now refuses the token the number was connected with.
     const numberPath = `${env.UPSTREAM_CLOUD_API_BASE_URL}/${env.UPSTREAM_CLOUD_API_VERSION}/${n.phoneNumberId}?`;
     answerAtEdge((input, init) => {
@@ -205,7 +205,7 @@ describe("taking over a number whose binding is unverified", () => {
     a.token = freshToken();
     // No refusal was seen yet: the connect asks the operator with the agency's token, which it refuses.
     const business = await workspaceWithKey("Business");
-    const res = await api("/channel-numbers", business.key, { method: "POST", json: { upstream: cloudUpstream(a) } });
+    const res = await api("/channel-numbers", business.key, { method: "POST", json: { upstream: liveConnectBody(a) } });
     expect(res.status, await res.clone().text()).toBe(201);
     const taken = await json<Detail>(res);
     live.push({ key: business.key, numberId: taken.id });
@@ -255,7 +255,7 @@ describe("taking over a number whose binding is unverified", () => {
     const junk = await expectError(
       await api("/channel-numbers", other.key, {
         method: "POST",
-        json: { upstream: { ...cloudUpstream(a), accessToken: "junk-token-000000000" } },
+        json: { upstream: { ...liveConnectBody(a), accessToken: "junk-token-000000000" } },
       }),
       400,
       "invalid_request",
@@ -266,7 +266,7 @@ describe("taking over a number whose binding is unverified", () => {
 
     // The number's own token (control proven): told it is connected, and nothing moves.
     const taken = await expectError(
-      await api("/channel-numbers", other.key, { method: "POST", json: { upstream: cloudUpstream(a) } }),
+      await api("/channel-numbers", other.key, { method: "POST", json: { upstream: liveConnectBody(a) } }),
       400,
       "invalid_request",
     );

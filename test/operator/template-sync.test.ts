@@ -5,7 +5,7 @@ import { fakeClockPerTest } from "../helpers/clock";
 import worker from "../../src/index";
 import { api, expectError, json } from "../helpers/http";
 import { createKey, createWorkspace } from "../helpers/fixtures";
-import { cloudUpstream, fakeOperatorAccount, type FakeAccount } from "../helpers/operator";
+import { liveConnectBody, fakeOperatorAccount, type FakeAccount } from "../helpers/operator";
 import { postOperator } from "../helpers/operator-webhook";
 import {
   apiV2,
@@ -17,7 +17,7 @@ import {
 } from "../helpers/operator-templates";
 import { CONNECT_PAGE_BUDGET, MAX_TEMPLATES_PER_ACCOUNT } from "../../src/features/templates/sync";
 import { TEMPLATE_PAGE_BUDGET_PER_RUN } from "../../src/scheduled/template-sync";
-import { TEMPLATE_PAGE_SIZE } from "../../src/upstream/operator-templates";
+import { TEMPLATE_PAGE_SIZE } from "../../src/operator/templates";
 
 // The templates of a live number's business account, kept in D1: synced page by page when the
 // number is connected and by the hourly cron (a page budget per run, resumed from the stored
@@ -53,7 +53,7 @@ async function liveTenant(templates: OperatorTemplateFixture[]) {
   const account: FakeAccount = fakeOperatorAccount();
   const listed = fakeTemplates(account, templates);
   fakes.push(account, listed);
-  const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: cloudUpstream(account) } });
+  const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: liveConnectBody(account) } });
   expect(res.status, await res.clone().text()).toBe(201);
   const t = { workspaceId, key, account, listed, numberId: (await json<{ id: string }>(res)).id };
   tenants.push(t);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClockPerTest } from "../helpers/clock";
 import { api, expectError, json } from "../helpers/http";
 import { send } from "../helpers/send";
-import { cloudTenant, mockOperator, operatorError, type OperatorCall } from "../helpers/operator";
+import { liveNumberTenant, mockOperator, operatorError, type OperatorCall } from "../helpers/operator";
 import { queuedEvents, statusEventsOf } from "../helpers/events";
 import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
@@ -20,7 +20,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+type Tenant = Awaited<ReturnType<typeof liveNumberTenant>>;
 
 const HOUR = 3_600_000;
 const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env, numberId));
@@ -55,7 +55,7 @@ const text = (id: string, sender: Record<string, unknown>, body = "Oi") => ({
 
 describe("senders known by a user id", () => {
   it("each is its own sender (from: null, fromUserId, profile), with a window of their own, whether `from` is empty or absent", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const queued = queuedEvents();
     // The operator's documents and mirrors disagree: an empty `from`, or none and the id only in contacts[].
     const ana = inboundPayload(
@@ -97,7 +97,7 @@ describe("senders known by a user id", () => {
   });
 
   it("a sender with a phone number and a user id: from is the number, fromUserId the id, and the id finds the number's window", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const queued = queuedEvents();
     const payload = inboundPayload(
       t.phoneNumberId,
@@ -118,7 +118,7 @@ describe("senders known by a user id", () => {
 
 describe("sending to a user id: toUserId", () => {
   it("goes to the operator as `recipient`; the record and its events carry toUserId (to: null); replays and conflicts as for `to`", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((call, i) => acceptedFor(call, `wamid.U${i}`));
     const queued = queuedEvents();
     const key = crypto.randomUUID();
@@ -148,7 +148,7 @@ describe("sending to a user id: toUserId", () => {
   });
 
   it("exactly one of to and toUserId: both, or neither, is a 400 naming them, and nothing is recorded or bound", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const key = crypto.randomUUID();
     const both = await expectError(
       await send(t.key, key, {
@@ -195,7 +195,7 @@ describe("sending to a user id: toUserId", () => {
   it("accepts every shape of user id the operator documents (a BSUID, a parent BSUID with ENT, 128 characters after the country), sent as given; other shapes are a 400 naming the field and its rule", async () => {
     // The operator's BSUID: an ISO 3166 alpha-2 country code, a dot, up to 128 letters and digits;
     // a parent BSUID (shared by linked business portfolios) has `ENT.` after the country.
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((call, i) => acceptedFor(call, `wamid.SHAPE${i}`));
     const documented = [
       "US.13491208655302741918",
@@ -235,7 +235,7 @@ describe("sending to a user id: toUserId", () => {
   });
 
   it("counts against the number's 2-per-second limit and leaves in acceptance order, like a phone number", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = mockOperator((call, i) => acceptedFor(call, `wamid.O${i}`));
     const first = await sendTo(t, { toUserId: "US.7" });
     const second = await sendTo(t, { toUserId: "US.7" });
@@ -253,7 +253,7 @@ describe("sending to a user id: toUserId", () => {
   });
 
   it("GET /messages?to= finds the sends to a user id, as to= finds those to a phone number", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator((call, i) => acceptedFor(call, `wamid.L${i}`));
     const toUser = await sendTo(t, { toUserId: "US.13491208655302741918" });
     clock.advance(1_100);
@@ -274,7 +274,7 @@ describe("sending to a user id: toUserId", () => {
   });
 
   it("the operator's 131062 (a user id is not accepted for this message) fails it with user_id_recipient_not_supported", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     mockOperator(() =>
       operatorError(400, 131062, "(#131062) Business-scoped User ID recipients are not supported for this message."),
     );
@@ -290,7 +290,7 @@ describe("sending to a user id: toUserId", () => {
 
 describe("identity changes (system messages)", () => {
   it("user_changed_user_id: shown as a system message, opens no window, and a later send to the old id reaches the new one", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const queued = queuedEvents();
     const change = inboundPayload(
       t.phoneNumberId,
@@ -339,7 +339,7 @@ describe("identity changes (system messages)", () => {
   });
 
   it("a change reported late (the operator's retry) does not undo a newer one: a send to the old id goes to the newest", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const queued = queuedEvents();
     const changed = (id: string, at: number, to: string) =>
       inboundPayload(
@@ -371,7 +371,7 @@ describe("identity changes (system messages)", () => {
   });
 
   it("user_changed_number: no window opens for the user, and sends to the old number and old user id go to the new ones", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const queued = queuedEvents();
     const change = inboundPayload(
       t.phoneNumberId,

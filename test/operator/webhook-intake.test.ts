@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { api, call, expectError, json } from "../helpers/http";
 import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
-import { accepted, connectCloudNumber, mockOperator, operatorError } from "../helpers/operator";
+import { accepted, connectLiveNumber, mockOperator, operatorError } from "../helpers/operator";
 import { mediaLookupUrl } from "../helpers/operator-media";
 import { mockNetwork } from "../helpers/webhook-net";
 import { toMessageView } from "../../src/messages/record";
@@ -33,11 +33,11 @@ beforeEach(() => {
 });
 afterEach(() => vi.restoreAllMocks());
 
-/** A cloud number with one message already sent (upstream id wamid.S1). */
+/** A live number with one message already sent (operator's id wamid.S1). */
 async function sentMessage() {
   const workspaceId = await createWorkspace();
   const { key } = await createKey(workspaceId);
-  const number = await connectCloudNumber(workspaceId);
+  const number = await connectLiveNumber(workspaceId);
   mockOperator(() => accepted("wamid.S1"));
   const res = await send(key, crypto.randomUUID(), textMessage(number.numberId));
   const { jobId } = await json<{ jobId: string }>(res);
@@ -244,7 +244,7 @@ describe("operator statuses", () => {
   it("a failed report fails a message that was still processing, with the normalized code", async () => {
     const workspaceId = await createWorkspace();
     const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     mockOperator(() => {
       throw new DOMException("timed out", "TimeoutError");
     });
@@ -327,7 +327,7 @@ describe("inbound messages", () => {
   it("an inbound text becomes one message.received event with the sender and text, and opens the window", async () => {
     const workspaceId = await createWorkspace();
     const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     const queued = queuedEvents();
     const payload = inboundPayload(number.phoneNumberId, [
       {
@@ -372,7 +372,7 @@ describe("inbound messages", () => {
 
   it("other inbound types are forwarded with their type and content", async () => {
     const workspaceId = await createWorkspace();
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     // The image's copy asks the operator for its media id, unknown there (test/operator/inbound-media.test.ts copies them).
     const net = mockNetwork();
     net.receivers.set(mediaLookupUrl("media-1"), () => operatorError(400, 100, "Object with ID does not exist"));
@@ -479,12 +479,12 @@ describe("operator payloads as they really come", () => {
     const message = lines.find((l) => l.includes("operator message not understood"));
     expect(JSON.parse(message!)).toMatchObject({
       phoneNumberId: m.phoneNumberId,
-      upstreamId: "wamid.BAD",
+      operatorId: "wamid.BAD",
       type: null,
       issues: "type:invalid_type",
     });
     const status = lines.find((l) => l.includes("operator status not understood"));
-    expect(JSON.parse(status!)).toMatchObject({ upstreamId: "wamid.S1", issues: "status:invalid_type" });
+    expect(JSON.parse(status!)).toMatchObject({ operatorId: "wamid.S1", issues: "status:invalid_type" });
     const parts = lines.find((l) => l.includes("operator payload parts not understood"));
     expect(JSON.parse(parts!)).toMatchObject({ entries: 0, changes: 1, values: 0, withoutNumber: 1, wabaIds: "WABA7" });
     for (const line of lines) {
@@ -527,11 +527,11 @@ describe("sandbox inbound injection", () => {
       400,
       "invalid_request",
     );
-    const cloud = await connectCloudNumber(t.workspaceId);
+    const live = await connectLiveNumber(t.workspaceId);
     await expectError(
       await api("/sandbox/inbound", t.key, {
         method: "POST",
-        json: { channelNumberId: cloud.numberId, from: "5511977776666", text: { body: "x" } },
+        json: { channelNumberId: live.numberId, from: "5511977776666", text: { body: "x" } },
       }),
       403,
       "forbidden",

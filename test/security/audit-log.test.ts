@@ -7,7 +7,7 @@ import { purgeOldAudit } from "../../src/scheduled/audit-retention";
 import { admin, api, json } from "../helpers/http";
 import { createTenant, createWorkspace, TEST_CONTACT } from "../helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "../helpers/dashboard";
-import { cloudUpstream, connectCloudNumber, fakeOperatorAccount, operatorConfirmsNumber } from "../helpers/operator";
+import { liveConnectBody, connectLiveNumber, fakeOperatorAccount, operatorConfirmsNumber } from "../helpers/operator";
 import { mockNetworkPerTest } from "../helpers/webhook-net";
 import { world, type World } from "../helpers/world";
 
@@ -174,7 +174,7 @@ const DASHBOARD: Record<string, Walk> = {
     run: async (w) => {
       const account = fakeOperatorAccount();
       try {
-        const u = cloudUpstream(account);
+        const u = liveConnectBody(account);
         const connected = await post(w.owner.browser, "/dashboard/numbers", {
           type: "cloud",
           phoneNumberId: u.phoneNumberId,
@@ -313,7 +313,7 @@ const API: Record<string, Walk | { exempt: string }> = {
       try {
         const connected = await apiCall("/channel-numbers", w.tenant.key, {
           method: "POST",
-          json: { upstream: cloudUpstream(account) },
+          json: { upstream: liveConnectBody(account) },
         });
         const { id } = await json<{ id: string }>(connected);
         const res = await apiCall(`/channel-numbers/${id}`, w.tenant.key, {
@@ -423,7 +423,7 @@ const ADMIN: Record<string, Walk | { exempt: string }> = {
   "PUT /admin/v1/channel-numbers/:numberId/credentials": {
     action: "channel_number.credentials_replaced",
     run: async (w) => {
-      const { numberId, phoneNumberId } = await connectCloudNumber(w.tenant.workspaceId);
+      const { numberId, phoneNumberId } = await connectLiveNumber(w.tenant.workspaceId);
       // The operator confirms the new token controls the number (answered at the network edge).
       const confirming = operatorConfirmsNumber(phoneNumberId, { displayPhoneNumber: "+1 555" });
       try {

@@ -4,7 +4,7 @@ import { admin, api, call, expectError, json } from "../helpers/http";
 import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
 import { html, signedInMember, type Member } from "../helpers/dashboard";
 import { send, textMessage } from "../helpers/send";
-import { cloudUpstream, fakeAccounts } from "../helpers/operator";
+import { liveConnectBody, fakeAccounts } from "../helpers/operator";
 import { app } from "../../src/app";
 
 type Role = "owner" | "developer" | "viewer";
@@ -144,7 +144,10 @@ describe("a key never does what its maker cannot", () => {
     const a = accounts.account();
     const workspaceId = await createWorkspace();
     const { key: ownerKey } = await createKey(workspaceId);
-    const connected = await api("/channel-numbers", ownerKey, { method: "POST", json: { upstream: cloudUpstream(a) } });
+    const connected = await api("/channel-numbers", ownerKey, {
+      method: "POST",
+      json: { upstream: liveConnectBody(a) },
+    });
     expect(connected.status).toBe(201);
     const numberId = (await json<{ id: string }>(connected)).id;
     const dev = await signedInMember(workspaceId, "developer");

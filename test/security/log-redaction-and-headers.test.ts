@@ -1,7 +1,7 @@
 import { expectRuntimeLog } from "../helpers/runtime-log";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_OPERATOR_PAYLOAD_BYTES } from "../../src/routes/upstream-webhook";
+import { MAX_OPERATOR_PAYLOAD_BYTES } from "../../src/routes/operator-webhook";
 import { app } from "../../src/app";
 import { REDACTED_PARAMS } from "../../src/middleware/request-id";
 import { hmacSha256, toBase64Url, toHex } from "../../src/lib/crypto";

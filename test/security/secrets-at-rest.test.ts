@@ -4,11 +4,11 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { fromBase64, randomBytes, sha256Hex, toBase64 } from "../../src/lib/crypto";
-import { openUpstreamCredentials, openWebhookSecret } from "../../src/lib/sealed-secrets";
+import { openOperatorCredentials, openWebhookSecret } from "../../src/lib/sealed-secrets";
 import { open } from "../../src/lib/secret-box";
 import { BASE, admin, api, json } from "../helpers/http";
 import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
-import { accepted, connectCloudNumber, mockOperator } from "../helpers/operator";
+import { accepted, connectLiveNumber, mockOperator } from "../helpers/operator";
 import { answers, mockNetwork } from "../helpers/webhook-net";
 import { send, textMessage } from "../helpers/send";
 import { fakeClock } from "../helpers/clock";
@@ -77,16 +77,16 @@ describe("what D1 holds", () => {
 
   it("an operator token only sealed (v2, current key), bound to its number", async () => {
     const workspaceId = await createWorkspace();
-    const { numberId, token } = await connectCloudNumber(workspaceId);
-    const other = await connectCloudNumber(workspaceId);
+    const { numberId, token } = await connectLiveNumber(workspaceId);
+    const other = await connectLiveNumber(workspaceId);
     const row = (await numberRow(numberId))!;
     expect(row.upstream_credentials).toMatch(/^v2\.[0-9a-f]{16}\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/);
     expect(row.upstream_credentials).not.toContain(token);
     expect(row.upstream_credentials).not.toContain(btoa(token).slice(0, 16));
-    expect(await openUpstreamCredentials(env, row)).toEqual({ accessToken: token });
+    expect(await openOperatorCredentials(env, row)).toEqual({ accessToken: token });
     // Copied into another number's row, or read for another purpose, it does not open.
     await expect(
-      openUpstreamCredentials(env, { id: other.numberId, upstream_credentials: row.upstream_credentials }),
+      openOperatorCredentials(env, { id: other.numberId, upstream_credentials: row.upstream_credentials }),
     ).rejects.toThrow();
     await expect(open(env, "webhook-secret", numberId, row.upstream_credentials)).rejects.toThrow();
   });
@@ -130,7 +130,7 @@ describe("values sealed before rotation existed (v1) keep working, and re-seal t
     fakeClock(Date.UTC(2043, 0, 1));
     const workspaceId = await createWorkspace();
     const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     await env.DB.prepare("UPDATE channel_numbers SET upstream_credentials = ? WHERE id = ?")
       .bind(await sealV1(KEY_1, JSON.stringify({ accessToken: "EAAG-legacy-v1-token" })), number.numberId)
       .run();
@@ -164,7 +164,7 @@ describe("key rotation", () => {
   it("the new key seals, the old key still opens, re-sealing moves every value to the new key, then the old key can go", async () => {
     const w = await withWebhook();
     const workspaceId = await createWorkspace();
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     const rotating = { CREDENTIALS_ENCRYPTION_KEY: KEY_2, CREDENTIALS_ENCRYPTION_KEYS_OLD: ` ${KEY_1} ` };
     try {
       // Before re-sealing: values under KEY_1 open with the rotating ring.
@@ -182,7 +182,7 @@ describe("key rotation", () => {
 
       const keyTwoOnly = { CREDENTIALS_ENCRYPTION_KEY: KEY_2 };
       expect(await openWebhookSecret(keyTwoOnly, (await webhookRow(w.id))!)).toBe(w.secret);
-      expect(await openUpstreamCredentials(keyTwoOnly, (await numberRow(number.numberId))!)).toEqual({
+      expect(await openOperatorCredentials(keyTwoOnly, (await numberRow(number.numberId))!)).toEqual({
         accessToken: number.token,
       });
       await expect(

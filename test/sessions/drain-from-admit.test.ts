@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createKey, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
-import { accepted, connectCloudNumber, mockOperator } from "../helpers/operator";
+import { accepted, connectLiveNumber, mockOperator } from "../helpers/operator";
 import { api, json } from "../helpers/http";
 import { fakeClock } from "../helpers/clock";
 import { testNumber } from "../helpers/objects";
@@ -22,7 +22,7 @@ describe("a send to a number with sessions in memory", () => {
     const start = Date.UTC(2045, 0, 1) + Math.floor(Math.random() * 1e9);
     const workspaceId = await createWorkspace({ plan: "pro" });
     const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     const jobIds: string[] = [];
     for (let i = 0; i < 3; i++) {
       clock.set(start + i * 600);

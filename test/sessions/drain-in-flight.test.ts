@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createKey, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
-import { accepted, connectCloudNumber, mockOperator } from "../helpers/operator";
+import { accepted, connectLiveNumber, mockOperator } from "../helpers/operator";
 import { api, json } from "../helpers/http";
 import { fakeClock } from "../helpers/clock";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
@@ -33,7 +33,7 @@ describe("calls waiting on the operator", () => {
     const start = Date.UTC(2043, 0, 1) + Math.floor(Math.random() * 1e9);
     const workspaceId = await createWorkspace({ plan: "pro" });
     const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     const total = MAX_CALLS_IN_FLIGHT + 2;
     // 2 per second, as the number accepts them, each to its own recipient (no pair pace).
     const jobIds: string[] = [];

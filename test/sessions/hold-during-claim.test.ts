@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createKey, createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
-import { connectCloudNumber, mockOperator, operatorError } from "../helpers/operator";
+import { connectLiveNumber, mockOperator, operatorError } from "../helpers/operator";
 import { json } from "../helpers/http";
 import { fakeClock } from "../helpers/clock";
 import { holdObject, testNumber, testWorkspace } from "../helpers/objects";
@@ -29,7 +29,7 @@ describe("a hold that begins while a claim is on its way", () => {
     const start = Date.UTC(2044, 0, 1) + Math.floor(Math.random() * 1e9);
     const workspaceId = await createWorkspace({ plan: "pro" });
     const { key } = await createKey(workspaceId);
-    const number = await connectCloudNumber(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
     const jobIds: string[] = [];
     for (let i = 0; i < 2; i++) {
       clock.set(start + i * 600);

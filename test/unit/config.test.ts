@@ -28,7 +28,7 @@ describe("config", () => {
   it("parses wrangler.toml's vars into typed values", () => {
     expect(parseConfig(base)).toEqual({
       apiKeyPrefix: "msg_",
-      upstream: {
+      operator: {
         baseUrl: "https://graph.facebook.com",
         version: "v26.0",
         messagingProduct: "whatsapp",
@@ -67,8 +67,8 @@ describe("config", () => {
       DEV_OBJECT_RESTARTS: "true",
       DEV_EVENT_TAP_URL: "http://127.0.0.1:8923/tap",
     });
-    expect(c.upstream.stampCalls).toBe(true);
-    expect(c.upstream.mediaHosts).toEqual(["lookaside.fbsbx.com", "media.example.net"]);
+    expect(c.operator.stampCalls).toBe(true);
+    expect(c.operator.mediaHosts).toEqual(["lookaside.fbsbx.com", "media.example.net"]);
     expect(c.dev).toEqual({ objectRestarts: true, eventTapUrl: "http://127.0.0.1:8923/tap" });
     expect(c.webhooks.allowInsecureUrls).toBe(true);
     expect(c.serverTiming).toBe(true);
@@ -87,7 +87,7 @@ describe("config", () => {
       DRAIN_SESSION_MS: undefined,
       SERVER_TIMING: undefined,
     });
-    expect(c.upstream.timeoutMs).toBe(15_000);
+    expect(c.operator.timeoutMs).toBe(15_000);
     expect(c.webhooks.timeoutMs).toBe(10_000);
     expect(c.drainSessionMs).toBe(0);
     expect(c.serverTiming).toBe(false);

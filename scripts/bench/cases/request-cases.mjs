@@ -141,7 +141,7 @@ export async function runRequestCases(ctx, { workspaces, targets, adminToken }) 
   const { settled, ms: settleMs } = await ctx.phase("(b) delivery", () => settle(ctx, accepted));
   ctx.say(
     settled
-      ? `(b)'s ${accepted.length} sends were delivered upstream (sandbox) ${(settleMs / 1000).toFixed(1)} s after their release`
+      ? `(b)'s ${accepted.length} sends were delivered to the operator (sandbox) ${(settleMs / 1000).toFixed(1)} s after their release`
       : `(b)'s sends were not all delivered after ${SETTLE_LIMIT_MS / 1000} s; measuring anyway`,
   );
 

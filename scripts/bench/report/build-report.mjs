@@ -192,7 +192,7 @@ export function buildReport({
     `- (c) replays the ${f0(accepted.length)} accepted (key, body) pairs of (b) in the same order; a replay is answered before any limit is`,
     "  checked. (d) reads the same jobIds.",
     "- (a) ran before any send, on a quiet runtime. After the warm-up sends and after (b) the bench waited until a sample of those",
-    "  sends had been delivered (sandbox upstream), so that their delivery did not overlap the next case: warm-up " +
+    "  sends had been delivered (sandbox operator), so that their delivery did not overlap the next case: warm-up " +
       (warmSettle.settled ? `${f1(warmSettle.ms / 1000)} s` : `not reached within ${SETTLE_LIMIT_MS / 1000} s`) +
       ", (b) " +
       (settled ? `${f1(settleMs / 1000)} s.` : `not reached within ${SETTLE_LIMIT_MS / 1000} s.`),

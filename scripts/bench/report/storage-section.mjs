@@ -69,7 +69,7 @@ export function storageSection(st, seed) {
     "object (the file is in WAL mode): page count × page size, which is what `ctx.storage.sql.databaseSize` reports, and the bytes",
     "of each table and index (`dbstat`).",
     `Before: after one send to each number, all sent, their events delivered and logged. After: ${f0(sends)} more accepted sends`,
-    `(${BODY_CHARS}-character bodies, ${f0(st.rps)}/s round-robin over the numbers), all called by the sandbox upstream, their events`,
+    `(${BODY_CHARS}-character bodies, ${f0(st.rps)}/s round-robin over the numbers), all called by the sandbox operator, their events`,
     `delivered to the receiver and every delivery logged (${f1(st.deliveryMs / 1000)} s after the last send, the last change; the receiver took ${f0(st.deliveries)} deliveries`,
     `of ${f0(st.eventIds)} distinct events in the whole case). Records live in 6-hour slot tables \`m_<slot>\` (${after.slotTables} table(s) at the end),`,
     `the delivery log in day tables \`d_<day>\` (${after.deliveryTables}), one row per number per report of the webhook consumer.`,
@@ -98,7 +98,7 @@ export function storageSection(st, seed) {
     "  failing endpoint logs one attempt per try.",
     "- `_work` holds a record only while its number has work for it (`pending = 1`): empty once every message is settled, as",
     "  here; `_failed` only failed records (all of them here).",
-    "- These messages carry the sandbox's upstream id (`sandbox.` and the jobId, 44 characters) and no delivery or read time. The",
+    "- These messages carry the sandbox's message id (`sandbox.` and the jobId, 44 characters) and no delivery or read time. The",
     `  ${f0(seed.count)} records seeded for the next section carry the operator's ids (55 characters) and a mix of delivered, read, failed and`,
     `  inbound messages: the slot tables hold **${f0(seededPerRecord)} B per record** over them (${pct(
       seededPerRecord / BUDGET_BYTES_PER_ROW.record - 1,

@@ -139,7 +139,7 @@ function Media({ m, media }: { m: InboundMessage; media: NonNullable<InboundMess
 const formatBytes = (n: number): string =>
   n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`;
 
-function UpstreamError({ m }: { m: OutboundMessage }) {
+function OperatorError({ m }: { m: OutboundMessage }) {
   if (!m.error) return null;
   return (
     <section class="card" aria-labelledby="error-heading">
@@ -239,7 +239,7 @@ export const messagePage = new Hono<DashboardEnv>()
             not have reached it. It is never sent again; the operator's status report settles it.
           </p>
         ) : null}
-        {m.direction === "outbound" ? <UpstreamError m={m} /> : null}
+        {m.direction === "outbound" ? <OperatorError m={m} /> : null}
         <section aria-labelledby="content-heading">
           <h2 id="content-heading">Content</h2>
           <Content m={m} />

@@ -1,4 +1,4 @@
-import type { SendResult } from "../../upstream/adapter";
+import type { SendResult } from "../../operator/adapter";
 
 /**
  * Calls of one number waiting on the operator at once. Cloudflare lets one invocation wait on at
@@ -33,7 +33,7 @@ export function nextCallAt(recentCalls: readonly number[], at: number): number {
 
 /**
  * Retries of calls that certainly did not reach the operator (see
- * upstream/error-codes.ts for the classification). Delays grow with each
+ * operator/error-codes.ts for the classification). Delays grow with each
  * attempt, honour the operator's Retry-After, and are capped; the whole run is
  * bounded by attempts and by time, after which the message fails with
  * `upstream_retries_exhausted`. A message waiting on a retry never holds up
@@ -94,5 +94,5 @@ export const UNKNOWN_OUTCOME_WINDOW_MS = 7 * 24 * 60 * 60_000;
  */
 export const HELD_BOUND_MS = 24 * 60 * 60_000;
 
-/** Finished entries are kept this long (operator statuses match them by upstream id), then purged. */
+/** Finished entries are kept this long (operator statuses match them by the operator's id), then purged. */
 export const KEEP_FINISHED_MS = 8 * 24 * 60 * 60_000;

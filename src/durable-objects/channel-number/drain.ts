@@ -4,9 +4,9 @@ import { refusesToken } from "../../domain/number-binding";
 import { tokenRefused } from "../../db/channel-numbers";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import type { SendResult, UpstreamAdapter } from "../../upstream/adapter";
-import { adapterFor } from "../../upstream/adapter-for";
-import { OWN_ERRORS, pairRateDelayMs } from "../../upstream/error-codes";
+import type { SendResult, OperatorAdapter } from "../../operator/adapter";
+import { adapterFor } from "../../operator/adapter-for";
+import { OWN_ERRORS, pairRateDelayMs } from "../../operator/error-codes";
 import { workspaceStub } from "../stubs";
 import type { ClaimPayload } from "../workspace/contract";
 import type { StatusResult, StatusUpdate } from "../../messages/status";
@@ -299,7 +299,7 @@ export class Drain {
     }
   }
 
-  private async call(adapter: UpstreamAdapter, e: Entry, attempt: number, payload: ClaimPayload): Promise<void> {
+  private async call(adapter: OperatorAdapter, e: Entry, attempt: number, payload: ClaimPayload): Promise<void> {
     let result: SendResult;
     try {
       // A recipient who changed number or user id since (the operator told us) is reached at the new one.
@@ -311,7 +311,7 @@ export class Drain {
           ? { kind: "permanent", error: OWN_ERRORS.unreadableTemplate() }
           : await adapter.send({ jobId: e.jobId, to, body: payload.body, attempt, ...(template ? { template } : {}) });
     } catch (err) {
-      log("error", "upstream adapter threw", { jobId: e.jobId, error: String(err) });
+      log("error", "operator adapter threw", { jobId: e.jobId, error: String(err) });
       result = { kind: "unknown", message: "The adapter failed during the call." };
     }
     try {
@@ -319,7 +319,7 @@ export class Drain {
     } catch (err) {
       // The answer is lost: the record still says "claimed, not answered", so the next claim finds
       // it claimed before and its outcome is reported unknown; it is never sent twice.
-      log("error", "settling an upstream call failed", { jobId: e.jobId, error: String(err) });
+      log("error", "settling an operator call failed", { jobId: e.jobId, error: String(err) });
       e.state = "queued";
     }
   }
@@ -378,7 +378,7 @@ export class Drain {
             at: t,
             attempt,
             status: "failed",
-            error: OWN_ERRORS.retriesExhausted(result.upstreamCode ?? result.message),
+            error: OWN_ERRORS.retriesExhausted(result.operatorCode ?? result.message),
           });
           return;
         }
@@ -391,7 +391,7 @@ export class Drain {
         return;
       }
       case "unknown":
-        log("warn", "upstream outcome unknown; waiting for the operator's status", {
+        log("warn", "operator outcome unknown; waiting for the operator's status", {
           jobId: e.jobId,
           reason: result.message,
         });

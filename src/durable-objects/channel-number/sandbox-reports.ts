@@ -1,4 +1,4 @@
-import type { SimulatedStatus } from "../../upstream/adapter";
+import type { SimulatedStatus } from "../../operator/adapter";
 import type { OperatorStatus } from "../../messages/status";
 import type { NumberStorage } from "./number-storage";
 

@@ -16,7 +16,7 @@ export const LINK_LOOKUP_MS = 7 * DAY_MS;
 export const STATUS_LOOKUP_MS = 31 * DAY_MS;
 
 /**
- * Our id of the message the operator calls `upstreamId`, among the records exchanged with one of
+ * Our id of the message the operator calls `operatorId`, among the records exchanged with one of
  * `counterparts` (the sender's phone number and user id) in the `withinMs` before `at` (a reply or
  * a reaction: LINK_LOOKUP_MS), newest slot first. A reply, a reaction or a status report is about a
  * message of one conversation, so the counterpart index of a slot table (`_to`: recipient, id; a
@@ -25,11 +25,11 @@ export const STATUS_LOOKUP_MS = 31 * DAY_MS;
  * has a table (that conversation's records). Records already moved to history (a workspace over
  * its storage budget) or older are not found.
  */
-export function findByUpstreamId(
+export function findByOperatorId(
   tables: SlotTables,
   sql: SqlStorage,
   counterparts: readonly string[],
-  upstreamId: string,
+  operatorId: string,
   at: number,
   withinMs: number = LINK_LOOKUP_MS,
 ): string | null {
@@ -41,7 +41,7 @@ export function findByUpstreamId(
         .exec<{ id: string }>(
           `SELECT id FROM ${t}${tables.hasIndexes(slot) ? ` INDEXED BY ${t}_to` : ""} WHERE recipient = ? AND upstream_message_id = ? LIMIT 1`,
           who,
-          upstreamId,
+          operatorId,
         )
         .toArray()[0];
       if (row) return row.id;
@@ -64,7 +64,7 @@ export function resolveLinks(
   if (!replyTo && !reaction) return details;
   const userId = userIdOf(details);
   const counterparts = userId !== undefined && userId !== m.from ? [m.from, userId] : [m.from];
-  const find = (upstreamId: string) => findByUpstreamId(tables, sql, counterparts, upstreamId, m.at);
+  const find = (operatorId: string) => findByOperatorId(tables, sql, counterparts, operatorId, m.at);
   const out: Record<string, unknown> = { ...details };
   if (replyTo) out.replyTo = { ...replyTo, messageId: replyTo.messageId ?? find(replyTo.upstreamMessageId) };
   if (reaction) out.reaction = { ...reaction, messageId: reaction.messageId ?? find(reaction.upstreamMessageId) };

@@ -20,7 +20,7 @@ import { changesOf, eventOf } from "./message-events";
 import type { EventPublisher } from "./publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "../../messages/record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
-import { findByUpstreamId, resolveLinks, STATUS_LOOKUP_MS } from "./message-links";
+import { findByOperatorId, resolveLinks, STATUS_LOOKUP_MS } from "./message-links";
 import { appendChanges, applyTransition } from "./status-transition";
 import type { Tiers } from "./tiers";
 import { forgetUnknown, matchUnknown, noteUnknown } from "./unknown-outcomes";
@@ -302,7 +302,7 @@ export class StatusLedger {
     const taken = new Set<string>();
     const t = now();
     return reports.map((r) => {
-      const known = findByUpstreamId(
+      const known = findByOperatorId(
         this.tiers.tables,
         this.w.sql,
         r.recipients,

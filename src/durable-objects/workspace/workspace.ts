@@ -5,7 +5,7 @@ import { config } from "../../config";
 import { now } from "../../lib/clock";
 import { utcDay } from "../../lib/job-id";
 import { parseEventId, type WebhookEvent, type WebhookQueueMessage } from "../../messages/events";
-import { OWN_ERRORS } from "../../upstream/error-codes";
+import { OWN_ERRORS } from "../../operator/error-codes";
 import { Scheduler, withSlack } from "../shared/scheduler";
 import { nextMovedKeyExpiry, purgeMovedKeys } from "./moved-keys";
 import { getMeta, setMeta } from "../shared/meta";

@@ -3,7 +3,7 @@ import { errorResponses, jsonContent, newRouter } from "../../lib/openapi";
 import {
   countConnected,
   disconnectNumber,
-  findConnectedByUpstreamId,
+  findConnectedByOperatorId,
   insertChannelNumberWithinPlan,
   getNumberById,
   listAllNumbers,
@@ -16,14 +16,14 @@ import {
 import { ApiError, foundOr404, notFound } from "../../lib/errors";
 import { requireWorkspace } from "../../routes/admin/require-workspace";
 import { isoNow } from "../../lib/clock";
-import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
+import { sealOperatorCredentials } from "../../lib/sealed-secrets";
 import { findByUuid } from "../../lib/job-id";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { jsonBody } from "../../middleware/json-body";
 import { auditAdmin } from "../audit/api-audit";
-import { verifyCloudNumber } from "./verify-cloud-number";
+import { verifyLiveNumber } from "./verify-live-number";
 import { syncOnConnect } from "../templates/sync";
-import { verifyAndSubscribe } from "../../upstream/operator-account";
+import { verifyAndSubscribe } from "../../operator/account";
 import { operatorError } from "../../routes/operator-refusal";
 
 const AccessToken = z.string().min(16).max(4096).openapi({ description: "Stored encrypted; never returned." });
@@ -37,7 +37,8 @@ const WabaId = z
       "and subscribe the app to its webhooks, as the public API's connect does; the number can then send templates (API v2).",
   });
 
-const Upstream = z.discriminatedUnion("type", [
+// The body field `upstream` is the admin API's contract; inside the code it is the number's operator connection.
+const OperatorConnection = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("sandbox") }),
   z.strictObject({
     type: z.literal("cloud"),
@@ -53,7 +54,7 @@ const ConnectNumber = z.strictObject({
   displayPhoneNumber: z
     .string()
     .regex(/^\+?\d{4,32}$/, { error: "displayPhoneNumber must be digits, optionally with a leading '+'." }),
-  upstream: Upstream,
+  upstream: OperatorConnection,
 });
 
 const AdminNumber = z
@@ -174,7 +175,7 @@ export const adminChannelNumberRoutes = newRouter()
         },
       );
     const id = crypto.randomUUID();
-    let upstreamId: string | null = null;
+    let operatorId: string | null = null;
     let credentials: string | null = null;
     let account: Pick<ChannelNumberRow, "waba_id" | keyof StoredProfile | "operator_checked_at"> = {
       waba_id: null,
@@ -187,19 +188,19 @@ export const adminChannelNumberRoutes = newRouter()
       const { phoneNumberId, wabaId, accessToken } = body.upstream;
       // Fast refusals before the operator is called; the insert below is the guarantee of both rules.
       if ((await countConnected(c.env.DB, workspaceId)) >= workspace.max_numbers) throw planLimit();
-      if (await findConnectedByUpstreamId(c.env.DB, phoneNumberId)) throw alreadyConnected();
+      if (await findConnectedByOperatorId(c.env.DB, phoneNumberId)) throw alreadyConnected();
       if (wabaId)
         account = { ...(await verifiedAccount(c.env, { phoneNumberId, wabaId, accessToken })), waba_id: wabaId };
-      else await verifyCloudNumber(c.env, phoneNumberId, accessToken);
-      upstreamId = phoneNumberId;
-      credentials = await sealUpstreamCredentials(c.env, id, { accessToken });
+      else await verifyLiveNumber(c.env, phoneNumberId, accessToken);
+      operatorId = phoneNumberId;
+      credentials = await sealOperatorCredentials(c.env, id, { accessToken });
     }
     const row: ChannelNumberRow = {
       id,
       workspace_id: workspaceId,
       display_phone_number: body.displayPhoneNumber,
       upstream_type: body.upstream.type,
-      upstream_phone_number_id: upstreamId,
+      upstream_phone_number_id: operatorId,
       upstream_credentials: credentials,
       status: "connected",
       created_at: isoNow(),
@@ -253,7 +254,7 @@ export const adminChannelNumberRoutes = newRouter()
       });
     }
     const wabaId = givenWabaId ?? row.waba_id;
-    const sealed = await sealUpstreamCredentials(c.env, row.id, { accessToken });
+    const sealed = await sealOperatorCredentials(c.env, row.id, { accessToken });
     let replaced: ChannelNumberRow | null;
     if (wabaId) {
       const { operator_checked_at: at, ...profile } = await verifiedAccount(
@@ -263,7 +264,7 @@ export const adminChannelNumberRoutes = newRouter()
       );
       replaced = await replaceCredentialsAndProfile(c.env.DB, row.id, sealed, profile, at, wabaId);
     } else {
-      await verifyCloudNumber(c.env, row.upstream_phone_number_id, accessToken);
+      await verifyLiveNumber(c.env, row.upstream_phone_number_id, accessToken);
       replaced = await replaceCredentials(c.env.DB, row.id, sealed);
     }
     // Disconnected between the read and the write: 404 too.

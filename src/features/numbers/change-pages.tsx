@@ -5,7 +5,7 @@ import { findByUuid } from "../../lib/job-id";
 import { connectNumber, type ConnectInput, type Refused } from "./connect-number";
 import { disconnectNumber } from "./disconnect-number";
 import { replaceNumberToken } from "./replace-token";
-import type { OperatorProfile } from "../../upstream/operator-account";
+import type { OperatorProfile } from "../../operator/account";
 import { auditMember } from "../audit/member-audit";
 import { memberCaller, type DashboardEnv } from "../../dashboard/context";
 import { setFlash } from "../../dashboard/flash";

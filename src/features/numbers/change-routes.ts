@@ -151,7 +151,7 @@ export const channelNumberChangeRoutes = newRouter()
     }
     if (body.upstream.type === "cloud" && body.displayPhoneNumber) {
       throw new ApiError("invalid_request", "A live number's display number comes from the operator.", {
-        details: [{ path: "displayPhoneNumber", rule: "not_allowed", message: "Leave it out for a cloud number." }],
+        details: [{ path: "displayPhoneNumber", rule: "not_allowed", message: "Leave it out for a live number." }],
       });
     }
     const input =

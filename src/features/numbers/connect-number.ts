@@ -2,7 +2,7 @@ import {
   claimUnverifiedNumber,
   tokenRefused,
   countConnected,
-  findConnectedByUpstreamId,
+  findConnectedByOperatorId,
   insertChannelNumberWithinPlan,
   storedProfileOf,
   type ChannelNumberRow,
@@ -10,19 +10,19 @@ import {
 import { getWorkspaceWithLimits } from "../../db/workspaces";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { isoNow } from "../../lib/clock";
-import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
+import { sealOperatorCredentials } from "../../lib/sealed-secrets";
 import type { ThrottleDecision } from "../../lib/throttle";
 import {
   fetchNumberProfile,
   verifyAndSubscribe,
   type OperatorField,
   type OperatorProfile,
-} from "../../upstream/operator-account";
+} from "../../operator/account";
 import type { Caller } from "../../domain/actor";
 import type { RateLimited } from "../../domain/limit-check";
 import { spendChange } from "./change-budget";
 import { syncOnConnect } from "../templates/sync";
-import { openUpstreamCredentials } from "../../lib/sealed-secrets";
+import { openOperatorCredentials } from "../../lib/sealed-secrets";
 
 // Connecting a number (re-keying and disconnecting one are beside it): what the
 // public API and the dashboard share. Each caller turns the outcomes into its
@@ -116,12 +116,12 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
       display_phone_number: profile.displayPhoneNumber,
       upstream_type: "cloud",
       upstream_phone_number_id: input.phoneNumberId,
-      upstream_credentials: await sealUpstreamCredentials(env, id, { accessToken: input.accessToken }),
+      upstream_credentials: await sealOperatorCredentials(env, id, { accessToken: input.accessToken }),
       waba_id: input.wabaId,
       ...storedProfileOf(profile),
       operator_checked_at: at,
     };
-    const existing = await findConnectedByUpstreamId(env.DB, input.phoneNumberId);
+    const existing = await findConnectedByOperatorId(env.DB, input.phoneNumberId);
     if (existing) {
       if (!(await bindingRefused(env, existing))) return alreadyConnected();
       const claimed = await claimUnverifiedNumber(env.DB, existing.id, row);
@@ -146,7 +146,7 @@ export async function connectNumber(env: Env, caller: Caller, input: ConnectInpu
 async function bindingRefused(env: Env, existing: ChannelNumberRow): Promise<boolean> {
   if (existing.unverified_since !== null) return true;
   if (!existing.upstream_phone_number_id || !existing.upstream_credentials) return false;
-  const { accessToken } = await openUpstreamCredentials(env, existing);
+  const { accessToken } = await openOperatorCredentials(env, existing);
   const answer = await fetchNumberProfile(env, existing.upstream_phone_number_id, accessToken);
   if (answer.ok || answer.problem !== "refused" || answer.field !== "upstream.accessToken") return false;
   await tokenRefused(env.DB, existing.id, answer.reason);

@@ -2,8 +2,8 @@ import type { OperatorNotice } from "../../domain/operator-notice";
 import { recordOperatorNotice } from "../../db/channel-numbers";
 import { isoNow, now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import { StatusError } from "../../upstream/cloud-webhook-payload";
-import { isAccountLevel, permanentError } from "../../upstream/error-codes";
+import { StatusError } from "../../operator/webhook-payload";
+import { isAccountLevel, permanentError } from "../../operator/error-codes";
 import type { NormalizedError } from "../../messages/status";
 
 // What the operator's webhooks say about a number that no message record takes: the changes of a

@@ -1,7 +1,7 @@
 import { applyOperatorQualityUpdate } from "../../db/channel-numbers";
 import { isoNow } from "../../lib/clock";
 import { log } from "../../lib/log";
-import { CloudAccountUpdate, CloudQualityUpdate } from "../../upstream/cloud-webhook-payload";
+import { OperatorAccountUpdate, OperatorQualityUpdate } from "../../operator/webhook-payload";
 
 // The operator's business-account webhooks about a number's health: they complement the
 // hourly refresh of number-health.ts. Both functions validate on their own, log ids only (never a
@@ -15,7 +15,7 @@ const digitsOf = (s: string): string | null => {
 
 /** A quality or tier change: applied to the matching connected live number's row. */
 export async function applyQualityUpdate(env: Env, wabaId: string | null, raw: unknown): Promise<void> {
-  const parsed = CloudQualityUpdate.safeParse(raw);
+  const parsed = OperatorQualityUpdate.safeParse(raw);
   const digits = parsed.success ? digitsOf(parsed.data.display_phone_number) : null;
   if (!parsed.success || !digits) {
     log("warn", "operator quality update not understood; dropped", {
@@ -75,7 +75,7 @@ export interface AccountEffect {
 
 const pauseOf = (code: string, message: string) => ({ code, message });
 
-export function accountEffect(u: CloudAccountUpdate): AccountEffect | null {
+export function accountEffect(u: OperatorAccountUpdate): AccountEffect | null {
   const effect = (error: string, more: Partial<Omit<AccountEffect, "error">> = {}): AccountEffect => ({
     error: error.slice(0, 300),
     pause: null,
@@ -119,5 +119,5 @@ export function accountEffect(u: CloudAccountUpdate): AccountEffect | null {
 }
 
 /** The account an event is about: the customer's (`waba_info.waba_id`) for PARTNER_* events, else the entry's. */
-export const accountOf = (u: CloudAccountUpdate, entryWabaId: string | null): string | null =>
+export const accountOf = (u: OperatorAccountUpdate, entryWabaId: string | null): string | null =>
   u.waba_info?.waba_id !== undefined ? String(u.waba_info.waba_id) : entryWabaId;

@@ -25,7 +25,7 @@ const PAGE_SIZE = 50;
 /** Recently disconnected numbers listed under the connected ones (the API reads them as unknown). */
 const DISCONNECTED_SHOWN = 10;
 
-const UPSTREAM_LABEL = { sandbox: "Sandbox (delivers nowhere; for tests)", cloud: "Cloud API (live)" } as const;
+const NUMBER_KIND_LABEL = { sandbox: "Sandbox (delivers nowhere; for tests)", cloud: "Cloud API (live)" } as const;
 
 /** The Numbers page; `form` re-renders a refused connect form with its error. */
 export async function renderNumbers(
@@ -151,7 +151,7 @@ export async function renderNumber(
         </dd>
         <dt>Upstream</dt>
         <dd>
-          {UPSTREAM_LABEL[number.upstream_type]}
+          {NUMBER_KIND_LABEL[number.upstream_type]}
           {number.upstream_phone_number_id ? (
             <span class="hint"> · phone number id {number.upstream_phone_number_id}</span>
           ) : null}

@@ -1,8 +1,8 @@
 import { markUnverified, recordOperatorCheck, storedProfileOf, type ChannelNumberRow } from "../../db/channel-numbers";
 import { OPERATOR_REFRESH_MS } from "../../domain/number-health";
 import { isoNow, now } from "../../lib/clock";
-import { openUpstreamCredentials } from "../../lib/sealed-secrets";
-import { fetchNumberProfile } from "../../upstream/operator-account";
+import { openOperatorCredentials } from "../../lib/sealed-secrets";
+import { fetchNumberProfile } from "../../operator/account";
 
 const isStale = (row: ChannelNumberRow): boolean =>
   row.upstream_type === "cloud" &&
@@ -15,7 +15,7 @@ const isStale = (row: ChannelNumberRow): boolean =>
  */
 export async function refreshIfStale(env: Env, row: ChannelNumberRow): Promise<ChannelNumberRow> {
   if (!isStale(row) || !row.upstream_phone_number_id) return row;
-  const { accessToken } = await openUpstreamCredentials(env, row);
+  const { accessToken } = await openOperatorCredentials(env, row);
   const answer = await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
   const at = isoNow();
   const result = answer.ok ? { profile: storedProfileOf(answer.value) } : { error: answer.reason.slice(0, 300) };

@@ -3,9 +3,9 @@ import type { Caller } from "../../domain/actor";
 import type { RateLimited } from "../../domain/limit-check";
 import { numberChanged } from "../../engine/numbers";
 import { isoNow } from "../../lib/clock";
-import { sealUpstreamCredentials } from "../../lib/sealed-secrets";
+import { sealOperatorCredentials } from "../../lib/sealed-secrets";
 import type { ThrottleDecision } from "../../lib/throttle";
-import { fetchNumberProfile, verifyAndSubscribe, type OperatorProfile } from "../../upstream/operator-account";
+import { fetchNumberProfile, verifyAndSubscribe, type OperatorProfile } from "../../operator/account";
 import { ownNumber, spendChange } from "./change-budget";
 import type { Refused, Unavailable } from "./connect-number";
 
@@ -35,7 +35,7 @@ export async function replaceNumberToken(
     : await fetchNumberProfile(env, row.upstream_phone_number_id, accessToken);
   if (!verified.ok) return verified;
   const p = verified.value;
-  const sealed = await sealUpstreamCredentials(env, row.id, { accessToken });
+  const sealed = await sealOperatorCredentials(env, row.id, { accessToken });
   const updated = await replaceCredentialsAndProfile(env.DB, row.id, sealed, storedProfileOf(p), isoNow());
   if (!updated) return { ok: false, problem: "not_found" };
   // A number paused by a refused token sends again at once.

@@ -1,6 +1,6 @@
 import type { ChannelNumberRow } from "../../db/channel-numbers";
 import { numberWithTemplatesNamed } from "./store";
-import { SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
+import { SANDBOX_TEMPLATES } from "../../operator/sandbox-templates";
 import { LruTtl } from "../../domain/key-cache";
 import { refreshIfStale } from "../numbers/refresh-health";
 import type { StoredTemplate } from "../../domain/template";
@@ -36,7 +36,7 @@ export async function templatesForSend(
   const result =
     found === null
       ? null
-      : found.upstreamType === "sandbox"
+      : found.operatorType === "sandbox"
         ? { hasAccount: true, templates: SANDBOX_TEMPLATES.filter((t) => t.name === name) }
         : { hasAccount: found.wabaId !== null, templates: found.templates };
   cache.set(key, result);

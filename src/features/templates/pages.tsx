@@ -8,7 +8,7 @@ import { accountOf, withTokenChecked } from "./number-templates";
 import { TEMPLATE_CATEGORIES, TEMPLATE_STATUSES, type StoredTemplate } from "../../domain/template";
 import { templatePosition, TemplateFilters, type TemplatePosition } from "../../domain/template-filters";
 import { now } from "../../lib/clock";
-import { SANDBOX_ACCOUNT } from "../../upstream/sandbox-templates";
+import { SANDBOX_ACCOUNT } from "../../operator/sandbox-templates";
 import { auditMember } from "../audit/member-audit";
 import { Choice, describedBy, FieldError, Time } from "../../dashboard/components";
 import type { DashboardEnv } from "../../dashboard/context";

@@ -13,7 +13,7 @@ import { findByUuid } from "../../lib/job-id";
 import { accountOf, withTokenChecked } from "./number-templates";
 import { templatePosition, TemplateFilterFields } from "../../domain/template-filters";
 import { TemplateView, toTemplateView, type StoredTemplate } from "../../domain/template";
-import { SANDBOX_ACCOUNT } from "../../upstream/sandbox-templates";
+import { SANDBOX_ACCOUNT } from "../../operator/sandbox-templates";
 
 const TEMPLATE_EXAMPLE: z.output<typeof TemplateView> = {
   channelNumberIds: [EXAMPLE.channelNumberId],

@@ -118,7 +118,7 @@ export async function numberWithTemplatesNamed(
   workspaceId: string,
   numberId: string,
   name: string,
-): Promise<{ upstreamType: string; wabaId: string | null; templates: StoredTemplate[] } | null> {
+): Promise<{ operatorType: string; wabaId: string | null; templates: StoredTemplate[] } | null> {
   const r = await db
     .prepare(
       `SELECT n.upstream_type AS upstream_type, n.waba_id AS number_waba_id, t.*
@@ -132,7 +132,7 @@ export async function numberWithTemplatesNamed(
   const first = r.results[0];
   if (!first) return null;
   return {
-    upstreamType: first.upstream_type,
+    operatorType: first.upstream_type,
     wabaId: first.number_waba_id,
     templates: stored(r.results.filter((row) => row.name !== null)),
   };

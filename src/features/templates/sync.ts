@@ -10,9 +10,9 @@ import {
 } from "./store";
 import { isoNow } from "../../lib/clock";
 import { errorText, log } from "../../lib/log";
-import { openUpstreamCredentials } from "../../lib/sealed-secrets";
-import { fetchTemplatePageAs } from "../../upstream/operator-templates";
-import { CloudTemplateUpdate } from "../../upstream/cloud-webhook-payload";
+import { openOperatorCredentials } from "../../lib/sealed-secrets";
+import { fetchTemplatePageAs } from "../../operator/templates";
+import { OperatorTemplateUpdate } from "../../operator/webhook-payload";
 import { MAX_SPEC_BYTES, normalizeTemplate, TEMPLATE_STATUSES, type OperatorTemplate } from "../../domain/template";
 
 /** A business account's templates are fetched again at most this often (the status webhook keeps them current between). */
@@ -38,7 +38,7 @@ async function tokenOf(env: Env, wabaId: string): Promise<{ numberId: string; to
   )
     .bind(wabaId)
     .first<ChannelNumberRow>();
-  return row ? { numberId: row.id, token: (await openUpstreamCredentials(env, row)).accessToken } : null;
+  return row ? { numberId: row.id, token: (await openOperatorCredentials(env, row)).accessToken } : null;
 }
 
 /** The templates of a page we can store: readable, with a body, within the spec bound. */
@@ -180,9 +180,9 @@ const statusOfEvent = (event: string): string | null =>
       ? event
       : null;
 
-/** Applies one `message_template_status_update` item (upstream-events.ts); a malformed one is logged and dropped. */
+/** Applies one `message_template_status_update` item (operator-webhook-events.ts); a malformed one is logged and dropped. */
 export async function applyTemplateUpdate(env: Env, wabaId: string | null, raw: unknown): Promise<void> {
-  const parsed = CloudTemplateUpdate.safeParse(raw);
+  const parsed = OperatorTemplateUpdate.safeParse(raw);
   if (!parsed.success || wabaId === null) {
     log("warn", "operator template update not understood; dropped", {
       wabaId,

@@ -1,6 +1,6 @@
 import type { StoredTemplate } from "../../domain/template";
 import { matchesTemplate, templateCursor, type TemplatePosition } from "../../domain/template-filters";
-import { SANDBOX_ACCOUNT, SANDBOX_TEMPLATES } from "../../upstream/sandbox-templates";
+import { SANDBOX_ACCOUNT, SANDBOX_TEMPLATES } from "../../operator/sandbox-templates";
 import { listTemplates, type TemplateListFilter } from "./store";
 
 export interface TemplatePage {

@@ -19,7 +19,7 @@ describe("the pace at the operator", () => {
 });
 
 describe("retry decisions", () => {
-  const retryable = { kind: "retryable" as const, upstreamCode: "131016", message: "busy" };
+  const retryable = { kind: "retryable" as const, operatorCode: "131016", message: "busy" };
   it("follow the schedule, honour Retry-After up to the cap, and stop at the attempt and time budgets", () => {
     expect(retryDecision(1, 0, retryable, 0)).toEqual({ retryAt: RETRY_POLICY.delaysMs[0] });
     expect(retryDecision(2, 0, { ...retryable, retryAfterMs: 7_000 }, 0)).toEqual({ retryAt: 7_000 });

@@ -1,4 +1,4 @@
-import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
+import type { OutboundText, SendResult, OperatorAdapter } from "./adapter";
 import { classifyOperatorError } from "./error-codes";
 import { sandboxTemplate } from "./sandbox-templates";
 
@@ -45,7 +45,7 @@ export interface SandboxRecipients {
 
 const sandboxId = (jobId: string) => `sandbox.${jobId}`;
 
-export class SandboxAdapter implements UpstreamAdapter {
+export class SandboxAdapter implements OperatorAdapter {
   constructor(private readonly recipients: SandboxRecipients) {}
 
   async send(message: OutboundText): Promise<SendResult> {

@@ -13,7 +13,7 @@ export interface OutboundText {
 }
 
 /**
- * What one upstream call ended in:
+ * What one call to the operator ended in:
  * - `accepted`: the operator took the message (its own id; the recipient id it resolved the number to, if given);
  * - `retryable`: the request certainly did not reach the operator, or the operator said it did not process it;
  * - `permanent`: the operator refused the message for good;
@@ -24,7 +24,7 @@ export type SendResult =
   | { kind: "accepted"; upstreamMessageId: string; recipientId?: string; later?: SimulatedStatus[] }
   | {
       kind: "retryable";
-      upstreamCode: string | null;
+      operatorCode: string | null;
       message: string;
       retryAfterMs?: number;
       /** Floor of the next delay (long back-off for account-level rate limits). */
@@ -49,6 +49,6 @@ export interface SimulatedStatus {
   errorMessage?: string;
 }
 
-export interface UpstreamAdapter {
+export interface OperatorAdapter {
   send(message: OutboundText): Promise<SendResult>;
 }

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { isMediaType, type StoredMedia } from "../messages/inbound-media";
 import { log } from "../lib/log";
 
-// Inbound media on the operator's Cloud API. A webhook names the file by a media id (valid 7 days);
+// Inbound media on the operator's API. A webhook names the file by a media id (valid 7 days);
 // `GET /{version}/{media-id}` with the number's token answers its metadata and a URL valid 5
 // minutes; `GET` of that URL with the same token answers the bytes.
 
@@ -17,7 +17,7 @@ const Bytes = z.union([
 const lenient = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
 
 /** The media object of an inbound image, audio, video, document or sticker, as far as we read it. */
-const CloudMediaObject = z.looseObject({
+const OperatorMediaObject = z.looseObject({
   id: z.string().min(1).max(256),
   mime_type: lenient(z.string().max(255)),
   sha256: lenient(z.string().max(128)),
@@ -29,7 +29,7 @@ const CloudMediaObject = z.looseObject({
 /** The media of an inbound message (`payload`: its `image`, `document`, … object), or null when it has none. */
 export function inboundMediaOf(type: string, payload: unknown): StoredMedia | null {
   if (!isMediaType(type)) return null;
-  const parsed = CloudMediaObject.safeParse(payload);
+  const parsed = OperatorMediaObject.safeParse(payload);
   if (!parsed.success) return null;
   const m = parsed.data;
   return {
@@ -54,7 +54,7 @@ export interface OperatorMediaConfig {
   baseUrl: string;
   version: string;
   timeoutMs: number;
-  /** The hosts a download may go to over https (config's `upstream.mediaHosts`). */
+  /** The hosts a download may go to over https (config's `operator.mediaHosts`). */
   mediaHosts: readonly string[];
 }
 

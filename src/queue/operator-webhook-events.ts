@@ -1,7 +1,7 @@
 import {
   disconnectAccountNumbers,
-  findConnectedByUpstreamId,
-  findReportingNumberByUpstreamId,
+  findConnectedByOperatorId,
+  findReportingNumberByOperatorId,
   recordOperatorAccountError,
   type ChannelNumberRow,
 } from "../db/channel-numbers";
@@ -9,30 +9,30 @@ import { applyStatuses, receiveMessages, type ReceivedMessage } from "../engine/
 import { type OperatorStatus, type StatusUpdate, type NormalizedError } from "../messages/status";
 import { type InboundContact, type InboundRecord } from "../messages/inbound";
 import { numberChanged, pauseNumbers, workspaceChanged } from "../engine/numbers";
-import { operatorStatusUpdate } from "../upstream/operator-status";
+import { operatorStatusUpdate } from "../operator/status-report";
 import {
-  CloudAccountUpdate,
-  CloudInbound,
-  CloudStatus,
+  OperatorAccountUpdate,
+  OperatorInbound,
+  OperatorStatusReport,
   operatorTime,
-  type UpstreamItem,
-} from "../upstream/cloud-webhook-payload";
-import { inboundMediaOf } from "../upstream/cloud-media";
+  type OperatorItem,
+} from "../operator/webhook-payload";
+import { inboundMediaOf } from "../operator/media-api";
 import { isoNow, now } from "../lib/clock";
 import { log } from "../lib/log";
 import { storedUuid } from "../lib/job-id";
 import { accountEffect, accountOf, applyQualityUpdate } from "../features/numbers/operator-updates";
 import { recordAudit } from "../features/audit/record-audit";
 import { applyTemplateUpdate } from "../features/templates/sync";
-import { contentOf, detailsOf, movesOf, senderOf } from "../upstream/inbound-message";
+import { contentOf, detailsOf, movesOf, senderOf } from "../operator/inbound-message";
 import { applyFieldNotice, applyNumberErrors } from "../features/numbers/operator-notices";
-import { isAccountLevel, permanentError } from "../upstream/error-codes";
+import { isAccountLevel, permanentError } from "../operator/error-codes";
 import { routeWithoutJobId } from "./unmatched-statuses";
 import type { z } from "zod";
 
 const OPERATOR_STATUSES = new Set(["sent", "delivered", "read", "failed"]);
 
-function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
+function toOperatorStatus(s: OperatorStatusReport): OperatorStatus | null {
   if (!OPERATOR_STATUSES.has(s.status)) return null;
   const error = s.errors?.[0];
   const details = error?.error_data?.details;
@@ -50,7 +50,7 @@ function toOperatorStatus(s: CloudStatus): OperatorStatus | null {
 }
 
 /** Null when nothing names the sender. */
-function toInbound(m: CloudInbound, rawContact: unknown, channelNumberId: string): ReceivedMessage | null {
+function toInbound(m: OperatorInbound, rawContact: unknown, channelNumberId: string): ReceivedMessage | null {
   const { id, from: _from, from_user_id: _fromUserId, timestamp, type, text, ...rest } = m;
   const sender = senderOf(m, rawContact);
   if (!sender) return null;
@@ -87,10 +87,10 @@ const withoutContent = (r: InboundRecord): InboundRecord => ({
  * What names an operator item that could not be applied, for its log line: the operator's id and
  * type when they are short strings. Never a body, a phone number or any other value.
  */
-function namesOf(raw: unknown): { upstreamId: string | null; type: string | null } {
+function namesOf(raw: unknown): { operatorId: string | null; type: string | null } {
   const o = raw && typeof raw === "object" ? (raw as Record<string, unknown>) : {};
   const short = (v: unknown) => (typeof v === "string" && v.length <= 128 ? v : null);
-  return { upstreamId: short(o.id), type: short(o.type)?.slice(0, 32) ?? null };
+  return { operatorId: short(o.id), type: short(o.type)?.slice(0, 32) ?? null };
 }
 
 /** Which fields failed and how (`timestamp:invalid_type`), without their values. */
@@ -113,20 +113,20 @@ class NotAnOperatorItem extends Error {}
 
 /**
  * Applies operator items (statuses and inbound messages, see
- * cloud-webhook-payload.ts; quality and account updates, the numbers' `errors`
+ * webhook-payload.ts; quality and account updates, the numbers' `errors`
  * and the fields not applied here go to the numbers' D1 rows, each on its own). Each item is validated on its own: a malformed
  * one is logged and done without touching its siblings. Work is grouped per
  * number: one call to the number object for its statuses, one to the
  * workspace object for its inbound messages. Applying an item twice changes
  * nothing, so "retry" is always safe. Never throws.
  */
-export async function applyUpstreamItems(items: readonly unknown[], env: Env): Promise<ItemOutcome[]> {
+export async function applyOperatorItems(items: readonly unknown[], env: Env): Promise<ItemOutcome[]> {
   const outcomes: ItemOutcome[] = items.map(() => "done");
   const numbers = new Map<string, Promise<ChannelNumberRow | null>>();
   const reporting = new Map<string, Promise<ChannelNumberRow | null>>();
   const numberOf = (phoneNumberId: string) => {
     let n = numbers.get(phoneNumberId);
-    if (!n) numbers.set(phoneNumberId, (n = findConnectedByUpstreamId(env.DB, phoneNumberId)));
+    if (!n) numbers.set(phoneNumberId, (n = findConnectedByOperatorId(env.DB, phoneNumberId)));
     return n;
   };
   // Statuses also reach a disconnected number: its outbox still knows the jobIds it sent, and the
@@ -135,7 +135,7 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
     let n = reporting.get(phoneNumberId);
     if (!n) {
       n = numberOf(phoneNumberId).then(
-        (connected) => connected ?? findReportingNumberByUpstreamId(env.DB, phoneNumberId),
+        (connected) => connected ?? findReportingNumberByOperatorId(env.DB, phoneNumberId),
       );
       reporting.set(phoneNumberId, n);
     }
@@ -144,7 +144,7 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
   const work = new Map<string, Work>();
   const accountWork: Promise<void>[] = [];
   for (const [index, body] of items.entries()) {
-    const item = body as UpstreamItem;
+    const item = body as OperatorItem;
     if (
       item &&
       typeof item === "object" &&
@@ -177,7 +177,7 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
       const w = work.get(number.id) ?? { number, statuses: [], inbound: [] };
       work.set(number.id, w);
       if (item.kind === "status") {
-        const parsed = CloudStatus.safeParse(item.status);
+        const parsed = OperatorStatusReport.safeParse(item.status);
         const status = parsed.success ? toOperatorStatus(parsed.data) : null;
         if (!parsed.success)
           log("warn", "operator status not understood; dropped", {
@@ -192,7 +192,7 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
           });
         if (status) w.statuses.push({ index, status });
       } else if (item.kind === "message") {
-        const parsed = CloudInbound.safeParse(item.message);
+        const parsed = OperatorInbound.safeParse(item.message);
         const inbound = parsed.success ? toInbound(parsed.data, item.contact, number.id) : null;
         if (inbound && number.unverified_since !== null) {
           // The operator refused the token this workspace connected the number with: it may no
@@ -281,7 +281,7 @@ export async function applyUpstreamItems(items: readonly unknown[], env: Env): P
 function accountItem(
   env: Env,
   wabaId: string | null,
-  item: Extract<UpstreamItem, { kind: "quality" | "account" | "template" | "errors" | "field" }>,
+  item: Extract<OperatorItem, { kind: "quality" | "account" | "template" | "errors" | "field" }>,
 ): Promise<void> {
   switch (item.kind) {
     case "quality":
@@ -310,8 +310,8 @@ function accountItem(
  * apply at once (one item per queue message). Applied like there; an item
  * that fails again comes back with a growing delay, then to the dead-letter queue.
  */
-export async function consumeUpstreamEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const outcomes = await applyUpstreamItems(
+export async function consumeOperatorEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const outcomes = await applyOperatorItems(
     batch.messages.map((m) => m.body),
     env,
   );
@@ -327,9 +327,9 @@ const backoffSeconds = (attempts: number): number => Math.min(300, 2 ** attempts
  * are logged as an error with their identifiers only (no message text or phone
  * number), for the operator to replay from the provider's side if needed.
  */
-export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
+export function consumeDeadOperatorEvents(batch: MessageBatch<unknown>): void {
   for (const message of batch.messages) {
-    const item = message.body as Partial<UpstreamItem> | null;
+    const item = message.body as Partial<OperatorItem> | null;
     const inner = item?.kind === "status" ? item.status : item?.kind === "message" ? item.message : undefined;
     const wabaId = item && "wabaId" in item && typeof item.wabaId === "string" ? item.wabaId : null;
     const id = inner && typeof inner === "object" && "id" in inner && typeof inner.id === "string" ? inner.id : null;
@@ -337,7 +337,7 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
       kind: typeof item?.kind === "string" ? item.kind : "unknown",
       phoneNumberId:
         item && "phoneNumberId" in item && typeof item.phoneNumberId === "string" ? item.phoneNumberId : null,
-      upstreamId: id,
+      operatorId: id,
       wabaId,
       attempts: message.attempts,
     });
@@ -351,7 +351,7 @@ export function consumeDeadUpstreamEvents(batch: MessageBatch<unknown>): void {
  * the same refusal by webhook), an unverified binding, or a disconnection, where it says so.
  */
 async function applyAccountUpdate(env: Env, entryWabaId: string | null, raw: unknown): Promise<void> {
-  const parsed = CloudAccountUpdate.safeParse(raw);
+  const parsed = OperatorAccountUpdate.safeParse(raw);
   if (!parsed.success) {
     log("warn", "operator account update not understood; dropped", {
       wabaId: entryWabaId,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { OutboundText } from "../../../src/upstream/adapter";
-import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS, SandboxAdapter } from "../../../src/upstream/sandbox";
+import type { OutboundText } from "../../../src/operator/adapter";
+import { SANDBOX_MAGIC_NUMBERS, SANDBOX_REPORT_DELAY_MS, SandboxAdapter } from "../../../src/operator/sandbox";
 
 const OPEN = "5511999990001";
 const CLOSED = "5511999990002";

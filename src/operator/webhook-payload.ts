@@ -43,7 +43,7 @@ export const StatusError = z.looseObject({
   error_data: z.looseObject({ details: z.string().optional() }).optional(),
 });
 
-export const CloudStatus = z.looseObject({
+export const OperatorStatusReport = z.looseObject({
   id: z.string().min(1),
   status: z.string(),
   timestamp: UnixSeconds,
@@ -51,7 +51,7 @@ export const CloudStatus = z.looseObject({
   biz_opaque_callback_data: z.string().optional(),
   errors: z.array(StatusError).optional(),
 });
-export type CloudStatus = z.infer<typeof CloudStatus>;
+export type OperatorStatusReport = z.infer<typeof OperatorStatusReport>;
 
 /** A field the operator may send as an empty string for "none": read as absent. */
 const Given = z
@@ -70,7 +70,7 @@ const GivenDigits = Digits.optional()
  * for users with a username: `from_user_id` (their business-scoped user id) identifies them then.
  * Whether either is there is decided with the sender's `contacts[]` entry (inbound-message.ts).
  */
-export const CloudInbound = z.looseObject({
+export const OperatorInbound = z.looseObject({
   id: z.string().min(1),
   from: GivenDigits,
   from_user_id: Given,
@@ -107,15 +107,15 @@ export const CloudInbound = z.looseObject({
     .optional()
     .catch(undefined),
 });
-export type CloudInbound = z.infer<typeof CloudInbound>;
+export type OperatorInbound = z.infer<typeof OperatorInbound>;
 
 /** The sender's entry of `contacts[]`: their phone number (`wa_id`), user id and profile. */
-export const CloudContact = z.looseObject({
+export const OperatorContact = z.looseObject({
   wa_id: GivenDigits,
   user_id: Given,
   profile: z.looseObject({ name: Given, username: Given }).optional().catch(undefined),
 });
-export type CloudContact = z.infer<typeof CloudContact>;
+export type OperatorContact = z.infer<typeof OperatorContact>;
 
 /** Short operator words (events, tiers, states): bounded, never free text. */
 const Word = z.string().min(1).max(64);
@@ -127,21 +127,21 @@ const Word = z.string().min(1).max(64);
  * is the tier (TIER_250, TIER_1K, …, TIER_UNLIMITED). Newer versions add `old_limit` and
  * `max_daily_conversation_per_phone_number`; anything else passes through unread.
  */
-export const CloudQualityUpdate = z.looseObject({
+export const OperatorQualityUpdate = z.looseObject({
   display_phone_number: z.union([z.string(), z.number()]).transform(String),
   event: Word.optional(),
   current_limit: Word.optional(),
   old_limit: Word.optional(),
   max_daily_conversation_per_phone_number: z.number().optional(),
 });
-export type CloudQualityUpdate = z.infer<typeof CloudQualityUpdate>;
+export type OperatorQualityUpdate = z.infer<typeof OperatorQualityUpdate>;
 
 /**
  * `account_update`: an event about the whole business account (`entry.id`), e.g.
  * DISABLED_UPDATE with `ban_info`, ACCOUNT_RESTRICTION with `restriction_info`, ACCOUNT_VIOLATION with
  * `violation_info`, ACCOUNT_DELETED, ACCOUNT_OFFBOARDED, PARTNER_REMOVED with `waba_info`.
  */
-export const CloudAccountUpdate = z.looseObject({
+export const OperatorAccountUpdate = z.looseObject({
   event: Word,
   ban_info: z.looseObject({ waba_ban_state: Word.optional(), waba_ban_date: z.string().max(64).optional() }).optional(),
   // The operator's reference shows `expiration` as a Unix time (an integer); partners relay it as a string.
@@ -160,7 +160,7 @@ export const CloudAccountUpdate = z.looseObject({
     .looseObject({ waba_id: z.union([z.string().regex(/^\d{1,32}$/), z.number().int()]).optional() })
     .optional(),
 });
-export type CloudAccountUpdate = z.infer<typeof CloudAccountUpdate>;
+export type OperatorAccountUpdate = z.infer<typeof OperatorAccountUpdate>;
 
 /**
  * `message_template_status_update` (the business account's webhook, `entry.id` its WABA id): a
@@ -168,15 +168,15 @@ export type CloudAccountUpdate = z.infer<typeof CloudAccountUpdate>;
  * DISABLED, PENDING_DELETION, …); the template is named by `message_template_name` and
  * `message_template_language`. Other fields (`reason`, `disable_info`, …) pass through unread.
  */
-export const CloudTemplateUpdate = z.looseObject({
+export const OperatorTemplateUpdate = z.looseObject({
   event: Word,
   message_template_name: z.string().min(1).max(512),
   message_template_language: z.string().min(1).max(20).optional(),
 });
-export type CloudTemplateUpdate = z.infer<typeof CloudTemplateUpdate>;
+export type OperatorTemplateUpdate = z.infer<typeof OperatorTemplateUpdate>;
 
 /** One unit of work from an operator payload, queued on its own (a queue message holds at most 128 KB). */
-export type UpstreamItem =
+export type OperatorItem =
   | { kind: "status"; phoneNumberId: string; status: unknown }
   /** `contact`: the sender's entry of the payload's `contacts[]` (absent for `system` messages). */
   | { kind: "message"; phoneNumberId: string; message: unknown; contact?: unknown }
@@ -189,7 +189,7 @@ export type UpstreamItem =
   /** A change of a field this service does not apply (e.g. `standby`): logged and shown on the number's health. */
   | { kind: "field"; wabaId: string | null; phoneNumberId: string | null; field: string };
 
-/** The fields applied here; any other is an UpstreamItem of kind `field`. */
+/** The fields applied here; any other is an OperatorItem of kind `field`. */
 const APPLIED_FIELDS = new Set([
   "messages",
   "phone_number_quality_update",
@@ -203,10 +203,10 @@ const APPLIED_FIELDS = new Set([
  * is not an operator payload at all. Entries and changes of no readable shape
  * are skipped, and logged (how many of each, and the WABA ids: never content).
  */
-export function splitPayload(raw: unknown): UpstreamItem[] | null {
+export function splitPayload(raw: unknown): OperatorItem[] | null {
   const parsed = Envelope.safeParse(raw);
   if (!parsed.success) return null;
-  const items: UpstreamItem[] = [];
+  const items: OperatorItem[] = [];
   const skipped = { entries: 0, changes: 0, values: 0, withoutNumber: 0, wabaIds: new Set<string>() };
   for (const rawEntry of parsed.data.entry) {
     const entry = Entry.safeParse(rawEntry);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { CloudInbound } from "../../../src/upstream/cloud-webhook-payload";
-import { contentOf, detailsOf, movesOf, senderOf } from "../../../src/upstream/inbound-message";
+import { OperatorInbound } from "../../../src/operator/webhook-payload";
+import { contentOf, detailsOf, movesOf, senderOf } from "../../../src/operator/inbound-message";
 
-const inbound = (over: Record<string, unknown>) => CloudInbound.parse({ id: "wamid.1", type: "text", ...over });
+const inbound = (over: Record<string, unknown>) => OperatorInbound.parse({ id: "wamid.1", type: "text", ...over });
 
 describe("the sender of an inbound message", () => {
   it("is the phone number when there is one, with the user id and profile beside it", () => {

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import type { OutboundText, SendResult, UpstreamAdapter } from "./adapter";
+import type { OutboundText, SendResult, OperatorAdapter } from "./adapter";
 import { now } from "../lib/clock";
 import { classifyOperatorError } from "./error-codes";
 import { isPhoneNumber } from "../messages/recipient";
 
-export interface CloudApiConfig {
+export interface OperatorApiConfig {
   baseUrl: string;
   version: string;
   phoneNumberId: string;
@@ -24,7 +24,7 @@ export const CALL_STARTED_AT_HEADER = "X-Call-Started-At";
  * of failing the whole answer.
  */
 const lenient = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
-const CloudApiResponse = z.object({
+const OperatorApiResponse = z.object({
   messages: lenient(z.array(z.object({ id: lenient(z.string()) }))),
   contacts: lenient(z.array(z.object({ input: lenient(z.string()), wa_id: lenient(z.string()) }))),
   error: lenient(
@@ -37,11 +37,11 @@ const CloudApiResponse = z.object({
     }),
   ),
 });
-type CloudApiResponse = z.infer<typeof CloudApiResponse>;
+type OperatorApiResponse = z.infer<typeof OperatorApiResponse>;
 
-/** The operator's Cloud API: one POST per message, our jobId echoed back in its status webhooks. */
-export class CloudApiAdapter implements UpstreamAdapter {
-  constructor(private readonly config: CloudApiConfig) {}
+/** The operator's messages API: one POST per message, our jobId echoed back in its status webhooks. */
+export class OperatorApiAdapter implements OperatorAdapter {
+  constructor(private readonly config: OperatorApiConfig) {}
 
   async send(message: OutboundText): Promise<SendResult> {
     const { baseUrl, version, phoneNumberId, accessToken, messagingProduct, timeoutMs, stampCalls } = this.config;
@@ -80,10 +80,10 @@ export class CloudApiAdapter implements UpstreamAdapter {
       };
     }
 
-    let payload: CloudApiResponse = {};
+    let payload: OperatorApiResponse = {};
     let readable = true;
     try {
-      payload = CloudApiResponse.catch({}).parse(await res.json());
+      payload = OperatorApiResponse.catch({}).parse(await res.json());
     } catch {
       readable = false;
     }

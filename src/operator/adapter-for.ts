@@ -1,8 +1,8 @@
 import { config } from "../config";
 import type { ChannelNumberRow } from "../db/channel-numbers";
-import { openUpstreamCredentials } from "../lib/sealed-secrets";
-import type { UpstreamAdapter } from "./adapter";
-import { CloudApiAdapter } from "./cloud-api";
+import { openOperatorCredentials } from "../lib/sealed-secrets";
+import type { OperatorAdapter } from "./adapter";
+import { OperatorApiAdapter } from "./api-adapter";
 import { isTestContact } from "../db/sandbox-test-contacts";
 import { SandboxAdapter } from "./sandbox";
 
@@ -15,16 +15,16 @@ export async function adapterFor(
   env: Env,
   row: ChannelNumberRow,
   windowOpen: (to: string) => boolean,
-): Promise<UpstreamAdapter> {
+): Promise<OperatorAdapter> {
   if (row.upstream_type === "sandbox") {
     return new SandboxAdapter({
       mayReceiveFreeForm: async (to) => windowOpen(to) || (await isTestContact(env.DB, row.id, to)),
     });
   }
-  if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("cloud number without credentials");
-  const { accessToken } = await openUpstreamCredentials(env, row);
-  const { baseUrl, version, messagingProduct, timeoutMs, stampCalls } = config(env).upstream;
-  return new CloudApiAdapter({
+  if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("live number without credentials");
+  const { accessToken } = await openOperatorCredentials(env, row);
+  const { baseUrl, version, messagingProduct, timeoutMs, stampCalls } = config(env).operator;
+  return new OperatorApiAdapter({
     baseUrl,
     version,
     phoneNumberId: row.upstream_phone_number_id,

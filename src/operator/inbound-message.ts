@@ -1,11 +1,11 @@
 import type { IdentityMove } from "../messages/inbound";
 import type { InboundDetails, Referral } from "../messages/inbound-details";
 import { isPhoneNumber } from "../messages/recipient";
-import { CloudContact, type CloudInbound } from "./cloud-webhook-payload";
+import { OperatorContact, type OperatorInbound } from "./webhook-payload";
 
 /**
  * Reading an operator message beyond its text: who sent it, what it links to, and what a `system`
- * message changes. Parsing only; where each fact goes is upstream-events.ts's business.
+ * message changes. Parsing only; where each fact goes is operator-webhook-events.ts's business.
  */
 
 /** The sender of an inbound message. `key` is what records and windows know them by: the phone number, else the user id. */
@@ -23,9 +23,9 @@ export interface Sender {
  * the sender's key when nothing else names them). Null when nothing names the sender (then the
  * message is dropped: it cannot be answered or counted).
  */
-export function senderOf(m: CloudInbound, rawContact: unknown): Sender | null {
-  const parsed = CloudContact.safeParse(rawContact);
-  const contact = parsed.success ? parsed.data : CloudContact.parse({});
+export function senderOf(m: OperatorInbound, rawContact: unknown): Sender | null {
+  const parsed = OperatorContact.safeParse(rawContact);
+  const contact = parsed.success ? parsed.data : OperatorContact.parse({});
   const phoneOf = (v: string | undefined) => (v !== undefined && isPhoneNumber(v) ? v : undefined);
   const phone = phoneOf(m.from) ?? phoneOf(contact.wa_id) ?? null;
   // A `system` message about a changed user id names the user by the id the customer knew.
@@ -69,7 +69,7 @@ function referralOf(raw: Record<string, unknown>): Partial<Referral> {
  * profile, and the operator ids of what the message replies or reacts to (the workspace resolves
  * them to ours when it records the message).
  */
-export function detailsOf(m: CloudInbound, sender: Sender): InboundDetails {
+export function detailsOf(m: OperatorInbound, sender: Sender): InboundDetails {
   const d: InboundDetails = {};
   if (sender.userId !== null) d.fromUserId = sender.userId;
   if (sender.profileName !== null) d.profileName = sender.profileName;

@@ -6,7 +6,7 @@ import { createWorkspace } from "../helpers/fixtures";
 import { send, textMessage } from "../helpers/send";
 import { answerAtEdge } from "../helpers/edge";
 import {
-  cloudTenant,
+  liveNumberTenant,
   operatorCallOf,
   operatorMessagesUrl,
   operatorNumberUrl,
@@ -16,8 +16,8 @@ import { queuedEvents, statusEventsOf } from "../helpers/events";
 import type { WebhookEvent } from "../../src/messages/events";
 import { inboundPayload, operatorSignature, postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
-import { classifyOperatorError } from "../../src/upstream/error-codes";
-import { CALL_STARTED_AT_HEADER, CloudApiAdapter } from "../../src/upstream/cloud-api";
+import { classifyOperatorError } from "../../src/operator/error-codes";
+import { CALL_STARTED_AT_HEADER, OperatorApiAdapter } from "../../src/operator/api-adapter";
 import { PACE_SPACING_MS, PACE_WINDOW_MS } from "../../src/durable-objects/channel-number/delivery-policy";
 import { PAIR_BURST, PAIR_INTERVAL_MS } from "../../src/durable-objects/channel-number/pair-pace";
 import worker from "../../src/index";
@@ -30,7 +30,7 @@ import { fakeClockPerTest } from "../helpers/clock";
 const clock = fakeClockPerTest(Date.UTC(2042, 0, 1), (t) => t + 24 * 3_600_000);
 afterEach(() => vi.restoreAllMocks());
 
-type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+type Tenant = Awaited<ReturnType<typeof liveNumberTenant>>;
 
 /**
  * The operator at the fetch edge: message sends go to `reply`; the connect-time
@@ -117,7 +117,7 @@ const receivedEvents = (queued: () => WebhookEvent[]) =>
 
 describe("the recipient as the operator knows it", () => {
   it("goes out as '+' and digits; the operator's wa_id, when it differs, matches the recipient's inbound messages to the service window", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     // A Brazilian mobile: sent with the ninth digit, known to the operator without it.
     const calls = operator(t, () => metaAccepted("wamid.HBgLNTUxMTkx", "+5511912345678", "551112345678"));
     const jobId = await sendOne(t.key, t.numberId, "5511912345678");
@@ -141,7 +141,7 @@ describe("the recipient as the operator knows it", () => {
   });
 
   it("reads answers of newer API versions: added fields pass, a field of an unexpected shape reads as absent", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator(t, () =>
       Response.json({
         messaging_product: "whatsapp",
@@ -157,7 +157,7 @@ describe("the recipient as the operator knows it", () => {
   });
 
   it("carries only the operator's headers; X-Call-Started-At (when the call started) only when a soak run asks for it", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const seen: Headers[] = [];
     operator(t, () => metaAccepted("wamid.H1", "+5511900000001", "5511900000001"));
     // Sees each request on its way to the operator, and leaves it to the operator's answer.
@@ -170,7 +170,7 @@ describe("the recipient as the operator knows it", () => {
     expect(env.UPSTREAM_STAMP_CALLS).toBe("false");
     expect([...seen[0]!.keys()].sort()).toEqual(["authorization", "content-type"]);
 
-    const stamped = new CloudApiAdapter({
+    const stamped = new OperatorApiAdapter({
       baseUrl: env.UPSTREAM_CLOUD_API_BASE_URL,
       version: env.UPSTREAM_CLOUD_API_VERSION,
       phoneNumberId: t.phoneNumberId,
@@ -241,7 +241,7 @@ describe("operator errors, as the operator sends them", () => {
   });
 
   it("a final code fails the message at once and keeps error_data.details in our message", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = operator(t, () =>
       metaError(400, 131009, {
         subcode: 2494010,
@@ -262,7 +262,7 @@ describe("operator errors, as the operator sends them", () => {
   });
 
   it("131049 is final now and says that sending again may succeed after 24 hours", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator(t, () =>
       metaError(400, 131049, { details: "This message was not delivered to maintain healthy ecosystem engagement." }),
     );
@@ -277,7 +277,7 @@ describe("operator errors, as the operator sends them", () => {
   });
 
   it("131000 is retried at most twice", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = operator(t, () => metaError(500, 131000, { details: "Something went wrong", transient: true }));
     const jobId = await sendOne(t.key, t.numberId);
     await drainFor(t.numberId, 40, 2_000);
@@ -289,7 +289,7 @@ describe("operator errors, as the operator sends them", () => {
   });
 
   it("80007 (account rate limit) is retried after a long back-off, and the whole number waits", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = operator(t, (_, i) =>
       i === 0 ? metaError(400, 80007, { details: "Rate limit hit" }) : metaAccepted(`wamid.${i}`, "+1"),
     );
@@ -309,7 +309,7 @@ describe("operator errors, as the operator sends them", () => {
   });
 
   it("a code we do not know is retried when the operator marks it is_transient, and final when it does not", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const calls = operator(t, (c, i) =>
       c.body.to === "+5511900000001" && i === 0
         ? metaError(400, 999001, { transient: true })
@@ -332,7 +332,7 @@ describe("operator errors, as the operator sends them", () => {
 
 describe("account-level refusals pause the number", () => {
   it("190 (expired token): nothing fails, the pause shows on the number, and reconnected credentials resume it at once", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const fresh = `EAAG${crypto.randomUUID().replaceAll("-", "")}`;
     const calls = operator(
       t,
@@ -400,7 +400,7 @@ describe("account-level refusals pause the number", () => {
   });
 
   it("131045 (number not registered) pauses; a later probe that goes through resumes by itself", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     let registered = false;
     const calls = operator(t, (c, i) =>
       registered
@@ -452,7 +452,7 @@ describe("account-level refusals pause the number", () => {
 
 describe("the operator's pair rate", () => {
   it("a number sending to one user at 2/s is paced at the pair rate, in order, with no refusals; other users are not held up", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     // The operator's own limit: a bucket of PAIR_BURST messages per user, refilled one every PAIR_INTERVAL_MS.
     const level = new Map<string, { level: number; at: number }>();
     let refusals = 0;
@@ -497,7 +497,7 @@ describe("the operator's pair rate", () => {
 
 describe("failures after acceptance", () => {
   it("a failed status with the operator's errors[] after sent records the error with its details and emits message.status", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator(t, () => metaAccepted("wamid.LATE", "+5511900000009"));
     const jobId = await sendOne(t.key, t.numberId, "5511900000009");
     await drain(t.numberId);
@@ -547,7 +547,7 @@ describe("failures after acceptance", () => {
 
 describe("webhook intake at the operator's sizes", () => {
   it("a 1,000-status payload above 1 MiB is accepted and split; each status applies; a malformed sibling drops nothing", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     operator(t, (c, i) => metaAccepted(`wamid.REAL.${i}`, c.body.to));
     const jobs: string[] = [];
     for (const to of ["5511900000001", "5511900000002", "5511900000003"]) {
@@ -620,7 +620,7 @@ describe("webhook intake at the operator's sizes", () => {
   });
 
   it("an inbound message without `from` (the user withholds their number) is accepted under the operator's user id (fromUserId; from is null)", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const queued = queuedEvents();
     const payload = inboundPayload(
       t.phoneNumberId,
@@ -690,7 +690,7 @@ describe("operator items that keep failing", () => {
 
 describe("signatures over the exact bytes", () => {
   it("accented text and emoji, raw UTF-8 or escaped as the operator sends them, verify over their own bytes and arrive intact", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const text = "Olá, café às 9h? ☕🎉 ñandú";
     const queued = queuedEvents();
     const utf8 = JSON.stringify(

@@ -44,7 +44,7 @@ export async function call(
   path: string,
   token: string,
 ): Promise<{ res: Response; body: unknown } | null> {
-  const { baseUrl, version, timeoutMs } = config(env).upstream;
+  const { baseUrl, version, timeoutMs } = config(env).operator;
   try {
     const res = await fetch(`${baseUrl.replace(/\/+$/, "")}/${version}/${path}`, {
       method,

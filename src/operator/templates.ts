@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ConfigVars } from "../config";
 import { OperatorTemplate } from "../domain/template";
-import { call, operatorReason, isTokenRefusal } from "./operator-account";
+import { call, operatorReason, isTokenRefusal } from "./account";
 import { tokenRefused } from "../db/channel-numbers";
 
 /** Templates per page asked of the operator (its Graph API pages by `limit` and an `after` cursor). */

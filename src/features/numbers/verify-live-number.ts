@@ -16,8 +16,8 @@ const OperatorAnswer = z.object({
  * API could claim a phone number id they do not own, and the operator's
  * webhooks (routed by phone number id) would reach the wrong workspace.
  */
-export async function verifyCloudNumber(env: ConfigVars, phoneNumberId: string, accessToken: string): Promise<void> {
-  const { baseUrl, version, timeoutMs } = config(env).upstream;
+export async function verifyLiveNumber(env: ConfigVars, phoneNumberId: string, accessToken: string): Promise<void> {
+  const { baseUrl, version, timeoutMs } = config(env).operator;
   const url = `${baseUrl.replace(/\/+$/, "")}/${version}/${phoneNumberId}?fields=id,display_phone_number`;
   let res: Response;
   try {

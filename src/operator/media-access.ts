@@ -1,7 +1,7 @@
 import { config } from "../config";
 import { getNumberById, tokenRefused } from "../db/channel-numbers";
-import { openUpstreamCredentials } from "../lib/sealed-secrets";
-import { locateMedia, type MediaAnswer, type MediaLocation, type OperatorMediaConfig } from "./cloud-media";
+import { openOperatorCredentials } from "../lib/sealed-secrets";
+import { locateMedia, type MediaAnswer, type MediaLocation, type OperatorMediaConfig } from "./media-api";
 
 /**
  * Where a number's media is asked for, and with which token (opened here, at call time, kept
@@ -22,8 +22,8 @@ export async function operatorMediaAccess(
     !number.upstream_credentials
   )
     return null;
-  const { accessToken } = await openUpstreamCredentials(env, number);
-  const { baseUrl, version, timeoutMs, mediaHosts } = config(env).upstream;
+  const { accessToken } = await openOperatorCredentials(env, number);
+  const { baseUrl, version, timeoutMs, mediaHosts } = config(env).operator;
   return { cfg: { baseUrl, version, timeoutMs, mediaHosts }, token: accessToken };
 }
 

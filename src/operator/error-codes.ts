@@ -195,8 +195,8 @@ const PAIR_RATE_BASE_MS = 4_000;
 const PAIR_RATE_MAX_MS = 15 * 60_000;
 
 /** Whether the operator's code is about the number's account or credentials (every message would fail alike): it pauses the number. */
-export const isAccountLevel = (upstreamCode: string | null): boolean =>
-  upstreamCode !== null && treatmentOf(upstreamCode)?.kind === "pause";
+export const isAccountLevel = (operatorCode: string | null): boolean =>
+  operatorCode !== null && treatmentOf(operatorCode)?.kind === "pause";
 
 /** 4^n seconds after the n-th pair-rate refusal (4 s, 16 s, 64 s, …), capped at 15 minutes. */
 export const pairRateDelayMs = (attempt: number): number =>
@@ -211,17 +211,17 @@ const withDetails = (message: string, details: string | undefined): string =>
  * it): `upstream_temporary_failure`, retriable.
  */
 export function permanentError(
-  upstreamCode: string | null,
-  upstreamMessage?: string,
+  operatorCode: string | null,
+  operatorMessage?: string,
   details?: string,
 ): NormalizedError {
-  const t = upstreamCode ? treatmentOf(upstreamCode) : undefined;
+  const t = operatorCode ? treatmentOf(operatorCode) : undefined;
   if (t && (t.kind === "retry" || t.kind === "pair_rate")) {
     return {
       code: TEMPORARY_FAILURE.code,
       message: withDetails(TEMPORARY_FAILURE.message, details),
       retriable: true,
-      upstreamCode,
+      upstreamCode: operatorCode,
     };
   }
   if (t && (t.kind === "final" || t.kind === "pause")) {
@@ -229,14 +229,14 @@ export function permanentError(
       code: t.code,
       message: withDetails(t.message, details),
       retriable: t.kind === "final" ? t.retriableLater === true : true,
-      upstreamCode,
+      upstreamCode: operatorCode,
     };
   }
   return {
     code: "upstream_rejected",
-    message: withDetails(upstreamMessage ?? "The operator refused the message.", details),
+    message: withDetails(operatorMessage ?? "The operator refused the message.", details),
     retriable: false,
-    upstreamCode,
+    upstreamCode: operatorCode,
   };
 }
 
@@ -267,7 +267,7 @@ export function classifyOperatorError(
     if (t?.kind === "retry") {
       return {
         kind: "retryable",
-        upstreamCode: code,
+        operatorCode: code,
         message: withDetails(message, opts.details),
         scope: t.scope,
         ...retryAfter,
@@ -278,7 +278,7 @@ export function classifyOperatorError(
     if (t?.kind === "pair_rate")
       return {
         kind: "retryable",
-        upstreamCode: code,
+        operatorCode: code,
         message: withDetails(message, opts.details),
         scope: "message",
         pairRate: true,
@@ -290,7 +290,7 @@ export function classifyOperatorError(
     if (opts.isTransient || status === 429 || status >= 500)
       return {
         kind: "retryable",
-        upstreamCode: code,
+        operatorCode: code,
         message: withDetails(message, opts.details),
         scope: "message",
         ...retryAfter,
@@ -300,7 +300,7 @@ export function classifyOperatorError(
   if (status === 429)
     return {
       kind: "retryable",
-      upstreamCode: null,
+      operatorCode: null,
       message,
       scope: "number",
       minDelayMs: LONG_BACKOFF_MS,

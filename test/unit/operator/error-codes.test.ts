@@ -4,7 +4,7 @@ import {
   isAccountLevel,
   pairRateDelayMs,
   permanentError,
-} from "../../../src/upstream/error-codes";
+} from "../../../src/operator/error-codes";
 
 describe("pair-rate refusals", () => {
   it("back off 4^n seconds, capped", () => {

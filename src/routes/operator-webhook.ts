@@ -6,8 +6,8 @@ import { log } from "../lib/log";
 import { config } from "../config";
 import { readCappedBody } from "../lib/capped-body";
 import { planBatches } from "../lib/queue-publisher";
-import { splitPayload } from "../upstream/cloud-webhook-payload";
-import { applyUpstreamItems } from "../queue/upstream-events";
+import { splitPayload } from "../operator/webhook-payload";
+import { applyOperatorItems } from "../queue/operator-webhook-events";
 
 /** The operator's payloads reach 3 MiB (up to 1,000 updates); anything larger is refused before it is read. */
 export const MAX_OPERATOR_PAYLOAD_BYTES = 3 * 1024 * 1024;
@@ -18,7 +18,7 @@ export const MAX_OPERATOR_PAYLOAD_BYTES = 3 * 1024 * 1024;
  * OPERATOR_APPLY_WITHIN_MS, 3 s) is queued, so that the operator never waits long on us and
  * a processing failure is retried.
  */
-export const upstreamWebhookRoutes = new Hono<AppEnv>()
+export const operatorWebhookRoutes = new Hono<AppEnv>()
   .get("/cloud/webhook", async (c) => {
     const mode = c.req.query("hub.mode");
     const token = c.req.query("hub.verify_token") ?? "";
@@ -59,10 +59,10 @@ export const upstreamWebhookRoutes = new Hono<AppEnv>()
     // what cannot be applied now, or not within OPERATOR_APPLY_WITHIN_MS, is queued item by item for the
     // consumer to retry. A failure to queue answers 500 and the operator retries the whole
     // payload (applying an item twice changes nothing).
-    const applying = applyUpstreamItems(items, c.env);
+    const applying = applyOperatorItems(items, c.env);
     let timer: ReturnType<typeof setTimeout> | null = null;
     const deadline = new Promise<null>(
-      (resolve) => (timer = setTimeout(() => resolve(null), config(c.env).upstream.applyWithinMs)),
+      (resolve) => (timer = setTimeout(() => resolve(null), config(c.env).operator.applyWithinMs)),
     );
     const outcomes = await Promise.race([applying, deadline]).finally(() => clearTimeout(timer));
     if (outcomes === null) c.executionCtx.waitUntil(applying);

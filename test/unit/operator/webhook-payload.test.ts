@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { operatorTime, splitPayload } from "../../../src/upstream/cloud-webhook-payload";
+import { operatorTime, splitPayload } from "../../../src/operator/webhook-payload";
 
 const change = (field: string | undefined, value: unknown) => (field === undefined ? { value } : { field, value });
 const payload = (...changes: unknown[]) => ({ object: "whatsapp_business_account", entry: [{ id: "waba1", changes }] });
