@@ -16,7 +16,7 @@ import { now } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
 import { adminAuth } from "../src/middleware/admin-auth";
 import { apiKeyAuth } from "../src/middleware/api-key-auth";
-import { requestId } from "../src/middleware/request-id";
+import { requestId } from "../src/middleware/access-log";
 import { serverTiming } from "../src/middleware/server-timing";
 import { SeedChunk, seedRecords, type SeedResult } from "./seed";
 

@@ -8,7 +8,7 @@ import { log } from "./lib/log";
 import { newRouter, registerSharedComponents } from "./lib/openapi";
 import { allowedMethods } from "./lib/allowed-methods";
 import { closestRoute } from "./lib/closest-route";
-import { requestId } from "./middleware/request-id";
+import { requestId } from "./middleware/access-log";
 import { serverTiming } from "./middleware/server-timing";
 import { securityHeaders } from "./middleware/security-headers";
 import { apiKeyAuth } from "./middleware/api-key-auth";

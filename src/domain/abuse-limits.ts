@@ -1,5 +1,5 @@
 import type { Limit } from "../lib/gcra";
-import type { BucketSpec } from "../lib/throttle";
+import type { BucketSpec } from "../lib/throttle-client";
 import type { Actor } from "./actor";
 
 /**

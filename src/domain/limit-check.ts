@@ -1,4 +1,4 @@
-import { takeToken, type BucketSpec, type ThrottleDecision } from "../lib/throttle";
+import { takeToken, type BucketSpec, type ThrottleDecision } from "../lib/throttle-client";
 import { bucket, scopes, type AbuseLimit } from "./abuse-limits";
 
 /** A domain operation refused by an abuse limit: nothing was done. `what` names the limit for the caller. */

@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { now } from "../lib/clock";
 import { decide, type BucketDecision } from "../lib/gcra";
-import type { BucketSpec, ThrottleDecision } from "../lib/throttle";
+import type { BucketSpec, ThrottleDecision } from "../lib/throttle-client";
 
 // Rows are deleted this long after their bucket is full, so that a busy scope re-arms its alarm at most once a minute.
 const CLEANUP_SLACK_MS = 60_000;

@@ -9,7 +9,7 @@ import { bucket, scopes } from "../domain/abuse-limits";
 import { timingSafeEqualStrings } from "../lib/crypto";
 import { bearerToken, unauthorized } from "../lib/bearer";
 import { clientAddress } from "../lib/client-address";
-import { rateLimited, refundToken, takeToken, type ThrottleDecision } from "../lib/throttle";
+import { rateLimited, refundToken, takeToken, type ThrottleDecision } from "../lib/throttle-client";
 import { now } from "../lib/clock";
 import { log } from "../lib/log";
 

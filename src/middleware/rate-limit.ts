@@ -2,7 +2,13 @@ import { createMiddleware } from "hono/factory";
 import type { Context } from "hono";
 import type { AppEnv } from "../context";
 import { perKeyBucket, scopes } from "../domain/abuse-limits";
-import { rateLimitHeaders, rateLimited, takeToken, type BucketSpec, type ThrottleDecision } from "../lib/throttle";
+import {
+  rateLimitHeaders,
+  rateLimited,
+  takeToken,
+  type BucketSpec,
+  type ThrottleDecision,
+} from "../lib/throttle-client";
 import { isRateLimited, type RateLimited } from "../domain/limit-check";
 
 /**

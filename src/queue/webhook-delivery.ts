@@ -279,7 +279,7 @@ function reportOf(e: Entry, result: Result, at: number, schedule: readonly numbe
 
 /**
  * Consumer of `webhook-deliveries`: each queue message carries a pack of events
- * (see lib/event-publisher.ts). One number's events are attempted one after
+ * (see lib/event-packs.ts). One number's events are attempted one after
  * another in queue order, numbers in parallel; once an endpoint fails, its
  * later events in this invocation are not tried (they would fail alike, each
  * after a timeout, and must not overtake the failed one): they wait with it.

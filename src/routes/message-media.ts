@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bearerSecurity, errorResponses, newRouter, requestIdHeader } from "../lib/openapi";
 import { ApiError, foundOr404 } from "../lib/errors";
-import { rateLimited } from "../lib/throttle";
+import { rateLimited } from "../lib/throttle-client";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { contentDisposition, servedContentType } from "../messages/inbound-media";
 import { messageMedia, type MediaDownload, type MessageMedia } from "../engine/media";

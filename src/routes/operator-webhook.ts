@@ -5,7 +5,7 @@ import { hmacSha256, timingSafeEqualStrings, toHex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { config } from "../config";
 import { readCappedBody } from "../lib/capped-body";
-import { planBatches } from "../lib/queue-publisher";
+import { planBatches } from "../lib/queue-batches";
 import { splitPayload } from "../operator/webhook-payload";
 import { applyOperatorItems } from "../queue/operator-webhook-events";
 

@@ -19,7 +19,7 @@ import { createWorkspace } from "../helpers/fixtures";
 import { Browser, invite, PASSWORD, signedInMember, uniqueEmail } from "../helpers/dashboard";
 import { fakeClock } from "../helpers/clock";
 import { ABUSE_LIMITS, bucket, scopes } from "../../src/domain/abuse-limits";
-import { takeToken } from "../../src/lib/throttle";
+import { takeToken } from "../../src/lib/throttle-client";
 
 afterEach(() => {
   vi.restoreAllMocks();

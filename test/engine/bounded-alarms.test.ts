@@ -9,7 +9,7 @@ import { ChannelNumberDurableObject } from "../../src/durable-objects/channel-nu
 import { slotStart, slotTable } from "../../src/durable-objects/workspace/day-tables";
 import { SCAN_BUDGET } from "../../src/durable-objects/workspace/message-queries";
 import { PART_ROWS } from "../../src/durable-objects/history/archive-writer";
-import { PUBLISH_PAGE } from "../../src/durable-objects/workspace/publisher";
+import { PUBLISH_PAGE } from "../../src/durable-objects/workspace/event-publisher";
 import { DAY_MS, utcDay } from "../../src/lib/job-id";
 import type { SendCommand } from "../../src/messages/send";
 import { RETENTION_SLACK_MS } from "../../src/durable-objects/shared/scheduler";

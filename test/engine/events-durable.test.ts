@@ -8,13 +8,13 @@ import { liveNumberOnEdge } from "../helpers/number-edge";
 import { queuedEvents, statusEventsOf } from "../helpers/events";
 import { testWorkspace } from "../helpers/objects";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
-import { PUBLISH_BACKSTOP_MS, PUBLISH_PAGE } from "../../src/durable-objects/workspace/publisher";
+import { PUBLISH_BACKSTOP_MS, PUBLISH_PAGE } from "../../src/durable-objects/workspace/event-publisher";
 import { eventIdOf, type WebhookEvent } from "../../src/messages/events";
 import type { InboundRecord } from "../../src/messages/inbound";
 import { fakeClockPerTest } from "../helpers/clock";
 
 // The obligation to announce a committed change is stored in the change's own transaction (the
-// owed list, publisher.ts): a restart of every object between a commit and the queue loses no
+// owed list, event-publisher.ts): a restart of every object between a commit and the queue loses no
 // event, and what the publisher holds in memory is one page, however long the queue refuses.
 
 const clock = fakeClockPerTest(Date.UTC(2058, 0, 1, 10), (t) => t + 30 * 24 * 3_600_000);

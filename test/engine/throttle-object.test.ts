@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { peekToken, takeToken } from "../../src/lib/throttle";
+import { peekToken, takeToken } from "../../src/lib/throttle-client";
 import { fakeClock } from "../helpers/clock";
 import { testThrottle } from "../helpers/objects";
 

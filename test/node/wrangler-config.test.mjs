@@ -14,7 +14,7 @@ function table(name) {
 
 describe("wrangler.toml", () => {
   it("keeps the platform's invocation logs off: they record full request URLs, and the operator's handshake carries hub.verify_token in its query", () => {
-    // Our own access-log line (src/middleware/request-id.ts) replaces them, with secrets redacted.
+    // Our own access-log line (src/middleware/access-log.ts) replaces them, with secrets redacted.
     expect(table("observability.logs")).toMatch(/^invocation_logs = false$/m);
     expect(toml).toMatch(/\[observability\]\nenabled = true/);
   });

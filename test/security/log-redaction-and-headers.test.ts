@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_OPERATOR_PAYLOAD_BYTES } from "../../src/routes/operator-webhook";
 import { app } from "../../src/app";
-import { REDACTED_PARAMS } from "../../src/middleware/request-id";
+import { REDACTED_PARAMS } from "../../src/middleware/access-log";
 import { hmacSha256, toBase64Url, toHex } from "../../src/lib/crypto";
 import { admin, api, call, expectError, json } from "../helpers/http";
 import { createTenant, createWorkspace } from "../helpers/fixtures";

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { ABUSE_LIMITS, bucket, scopes } from "../../src/domain/abuse-limits";
-import { peekToken, takeToken } from "../../src/lib/throttle";
+import { peekToken, takeToken } from "../../src/lib/throttle-client";
 import { KEY_CACHE_TTL_MS } from "../../src/domain/key-cache";
 import { workspaceStub } from "../../src/durable-objects/stubs";
 import { BASE, admin, api, expectError, json } from "../helpers/http";

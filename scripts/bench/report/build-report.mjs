@@ -215,7 +215,7 @@ export function buildReport({
     `- Worker ms vs client latency: for (d) the Worker's own handling took ${f1(d.serverMs)} ms on average while the client's p50 was`,
     `  ${f1(d.p50)} ms; for (b) ${f1(b.serverMs)} ms vs ${f1(b.p50)} ms. The rest is waiting for the runtime (local workerd runs all`,
     '  objects and the Worker on one thread: see "runtime cores busy"), wrangler dev\'s proxy in front of the Worker, and the client.',
-    "- Every request pays the same fixed costs in all cases: the proxy hop and one access-log line (`src/middleware/request-id.ts`)",
+    "- Every request pays the same fixed costs in all cases: the proxy hop and one access-log line (`src/middleware/access-log.ts`)",
     "  that wrangler prints. Cores busy by process (Worker runtime workerd / proxy workerd / wrangler's Node / bench client):",
     ...results.map(
       (r) =>

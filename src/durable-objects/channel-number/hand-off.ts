@@ -19,7 +19,7 @@ interface Transit {
  * The calls' answers (and the messages the number gives up on) on their way to the workspace's
  * records. Each is handed at once and its commit awaited (the record is current when the drain
  * moves on); an answer the workspace could not take is kept and handed again. Once committed it is
- * the workspace's: the obligation to announce its events is committed with it (publisher.ts), so
+ * the workspace's: the obligation to announce its events is committed with it (event-publisher.ts), so
  * nothing waits for them here. Kept in memory only: the
  * record says a call was claimed and not answered, so a restart of this object that loses an
  * answer finds the message "claimed before" and reports its outcome unknown, which the operator's

@@ -1,4 +1,4 @@
-import type { WorkspaceConfig } from "./config";
+import type { WorkspaceConfig } from "./workspace-config";
 
 /** What the workspace object's modules share: its storage, bindings, identity, configuration and alarm. */
 export interface WorkspaceContext {

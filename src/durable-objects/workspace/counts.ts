@@ -1,7 +1,7 @@
 import { DAY_MS, utcDay, uuidV7Floor } from "../../lib/job-id";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import { publishInOrder } from "../../lib/queue-publisher";
+import { publishInOrder } from "../../lib/queue-batches";
 import { getMeta, setMeta } from "../shared/meta";
 import type { ScheduledStep } from "../shared/scheduler";
 import type { DailyUsage } from "./contract";

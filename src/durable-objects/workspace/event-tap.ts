@@ -1,5 +1,5 @@
 import { eventsOf, type WebhookQueueMessage } from "../../messages/events";
-import type { QueueSender } from "../../lib/queue-publisher";
+import type { QueueSender } from "../../lib/queue-batches";
 import { log } from "../../lib/log";
 
 /**

@@ -1,7 +1,7 @@
 import type { Schema } from "../shared/schema-version";
 import { createMetaTable } from "../shared/meta";
 import { ensureColumn } from "../shared/sql-schema";
-import { createOwedEventsTable } from "./publisher";
+import { createOwedEventsTable } from "./event-publisher";
 import { createSinceIndex, hasUnknownsTable } from "./unknown-outcomes";
 import { now } from "../../lib/clock";
 import { tallySlotTables } from "./counts";

@@ -17,7 +17,7 @@ import type { WorkspaceContext } from "./context";
 import { DailyCounts } from "./counts";
 import type { MediaCopies } from "./media-copies";
 import { changesOf, eventOf } from "./message-events";
-import type { EventPublisher } from "./publisher";
+import type { EventPublisher } from "./event-publisher";
 import { isOutbound, lifecycleOf, type MessageRow, type OutboundRow } from "../../messages/record";
 import { changedColumns, insertInbound, updateRecord, workOf } from "./records";
 import { findByOperatorId, resolveLinks, STATUS_LOOKUP_MS } from "./message-links";

@@ -12,7 +12,7 @@ import { getMeta, setMeta } from "../shared/meta";
 import { ensureSchema } from "../shared/schema-version";
 import { WORKSPACE_SCHEMA } from "./schema";
 import { Admission, IDEMPOTENCY_TTL_MS } from "./admission";
-import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./config";
+import { isFresh, loadWorkspaceConfig, type WorkspaceConfig } from "./workspace-config";
 import type { WorkspaceContext } from "./context";
 import type { ClaimResult, DailyUsage, DeliveryReport, Usage, WorkItem } from "./contract";
 import type { SendCommand, SendOutcome } from "../../messages/send";
@@ -26,7 +26,7 @@ import { DEFAULT_HISTORY_DAYS, HistoryTiering, type ArchivedDay } from "./histor
 import { MediaCopies, type CopyOutcome, type MediaCopyState, type Reservation } from "./media-copies";
 import type { MediaCopy } from "../../messages/inbound-media";
 import type { Keyset, MessageFilter } from "../../messages/list";
-import { EventPublisher, PUBLISH_DELAY_MS } from "./publisher";
+import { EventPublisher, PUBLISH_DELAY_MS } from "./event-publisher";
 import type { MessageRow } from "../../messages/record";
 import { StatusLedger, testEvent } from "./status";
 import { Tiers } from "./tiers";
@@ -47,7 +47,7 @@ const PURGE_AT_LEAST_EVERY_MS = 30 * 24 * 60 * 60_000;
  *
  * The class is the RPC surface and the alarm; each job is a module: admission.ts (keys, windows,
  * quota), status.ts (claims, answers, reports, inbound messages and the events they announce),
- * publisher.ts (events to the queue), delivery-log.ts, counts.ts, history-tiering.ts (reads and
+ * event-publisher.ts (events to the queue), delivery-log.ts, counts.ts, history-tiering.ts (reads and
  * lists across tiers, moves to history, archives), media-copies.ts (inbound media copied to R2).
  */
 export class WorkspaceDurableObject extends DurableObject<Env> {

@@ -11,7 +11,7 @@ import { getWorkspaceWithLimits } from "../../db/workspaces";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { isoNow } from "../../lib/clock";
 import { sealOperatorCredentials } from "../../lib/sealed-secrets";
-import type { ThrottleDecision } from "../../lib/throttle";
+import type { ThrottleDecision } from "../../lib/throttle-client";
 import {
   fetchNumberProfile,
   verifyAndSubscribe,

@@ -3,7 +3,7 @@ import type { Caller } from "../../domain/actor";
 import type { RateLimited } from "../../domain/limit-check";
 import { numberChanged, workspaceChanged } from "../../engine/numbers";
 import { isoNow } from "../../lib/clock";
-import type { ThrottleDecision } from "../../lib/throttle";
+import type { ThrottleDecision } from "../../lib/throttle-client";
 import { ownNumber, spendChange } from "./change-budget";
 
 export type DisconnectOutcome =

@@ -4,7 +4,7 @@ import type { RateLimited } from "../../domain/limit-check";
 import { numberChanged } from "../../engine/numbers";
 import { isoNow } from "../../lib/clock";
 import { sealOperatorCredentials } from "../../lib/sealed-secrets";
-import type { ThrottleDecision } from "../../lib/throttle";
+import type { ThrottleDecision } from "../../lib/throttle-client";
 import { fetchNumberProfile, verifyAndSubscribe, type OperatorProfile } from "../../operator/account";
 import { ownNumber, spendChange } from "./change-budget";
 import type { Refused, Unavailable } from "./connect-number";

@@ -8,7 +8,7 @@ import {
 } from "../../db/sandbox-test-contacts";
 import { isoNow } from "../../lib/clock";
 import { spendWorkspaceHourly, type RateLimited, type Spent } from "../../domain/limit-check";
-import type { ThrottleDecision } from "../../lib/throttle";
+import type { ThrottleDecision } from "../../lib/throttle-client";
 import { E164_DIGITS } from "../../messages/recipient";
 
 // A sandbox number's test contacts (recipients it sends to outside the 24-hour window): what

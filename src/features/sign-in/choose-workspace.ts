@@ -1,5 +1,5 @@
 import { timingSafeEqualStrings } from "../../lib/crypto";
-import { takeToken } from "../../lib/throttle";
+import { takeToken } from "../../lib/throttle-client";
 import { membersWithWorkspace, type MemberWithWorkspace } from "../members/store";
 import { openSession } from "./sessions";
 import { passwordProof, type ProvedMembership } from "./sign-in";

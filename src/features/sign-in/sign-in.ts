@@ -1,5 +1,5 @@
 import { membershipsWithPassword, setPasswordStatement, type MemberRow } from "../members/store";
-import { takeToken, type ThrottleDecision } from "../../lib/throttle";
+import { takeToken, type ThrottleDecision } from "../../lib/throttle-client";
 import { isoNow } from "../../lib/clock";
 import { randomBytes, sha256Hex, toBase64Url } from "../../lib/crypto";
 import { hashPassword, needsRehash, verifyPassword } from "../../lib/password";
@@ -21,7 +21,7 @@ const SIGN_IN_BUCKET = "sign-in";
 
 /**
  * One sign-in attempt against a scope's budget (the shared Throttle object,
- * src/lib/throttle.ts): `limit` attempts in a burst, refilled over 15 minutes.
+ * src/lib/throttle-client.ts): `limit` attempts in a burst, refilled over 15 minutes.
  */
 export const signInAttempt = (env: Env, scope: string, limit: number): Promise<ThrottleDecision> =>
   takeToken(env, scope, [{ name: SIGN_IN_BUCKET, limit, periodSeconds: SIGN_IN_WINDOW_MS / 1000 }]);

@@ -6,7 +6,7 @@ import { isoNow } from "../../lib/clock";
 import { sealWebhookSecret } from "../../lib/sealed-secrets";
 import { checkWebhookUrl, checkWebhookUrlSyntax } from "../../webhooks/ssrf";
 import { newWebhookSecret } from "../../webhooks/signature";
-import type { ThrottleDecision } from "../../lib/throttle";
+import type { ThrottleDecision } from "../../lib/throttle-client";
 import { bucket, scopes } from "../../domain/abuse-limits";
 import type { Caller } from "../../domain/actor";
 import { spend, type RateLimited } from "../../domain/limit-check";

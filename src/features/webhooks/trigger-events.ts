@@ -2,7 +2,7 @@ import { bucket, scopes } from "../../domain/abuse-limits";
 import { EVENT_ID_PATTERN } from "../../messages/events";
 import { spend, type RateLimited } from "../../domain/limit-check";
 import { recordTestEvent, replayEvent as publishAgain } from "../../engine/webhooks";
-import type { ThrottleDecision } from "../../lib/throttle";
+import type { ThrottleDecision } from "../../lib/throttle-client";
 import type { WebhookRow } from "./store";
 
 // A test event and a replay, shared by the API routes and the Webhooks page.

@@ -1,6 +1,6 @@
 import type { WebhookEvent } from "../../messages/events";
-import { publishEventPacks } from "../../lib/event-publisher";
-import type { QueueSender } from "../../lib/queue-publisher";
+import { publishEventPacks } from "../../lib/event-packs";
+import type { QueueSender } from "../../lib/queue-batches";
 import { now } from "../../lib/clock";
 import { errorText, log } from "../../lib/log";
 import { changesOf, eventOf } from "./message-events";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { QUEUE_BUDGET, planBatches, queuedBytes } from "../../../src/lib/queue-publisher";
+import { QUEUE_BUDGET, planBatches, queuedBytes } from "../../../src/lib/queue-batches";
 
 describe("queue batches", () => {
   it("are sized by bytes as well as by count, and set apart what can never be sent", () => {

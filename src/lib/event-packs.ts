@@ -1,4 +1,4 @@
-import { publishInOrder, queuedBytes, QUEUE_BUDGET, type PublishHooks, type QueueSender } from "./queue-publisher";
+import { publishInOrder, queuedBytes, QUEUE_BUDGET, type PublishHooks, type QueueSender } from "./queue-batches";
 
 /**
  * Queues bill each write, read and delete per 64 KB of message: a pack of

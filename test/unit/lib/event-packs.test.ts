@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { WebhookEvent, WebhookQueueMessage } from "../../../src/messages/events";
-import { PACK_BYTES, PACK_EVENTS, packEvents, publishEventPacks } from "../../../src/lib/event-publisher";
-import { QUEUE_BUDGET, type QueueSender } from "../../../src/lib/queue-publisher";
+import { PACK_BYTES, PACK_EVENTS, packEvents, publishEventPacks } from "../../../src/lib/event-packs";
+import { QUEUE_BUDGET, type QueueSender } from "../../../src/lib/queue-batches";
 
 const event = (n: number, bodyChars = 10): WebhookEvent => ({
   id: `evt_${String(n).padStart(32, "0")}`,
