@@ -1,5 +1,5 @@
 // The house's picture, checked by `npm run check:deps` (dependency-cruiser; .ci/run runs it after lint).
-// docs/operators/architecture.md ("Boundaries") says the same in prose: change the two together.
+// docs/architecture.md ("Boundaries") says the same in prose: change the two together.
 //
 // src/ is a stack of floors, lowest first. A module may import its own floor and the floors below it,
 // never a floor above: what a floor needs from above is handed down as a value or a type of its own floor.

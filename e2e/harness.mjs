@@ -158,7 +158,7 @@ export async function startHarness() {
   });
 
   /**
-   * The operator admin API, as the operator (or `npm run dev`) calls it.
+   * The admin API, as whoever runs the service (or `npm run dev`) calls it.
    * @param {string} method @param {string} path @param {unknown} [body]
    * @returns {Promise<ReturnType<typeof JSON.parse>>} the answer's JSON (what JSON.parse gives)
    */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`, drain part: does one number keep up with its own acceptance
 // rate (2 sends/s) when the operator is slow? A number object starts its next
-// call without waiting for the previous answer (docs/operators/architecture.md, "The
+// call without waiting for the previous answer (docs/architecture.md, "The
 // outbox and the drain"); this measures it against a real local runtime.
 //
 // A fake operator on loopback answers each call after a fixed latency and

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run test:examples`: every example of README.md, docs/{customers,operators}/*.md and sdk/README.md runs as
+// `npm run test:examples`: every example of README.md, docs/customers/*.md, docs/*.md and sdk/README.md runs as
 // written against a real local Worker (`wrangler dev` on 127.0.0.1:8806).
 //
 // - Shell blocks (```bash / ```sh) of one file run in order in one bash session, like a reader
@@ -25,14 +25,14 @@ import { startLocalWorker } from "./lib/local-worker.mjs";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PORT = Number(process.env.EXAMPLES_PORT ?? 8806);
 const RECEIVER_PORT = PORT + 1;
-// Customers' pages, then operators', each in name order.
+// Customers' pages, then the maintainers' (docs/*.md), each in name order.
 const FILES = [
   "README.md",
-  ...["customers", "operators"].flatMap((audience) =>
-    readdirSync(join(ROOT, "docs", audience))
+  ...["docs/customers", "docs"].flatMap((dir) =>
+    readdirSync(join(ROOT, dir))
       .filter((f) => f.endsWith(".md"))
       .sort()
-      .map((f) => `docs/${audience}/${f}`),
+      .map((f) => `${dir}/${f}`),
   ),
   "sdk/README.md",
 ];

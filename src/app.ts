@@ -94,7 +94,7 @@ publicApi
   .route("/", sandboxRoutes)
   .route("/", sandboxTestContactRoutes);
 
-/** The operator's admin API (`/admin/v1`), behind ADMIN_TOKEN; not part of the public document. */
+/** The admin API (`/admin/v1`) of whoever runs the service, behind ADMIN_TOKEN; not part of the public document. */
 const adminApi = newRouter();
 adminApi.use("*", adminAuth);
 adminApi

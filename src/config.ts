@@ -39,8 +39,9 @@ const hostList = z
  * Where the operator's media lookup may send us for the bytes (with the number's token): the host
  * of the URLs it answers. Meta's reference ("Media", Cloud API) shows that URL only as `<URL>`; the
  * references of WhatsApp Business solution providers that relay it (360dialog's, Kapso's) show it
- * as `https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=…`. An operator that sees
- * another host in its logs ("the operator's media URL names a host not allowed") adds it here.
+ * as `https://lookaside.fbsbx.com/whatsapp_business/attachments/?mid=…`. Whoever runs the
+ * service and sees another host in its logs ("the operator's media URL names a host not allowed")
+ * adds it here.
  */
 export const OPERATOR_MEDIA_HOSTS = ["lookaside.fbsbx.com"];
 

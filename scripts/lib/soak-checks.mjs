@@ -196,7 +196,7 @@ export function checkOperatorCalls(calls, accepted, records) {
  * even the widest placement of its calls spans less than 1,000 ms. Those windows are figures, not
  * the invariant: between the start and the arrival lies the runtime's transit (`at − startedAt`),
  * which the object cannot observe, and a number that starts calls at its full 2/s can only keep
- * every arrival window at 2 if its margin exceeds the spread of that transit (docs/operators/architecture.md).
+ * every arrival window at 2 if its margin exceeds the spread of that transit (docs/architecture.md).
  * Each such window is listed with the transit of its calls.
  * @param {OperatorCall[]} calls
  */

@@ -6,7 +6,7 @@ import type { Actor } from "./actor";
  * Abuse limits of every endpoint except sending (`POST /messages` keeps its
  * exact per-number and per-workspace windows in the Durable Objects). Each is a
  * token bucket: up to `limit` requests at once, refilled continuously at
- * `limit` per `periodSeconds`. Documented in docs/customers/limits.md and docs/operators/security.md;
+ * `limit` per `periodSeconds`. Documented in docs/customers/limits.md and docs/security.md;
  * change them there too.
  */
 export const ABUSE_LIMITS = {

@@ -1,6 +1,6 @@
 /**
  * Who acts on a workspace: an API key (the public API), a member (the
- * dashboard) or the operator's admin token (the admin API, by its fingerprint).
+ * dashboard) or the admin token (the admin API, by its fingerprint).
  * Abuse limits that are "per caller" and the audit log both name callers this way.
  */
 export type Actor = { type: "api_key"; id: string } | { type: "member"; id: string } | { type: "admin"; id: string };

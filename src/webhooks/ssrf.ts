@@ -15,7 +15,7 @@ import {
  * answer is not globally routable (fail closed on every error). The delivery's own fetch resolves
  * the name once more (a Worker cannot pin the address it connects to), so a name whose answers
  * change between the check and the connection (DNS rebinding) is a residual risk; see
- * docs/operators/security.md for why it is small on Cloudflare's egress. Deliveries never follow redirects.
+ * docs/security.md for why it is small on Cloudflare's egress. Deliveries never follow redirects.
  */
 
 export {

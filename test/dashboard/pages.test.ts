@@ -407,9 +407,9 @@ describe("overview", () => {
   });
 });
 
-describe("docs/operators/security.md", () => {
+describe("docs/security.md", () => {
   it("states the Content-Security-Policy the dashboard actually sends", async () => {
-    const { default: doc } = await import("../../docs/operators/security.md?raw");
+    const { default: doc } = await import("../../docs/security.md?raw");
     expect(doc).toContain(`\`Content-Security-Policy: ${CONTENT_SECURITY_POLICY}\``);
     const res = await call("/dashboard/sign-in");
     expect(res.headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);

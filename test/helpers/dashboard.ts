@@ -62,7 +62,7 @@ export class Browser {
 
 export const uniqueEmail = (tag = "member") => `${tag}-${crypto.randomUUID().slice(0, 8)}@example.com`;
 
-/** Invites through the operator admin API; returns the path of the invitation link. */
+/** Invites through the admin API; returns the path of the invitation link. */
 export async function invite(
   workspaceId: string,
   email: string,

@@ -11,6 +11,8 @@ const CUSTOMER_PAGES = readdirSync(join(ROOT, "docs", "customers"))
   .filter((f) => f.endsWith(".md"))
   .map((f) => `docs/customers/${f}`);
 const READ_BY_CUSTOMERS = ["README.md", ...CUSTOMER_PAGES, "sdk/README.md"];
+// What whoever runs the service reads: the pages at the root of docs/.
+const MAINTAINER_PAGES = readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md"));
 
 /** @param {string} file */
 const read = (file) => readFileSync(join(ROOT, file), "utf8");
@@ -64,7 +66,7 @@ function brokenLinks(file) {
 }
 
 // Words of the house, not of the API: the internal contract, source paths, storage and platform internals,
-// the operators' own API and secrets, and history.
+// the maintainers' own API and secrets, and history.
 const INTERNAL_WORDS = [
   /\bSPEC\b/,
   /\bsrc\//,
@@ -99,7 +101,7 @@ describe("README.md", () => {
 
   it("opens with an index whose customers' part links sending, a message's status, webhook verification and errors", () => {
     expect(readme.indexOf("## Documentation")).toBeLessThan(readme.indexOf("## Quick start"));
-    const customers = index.slice(0, index.indexOf("**For operators**"));
+    const customers = index.slice(0, index.indexOf("**For whoever runs the service**"));
     for (const target of [
       "docs/customers/api.md#sending-post-messages",
       "docs/customers/api.md#one-message-get-messagesid",
@@ -107,15 +109,14 @@ describe("README.md", () => {
       "docs/customers/errors.md",
     ])
       expect(customers).toContain(`(${target})`);
-    expect(customers).not.toContain("docs/operators/");
+    for (const page of MAINTAINER_PAGES) expect(customers).not.toContain(`(docs/${page}`);
     for (const page of CUSTOMER_PAGES) expect(customers).toContain(`(${page}`);
   });
 
-  it("lists every operators' page after the customers' pages", () => {
-    const operators = index.slice(index.indexOf("**For operators**"));
-    expect(operators.length).toBeLessThan(index.length);
-    for (const page of readdirSync(join(ROOT, "docs", "operators")).filter((f) => f.endsWith(".md")))
-      expect(operators).toContain(`(docs/operators/${page})`);
+  it("lists every maintainers' page after the customers' pages", () => {
+    const maintainers = index.slice(index.indexOf("**For whoever runs the service**"));
+    expect(maintainers.length).toBeLessThan(index.length);
+    for (const page of MAINTAINER_PAGES) expect(maintainers).toContain(`(docs/${page})`);
   });
 
   it("keeps the two commands that run it locally and test it", () => {

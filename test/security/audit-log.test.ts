@@ -591,10 +591,10 @@ describe("the audit page", () => {
       actor_type: "admin",
       client_address: null,
     });
-    const operators = await env.DB.prepare("SELECT client_address FROM admin_audit_log WHERE request_id = ?")
+    const admins = await env.DB.prepare("SELECT client_address FROM admin_audit_log WHERE request_id = ?")
       .bind(requestId)
       .first<{ client_address: string }>();
-    expect(operators?.client_address).toBe(staff);
+    expect(admins?.client_address).toBe(staff);
     // An entry written with the address (before it was left out) does not show it either.
     await appendAudit(env.DB, {
       workspace_id: t.workspaceId,

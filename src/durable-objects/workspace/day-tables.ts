@@ -21,7 +21,7 @@ import { DAY_MS, uuidV7Time } from "../../lib/job-id";
  *
  * Bound: one row per message of the slot (~750 B with a 200-character body, + ~180 B of index
  * entries: 938–954 measured by `npm run bench`); a table is dropped once its slot moved to history or its day was archived
- * (docs/operators/architecture.md, storage budget).
+ * (docs/architecture.md, storage budget).
  */
 export const SLOT_MS = 6 * 60 * 60 * 1000;
 export const SLOTS_PER_DAY = DAY_MS / SLOT_MS;

@@ -53,7 +53,7 @@ const create = createRoute({
         "application/json": {
           schema: z.strictObject({
             name: z.string().trim().min(1).max(200).optional(),
-            // The operator acts for the business: its keys are owner keys unless asked for less.
+            // Whoever runs the service acts for the business: its keys are owner keys unless asked for less.
             role: KeyRoleSchema.default("owner"),
           }),
         },

@@ -7,7 +7,7 @@ import { insertApiKey, type ApiKeyRow } from "./store";
 /**
  * Creates a key for the workspace with `role`; the full key is returned here
  * only (its SHA-256 is stored). `maker` is the role of whoever asks (a
- * member's; the operator's admin API counts as an owner): a key never gets
+ * member's; the admin API counts as an owner): a key never gets
  * more than its maker has, so making a key is no way around a role. Limited
  * per workspace, whoever asks: keys are revoked, never deleted, so each one is
  * a row for good.

@@ -9,7 +9,7 @@ import { Time, TableScroll } from "../../dashboard/components";
 import { requireRole } from "../../dashboard/roles";
 
 const PAGE_SIZE = 50;
-const ACTOR_TYPES = { member: "members", api_key: "API keys", admin: "our operators" } as const;
+const ACTOR_TYPES = { member: "members", api_key: "API keys", admin: "our administrators" } as const;
 
 // The page's query: anything unknown or malformed is ignored (the unfiltered first page), never an error.
 const Query = z.object({
@@ -51,7 +51,7 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
     <>
       <h1>Audit log</h1>
       <p>
-        Every change to the workspace, from the dashboard, the API or our operators: who, what, when, from which
+        Every change to the workspace, from the dashboard, the API or our administrators: who, what, when, from which
         address, and the request id to quote to support. Kept {AUDIT_RETENTION_DAYS} days, and at most the newest{" "}
         {AUDIT_MAX_ROWS_PER_ACTION} entries of each action. Keys, secrets and links are never recorded.
       </p>
