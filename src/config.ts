@@ -47,6 +47,7 @@ export const OPERATOR_MEDIA_HOSTS = ["lookaside.fbsbx.com"];
 
 const VarsSchema = z.object({
   API_KEY_PREFIX: required,
+  // The operator's vars keep their deployed names (UPSTREAM_*): renaming one would break every deployment's settings.
   UPSTREAM_CLOUD_API_BASE_URL: url,
   UPSTREAM_CLOUD_API_VERSION: required,
   UPSTREAM_MESSAGING_PRODUCT: required,
