@@ -8,7 +8,7 @@ import type { CommittedChange } from "../messages/timeline";
 import { toDeliveryView, type WebhookDelivery } from "../domain/webhook-view";
 import type { SendContent, SendOutcome } from "../messages/send";
 import type { Keyset, MessageFilter } from "../messages/list";
-import { toMessageView } from "../messages/record";
+import { toMessageView, type MessageRow } from "../messages/record";
 import { changesOf } from "../durable-objects/workspace/message-events";
 import { workspaceObject } from "./objects";
 
@@ -51,8 +51,18 @@ export interface MessageRead {
  * UUID (no lookup) or names no message of this workspace (another workspace's reads as unknown).
  */
 export async function readMessage(env: Env, workspaceId: string, id: string): Promise<MessageRead | null> {
+  return readMessageAs(env, workspaceId, id, toMessageView);
+}
+
+/** `readMessage`, shown by another version's view (`view`: messages/message-v2.ts, say). */
+export async function readMessageAs<V>(
+  env: Env,
+  workspaceId: string,
+  id: string,
+  view: (row: MessageRow) => V,
+): Promise<{ message: V; changes: CommittedChange[] } | null> {
   const row = await findByUuid(id, (stored) => workspaceObject(env, workspaceId).getMessage(stored));
-  return row ? { message: toMessageView(row), changes: changesOf(row) } : null;
+  return row ? { message: view(row), changes: changesOf(row) } : null;
 }
 
 /** One page of the workspace's messages, newest first, strictly older than `after`; `next` is where the next page starts. */
@@ -63,8 +73,20 @@ export async function listMessages(
   after: Keyset | null,
   limit: number,
 ): Promise<{ messages: Message[]; next: Keyset | null }> {
+  return listMessagesAs(env, workspaceId, filter, after, limit, toMessageView);
+}
+
+/** `listMessages`, shown by another version's view. */
+export async function listMessagesAs<V>(
+  env: Env,
+  workspaceId: string,
+  filter: MessageFilter,
+  after: Keyset | null,
+  limit: number,
+  view: (row: MessageRow) => V,
+): Promise<{ messages: V[]; next: Keyset | null }> {
   const page = await workspaceObject(env, workspaceId).listMessages(filter, after, limit);
-  return { messages: page.rows.map(toMessageView), next: page.next };
+  return { messages: page.rows.map((row) => view(row)), next: page.next };
 }
 
 /** Attempts to deliver a message's events to its number's webhook (kept 3 days), oldest first. */

@@ -1,12 +1,18 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../context";
-import { ERROR_STATUS, type ErrorBody, type ErrorCode } from "./errors";
+import { ERROR_STATUS, V2_ONLY_ERROR_CODES, type ErrorBody, type ErrorCode } from "./errors";
 import { validationHook } from "./validation";
 
 export const ErrorResponse = z
   .object({
     error: z.object({
-      code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+      // v1's codes; v2's document adds its own (withV2ErrorCodes).
+      code: z.enum(
+        (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((c) => !V2_ONLY_ERROR_CODES.includes(c)) as [
+          ErrorCode,
+          ...ErrorCode[],
+        ],
+      ),
       message: z.string(),
       requestId: z.string(),
       details: z

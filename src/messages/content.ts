@@ -8,16 +8,36 @@ import { z } from "@hono/zod-openapi";
 export const OUTBOUND_KINDS = ["text", "template"] as const;
 export type OutboundKind = (typeof OUTBOUND_KINDS)[number];
 
+/**
+ * What a v2 send can carry besides: media by link, interactive messages, a location, contact
+ * cards and reactions (each kind's request, payload and summary in ./kinds/). v1's views, events
+ * and documents keep OUTBOUND_KINDS.
+ */
+export const OUTBOUND_KINDS_V2 = [
+  ...OUTBOUND_KINDS,
+  "image",
+  "video",
+  "audio",
+  "document",
+  "sticker",
+  "interactive",
+  "location",
+  "contacts",
+  "reaction",
+] as const;
+export type OutboundKindV2 = (typeof OUTBOUND_KINDS_V2)[number];
+
 /** A text's body, and any record's text (a template's rendered one), at most this many Unicode code points. */
 export const MAX_BODY_CODE_POINTS = 4096;
 
 /**
- * What a send records and the number sends: the record's `type`, `body` (a text's body, or a
- * template's rendered text), `content` (a template's operator payload, JSON) and `details`
- * (a template's facts, JSON). A text send has neither of the last two.
+ * What a send records and the number sends: the record's `type`, `body` (a text's body, a
+ * template's rendered text, another kind's summary), `content` (the operator's object of that
+ * kind, JSON) and `details` (what a view shows of it beyond `content`, JSON). A text send has
+ * neither of the last two.
  */
 export interface OutboundContent {
-  type: OutboundKind;
+  type: OutboundKindV2;
   body: string;
   content: string | null;
   details: string | null;
@@ -30,6 +50,32 @@ export const OperatorTemplatePayload = z.object({
   components: z.array(z.record(z.string(), z.unknown())),
 });
 export type OperatorTemplatePayload = z.infer<typeof OperatorTemplatePayload>;
+
+/**
+ * What the number sends the operator for a record: its type and the object under that type's
+ * name (`{"body"}` for a text, the record's `content` for every other kind); null when a record's
+ * content cannot be read (it is never sent as something else).
+ */
+export function operatorPayloadOf(record: {
+  type: string;
+  body: string;
+  content: string | null;
+}): { type: string; payload: Record<string, unknown> | unknown[] } | null {
+  if (record.type === "text") return { type: "text", payload: { body: record.body } };
+  if (record.type === "template") {
+    const template = templatePayloadOf(record);
+    return template ? { type: "template", payload: template } : null;
+  }
+  if (record.content === null) return null;
+  try {
+    const parsed: unknown = JSON.parse(record.content);
+    return parsed !== null && typeof parsed === "object"
+      ? { type: record.type, payload: parsed as Record<string, unknown> | unknown[] }
+      : null;
+  } catch {
+    return null;
+  }
+}
 
 /** The operator payload a template record carries in `content` (null for any other record, or one unreadable: logged by the caller's failure). */
 export function templatePayloadOf(record: { type: string; content: string | null }): OperatorTemplatePayload | null {

@@ -1,15 +1,15 @@
 import type { NormalizedError, OperatorStatus } from "../messages/status";
-import type { OperatorTemplatePayload } from "../messages/content";
 
 export interface OutboundText {
   jobId: string;
   /** E.164 digits, or a business-scoped user id (messages/recipient.ts tells them apart). */
   to: string;
-  body: string;
   /** 1 for the first try of this message. */
   attempt: number;
-  /** A template message: the operator's `template` object, sent instead of `text` (`body` is then its rendered text). */
-  template?: OperatorTemplatePayload;
+  /** The operator's message type (`text`, `template`, `image`, `interactive`, …). */
+  type: string;
+  /** The operator's object of that type, sent under the type's name (messages/content.ts operatorPayloadOf). */
+  payload: Record<string, unknown> | unknown[];
 }
 
 /**

@@ -60,9 +60,8 @@ export class OperatorApiAdapter implements OperatorAdapter {
           // The operator prepends the business number's country code when '+' is missing: send it.
           // A user known only by a business-scoped user id is the operator's `recipient` (with `to` it would lose).
           ...(isPhoneNumber(message.to) ? { to: `+${message.to}` } : { recipient: message.to }),
-          ...(message.template
-            ? { type: "template", template: message.template }
-            : { type: "text", text: { body: message.body } }),
+          type: message.type,
+          [message.type]: message.payload,
           biz_opaque_callback_data: message.jobId,
         }),
         signal: AbortSignal.timeout(timeoutMs),

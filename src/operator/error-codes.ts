@@ -336,9 +336,9 @@ export const OWN_ERRORS = {
     retriable: true,
     upstreamCode: null,
   }),
-  unreadableTemplate: (): NormalizedError => ({
-    code: "template_error",
-    message: "The message's template payload could not be read; it was not sent.",
+  unreadableContent: (type: string): NormalizedError => ({
+    code: type === "template" ? "template_error" : "invalid_parameters",
+    message: `The message's ${type} payload could not be read; it was not sent.`,
     retriable: false,
     upstreamCode: null,
   }),

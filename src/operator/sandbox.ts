@@ -1,6 +1,7 @@
 import type { OutboundText, SendResult, OperatorAdapter } from "./adapter";
 import { classifyOperatorError } from "./error-codes";
 import { sandboxTemplate } from "./sandbox-templates";
+import { OperatorTemplatePayload } from "../messages/content";
 
 /**
  * Recipients with a documented behaviour in the sandbox, so that customers can
@@ -50,8 +51,10 @@ export class SandboxAdapter implements OperatorAdapter {
 
   async send(message: OutboundText): Promise<SendResult> {
     // Templates are checked as the operator checks them: by name and language, and their status.
-    if (message.template) {
-      const t = sandboxTemplate(message.template.name, message.template.language.code);
+    const template = message.type === "template" ? OperatorTemplatePayload.safeParse(message.payload) : null;
+    if (template && !template.success) return classifyOperatorError(400, "132000", "Sandbox: unreadable template.");
+    if (template?.success) {
+      const t = sandboxTemplate(template.data.name, template.data.language.code);
       if (!t) return classifyOperatorError(404, "132001", "Sandbox: template name does not exist in the translation.");
       if (t.status === "PAUSED") return classifyOperatorError(400, "132015", "Sandbox: template is paused.");
       if (t.status !== "APPROVED") return classifyOperatorError(400, "132016", "Sandbox: template is disabled.");
@@ -93,7 +96,7 @@ export class SandboxAdapter implements OperatorAdapter {
     // operator's own test numbers); any other recipient needs an open window or to be a test contact.
     // The operator accepts the call and reports the closed window afterwards, as a failed status.
     // A template is what the window does not apply to: it is how a business starts a conversation.
-    if (!MAGIC.has(message.to) && !message.template && !(await this.recipients.mayReceiveFreeForm(message.to))) {
+    if (!MAGIC.has(message.to) && !template && !(await this.recipients.mayReceiveFreeForm(message.to))) {
       return {
         kind: "accepted",
         upstreamMessageId: id,
@@ -107,6 +110,8 @@ export class SandboxAdapter implements OperatorAdapter {
         ],
       };
     }
+    // The operator reports a reaction sent, and never delivered or read.
+    if (message.type === "reaction") return { kind: "accepted", upstreamMessageId: id };
     // Like a live number: delivered to the phone, then read by the user, each as an operator status.
     return {
       kind: "accepted",

@@ -1,4 +1,4 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute, z, type RouteHandler } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../context";
 import {
@@ -261,21 +261,26 @@ export async function messagePage(
   return { data: page.messages, nextCursor: page.nextCursor };
 }
 
+const messageEvents: RouteHandler<typeof events, AppEnv> = async (c) => {
+  const { id } = c.req.valid("param");
+  const { workspaceId } = c.get("principal");
+  const { message, changes } = foundOr404(await readMessage(c.env, workspaceId, id), "Message");
+  return c.json(
+    {
+      messageId: message.id,
+      timeline: timelineOf(message, changes),
+      deliveries: await messageDeliveries(c.env, workspaceId, message.id),
+    },
+    200,
+  );
+};
+
+/** A message's timeline and webhook deliveries: the same in every version (each shows the message its own way). */
+export const messageEventRoutes = newRouter().openapi(events, messageEvents);
+
 /** One message and its timeline: the same in every version. */
 export const messageReadRoutes = newRouter()
-  .openapi(events, async (c) => {
-    const { id } = c.req.valid("param");
-    const { workspaceId } = c.get("principal");
-    const { message, changes } = foundOr404(await readMessage(c.env, workspaceId, id), "Message");
-    return c.json(
-      {
-        messageId: message.id,
-        timeline: timelineOf(message, changes),
-        deliveries: await messageDeliveries(c.env, workspaceId, message.id),
-      },
-      200,
-    );
-  })
+  .openapi(events, messageEvents)
   .openapi(get, async (c) => {
     const { id } = c.req.valid("param");
     const read = foundOr404(await readMessage(c.env, c.get("principal").workspaceId, id), "Message");

@@ -180,7 +180,13 @@ describe("the recipient as the operator knows it", () => {
       stampCalls: true,
     });
     expect(
-      await stamped.send({ jobId: crypto.randomUUID(), to: "5511900000001", body: "hi", attempt: 1 }),
+      await stamped.send({
+        jobId: crypto.randomUUID(),
+        to: "5511900000001",
+        attempt: 1,
+        type: "text",
+        payload: { body: "hi" },
+      }),
     ).toMatchObject({ kind: "accepted" });
     expect(seen[1]!.get(CALL_STARTED_AT_HEADER)).toBe(String(clock.now()));
   });

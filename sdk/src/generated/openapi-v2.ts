@@ -190,10 +190,30 @@ export interface paths {
         get: operations["listMessagesV2"];
         put?: never;
         /**
-         * Queue a text or template message for delivery
-         * @description As v1's send (same `Idempotency-Key` rules, limits, quota and statuses), plus `type: template`: an approved template of the number's business account (`GET /templates`), with its parameters. A template is checked before anything is queued: an unknown name (`template_not_found`), a language it does not have (`template_language_not_found`), a paused template (`template_paused`), any other status than APPROVED (`template_not_approved`), or parameters that do not fit it (`template_parameters_invalid`, `details` naming each) answer 400. A template is how a business starts a conversation: it is delivered outside the 24-hour window, where free-form text is not.
+         * Queue a message of any type for delivery
+         * @description As v1's send (same `Idempotency-Key` rules, limits, quota and statuses), plus `type: template`: an approved template of the number's business account (`GET /templates`), with its parameters. A template is checked before anything is queued: an unknown name (`template_not_found`), a language it does not have (`template_language_not_found`), a paused template (`template_paused`), any other status than APPROVED (`template_not_approved`), or parameters that do not fit it (`template_parameters_invalid`, `details` naming each) answer 400. A template is how a business starts a conversation: it is delivered outside the 24-hour window, where free-form text is not. Every other type but text (media by link, `interactive`, `location`, `contacts`, `reaction`) is checked against the recipient's 24-hour window before anything is queued: outside it, 400 `service_window_closed`. A reaction names a message you received by its id; one that is unknown on this number, from another sender, or itself a reaction answers 400 `invalid_request` naming `reaction.messageId`. Each type's limits are the operator's (docs/customers/rich-messages.md).
          */
         post: operations["sendMessageV2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a message and its delivery status
+         * @description As v1's, with each type's fields: a rich message's object under its type's name, as it was sent.
+         */
+        get: operations["getMessage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -209,23 +229,6 @@ export interface paths {
         };
         /** A message's status timeline and its webhook deliveries */
         get: operations["getMessageEvents"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/messages/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get a message and its delivery status */
-        get: operations["getMessage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -631,6 +634,147 @@ export interface components {
         WebhookTestEventData: {
             message: string;
         };
+        Message: components["schemas"]["OutboundMessage"] | components["schemas"]["InboundMessage"];
+        OutboundMessage: {
+            /**
+             * Format: uuid
+             * @description The jobId returned on send.
+             */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            direction: "outbound";
+            /** Format: uuid */
+            channelNumberId: string;
+            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
+            to: string | null;
+            /** @description Extension: the recipient's user id, for a send made with `toUserId`; null otherwise. */
+            toUserId: string | null;
+            /**
+             * @description `text`; `template` for a template message sent through `/api/v2` (its `text.body` is the rendered text).
+             * @enum {string}
+             */
+            type: "text" | "template";
+            /** @description The text sent; for a template message, the template's text with its parameters filled in. */
+            text: {
+                body: string;
+            };
+            template?: components["schemas"]["MessageTemplateFacts"];
+            /**
+             * @description `queued` → `processing` → `sent` or `failed`. `sent` means the operator accepted the message; if the operator later reports that it could not deliver it, the status becomes `failed` (with `error`). `failed` is final.
+             * @enum {string}
+             */
+            status: "queued" | "processing" | "sent" | "failed";
+            upstreamMessageId: string | null;
+            error: components["schemas"]["MessageError"];
+            /**
+             * Format: date-time
+             * @description Set while the operator's answer to our call was lost (a timeout or a dropped connection): the message may or may not have reached the operator. It is never sent again; the operator's status report settles it.
+             */
+            outcomeUnknownSince: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** Format: date-time */
+            processingAt: string | null;
+            /** Format: date-time */
+            sentAt: string | null;
+            /** Format: date-time */
+            failedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the operator reported delivery.
+             */
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the operator reported the message read.
+             */
+            readAt: string | null;
+        };
+        InboundMessage: {
+            /**
+             * Format: uuid
+             * @description Our id for the inbound message (the `messageId` of its `message.received` event).
+             */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            direction: "inbound";
+            /** Format: uuid */
+            channelNumberId: string;
+            /** @description The sender's E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`). */
+            from: string | null;
+            /** @description The sender's business-scoped user id (e.g. `US.13491208655302741918`) whenever the operator gives one: reply to it with `toUserId` when `from` is null. */
+            fromUserId: string | null;
+            /** @description The sender's profile name, when the operator gives it. */
+            profileName: string | null;
+            /** @description The sender's username, when they have one. */
+            username: string | null;
+            replyTo: components["schemas"]["ReplyTo"];
+            /**
+             * @description Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).
+             * @enum {string|null}
+             */
+            forwarded: "forwarded" | "frequently_forwarded" | null;
+            reaction: components["schemas"]["Reaction"];
+            referral: components["schemas"]["Referral"];
+            system: components["schemas"]["IdentityChange"];
+            /** @description `text`, or the operator's type for other content (`image`, `audio`, `reaction`, `contacts`, …); `system` for an identity change. */
+            type: string;
+            text: {
+                body: string;
+            } | null;
+            /** @description The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's name: `contacts` reads `{"contacts": [...]}`. */
+            content: {
+                [key: string]: unknown;
+            } | null;
+            /** @enum {string} */
+            status: "received";
+            upstreamMessageId: string | null;
+            /** Format: date-time */
+            receivedAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            media: components["schemas"]["InboundMedia"];
+        };
+        /** @description The file of an image, audio, video, document or sticker (null for other types): `url` serves it, and `status` says whether we kept a copy. */
+        InboundMedia: {
+            /**
+             * @description The operator's MIME type of the file.
+             * @example image/jpeg
+             */
+            mimeType: string | null;
+            /** @description The sender's caption (images, videos, documents). */
+            caption: string | null;
+            /** @description The document's file name, as the sender named it. */
+            filename: string | null;
+            /** @description The operator's SHA-256 of the file, when it gives one. */
+            sha256: string | null;
+            /**
+             * @description `GET` it with your API key for the bytes (relative to the API's host).
+             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
+             */
+            url: string;
+            /** @description Bytes (known once the copy started). */
+            size: number | null;
+            /** @description Whether our copy is there: `url` serves it. */
+            available: boolean;
+            /**
+             * @description `pending`: not copied yet (`url` fetches it from the operator meanwhile, for 7 days after receipt); `stored`: copied, kept as long as the message; `over_cap`: not kept, larger than the plan allows (per item or per day); `failed`: not kept, the operator no longer had it or kept failing.
+             * @enum {string}
+             */
+            status: "pending" | "stored" | "over_cap" | "failed";
+        } | null;
+        MessageList: {
+            data: components["schemas"]["Message"][];
+            nextCursor: string | null;
+        };
         Me: {
             workspace: {
                 /** Format: uuid */
@@ -657,7 +801,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_request" | "template_not_found" | "template_language_not_found" | "template_not_approved" | "template_paused" | "template_parameters_invalid" | "unauthorized" | "forbidden" | "insufficient_role" | "not_found" | "method_not_allowed" | "idempotency_conflict" | "rate_limit_exceeded" | "monthly_message_limit_exceeded" | "internal_error";
+                code: "invalid_request" | "template_not_found" | "template_language_not_found" | "template_not_approved" | "template_paused" | "template_parameters_invalid" | "unauthorized" | "forbidden" | "insufficient_role" | "not_found" | "method_not_allowed" | "idempotency_conflict" | "rate_limit_exceeded" | "monthly_message_limit_exceeded" | "internal_error" | "service_window_closed";
                 message: string;
                 requestId: string;
                 /** @description One entry per bad field. */
@@ -934,7 +1078,7 @@ export interface components {
             /** @enum {string} */
             status: "created";
         };
-        /** @description Exactly one of `to` and `toUserId`. `type: text` (the default) with `text`, as in v1; or `type: template` with `template`. */
+        /** @description Exactly one of `to` and `toUserId`. `type: text` (the default) with `text`, as in v1; or another `type` with the object of that name (`template`, `image`, `video`, `audio`, `document`, `sticker`, `interactive`, `location`, `contacts`, `reaction`). */
         SendMessageRequestV2: {
             /**
              * Format: uuid
@@ -952,11 +1096,11 @@ export interface components {
              */
             toUserId?: string;
             /**
-             * @description `text` (the default) or `template`.
+             * @description `text` (the default), `template`, or the type of a rich message.
              * @default text
              * @enum {string}
              */
-            type?: "text" | "template";
+            type?: "text" | "template" | "image" | "video" | "audio" | "document" | "sticker" | "interactive" | "location" | "contacts" | "reaction";
             /** @description Required for `type: text`; not allowed otherwise. */
             text?: {
                 /**
@@ -966,6 +1110,15 @@ export interface components {
                 body: string;
             };
             template?: components["schemas"]["TemplateContent"];
+            image?: components["schemas"]["ImageContent"];
+            video?: components["schemas"]["VideoContent"];
+            audio?: components["schemas"]["AudioContent"];
+            document?: components["schemas"]["DocumentContent"];
+            sticker?: components["schemas"]["StickerContent"];
+            interactive?: components["schemas"]["InteractiveContent"];
+            location?: components["schemas"]["LocationContent"];
+            contacts?: components["schemas"]["ContactsContent"];
+            reaction?: components["schemas"]["ReactionContent"];
         };
         /** @description Required for `type: template`; not allowed otherwise. */
         TemplateContent: {
@@ -1010,147 +1163,290 @@ export interface components {
                 value: string;
             }[];
         };
-        MessageList: {
-            data: components["schemas"]["Message"][];
-            nextCursor: string | null;
+        /** @description Required for `type: image`; not allowed otherwise. */
+        ImageContent: {
+            /**
+             * Format: uri
+             * @description An https URL of a public host; the operator fetches it.
+             * @example https://cdn.example.com/parcel.png
+             */
+            link: string;
+            /** @description Shown under the media; 1 to 1,024 characters. */
+            caption?: string;
         };
-        Message: components["schemas"]["OutboundMessage"] | components["schemas"]["InboundMessage"];
-        OutboundMessage: {
+        /** @description Required for `type: video`; not allowed otherwise. */
+        VideoContent: {
+            /**
+             * Format: uri
+             * @description An https URL of a public host; the operator fetches it.
+             * @example https://cdn.example.com/parcel.png
+             */
+            link: string;
+            /** @description Shown under the media; 1 to 1,024 characters. */
+            caption?: string;
+        };
+        /** @description Required for `type: audio`; not allowed otherwise. */
+        AudioContent: {
+            /**
+             * Format: uri
+             * @description An https URL of a public host; the operator fetches it.
+             * @example https://cdn.example.com/parcel.png
+             */
+            link: string;
+        };
+        /** @description Required for `type: document`; not allowed otherwise. */
+        DocumentContent: {
+            /**
+             * Format: uri
+             * @description An https URL of a public host; the operator fetches it.
+             * @example https://cdn.example.com/parcel.png
+             */
+            link: string;
+            /** @description Shown under the media; 1 to 1,024 characters. */
+            caption?: string;
+            /**
+             * @description The file's name as the recipient sees it (its extension tells their phone how to open it).
+             * @example invoice-1042.pdf
+             */
+            filename?: string;
+        };
+        /** @description Required for `type: sticker`; not allowed otherwise. */
+        StickerContent: {
+            /**
+             * Format: uri
+             * @description An https URL of a public host; the operator fetches it.
+             * @example https://cdn.example.com/parcel.png
+             */
+            link: string;
+        };
+        /** @description Required for `type: interactive`; not allowed otherwise. */
+        InteractiveContent: {
+            /** @enum {string} */
+            type: "button";
+            /** @description A text (at most 60 characters) or a media header: `{"type": "image", "link": "https://…"}`. */
+            header?: {
+                /** @enum {string} */
+                type: "text";
+                /** @example Your order */
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "image";
+                /**
+                 * Format: uri
+                 * @example https://cdn.example.com/parcel.png
+                 */
+                link: string;
+            } | {
+                /** @enum {string} */
+                type: "video";
+                /**
+                 * Format: uri
+                 * @example https://cdn.example.com/parcel.png
+                 */
+                link: string;
+            } | {
+                /** @enum {string} */
+                type: "document";
+                /**
+                 * Format: uri
+                 * @example https://cdn.example.com/parcel.png
+                 */
+                link: string;
+            };
+            /** @example Your table for 4 is booked for Friday at 8 pm. */
+            body: string;
+            /** @example Reply to change it. */
+            footer?: string;
+            buttons: {
+                /**
+                 * @description Comes back as the answer's id when the user taps it.
+                 * @example confirm
+                 */
+                id: string;
+                /** @example Confirm */
+                title: string;
+            }[];
+        } | {
+            /** @enum {string} */
+            type: "list";
+            /** @description A text header only, at most 60 characters. */
+            header?: {
+                /** @enum {string} */
+                type: "text";
+                /** @example Your order */
+                text: string;
+            };
+            /** @example Your table for 4 is booked for Friday at 8 pm. */
+            body: string;
+            /** @example Reply to change it. */
+            footer?: string;
+            /**
+             * @description The label of the button that opens the list.
+             * @example Choose
+             */
+            button: string;
+            sections: {
+                /** @example Delivery */
+                title?: string;
+                rows: {
+                    /** @example express */
+                    id: string;
+                    /** @example Express */
+                    title: string;
+                    /** @example Next day */
+                    description?: string;
+                }[];
+            }[];
+        } | {
+            /** @enum {string} */
+            type: "cta_url";
+            /** @description A text (at most 60 characters) or a media header: `{"type": "image", "link": "https://…"}`. */
+            header?: {
+                /** @enum {string} */
+                type: "text";
+                /** @example Your order */
+                text: string;
+            } | {
+                /** @enum {string} */
+                type: "image";
+                /**
+                 * Format: uri
+                 * @example https://cdn.example.com/parcel.png
+                 */
+                link: string;
+            } | {
+                /** @enum {string} */
+                type: "video";
+                /**
+                 * Format: uri
+                 * @example https://cdn.example.com/parcel.png
+                 */
+                link: string;
+            } | {
+                /** @enum {string} */
+                type: "document";
+                /**
+                 * Format: uri
+                 * @example https://cdn.example.com/parcel.png
+                 */
+                link: string;
+            };
+            /** @example Your table for 4 is booked for Friday at 8 pm. */
+            body: string;
+            /** @example Reply to change it. */
+            footer?: string;
+            button: {
+                /** @example Track parcel */
+                text: string;
+                /**
+                 * Format: uri
+                 * @example https://shop.example.com/track/1042
+                 */
+                url: string;
+            };
+        };
+        /** @description Required for `type: location`; not allowed otherwise. */
+        LocationContent: {
+            /** @example -23.5614 */
+            latitude: number;
+            /** @example -46.6559 */
+            longitude: number;
+            /** @example Acme Store Paulista */
+            name?: string;
+            /** @example Av. Paulista, 1578, São Paulo */
+            address?: string;
+        };
+        /** @description Required for `type: contacts`; not allowed otherwise. */
+        ContactsContent: {
+            name: {
+                /** @example Ana Souza */
+                formattedName: string;
+                /** @example Ana */
+                firstName?: string;
+                /** @example Souza */
+                lastName?: string;
+                middleName?: string;
+                prefix?: string;
+                suffix?: string;
+            };
+            phones?: {
+                /** @example +55 11 99999-8888 */
+                phone: string;
+                /** @example WORK */
+                type?: string;
+                /** @example 5511999998888 */
+                waId?: string;
+            }[];
+            emails?: {
+                /** @example ana@example.com */
+                email: string;
+                /** @example WORK */
+                type?: string;
+            }[];
+            urls?: {
+                /** @example https://example.com */
+                url: string;
+                /** @example WORK */
+                type?: string;
+            }[];
+            addresses?: {
+                street?: string;
+                city?: string;
+                state?: string;
+                zip?: string;
+                country?: string;
+                countryCode?: string;
+                type?: string;
+            }[];
+            org?: {
+                company?: string;
+                department?: string;
+                title?: string;
+            };
+            /** @example 1990-04-21 */
+            birthday?: string;
+        }[];
+        /** @description Required for `type: reaction`; not allowed otherwise. */
+        ReactionContent: {
             /**
              * Format: uuid
-             * @description The jobId returned on send.
+             * @description Our id of the inbound message to react to.
              */
-            id: string;
+            messageId: string;
+            /**
+             * @description One emoji; `""` removes the reaction.
+             * @example 👍
+             */
+            emoji: string;
+        };
+        MessageListV2: {
+            data: components["schemas"]["MessageV2"][];
+            nextCursor: string | null;
+        };
+        MessageV2: components["schemas"]["OutboundMessageV2"] | components["schemas"]["InboundMessage"];
+        OutboundMessageV2: components["schemas"]["OutboundMessage"] & {
+            /**
+             * @description `text`, `template`, or a rich message's type; its `text.body` is a summary for what shows text only (`"[image] caption"`, `"[reaction] 👍"`), and its fields are under the type's name.
+             * @enum {string}
+             */
+            type?: "text" | "template" | "image" | "video" | "audio" | "document" | "sticker" | "interactive" | "location" | "contacts" | "reaction";
+            image?: components["schemas"]["ImageContent"] & unknown;
+            video?: components["schemas"]["VideoContent"] & unknown;
+            audio?: components["schemas"]["AudioContent"] & unknown;
+            document?: components["schemas"]["DocumentContent"] & unknown;
+            sticker?: components["schemas"]["StickerContent"] & unknown;
+            interactive?: components["schemas"]["InteractiveContent"] & unknown;
+            location?: components["schemas"]["LocationContent"] & unknown;
+            contacts?: components["schemas"]["ContactsContent"] & unknown;
+            reaction?: components["schemas"]["ReactionContent"] & unknown;
+        } & {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             direction: "outbound";
-            /** Format: uuid */
-            channelNumberId: string;
-            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
-            to: string | null;
-            /** @description Extension: the recipient's user id, for a send made with `toUserId`; null otherwise. */
-            toUserId: string | null;
-            /**
-             * @description `text`; `template` for a template message sent through `/api/v2` (its `text.body` is the rendered text).
-             * @enum {string}
-             */
-            type: "text" | "template";
-            /** @description The text sent; for a template message, the template's text with its parameters filled in. */
-            text: {
-                body: string;
-            };
-            template?: components["schemas"]["MessageTemplateFacts"];
-            /**
-             * @description `queued` → `processing` → `sent` or `failed`. `sent` means the operator accepted the message; if the operator later reports that it could not deliver it, the status becomes `failed` (with `error`). `failed` is final.
-             * @enum {string}
-             */
-            status: "queued" | "processing" | "sent" | "failed";
-            upstreamMessageId: string | null;
-            error: components["schemas"]["MessageError"];
-            /**
-             * Format: date-time
-             * @description Set while the operator's answer to our call was lost (a timeout or a dropped connection): the message may or may not have reached the operator. It is never sent again; the operator's status report settles it.
-             */
-            outcomeUnknownSince: string | null;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-            /** Format: date-time */
-            processingAt: string | null;
-            /** Format: date-time */
-            sentAt: string | null;
-            /** Format: date-time */
-            failedAt: string | null;
-            /**
-             * Format: date-time
-             * @description When the operator reported delivery.
-             */
-            deliveredAt: string | null;
-            /**
-             * Format: date-time
-             * @description When the operator reported the message read.
-             */
-            readAt: string | null;
         };
-        InboundMessage: {
-            /**
-             * Format: uuid
-             * @description Our id for the inbound message (the `messageId` of its `message.received` event).
-             */
-            id: string;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            direction: "inbound";
-            /** Format: uuid */
-            channelNumberId: string;
-            /** @description The sender's E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`). */
-            from: string | null;
-            /** @description The sender's business-scoped user id (e.g. `US.13491208655302741918`) whenever the operator gives one: reply to it with `toUserId` when `from` is null. */
-            fromUserId: string | null;
-            /** @description The sender's profile name, when the operator gives it. */
-            profileName: string | null;
-            /** @description The sender's username, when they have one. */
-            username: string | null;
-            replyTo: components["schemas"]["ReplyTo"];
-            /**
-             * @description Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).
-             * @enum {string|null}
-             */
-            forwarded: "forwarded" | "frequently_forwarded" | null;
-            reaction: components["schemas"]["Reaction"];
-            referral: components["schemas"]["Referral"];
-            system: components["schemas"]["IdentityChange"];
-            /** @description `text`, or the operator's type for other content (`image`, `audio`, `reaction`, `contacts`, …); `system` for an identity change. */
-            type: string;
-            text: {
-                body: string;
-            } | null;
-            /** @description The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's name: `contacts` reads `{"contacts": [...]}`. */
-            content: {
-                [key: string]: unknown;
-            } | null;
-            /** @enum {string} */
-            status: "received";
-            upstreamMessageId: string | null;
-            /** Format: date-time */
-            receivedAt: string;
-            /** Format: date-time */
-            createdAt: string;
-            media: components["schemas"]["InboundMedia"];
-        };
-        /** @description The file of an image, audio, video, document or sticker (null for other types): `url` serves it, and `status` says whether we kept a copy. */
-        InboundMedia: {
-            /**
-             * @description The operator's MIME type of the file.
-             * @example image/jpeg
-             */
-            mimeType: string | null;
-            /** @description The sender's caption (images, videos, documents). */
-            caption: string | null;
-            /** @description The document's file name, as the sender named it. */
-            filename: string | null;
-            /** @description The operator's SHA-256 of the file, when it gives one. */
-            sha256: string | null;
-            /**
-             * @description `GET` it with your API key for the bytes (relative to the API's host).
-             * @example /api/v1/messages/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0e/media
-             */
-            url: string;
-            /** @description Bytes (known once the copy started). */
-            size: number | null;
-            /** @description Whether our copy is there: `url` serves it. */
-            available: boolean;
-            /**
-             * @description `pending`: not copied yet (`url` fetches it from the operator meanwhile, for 7 days after receipt); `stored`: copied, kept as long as the message; `over_cap`: not kept, larger than the plan allows (per item or per day); `failed`: not kept, the operator no longer had it or kept failing.
-             * @enum {string}
-             */
-            status: "pending" | "stored" | "over_cap" | "failed";
-        } | null;
         MessageEvents: {
             /** Format: uuid */
             messageId: string;
@@ -3065,9 +3361,9 @@ export interface operations {
                      *           "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                      *           "to": "5511999998888",
                      *           "toUserId": null,
-                     *           "type": "text",
+                     *           "type": "image",
                      *           "text": {
-                     *             "body": "Your order has shipped."
+                     *             "body": "[image] Your parcel"
                      *           },
                      *           "status": "sent",
                      *           "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
@@ -3079,13 +3375,17 @@ export interface operations {
                      *           "sentAt": "2026-11-22T18:35:48.012Z",
                      *           "failedAt": null,
                      *           "deliveredAt": null,
-                     *           "readAt": null
+                     *           "readAt": null,
+                     *           "image": {
+                     *             "link": "https://cdn.example.com/parcel.png",
+                     *             "caption": "Your parcel"
+                     *           }
                      *         }
                      *       ],
                      *       "nextCursor": "WyIyMDI2LTExLTIyVDE4OjM1OjQ3LjI4N1oiLCI2ZjFjMmM0ZS04YTU3LTRiNWUtOWQwZS0yZjhjOWExYjdkMzMiXQ"
                      *     }
                      */
-                    "application/json": components["schemas"]["MessageList"];
+                    "application/json": components["schemas"]["MessageListV2"];
                 };
             };
             /** @description Invalid request (`invalid_request`); `details` names each bad field. */
@@ -3360,19 +3660,19 @@ export interface operations {
             };
         };
     };
-    getMessageEvents: {
+    getMessage: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description A message id (the jobId of a send, or an inbound message's id). */
+                /** @description The jobId returned on send. */
                 id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The timeline, oldest first. */
+            /** @description The message record. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3381,28 +3681,33 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
-                     *       "timeline": [
-                     *         {
-                     *           "status": "queued",
-                     *           "at": "2026-11-22T18:35:47.287Z",
-                     *           "error": null
-                     *         },
-                     *         {
-                     *           "status": "processing",
-                     *           "at": "2026-11-22T18:35:47.512Z",
-                     *           "error": null
-                     *         },
-                     *         {
-                     *           "status": "sent",
-                     *           "at": "2026-11-22T18:35:48.012Z",
-                     *           "error": null
-                     *         }
-                     *       ],
-                     *       "deliveries": []
+                     *       "id": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
+                     *       "direction": "outbound",
+                     *       "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
+                     *       "to": "5511999998888",
+                     *       "toUserId": null,
+                     *       "type": "image",
+                     *       "text": {
+                     *         "body": "[image] Your parcel"
+                     *       },
+                     *       "status": "sent",
+                     *       "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
+                     *       "error": null,
+                     *       "outcomeUnknownSince": null,
+                     *       "createdAt": "2026-11-22T18:35:47.287Z",
+                     *       "updatedAt": "2026-11-22T18:35:48.012Z",
+                     *       "processingAt": "2026-11-22T18:35:47.512Z",
+                     *       "sentAt": "2026-11-22T18:35:48.012Z",
+                     *       "failedAt": null,
+                     *       "deliveredAt": null,
+                     *       "readAt": null,
+                     *       "image": {
+                     *         "link": "https://cdn.example.com/parcel.png",
+                     *         "caption": "Your parcel"
+                     *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["MessageEvents"];
+                    "application/json": components["schemas"]["MessageV2"];
                 };
             };
             /** @description Missing or invalid API key (`unauthorized`). */
@@ -3470,19 +3775,19 @@ export interface operations {
             };
         };
     };
-    getMessage: {
+    getMessageEvents: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description The jobId returned on send. */
+                /** @description A message id (the jobId of a send, or an inbound message's id). */
                 id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The message record. */
+            /** @description The timeline, oldest first. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3491,29 +3796,28 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
-                     *       "direction": "outbound",
-                     *       "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
-                     *       "to": "5511999998888",
-                     *       "toUserId": null,
-                     *       "type": "text",
-                     *       "text": {
-                     *         "body": "Your order has shipped."
-                     *       },
-                     *       "status": "sent",
-                     *       "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
-                     *       "error": null,
-                     *       "outcomeUnknownSince": null,
-                     *       "createdAt": "2026-11-22T18:35:47.287Z",
-                     *       "updatedAt": "2026-11-22T18:35:48.012Z",
-                     *       "processingAt": "2026-11-22T18:35:47.512Z",
-                     *       "sentAt": "2026-11-22T18:35:48.012Z",
-                     *       "failedAt": null,
-                     *       "deliveredAt": null,
-                     *       "readAt": null
+                     *       "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
+                     *       "timeline": [
+                     *         {
+                     *           "status": "queued",
+                     *           "at": "2026-11-22T18:35:47.287Z",
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "status": "processing",
+                     *           "at": "2026-11-22T18:35:47.512Z",
+                     *           "error": null
+                     *         },
+                     *         {
+                     *           "status": "sent",
+                     *           "at": "2026-11-22T18:35:48.012Z",
+                     *           "error": null
+                     *         }
+                     *       ],
+                     *       "deliveries": []
                      *     }
                      */
-                    "application/json": components["schemas"]["Message"];
+                    "application/json": components["schemas"]["MessageEvents"];
                 };
             };
             /** @description Missing or invalid API key (`unauthorized`). */

@@ -1,5 +1,5 @@
 import type { ChannelNumberRow } from "../../db/channel-numbers";
-import { templatePayloadOf } from "../../messages/content";
+import { operatorPayloadOf } from "../../messages/content";
 import { refusesToken } from "../../domain/number-binding";
 import { tokenRefused } from "../../db/channel-numbers";
 import { now } from "../../lib/clock";
@@ -304,12 +304,11 @@ export class Drain {
     try {
       // A recipient who changed number or user id since (the operator told us) is reached at the new one.
       const to = currentIdOf(this.d.storage, payload.to);
-      const template = templatePayloadOf(payload);
-      // A template record whose payload cannot be read is never sent as text instead.
-      result =
-        payload.type === "template" && !template
-          ? { kind: "permanent", error: OWN_ERRORS.unreadableTemplate() }
-          : await adapter.send({ jobId: e.jobId, to, body: payload.body, attempt, ...(template ? { template } : {}) });
+      const sent = operatorPayloadOf(payload);
+      // A record whose payload cannot be read is never sent as something else.
+      result = sent
+        ? await adapter.send({ jobId: e.jobId, to, attempt, type: sent.type, payload: sent.payload })
+        : { kind: "permanent", error: OWN_ERRORS.unreadableContent(payload.type) };
     } catch (err) {
       log("error", "operator adapter threw", { jobId: e.jobId, error: String(err) });
       result = { kind: "unknown", message: "The adapter failed during the call." };

@@ -1,6 +1,7 @@
 import type { Message } from "../../messages/message";
 import { decodeMessageCursor, encodeMessageCursor, type MessageFilter } from "../../messages/list";
-import { listMessages } from "../../engine/messages";
+import { listMessagesAs } from "../../engine/messages";
+import { toMessageView, type MessageRow } from "../../messages/record";
 
 export interface MessagePage {
   /** At most the page's `limit`, newest first. */
@@ -23,10 +24,22 @@ export async function listMessagePage(
   query: { cursor?: string | undefined; limit: number },
   calls = 1,
 ): Promise<MessagePage> {
+  return listMessagePageAs(env, workspaceId, filter, query, toMessageView, calls);
+}
+
+/** `listMessagePage`, shown by another version's view (`view`: messages/message-v2.ts, say). */
+export async function listMessagePageAs<V>(
+  env: Env,
+  workspaceId: string,
+  filter: MessageFilter,
+  query: { cursor?: string | undefined; limit: number },
+  view: (row: MessageRow) => V,
+  calls = 1,
+): Promise<{ messages: V[]; nextCursor: string | null }> {
   let position = await decodeMessageCursor(workspaceId, query.cursor);
-  const messages: Message[] = [];
+  const messages: V[] = [];
   for (let call = 0; call < calls && messages.length < query.limit; call++) {
-    const page = await listMessages(env, workspaceId, filter, position, query.limit - messages.length);
+    const page = await listMessagesAs(env, workspaceId, filter, position, query.limit - messages.length, view);
     messages.push(...page.messages);
     position = page.next;
     if (!position) break;

@@ -1,4 +1,5 @@
 import { newRouter, registerSharedComponents } from "../../lib/openapi";
+import { V2_ONLY_ERROR_CODES } from "../../lib/errors";
 import { apiKeyAuth } from "../../middleware/api-key-auth";
 import { perKeyLimits } from "../../middleware/rate-limit";
 import { keyRoleGate } from "../../middleware/key-role";
@@ -7,7 +8,8 @@ import { channelNumberRoutes } from "../../features/numbers/routes";
 import { channelNumberChangeRoutes } from "../../features/numbers/change-routes";
 import { usageRoutes } from "../../features/usage/routes";
 import { webhookRoutes } from "../../features/webhooks/routes";
-import { messageReadRoutes } from "../messages";
+import { MessageList, messageEventRoutes } from "../messages";
+import { Message } from "../../messages/message";
 import { messageArchiveRoutes } from "../message-archives";
 import { messageMediaRoutes } from "../message-media";
 import { sandboxRoutes } from "../../features/sandbox/routes";
@@ -31,21 +33,29 @@ publicApiV2.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
 });
 registerSharedComponents(publicApiV2.openAPIRegistry);
 registerEventDocs(publicApiV2.openAPIRegistry);
-publicApiV2.doc31("/openapi.json", {
+// v1's message views stay in v2's document (it changes only by addition; clients built on them keep
+// compiling), beside the v2 views its message routes answer with (MessageV2, MessageListV2).
+publicApiV2.openAPIRegistry.register("Message", Message);
+publicApiV2.openAPIRegistry.register("MessageList", MessageList);
+const DOCUMENT: Parameters<typeof publicApiV2.getOpenAPI31Document>[0] = {
   openapi: "3.1.0",
   info: {
     title: "Messaging API",
     version: "2.0.0",
     description:
       "Version 2: everything of version 1 (`/api/v1`, unchanged), plus template messages (`POST /messages` with " +
-      "`type: template`), the templates your numbers can send (`GET /templates`) and a `type` filter on message lists. " +
+      "`type: template`), media by link, interactive, location, contacts and reaction messages, the templates your numbers can send (`GET /templates`) and a `type` filter on message lists. " +
       "Every response carries X-Request-Id; every error uses one envelope: " +
       '`{"error": {"code", "message", "requestId", "details"?}}`.',
     license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
   },
   servers: [{ url: "/api/v2", description: "This deployment" }],
   tags: [
-    { name: "Messages", description: "Send text and template messages and follow their delivery." },
+    {
+      name: "Messages",
+      description:
+        "Send text, template, media, interactive, location, contacts and reaction messages and follow their delivery.",
+    },
     {
       name: "Templates",
       description: "Templates approved by the operator for your numbers' business accounts, and the sandbox's own.",
@@ -58,7 +68,19 @@ publicApiV2.doc31("/openapi.json", {
     { name: "Account", description: "The API key's workspace and the plan usage of the month." },
     { name: "Sandbox", description: "Sandbox-only helpers to exercise an integration end to end." },
   ],
-});
+};
+
+/** The document with v2's own error codes in the error envelope's `code` (v1's lists only its own). */
+function withV2ErrorCodes<T extends object>(document: T): T {
+  const code = (document as { components?: { schemas?: Record<string, unknown> } }).components?.schemas?.Error as
+    { properties?: { error?: { properties?: { code?: { enum?: string[] } } } } } | undefined;
+  const codes = code?.properties?.error?.properties?.code;
+  if (!codes?.enum) throw new Error("the v2 document has no error code enum");
+  codes.enum = [...codes.enum, ...V2_ONLY_ERROR_CODES.filter((c) => !codes.enum?.includes(c))];
+  return document;
+}
+
+publicApiV2.get("/openapi.json", (c) => c.json(withV2ErrorCodes(publicApiV2.getOpenAPI31Document(DOCUMENT))));
 publicApiV2.use("*", async (c, next) => (c.req.path === DOCUMENT_PATH ? next() : apiKeyAuth(c, next)));
 publicApiV2.use("*", async (c, next) => (c.req.path === DOCUMENT_PATH ? next() : perKeyLimits(c, next)));
 const keyRoles = keyRoleGate(publicApiV2, "/api/v2");
@@ -70,7 +92,7 @@ publicApiV2
   .route("/", usageRoutes)
   .route("/", webhookRoutes)
   .route("/", messageRoutesV2)
-  .route("/", messageReadRoutes)
+  .route("/", messageEventRoutes)
   .route("/", messageMediaRoutes)
   .route("/", messageArchiveRoutes)
   .route("/", sandboxRoutes)

@@ -5,11 +5,16 @@ import { IdempotencyKeyHeader } from "../../domain/send-request";
 import { ownContentOf, SendMessageRequestV2 } from "../../domain/send-request-v2";
 import { templateSendContent } from "../../domain/template-send";
 import { templatesForSend } from "../../features/templates/number-templates";
+import { richSendContent } from "../../features/messages/rich-send";
 import { MessageListQuery, toFilter } from "../../messages/list";
 import { findByUuid } from "../../lib/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import type { SendContent } from "../../messages/send";
-import { admitSend, MESSAGE_EXAMPLE, MessageList, messagePage, sendResponses, sendValidationHook } from "../messages";
+import { admitSend, sendResponses, sendValidationHook } from "../messages";
+import { MessageListV2, MessageV2, OutboundMessageV2, toMessageViewV2 } from "../../messages/message-v2";
+import { listMessagePageAs } from "../../features/messages/message-page";
+import { readMessageAs } from "../../engine/messages";
+import { foundOr404 } from "../../lib/errors";
 
 const send = createRoute({
   method: "post",
@@ -17,14 +22,18 @@ const send = createRoute({
   "x-key-role": "developer",
   operationId: "sendMessageV2",
   tags: ["Messages"],
-  summary: "Queue a text or template message for delivery",
+  summary: "Queue a message of any type for delivery",
   description:
     "As v1's send (same `Idempotency-Key` rules, limits, quota and statuses), plus `type: template`: an approved template " +
     "of the number's business account (`GET /templates`), with its parameters. A template is checked before anything is " +
     "queued: an unknown name (`template_not_found`), a language it does not have (`template_language_not_found`), a " +
     "paused template (`template_paused`), any other status than APPROVED (`template_not_approved`), or parameters that do " +
     "not fit it (`template_parameters_invalid`, `details` naming each) answer 400. A template is how a business starts a " +
-    "conversation: it is delivered outside the 24-hour window, where free-form text is not.",
+    "conversation: it is delivered outside the 24-hour window, where free-form text is not. Every other type but text " +
+    "(media by link, `interactive`, `location`, `contacts`, `reaction`) is checked against the recipient's 24-hour " +
+    "window before anything is queued: outside it, 400 `service_window_closed`. A reaction names a message you " +
+    "received by its id; one that is unknown on this number, from another sender, or itself a reaction answers 400 " +
+    "`invalid_request` naming `reaction.messageId`. Each type's limits are the operator's (docs/customers/rich-messages.md).",
   security: bearerSecurity,
   middleware: [jsonBody] as const,
   request: {
@@ -37,6 +46,49 @@ const send = createRoute({
     }),
   },
   responses: sendResponses,
+});
+
+/** A v2 message: an image sent by link (a text message reads as in v1). */
+const MESSAGE_EXAMPLE_V2: z.output<typeof OutboundMessageV2> = {
+  id: EXAMPLE.jobId,
+  direction: "outbound",
+  channelNumberId: EXAMPLE.channelNumberId,
+  to: EXAMPLE.to,
+  toUserId: null,
+  type: "image",
+  text: { body: "[image] Your parcel" },
+  status: "sent",
+  upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
+  error: null,
+  outcomeUnknownSince: null,
+  createdAt: EXAMPLE.createdAt,
+  updatedAt: EXAMPLE.updatedAt,
+  processingAt: "2026-11-22T18:35:47.512Z",
+  sentAt: EXAMPLE.updatedAt,
+  failedAt: null,
+  deliveredAt: null,
+  readAt: null,
+  image: { link: "https://cdn.example.com/parcel.png", caption: "Your parcel" },
+};
+
+const get = createRoute({
+  method: "get",
+  path: "/messages/{id}",
+  "x-key-role": "viewer",
+  operationId: "getMessage",
+  tags: ["Messages"],
+  summary: "Get a message and its delivery status",
+  description: "As v1's, with each type's fields: a rich message's object under its type's name, as it was sent.",
+  security: bearerSecurity,
+  request: {
+    params: z.object({
+      id: z.string().openapi({ description: "The jobId returned on send.", format: "uuid", example: EXAMPLE.jobId }),
+    }),
+  },
+  responses: {
+    200: jsonContent(MessageV2, "The message record.", MESSAGE_EXAMPLE_V2),
+    ...errorResponses(401, 404, 429),
+  },
 });
 
 const MessageListQueryV2 = MessageListQuery.safeExtend({
@@ -63,18 +115,23 @@ const list = createRoute({
   security: bearerSecurity,
   request: { query: MessageListQueryV2 },
   responses: {
-    200: jsonContent(MessageList, "Messages, newest first.", { data: [MESSAGE_EXAMPLE], nextCursor: EXAMPLE.cursor }),
+    200: jsonContent(MessageListV2, "Messages, newest first.", {
+      data: [MESSAGE_EXAMPLE_V2],
+      nextCursor: EXAMPLE.cursor,
+    }),
     ...errorResponses(400, 401, 429),
   },
 });
 
 /**
- * What a v2 send records: a text as in v1, or a template checked against the number's templates
- * now (a number that is not the workspace's is left to the workspace object's 403).
+ * What a v2 send records: a text as in v1, a template checked against the number's templates
+ * now, or a rich kind checked against the recipient's window (and a reaction's message) now (a
+ * number that is not the workspace's is left to the workspace object's 403).
  */
 async function contentOf(env: Env, workspaceId: string, request: SendMessageRequestV2): Promise<SendContent> {
   const own = ownContentOf(request);
-  if (own) return own;
+  if (request.type === "text" && own) return own;
+  if (request.type !== "template") return richSendContent(env, workspaceId, request, own);
   const { template } = request;
   if (!template) throw new Error("a validated template send has its template");
   const found = await findByUuid(request.channelNumberId, (id) =>
@@ -107,5 +164,11 @@ export const messageRoutesV2 = newRouter()
     const query = c.req.valid("query");
     const filter = toFilter(query);
     if (query.type !== undefined) filter.type = query.type;
-    return c.json(await messagePage(c, filter, query), 200);
+    const page = await listMessagePageAs(c.env, c.get("principal").workspaceId, filter, query, toMessageViewV2);
+    return c.json({ data: page.messages, nextCursor: page.nextCursor }, 200);
+  })
+  .openapi(get, async (c) => {
+    const { id } = c.req.valid("param");
+    const read = foundOr404(await readMessageAs(c.env, c.get("principal").workspaceId, id, toMessageViewV2), "Message");
+    return c.json(read.message, 200);
   });
