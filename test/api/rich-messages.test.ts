@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClockPerTest } from "../helpers/clock";
 import { api, expectError, json } from "../helpers/http";
 import { createTenant, TEST_CONTACT } from "../helpers/fixtures";
-import { accepted, cloudTenant, mockOperator } from "../helpers/operator";
+import { accepted, liveNumberTenant, mockOperator } from "../helpers/operator";
 import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import { apiV2, sendV2 } from "../helpers/operator-templates";
 import { send, usedMessages } from "../helpers/send";
@@ -26,7 +26,7 @@ const USER = "5511912345678";
 const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env, numberId));
 const until = (check: () => void | Promise<void>) => vi.waitFor(check, { timeout: 10_000, interval: 50 });
 
-type Tenant = Awaited<ReturnType<typeof cloudTenant>>;
+type Tenant = Awaited<ReturnType<typeof liveNumberTenant>>;
 
 interface ListedMessage {
   id: string;
@@ -178,7 +178,7 @@ describe("rich messages on a live number", () => {
   for (const [type, sent, operator, summary] of KINDS) {
     const label = type === "interactive" ? `interactive ${(sent as { type: string }).type}` : type;
     it(`${label}: reaches the operator in its documented shape, and reads back as sent`, async () => {
-      const t = await cloudTenant();
+      const t = await liveNumberTenant();
       await userWrites(t);
       const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
       const jobId = await created(await sendV2(t.key, { channelNumberId: t.numberId, to: USER, type, [type]: sent }));
@@ -207,7 +207,7 @@ describe("rich messages on a live number", () => {
   }
 
   it("a reaction names a received message by our id and reaches the operator with its operator id; an empty emoji removes it", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const received = await userWrites(t, "wamid.LIKED");
     const calls = mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
     const react = (emoji: string) =>
@@ -240,9 +240,9 @@ describe("rich messages on a live number", () => {
   });
 
   it("a reaction to a message that is unknown, from someone else or itself a reaction is a 400 naming reaction.messageId; nothing changes", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const received = await userWrites(t);
-    const other = await cloudTenant();
+    const other = await liveNumberTenant();
     const reaction = inboundPayload(
       t.phoneNumberId,
       [
@@ -281,7 +281,7 @@ describe("rich messages on a live number", () => {
   });
 
   it("every type but template is refused before queueing once the 24-hour window has closed", async () => {
-    const t = await cloudTenant();
+    const t = await liveNumberTenant();
     const received = await userWrites(t);
     clock.advance(24 * HOUR + 1_000);
     const kinds: [string, unknown][] = [

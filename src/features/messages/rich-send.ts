@@ -9,7 +9,7 @@ import type { OutboundContent } from "../../messages/content";
 import { reactionContent, type ReactionContent } from "../../messages/kinds/reaction";
 import { recipientOf } from "../../messages/recipient";
 import type { SendRefusal } from "../../messages/send";
-import { SANDBOX_MAGIC_NUMBERS } from "../../upstream/sandbox";
+import { SANDBOX_MAGIC_NUMBERS } from "../../operator/sandbox";
 
 // What a v2 send of a rich kind needs looked up before anything is queued: the number (the
 // workspace's, connected), the recipient's 24-hour window, and for a reaction the message it

@@ -9,7 +9,7 @@ import { boundedText, publicHttpsLink } from "./fields";
 // document's file name as the recipient sees it. The file's type and size are the operator's to
 // check when it fetches the link (image 5 MB JPEG/PNG, video 16 MB MP4/3GP, audio 16 MB
 // AAC/AMR/MP3/M4A/OGG-Opus, document 100 MB, sticker WebP 100 KB static / 500 KB animated):
-// a file it refuses fails the message with the operator's media error (upstream/error-codes.ts).
+// a file it refuses fails the message with the operator's media error (operator/error-codes.ts).
 
 export const MEDIA_KINDS = ["image", "video", "audio", "document", "sticker"] as const;
 export type MediaKind = (typeof MEDIA_KINDS)[number];

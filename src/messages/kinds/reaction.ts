@@ -34,11 +34,11 @@ export const ReactionContent = z
 export type ReactionContent = z.infer<typeof ReactionContent>;
 
 /** What a reaction records, once its message's operator id (`upstreamMessageId`) is known. */
-export function reactionContent(r: ReactionContent, upstreamMessageId: string): OutboundContent {
+export function reactionContent(r: ReactionContent, operatorMessageId: string): OutboundContent {
   return {
     type: "reaction",
     body: r.emoji === "" ? "[reaction removed]" : `[reaction] ${r.emoji}`,
-    content: JSON.stringify({ message_id: upstreamMessageId, emoji: r.emoji }),
+    content: JSON.stringify({ message_id: operatorMessageId, emoji: r.emoji }),
     details: JSON.stringify({ reaction: r }),
   };
 }
