@@ -46,6 +46,15 @@ const TREATMENTS: Record<string, Treatment> = {
     code: "unsupported_message_type",
     message: "The operator does not support this message type.",
   },
+  // A media message's file (API v2, sent by link): the operator fetches it when it takes the call
+  // and reports what it could not fetch or accept (an unreachable link, a type or size beyond its
+  // limits) as this code, with the reason in its details.
+  "131053": {
+    kind: "final",
+    code: "media_upload_failed",
+    message:
+      "The operator could not fetch or accept the message's media (its link unreachable, or a type or size it does not take).",
+  },
   "131062": {
     kind: "final",
     code: "user_id_recipient_not_supported",

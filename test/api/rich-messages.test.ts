@@ -280,6 +280,42 @@ describe("rich messages on a live number", () => {
     expect(await usedMessages(t.key)).toBe(0);
   });
 
+  it("a media file the operator cannot fetch or accept fails the message with media_upload_failed, not retried", async () => {
+    const t = await liveNumberTenant();
+    await userWrites(t);
+    const calls = mockOperator(() =>
+      Response.json(
+        {
+          error: {
+            code: 131053,
+            message: "(#131053) Media upload error",
+            error_data: { details: "Downloading media from the link failed with HTTP 404." },
+          },
+        },
+        { status: 400 },
+      ),
+    );
+    const jobId = await created(
+      await sendV2(t.key, {
+        channelNumberId: t.numberId,
+        to: USER,
+        type: "image",
+        image: { link: "https://cdn.example.com/gone.png" },
+      }),
+    );
+    await drain(t.numberId);
+    expect(calls).toHaveLength(1);
+    expect(await json(await apiV2(`/messages/${jobId}`, t.key))).toMatchObject({
+      status: "failed",
+      error: {
+        code: "media_upload_failed",
+        retriable: false,
+        upstreamCode: "131053",
+        message: expect.stringContaining("HTTP 404"),
+      },
+    });
+  });
+
   it("every type but template is refused before queueing once the 24-hour window has closed", async () => {
     const t = await liveNumberTenant();
     const received = await userWrites(t);

@@ -210,6 +210,7 @@ describe("operator errors, as the operator sends them", () => {
       "131009",
       "131021",
       "131051",
+      "131053",
       "130472",
       "131050",
       "132000",
