@@ -3336,7 +3336,7 @@ export interface operations {
                 limit?: number;
                 /** @description `nextCursor` of the previous page, unchanged (with the same filters). */
                 cursor?: string;
-                /** @description Only messages of this type: `text`, `template`, or an inbound message's type (`image`, …). */
+                /** @description Only messages of this type: `text`, `template`, a rich message's (`image`, `interactive`, `reaction`, …), or an inbound message's type. */
                 type?: string;
             };
             header?: never;

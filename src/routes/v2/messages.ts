@@ -97,7 +97,9 @@ const MessageListQueryV2 = MessageListQuery.safeExtend({
     .regex(/^[a-z_]{1,32}$/, { error: "type is a message type: text, template, or an inbound type such as image." })
     .optional()
     .openapi({
-      description: "Only messages of this type: `text`, `template`, or an inbound message's type (`image`, …).",
+      description:
+        "Only messages of this type: `text`, `template`, a rich message's (`image`, `interactive`, `reaction`, …), " +
+        "or an inbound message's type.",
       example: "template",
     }),
 });
