@@ -12,8 +12,11 @@ type Schemas = components["schemas"];
 export type SendMessageInputV2 = Schemas["SendMessageRequestV2"];
 /** The `template` of a template send: its name, language and parameters. */
 export type TemplateContent = Schemas["TemplateContent"];
-/** A message as v2 reads it: a template message carries `type: "template"`, its `template` and its rendered text. */
-export type MessageV2 = Schemas["Message"];
+/**
+ * A message as v2 reads it: a template message carries `type: "template"`, its `template` and its rendered text;
+ * `delivered` and `read` are statuses of their own.
+ */
+export type MessageV2 = Schemas["MessageV2"];
 /** One language of a template of one of your numbers' business accounts (or a sandbox number's). */
 export type Template = Schemas["Template"];
 /** A template by name: each of its languages. */
@@ -22,7 +25,7 @@ export type TemplateDetail = Schemas["TemplateDetail"];
 export type TemplateListParams = NonNullable<operations["listTemplates"]["parameters"]["query"]>;
 /** Filters of `v2.templates.get`: one number's, or one language. */
 export type TemplateGetParams = NonNullable<operations["getTemplate"]["parameters"]["query"]>;
-/** Filters of `v2.messages.list`: v1's, plus `type`. */
+/** Filters of `v2.messages.list`: v1's, plus `type`, with v2's statuses (`delivered`, `read`). */
 export type MessageListParamsV2 = NonNullable<operations["listMessagesV2"]["parameters"]["query"]>;
 
 interface CallOptions {

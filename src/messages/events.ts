@@ -6,7 +6,7 @@ import { TemplateFacts } from "./content";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
 import { ReceivedMedia } from "./inbound-media";
 import { INBOUND_CONTENT, type OutboundMessage } from "./message";
-import { EVENT_KINDS, MESSAGE_STATUSES, MessageError, type EventKind } from "./status";
+import { EVENT_KINDS, MESSAGE_STATUSES, MESSAGE_STATUSES_V2, MessageError, type EventKind } from "./status";
 
 /**
  * Events we send to customer webhooks. `id` is ours (never client-chosen) and is
@@ -37,6 +37,62 @@ export const MessageStatusData = z
       .openapi({ description: "Template messages only: the template's text with its parameters filled in." }),
   })
   .openapi("MessageStatusEventData");
+
+/**
+ * A status event as API v2 shows it: v1's, with v2's statuses (`delivered` and `read` are statuses
+ * of their own) and the delivery a read report implies.
+ */
+export const MessageStatusDataV2 = z
+  .object({
+    ...MessageStatusData.shape,
+    status: z.enum(MESSAGE_STATUSES_V2).openapi({
+      description: "The message's status after this change (`delivered` and `read` are statuses of their own).",
+    }),
+    previousStatus: z
+      .enum(MESSAGE_STATUSES_V2)
+      .nullable()
+      .openapi({ description: "The status before this change, in the order the message's changes happened to it." }),
+    deliveredAt: z.string().datetime().nullable().openapi({
+      description:
+        "When the operator reported delivery, as of this change; its read time when it reported the read first.",
+    }),
+    readAt: z
+      .string()
+      .datetime()
+      .nullable()
+      .openapi({ description: "When the operator reported the message read, as of this change." }),
+  })
+  .openapi("MessageStatusEventDataV2");
+export type MessageStatusDataV2 = z.infer<typeof MessageStatusDataV2>;
+
+/** What a v2 status event says differently from v1's (the rest of its data is the same). */
+export type StatusFieldsV2 = Pick<MessageStatusDataV2, "status" | "previousStatus" | "deliveredAt" | "readAt">;
+
+/**
+ * What the message and kind of a v1 status event imply in v2, for an event queued without its v2
+ * fields: exact for a processing, sent or failed change (the same in both versions), and for a
+ * delivery or read reported in the lifecycle's order.
+ */
+export function statusFieldsV2From(id: string, data: MessageStatusData): StatusFieldsV2 {
+  const parsed = parseEventId(id);
+  const kind = parsed && "kind" in parsed ? parsed.kind : null;
+  const same = {
+    status: data.status,
+    previousStatus: data.previousStatus,
+    deliveredAt: data.deliveredAt,
+    readAt: data.readAt,
+  };
+  if (data.status !== "sent") return same;
+  if (kind === "delivered") return { ...same, status: "delivered", previousStatus: "sent" };
+  if (kind === "read")
+    return {
+      ...same,
+      status: "read",
+      previousStatus: data.deliveredAt === null ? "sent" : "delivered",
+      deliveredAt: data.deliveredAt ?? data.readAt,
+    };
+  return same;
+}
 
 /**
  * What a status event shows of the message's kind: a template's facts and rendered text; nothing
@@ -82,6 +138,12 @@ export type WebhookEvent =
       channelNumberId: string;
       createdAt: string;
       data: MessageStatusData;
+      /**
+       * What webhooks configured through API v2 receive differently: on a delivery's or a read's
+       * event (the other changes' events are the same in both versions), absent on events queued
+       * before versions (`statusFieldsV2From` derives it then).
+       */
+      v2?: StatusFieldsV2;
     }
   | {
       id: string;
@@ -117,8 +179,19 @@ export const eventsOf = (m: WebhookQueueMessage): WebhookEvent[] => ("events" in
 export const triedOf = (m: WebhookQueueMessage): number[] =>
   "events" in m ? m.events.map((_, i) => m.tried?.[i] ?? 0) : [0];
 
-/** The JSON a customer receives: the Standard Webhooks envelope. */
-export const envelopeOf = (event: WebhookEvent) => ({ type: event.type, timestamp: event.createdAt, data: event.data });
+/** The API versions a webhook can be configured with: the version whose event shapes it receives. */
+export const WEBHOOK_API_VERSIONS = [1, 2] as const;
+export type WebhookApiVersion = (typeof WEBHOOK_API_VERSIONS)[number];
+
+/** The JSON a customer receives: the Standard Webhooks envelope, in the shapes of the webhook's API version. */
+export const envelopeOf = (event: WebhookEvent, version: WebhookApiVersion = 1) => ({
+  type: event.type,
+  timestamp: event.createdAt,
+  data:
+    version === 2 && event.type === "message.status"
+      ? { ...event.data, ...(event.v2 ?? statusFieldsV2From(event.id, event.data)) }
+      : event.data,
+});
 
 /**
  * The id of a test event (no fact determines one): `evt_` and the 32 hex digits of a fresh UUIDv7

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { OUTBOUND_KINDS_V2 } from "./content";
 import { InboundMessage, OutboundMessage, type Message } from "./message";
 import { isOutbound, toMessageView, type MessageRow } from "./record";
+import { MESSAGE_STATUSES_V2, statusV2Of } from "./status";
 import { MEDIA_CONTENT } from "./kinds/media";
 import { InteractiveContent } from "./kinds/interactive";
 import { LocationContent } from "./kinds/location";
@@ -9,7 +10,8 @@ import { ContactsContent } from "./kinds/contacts";
 import { ReactionContent } from "./kinds/reaction";
 
 // The message as API v2 shows it: v1's view (messages/message.ts, which v1's document and events
-// keep) with v2's types, and each rich kind's fields under its type's name, as they were sent.
+// keep) with v2's types, v2's statuses (`delivered` and `read` of their own), and each rich kind's
+// fields under its type's name, as they were sent.
 
 const KIND_VIEWS = {
   ...MEDIA_CONTENT,
@@ -21,22 +23,38 @@ const KIND_VIEWS = {
 const RICH_KINDS = Object.keys(KIND_VIEWS) as (keyof typeof KIND_VIEWS)[];
 const onlyFor = (kind: string) => `\`type: ${kind}\` only: what was sent.`;
 
-export const OutboundMessageV2 = OutboundMessage.extend({
-  type: z.enum(OUTBOUND_KINDS_V2).openapi({
-    description:
-      "`text`, `template`, or a rich message's type; its `text.body` is a summary for what shows text only " +
-      '(`"[image] caption"`, `"[reaction] 👍"`), and its fields are under the type\'s name.',
-  }),
-  image: MEDIA_CONTENT.image.optional().openapi({ description: onlyFor("image") }),
-  video: MEDIA_CONTENT.video.optional().openapi({ description: onlyFor("video") }),
-  audio: MEDIA_CONTENT.audio.optional().openapi({ description: onlyFor("audio") }),
-  document: MEDIA_CONTENT.document.optional().openapi({ description: onlyFor("document") }),
-  sticker: MEDIA_CONTENT.sticker.optional().openapi({ description: onlyFor("sticker") }),
-  interactive: InteractiveContent.optional().openapi({ description: onlyFor("interactive") }),
-  location: LocationContent.optional().openapi({ description: onlyFor("location") }),
-  contacts: ContactsContent.optional().openapi({ description: onlyFor("contacts") }),
-  reaction: ReactionContent.optional().openapi({ description: onlyFor("reaction") }),
-}).openapi("OutboundMessageV2");
+// v1's fields spread into a new object rather than `.extend`ed: an extended schema is documented as
+// `allOf` with v1's, whose narrower enums (`type`, `status`) would then refuse v2's values.
+export const OutboundMessageV2 = z
+  .object({
+    ...OutboundMessage.shape,
+    type: z.enum(OUTBOUND_KINDS_V2).openapi({
+      description:
+        "`text`, `template`, or a rich message's type; its `text.body` is a summary for what shows text only " +
+        '(`"[image] caption"`, `"[reaction] 👍"`), and its fields are under the type\'s name.',
+    }),
+    image: MEDIA_CONTENT.image.optional().openapi({ description: onlyFor("image") }),
+    video: MEDIA_CONTENT.video.optional().openapi({ description: onlyFor("video") }),
+    audio: MEDIA_CONTENT.audio.optional().openapi({ description: onlyFor("audio") }),
+    document: MEDIA_CONTENT.document.optional().openapi({ description: onlyFor("document") }),
+    sticker: MEDIA_CONTENT.sticker.optional().openapi({ description: onlyFor("sticker") }),
+    interactive: InteractiveContent.optional().openapi({ description: onlyFor("interactive") }),
+    location: LocationContent.optional().openapi({ description: onlyFor("location") }),
+    contacts: ContactsContent.optional().openapi({ description: onlyFor("contacts") }),
+    status: z.enum(MESSAGE_STATUSES_V2).openapi({
+      description:
+        "`queued` → `processing` → `sent` → `delivered` → `read`, or `failed`. `sent`: the operator accepted the message; " +
+        "`delivered` and `read`: the operator reported it so. A read report that comes before the delivery report makes it " +
+        "`read` at once (and sets `deliveredAt`: a read message was delivered). If the operator reports that it could not " +
+        "deliver a sent message, it becomes `failed` (with `error`); `failed` is final: a delivery or read reported after a " +
+        "failure (a user on several devices) is recorded in `deliveredAt` / `readAt`, the status stays `failed`.",
+    }),
+    deliveredAt: z.string().datetime().nullable().openapi({
+      description: "When the operator reported delivery; its read time if it reported the message read first.",
+    }),
+    reaction: ReactionContent.optional().openapi({ description: onlyFor("reaction") }),
+  })
+  .openapi("OutboundMessageV2");
 export type OutboundMessageV2 = z.infer<typeof OutboundMessageV2>;
 
 export const MessageV2 = z.discriminatedUnion("direction", [OutboundMessageV2, InboundMessage]).openapi("MessageV2");
@@ -66,9 +84,18 @@ function kindFieldOf(row: MessageRow): unknown {
   return parse(row.content);
 }
 
-/** A record as API v2 shows it: v1's view, with a rich message's type and fields. */
+/**
+ * A message's v2 status from its v1 view (a view, not a record: an archived day keeps its messages
+ * as v1 showed them): `delivered` and `read` as statuses, and the delivery a read report implies.
+ */
+export function withStatusV2(m: Message): MessageV2 {
+  if (m.direction === "inbound") return m;
+  return { ...m, status: statusV2Of(m), deliveredAt: m.deliveredAt ?? m.readAt };
+}
+
+/** A record as API v2 shows it: v1's view, with v2's status and a rich message's type and fields. */
 export function toMessageViewV2(row: MessageRow): MessageV2 {
-  const view: Message = toMessageView(row);
+  const view = withStatusV2(toMessageView(row));
   if (view.direction !== "outbound" || !isOutbound(row)) return view;
   const kind = RICH_KINDS.find((k) => k === row.type);
   if (!kind) return view;

@@ -7,6 +7,30 @@ import { z } from "@hono/zod-openapi";
 export const MESSAGE_STATUSES = ["queued", "processing", "sent", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
+/**
+ * An outbound message's statuses in API v2: v1's, with the operator's delivery and read reports as
+ * statuses of their own (`queued → processing → sent → delivered → read`, or `failed`). Derived from
+ * the record (its v1 status and its delivery and read times), never stored: v1 keeps its four.
+ */
+export const MESSAGE_STATUSES_V2 = ["queued", "processing", "sent", "delivered", "read", "failed"] as const;
+export type MessageStatusV2 = (typeof MESSAGE_STATUSES_V2)[number];
+
+/**
+ * A message's v2 status from what its record keeps: a sent message the operator reported read is
+ * `read` (whether or not it reported the delivery first: a read message was delivered), one it
+ * reported delivered is `delivered`. A failed message stays `failed` whatever was reported after
+ * the failure (a user on several devices).
+ */
+export function statusV2Of(s: {
+  status: MessageStatus;
+  deliveredAt: string | number | null;
+  readAt: string | number | null;
+}): MessageStatusV2 {
+  if (s.status !== "sent") return s.status;
+  if (s.readAt !== null) return "read";
+  return s.deliveredAt !== null ? "delivered" : "sent";
+}
+
 /** Who wrote a message: the business (a send) or a user (to one of its numbers). */
 export const DIRECTIONS = ["outbound", "inbound"] as const;
 export type Direction = (typeof DIRECTIONS)[number];

@@ -85,7 +85,8 @@ async function attemptDelivery(
   }
   if (!check.ok) return failure("refused", `URL refused: ${check.reason}`);
 
-  const body = JSON.stringify(envelopeOf(event));
+  // The shapes of the API version the webhook was configured through.
+  const body = JSON.stringify(envelopeOf(event, webhook.api_version));
   let headers: Record<string, string>;
   try {
     headers = {

@@ -1,5 +1,5 @@
 import { z, type OpenAPIHono } from "@hono/zod-openapi";
-import { MessageReceivedData, MessageStatusData, WebhookTestData } from "../messages/events";
+import { MessageReceivedData, MessageStatusData, MessageStatusDataV2, WebhookTestData } from "../messages/events";
 import { EXAMPLE } from "../lib/openapi-examples";
 
 const SIGNATURE_HEADERS = z.object({
@@ -85,9 +85,36 @@ const EVENTS = [
   },
 ] as const;
 
-/** Documents the events we POST to customer webhooks in the OpenAPI 3.1 `webhooks` section. */
-export function registerEventDocs(registry: OpenAPIHono["openAPIRegistry"]): void {
-  for (const { type, operationId, description, data, example } of EVENTS) {
+/** v2's `message.status`: `delivered` and `read` are statuses of their own. */
+const STATUS_EVENT_V2 = {
+  type: "message.status",
+  operationId: "onMessageStatus",
+  description:
+    "A sent message's status changed (`queued` → `processing` → `sent` → `delivered` → `read`, or `failed`), to " +
+    "webhooks configured through `POST /api/v2/webhooks`. A delivery or read reported after a failure keeps `failed` " +
+    "(`status` and `previousStatus` both `failed`), as does a delivery reported after the read (both `read`).",
+  data: MessageStatusDataV2,
+  example: {
+    type: "message.status",
+    timestamp: "2026-11-22T18:35:54.000Z",
+    data: {
+      ...EVENTS[0].example.data,
+      status: "delivered",
+      previousStatus: "sent",
+      deliveredAt: "2026-11-22T18:35:54.000Z",
+      updatedAt: "2026-11-22T18:35:54.000Z",
+    } satisfies z.output<typeof MessageStatusDataV2>,
+  },
+} as const;
+
+/**
+ * Documents the events we POST to customer webhooks in the OpenAPI 3.1 `webhooks` section: those
+ * of the API version whose document it is (webhooks receive the shapes of the version they were
+ * configured through).
+ */
+export function registerEventDocs(registry: OpenAPIHono["openAPIRegistry"], version: 1 | 2 = 1): void {
+  const events = version === 2 ? [STATUS_EVENT_V2, ...EVENTS.slice(1)] : EVENTS;
+  for (const { type, operationId, description, data, example } of events) {
     registry.registerWebhook({
       method: "post",
       path: type,

@@ -175,7 +175,7 @@ describe("a live number's templates", () => {
     await vi.waitFor(
       async () =>
         expect(await json<View>(await apiV2(`/messages/${jobId}`, t.key))).toMatchObject({
-          status: "sent",
+          status: "delivered",
           type: "template",
           deliveredAt: expect.any(String),
           text: { body: "Hi Ana, your order #1042 has shipped." },

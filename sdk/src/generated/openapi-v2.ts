@@ -116,7 +116,7 @@ export interface paths {
         put?: never;
         /**
          * Create or replace the webhook of a number
-         * @description One webhook per number: this creates it, or replaces its URL. Every call issues a new signing secret, returned only here; the previous secret stops being used at once. Replacing also re-enables a disabled webhook. The URL is checked against server-side request forgery (and again at every delivery).
+         * @description As v1's, and the webhook receives API v2's event shapes (`delivered` and `read` are statuses of their own in `message.status`). Configuring a number's webhook through `/api/v1/webhooks` again gives it v1's shapes.
          */
         post: operations["configureWebhook"];
         delete?: never;
@@ -185,7 +185,7 @@ export interface paths {
         };
         /**
          * List messages, outbound and inbound, newest first
-         * @description As v1's list, with a `type` filter. Pages are bounded in the work they do: a page can hold fewer than `limit` messages while more exist; keep following `nextCursor` until it is null.
+         * @description As v1's list, with a `type` filter and v2's statuses (`status=delivered`, `status=read`). Pages are bounded in the work they do: a page can hold fewer than `limit` messages while more exist; keep following `nextCursor` until it is null.
          */
         get: operations["listMessagesV2"];
         put?: never;
@@ -209,7 +209,7 @@ export interface paths {
         };
         /**
          * Get a message and its delivery status
-         * @description As v1's, with each type's fields: a rich message's object under its type's name, as it was sent.
+         * @description As v1's, with each type's fields (a rich message's object under its type's name, as it was sent) and v2's statuses: `delivered` and `read` are statuses of their own.
          */
         get: operations["getMessage"];
         put?: never;
@@ -408,7 +408,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.status
-         * @description A sent message's status changed, or the operator reported it delivered or read. Signed with the Standard Webhooks scheme; answer 2xx within the timeout.
+         * @description A sent message's status changed (`queued` → `processing` → `sent` → `delivered` → `read`, or `failed`), to webhooks configured through `POST /api/v2/webhooks`. A delivery or read reported after a failure keeps `failed` (`status` and `previousStatus` both `failed`), as does a delivery reported after the read (both `read`). Signed with the Standard Webhooks scheme; answer 2xx within the timeout.
          */
         post: operations["onMessageStatus"];
         delete?: never;
@@ -460,7 +460,7 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        MessageStatusEventData: {
+        MessageStatusEventDataV2: {
             /**
              * Format: uuid
              * @description The jobId returned on send.
@@ -472,15 +472,27 @@ export interface components {
             to: string | null;
             /** @description The recipient's user id, for a send made with `toUserId`. */
             toUserId: string | null;
-            /** @enum {string} */
-            status: "queued" | "processing" | "sent" | "failed";
-            /** @enum {string|null} */
-            previousStatus: "queued" | "processing" | "sent" | "failed" | null;
+            /**
+             * @description The message's status after this change (`delivered` and `read` are statuses of their own).
+             * @enum {string}
+             */
+            status: "queued" | "processing" | "sent" | "delivered" | "read" | "failed";
+            /**
+             * @description The status before this change, in the order the message's changes happened to it.
+             * @enum {string|null}
+             */
+            previousStatus: "queued" | "processing" | "sent" | "delivered" | "read" | "failed" | null;
             upstreamMessageId: string | null;
             error: components["schemas"]["MessageError"];
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the operator reported delivery, as of this change; its read time when it reported the read first.
+             */
             deliveredAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the operator reported the message read, as of this change.
+             */
             readAt: string | null;
             /** Format: date-time */
             updatedAt: string;
@@ -775,6 +787,73 @@ export interface components {
             data: components["schemas"]["Message"][];
             nextCursor: string | null;
         };
+        Webhook: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            channelNumberId: string;
+            /** Format: uri */
+            url: string;
+            /**
+             * @description `disabled` after the endpoint kept failing for days; configure it again to re-enable.
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /** Format: date-time */
+            failingSince: string | null;
+            /** Format: date-time */
+            disabledAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        WebhookList: {
+            data: components["schemas"]["Webhook"][];
+            nextCursor: string | null;
+        };
+        ConfigureWebhookResponse: components["schemas"]["Webhook"] & {
+            /**
+             * @description Signing secret (`whsec_` + base64). Shown only in this response: store it now.
+             * @example whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=
+             */
+            secret: string;
+        };
+        MessageStatusEventData: {
+            /**
+             * Format: uuid
+             * @description The jobId returned on send.
+             */
+            messageId: string;
+            /** Format: uuid */
+            channelNumberId: string;
+            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
+            to: string | null;
+            /** @description The recipient's user id, for a send made with `toUserId`. */
+            toUserId: string | null;
+            /** @enum {string} */
+            status: "queued" | "processing" | "sent" | "failed";
+            /** @enum {string|null} */
+            previousStatus: "queued" | "processing" | "sent" | "failed" | null;
+            upstreamMessageId: string | null;
+            error: components["schemas"]["MessageError"];
+            /** Format: date-time */
+            deliveredAt: string | null;
+            /** Format: date-time */
+            readAt: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+            /**
+             * @description Template messages only: `template`.
+             * @enum {string}
+             */
+            type?: "template";
+            template?: components["schemas"]["MessageTemplateFacts"];
+            /** @description Template messages only: the template's text with its parameters filled in. */
+            text?: {
+                body: string;
+            };
+        };
         Me: {
             workspace: {
                 /** Format: uuid */
@@ -984,11 +1063,11 @@ export interface components {
                 received: number;
             }[];
         };
-        WebhookList: {
-            data: components["schemas"]["Webhook"][];
+        WebhookListV2: {
+            data: components["schemas"]["WebhookV2"][];
             nextCursor: string | null;
         };
-        Webhook: {
+        WebhookV2: {
             /** Format: uuid */
             id: string;
             /** Format: uuid */
@@ -1008,8 +1087,31 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            /** @description The API version the webhook was configured through, whose event shapes it receives: `2` through `POST /api/v2/webhooks` (`delivered` and `read` are statuses of their own), `1` through `POST /api/v1/webhooks`. */
+            apiVersion: 1 | 2;
         };
-        ConfigureWebhookResponse: components["schemas"]["Webhook"] & {
+        ConfigureWebhookResponseV2: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            channelNumberId: string;
+            /** Format: uri */
+            url: string;
+            /**
+             * @description `disabled` after the endpoint kept failing for days; configure it again to re-enable.
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /** Format: date-time */
+            failingSince: string | null;
+            /** Format: date-time */
+            disabledAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description The API version the webhook was configured through, whose event shapes it receives: `2` through `POST /api/v2/webhooks` (`delivered` and `read` are statuses of their own), `1` through `POST /api/v1/webhooks`. */
+            apiVersion: 1 | 2;
             /**
              * @description Signing secret (`whsec_` + base64). Shown only in this response: store it now.
              * @example whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=
@@ -1425,12 +1527,65 @@ export interface components {
             nextCursor: string | null;
         };
         MessageV2: components["schemas"]["OutboundMessageV2"] | components["schemas"]["InboundMessage"];
-        OutboundMessageV2: components["schemas"]["OutboundMessage"] & {
+        OutboundMessageV2: {
+            /**
+             * Format: uuid
+             * @description The jobId returned on send.
+             */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            direction: "outbound";
+            /** Format: uuid */
+            channelNumberId: string;
+            /** @description The recipient's E.164 digits; null for a send to `toUserId`. */
+            to: string | null;
+            /** @description Extension: the recipient's user id, for a send made with `toUserId`; null otherwise. */
+            toUserId: string | null;
             /**
              * @description `text`, `template`, or a rich message's type; its `text.body` is a summary for what shows text only (`"[image] caption"`, `"[reaction] 👍"`), and its fields are under the type's name.
              * @enum {string}
              */
-            type?: "text" | "template" | "image" | "video" | "audio" | "document" | "sticker" | "interactive" | "location" | "contacts" | "reaction";
+            type: "text" | "template" | "image" | "video" | "audio" | "document" | "sticker" | "interactive" | "location" | "contacts" | "reaction";
+            /** @description The text sent; for a template message, the template's text with its parameters filled in. */
+            text: {
+                body: string;
+            };
+            template?: components["schemas"]["MessageTemplateFacts"];
+            /**
+             * @description `queued` → `processing` → `sent` → `delivered` → `read`, or `failed`. `sent`: the operator accepted the message; `delivered` and `read`: the operator reported it so. A read report that comes before the delivery report makes it `read` at once (and sets `deliveredAt`: a read message was delivered). If the operator reports that it could not deliver a sent message, it becomes `failed` (with `error`); `failed` is final: a delivery or read reported after a failure (a user on several devices) is recorded in `deliveredAt` / `readAt`, the status stays `failed`.
+             * @enum {string}
+             */
+            status: "queued" | "processing" | "sent" | "delivered" | "read" | "failed";
+            upstreamMessageId: string | null;
+            error: components["schemas"]["MessageError"];
+            /**
+             * Format: date-time
+             * @description Set while the operator's answer to our call was lost (a timeout or a dropped connection): the message may or may not have reached the operator. It is never sent again; the operator's status report settles it.
+             */
+            outcomeUnknownSince: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** Format: date-time */
+            processingAt: string | null;
+            /** Format: date-time */
+            sentAt: string | null;
+            /** Format: date-time */
+            failedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the operator reported delivery; its read time if it reported the message read first.
+             */
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the operator reported the message read.
+             */
+            readAt: string | null;
             image?: components["schemas"]["ImageContent"] & unknown;
             video?: components["schemas"]["VideoContent"] & unknown;
             audio?: components["schemas"]["AudioContent"] & unknown;
@@ -1440,12 +1595,6 @@ export interface components {
             location?: components["schemas"]["LocationContent"] & unknown;
             contacts?: components["schemas"]["ContactsContent"] & unknown;
             reaction?: components["schemas"]["ReactionContent"] & unknown;
-        } & {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            direction: "outbound";
         };
         MessageEvents: {
             /** Format: uuid */
@@ -2668,13 +2817,14 @@ export interface operations {
                      *           "failingSince": null,
                      *           "disabledAt": null,
                      *           "createdAt": "2026-11-22T18:35:47.287Z",
-                     *           "updatedAt": "2026-11-22T18:35:47.287Z"
+                     *           "updatedAt": "2026-11-22T18:35:47.287Z",
+                     *           "apiVersion": 2
                      *         }
                      *       ],
                      *       "nextCursor": null
                      *     }
                      */
-                    "application/json": components["schemas"]["WebhookList"];
+                    "application/json": components["schemas"]["WebhookListV2"];
                 };
             };
             /** @description Invalid request (`invalid_request`); `details` names each bad field. */
@@ -2785,10 +2935,11 @@ export interface operations {
                      *       "disabledAt": null,
                      *       "createdAt": "2026-11-22T18:35:47.287Z",
                      *       "updatedAt": "2026-11-22T18:35:47.287Z",
+                     *       "apiVersion": 2,
                      *       "secret": "whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs="
                      *     }
                      */
-                    "application/json": components["schemas"]["ConfigureWebhookResponse"];
+                    "application/json": components["schemas"]["ConfigureWebhookResponseV2"];
                 };
             };
             /** @description Invalid request (`invalid_request`); `details` names each bad field. */
@@ -3321,8 +3472,8 @@ export interface operations {
             query?: {
                 /** @description Only messages sent, or only messages received. */
                 direction?: "outbound" | "inbound";
-                /** @description Outbound statuses, or `received` (every inbound message). */
-                status?: "queued" | "processing" | "sent" | "failed" | "received";
+                /** @description Outbound statuses (`sent` only those the operator has not reported delivered or read since; `delivered` those not read yet), or `received` (every inbound message). */
+                status?: "queued" | "processing" | "sent" | "delivered" | "read" | "failed" | "received";
                 channelNumberId?: string;
                 /** @description Outbound messages to this recipient: E.164 digits, or the user id of sends made with `toUserId`. */
                 to?: string;
@@ -5076,19 +5227,19 @@ export interface operations {
                 /**
                  * @example {
                  *       "type": "message.status",
-                 *       "timestamp": "2026-11-22T18:35:52.320Z",
+                 *       "timestamp": "2026-11-22T18:35:54.000Z",
                  *       "data": {
                  *         "messageId": "42ab2093-bbe3-8710-9a4a-492ccdac721d",
                  *         "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                  *         "to": "5511999998888",
                  *         "toUserId": null,
-                 *         "status": "sent",
-                 *         "previousStatus": "processing",
+                 *         "status": "delivered",
+                 *         "previousStatus": "sent",
                  *         "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
                  *         "error": null,
-                 *         "deliveredAt": null,
+                 *         "deliveredAt": "2026-11-22T18:35:54.000Z",
                  *         "readAt": null,
-                 *         "updatedAt": "2026-11-22T18:35:52.314Z"
+                 *         "updatedAt": "2026-11-22T18:35:54.000Z"
                  *       }
                  *     }
                  */
@@ -5097,7 +5248,7 @@ export interface operations {
                     type: "message.status";
                     /** Format: date-time */
                     timestamp: string;
-                    data: components["schemas"]["MessageStatusEventData"];
+                    data: components["schemas"]["MessageStatusEventDataV2"];
                 };
             };
         };

@@ -1,5 +1,11 @@
-import { eventIdOf, kindFieldsOf, type MessageStatusData, type WebhookEvent } from "../../messages/events";
-import { type EventKind, type MessageStatus, type OutboundChange } from "../../messages/status";
+import {
+  eventIdOf,
+  kindFieldsOf,
+  type MessageStatusData,
+  type StatusFieldsV2,
+  type WebhookEvent,
+} from "../../messages/events";
+import { type EventKind, type MessageStatus, type MessageStatusV2, type OutboundChange } from "../../messages/status";
 import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../messages/inbound-media";
 import { isOutbound, lifecycleOf, toMessageView, type MessageRow, type OutboundRow } from "../../messages/record";
 import { sequenceOf } from "./status-transition";
@@ -63,6 +69,40 @@ function statusesAfter(kinds: readonly EventKind[]): MessageStatus[] {
   });
 }
 
+/**
+ * The v2 status a record has after each change of `kinds`: a delivery or read moves a sent message
+ * on (a read without a delivery before it straight to `read`), and leaves a failed or read one as it was.
+ */
+function statusesV2After(kinds: readonly EventKind[]): MessageStatusV2[] {
+  let status: MessageStatusV2 = "queued";
+  return kinds.map((k) => {
+    if (k === "processing" || k === "sent" || k === "failed") status = k;
+    else if (k === "read" && status !== "failed") status = "read";
+    else if (k === "delivered" && status !== "failed" && status !== "read") status = "delivered";
+    return status;
+  });
+}
+
+/**
+ * What the event of a delivery or read says in API v2 (the other changes' events say the same in
+ * both versions, and carry nothing more): the status that changed and its predecessor, the
+ * delivery and the read as of this change, and the delivery a read report implies.
+ */
+function statusFieldsV2(row: MessageRow, kinds: readonly EventKind[], i: number): StatusFieldsV2 {
+  const statuses = statusesV2After(kinds);
+  const asOf = (kind: EventKind, t: number | null): string | null => {
+    const j = kinds.indexOf(kind);
+    return t !== null && j !== -1 && j <= i ? iso(t) : null;
+  };
+  const readAt = asOf("read", row.read_at);
+  return {
+    status: statuses[i] ?? "queued",
+    previousStatus: i > 0 ? statuses[i - 1]! : "queued",
+    deliveredAt: asOf("delivered", row.delivered_at) ?? readAt,
+    readAt,
+  };
+}
+
 /** The event of one change of a record, as of that change. */
 export function eventOf(workspaceId: string, row: MessageRow, change: Change): WebhookEvent {
   const view = toMessageView(row);
@@ -124,5 +164,6 @@ export function eventOf(workspaceId: string, row: MessageRow, change: Change): W
     channelNumberId: view.channelNumberId,
     createdAt: iso(change.at),
     data,
+    ...(change.kind === "delivered" || change.kind === "read" ? { v2: statusFieldsV2(row, kinds, i) } : {}),
   };
 }

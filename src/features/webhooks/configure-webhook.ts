@@ -10,6 +10,7 @@ import type { ThrottleDecision } from "../../lib/throttle-client";
 import { bucket, scopes } from "../../domain/abuse-limits";
 import type { Caller } from "../../domain/actor";
 import { spend, type RateLimited } from "../../domain/limit-check";
+import type { WebhookApiVersion } from "../../messages/events";
 
 // What the API routes and the dashboard share about configuring a webhook. Each
 // caller turns the outcomes into its own answer (an error envelope, or a
@@ -23,7 +24,8 @@ export type ConfigureOutcome =
 
 /**
  * Creates or replaces the webhook of a connected number of the workspace after
- * the SSRF checks; a new signing secret every time (returned here only).
+ * the SSRF checks; a new signing secret every time (returned here only). It
+ * receives the event shapes of `apiVersion` (the API it was configured through).
  * Limited per caller (each call may resolve a host over DNS), before anything else.
  */
 export async function configureWebhook(
@@ -31,6 +33,7 @@ export async function configureWebhook(
   caller: Caller,
   channelNumberId: string,
   url: string,
+  apiVersion: WebhookApiVersion,
 ): Promise<ConfigureOutcome> {
   const perCaller = bucket("webhookConfigure");
   const spent = await spend(
@@ -53,7 +56,13 @@ export async function configureWebhook(
 
   const secret = newWebhookSecret();
   // The parser's normal form is what deliveries call.
-  const webhook = await storeWebhook(env, { workspaceId, channelNumberId: number.id, url: check.url.href, secret });
+  const webhook = await storeWebhook(env, {
+    workspaceId,
+    channelNumberId: number.id,
+    url: check.url.href,
+    secret,
+    apiVersion,
+  });
   return { ok: true, webhook, secret, limit: spent.decision };
 }
 
@@ -64,7 +73,7 @@ export async function configureWebhook(
  */
 async function storeWebhook(
   env: Env,
-  w: { workspaceId: string; channelNumberId: string; url: string; secret: string },
+  w: { workspaceId: string; channelNumberId: string; url: string; secret: string; apiVersion: WebhookApiVersion },
 ): Promise<WebhookRow> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const existing = await webhookIdOfNumber(env.DB, w.channelNumberId);
@@ -76,6 +85,7 @@ async function storeWebhook(
       channelNumberId: w.channelNumberId,
       url: w.url,
       sealedSecret: await sealWebhookSecret(env, id, w.secret),
+      apiVersion: w.apiVersion,
       at: isoNow(),
     });
     if (row) return row;

@@ -22,12 +22,18 @@ import { pageCursor } from "../../dashboard/paging";
 import { hasRole, requireRole } from "../../dashboard/roles";
 import { notFoundPage, rateLimitedPage } from "../../dashboard/pages/errors";
 import { WebhookUrl } from "../../dashboard/webhook-url";
+import { WEBHOOK_API_VERSIONS, type WebhookApiVersion } from "../../messages/events";
 
 const LOG_PAGE_SIZE = 25;
 const MAX_URL_CHARS = 2048;
 // One webhook per number, and a plan allows at most 100 numbers: one page lists them all.
 const MAX_NUMBERS = 100;
 const DISABLE_AFTER_HOURS = DISABLE_AFTER_MS / 3_600_000;
+
+const API_VERSION_LABEL: Record<WebhookApiVersion, string> = {
+  1: "API v1 (sent, with deliveredAt and readAt)",
+  2: "API v2 (delivered and read as statuses)",
+};
 
 const back = (numberId: string) => `/dashboard/webhooks/${numberId}`;
 
@@ -78,7 +84,7 @@ function HealthLine({ w }: { w: WebhookRow }) {
 async function renderWebhook(
   c: Context<DashboardEnv>,
   number: ChannelNumberRow,
-  form: { url?: string; error?: string } = {},
+  form: { url?: string; apiVersion?: WebhookApiVersion; error?: string } = {},
 ) {
   const { workspace_id: workspaceId, role } = c.get("session");
   const canWrite = hasRole(role, "developer");
@@ -121,6 +127,18 @@ async function renderWebhook(
           {webhook ? " and the current one stops being used at once" : ""}.
         </p>
         <FieldError field="url" message={form.error} />
+        <label for="apiVersion">Event shapes</label>
+        <select id="apiVersion" name="apiVersion" aria-describedby="api-version-hint">
+          {WEBHOOK_API_VERSIONS.map((v) => (
+            <option value={String(v)} selected={v === (form.apiVersion ?? webhook?.api_version ?? 1)}>
+              {API_VERSION_LABEL[v]}
+            </option>
+          ))}
+        </select>
+        <p class="hint" id="api-version-hint">
+          The API version whose events this endpoint receives: in v2, <code>delivered</code> and <code>read</code> are
+          statuses of their own; v1 keeps <code>sent</code> with <code>deliveredAt</code> and <code>readAt</code>.
+        </p>
         <button type="submit">{webhook ? "Replace URL and secret" : "Save"}</button>
       </form>
     </section>
@@ -151,6 +169,8 @@ async function renderWebhook(
                 </dd>
               </>
             ) : null}
+            <dt>Event shapes</dt>
+            <dd>{API_VERSION_LABEL[webhook.api_version]}</dd>
             <dt>Configured</dt>
             <dd>
               <Time iso={webhook.updated_at} />
@@ -277,26 +297,30 @@ export const webhookPages = new Hono<DashboardEnv>()
   .post("/webhooks/:numberId", requireRole("developer"), async (c) => {
     const number = await ownNumber(c);
     if (!number) return notFoundPage(c);
-    const url = ((await formFields(c)).url ?? "").trim();
+    const fields = await formFields(c);
+    const url = (fields.url ?? "").trim();
+    // A form from before the choice (or without it) keeps v1's shapes, as the API's v1 route does.
+    const apiVersion: WebhookApiVersion = fields.apiVersion === "2" ? 2 : 1;
     const session = c.get("session");
     if (url.length === 0 || url.length > MAX_URL_CHARS) {
       c.status(400);
       return renderWebhook(c, number, {
         url: url.slice(0, MAX_URL_CHARS),
+        apiVersion,
         error: `Enter the endpoint's URL (at most ${MAX_URL_CHARS} characters).`,
       });
     }
-    const outcome = await configureWebhook(c.env, memberCaller(session), number.id, url);
+    const outcome = await configureWebhook(c.env, memberCaller(session), number.id, url, apiVersion);
     if (!outcome.ok) {
       if (outcome.problem === "number_not_found") return notFoundPage(c);
       if (outcome.problem === "rate_limited") return rateLimitedPage(c, outcome, back(number.id));
       c.status(400);
-      return renderWebhook(c, number, { url, error: `This URL is not allowed: ${outcome.reason}` });
+      return renderWebhook(c, number, { url, apiVersion, error: `This URL is not allowed: ${outcome.reason}` });
     }
     await auditMember(c, {
       action: "webhook.configured",
       target: { type: "webhook", id: outcome.webhook.id },
-      detail: `number ${number.id}, ${redactWebhookUrl(outcome.webhook.url)}`,
+      detail: `number ${number.id}, ${redactWebhookUrl(outcome.webhook.url)}, API v${apiVersion}`,
     });
     await setFlash(
       c,

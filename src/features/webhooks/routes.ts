@@ -16,6 +16,7 @@ import { jsonBody } from "../../middleware/json-body";
 import { noStore } from "../../middleware/security-headers";
 import { limitHeaders, throwIfLimited } from "../../middleware/rate-limit";
 import type { Caller } from "../../domain/actor";
+import type { WebhookApiVersion } from "../../messages/events";
 
 export const Webhook = z
   .object({
@@ -43,7 +44,30 @@ export const toWebhookView = (row: WebhookRow): z.infer<typeof Webhook> => ({
   updatedAt: row.updated_at,
 });
 
-const WebhookList = z.object({ data: z.array(Webhook), nextCursor: z.string().nullable() }).openapi("WebhookList");
+export const WebhookList = z
+  .object({ data: z.array(Webhook), nextCursor: z.string().nullable() })
+  .openapi("WebhookList");
+
+/** A webhook as API v2 shows it: v1's view and the API version whose event shapes it receives. */
+export const WebhookV2 = z
+  .object({
+    ...Webhook.shape,
+    apiVersion: z.union([z.literal(1), z.literal(2)]).openapi({
+      description:
+        "The API version the webhook was configured through, whose event shapes it receives: `2` through " +
+        "`POST /api/v2/webhooks` (`delivered` and `read` are statuses of their own), `1` through `POST /api/v1/webhooks`.",
+    }),
+  })
+  .openapi("WebhookV2");
+
+export const toWebhookViewV2 = (row: WebhookRow): z.infer<typeof WebhookV2> => ({
+  ...toWebhookView(row),
+  apiVersion: row.api_version,
+});
+
+const WebhookListV2 = z
+  .object({ data: z.array(WebhookV2), nextCursor: z.string().nullable() })
+  .openapi("WebhookListV2");
 
 const MAX_URL_CHARS = 2048;
 
@@ -69,12 +93,16 @@ const ConfigureWebhookRequest = z
   )
   .openapi("ConfigureWebhookRequest");
 
-const ConfigureWebhookResponse = Webhook.extend({
+export const ConfigureWebhookResponse = Webhook.extend({
   secret: z.string().openapi({
     example: "whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=",
     description: "Signing secret (`whsec_` + base64). Shown only in this response: store it now.",
   }),
 }).openapi("ConfigureWebhookResponse");
+
+const ConfigureWebhookResponseV2 = z
+  .object({ ...WebhookV2.shape, secret: ConfigureWebhookResponse.shape.secret })
+  .openapi("ConfigureWebhookResponseV2");
 
 const WebhookDeliveryList = z
   .object({ data: z.array(WebhookDelivery), nextCursor: z.string().nullable() })
@@ -195,6 +223,30 @@ const replay = createRoute({
   },
 });
 
+const WEBHOOK_EXAMPLE_V2: z.output<typeof WebhookV2> = { ...WEBHOOK_EXAMPLE, apiVersion: 2 };
+
+const listV2 = createRoute({
+  ...list,
+  responses: {
+    200: jsonContent(WebhookListV2, "Webhooks, oldest first.", { data: [WEBHOOK_EXAMPLE_V2], nextCursor: null }),
+    ...errorResponses(400, 401, 429),
+  },
+});
+
+const configureV2 = createRoute({
+  ...configure,
+  description:
+    "As v1's, and the webhook receives API v2's event shapes (`delivered` and `read` are statuses of their own in " +
+    "`message.status`). Configuring a number's webhook through `/api/v1/webhooks` again gives it v1's shapes.",
+  responses: {
+    201: jsonContent(ConfigureWebhookResponseV2, "The webhook and its signing secret (shown once).", {
+      ...WEBHOOK_EXAMPLE_V2,
+      secret: "whsec_xpy1Lo63uByyVzKTVQkxY9CGRmMeIjQaDMVQqHtunxs=",
+    }),
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
 const sendTest = createRoute({
   method: "post",
   path: "/webhooks/{id}/test",
@@ -240,28 +292,35 @@ function requireEnabled(webhook: WebhookRow): void {
   }
 }
 
-export const webhookRoutes = newRouter()
-  .openapi(list, async (c) => {
-    const { limit, cursor } = c.req.valid("query");
-    const rows = await listWebhooks(c.env.DB, c.get("principal").workspaceId, limit + 1, decodeCursor(cursor));
-    return c.json(
-      toPage(rows, limit, (r) => ({ sortKey: r.created_at, id: r.id }), toWebhookView),
-      200,
-    );
-  })
-  .openapi(configure, async (c) => {
-    const { channelNumberId, url } = c.req.valid("json");
-    const outcome = await configureWebhook(c.env, callerOf(c), channelNumberId, url);
-    throwIfLimited(outcome);
-    if (!outcome.ok) throw outcome.problem === "url" ? refuseUrl(outcome.reason) : notFound("Channel number");
-    limitHeaders(c, outcome.limit);
-    await auditApi(c, {
-      action: "webhook.configured",
-      target: { type: "webhook", id: outcome.webhook.id },
-      detail: `number ${outcome.webhook.channel_number_id}, ${redactWebhookUrl(outcome.webhook.url)}`,
-    });
-    return c.json({ ...toWebhookView(outcome.webhook), secret: outcome.secret }, 201);
-  })
+/** The workspace's webhooks from a cursor: a page of rows one more than `limit` (whose view each version makes). */
+const webhookRows = (c: Context<AppEnv>, query: { limit: number; cursor?: string | undefined }) =>
+  listWebhooks(c.env.DB, c.get("principal").workspaceId, query.limit + 1, decodeCursor(query.cursor));
+
+const pageKey = (r: WebhookRow) => ({ sortKey: r.created_at, id: r.id });
+
+/**
+ * Configures the webhook of a number through the API of `apiVersion` (its event shapes), audited;
+ * a refusal thrown as the uniform error.
+ */
+async function configureThrough(
+  c: Context<AppEnv>,
+  request: { channelNumberId: string; url: string },
+  apiVersion: WebhookApiVersion,
+): Promise<{ webhook: WebhookRow; secret: string }> {
+  const outcome = await configureWebhook(c.env, callerOf(c), request.channelNumberId, request.url, apiVersion);
+  throwIfLimited(outcome);
+  if (!outcome.ok) throw outcome.problem === "url" ? refuseUrl(outcome.reason) : notFound("Channel number");
+  limitHeaders(c, outcome.limit);
+  await auditApi(c, {
+    action: "webhook.configured",
+    target: { type: "webhook", id: outcome.webhook.id },
+    detail: `number ${outcome.webhook.channel_number_id}, ${redactWebhookUrl(outcome.webhook.url)}, API v${apiVersion}`,
+  });
+  return outcome;
+}
+
+/** A webhook's delivery log, replays and test events: the same in every version. */
+const webhookEventRoutes = newRouter()
   .openapi(deliveries, async (c) => {
     const { id } = c.req.valid("param");
     const { limit, cursor } = c.req.valid("query");
@@ -309,3 +368,27 @@ export const webhookRoutes = newRouter()
     });
     return c.json({ eventId: outcome.eventId, status: "queued" as const }, 202);
   });
+
+/** Webhooks configured through v1 receive v1's event shapes (v1's view does not show the version). */
+export const webhookRoutes = newRouter()
+  .openapi(list, async (c) => {
+    const query = c.req.valid("query");
+    return c.json(toPage(await webhookRows(c, query), query.limit, pageKey, toWebhookView), 200);
+  })
+  .openapi(configure, async (c) => {
+    const { webhook, secret } = await configureThrough(c, c.req.valid("json"), 1);
+    return c.json({ ...toWebhookView(webhook), secret }, 201);
+  })
+  .route("/", webhookEventRoutes);
+
+/** Webhooks configured through v2 receive v2's event shapes; its views show each webhook's version. */
+export const webhookRoutesV2 = newRouter()
+  .openapi(listV2, async (c) => {
+    const query = c.req.valid("query");
+    return c.json(toPage(await webhookRows(c, query), query.limit, pageKey, toWebhookViewV2), 200);
+  })
+  .openapi(configureV2, async (c) => {
+    const { webhook, secret } = await configureThrough(c, c.req.valid("json"), 2);
+    return c.json({ ...toWebhookViewV2(webhook), secret }, 201);
+  })
+  .route("/", webhookEventRoutes);

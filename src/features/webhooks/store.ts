@@ -1,4 +1,5 @@
 import type { Cursor } from "../../lib/pagination";
+import type { WebhookApiVersion } from "../../messages/events";
 
 export interface WebhookRow {
   id: string;
@@ -7,6 +8,8 @@ export interface WebhookRow {
   url: string;
   sealed_secret: string;
   status: "enabled" | "disabled";
+  /** The API version it was configured through: the event shapes it receives. */
+  api_version: WebhookApiVersion;
   failing_since: string | null;
   disabled_at: string | null;
   created_at: string;
@@ -60,27 +63,35 @@ export async function webhookIdOfNumber(
 }
 
 /**
- * Creates the number's webhook, or replaces its URL and secret. A replaced
- * webhook keeps its id (and so its delivery log), is enabled again and starts
- * with a clean failure record. The secret is sealed for the row id `w.id`, so
+ * Creates the number's webhook, or replaces its URL, secret and API version. A
+ * replaced webhook keeps its id (and so its delivery log), is enabled again and
+ * starts with a clean failure record. The secret is sealed for the row id `w.id`, so
  * the update applies only if the existing row has that id (the caller read it
  * with webhookIdOfNumber): null when another request created the row first.
  */
 export async function upsertWebhook(
   db: D1Database,
-  w: { id: string; workspaceId: string; channelNumberId: string; url: string; sealedSecret: string; at: string },
+  w: {
+    id: string;
+    workspaceId: string;
+    channelNumberId: string;
+    url: string;
+    sealedSecret: string;
+    apiVersion: WebhookApiVersion;
+    at: string;
+  },
 ): Promise<WebhookRow | null> {
   return db
     .prepare(
-      `INSERT INTO webhooks (id, workspace_id, channel_number_id, url, sealed_secret, status, failing_since, disabled_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'enabled', NULL, NULL, ?, ?)
+      `INSERT INTO webhooks (id, workspace_id, channel_number_id, url, sealed_secret, status, failing_since, disabled_at, created_at, updated_at, api_version)
+       VALUES (?, ?, ?, ?, ?, 'enabled', NULL, NULL, ?, ?, ?)
        ON CONFLICT (channel_number_id) DO UPDATE SET
          url = excluded.url, sealed_secret = excluded.sealed_secret, status = 'enabled',
-         failing_since = NULL, disabled_at = NULL, updated_at = excluded.updated_at
+         failing_since = NULL, disabled_at = NULL, updated_at = excluded.updated_at, api_version = excluded.api_version
        WHERE webhooks.workspace_id = excluded.workspace_id AND webhooks.id = excluded.id
        RETURNING *`,
     )
-    .bind(w.id, w.workspaceId, w.channelNumberId, w.url, w.sealedSecret, w.at, w.at)
+    .bind(w.id, w.workspaceId, w.channelNumberId, w.url, w.sealedSecret, w.at, w.at, w.apiVersion)
     .first<WebhookRow>();
 }
 

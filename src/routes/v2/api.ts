@@ -7,9 +7,10 @@ import { meRoutes } from "../me";
 import { channelNumberRoutes } from "../../features/numbers/routes";
 import { channelNumberChangeRoutes } from "../../features/numbers/change-routes";
 import { usageRoutes } from "../../features/usage/routes";
-import { webhookRoutes } from "../../features/webhooks/routes";
+import { ConfigureWebhookResponse, Webhook, WebhookList, webhookRoutesV2 } from "../../features/webhooks/routes";
 import { MessageList, messageEventRoutes } from "../messages";
 import { Message } from "../../messages/message";
+import { MessageStatusData } from "../../messages/events";
 import { messageArchiveRoutes } from "../message-archives";
 import { messageMediaRoutes } from "../message-media";
 import { sandboxRoutes } from "../../features/sandbox/routes";
@@ -32,11 +33,16 @@ publicApiV2.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
   description: "An API key: `msg_live_…` (the prefix is per deployment). The same keys as v1.",
 });
 registerSharedComponents(publicApiV2.openAPIRegistry);
-registerEventDocs(publicApiV2.openAPIRegistry);
+registerEventDocs(publicApiV2.openAPIRegistry, 2);
 // v1's message views stay in v2's document (it changes only by addition; clients built on them keep
 // compiling), beside the v2 views its message routes answer with (MessageV2, MessageListV2).
 publicApiV2.openAPIRegistry.register("Message", Message);
 publicApiV2.openAPIRegistry.register("MessageList", MessageList);
+// The same for v1's webhook views and status events, beside v2's (WebhookV2, MessageStatusEventDataV2).
+publicApiV2.openAPIRegistry.register("Webhook", Webhook);
+publicApiV2.openAPIRegistry.register("WebhookList", WebhookList);
+publicApiV2.openAPIRegistry.register("ConfigureWebhookResponse", ConfigureWebhookResponse);
+publicApiV2.openAPIRegistry.register("MessageStatusEventData", MessageStatusData);
 const DOCUMENT: Parameters<typeof publicApiV2.getOpenAPI31Document>[0] = {
   openapi: "3.1.0",
   info: {
@@ -44,7 +50,9 @@ const DOCUMENT: Parameters<typeof publicApiV2.getOpenAPI31Document>[0] = {
     version: "2.0.0",
     description:
       "Version 2: everything of version 1 (`/api/v1`, unchanged), plus template messages (`POST /messages` with " +
-      "`type: template`), media by link, interactive, location, contacts and reaction messages, the templates your numbers can send (`GET /templates`) and a `type` filter on message lists. " +
+      "`type: template`), media by link, interactive, location, contacts and reaction messages, the templates your numbers can send (`GET /templates`), a `type` filter on message lists, and " +
+      "`delivered` and `read` as statuses of their own (in views, list filters, and the events of webhooks configured " +
+      "through `/api/v2/webhooks`). " +
       "Every response carries X-Request-Id; every error uses one envelope: " +
       '`{"error": {"code", "message", "requestId", "details"?}}`.',
     license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
@@ -90,7 +98,7 @@ publicApiV2
   .route("/", channelNumberRoutes)
   .route("/", channelNumberChangeRoutes)
   .route("/", usageRoutes)
-  .route("/", webhookRoutes)
+  .route("/", webhookRoutesV2)
   .route("/", messageRoutesV2)
   .route("/", messageEventRoutes)
   .route("/", messageMediaRoutes)

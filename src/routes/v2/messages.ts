@@ -6,7 +6,8 @@ import { ownContentOf, SendMessageRequestV2 } from "../../domain/send-request-v2
 import { templateSendContent } from "../../domain/template-send";
 import { templatesForSend } from "../../features/templates/number-templates";
 import { richSendContent } from "../../features/messages/rich-send";
-import { MessageListQuery, toFilter } from "../../messages/list";
+import { listQueryRules, MessageListQueryFields, toFilterV2 } from "../../messages/list";
+import { MESSAGE_STATUSES_V2 } from "../../messages/status";
 import { findByUuid } from "../../lib/job-id";
 import { jsonBody } from "../../middleware/json-body";
 import type { SendContent } from "../../messages/send";
@@ -78,7 +79,9 @@ const get = createRoute({
   operationId: "getMessage",
   tags: ["Messages"],
   summary: "Get a message and its delivery status",
-  description: "As v1's, with each type's fields: a rich message's object under its type's name, as it was sent.",
+  description:
+    "As v1's, with each type's fields (a rich message's object under its type's name, as it was sent) and v2's " +
+    "statuses: `delivered` and `read` are statuses of their own.",
   security: bearerSecurity,
   request: {
     params: z.object({
@@ -91,7 +94,16 @@ const get = createRoute({
   },
 });
 
-const MessageListQueryV2 = MessageListQuery.safeExtend({
+const MessageListQueryV2 = MessageListQueryFields.extend({
+  status: z
+    .enum([...MESSAGE_STATUSES_V2, "received"])
+    .optional()
+    .openapi({
+      description:
+        "Outbound statuses (`sent` only those the operator has not reported delivered or read since; `delivered` " +
+        "those not read yet), or `received` (every inbound message).",
+      example: "delivered",
+    }),
   type: z
     .string()
     .regex(/^[a-z_]{1,32}$/, { error: "type is a message type: text, template, or an inbound type such as image." })
@@ -102,7 +114,7 @@ const MessageListQueryV2 = MessageListQuery.safeExtend({
         "or an inbound message's type.",
       example: "template",
     }),
-});
+}).superRefine(listQueryRules);
 
 const list = createRoute({
   method: "get",
@@ -112,7 +124,7 @@ const list = createRoute({
   tags: ["Messages"],
   summary: "List messages, outbound and inbound, newest first",
   description:
-    "As v1's list, with a `type` filter. Pages are bounded in the work they do: a page can hold fewer than `limit` " +
+    "As v1's list, with a `type` filter and v2's statuses (`status=delivered`, `status=read`). Pages are bounded in the work they do: a page can hold fewer than `limit` " +
     "messages while more exist; keep following `nextCursor` until it is null.",
   security: bearerSecurity,
   request: { query: MessageListQueryV2 },
@@ -164,7 +176,7 @@ export const messageRoutesV2 = newRouter()
   )
   .openapi(list, async (c) => {
     const query = c.req.valid("query");
-    const filter = toFilter(query);
+    const filter = toFilterV2(query);
     if (query.type !== undefined) filter.type = query.type;
     const page = await listMessagePageAs(c.env, c.get("principal").workspaceId, filter, query, toMessageViewV2);
     return c.json({ data: page.messages, nextCursor: page.nextCursor }, 200);

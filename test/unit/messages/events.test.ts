@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
   derivedEventId,
+  envelopeOf,
   EVENT_ID_PATTERN,
   eventIdOf,
   kindFieldsOf,
   newEventId,
   parseEventId,
+  type MessageStatusData,
+  type WebhookEvent,
 } from "../../../src/messages/events";
 import { EVENT_KINDS } from "../../../src/messages/status";
 import { newUuidV7 } from "../../../src/lib/job-id";
@@ -104,5 +107,61 @@ describe("kindFieldsOf", () => {
     expect(fields).toEqual({ type: "template", template, text: { body: "Hi Ana, your order #1042 has shipped." } });
     // The event's JSON keeps the order it always had.
     expect(Object.keys(fields)).toEqual(["type", "template", "text"]);
+  });
+});
+
+describe("envelopeOf: each webhook receives the shapes of its API version", () => {
+  const messageId = newUuidV7(T);
+  const at = new Date(T + 2_000).toISOString();
+  const data = (over: Partial<MessageStatusData>): MessageStatusData => ({
+    messageId,
+    channelNumberId: "5e2f1a3b-0000-4000-8000-000000000002",
+    to: "5511999998888",
+    toUserId: null,
+    status: "sent",
+    previousStatus: "sent",
+    upstreamMessageId: "wamid.S1",
+    error: null,
+    deliveredAt: null,
+    readAt: null,
+    updatedAt: at,
+    ...over,
+  });
+  type StatusEvent = Extract<WebhookEvent, { type: "message.status" }>;
+  const statusEvent = (kind: "sent" | "delivered" | "read", d: MessageStatusData): StatusEvent => ({
+    id: eventIdOf(messageId, kind),
+    type: "message.status",
+    workspaceId: "9d1c0b7e-0000-4000-8000-000000000001",
+    channelNumberId: d.channelNumberId,
+    createdAt: at,
+    data: d,
+  });
+
+  it("v1 gets the event's data as it always was; v2 the fields the event carries for it, in the same places", () => {
+    const event = {
+      ...statusEvent("read", data({ deliveredAt: null, readAt: at })),
+      v2: { status: "read", previousStatus: "read", deliveredAt: at, readAt: at },
+    } satisfies StatusEvent;
+    expect(envelopeOf(event, 1)).toEqual({ type: "message.status", timestamp: at, data: event.data });
+    expect(envelopeOf(event)).toEqual(envelopeOf(event, 1));
+    const v2 = envelopeOf(event, 2).data;
+    expect(v2).toEqual({ ...event.data, status: "read", previousStatus: "read", deliveredAt: at });
+    expect(Object.keys(v2)).toEqual(Object.keys(event.data));
+  });
+
+  it("an event queued without v2's fields gets them from its change and v1's data", () => {
+    const sent = statusEvent("sent", data({ status: "sent", previousStatus: "processing" }));
+    expect(envelopeOf(sent, 2).data).toEqual(sent.data);
+    const delivered = statusEvent("delivered", data({ deliveredAt: at }));
+    expect(envelopeOf(delivered, 2).data).toMatchObject({ status: "delivered", previousStatus: "sent" });
+    const readAfterDelivery = statusEvent("read", data({ deliveredAt: at, readAt: at }));
+    expect(envelopeOf(readAfterDelivery, 2).data).toMatchObject({ status: "read", previousStatus: "delivered" });
+    const readFirst = statusEvent("read", data({ readAt: at }));
+    expect(envelopeOf(readFirst, 2).data).toMatchObject({ status: "read", previousStatus: "sent", deliveredAt: at });
+    const afterFailure = statusEvent(
+      "delivered",
+      data({ status: "failed", previousStatus: "failed", deliveredAt: at }),
+    );
+    expect(envelopeOf(afterFailure, 2).data).toEqual(afterFailure.data);
   });
 });

@@ -326,3 +326,48 @@ describe("eventOf: each event as of its change", () => {
     ]);
   });
 });
+
+describe("eventOf: what a delivery's and a read's events say in API v2", () => {
+  const v2Of = (row: MessageRow) => eventsOf(row).map((e) => (e.type === "message.status" ? (e.v2 ?? null) : null));
+
+  it("delivered and read are statuses: each event names its status and its predecessor; the others carry nothing more", () => {
+    expect(v2Of(sentAndRead)).toEqual([
+      null,
+      null,
+      { status: "delivered", previousStatus: "sent", deliveredAt: iso(T + 2_000), readAt: null },
+      { status: "read", previousStatus: "delivered", deliveredAt: iso(T + 2_000), readAt: iso(T + 5_000) },
+    ]);
+  });
+
+  it("a read before the delivery: sent → read with the read's time as the delivery's; the late delivery stays read", () => {
+    const row = outbound({
+      status: "sent",
+      processing_at: T,
+      sent_at: T + 10,
+      read_at: T + 5_000,
+      delivered_at: T + 3_000,
+      changes: "psrd",
+    });
+    expect(v2Of(row).slice(2)).toEqual([
+      { status: "read", previousStatus: "sent", deliveredAt: iso(T + 5_000), readAt: iso(T + 5_000) },
+      { status: "read", previousStatus: "read", deliveredAt: iso(T + 3_000), readAt: iso(T + 5_000) },
+    ]);
+  });
+
+  it("a delivery and a read after a failure leave it failed, as in v1", () => {
+    const row = outbound({
+      ...failure,
+      status: "failed",
+      processing_at: T,
+      sent_at: T + 1,
+      failed_at: T + 5,
+      delivered_at: T + 6,
+      read_at: T + 7,
+      changes: "psfdr",
+    });
+    expect(v2Of(row).slice(3)).toEqual([
+      { status: "failed", previousStatus: "failed", deliveredAt: iso(T + 6), readAt: null },
+      { status: "failed", previousStatus: "failed", deliveredAt: iso(T + 6), readAt: iso(T + 7) },
+    ]);
+  });
+});
