@@ -93,6 +93,10 @@ describe(`alarm work stays bounded with ${ROWS.toLocaleString("en")} rows per ta
       await check("listMessages, no match (the scan budget)", SCAN_BUDGET + 10, () =>
         w.listMessages({ channelNumberId: crypto.randomUUID() }, null, 20),
       );
+      // API v2's delivered and read: sent records by their delivery and read times, within the same budget.
+      await check("listMessages, v2's read (the scan budget)", SCAN_BUDGET + 10, () =>
+        w.listMessages({ status: "sent", reached: "read" }, null, 20),
+      );
       await check("getMessage", 3, () => w.getMessage(idOf(firstSlot(today), "003", 7)));
       // A number's queue is rebuilt from the `_work` index, a page of 500 at a time.
       await check("workOf, the first page", 510, () => w.workOf(t.numberId, "", 500));
