@@ -133,6 +133,17 @@ describe("versioned webhooks on one workspace", () => {
       ["message.status", "delivered", "sent", deliveredAt],
       ["message.status", "read", "delivered", deliveredAt],
     ]);
+
+    // A replay is rebuilt from the record and rendered in the webhook's version again: the same id, the same bytes.
+    const original = net.seen.filter((s) => s.url === urlV2)[2]!;
+    const replayed = await apiV2(`/webhooks/${v2.id}/deliveries/${original.headers["webhook-id"]}/replay`, t.key, {
+      method: "POST",
+    });
+    expect(replayed.status).toBe(202);
+    await vi.waitFor(() => expect(receivedAt(urlV2, v2.secret)).toHaveLength(5), { timeout: 15_000, interval: 100 });
+    const again = net.seen.filter((s) => s.url === urlV2)[4]!;
+    expect(again.headers["webhook-id"]).toBe(original.headers["webhook-id"]);
+    expect(again.body).toBe(original.body);
   });
 
   it("the version is in the webhook's record: v2 lists show it, v1's views do not, and configuring again through v1 makes it v1's", async () => {
