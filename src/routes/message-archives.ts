@@ -3,6 +3,8 @@ import { bearerSecurity, errorResponses, jsonContent, newRouter, requestIdHeader
 import { notFound } from "../lib/errors";
 import { dayNumber, dayString, listArchives, openArchive } from "../engine/archives";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
+import type { Message } from "../messages/message";
+import { withStatusV2 } from "../messages/message-v2";
 
 const MessageArchive = z
   .object({
@@ -68,40 +70,78 @@ const download = createRoute({
   },
 });
 
-const router = newRouter();
-router.openAPIRegistry.registerPath(download);
-
-export const messageArchiveRoutes = router
-  .openapi(list, async (c) => {
-    const { limit, cursor } = c.req.valid("query");
-    const after = decodeCursor(cursor);
-    const before = after === undefined ? null : dayNumber(after.sortKey);
-    if (after !== undefined && before === null) throw invalidCursor();
-    const rows = await listArchives(c.env, c.get("principal").workspaceId, before, limit + 1);
-    return c.json(
-      toPage(
-        rows,
-        limit,
-        (r) => ({ sortKey: dayString(r.day), id: "" }),
-        (r) => ({
-          day: dayString(r.day),
-          messages: r.messages,
-          archivedAt: new Date(r.archived_at).toISOString(),
-        }),
-      ),
-      200,
+/**
+ * Each line of an archived day (a message as v1 shows it, as it was archived) in another version's
+ * view. Lines are split wherever chunks end: a message is never cut in two.
+ */
+function linesAs(view: (m: Message) => unknown): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let rest = "";
+  const lines = (text: string): Uint8Array =>
+    encoder.encode(
+      text
+        .split("\n")
+        .filter((line) => line.length > 0)
+        .map((line) => `${JSON.stringify(view(JSON.parse(line) as Message))}\n`)
+        .join(""),
     );
-  })
-  // Typed routes take JSON-like media types for JSON; this one streams NDJSON, so it is
-  // a plain route, documented by registering its definition.
-  .get("/message-archives/:day", async (c) => {
-    const { workspaceId } = c.get("principal");
-    const day = dayNumber(c.req.param("day"));
-    // Another workspace's day reads as missing: the index is the caller's own.
-    const body = day === null ? null : await openArchive(c.env, workspaceId, day);
-    if (day === null || !body) throw notFound("Archive");
-    c.header("Content-Type", "application/x-ndjson; charset=utf-8");
-    c.header("Content-Disposition", `attachment; filename="messages-${dayString(day)}.ndjson"`);
-    c.header("Cache-Control", "private, no-store");
-    return c.body(body, 200);
+  return new TransformStream({
+    transform(chunk, controller) {
+      const text = rest + decoder.decode(chunk, { stream: true });
+      const end = text.lastIndexOf("\n");
+      rest = text.slice(end + 1);
+      if (end >= 0) controller.enqueue(lines(text.slice(0, end)));
+    },
+    flush(controller) {
+      const text = rest + decoder.decode();
+      if (text.length > 0) controller.enqueue(lines(text));
+    },
   });
+}
+
+/** The archives' routes of a version: its lines in that version's view of a message (v1's as archived, by default). */
+const archiveRoutes = (view?: (m: Message) => unknown) => {
+  const router = newRouter();
+  router.openAPIRegistry.registerPath(download);
+  return (
+    router
+      .openapi(list, async (c) => {
+        const { limit, cursor } = c.req.valid("query");
+        const after = decodeCursor(cursor);
+        const before = after === undefined ? null : dayNumber(after.sortKey);
+        if (after !== undefined && before === null) throw invalidCursor();
+        const rows = await listArchives(c.env, c.get("principal").workspaceId, before, limit + 1);
+        return c.json(
+          toPage(
+            rows,
+            limit,
+            (r) => ({ sortKey: dayString(r.day), id: "" }),
+            (r) => ({
+              day: dayString(r.day),
+              messages: r.messages,
+              archivedAt: new Date(r.archived_at).toISOString(),
+            }),
+          ),
+          200,
+        );
+      })
+      // Typed routes take JSON-like media types for JSON; this one streams NDJSON, so it is
+      // a plain route, documented by registering its definition.
+      .get("/message-archives/:day", async (c) => {
+        const { workspaceId } = c.get("principal");
+        const day = dayNumber(c.req.param("day"));
+        // Another workspace's day reads as missing: the index is the caller's own.
+        const body = day === null ? null : await openArchive(c.env, workspaceId, day);
+        if (day === null || !body) throw notFound("Archive");
+        c.header("Content-Type", "application/x-ndjson; charset=utf-8");
+        c.header("Content-Disposition", `attachment; filename="messages-${dayString(day)}.ndjson"`);
+        c.header("Cache-Control", "private, no-store");
+        return c.body(view ? body.pipeThrough(linesAs(view)) : body, 200);
+      })
+  );
+};
+
+export const messageArchiveRoutes = archiveRoutes();
+/** API v2's: each archived message in v2's view (its v2 status from its v1 status and its delivery and read times). */
+export const messageArchiveRoutesV2 = archiveRoutes(withStatusV2);

@@ -7,7 +7,9 @@ import { accepted, liveNumberTenant, mockOperator } from "../helpers/operator";
 import { apiV2, sendV2 } from "../helpers/operator-templates";
 import { queuedEvents, statusEventsOf } from "../helpers/events";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
-import { channelNumberStub } from "../../src/durable-objects/stubs";
+import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
+import { ndjsonText } from "../helpers/ndjson";
+import { DAY_MS } from "../../src/lib/job-id";
 import { envelopeOf, type WebhookEvent } from "../../src/messages/events";
 import { PACE_WINDOW_MS } from "../../src/durable-objects/channel-number/delivery-policy";
 
@@ -207,5 +209,39 @@ describe("GET /api/v2/messages?status=", () => {
     expect(body.error.details).toEqual([
       expect.objectContaining({ path: "query.status", rule: "enum", message: expect.stringContaining("delivered") }),
     ]);
+  });
+});
+
+describe("an archived day", () => {
+  it("reads v2's statuses through /api/v2 and v1's through /api/v1, from the same archive", async () => {
+    const t = await liveNumberTenant();
+    mockOperator((call) => accepted(`wamid.${call.body.to.slice(1)}`));
+    const justSent = await sentMessage(t, "5511900000031");
+    const read = await sentMessage(t, "5511900000032");
+    await report(t, read, "5511900000032", "read");
+    const day = (await viewV1(t, read)).createdAt as string;
+
+    // Past the plan's 30 days, the day is written to the archive and leaves the list.
+    clock.advance(32 * DAY_MS);
+    for (let i = 0; i < 10; i++) await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    const lines = async (res: Response) => {
+      expect(res.status).toBe(200);
+      return (await ndjsonText(res))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as View & { id: string });
+    };
+    const v2 = await lines(await apiV2(`/message-archives/${day.slice(0, 10)}`, t.key));
+    const v1 = await lines(await api(`/message-archives/${day.slice(0, 10)}`, t.key));
+    expect(v2.map((m) => [m.id, m.status, m.deliveredAt === m.readAt])).toEqual([
+      [justSent, "sent", true],
+      [read, "read", true],
+    ]);
+    expect(v1.map((m) => [m.id, m.status, m.deliveredAt])).toEqual([
+      [justSent, "sent", null],
+      [read, "sent", null],
+    ]);
+    // Everything else of a line is v1's, field for field.
+    expect(v2.map((m, i) => ({ ...m, status: v1[i]!.status, deliveredAt: v1[i]!.deliveredAt }))).toEqual(v1);
   });
 });

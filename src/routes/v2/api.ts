@@ -11,7 +11,7 @@ import { ConfigureWebhookResponse, Webhook, WebhookList, webhookRoutesV2 } from 
 import { MessageList, messageEventRoutes } from "../messages";
 import { Message } from "../../messages/message";
 import { MessageStatusData } from "../../messages/events";
-import { messageArchiveRoutes } from "../message-archives";
+import { messageArchiveRoutesV2 } from "../message-archives";
 import { messageMediaRoutes } from "../message-media";
 import { sandboxRoutes } from "../../features/sandbox/routes";
 import { sandboxTestContactRoutes } from "../../features/sandbox/test-contact-routes";
@@ -102,7 +102,7 @@ publicApiV2
   .route("/", messageRoutesV2)
   .route("/", messageEventRoutes)
   .route("/", messageMediaRoutes)
-  .route("/", messageArchiveRoutes)
+  .route("/", messageArchiveRoutesV2)
   .route("/", sandboxRoutes)
   .route("/", sandboxTestContactRoutes)
   .route("/", templateRoutes);
