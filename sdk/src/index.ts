@@ -42,8 +42,10 @@ export { Paginated, type Page } from "./paginate.js";
 export { DEFAULT_RETRY, type RetryOptions } from "./retry.js";
 export {
   verifyWebhook,
+  verifyWebhookV2,
   WebhookVerificationError,
   type WebhookEvent,
+  type WebhookEventV2,
   type WebhookEventType,
   type WebhookHeaders,
 } from "./webhooks.js";

@@ -1,13 +1,14 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { ApiError, MessagingClient, verifyWebhook, type Message } from "../../sdk/src/index";
+import { ApiError, MessagingClient, verifyWebhook, verifyWebhookV2, type Message } from "../../sdk/src/index";
 import { SCAN_BUDGET } from "../../src/durable-objects/workspace/message-queries";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import { DAY_MS } from "../../src/lib/job-id";
 import { hmacSha256, toHex } from "../../src/lib/crypto";
 import { BASE, call } from "../helpers/http";
-import { createTenant } from "../helpers/fixtures";
+import { createTenant, TEST_CONTACT } from "../helpers/fixtures";
+import { apiV2 } from "../helpers/operator-templates";
 import { liveConnectBody, connectLiveNumber, fakeOperatorAccount } from "../helpers/operator";
 import { mockNetwork } from "../helpers/webhook-net";
 import { mediaFile, serveOperatorMedia } from "../helpers/operator-media";
@@ -275,6 +276,44 @@ describe("the SDK inside the Workers runtime", () => {
       expect(received[0]!.headers["webhook-id"]).toBe(eventId);
       const event = verifyWebhook(received[0]!.body, received[0]!.headers, webhook.secret);
       expect(event.type).toBe("webhook.test");
+      expect(net.unhandled).toEqual([]);
+    } finally {
+      net.restore();
+    }
+  });
+
+  it("verifies a v2 webhook's delivery with verifyWebhookV2: delivered is a status", async () => {
+    const net = mockNetwork();
+    try {
+      const t = await createTenant();
+      const client = clientFor(t.key);
+      net.dns.set("hooks-v2.example.com", ["93.184.216.34"]);
+      const received: { headers: Record<string, string>; body: string }[] = [];
+      net.receivers.set("https://hooks-v2.example.com/in", (req) => {
+        received.push({ headers: req.headers, body: req.body });
+        return new Response(null, { status: 204 });
+      });
+      const configured = await apiV2("/webhooks", t.key, {
+        method: "POST",
+        json: { channelNumberId: t.numberId, url: "https://hooks-v2.example.com/in" },
+      });
+      expect(configured.status).toBe(201);
+      const { secret } = (await configured.json()) as { secret: string };
+      const { jobId } = await client.v2.messages.send({
+        channelNumberId: t.numberId,
+        to: TEST_CONTACT,
+        text: { body: "Hi" },
+      });
+      // The sandbox reports the delivery about 2 s after the send; the real queue delivers its event.
+      const statuses = () =>
+        received
+          .map((r) => verifyWebhookV2(r.body, r.headers, secret))
+          .flatMap((e) => (e.type === "message.status" && e.data.messageId === jobId ? [e.data] : []));
+      await vi.waitFor(() => expect(statuses().map((d) => d.status)).toContain("delivered"), {
+        timeout: 10_000,
+        interval: 50,
+      });
+      expect(statuses().find((d) => d.status === "delivered")).toMatchObject({ previousStatus: "sent" });
       expect(net.unhandled).toEqual([]);
     } finally {
       net.restore();
