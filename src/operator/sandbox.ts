@@ -1,7 +1,7 @@
 import type { OutboundText, SendResult, OperatorAdapter } from "./adapter";
 import { classifyOperatorError } from "./error-codes";
 import { sandboxTemplate } from "./sandbox-templates";
-import { OperatorTemplatePayload } from "../messages/content";
+import { OperatorTemplatePayload, OUTBOUND_KINDS_V2 } from "../messages/content";
 
 /**
  * Recipients with a documented behaviour in the sandbox, so that customers can
@@ -44,6 +44,8 @@ export interface SandboxRecipients {
   mayReceiveFreeForm(to: string): Promise<boolean>;
 }
 
+const SENDABLE: ReadonlySet<string> = new Set(OUTBOUND_KINDS_V2);
+
 const sandboxId = (jobId: string) => `sandbox.${jobId}`;
 
 export class SandboxAdapter implements OperatorAdapter {
@@ -51,6 +53,9 @@ export class SandboxAdapter implements OperatorAdapter {
 
   async send(message: OutboundText): Promise<SendResult> {
     // Templates are checked as the operator checks them: by name and language, and their status.
+    // A type the operator does not know is refused, as the operator refuses it.
+    if (!SENDABLE.has(message.type))
+      return classifyOperatorError(400, "131051", `Sandbox: message type ${message.type} is not supported.`);
     const template = message.type === "template" ? OperatorTemplatePayload.safeParse(message.payload) : null;
     if (template && !template.success) return classifyOperatorError(400, "132000", "Sandbox: unreadable template.");
     if (template?.success) {

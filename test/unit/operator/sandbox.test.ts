@@ -53,6 +53,11 @@ describe("the sandbox operator", () => {
     });
   });
 
+  it("refuses a type the operator does not know, as the operator does (131051)", async () => {
+    const refused = await send(OPEN, { type: "carousel", payload: {} });
+    expect(refused).toMatchObject({ kind: "permanent", error: { code: "unsupported_message_type" } });
+  });
+
   it("reports a reaction sent and nothing after, as the operator does", async () => {
     const reaction = { type: "reaction", payload: { message_id: "wamid.x", emoji: "👍" } };
     expect(await send(OPEN, reaction)).toEqual({ kind: "accepted", upstreamMessageId: "sandbox.j1" });
