@@ -324,8 +324,10 @@ describe("rich messages on a live number", () => {
       ...KINDS.map(([type, sent]): [string, unknown] => [type, sent]),
       ["reaction", { messageId: received, emoji: "👍" }],
     ];
+    const keys = new Map<string, string>();
     for (const [type, sent] of kinds) {
       const key = crypto.randomUUID();
+      keys.set(type, key);
       const body = { channelNumberId: t.numberId, to: USER, type, [type]: sent };
       const err = await expectError(await sendV2(t.key, body, key), 400, "service_window_closed");
       expect(err.error.details).toEqual([expect.objectContaining({ path: "to", rule: "window_closed" })]);
@@ -333,17 +335,11 @@ describe("rich messages on a live number", () => {
     const outbound = await json<{ data: unknown[] }>(await apiV2("/messages?direction=outbound", t.key));
     expect(outbound.data).toEqual([]);
     expect(await usedMessages(t.key)).toBe(0);
-    // The user writes again: the same sends go.
+    // The user writes again: the same send goes, with the key the refusal left free.
     await userWrites(t);
     mockOperator((c) => accepted(`wamid.${c.body.biz_opaque_callback_data}`));
-    await created(
-      await sendV2(t.key, {
-        channelNumberId: t.numberId,
-        to: USER,
-        type: "image",
-        image: { link: "https://cdn.example.com/a.png" },
-      }),
-    );
+    const image = { channelNumberId: t.numberId, to: USER, type: "image", image: KINDS[0]![1] };
+    await created(await sendV2(t.key, image, keys.get("image")));
   });
 });
 
