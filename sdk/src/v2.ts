@@ -14,7 +14,8 @@ export type SendMessageInputV2 = Schemas["SendMessageRequestV2"];
 export type TemplateContent = Schemas["TemplateContent"];
 /**
  * A message as v2 reads it: a template message carries `type: "template"`, its `template` and its rendered text;
- * `delivered` and `read` are statuses of their own.
+ * a rich message its type and, under the type's name, its object as sent; `delivered` and `read` are statuses of
+ * their own.
  */
 export type MessageV2 = Schemas["MessageV2"];
 /** One language of a template of one of your numbers' business accounts (or a sandbox number's). */

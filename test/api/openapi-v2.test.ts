@@ -74,4 +74,28 @@ describe("the v2 OpenAPI document", () => {
     expect(SendMessageRequestV2.safeParse(example).success).toBe(true);
     expect(example).toMatchObject({ type: "template", template: { name: "order_update" } });
   });
+
+  it("names v2's own error code and rich message views, which v1's document does not have", async () => {
+    const schemasOf = async (version: string) => json<Schemas>(await call(`/api/${version}/openapi.json`));
+    const [v1, v2] = await Promise.all([schemasOf("v1"), schemasOf("v2")]);
+    const codes = (d: Schemas) => d.components.schemas.Error!.properties!.error!.properties!.code!.enum!;
+    expect(codes(v2)).toContain("service_window_closed");
+    expect(codes(v1)).not.toContain("service_window_closed");
+    expect(codes(v2)).toEqual([...codes(v1), "service_window_closed"]);
+    expect(Object.keys(v2.components.schemas)).toEqual(
+      expect.arrayContaining(["MessageV2", "OutboundMessageV2", "MessageListV2", "Message", "MessageList"]),
+    );
+    expect(v1.components.schemas.OutboundMessageV2).toBeUndefined();
+    expect(v2.components.schemas.OutboundMessageV2!.properties!.type!.enum).toEqual(
+      expect.arrayContaining(["text", "template", "image", "interactive", "location", "contacts", "reaction"]),
+    );
+  });
 });
+
+interface SchemaNode {
+  enum?: string[];
+  properties?: Record<string, SchemaNode>;
+}
+interface Schemas {
+  components: { schemas: Record<string, SchemaNode> };
+}
