@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { newTally, parseServerTiming, summarize, tallyResponse } from "../../../scripts/bench/statistics.mjs";
+import { newTally, parseServerTiming, summarize, tallyResponse } from "../../../bench/load/requests.ts";
 
-/** An autocannon result as the bench's load runner returns it. @param {Partial<import("../../../scripts/bench/statistics.mjs").LoadResult>} over */
+/** An autocannon result as the bench's load runner returns it. @param {Partial<import("../../../bench/load/requests.ts").LoadResult>} over */
 const loadResult = (over = {}) => ({
   duration: 10,
   requests: { total: 5_000 },
@@ -49,7 +49,7 @@ describe("tallyResponse", () => {
 describe("summarize", () => {
   it("turns a run into rates, per-request figures and cores busy", () => {
     const tally = { ...newTally(), responses: 5_000, d1: 250, timed: 5_000, serverMs: 10_000, bad: 1 };
-    const row = summarize("(a)", "GET /me", loadResult(), tally, { capped: true });
+    const row = summarize("(a)", "GET /me", loadResult(), tally, true);
     expect(row).toMatchObject({
       label: "(a)",
       what: "GET /me",

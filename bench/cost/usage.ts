@@ -1,0 +1,32 @@
+// What a cost run counts per step: written by the meter (meter.ts, in workerd), read by the renderer (render.ts, in Node).
+
+export interface Rows {
+  read: number;
+  written: number;
+}
+
+export interface Usage {
+  /** Inbound Worker invocations: `fetch:<route kind>`, `queue:<queue>`. */
+  workerRequests: Record<string, number>;
+  /** Durable Object requests (each RPC call is one billed request): `<Class>.<method>`. */
+  doRequests: Record<string, number>;
+  /** Alarm invocations per class (billed as Durable Object requests). */
+  alarms: Record<string, number>;
+  /** SQLite rows per class, from `SqlStorageCursor.rowsRead/rowsWritten`. */
+  sql: Record<string, Rows>;
+  /** The same rows per class and statement (whitespace collapsed, first 110 characters). */
+  sqlByStatement: Record<string, Rows & { calls: number }>;
+  /** `setAlarm()` calls per class: each is billed as one row written. */
+  setAlarm: Record<string, number>;
+  /** Other storage API calls (getAlarm, deleteAlarm, deleteAll …) per class and method; not billed as rows by the price page. */
+  storageCalls: Record<string, number>;
+  /** Queue operations per queue: writes (per 64 KB chunk), reads (deliveries), deletes (acknowledged messages), retries. */
+  queues: Record<
+    string,
+    { writes: number; reads: number; deletes: number; retries: number; messages: number; bytes: number }
+  >;
+  d1: Rows & { queries: number };
+  r2: { classA: number; classB: number; free: number; bytesPut: number };
+  /** Outbound requests the Worker made (not billed as requests): operator calls, webhook deliveries, DNS lookups. */
+  outbound: Record<string, number>;
+}

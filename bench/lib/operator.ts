@@ -1,0 +1,320 @@
+// The fake channel operator (shaped like the WhatsApp Cloud API) of the soak, the drain and latency
+// benches: answers the number check and message sends on loopback after a latency, and records
+// every call with when it arrived and, when the Worker stamps it (X-Call-Started-At), when the
+// number object started it. Arrival times are measured precisely, so it runs in its own process
+// (raised priority when allowed), away from the run's load and checks, and measures its own
+// lateness: a 1 ms timer ticks throughout, and a request handled at `hr` arrived no earlier than the
+// tick before the last tick preceding `hr` (`earliest`). On a healthy event loop that interval is
+// ~1–2 ms; when the process was not scheduled it is as long as the stall.
+//
+// With `faults` (the soak), by the recipient's last digit (a recipient keeps its class for the run):
+//   0  400 error 131026 (undeliverable): final, the message fails
+//   1  first attempt 500 error 131000 (transient): retried, then accepted
+//   2  first attempt 429 error 131056 (pair rate) with Retry-After: 1, then accepted
+//   3  accepted; the operator reports it failed (131047) after `sent`
+//   4  outcome lost: a bare 502 or a connection dropped after the body was read (half each);
+//      the operator did receive and process it, so it reports `sent` and `delivered`
+//   5  first attempt 503 error 2 (service unavailable) with Retry-After: 1, then accepted
+//   6–9 accepted, `sent` then `delivered` (sometimes `read`); 4% of these calls drop the connection
+//      after reading the body (accepted by the operator all the same)
+// and any call may get a bare 429 with Retry-After: 2 (at most once per number): the number holds.
+import { fork } from "node:child_process";
+import { createServer } from "node:http";
+import type { Socket } from "node:net";
+import os from "node:os";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { seededRandom } from "./run.ts";
+
+export interface OperatorCall {
+  seq: number;
+  /** Receive time, wall clock (ms). */
+  at: number;
+  /** Receive time on the operator's precise clock (ms). */
+  hr: number;
+  /** The earliest the call may have arrived (the operator's measured lateness). */
+  earliest?: number;
+  /** X-Call-Started-At: when the number object started the call. */
+  startedAt: number | null;
+  phoneNumberId: string;
+  /** The call's jobId (biz_opaque_callback_data); null when it carried none. */
+  jobId: string | null;
+  attempt: number;
+  to: string;
+  text: string | null;
+  messagingProduct: string | null;
+  answer: "accepted" | "error" | "bare502" | "dropped";
+  /** null: the connection was dropped. */
+  httpStatus?: number | null;
+  code: string | number | null;
+  /** Whether the operator processed the call (a delivery). */
+  processed: boolean;
+  finalStatus?: string | null;
+  wamid?: string | null;
+  /** When the answer left (the operator's precise clock). */
+  answeredHr?: number;
+}
+
+interface Config {
+  port: number;
+  seed: number;
+  version: string;
+  faults: boolean;
+  latencyMs: [number, number];
+}
+type ToOperator =
+  | ({ type: "config" } & Config)
+  | { type: "number"; phoneNumberId: string; token: string; latencyMs?: [number, number] }
+  | { type: "stop" };
+type FromOperator = { type: "listening" } | { type: "number" } | { type: "call"; call: OperatorCall };
+type Plan = Pick<OperatorCall, "answer" | "processed"> & {
+  status: number | null;
+  finalStatus?: string;
+  code?: number | null;
+  body?: string;
+  retryAfter?: string;
+};
+
+const ROLE_FLAG = "--bench-operator";
+
+/** Starts the operator process on 127.0.0.1:`port`; `onCall` gets each call once it was answered or dropped. */
+export async function startOperator(
+  config: Omit<Config, "seed"> & { seed?: number; onCall?: (call: OperatorCall) => void },
+) {
+  const child = fork(fileURLToPath(import.meta.url), [ROLE_FLAG], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const calls: OperatorCall[] = [];
+  // The operator answers its number messages in order.
+  const acked: Array<() => void> = [];
+  const exited = new Promise((r) => child.once("exit", r));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once("error", reject);
+    void exited.then(() => reject(new Error("the fake operator exited before it listened")));
+    child.on("message", (msg: FromOperator) => {
+      if (msg.type === "listening") resolve();
+      if (msg.type === "number") acked.shift()?.();
+      if (msg.type === "call") {
+        calls.push(msg.call);
+        config.onCall?.(msg.call);
+      }
+    });
+  });
+  const { onCall: _onCall, ...rest } = config;
+  child.send({ type: "config", seed: 1, ...rest } satisfies ToOperator);
+  await ready;
+  return {
+    calls,
+    /** Makes `phoneNumberId` known with its access token (and its own latency); resolves once the operator has it. */
+    addNumber: (phoneNumberId: string, token: string, latencyMs?: [number, number]) =>
+      new Promise<void>((resolve) => {
+        acked.push(resolve);
+        child.send({ type: "number", phoneNumberId, token, latencyMs } satisfies ToOperator);
+      }),
+    /** Stops the server; resolves when the process has ended. */
+    stop: async () => {
+      if (child.exitCode === null && child.connected) child.send({ type: "stop" } satisfies ToOperator);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+      if (child.exitCode === null) child.kill("SIGKILL");
+    },
+  };
+}
+export type Operator = Awaited<ReturnType<typeof startOperator>>;
+
+const metaError = (code: number, message: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    error: {
+      message,
+      type: "OAuthException",
+      code,
+      error_data: { messaging_product: "whatsapp", details: message },
+      fbtrace_id: "Bench",
+      ...extra,
+    },
+  });
+
+function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) {
+  const tell = (msg: FromOperator) => process.send?.(msg);
+  try {
+    os.setPriority(-10);
+  } catch {
+    // not allowed here: the measured lateness says what that cost
+  }
+  const hrNow = () => performance.timeOrigin + performance.now();
+  // The lateness ticks: a ring of the last ticks is enough, a request looks back two ticks.
+  const ticks = new Float64Array(64);
+  let tickCount = 0;
+  const tick = () => {
+    ticks[tickCount++ % ticks.length] = hrNow();
+  };
+  tick();
+  const ticker = setInterval(tick, 1);
+  const rnd = seededRandom(seed);
+  const numbers = new Map<string, { token: string; latencyMs: [number, number] }>();
+  const attempts = new Map<string | null, number>();
+  const heldNumbers = new Set<string>();
+  const sockets = new Set<Socket>();
+  let seq = 0;
+
+  const accept = (finalStatus = "delivered"): Plan => ({
+    answer: "accepted",
+    status: 200,
+    processed: true,
+    finalStatus: finalStatus === "delivered" && rnd.chance(0.3) ? "read" : finalStatus,
+  });
+  const refuse = (
+    status: number,
+    code: number,
+    message: string,
+    extra: Record<string, unknown> = {},
+    retryAfter?: string,
+  ): Plan => ({
+    answer: "error",
+    status,
+    code,
+    body: metaError(code, message, extra),
+    processed: false,
+    retryAfter,
+  });
+  const dropped: Plan = { answer: "dropped", status: null, processed: true, finalStatus: "delivered" };
+  const decide = (recipient: string, attempt: number, phoneNumberId: string): Plan => {
+    if (!faults) return { answer: "accepted", status: 200, processed: true, finalStatus: "delivered" };
+    if (!heldNumbers.has(phoneNumberId) && rnd.chance(0.003)) {
+      heldNumbers.add(phoneNumberId);
+      return { answer: "error", status: 429, body: "", retryAfter: "2", code: null, processed: false };
+    }
+    switch (Number(recipient.at(-1))) {
+      case 0:
+        return refuse(400, 131026, "Message undeliverable");
+      case 1:
+        return attempt === 1 ? refuse(500, 131000, "Something went wrong", { is_transient: true }) : accept();
+      case 2:
+        return attempt === 1
+          ? refuse(429, 131056, "(Business Account, Consumer Account) pair rate limit hit", {}, "1")
+          : accept();
+      case 3:
+        return accept("failed");
+      case 4:
+        return rnd.chance(0.5)
+          ? { answer: "bare502", status: 502, processed: true, finalStatus: "delivered" }
+          : dropped;
+      case 5:
+        return attempt === 1 ? refuse(503, 2, "Service temporarily unavailable", {}, "1") : accept();
+      default:
+        return rnd.chance(0.04) ? dropped : accept();
+    }
+  };
+
+  const server = createServer((req, res) => {
+    // Receive time first: the request's headers have just been parsed.
+    const hr = hrNow();
+    const earliest = tickCount >= 2 ? (ticks[(tickCount - 2 + ticks.length) % ticks.length] ?? hr) : hr;
+    const at = Date.now();
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const parts = new URL(req.url ?? "/", "http://operator").pathname.split("/").filter(Boolean);
+      const phoneNumberId = parts[1] ?? "";
+      const number = numbers.get(phoneNumberId);
+      if (parts[0] !== version || !number || `Bearer ${number.token}` !== req.headers.authorization) {
+        res.writeHead(401, { "Content-Type": "application/json" }).end(metaError(190, "Invalid OAuth access token."));
+        return;
+      }
+      if (req.method === "GET" && parts.length === 2) {
+        res
+          .writeHead(200, { "Content-Type": "application/json" })
+          .end(JSON.stringify({ id: phoneNumberId, display_phone_number: "+1 555-010-0000", verified_name: "Bench" }));
+        return;
+      }
+      if (req.method !== "POST" || parts[2] !== "messages") {
+        res.writeHead(404).end();
+        return;
+      }
+      let body: {
+        biz_opaque_callback_data?: unknown;
+        to?: unknown;
+        text?: { body?: string };
+        messaging_product?: string;
+      } = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        // recorded as is
+      }
+      const jobId = typeof body.biz_opaque_callback_data === "string" ? body.biz_opaque_callback_data : null;
+      const to = typeof body.to === "string" ? body.to : "";
+      const attempt = (attempts.get(jobId) ?? 0) + 1;
+      attempts.set(jobId, attempt);
+      const plan = decide(to.replace(/^\+/, ""), attempt, phoneNumberId);
+      const wamid = `wamid.BENCH${String(++seq).padStart(7, "0")}`;
+      const call: OperatorCall = {
+        seq,
+        at,
+        hr,
+        earliest,
+        startedAt: Number(req.headers["x-call-started-at"]) || null,
+        phoneNumberId,
+        jobId,
+        attempt,
+        to,
+        text: body.text?.body ?? null,
+        messagingProduct: body.messaging_product ?? null,
+        answer: plan.answer,
+        httpStatus: plan.status,
+        code: plan.code ?? null,
+        processed: plan.processed,
+        finalStatus: plan.finalStatus ?? null,
+        wamid: plan.processed ? wamid : null,
+      };
+      const [min, max] = number.latencyMs;
+      setTimeout(
+        () => {
+          call.answeredHr = hrNow();
+          if (plan.answer === "dropped") req.socket.destroy();
+          else if (plan.answer === "accepted")
+            res.writeHead(200, { "Content-Type": "application/json" }).end(
+              JSON.stringify({
+                messaging_product: "whatsapp",
+                contacts: [{ input: to, wa_id: to.replace(/^\+/, "") }],
+                messages: [{ id: wamid, message_status: "accepted" }],
+              }),
+            );
+          else if (plan.answer === "bare502")
+            res.writeHead(502, { "Content-Type": "text/html" }).end("<html><body>502 Bad Gateway</body></html>");
+          else
+            res
+              .writeHead(plan.status ?? 500, {
+                "Content-Type": "application/json",
+                ...(plan.retryAfter ? { "Retry-After": plan.retryAfter } : {}),
+              })
+              .end(plan.body);
+          tell({ type: "call", call });
+        },
+        rnd.between(min, max),
+      );
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  server.listen(port, "127.0.0.1", () => tell({ type: "listening" }));
+  const stop = () => {
+    clearInterval(ticker);
+    server.close(() => process.exit(0));
+    for (const s of sockets) s.destroy();
+  };
+  process.on("message", (msg: ToOperator) => {
+    if (msg.type === "stop") stop();
+    if (msg.type === "number") {
+      numbers.set(msg.phoneNumberId, { token: msg.token, latencyMs: msg.latencyMs ?? latencyMs });
+      tell({ type: "number" });
+    }
+  });
+  // The run ended (or died): never outlive it.
+  process.on("disconnect", stop);
+}
+
+if (process.argv[2] === ROLE_FLAG)
+  process.once("message", (config: ToOperator) => {
+    if (config.type === "config") runOperatorProcess(config);
+  });

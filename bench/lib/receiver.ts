@@ -1,0 +1,125 @@
+// The customer's webhook endpoint of the soak and the benches: a number's webhook URL is
+// `/hooks/{numberId}`; it verifies each delivery's Standard Webhooks signature with its number's
+// secret, refuses a share of them with 503 (the gateway must retry; at most 3 times per event), and
+// records every delivery with its `webhook-id`. Also the event tap (`POST /tap`, DEV_EVENT_TAP_URL):
+// the ids of the events each accepted queue send carried, which tell an event the engine never
+// published from one the in-memory queue lost at a kill.
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { Random } from "./run.ts";
+
+const MAX_REFUSALS_PER_EVENT = 3;
+
+export interface WebhookBody {
+  type?: string;
+  data: Record<string, unknown> & { messageId?: string; upstreamMessageId?: string };
+}
+export interface Delivery {
+  at: number;
+  numberId: string;
+  webhookId: string | null;
+  verified: boolean;
+  status: number;
+  body: WebhookBody | null;
+}
+/** What the event tap heard: when the queue first accepted each event, and each inbound message's event by the operator's id. */
+export interface Published {
+  byEventId: Map<string, number>;
+  receivedByWamid: Map<string, string>;
+}
+
+/** Standard Webhooks: HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the secret after `whsec_`. */
+export function verifyStandardWebhook(secret: string, headers: IncomingHttpHeaders, rawBody: string) {
+  const id = headers["webhook-id"];
+  const ts = headers["webhook-timestamp"];
+  const sigs = headers["webhook-signature"];
+  if (typeof id !== "string" || typeof ts !== "string" || typeof sigs !== "string" || !/^[0-9]{1,12}$/.test(ts))
+    return false;
+  if (Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
+  const expected = createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
+    .update(`${id}.${ts}.${rawBody}`)
+    .digest();
+  return sigs.split(" ").some((entry) => {
+    const [version, sig] = entry.split(",");
+    const given = Buffer.from(sig ?? "", "base64");
+    return version === "v1" && given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+/**
+ * Listens on 127.0.0.1:`port`. `secrets` (numberId → whsec_…) is filled in as webhooks are made;
+ * `random` decides the refusals; `onDelivery` sees each accepted delivery as it arrives.
+ */
+export async function startReceiver(o: {
+  port: number;
+  secrets: Map<string, string>;
+  failShare?: number;
+  random?: Random;
+  onDelivery?: (d: Delivery) => void;
+}) {
+  const deliveries: Delivery[] = [];
+  const refusedSoFar = new Map<string | undefined, number>();
+  const published: Published = { byEventId: new Map(), receivedByWamid: new Map() };
+  let tapPosts = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = Date.now();
+      const raw = Buffer.concat(chunks).toString("utf8");
+      if (req.url === "/tap") {
+        tapPosts++;
+        try {
+          for (const e of JSON.parse(raw) as Array<{ id?: unknown; upstreamMessageId?: unknown }>) {
+            if (typeof e?.id !== "string") continue;
+            if (!published.byEventId.has(e.id)) published.byEventId.set(e.id, at);
+            if (typeof e.upstreamMessageId === "string") published.receivedByWamid.set(e.upstreamMessageId, e.id);
+          }
+        } catch {
+          // not a tap's body: nothing heard
+        }
+        res.writeHead(204).end();
+        return;
+      }
+      const numberId = (req.url ?? "").split("/")[2] ?? "";
+      const secret = o.secrets.get(numberId);
+      const verified = secret !== undefined && verifyStandardWebhook(secret, req.headers, raw);
+      let body: WebhookBody | null = null;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // recorded unparsed
+      }
+      // A delivery we cannot verify is refused like a real customer would; the checks count it a failure.
+      // At most MAX_REFUSALS_PER_EVENT refusals per event: the gateway gives an event 9 attempts, then
+      // it is dead (replayable from the delivery log). Independent 30% refusals would kill ~1 event in
+      // 50,000 (0.3^9) by design; that path is not what a run checks.
+      const webhookId = typeof req.headers["webhook-id"] === "string" ? req.headers["webhook-id"] : undefined;
+      const refusals = refusedSoFar.get(webhookId) ?? 0;
+      const refuse = () => refusals < MAX_REFUSALS_PER_EVENT && (o.random?.chance(o.failShare ?? 0) ?? false);
+      const status = !verified ? 400 : refuse() ? 503 : 204;
+      if (status === 503) refusedSoFar.set(webhookId, refusals + 1);
+      const delivery = { at, numberId, webhookId: webhookId ?? null, verified, status, body };
+      deliveries.push(delivery);
+      res.writeHead(status).end();
+      if (status === 204) o.onDelivery?.(delivery);
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, "127.0.0.1", () => resolve());
+  });
+  return {
+    url: (numberId: string) => `http://127.0.0.1:${o.port}/hooks/${numberId}`,
+    deliveries,
+    published,
+    tapPosts: () => tapPosts,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;

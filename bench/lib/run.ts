@@ -1,0 +1,209 @@
+// What every measurement run shares: options, the local API, the tenants it makes, statistics,
+// the operator's signed webhook, and the one result file it writes.
+import { createHmac } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { callApi, type ApiAnswer } from "../../scripts/lib/http-call.mjs";
+import { LOCAL_SECRETS, ROOT } from "../../scripts/lib/local-worker.mjs";
+
+export { callApi, LOCAL_SECRETS, ROOT, type ApiAnswer };
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Thrown by `fail`: the run stops with its message, without a stack. */
+export class Fatal extends Error {}
+export const fail = (msg: string): never => {
+  throw new Fatal(msg);
+};
+
+/** A logger with the run's name in front. */
+export const sayAs = (name: string) => (msg: string) => console.log(`[${name}] ${msg}`);
+
+/**
+ * Whole-number options: `--name N` or the environment variable, else the default.
+ * A value that is not a whole number ends the run.
+ */
+export function options<K extends string>(spec: Record<K, { env?: string; fallback: number }>): Record<K, number> {
+  const { values } = parseArgs({
+    options: Object.fromEntries(Object.keys(spec).map((k) => [k, { type: "string" as const }])),
+    allowPositionals: true,
+    strict: false,
+  });
+  const out = {} as Record<K, number>;
+  for (const [k, { env, fallback }] of Object.entries(spec) as Array<[K, { env?: string; fallback: number }]>) {
+    const raw = values[k] ?? (env ? process.env[env] : undefined);
+    const n = raw === undefined || raw === "" || raw === true ? fallback : Number(raw);
+    if (!Number.isInteger(n) || n < 0) fail(`--${k}: a whole number, got ${String(raw)}`);
+    out[k] = n;
+  }
+  return out;
+}
+
+/** Runs `main`, reports a Fatal without its stack, and stops `cleanup` whatever happened, within `limitMs`. */
+export function runMain(
+  name: string,
+  main: () => Promise<boolean | void>,
+  cleanup: () => Promise<unknown>,
+  limitMs: number,
+) {
+  const watchdog = setTimeout(() => {
+    console.error(`[${name}] the run took longer than ${limitMs / 1000} s; stopping`);
+    void cleanup().then(() => process.exit(1));
+  }, limitMs);
+  watchdog.unref();
+  main()
+    .then((passed) => {
+      if (passed === false) process.exitCode = 1;
+    })
+    .catch((err: unknown) => {
+      console.error(`[${name}] ${err instanceof Fatal ? err.message : err instanceof Error ? err.stack : String(err)}`);
+      process.exitCode = 1;
+    })
+    .finally(async () => {
+      await cleanup();
+      clearTimeout(watchdog);
+      // A forked operator or keep-alive sockets must not hold the process open.
+      setTimeout(() => process.exit(process.exitCode ?? 0), 200).unref();
+    });
+}
+
+/** Runs fn over items with at most `limit` at once; results in order. */
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>) {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i] as T, i);
+      }
+    }),
+  );
+  return out;
+}
+
+/** The nearest-rank percentile of `values` (not sorted in place); null when there are none. */
+export function percentile(values: number[], p: number): number | null {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length ? (s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? null) : null;
+}
+
+/** The most of `times` (ascending) inside any window shorter than `windowMs`. */
+export function maxInWindow(times: number[], windowMs = 1_000) {
+  let max = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while ((times[i] ?? 0) - (times[j] ?? 0) >= windowMs) j++;
+    max = Math.max(max, i - j + 1);
+  }
+  return max;
+}
+
+/** mulberry32: a seeded source, so that a run's choices repeat with its seed (not for secrets). */
+export function seededRandom(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    between: (min: number, max: number) => min + next() * (max - min),
+    chance: (p: number) => next() < p,
+    pick: <T>(items: T[]): T => items[Math.floor(next() * items.length)] as T,
+    /** Exponential inter-arrival time (ms) for `perSecond` events per second. */
+    interval: (perSecond: number) => (-Math.log(1 - next()) / perSecond) * 1000,
+  };
+}
+export type Random = ReturnType<typeof seededRandom>;
+
+/** POST /admin/v1… (or a customer route with its key), which must answer 201; its JSON. */
+export async function created(baseUrl: string, path: string, body: unknown, token = LOCAL_SECRETS.ADMIN_TOKEN) {
+  const res = await callApi(baseUrl, "POST", path, token, body);
+  if (res.status !== 201) fail(`POST ${path} answered ${res.status}: ${res.text.slice(0, 300)}`);
+  return res.json;
+}
+
+/** A new API key of `workspaceId`. */
+export const apiKey = async (baseUrl: string, workspaceId: string, name = "bench") =>
+  String((await created(baseUrl, `/admin/v1/workspaces/${workspaceId}/api-keys`, { name })).key);
+
+/** A workspace on the scale plan with one API key. */
+export async function workspace(baseUrl: string, name: string) {
+  const id = String((await created(baseUrl, "/admin/v1/workspaces", { name, plan: "scale" })).id);
+  return { id, apiKey: await apiKey(baseUrl, id) };
+}
+
+/** A live number of `workspaceId`, connected through the fake operator. */
+export async function liveNumber(
+  baseUrl: string,
+  workspaceId: string,
+  display: string,
+  phoneNumberId: string,
+  accessToken: string,
+) {
+  const number = await created(baseUrl, `/admin/v1/workspaces/${workspaceId}/channel-numbers`, {
+    displayPhoneNumber: display,
+    upstream: { type: "cloud", phoneNumberId, accessToken },
+  });
+  return String(number.id);
+}
+
+/** A webhook of `numberId` to `url`; its signing secret. */
+export async function webhook(baseUrl: string, apiKey: string, numberId: string, url: string) {
+  return String((await created(baseUrl, "/api/v1/webhooks", { channelNumberId: numberId, url }, apiKey)).secret);
+}
+
+/** The operator's webhook body for one number's `messages` change. */
+export const operatorEnvelope = (phoneNumberId: string, value: Record<string, unknown>) => ({
+  object: "whatsapp_business_account",
+  entry: [
+    {
+      id: "WABA-BENCH",
+      changes: [
+        {
+          field: "messages",
+          value: {
+            messaging_product: "whatsapp",
+            metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId },
+            ...value,
+          },
+        },
+      ],
+    },
+  ],
+});
+
+/** POSTs an operator webhook signed as the operator signs it (X-Hub-Signature-256); its status, null when unreachable. */
+export async function postOperatorWebhook(baseUrl: string, raw: string): Promise<number | null> {
+  const signature = `sha256=${createHmac("sha256", LOCAL_SECRETS.UPSTREAM_APP_SECRET).update(raw).digest("hex")}`;
+  try {
+    const res = await fetch(`${baseUrl}/upstream/cloud/webhook`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature },
+      body: raw,
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return null;
+  }
+}
+
+/** The machine line every result file starts with. */
+export function machine() {
+  const cpus = os.cpus();
+  const load = os.loadavg().map((l) => l.toFixed(2));
+  return `${new Date().toISOString()}; ${cpus[0]?.model.trim() ?? "CPU"} × ${cpus.length} logical cores, load ${load.join(" / ")}; ${os.type()} ${os.release()}; Node ${process.version}`;
+}
+
+/** Writes `bench/<name>` (the bench's one result file) and says so. */
+export function writeResult(name: string, lines: string[]) {
+  writeFileSync(join(ROOT, "bench", name), `${lines.join("\n")}\n`);
+  console.log(`wrote bench/${name}`);
+}

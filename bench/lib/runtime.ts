@@ -1,0 +1,114 @@
+// The local runtime of every run: `wrangler dev` on 127.0.0.1 with its own state (fresh, migrated,
+// the fixed local secrets), started through scripts/lib/local-worker.mjs (its own process group,
+// stopped on any exit). The soak also kills it (SIGKILL to the group) and restarts it on the same
+// state, and restarts the Durable Objects alone (DEV_OBJECT_RESTARTS), each with its window.
+import { appendFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { LocalWorker, prepareState, UNATTENDED_ENV } from "../../scripts/lib/local-worker.mjs";
+import { callApi, fail, LOCAL_SECRETS } from "./run.ts";
+
+/** A window opens this long before a kill or a restart: requests in flight then may be cut too. */
+export const KILL_MARGIN_MS = 1_000;
+/** A restart window closes this long after the objects answered: calls they were serving fail meanwhile. */
+export const RESTART_MARGIN_MS = 2_000;
+
+export interface KillWindow {
+  from: number;
+  killedAt: number;
+  readyAt: number | null;
+}
+export interface RestartWindow {
+  from: number;
+  at: number;
+  until: number | null;
+  scope: string;
+  restarted: number | null;
+}
+
+export interface RuntimeOptions {
+  port: number;
+  state: string;
+  logFile: string;
+  vars: Record<string, string>;
+  /** The Worker's entry instead of wrangler.toml's main (the bench's own, bench/worker.ts). */
+  script?: string;
+  readyLimitMs?: number;
+}
+
+export async function startRuntime({ port, state, logFile, vars, script, readyLimitMs = 120_000 }: RuntimeOptions) {
+  rmSync(state, { recursive: true, force: true });
+  mkdirSync(state, { recursive: true });
+  writeFileSync(logFile, "");
+  const envFile = await prepareState(state);
+  let current: LocalWorker | null = null;
+  const windows: KillWindow[] = [];
+  const restarts: RestartWindow[] = [];
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const note = (what: string) => appendFileSync(logFile, `\n----- ${what} at ${new Date().toISOString()}\n`);
+
+  async function start() {
+    const started = Date.now();
+    note("wrangler dev starting");
+    current = new LocalWorker({
+      script,
+      port,
+      inspectorPort: port + 1,
+      state,
+      envFile,
+      vars,
+      env: UNATTENDED_ENV,
+      logLevel: "warn",
+      logFile,
+      tailChars: 8_000,
+    });
+    await current.waitUntilReady({ limitMs: readyLimitMs });
+    return Date.now() - started;
+  }
+  const readyMs = await start();
+
+  return {
+    baseUrl,
+    readyMs,
+    windows,
+    restarts,
+    /** The process group's id (whose processes are the runtime), null once stopped. */
+    pid: () => current?.pid ?? null,
+    alive: () => current !== null && !current.hasExited,
+    /** The named objects end themselves (POST /admin/v1/dev/object-restarts); the Worker and its queues stay up. */
+    async restartObjects(scope: string, objects: { workspaceIds: string[]; channelNumberIds: string[] }) {
+      const at = Date.now();
+      const window: RestartWindow = { from: at - KILL_MARGIN_MS, at, until: null, scope, restarted: null };
+      restarts.push(window);
+      note(`objects restarted (${scope})`);
+      const res = await callApi(baseUrl, "POST", "/admin/v1/dev/object-restarts", LOCAL_SECRETS.ADMIN_TOKEN, objects);
+      if (res.status !== 200)
+        fail(`POST /admin/v1/dev/object-restarts answered ${res.status}: ${res.text.slice(0, 300)}`);
+      window.restarted = res.json.restarted;
+      window.until = Date.now() + RESTART_MARGIN_MS;
+      return window;
+    },
+    /** SIGKILL to the whole group, then a restart on the same state; resolves when it answers again. */
+    async killAndRestart() {
+      const killedAt = Date.now();
+      const window: KillWindow = { from: killedAt - KILL_MARGIN_MS, killedAt, readyAt: null };
+      windows.push(window);
+      note("SIGKILL to the process group");
+      await current?.kill();
+      current = null;
+      await start();
+      window.readyAt = Date.now();
+      return { ...window, readyAt: window.readyAt };
+    },
+    /** Whether [start, end] overlaps a kill or restart window (an open window counts up to now). */
+    inWindow(start: number, end: number) {
+      return (
+        windows.some((w) => start <= (w.readyAt ?? Date.now()) && end >= w.from) ||
+        restarts.some((w) => start <= (w.until ?? Date.now()) && end >= w.from)
+      );
+    },
+    async stop() {
+      await current?.stop();
+      current = null;
+    },
+  };
+}
+export type Runtime = Awaited<ReturnType<typeof startRuntime>>;
