@@ -9,7 +9,7 @@ import { TEST_SECRETS } from "../test/node/test-secrets.ts";
 // binding, COST_SINK, through which the run hands its counts to this Node process.
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-// The raw counts, for render.mjs: an intermediate, not a result (bench/cost.md is).
+// The raw counts, for render.ts: an intermediate, not a result (bench/cost.md is).
 const RESULTS = fileURLToPath(new URL("../.wrangler/cost-results.json", import.meta.url));
 
 Object.assign(process.env, TEST_SECRETS);
