@@ -32,9 +32,19 @@ export interface RuntimeOptions {
   /** The Worker's entry instead of wrangler.toml's main (the bench's own, bench/worker.ts). */
   script?: string;
   readyLimitMs?: number;
+  /** wrangler's `--log-level`; the load bench keeps wrangler's default, whose per-request log line is part of what it measures. */
+  logLevel?: string;
 }
 
-export async function startRuntime({ port, state, logFile, vars, script, readyLimitMs = 120_000 }: RuntimeOptions) {
+export async function startRuntime({
+  port,
+  state,
+  logFile,
+  vars,
+  script,
+  readyLimitMs = 120_000,
+  logLevel = "warn",
+}: RuntimeOptions) {
   rmSync(state, { recursive: true, force: true });
   mkdirSync(state, { recursive: true });
   writeFileSync(logFile, "");
@@ -56,7 +66,7 @@ export async function startRuntime({ port, state, logFile, vars, script, readyLi
       envFile,
       vars,
       env: UNATTENDED_ENV,
-      logLevel: "warn",
+      logLevel,
       logFile,
       tailChars: 8_000,
     });

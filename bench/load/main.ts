@@ -100,6 +100,7 @@ async function main() {
       logFile: join(ROOT, ".wrangler", "bench-wrangler.log"),
       vars: { SERVER_TIMING: "true" },
       script: "bench/worker.ts",
+      logLevel: "log",
       readyLimitMs: 90_000,
     }),
   );
