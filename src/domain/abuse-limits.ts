@@ -16,6 +16,11 @@ export const ABUSE_LIMITS = {
   webhookConfigure: { limit: 60, periodSeconds: 60 },
   /** POST /sandbox/inbound (each call produces a webhook event), per API key. */
   sandboxInbound: { limit: 60, periodSeconds: 60 },
+  /**
+   * Read marks (API v2 `POST /messages/{id}/read`), per workspace: each may call the operator once. As
+   * many as sends may be accepted (1200 per minute): one mark per message a business answers.
+   */
+  readMark: { limit: 1200, periodSeconds: 60 },
   /** Test events (API or dashboard), per webhook. */
   webhookTest: { limit: 5, periodSeconds: 60 },
   /** Replays (API or dashboard), per webhook. */
@@ -60,7 +65,7 @@ export const scopes = {
 
 /**
  * The per-key bucket of a public API request (`path` relative to /api/v1), or
- * null where the operation applies its own limits: sends, connecting a number
+ * null where the operation applies its own limits: sends, read marks (per workspace), connecting a number
  * (src/features/numbers/connect-number.ts), sandbox test contacts (src/features/sandbox/test-contacts.ts),
  * and webhook configuration (limited per caller in src/features/webhooks/configure-webhook.ts, for the
  * dashboard too). Webhook test events and replays spend a read token here,
@@ -74,6 +79,7 @@ export function perKeyBucket(method: string, path: string): BucketSpec | null {
     if (path === "/channel-numbers") return null;
     if (path === "/sandbox/inbound") return bucket("sandboxInbound");
     if (path === "/sandbox/test-contacts") return null;
+    if (/^\/messages\/[^/]+\/read$/.test(path)) return null;
   }
   if (method === "DELETE" && path.startsWith("/sandbox/test-contacts/")) return null;
   // GET, test events and replays, and anything else (an unknown route answers 404 but still counts).

@@ -49,6 +49,21 @@ export interface SimulatedStatus {
   errorMessage?: string;
 }
 
+/**
+ * A read mark of an inbound message at the operator (`status: "read"` on its message id), which
+ * marks the conversation's earlier messages read too; `typing` adds the typing indicator, shown
+ * until the business replies or for about 25 seconds.
+ */
+export interface ReadMark {
+  /** The operator's id of the inbound message. */
+  upstreamMessageId: string;
+  typing: boolean;
+}
+
+/** What a read mark's call ended in: taken, or refused (or lost) with the normalized error. */
+export type ReadMarkResult = { kind: "marked" } | { kind: "refused"; error: NormalizedError };
+
 export interface OperatorAdapter {
   send(message: OutboundText): Promise<SendResult>;
+  markRead(mark: ReadMark): Promise<ReadMarkResult>;
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import type { OutboundText, SendResult, OperatorAdapter } from "./adapter";
+import type { OutboundText, ReadMark, ReadMarkResult, SendResult, OperatorAdapter } from "./adapter";
 import { now } from "../lib/clock";
-import { classifyOperatorError } from "./error-codes";
+import { classifyOperatorError, readMarkError } from "./error-codes";
 import { isPhoneNumber } from "../messages/recipient";
 
 export interface OperatorApiConfig {
@@ -38,6 +38,9 @@ const OperatorApiResponse = z.object({
   ),
 });
 type OperatorApiResponse = z.infer<typeof OperatorApiResponse>;
+
+/** The operator's answer to a read mark: `{"success": true}`, or its error object. */
+const ReadMarkResponse = OperatorApiResponse.pick({ error: true }).extend({ success: lenient(z.boolean()) });
 
 /** The operator's messages API: one POST per message, our jobId echoed back in its status webhooks. */
 export class OperatorApiAdapter implements OperatorAdapter {
@@ -106,5 +109,52 @@ export class OperatorApiAdapter implements OperatorAdapter {
       ...(error?.is_transient !== undefined ? { isTransient: error.is_transient } : {}),
       ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
     });
+  }
+
+  /**
+   * Marks an inbound message read (the operator's "mark messages as read" and "typing indicators":
+   * `status: "read"` on the message id, and `typing_indicator: {type: "text"}` for the indicator).
+   * Not a message: it takes no slot of the number's pace.
+   */
+  async markRead(mark: ReadMark): Promise<ReadMarkResult> {
+    const { baseUrl, version, phoneNumberId, accessToken, messagingProduct, timeoutMs } = this.config;
+    let res: Response;
+    try {
+      res = await fetch(`${baseUrl.replace(/\/+$/, "")}/${version}/${phoneNumberId}/messages`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${accessToken}`, "Content-Type": "application/json" },
+        body: JSON.stringify({
+          messaging_product: messagingProduct,
+          status: "read",
+          message_id: mark.upstreamMessageId,
+          ...(mark.typing ? { typing_indicator: { type: "text" } } : {}),
+        }),
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: "manual",
+      });
+    } catch {
+      return {
+        kind: "refused",
+        error: readMarkError({ kind: "unknown", message: "The operator did not answer the read mark." }),
+      };
+    }
+    let payload: z.infer<typeof ReadMarkResponse> = {};
+    try {
+      payload = ReadMarkResponse.catch({}).parse(await res.json());
+    } catch {
+      // An unreadable body: the status decides.
+    }
+    if (res.ok && payload.success !== false) return { kind: "marked" };
+    const error = payload.error;
+    const code = error?.code !== undefined ? String(error.code) : null;
+    return {
+      kind: "refused",
+      error: readMarkError(
+        classifyOperatorError(res.ok ? 400 : res.status, code, error?.message ?? `HTTP ${res.status}`, {
+          ...(error?.error_data?.details ? { details: error.error_data.details } : {}),
+          ...(error?.is_transient !== undefined ? { isTransient: error.is_transient } : {}),
+        }),
+      ),
+    };
   }
 }

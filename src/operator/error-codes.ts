@@ -323,6 +323,35 @@ export function classifyOperatorError(
   return { kind: "permanent", error: permanentError(null, message) };
 }
 
+/**
+ * The error a refused read mark answers with: the operator's code normalized as for a message. A
+ * read mark is never retried by us, and marking again is harmless, so a "try again" answer and a
+ * lost one are retriable.
+ */
+export function readMarkError(result: SendResult): NormalizedError {
+  switch (result.kind) {
+    case "permanent":
+    case "number_blocked":
+      return result.error;
+    case "retryable":
+      return {
+        code: TEMPORARY_FAILURE.code,
+        message: `The operator could not mark the message read now (${result.message}); try again later.`,
+        retriable: true,
+        upstreamCode: result.operatorCode,
+      };
+    case "unknown":
+      return {
+        code: "upstream_unavailable",
+        message: `${result.message} Marking a message read again is harmless: try again.`,
+        retriable: true,
+        upstreamCode: null,
+      };
+    case "accepted":
+      throw new Error("an accepted call is no refusal");
+  }
+}
+
 /** Our own terminal errors, documented beside the operator's. */
 export const OWN_ERRORS = {
   retriesExhausted: (last: string): NormalizedError => ({

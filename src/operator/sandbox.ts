@@ -1,4 +1,4 @@
-import type { OutboundText, SendResult, OperatorAdapter } from "./adapter";
+import type { OutboundText, ReadMark, ReadMarkResult, SendResult, OperatorAdapter } from "./adapter";
 import { classifyOperatorError } from "./error-codes";
 import { sandboxTemplate } from "./sandbox-templates";
 import { OperatorTemplatePayload, OUTBOUND_KINDS_V2 } from "../messages/content";
@@ -126,5 +126,13 @@ export class SandboxAdapter implements OperatorAdapter {
         { afterMs: SANDBOX_REPORT_DELAY_MS.read, status: "read" },
       ],
     };
+  }
+
+  /**
+   * Takes every read mark, as the operator does for a message of the conversation: what it showed
+   * (the read mark, the typing indicator) is kept on the inbound message's record, as for any number.
+   */
+  async markRead(_mark: ReadMark): Promise<ReadMarkResult> {
+    return { kind: "marked" };
   }
 }

@@ -42,7 +42,12 @@ const V1: Record<string, Role> = {
   "POST /sandbox/test-contacts": "developer",
   "DELETE /sandbox/test-contacts/:channelNumberId/:phone": "developer",
 };
-const V2: Record<string, Role> = { ...V1, "GET /templates": "viewer", "GET /templates/:name": "viewer" };
+const V2: Record<string, Role> = {
+  ...V1,
+  "GET /templates": "viewer",
+  "GET /templates/:name": "viewer",
+  "POST /messages/:id/read": "developer",
+};
 const TABLE: Record<string, Record<string, Role>> = { "/api/v1": V1, "/api/v2": V2 };
 
 /** Every route the Worker answers under a version, as Hono matches it (the documents themselves excluded). */

@@ -237,6 +237,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark an inbound message read, optionally with the typing indicator
+         * @description Marks a message a user sent read at the operator: the user sees two blue ticks on it and on every earlier message of the conversation (the operator marks those read too; they get no mark here). With `typing: true` the user also sees the typing indicator until your reply or for about 25 seconds. Idempotent: a message already marked answers its first mark again, without calling the operator (a later `typing: true` shows no indicator then). The body is optional. Not a message: it does not count against the number's 2-per-second send limit; it spends a token of the workspace's read-mark budget (1,200 per minute). An outbound message's id answers 400 (`inbound_only`); an id of no message of the workspace, 404. When the operator refuses the mark (or does not answer), 502 carries its normalized error with `retriable`.
+         */
+        post: operations["markMessageRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/messages/{id}/media": {
         parameters: {
             query?: never;
@@ -1613,6 +1633,39 @@ export interface components {
             /** Format: date-time */
             at: string;
             error: components["schemas"]["MessageError"];
+        };
+        ReadMark: {
+            /**
+             * Format: uuid
+             * @description The inbound message marked read.
+             */
+            messageId: string;
+            /**
+             * Format: date-time
+             * @description When the operator took the read mark.
+             */
+            readAt: string;
+            /** @description Whether the read mark showed the typing indicator (`typing: true`): the user saw it until your reply, or for about 25 seconds. */
+            typingIndicator: boolean;
+        };
+        ReadMarkRefused: {
+            error: {
+                /**
+                 * @description Our normalized error code (as a message's `error.code`).
+                 * @example upstream_auth_failed
+                 */
+                code: string;
+                message: string;
+                requestId: string;
+                /** @description Whether marking it again later may succeed. */
+                retriable: boolean;
+                /** @description The operator's own error code, if any. */
+                upstreamCode: string | null;
+            };
+        };
+        MarkReadRequest: {
+            /** @description Also show the typing indicator: the user sees it until your reply, or for about 25 seconds. Show it only when you are about to reply. */
+            typing?: boolean;
         };
         MessageArchiveList: {
             data: components["schemas"]["MessageArchive"][];
@@ -4032,6 +4085,175 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    markMessageRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An inbound message's id (`messageId` of its `message.received` event). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "typing": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["MarkReadRequest"];
+            };
+        };
+        responses: {
+            /** @description Marked read (now, or by an earlier call). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "messageId": "c7d51b0e-0f4e-4a4b-9b77-3a1b0f3f6d25",
+                     *       "readAt": "2026-11-22T18:40:05.210Z",
+                     *       "typingIndicator": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReadMark"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`); `details` names each bad field. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_request",
+                     *         "message": "The request is invalid. See details for each field.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9",
+                     *         "details": [
+                     *           {
+                     *             "path": "to",
+                     *             "rule": "no_plus",
+                     *             "message": "Drop the leading '+': send E.164 digits only, for example 5511999998888."
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key (`unauthorized`). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "Missing or invalid API key.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden (`forbidden`); or the API key's role is below the operation's `x-key-role` (`insufficient_role`), and nothing was done. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "forbidden",
+                     *         "message": "channelNumberId is not a connected number of this workspace.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "Resource not found.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (with Retry-After and the rate-limit headers) or `monthly_message_limit_exceeded`. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limit_exceeded",
+                     *         "message": "Rate limit exceeded (2 messages per second per number). Retry after the Retry-After seconds.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The operator refused the read mark or did not answer: nothing was marked. */
+            502: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "upstream_auth_failed",
+                     *         "message": "The number's access token is invalid or expired.",
+                     *         "requestId": "req_6a4c0e3f2b9d4e71a8c5d2f1e0b3a7c9",
+                     *         "retriable": true,
+                     *         "upstreamCode": "190"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReadMarkRefused"];
                 };
             };
         };

@@ -10,7 +10,9 @@ import { OWN_ERRORS } from "../../operator/error-codes";
 import { operatorStatusUpdate } from "../../operator/status-report";
 import { Scheduler, withSlack } from "../shared/scheduler";
 import { workspaceStub } from "../stubs";
-import type { AdmitCommand, AdmitResult, ContactWindow } from "./contract";
+import type { AdmitCommand, AdmitResult, ContactWindow, ReadMarkOutcome } from "./contract";
+import type { ReadMark } from "../../operator/adapter";
+import { adapterFor } from "../../operator/adapter-for";
 import type { IdentityMove, InboundContact } from "../../messages/inbound";
 import { HELD_BOUND_MS } from "./delivery-policy";
 import {
@@ -81,6 +83,8 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   private readonly startedAt = now();
   /** Whether admit starts the drain in memory (a session may pace calls), the alarm arming only the waits. */
   private readonly drainsInMemory: boolean;
+  /** Read marks under way, by the operator's message id: marks of one message at the same time make one call. */
+  private readonly marking = new Map<string, Promise<ReadMarkOutcome>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -260,6 +264,25 @@ export class ChannelNumberDurableObject extends DurableObject<Env> {
   /** For each of the operator's ids of a user, the recipients our sends named them by when they differ (a reverse alias lookup). */
   async recipientsKnownAs(waIds: string[]): Promise<Record<string, string[]>> {
     return Object.fromEntries(waIds.map((id) => [id, recipientsKnownAs(this.storage, id)]));
+  }
+
+  /**
+   * Marks an inbound message of this number read at the operator, with the number's credentials.
+   * Not a message: it takes no slot of the 2-per-second window or of the pace, and waits for no
+   * queue (the workspace's bucket limits how often it is asked).
+   */
+  async markRead(mark: ReadMark): Promise<ReadMarkOutcome> {
+    const pending = this.marking.get(mark.upstreamMessageId);
+    if (pending) return pending;
+    const call = (async (): Promise<ReadMarkOutcome> => {
+      const row = await this.drain.numberRow();
+      if (!row || row.status !== "connected") return { kind: "disconnected" };
+      const adapter = await adapterFor(this.env, row, (to) => contactWindow(this.storage, to, now()).windowOpen);
+      const result = await adapter.markRead(mark);
+      return result.kind === "marked" ? { kind: "marked", at: now() } : result;
+    })().finally(() => this.marking.delete(mark.upstreamMessageId));
+    this.marking.set(mark.upstreamMessageId, call);
+    return call;
   }
 
   async contactWindow(phone: string): Promise<ContactWindow> {

@@ -1,4 +1,5 @@
 import type { WindowState } from "../../domain/rate-window";
+import type { NormalizedError } from "../../messages/status";
 
 export interface AdmitCommand {
   jobId: string;
@@ -27,3 +28,7 @@ export interface ContactWindow {
   windowExpiresAt: string | null;
   windowOpen: boolean;
 }
+
+/** A read mark's call: taken by the operator at `at`, refused by it, or not made (the number is disconnected). */
+export type ReadMarkOutcome =
+  { kind: "marked"; at: number } | { kind: "refused"; error: NormalizedError } | { kind: "disconnected" };

@@ -29,6 +29,7 @@ import type { Keyset, MessageFilter } from "../../messages/list";
 import { EventPublisher, PUBLISH_DELAY_MS } from "./event-publisher";
 import type { MessageRow } from "../../messages/record";
 import { StatusLedger, testEvent } from "./status";
+import { noteReadMark } from "./read-marks";
 import { Tiers } from "./tiers";
 import { expiredUnknowns, nextUnknownExpiry, UNKNOWN_OUTCOME_WINDOW_MS } from "./unknown-outcomes";
 
@@ -168,6 +169,11 @@ export class WorkspaceDurableObject extends DurableObject<Env> {
   /** A message of this workspace, wherever it lives now, as its stored row (`toMessageView` renders it). */
   async getMessage(id: string): Promise<MessageRow | null> {
     return this.tiering.getMessage(id);
+  }
+
+  /** The operator took a read mark of an inbound message: noted on its record (read-marks.ts), which is returned as it is now. */
+  async noteReadMark(id: string, at: number, typing: boolean): Promise<MessageRow | null> {
+    return noteReadMark(this.tierIndex, this.sql, id, at, typing);
   }
 
   /** One page of the workspace's messages, newest first, strictly older than `after` (see HistoryTiering.listMessages). */

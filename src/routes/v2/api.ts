@@ -17,6 +17,7 @@ import { sandboxRoutes } from "../../features/sandbox/routes";
 import { sandboxTestContactRoutes } from "../../features/sandbox/test-contact-routes";
 import { registerEventDocs } from "../event-docs";
 import { messageRoutesV2 } from "./messages";
+import { readMarkRoutes } from "./read-marks";
 import { templateRoutes } from "../../features/templates/routes";
 
 const DOCUMENT_PATH = "/api/v2/openapi.json";
@@ -101,6 +102,7 @@ publicApiV2
   .route("/", webhookRoutesV2)
   .route("/", messageRoutesV2)
   .route("/", messageEventRoutes)
+  .route("/", readMarkRoutes)
   .route("/", messageMediaRoutes)
   .route("/", messageArchiveRoutesV2)
   .route("/", sandboxRoutes)

@@ -21,6 +21,8 @@ describe("the per-key bucket of a public API request", () => {
     expect(perKeyBucket("POST", "/sandbox/test-contacts")).toBeNull();
     expect(perKeyBucket("DELETE", "/sandbox/test-contacts/5511999998888")).toBeNull();
     expect(perKeyBucket("POST", "/sandbox/inbound")).toEqual({ name: "sandboxInbound", limit: 60, periodSeconds: 60 });
+    // A read mark spends the workspace's read-mark budget (routes/v2/read-marks.ts).
+    expect(perKeyBucket("POST", "/messages/6f1c2c4e-0000-4000-8000-000000000001/read")).toBeNull();
     // Only those exact operations: a read of the same path keeps the read budget.
     expect(perKeyBucket("GET", "/sandbox/test-contacts")?.name).toBe("read");
   });
