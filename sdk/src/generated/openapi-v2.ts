@@ -327,8 +327,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Sandbox only: simulate a user writing to a sandbox number
-         * @description Extension for testing integrations: produces a `message.received` event exactly as a real inbound message would, and opens the recipient's 24-hour customer-service window. Refused (403) for numbers that are not sandbox numbers.
+         * Sandbox only: simulate a user writing to a sandbox number, or answering your buttons or list
+         * @description Extension for testing integrations: produces a `message.received` event exactly as a real inbound message would, and opens the recipient's 24-hour customer-service window. Refused (403) for numbers that are not sandbox numbers. In v2 the user can also answer a message of yours: `answer` names the reply button, list row or template button they chose, and `replyTo` the message it answers; the `message.received` event and the message then carry it as `answer` (and `replyTo`), as a real answer does.
          */
         post: operations["injectSandboxInbound"];
         delete?: never;
@@ -1687,20 +1687,53 @@ export interface components {
             /** @enum {string} */
             status: "received";
         };
-        SandboxInboundRequest: {
+        SandboxInboundRequestV2: {
             /**
              * Format: uuid
              * @description A sandbox number of this workspace.
              */
             channelNumberId: string;
             from: string;
-            text: {
+            /** @description A text message; or `answer`. */
+            text?: {
                 /**
                  * @description 1 to 4096 Unicode code points.
                  * @example Your order has shipped.
                  */
                 body: string;
             };
+            answer?: components["schemas"]["SandboxSimulatedAnswer"];
+            /**
+             * Format: uuid
+             * @description With `answer`: the message of yours it answers (its `jobId`: sent to `from` from this number), as the answer's `replyTo`.
+             * @example 42ab2093-bbe3-8710-9a4a-492ccdac721d
+             */
+            replyTo?: string;
+        };
+        /** @description The button or list row the user chose: `button_reply` (a reply button), `list_reply` (a list row), or `button` (a template's quick-reply button: `id` is its payload, `title` its text). */
+        SandboxSimulatedAnswer: {
+            /** @enum {string} */
+            type: "button_reply";
+            /** @example confirm */
+            id: string;
+            /** @example Confirm */
+            title: string;
+        } | {
+            /** @enum {string} */
+            type: "list_reply";
+            /** @example slot-9 */
+            id: string;
+            /** @example 9:00 */
+            title: string;
+            /** @example Friday morning */
+            description?: string;
+        } | {
+            /** @enum {string} */
+            type: "button";
+            /** @example STOP_PROMOS */
+            id: string;
+            /** @example Stop promotions */
+            title: string;
         };
         SandboxTestContactList: {
             data: components["schemas"]["SandboxTestContact"][];
@@ -4578,12 +4611,15 @@ export interface operations {
                  * @example {
                  *       "channelNumberId": "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33",
                  *       "from": "5511977776666",
-                 *       "text": {
-                 *         "body": "Hi!"
-                 *       }
+                 *       "answer": {
+                 *         "type": "button_reply",
+                 *         "id": "confirm",
+                 *         "title": "Confirm"
+                 *       },
+                 *       "replyTo": "42ab2093-bbe3-8710-9a4a-492ccdac721d"
                  *     }
                  */
-                "application/json": components["schemas"]["SandboxInboundRequest"];
+                "application/json": components["schemas"]["SandboxInboundRequestV2"];
             };
         };
         responses: {

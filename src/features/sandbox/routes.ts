@@ -3,12 +3,15 @@ import { bearerSecurity, errorResponses, jsonContent, jsonRequestBody, newRouter
 import { EXAMPLE } from "../../lib/openapi-examples";
 import { TextContent } from "../../domain/send-request";
 import { E164_DIGITS } from "../../messages/recipient";
-import { getConnectedNumber } from "../../db/channel-numbers";
+import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
 import { receiveMessages } from "../../engine/operator-events";
+import { readMessage } from "../../engine/messages";
 import { ApiError, foundOr404 } from "../../lib/errors";
 import { now } from "../../lib/clock";
 import { jsonBody } from "../../middleware/json-body";
 import { auditApi } from "../audit/api-audit";
+import type { Context } from "hono";
+import type { AppEnv } from "../../context";
 
 const InjectInbound = z
   .strictObject({
@@ -50,25 +53,124 @@ const inject = createRoute({
   },
 });
 
-export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
-  const body = c.req.valid("json");
-  const { workspaceId } = c.get("principal");
-  const number = foundOr404(await getConnectedNumber(c.env.DB, workspaceId, body.channelNumberId), "Channel number");
+/**
+ * A user's answer to a message of yours, as API v2 simulates it (the operator's limits: reply
+ * buttons' ids up to 256 characters and titles up to 20, list rows' 200 and 24, a row's
+ * description 72; "Interactive reply buttons messages" and "Interactive list messages").
+ */
+const SimulatedAnswer = z
+  .discriminatedUnion("type", [
+    z.strictObject({
+      type: z.literal("button_reply"),
+      id: z.string().min(1).max(256).openapi({ example: "confirm" }),
+      title: z.string().min(1).max(20).openapi({ example: "Confirm" }),
+    }),
+    z.strictObject({
+      type: z.literal("list_reply"),
+      id: z.string().min(1).max(200).openapi({ example: "slot-9" }),
+      title: z.string().min(1).max(24).openapi({ example: "9:00" }),
+      description: z.string().min(1).max(72).optional().openapi({ example: "Friday morning" }),
+    }),
+    // A template's quick-reply button: `id` is its payload, `title` its text (up to 25 characters).
+    z.strictObject({
+      type: z.literal("button"),
+      id: z.string().min(1).max(256).openapi({ example: "STOP_PROMOS" }),
+      title: z.string().min(1).max(25).openapi({ example: "Stop promotions" }),
+    }),
+  ])
+  .openapi("SandboxSimulatedAnswer", {
+    description:
+      "The button or list row the user chose: `button_reply` (a reply button), `list_reply` (a list row), or `button` (a " +
+      "template's quick-reply button: `id` is its payload, `title` its text).",
+  });
+
+const InjectInboundV2 = z
+  .strictObject({
+    channelNumberId: InjectInbound.shape.channelNumberId,
+    from: InjectInbound.shape.from,
+    text: TextContent.optional().openapi({ description: "A text message; or `answer`." }),
+    answer: SimulatedAnswer.optional(),
+    replyTo: z
+      .string()
+      .uuid()
+      .optional()
+      .openapi({
+        description:
+          "With `answer`: the message of yours it answers (its `jobId`: sent to `from` from this number), as the " +
+          "answer's `replyTo`.",
+        example: EXAMPLE.jobId,
+      }),
+  })
+  .superRefine((r, ctx) => {
+    if ((r.text === undefined) === (r.answer === undefined))
+      ctx.addIssue({
+        code: "custom",
+        path: r.text === undefined ? ["text"] : ["answer"],
+        message: "Send exactly one of text and answer.",
+        params: { rule: "exactly_one" },
+      });
+    if (r.replyTo !== undefined && r.answer === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["replyTo"],
+        message: "replyTo goes with an answer.",
+        params: { rule: "with_answer" },
+      });
+  })
+  .openapi("SandboxInboundRequestV2");
+
+const injectV2 = createRoute({
+  ...inject,
+  summary: "Sandbox only: simulate a user writing to a sandbox number, or answering your buttons or list",
+  description:
+    `${inject.description} In v2 the user can also answer a message of yours: \`answer\` names the reply button, list ` +
+    "row or template button they chose, and `replyTo` the message it answers; the `message.received` event and the " +
+    "message then carry it as `answer` (and `replyTo`), as a real answer does.",
+  request: {
+    body: jsonRequestBody(InjectInboundV2, {
+      channelNumberId: EXAMPLE.channelNumberId,
+      from: EXAMPLE.contact,
+      answer: { type: "button_reply", id: "confirm", title: "Confirm" },
+      replyTo: EXAMPLE.jobId,
+    }),
+  },
+});
+
+/** The sandbox number of the caller's workspace named in the body: 404 for none, 403 for a live number. */
+async function sandboxNumber(c: Context<AppEnv>, channelNumberId: string): Promise<ChannelNumberRow> {
+  const number = foundOr404(
+    await getConnectedNumber(c.env.DB, c.get("principal").workspaceId, channelNumberId),
+    "Channel number",
+  );
   if (number.upstream_type !== "sandbox")
     throw new ApiError("forbidden", "Inbound messages can only be injected on sandbox numbers.");
+  return number;
+}
+
+/** What a simulated message is made of, as the operator's webhook would carry it. */
+interface Simulated {
+  type: string;
+  text: string | null;
+  content: Record<string, unknown> | null;
+  details: Record<string, unknown> | null;
+}
+
+/** Records the simulated message as a real one (its event, the sender's window) and answers 202. */
+async function injected(c: Context<AppEnv>, number: ChannelNumberRow, from: string, m: Simulated) {
   const at = now();
-  const [messageId] = await receiveMessages(c.env, { id: number.id, workspaceId }, [
+  const [messageId] = await receiveMessages(c.env, { id: number.id, workspaceId: number.workspace_id }, [
     {
       record: {
         channelNumberId: number.id,
         upstreamMessageId: `sandbox.in.${crypto.randomUUID()}`,
-        from: body.from,
-        type: "text",
-        text: body.text.body,
-        content: null,
+        from,
+        type: m.type,
+        text: m.text,
+        content: m.content,
+        details: m.details,
         at,
       },
-      contact: { from: body.from, at },
+      contact: { from, at },
       moves: [],
     },
   ]);
@@ -79,4 +181,47 @@ export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
     detail: `message ${messageId}`,
   });
   return c.json({ messageId: messageId!, status: "received" as const }, 202);
+}
+
+/** The operator's id of the message an answer replies to: one of the workspace's, sent to `from` from `number`. */
+async function answered(c: Context<AppEnv>, number: ChannelNumberRow, from: string, replyTo: string): Promise<string> {
+  const found = await readMessage(c.env, number.workspace_id, replyTo);
+  const refuse = (rule: string, message: string) =>
+    new ApiError("invalid_request", "replyTo names no message this user could answer.", {
+      details: [{ path: "replyTo", rule, message }],
+    });
+  if (!found) throw refuse("unknown_message", "No message of your workspace has this id.");
+  const m = found.message;
+  if (m.direction !== "outbound" || m.channelNumberId !== number.id || m.to !== from)
+    throw refuse("not_sent_to_sender", "Name a message this number sent to `from`.");
+  if (m.upstreamMessageId === null) throw refuse("not_sent", "The message has not reached the operator yet.");
+  return m.upstreamMessageId;
+}
+
+/** The operator's message part of a simulated answer (its `interactive` object, or a template button's). */
+function answerContent(a: z.infer<typeof SimulatedAnswer>): Pick<Simulated, "type" | "content"> {
+  if (a.type === "button") return { type: "button", content: { payload: a.id, text: a.title } };
+  const { type, ...part } = a;
+  return { type: "interactive", content: { type, [type]: part } };
+}
+
+export const sandboxRoutes = newRouter().openapi(inject, async (c) => {
+  const body = c.req.valid("json");
+  const number = await sandboxNumber(c, body.channelNumberId);
+  return injected(c, number, body.from, { type: "text", text: body.text.body, content: null, details: null });
+});
+
+/** v2's: v1's, and answers to buttons and lists. */
+export const sandboxRoutesV2 = newRouter().openapi(injectV2, async (c) => {
+  const body = c.req.valid("json");
+  const number = await sandboxNumber(c, body.channelNumberId);
+  if (body.text)
+    return injected(c, number, body.from, { type: "text", text: body.text.body, content: null, details: null });
+  const answer = body.answer!;
+  const upstreamMessageId = body.replyTo === undefined ? null : await answered(c, number, body.from, body.replyTo);
+  return injected(c, number, body.from, {
+    ...answerContent(answer),
+    text: null,
+    details: upstreamMessageId === null ? null : { replyTo: { upstreamMessageId } },
+  });
 });

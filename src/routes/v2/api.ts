@@ -13,7 +13,7 @@ import { Message } from "../../messages/message";
 import { MessageStatusData } from "../../messages/events";
 import { messageArchiveRoutesV2 } from "../message-archives";
 import { messageMediaRoutes } from "../message-media";
-import { sandboxRoutes } from "../../features/sandbox/routes";
+import { sandboxRoutesV2 } from "../../features/sandbox/routes";
 import { sandboxTestContactRoutes } from "../../features/sandbox/test-contact-routes";
 import { registerEventDocs } from "../event-docs";
 import { messageRoutesV2 } from "./messages";
@@ -105,6 +105,6 @@ publicApiV2
   .route("/", readMarkRoutes)
   .route("/", messageMediaRoutes)
   .route("/", messageArchiveRoutesV2)
-  .route("/", sandboxRoutes)
+  .route("/", sandboxRoutesV2)
   .route("/", sandboxTestContactRoutes)
   .route("/", templateRoutes);
