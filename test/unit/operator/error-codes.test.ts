@@ -4,6 +4,7 @@ import {
   isAccountLevel,
   pairRateDelayMs,
   permanentError,
+  readMarkError,
 } from "../../../src/operator/error-codes";
 
 describe("pair-rate refusals", () => {
@@ -83,5 +84,36 @@ describe("the error a failed status webhook gives the message", () => {
       expect([code, isAccountLevel(code)]).toEqual([code, true]);
     for (const code of ["199", "300", "131026", "131000", "132000", null])
       expect([code, isAccountLevel(code)]).toEqual([code, false]);
+  });
+});
+
+describe("the error a refused read mark answers with", () => {
+  it("is the code's own for a final or account-level refusal; retriable for a 'try again' or a lost answer", () => {
+    expect(readMarkError(classifyOperatorError(401, "190", "Invalid token"))).toEqual({
+      code: "upstream_auth_failed",
+      message: "The number's access token is invalid or expired.",
+      retriable: true,
+      upstreamCode: "190",
+    });
+    expect(readMarkError(classifyOperatorError(400, "100", "Invalid parameter"))).toMatchObject({
+      code: "invalid_parameters",
+      retriable: false,
+      upstreamCode: "100",
+    });
+    expect(readMarkError(classifyOperatorError(503, "131016", "Service unavailable"))).toMatchObject({
+      code: "upstream_temporary_failure",
+      retriable: true,
+      upstreamCode: "131016",
+    });
+    expect(readMarkError(classifyOperatorError(429, null, "Too many"))).toMatchObject({
+      code: "upstream_temporary_failure",
+      retriable: true,
+      upstreamCode: null,
+    });
+    expect(readMarkError({ kind: "unknown", message: "No answer." })).toMatchObject({
+      code: "upstream_unavailable",
+      retriable: true,
+      upstreamCode: null,
+    });
   });
 });
