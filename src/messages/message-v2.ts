@@ -8,6 +8,7 @@ import { InteractiveContent } from "./kinds/interactive";
 import { LocationContent } from "./kinds/location";
 import { ContactsContent } from "./kinds/contacts";
 import { ReactionContent } from "./kinds/reaction";
+import { INBOUND_V2_FIELDS, inboundV2FieldsOf } from "./inbound-v2";
 
 // The message as API v2 shows it: v1's view (messages/message.ts, which v1's document and events
 // keep) with v2's types, v2's statuses (`delivered` and `read` of their own), and each rich kind's
@@ -57,7 +58,11 @@ export const OutboundMessageV2 = z
   .openapi("OutboundMessageV2");
 export type OutboundMessageV2 = z.infer<typeof OutboundMessageV2>;
 
-export const MessageV2 = z.discriminatedUnion("direction", [OutboundMessageV2, InboundMessage]).openapi("MessageV2");
+/** An inbound message in v2: v1's view, with the user's answer to your buttons or list and your read mark. */
+export const InboundMessageV2 = z.object({ ...InboundMessage.shape, ...INBOUND_V2_FIELDS }).openapi("InboundMessageV2");
+export type InboundMessageV2 = z.infer<typeof InboundMessageV2>;
+
+export const MessageV2 = z.discriminatedUnion("direction", [OutboundMessageV2, InboundMessageV2]).openapi("MessageV2");
 export type MessageV2 = z.infer<typeof MessageV2>;
 
 export const MessageListV2 = z
@@ -85,17 +90,23 @@ function kindFieldOf(row: MessageRow): unknown {
 }
 
 /**
- * A message's v2 status from its v1 view (a view, not a record: an archived day keeps its messages
- * as v1 showed them): `delivered` and `read` as statuses, and the delivery a read report implies.
+ * A message's v2 view from its v1 view (a view, not a record: an archived day keeps its messages
+ * as v1 showed them): `delivered` and `read` as statuses, and the delivery a read report implies;
+ * an inbound message's answer (read from its content). A v1 view has no read mark: it reads as none.
  */
 export function withStatusV2(m: Message): MessageV2 {
-  if (m.direction === "inbound") return m;
+  if (m.direction === "inbound") return { ...m, ...inboundV2FieldsOf(m, { read_at: null, details: null }) };
   return { ...m, status: statusV2Of(m), deliveredAt: m.deliveredAt ?? m.readAt };
 }
 
-/** A record as API v2 shows it: v1's view, with v2's status and a rich message's type and fields. */
+/**
+ * A record as API v2 shows it: v1's view, with v2's status and a rich message's type and fields;
+ * an inbound message's answer and read mark (inbound-v2.ts).
+ */
 export function toMessageViewV2(row: MessageRow): MessageV2 {
-  const view = withStatusV2(toMessageView(row));
+  const v1 = toMessageView(row);
+  if (v1.direction === "inbound") return { ...v1, ...inboundV2FieldsOf(v1, row) };
+  const view = withStatusV2(v1);
   if (view.direction !== "outbound" || !isOutbound(row)) return view;
   const kind = RICH_KINDS.find((k) => k === row.type);
   if (!kind) return view;

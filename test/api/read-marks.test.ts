@@ -68,7 +68,7 @@ describe("POST /api/v2/messages/{id}/read", () => {
     const calls = mockOperator(success);
     const res = await markRead(t.key, id, { typing: true });
     expect(res.status).toBe(200);
-    const mark = await json(res);
+    const mark = await json<{ readAt: string }>(res);
     expect(mark).toEqual({ messageId: id, readAt: new Date(Date.now()).toISOString(), typingIndicator: true });
     expect(calls).toHaveLength(1);
     expect(calls[0]!.url).toBe(operatorMessagesUrl(t.phoneNumberId));
@@ -85,6 +85,16 @@ describe("POST /api/v2/messages/{id}/read", () => {
     expect(again.status).toBe(200);
     expect(await json(again)).toEqual(mark);
     expect(calls).toHaveLength(1);
+    // The message shows the mark in v2; v1's view is as it always was.
+    expect(await json(await v2(`/messages/${id}`, t.key))).toMatchObject({
+      id,
+      readAt: mark.readAt,
+      typingIndicator: true,
+      answer: null,
+    });
+    const v1 = await json(await api(`/messages/${id}`, t.key));
+    expect(v1).not.toHaveProperty("readAt");
+    expect(v1).not.toHaveProperty("typingIndicator");
   });
 
   it("without a body (or typing false) marks it read only", async () => {
@@ -128,6 +138,7 @@ describe("POST /api/v2/messages/{id}/read", () => {
     );
     const refused = await markRead(t.key, id, { typing: true });
     expect(refused.status).toBe(502);
+    expect(await json(await v2(`/messages/${id}`, t.key))).toMatchObject({ readAt: null, typingIndicator: false });
     const body = await json<{ error: Record<string, unknown> }>(refused);
     expect(body).toEqual({
       error: {
@@ -245,5 +256,16 @@ describe("read marks on a sandbox number", () => {
     expect(await json(res)).toEqual({ messageId, readAt, typingIndicator: true });
     clock.advance(1_000);
     expect(await json(await markRead(t.key, messageId))).toEqual({ messageId, readAt, typingIndicator: true });
+    expect(await json(await v2(`/messages/${messageId}`, t.key))).toMatchObject({
+      id: messageId,
+      direction: "inbound",
+      readAt,
+      typingIndicator: true,
+    });
+    // And in lists.
+    const list = await json<{ data: { id: string; readAt: string | null }[] }>(
+      await v2(`/messages?direction=inbound`, t.key),
+    );
+    expect(list.data.find((m) => m.id === messageId)).toMatchObject({ readAt, typingIndicator: true });
   });
 });

@@ -7,6 +7,8 @@ import { createTenant, TEST_CONTACT, TEST_CONTACT_2 } from "../helpers/fixtures"
 import { send, textMessage } from "../helpers/send";
 import { queuedEvents } from "../helpers/events";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
+import { accepted, liveNumberTenant, mockOperator } from "../helpers/operator";
+import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import type { WebhookEvent } from "../../src/messages/events";
 
 // A user's answers to buttons and lists (API v2): simulated on a sandbox number through
@@ -55,6 +57,17 @@ describe("simulated answers on a sandbox number (POST /api/v2/sandbox/inbound)",
     expect(res.status).toBe(202);
     const { messageId } = await json<{ messageId: string }>(res);
     const [event] = received(queued);
+    const answer = { type: "button_reply", id: "confirm", title: "Confirm", description: null, flow: null };
+    // The v2 message carries the typed answer; v1's is as it always was.
+    expect(await json(await v2(`/messages/${messageId}`, t.key))).toMatchObject({
+      id: messageId,
+      type: "interactive",
+      answer,
+      replyTo: { messageId: jobId },
+      readAt: null,
+      typingIndicator: false,
+    });
+    expect(await json(await api(`/messages/${messageId}`, t.key))).not.toHaveProperty("answer");
     expect(event?.data).toMatchObject({
       messageId,
       from: TEST_CONTACT,
@@ -136,5 +149,75 @@ describe("simulated answers on a sandbox number (POST /api/v2/sandbox/inbound)",
     );
     expect(e.error.details?.map((d) => d.path)).toContain("answer");
     clock.advance(1);
+  });
+});
+
+describe("answers through the operator's webhook (a live number)", () => {
+  it("reply buttons, list rows, a template's quick reply and a Flow's reply each name the message they answer", async () => {
+    const t = await liveNumberTenant();
+    mockOperator(() => accepted("wamid.OUT.ASK"));
+    const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Confirm your visit?", "5511912345678"));
+    const { jobId } = await json<{ jobId: string }>(res);
+    await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
+    vi.restoreAllMocks();
+    clock.advance(2_000);
+    const context = { from: "15557770000", id: "wamid.OUT.ASK" };
+    const answers = [
+      { type: "interactive", interactive: { type: "button_reply", button_reply: { id: "confirm", title: "Confirm" } } },
+      {
+        type: "interactive",
+        interactive: { type: "list_reply", list_reply: { id: "slot-9", title: "9:00", description: "Friday" } },
+      },
+      { type: "button", button: { payload: "STOP_PROMOS", text: "Stop promotions" } },
+      {
+        type: "interactive",
+        interactive: {
+          type: "nfm_reply",
+          nfm_reply: { name: "flow", body: "Sent", response_json: '{"flow_token": "booking-1042"}' },
+        },
+      },
+    ];
+    const queued = queuedEvents();
+    for (const [i, m] of answers.entries())
+      expect(
+        (
+          await postOperator(
+            inboundPayload(t.phoneNumberId, [
+              {
+                from: "5511912345678",
+                id: `wamid.IN.ANS${i}`,
+                timestamp: seconds(clock.now() + i * 1_000),
+                context,
+                ...m,
+              },
+            ]),
+          )
+        ).status,
+      ).toBe(200);
+    await vi.waitFor(() => expect(received(queued)).toHaveLength(answers.length), { timeout: 10_000, interval: 50 });
+    const events = received(queued).sort((a, b) => (a.data.upstreamMessageId! < b.data.upstreamMessageId! ? -1 : 1));
+    const replyTo = { messageId: jobId, upstreamMessageId: "wamid.OUT.ASK" };
+    // In v2, each as typed fields, beside the operator's payload.
+    const views = await Promise.all(
+      events.map(async (e) => json<{ answer: unknown }>(await v2(`/messages/${e.data.messageId}`, t.key))),
+    );
+    expect(views.map((v) => v.answer)).toEqual([
+      { type: "button_reply", id: "confirm", title: "Confirm", description: null, flow: null },
+      { type: "list_reply", id: "slot-9", title: "9:00", description: "Friday", flow: null },
+      { type: "button", id: "STOP_PROMOS", title: "Stop promotions", description: null, flow: null },
+      {
+        type: "nfm_reply",
+        id: null,
+        title: null,
+        description: null,
+        flow: { name: "flow", body: "Sent", response: { flow_token: "booking-1042" } },
+      },
+    ]);
+    expect(events.map((e) => ({ type: e.data.type, content: e.data.content, replyTo: e.data.replyTo }))).toEqual([
+      { type: "interactive", content: answers[0]!.interactive, replyTo },
+      { type: "interactive", content: answers[1]!.interactive, replyTo },
+      { type: "button", content: answers[2]!.button, replyTo },
+      { type: "interactive", content: answers[3]!.interactive, replyTo },
+    ]);
   });
 });

@@ -1546,7 +1546,7 @@ export interface components {
             data: components["schemas"]["MessageV2"][];
             nextCursor: string | null;
         };
-        MessageV2: components["schemas"]["OutboundMessageV2"] | components["schemas"]["InboundMessage"];
+        MessageV2: components["schemas"]["OutboundMessageV2"] | components["schemas"]["InboundMessageV2"];
         OutboundMessageV2: {
             /**
              * Format: uuid
@@ -1616,6 +1616,107 @@ export interface components {
             contacts?: components["schemas"]["ContactsContent"] & unknown;
             reaction?: components["schemas"]["ReactionContent"] & unknown;
         };
+        InboundMessageV2: {
+            /**
+             * Format: uuid
+             * @description Our id for the inbound message (the `messageId` of its `message.received` event).
+             */
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            direction: "inbound";
+            /** Format: uuid */
+            channelNumberId: string;
+            /** @description The sender's E.164 digits; null when the operator withholds them (a user with a username: see `fromUserId`). */
+            from: string | null;
+            /** @description The sender's business-scoped user id (e.g. `US.13491208655302741918`) whenever the operator gives one: reply to it with `toUserId` when `from` is null. */
+            fromUserId: string | null;
+            /** @description The sender's profile name, when the operator gives it. */
+            profileName: string | null;
+            /** @description The sender's username, when they have one. */
+            username: string | null;
+            replyTo: components["schemas"]["ReplyTo"];
+            /**
+             * @description Set when the user forwarded the message (`frequently_forwarded`: forwarded many times).
+             * @enum {string|null}
+             */
+            forwarded: "forwarded" | "frequently_forwarded" | null;
+            reaction: components["schemas"]["Reaction"];
+            referral: components["schemas"]["Referral"];
+            system: components["schemas"]["IdentityChange"];
+            /** @description `text`, or the operator's type for other content (`image`, `audio`, `reaction`, `contacts`, …); `system` for an identity change. */
+            type: string;
+            text: {
+                body: string;
+            } | null;
+            /** @description The operator's payload for non-text types, unchanged, except that a list is wrapped in an object under the type's name: `contacts` reads `{"contacts": [...]}`. */
+            content: {
+                [key: string]: unknown;
+            } | null;
+            /** @enum {string} */
+            status: "received";
+            upstreamMessageId: string | null;
+            /** Format: date-time */
+            receivedAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            media: components["schemas"]["InboundMedia"];
+            answer: components["schemas"]["InboundAnswer"];
+            /**
+             * Format: date-time
+             * @description When you marked the message read (`POST /messages/{id}/read`); null until then. The operator marks the conversation's earlier messages read too, without a mark on them here.
+             */
+            readAt: string | null;
+            /** @description Whether the read mark showed the typing indicator (`typing: true`): the user saw it until your reply, or for about 25 seconds. */
+            typingIndicator: boolean;
+        };
+        /** @description A user's answer to your buttons, list or Flow (types `interactive` and `button`); the message it answers is `replyTo`. A field the operator left out is null. */
+        InboundAnswer: {
+            /**
+             * @description `button_reply`: a reply button of an interactive message; `list_reply`: a row of a list message; `button`: a quick-reply button of a template message; `nfm_reply`: a Flow the user completed.
+             * @example button_reply
+             * @enum {string}
+             */
+            type: "button_reply" | "list_reply" | "button" | "nfm_reply";
+            /**
+             * @description The chosen button's or row's id, as you sent it; for a template's button, its payload.
+             * @example confirm
+             */
+            id: string | null;
+            /**
+             * @description The chosen button's or row's title; for a template's button, its text.
+             * @example Confirm
+             */
+            title: string | null;
+            /** @description A list row's description, when it had one. */
+            description: string | null;
+            flow: components["schemas"]["FlowReply"];
+        } | null;
+        /** @description For `nfm_reply`: the Flow's reply. */
+        FlowReply: {
+            /**
+             * @description The operator's name of the reply (`flow` for a Flow).
+             * @example flow
+             */
+            name: string | null;
+            /**
+             * @description The text the user saw in the chat (`Sent`).
+             * @example Sent
+             */
+            body: string | null;
+            /**
+             * @description What the Flow sent back (the operator's `response_json`, parsed: its `flow_token` and the Flow's fields); null when it is not a JSON object (the operator's text is in `content`).
+             * @example {
+             *       "flow_token": "booking-1042",
+             *       "date": "2026-12-01"
+             *     }
+             */
+            response: {
+                [key: string]: unknown;
+            } | null;
+        } | null;
         MessageEvents: {
             /** Format: uuid */
             messageId: string;
