@@ -10,7 +10,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { ndjsonText } from "../helpers/ndjson";
-import { api, json } from "../helpers/http";
+import { api, call, json } from "../helpers/http";
 import {
   createKey,
   createTenant,
@@ -332,6 +332,40 @@ describe("inbound de-duplication", () => {
     await deliver();
     expect(await inboundIds()).toEqual(first);
     expect(received()).toHaveLength(1);
+  });
+});
+
+describe("read marks and history", () => {
+  it("a mark made before the move stays with the record; one after it is made at the operator on each call, kept nowhere", async () => {
+    const t = await createTenant();
+    const headers = { Authorization: `Bearer ${t.key}`, "Content-Type": "application/json" };
+    const v2 = (path: string) => call(`/api/v2${path}`, { headers });
+    const markRead = (id: string, body: unknown = {}) =>
+      call(`/api/v2/messages/${id}/read`, { method: "POST", headers, body: JSON.stringify(body) });
+    const inject = async (text: string) => {
+      const res = await api("/sandbox/inbound", t.key, {
+        method: "POST",
+        json: { channelNumberId: t.numberId, from: "5511977776666", text: { body: text } },
+      });
+      return (await json<{ messageId: string }>(res)).messageId;
+    };
+    const [before, after] = [await inject("first"), await inject("second")];
+    const marked = await json<{ readAt: string }>(await markRead(before, { typing: true }));
+
+    await moveNowToHistory(t);
+    expect(await workspaceOf(t).storedRecord(before)).toBeNull();
+    expect(await json(await v2(`/messages/${before}`))).toMatchObject({ readAt: marked.readAt, typingIndicator: true });
+    expect(await json(await markRead(before))).toEqual({
+      messageId: before,
+      ...marked,
+      typingIndicator: true,
+    });
+
+    const first = await json<{ readAt: string }>(await markRead(after));
+    clock.advance(1_000);
+    const second = await json<{ readAt: string }>(await markRead(after));
+    expect(Date.parse(second.readAt) - Date.parse(first.readAt)).toBe(1_000);
+    expect(await json(await v2(`/messages/${after}`))).toMatchObject({ readAt: null, typingIndicator: false });
   });
 });
 
