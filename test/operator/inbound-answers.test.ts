@@ -8,6 +8,7 @@ import { send, textMessage } from "../helpers/send";
 import { queuedEvents } from "../helpers/events";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { accepted, liveNumberTenant, mockOperator } from "../helpers/operator";
+import { sendV2 } from "../helpers/operator-templates";
 import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import type { WebhookEvent } from "../../src/messages/events";
 
@@ -30,9 +31,17 @@ function v2(path: string, key: string, body?: unknown): Promise<Response> {
 
 const received = (queued: () => WebhookEvent[]) => queued().flatMap((e) => (e.type === "message.received" ? [e] : []));
 
-/** A text sent from the tenant's sandbox number to `to`, called at the (sandbox) operator: its jobId. */
-async function sentTo(t: { key: string; numberId: string }, to: string): Promise<string> {
-  const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Confirm your visit?", to));
+/** A message (a text unless `body` is given) sent from the tenant's sandbox number to `to`, called at the (sandbox) operator: its jobId. */
+async function sentTo(
+  t: { key: string; numberId: string },
+  to: string,
+  body?: Record<string, unknown>,
+): Promise<string> {
+  const res = body
+    ? await sendV2(t.key, { channelNumberId: t.numberId, to, ...body })
+    : await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Confirm your visit?", to));
+  // The conversation's pace lets the next message of it go at once.
+  clock.advance(60_000);
   expect(res.status).toBe(201);
   const { jobId } = await json<{ jobId: string }>(res);
   await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
@@ -131,6 +140,47 @@ describe("simulated answers on a sandbox number (POST /api/v2/sandbox/inbound)",
         .status,
     ).toBe(202);
     expect(received(queued).map((e) => e.data.type)).toEqual(["text"]);
+  });
+
+  it("an answer to your interactive message is one of its own buttons or rows, as on a phone", async () => {
+    const t = await createTenant();
+    const buttons = await sentTo(t, TEST_CONTACT, {
+      type: "interactive",
+      interactive: {
+        type: "button",
+        body: "Your table for 4 is booked for Friday at 8 pm.",
+        buttons: [
+          { id: "confirm", title: "Confirm" },
+          { id: "reschedule", title: "Reschedule" },
+        ],
+      },
+    });
+    const list = await sentTo(t, TEST_CONTACT, {
+      type: "interactive",
+      interactive: {
+        type: "list",
+        body: "How should we ship it?",
+        button: "Choose",
+        sections: [{ rows: [{ id: "express", title: "Express", description: "Next day" }] }],
+      },
+    });
+    const simulate = (replyTo: string, answer: Record<string, unknown>) =>
+      v2("/sandbox/inbound", t.key, { channelNumberId: t.numberId, from: TEST_CONTACT, answer, replyTo });
+    for (const [replyTo, answer] of [
+      [buttons, { type: "button_reply", id: "cancel", title: "Cancel" }],
+      [buttons, { type: "button_reply", id: "confirm", title: "Reschedule" }],
+      [buttons, { type: "list_reply", id: "confirm", title: "Confirm" }],
+      [list, { type: "list_reply", id: "standard", title: "Standard" }],
+    ] as const) {
+      const e = await expectError(await simulate(replyTo, answer), 400, "invalid_request");
+      expect(e.error.details, JSON.stringify(answer)).toEqual([
+        expect.objectContaining({ path: "answer", rule: "no_such_choice" }),
+      ]);
+    }
+    const queued = queuedEvents();
+    expect((await simulate(buttons, { type: "button_reply", id: "reschedule", title: "Reschedule" })).status).toBe(202);
+    expect((await simulate(list, { type: "list_reply", id: "express", title: "Express" })).status).toBe(202);
+    expect(received(queued).map((e) => e.data.replyTo?.messageId)).toEqual([buttons, list]);
   });
 
   it("v1's route is unchanged: text only, an answer is an unknown field", async () => {

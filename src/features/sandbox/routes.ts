@@ -5,7 +5,8 @@ import { TextContent } from "../../domain/send-request";
 import { E164_DIGITS } from "../../messages/recipient";
 import { getConnectedNumber, type ChannelNumberRow } from "../../db/channel-numbers";
 import { receiveMessages } from "../../engine/operator-events";
-import { readMessage } from "../../engine/messages";
+import { readMessageAs } from "../../engine/messages";
+import { toMessageViewV2 } from "../../messages/message-v2";
 import { ApiError, foundOr404 } from "../../lib/errors";
 import { now } from "../../lib/clock";
 import { jsonBody } from "../../middleware/json-body";
@@ -183,18 +184,48 @@ async function injected(c: Context<AppEnv>, number: ChannelNumberRow, from: stri
   return c.json({ messageId: messageId!, status: "received" as const }, 202);
 }
 
-/** The operator's id of the message an answer replies to: one of the workspace's, sent to `from` from `number`. */
-async function answered(c: Context<AppEnv>, number: ChannelNumberRow, from: string, replyTo: string): Promise<string> {
-  const found = await readMessage(c.env, number.workspace_id, replyTo);
-  const refuse = (rule: string, message: string) =>
-    new ApiError("invalid_request", "replyTo names no message this user could answer.", {
-      details: [{ path: "replyTo", rule, message }],
+/**
+ * The operator's id of the message an answer replies to: one of the workspace's, sent to `from`
+ * from `number`; an interactive one only by one of its own buttons or rows, as on a phone.
+ */
+async function answered(
+  c: Context<AppEnv>,
+  number: ChannelNumberRow,
+  from: string,
+  replyTo: string,
+  answer: z.infer<typeof SimulatedAnswer>,
+): Promise<string> {
+  const found = await readMessageAs(c.env, number.workspace_id, replyTo, toMessageViewV2);
+  const refuse = (rule: string, message: string, path = "replyTo") =>
+    new ApiError("invalid_request", "The answer is not one this user could give.", {
+      details: [{ path, rule, message }],
     });
   if (!found) throw refuse("unknown_message", "No message of your workspace has this id.");
   const m = found.message;
   if (m.direction !== "outbound" || m.channelNumberId !== number.id || m.to !== from)
     throw refuse("not_sent_to_sender", "Name a message this number sent to `from`.");
   if (m.upstreamMessageId === null) throw refuse("not_sent", "The message has not reached the operator yet.");
+  const choices =
+    m.interactive?.type === "button"
+      ? { type: "button_reply", options: m.interactive.buttons }
+      : m.interactive?.type === "list"
+        ? { type: "list_reply", options: m.interactive.sections.flatMap((s) => s.rows) }
+        : m.interactive
+          ? { type: "none", options: [] }
+          : null;
+  if (choices) {
+    const chosen = choices.options.find((o) => o.id === answer.id);
+    if (answer.type !== choices.type || !chosen || chosen.title !== answer.title)
+      throw refuse(
+        "no_such_choice",
+        choices.options.length === 0
+          ? "This message offers nothing to choose."
+          : `Choose one of the message's ${choices.type === "button_reply" ? "buttons" : "rows"} (type ${choices.type}): ` +
+              choices.options.map((o) => `${o.id} "${o.title}"`).join(", ") +
+              ".",
+        "answer",
+      );
+  }
   return m.upstreamMessageId;
 }
 
@@ -218,7 +249,8 @@ export const sandboxRoutesV2 = newRouter().openapi(injectV2, async (c) => {
   if (body.text)
     return injected(c, number, body.from, { type: "text", text: body.text.body, content: null, details: null });
   const answer = body.answer!;
-  const upstreamMessageId = body.replyTo === undefined ? null : await answered(c, number, body.from, body.replyTo);
+  const upstreamMessageId =
+    body.replyTo === undefined ? null : await answered(c, number, body.from, body.replyTo, answer);
   return injected(c, number, body.from, {
     ...answerContent(answer),
     text: null,
