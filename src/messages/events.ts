@@ -4,6 +4,7 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { newUuidV7 } from "../lib/job-id";
 import { TemplateFacts } from "./content";
 import { INBOUND_EXTRA_FIELDS } from "./inbound-details";
+import { answerOf, InboundAnswer } from "./inbound-answer";
 import { ReceivedMedia } from "./inbound-media";
 import { INBOUND_CONTENT, type OutboundMessage } from "./message";
 import { EVENT_KINDS, MESSAGE_STATUSES, MESSAGE_STATUSES_V2, MessageError, type EventKind } from "./status";
@@ -125,6 +126,19 @@ export const MessageReceivedData = z
   })
   .openapi("MessageReceivedEventData");
 
+/**
+ * `message.received` as API v2 shows it: v1's, with the user's answer to your buttons, list or Flow
+ * as typed fields, read from the event's own `type` and `content` (nothing more is queued for it).
+ */
+export const MessageReceivedDataV2 = z
+  .object({
+    ...MessageReceivedData.shape,
+    // A named schema's nullable wrapper takes no metadata of its own: it would replace the component.
+    answer: InboundAnswer.nullable(),
+  })
+  .openapi("MessageReceivedEventDataV2");
+export type MessageReceivedDataV2 = z.infer<typeof MessageReceivedDataV2>;
+
 export const WebhookTestData = z.object({ message: z.string() }).openapi("WebhookTestEventData");
 
 export type MessageStatusData = z.infer<typeof MessageStatusData>;
@@ -190,7 +204,9 @@ export const envelopeOf = (event: WebhookEvent, version: WebhookApiVersion = 1) 
   data:
     version === 2 && event.type === "message.status"
       ? { ...event.data, ...(event.v2 ?? statusFieldsV2From(event.id, event.data)) }
-      : event.data,
+      : version === 2 && event.type === "message.received"
+        ? { ...event.data, answer: answerOf(event.data.type, event.data.content) }
+        : event.data,
 });
 
 /**

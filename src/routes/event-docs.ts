@@ -1,5 +1,11 @@
 import { z, type OpenAPIHono } from "@hono/zod-openapi";
-import { MessageReceivedData, MessageStatusData, MessageStatusDataV2, WebhookTestData } from "../messages/events";
+import {
+  MessageReceivedData,
+  MessageReceivedDataV2,
+  MessageStatusData,
+  MessageStatusDataV2,
+  WebhookTestData,
+} from "../messages/events";
 import { EXAMPLE } from "../lib/openapi-examples";
 
 const SIGNATURE_HEADERS = z.object({
@@ -107,13 +113,35 @@ const STATUS_EVENT_V2 = {
   },
 } as const;
 
+/** v2's `message.received`: a user's answer to your buttons, list or Flow as typed fields. */
+const RECEIVED_EVENT_V2 = {
+  type: "message.received",
+  operationId: "onMessageReceived",
+  description:
+    "A user wrote to one of your numbers, to webhooks configured through `POST /api/v2/webhooks`. An answer to your " +
+    "reply buttons, list or Flow, or to a template's quick-reply button, carries it as `answer` (null otherwise), and " +
+    "the message it answers as `replyTo`.",
+  data: MessageReceivedDataV2,
+  example: {
+    type: "message.received",
+    timestamp: "2026-11-22T18:40:03.118Z",
+    data: {
+      ...EVENTS[1].example.data,
+      type: "interactive",
+      text: null,
+      content: { type: "button_reply", button_reply: { id: "confirm", title: "Confirm" } },
+      answer: { type: "button_reply", id: "confirm", title: "Confirm", description: null, flow: null },
+    } satisfies z.output<typeof MessageReceivedDataV2>,
+  },
+} as const;
+
 /**
  * Documents the events we POST to customer webhooks in the OpenAPI 3.1 `webhooks` section: those
  * of the API version whose document it is (webhooks receive the shapes of the version they were
  * configured through).
  */
 export function registerEventDocs(registry: OpenAPIHono["openAPIRegistry"], version: 1 | 2 = 1): void {
-  const events = version === 2 ? [STATUS_EVENT_V2, ...EVENTS.slice(1)] : EVENTS;
+  const events = version === 2 ? [STATUS_EVENT_V2, RECEIVED_EVENT_V2, ...EVENTS.slice(2)] : EVENTS;
   for (const { type, operationId, description, data, example } of events) {
     registry.registerWebhook({
       method: "post",

@@ -10,6 +10,7 @@ import { apiV2, sendV2 } from "../helpers/operator-templates";
 import { postOperator, seconds, statusPayload } from "../helpers/operator-webhook";
 import { answers, mockNetworkPerTest } from "../helpers/webhook-net";
 import { signedInMember } from "../helpers/dashboard";
+import { connectSandboxNumber, createTenant } from "../helpers/fixtures";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { PACE_WINDOW_MS } from "../../src/durable-objects/channel-number/delivery-policy";
 
@@ -144,6 +145,37 @@ describe("versioned webhooks on one workspace", () => {
     const again = net.seen.filter((s) => s.url === urlV2)[4]!;
     expect(again.headers["webhook-id"]).toBe(original.headers["webhook-id"]);
     expect(again.body).toBe(original.body);
+  });
+
+  it("a v2 webhook's message.received carries a user's answer as typed fields; a v1 webhook's is as it always was", async () => {
+    const t = await createTenant();
+    const second = await connectSandboxNumber(t.workspaceId, "15550002222");
+    const urlV1 = receiver("v1");
+    const urlV2 = receiver("v2");
+    const v1 = await configure(1, t.key, t.numberId, urlV1);
+    const v2 = await configure(2, t.key, second, urlV2);
+    const answer = { type: "list_reply", id: "express", title: "Express", description: "Next day" };
+    for (const channelNumberId of [t.numberId, second]) {
+      const res = await apiV2("/sandbox/inbound", t.key, {
+        method: "POST",
+        json: { channelNumberId, from: "5511977776666", answer },
+      });
+      expect(res.status).toBe(202);
+    }
+    await vi.waitFor(
+      () => {
+        expect(receivedAt(urlV1, v1.secret)).toHaveLength(1);
+        expect(receivedAt(urlV2, v2.secret)).toHaveLength(1);
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+    const [onV1] = receivedAt(urlV1, v1.secret) as unknown as { type: string; data: Record<string, unknown> }[];
+    const [onV2] = receivedAt(urlV2, v2.secret) as unknown as { type: string; data: Record<string, unknown> }[];
+    const content = { type: "list_reply", list_reply: { id: "express", title: "Express", description: "Next day" } };
+    expect(onV1).toMatchObject({ type: "message.received", data: { type: "interactive", content } });
+    expect(onV1!.data).not.toHaveProperty("answer");
+    expect(onV2).toMatchObject({ type: "message.received", data: { type: "interactive", content } });
+    expect(onV2!.data.answer).toEqual({ ...answer, flow: null });
   });
 
   it("the version is in the webhook's record: v2 lists show it, v1's views do not, and configuring again through v1 makes it v1's", async () => {

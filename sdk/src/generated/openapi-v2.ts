@@ -448,7 +448,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.received
-         * @description A user wrote to one of your numbers. Signed with the Standard Webhooks scheme; answer 2xx within the timeout.
+         * @description A user wrote to one of your numbers, to webhooks configured through `POST /api/v2/webhooks`. An answer to your reply buttons, list or Flow, or to a template's quick-reply button, carries it as `answer` (null otherwise), and the message it answers as `replyTo`. Signed with the Standard Webhooks scheme; answer 2xx within the timeout.
          */
         post: operations["onMessageReceived"];
         delete?: never;
@@ -550,7 +550,7 @@ export interface components {
             /** @example POSITIONAL */
             parameterFormat: string;
         };
-        MessageReceivedEventData: {
+        MessageReceivedEventDataV2: {
             /** @description Our id for the inbound message. */
             messageId: string;
             /** Format: uuid */
@@ -585,6 +585,7 @@ export interface components {
             /** Format: date-time */
             receivedAt: string;
             media: components["schemas"]["ReceivedMedia"];
+            answer: components["schemas"]["InboundAnswer"];
         };
         /** @description The message this one replies to (quotes). */
         ReplyTo: {
@@ -662,6 +663,51 @@ export interface components {
             url: string;
             /** @description Bytes, when the operator's webhook gave it; `GET /messages/{id}` has it once copied. */
             size: number | null;
+        } | null;
+        /** @description A user's answer to your buttons, list or Flow (types `interactive` and `button`); the message it answers is `replyTo`. A field the operator left out is null. */
+        InboundAnswer: {
+            /**
+             * @description `button_reply`: a reply button of an interactive message; `list_reply`: a row of a list message; `button`: a quick-reply button of a template message; `nfm_reply`: a Flow the user completed.
+             * @example button_reply
+             * @enum {string}
+             */
+            type: "button_reply" | "list_reply" | "button" | "nfm_reply";
+            /**
+             * @description The chosen button's or row's id, as you sent it; for a template's button, its payload.
+             * @example confirm
+             */
+            id: string | null;
+            /**
+             * @description The chosen button's or row's title; for a template's button, its text.
+             * @example Confirm
+             */
+            title: string | null;
+            /** @description A list row's description, when it had one. */
+            description: string | null;
+            flow: components["schemas"]["FlowReply"];
+        } | null;
+        /** @description For `nfm_reply`: the Flow's reply. */
+        FlowReply: {
+            /**
+             * @description The operator's name of the reply (`flow` for a Flow).
+             * @example flow
+             */
+            name: string | null;
+            /**
+             * @description The text the user saw in the chat (`Sent`).
+             * @example Sent
+             */
+            body: string | null;
+            /**
+             * @description What the Flow sent back (the operator's `response_json`, parsed: its `flow_token` and the Flow's fields); null when it is not a JSON object (the operator's text is in `content`).
+             * @example {
+             *       "flow_token": "booking-1042",
+             *       "date": "2026-12-01"
+             *     }
+             */
+            response: {
+                [key: string]: unknown;
+            } | null;
         } | null;
         WebhookTestEventData: {
             message: string;
@@ -1672,51 +1718,6 @@ export interface components {
             /** @description Whether the read mark showed the typing indicator (`typing: true`): the user saw it until your reply, or for about 25 seconds. */
             typingIndicator: boolean;
         };
-        /** @description A user's answer to your buttons, list or Flow (types `interactive` and `button`); the message it answers is `replyTo`. A field the operator left out is null. */
-        InboundAnswer: {
-            /**
-             * @description `button_reply`: a reply button of an interactive message; `list_reply`: a row of a list message; `button`: a quick-reply button of a template message; `nfm_reply`: a Flow the user completed.
-             * @example button_reply
-             * @enum {string}
-             */
-            type: "button_reply" | "list_reply" | "button" | "nfm_reply";
-            /**
-             * @description The chosen button's or row's id, as you sent it; for a template's button, its payload.
-             * @example confirm
-             */
-            id: string | null;
-            /**
-             * @description The chosen button's or row's title; for a template's button, its text.
-             * @example Confirm
-             */
-            title: string | null;
-            /** @description A list row's description, when it had one. */
-            description: string | null;
-            flow: components["schemas"]["FlowReply"];
-        } | null;
-        /** @description For `nfm_reply`: the Flow's reply. */
-        FlowReply: {
-            /**
-             * @description The operator's name of the reply (`flow` for a Flow).
-             * @example flow
-             */
-            name: string | null;
-            /**
-             * @description The text the user saw in the chat (`Sent`).
-             * @example Sent
-             */
-            body: string | null;
-            /**
-             * @description What the Flow sent back (the operator's `response_json`, parsed: its `flow_token` and the Flow's fields); null when it is not a JSON object (the operator's text is in `content`).
-             * @example {
-             *       "flow_token": "booking-1042",
-             *       "date": "2026-12-01"
-             *     }
-             */
-            response: {
-                [key: string]: unknown;
-            } | null;
-        } | null;
         MessageEvents: {
             /** Format: uuid */
             messageId: string;
@@ -5656,14 +5657,25 @@ export interface operations {
                  *         "reaction": null,
                  *         "referral": null,
                  *         "system": null,
-                 *         "type": "text",
-                 *         "text": {
-                 *           "body": "Hi! Is my order on its way?"
+                 *         "type": "interactive",
+                 *         "text": null,
+                 *         "content": {
+                 *           "type": "button_reply",
+                 *           "button_reply": {
+                 *             "id": "confirm",
+                 *             "title": "Confirm"
+                 *           }
                  *         },
-                 *         "content": null,
                  *         "upstreamMessageId": "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABIYFjNFQjA",
                  *         "receivedAt": "2026-11-22T18:40:02.000Z",
-                 *         "media": null
+                 *         "media": null,
+                 *         "answer": {
+                 *           "type": "button_reply",
+                 *           "id": "confirm",
+                 *           "title": "Confirm",
+                 *           "description": null,
+                 *           "flow": null
+                 *         }
                  *       }
                  *     }
                  */
@@ -5672,7 +5684,7 @@ export interface operations {
                     type: "message.received";
                     /** Format: date-time */
                     timestamp: string;
-                    data: components["schemas"]["MessageReceivedEventData"];
+                    data: components["schemas"]["MessageReceivedEventDataV2"];
                 };
             };
         };

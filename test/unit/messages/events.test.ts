@@ -7,6 +7,8 @@ import {
   kindFieldsOf,
   newEventId,
   parseEventId,
+  MessageReceivedDataV2,
+  type MessageReceivedData,
   type MessageStatusData,
   type WebhookEvent,
 } from "../../../src/messages/events";
@@ -163,5 +165,48 @@ describe("envelopeOf: each webhook receives the shapes of its API version", () =
       data({ status: "failed", previousStatus: "failed", deliveredAt: at }),
     );
     expect(envelopeOf(afterFailure, 2).data).toEqual(afterFailure.data);
+  });
+
+  it("a message.received event: v2 adds the user's answer read from its type and content (null for others); v1 none", () => {
+    const received = (over: Partial<MessageReceivedData>): Extract<WebhookEvent, { type: "message.received" }> => ({
+      id: eventIdOf(messageId, "received"),
+      type: "message.received",
+      workspaceId: "9d1c0b7e-0000-4000-8000-000000000001",
+      channelNumberId: "5e2f1a3b-0000-4000-8000-000000000002",
+      createdAt: at,
+      data: {
+        messageId,
+        channelNumberId: "5e2f1a3b-0000-4000-8000-000000000002",
+        from: "5511999998888",
+        fromUserId: null,
+        profileName: null,
+        username: null,
+        replyTo: { messageId: V4, upstreamMessageId: "wamid.ASK" },
+        forwarded: null,
+        reaction: null,
+        referral: null,
+        system: null,
+        type: "text",
+        text: { body: "hi" },
+        content: null,
+        upstreamMessageId: "wamid.IN",
+        receivedAt: at,
+        media: null,
+        ...over,
+      },
+    });
+    const answer = received({
+      type: "interactive",
+      text: null,
+      content: { type: "list_reply", list_reply: { id: "slot-9", title: "9:00" } },
+    });
+    expect(envelopeOf(answer, 1).data).toEqual(answer.data);
+    const v2 = envelopeOf(answer, 2).data;
+    expect(v2).toEqual({
+      ...answer.data,
+      answer: { type: "list_reply", id: "slot-9", title: "9:00", description: null, flow: null },
+    });
+    expect(MessageReceivedDataV2.parse(v2)).toEqual(v2);
+    expect(envelopeOf(received({}), 2).data).toEqual({ ...received({}).data, answer: null });
   });
 });
