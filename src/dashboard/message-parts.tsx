@@ -1,5 +1,8 @@
 import { getNumberById, type ChannelNumberRow } from "../db/channel-numbers";
 import type { Message } from "../messages/message";
+import { toMessageViewV2, type MessageV2 } from "../messages/message-v2";
+import { toMessageView, type MessageRow } from "../messages/record";
+import { previewText } from "./message-kinds";
 
 // Pieces of a message shared by the messages list and a message's page.
 
@@ -9,12 +12,23 @@ export const counterpartOf = (m: Message): string =>
 
 const PREVIEW_CHARS = 80;
 
-/** The start of the text (whole characters), or the content type of a non-text inbound message. */
-export function preview(m: Message): string {
-  if (m.text === null) return `[${m.type}]`;
-  const chars = Array.from(m.text.body);
-  return chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS - 1).join("")}…` : m.text.body;
+/** The start of the message's text or summary (whole characters): message-kinds.tsx's `previewText`. */
+export function preview(m: MessageV2): string {
+  const text = previewText(m);
+  const chars = Array.from(text);
+  return chars.length > PREVIEW_CHARS ? `${chars.slice(0, PREVIEW_CHARS - 1).join("")}…` : text;
 }
+
+/**
+ * A record as the dashboard shows it: v1's view for the record's facts and statuses (what the
+ * pages always showed), and v2's for what a rich kind carried (its type and its object).
+ */
+export interface ShownMessage {
+  m: Message;
+  v2: MessageV2;
+}
+
+export const shownMessage = (row: MessageRow): ShownMessage => ({ m: toMessageView(row), v2: toMessageViewV2(row) });
 
 const STATUS_CLASS: Record<Message["status"], string> = {
   queued: "pending",

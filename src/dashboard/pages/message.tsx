@@ -2,12 +2,14 @@ import { Hono } from "hono";
 import type { Child } from "hono/jsx";
 import type { InboundMessage, Message, OutboundMessage } from "../../messages/message";
 import { timelineOf, type CommittedChange } from "../../messages/timeline";
-import { messageDeliveries, readMessage } from "../../engine/messages";
+import { messageDeliveries, readMessageAs } from "../../engine/messages";
 import { messageMedia } from "../../engine/media";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { DeliveryLog } from "../delivery-log";
-import { counterpartOf, NumberLink, numberLabels, StatusLine, type NumberLabels } from "../message-parts";
+import { counterpartOf, NumberLink, numberLabels, shownMessage, StatusLine, type NumberLabels } from "../message-parts";
+import { InboundKind, OutboundKind } from "../message-kinds";
+import type { MessageV2 } from "../../messages/message-v2";
 import { notFoundPage, rateLimitedPage } from "./errors";
 import { mediaResponse } from "../../routes/message-media";
 
@@ -28,10 +30,10 @@ type FactKind = "code" | "text" | "id" | "time";
 /** One row of the record: its label, how it is shown, and where its value is. */
 type FactField<M> = readonly [label: string, kind: FactKind, value: (m: M) => string | null];
 
-const OUTBOUND_FACTS: readonly FactField<OutboundMessage>[] = [
+const OUTBOUND_FACTS: readonly FactField<OutboundMessage & { shownType: string }>[] = [
   ["To", "id", (m) => m.to],
   ["To user id", "id", (m) => m.toUserId],
-  ["Type", "text", (m) => m.type],
+  ["Type", "text", (m) => m.shownType],
   ["Upstream message id", "id", (m) => m.upstreamMessageId],
   ["Created (accepted)", "time", (m) => m.createdAt],
   ["Processing", "time", (m) => m.processingAt],
@@ -74,12 +76,26 @@ function Facts<M>({ m, fields }: { m: M; fields: readonly FactField<M>[] }) {
   );
 }
 
-function Content({ m }: { m: Message }) {
+function Content({ m, v2 }: { m: Message; v2: MessageV2 }) {
+  if (v2.direction === "outbound" && v2.type !== "text" && v2.type !== "template") {
+    return (
+      <>
+        <p>
+          Type <strong>{v2.type}</strong>; what was sent:
+        </p>
+        <OutboundKind m={v2} />
+        <p class="hint">
+          Its summary where only text is shown (API v1, events, archives): <q>{v2.text.body}</q>
+        </p>
+      </>
+    );
+  }
   if (m.text !== null) return <pre class="message-body">{m.text.body}</pre>;
   if (m.direction === "inbound" && m.content !== null) {
     return (
       <>
         {m.media ? <Media m={m} media={m.media} /> : null}
+        <InboundKind m={m} />
         <p>
           Type <strong>{m.type}</strong>; the operator's payload, unchanged:
         </p>
@@ -181,7 +197,7 @@ function Timeline({ m, changes }: { m: Message; changes: readonly CommittedChang
   );
 }
 
-function Record({ m, labels }: { m: Message; labels: NumberLabels }) {
+function Record({ m, type, labels }: { m: Message; type: string; labels: NumberLabels }) {
   return (
     <dl class="facts">
       <Fact label="Id">
@@ -194,7 +210,12 @@ function Record({ m, labels }: { m: Message; labels: NumberLabels }) {
       <Fact label="Number">
         <NumberLink id={m.channelNumberId} labels={labels} /> <code class="small-inline">{m.channelNumberId}</code>
       </Fact>
-      {m.direction === "outbound" ? <Facts m={m} fields={OUTBOUND_FACTS} /> : <Facts m={m} fields={INBOUND_FACTS} />}
+      {m.direction === "outbound" ? (
+        // v1's view reads a rich kind as text: the type shown is v2's.
+        <Facts m={{ ...m, shownType: type }} fields={OUTBOUND_FACTS} />
+      ) : (
+        <Facts m={m} fields={INBOUND_FACTS} />
+      )}
     </dl>
   );
 }
@@ -213,9 +234,9 @@ export const messagePage = new Hono<DashboardEnv>()
     const { workspace_id: workspaceId } = c.get("session");
     const id = c.req.param("id");
     // The workspace's own object answers: another workspace's id is as unknown as a made-up one.
-    const read = await readMessage(c.env, workspaceId, id);
+    const read = await readMessageAs(c.env, workspaceId, id, shownMessage);
     if (!read) return notFoundPage(c);
-    const m = read.message;
+    const { m, v2 } = read.message;
     const [attempts, labels] = await Promise.all([
       messageDeliveries(c.env, workspaceId, m.id),
       numberLabels(c.env.DB, workspaceId, [], [m.channelNumberId]),
@@ -231,7 +252,7 @@ export const messagePage = new Hono<DashboardEnv>()
         <h1>{title}</h1>
         <section class="card" aria-labelledby="record-heading">
           <h2 id="record-heading">Record</h2>
-          <Record m={m} labels={labels} />
+          <Record m={m} type={v2.type} labels={labels} />
         </section>
         {m.direction === "outbound" && m.outcomeUnknownSince ? (
           <p class="problem">
@@ -242,7 +263,7 @@ export const messagePage = new Hono<DashboardEnv>()
         {m.direction === "outbound" ? <OperatorError m={m} /> : null}
         <section aria-labelledby="content-heading">
           <h2 id="content-heading">Content</h2>
-          <Content m={m} />
+          <Content m={m} v2={v2} />
         </section>
         <section aria-labelledby="timeline-heading">
           <h2 id="timeline-heading">Status timeline</h2>

@@ -1,13 +1,21 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { listConnectedNumbers, type ChannelNumberRow } from "../../db/channel-numbers";
-import type { Message } from "../../messages/message";
 import { toFilter } from "../../messages/list";
-import { listMessagePage, type MessagePage } from "../../features/messages/message-page";
+import { listMessagePageAs } from "../../features/messages/message-page";
 import { ApiError } from "../../lib/errors";
 import type { DashboardEnv } from "../context";
 import { Choice, describedBy, FieldError, Time, TableScroll } from "../components";
-import { counterpartOf, NumberLink, numberLabels, preview, StatusLine, type NumberLabels } from "../message-parts";
+import {
+  counterpartOf,
+  NumberLink,
+  numberLabels,
+  preview,
+  shownMessage,
+  StatusLine,
+  type NumberLabels,
+  type ShownMessage,
+} from "../message-parts";
 import {
   listHref,
   PAGE_SIZES,
@@ -157,7 +165,7 @@ function FilterForm({
   );
 }
 
-function MessageTable({ messages, labels }: { messages: Message[]; labels: NumberLabels }) {
+function MessageTable({ messages, labels }: { messages: ShownMessage[]; labels: NumberLabels }) {
   return (
     <TableScroll label="Messages">
       <table>
@@ -172,7 +180,7 @@ function MessageTable({ messages, labels }: { messages: Message[]; labels: Numbe
           </tr>
         </thead>
         <tbody>
-          {messages.map((m) => (
+          {messages.map(({ m, v2 }) => (
             <tr>
               <td>
                 <a href={`/dashboard/messages/${m.id}`}>
@@ -190,7 +198,7 @@ function MessageTable({ messages, labels }: { messages: Message[]; labels: Numbe
                 <span class="visually-hidden">{m.direction === "outbound" ? "to " : "from "}</span>
                 <code>{counterpartOf(m)}</code>
               </td>
-              <td class="preview">{preview(m)}</td>
+              <td class="preview">{preview(v2)}</td>
             </tr>
           ))}
         </tbody>
@@ -204,10 +212,17 @@ async function render(c: Context<DashboardEnv>) {
   const parsed = parseFilters(c.req.query());
   const numbers = await listConnectedNumbers(c.env.DB, workspaceId, MAX_NUMBERS);
   let errors: Errors = parsed.ok ? {} : parsed.errors;
-  let listed: MessagePage | null = null;
+  let listed: { messages: ShownMessage[]; nextCursor: string | null } | null = null;
   if (parsed.ok) {
     try {
-      listed = await listMessagePage(c.env, workspaceId, toFilter(parsed.query), parsed.query, LIST_CALLS_PER_PAGE);
+      listed = await listMessagePageAs(
+        c.env,
+        workspaceId,
+        toFilter(parsed.query),
+        parsed.query,
+        shownMessage,
+        LIST_CALLS_PER_PAGE,
+      );
     } catch (err) {
       // decodeMessageCursor: a cursor of another workspace, or a damaged link.
       if (!(err instanceof ApiError)) throw err;
@@ -224,7 +239,7 @@ async function render(c: Context<DashboardEnv>) {
         c.env.DB,
         workspaceId,
         numbers,
-        listed.messages.map((m) => m.channelNumberId),
+        listed.messages.map(({ m }) => m.channelNumberId),
       )
     : new Map();
   if (!listed) c.status(400);
