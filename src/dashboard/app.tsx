@@ -22,6 +22,7 @@ import { overviewPage } from "./pages/overview";
 import { signInPages } from "../features/sign-in/pages";
 import { templatePages } from "../features/templates/pages";
 import { testContactPages } from "../features/sandbox/test-contact-pages";
+import { testMessagePages } from "../features/messages/test-message-pages";
 import { webhookPages } from "../features/webhooks/pages";
 
 /**
@@ -51,6 +52,7 @@ dashboard.route("/", apiKeyPages);
 dashboard.route("/", numberPages);
 dashboard.route("/", numberChangePages);
 dashboard.route("/", testContactPages);
+dashboard.route("/", testMessagePages);
 dashboard.route("/", templatePages);
 dashboard.route("/", webhookPages);
 dashboard.route("/", memberPages);

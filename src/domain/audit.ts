@@ -13,6 +13,7 @@ export const AUDIT_ACTIONS = {
   "sandbox.test_contact_added": "sandbox test contact added",
   "sandbox.test_contact_removed": "sandbox test contact removed",
   "template.test_sent": "template test message sent (dashboard)",
+  "sandbox.test_message_sent": "sandbox test message sent (dashboard)",
   "channel_number.connected": "number connected",
   "channel_number.disconnected": "number disconnected",
   "channel_number.credentials_replaced": "number credentials replaced",

@@ -234,6 +234,21 @@ const DASHBOARD: Record<string, Walk> = {
       actor: asOwner(w),
     }),
   },
+  "POST /dashboard/numbers/:id/test-messages": {
+    action: "sandbox.test_message_sent",
+    // As a template's test: processing, sent, then the sandbox's delivered and read.
+    deliveries: 4,
+    run: async (w) => ({
+      res: await post(w.owner.browser, `/dashboard/numbers/${w.tenant.numberId}/test-messages`, {
+        form: "buttons",
+        to: TEST_CONTACT,
+        body: "Confirm your table?",
+        button_1: "Confirm",
+      }),
+      workspaceId: w.tenant.workspaceId,
+      actor: asOwner(w),
+    }),
+  },
   "POST /dashboard/members": {
     action: "member.invited",
     run: async (w) => ({

@@ -20,6 +20,7 @@ import { notFoundPage } from "../../dashboard/pages/errors";
 import { WebhookUrl } from "../../dashboard/webhook-url";
 import { testContactsOf } from "../sandbox/test-contacts";
 import { TestContacts } from "../sandbox/test-contact-forms";
+import { TestMessageForms, type TestMessageState } from "../messages/test-message-forms";
 
 const PAGE_SIZE = 50;
 /** Recently disconnected numbers listed under the connected ones (the API reads them as unknown). */
@@ -123,13 +124,14 @@ export async function renderNumbers(
 
 /**
  * A number's page (health refreshed from the operator when an hour old); `form` re-renders a refused
- * token form, `contactForm` a refused test contact (sandbox numbers).
+ * token form, `contactForm` a refused test contact and `messageForm` a refused test message (sandbox numbers).
  */
 export async function renderNumber(
   c: Context<DashboardEnv>,
   number: ChannelNumberRow,
   form: FormState = {},
   contactForm: FormState = {},
+  messageForm?: TestMessageState,
 ) {
   const { workspace_id: workspaceId, role } = c.get("session");
   const [webhook, { health, sending }, contacts] = await Promise.all([
@@ -197,6 +199,9 @@ export async function renderNumber(
           canWrite={hasRole(role, "developer")}
           form={contactForm}
         />
+      ) : null}
+      {number.upstream_type === "sandbox" && hasRole(role, "developer") ? (
+        <TestMessageForms numberId={number.id} state={messageForm} />
       ) : null}
       {isOwner ? (
         <section aria-labelledby="manage-heading" class="card">
