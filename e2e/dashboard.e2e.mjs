@@ -9,6 +9,7 @@ import { viewerFlow } from "./flows/viewer.mjs";
 import { messagesFlow } from "./flows/messages.mjs";
 import { connectNumberFlow } from "./flows/connect-number.mjs";
 import { templatesFlow } from "./flows/templates.mjs";
+import { richMessagesFlow } from "./flows/rich-messages.mjs";
 
 /** @type {import("./harness.mjs").Harness | undefined} */
 let h;
@@ -41,4 +42,9 @@ test(
   "a developer copies a template's JSON and sends a test; refused beside its field, then sent",
   { timeout: 120_000 },
   () => templatesFlow(harness()),
+);
+test(
+  "rich messages: test sends of media and buttons from a sandbox number; every kind's page fits 1,280 and 390 px",
+  { timeout: 180_000 },
+  () => richMessagesFlow(harness()),
 );

@@ -23,9 +23,9 @@ export function SafeLink({ href }: { href: string }) {
   } catch {
     safe = false;
   }
-  if (!safe) return <code class="link-text">{href}</code>;
+  if (!safe) return <code>{href}</code>;
   return (
-    <a href={href} rel="noopener noreferrer nofollow" referrerpolicy="no-referrer" target="_blank" class="link-text">
+    <a href={href} rel="noopener noreferrer nofollow" referrerpolicy="no-referrer" target="_blank">
       {href}
     </a>
   );
