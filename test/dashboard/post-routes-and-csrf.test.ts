@@ -78,6 +78,7 @@ const POST_ROUTES = {
   "/numbers/:id/test-contacts": "developer",
   "/numbers/:id/test-contacts/:phone/remove": "developer",
   "/numbers/:id/templates/test": "developer",
+  "/numbers/:id/test-messages": "developer",
 } as const;
 
 /** A concrete path and a valid form for a route, aimed at workspace `w`'s own things. */
@@ -103,6 +104,12 @@ function request(route: string, w: World, target: Member): { path: string; field
     "/numbers": { type: "sandbox", displayPhoneNumber: "15550008888" },
     "/numbers/:id/token": { accessToken: "EAAG-a-forged-token-000000" },
     "/numbers/:id/test-contacts": { phone: "5511955554444" },
+    "/numbers/:id/test-messages": {
+      form: "buttons",
+      to: "5511999998888",
+      body: "Confirm your table?",
+      button_1: "Confirm",
+    },
     "/numbers/:id/templates/test": {
       name: "appointment_reminder",
       language: "en_US",
