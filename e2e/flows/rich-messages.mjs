@@ -199,10 +199,12 @@ export async function richMessagesFlow(h) {
   const phone = await h.newPage({ width: 390, height: 844 });
   await phone.context.addCookies([await sessionCookie(context)]);
   for (const [name, path] of pages) {
-    for (const [size, p] of [
+    /** @type {Array<[string, typeof page]>} */
+    const sizes = [
       ["desktop", page],
       ["phone", phone.page],
-    ]) {
+    ];
+    for (const [size, p] of sizes) {
       await p.goto(path);
       await p.locator("main h1").waitFor();
       assert.deepEqual(await spills(p), [], `${name} at ${size}`);
