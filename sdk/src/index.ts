@@ -41,6 +41,14 @@ export { ApiError, ConnectionError, MessagingError, type ErrorCode, type ErrorDe
 export { Paginated, type Page } from "./paginate.js";
 export { DEFAULT_RETRY, type RetryOptions } from "./retry.js";
 export {
+  SEND_LIMITS,
+  type PaceLimit,
+  type PacedOutcome,
+  type PacedProgress,
+  type PacedResult,
+  type PacedSendOptions,
+} from "./paced.js";
+export {
   verifyWebhook,
   verifyWebhookV2,
   WebhookVerificationError,

@@ -3,6 +3,7 @@ import type { components, operations, paths } from "./generated/openapi-v2.js";
 import type { Paginated } from "./paginate.js";
 import type { RetryOptions } from "./retry.js";
 import { Calls } from "./calls.js";
+import { sendPaced, type PacedResult, type PacedSendOptions } from "./paced.js";
 
 // API v2 (`/api/v2`): v1 plus template messages and the templates a number can send. Typed
 // from the v2 OpenAPI document (sdk/src/generated/openapi-v2.ts); the v1 client is unchanged.
@@ -49,12 +50,14 @@ export const apiV2Root = (baseUrl: string): string =>
 export class MessagingClientV2 {
   private readonly http: ReturnType<typeof createClient<paths>>;
   private readonly calls: Calls;
+  private readonly retry: RetryOptions;
 
   constructor(
     options: { apiKey: string; baseUrl: string; fetch?: (request: Request) => Promise<Response> },
     retry: RetryOptions,
   ) {
     this.calls = new Calls(retry);
+    this.retry = retry;
     const userFetch = options.fetch;
     this.http = createClient<paths>({
       baseUrl: apiV2Root(options.baseUrl),
@@ -81,6 +84,30 @@ export class MessagingClientV2 {
             body: input,
             signal,
           }),
+        options,
+      ),
+    /**
+     * Sends a list of messages at the pace the API admits (2 a second per number, 1200 a minute per
+     * workspace) instead of meeting the limits as 429s: each number's messages one after another in
+     * list order, numbers side by side. Each message has its own Idempotency-Key (see
+     * `idempotencyKey`), reused on its every retry: a 429's Retry-After is waited out, 5xx and
+     * network errors are retried with back-off, and nothing is sent twice. Resolves with every
+     * message's outcome, in list order, once all are settled; `onProgress` reports each as it
+     * settles. A 429 without Retry-After (the monthly quota) stops the batch; so does `signal`.
+     */
+    sendPaced: (
+      messages: readonly SendMessageInputV2[],
+      options: PacedSendOptions<SendMessageInputV2> = {},
+    ): Promise<PacedResult> =>
+      sendPaced(
+        messages,
+        (message, idempotencyKey, signal) =>
+          this.http.POST("/messages", {
+            params: { header: { "idempotency-key": idempotencyKey } },
+            body: message,
+            signal,
+          }),
+        this.retry,
         options,
       ),
     get: (id: string, options?: CallOptions): Promise<MessageV2> =>
