@@ -10,6 +10,7 @@ import { messagesFlow } from "./flows/messages.mjs";
 import { connectNumberFlow } from "./flows/connect-number.mjs";
 import { templatesFlow } from "./flows/templates.mjs";
 import { richMessagesFlow } from "./flows/rich-messages.mjs";
+import { layoutFlow } from "./flows/layout.mjs";
 
 /** @type {import("./harness.mjs").Harness | undefined} */
 let h;
@@ -47,4 +48,9 @@ test(
   "rich messages: test sends of media and buttons from a sandbox number; every kind's page fits 1,280 and 390 px",
   { timeout: 180_000 },
   () => richMessagesFlow(harness()),
+);
+test(
+  "every list of a busy workspace: at 390 px no cell spills into its label column; at 1,280 px the audit log fits",
+  { timeout: 180_000 },
+  () => layoutFlow(harness()),
 );

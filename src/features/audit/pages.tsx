@@ -80,7 +80,7 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
         <p>No entry{q.action || q.actor ? " matches these filters" : " yet"}.</p>
       ) : (
         <TableScroll label="Audit log">
-          <table>
+          <table class="audit-log">
             <thead>
               <tr>
                 <th scope="col">When</th>
@@ -106,7 +106,7 @@ export const auditPage = new Hono<DashboardEnv>().get("/audit", requireRole("own
                     {r.target_type}
                     {r.target_id ? <code> {r.target_id}</code> : null}
                   </td>
-                  <td>{(r.actor_type === "admin" ? null : r.client_address) ?? "—"}</td>
+                  <td class="address">{(r.actor_type === "admin" ? null : r.client_address) ?? "—"}</td>
                   <td>
                     <code>{r.request_id}</code>
                   </td>
