@@ -37,7 +37,14 @@ try {
     ],
     app,
   ).trim();
-  for (const name of ["MessagingClient", "MessagingClientV2", "ApiError", "verifyWebhook", "Paginated"]) {
+  for (const name of [
+    "MessagingClient",
+    "MessagingClientV2",
+    "ApiError",
+    "verifyWebhook",
+    "Paginated",
+    "SEND_LIMITS",
+  ]) {
     if (!exported.split(",").includes(name))
       throw new Error(`the installed SDK does not export ${name} (got ${exported})`);
   }
@@ -51,7 +58,10 @@ try {
       'const template: SendMessageInputV2 = { channelNumberId: "cn_1", to: "5511999998888", type: "template",\n' +
       '  template: { name: "order_update", language: "en_US", parameters: { body: ["Ana"] } } };\n' +
       'export const client = new MessagingClient({ apiKey: "k", baseUrl: "http://127.0.0.1:8787" });\n' +
-      "export const send = () => client.v2.messages.send(template);\nexport { input };\n",
+      "export const send = () => client.v2.messages.send(template);\n" +
+      // A paced batch, its outcomes typed.
+      "export const batch = async () => (await client.v2.messages.sendPaced([template])).outcomes.map((o) => o.outcome);\n" +
+      "export { input };\n",
   );
   run(
     "node",
