@@ -210,6 +210,10 @@ export async function sendPaced<M extends { channelNumberId: string }>(
   });
 
   const limits = { ...SEND_LIMITS, ...options.limits };
+  for (const [name, limit] of Object.entries(limits)) {
+    if (!(Number.isInteger(limit.count) && limit.count >= 1 && limit.windowMs >= 0))
+      throw new TypeError(`limits.${name} needs a whole count of at least 1 and a windowMs of at least 0`);
+  }
   const workspace = new SendWindow(limits.perWorkspace);
   // Stops the waits: the caller's signal, the quota running out, or onProgress throwing.
   const stop = new AbortController();

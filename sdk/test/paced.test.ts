@@ -388,10 +388,14 @@ describe("client.v2.messages.sendPaced on the test clock", () => {
     expect(net.accepted).toHaveLength(3);
   });
 
-  it("refuses a list in which two messages share a key, before sending anything", async () => {
+  it("refuses a list in which two messages share a key, or limits that admit nothing, before sending anything", async () => {
     const net = fakeGateway();
     const run = client(net.fetch).v2.messages.sendPaced([message(0), message(1)], { idempotencyKey: () => "same" });
     await expect(run).rejects.toThrow(/messages 0 and 1 have the same idempotencyKey/);
+    const never = client(net.fetch).v2.messages.sendPaced([message(0)], {
+      limits: { perNumber: { count: 0, windowMs: 1_000 } },
+    });
+    await expect(never).rejects.toThrow(/limits.perNumber needs a whole count of at least 1/);
     expect(net.requests).toEqual([]);
   });
 });
