@@ -29,6 +29,7 @@ export {
   MessagingClientV2,
   type MessageListParamsV2,
   type MessageV2,
+  type OutboundMessageV2,
   type SendMessageInputV2,
   type SendResultV2,
   type Template,
@@ -37,6 +38,21 @@ export {
   type TemplateGetParams,
   type TemplateListParams,
 } from "./v2.js";
+export {
+  messageV2,
+  type AudioContent,
+  type ContactsContent,
+  type DocumentContent,
+  type ImageContent,
+  type InteractiveContent,
+  type LocationContent,
+  type MessageKindV2,
+  type ReactionContent,
+  type RecipientV2,
+  type SendMessageOfKind,
+  type StickerContent,
+  type VideoContent,
+} from "./kinds.js";
 export { ApiError, ConnectionError, MessagingError, type ErrorCode, type ErrorDetail } from "./errors.js";
 export { Paginated, type Page } from "./paginate.js";
 export { DEFAULT_RETRY, type RetryOptions } from "./retry.js";

@@ -9,16 +9,20 @@ import { sendPaced, type PacedResult, type PacedSendOptions } from "./paced.js";
 // from the v2 OpenAPI document (sdk/src/generated/openapi-v2.ts); the v1 client is unchanged.
 
 type Schemas = components["schemas"];
-/** A v2 send: `type: "text"` with `text` (as in v1), or `type: "template"` with `template`. */
+/**
+ * A v2 send: `type: "text"` with `text` (as in v1), `type: "template"` with `template`, or a rich
+ * message's type with the object of that name (`messageV2.<kind>` builds each, typed by its kind).
+ */
 export type SendMessageInputV2 = Schemas["SendMessageRequestV2"];
 /** The `template` of a template send: its name, language and parameters. */
 export type TemplateContent = Schemas["TemplateContent"];
 /**
- * A message as v2 reads it: a template message carries `type: "template"`, its `template` and its rendered text;
- * a rich message its type and, under the type's name, its object as sent; `delivered` and `read` are statuses of
- * their own.
+ * A message as v2 reads it: an outbound one carries its `type` and, under the type's name, its object as
+ * sent (a template message its `template` and rendered text; an image its `image` …), with `text.body` a
+ * summary for what shows text only; `delivered` and `read` are statuses of their own. Narrow on `direction`.
  */
 export type MessageV2 = Schemas["MessageV2"];
+export type OutboundMessageV2 = Schemas["OutboundMessageV2"];
 /** One language of a template of one of your numbers' business accounts (or a sandbox number's). */
 export type Template = Schemas["Template"];
 /** A template by name: each of its languages. */
