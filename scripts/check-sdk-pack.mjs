@@ -44,6 +44,7 @@ try {
     "verifyWebhook",
     "Paginated",
     "SEND_LIMITS",
+    "messageV2",
   ]) {
     if (!exported.split(",").includes(name))
       throw new Error(`the installed SDK does not export ${name} (got ${exported})`);
@@ -52,7 +53,7 @@ try {
   // most projects: standardwebhooks' own .d.ts needs @types/node, which is not ours to require).
   writeFileSync(
     join(app, "index.ts"),
-    'import { MessagingClient, type SendMessageInput, type SendMessageInputV2 } from "@messaging-gateway/sdk";\n' +
+    'import { MessagingClient, messageV2, type SendMessageInput, type SendMessageInputV2 } from "@messaging-gateway/sdk";\n' +
       'const input: SendMessageInput = { channelNumberId: "cn_1", to: "5511999998888", text: { body: "hi" } };\n' +
       // The v2 types ship too: a template send typed from the v2 document.
       'const template: SendMessageInputV2 = { channelNumberId: "cn_1", to: "5511999998888", type: "template",\n' +
@@ -61,6 +62,9 @@ try {
       "export const send = () => client.v2.messages.send(template);\n" +
       // A paced batch, its outcomes typed.
       "export const batch = async () => (await client.v2.messages.sendPaced([template])).outcomes.map((o) => o.outcome);\n" +
+      // A rich message built by its kind's builder.
+      'export const photo = () => client.v2.messages.send(messageV2.image({ channelNumberId: "cn_1", to: "5511999998888" },\n' +
+      '  { link: "https://cdn.example.com/parcel.png" }));\n' +
       "export { input };\n",
   );
   run(
