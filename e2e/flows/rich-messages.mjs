@@ -72,8 +72,15 @@ const spills = (page) =>
     }
     // The cell this suite's kinds change: the message's text (the other cells are the list's own).
     for (const td of document.querySelectorAll(".cards td.preview[data-label]")) {
-      const label = parseFloat(getComputedStyle(td).gridTemplateColumns.split(" ")[0] ?? "0");
-      const left = td.getBoundingClientRect().left + label;
+      // The label is the cell's ::before, laid out from the start of the cell's content box.
+      const cell = getComputedStyle(td);
+      const label = getComputedStyle(td, "::before");
+      const left =
+        td.getBoundingClientRect().left +
+        parseFloat(cell.borderLeftWidth) +
+        parseFloat(cell.paddingLeft) +
+        parseFloat(label.marginLeft || "0") +
+        parseFloat(label.width);
       const texts = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
       for (let t = texts.nextNode(); t; t = texts.nextNode()) {
         if (t.parentElement && unseen(t.parentElement)) continue;
