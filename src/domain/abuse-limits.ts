@@ -37,6 +37,11 @@ export const ABUSE_LIMITS = {
    * Copies once made are served from R2 under the read limit only.
    */
   mediaFetchThrough: { limit: 60, periodSeconds: 60 },
+  /**
+   * Uploads to the media store and deletions from it (API v2), per workspace: each upload stores up to
+   * 100 MB for 30 days, each deletion removes an R2 object and its row.
+   */
+  mediaChange: { limit: 60, periodSeconds: 60 },
   /** Adding and removing sandbox test contacts (API or dashboard), per workspace: each change is an audit entry. */
   testContactChange: { limit: 60, periodSeconds: 3600 },
   /** Inviting (or re-inviting), re-roling and removing members (dashboard or admin API), per workspace. */

@@ -5,6 +5,7 @@ import { purgeOldUsageDaily } from "./usage-daily-retention";
 import { purgeOldAudit } from "./audit-retention";
 import { syncDueTemplates } from "./template-sync";
 import { clearDisconnectedTokens } from "./sealed-token-retention";
+import { mediaRetention } from "./media-retention";
 
 export type { ScheduledJob };
 
@@ -15,6 +16,7 @@ export const SCHEDULED_JOBS: readonly ScheduledJob[] = [
   purgeOldAudit,
   syncDueTemplates,
   clearDisconnectedTokens,
+  mediaRetention,
 ];
 
 export interface JobOutcome {

@@ -36,12 +36,20 @@ const operations = (entries: Doc["paths"]) =>
   );
 
 describe("the v2 OpenAPI document", () => {
-  it("is served without a key, 3.1, on /api/v2, and has every v1 path plus the template operations and read marks", async () => {
+  it("is served without a key, 3.1, on /api/v2, and has every v1 path plus the template and media operations and read marks", async () => {
     const [v1, v2] = await Promise.all([docOf("v1"), docOf("v2")]);
     expect(v2.openapi).toBe("3.1.0");
     expect(v2.servers).toEqual([{ url: "/api/v2", description: "This deployment" }]);
     expect(Object.keys(v2.paths).sort()).toEqual(
-      [...Object.keys(v1.paths), "/templates", "/templates/{name}", "/messages/{id}/read"].sort(),
+      [
+        ...Object.keys(v1.paths),
+        "/templates",
+        "/templates/{name}",
+        "/messages/{id}/read",
+        "/media",
+        "/media/{id}",
+        "/media/{id}/content",
+      ].sort(),
     );
     expect(v2.paths["/messages"]!.post!.operationId).toBe("sendMessageV2");
     expect(v1.paths["/messages"]!.post!.operationId).toBe("sendMessage");

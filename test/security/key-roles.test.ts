@@ -47,6 +47,11 @@ const V2: Record<string, Role> = {
   "GET /templates": "viewer",
   "GET /templates/:name": "viewer",
   "POST /messages/:id/read": "developer",
+  "POST /media": "developer",
+  "GET /media": "viewer",
+  "GET /media/:id": "viewer",
+  "GET /media/:id/content": "viewer",
+  "DELETE /media/:id": "developer",
 };
 const TABLE: Record<string, Record<string, Role>> = { "/api/v1": V1, "/api/v2": V2 };
 

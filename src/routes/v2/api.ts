@@ -19,6 +19,7 @@ import { registerEventDocs } from "../event-docs";
 import { messageRoutesV2 } from "./messages";
 import { readMarkRoutes } from "./read-marks";
 import { templateRoutes } from "../../features/templates/routes";
+import { mediaRoutes } from "../../features/media/routes";
 
 const DOCUMENT_PATH = "/api/v2/openapi.json";
 
@@ -76,6 +77,7 @@ const DOCUMENT: Parameters<typeof publicApiV2.getOpenAPI31Document>[0] = {
     { name: "Webhooks", description: "Where we POST your events; delivery log, replay and test events." },
     { name: "Account", description: "The API key's workspace and the plan usage of the month." },
     { name: "Sandbox", description: "Sandbox-only helpers to exercise an integration end to end." },
+    { name: "Media", description: "Files uploaded once and sent by id: kept 30 days, streamed to the operator." },
   ],
 };
 
@@ -107,4 +109,5 @@ publicApiV2
   .route("/", messageArchiveRoutesV2)
   .route("/", sandboxRoutesV2)
   .route("/", sandboxTestContactRoutes)
-  .route("/", templateRoutes);
+  .route("/", templateRoutes)
+  .route("/", mediaRoutes);

@@ -1,0 +1,181 @@
+import { now } from "../../lib/clock";
+import { newUuidV7 } from "../../lib/job-id";
+import { toHex } from "../../lib/crypto";
+import { log, errorText } from "../../lib/log";
+import type { ErrorDetail } from "../../lib/errors";
+import { bucket, scopes } from "../../domain/abuse-limits";
+import { spend, type RateLimited } from "../../domain/limit-check";
+import { checkDeclaredType, checkMedia, HEAD_BYTES, overLimit } from "../../domain/media-rules";
+import { insertUploadedMedia } from "../../db/uploaded-media";
+import { UPLOADED_MEDIA_MS, uploadKey, type UploadedMedia } from "../../messages/uploaded-media";
+
+/** What an upload names itself: its type, its length, a file name; and the body, still unread. */
+export interface UploadRequest {
+  body: ReadableStream<Uint8Array> | null;
+  contentType: string | null;
+  contentLength: string | null;
+  filename: string | null;
+}
+
+export type UploadOutcome =
+  | { kind: "stored"; media: UploadedMedia }
+  /** Nothing was stored: `detail` names the rule. */
+  | { kind: "refused"; detail: ErrorDetail }
+  | RateLimited;
+
+/** A file name: what a document shows the recipient; no path, no control characters. */
+export const MAX_FILENAME_CHARS = 240;
+const FILENAME = /^[^\\/\p{Cc}]+$/u;
+
+const refused = (path: string, rule: string, message: string): UploadOutcome => ({
+  kind: "refused",
+  detail: { path, rule, message },
+});
+
+/** The body did not hold exactly its declared length: cut off at the first byte past it, or short. */
+class WrongLength extends Error {}
+
+/**
+ * Stores an uploaded file: its declared type and length checked against the operator's limits
+ * before a byte is read, its first bytes against its type before anything is stored, then its bytes
+ * streamed to R2 as they arrive (never held whole: a fixed-length stream into the put) while their
+ * SHA-256 is computed on the way (the runtime's DigestStream), and its row written once R2 holds
+ * them. A body longer or shorter than its Content-Length fails the put: nothing is kept.
+ */
+export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequest): Promise<UploadOutcome> {
+  const discard = async () => {
+    await req.body?.cancel().catch(() => undefined);
+  };
+  const byType = checkDeclaredType(req.contentType);
+  if (!byType.ok) {
+    await discard();
+    return { kind: "refused", detail: byType.detail };
+  }
+  if (req.contentLength === null || !/^\d{1,10}$/.test(req.contentLength)) {
+    await discard();
+    return refused(
+      "Content-Length",
+      "length_required",
+      "Send the file with its Content-Length (curl --data-binary @file does); a chunked upload is not accepted.",
+    );
+  }
+  const length = Number(req.contentLength);
+  if (length > byType.maxBytes) {
+    await discard();
+    return refused("body", "media_size", overLimit(byType.kind, length));
+  }
+  if (req.filename !== null && (req.filename.length > MAX_FILENAME_CHARS || !FILENAME.test(req.filename))) {
+    await discard();
+    return refused(
+      "filename",
+      "filename",
+      `filename is 1 to ${MAX_FILENAME_CHARS} characters, without / or \\ or control characters.`,
+    );
+  }
+  const spec = bucket("mediaChange");
+  const spent = await spend(
+    env,
+    scopes.workspace(workspaceId),
+    [spec],
+    `media uploads and deletions: ${spec.limit} per ${spec.periodSeconds} s per workspace`,
+  );
+  if (!spent.ok) {
+    await discard();
+    return spent;
+  }
+
+  const reader = (req.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() })).getReader();
+  const head: Uint8Array[] = [];
+  let headBytes = 0;
+  let ended = false;
+  while (headBytes < Math.min(HEAD_BYTES, length) && !ended) {
+    const { done, value } = await reader.read();
+    if (done) ended = true;
+    else {
+      head.push(value);
+      headBytes += value.byteLength;
+    }
+  }
+  const checked = checkMedia(req.contentType, length, concat(head, headBytes));
+  if (!checked.ok) {
+    await reader.cancel().catch(() => undefined);
+    return { kind: "refused", detail: checked.detail };
+  }
+
+  const id = newUuidV7(now());
+  const key = uploadKey(workspaceId, id);
+  const digest = new crypto.DigestStream("SHA-256");
+  const hashing = digest.getWriter();
+  // Read only once every byte passed; a failed upload leaves it rejected, unread.
+  const digested = digest.digest;
+  digested.catch(() => undefined);
+  const fixed = new FixedLengthStream(length);
+  const storing = fixed.writable.getWriter();
+  let seen = 0;
+  const pass = async (chunk: Uint8Array) => {
+    seen += chunk.byteLength;
+    if (seen > length) throw new WrongLength(`The body is longer than its Content-Length (${length} bytes).`);
+    await hashing.write(chunk);
+    await storing.write(chunk);
+  };
+  const pump = async () => {
+    for (const chunk of head) await pass(chunk);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      await pass(value);
+    }
+    if (seen < length) throw new WrongLength(`The body ended after ${seen} of its ${length} declared bytes.`);
+    await storing.close();
+    await hashing.close();
+  };
+  const stop = async (err: unknown) => {
+    await Promise.allSettled([reader.cancel(err), storing.abort(err), hashing.abort(err)]);
+  };
+  const putting = env.ARCHIVE.put(key, fixed.readable, { httpMetadata: { contentType: checked.contentType } });
+  // A put that fails stops reading: the pump must not wait on it.
+  putting.catch((err: unknown) => stop(err));
+  const pumped = pump().catch(async (err: unknown) => {
+    await stop(err);
+    throw err;
+  });
+  const [put, pumpedOut] = await Promise.allSettled([putting, pumped]);
+  if (pumpedOut.status === "rejected" || put.status === "rejected") {
+    const err = pumpedOut.status === "rejected" ? pumpedOut.reason : (put as PromiseRejectedResult).reason;
+    // Whatever the put left (an aborted put should leave nothing; the local simulator keeps what it
+    // read) is removed: a refused upload keeps no byte.
+    await env.ARCHIVE.delete(key).catch(() => undefined);
+    if (err instanceof WrongLength) return refused("body", "media_length", err.message);
+    throw err;
+  }
+
+  const media: UploadedMedia = {
+    id,
+    kind: checked.kind,
+    contentType: checked.contentType,
+    size: length,
+    sha256: toHex(await digested),
+    filename: req.filename,
+    createdAt: now(),
+    expiresAt: now() + UPLOADED_MEDIA_MS,
+  };
+  try {
+    await insertUploadedMedia(env.DB, workspaceId, media);
+  } catch (err) {
+    // Without its row the file is unreachable: its bytes go too.
+    log("error", "an uploaded file's row could not be written; its bytes are deleted", { detail: errorText(err) });
+    await env.ARCHIVE.delete(key).catch(() => undefined);
+    throw err;
+  }
+  return { kind: "stored", media };
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
