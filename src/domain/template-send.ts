@@ -9,6 +9,8 @@ import {
 } from "../messages/content";
 import type { SendRefusal } from "../messages/send";
 import { checkWebhookUrlSyntax } from "../lib/url-safety";
+import { UUID_PATTERN } from "../lib/job-id";
+import type { UploadedMedia } from "../messages/uploaded-media";
 
 // A template send: the request's `template` object, and how it is checked against the stored
 // template and turned into the operator's payload (pure: the route looks the template up).
@@ -48,6 +50,16 @@ const MediaLink = z
   })
   .openapi({ format: "uri", example: "https://cdn.example.com/parcel.png" });
 
+/** Our media store's file (POST /api/v2/media), which the number uploads to the operator when it sends. */
+const MediaRef = z
+  .strictObject({
+    mediaId: z
+      .string({ error: "header.mediaId must be a media id." })
+      .regex(UUID_PATTERN, { error: "header.mediaId must be the id POST /api/v2/media answered." })
+      .openapi({ format: "uuid", example: "0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f" }),
+  })
+  .openapi({ description: "A file of the workspace's media store, by its id (`POST /media`)." });
+
 export const TemplateParameters = z
   .strictObject({
     body: z
@@ -60,11 +72,12 @@ export const TemplateParameters = z
       .optional()
       .openapi({ example: ["Ana", "#1042", "Friday"] }),
     header: z
-      .union([Value, z.strictObject({ link: MediaLink })])
+      .union([Value, z.strictObject({ link: MediaLink }), MediaRef])
       .optional()
       .openapi({
         description:
-          "A `TEXT` header's placeholder (a string), or the media of an `IMAGE`, `VIDEO` or `DOCUMENT` header.",
+          "A `TEXT` header's placeholder (a string), or the media of an `IMAGE`, `VIDEO` or `DOCUMENT` header: a public " +
+          "https `link`, or the `mediaId` of a file uploaded to the media store.",
       }),
     buttons: z
       .array(
@@ -116,8 +129,15 @@ type TextParam = { type: "text"; text: string; parameter_name?: string };
 /**
  * Checks a request's parameters against the template (every placeholder given once, no other,
  * each within the operator's limit) and builds the operator's payload and the rendered text.
+ * `headerMedia`: the stored file a media header names by `mediaId` (looked up by the caller; null
+ * when the workspace has no such file, or it expired). The payload names it by our id, which the
+ * number replaces with the operator's when it sends (operator's media-upload.ts).
  */
-export function prepareTemplate(t: StoredTemplate, request: TemplateContent): PreparedTemplate {
+export function prepareTemplate(
+  t: StoredTemplate,
+  request: TemplateContent,
+  headerMedia: UploadedMedia | null = null,
+): PreparedTemplate {
   const details: ErrorDetail[] = [];
   const bad = (path: string, rule: string, message: string) => details.push({ path, rule, message });
   const p = request.parameters ?? {};
@@ -210,9 +230,26 @@ export function prepareTemplate(t: StoredTemplate, request: TemplateContent): Pr
       bad(
         "template.parameters.header",
         p.header === undefined ? "missing" : "type",
-        `The template's header is a ${kind}: give {"link": "https://…"}.`,
+        `The template's header is a ${kind}: give {"link": "https://…"} or {"mediaId": "…"}.`,
       );
-    else components.push({ type: "header", parameters: [{ type: kind, [kind]: { link: p.header.link } }] });
+    else if ("link" in p.header)
+      components.push({ type: "header", parameters: [{ type: kind, [kind]: { link: p.header.link } }] });
+    else if (!headerMedia || headerMedia.id !== p.header.mediaId.toLowerCase())
+      bad(
+        "template.parameters.header.mediaId",
+        "unknown_media",
+        "No file with this id in the workspace's media store (deleted, expired, or never uploaded): upload it with POST /media.",
+      );
+    else if (headerMedia.kind !== kind)
+      bad(
+        "template.parameters.header.mediaId",
+        "media_kind",
+        `The template's header is a ${kind}; this file is a ${headerMedia.kind} (${headerMedia.contentType}).`,
+      );
+    else {
+      const filename = kind === "document" && headerMedia.filename ? { filename: headerMedia.filename } : {};
+      components.push({ type: "header", parameters: [{ type: kind, [kind]: { id: headerMedia.id, ...filename } }] });
+    }
   }
 
   if (bodyValues.size > 0)
@@ -306,6 +343,7 @@ export function templateSendContent(
   candidates: readonly StoredTemplate[],
   request: TemplateContent,
   hasAccount: boolean,
+  headerMedia: UploadedMedia | null = null,
 ): OutboundContent | SendRefusal {
   const refuse = (code: ErrorCode, message: string, details: ErrorDetail[]): SendRefusal => ({
     refused: { code, message, details },
@@ -347,7 +385,7 @@ export function templateSendContent(
       `Template "${t.name}" (${t.language}) is ${t.status}; only APPROVED templates can be sent.`,
       [{ path: "template.name", rule: "not_approved", message: `Its status is ${t.status}.` }],
     );
-  const prepared = prepareTemplate(t, request);
+  const prepared = prepareTemplate(t, request, headerMedia);
   if (!prepared.ok)
     return refuse(
       "template_parameters_invalid",

@@ -32,5 +32,6 @@ export async function adapterFor(
     messagingProduct,
     timeoutMs,
     stampCalls,
+    media: { env, workspaceId: row.workspace_id, channelNumberId: row.id },
   });
 }

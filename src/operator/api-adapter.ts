@@ -3,6 +3,7 @@ import type { OutboundText, ReadMark, ReadMarkResult, SendResult, OperatorAdapte
 import { now } from "../lib/clock";
 import { classifyOperatorError, readMarkError } from "./error-codes";
 import { isPhoneNumber } from "../messages/recipient";
+import { withOperatorMedia, type MediaStoreAccess } from "./media-upload";
 
 export interface OperatorApiConfig {
   baseUrl: string;
@@ -13,6 +14,8 @@ export interface OperatorApiConfig {
   timeoutMs: number;
   /** Adds CALL_STARTED_AT_HEADER to each call (local soak runs: their fake operator measures the pace as started). */
   stampCalls?: boolean;
+  /** The number's media store: files a message names by our id are given to the operator first (media-upload.ts). */
+  media?: MediaStoreAccess;
 }
 
 /** The time (ms since the epoch) at which the number object started the call. */
@@ -47,7 +50,15 @@ export class OperatorApiAdapter implements OperatorAdapter {
   constructor(private readonly config: OperatorApiConfig) {}
 
   async send(message: OutboundText): Promise<SendResult> {
-    const { baseUrl, version, phoneNumberId, accessToken, messagingProduct, timeoutMs, stampCalls } = this.config;
+    const { baseUrl, version, phoneNumberId, accessToken, messagingProduct, timeoutMs, stampCalls, media } =
+      this.config;
+    let content = message.payload;
+    if (media) {
+      // Before the message's call: a file that cannot be given fails or retries it with nothing sent.
+      const given = await withOperatorMedia(media, this.config, message.type, content);
+      if (!given.ok) return given.result;
+      content = given.value;
+    }
     let res: Response;
     try {
       res = await fetch(`${baseUrl.replace(/\/+$/, "")}/${version}/${phoneNumberId}/messages`, {
@@ -64,7 +75,7 @@ export class OperatorApiAdapter implements OperatorAdapter {
           // A user known only by a business-scoped user id is the operator's `recipient` (with `to` it would lose).
           ...(isPhoneNumber(message.to) ? { to: `+${message.to}` } : { recipient: message.to }),
           type: message.type,
-          [message.type]: message.payload,
+          [message.type]: content,
           biz_opaque_callback_data: message.jobId,
         }),
         signal: AbortSignal.timeout(timeoutMs),

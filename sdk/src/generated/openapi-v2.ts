@@ -1381,13 +1381,19 @@ export interface components {
             body?: string[] | {
                 [key: string]: string;
             };
-            /** @description A `TEXT` header's placeholder (a string), or the media of an `IMAGE`, `VIDEO` or `DOCUMENT` header. */
+            /** @description A `TEXT` header's placeholder (a string), or the media of an `IMAGE`, `VIDEO` or `DOCUMENT` header: a public https `link`, or the `mediaId` of a file uploaded to the media store. */
             header?: string | {
                 /**
                  * Format: uri
                  * @example https://cdn.example.com/parcel.png
                  */
                 link: string;
+            } | {
+                /**
+                 * Format: uuid
+                 * @example 0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f
+                 */
+                mediaId: string;
             };
             buttons?: {
                 /** @description The button's position in the template (0-based). */

@@ -8,7 +8,10 @@ import { templatesForSend } from "../../features/templates/number-templates";
 import { richSendContent } from "../../features/messages/rich-send";
 import { listQueryRules, MessageListQueryFields, toFilterV2 } from "../../messages/list";
 import { MESSAGE_STATUSES_V2 } from "../../messages/status";
-import { findByUuid } from "../../lib/job-id";
+import { findByUuid, storedUuid } from "../../lib/job-id";
+import { now } from "../../lib/clock";
+import { findUploadedMedia } from "../../db/uploaded-media";
+import type { UploadedMedia } from "../../messages/uploaded-media";
 import { jsonBody } from "../../middleware/json-body";
 import type { SendContent } from "../../messages/send";
 import { admitSend, sendResponses, sendValidationHook } from "../messages";
@@ -160,7 +163,25 @@ async function contentOf(env: Env, workspaceId: string, request: SendMessageRequ
         details: [],
       },
     };
-  return templateSendContent(found.templates, template, found.hasAccount);
+  return templateSendContent(
+    found.templates,
+    template,
+    found.hasAccount,
+    await headerMediaOf(env, workspaceId, template),
+  );
+}
+
+/** The stored file a template's media header names by `mediaId`, while it is kept (null otherwise, or none named). */
+async function headerMediaOf(
+  env: Env,
+  workspaceId: string,
+  template: NonNullable<SendMessageRequestV2["template"]>,
+): Promise<UploadedMedia | null> {
+  const header = template.parameters?.header;
+  const id = typeof header === "object" && "mediaId" in header ? storedUuid(header.mediaId) : null;
+  if (id === null) return null;
+  const media = await findUploadedMedia(env.DB, workspaceId, id);
+  return media && media.expiresAt > now() ? media : null;
 }
 
 export const messageRoutesV2 = newRouter()

@@ -1,0 +1,246 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fakeClockPerTest } from "../helpers/clock";
+import { api, expectError, json } from "../helpers/http";
+import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
+import {
+  accepted,
+  liveConnectBody,
+  fakeOperatorAccount,
+  operatorCallOf,
+  operatorError,
+  type OperatorCall,
+} from "../helpers/operator";
+import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/operator-templates";
+import { answerAtEdge } from "../helpers/edge";
+import { channelNumberStub } from "../../src/durable-objects/stubs";
+import { RETRY_POLICY } from "../../src/durable-objects/channel-number/delivery-policy";
+
+// Our media store's files reach the operator by its media upload endpoint: a template's media
+// header named by our id is uploaded once per file and number (multipart, streamed from R2), and
+// the message carries the operator's id. A retried send, and a second send of the same file,
+// upload nothing again. Files that cannot be sent are refused before anything is queued, or fail
+// the message with nothing sent. The operator is faked at the network edge.
+
+const clock = fakeClockPerTest(Date.UTC(2045, 0, 1), (t) => t + 40 * 24 * 3_600_000);
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const NOBODY = "5511944443333";
+const drain = (numberId: string) => runDurableObjectAlarm(channelNumberStub(env, numberId));
+const JPEG = (() => {
+  const bytes = new Uint8Array(3000);
+  bytes.set([0xff, 0xd8, 0xff, 0xe0]);
+  for (let i = 4; i < bytes.length; i++) bytes[i] = (i * 13) & 0xff;
+  return bytes;
+})();
+const PDF = new TextEncoder().encode("%PDF-1.7\n% a document\n");
+
+const TEMPLATES = [
+  positionalTemplate("order_update", {
+    components: [
+      { type: "HEADER", format: "IMAGE", example: { header_handle: ["https://example.com/h.png"] } },
+      { type: "BODY", text: "Hi {{1}}, your order {{2}} has shipped." },
+    ],
+  }),
+];
+
+/** A workspace with a live number whose account lists `order_update` (an image header). */
+async function liveTenant() {
+  const workspaceId = await createWorkspace({ plan: "pro" });
+  const { key } = await createKey(workspaceId);
+  const account = fakeOperatorAccount();
+  const listed = fakeTemplates(account, TEMPLATES);
+  const res = await api("/channel-numbers", key, { method: "POST", json: { upstream: liveConnectBody(account) } });
+  expect(res.status, await res.clone().text()).toBe(201);
+  listed.restore();
+  account.restore();
+  return { workspaceId, key, account, numberId: (await json<{ id: string }>(res)).id };
+}
+
+async function uploadFile(key: string, bytes: Uint8Array, type: string): Promise<string> {
+  const res = await apiV2("/media", key, {
+    method: "POST",
+    headers: { "Content-Type": type, "Content-Length": String(bytes.byteLength) },
+    body: bytes,
+  });
+  expect(res.status, await res.clone().text()).toBe(201);
+  return (await json<{ id: string }>(res)).id;
+}
+
+const orderUpdate = (channelNumberId: string, header: unknown) => ({
+  channelNumberId,
+  to: NOBODY,
+  type: "template",
+  template: { name: "order_update", language: "en_US", parameters: { header, body: ["Ana", "#1042"] } },
+});
+
+interface Upload {
+  auth: string | null;
+  /** Whether the request's body was a stream (not a buffer made first). */
+  streamed: boolean;
+  fields: Record<string, string>;
+  file: Uint8Array;
+  fileType: string;
+}
+
+/**
+ * The operator's Cloud API at the edge: media uploads (recorded, answered `uploadReply`) and message
+ * calls (recorded, answered `messageReply`). Anything else fails the test.
+ */
+function fakeOperator(
+  messageReply: (call: OperatorCall, index: number) => Response,
+  uploadReply: (index: number) => Response = (i) => Response.json({ id: `90000000000${i}` }),
+) {
+  const uploads: Upload[] = [];
+  const messages: OperatorCall[] = [];
+  answerAtEdge(async (input, init) => {
+    const req = new Request(input, init);
+    if (req.method === "POST" && req.url.endsWith("/media")) {
+      const streamed = init?.body instanceof ReadableStream;
+      const form = await req.formData();
+      const file = form.get("file") as unknown as File;
+      uploads.push({
+        auth: req.headers.get("authorization"),
+        streamed,
+        fields: { messaging_product: String(form.get("messaging_product")), type: String(form.get("type")) },
+        file: new Uint8Array(await file.arrayBuffer()),
+        fileType: file.type,
+      });
+      return uploadReply(uploads.length - 1);
+    }
+    if (req.method === "POST" && req.url.endsWith("/messages")) {
+      const call = await operatorCallOf(req);
+      messages.push(call);
+      return messageReply(call, messages.length - 1);
+    }
+    throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
+  });
+  return { uploads, messages };
+}
+
+const headerOf = (call: OperatorCall) => call.body.template?.components.find((c) => c.type === "header");
+
+describe("a template's media header by our media id", () => {
+  it("is uploaded to the operator once, streamed, and a retried send reuses the operator's id", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    const operator = fakeOperator((call, i) =>
+      i === 0
+        ? operatorError(503, 131016, "Service unavailable")
+        : accepted(`wamid.${call.body.biz_opaque_callback_data}`),
+    );
+    const res = await sendV2(t.key, orderUpdate(t.numberId, { mediaId }));
+    expect(res.status, await res.clone().text()).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(res);
+
+    await drain(t.numberId);
+    expect(operator.uploads).toHaveLength(1);
+    const [upload] = operator.uploads;
+    expect(upload!.auth).toBe(`Bearer ${t.account.token}`);
+    expect(upload!.fields).toEqual({ messaging_product: "whatsapp", type: "image/jpeg" });
+    expect(upload!.fileType).toBe("image/jpeg");
+    expect(upload!.file).toEqual(JPEG);
+    // Streamed from R2 as the request goes out, never read into one buffer first.
+    expect(upload!.streamed).toBe(true);
+    expect(operator.messages).toHaveLength(1);
+    expect(headerOf(operator.messages[0]!)).toEqual({
+      type: "header",
+      parameters: [{ type: "image", image: { id: "900000000000" } }],
+    });
+
+    // The operator said "not processed": the message is tried again, with the same file's id.
+    clock.advance(RETRY_POLICY.delaysMs[0]! + 1_000);
+    await drain(t.numberId);
+    expect(operator.messages).toHaveLength(2);
+    expect(headerOf(operator.messages[1]!)).toEqual(headerOf(operator.messages[0]!));
+    expect(operator.uploads).toHaveLength(1);
+    await vi.waitFor(
+      async () => expect(await json(await apiV2(`/messages/${jobId}`, t.key))).toMatchObject({ status: "sent" }),
+      { timeout: 10_000, interval: 50 },
+    );
+
+    // The same file in another message: the operator still holds it.
+    const again = await sendV2(t.key, orderUpdate(t.numberId, { mediaId }));
+    expect(again.status).toBe(201);
+    clock.advance(2_000);
+    await drain(t.numberId);
+    expect(operator.messages).toHaveLength(3);
+    expect(headerOf(operator.messages[2]!)).toEqual(headerOf(operator.messages[0]!));
+    expect(operator.uploads).toHaveLength(1);
+  });
+
+  it("a failed upload sends no message and is tried again with the send", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    const operator = fakeOperator(
+      (call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`),
+      (i) => (i === 0 ? operatorError(500, 131016, "Service unavailable") : Response.json({ id: "900000000042" })),
+    );
+    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
+    await drain(t.numberId);
+    expect(operator.uploads).toHaveLength(1);
+    expect(operator.messages).toHaveLength(0);
+    clock.advance(RETRY_POLICY.delaysMs[0]! + 1_000);
+    await drain(t.numberId);
+    expect(operator.uploads).toHaveLength(2);
+    expect(operator.messages).toHaveLength(1);
+    expect(headerOf(operator.messages[0]!)).toEqual({
+      type: "header",
+      parameters: [{ type: "image", image: { id: "900000000042" } }],
+    });
+  });
+
+  it("a file deleted after the send was accepted fails the message with media_unavailable, nothing sent", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    const operator = fakeOperator((call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`));
+    const res = await sendV2(t.key, orderUpdate(t.numberId, { mediaId }));
+    const { jobId } = await json<{ jobId: string }>(res);
+    expect((await apiV2(`/media/${mediaId}`, t.key, { method: "DELETE" })).status).toBe(204);
+    await drain(t.numberId);
+    await vi.waitFor(
+      async () =>
+        expect(await json(await apiV2(`/messages/${jobId}`, t.key))).toMatchObject({
+          status: "failed",
+          error: { code: "media_unavailable", retriable: false },
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(operator.uploads).toHaveLength(0);
+    expect(operator.messages).toHaveLength(0);
+  });
+
+  it.each([
+    ["an unknown id", async () => crypto.randomUUID(), "unknown_media"],
+    [
+      "another workspace's file",
+      async () => uploadFile((await createTenant()).key, JPEG, "image/jpeg"),
+      "unknown_media",
+    ],
+    ["a document for an image header", async (key: string) => uploadFile(key, PDF, "application/pdf"), "media_kind"],
+  ])("refuses %s before anything is queued, naming the rule", async (_, mediaIdOf, rule) => {
+    const t = await liveTenant();
+    const mediaId = await mediaIdOf(t.key);
+    const operator = fakeOperator(() => accepted("wamid.never"));
+    const res = await sendV2(t.key, orderUpdate(t.numberId, { mediaId }));
+    const body = await expectError(res, 400, "template_parameters_invalid");
+    expect(body.error.details).toEqual([
+      { path: "template.parameters.header.mediaId", rule, message: expect.any(String) },
+    ]);
+    await drain(t.numberId);
+    expect(operator.uploads).toHaveLength(0);
+    expect(operator.messages).toHaveLength(0);
+  });
+
+  it("refuses an expired file before anything is queued", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    clock.advance(30 * 24 * 3_600_000);
+    const res = await sendV2(t.key, orderUpdate(t.numberId, { mediaId }));
+    const body = await expectError(res, 400, "template_parameters_invalid");
+    expect(body.error.details?.[0]?.rule).toBe("unknown_media");
+  });
+});
