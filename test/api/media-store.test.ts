@@ -113,7 +113,10 @@ describe("POST /api/v2/media", () => {
     const clock = fakeClock(Date.parse("2026-11-27T09:00:00.000Z"));
     const t = await createTenant();
     const bytes = jpeg(4096);
-    const media = await uploaded(await upload(t.key, bytes, "image/jpeg", { filename: "parcel.jpg" }));
+    const res = await upload(t.key, bytes, "image/jpeg", { filename: "parcel.jpg" });
+    // The workspace's media budget, as every limited write shows its own.
+    expect(res.headers.get("RateLimit-Limit")).toBe("60");
+    const media = await uploaded(res);
     expect(media).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       kind: "image",

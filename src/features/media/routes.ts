@@ -240,6 +240,7 @@ export const mediaRoutes = router
     throwIfLimited(outcome);
     if (outcome.kind === "refused")
       throw new ApiError("invalid_request", outcome.detail.message, { details: [outcome.detail] });
+    limitHeaders(c, outcome.limit);
     return c.json(mediaViewOf(outcome.media), 201);
   })
   .get("/media/:id/content", async (c) => {

@@ -1,6 +1,7 @@
 import { now } from "../../lib/clock";
 import { newUuidV7 } from "../../lib/job-id";
 import { toHex } from "../../lib/crypto";
+import type { ThrottleDecision } from "../../lib/throttle-client";
 import { log, errorText } from "../../lib/log";
 import type { ErrorDetail } from "../../lib/errors";
 import { bucket, scopes } from "../../domain/abuse-limits";
@@ -18,7 +19,7 @@ export interface UploadRequest {
 }
 
 export type UploadOutcome =
-  | { kind: "stored"; media: UploadedMedia }
+  | { kind: "stored"; media: UploadedMedia; limit: ThrottleDecision }
   /** Nothing was stored: `detail` names the rule. */
   | { kind: "refused"; detail: ErrorDetail }
   | RateLimited;
@@ -167,7 +168,7 @@ export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequ
     await env.ARCHIVE.delete(key).catch(() => undefined);
     throw err;
   }
-  return { kind: "stored", media };
+  return { kind: "stored", media, limit: spent.decision };
 }
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {
