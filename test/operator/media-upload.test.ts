@@ -235,12 +235,16 @@ describe("a template's media header by our media id", () => {
     expect(operator.messages).toHaveLength(0);
   });
 
-  it("refuses an expired file before anything is queued", async () => {
+  it("refuses an expired file before anything is queued, leaving its Idempotency-Key free", async () => {
     const t = await liveTenant();
     const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
     clock.advance(30 * 24 * 3_600_000);
-    const res = await sendV2(t.key, orderUpdate(t.numberId, { mediaId }));
+    const key = crypto.randomUUID();
+    const res = await sendV2(t.key, orderUpdate(t.numberId, { mediaId }), key);
     const body = await expectError(res, 400, "template_parameters_invalid");
     expect(body.error.details?.[0]?.rule).toBe("unknown_media");
+    // Nothing was recorded: the Idempotency-Key is still free for the corrected send.
+    const fresh = await uploadFile(t.key, JPEG, "image/jpeg");
+    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId: fresh }), key)).status).toBe(201);
   });
 });
