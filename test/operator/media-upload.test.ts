@@ -12,6 +12,7 @@ import {
   operatorError,
   type OperatorCall,
 } from "../helpers/operator";
+import { send, textMessage } from "../helpers/send";
 import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/operator-templates";
 import { answerAtEdge } from "../helpers/edge";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
@@ -92,7 +93,7 @@ interface Upload {
  */
 function fakeOperator(
   messageReply: (call: OperatorCall, index: number) => Response,
-  uploadReply: (index: number) => Response = (i) => Response.json({ id: `90000000000${i}` }),
+  uploadReply: (index: number) => Response | Promise<Response> = (i) => Response.json({ id: `90000000000${i}` }),
 ) {
   const uploads: Upload[] = [];
   const messages: OperatorCall[] = [];
@@ -109,7 +110,7 @@ function fakeOperator(
         file: new Uint8Array(await file.arrayBuffer()),
         fileType: file.type,
       });
-      return uploadReply(uploads.length - 1);
+      return await uploadReply(uploads.length - 1);
     }
     if (req.method === "POST" && req.url.endsWith("/messages")) {
       const call = await operatorCallOf(req);
@@ -169,6 +170,43 @@ describe("a template's media header by our media id", () => {
     await drain(t.numberId);
     expect(operator.messages).toHaveLength(3);
     expect(headerOf(operator.messages[2]!)).toEqual(headerOf(operator.messages[0]!));
+    expect(operator.uploads).toHaveLength(1);
+  });
+
+  it("an upload still under way holds no other recipient's message of the number", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    const seen: string[] = [];
+    let textArrived: () => void = () => undefined;
+    const textCalled = new Promise<void>((resolve) => (textArrived = resolve));
+    const operator = fakeOperator(
+      (call) => {
+        seen.push(`${call.body.type} call`);
+        if (call.body.type === "text") textArrived();
+        return accepted(`wamid.${call.body.biz_opaque_callback_data}`);
+      },
+      async () => {
+        seen.push("upload started");
+        // The operator answers the upload only once the other recipient's message reached it (or,
+        // if that message waited behind the upload, after 5 s: then the order below fails).
+        await Promise.race([textCalled, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+        seen.push("upload answered");
+        return Response.json({ id: "900000000077" });
+      },
+    );
+    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
+    const first = drain(t.numberId);
+    await vi.waitFor(() => expect(seen).toContain("upload started"), { timeout: 5_000, interval: 20 });
+    clock.advance(1_000);
+    const other = await send(
+      t.key,
+      crypto.randomUUID(),
+      textMessage(t.numberId, "Your table is ready", "5511933332222"),
+    );
+    expect(other.status).toBe(201);
+    await drain(t.numberId);
+    await first;
+    expect(seen).toEqual(["upload started", "text call", "upload answered", "template call"]);
     expect(operator.uploads).toHaveLength(1);
   });
 
