@@ -41,16 +41,29 @@ function Row({ label, children }: { label: string; children: unknown }) {
   );
 }
 
-type MediaFields = { link: string; caption?: string | undefined; filename?: string | undefined };
+type MediaFields = {
+  link?: string | undefined;
+  mediaId?: string | undefined;
+  caption?: string | undefined;
+  filename?: string | undefined;
+};
 
 function MediaFacts({ type, media }: { type: string; media: MediaFields }) {
   return (
     <dl class="facts kind-facts" aria-label={`The ${type} sent`}>
       <Row label="Media">{type}</Row>
-      <Row label="Link">
-        <SafeLink href={media.link} />{" "}
-        <span class="hint">(fetched by the operator when it sends; this page never loads it)</span>
-      </Row>
+      {media.link !== undefined ? (
+        <Row label="Link">
+          <SafeLink href={media.link} />{" "}
+          <span class="hint">(fetched by the operator when it sends; this page never loads it)</span>
+        </Row>
+      ) : null}
+      {media.mediaId !== undefined ? (
+        <Row label="Stored file">
+          <code>{media.mediaId}</code>{" "}
+          <span class="hint">(from the media store, uploaded to the operator when it sends)</span>
+        </Row>
+      ) : null}
       {media.filename !== undefined ? <Row label="File name">{media.filename}</Row> : null}
       {media.caption !== undefined ? <Row label="Caption">{media.caption}</Row> : null}
     </dl>

@@ -1,4 +1,5 @@
-import type { MediaKind, UploadedMedia } from "../messages/uploaded-media";
+import type { UploadedMedia } from "../messages/uploaded-media";
+import type { MediaKind } from "../messages/kinds/media";
 
 // The media store's D1 rows (migrations/0033): a file's facts, and the operator's id of it per number.
 

@@ -1,5 +1,5 @@
 import type { ErrorDetail } from "../lib/errors";
-import type { MediaKind } from "../messages/uploaded-media";
+import type { MediaKind } from "../messages/kinds/media";
 
 // What the media store accepts, by the operator's published limits (WhatsApp Cloud API, "Supported
 // media types"): each type's kind and largest size, and the first bytes a file of that type starts
@@ -13,7 +13,7 @@ const MB = 1024 * 1024;
  * 16 MB; audio AAC, AMR, MP3, M4A, OGG (Opus only) up to 16 MB; documents (text, PDF, Word, Excel,
  * PowerPoint) up to 100 MB; stickers WebP, 100 KB static and 500 KB animated.
  */
-export const MEDIA_LIMITS = {
+export const MEDIA_SIZE_LIMITS = {
   image: 5 * MB,
   video: 16 * MB,
   audio: 16 * MB,
@@ -23,7 +23,7 @@ export const MEDIA_LIMITS = {
 } as const;
 
 /** The largest file any type allows: a declared length over it is refused before a byte is read. */
-export const MAX_MEDIA_BYTES = MEDIA_LIMITS.document;
+export const MAX_MEDIA_BYTES = MEDIA_SIZE_LIMITS.document;
 
 type Signature = (head: Uint8Array) => boolean;
 
@@ -135,7 +135,7 @@ export function checkDeclaredType(declared: string | null | undefined): TypeChec
         : `${type} is not a media type the operator accepts: ${ACCEPTED_MEDIA_TYPES.join(", ")}.`,
     );
   // A sticker's limit depends on whether it is animated: the larger one until its head is read.
-  const maxBytes = accepted.kind === "sticker" ? MEDIA_LIMITS.animatedSticker : MEDIA_LIMITS[accepted.kind];
+  const maxBytes = accepted.kind === "sticker" ? MEDIA_SIZE_LIMITS.animatedSticker : MEDIA_SIZE_LIMITS[accepted.kind];
   return { ok: true, kind: accepted.kind, contentType: type, maxBytes };
 }
 
@@ -148,7 +148,7 @@ const limitWords = (kind: MediaKind, animated: boolean | null): string => {
         ? "an animated sticker (WebP) may be at most 500 KB"
         : "a static sticker (WebP) may be at most 100 KB";
   const what = kind === "image" ? "an image" : kind === "audio" ? "audio" : `a ${kind}`;
-  return `${what} may be at most ${MEDIA_LIMITS[kind] / MB} MB`;
+  return `${what} may be at most ${MEDIA_SIZE_LIMITS[kind] / MB} MB`;
 };
 
 /** A file of `length` bytes over its kind's limit, in words (before its head is read). */
@@ -175,8 +175,8 @@ export function checkMedia(declared: string | null | undefined, length: number, 
   const maxBytes =
     accepted.kind === "sticker"
       ? animated
-        ? MEDIA_LIMITS.animatedSticker
-        : MEDIA_LIMITS.staticSticker
+        ? MEDIA_SIZE_LIMITS.animatedSticker
+        : MEDIA_SIZE_LIMITS.staticSticker
       : byType.maxBytes;
   if (length > maxBytes)
     return refuse(

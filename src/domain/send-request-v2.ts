@@ -75,7 +75,8 @@ const isMedia = (type: string): type is MediaKind => (MEDIA_KINDS as readonly st
 
 /**
  * What a v2 send records when nothing needs looking up; null for a template (checked against the
- * number's templates first) and a reaction (its message's operator id is looked up first).
+ * number's templates first), a reaction (its message's operator id is looked up first) and a media
+ * send by `mediaId` (its stored file is looked up first).
  */
 export function ownContentOf(request: SendMessageRequestV2): OutboundContent | null {
   // The schema guarantees the object named by `type`.
@@ -84,7 +85,7 @@ export function ownContentOf(request: SendMessageRequestV2): OutboundContent | n
   if (isMedia(type)) {
     const media = request[type];
     if (!media) throw new Error(`a validated ${type} send has its ${type}`);
-    return mediaContent(type, media);
+    return media.mediaId === undefined ? mediaContent(type, media) : null;
   }
   if (type === "interactive" && request.interactive) return interactiveContent(request.interactive);
   if (type === "location" && request.location) return locationContent(request.location);

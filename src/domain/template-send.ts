@@ -9,7 +9,7 @@ import {
 } from "../messages/content";
 import type { SendRefusal } from "../messages/send";
 import { checkWebhookUrlSyntax } from "../lib/url-safety";
-import { UUID_PATTERN } from "../lib/job-id";
+import { MEDIA_ID_PATTERN } from "../messages/kinds/media";
 import type { UploadedMedia } from "../messages/uploaded-media";
 
 // A template send: the request's `template` object, and how it is checked against the stored
@@ -55,7 +55,7 @@ const MediaRef = z
   .strictObject({
     mediaId: z
       .string({ error: "header.mediaId must be a media id." })
-      .regex(UUID_PATTERN, { error: "header.mediaId must be the id POST /api/v2/media answered." })
+      .regex(MEDIA_ID_PATTERN, { error: "header.mediaId must be the id POST /media answered." })
       .openapi({ format: "uuid", example: "0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f" }),
   })
   .openapi({ description: "A file of the workspace's media store, by its id (`POST /media`)." });

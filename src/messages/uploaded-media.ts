@@ -1,13 +1,10 @@
 import { z } from "@hono/zod-openapi";
 import { DAY_MS } from "../lib/job-id";
+import { MEDIA_KINDS, type MediaKind } from "./kinds/media";
 
 // The media store's vocabulary: what a file a workspace uploaded is (`POST /api/v2/media`), how
 // long it is kept and where its bytes live in R2. The store's routes (features/media/) and the
 // operator's delivery of a file (its media upload) both read it.
-
-/** The kinds of file a message can carry, as the operator names its media objects. */
-export const MEDIA_KINDS = ["image", "video", "audio", "document", "sticker"] as const;
-export type MediaKind = (typeof MEDIA_KINDS)[number];
 
 /**
  * How long an uploaded file is kept: 30 days, as the operator keeps a file uploaded to it ("persist

@@ -6,7 +6,7 @@ import { fakeClock } from "../helpers/clock";
 import { admin, expectError, json } from "../helpers/http";
 import { createTenant } from "../helpers/fixtures";
 import { apiV2 } from "../helpers/operator-templates";
-import { MEDIA_LIMITS } from "../../src/domain/media-rules";
+import { MEDIA_SIZE_LIMITS } from "../../src/domain/media-rules";
 import { ABUSE_LIMITS, bucket, scopes } from "../../src/domain/abuse-limits";
 import { takeToken } from "../../src/lib/throttle-client";
 import { runScheduledJobs } from "../../src/scheduled/jobs";
@@ -145,7 +145,7 @@ describe("POST /api/v2/media", () => {
 
   it("streams a 16 MB video to R2 from a body it never holds whole, and hashes it on the way", async () => {
     const t = await createTenant();
-    const size = MEDIA_LIMITS.video;
+    const size = MEDIA_SIZE_LIMITS.video;
     const body = await generated(size, [0, 0, 0, 0x18, ...[..."ftypmp42"].map((c) => c.charCodeAt(0))]);
     const media = await uploaded(await upload(t.key, body.stream, "video/mp4", { length: size }));
     expect(media).toMatchObject({ kind: "video", size, sha256: body.sha256 });
@@ -171,13 +171,13 @@ describe("POST /api/v2/media", () => {
       "media_signature",
     ],
     ["an empty file", () => new Uint8Array(0), "image/png", "media_empty"],
-    ["an image over 5 MB", () => jpeg(MEDIA_LIMITS.image + 1), "image/jpeg", "media_size"],
+    ["an image over 5 MB", () => jpeg(MEDIA_SIZE_LIMITS.image + 1), "image/jpeg", "media_size"],
     [
       "a static sticker over 100 KB",
       () =>
         file(
           [..."RIFF\0\0\0\0WEBPVP8 "].map((c) => c.charCodeAt(0)),
-          MEDIA_LIMITS.staticSticker + 1,
+          MEDIA_SIZE_LIMITS.staticSticker + 1,
         ),
       "image/webp",
       "media_size",
@@ -194,7 +194,7 @@ describe("POST /api/v2/media", () => {
     const t = await createTenant();
     // VP8X with the animation flag (bit 1 of byte 20).
     const head = [..."RIFF\0\0\0\0WEBPVP8X"].map((c) => c.charCodeAt(0)).concat([10, 0, 0, 0, 0x02]);
-    const media = await uploaded(await upload(t.key, file(head, MEDIA_LIMITS.staticSticker + 1), "image/webp"));
+    const media = await uploaded(await upload(t.key, file(head, MEDIA_SIZE_LIMITS.staticSticker + 1), "image/webp"));
     expect(media.kind).toBe("sticker");
   });
 

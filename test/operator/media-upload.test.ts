@@ -13,6 +13,7 @@ import {
   type OperatorCall,
 } from "../helpers/operator";
 import { send, textMessage } from "../helpers/send";
+import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/operator-templates";
 import { answerAtEdge } from "../helpers/edge";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
@@ -284,5 +285,107 @@ describe("a template's media header by our media id", () => {
     // Nothing was recorded: the Idempotency-Key is still free for the corrected send.
     const fresh = await uploadFile(t.key, JPEG, "image/jpeg");
     expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId: fresh }), key)).status).toBe(201);
+  });
+});
+
+/** `USER` writes to the number: its 24-hour window opens, as a media message needs. */
+const USER = "5511912345678";
+async function userWrites(t: Awaited<ReturnType<typeof liveTenant>>): Promise<void> {
+  const wamid = `wamid.IN${crypto.randomUUID().slice(0, 8)}`;
+  const payload = inboundPayload(
+    t.account.phoneNumberId,
+    [{ from: USER, id: wamid, timestamp: seconds(clock.now()), type: "text", text: { body: "Hi" } }],
+    [{ wa_id: USER, profile: { name: "Ana" } }],
+  );
+  expect((await postOperator(payload)).status).toBe(200);
+  await vi.waitFor(
+    async () => {
+      const list = await json<{ data: { upstreamMessageId: string | null }[] }>(
+        await apiV2("/messages?direction=inbound", t.key),
+      );
+      expect(list.data.some((m) => m.upstreamMessageId === wamid)).toBe(true);
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+}
+
+describe("a media message by our media id", () => {
+  it("uploads the file once, sends the operator's id with the stored file name, and reads back as sent", async () => {
+    const t = await liveTenant();
+    await userWrites(t);
+    const upload = await apiV2("/media?filename=invoice-1042.pdf", t.key, {
+      method: "POST",
+      headers: { "Content-Type": "application/pdf", "Content-Length": String(PDF.byteLength) },
+      body: PDF,
+    });
+    const mediaId = (await json<{ id: string }>(upload)).id;
+    const operator = fakeOperator((call, i) =>
+      i === 0
+        ? operatorError(503, 131016, "Service unavailable")
+        : accepted(`wamid.${call.body.biz_opaque_callback_data}`),
+    );
+    const document = { mediaId, caption: "Your invoice" };
+    const res = await sendV2(t.key, { channelNumberId: t.numberId, to: USER, type: "document", document });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const { jobId } = await json<{ jobId: string }>(res);
+    await drain(t.numberId);
+    clock.advance(RETRY_POLICY.delaysMs[0]! + 1_000);
+    await drain(t.numberId);
+
+    expect(operator.uploads).toHaveLength(1);
+    expect(operator.uploads[0]!.file).toEqual(PDF);
+    expect(operator.uploads[0]!.fields.type).toBe("application/pdf");
+    expect(operator.messages).toHaveLength(2);
+    for (const call of operator.messages)
+      expect(call.body).toEqual({
+        messaging_product: "whatsapp",
+        recipient_type: "individual",
+        to: `+${USER}`,
+        type: "document",
+        document: { id: "900000000000", caption: "Your invoice", filename: "invoice-1042.pdf" },
+        biz_opaque_callback_data: jobId,
+      });
+    await vi.waitFor(
+      async () =>
+        expect(await json(await apiV2(`/messages/${jobId}`, t.key))).toMatchObject({
+          status: "sent",
+          type: "document",
+          text: { body: "[document] invoice-1042.pdf Your invoice" },
+          document: { mediaId, caption: "Your invoice", filename: "invoice-1042.pdf" },
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
+  });
+
+  it.each<[string, (pdf: string) => Record<string, unknown>, string, string]>([
+    ["an unknown id", () => ({ mediaId: crypto.randomUUID() }), "image.mediaId", "unknown_media"],
+    ["a PDF sent as an image", (pdf) => ({ mediaId: pdf }), "image.mediaId", "media_kind"],
+    [
+      "a link and a mediaId at once",
+      (pdf) => ({ mediaId: pdf, link: "https://cdn.example.com/a.png" }),
+      "image.mediaId",
+      "one_of",
+    ],
+    ["neither a link nor a mediaId", () => ({ caption: "?" }), "image.link", "required"],
+  ])("refuses %s with a 400 naming its rule, nothing queued", async (_, imageOf, path, rule) => {
+    const t = await liveTenant();
+    await userWrites(t);
+    const image = { image: imageOf(await uploadFile(t.key, PDF, "application/pdf")) };
+    const operator = fakeOperator(() => accepted("wamid.never"));
+    const key = crypto.randomUUID();
+    const res = await sendV2(t.key, { channelNumberId: t.numberId, to: USER, type: "image", ...image }, key);
+    const body = await expectError(res, 400, "invalid_request");
+    expect(body.error.details).toEqual([expect.objectContaining({ path, rule })]);
+    await drain(t.numberId);
+    expect(operator.uploads).toHaveLength(0);
+    expect(operator.messages).toHaveLength(0);
+    // Nothing was recorded: the key is free for a correct send.
+    const jpeg = await uploadFile(t.key, JPEG, "image/jpeg");
+    const ok = await sendV2(
+      t.key,
+      { channelNumberId: t.numberId, to: USER, type: "image", image: { mediaId: jpeg } },
+      key,
+    );
+    expect(ok.status).toBe(201);
   });
 });

@@ -1412,7 +1412,13 @@ export interface components {
              * @description An https URL of a public host; the operator fetches it.
              * @example https://cdn.example.com/parcel.png
              */
-            link: string;
+            link?: string;
+            /**
+             * Format: uuid
+             * @description Instead of `link`: the id of a file uploaded to the media store (`POST /media`).
+             * @example 0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f
+             */
+            mediaId?: string;
             /** @description Shown under the media; 1 to 1,024 characters. */
             caption?: string;
         };
@@ -1423,7 +1429,13 @@ export interface components {
              * @description An https URL of a public host; the operator fetches it.
              * @example https://cdn.example.com/parcel.png
              */
-            link: string;
+            link?: string;
+            /**
+             * Format: uuid
+             * @description Instead of `link`: the id of a file uploaded to the media store (`POST /media`).
+             * @example 0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f
+             */
+            mediaId?: string;
             /** @description Shown under the media; 1 to 1,024 characters. */
             caption?: string;
         };
@@ -1434,7 +1446,13 @@ export interface components {
              * @description An https URL of a public host; the operator fetches it.
              * @example https://cdn.example.com/parcel.png
              */
-            link: string;
+            link?: string;
+            /**
+             * Format: uuid
+             * @description Instead of `link`: the id of a file uploaded to the media store (`POST /media`).
+             * @example 0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f
+             */
+            mediaId?: string;
         };
         /** @description Required for `type: document`; not allowed otherwise. */
         DocumentContent: {
@@ -1443,7 +1461,13 @@ export interface components {
              * @description An https URL of a public host; the operator fetches it.
              * @example https://cdn.example.com/parcel.png
              */
-            link: string;
+            link?: string;
+            /**
+             * Format: uuid
+             * @description Instead of `link`: the id of a file uploaded to the media store (`POST /media`).
+             * @example 0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f
+             */
+            mediaId?: string;
             /** @description Shown under the media; 1 to 1,024 characters. */
             caption?: string;
             /**
@@ -1459,7 +1483,13 @@ export interface components {
              * @description An https URL of a public host; the operator fetches it.
              * @example https://cdn.example.com/parcel.png
              */
-            link: string;
+            link?: string;
+            /**
+             * Format: uuid
+             * @description Instead of `link`: the id of a file uploaded to the media store (`POST /media`).
+             * @example 0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f
+             */
+            mediaId?: string;
         };
         /** @description Required for `type: interactive`; not allowed otherwise. */
         InteractiveContent: {

@@ -6,7 +6,7 @@ import { ApiError } from "../../lib/errors";
 import { now } from "../../lib/clock";
 import { decodeCursor, pageLimit, PaginationQuery, toPage } from "../../lib/pagination";
 import { storedUuid } from "../../lib/job-id";
-import { ACCEPTED_MEDIA_TYPES, MEDIA_LIMITS } from "../../domain/media-rules";
+import { ACCEPTED_MEDIA_TYPES, MEDIA_SIZE_LIMITS } from "../../domain/media-rules";
 import { findUploadedMedia, listUploadedMedia } from "../../db/uploaded-media";
 import {
   mediaViewOf,
@@ -43,10 +43,10 @@ const MediaId = z
 const MediaList = z.object({ data: z.array(MediaView), nextCursor: z.string().nullable() }).openapi("MediaList");
 
 const RULES =
-  `Accepted types and sizes (the operator's limits): image/jpeg and image/png up to ${MEDIA_LIMITS.image / MB} MB (kind image); ` +
-  `video/mp4 and video/3gpp up to ${MEDIA_LIMITS.video / MB} MB (video); audio/aac, audio/amr, audio/mpeg, audio/mp4 and ` +
-  `audio/ogg (Opus only) up to ${MEDIA_LIMITS.audio / MB} MB (audio); text/plain, application/pdf and the Word, Excel and ` +
-  `PowerPoint types up to ${MEDIA_LIMITS.document / MB} MB (document); image/webp up to 100 KB static, 500 KB animated ` +
+  `Accepted types and sizes (the operator's limits): image/jpeg and image/png up to ${MEDIA_SIZE_LIMITS.image / MB} MB (kind image); ` +
+  `video/mp4 and video/3gpp up to ${MEDIA_SIZE_LIMITS.video / MB} MB (video); audio/aac, audio/amr, audio/mpeg, audio/mp4 and ` +
+  `audio/ogg (Opus only) up to ${MEDIA_SIZE_LIMITS.audio / MB} MB (audio); text/plain, application/pdf and the Word, Excel and ` +
+  `PowerPoint types up to ${MEDIA_SIZE_LIMITS.document / MB} MB (document); image/webp up to 100 KB static, 500 KB animated ` +
   `(sticker). The declared type must match the file's first bytes (a PNG declared as image/jpeg is refused).`;
 
 const upload = createRoute({

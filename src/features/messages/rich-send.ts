@@ -10,6 +10,10 @@ import { reactionContent, type ReactionContent } from "../../messages/kinds/reac
 import { recipientOf } from "../../messages/recipient";
 import type { SendRefusal } from "../../messages/send";
 import { SANDBOX_MAGIC_NUMBERS } from "../../operator/sandbox";
+import { MEDIA_KINDS, type MediaKind } from "../../messages/kinds/media";
+import { storedMediaContent } from "../media/media-send";
+
+const isMediaKind = (type: string): type is MediaKind => (MEDIA_KINDS as readonly string[]).includes(type);
 
 // What a v2 send of a rich kind needs looked up before anything is queued: the number (the
 // workspace's, connected), the recipient's 24-hour window, and for a reaction the message it
@@ -100,6 +104,12 @@ export async function richSendContent(
     const found = await reactionOf(env, workspaceId, number.id, request, request.reaction);
     if ("refused" in found) return found;
     content = found;
+  }
+  const media = isMediaKind(request.type) ? request[request.type] : undefined;
+  if (media?.mediaId !== undefined && isMediaKind(request.type)) {
+    const stored = await storedMediaContent(env, workspaceId, request.type, { ...media, mediaId: media.mediaId });
+    if ("refused" in stored) return stored;
+    content = stored;
   }
   if (!content) throw new Error(`a validated ${request.type} send has its content`);
   if (!(await windowOpen(env, number, recipientOf(request)))) return windowClosed(request);

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { bareType, checkDeclaredType, checkMedia, isAnimatedWebp, MEDIA_LIMITS } from "../../../src/domain/media-rules";
+import {
+  bareType,
+  checkDeclaredType,
+  checkMedia,
+  isAnimatedWebp,
+  MEDIA_SIZE_LIMITS,
+} from "../../../src/domain/media-rules";
 
 // What the media store accepts: the operator's types and sizes, and each type's first bytes.
 
@@ -51,19 +57,19 @@ describe("checkMedia", () => {
   });
 
   it("holds each kind to the operator's size, a sticker by whether it is animated", () => {
-    expect(checkMedia("image/png", MEDIA_LIMITS.image, HEADS["image/png"]!).ok).toBe(true);
-    expect(checkMedia("image/png", MEDIA_LIMITS.image + 1, HEADS["image/png"]!)).toMatchObject({
+    expect(checkMedia("image/png", MEDIA_SIZE_LIMITS.image, HEADS["image/png"]!).ok).toBe(true);
+    expect(checkMedia("image/png", MEDIA_SIZE_LIMITS.image + 1, HEADS["image/png"]!)).toMatchObject({
       ok: false,
       detail: { rule: "media_size" },
     });
-    expect(checkMedia("video/mp4", MEDIA_LIMITS.video + 1, HEADS["video/mp4"]!).ok).toBe(false);
-    expect(checkMedia("application/pdf", MEDIA_LIMITS.document, HEADS["application/pdf"]!).ok).toBe(true);
+    expect(checkMedia("video/mp4", MEDIA_SIZE_LIMITS.video + 1, HEADS["video/mp4"]!).ok).toBe(false);
+    expect(checkMedia("application/pdf", MEDIA_SIZE_LIMITS.document, HEADS["application/pdf"]!).ok).toBe(true);
     const animated = head("RIFF", [0, 0, 0, 0], "WEBPVP8X", [10, 0, 0, 0, 0x02]);
     expect(isAnimatedWebp(animated)).toBe(true);
     expect(isAnimatedWebp(HEADS["image/webp"]!)).toBe(false);
-    expect(checkMedia("image/webp", MEDIA_LIMITS.staticSticker + 1, HEADS["image/webp"]!).ok).toBe(false);
-    expect(checkMedia("image/webp", MEDIA_LIMITS.staticSticker + 1, animated).ok).toBe(true);
-    expect(checkMedia("image/webp", MEDIA_LIMITS.animatedSticker + 1, animated).ok).toBe(false);
+    expect(checkMedia("image/webp", MEDIA_SIZE_LIMITS.staticSticker + 1, HEADS["image/webp"]!).ok).toBe(false);
+    expect(checkMedia("image/webp", MEDIA_SIZE_LIMITS.staticSticker + 1, animated).ok).toBe(true);
+    expect(checkMedia("image/webp", MEDIA_SIZE_LIMITS.animatedSticker + 1, animated).ok).toBe(false);
   });
 
   it("refuses a type the operator does not take, or none, naming media_type", () => {
@@ -76,7 +82,7 @@ describe("checkMedia", () => {
       ok: true,
       kind: "sticker",
       contentType: "image/webp",
-      maxBytes: MEDIA_LIMITS.animatedSticker,
+      maxBytes: MEDIA_SIZE_LIMITS.animatedSticker,
     });
   });
 
