@@ -17,9 +17,10 @@ export async function adapterFor(
   windowOpen: (to: string) => boolean,
 ): Promise<OperatorAdapter> {
   if (row.upstream_type === "sandbox") {
-    return new SandboxAdapter({
-      mayReceiveFreeForm: async (to) => windowOpen(to) || (await isTestContact(env.DB, row.id, to)),
-    });
+    return new SandboxAdapter(
+      { mayReceiveFreeForm: async (to) => windowOpen(to) || (await isTestContact(env.DB, row.id, to)) },
+      { env, workspaceId: row.workspace_id, channelNumberId: row.id },
+    );
   }
   if (!row.upstream_credentials || !row.upstream_phone_number_id) throw new Error("live number without credentials");
   const { accessToken } = await openOperatorCredentials(env, row);

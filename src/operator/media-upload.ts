@@ -135,6 +135,31 @@ export async function withOperatorMedia(
   return got.ok ? { ok: true, value: place.put(got.value) } : got;
 }
 
+/** The workspace's file, while it is kept; or the final failure of a message that names it. */
+async function keptFile(store: MediaStoreAccess, mediaId: string): Promise<WithOperatorMedia<UploadedMedia>> {
+  const media = await findUploadedMedia(store.env.DB, store.workspaceId, mediaId);
+  if (!media) return { ok: false, result: { kind: "permanent", error: mediaGone(mediaId, "was deleted") } };
+  if (media.expiresAt <= now())
+    return { ok: false, result: { kind: "permanent", error: mediaGone(mediaId, "expired") } };
+  return { ok: true, value: media };
+}
+
+/**
+ * The sandbox's check of a message that names one of our files: the operator would refuse a file
+ * it was never given, so a file deleted or expired before the message left fails it
+ * (`media_unavailable`) as on a live number; null when the message names none, or it is kept.
+ */
+export async function storedMediaGone(
+  store: MediaStoreAccess,
+  type: string,
+  payload: Payload,
+): Promise<SendResult | null> {
+  const [place] = mediaPlaces(type, payload);
+  if (!place) return null;
+  const kept = await keptFile(store, place.id);
+  return kept.ok ? null : kept.result;
+}
+
 /** The operator's id of one of our files for this number: remembered, or uploaded now. */
 async function operatorIdOf(
   store: MediaStoreAccess,
@@ -142,14 +167,12 @@ async function operatorIdOf(
   mediaId: string,
 ): Promise<WithOperatorMedia<string>> {
   const { env, workspaceId, channelNumberId } = store;
-  const media = await findUploadedMedia(env.DB, workspaceId, mediaId);
-  if (!media) return { ok: false, result: { kind: "permanent", error: mediaGone(mediaId, "was deleted") } };
-  if (media.expiresAt <= now())
-    return { ok: false, result: { kind: "permanent", error: mediaGone(mediaId, "expired") } };
+  const kept = await keptFile(store, mediaId);
+  if (!kept.ok) return kept;
   const known = await findOperatorMediaId(env.DB, mediaId, channelNumberId);
   if (known && known.uploadedAt + OPERATOR_KEEPS_MS - REUSE_MARGIN_MS > now())
     return { ok: true, value: known.operatorMediaId };
-  const uploaded = await upload(env, workspaceId, target, media);
+  const uploaded = await upload(env, workspaceId, target, kept.value);
   if (uploaded.ok) await rememberOperatorMediaId(env.DB, mediaId, channelNumberId, uploaded.value, now());
   return uploaded;
 }

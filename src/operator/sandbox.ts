@@ -1,5 +1,6 @@
 import type { OutboundText, ReadMark, ReadMarkResult, SendResult, OperatorAdapter } from "./adapter";
 import { classifyOperatorError } from "./error-codes";
+import { storedMediaGone, type MediaStoreAccess } from "./media-upload";
 import { sandboxTemplate } from "./sandbox-templates";
 import { OperatorTemplatePayload, OUTBOUND_KINDS_V2 } from "../messages/content";
 
@@ -49,9 +50,17 @@ const SENDABLE: ReadonlySet<string> = new Set(OUTBOUND_KINDS_V2);
 const sandboxId = (jobId: string) => `sandbox.${jobId}`;
 
 export class SandboxAdapter implements OperatorAdapter {
-  constructor(private readonly recipients: SandboxRecipients) {}
+  constructor(
+    private readonly recipients: SandboxRecipients,
+    /** The number's media store: a message naming a file deleted since fails as on a live number. */
+    private readonly media?: MediaStoreAccess,
+  ) {}
 
   async send(message: OutboundText): Promise<SendResult> {
+    if (this.media) {
+      const gone = await storedMediaGone(this.media, message.type, message.payload);
+      if (gone) return gone;
+    }
     // Templates are checked as the operator checks them: by name and language, and their status.
     // A type the operator does not know is refused, as the operator refuses it.
     if (!SENDABLE.has(message.type))

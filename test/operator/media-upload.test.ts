@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { fakeClockPerTest } from "../helpers/clock";
 import { api, expectError, json } from "../helpers/http";
-import { createKey, createTenant, createWorkspace } from "../helpers/fixtures";
+import { createKey, createTenant, createWorkspace, TEST_CONTACT } from "../helpers/fixtures";
 import {
   accepted,
   liveConnectBody,
@@ -387,5 +387,34 @@ describe("a media message by our media id", () => {
       key,
     );
     expect(ok.status).toBe(201);
+  });
+});
+
+describe("a sandbox number", () => {
+  it("sends a stored file it still has, and fails one deleted before it left with media_unavailable", async () => {
+    const t = await createTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    const image = (caption: string) => ({
+      channelNumberId: t.numberId,
+      to: TEST_CONTACT,
+      type: "image",
+      image: { mediaId, caption },
+    });
+    const kept = await json<{ jobId: string }>(await sendV2(t.key, image("kept")));
+    await drain(t.numberId);
+    const deletedFirst = await json<{ jobId: string }>(await sendV2(t.key, image("deleted first")));
+    expect((await apiV2(`/media/${mediaId}`, t.key, { method: "DELETE" })).status).toBe(204);
+    clock.advance(2_000);
+    await drain(t.numberId);
+    await vi.waitFor(
+      async () => {
+        expect(await json(await apiV2(`/messages/${kept.jobId}`, t.key))).toMatchObject({ status: "sent" });
+        expect(await json(await apiV2(`/messages/${deletedFirst.jobId}`, t.key))).toMatchObject({
+          status: "failed",
+          error: { code: "media_unavailable", retriable: false },
+        });
+      },
+      { timeout: 10_000, interval: 50 },
+    );
   });
 });
