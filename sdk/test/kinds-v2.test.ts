@@ -73,8 +73,8 @@ describe("messageV2 builders", () => {
 
   it("types each kind by its own schema", () => {
     const to: RecipientV2 = { channelNumberId: "6f1c2c4e-8a57-4b5e-9d0e-2f8c9a1b7d33", toUserId: "US.1349" };
-    // @ts-expect-error an image needs its link
-    messageV2.image(to, { caption: "Your parcel" });
+    // @ts-expect-error an image's caption is text
+    messageV2.image(to, { link: "https://cdn.example.com/parcel.png", caption: 42 });
     // @ts-expect-error a reaction is not an image
     messageV2.image(to, { messageId: "x", emoji: "👍" });
     // @ts-expect-error a kind without the object of its name
