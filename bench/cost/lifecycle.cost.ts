@@ -5,12 +5,12 @@ import { api, json } from "../../test/helpers/http";
 import { createKey, createWorkspace } from "../../test/helpers/fixtures";
 import { answerAtEdge } from "../../test/helpers/edge";
 import { connectLiveNumber } from "../../test/helpers/operator";
-import { postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
+import { inboundPayload, postOperator, seconds, statusPayload } from "../../test/helpers/operator-webhook";
 import { send, textMessage } from "../../test/helpers/send";
 import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import { testShard } from "../../test/helpers/objects";
 import { Meter, type ObjectClass, type Usage } from "./meter";
-import { sendV2 } from "../../test/helpers/operator-templates";
+import { apiV2, sendV2 } from "../../test/helpers/operator-templates";
 import { upsertTemplates } from "../../src/features/templates/store";
 import { normalizeTemplate, OperatorTemplate } from "../../src/domain/template";
 
@@ -57,6 +57,7 @@ const results: ScenarioResult[] = [];
 let objectStart: Usage | null = null;
 let webhookDeliveries = 0;
 let operatorCalls = 0;
+let mediaUploads = 0;
 
 /** The operator (accepts every message) and the customer's receiver (200), at the network edge. */
 function mockNetwork(): void {
@@ -73,6 +74,12 @@ function mockNetwork(): void {
       meter.outbound("webhook delivery");
       webhookDeliveries++;
       return new Response(null, { status: 200 });
+    }
+    if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`) && req.url.endsWith("/media")) {
+      meter.outbound("operator media upload");
+      mediaUploads++;
+      await req.arrayBuffer();
+      return Response.json({ id: "1013859600285441" });
     }
     if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`) && req.url.endsWith("/messages")) {
       meter.outbound("operator call");
@@ -197,30 +204,96 @@ async function step(steps: StepUsage[], name: string, work: () => Promise<void>)
 }
 
 /** Sends `count` messages round-robin over the tenant's numbers and recipients, each number at most 2 per second. */
-async function sendAll(t: Tenant, count: number, recipients: number, template = false): Promise<string[]> {
+type Kind = "text" | "template" | "image";
+
+/** The JPEG the image scenarios store once and send by its media id (its first bytes are a JPEG's, the rest filler). */
+function jpeg(size: number): Uint8Array {
+  const head = [0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00];
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i++) bytes[i] = head[i] ?? (i * 31 + 7) & 0xff;
+  return bytes;
+}
+
+/** One image in the workspace's media store (`POST /api/v2/media`): its id. */
+async function storeImage(t: Tenant): Promise<string> {
+  const body = jpeg(200_000);
+  const res = await apiV2("/media", t.key, {
+    method: "POST",
+    headers: { "Content-Type": "image/jpeg", "Content-Length": String(body.byteLength) },
+    body,
+  });
+  if (res.status !== 201) throw new Error(`media upload: ${res.status} ${await res.text()}`);
+  return (await json<{ id: string }>(res)).id;
+}
+
+const recipientAt = (i: number, recipients: number) => `55119${String(1000000 + (i % recipients)).padStart(7, "0")}`;
+
+/** Each recipient writes first, so that a free-form kind (an image) may be sent within their 24-hour window (setup). */
+async function openWindows(t: Tenant, recipients: number): Promise<void> {
+  for (let i = 0; i < recipients; i++) {
+    const number = t.numbers[i % t.numbers.length]!;
+    const from = recipientAt(i, recipients);
+    const res = await postOperator(
+      inboundPayload(
+        number.phoneNumberId,
+        [
+          {
+            from,
+            id: `wamid.in-${crypto.randomUUID()}`,
+            timestamp: seconds(Date.now()),
+            type: "text",
+            text: { body: "Hi" },
+          },
+        ],
+        [{ wa_id: from }],
+      ),
+    );
+    if (res.status !== 200) throw new Error(`inbound: ${res.status}`);
+  }
+}
+
+async function sendAll(
+  t: Tenant,
+  count: number,
+  recipients: number,
+  kind: Kind,
+  mediaId: string | null,
+): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const number = t.numbers[i % t.numbers.length]!;
     // 2 per second per number: the next round of numbers starts 510 ms later.
     if (i % t.numbers.length === 0 && i > 0) setClock(Date.now() + 510);
-    const to = `55119${String(1000000 + (i % recipients)).padStart(7, "0")}`;
-    // A template message of the same rendered length as the text (API v2).
-    const res = template
-      ? await sendV2(t.key, {
-          channelNumberId: number.numberId,
-          to,
-          type: "template",
-          template: {
-            name: "order_update",
-            language: "en_US",
-            parameters: { body: [`${i}`, "tomorrow between 9 and 12"] },
-          },
-        })
-      : await send(
-          t.key,
-          crypto.randomUUID(),
-          textMessage(number.numberId, `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`, to),
-        );
+    const to = recipientAt(i, recipients);
+    // A template message of the same rendered length as the text (API v2); an image from the store with a caption.
+    const res =
+      kind === "image"
+        ? await sendV2(t.key, {
+            channelNumberId: number.numberId,
+            to,
+            type: "image",
+            image: { mediaId, caption: `Your order ${i} has shipped.` },
+          })
+        : kind === "template"
+          ? await sendV2(t.key, {
+              channelNumberId: number.numberId,
+              to,
+              type: "template",
+              template: {
+                name: "order_update",
+                language: "en_US",
+                parameters: { body: [`${i}`, "tomorrow between 9 and 12"] },
+              },
+            })
+          : await send(
+              t.key,
+              crypto.randomUUID(),
+              textMessage(
+                number.numberId,
+                `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`,
+                to,
+              ),
+            );
     if (res.status !== 201) throw new Error(`send ${i}: ${res.status} ${await res.text()}`);
     ids.push((await json<{ jobId: string }>(res)).jobId);
     await runUntil(Date.now());
@@ -259,30 +332,40 @@ async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
 async function scenario(
   name: string,
   description: string,
-  opts: { messages: number; numbers: number; recipients: number; template?: boolean },
+  opts: { messages: number; numbers: number; recipients: number; kind?: Kind },
 ): Promise<void> {
+  const kind = opts.kind ?? "text";
   setClock(clock + 100 * DAY);
   const t = await createTenant(opts.numbers);
-  if (opts.template) await giveTemplates(t.numbers.map((n) => n.numberId));
-  await queuesIdle();
+  if (kind === "template") await giveTemplates(t.numbers.map((n) => n.numberId));
+  if (kind === "image") await openWindows(t, opts.recipients);
+  await publishedAndConsumed();
   await meter.harvest(); // setup is not part of the life
   webhookDeliveries = 0;
   operatorCalls = 0;
+  mediaUploads = 0;
 
   const steps: StepUsage[] = [];
   const start = clock;
   let ids: string[] = [];
+  let mediaId: string | null = null;
+  if (kind === "image")
+    await step(steps, "the image stored once (POST /api/v2/media: streamed to R2, its record in D1)", async () => {
+      mediaId = await storeImage(t);
+    });
   await step(
     steps,
     "accept and send (POST, hand-off, drain, operator call, events published and delivered)",
     async () => {
-      ids = await sendAll(t, opts.messages, opts.recipients, opts.template);
+      ids = await sendAll(t, opts.messages, opts.recipients, kind, mediaId);
       // The drain paces each number at 2 calls per 1,010 ms: let it finish.
       for (let guard = 0; operatorCalls < opts.messages && guard < 600; guard++) await runUntil(Date.now() + 1_000);
       await runUntil(Date.now() + 5_000);
     },
   );
   expect(operatorCalls).toBe(opts.messages);
+  // The stored image goes to the operator once per number, whatever the number of messages naming it.
+  expect(mediaUploads).toBe(kind === "image" ? opts.numbers : 0);
   await step(steps, "operator status webhooks (sent, delivered) and their events delivered", () =>
     operatorReports(t, ids),
   );
@@ -302,7 +385,9 @@ async function scenario(
   );
 
   const archives = await json<{ data: { messages: number }[] }>(await api("/message-archives", t.key));
-  expect(archives.data.reduce((n, a) => n + a.messages, 0)).toBe(opts.messages);
+  // The archive holds the recipients' first messages too, where the window was opened for them.
+  const inbound = kind === "image" ? opts.recipients : 0;
+  expect(archives.data.reduce((n, a) => n + a.messages, 0)).toBe(opts.messages + inbound);
   await meter.harvest(); // the check above is not part of the life
   results.push({ name, description, messages: opts.messages, steps });
 }
@@ -344,7 +429,7 @@ describe("cost per message", () => {
       messages: 1,
       numbers: 1,
       recipients: 1,
-      template: true,
+      kind: "template",
     });
   }, 120_000);
 
@@ -361,7 +446,7 @@ describe("cost per message", () => {
       messages: 100,
       numbers: 1,
       recipients: 10,
-      template: true,
+      kind: "template",
     });
   }, 600_000);
 
@@ -371,5 +456,22 @@ describe("cost per message", () => {
       numbers: 10,
       recipients: 100,
     });
+  }, 600_000);
+
+  it("one image message from the media store, its whole life (API v2)", async () => {
+    await scenario("one-image", "1 image message from the media store (API v2): 1 workspace, 1 number, 1 recipient", {
+      messages: 1,
+      numbers: 1,
+      recipients: 1,
+      kind: "image",
+    });
+  }, 120_000);
+
+  it("100 image messages naming one stored image (API v2)", async () => {
+    await scenario(
+      "one-number-image",
+      "100 image messages naming one stored image (API v2): 1 workspace, 1 number, 10 recipients",
+      { messages: 100, numbers: 1, recipients: 10, kind: "image" },
+    );
   }, 600_000);
 });
