@@ -53,7 +53,8 @@ try {
   // most projects: standardwebhooks' own .d.ts needs @types/node, which is not ours to require).
   writeFileSync(
     join(app, "index.ts"),
-    'import { MessagingClient, messageV2, type SendMessageInput, type SendMessageInputV2 } from "@messaging-gateway/sdk";\n' +
+    "import { ApiError, MessagingClient, messageV2, type ReadMark, type SendMessageInput, type SendMessageInputV2 }\n" +
+      '  from "@messaging-gateway/sdk";\n' +
       'const input: SendMessageInput = { channelNumberId: "cn_1", to: "5511999998888", text: { body: "hi" } };\n' +
       // The v2 types ship too: a template send typed from the v2 document.
       'const template: SendMessageInputV2 = { channelNumberId: "cn_1", to: "5511999998888", type: "template",\n' +
@@ -65,6 +66,9 @@ try {
       // A rich message built by its kind's builder.
       'export const photo = () => client.v2.messages.send(messageV2.image({ channelNumberId: "cn_1", to: "5511999998888" },\n' +
       '  { link: "https://cdn.example.com/parcel.png" }));\n' +
+      // A read mark, typed, and the 502's operator fields on ApiError.
+      "export const read = async (id: string): Promise<ReadMark | boolean | null> =>\n" +
+      "  client.v2.messages.markRead(id, { typing: true }).catch((e: unknown) => (e instanceof ApiError ? e.retriable : null));\n" +
       "export { input };\n",
   );
   run(

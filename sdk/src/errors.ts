@@ -2,8 +2,13 @@ import type { components } from "./generated/openapi.js";
 
 type ErrorEnvelope = components["schemas"]["Error"]["error"];
 
-/** A code of the API's error envelope, or `unexpected_response` for an answer that is not one. */
-export type ErrorCode = ErrorEnvelope["code"] | "unexpected_response";
+/**
+ * A code of the API's error envelope, or `unexpected_response` for an answer that is not one. A 502
+ * (API v2's read marks) carries the operator's error normalized as a message's `error.code`
+ * (`upstream_auth_failed`, `upstream_unavailable` …, see the errors guide): any string, so that a code
+ * added later still types.
+ */
+export type ErrorCode = ErrorEnvelope["code"] | "unexpected_response" | (string & Record<never, never>);
 export type ErrorDetail = NonNullable<ErrorEnvelope["details"]>[number];
 
 /** Base class of every error this SDK throws. */
@@ -22,6 +27,13 @@ export class ApiError extends MessagingError {
   readonly details: ErrorDetail[];
   /** `Retry-After` in seconds, when the API sent one. */
   readonly retryAfterSeconds: number | null;
+  /**
+   * On a 502 that carries the operator's error: whether the same call later may succeed (`false`:
+   * the SDK does not retry it). `null` when the answer does not say.
+   */
+  readonly retriable: boolean | null;
+  /** On a 502 that carries the operator's error: the operator's own code, if it sent one. */
+  readonly upstreamCode: string | null;
 
   constructor(init: {
     status: number;
@@ -30,6 +42,8 @@ export class ApiError extends MessagingError {
     requestId: string | null;
     details?: ErrorDetail[];
     retryAfterSeconds?: number | null;
+    retriable?: boolean | null;
+    upstreamCode?: string | null;
   }) {
     super(init.message);
     this.status = init.status;
@@ -37,6 +51,8 @@ export class ApiError extends MessagingError {
     this.requestId = init.requestId;
     this.details = init.details ?? [];
     this.retryAfterSeconds = init.retryAfterSeconds ?? null;
+    this.retriable = init.retriable ?? null;
+    this.upstreamCode = init.upstreamCode ?? null;
   }
 }
 
@@ -52,7 +68,10 @@ export class ConnectionError extends MessagingError {
   }
 }
 
-const isEnvelope = (body: unknown): body is { error: ErrorEnvelope } =>
+/** v1's envelope, or API v2's read-mark refusal (a 502), which adds the operator's `retriable` and `upstreamCode`. */
+type Envelope = ErrorEnvelope & { retriable?: unknown; upstreamCode?: unknown };
+
+const isEnvelope = (body: unknown): body is { error: Envelope } =>
   typeof body === "object" &&
   body !== null &&
   "error" in body &&
@@ -80,6 +99,8 @@ export function apiErrorFrom(response: Response, body: unknown): ApiError {
       requestId: body.error.requestId ?? requestId,
       details: body.error.details,
       retryAfterSeconds: retryAfter,
+      retriable: typeof body.error.retriable === "boolean" ? body.error.retriable : null,
+      upstreamCode: typeof body.error.upstreamCode === "string" ? body.error.upstreamCode : null,
     });
   }
   return new ApiError({

@@ -27,9 +27,11 @@ export {
 export {
   apiV2Root,
   MessagingClientV2,
+  type MarkReadOptions,
   type MessageListParamsV2,
   type MessageV2,
   type OutboundMessageV2,
+  type ReadMark,
   type SendMessageInputV2,
   type SendResultV2,
   type Template,

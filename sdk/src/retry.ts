@@ -27,8 +27,9 @@ export interface Attempt<T> {
 
 /**
  * Statuses worth another attempt with the same request: 429 when the API says when
- * (`Retry-After`; a used-up monthly quota has none and is final), and 5xx. Never 4xx
- * otherwise: 400, 401, 403, 404, 405 and 409 answer the same every time.
+ * (`Retry-After`; a used-up monthly quota has none and is final), and 5xx unless the answer
+ * says `retriable: false`. Never 4xx otherwise: 400, 401, 403, 404, 405 and 409 answer the same
+ * every time.
  */
 const retriable = (response: Response): boolean =>
   response.status >= 500 || (response.status === 429 && response.headers.has("retry-after"));
@@ -83,7 +84,8 @@ export async function withRetries<T>(
     if (result) {
       if (result.response.ok) return { data: result.data as T, response: result.response };
       const error = apiErrorFrom(result.response, result.error);
-      if (!retriable(result.response) || attempts > options.maxRetries) throw error;
+      // A 502 carrying the operator's `retriable: false` answers the same every time.
+      if (!retriable(result.response) || error.retriable === false || attempts > options.maxRetries) throw error;
       // Retry-After is honoured as given, with a little jitter so that clients told the same second spread out.
       wait =
         error.retryAfterSeconds !== null

@@ -31,6 +31,13 @@ export type TemplateDetail = Schemas["TemplateDetail"];
 export type TemplateListParams = NonNullable<operations["listTemplates"]["parameters"]["query"]>;
 /** Filters of `v2.templates.get`: one number's, or one language. */
 export type TemplateGetParams = NonNullable<operations["getTemplate"]["parameters"]["query"]>;
+/** A user's message marked read: when, and whether the typing indicator was shown with it. */
+export type ReadMark = Schemas["ReadMark"];
+/** Options of `v2.messages.markRead`. */
+export interface MarkReadOptions extends CallOptions {
+  /** Also show the typing indicator, until your reply or for about 25 seconds: only when you are about to reply. */
+  typing?: boolean;
+}
 /** Filters of `v2.messages.list`: v1's, plus `type`, with v2's statuses (`delivered`, `read`). */
 export type MessageListParamsV2 = NonNullable<operations["listMessagesV2"]["parameters"]["query"]>;
 
@@ -116,6 +123,24 @@ export class MessagingClientV2 {
       ),
     get: (id: string, options?: CallOptions): Promise<MessageV2> =>
       this.calls.read((signal) => this.http.GET("/messages/{id}", { params: { path: { id } }, signal }), options),
+    /**
+     * Marks a user's (inbound) message read at the operator: the user sees it, and every earlier message of
+     * the conversation, read; `typing: true` also shows the typing indicator until your reply or for about
+     * 25 seconds. Idempotent: a message already marked answers its first mark without calling the operator
+     * again, so it is retried like a read, except an operator's refusal that says it will not change
+     * (`retriable: false`). An outbound message's id throws `ApiError` 400 (`details[].rule: "inbound_only"`),
+     * an unknown id 404, and the operator's refusal 502 with its `code`, `retriable` and `upstreamCode`.
+     */
+    markRead: (id: string, options: MarkReadOptions = {}): Promise<ReadMark> =>
+      this.calls.read(
+        (signal) =>
+          this.http.POST("/messages/{id}/read", {
+            params: { path: { id } },
+            body: options.typing === undefined ? {} : { typing: options.typing },
+            signal,
+          }),
+        options,
+      ),
     /** Messages, newest first, over every page (a short page never ends it); `type: "template"` filters. */
     list: (params: MessageListParamsV2 = {}, options?: CallOptions): Paginated<MessageV2> =>
       this.calls.paged(

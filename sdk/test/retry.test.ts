@@ -112,6 +112,65 @@ describe("retry policy", () => {
     expect(net.keys).toHaveLength(1);
   });
 
+  // API v2's read mark: the operator's refusal (502) says whether marking again may succeed.
+  const refused = (retriable: boolean) => () =>
+    Response.json(
+      {
+        error: {
+          code: retriable ? "upstream_unavailable" : "upstream_rejected",
+          message: "The operator refused the read mark.",
+          requestId: "req_0123456789abcdef0123456789abcdef",
+          retriable,
+          upstreamCode: retriable ? null : "100",
+        },
+      },
+      { status: 502 },
+    );
+  const marked = () =>
+    Response.json({
+      messageId: "0193a4f2-7c1e-7b3a-9c2d-5e8f1a2b3c4d",
+      readAt: "2026-11-22T18:40:05.210Z",
+      typingIndicator: true,
+    });
+
+  it("a 502 that says retriable: false is final, and the ApiError carries the operator's retriable and code", async () => {
+    const net = stub(refused(false), marked);
+    const err = await client(net.fetch)
+      .v2.messages.markRead("0193a4f2-7c1e-7b3a-9c2d-5e8f1a2b3c4d", { typing: true })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ status: 502, code: "upstream_rejected", retriable: false, upstreamCode: "100" });
+    expect(net.keys).toHaveLength(1);
+  });
+
+  it("a 502 that says retriable: true is retried like any 5xx", async () => {
+    const seen: { url: string; method: string; body: string }[] = [];
+    const net = stub(refused(true), marked);
+    const mark = await client(async (request) => {
+      seen.push({ url: request.url, method: request.method, body: await request.clone().text() });
+      return net.fetch(request);
+    }).v2.messages.markRead("0193a4f2-7c1e-7b3a-9c2d-5e8f1a2b3c4d", { typing: true });
+    expect(mark).toEqual({
+      messageId: "0193a4f2-7c1e-7b3a-9c2d-5e8f1a2b3c4d",
+      readAt: "2026-11-22T18:40:05.210Z",
+      typingIndicator: true,
+    });
+    expect(seen).toHaveLength(2);
+    expect(seen[1]).toEqual({
+      url: "http://127.0.0.1:1/api/v2/messages/0193a4f2-7c1e-7b3a-9c2d-5e8f1a2b3c4d/read",
+      method: "POST",
+      body: '{"typing":true}',
+    });
+  });
+
+  it("an error without the operator's fields has retriable and upstreamCode null", async () => {
+    const net = stub(() => envelope(404, "not_found"));
+    const err = await client(net.fetch)
+      .v2.messages.markRead("0193a4f2-7c1e-7b3a-9c2d-5e8f1a2b3c4d")
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 404, code: "not_found", retriable: null, upstreamCode: null });
+  });
+
   it("an answer that is not the API's envelope is still a typed error", async () => {
     const net = stub(() => new Response("<html>bad gateway</html>", { status: 502 }));
     const err = await client(net.fetch, { maxRetries: 0 })
