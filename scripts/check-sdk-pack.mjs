@@ -53,7 +53,7 @@ try {
   // most projects: standardwebhooks' own .d.ts needs @types/node, which is not ours to require).
   writeFileSync(
     join(app, "index.ts"),
-    "import { ApiError, MessagingClient, messageV2, type ReadMark, type SendMessageInput, type SendMessageInputV2 }\n" +
+    "import { ApiError, MessagingClient, messageV2, type Media, type ReadMark, type SendMessageInput, type SendMessageInputV2 }\n" +
       '  from "@messaging-gateway/sdk";\n' +
       'const input: SendMessageInput = { channelNumberId: "cn_1", to: "5511999998888", text: { body: "hi" } };\n' +
       // The v2 types ship too: a template send typed from the v2 document.
@@ -69,6 +69,9 @@ try {
       // A read mark, typed, and the 502's operator fields on ApiError.
       "export const read = async (id: string): Promise<ReadMark | boolean | null> =>\n" +
       "  client.v2.messages.markRead(id, { typing: true }).catch((e: unknown) => (e instanceof ApiError ? e.retriable : null));\n" +
+      // A media upload from bytes, typed as the stored file.
+      "export const upload = (bytes: Uint8Array): Promise<Media> =>\n" +
+      '  client.v2.media.upload(bytes, { contentType: "image/png", filename: "parcel.png" });\n' +
       "export { input };\n",
   );
   run(

@@ -1,7 +1,7 @@
 import createClient from "openapi-fetch";
 import type { components, operations, paths } from "./generated/openapi-v2.js";
 import type { Paginated } from "./paginate.js";
-import type { RetryOptions } from "./retry.js";
+import { once, type RetryOptions } from "./retry.js";
 import { Calls } from "./calls.js";
 import { sendPaced, type PacedResult, type PacedSendOptions } from "./paced.js";
 
@@ -37,6 +37,17 @@ export type ReadMark = Schemas["ReadMark"];
 export interface MarkReadOptions extends CallOptions {
   /** Also show the typing indicator, until your reply or for about 25 seconds: only when you are about to reply. */
   typing?: boolean;
+}
+/** A file of the workspace's media store: send it by its `id` (`mediaId`) until its `expiresAt`. */
+export type Media = Schemas["Media"];
+/** `limit` (the page size) and a starting `cursor` of `v2.media.list`. */
+export type MediaListParams = NonNullable<operations["listMedia"]["parameters"]["query"]>;
+/** Options of `v2.media.upload`. */
+export interface MediaUploadOptions extends CallOptions {
+  /** The file's type (`image/png` …); without it, the Blob's `type`. */
+  contentType?: string;
+  /** The name a document shows its recipient; without it, a `File`'s `name`. */
+  filename?: string;
 }
 /** Filters of `v2.messages.list`: v1's, plus `type`, with v2's statuses (`delivered`, `read`). */
 export type MessageListParamsV2 = NonNullable<operations["listMessagesV2"]["parameters"]["query"]>;
@@ -148,6 +159,58 @@ export class MessagingClientV2 {
         (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }),
         options,
       ),
+  };
+
+  readonly media = {
+    /**
+     * Uploads a file to the workspace's media store, kept 30 days (`expiresAt`); send it by its `id` as a
+     * media kind's `mediaId`. `file` is a `Blob` (a `File`, or Node's `await fs.openAsBlob(path)`, read
+     * from disk as it goes) or bytes, sent as the request's body as it is (never JSON). Its type is
+     * `contentType`, else the Blob's `type`; its name `filename`, else a `File`'s `name`. Type and size are
+     * checked against the operator's limits before anything is stored (`ApiError` 400 naming the rule).
+     * Sent once, never retried: a retry after a lost answer would store a second copy.
+     */
+    upload: (file: Blob | ArrayBuffer | Uint8Array, options: MediaUploadOptions = {}): Promise<Media> => {
+      const contentType = options.contentType ?? (file instanceof Blob ? file.type : "");
+      if (!contentType)
+        return Promise.reject(
+          new TypeError("media.upload needs the file's type: a Blob with a type, or options.contentType"),
+        );
+      const filename =
+        options.filename ?? (typeof File !== "undefined" && file instanceof File ? file.name : undefined);
+      const size = file instanceof Blob ? file.size : file.byteLength;
+      return once(
+        (signal) =>
+          this.http.POST("/media", {
+            params: {
+              header: { "content-type": contentType, "content-length": String(size) },
+              query: filename === undefined ? {} : { filename },
+            },
+            // The file itself is the body, as it is: fetch sends its bytes with their length.
+            body: "",
+            bodySerializer: () => file,
+            signal,
+          }),
+        options.signal,
+      );
+    },
+    /** A file by id (an unknown, deleted or expired one throws `ApiError` 404). */
+    get: (id: string, options?: CallOptions): Promise<Media> =>
+      this.calls.read((signal) => this.http.GET("/media/{id}", { params: { path: { id } }, signal }), options),
+    /** The workspace's files not expired, oldest first, over every page. */
+    list: (params: MediaListParams = {}, options?: CallOptions): Paginated<Media> =>
+      this.calls.paged(
+        params,
+        (cursor, signal) => this.http.GET("/media", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
+    /**
+     * Deletes a file: its id answers 404 from then on (a message that names it and has not left yet
+     * fails with `media_unavailable`). Sent once, never retried.
+     */
+    delete: async (id: string, options?: CallOptions): Promise<void> => {
+      await once((signal) => this.http.DELETE("/media/{id}", { params: { path: { id } }, signal }), options?.signal);
+    },
   };
 
   readonly templates = {

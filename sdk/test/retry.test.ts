@@ -171,6 +171,41 @@ describe("retry policy", () => {
     expect(err).toMatchObject({ status: 404, code: "not_found", retriable: null, upstreamCode: null });
   });
 
+  it("a media upload and a deletion are sent once, never retried; the upload's body is the file's bytes", async () => {
+    const seen: { method: string; url: string; type: string | null; length: string | null; body: number[] }[] = [];
+    const net = stub(() => envelope(503, "internal_error"));
+    const media = client(async (request) => {
+      seen.push({
+        method: request.method,
+        url: request.url,
+        type: request.headers.get("content-type"),
+        length: request.headers.get("content-length"),
+        body: [...new Uint8Array(await request.clone().arrayBuffer())],
+      });
+      return net.fetch(request);
+    }).v2.media;
+    await expect(
+      media.upload(new Uint8Array([1, 2, 3]), { contentType: "image/png", filename: "a b.png" }),
+    ).rejects.toMatchObject({ status: 503 });
+    await expect(media.delete("0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f")).rejects.toMatchObject({ status: 503 });
+    expect(seen).toEqual([
+      {
+        method: "POST",
+        url: "http://127.0.0.1:1/api/v2/media?filename=a%20b.png",
+        type: "image/png",
+        length: "3",
+        body: [1, 2, 3],
+      },
+      {
+        method: "DELETE",
+        url: "http://127.0.0.1:1/api/v2/media/0193b4f2-7c1e-7a3b-9d2e-5f6a7b8c9d0f",
+        type: null,
+        length: null,
+        body: [],
+      },
+    ]);
+  });
+
   it("an answer that is not the API's envelope is still a typed error", async () => {
     const net = stub(() => new Response("<html>bad gateway</html>", { status: 502 }));
     const err = await client(net.fetch, { maxRetries: 0 })
