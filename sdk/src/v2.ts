@@ -5,8 +5,8 @@ import { once, type RetryOptions } from "./retry.js";
 import { Calls } from "./calls.js";
 import { sendPaced, type PacedResult, type PacedSendOptions } from "./paced.js";
 
-// API v2 (`/api/v2`): v1 plus template messages and the templates a number can send. Typed
-// from the v2 OpenAPI document (sdk/src/generated/openapi-v2.ts); the v1 client is unchanged.
+// API v2 (`/api/v2`): v1 plus template and rich messages, the templates a number can send, read marks and the
+// media store. Typed from the v2 OpenAPI document (sdk/src/generated/openapi-v2.ts); the v1 client is unchanged.
 
 type Schemas = components["schemas"];
 /**
