@@ -392,6 +392,14 @@ const API_V2_ONLY: Record<string, { exempt: string }> = {
       "read marks are the data plane (up to 1,200 a minute per workspace), like sends: each is kept on the inbound message's " +
       "own record (`readAt`), which a D1 table could not hold at that rate",
   },
+  "POST /api/v2/media": {
+    exempt:
+      "a media file is a message's content (the data plane, like a send): its own row keeps when it was stored, " +
+      "by which workspace, its type, size and sha256",
+  },
+  "DELETE /api/v2/media/:id": {
+    exempt: "removes message content (the data plane, like a send), as a customer may for its users' privacy",
+  },
 };
 
 const ADMIN: Record<string, Walk | { exempt: string }> = {
