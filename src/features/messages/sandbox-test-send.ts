@@ -6,6 +6,7 @@ import { ownContentOf, SendMessageRequestV2 } from "../../domain/send-request-v2
 import { MEDIA_KINDS } from "../../messages/kinds/media";
 import { INTERACTIVE_LIMITS } from "../../messages/kinds/interactive";
 import { richSendContent } from "./rich-send";
+import { readTestSendOutcome, type TestSendRefusal } from "./test-send-outcome";
 
 // The dashboard's test sends of rich messages from a sandbox number: a media message by link, or
 // reply buttons. The form's fields become the body of `POST /api/v2/messages`, checked by its
@@ -108,7 +109,7 @@ export async function sendTestMessage(env: Env, input: TestMessageInput): Promis
   const idempotencyKey = IDEMPOTENCY_KEY.test(submitted) ? submitted : crypto.randomUUID();
   const built = requestOf(form, input.channelNumberId, fields);
   const refused = (
-    status: 400 | 403 | 409 | 429,
+    status: TestSendRefusal,
     message: string,
     details: ErrorDetail[] = [],
     key = idempotencyKey,
@@ -137,27 +138,8 @@ export async function sendTestMessage(env: Env, input: TestMessageInput): Promis
   // answers it once it knows the key is not bound (a replay of an accepted send stays a replay).
   const content = await richSendContent(env, input.workspaceId, request, ownContentOf(request));
   const outcome = await sendMessage(env, { workspaceId: input.workspaceId, idempotencyKey, request, content });
-  switch (outcome.kind) {
-    case "created":
-      return { ok: true, jobId: outcome.jobId, duplicate: false, type: request.type };
-    case "duplicate":
-      return { ok: true, jobId: outcome.jobId, duplicate: true, type: request.type };
-    case "refused":
-      if (outcome.code === "forbidden") return refused(403, "This number is no longer connected to the workspace.");
-      return refused(400, `Not sent (${outcome.code}): ${outcome.message}`, outcome.details);
-    case "forbidden":
-      return refused(403, "This number is no longer connected to the workspace.");
-    case "conflict":
-      // Only a changed form reuses a key with another payload: a fresh key is offered with the form.
-      return refused(409, "This form was already used for another test: send it again.", [], crypto.randomUUID());
-    case "quota_exceeded":
-      return refused(429, `Not sent: the plan's monthly quota of ${outcome.limit} messages is used up.`);
-    case "rate_limited":
-      return refused(
-        429,
-        outcome.scope === "number"
-          ? "Not sent: this number sends at most 2 messages a second. Try again in a moment."
-          : "Not sent: the workspace sends at most 1200 messages a minute. Try again in a moment.",
-      );
-  }
+  return readTestSendOutcome(outcome, {
+    accepted: (jobId, duplicate) => ({ ok: true, jobId, duplicate, type: request.type }),
+    refused,
+  });
 }

@@ -5,6 +5,7 @@ import { SendMessageRequestV2 } from "../../domain/send-request-v2";
 import { templateSendContent, type TemplateParameters } from "../../domain/template-send";
 import { templatesForSend } from "./number-templates";
 import type { StoredTemplate } from "../../domain/template";
+import { readTestSendOutcome, type TestSendRefusal } from "../messages/test-send-outcome";
 
 // The dashboard's "send a test" of a template: the form's fields become the request body of
 // `POST /api/v2/messages`, checked by the same schema and template checks, and handed to the
@@ -99,7 +100,7 @@ export async function sendTemplateTest(env: Env, input: TestSendInput): Promise<
   const found = await templatesForSend(env.DB, input.workspaceId, input.channelNumberId, input.name);
   const template = found?.templates.find((t) => t.language === input.language);
   const refused = (
-    status: 400 | 403 | 409 | 429,
+    status: TestSendRefusal,
     message: string,
     details: ErrorDetail[] = [],
     key = idempotencyKey,
@@ -135,26 +136,8 @@ export async function sendTemplateTest(env: Env, input: TestSendInput): Promise<
   // The schema guarantees the template of a template send.
   const content = templateSendContent(found.templates, request.template!, found.hasAccount);
   const outcome = await sendMessage(env, { workspaceId: input.workspaceId, idempotencyKey, request, content });
-  switch (outcome.kind) {
-    case "created":
-      return { ok: true, jobId: outcome.jobId, duplicate: false };
-    case "duplicate":
-      return { ok: true, jobId: outcome.jobId, duplicate: true };
-    case "refused":
-      return refused(400, `Not sent (${outcome.code}): ${outcome.message}`, outcome.details);
-    case "forbidden":
-      return refused(403, "This number is no longer connected to the workspace.");
-    case "conflict":
-      // Only a changed form reuses a key with another payload: a fresh key is offered with the form.
-      return refused(409, "This form was already used for another test: send it again.", [], crypto.randomUUID());
-    case "quota_exceeded":
-      return refused(429, `Not sent: the plan's monthly quota of ${outcome.limit} messages is used up.`);
-    case "rate_limited":
-      return refused(
-        429,
-        outcome.scope === "number"
-          ? "Not sent: this number sends at most 2 messages a second. Try again in a moment."
-          : "Not sent: the workspace sends at most 1200 messages a minute. Try again in a moment.",
-      );
-  }
+  return readTestSendOutcome(outcome, {
+    accepted: (jobId, duplicate) => ({ ok: true, jobId, duplicate }),
+    refused,
+  });
 }
