@@ -11,7 +11,7 @@ import {
 } from "../lib/openapi";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { SendMessageRequest, IdempotencyKeyHeader, idempotencyKeyError } from "../domain/send-request";
-import { Message } from "../messages/message";
+import { Message, type OutboundMessage } from "../messages/message";
 import { ApiError, foundOr404 } from "../lib/errors";
 import { validationHook } from "../lib/validation";
 import { sendRateLimitHeaders } from "../domain/rate-limit-fields";
@@ -75,7 +75,7 @@ const send = createRoute({
   responses: sendResponses,
 });
 
-export const MESSAGE_EXAMPLE: z.output<typeof Message> = {
+export const MESSAGE_EXAMPLE: OutboundMessage = {
   id: EXAMPLE.jobId,
   direction: "outbound",
   channelNumberId: EXAMPLE.channelNumberId,

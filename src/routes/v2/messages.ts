@@ -14,7 +14,7 @@ import { findUploadedMedia } from "../../db/uploaded-media";
 import type { UploadedMedia } from "../../messages/uploaded-media";
 import { jsonBody } from "../../middleware/json-body";
 import type { SendContent } from "../../messages/send";
-import { admitSend, sendResponses, sendValidationHook } from "../messages";
+import { admitSend, MESSAGE_EXAMPLE, sendResponses, sendValidationHook } from "../messages";
 import { MessageListV2, MessageV2, OutboundMessageV2, toMessageViewV2 } from "../../messages/message-v2";
 import { listMessagePageAs } from "../../features/messages/message-page";
 import { readMessageAs } from "../../engine/messages";
@@ -54,24 +54,9 @@ const send = createRoute({
 
 /** A v2 message: an image sent by link (a text message reads as in v1). */
 const MESSAGE_EXAMPLE_V2: z.output<typeof OutboundMessageV2> = {
-  id: EXAMPLE.jobId,
-  direction: "outbound",
-  channelNumberId: EXAMPLE.channelNumberId,
-  to: EXAMPLE.to,
-  toUserId: null,
+  ...MESSAGE_EXAMPLE,
   type: "image",
   text: { body: "[image] Your parcel" },
-  status: "sent",
-  upstreamMessageId: "wamid.HBgLNTUxMTk5OTk5ODg4OBUCABEYEjRBMkI",
-  error: null,
-  outcomeUnknownSince: null,
-  createdAt: EXAMPLE.createdAt,
-  updatedAt: EXAMPLE.updatedAt,
-  processingAt: "2026-11-22T18:35:47.512Z",
-  sentAt: EXAMPLE.updatedAt,
-  failedAt: null,
-  deliveredAt: null,
-  readAt: null,
   image: { link: "https://cdn.example.com/parcel.png", caption: "Your parcel" },
 };
 
