@@ -12,6 +12,7 @@ import {
   LOCAL_SECRETS,
   liveNumber,
   machine,
+  operatorEnvelope,
   options,
   percentile,
   postOperatorWebhook,
@@ -177,33 +178,18 @@ runMain(
         (_, i) => `55119${String(2000000 + i).padStart(7, "0")}`,
       );
       for (const from of recipients) {
-        const envelope = {
-          object: "whatsapp_business_account",
-          entry: [
+        const envelope = operatorEnvelope(phoneNumberId, {
+          contacts: [{ wa_id: from }],
+          messages: [
             {
-              id: "bench",
-              changes: [
-                {
-                  field: "messages",
-                  value: {
-                    messaging_product: "whatsapp",
-                    metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId },
-                    contacts: [{ wa_id: from }],
-                    messages: [
-                      {
-                        from,
-                        id: `wamid.IN.${from}`,
-                        timestamp: `${Math.floor(Date.now() / 1000)}`,
-                        type: "text",
-                        text: { body: "hi" },
-                      },
-                    ],
-                  },
-                },
-              ],
+              from,
+              id: `wamid.IN.${from}`,
+              timestamp: `${Math.floor(Date.now() / 1000)}`,
+              type: "text",
+              text: { body: "hi" },
             },
           ],
-        };
+        });
         const status = await postOperatorWebhook(base, JSON.stringify(envelope));
         if (status !== 200) throw new Error(`inbound: ${status}`);
       }
