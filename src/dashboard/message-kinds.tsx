@@ -4,6 +4,7 @@ import type { MessageV2, OutboundMessageV2 } from "../messages/message-v2";
 import type { InteractiveContent } from "../messages/kinds/interactive";
 import type { LocationContent } from "../messages/kinds/location";
 import type { ContactsContent } from "../messages/kinds/contacts";
+import { storedFileHref } from "../features/media/pages";
 
 // How the dashboard shows each kind of message beyond text: what a rich send carried (the v2
 // view's object under its type's name) and what an inbound answer says. Every value is a
@@ -61,7 +62,16 @@ function MediaFacts({ type, media }: { type: string; media: MediaFields }) {
       {media.mediaId !== undefined ? (
         <Row label="Stored file">
           <code>{media.mediaId}</code>{" "}
-          <span class="hint">(from the media store, uploaded to the operator when it sends)</span>
+          <span class="hint">(from the media store, uploaded to the operator when it sends)</span>{" "}
+          <a href={storedFileHref(media.mediaId)} download>
+            Download
+          </a>
+        </Row>
+      ) : null}
+      {media.mediaId !== undefined && (type === "image" || type === "sticker") ? (
+        <Row label="Preview">
+          {/* Our own origin's copy, served as an attachment with the inbound media's headers. */}
+          <img class="stored-preview" src={storedFileHref(media.mediaId)} alt={media.caption ?? `The ${type} sent`} />
         </Row>
       ) : null}
       {media.filename !== undefined ? <Row label="File name">{media.filename}</Row> : null}

@@ -107,6 +107,45 @@ describe("rich messages sent: the message page shows what each carried", () => {
     expect(imagePage).not.toMatch(/<(img|video|audio|object|iframe|embed)\b/);
   });
 
+  it("a file from the media store: previewed and downloadable from our origin with the media headers, to the workspace's members only", async () => {
+    const { t, viewer } = await world();
+    const bytes = new Uint8Array(3000);
+    bytes.set([0xff, 0xd8, 0xff, 0xe0]);
+    const up = await apiV2("/media?filename=parcel.jpg", t.key, {
+      method: "POST",
+      headers: { "Content-Type": "image/jpeg", "Content-Length": String(bytes.byteLength) },
+      body: bytes,
+    });
+    expect(up.status, await up.clone().text()).toBe(201);
+    const { id: mediaId } = await json<{ id: string }>(up);
+    const image = await sent(t, "image", { mediaId, caption: "Your parcel" });
+
+    const content = contentOf(await page(viewer, `/dashboard/messages/${image}`));
+    const href = `/dashboard/media/${mediaId}`;
+    expect(text(content)).toContain(`Stored file ${mediaId}`);
+    expect(content).toContain(`<a href="${href}" download="">Download</a>`);
+    expect(content).toContain(`<img class="stored-preview" src="${href}" alt="Your parcel"/>`);
+
+    const res = await viewer.browser.get(href);
+    expect(res.status).toBe(200);
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(bytes);
+    expect(res.headers.get("content-type")).toBe("image/jpeg");
+    expect(res.headers.get("content-disposition")).toBe(
+      `attachment; filename="parcel.jpg"; filename*=UTF-8''parcel.jpg`,
+    );
+    expect(res.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("cross-origin-resource-policy")).toBe("same-origin");
+
+    // Another workspace's member, an unknown id and a deleted file read as not found.
+    const stranger = await signedInMember((await liveNumberTenant()).workspaceId, "owner");
+    expect((await stranger.browser.get(href)).status).toBe(404);
+    expect((await viewer.browser.get(`/dashboard/media/${crypto.randomUUID()}`)).status).toBe(404);
+    expect((await viewer.browser.get("/dashboard/media/not-an-id")).status).toBe(404);
+    expect((await apiV2(`/media/${mediaId}`, t.key, { method: "DELETE" })).status).toBe(204);
+    expect((await viewer.browser.get(href)).status).toBe(404);
+  });
+
   it("interactive messages: the buttons' titles and ids, a list's sections and rows, a call-to-action's label and URL", async () => {
     const { t, viewer } = await world();
     const buttons = await sent(t, "interactive", {

@@ -7,17 +7,12 @@ import { now } from "../../lib/clock";
 import { decodeCursor, pageLimit, PaginationQuery, toPage } from "../../lib/pagination";
 import { storedUuid } from "../../lib/job-id";
 import { ACCEPTED_MEDIA_TYPES, MEDIA_SIZE_LIMITS } from "../../domain/media-rules";
-import { findUploadedMedia, listUploadedMedia } from "../../db/uploaded-media";
-import {
-  mediaViewOf,
-  MediaView,
-  UPLOADED_MEDIA_DAYS,
-  uploadKey,
-  type UploadedMedia,
-} from "../../messages/uploaded-media";
+import { listUploadedMedia } from "../../db/uploaded-media";
+import { mediaViewOf, MediaView, UPLOADED_MEDIA_DAYS, type UploadedMedia } from "../../messages/uploaded-media";
 import { limitHeaders, throwIfLimited } from "../../middleware/rate-limit";
 import { mediaResponse } from "../../routes/message-media";
 import { deleteMedia } from "./delete-media";
+import { keptFile, MEDIA_NOT_FOUND, openKeptFile } from "./stored-file";
 import { MAX_FILENAME_CHARS, uploadMedia } from "./upload-media";
 
 // The workspace's media store (API v2): files uploaded once, sent by id (template media headers),
@@ -168,36 +163,12 @@ const remove = createRoute({
   responses: { 204: { description: "Deleted.", headers: requestIdHeader }, ...errorResponses(401, 403, 404, 429) },
 });
 
-const NOT_FOUND = "Media not found (unknown, deleted, or another workspace's).";
-
 /** The workspace's file, still kept: a 404 otherwise (an expired one says so). */
 async function keptMedia(c: Context<AppEnv>, rawId: string): Promise<UploadedMedia> {
-  const id = storedUuid(rawId);
-  const media = id ? await findUploadedMedia(c.env.DB, c.get("principal").workspaceId, id) : null;
-  if (!media) throw new ApiError("not_found", NOT_FOUND);
-  if (media.expiresAt <= now())
-    throw new ApiError(
-      "not_found",
-      `The file expired at ${new Date(media.expiresAt).toISOString()} (files are kept ${UPLOADED_MEDIA_DAYS} days).`,
-    );
-  return media;
+  const file = await keptFile(c.env, c.get("principal").workspaceId, rawId);
+  if (!file.kept) throw new ApiError("not_found", file.message);
+  return file.media;
 }
-
-const EXTENSIONS: Record<string, string> = {
-  "image/jpeg": ".jpg",
-  "image/png": ".png",
-  "image/webp": ".webp",
-  "video/mp4": ".mp4",
-  "video/3gpp": ".3gp",
-  "video/3gp": ".3gp",
-  "audio/aac": ".aac",
-  "audio/amr": ".amr",
-  "audio/mpeg": ".mp3",
-  "audio/mp4": ".m4a",
-  "audio/ogg": ".ogg",
-  "application/pdf": ".pdf",
-  "text/plain": ".txt",
-};
 
 const router = newRouter();
 router.openAPIRegistry.registerPath(upload);
@@ -225,7 +196,7 @@ export const mediaRoutes = router
     const id = storedUuid(c.req.valid("param").id);
     const outcome = await deleteMedia(c.env, c.get("principal").workspaceId, id);
     throwIfLimited(outcome);
-    if (!outcome.deleted) throw new ApiError("not_found", NOT_FOUND);
+    if (!outcome.deleted) throw new ApiError("not_found", MEDIA_NOT_FOUND);
     limitHeaders(c, outcome.limit);
     return c.body(null, 204);
   })
@@ -245,19 +216,7 @@ export const mediaRoutes = router
   })
   .get("/media/:id/content", async (c) => {
     const media = await keptMedia(c, c.req.param("id"));
-    const object = await c.env.ARCHIVE.get(uploadKey(c.get("principal").workspaceId, media.id));
-    if (!object) throw new ApiError("not_found", NOT_FOUND);
-    return mediaResponse(
-      c,
-      {
-        kind: "bytes",
-        body: object.body,
-        contentType: media.contentType,
-        size: object.size,
-        filename: media.filename ?? `${media.kind}-${media.id}${EXTENSIONS[media.contentType] ?? ""}`,
-        source: "copy",
-        etag: object.httpEtag,
-      },
-      media.kind === "document" ? "attachment" : "inline",
-    );
+    const bytes = await openKeptFile(c.env, c.get("principal").workspaceId, media);
+    if (!bytes) throw new ApiError("not_found", MEDIA_NOT_FOUND);
+    return mediaResponse(c, bytes, media.kind === "document" ? "attachment" : "inline");
   });
