@@ -23,7 +23,7 @@ import {
   noteUserId,
   purgeSilentContacts,
   recipientsKnownAs,
-} from "./contacts";
+} from "./contact-windows";
 import { Drain } from "./drain";
 import { HandOff } from "./hand-off";
 import { NumberHold, type PauseState } from "./number-hold";

@@ -24,7 +24,7 @@ import type { NumberHold } from "./number-hold";
 import type { PairPace } from "./pair-pace";
 import { scheduleReports } from "./sandbox-reports";
 import type { NumberStorage } from "./number-storage";
-import { currentIdOf, noteAlias } from "./contacts";
+import { currentIdOf, noteAlias } from "./contact-windows";
 import type { Entry, WorkQueue } from "./work-queue";
 
 export interface DrainDeps {

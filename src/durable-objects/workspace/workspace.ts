@@ -28,7 +28,7 @@ import type { MediaCopy } from "../../messages/inbound-media";
 import type { Keyset, MessageFilter } from "../../messages/list";
 import { EventPublisher, PUBLISH_DELAY_MS } from "./event-publisher";
 import type { MessageRow } from "../../messages/record";
-import { StatusLedger, testEvent } from "./status";
+import { StatusLedger, testEvent } from "./status-ledger";
 import { noteReadMark } from "./read-marks";
 import { Tiers } from "./tiers";
 import { expiredUnknowns, nextUnknownExpiry, UNKNOWN_OUTCOME_WINDOW_MS } from "./unknown-outcomes";
