@@ -1,6 +1,6 @@
 import { config } from "../config";
 import { cleanContentType, MediaCopyJob } from "../messages/inbound-media";
-import { mediaCopyKey, mediaCopyState, reserveMediaCopy, settleMediaCopy } from "../engine/media";
+import { mediaCopyKey, mediaCopyState, reserveMediaCopy, settleMediaCopy } from "../engine/media-downloads";
 import { errorText, log } from "../lib/log";
 import { declaredLength, downloadMedia } from "../operator/media-api";
 import { locateNumberMedia, operatorMediaAccess } from "../operator/media-access";

@@ -5,7 +5,7 @@ import { ApiError, foundOr404 } from "../lib/errors";
 import { rateLimited } from "../lib/throttle-client";
 import { EXAMPLE } from "../lib/openapi-examples";
 import { contentDisposition, servedContentType } from "../messages/inbound-media";
-import { messageMedia, type MediaDownload, type MessageMedia } from "../engine/media";
+import { messageMedia, type MediaDownload, type MessageMedia } from "../engine/media-downloads";
 
 /**
  * Whether an `If-None-Match` header names `etag` (RFC 9110 §13.1.2: weak comparison, so `W/"x"`

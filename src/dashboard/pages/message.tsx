@@ -3,7 +3,7 @@ import type { Child } from "hono/jsx";
 import type { InboundMessage, Message, OutboundMessage } from "../../messages/message";
 import { timelineOf, type CommittedChange } from "../../messages/timeline";
 import { messageDeliveries, readMessageAs } from "../../engine/messages";
-import { messageMedia } from "../../engine/media";
+import { messageMedia } from "../../engine/media-downloads";
 import type { DashboardEnv } from "../context";
 import { Time } from "../components";
 import { DeliveryLog } from "../delivery-log";

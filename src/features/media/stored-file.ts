@@ -2,7 +2,7 @@ import { now } from "../../lib/clock";
 import { storedUuid } from "../../lib/job-id";
 import { findUploadedMedia } from "../../db/uploaded-media";
 import { UPLOADED_MEDIA_DAYS, uploadKey, type UploadedMedia } from "../../messages/uploaded-media";
-import type { MediaDownload } from "../../engine/media";
+import type { MediaDownload } from "../../engine/media-downloads";
 
 /** A file of the workspace's media store, while it is kept; or why it is not (said to the reader). */
 export type KeptFile = { kept: true; media: UploadedMedia } | { kept: false; message: string };
