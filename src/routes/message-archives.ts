@@ -3,8 +3,7 @@ import { bearerSecurity, errorResponses, jsonContent, newRouter, requestIdHeader
 import { notFound } from "../lib/errors";
 import { dayNumber, dayString, listArchives, openArchive } from "../engine/archives";
 import { PaginationQuery, decodeCursor, invalidCursor, toPage } from "../lib/pagination";
-import type { Message } from "../messages/message";
-import { withStatusV2 } from "../messages/message-v2";
+import { mayCarryV2, v1OfLine, v2OfLine, type ArchivedLine } from "../messages/archive-line";
 
 const MessageArchive = z
   .object({
@@ -71,10 +70,11 @@ const download = createRoute({
 });
 
 /**
- * Each line of an archived day (a message as v1 shows it, as it was archived) in another version's
- * view. Lines are split wherever chunks end: a message is never cut in two.
+ * Each line of an archived day (messages/archive-line.ts) as `show` turns its text into another.
+ * Lines are split wherever chunks end: a message is never cut in two, and a chunk is turned as it
+ * comes (one part of the day at most, never the day).
  */
-function linesAs(view: (m: Message) => unknown): TransformStream<Uint8Array, Uint8Array> {
+function linesAs(show: (line: string) => string): TransformStream<Uint8Array, Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
   let rest = "";
@@ -83,7 +83,7 @@ function linesAs(view: (m: Message) => unknown): TransformStream<Uint8Array, Uin
       text
         .split("\n")
         .filter((line) => line.length > 0)
-        .map((line) => `${JSON.stringify(view(JSON.parse(line) as Message))}\n`)
+        .map((line) => `${show(line)}\n`)
         .join(""),
     );
   return new TransformStream({
@@ -100,8 +100,18 @@ function linesAs(view: (m: Message) => unknown): TransformStream<Uint8Array, Uin
   });
 }
 
-/** The archives' routes of a version: its lines in that version's view of a message (v1's as archived, by default). */
-const archiveRoutes = (view?: (m: Message) => unknown) => {
+const parsed = (line: string) => JSON.parse(line) as ArchivedLine;
+
+/**
+ * v1's line: as written, without v2's key. A line that cannot hold the key (most of them, and every
+ * line of a part written before v2's values were kept) is served as it is, byte for byte.
+ */
+const v1Line = (line: string): string => (mayCarryV2(line) ? JSON.stringify(v1OfLine(parsed(line))) : line);
+/** v2's line: v2's statuses derived from v1's view, with the line's own v2 values over them. */
+const v2Line = (line: string): string => JSON.stringify(v2OfLine(parsed(line)));
+
+/** The archives' routes of a version: each line of a day shown by `show`. */
+const archiveRoutes = (show: (line: string) => string) => {
   const router = newRouter();
   router.openAPIRegistry.registerPath(download);
   return (
@@ -137,11 +147,11 @@ const archiveRoutes = (view?: (m: Message) => unknown) => {
         c.header("Content-Type", "application/x-ndjson; charset=utf-8");
         c.header("Content-Disposition", `attachment; filename="messages-${dayString(day)}.ndjson"`);
         c.header("Cache-Control", "private, no-store");
-        return c.body(view ? body.pipeThrough(linesAs(view)) : body, 200);
+        return c.body(body.pipeThrough(linesAs(show)), 200);
       })
   );
 };
 
-export const messageArchiveRoutes = archiveRoutes();
-/** API v2's: each archived message in v2's view (its v2 status from its v1 status and its delivery and read times). */
-export const messageArchiveRoutesV2 = archiveRoutes(withStatusV2);
+export const messageArchiveRoutes = archiveRoutes(v1Line);
+/** API v2's: each archived message as `GET /api/v2/messages/{id}` showed it. */
+export const messageArchiveRoutesV2 = archiveRoutes(v2Line);

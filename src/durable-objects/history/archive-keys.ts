@@ -12,8 +12,8 @@ export function dayNumber(text: string): number | null {
 
 /**
  * Where a workspace's archived messages live in R2: one folder per UTC day with
- * gzip-compressed NDJSON parts (one message per line, as `GET /messages/{id}`
- * shows it) and a manifest written last, which marks the day complete.
+ * gzip-compressed NDJSON parts (one message per line, as messages/archive-line.ts
+ * writes it) and a manifest written last, which marks the day complete.
  */
 export const archivePrefix = (workspaceId: string): string => `messages/${workspaceId}/`;
 export const dayPrefix = (workspaceId: string, day: number): string =>

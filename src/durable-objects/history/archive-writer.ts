@@ -1,5 +1,6 @@
 import { now } from "../../lib/clock";
-import { toMessageView, type MessageRow } from "../../messages/record";
+import { toArchivedLine } from "../../messages/archive-line";
+import type { MessageRow } from "../../messages/record";
 import { dayString, manifestKey, partKey, type ArchiveManifest } from "./archive-keys";
 
 /** Messages per archive part: about 8 MB of NDJSON, 1–2 MB compressed. */
@@ -24,9 +25,10 @@ const gzip = (text: string): Promise<ArrayBuffer> =>
   new Response(new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
 
 /**
- * Writes up to `maxParts` parts of a day to R2 (gzip NDJSON, one message per line as
- * `GET /messages/{id}` shows it), then the manifest once the source is exhausted. Progress moves
- * only after a part is in R2: a crash rewrites that part (same key), never skips it.
+ * Writes up to `maxParts` parts of a day to R2 (gzip NDJSON, one message per line: v1's view of
+ * it, with what v2 shows beyond that under one key, messages/archive-line.ts), then the manifest
+ * once the source is exhausted. Progress moves only after a part is in R2: a crash rewrites that
+ * part (same key), never skips it.
  */
 export async function archiveRows(
   bucket: R2Bucket,
@@ -51,7 +53,7 @@ export async function archiveRows(
       });
       return { ...p, done: true };
     }
-    const body = await gzip(`${rows.map((r) => JSON.stringify(toMessageView(r))).join("\n")}\n`);
+    const body = await gzip(`${rows.map((r) => JSON.stringify(toArchivedLine(r))).join("\n")}\n`);
     await bucket.put(partKey(workspaceId, day, p.parts), body, {
       httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
       customMetadata: { messages: String(rows.length) },
