@@ -26,7 +26,9 @@ export type ArchivedLine =
   | (OutboundMessage & { [V2_KEY]?: Partial<OutboundMessageV2> })
   | (InboundMessage & { [V2_KEY]?: Partial<InboundMessageV2> });
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+// Most values are strings or null: compared as they are, objects by their JSON (the bytes a view shows).
+const same = (a: unknown, b: unknown): boolean =>
+  a === b || (typeof a === "object" && typeof b === "object" && JSON.stringify(a) === JSON.stringify(b));
 
 /**
  * The keys of `view` whose values `derived` does not have, with the view's values. Spread over
@@ -46,7 +48,7 @@ function differing<T extends object>(view: T, derived: object): Partial<T> {
 /** A record's line in its day's archive. */
 export function toArchivedLine(row: MessageRow): ArchivedLine {
   const v1 = toMessageView(row);
-  const v2 = toMessageViewV2(row);
+  const v2 = toMessageViewV2(row, v1);
   const derived = withStatusV2(v1);
   if (v1.direction === "outbound" && v2.direction === "outbound") {
     const extra = differing(v2, derived);

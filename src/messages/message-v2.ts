@@ -101,10 +101,10 @@ export function withStatusV2(m: Message): MessageV2 {
 
 /**
  * A record as API v2 shows it: v1's view, with v2's status and a rich message's type and fields;
- * an inbound message's answer and read mark (inbound-v2.ts).
+ * an inbound message's answer and read mark (inbound-v2.ts). `v1`: the record's v1 view, when the
+ * caller has it already (the archive writes both).
  */
-export function toMessageViewV2(row: MessageRow): MessageV2 {
-  const v1 = toMessageView(row);
+export function toMessageViewV2(row: MessageRow, v1: Message = toMessageView(row)): MessageV2 {
   if (v1.direction === "inbound") return { ...v1, ...inboundV2FieldsOf(v1, row) };
   const view = withStatusV2(v1);
   if (view.direction !== "outbound" || !isOutbound(row)) return view;
