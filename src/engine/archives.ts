@@ -24,17 +24,27 @@ export async function openArchive(
 ): Promise<ReadableStream<Uint8Array> | null> {
   const archived = await workspaceObject(env, workspaceId).archive(day);
   if (!archived) return null;
-  // Each part is a compressed file of its own (~20,000 messages): decompressed one after another, they are the day, in order.
+  // Each part is a compressed file of its own (~20,000 messages): decompressed one after another, they
+  // are the day, in order. Passed on as the decompression yields it: a reader holds a chunk at a time.
   const bucket = env.ARCHIVE;
   let part = 0;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (part >= archived.parts) return controller.close();
-      const object = await bucket.get(partKey(workspaceId, day, part++));
-      if (!object) return controller.error(new Error(`archive part ${part - 1} of ${dayString(day)} is missing`));
-      controller.enqueue(
-        new Uint8Array(await new Response(object.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer()),
-      );
+      for (;;) {
+        if (!reader) {
+          if (part >= archived.parts) return controller.close();
+          const object = await bucket.get(partKey(workspaceId, day, part++));
+          if (!object) return controller.error(new Error(`archive part ${part - 1} of ${dayString(day)} is missing`));
+          reader = object.body.pipeThrough(new DecompressionStream("gzip")).getReader();
+        }
+        const next = await reader.read();
+        if (!next.done) return controller.enqueue(next.value);
+        reader = null;
+      }
+    },
+    async cancel(reason) {
+      await reader?.cancel(reason);
     },
   });
 }

@@ -14,6 +14,7 @@ import { manifestKey, partKey, type ArchiveManifest } from "../../src/durable-ob
 import { toMessageView, type MessageRow } from "../../src/messages/record";
 import { withStatusV2 } from "../../src/messages/message-v2";
 import { DAY_MS } from "../../src/lib/job-id";
+import { openArchive } from "../../src/engine/archives";
 
 // An archived day in each version's view (GET /api/v{1,2}/message-archives/{day}), through the
 // Worker's fetch handler, a live number and the operator faked at the network edge: each message's
@@ -212,6 +213,30 @@ async function dayOfEveryKind(t: Tenant) {
   return { ids, views, day };
 }
 
+/**
+ * The day's one part and manifest as the writer wrote them before v2's values were kept, at the
+ * same keys: each line v1's view of the record. Returns the part's text.
+ */
+async function writeOldPart(t: Tenant, day: string, rows: MessageRow[]): Promise<string> {
+  const dayNumber = Date.parse(`${day}T00:00:00Z`) / DAY_MS;
+  const text = rows.map((r) => `${JSON.stringify(toMessageView(r))}\n`).join("");
+  const gzipped = await new Response(
+    new Blob([text]).stream().pipeThrough(new CompressionStream("gzip")),
+  ).arrayBuffer();
+  await env.ARCHIVE.put(partKey(t.workspaceId, dayNumber, 0), gzipped, {
+    httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
+    customMetadata: { messages: String(rows.length) },
+  });
+  const manifest: ArchiveManifest = {
+    day,
+    parts: 1,
+    messages: rows.length,
+    archivedAt: new Date(clock.now()).toISOString(),
+  };
+  await env.ARCHIVE.put(manifestKey(t.workspaceId, dayNumber), JSON.stringify(manifest));
+  return text;
+}
+
 describe("an archived day in each version's view", () => {
   it("v2's line of each message is its GET /api/v2/messages/{id} body and v1's its GET /api/v1/messages/{id} body, byte for byte", async () => {
     const t = await liveNumberTenant();
@@ -234,29 +259,38 @@ describe("an archived day in each version's view", () => {
   it("a day archived before v2's values were kept downloads as before: v1's lines as written, v2's derived from them", async () => {
     const t = await liveNumberTenant();
     const { views, day } = await dayOfEveryKind(t);
-    const dayNumber = Date.parse(`${day}T00:00:00Z`) / DAY_MS;
     const order = [...linesById(await archiveText(t, day, "v1")).keys()];
     const rows = order.map((id) => views.get(id)!.row);
-    // The day as the writer wrote it before: its one part and manifest at the same keys, each line v1's view of the record.
-    const oldLines = rows.map((r) => `${JSON.stringify(toMessageView(r))}\n`).join("");
-    const gzipped = await new Response(
-      new Blob([oldLines]).stream().pipeThrough(new CompressionStream("gzip")),
-    ).arrayBuffer();
-    await env.ARCHIVE.put(partKey(t.workspaceId, dayNumber, 0), gzipped, {
-      httpMetadata: { contentType: "application/x-ndjson", contentEncoding: "gzip" },
-      customMetadata: { messages: String(rows.length) },
-    });
-    const manifest: ArchiveManifest = {
-      day,
-      parts: 1,
-      messages: rows.length,
-      archivedAt: new Date(clock.now()).toISOString(),
-    };
-    await env.ARCHIVE.put(manifestKey(t.workspaceId, dayNumber), JSON.stringify(manifest));
+    const oldLines = await writeOldPart(t, day, rows);
 
     expect(await archiveText(t, day, "v1")).toBe(oldLines);
     expect(await archiveText(t, day, "v2")).toBe(
       rows.map((r) => `${JSON.stringify(withStatusV2(toMessageView(r)))}\n`).join(""),
     );
+  });
+
+  it("a day is read as its parts decompress, a chunk at a time, never a whole part at once; both versions have every line", async () => {
+    const t = await liveNumberTenant();
+    const { views, day } = await dayOfEveryKind(t);
+    const rows = [...linesById(await archiveText(t, day, "v1")).keys()].map((id) => views.get(id)!.row);
+    // A part of 2,000 messages (~1.2 MB of lines): the records, again and again.
+    const many = Array.from({ length: 2_000 }, (_, i) => rows[i % rows.length]!);
+    const text = await writeOldPart(t, day, many);
+    expect(text.length).toBeGreaterThan(1_000_000);
+    // What the routes read: the runtime passes a response's body on in chunks of its own, so the
+    // reading is watched where it happens, on the stream the routes turn line by line.
+    const stream = await openArchive(env, t.workspaceId, Date.parse(`${day}T00:00:00Z`) / DAY_MS);
+    const chunks: number[] = [];
+    let read = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of stream!) {
+      chunks.push(chunk.byteLength);
+      read += decoder.decode(chunk, { stream: true });
+    }
+    expect(read).toBe(text);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(Math.max(...chunks)).toBeLessThan(text.length / 4);
+    expect((await archiveText(t, day, "v1")).split("\n")).toHaveLength(many.length + 1);
+    expect((await archiveText(t, day, "v2")).split("\n")).toHaveLength(many.length + 1);
   });
 });
