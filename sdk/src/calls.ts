@@ -1,6 +1,7 @@
 import { Paginated, type Page } from "./paginate.js";
 import { withRetries, type RetryOptions } from "./retry.js";
 import type { CallOptions } from "./client.js";
+import { ndjsonValues } from "./ndjson.js";
 
 type Attempt<T> = (signal: AbortSignal) => Promise<{ data?: T; error?: unknown; response: Response }>;
 
@@ -50,6 +51,26 @@ export class Calls {
       signal,
     );
     return { data, response, download: answered };
+  }
+
+  /**
+   * An NDJSON download's values (an archived day's messages), parsed as the body streams in: the
+   * answer is waited for as a streamed read; once it is there, only the caller's signal stops it.
+   */
+  async *lines<T>(
+    get: (signal: AbortSignal) => ReturnType<Attempt<ReadableStream<Uint8Array> | null>>,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<T, void, undefined> {
+    const { data: body, download } = await this.streamed(get, signal);
+    if (!body) return;
+    const stop = () => download.abort(signal?.reason);
+    signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) stop();
+    try {
+      yield* ndjsonValues<T>(body, signal);
+    } finally {
+      signal?.removeEventListener("abort", stop);
+    }
   }
 
   /** A send: without `idempotencyKey` a new UUID, and either way the same key on every attempt. */

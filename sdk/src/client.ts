@@ -1,6 +1,5 @@
 import createClient from "openapi-fetch";
 import type { components, operations, paths } from "./generated/openapi.js";
-import { ndjsonValues } from "./ndjson.js";
 import { Paginated } from "./paginate.js";
 import { DEFAULT_RETRY, once, type RetryOptions } from "./retry.js";
 import { verifyWebhook, type WebhookEvent, type WebhookHeaders } from "./webhooks.js";
@@ -163,7 +162,12 @@ export class MessagingClient {
      * deadline bounds the wait for the answer, not the download: pass a `signal` to bound it.
      */
     download: (day: string, options?: CallOptions): AsyncIterable<Message> => ({
-      [Symbol.asyncIterator]: () => this.downloadArchive(day, options?.signal),
+      [Symbol.asyncIterator]: () =>
+        this.calls.lines<Message>(
+          (request) =>
+            this.http.GET("/message-archives/{day}", { params: { path: { day } }, parseAs: "stream", signal: request }),
+          options?.signal,
+        ),
     }),
   };
 
@@ -278,27 +282,6 @@ export class MessagingClient {
       },
     },
   };
-
-  private async *downloadArchive(
-    day: string,
-    signal: AbortSignal | undefined,
-  ): AsyncGenerator<Message, void, undefined> {
-    // Only the caller's signal can stop the body once it is there, however long the day is to read.
-    const { data: body, download } = await this.calls.streamed(
-      (request) =>
-        this.http.GET("/message-archives/{day}", { params: { path: { day } }, parseAs: "stream", signal: request }),
-      signal,
-    );
-    if (!body) return;
-    const stop = () => download.abort(signal?.reason);
-    signal?.addEventListener("abort", stop, { once: true });
-    if (signal?.aborted) stop();
-    try {
-      yield* ndjsonValues<Message>(body, signal);
-    } finally {
-      signal?.removeEventListener("abort", stop);
-    }
-  }
 
   private async downloadMedia(id: string, signal: AbortSignal | undefined): Promise<MessageMedia> {
     const {

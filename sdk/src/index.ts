@@ -30,6 +30,8 @@ export {
   type MarkReadOptions,
   type Media,
   type MediaListParams,
+  type MessageArchiveV2,
+  type ArchiveListParamsV2,
   type MediaUploadOptions,
   type MessageListParamsV2,
   type MessageV2,

@@ -49,6 +49,10 @@ export interface MediaUploadOptions extends CallOptions {
   /** The name a document shows its recipient; without it, a `File`'s `name`. */
   filename?: string;
 }
+/** One archived day: `GET /api/v2/message-archives`. */
+export type MessageArchiveV2 = Schemas["MessageArchive"];
+/** `limit` (the page size) and a starting `cursor` of `v2.messageArchives.list`. */
+export type ArchiveListParamsV2 = NonNullable<operations["listMessageArchives"]["parameters"]["query"]>;
 /** Filters of `v2.messages.list`: v1's, plus `type`, with v2's statuses (`delivered`, `read`). */
 export type MessageListParamsV2 = NonNullable<operations["listMessagesV2"]["parameters"]["query"]>;
 
@@ -159,6 +163,30 @@ export class MessagingClientV2 {
         (cursor, signal) => this.http.GET("/messages", { params: { query: { ...params, cursor } }, signal }),
         options,
       ),
+  };
+
+  readonly messageArchives = {
+    /** Days older than the plan's history window, archived, newest first. */
+    list: (params: ArchiveListParamsV2 = {}, options?: CallOptions): Paginated<MessageArchiveV2> =>
+      this.calls.paged(
+        params,
+        (cursor, signal) => this.http.GET("/message-archives", { params: { query: { ...params, cursor } }, signal }),
+        options,
+      ),
+    /**
+     * The messages of one archived day (`YYYY-MM-DD`, UTC) as v2 reads them (a rich message's type
+     * and fields, `delivered` and `read` as statuses, an inbound message's answer and read mark),
+     * oldest first, parsed line by line as the download streams in; as `client.messageArchives.download`
+     * otherwise (nothing requested until iteration starts; retried like other reads; a `signal` bounds it).
+     */
+    download: (day: string, options?: CallOptions): AsyncIterable<MessageV2> => ({
+      [Symbol.asyncIterator]: () =>
+        this.calls.lines<MessageV2>(
+          (request) =>
+            this.http.GET("/message-archives/{day}", { params: { path: { day } }, parseAs: "stream", signal: request }),
+          options?.signal,
+        ),
+    }),
   };
 
   readonly media = {

@@ -249,4 +249,15 @@ describe("client.messageArchives", () => {
       ["/api/v1/message-archives/2026-10-01", 404],
     ]);
   });
+
+  it("client.v2's archives: none for a fresh workspace, an unknown day the typed 404", async () => {
+    const t = await createTenant();
+    const client = t.client();
+    expect(await client.v2.messageArchives.list().toArray()).toEqual([]);
+    const err = await (async () => {
+      for await (const m of client.v2.messageArchives.download("2026-10-01")) void m;
+    })().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ status: 404, code: "not_found" });
+  });
 });

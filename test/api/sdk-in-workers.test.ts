@@ -214,6 +214,41 @@ describe("the SDK inside the Workers runtime", () => {
     expect(err).toMatchObject({ status: 404, code: "not_found" });
   });
 
+  it("client.v2 downloads an archived day as v2 read it: a rich message's type and fields, v2's statuses", async () => {
+    const clock = fakeClock(Date.UTC(2047, 7, 1, 9));
+    const t = await createTenant();
+    const client = clientFor(t.key);
+    clock.set(Date.now() + 1_000);
+    const image = await client.v2.messages.send({
+      channelNumberId: t.numberId,
+      to: TEST_CONTACT,
+      type: "image",
+      image: { link: "https://cdn.example.com/parcel.png", caption: "Your parcel" },
+    });
+    clock.set(Date.now() + 1_000);
+    const text = await client.v2.messages.send({ channelNumberId: t.numberId, to: TEST_CONTACT, text: { body: "hi" } });
+    for (let i = 0; i < 4; i++) {
+      await runDurableObjectAlarm(channelNumberStub(env, t.numberId));
+      clock.set(Date.now() + 1_100);
+    }
+    const records = await Promise.all([image, text].map((s) => client.v2.messages.get(s.jobId)));
+    expect(records.map((r) => r.type)).toEqual(["image", "text"]);
+    const day = records[0]!.createdAt.slice(0, 10);
+
+    clock.set(Date.now() + 31 * DAY_MS);
+    for (let i = 0; i < 20; i++) await runDurableObjectAlarm(workspaceStub(env, t.workspaceId));
+    expect(await client.v2.messageArchives.list().toArray()).toEqual([
+      { day, messages: 2, archivedAt: expect.any(String) },
+    ]);
+    const archived = [];
+    for await (const m of client.v2.messageArchives.download(day)) archived.push(m);
+    expect(archived).toEqual(records);
+    // v1's download of the same day reads the image as v1 does: a text summary.
+    const v1: Message[] = [];
+    for await (const m of client.messageArchives.download(day)) v1.push(m);
+    expect(v1.map((m) => m.type)).toEqual(["text", "text"]);
+  });
+
   it("downloads an inbound message's media as a stream, with its type, size and file name", async () => {
     const net = mockNetwork();
     try {
