@@ -21,24 +21,16 @@ export const fail = (msg: string): never => {
 /** A logger with the run's name in front. */
 export const sayAs = (name: string) => (msg: string) => console.log(`[${name}] ${msg}`);
 
-/**
- * Whole-number options: `--name N` or the environment variable, else the default.
- * A value that is not a whole number ends the run.
- */
+/** Whole-number options: `--name N` or the environment variable, else the default; anything else ends the run. */
 export function options<K extends string>(spec: Record<K, { env?: string; fallback: number }>): Record<K, number> {
-  const { values } = parseArgs({
-    options: Object.fromEntries(Object.keys(spec).map((k) => [k, { type: "string" as const }])),
-    allowPositionals: true,
-    strict: false,
-  });
-  const out = {} as Record<K, number>;
-  for (const [k, { env, fallback }] of Object.entries(spec) as Array<[K, { env?: string; fallback: number }]>) {
-    const raw = values[k] ?? (env ? process.env[env] : undefined);
+  const strings = Object.fromEntries(Object.keys(spec).map((k) => [k, { type: "string" as const }]));
+  const args = parseArgs({ options: strings, allowPositionals: true, strict: false }).values;
+  const entries = Object.entries<{ env?: string; fallback: number }>(spec).map(([k, { env, fallback }]) => {
+    const raw = args[k] ?? (env ? process.env[env] : undefined);
     const n = raw === undefined || raw === "" || raw === true ? fallback : Number(raw);
-    if (!Number.isInteger(n) || n < 0) fail(`--${k}: a whole number, got ${String(raw)}`);
-    out[k] = n;
-  }
-  return out;
+    return [k, Number.isInteger(n) && n >= 0 ? n : fail(`--${k}: a whole number, got ${String(raw)}`)];
+  });
+  return Object.fromEntries(entries) as Record<K, number>;
 }
 
 /** Runs `main`, reports a Fatal without its stack, and stops `cleanup` whatever happened, within `limitMs`. */
@@ -51,12 +43,9 @@ export function runMain(
   const watchdog = setTimeout(() => {
     console.error(`[${name}] the run took longer than ${limitMs / 1000} s; stopping`);
     void cleanup().then(() => process.exit(1));
-  }, limitMs);
-  watchdog.unref();
+  }, limitMs).unref();
   main()
-    .then((passed) => {
-      if (passed === false) process.exitCode = 1;
-    })
+    .then((passed) => void (passed === false && (process.exitCode = 1)))
     .catch((err: unknown) => {
       console.error(`[${name}] ${err instanceof Fatal ? err.message : err instanceof Error ? err.stack : String(err)}`);
       process.exitCode = 1;
@@ -73,14 +62,10 @@ export function runMain(
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>) {
   const out = new Array<R>(items.length);
   let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i] as T, i);
-      }
-    }),
-  );
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T, i);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
 
@@ -100,13 +85,20 @@ export function maxInWindow(times: number[], windowMs = 1_000) {
   return max;
 }
 
+/** A metric's duration in the Server-Timing header the Worker adds when SERVER_TIMING=true (`d1`, `total`). */
+export function serverTiming(headers: Record<string, string | string[] | undefined>, metric: string) {
+  const header = Object.entries(headers).findLast(([name]) => name.toLowerCase() === "server-timing")?.[1];
+  const entry = [header ?? []].flat().join(",").split(",");
+  const dur = entry.find((m) => m.split(";")[0]?.trim() === metric)?.match(/;\s*dur=([0-9.]+)/)?.[1];
+  return dur === undefined ? null : Number(dur);
+}
+
 /** mulberry32: a seeded source, so that a run's choices repeat with its seed (not for secrets). */
 export function seededRandom(seed: number) {
   let a = seed >>> 0;
   const next = () => {
     a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
@@ -121,11 +113,16 @@ export function seededRandom(seed: number) {
 }
 export type Random = ReturnType<typeof seededRandom>;
 
-/** POST /admin/v1… (or a customer route with its key), which must answer 201; its JSON. */
-export async function created(baseUrl: string, path: string, body: unknown, token = LOCAL_SECRETS.ADMIN_TOKEN) {
+/** POST /admin/v1… (or a customer route with its key), which must answer `expected`; its JSON. */
+export async function created(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  token = LOCAL_SECRETS.ADMIN_TOKEN,
+  expected = 201,
+) {
   const res = await callApi(baseUrl, "POST", path, token, body);
-  if (res.status !== 201) fail(`POST ${path} answered ${res.status}: ${res.text.slice(0, 300)}`);
-  return res.json;
+  return res.status === expected ? res.json : fail(`POST ${path} answered ${res.status}: ${res.text.slice(0, 300)}`);
 }
 
 /** A new API key of `workspaceId`. */
@@ -138,53 +135,50 @@ export async function workspace(baseUrl: string, name: string) {
   return { id, apiKey: await apiKey(baseUrl, id) };
 }
 
+/** A number of `workspaceId` (a sandbox number unless `upstream` says otherwise); its id. */
+export const number = async (
+  baseUrl: string,
+  workspaceId: string,
+  display: string,
+  upstream: object = { type: "sandbox" },
+) =>
+  String(
+    (
+      await created(baseUrl, `/admin/v1/workspaces/${workspaceId}/channel-numbers`, {
+        displayPhoneNumber: display,
+        upstream,
+      })
+    ).id,
+  );
+
 /** A live number of `workspaceId`, connected through the fake operator. */
-export async function liveNumber(
+export const liveNumber = (
   baseUrl: string,
   workspaceId: string,
   display: string,
   phoneNumberId: string,
   accessToken: string,
-) {
-  const number = await created(baseUrl, `/admin/v1/workspaces/${workspaceId}/channel-numbers`, {
-    displayPhoneNumber: display,
-    upstream: { type: "cloud", phoneNumberId, accessToken },
-  });
-  return String(number.id);
-}
+) => number(baseUrl, workspaceId, display, { type: "cloud", phoneNumberId, accessToken });
 
 /** A webhook of `numberId` to `url`; its signing secret. */
-export async function webhook(baseUrl: string, apiKey: string, numberId: string, url: string) {
-  return String((await created(baseUrl, "/api/v1/webhooks", { channelNumberId: numberId, url }, apiKey)).secret);
-}
+export const webhook = async (baseUrl: string, apiKey: string, numberId: string, url: string) =>
+  String((await created(baseUrl, "/api/v1/webhooks", { channelNumberId: numberId, url }, apiKey)).secret);
 
 /** The operator's webhook body for one number's `messages` change. */
-export const operatorEnvelope = (phoneNumberId: string, value: Record<string, unknown>) => ({
-  object: "whatsapp_business_account",
-  entry: [
-    {
-      id: "WABA-BENCH",
-      changes: [
-        {
-          field: "messages",
-          value: {
-            messaging_product: "whatsapp",
-            metadata: { display_phone_number: "15550100000", phone_number_id: phoneNumberId },
-            ...value,
-          },
-        },
-      ],
-    },
-  ],
-});
+export const operatorEnvelope = (phoneNumberId: string, value: Record<string, unknown>) => {
+  const metadata = { display_phone_number: "15550100000", phone_number_id: phoneNumberId };
+  const change = { field: "messages", value: { messaging_product: "whatsapp", metadata, ...value } };
+  return { object: "whatsapp_business_account", entry: [{ id: "WABA-BENCH", changes: [change] }] };
+};
 
 /** POSTs an operator webhook signed as the operator signs it (X-Hub-Signature-256); its status, null when unreachable. */
 export async function postOperatorWebhook(baseUrl: string, raw: string): Promise<number | null> {
   const signature = `sha256=${createHmac("sha256", LOCAL_SECRETS.UPSTREAM_APP_SECRET).update(raw).digest("hex")}`;
+  const headers = { "Content-Type": "application/json", "X-Hub-Signature-256": signature };
   try {
     const res = await fetch(`${baseUrl}/upstream/cloud/webhook`, {
       method: "POST",
-      headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature },
+      headers,
       body: raw,
       signal: AbortSignal.timeout(10_000),
     });
@@ -201,6 +195,19 @@ export function machine() {
   const load = os.loadavg().map((l) => l.toFixed(2));
   return `${new Date().toISOString()}; ${cpus[0]?.model.trim() ?? "CPU"} × ${cpus.length} logical cores, load ${load.join(" / ")}; ${os.type()} ${os.release()}; Node ${process.version}`;
 }
+
+/** A figure for a result file: `digits` decimals, thousands separated; "n/a" when it was not measured. */
+export const fig = (n: number | null | undefined, digits = 0) =>
+  n === null || n === undefined || !Number.isFinite(n)
+    ? "n/a"
+    : n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** A Markdown table; a header cell ending in ":" is a right-aligned column (figures). */
+export const table = (header: string[], rows: Array<Array<string | number>>) => [
+  `| ${header.map((h) => h.replace(/:$/, "")).join(" | ")} |`,
+  `| ${header.map((h) => (h.endsWith(":") ? "---:" : "---")).join(" | ")} |`,
+  ...rows.map((r) => `| ${r.join(" | ")} |`),
+];
 
 /** Writes `bench/<name>` (the bench's one result file) and says so. */
 export function writeResult(name: string, lines: string[]) {
