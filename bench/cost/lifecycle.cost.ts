@@ -25,6 +25,17 @@ const DAY = 86_400_000;
 const HORIZON_MS = 45 * DAY; // past the archive (plan window 30 days + 1) and every purge
 const RECEIVER_HOST = "hooks.acme-shop.com";
 const RECEIVER_URL = `https://${RECEIVER_HOST}/hook`;
+type Kind = "text" | "template" | "image";
+/** Each scenario: its description (cost.md's heading), messages, numbers, recipients, kind. */
+const SCENARIOS: Array<[string, number, number, number, Kind]> = [
+  ["1 message: 1 workspace, 1 number, 1 recipient", 1, 1, 1, "text"],
+  ["1 template message (API v2): 1 workspace, 1 number, 1 recipient", 1, 1, 1, "template"],
+  ["100 messages: 1 workspace, 1 number, 10 recipients", 100, 1, 10, "text"],
+  ["100 template messages (API v2): 1 workspace, 1 number, 10 recipients", 100, 1, 10, "template"],
+  ["100 messages: 1 workspace, 10 numbers, 100 recipients", 100, 10, 100, "text"],
+  ["1 image message from the media store (API v2): 1 workspace, 1 number, 1 recipient", 1, 1, 1, "image"],
+  ["100 image messages naming one stored image (API v2): 1 workspace, 1 number, 10 recipients", 100, 1, 10, "image"],
+];
 
 const meter = new Meter();
 let clock = Date.UTC(2047, 4, 1, 9);
@@ -33,62 +44,54 @@ const setClock = (ms: number) => {
   clock = Math.max(ms, Date.now());
   vi.setSystemTime(clock);
 };
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Tenant {
-  workspaceId: string;
   key: string;
   numbers: { numberId: string; phoneNumberId: string }[];
 }
+type Steps = Array<{ step: string; usage: Usage }>;
 
-interface StepUsage {
-  step: string;
-  usage: Usage;
-}
-
-interface ScenarioResult {
-  name: string;
-  description: string;
-  messages: number;
-  steps: StepUsage[];
-}
-
-const results: ScenarioResult[] = [];
+const results: Array<{ description: string; messages: number; steps: Steps }> = [];
 /** What waking an (empty) object costs: its constructor's schema statements and one read. Paid again whenever an evicted object wakes. */
 let objectStart: Usage | null = null;
-let webhookDeliveries = 0;
-let operatorCalls = 0;
-let mediaUploads = 0;
+const outbound = { "webhook delivery": 0, "operator call": 0, "operator media upload": 0, dns: 0 };
 
 /** The operator (accepts every message) and the customer's receiver (200), at the network edge. */
 function mockNetwork(): void {
+  const seen = (kind: keyof typeof outbound) => {
+    meter.outbound(kind);
+    outbound[kind]++;
+  };
   answerAtEdge(async (input, init) => {
     const req = new Request(input, init);
     const url = new URL(req.url);
+    const operator = req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`);
     if (url.origin === new URL(env.DOH_RESOLVER_URL).origin) {
-      meter.outbound("dns");
-      const type = url.searchParams.get("type");
-      const answer = type === "AAAA" ? [] : [{ name: RECEIVER_HOST, type: 1, TTL: 60, data: "93.184.216.34" }];
+      seen("dns");
+      const answer =
+        url.searchParams.get("type") === "AAAA"
+          ? []
+          : [{ name: RECEIVER_HOST, type: 1, TTL: 60, data: "93.184.216.34" }];
       return Response.json({ Status: 0, Answer: answer }, { headers: { "content-type": "application/dns-json" } });
     }
     if (req.url === RECEIVER_URL) {
-      meter.outbound("webhook delivery");
-      webhookDeliveries++;
+      seen("webhook delivery");
       return new Response(null, { status: 200 });
     }
-    if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`) && req.url.endsWith("/media")) {
-      meter.outbound("operator media upload");
-      mediaUploads++;
+    if (operator && req.url.endsWith("/media")) {
+      seen("operator media upload");
       await req.arrayBuffer();
       return Response.json({ id: "1013859600285441" });
     }
-    if (req.url.startsWith(`${env.UPSTREAM_CLOUD_API_BASE_URL}/`) && req.url.endsWith("/messages")) {
-      meter.outbound("operator call");
-      operatorCalls++;
+    if (operator && req.url.endsWith("/messages")) {
+      seen("operator call");
       const body = (await req.json()) as { biz_opaque_callback_data: string; to: string };
       // The operator knows the recipient under the number we sent to (no alias to remember).
+      const contacts = [{ input: body.to, wa_id: body.to.replace(/^\+/, "") }];
       return Response.json({
         messaging_product: "whatsapp",
-        contacts: [{ input: body.to, wa_id: body.to.replace(/^\+/, "") }],
+        contacts,
         messages: [{ id: `wamid.${body.biz_opaque_callback_data}` }],
       });
     }
@@ -99,16 +102,9 @@ function mockNetwork(): void {
 /** A business account's template, stored as a sync would, for the template scenario's numbers (setup, not metered). */
 async function giveTemplates(numberIds: string[]): Promise<void> {
   const wabaId = `waba-${crypto.randomUUID()}`;
-  const t = normalizeTemplate(
-    OperatorTemplate.parse({
-      name: "order_update",
-      language: "en_US",
-      status: "APPROVED",
-      category: "UTILITY",
-      components: [{ type: "BODY", text: "Your order {{1}} has shipped and will arrive {{2}}." }],
-    }),
-  );
-  await upsertTemplates(env.DB, wabaId, [t!], new Date().toISOString());
+  const components = [{ type: "BODY", text: "Your order {{1}} has shipped and will arrive {{2}}." }];
+  const raw = { name: "order_update", language: "en_US", status: "APPROVED", category: "UTILITY", components };
+  await upsertTemplates(env.DB, wabaId, [normalizeTemplate(OperatorTemplate.parse(raw))!], new Date().toISOString());
   for (const id of numberIds)
     await env.DB.prepare("UPDATE channel_numbers SET waba_id = ? WHERE id = ?").bind(wabaId, id).run();
 }
@@ -118,15 +114,15 @@ async function createTenant(numbers: number): Promise<Tenant> {
   const { key } = await createKey(workspaceId);
   const list: Tenant["numbers"] = [];
   for (let i = 0; i < numbers; i++) {
-    const n = await connectLiveNumber(workspaceId);
-    list.push({ numberId: n.numberId, phoneNumberId: n.phoneNumberId });
+    const { numberId, phoneNumberId } = await connectLiveNumber(workspaceId);
+    list.push({ numberId, phoneNumberId });
     const hook = await api("/webhooks", key, {
       method: "POST",
-      json: { channelNumberId: n.numberId, url: RECEIVER_URL },
+      json: { channelNumberId: numberId, url: RECEIVER_URL },
     });
     if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${await hook.text()}`);
   }
-  return { workspaceId, key, numbers: list };
+  return { key, numbers: list };
 }
 
 /** Events owed by the workspaces seen so far (committed, not yet published: their in-memory timer runs in real time). */
@@ -160,140 +156,82 @@ async function publishedAndConsumed(): Promise<void> {
   for (let guard = 0; guard < 200; guard++) {
     await queuesIdle();
     if ((await owedEvents()) === 0 && meter.queuesIdle()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await pause(50);
   }
   throw new Error("events stayed owed");
-}
-
-/** The earliest armed alarm among the objects seen so far (read without counting). */
-async function earliestAlarm(): Promise<{ key: string; cls: ObjectClass; stub: DurableObjectStub; at: number } | null> {
-  let best: { key: string; cls: ObjectClass; stub: DurableObjectStub; at: number } | null = null;
-  meter.inspecting = true;
-  try {
-    for (const [key, o] of meter.objects) {
-      if (o.cls === "Throttle") continue;
-      const stub = o.stub();
-      const at = await runInDurableObject(stub, (_, state) => state.storage.getAlarm());
-      if (at !== null && (best === null || at < best.at)) best = { key, cls: o.cls, stub, at };
-    }
-  } finally {
-    meter.inspecting = false;
-  }
-  return best;
 }
 
 /** Runs due alarms in time order up to `until`, moving the clock to each, draining the queues between them. */
 async function runUntil(until: number): Promise<void> {
   for (let guard = 0; guard < 5_000; guard++) {
     await queuesIdle();
-    const next = await earliestAlarm();
-    if (!next || next.at > until) {
-      setClock(until);
-      return;
+    // The earliest armed alarm among the objects seen so far (read without counting).
+    let next: { cls: ObjectClass; stub: DurableObjectStub; at: number } | null = null;
+    for (const o of meter.objects.values()) {
+      if (o.cls === "Throttle") continue;
+      const stub = o.stub();
+      const at = await runInDurableObject(stub, (_, state) => state.storage.getAlarm());
+      if (at !== null && (next === null || at < next.at)) next = { cls: o.cls, stub, at };
     }
+    if (!next || next.at > until) return setClock(until);
     setClock(next.at);
     if (await runDurableObjectAlarm(next.stub)) meter.alarm(next.cls);
   }
   throw new Error("alarms kept re-arming");
 }
 
-async function step(steps: StepUsage[], name: string, work: () => Promise<void>): Promise<void> {
-  await work();
-  await publishedAndConsumed();
-  steps.push({ step: name, usage: await meter.harvest() });
-}
+const recipientAt = (i: number, recipients: number) => `55119${String(1000000 + (i % recipients)).padStart(7, "0")}`;
 
-/** Sends `count` messages round-robin over the tenant's numbers and recipients, each number at most 2 per second. */
-type Kind = "text" | "template" | "image";
-
-/** The JPEG the image scenarios store once and send by its media id (its first bytes are a JPEG's, the rest filler). */
-function jpeg(size: number): Uint8Array {
-  const head = [0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00];
-  const bytes = new Uint8Array(size);
-  for (let i = 0; i < size; i++) bytes[i] = head[i] ?? (i * 31 + 7) & 0xff;
-  return bytes;
-}
-
-/** One image in the workspace's media store (`POST /api/v2/media`): its id. */
+/** One image in the workspace's media store (`POST /api/v2/media`): a JPEG's first bytes, then filler; its id. */
 async function storeImage(t: Tenant): Promise<string> {
-  const body = jpeg(200_000);
-  const res = await apiV2("/media", t.key, {
-    method: "POST",
-    headers: { "Content-Type": "image/jpeg", "Content-Length": String(body.byteLength) },
-    body,
-  });
+  const head = [0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00];
+  const body = Uint8Array.from({ length: 200_000 }, (_, i) => head[i] ?? (i * 31 + 7) & 0xff);
+  const headers = { "Content-Type": "image/jpeg", "Content-Length": String(body.byteLength) };
+  const res = await apiV2("/media", t.key, { method: "POST", headers, body });
   if (res.status !== 201) throw new Error(`media upload: ${res.status} ${await res.text()}`);
   return (await json<{ id: string }>(res)).id;
 }
 
-const recipientAt = (i: number, recipients: number) => `55119${String(1000000 + (i % recipients)).padStart(7, "0")}`;
-
 /** Each recipient writes first, so that a free-form kind (an image) may be sent within their 24-hour window (setup). */
 async function openWindows(t: Tenant, recipients: number): Promise<void> {
   for (let i = 0; i < recipients; i++) {
-    const number = t.numbers[i % t.numbers.length]!;
     const from = recipientAt(i, recipients);
+    const message = {
+      from,
+      id: `wamid.in-${crypto.randomUUID()}`,
+      timestamp: seconds(Date.now()),
+      type: "text",
+      text: { body: "Hi" },
+    };
     const res = await postOperator(
-      inboundPayload(
-        number.phoneNumberId,
-        [
-          {
-            from,
-            id: `wamid.in-${crypto.randomUUID()}`,
-            timestamp: seconds(Date.now()),
-            type: "text",
-            text: { body: "Hi" },
-          },
-        ],
-        [{ wa_id: from }],
-      ),
+      inboundPayload(t.numbers[i % t.numbers.length]!.phoneNumberId, [message], [{ wa_id: from }]),
     );
     if (res.status !== 200) throw new Error(`inbound: ${res.status}`);
   }
 }
 
-async function sendAll(
-  t: Tenant,
-  count: number,
-  recipients: number,
-  kind: Kind,
-  mediaId: string | null,
-): Promise<string[]> {
+/** Sends `count` messages round-robin over the tenant's numbers and recipients, each number at most 2 per second. */
+async function sendAll(t: Tenant, count: number, recipients: number, kind: Kind, mediaId: string | null) {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const number = t.numbers[i % t.numbers.length]!;
+    const { numberId } = t.numbers[i % t.numbers.length]!;
     // 2 per second per number: the next round of numbers starts 510 ms later.
     if (i % t.numbers.length === 0 && i > 0) setClock(Date.now() + 510);
     const to = recipientAt(i, recipients);
     // A template message of the same rendered length as the text (API v2); an image from the store with a caption.
+    const text = `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`;
+    const parameters = { body: [`${i}`, "tomorrow between 9 and 12"] };
+    const template = { name: "order_update", language: "en_US", parameters };
+    const image = { mediaId, caption: `Your order ${i} has shipped.` };
     const res =
-      kind === "image"
-        ? await sendV2(t.key, {
-            channelNumberId: number.numberId,
+      kind === "text"
+        ? await send(t.key, crypto.randomUUID(), textMessage(numberId, text, to))
+        : await sendV2(t.key, {
+            channelNumberId: numberId,
             to,
-            type: "image",
-            image: { mediaId, caption: `Your order ${i} has shipped.` },
-          })
-        : kind === "template"
-          ? await sendV2(t.key, {
-              channelNumberId: number.numberId,
-              to,
-              type: "template",
-              template: {
-                name: "order_update",
-                language: "en_US",
-                parameters: { body: [`${i}`, "tomorrow between 9 and 12"] },
-              },
-            })
-          : await send(
-              t.key,
-              crypto.randomUUID(),
-              textMessage(
-                number.numberId,
-                `Your order ${i} has shipped and will arrive tomorrow between 9 and 12.`,
-                to,
-              ),
-            );
+            type: kind,
+            ...(kind === "image" ? { image } : { template }),
+          });
     if (res.status !== 201) throw new Error(`send ${i}: ${res.status} ${await res.text()}`);
     ids.push((await json<{ jobId: string }>(res)).jobId);
     await runUntil(Date.now());
@@ -311,17 +249,17 @@ async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
   for (const status of ["sent", "delivered"]) {
     setClock(Date.now() + 2_000);
     let settled = false;
+    const item = (id: string) => ({
+      id: `wamid.${id}`,
+      status,
+      timestamp: seconds(clock),
+      biz_opaque_callback_data: id,
+    });
     const posted = Promise.all(
-      ids.map((id, i) => {
-        const number = t.numbers[i % t.numbers.length]!;
-        const payload = statusPayload(number.phoneNumberId, [
-          { id: `wamid.${id}`, status, timestamp: seconds(clock), biz_opaque_callback_data: id },
-        ]);
-        return postOperator(payload);
-      }),
+      ids.map((id, i) => postOperator(statusPayload(t.numbers[i % t.numbers.length]!.phoneNumberId, [item(id)]))),
     ).finally(() => (settled = true));
     for (let guard = 0; !settled && guard < 200; guard++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await pause(20);
       await runUntil(Date.now() + 1_000);
     }
     for (const res of await posted) expect(res.status).toBe(200);
@@ -329,67 +267,58 @@ async function operatorReports(t: Tenant, ids: string[]): Promise<void> {
   }
 }
 
-async function scenario(
-  name: string,
-  description: string,
-  opts: { messages: number; numbers: number; recipients: number; kind?: Kind },
-): Promise<void> {
-  const kind = opts.kind ?? "text";
+async function scenario(description: string, messages: number, numbers: number, recipients: number, kind: Kind) {
   setClock(clock + 100 * DAY);
-  const t = await createTenant(opts.numbers);
+  const t = await createTenant(numbers);
   if (kind === "template") await giveTemplates(t.numbers.map((n) => n.numberId));
-  if (kind === "image") await openWindows(t, opts.recipients);
+  if (kind === "image") await openWindows(t, recipients);
   await publishedAndConsumed();
   await meter.harvest(); // setup is not part of the life
-  webhookDeliveries = 0;
-  operatorCalls = 0;
-  mediaUploads = 0;
+  for (const kind of Object.keys(outbound) as Array<keyof typeof outbound>) outbound[kind] = 0;
 
-  const steps: StepUsage[] = [];
+  const steps: Steps = [];
+  const step = async (name: string, work: () => Promise<unknown>) => {
+    await work();
+    await publishedAndConsumed();
+    steps.push({ step: name, usage: await meter.harvest() });
+  };
   const start = clock;
   let ids: string[] = [];
   let mediaId: string | null = null;
   if (kind === "image")
-    await step(steps, "the image stored once (POST /api/v2/media: streamed to R2, its record in D1)", async () => {
+    await step("the image stored once (POST /api/v2/media: streamed to R2, its record in D1)", async () => {
       mediaId = await storeImage(t);
     });
-  await step(
-    steps,
-    "accept and send (POST, hand-off, drain, operator call, events published and delivered)",
-    async () => {
-      ids = await sendAll(t, opts.messages, opts.recipients, kind, mediaId);
-      // The drain paces each number at 2 calls per 1,010 ms: let it finish.
-      for (let guard = 0; operatorCalls < opts.messages && guard < 600; guard++) await runUntil(Date.now() + 1_000);
-      await runUntil(Date.now() + 5_000);
-    },
-  );
-  expect(operatorCalls).toBe(opts.messages);
+  await step("accept and send (POST, hand-off, drain, operator call, events published and delivered)", async () => {
+    ids = await sendAll(t, messages, recipients, kind, mediaId);
+    // The drain paces each number at 2 calls per 1,010 ms: let it finish.
+    for (let guard = 0; outbound["operator call"] < messages && guard < 600; guard++)
+      await runUntil(Date.now() + 1_000);
+    await runUntil(Date.now() + 5_000);
+  });
+  expect(outbound["operator call"]).toBe(messages);
   // The stored image goes to the operator once per number, whatever the number of messages naming it.
-  expect(mediaUploads).toBe(kind === "image" ? opts.numbers : 0);
-  await step(steps, "operator status webhooks (sent, delivered) and their events delivered", () =>
-    operatorReports(t, ids),
-  );
+  expect(outbound["operator media upload"]).toBe(kind === "image" ? numbers : 0);
+  await step("operator status webhooks (sent, delivered) and their events delivered", () => operatorReports(t, ids));
   // Each message: processing, sent, delivered.
-  if (webhookDeliveries !== 3 * opts.messages) {
+  if (outbound["webhook delivery"] !== 3 * messages) {
     const msg = await json(await api(`/messages/${ids[0]}`, t.key));
-    throw new Error(`deliveries ${webhookDeliveries}; message ${JSON.stringify(msg)}`);
+    throw new Error(`deliveries ${outbound["webhook delivery"]}; message ${JSON.stringify(msg)}`);
   }
-  await step(steps, "first hour (daily counts to D1)", () => runUntil(start + 3_600_000));
-  await step(steps, "until day 3 (nothing to purge: keys live in the records, events are not stored)", () =>
+  await step("first hour (daily counts to D1)", () => runUntil(start + 3_600_000));
+  await step("until day 3 (nothing to purge: keys live in the records, events are not stored)", () =>
     runUntil(start + 3 * DAY),
   );
   await step(
-    steps,
     "until day 45 (the day archived to R2 from its slot tables; those and the delivery log's day tables dropped)",
     () => runUntil(start + HORIZON_MS),
   );
 
   const archives = await json<{ data: { messages: number }[] }>(await api("/message-archives", t.key));
   // The archive holds the recipients' first messages too, where the window was opened for them.
-  const inbound = kind === "image" ? opts.recipients : 0;
-  expect(archives.data.reduce((n, a) => n + a.messages, 0)).toBe(opts.messages + inbound);
+  expect(archives.data.reduce((n, a) => n + a.messages, 0)).toBe(messages + (kind === "image" ? recipients : 0));
   await meter.harvest(); // the check above is not part of the life
-  results.push({ name, description, messages: opts.messages, steps });
+  results.push({ description, messages, steps });
 }
 
 beforeAll(async () => {
@@ -420,58 +349,6 @@ describe("cost per message", () => {
     objectStart = await meter.harvest();
   });
 
-  it("one message, its whole life", async () => {
-    await scenario("one", "1 message: 1 workspace, 1 number, 1 recipient", { messages: 1, numbers: 1, recipients: 1 });
-  }, 120_000);
-
-  it("one template message, its whole life (API v2)", async () => {
-    await scenario("one-template", "1 template message (API v2): 1 workspace, 1 number, 1 recipient", {
-      messages: 1,
-      numbers: 1,
-      recipients: 1,
-      kind: "template",
-    });
-  }, 120_000);
-
-  it("100 messages to one number", async () => {
-    await scenario("one-number", "100 messages: 1 workspace, 1 number, 10 recipients", {
-      messages: 100,
-      numbers: 1,
-      recipients: 10,
-    });
-  }, 600_000);
-
-  it("100 template messages to one number (API v2)", async () => {
-    await scenario("one-number-template", "100 template messages (API v2): 1 workspace, 1 number, 10 recipients", {
-      messages: 100,
-      numbers: 1,
-      recipients: 10,
-      kind: "template",
-    });
-  }, 600_000);
-
-  it("100 messages spread over numbers", async () => {
-    await scenario("spread", "100 messages: 1 workspace, 10 numbers, 100 recipients", {
-      messages: 100,
-      numbers: 10,
-      recipients: 100,
-    });
-  }, 600_000);
-
-  it("one image message from the media store, its whole life (API v2)", async () => {
-    await scenario("one-image", "1 image message from the media store (API v2): 1 workspace, 1 number, 1 recipient", {
-      messages: 1,
-      numbers: 1,
-      recipients: 1,
-      kind: "image",
-    });
-  }, 120_000);
-
-  it("100 image messages naming one stored image (API v2)", async () => {
-    await scenario(
-      "one-number-image",
-      "100 image messages naming one stored image (API v2): 1 workspace, 1 number, 10 recipients",
-      { messages: 100, numbers: 1, recipients: 10, kind: "image" },
-    );
-  }, 600_000);
+  for (const [description, messages, numbers, recipients, kind] of SCENARIOS)
+    it(description, () => scenario(description, messages, numbers, recipients, kind), messages > 1 ? 600_000 : 120_000);
 });

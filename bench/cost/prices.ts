@@ -4,47 +4,28 @@
 // plan's included monthly usage is spent (the allowances are per account and month, so they
 // do not scale with messages; they are listed for reference).
 
-interface Cite {
-  url: string;
-  source: string;
-  readOn: string;
-}
 export interface Price {
   usd: number;
   per: number;
   unit: string;
   included: string;
-  cite: Cite;
+  cite: { url: string; source: string; readOn: string };
 }
 
-const READ_ON = "2026-11-23";
-const DOCS = "cloudflare/cloudflare-docs";
-
-const WORKERS = {
-  url: "https://developers.cloudflare.com/workers/platform/pricing/",
-  source: `${DOCS} src/content/docs/workers/platform/pricing.mdx @ 07acbb66`,
-  readOn: READ_ON,
-};
-const DURABLE_OBJECTS = {
-  url: "https://developers.cloudflare.com/durable-objects/platform/pricing/",
-  source: `${DOCS} src/content/partials/durable-objects/durable-objects-pricing.mdx @ 07e200b7`,
-  readOn: READ_ON,
-};
-const QUEUES = {
-  url: "https://developers.cloudflare.com/queues/platform/pricing/",
-  source: `${DOCS} src/content/partials/workers/queues_pricing.mdx @ 96996fd3`,
-  readOn: READ_ON,
-};
-const D1 = {
-  url: "https://developers.cloudflare.com/d1/platform/pricing/",
-  source: `${DOCS} src/content/partials/workers/d1-pricing.mdx @ 25a83ced`,
-  readOn: READ_ON,
-};
-const R2 = {
-  url: "https://developers.cloudflare.com/r2/pricing/",
-  source: `${DOCS} src/content/docs/workers/platform/pricing.mdx (R2 table) @ 07acbb66`,
-  readOn: READ_ON,
-};
+const page = (url: string, file: string, commit: string) => ({
+  url: `https://developers.cloudflare.com/${url}`,
+  source: `cloudflare/cloudflare-docs src/content/${file} @ ${commit}`,
+  readOn: "2026-11-23",
+});
+const WORKERS = page("workers/platform/pricing/", "docs/workers/platform/pricing.mdx", "07acbb66");
+const DURABLE_OBJECTS = page(
+  "durable-objects/platform/pricing/",
+  "partials/durable-objects/durable-objects-pricing.mdx",
+  "07e200b7",
+);
+const QUEUES = page("queues/platform/pricing/", "partials/workers/queues_pricing.mdx", "96996fd3");
+const D1 = page("d1/platform/pricing/", "partials/workers/d1-pricing.mdx", "25a83ced");
+const R2 = page("r2/pricing/", "docs/workers/platform/pricing.mdx (R2 table)", "07acbb66");
 
 /** Each price: US dollars per `per` units of `unit`. */
 export const PRICES = {
@@ -87,6 +68,3 @@ export const PRICES = {
   r2ClassB: { usd: 0.36, per: 1e6, unit: "Class B operation (get, head)", included: "10 million / month", cite: R2 },
   r2StorageGbMonth: { usd: 0.015, per: 1, unit: "GB-month (Standard)", included: "10 GB-month", cite: R2 },
 } satisfies Record<string, Price>;
-
-/** Dollars per million messages for `perMessage` units of a price. */
-export const perMillion = (price: Price, perMessage: number) => (perMessage * price.usd * 1e6) / price.per;

@@ -18,15 +18,10 @@ export interface Usage {
   sqlByStatement: Record<string, Rows & { calls: number }>;
   /** `setAlarm()` calls per class: each is billed as one row written. */
   setAlarm: Record<string, number>;
-  /** Other storage API calls (getAlarm, deleteAlarm, deleteAll …) per class and method; not billed as rows by the price page. */
-  storageCalls: Record<string, number>;
-  /** Queue operations per queue: writes (per 64 KB chunk), reads (deliveries), deletes (acknowledged messages), retries. */
-  queues: Record<
-    string,
-    { writes: number; reads: number; deletes: number; retries: number; messages: number; bytes: number }
-  >;
-  d1: Rows & { queries: number };
-  r2: { classA: number; classB: number; free: number; bytesPut: number };
+  /** Queue operations per queue: writes (per 64 KB chunk), reads (deliveries), deletes (acknowledged messages). */
+  queues: Record<string, { writes: number; reads: number; deletes: number }>;
+  d1: Rows;
+  r2: { classA: number; classB: number };
   /** Outbound requests the Worker made (not billed as requests): operator calls, webhook deliveries, DNS lookups. */
   outbound: Record<string, number>;
 }
