@@ -73,20 +73,7 @@ const TEMPLATES = [
   "Reminder: your appointment with Dr. {n} is tomorrow at {h}:30. Reply 1 to confirm or 2 to reschedule. Address: 221B Baker Street.",
   "Hi {n}! Thanks for contacting support, ticket {k} is open and an agent will answer you shortly. Business hours: 8h to 20h.",
 ];
-const NAMES = [
-  "Ana",
-  "Bruno",
-  "Carla",
-  "Diego",
-  "Elisa",
-  "Fábio",
-  "Gabriela",
-  "Hugo",
-  "Iara",
-  "João",
-  "Karina",
-  "Lucas",
-];
+const NAMES = "Ana Bruno Carla Diego Elisa Fábio Gabriela Hugo Iara João Karina Lucas".split(" ");
 
 /** A realistic body of exactly BODY_CHARS characters. */
 function bodyOf(i: number): string {
@@ -164,53 +151,29 @@ export async function seedRecords(
     plan.forEach((p, k) => {
       shapes[p.shape]++;
       const wamid = wamidOf(p.i);
+      const { channelNumberId } = p;
+      const message = { channelNumberId, type: "text", body: bodyOf(p.i), content: null, details: null, at: p.at };
       if (p.shape === "inbound") {
         // The operator's time (whole seconds) names the record; created_at is when it reached us.
         const operatorAt = Math.floor((p.at - 800) / 1000) * 1000;
         const id = inboundMessageId("bench", workspaceId, p.channelNumberId, wamid, operatorAt);
-        insertInbound(tables, storage.sql, {
-          id,
-          channelNumberId: p.channelNumberId,
-          from: p.counterpart,
-          type: "text",
-          body: bodyOf(p.i),
-          content: null,
-          details: null,
-          upstreamMessageId: wamid,
-          receivedAt: operatorAt,
-          at: p.at,
-        });
-        tail.push({ id, status: "received", channelNumberId: p.channelNumberId });
+        const received = { from: p.counterpart, upstreamMessageId: wamid, receivedAt: operatorAt };
+        insertInbound(tables, storage.sql, { id, ...message, ...received });
+        tail.push({ id, status: "received", channelNumberId });
         return;
       }
       const id = newJobId(p.at);
-      insertOutbound(tables, storage.sql, {
-        id,
-        channelNumberId: p.channelNumberId,
-        to: p.counterpart,
-        type: "text",
-        body: bodyOf(p.i),
-        content: null,
-        details: null,
-        idemKey: crypto.randomUUID(),
-        fingerprint: fingerprints[k]!,
-        at: p.at,
-      });
+      const key = { idemKey: crypto.randomUUID(), fingerprint: fingerprints[k]! };
+      insertOutbound(tables, storage.sql, { id, ...message, to: p.counterpart, ...key });
       let state = QUEUED;
       let updatedAt = p.at;
       for (const report of reportsOf(p.shape, p.at, wamid)) {
         state = applyTransition(state, { jobId: id, ...report }).next;
         updatedAt = Math.max(updatedAt, report.at);
       }
-      const settled = {
-        ...state,
-        pending: 0,
-        attempts: 1,
-        answered: 1,
-        updated_at: updatedAt,
-      } satisfies LifecycleState & Pick<MessageRow, "pending" | "attempts" | "answered" | "updated_at">;
-      updateRecord(tables, storage.sql, id, settled);
-      tail.push({ id, status: state.status, channelNumberId: p.channelNumberId });
+      const settled = { pending: 0, attempts: 1, answered: 1, updated_at: updatedAt };
+      updateRecord(tables, storage.sql, id, { ...state, ...settled } satisfies Partial<MessageRow>);
+      tail.push({ id, status: state.status, channelNumberId });
     });
   });
   return { shapes, tail: tail.slice(-TAIL) };

@@ -117,6 +117,19 @@ export class Meter {
     this.restores.push(() => (target[name] = original));
   }
 
+  /** Wraps `target[name]` so that `see` runs first, with the call's `this` and arguments. */
+  private before(target: Patchable, name: string, see: (self: unknown, args: unknown[]) => void): void {
+    this.patch(
+      target,
+      name,
+      (original) =>
+        function (this: unknown, ...args: unknown[]) {
+          see(this, args);
+          return original.apply(this, args);
+        },
+    );
+  }
+
   private patchSql(sqlProto: Patchable, storageProto: Patchable): void {
     const meter = this;
     this.patch(
@@ -138,15 +151,9 @@ export class Meter {
           return cursor ?? original.apply(this, args);
         },
     );
-    this.patch(
-      storageProto,
-      "setAlarm",
-      (original) =>
-        function (this: DurableObjectStorage, ...args: unknown[]) {
-          if (meter.counting) meter.pendingSetAlarms.push(this.sql);
-          return original.apply(this, args);
-        },
-    );
+    this.before(storageProto, "setAlarm", (storage) => {
+      if (this.counting) this.pendingSetAlarms.push((storage as DurableObjectStorage).sql);
+    });
   }
 
   private patchNamespaces(): void {
@@ -194,24 +201,10 @@ export class Meter {
       if (this.counting) this.queue(queueOfBody(body)).writes += Math.ceil(bytes / 64_000);
       this.queueOutstanding++;
     };
-    this.patch(
-      proto,
-      "send",
-      (original) =>
-        function (this: Queue, ...args: unknown[]) {
-          record(args[0]);
-          return original.apply(this, args);
-        },
-    );
-    this.patch(
-      proto,
-      "sendBatch",
-      (original) =>
-        function (this: Queue, ...args: unknown[]) {
-          for (const m of args[0] as Iterable<{ body: unknown }>) record(m.body);
-          return original.apply(this, args);
-        },
-    );
+    this.before(proto, "send", (_, [body]) => record(body));
+    this.before(proto, "sendBatch", (_, [messages]) => {
+      for (const m of messages as Iterable<{ body: unknown }>) record(m.body);
+    });
   }
 
   /** The Worker's queue consumer (reads, acknowledgements) and fetch handler (inbound requests). */
@@ -252,17 +245,10 @@ export class Meter {
           }
         },
     );
-    this.patch(
-      handler,
-      "fetch",
-      (original) =>
-        function (this: unknown, ...args: unknown[]) {
-          const req = args[0] as Request;
-          if (meter.counting)
-            bump(meter.usage.workerRequests, `fetch:${routeKind(new URL(req.url).pathname, req.method)}`);
-          return original.apply(this, args);
-        },
-    );
+    this.before(handler, "fetch", (_, [request]) => {
+      const req = request as Request;
+      if (this.counting) bump(this.usage.workerRequests, `fetch:${routeKind(new URL(req.url).pathname, req.method)}`);
+    });
   }
 
   private patchD1(): void {
@@ -302,12 +288,8 @@ export class Meter {
     const classOf = { put: "classA", list: "classA", createMultipartUpload: "classA", get: "classB", head: "classB" };
     for (const [name, cls] of Object.entries(classOf) as Array<[string, "classA" | "classB"]>)
       if (typeof proto[name] === "function")
-        this.patch(proto, name, (original) => {
-          const meter = this;
-          return function (this: R2Bucket, ...args: unknown[]) {
-            if (meter.counting) meter.usage.r2[cls]++;
-            return original.apply(this, args);
-          };
+        this.before(proto, name, () => {
+          if (this.counting) this.usage.r2[cls]++;
         });
   }
 }

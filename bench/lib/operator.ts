@@ -67,11 +67,13 @@ type ToOperator =
   | { type: "number"; phoneNumberId: string; token: string; latencyMs?: [number, number] }
   | { type: "stop" };
 type FromOperator = { type: "listening" } | { type: "number" } | { type: "call"; call: OperatorCall };
+/** How the operator answers a call: `code` and `message` make a Graph API error body. */
 type Plan = Pick<OperatorCall, "answer" | "processed"> & {
   status: number | null;
   finalStatus?: string;
-  code?: number | null;
-  body?: string;
+  code?: number;
+  message?: string;
+  transient?: boolean;
   retryAfter?: string;
 };
 
@@ -119,15 +121,11 @@ export async function startOperator(
 }
 export type Operator = Awaited<ReturnType<typeof startOperator>>;
 
-const metaError = (code: number, message: string, extra: Record<string, unknown> = {}) =>
+const metaError = (code: number, message: string, transient = false) =>
   JSON.stringify({
     error: {
-      message,
-      type: "OAuthException",
-      code,
-      error_data: { messaging_product: "whatsapp", details: message },
-      fbtrace_id: "Bench",
-      ...extra,
+      ...{ message, type: "OAuthException", code, error_data: { messaging_product: "whatsapp", details: message } },
+      ...{ fbtrace_id: "Bench", ...(transient ? { is_transient: true } : {}) },
     },
   });
 
@@ -142,9 +140,7 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
   // The lateness ticks: a ring of the last ticks is enough, a request looks back two ticks.
   const ticks = new Float64Array(64);
   let tickCount = 0;
-  const tick = () => {
-    ticks[tickCount++ % ticks.length] = hrNow();
-  };
+  const tick = () => (ticks[tickCount++ % ticks.length] = hrNow());
   tick();
   const ticker = setInterval(tick, 1);
   const rnd = seededRandom(seed);
@@ -154,53 +150,38 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
   const sockets = new Set<Socket>();
   let seq = 0;
 
-  const accept = (finalStatus = "delivered"): Plan => ({
+  const accept = (final = "delivered"): Plan => ({
     answer: "accepted",
     status: 200,
     processed: true,
-    finalStatus: finalStatus === "delivered" && rnd.chance(0.3) ? "read" : finalStatus,
+    finalStatus: final === "delivered" && rnd.chance(0.3) ? "read" : final,
   });
-  const refuse = (
-    status: number,
-    code: number,
-    message: string,
-    extra: Record<string, unknown> = {},
-    retryAfter?: string,
-  ): Plan => ({
-    answer: "error",
-    status,
-    code,
-    body: metaError(code, message, extra),
-    processed: false,
-    retryAfter,
+  const refuse = (status: number, code: number, message: string, retryAfter?: string): Plan => ({
+    ...{ answer: "error", status, processed: false },
+    ...{ code, message, retryAfter, transient: code === 131000 },
   });
-  const dropped: Plan = { answer: "dropped", status: null, processed: true, finalStatus: "delivered" };
+  const lost = (answer: "bare502" | "dropped"): Plan => ({
+    ...{ answer, status: answer === "bare502" ? 502 : null },
+    ...{ processed: true, finalStatus: "delivered" },
+  });
+  /** By the recipient's last digit: the first attempt's answer (a class without a later one answers alike every time). */
+  const FAULTS: Array<(first: boolean) => Plan> = [
+    () => refuse(400, 131026, "Message undeliverable"),
+    (first) => (first ? refuse(500, 131000, "Something went wrong") : accept()),
+    (first) =>
+      first ? refuse(429, 131056, "(Business Account, Consumer Account) pair rate limit hit", "1") : accept(),
+    () => accept("failed"),
+    () => lost(rnd.chance(0.5) ? "bare502" : "dropped"),
+    (first) => (first ? refuse(503, 2, "Service temporarily unavailable", "1") : accept()),
+  ];
   const decide = (recipient: string, attempt: number, phoneNumberId: string): Plan => {
     if (!faults) return { answer: "accepted", status: 200, processed: true, finalStatus: "delivered" };
     if (!heldNumbers.has(phoneNumberId) && rnd.chance(0.003)) {
       heldNumbers.add(phoneNumberId);
-      return { answer: "error", status: 429, body: "", retryAfter: "2", code: null, processed: false };
+      return { answer: "error", status: 429, retryAfter: "2", processed: false };
     }
-    switch (Number(recipient.at(-1))) {
-      case 0:
-        return refuse(400, 131026, "Message undeliverable");
-      case 1:
-        return attempt === 1 ? refuse(500, 131000, "Something went wrong", { is_transient: true }) : accept();
-      case 2:
-        return attempt === 1
-          ? refuse(429, 131056, "(Business Account, Consumer Account) pair rate limit hit", {}, "1")
-          : accept();
-      case 3:
-        return accept("failed");
-      case 4:
-        return rnd.chance(0.5)
-          ? { answer: "bare502", status: 502, processed: true, finalStatus: "delivered" }
-          : dropped;
-      case 5:
-        return attempt === 1 ? refuse(503, 2, "Service temporarily unavailable", {}, "1") : accept();
-      default:
-        return rnd.chance(0.04) ? dropped : accept();
-    }
+    const fault = FAULTS[Number(recipient.at(-1))];
+    return fault ? fault(attempt === 1) : rnd.chance(0.04) ? lost("dropped") : accept();
   };
 
   const server = createServer((req, res) => {
@@ -214,20 +195,15 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
       const parts = new URL(req.url ?? "/", "http://operator").pathname.split("/").filter(Boolean);
       const phoneNumberId = parts[1] ?? "";
       const number = numbers.get(phoneNumberId);
-      if (parts[0] !== version || !number || `Bearer ${number.token}` !== req.headers.authorization) {
-        res.writeHead(401, { "Content-Type": "application/json" }).end(metaError(190, "Invalid OAuth access token."));
-        return;
-      }
-      if (req.method === "GET" && parts.length === 2) {
-        res
-          .writeHead(200, { "Content-Type": "application/json" })
-          .end(JSON.stringify({ id: phoneNumberId, display_phone_number: "+1 555-010-0000", verified_name: "Bench" }));
-        return;
-      }
-      if (req.method !== "POST" || parts[2] !== "messages") {
-        res.writeHead(404).end();
-        return;
-      }
+      const json = (status: number, body: unknown) =>
+        res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(body));
+      if (parts[0] !== version || !number || `Bearer ${number.token}` !== req.headers.authorization)
+        return void res
+          .writeHead(401, { "Content-Type": "application/json" })
+          .end(metaError(190, "Invalid OAuth access token."));
+      if (req.method === "GET" && parts.length === 2)
+        return void json(200, { id: phoneNumberId, display_phone_number: "+1 555-010-0000", verified_name: "Bench" });
+      if (req.method !== "POST" || parts[2] !== "messages") return void res.writeHead(404).end();
       let body: {
         biz_opaque_callback_data?: unknown;
         to?: unknown;
@@ -246,46 +222,27 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
       const plan = decide(to.replace(/^\+/, ""), attempt, phoneNumberId);
       const wamid = `wamid.BENCH${String(++seq).padStart(7, "0")}`;
       const call: OperatorCall = {
-        seq,
-        at,
-        hr,
-        earliest,
-        startedAt: Number(req.headers["x-call-started-at"]) || null,
-        phoneNumberId,
-        jobId,
-        attempt,
-        to,
-        text: body.text?.body ?? null,
-        messagingProduct: body.messaging_product ?? null,
-        answer: plan.answer,
-        httpStatus: plan.status,
-        code: plan.code ?? null,
-        processed: plan.processed,
-        finalStatus: plan.finalStatus ?? null,
-        wamid: plan.processed ? wamid : null,
+        ...{ seq, at, hr, earliest, startedAt: Number(req.headers["x-call-started-at"]) || null, phoneNumberId, jobId },
+        ...{ attempt, to, text: body.text?.body ?? null, messagingProduct: body.messaging_product ?? null },
+        ...{ answer: plan.answer, httpStatus: plan.status, code: plan.code ?? null, processed: plan.processed },
+        ...{ finalStatus: plan.finalStatus ?? null, wamid: plan.processed ? wamid : null },
       };
       const [min, max] = number.latencyMs;
       setTimeout(
         () => {
           call.answeredHr = hrNow();
+          const contacts = [{ input: to, wa_id: to.replace(/^\+/, "") }];
+          const messages = [{ id: wamid, message_status: "accepted" }];
+          const retry = plan.retryAfter ? { "Retry-After": plan.retryAfter } : {};
           if (plan.answer === "dropped") req.socket.destroy();
-          else if (plan.answer === "accepted")
-            res.writeHead(200, { "Content-Type": "application/json" }).end(
-              JSON.stringify({
-                messaging_product: "whatsapp",
-                contacts: [{ input: to, wa_id: to.replace(/^\+/, "") }],
-                messages: [{ id: wamid, message_status: "accepted" }],
-              }),
-            );
+          else if (plan.answer === "accepted") json(200, { messaging_product: "whatsapp", contacts, messages });
           else if (plan.answer === "bare502")
             res.writeHead(502, { "Content-Type": "text/html" }).end("<html><body>502 Bad Gateway</body></html>");
+          else if (plan.code === undefined) res.writeHead(plan.status ?? 500, retry).end("");
           else
             res
-              .writeHead(plan.status ?? 500, {
-                "Content-Type": "application/json",
-                ...(plan.retryAfter ? { "Retry-After": plan.retryAfter } : {}),
-              })
-              .end(plan.body);
+              .writeHead(plan.status ?? 500, { "Content-Type": "application/json", ...retry })
+              .end(metaError(plan.code, plan.message ?? "", plan.transient));
           tell({ type: "call", call });
         },
         rnd.between(min, max),

@@ -1,6 +1,6 @@
 // What every measurement run shares: options, the local API, the tenants it makes, statistics,
 // the operator's signed webhook, and the one result file it writes.
-import { createHmac } from "node:crypto";
+import { createHmac, randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
@@ -163,6 +163,21 @@ export const liveNumber = (
 /** A webhook of `numberId` to `url`; its signing secret. */
 export const webhook = async (baseUrl: string, apiKey: string, numberId: string, url: string) =>
   String((await created(baseUrl, "/api/v1/webhooks", { channelNumberId: numberId, url }, apiKey)).secret);
+
+/** POST /api/v1/messages with its Idempotency-Key: the answer's status, JSON (null when not JSON), text and Retry-After (s). */
+export async function postSend(baseUrl: string, apiKey: string, body: unknown, key: string = randomUUID()) {
+  const headers = { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json", "Idempotency-Key": key };
+  const init = { method: "POST", headers, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) };
+  const res = await fetch(`${baseUrl}/api/v1/messages`, init);
+  const text = await res.text();
+  let json: ReturnType<typeof JSON.parse> = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON: callers use the text
+  }
+  return { status: res.status, json, text, retryAfter: Number(res.headers.get("retry-after")) };
+}
 
 /** The operator's webhook body for one number's `messages` change. */
 export const operatorEnvelope = (phoneNumberId: string, value: Record<string, unknown>) => {

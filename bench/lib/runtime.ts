@@ -24,27 +24,20 @@ export interface RestartWindow {
   restarted: number | null;
 }
 
-export interface RuntimeOptions {
+/**
+ * `script`: the Worker's entry instead of wrangler.toml's main (the bench's own, bench/worker.ts);
+ * `logLevel`: wrangler's (the load bench keeps wrangler's default, whose per-request log line is part of what it measures).
+ */
+export async function startRuntime(o: {
   port: number;
   state: string;
   logFile: string;
   vars: Record<string, string>;
-  /** The Worker's entry instead of wrangler.toml's main (the bench's own, bench/worker.ts). */
   script?: string;
   readyLimitMs?: number;
-  /** wrangler's `--log-level`; the load bench keeps wrangler's default, whose per-request log line is part of what it measures. */
   logLevel?: string;
-}
-
-export async function startRuntime({
-  port,
-  state,
-  logFile,
-  vars,
-  script,
-  readyLimitMs = 120_000,
-  logLevel = "warn",
-}: RuntimeOptions) {
+}) {
+  const { port, state, logFile } = o;
   rmSync(state, { recursive: true, force: true });
   mkdirSync(state, { recursive: true });
   writeFileSync(logFile, "");
@@ -58,19 +51,10 @@ export async function startRuntime({
   async function start() {
     const started = Date.now();
     note("wrangler dev starting");
-    current = new LocalWorker({
-      script,
-      port,
-      inspectorPort: port + 1,
-      state,
-      envFile,
-      vars,
-      env: UNATTENDED_ENV,
-      logLevel,
-      logFile,
-      tailChars: 8_000,
-    });
-    await current.waitUntilReady({ limitMs: readyLimitMs });
+    const { script, vars, logLevel = "warn" } = o;
+    const options = { script, port, inspectorPort: port + 1, state, envFile, vars, logLevel, logFile };
+    current = new LocalWorker({ ...options, env: UNATTENDED_ENV, tailChars: 8_000 });
+    await current.waitUntilReady({ limitMs: o.readyLimitMs ?? 120_000 });
     return Date.now() - started;
   }
   const readyMs = await start();

@@ -29,7 +29,6 @@ export interface LoadSend {
   key: string;
   to: string;
   text: string;
-  body: { channelNumberId: string; to: string; text: { body: string } };
   attempts: number;
   jobId: string | null;
   acceptedAt: number | null;
@@ -40,18 +39,10 @@ export type AcceptedLoadSend = LoadSend & { jobId: string; acceptedAt: number };
 
 export const wasAccepted = (s: LoadSend): s is AcceptedLoadSend => s.jobId !== null && s.acceptedAt !== null;
 
-const TIMEOUT_MS = 15_000;
 /** How long a send is retried with its key (network errors, 5xx) before it is given up. */
 const SEND_RETRY_LIMIT_MS = 120_000;
 /** Offered per number and second (Poisson): sends, and the other operations in proportion. */
-const MIX: Array<[string, number]> = [
-  ["send", 0.8],
-  ["replay", 0.15],
-  ["conflict", 0.05],
-  ["read", 0.2],
-  ["list", 0.05],
-  ["inbound", 0.1],
-];
+const MIX = { send: 0.8, replay: 0.15, conflict: 0.05, read: 0.2, list: 0.05, inbound: 0.1 };
 
 export function createLoad(o: {
   baseUrl: string;
@@ -69,44 +60,66 @@ export function createLoad(o: {
   let stopping = false;
   let inboundSeq = 0;
 
-  async function request(
-    op: string,
-    method: string,
-    path: string,
-    key: string,
-    body?: unknown,
-    idempotencyKey?: string,
-  ) {
+  /** One request with the tenant's load key; its status (null: a network failure) and JSON body. */
+  async function request(op: string, path: string, tenant: Tenant, send?: LoadSend, body?: unknown) {
     const start = Date.now();
-    const headers: Record<string, string> = { Authorization: `Bearer ${key}` };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (idempotencyKey !== undefined) headers["Idempotency-Key"] = idempotencyKey;
-    let status: number | null = null;
+    const headers: Record<string, string> = { Authorization: `Bearer ${tenant.loadKey}` };
+    if (send) Object.assign(headers, { "Content-Type": "application/json", "Idempotency-Key": send.key });
+    const answer: ClientAnswer = { op, status: null, start, end: start, error: null, requestId: null, code: null };
     let json: ReturnType<typeof JSON.parse> = null;
-    let error: string | null = null;
-    let requestId: string | null = null;
     try {
-      const res = await fetch(`${o.baseUrl}${path}`, {
+      const method = send ? "POST" : "GET";
+      const init = {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
-      });
+        body: send ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(15_000),
+      };
+      const res = await fetch(`${o.baseUrl}${path}`, init);
       const text = await res.text();
-      [status, requestId] = [res.status, res.headers.get("x-request-id")];
-      try {
-        json = JSON.parse(text);
-      } catch {
-        // judged by status
-      }
+      [answer.status, answer.requestId] = [res.status, res.headers.get("x-request-id")];
+      json = JSON.parse(text);
     } catch (err) {
-      // A network failure is called by its cause's code (ECONNRESET, …) or its name.
+      // A network failure is called by its cause's code (ECONNRESET, …) or its name; a body that is not JSON is judged by its status.
       const cause = err instanceof Error ? (err.cause as { code?: unknown } | undefined) : undefined;
-      error = typeof cause?.code === "string" ? cause.code : (err instanceof Error && err.name) || "error";
+      if (answer.status === null)
+        answer.error = typeof cause?.code === "string" ? cause.code : (err instanceof Error && err.name) || "error";
     }
-    const end = Date.now();
-    answers.push({ op, status, start, end, error, requestId, code: json?.error?.code ?? null });
-    return { status, json, end };
+    answer.end = Date.now();
+    answer.code = json?.error?.code ?? null;
+    answers.push(answer);
+    return { status: answer.status, json, end: answer.end };
+  }
+  const payload = (s: LoadSend, text = s.text) => ({ channelNumberId: s.numberId, to: s.to, text: { body: text } });
+  /** Whether an answer was definitive (a 5xx or a network failure is judged with the kill windows). */
+  const definitive = (status: number | null) => status !== null && status < 500;
+  const expect = (what: string, ok: boolean, counted: keyof typeof counts, details: Record<string, unknown>) =>
+    ok ? counts[counted]++ : mismatches.push({ what, ...details });
+
+  async function send(tenant: Tenant, number: SoakNumber) {
+    const to = random.pick(number.recipients);
+    const text = `soak ${runId} ${randomUUID().slice(0, 8)} ${"x".repeat(Math.floor(random.between(0, 40)))}`;
+    const s: LoadSend = {
+      ...{ tenant, numberId: number.id, phoneNumberId: number.phoneNumberId, key: `soak-${randomUUID()}`, to, text },
+      ...{ attempts: 0, jobId: null, acceptedAt: null, firstTriedAt: Date.now(), outcome: "pending" },
+    };
+    sends.push(s);
+    for (;;) {
+      s.attempts++;
+      const r = await request("send", "/api/v1/messages", tenant, s, payload(s));
+      if (r.status === 201 || (r.status === 200 && r.json?.status === "duplicado_identico")) {
+        [s.jobId, s.acceptedAt] = [r.json.jobId, r.end];
+        s.outcome = r.status === 201 ? "accepted" : "accepted_on_retry";
+        return;
+      }
+      if (r.status === 429) return void (s.outcome = "refused_429");
+      if (!definitive(r.status) && Date.now() - s.firstTriedAt < SEND_RETRY_LIMIT_MS) {
+        await sleep(1_000);
+        continue;
+      }
+      s.outcome = r.status === null ? "gave_up" : `unexpected_${r.status}`;
+      return void mismatches.push({ what: "send answer", key: s.key, status: r.status, body: r.json });
+    }
   }
 
   const pickAccepted = (tenant: Tenant) => {
@@ -114,88 +127,38 @@ export function createLoad(o: {
     return list.length ? random.pick(list) : null;
   };
 
-  async function send(tenant: Tenant, number: SoakNumber) {
-    const to = random.pick(number.recipients);
-    const text = `soak ${runId} ${randomUUID().slice(0, 8)} ${"x".repeat(Math.floor(random.between(0, 40)))}`;
-    const s: LoadSend = {
-      tenant,
-      numberId: number.id,
-      phoneNumberId: number.phoneNumberId,
-      key: `soak-${randomUUID()}`,
-      to,
-      text,
-      body: { channelNumberId: number.id, to, text: { body: text } },
-      attempts: 0,
-      jobId: null,
-      acceptedAt: null,
-      firstTriedAt: Date.now(),
-      outcome: "pending",
-    };
-    sends.push(s);
-    for (;;) {
-      s.attempts++;
-      const r = await request("send", "POST", "/api/v1/messages", tenant.loadKey, s.body, s.key);
-      if (r.status === 201 || (r.status === 200 && r.json?.status === "duplicado_identico")) {
-        [s.jobId, s.acceptedAt] = [r.json.jobId, r.end];
-        s.outcome = r.status === 201 ? "accepted" : "accepted_on_retry";
-        return;
-      }
-      if (r.status === 429) {
-        s.outcome = "refused_429";
-        return;
-      }
-      if ((r.status === null || r.status >= 500) && Date.now() - s.firstTriedAt < SEND_RETRY_LIMIT_MS) {
-        await sleep(1_000);
-        continue;
-      }
-      s.outcome = r.status === null ? "gave_up" : `unexpected_${r.status}`;
-      mismatches.push({ what: "send answer", key: s.key, status: r.status, body: r.json });
-      return;
-    }
-  }
-
   async function replay(tenant: Tenant, conflicting: boolean) {
     const s = pickAccepted(tenant);
     if (!s) return;
-    const body = conflicting ? { ...s.body, text: { body: `${s.text} (changed)` } } : s.body;
+    const op = conflicting ? "conflict" : "replay";
     const r = await request(
-      conflicting ? "conflict" : "replay",
-      "POST",
+      op,
       "/api/v1/messages",
-      tenant.loadKey,
-      body,
-      s.key,
+      tenant,
+      s,
+      payload(s, conflicting ? `${s.text} (changed)` : s.text),
     );
-    if (r.status === null || r.status >= 500) return; // judged with the kill windows
+    if (!definitive(r.status)) return;
     const ok = conflicting
       ? r.status === 409 && r.json?.error?.code === "idempotency_conflict"
       : r.status === 200 && r.json?.status === "duplicado_identico" && r.json?.jobId === s.jobId;
-    if (ok) counts[conflicting ? "conflictOk" : "replayOk"]++;
-    else
-      mismatches.push({
-        what: conflicting ? "conflicting replay" : "replay",
-        key: s.key,
-        jobId: s.jobId,
-        status: r.status,
-        body: r.json,
-      });
+    const details = { key: s.key, jobId: s.jobId, status: r.status, body: r.json };
+    expect(conflicting ? "conflicting replay" : "replay", ok, conflicting ? "conflictOk" : "replayOk", details);
   }
 
   async function read(tenant: Tenant) {
     const s = pickAccepted(tenant);
     if (!s) return;
-    const r = await request("read", "GET", `/api/v1/messages/${s.jobId}`, tenant.loadKey);
-    if (r.status === null || r.status >= 500) return;
-    if (r.status === 200 && r.json?.id === s.jobId && r.json?.to === s.to && r.json?.text?.body === s.text)
-      counts.readOk++;
-    else mismatches.push({ what: "read", jobId: s.jobId, status: r.status, body: r.json });
+    const r = await request("read", `/api/v1/messages/${s.jobId}`, tenant);
+    const m = r.json;
+    const ok = r.status === 200 && m?.id === s.jobId && m?.to === s.to && m?.text?.body === s.text;
+    if (definitive(r.status)) expect("read", ok, "readOk", { jobId: s.jobId, status: r.status, body: m });
   }
 
   async function list(tenant: Tenant) {
-    const r = await request("list", "GET", "/api/v1/messages?limit=20", tenant.loadKey);
-    if (r.status === null || r.status >= 500) return;
-    if (r.status === 200 && Array.isArray(r.json?.data)) counts.listOk++;
-    else mismatches.push({ what: "list", status: r.status, body: r.json });
+    const r = await request("list", "/api/v1/messages?limit=20", tenant);
+    const ok = r.status === 200 && Array.isArray(r.json?.data);
+    if (definitive(r.status)) expect("list", ok, "listOk", { status: r.status, body: r.json });
   }
 
   function inbound(number: SoakNumber) {
@@ -205,25 +168,26 @@ export function createLoad(o: {
   }
 
   const inFlight = new Set<Promise<void>>();
-  const track = (p: Promise<void>) => {
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
+  const ops: Record<keyof typeof MIX, (tenant: Tenant, number: SoakNumber) => Promise<void> | void> = {
+    send,
+    replay: (t) => replay(t, false),
+    conflict: (t) => replay(t, true),
+    read,
+    list,
+    inbound: (_, number) => inbound(number),
   };
 
   /** One loop per number; each operation runs on its own, so a slow answer never slows the offered load. */
   async function numberLoop(tenant: Tenant, number: SoakNumber) {
-    const total = MIX.reduce((a, [, r]) => a + r, 0);
+    const total = Object.values(MIX).reduce((a, r) => a + r, 0);
     while (!stopping) {
       await sleep(random.interval(total));
       if (stopping) break;
       let x = random.next() * total;
-      const [op] = MIX.find(([, r]) => (x -= r) < 0) ?? (MIX[0] as [string, number]);
-      if (op === "send") track(send(tenant, number));
-      else if (op === "replay") track(replay(tenant, false));
-      else if (op === "conflict") track(replay(tenant, true));
-      else if (op === "read") track(read(tenant));
-      else if (op === "list") track(list(tenant));
-      else inbound(number);
+      const op = (Object.entries(MIX).find(([, r]) => (x -= r) < 0)?.[0] ?? "send") as keyof typeof MIX;
+      const p = Promise.resolve(ops[op](tenant, number));
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
     }
   }
 

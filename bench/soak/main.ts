@@ -1,22 +1,11 @@
-// `npm run soak`: a fault and soak run against the real local runtime (`wrangler dev`).
-//
-// It seeds a few workspaces with live numbers that send through the fake operator on loopback
-// (slow, failing, dropping connections, reporting statuses by signed webhook), a webhook per number
-// pointing at a customer receiver that refuses ~30% of deliveries, then runs a mixed load (sends,
-// replays, conflicting replays, reads, lists, inbound messages) for --duration seconds while it
-// SIGKILLs the runtime's whole process group at random moments and restarts it on the same state,
-// and, between those, restarts the Durable Objects alone (DEV_OBJECT_RESTARTS: the Worker process
-// and its in-memory queues stay up), as a deploy restarts them. Then it stops the load, waits
-// (bounded) until every accepted message is terminal and every event delivered, checks the
-// invariants on what a customer and the operator see (checks.ts: the records through the API, the
-// operator's calls, the receiver's deliveries; nothing reads the objects' storage), writes the
-// summary (every figure; raw.json beside it holds everything recorded) and exits 1 when an
-// invariant failed. An event tap (DEV_EVENT_TAP_URL) tells which events the queue accepted, so that
-// an event the engine never published (must be none) is told from one the in-memory queue lost at a kill.
-// Options (or environment): --duration S (SOAK_DURATION_S, 180), --kills N (SOAK_KILLS, 3),
-// --restarts N (SOAK_RESTARTS, 3), --seed N (SOAK_SEED, random), --workspaces N (4), --numbers N per
-// workspace (3), --settle S (SOAK_SETTLE_S, 360), --port P (SOAK_PORT, 8830: uses P…P+3), --summary FILE.
-// Loopback only; everything it starts it stops, also on error and on Ctrl+C. wrangler's output: .wrangler/soak/wrangler.log.
+// `npm run soak`: a fault and soak run against the real local runtime (`wrangler dev`); what it does,
+// its checks and options: docs/developing.md and bench/soak.md. Live numbers send through the fake
+// operator (lib/operator.ts, its faults by recipient), a webhook per number points at a receiver that
+// refuses ~30% of deliveries; a mixed load (load.ts) runs for --duration seconds while the runtime's
+// process group is SIGKILLed and restarted on the same state at random moments and, between those,
+// the Durable Objects alone are restarted. Then it waits (bounded) until every accepted message is
+// terminal and every event delivered, checks the invariants on what a customer and the operator see
+// (checks.ts), writes the summary and exits 1 when an invariant failed.
 import { randomBytes, randomInt } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -24,30 +13,15 @@ import { parseArgs } from "node:util";
 import { onStop } from "../../scripts/lib/local-worker.mjs";
 import { startOperator } from "../lib/operator.ts";
 import { startReceiver } from "../lib/receiver.ts";
-import {
-  apiKey,
-  callApi,
-  liveNumber,
-  fail,
-  machine,
-  mapLimit,
-  options,
-  ROOT,
-  runMain,
-  sayAs,
-  seededRandom,
-  sleep,
-  webhook,
-  workspace,
-} from "../lib/run.ts";
-import { KILL_MARGIN_MS, startRuntime, type Runtime } from "../lib/runtime.ts";
+import * as run from "../lib/run.ts";
+import { KILL_MARGIN_MS, startRuntime } from "../lib/runtime.ts";
 import * as checks from "./checks.ts";
 import { createLoad, wasAccepted, type AcceptedLoadSend, type Tenant } from "./load.ts";
 import { createOperatorWebhooks } from "./operator-webhooks.ts";
 
+const { callApi, fail, ROOT, seededRandom, sleep } = run;
 const WORK_DIR = join(ROOT, ".wrangler", "soak");
-const VERSION = "v26.0"; // wrangler.toml UPSTREAM_CLOUD_API_VERSION
-const opts = options({
+const opts = run.options({
   duration: { env: "SOAK_DURATION_S", fallback: 180 },
   kills: { env: "SOAK_KILLS", fallback: 3 },
   restarts: { env: "SOAK_RESTARTS", fallback: 3 },
@@ -60,17 +34,13 @@ const opts = options({
 const summaryArg = parseArgs({ options: { summary: { type: "string" } }, strict: false }).values.summary;
 const SUMMARY = typeof summaryArg === "string" ? summaryArg : join(WORK_DIR, "summary.json");
 if (opts.duration < 30) fail("--duration: at least 30 s");
-const [workerPort, , operatorPort, receiverPort] = [0, 1, 2, 3].map((i) => opts.port + i) as [
-  number,
-  number,
-  number,
-  number,
-];
+// The Worker on P (its inspector P+1), the fake operator on P+2, the receiver on P+3.
+const [operatorPort, receiverPort] = [opts.port + 2, opts.port + 3];
 /** The Worker's vars for this run: the fake operator, and the short delays that fit a soak. */
 const VARS = {
   UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${operatorPort}`,
   // Local Queues are in memory, so a kill loses the events they hold, and nothing publishes them again
-  // (production queues are durable): the event check counts those apart (checks.ts, lossWindow).
+  // (production queues are durable): the event check counts those apart (checks.ts, whereLost).
   // The receiver refuses 30%: retries within seconds instead of the documented 5 min … 10 h.
   WEBHOOK_RETRY_DELAYS_SECONDS: "0,1,2,3,5,5,5,5",
   // A call whose answer a kill cut off while the operator refused it ("not processed": no status
@@ -82,7 +52,9 @@ const VARS = {
   DEV_OBJECT_RESTARTS: "true",
   DEV_EVENT_TAP_URL: `http://127.0.0.1:${receiverPort}/tap`,
 };
-const say = sayAs("soak");
+/** An event counted as lost with a killed queue may only be slow: settled once the receiver has been quiet this long. */
+const QUIET_MS = 20_000;
+const say = run.sayAs("soak");
 const stops: Array<() => unknown> = [];
 let stopping: Promise<void> | null = null;
 const cleanup = () =>
@@ -91,16 +63,7 @@ const cleanup = () =>
       await Promise.resolve(fn()).catch((err: unknown) => console.error(`[soak] cleanup: ${String(err)}`));
   })());
 onStop(cleanup);
-
-/** A read for the checks: retried through the read limit and restarts, bounded (then null). */
-async function read(baseUrl: string, path: string, key: string, limitMs = 10_000) {
-  for (const started = Date.now(); ; await sleep(500)) {
-    const res = await callApi(baseUrl, "GET", path, key).catch(() => null);
-    if (res?.status === 429) await sleep(1_000);
-    else if (res && res.status < 500) return res;
-    if (Date.now() - started > limitMs) return null;
-  }
-}
+const seconds = (ms: number) => +(ms / 1000).toFixed(1);
 
 async function main() {
   const runStarted = Date.now();
@@ -112,10 +75,7 @@ async function main() {
   );
   // Numbers and their operator credentials, known to the fake operator before anything connects.
   const tenants: Tenant[] = Array.from({ length: opts.workspaces }, (_, w) => ({
-    index: w,
-    workspaceId: "",
-    loadKey: "",
-    checkKey: "",
+    ...{ index: w, workspaceId: "", loadKey: "", checkKey: "" },
     numbers: Array.from({ length: opts.numbers }, (_, n) => ({
       id: "",
       phoneNumberId: `1${String(w).padStart(2, "0")}${String(n).padStart(2, "0")}${randomInt(1e9, 1e10)}`,
@@ -128,7 +88,7 @@ async function main() {
     })),
   }));
   const tenantOf = new Map(tenants.flatMap((t) => t.numbers.map((n) => [n.phoneNumberId, t])));
-  const baseUrl = `http://127.0.0.1:${workerPort}`;
+  const baseUrl = `http://127.0.0.1:${opts.port}`;
   const secrets = new Map<string, string>();
   const receiver = await startReceiver({
     port: receiverPort,
@@ -144,39 +104,26 @@ async function main() {
   });
   stops.push(() => operatorWebhooks.stop());
   const operator = await startOperator({
-    port: operatorPort,
-    seed: opts.seed + 3,
-    version: VERSION,
-    faults: true,
-    latencyMs: [50, 700],
+    ...{ port: operatorPort, seed: opts.seed + 3, version: "v26.0", faults: true, latencyMs: [50, 700] },
     onCall: (call) => operatorWebhooks.onCall(call),
   });
   stops.push(() => operator.stop());
-  for (const t of tenants) for (const n of t.numbers) await operator.addNumber(n.phoneNumberId, n.token);
+  for (const n of tenants.flatMap((t) => t.numbers)) await operator.addNumber(n.phoneNumberId, n.token);
   say(
     `starting wrangler dev on ${baseUrl} (fake operator :${operatorPort}, receiver :${receiverPort}; log .wrangler/soak/wrangler.log)`,
   );
-  const runtime: Runtime = await startRuntime({
-    port: workerPort,
-    state: join(WORK_DIR, "state"),
-    logFile: join(WORK_DIR, "wrangler.log"),
-    vars: VARS,
-  });
+  const state = join(WORK_DIR, "state");
+  const runtime = await startRuntime({ port: opts.port, state, logFile: join(WORK_DIR, "wrangler.log"), vars: VARS });
   stops.push(() => runtime.stop());
   say(`ready after ${(runtime.readyMs / 1000).toFixed(1)} s`);
 
   for (const t of tenants) {
-    const ws = await workspace(baseUrl, `Soak ${runId} #${t.index}`);
-    [t.workspaceId, t.loadKey, t.checkKey] = [ws.id, ws.apiKey, await apiKey(baseUrl, ws.id, "soak checks")];
+    const ws = await run.workspace(baseUrl, `Soak ${runId} #${t.index}`);
+    [t.workspaceId, t.loadKey, t.checkKey] = [ws.id, ws.apiKey, await run.apiKey(baseUrl, ws.id, "soak checks")];
     for (const [n, number] of t.numbers.entries()) {
-      number.id = await liveNumber(
-        baseUrl,
-        t.workspaceId,
-        `1555${t.index}${n}${randomInt(10000, 99999)}`,
-        number.phoneNumberId,
-        number.token,
-      );
-      secrets.set(number.id, await webhook(baseUrl, t.loadKey, number.id, receiver.url(number.id)));
+      const display = `1555${t.index}${n}${randomInt(10000, 99999)}`;
+      number.id = await run.liveNumber(baseUrl, t.workspaceId, display, number.phoneNumberId, number.token);
+      secrets.set(number.id, await run.webhook(baseUrl, t.loadKey, number.id, receiver.url(number.id)));
     }
   }
   say(
@@ -200,13 +147,13 @@ async function main() {
     ...(i < opts.kills ? ["kill"] : []),
   ]).flat();
   const slice = (opts.duration * 1000) / Math.max(1, plan.length);
-  const sinceLoad = (at: number) => `+${((at - loadStarted) / 1000).toFixed(1)} s`;
+  const sinceLoad = (at: number) => `+${seconds(at - loadStarted)} s`;
   for (const [k, what] of plan.entries()) {
     await sleep(Math.max(0, loadStarted + k * slice + random.between(0.15, 0.85) * slice - Date.now()));
     if (what === "kill") {
       const w = await runtime.killAndRestart();
       say(
-        `kill ${runtime.windows.length}: SIGKILL at ${sinceLoad(w.killedAt)}, answering again ${((w.readyAt - w.killedAt) / 1000).toFixed(1)} s later`,
+        `kill ${runtime.windows.length}: SIGKILL at ${sinceLoad(w.killedAt)}, answering again ${seconds(w.readyAt - w.killedAt)} s later`,
       );
       continue;
     }
@@ -230,16 +177,20 @@ async function main() {
   // ---- settle: every accepted message terminal, the operator's webhooks all confirmed, every event delivered
   const records = new Map<string, checks.MessageRecord>();
   const timelines = new Map<string, checks.TimelineEntry[]>();
-  const fetchAll = (list: AcceptedLoadSend[], what: "record" | "timeline") =>
-    mapLimit(list, 8, async (s) => {
-      const r = await read(
-        baseUrl,
-        `/api/v1/messages/${s.jobId}${what === "timeline" ? "/events" : ""}`,
-        s.tenant.checkKey,
-      );
-      if (r?.status === 200) {
-        if (what === "record") records.set(s.jobId, r.json);
-        else timelines.set(s.jobId, r.json.timeline);
+  /** Each message's record, or its timeline (`/events`), read through the read limit and restarts (bounded: then unread). */
+  const fetchAll = (list: AcceptedLoadSend[], events = false) =>
+    run.mapLimit(list, 8, async (s) => {
+      for (const started = Date.now(); Date.now() - started < 10_000; await sleep(500)) {
+        const res = await callApi(
+          baseUrl,
+          "GET",
+          `/api/v1/messages/${s.jobId}${events ? "/events" : ""}`,
+          s.tenant.checkKey,
+        ).catch(() => null);
+        if (res?.status === 200)
+          return void (events ? timelines.set(s.jobId, res.json.timeline) : records.set(s.jobId, res.json));
+        if (res?.status === 429) await sleep(1_000);
+        else if (res && res.status < 500) return;
       }
     });
   const isTerminal = (s: AcceptedLoadSend) => ["sent", "failed"].includes(records.get(s.jobId)?.status ?? "");
@@ -254,30 +205,26 @@ async function main() {
       kills(),
       receiver.published,
     );
-  // An event counted as lost with a killed queue may only be slow: settled once the receiver has been quiet this long.
-  const QUIET_MS = 20_000;
   let settled = false;
   let lastReport = Date.now();
   let snapshot = false;
-  await fetchAll(accepted, "record");
-  while (Date.now() < loadEnded + opts.settle * 1000) {
-    await fetchAll(
-      accepted.filter((s) => !isTerminal(s)),
-      "record",
-    );
+  await fetchAll(accepted);
+  for (; Date.now() < loadEnded + opts.settle * 1000; await sleep(2_000)) {
+    await fetchAll(accepted.filter((s) => !isTerminal(s)));
     const open = accepted.filter((s) => !isTerminal(s)).length;
-    let progress = `${open} not terminal yet, operator webhooks ${operatorWebhooks.busy() ? `pending (${operatorWebhooks.stats.pending})` : "all confirmed"}`;
+    const webhooks = operatorWebhooks.busy() ? `pending (${operatorWebhooks.stats.pending})` : "all confirmed";
+    let progress = `${open} not terminal yet, operator webhooks ${webhooks}`;
     if (open === 0 && !operatorWebhooks.busy()) {
       // Nothing changes the records any more: one snapshot against the events as they arrive.
       if (!snapshot) {
-        await fetchAll(accepted, "record");
-        await fetchAll(accepted, "timeline");
+        await fetchAll(accepted);
+        await fetchAll(accepted, true);
         snapshot = true;
       }
       const e = events();
       const lost = e.figures.lostWithQueueAtKill.reduce((a, b) => a + b, 0) + e.figures.inboundLostWithQueue;
       const quiet = lost === 0 || Date.now() - (receiver.deliveries.at(-1)?.at ?? 0) >= QUIET_MS;
-      if (e.failures.length === 0 && accepted.every(isTerminal) && quiet) {
+      if (e.failures.length === 0 && quiet) {
         settled = true;
         break;
       }
@@ -290,18 +237,13 @@ async function main() {
       say(`settling: ${progress}`);
       lastReport = Date.now();
     }
-    await sleep(2_000);
   }
   const settleMs = Date.now() - loadEnded;
   operatorWebhooks.stop();
   // The final figures read every record once more (a record that changed after the snapshot shows here).
-  await fetchAll(accepted, "record");
-  await fetchAll(accepted, "timeline");
-  say(
-    settled
-      ? `settled ${(settleMs / 1000).toFixed(1)} s after the load stopped`
-      : `NOT settled within ${opts.settle} s`,
-  );
+  await fetchAll(accepted);
+  await fetchAll(accepted, true);
+  say(settled ? `settled ${seconds(settleMs)} s after the load stopped` : `NOT settled within ${opts.settle} s`);
 
   // ---- checks
   const calls = operator.calls.slice();
@@ -318,25 +260,27 @@ async function main() {
   for (const s of load.sends) outcomes[s.outcome] = (outcomes[s.outcome] ?? 0) + 1;
   const failing = Object.entries(results).filter(([, c]) => c.failures.length > 0);
   const summary = {
-    runId,
-    seed: opts.seed,
-    date: new Date(runStarted).toISOString(),
-    machine: machine(),
-    options: opts,
-    vars: VARS,
+    ...{
+      runId,
+      seed: opts.seed,
+      date: new Date(runStarted).toISOString(),
+      machine: run.machine(),
+      options: opts,
+      vars: VARS,
+    },
     killWindows: runtime.windows.map((w) => ({
-      killedAtS: +((w.killedAt - loadStarted) / 1000).toFixed(1),
-      downS: +(((w.readyAt ?? NaN) - w.killedAt) / 1000).toFixed(1),
+      killedAtS: seconds(w.killedAt - loadStarted),
+      downS: seconds((w.readyAt ?? NaN) - w.killedAt),
       marginBeforeKillMs: KILL_MARGIN_MS,
     })),
     objectRestarts: runtime.restarts.map((w) => ({
-      atS: +((w.at - loadStarted) / 1000).toFixed(1),
+      atS: seconds(w.at - loadStarted),
       scope: w.scope,
       objectsEnded: w.restarted,
     })),
     eventTap: { posts: receiver.tapPosts(), eventsHeard: receiver.published.byEventId.size },
     settled,
-    settleS: +(settleMs / 1000).toFixed(1),
+    settleS: seconds(settleMs),
     sends: { offered: load.sends.length, accepted: accepted.length, outcomes },
     queuedToOperatorMs: checks.queuedTimes(accepted, calls),
     operatorWebhooks: operatorWebhooks.stats,
@@ -344,21 +288,13 @@ async function main() {
     failures: Object.fromEntries(failing.map(([k, c]) => [k, c.failures.slice(0, 50)])),
     failureCounts: Object.fromEntries(failing.map(([k, c]) => [k, c.failures.length])),
     passed: failing.length === 0 && settled,
-    runS: +((Date.now() - runStarted) / 1000).toFixed(1),
+    runS: seconds(Date.now() - runStarted),
   };
   // Everything recorded, for looking into a failure.
-  writeFileSync(
-    join(WORK_DIR, "raw.json"),
-    JSON.stringify({
-      killWindows: runtime.windows,
-      calls,
-      sends: load.sends.map(({ tenant: _tenant, ...s }) => s),
-      answers: load.answers,
-      deliveries: receiver.deliveries,
-      records: Object.fromEntries(records),
-      timelines: Object.fromEntries(timelines),
-    }),
-  );
+  const sends = load.sends.map(({ tenant: _tenant, ...s }) => s);
+  const raw = { killWindows: runtime.windows, calls, sends, answers: load.answers, deliveries: receiver.deliveries };
+  const seen = { records: Object.fromEntries(records), timelines: Object.fromEntries(timelines) };
+  writeFileSync(join(WORK_DIR, "raw.json"), JSON.stringify({ ...raw, ...seen }));
   mkdirSync(dirname(SUMMARY), { recursive: true });
   writeFileSync(SUMMARY, JSON.stringify(summary, null, 2));
   for (const [name, c] of Object.entries(results))
@@ -368,10 +304,9 @@ async function main() {
     console.log(`FAILED ${name}: ${c.failures.length} item(s)`);
     for (const item of c.failures.slice(0, 20)) console.log(`  ${JSON.stringify(item)}`);
   }
-  console.log(
-    `${summary.passed ? "PASSED" : "FAILED"}; every figure: ${SUMMARY.startsWith(ROOT) ? SUMMARY.slice(ROOT.length + 1) : SUMMARY}`,
-  );
+  const where = SUMMARY.startsWith(ROOT) ? SUMMARY.slice(ROOT.length + 1) : SUMMARY;
+  console.log(`${summary.passed ? "PASSED" : "FAILED"}; every figure: ${where}`);
   return summary.passed;
 }
 
-runMain("soak", main, cleanup, (opts.duration + opts.settle + 600) * 1000);
+run.runMain("soak", main, cleanup, (opts.duration + opts.settle + 600) * 1000);
