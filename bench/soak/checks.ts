@@ -4,6 +4,7 @@
 import type { OperatorCall } from "../lib/operator.ts";
 import type { Delivery, Published, WebhookBody } from "../lib/receiver.ts";
 import { maxInWindow, percentile } from "../lib/run.ts";
+import type { OutboundMessage } from "../../src/messages/message";
 
 /** A send the API accepted, as the load recorded it. */
 export interface AcceptedSend {
@@ -19,19 +20,8 @@ export interface AcceptedSend {
   /** When the client first sent it (ms). */
   firstTriedAt: number;
 }
-/** A message as GET /messages/{id} answers it (the fields checked here). */
-export interface MessageRecord {
-  status: string;
-  to?: string;
-  text?: { body?: string };
-  channelNumberId?: string;
-  outcomeUnknownSince?: string | null;
-  processingAt?: string | null;
-  sentAt?: string | null;
-  failedAt?: string | null;
-  deliveredAt?: string | null;
-  readAt?: string | null;
-}
+/** A message as GET /messages/{id} answers it (src/messages/message.ts; the checks read some of its fields). */
+export type MessageRecord = Partial<OutboundMessage>;
 export interface TimelineEntry {
   status: string;
   at?: string;

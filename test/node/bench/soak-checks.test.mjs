@@ -308,7 +308,9 @@ describe("checkEvents", () => {
 
   it("tells a failure after sent from one while processing", () => {
     const [a, b] = [send(A), send(B)];
+    /** @type {Partial<MessageRecord>} */
     const afterSent = { status: "failed", processingAt: iso(T), sentAt: iso(T + 1_000), failedAt: iso(T + 5_000) };
+    /** @type {Partial<MessageRecord>} */
     const whileProcessing = { status: "failed", processingAt: iso(T), failedAt: iso(T + 1_000) };
     const deliveries = [
       statusDelivery(eventId(A, "processing"), A, "queued", "processing"),
