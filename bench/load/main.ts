@@ -159,15 +159,8 @@ async function measure(
 }
 type Case = Awaited<ReturnType<typeof measure>>;
 
-interface Workspace {
-  id: string;
-  apiKey: string;
-  numbers: string[];
-}
-interface Accepted {
-  apiKey: string;
-  jobId: string;
-}
+type Workspace = Awaited<ReturnType<typeof run.workspace>> & { numbers: string[] };
+type Accepted = { apiKey: string; jobId: string };
 
 async function main() {
   const runStarted = Date.now();
