@@ -33,15 +33,21 @@ const refused = (path: string, rule: string, message: string): UploadOutcome => 
   detail: { path, rule, message },
 });
 
-/** The body did not hold exactly its declared length: cut off at the first byte past it, or short. */
-class WrongLength extends Error {}
+/**
+ * What the runtime's FixedLengthStream throws when a body does not hold exactly its declared length
+ * (workerd's own messages, pinned by the store's tests): a byte past it, or an end short of it.
+ */
+const TOO_LONG = "Attempt to write too many bytes through a FixedLengthStream.";
+const TOO_SHORT = "FixedLengthStream did not see all expected bytes before close().";
+const lengthRule = (err: unknown): "long" | "short" | null =>
+  err instanceof TypeError ? (err.message === TOO_LONG ? "long" : err.message === TOO_SHORT ? "short" : null) : null;
 
 /**
  * Stores an uploaded file: its declared type and length checked against the operator's limits
  * before a byte is read, its first bytes against its type before anything is stored, then its bytes
- * streamed to R2 as they arrive (never held whole: a fixed-length stream into the put) while their
- * SHA-256 is computed on the way (the runtime's DigestStream), and its row written once R2 holds
- * them. A body longer or shorter than its Content-Length fails the put: nothing is kept.
+ * streamed to R2 as they arrive by the runtime's own streams (never held whole: one fixed-length
+ * stream, teed into the put and into a DigestStream for its SHA-256), and its row written once R2
+ * holds them. A body longer or shorter than its Content-Length fails the put: nothing is kept.
  */
 export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequest): Promise<UploadOutcome> {
   const discard = async () => {
@@ -85,7 +91,8 @@ export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequ
     return spent;
   }
 
-  const reader = (req.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() })).getReader();
+  const body = req.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  const reader = body.getReader();
   const head: Uint8Array[] = [];
   let headBytes = 0;
   let ended = false;
@@ -102,52 +109,42 @@ export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequ
     await reader.cancel().catch(() => undefined);
     return { kind: "refused", detail: checked.detail };
   }
+  reader.releaseLock();
 
   const id = newUuidV7(now());
   const key = uploadKey(workspaceId, id);
+  // Every byte goes through one fixed-length stream, whose two branches (the runtime's own tee) feed
+  // the digest and the put: from the head on, no chunk passes through JavaScript, so none waits for
+  // the garbage collector and the Worker's memory does not grow with the file.
+  const fixed = new FixedLengthStream(length);
+  const [toHash, toStore] = fixed.readable.tee();
   const digest = new crypto.DigestStream("SHA-256");
-  const hashing = digest.getWriter();
   // Read only once every byte passed; a failed upload leaves it rejected, unread.
   const digested = digest.digest;
   digested.catch(() => undefined);
-  const fixed = new FixedLengthStream(length);
-  const storing = fixed.writable.getWriter();
-  let seen = 0;
-  const pass = async (chunk: Uint8Array) => {
-    seen += chunk.byteLength;
-    if (seen > length) throw new WrongLength(`The body is longer than its Content-Length (${length} bytes).`);
-    await hashing.write(chunk);
-    await storing.write(chunk);
-  };
-  const pump = async () => {
-    for (const chunk of head) await pass(chunk);
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      await pass(value);
-    }
-    if (seen < length) throw new WrongLength(`The body ended after ${seen} of its ${length} declared bytes.`);
-    await storing.close();
-    await hashing.close();
-  };
-  const stop = async (err: unknown) => {
-    await Promise.allSettled([reader.cancel(err), storing.abort(err), hashing.abort(err)]);
-  };
-  const putting = env.ARCHIVE.put(key, fixed.readable, { httpMetadata: { contentType: checked.contentType } });
-  // A put that fails stops reading: the pump must not wait on it.
-  putting.catch((err: unknown) => stop(err));
-  const pumped = pump().catch(async (err: unknown) => {
-    await stop(err);
-    throw err;
-  });
-  const [put, pumpedOut] = await Promise.allSettled([putting, pumped]);
-  if (pumpedOut.status === "rejected" || put.status === "rejected") {
-    const err = pumpedOut.status === "rejected" ? pumpedOut.reason : (put as PromiseRejectedResult).reason;
+  const hashed = toHash.pipeTo(digest);
+  const putting = env.ARCHIVE.put(key, toStore, { httpMetadata: { contentType: checked.contentType } });
+  // A put that fails stops reading the body: the rest of it is not hashed for nothing.
+  const stop = new AbortController();
+  putting.catch((err: unknown) => stop.abort(err));
+  const moved = (async () => {
+    const writer = fixed.writable.getWriter();
+    for (const chunk of head) await writer.write(chunk);
+    writer.releaseLock();
+    await body.pipeTo(fixed.writable, { signal: stop.signal });
+  })();
+  const outcomes = await Promise.allSettled([moved, putting, hashed]);
+  const failures = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as unknown] : []));
+  if (failures.length > 0) {
     // Whatever the put left (an aborted put should leave nothing; the local simulator keeps what it
     // read) is removed: a refused upload keeps no byte.
     await env.ARCHIVE.delete(key).catch(() => undefined);
-    if (err instanceof WrongLength) return refused("body", "media_length", err.message);
-    throw err;
+    const rules = failures.map(lengthRule);
+    if (rules.includes("long"))
+      return refused("body", "media_length", `The body is longer than its Content-Length (${length} bytes).`);
+    if (rules.includes("short"))
+      return refused("body", "media_length", `The body ended before its ${length} declared bytes.`);
+    throw failures[0];
   }
 
   const media: UploadedMedia = {
