@@ -16,6 +16,7 @@ import { send, textMessage } from "../helpers/send";
 import { inboundPayload, postOperator, seconds } from "../helpers/operator-webhook";
 import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/operator-templates";
 import { answerAtEdge } from "../helpers/edge";
+import { fileBytes } from "../helpers/operator-media";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
 import { RETRY_POLICY } from "../../src/durable-objects/channel-number/delivery-policy";
 
@@ -86,6 +87,9 @@ interface Upload {
   fields: Record<string, string>;
   file: Uint8Array;
   fileType: string;
+  /** The request's Content-Type and body as they came, byte for byte. */
+  contentType: string | null;
+  raw: Uint8Array;
 }
 
 /**
@@ -102,6 +106,7 @@ function fakeOperator(
     const req = new Request(input, init);
     if (req.method === "POST" && req.url.endsWith("/media")) {
       const streamed = init?.body instanceof ReadableStream;
+      const raw = new Uint8Array(await req.clone().arrayBuffer());
       const form = await req.formData();
       const file = form.get("file") as unknown as File;
       uploads.push({
@@ -110,6 +115,8 @@ function fakeOperator(
         fields: { messaging_product: String(form.get("messaging_product")), type: String(form.get("type")) },
         file: new Uint8Array(await file.arrayBuffer()),
         fileType: file.type,
+        contentType: req.headers.get("content-type"),
+        raw,
       });
       return await uploadReply(uploads.length - 1);
     }
@@ -172,6 +179,47 @@ describe("a template's media header by our media id", () => {
     expect(operator.messages).toHaveLength(3);
     expect(headerOf(operator.messages[2]!)).toEqual(headerOf(operator.messages[0]!));
     expect(operator.uploads).toHaveLength(1);
+  });
+
+  it("is one multipart body, byte for byte, whose file part R2's pipe fills with no chunk read in JavaScript", async () => {
+    const t = await liveTenant();
+    // 1 MB whose bytes differ at every offset: a piece dropped, repeated or moved changes the body.
+    const jpeg = fileBytes(1024 * 1024, 7);
+    jpeg.set([0xff, 0xd8, 0xff, 0xe0]);
+    const mediaId = await uploadFile(t.key, jpeg, "image/jpeg");
+    const operator = fakeOperator((call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`));
+    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
+    // A chunk read in JavaScript stays in memory until the garbage collector frees it: a loop over
+    // the file grows the Worker's memory with its size; the runtime's pipe never calls this.
+    const reads = vi.spyOn(ReadableStreamDefaultReader.prototype, "read");
+    await drain(t.numberId);
+    expect(reads.mock.calls.length).toBe(0);
+    reads.mockRestore();
+
+    expect(operator.uploads).toHaveLength(1);
+    const [upload] = operator.uploads;
+    const boundary = /^multipart\/form-data; boundary=(-{4}media-[0-9a-f-]{36})$/.exec(upload!.contentType ?? "")?.[1];
+    expect(boundary, upload!.contentType ?? "").toBeDefined();
+    const text = new TextEncoder();
+    const expected = [
+      text.encode(
+        `--${boundary}\r\nContent-Disposition: form-data; name="messaging_product"\r\n\r\nwhatsapp\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="type"\r\n\r\nimage/jpeg\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="image-${mediaId}"\r\n` +
+          "Content-Type: image/jpeg\r\n\r\n",
+      ),
+      jpeg,
+      text.encode(`\r\n--${boundary}--\r\n`),
+    ];
+    const body = new Uint8Array(expected.reduce((n, part) => n + part.byteLength, 0));
+    expected.reduce((at, part) => (body.set(part, at), at + part.byteLength), 0);
+    expect(upload!.raw.byteLength).toBe(body.byteLength);
+    // The first byte where they differ, if any.
+    expect(body.findIndex((b, i) => upload!.raw[i] !== b)).toBe(-1);
+    expect(headerOf(operator.messages[0]!)).toEqual({
+      type: "header",
+      parameters: [{ type: "image", image: { id: "900000000000" } }],
+    });
   });
 
   it("an upload still under way holds no other recipient's message of the number", async () => {
