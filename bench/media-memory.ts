@@ -70,15 +70,9 @@ function mp4(size: number): Uint8Array<ArrayBuffer> {
   return bytes;
 }
 
-interface FakeOperator {
-  calls: Map<string, number>;
-  uploads: { bytes: number; at: number }[];
-  stop: () => void;
-}
-
-async function startFakeOperator(port: number): Promise<FakeOperator> {
+async function startFakeOperator(port: number) {
   const calls = new Map<string, number>();
-  const uploads: FakeOperator["uploads"] = [];
+  const uploads: { bytes: number; at: number }[] = [];
   const answer = (res: ServerResponse, body: unknown) =>
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -206,7 +200,10 @@ runMain(
         }
         return out;
       };
-      say("baseline: texts with no upload under way");
+      // The number paces its calls 505 ms apart (2 a second): the first text after the video waits for
+      // the slot behind the video's call, so the baseline's first text follows another send too.
+      say("baseline: texts right after a text to the video's recipient, no upload under way");
+      await send(recipients[TEXTS * 2 + 1]!, { type: "text", text: { body: "Your video is on its way." } });
       const quiet = await textLatency(1);
 
       const sizes = [MB, 16 * MB];
@@ -271,9 +268,11 @@ runMain(
         "control streams the same body natively (`pipeTo`, no chunk in JavaScript) into nothing, then into R2 alone,",
         "and so gives what the runtime and the simulator cost by themselves; the rest of a row is the Worker's own.",
         "",
-        `Text sends to ${TEXTS} other recipients of the same number, request → operator call (p50):`,
-        `- with no upload under way: ${p50(quiet).toFixed(0)} ms (${quiet.map((n) => n.toFixed(0)).join(", ")})`,
-        `- while the 16 MB video is being uploaded: ${p50(during[big]!).toFixed(0)} ms (${during[big]!.map((n) => n.toFixed(0)).join(", ")}); ratio ${(p50(during[big]!) / p50(quiet)).toFixed(2)}`,
+        `Text sends to ${TEXTS} other recipients of the same number, request → operator call (p50); the first of each`,
+        "row is sent right after another send of the number, whose call took the pace's slot (2 calls a second per",
+        "number, 505 ms apart): it waits for the next slot, by the pace, not for the upload.",
+        `- right after a text, with no upload under way: ${p50(quiet).toFixed(0)} ms (${quiet.map((n) => n.toFixed(0)).join(", ")})`,
+        `- right after the 16 MB video's send, while it is being uploaded: ${p50(during[big]!).toFixed(0)} ms (${during[big]!.map((n) => n.toFixed(0)).join(", ")}); ratio ${(p50(during[big]!) / p50(quiet)).toFixed(2)}`,
       ]);
     }
   },
