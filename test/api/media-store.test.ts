@@ -253,19 +253,24 @@ describe("POST /api/v2/media", () => {
     expect(await stored(t.workspaceId)).toEqual({ rows: 0, objects: 0 });
   });
 
-  it("reads only a file's first bytes in JavaScript: the rest goes by the runtime's pipes", async () => {
+  it("moves a file by the runtime's pipe and hashes it through one reused buffer: no chunk becomes a new one", async () => {
     const t = await createTenant();
     const size = MEDIA_SIZE_LIMITS.video;
     const body = await generated(size, [0, 0, 0, 0x18, ...[..."ftypmp42"].map((c) => c.charCodeAt(0))]);
-    // A chunk read in JavaScript stays in memory until the garbage collector frees it, so a
-    // JavaScript loop over the file grows the Worker's memory with its size; the runtime's pipes
-    // never call this.
+    // A chunk read into a new ArrayBuffer stays in the Worker's memory until the garbage collector
+    // frees it, so a loop (or a pipe into the DigestStream, which the runtime drives from
+    // JavaScript) over the file grows the memory with its size.
     const reads = vi.spyOn(ReadableStreamDefaultReader.prototype, "read");
+    const intoBuffer = vi.spyOn(ReadableStreamBYOBReader.prototype, "read");
     const media = await uploaded(await upload(t.key, body.stream, "video/mp4", { length: size }));
     expect(media).toMatchObject({ size, sha256: body.sha256 });
-    // The first-bytes check's read; a loop over the body in JavaScript makes thousands (it arrives
-    // in 4 KiB pieces).
+    // The first-bytes check's read; a loop over the body makes thousands (it arrives in 4 KiB pieces).
     expect(reads.mock.calls.length).toBeLessThanOrEqual(2);
+    // The digest's reads: each into the buffer the read before it returned.
+    expect(intoBuffer.mock.calls.length).toBeGreaterThanOrEqual(size / (64 * 1024));
+    const filled = await Promise.all(intoBuffer.mock.results.map((r) => r.value as Promise<{ value?: Uint8Array }>));
+    const fresh = intoBuffer.mock.calls.filter(([view], i) => i > 0 && view.buffer !== filled[i - 1]!.value?.buffer);
+    expect(fresh).toHaveLength(0);
   });
 
   it("names a file name it cannot keep", async () => {

@@ -39,6 +39,8 @@ const refused = (path: string, rule: string, message: string): UploadOutcome => 
  */
 const TOO_LONG = "Attempt to write too many bytes through a FixedLengthStream.";
 const TOO_SHORT = "FixedLengthStream did not see all expected bytes before close().";
+/** The one buffer the digest reads the file through. */
+const HASH_BUFFER_BYTES = 64 * 1024;
 const lengthRule = (err: unknown): "long" | "short" | null =>
   err instanceof TypeError ? (err.message === TOO_LONG ? "long" : err.message === TOO_SHORT ? "short" : null) : null;
 
@@ -114,15 +116,11 @@ export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequ
   const id = newUuidV7(now());
   const key = uploadKey(workspaceId, id);
   // Every byte goes through one fixed-length stream, whose two branches (the runtime's own tee) feed
-  // the digest and the put: from the head on, no chunk passes through JavaScript, so none waits for
-  // the garbage collector and the Worker's memory does not grow with the file.
+  // the put, by the runtime's pipe, and the digest, through one reused buffer: no chunk becomes a
+  // new ArrayBuffer waiting for the garbage collector, so the Worker's memory does not grow with the file.
   const fixed = new FixedLengthStream(length);
   const [toHash, toStore] = fixed.readable.tee();
-  const digest = new crypto.DigestStream("SHA-256");
-  // Read only once every byte passed; a failed upload leaves it rejected, unread.
-  const digested = digest.digest;
-  digested.catch(() => undefined);
-  const hashed = toHash.pipeTo(digest);
+  const hashed = sha256Of(toHash);
   const putting = env.ARCHIVE.put(key, toStore, { httpMetadata: { contentType: checked.contentType } });
   // A put that fails stops reading the body: the rest of it is not hashed for nothing.
   const stop = new AbortController();
@@ -152,7 +150,7 @@ export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequ
     kind: checked.kind,
     contentType: checked.contentType,
     size: length,
-    sha256: toHex(await digested),
+    sha256: toHex(await hashed),
     filename: req.filename,
     createdAt: now(),
     expiresAt: now() + UPLOADED_MEDIA_MS,
@@ -166,6 +164,35 @@ export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequ
     throw err;
   }
   return { kind: "stored", media, limit: spent.decision };
+}
+
+/**
+ * The SHA-256 of a stream, read into one buffer over and over (a BYOB reader) and written to the
+ * runtime's DigestStream. Piped into the DigestStream instead (a writable the runtime drives from
+ * JavaScript), every chunk would become an ArrayBuffer of the Worker's heap until the garbage
+ * collector freed it: measured, a 16 MB upload's worth of them.
+ */
+async function sha256Of(stream: ReadableStream<Uint8Array>): Promise<ArrayBuffer> {
+  const digest = new crypto.DigestStream("SHA-256");
+  // Read only once every byte passed; a failed upload leaves it rejected, unread.
+  const digested = digest.digest;
+  digested.catch(() => undefined);
+  const writer = digest.getWriter();
+  const reader = stream.getReader({ mode: "byob" });
+  let buffer: ArrayBufferLike = new ArrayBuffer(HASH_BUFFER_BYTES);
+  try {
+    for (;;) {
+      const read: ReadableStreamReadResult<Uint8Array> = await reader.read(new Uint8Array(buffer));
+      if (read.done) break;
+      await writer.write(read.value);
+      buffer = read.value.buffer;
+    }
+    await writer.close();
+    return await digested;
+  } catch (err) {
+    await Promise.allSettled([reader.cancel(err), writer.abort(err)]);
+    throw err;
+  }
 }
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {
