@@ -130,7 +130,11 @@ export async function uploadMedia(env: Env, workspaceId: string, req: UploadRequ
     for (const chunk of head) await writer.write(chunk);
     writer.releaseLock();
     await body.pipeTo(fixed.writable, { signal: stop.signal });
-  })();
+  })().catch(async (err: unknown) => {
+    // Failed before the pipe took the body (a head piece refused): the rest is not read either.
+    await body.cancel(err).catch(() => undefined);
+    throw err;
+  });
   const outcomes = await Promise.allSettled([moved, putting, hashed]);
   const failures = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason as unknown] : []));
   if (failures.length > 0) {
