@@ -63,7 +63,14 @@ export interface ReadMark {
 /** What a read mark's call ended in: taken, or refused (or lost) with the normalized error. */
 export type ReadMarkResult = { kind: "marked" } | { kind: "refused"; error: NormalizedError };
 
+/**
+ * Asked by a send whose message call comes later than the call's start (its file went to the
+ * operator first): resolves once the number's pace lets the message call be made, its slot taken;
+ * the request must start in the same synchronous step.
+ */
+export type BeforeMessageCall = () => Promise<void>;
+
 export interface OperatorAdapter {
-  send(message: OutboundText): Promise<SendResult>;
+  send(message: OutboundText, beforeMessageCall?: BeforeMessageCall): Promise<SendResult>;
   markRead(mark: ReadMark): Promise<ReadMarkResult>;
 }

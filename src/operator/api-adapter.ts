@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { OutboundText, ReadMark, ReadMarkResult, SendResult, OperatorAdapter } from "./adapter";
+import type { BeforeMessageCall, OutboundText, ReadMark, ReadMarkResult, SendResult, OperatorAdapter } from "./adapter";
 import { now } from "../lib/clock";
 import { classifyOperatorError, readMarkError } from "./error-codes";
 import { isPhoneNumber } from "../messages/recipient";
@@ -49,7 +49,7 @@ const ReadMarkResponse = OperatorApiResponse.pick({ error: true }).extend({ succ
 export class OperatorApiAdapter implements OperatorAdapter {
   constructor(private readonly config: OperatorApiConfig) {}
 
-  async send(message: OutboundText): Promise<SendResult> {
+  async send(message: OutboundText, beforeMessageCall?: BeforeMessageCall): Promise<SendResult> {
     const { baseUrl, version, phoneNumberId, accessToken, messagingProduct, timeoutMs, stampCalls, media } =
       this.config;
     let content = message.payload;
@@ -57,8 +57,13 @@ export class OperatorApiAdapter implements OperatorAdapter {
       // Before the message's call: a file that cannot be given fails or retries it with nothing sent.
       const given = await withOperatorMedia(media, this.config, message.type, content);
       if (!given.ok) return given.result;
+      // A payload that names one of our files comes back changed, after a read of the store and
+      // maybe an upload of seconds: the pace slot taken when the call started is that long gone,
+      // so the message call waits for a slot of its own.
+      if (given.value !== content) await beforeMessageCall?.();
       content = given.value;
     }
+    // No await from here until the request starts (the pace's slot was just taken).
     let res: Response;
     try {
       res = await fetch(`${baseUrl.replace(/\/+$/, "")}/${version}/${phoneNumberId}/messages`, {

@@ -18,7 +18,11 @@ import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/ope
 import { answerAtEdge } from "../helpers/edge";
 import { fileBytes } from "../helpers/operator-media";
 import { channelNumberStub } from "../../src/durable-objects/stubs";
-import { RETRY_POLICY } from "../../src/durable-objects/channel-number/delivery-policy";
+import {
+  PACE_SPACING_MS,
+  PACE_WINDOW_MS,
+  RETRY_POLICY,
+} from "../../src/durable-objects/channel-number/delivery-policy";
 
 // Our media store's files reach the operator by its media upload endpoint: a template's media
 // header named by our id is uploaded once per file and number (multipart, streamed from R2), and
@@ -253,10 +257,71 @@ describe("a template's media header by our media id", () => {
       textMessage(t.numberId, "Your table is ready", "5511933332222"),
     );
     expect(other.status).toBe(201);
-    await drain(t.numberId);
-    await first;
+    const second = drain(t.numberId);
+    // The template's call takes the pace's next slot after the text's: the clock goes on until then.
+    await vi.waitFor(
+      () => {
+        clock.advance(25);
+        expect(seen).toContain("template call");
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    await Promise.all([first, second]);
     expect(seen).toEqual(["upload started", "text call", "upload answered", "template call"]);
     expect(operator.uploads).toHaveLength(1);
+  });
+
+  it("the message's call after its upload takes a pace slot of its own: no three calls of the number in one window", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    // The upload is answered once the test released it. The answer is made in the caller's context
+    // (the object's), which polls for the release: a promise settled here could not be read there.
+    let uploadStarted = false;
+    let released = false;
+    const operator = fakeOperator(
+      (call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`),
+      async () => {
+        uploadStarted = true;
+        while (!released) await new Promise((resolve) => setTimeout(resolve, 5));
+        return Response.json({ id: "900000000088" });
+      },
+    );
+    const runs: Promise<unknown>[] = [];
+    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
+    runs.push(drain(t.numberId));
+    await vi.waitFor(() => expect(uploadStarted).toBe(true), { timeout: 5_000, interval: 20 });
+
+    // Two other recipients' texts take the next slots of the pace while the upload runs.
+    for (const [i, to] of ["5511933332222", "5511933334444"].entries()) {
+      clock.advance(PACE_SPACING_MS);
+      const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, `Text ${i}`, to));
+      expect(res.status).toBe(201);
+      runs.push(drain(t.numberId));
+      await vi.waitFor(() => expect(operator.messages).toHaveLength(i + 1), { timeout: 5_000, interval: 20 });
+    }
+    // Neither waited behind the upload.
+    expect(operator.messages.map((m) => m.body.type)).toEqual(["text", "text"]);
+
+    // The upload ends; the clock goes on (faster than real time) until the message's call is made.
+    released = true;
+    await vi.waitFor(
+      () => {
+        clock.advance(25);
+        expect(operator.messages).toHaveLength(3);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    await Promise.all(runs);
+    expect(operator.uploads).toHaveLength(1);
+    expect(operator.messages[2]!.body.type).toBe("template");
+    expect(headerOf(operator.messages[2]!)).toEqual({
+      type: "header",
+      parameters: [{ type: "image", image: { id: "900000000088" } }],
+    });
+    // As the operator saw them: any three message calls of the number span a whole window.
+    const at = operator.messages.map((m) => m.at);
+    expect(at[2]! - at[0]!).toBeGreaterThanOrEqual(PACE_WINDOW_MS);
+    expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(PACE_SPACING_MS);
   });
 
   it("a failed upload sends no message and is tried again with the send", async () => {

@@ -4,7 +4,7 @@ import { refusesToken } from "../../domain/number-binding";
 import { tokenRefused } from "../../db/channel-numbers";
 import { now } from "../../lib/clock";
 import { log } from "../../lib/log";
-import type { SendResult, OperatorAdapter } from "../../operator/adapter";
+import type { BeforeMessageCall, SendResult, OperatorAdapter } from "../../operator/adapter";
 import { adapterFor } from "../../operator/adapter-for";
 import { OWN_ERRORS, pairRateDelayMs } from "../../operator/error-codes";
 import { workspaceStub } from "../stubs";
@@ -265,9 +265,14 @@ export class Drain {
           break;
       }
       const adapter = await adapterFor(this.d.env, number, (to) => this.d.windowOpen(to));
-      const slotAt = now();
-      // Only a hold can have moved during the claim (another call's answer paused or throttled the
-      // number); the pace cannot: calls start in this one session, one after the other.
+      let slotAt = now();
+      // The pace can have moved during the claim only by the message call of a send that uploaded
+      // its file first (`messageCall`): this call waits for the next slot.
+      for (let free = nextCallAt(this.calls, slotAt); free > slotAt; free = nextCallAt(this.calls, slotAt)) {
+        await sleep(free - slotAt);
+        slotAt = now();
+      }
+      // A hold can have moved during the claim (another call's answer paused or throttled the number).
       if (this.d.hold.until() > slotAt) {
         // The attempt is given back; the entry is claimed again once that answer is committed.
         e.state = "queued";
@@ -282,7 +287,7 @@ export class Drain {
       started = true;
       // No await between taking the call's time and starting the request.
       return {
-        call: this.call(adapter, e, attempt, claim.payload).finally(() => {
+        call: this.call(adapter, e, attempt, claim.payload, () => this.messageCall(slotAt, e.recipient)).finally(() => {
           this.claiming.delete(e.jobId);
           this.answered();
         }),
@@ -299,7 +304,44 @@ export class Drain {
     }
   }
 
-  private async call(adapter: OperatorAdapter, e: Entry, attempt: number, payload: ClaimPayload): Promise<void> {
+  /**
+   * The message call of a send whose file went to the operator first (api-adapter.ts): its slot was
+   * taken when the call started, at `startedAt`, and the upload then took up to minutes while other
+   * recipients' calls went on at the pace, so the message call takes a slot of its own when it is
+   * made. While its own slot is still the latest call, that slot moves to now instead (a later
+   * latest start keeps every window: nothing follows it yet), so a file the operator already holds
+   * costs no slot more. Resolves when the call may start; the adapter starts it in the same
+   * synchronous step. A hold that began meanwhile does not stop it, as it stops no call already
+   * started (the operator's answer decides, as for the others): a paused number's probe that
+   * uploads would otherwise wait on its own probe's time.
+   */
+  private async messageCall(startedAt: number, recipient: string): Promise<void> {
+    for (;;) {
+      const t = now();
+      if (this.calls[this.calls.length - 1] === startedAt) {
+        this.calls = [...this.calls.slice(0, -1), t];
+      } else {
+        const free = nextCallAt(this.calls, t);
+        if (free > t) {
+          await sleep(free - t);
+          continue;
+        }
+        this.calls = [...this.calls, t].slice(-PACE_CALLS);
+      }
+      // No await between taking the call's time and returning to the adapter, which starts it.
+      this.lastOwnCall = t;
+      this.d.pair.noteCall(recipient, t);
+      return;
+    }
+  }
+
+  private async call(
+    adapter: OperatorAdapter,
+    e: Entry,
+    attempt: number,
+    payload: ClaimPayload,
+    beforeMessageCall: BeforeMessageCall,
+  ): Promise<void> {
     let result: SendResult;
     try {
       // A recipient who changed number or user id since (the operator told us) is reached at the new one.
@@ -307,7 +349,7 @@ export class Drain {
       const sent = operatorPayloadOf(payload);
       // A record whose payload cannot be read is never sent as something else.
       result = sent
-        ? await adapter.send({ jobId: e.jobId, to, attempt, type: sent.type, payload: sent.payload })
+        ? await adapter.send({ jobId: e.jobId, to, attempt, type: sent.type, payload: sent.payload }, beforeMessageCall)
         : { kind: "permanent", error: OWN_ERRORS.unreadableContent(payload.type) };
     } catch (err) {
       log("error", "operator adapter threw", { jobId: e.jobId, error: String(err) });
