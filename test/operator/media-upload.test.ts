@@ -17,7 +17,8 @@ import { inboundPayload, postOperator, seconds } from "../helpers/operator-webho
 import { apiV2, fakeTemplates, positionalTemplate, sendV2 } from "../helpers/operator-templates";
 import { answerAtEdge } from "../helpers/edge";
 import { fileBytes } from "../helpers/operator-media";
-import { channelNumberStub } from "../../src/durable-objects/stubs";
+import { holdObject, testNumber } from "../helpers/objects";
+import { channelNumberStub, workspaceStub } from "../../src/durable-objects/stubs";
 import {
   PACE_SPACING_MS,
   PACE_WINDOW_MS,
@@ -322,6 +323,52 @@ describe("a template's media header by our media id", () => {
     const at = operator.messages.map((m) => m.at);
     expect(at[2]! - at[0]!).toBeGreaterThanOrEqual(PACE_WINDOW_MS);
     expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(PACE_SPACING_MS);
+  });
+
+  it("a message call after its upload that takes the slot while another call's claim is on its way: that call waits for the next slot", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    let uploadStarted = false;
+    let released = false;
+    const operator = fakeOperator(
+      (call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`),
+      async () => {
+        uploadStarted = true;
+        while (!released) await new Promise((resolve) => setTimeout(resolve, 5));
+        return Response.json({ id: "900000000089" });
+      },
+    );
+    const runs: Promise<unknown>[] = [];
+    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
+    runs.push(drain(t.numberId));
+    await vi.waitFor(() => expect(uploadStarted).toBe(true), { timeout: 5_000, interval: 20 });
+
+    // Another recipient's text is due at the next slot; its claim waits at the busy workspace.
+    clock.advance(PACE_SPACING_MS);
+    const res = await send(t.key, crypto.randomUUID(), textMessage(t.numberId, "Your table is ready", "5511933332222"));
+    const { jobId } = await json<{ jobId: string }>(res);
+    // Past the short wait of a claim that may have found the send still committing.
+    clock.advance(200);
+    const gate = await holdObject(workspaceStub(env, t.workspaceId));
+    runs.push(drain(t.numberId));
+    await vi.waitFor(
+      async () => expect((await testNumber(t.numberId).queued()).find((e) => e.jobId === jobId)?.state).toBe("calling"),
+      { timeout: 5_000, interval: 10 },
+    );
+    // Meanwhile the upload ends and the template's call takes that slot.
+    released = true;
+    await vi.waitFor(() => expect(operator.messages).toHaveLength(1), { timeout: 5_000, interval: 10 });
+    await gate.release();
+    await vi.waitFor(
+      () => {
+        clock.advance(25);
+        expect(operator.messages).toHaveLength(2);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    await Promise.all(runs);
+    expect(operator.messages.map((m) => m.body.type)).toEqual(["template", "text"]);
+    expect(operator.messages[1]!.at - operator.messages[0]!.at).toBeGreaterThanOrEqual(PACE_SPACING_MS);
   });
 
   it("a failed upload sends no message and is tried again with the send", async () => {
