@@ -81,13 +81,15 @@ describe("a media send's message call in a running session", () => {
         parameters: { header: { mediaId }, body: ["Ana", "#1042"] },
       },
     };
-    const start = Date.now();
+    let sentAt = Date.now();
     expect((await sendV2(key, template)).status).toBe(201);
     // Each text to its own recipient, 600 ms apart (the number's 2 sends a second at admission);
     // the upload ends after two of them were called, with the session still calling the others.
     const texts = 6;
     for (let i = 0; i < texts; i++) {
-      clock.set(start + (i + 1) * 600);
+      // Never back: a send slower than 600 ms in real time leaves a longer gap instead.
+      sentAt = Math.max(Date.now(), sentAt + 600);
+      clock.set(sentAt);
       const res = await send(key, crypto.randomUUID(), textMessage(numberId, `t${i}`, `55119333300${i}${i}`));
       expect(res.status, await res.clone().text()).toBe(201);
       if (i === 1) {
