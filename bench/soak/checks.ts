@@ -4,7 +4,11 @@
 import type { OperatorCall } from "../lib/operator.ts";
 import type { Delivery, Published, WebhookBody } from "../lib/receiver.ts";
 import { maxInWindow, percentile } from "../lib/run.ts";
+import type { z } from "@hono/zod-openapi";
+import { eventIdOf, parseEventId, type MessageStatusData } from "../../src/messages/events";
 import type { OutboundMessage } from "../../src/messages/message";
+import type { OutboundChange } from "../../src/messages/status";
+import type { TimelineEntry as TimelineSchema } from "../../src/messages/timeline";
 
 /** A send the API accepted, as the load recorded it. */
 export interface AcceptedSend {
@@ -22,10 +26,8 @@ export interface AcceptedSend {
 }
 /** A message as GET /messages/{id} answers it (src/messages/message.ts; the checks read some of its fields). */
 export type MessageRecord = Partial<OutboundMessage>;
-export interface TimelineEntry {
-  status: string;
-  at?: string;
-}
+/** A timeline entry as the API answers it (src/messages/timeline.ts). */
+export type TimelineEntry = Pick<z.infer<typeof TimelineSchema>, "status"> & { at?: string };
 /** One answer the load's client got. */
 export interface ClientAnswer {
   op: string;
@@ -43,13 +45,7 @@ export interface InjectedInbound {
   at?: number;
 }
 type Failure = Record<string, unknown>;
-type StatusEvent = {
-  id: string | null;
-  status: string;
-  deliveredAt?: string | null;
-  readAt?: string | null;
-  previousStatus?: string;
-};
+type StatusEvent = { id: string | null } & Partial<MessageStatusData>;
 type StampedCall = OperatorCall & { startedAt: number };
 
 /** Whether the number object stamped the call with its start time. */
@@ -293,33 +289,6 @@ const kindOfContent = (e: StatusEvent) =>
           ? "delivered"
           : "sent";
 
-/** The event kinds in the order of their code in an event id (src/messages/status.ts EVENT_KINDS). */
-const EVENT_KINDS = ["processing", "sent", "delivered", "read", "failed", "received"];
-
-/**
- * The message and change an event id names (`evt_` and the message id's hex with its version digit
- * replaced by the change's code: src/messages/events.ts eventIdOf), or null for any other id.
- */
-export function parseEventId(id: string | null) {
-  const m = /^evt_([0-9a-f]{12})([0-9a-f])([0-9a-f]{19})$/.exec(id ?? "");
-  if (!m) return null;
-  const code = parseInt(m[2] as string, 16);
-  const kind = EVENT_KINDS[(code > 8 ? code - 8 : code) - 1];
-  if (kind === undefined) return null;
-  const hex = `${m[1]}${code > 8 ? "4" : "7"}${m[3]}`;
-  return {
-    messageId: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`,
-    kind,
-  };
-}
-
-/** The id of the event that announces `kind` of message `messageId` (the inverse of parseEventId). */
-export function eventIdOfChange(messageId: string, kind: string) {
-  const hex = messageId.replaceAll("-", "");
-  const code = EVENT_KINDS.indexOf(kind) + 1 + (hex[12] === "4" ? 8 : 0);
-  return `evt_${hex.slice(0, 12)}${code.toString(16)}${hex.slice(13)}`;
-}
-
 /**
  * Where a change whose event never reached the customer was lost, when the tap heard what was
  * published (`published`): with the in-memory queue, at the first process kill after the queue
@@ -429,8 +398,13 @@ export function checkEvents(
   for (const [id, body] of received) {
     if (body?.type === "message.status") {
       const event = { id, ...body.data } as StatusEvent;
-      const named = parseEventId(id);
-      if (!named || named.messageId !== body.data.messageId || named.kind !== kindOfContent(event))
+      const named = parseEventId(id ?? "");
+      if (
+        !named ||
+        !("kind" in named) ||
+        named.messageId !== body.data.messageId ||
+        named.kind !== kindOfContent(event)
+      )
         failures.push({ problem: "event id does not name its message and change", id, messageId: body.data.messageId });
       pushTo(statusEvents, body.data.messageId, event);
     } else if (body?.type === "message.received")
@@ -493,7 +467,13 @@ export function checkEvents(
     }
     for (const t of timeline) {
       if (byKind.has(t.status)) continue;
-      const lost = whereLost(eventIdOfChange(s.jobId, t.status), Date.parse(t.at ?? ""), kills, windowMs, published);
+      const lost = whereLost(
+        eventIdOf(s.jobId, t.status as OutboundChange),
+        Date.parse(t.at ?? ""),
+        kills,
+        windowMs,
+        published,
+      );
       if (typeof lost === "object") lostAtKill[lost.kill] = (lostAtKill[lost.kill] ?? 0) + 1;
       else if (lost === "undelivered")
         problem("a change whose event the queue accepted and never delivered", { kind: t.status });

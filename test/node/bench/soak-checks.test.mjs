@@ -5,16 +5,15 @@ import {
   checkEvents,
   checkOperatorCalls,
   checkTerminal,
-  eventIdOfChange,
   killThatMayHaveLost,
   lossWindow,
-  parseEventId,
   queuedTimes,
 } from "../../../bench/soak/checks.ts";
 
 /** @typedef {import("../../../bench/soak/checks.ts").AcceptedSend} AcceptedSend */
 /** @typedef {import("../../../bench/lib/operator.ts").OperatorCall} OperatorCall */
 /** @typedef {import("../../../bench/soak/checks.ts").MessageRecord} MessageRecord */
+/** @typedef {import("../../../bench/soak/checks.ts").TimelineEntry} TimelineEntry */
 
 /** @param {string} jobId @param {Partial<AcceptedSend>} [over] @returns {AcceptedSend} */
 const send = (jobId, over = {}) => ({
@@ -162,7 +161,7 @@ describe("checkEvents", () => {
   });
   const T = Date.UTC(2026, 10, 25, 12);
   const iso = (/** @type {number} */ ms) => new Date(ms).toISOString();
-  /** A sent message's timeline: processing at T, sent at T + 1 s. */
+  /** A sent message's timeline: processing at T, sent at T + 1 s. @type {TimelineEntry[]} */
   const sentTimeline = [
     { status: "queued", at: iso(T - 100) },
     { status: "processing", at: iso(T) },
@@ -299,13 +298,6 @@ describe("checkEvents", () => {
     );
   });
 
-  it("names the event of a change as the engine does (eventIdOfChange inverts parseEventId)", () => {
-    for (const kind of /** @type {const} */ (["processing", "sent", "delivered", "read", "failed"]))
-      expect(eventIdOfChange(A, kind)).toBe(eventId(A, kind));
-    const v4 = "0190f1a2-b3c4-4d5e-8f60-718293a4b5c6";
-    expect(parseEventId(eventIdOfChange(v4, "failed"))).toEqual({ messageId: v4, kind: "failed" });
-  });
-
   it("tells a failure after sent from one while processing", () => {
     const [a, b] = [send(A), send(B)];
     /** @type {Partial<MessageRecord>} */
@@ -323,7 +315,7 @@ describe("checkEvents", () => {
       [a, b],
       new Map([record(a, afterSent), record(b, whileProcessing)]),
       new Map([
-        [A, [...sentTimeline, { status: "failed", at: iso(T + 5_000) }]],
+        [A, [...sentTimeline, /** @type {TimelineEntry} */ ({ status: "failed", at: iso(T + 5_000) })]],
         [
           B,
           [
@@ -343,6 +335,7 @@ describe("checkEvents", () => {
     const [a, b] = [send(A), send(B)];
     // After the kill, B's events took 100 s to arrive: A's `sent`, 90 s before the kill, may have been lost with the queue.
     const kill = T + 91_000;
+    /** @type {TimelineEntry[]} */
     const bTimeline = [
       { status: "processing", at: iso(kill + 5_000) },
       { status: "sent", at: iso(kill + 6_000) },
@@ -370,21 +363,7 @@ describe("checkEvents", () => {
   });
 });
 
-describe("parseEventId", () => {
-  it("names the message and the change of an event id, and nothing for other ids", () => {
-    expect(parseEventId("evt_0190f1a2b3c43d5e8f60718293a4b5c6")).toEqual({
-      messageId: "0190f1a2-b3c4-7d5e-8f60-718293a4b5c6",
-      kind: "delivered",
-    });
-    expect(parseEventId("evt_0190f1a2b3c4dd5e8f60718293a4b5c6")).toEqual({
-      messageId: "0190f1a2-b3c4-4d5e-8f60-718293a4b5c6",
-      kind: "failed",
-    });
-    expect(parseEventId("evt_0190f1a2b3c40d5e8f60718293a4b5c6")).toBeNull();
-    expect(parseEventId("msg_1")).toBeNull();
-    expect(parseEventId(null)).toBeNull();
-  });
-
+describe("killThatMayHaveLost", () => {
   it("finds the kill that may have lost an event: the first within 60 s after the change", () => {
     expect(killThatMayHaveLost(1_000, [500, 30_000, 50_000])).toBe(1);
     expect(killThatMayHaveLost(1_000, [500, 62_000])).toBeNull();
