@@ -11,13 +11,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { onStop } from "../../scripts/lib/local-worker.mjs";
-import { startOperator } from "../lib/operator.ts";
+import { createOperatorWebhooks, startOperator } from "../lib/operator.ts";
 import { startReceiver } from "../lib/receiver.ts";
 import * as run from "../lib/run.ts";
 import { KILL_MARGIN_MS, startRuntime } from "../lib/runtime.ts";
 import * as checks from "./checks.ts";
 import { createLoad, wasAccepted, type AcceptedLoadSend, type Tenant } from "./load.ts";
-import { createOperatorWebhooks } from "./operator-webhooks.ts";
 
 const { callApi, fail, ROOT, seededRandom, sleep } = run;
 const WORK_DIR = join(ROOT, ".wrangler", "soak");
