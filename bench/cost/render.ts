@@ -21,7 +21,7 @@ const ASSUME = { workerCpuMsPerInvocation: 5, doActiveMsPerRequest: 10, operator
 // Bytes per row measured for docs/architecture.md ("Storage budget"), and how long each is kept.
 const STORED = [
   { what: "slot table record with its index entries (`npm run bench`, Storage)", bytes: 938, days: 30 },
-  { what: "delivery-log attempts (3, packed; kept 3 days after their day)", bytes: 3 * 205, days: 4 },
+  { what: "delivery-log attempts (3, packed; kept 3 days after their day)", bytes: 3 * 296, days: 4 },
 ];
 const R2_BYTES_PER_MESSAGE = 130;
 const R2_DAYS = 400;
