@@ -16,8 +16,8 @@ import type { AttemptRow } from "../../domain/webhook-view";
  * ATTEMPTS_PER_ROW attempts (JSON); an attempt's own key, for ids and cursors, is
  * `seq * ATTEMPTS_PER_ROW + index`.
  *
- * Bound: ~300 B per attempt with its row's share (`Packed` JSON ~110 B; 296–299 measured by `npm run
- * bench` at 2.6–2.8 attempts a row; ~50 a row when busy), at most 4 days' tables (2 over the size guard).
+ * Bound: ~300 B per attempt with its row's share (`Packed` JSON ~110 B; 295–299 measured by `npm run
+ * bench` at 2.6–2.9 attempts a row; ~50 a row when busy), at most 4 days' tables (2 over the size guard).
  */
 export const ATTEMPTS_PER_ROW = 512;
 export const KEEP_DELIVERIES_MS = 3 * 24 * 60 * 60 * 1000;
