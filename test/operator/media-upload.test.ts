@@ -137,6 +137,33 @@ function fakeOperator(
 
 const headerOf = (call: OperatorCall) => call.body.template?.components.find((c) => c.type === "header");
 
+/**
+ * `order_update` with `mediaId` in its header, sent and its call started: a fake operator holds the
+ * file's upload open until `release()`, then answers `operatorMediaId`. The answer is made in the
+ * caller's context (the object's), which polls for the release: a promise settled here could not be
+ * read there.
+ */
+async function templateWithHeldUpload(
+  t: Awaited<ReturnType<typeof liveTenant>>,
+  mediaId: string,
+  operatorMediaId: string,
+) {
+  const state = { started: false, released: false };
+  const operator = fakeOperator(
+    (call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`),
+    async () => {
+      state.started = true;
+      while (!state.released) await new Promise((resolve) => setTimeout(resolve, 5));
+      return Response.json({ id: operatorMediaId });
+    },
+  );
+  const runs: Promise<unknown>[] = [];
+  expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
+  runs.push(drain(t.numberId));
+  await vi.waitFor(() => expect(state.started).toBe(true), { timeout: 5_000, interval: 20 });
+  return { operator, runs, release: () => (state.released = true) };
+}
+
 describe("a template's media header by our media id", () => {
   it("is uploaded to the operator once, streamed, and a retried send reuses the operator's id", async () => {
     const t = await liveTenant();
@@ -275,22 +302,7 @@ describe("a template's media header by our media id", () => {
   it("the message's call after its upload takes a pace slot of its own: no three calls of the number in one window", async () => {
     const t = await liveTenant();
     const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
-    // The upload is answered once the test released it. The answer is made in the caller's context
-    // (the object's), which polls for the release: a promise settled here could not be read there.
-    let uploadStarted = false;
-    let released = false;
-    const operator = fakeOperator(
-      (call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`),
-      async () => {
-        uploadStarted = true;
-        while (!released) await new Promise((resolve) => setTimeout(resolve, 5));
-        return Response.json({ id: "900000000088" });
-      },
-    );
-    const runs: Promise<unknown>[] = [];
-    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
-    runs.push(drain(t.numberId));
-    await vi.waitFor(() => expect(uploadStarted).toBe(true), { timeout: 5_000, interval: 20 });
+    const { operator, runs, release } = await templateWithHeldUpload(t, mediaId, "900000000088");
 
     // Two other recipients' texts take the next slots of the pace while the upload runs.
     for (const [i, to] of ["5511933332222", "5511933334444"].entries()) {
@@ -304,7 +316,7 @@ describe("a template's media header by our media id", () => {
     expect(operator.messages.map((m) => m.body.type)).toEqual(["text", "text"]);
 
     // The upload ends; the clock goes on (faster than real time) until the message's call is made.
-    released = true;
+    release();
     await vi.waitFor(
       () => {
         clock.advance(25);
@@ -328,20 +340,7 @@ describe("a template's media header by our media id", () => {
   it("a message call after its upload that takes the slot while another call's claim is on its way: that call waits for the next slot", async () => {
     const t = await liveTenant();
     const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
-    let uploadStarted = false;
-    let released = false;
-    const operator = fakeOperator(
-      (call) => accepted(`wamid.${call.body.biz_opaque_callback_data}`),
-      async () => {
-        uploadStarted = true;
-        while (!released) await new Promise((resolve) => setTimeout(resolve, 5));
-        return Response.json({ id: "900000000089" });
-      },
-    );
-    const runs: Promise<unknown>[] = [];
-    expect((await sendV2(t.key, orderUpdate(t.numberId, { mediaId }))).status).toBe(201);
-    runs.push(drain(t.numberId));
-    await vi.waitFor(() => expect(uploadStarted).toBe(true), { timeout: 5_000, interval: 20 });
+    const { operator, runs, release } = await templateWithHeldUpload(t, mediaId, "900000000089");
 
     // Another recipient's text is due at the next slot; its claim waits at the busy workspace.
     clock.advance(PACE_SPACING_MS);
@@ -356,7 +355,7 @@ describe("a template's media header by our media id", () => {
       { timeout: 5_000, interval: 10 },
     );
     // Meanwhile the upload ends and the template's call takes that slot.
-    released = true;
+    release();
     await vi.waitFor(() => expect(operator.messages).toHaveLength(1), { timeout: 5_000, interval: 10 });
     await gate.release();
     await vi.waitFor(
