@@ -547,6 +547,20 @@ describe("a media message by our media id", () => {
     );
     expect(ok.status).toBe(201);
   });
+
+  it("refuses an image file past its expiry with unknown_media, nothing queued", async () => {
+    const t = await liveTenant();
+    const mediaId = await uploadFile(t.key, JPEG, "image/jpeg");
+    clock.advance(30 * 24 * 3_600_000);
+    await userWrites(t);
+    const operator = fakeOperator(() => accepted("wamid.never"));
+    const res = await sendV2(t.key, { channelNumberId: t.numberId, to: USER, type: "image", image: { mediaId } });
+    const body = await expectError(res, 400, "invalid_request");
+    expect(body.error.details).toEqual([expect.objectContaining({ path: "image.mediaId", rule: "unknown_media" })]);
+    await drain(t.numberId);
+    expect(operator.uploads).toHaveLength(0);
+    expect(operator.messages).toHaveLength(0);
+  });
 });
 
 describe("a sandbox number", () => {

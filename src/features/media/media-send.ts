@@ -1,9 +1,7 @@
-import { now } from "../../lib/clock";
-import { storedUuid } from "../../lib/job-id";
 import type { OutboundContent } from "../../messages/content";
 import { mediaContent, type MediaKind, type MediaRequest } from "../../messages/kinds/media";
 import type { SendRefusal } from "../../messages/send";
-import { findUploadedMedia } from "../../db/uploaded-media";
+import { keptFile } from "./stored-file";
 
 /**
  * What a media send by `mediaId` records, or why it is refused before anything is queued: the
@@ -19,13 +17,13 @@ export async function storedMediaContent(
   const refuse = (rule: string, message: string): SendRefusal => ({
     refused: { code: "invalid_request", message, details: [{ path: `${kind}.mediaId`, rule, message }] },
   });
-  const id = storedUuid(request.mediaId);
-  const media = id === null ? null : await findUploadedMedia(env.DB, workspaceId, id);
-  if (!media || media.expiresAt <= now())
+  const file = await keptFile(env, workspaceId, request.mediaId);
+  if (!file.kept)
     return refuse(
       "unknown_media",
       "No file with this id in the workspace's media store (deleted, expired, or never uploaded): upload it with POST /media.",
     );
+  const { media } = file;
   if (media.kind !== kind)
     return refuse(
       "media_kind",
