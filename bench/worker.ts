@@ -103,27 +103,6 @@ bench.post("/bench/accept-baseline", apiKeyAuth, async (c) => {
   return c.json({ jobId, status: "queued" }, 201);
 });
 
-/**
- * `npm run bench:media`'s control: a request body streamed as the media store streams an upload
- * (through a FixedLengthStream), into R2 (`?into=r2`, then deleted) or into nothing (`?into=nothing`),
- * so that the runtime's memory for the body alone and for the local R2 simulator can be told apart.
- */
-bench.post("/bench/stream-body", adminAuth, async (c) => {
-  const length = Number(c.req.header("content-length"));
-  const body = c.req.raw.body;
-  if (!body || !Number.isInteger(length) || length <= 0) return c.json({ error: "a body of known length" }, 400);
-  const fixed = new FixedLengthStream(length);
-  const piping = body.pipeTo(fixed.writable);
-  if (c.req.query("into") === "r2") {
-    const key = `bench/stream-body/${crypto.randomUUID()}`;
-    await Promise.all([c.env.ARCHIVE.put(key, fixed.readable), piping]);
-    await c.env.ARCHIVE.delete(key);
-  } else {
-    await Promise.all([fixed.readable.pipeTo(new WritableStream()), piping]);
-  }
-  return c.body(null, 204);
-});
-
 export default {
   ...worker,
   async fetch(request, env, ctx) {
