@@ -76,7 +76,7 @@ export default defineConfig(async () => {
       silent: "passed-only" as const,
       projects: [
         // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
-        // test/<area>/: the behaviour suites (api, engine, operator, webhooks, dashboard, security, admin, bench; indexed in
+        // test/<area>/: the behaviour suites (api, engine, operator, webhooks, dashboard, security, admin; indexed in
         // test/README.md), on a D1 with every migration applied.
         workersProject({
           name: "workers",

@@ -17,17 +17,10 @@ import { sha256Hex } from "../src/lib/crypto";
 import { adminAuth } from "../src/middleware/admin-auth";
 import { apiKeyAuth } from "../src/middleware/api-key-auth";
 import { requestId } from "../src/middleware/access-log";
-import { serverTiming } from "../src/middleware/server-timing";
-import { SeedChunk, seedRecords, type SeedResult } from "./seed";
 
 export { MessageHistoryDurableObject, ThrottleDurableObject } from "../src/index";
 
 export class WorkspaceDurableObject extends Workspace {
-  /** Writes a share of the bench's seeded records (bench/seed.ts) with the object's own code. */
-  async seedMessages(chunk: SeedChunk): Promise<SeedResult> {
-    return seedRecords(this.ctx.storage, this.tiers().tables, chunk);
-  }
-
   /** The accept baseline's work in the object: one row written in a transaction, as a send's record is. */
   async acceptBaseline(id: string, fingerprint: string): Promise<void> {
     this.ctx.storage.transactionSync(() => setMeta(this.sql, "bench_accept", `${id} ${fingerprint}`));
@@ -69,17 +62,9 @@ const numberOf = (env: Env, numberId: string) => {
 
 const bench = new Hono<AppEnv>();
 bench.use("*", requestId);
-bench.use("*", serverTiming);
 bench.onError((err) =>
   err instanceof HTTPException ? err.getResponse() : Response.json({ error: String(err) }, { status: 500 }),
 );
-
-/** One share of a seed (bench/seed.ts), into the named workspace's object. */
-bench.post("/bench/seed", adminAuth, async (c) => {
-  const chunk = SeedChunk.safeParse(await c.req.json().catch(() => null));
-  if (!chunk.success) return c.json({ error: chunk.error.message }, 400);
-  return c.json(await workspaceOf(c.env, chunk.data.workspaceId).seedMessages(chunk.data), 200);
-});
 
 /** Holds or releases the named numbers' delivery. */
 bench.post("/bench/hold", adminAuth, async (c) => {

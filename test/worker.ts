@@ -13,7 +13,6 @@ import { getMeta, setMeta } from "../src/durable-objects/shared/meta";
 import { createSlotTable, slotOf, slotTable } from "../src/durable-objects/workspace/day-tables";
 import { now } from "../src/lib/clock";
 import { tableNamesOf } from "./helpers/tables";
-import type { SeedChunk, SeedResult } from "../bench/seed";
 
 export { default } from "../src/index";
 
@@ -49,15 +48,6 @@ export class WorkspaceDurableObject extends Workspace {
   /** When the object's alarm is set for, or null (what its steps asked for). */
   async alarmAt(): Promise<number | null> {
     return this.ctx.storage.getAlarm();
-  }
-
-  /**
-   * A share of the bench's seeded records (bench/seed.ts), written as the bench's Worker writes them.
-   * Loaded when called: every suite and the cost meter load this Worker, and only one test seeds.
-   */
-  async seedBenchRecords(chunk: SeedChunk): Promise<SeedResult> {
-    const { seedRecords } = await import("../bench/seed");
-    return seedRecords(this.ctx.storage, this.tiers().tables, chunk);
   }
 
   /** The tables of the object, by name (what a layout leaves behind). */

@@ -85,14 +85,6 @@ export function maxInWindow(times: number[], windowMs = 1_000) {
   return max;
 }
 
-/** A metric's duration in the Server-Timing header the Worker adds when SERVER_TIMING=true (`d1`, `total`). */
-export function serverTiming(headers: Record<string, string | string[] | undefined>, metric: string) {
-  const header = Object.entries(headers).findLast(([name]) => name.toLowerCase() === "server-timing")?.[1];
-  const entry = [header ?? []].flat().join(",").split(",");
-  const dur = entry.find((m) => m.split(";")[0]?.trim() === metric)?.match(/;\s*dur=([0-9.]+)/)?.[1];
-  return dur === undefined ? null : Number(dur);
-}
-
 /** mulberry32: a seeded source, so that a run's choices repeat with its seed (not for secrets). */
 export function seededRandom(seed: number) {
   let a = seed >>> 0;

@@ -2,14 +2,11 @@
 // under /bench/), with one client (autocannon) in this process (the cases and how to read them: bench/README.md):
 //   (w) one send per number, so that the cases meet live objects; (k) the accept path's own baseline;
 //   (b) accepted sends with the numbers' delivery held, then that delivery released and timed apart;
-//   storage: a workspace object's SQLite file before and after STORAGE_SENDS sends, bytes per message;
-//   seed: a million records written by production's own code (bench/seed.ts), bytes per record.
+//   storage: a workspace object's SQLite file before and after STORAGE_SENDS sends, bytes per message.
 // Writes bench/results.md; exits 1 when a case got answers it should not have. --port P (BENCH_PORT;
 // free ports otherwise): the Worker on P, its inspector P+1, the storage case's receiver P+2. Its own
 // state in .wrangler/bench-state (deleted at start), wrangler's output in .wrangler/bench-wrangler.log.
-import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { freePort, onStop } from "../../scripts/lib/local-worker.mjs";
@@ -18,7 +15,7 @@ import * as run from "../lib/run.ts";
 import { startRuntime, type Runtime } from "../lib/runtime.ts";
 import { findWorkspaceFile, pendingWork, storageOf } from "./sqlite.ts";
 
-const { callApi, fail, fig, LOCAL_SECRETS, mapLimit, ROOT, serverTiming, sleep } = run;
+const { callApi, fail, fig, mapLimit, ROOT, sleep } = run;
 // Not more numbers: (b) must come back to each number while its object is still live (with 500 it came
 // round every ~16 s, the local runtime had evicted the object meanwhile, and (b) measured restarts).
 const WORKSPACES = 20;
@@ -31,9 +28,7 @@ const SETTLE_LIMIT_MS = 20_000;
 const STORAGE_LIMIT_MS = 60_000;
 const STORAGE_NUMBERS = 100; // the scale plan's maximum
 const STORAGE_SENDS = 1_000; // with the warm-up send per number, under the workspace's 1,200 a minute
-const BODY_CHARS = 200; // the storage budget's average body, as bench/seed.ts writes it
-const SEED_MESSAGES = 1_000_000;
-const SEED_CHUNK = 20_000; // one transaction in the object, well inside a request's time
+const BODY_CHARS = 200; // the storage budget's average body
 /** The engine's bounds, indexes included (day-tables.ts, delivery-log.ts), and how close a measure agrees. */
 const BOUND = { record: 930, attempt: 300 };
 const AGREE_WITHIN = 0.15;
@@ -65,29 +60,10 @@ type Autocannon = (opts: object, done: (err: Error | null, res: AutocannonResult
 const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 const CONNECTIONS = 10; // the same for every case
 
-let clockTicks = 0;
-/** CPU time (ms) used so far by the processes of the group `group` (Linux /proc; null elsewhere). */
-function groupCpuMs(group: number | null) {
-  if (process.platform !== "linux" || group === null) return null;
-  clockTicks ||= Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
-  let ticks = 0;
-  for (const pid of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
-    try {
-      // pid (comm) state ppid pgrp … utime stime: fields after the command name.
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === group) ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return (ticks * 1000) / clockTicks;
-}
-
 /**
  * One case: autocannon for `duration` s (or `amount` requests, at most `rate` per second), each request
  * made by `request(i)`, each answer checked by `ok` (not ok: unexpected). Latency is per request as the
- * client saw it (no coordinated-omission correction); CPU is the runtime's process group's.
+ * client saw it (no coordinated-omission correction).
  */
 async function measure(
   label: string,
@@ -101,9 +77,7 @@ async function measure(
 ) {
   say(`${label} ${what}`);
   let next = 0;
-  const d1 = new Map<number, number>();
-  const worker = { ms: 0, timed: 0, unexpected: 0 };
-  const cpuBefore = groupCpuMs(runtime?.pid() ?? null);
+  let unexpected = 0;
   const res = await new Promise<AutocannonResult>((resolve, reject) =>
     autocannon(
       {
@@ -120,17 +94,14 @@ async function measure(
               const made = o.request((context.i = next++));
               return { ...req, ...made, headers: { ...req.headers, ...made.headers } };
             },
-            onResponse: (status: number, body: string, context: { i: number }, headers: Record<string, string>) => {
-              const [statements, total] = [serverTiming(headers, "d1"), serverTiming(headers, "total")];
-              if (statements !== null) d1.set(statements, (d1.get(statements) ?? 0) + 1);
-              if (total !== null) [worker.ms, worker.timed] = [worker.ms + total, worker.timed + 1];
+            onResponse: (status: number, body: string, context: { i: number }) => {
               let json: { jobId?: unknown } | null = null;
               try {
                 json = JSON.parse(body);
               } catch {
                 // judged by its status
               }
-              if (!o.ok(status, json, context.i)) worker.unexpected++;
+              if (!o.ok(status, json, context.i)) unexpected++;
             },
           },
         ],
@@ -138,24 +109,14 @@ async function measure(
       (err, r) => (err ? reject(err) : resolve(r)),
     ),
   );
-  const cpuAfter = groupCpuMs(runtime?.pid() ?? null);
-  const cpu = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;
-  const completed = res.requests.total;
-  const statements = [...d1].reduce((n, [k, count]) => n + k * count, 0);
   return {
     label,
     what,
-    completed,
-    rps: completed / res.duration,
+    rps: res.requests.total / res.duration,
     p50: res.latency.p50,
     p99: res.latency.p99,
     statuses: Object.fromEntries(Object.entries(res.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
-    unexpected: worker.unexpected + res.errors + res.timeouts,
-    d1,
-    d1PerRequest: d1.size ? statements / completed : null,
-    workerMs: worker.timed ? worker.ms / worker.timed : null,
-    cpuPerRequest: cpu === null || !completed ? null : cpu / completed,
-    cores: cpu === null ? null : cpu / (res.duration * 1000),
+    unexpected: unexpected + res.errors + res.timeouts,
   };
 }
 type Case = Awaited<ReturnType<typeof measure>>;
@@ -172,7 +133,7 @@ async function main() {
     port,
     state: STATE,
     logFile: join(ROOT, ".wrangler", "bench-wrangler.log"),
-    vars: { SERVER_TIMING: "true" },
+    vars: {},
     script: "bench/worker.ts",
     // wrangler's default: its per-request log line is part of what a request costs locally.
     logLevel: "log",
@@ -180,10 +141,8 @@ async function main() {
   });
   const rt = runtime;
   const base = rt.baseUrl;
-  const admin = (path: string, body: unknown, expected: number) =>
-    run.created(base, path, body, LOCAL_SECRETS.ADMIN_TOKEN, expected);
 
-  // ---- tenants: WORKSPACES × NUMBERS_PER_WORKSPACE sandbox numbers, the storage workspace, the seed's workspace
+  // ---- tenants: WORKSPACES × NUMBERS_PER_WORKSPACE sandbox numbers, and the storage workspace
   const tenant = async (name: string, count: number, prefix: string): Promise<Workspace> => {
     const ws = await run.workspace(base, `Bench ${runId} ${name}`);
     const displays = Array.from({ length: count }, (_, n) => `${prefix}${String(n).padStart(4, "0")}`);
@@ -196,7 +155,6 @@ async function main() {
     (w) => tenant(`#${w}`, NUMBERS_PER_WORKSPACE, `1555${String(w).padStart(3, "0")}`),
   );
   const store = await tenant("storage", STORAGE_NUMBERS, "1556000");
-  const seeded = await tenant("seed", 10, "1557000");
 
   /** Sends round-robin over `targets` (consecutive sends to different workspaces and numbers), each with a fresh key. */
   const sends = (
@@ -241,7 +199,7 @@ async function main() {
     return null;
   };
   const hold = (held: boolean) =>
-    admin("/bench/hold", { numberIds: workspaces.flatMap((ws) => ws.numbers), held }, 204);
+    run.created(base, "/bench/hold", { numberIds: workspaces.flatMap((ws) => ws.numbers), held }, undefined, 204);
 
   // ---- (w), then (k) and (b) alike: the same bodies over the same keys, paced alike
   const targets = Array.from({ length: NUMBERS_PER_WORKSPACE }, (_, n) =>
@@ -321,40 +279,16 @@ async function main() {
     };
   })().finally(() => receiver.stop());
 
-  // ---- a million records seeded by production's own code (bench/seed.ts), through the bench's own route
-  say(`seeding ${fig(SEED_MESSAGES)} message records (POST /bench/seed)`);
-  const seedStarted = Date.now();
-  const shapes: Record<string, number> = {};
-  let newest = "";
-  for (let from = 0; from < SEED_MESSAGES; from += SEED_CHUNK) {
-    const chunk = {
-      workspaceId: seeded.id,
-      numberIds: seeded.numbers,
-      count: SEED_MESSAGES,
-      from,
-      to: Math.min(SEED_MESSAGES, from + SEED_CHUNK),
-      now: runStarted,
-    };
-    const res = await admin("/bench/seed", chunk, 200);
-    for (const [shape, n] of Object.entries(res.shapes as Record<string, number>))
-      shapes[shape] = (shapes[shape] ?? 0) + n;
-    newest = res.tail.at(-1).id;
-  }
-  const seedMs = Date.now() - seedStarted;
-  const seedFile = findWorkspaceFile(STATE, newest) ?? fail("the seeded workspace's SQLite file was not found");
-  const seed = storageOf(seedFile).slots;
   await rt.stop();
 
   // ---- bench/results.md
   const statuses = (r: Case) => Object.entries(r.statuses).map(([code, n]) => `${code}: ${fig(n)}`);
   const figures = (r: Case) => [fig(r.rps), fig(r.p50, 1), fig(r.p99, 1), statuses(r).join(", ") || "none"];
-  const more = (r: Case) => [fig(r.unexpected), fig(r.d1PerRequest, 3), fig(r.workerMs, 1), fig(r.cpuPerRequest, 1)];
-  const rows = [k, b, w].map((r) => [r.label, r.what, ...figures(r), ...more(r), fig(r.cores, 2)]);
+  const rows = [k, b, w].map((r) => [r.label, r.what, ...figures(r), fig(r.unexpected)]);
   const bk = { rps: b.rps / k.rps, p99: b.p99 / k.p99 };
   const released = (ms: number | null) =>
     ms === null ? `not all delivered within ${SETTLE_LIMIT_MS / 1000} s` : `delivered ${fig(ms / 1000, 1)} s later`;
   const bRate = bSettle === null ? "" : `: ${fig(sent.accepted.length / (bSettle / 1000))} messages/s`;
-  const d1 = [...b.d1].sort(([x], [y]) => x - y).map(([n, count]) => `${fig(count)} sends with ${n}`);
   const { before: s0, after: s1 } = storage;
   const grew = {
     bytes: s1.bytes - s0.bytes,
@@ -378,21 +312,12 @@ async function main() {
           : "they do NOT agree: the bound is LOWER than measured";
     return `${what} **${fig(growth / rows)} B** against ${bound} (${fig(100 * diff)}%; resolution ±${fig(resolution)}%): ${agree}`;
   };
-  const seededShapes = Object.entries(shapes).map(([shape, n]) => `${fig(n)} ${shape}`);
-  const perSeeded = seed.bytes / seed.rows;
   const problems = [k, b, w].flatMap((r) => {
     const refused = Object.entries(r.statuses).filter(([code]) => !code.startsWith("2"));
     const bad = r.unexpected + refused.reduce((n, [, c]) => n + c, 0);
     return bad ? [`${r.label} had ${bad} unexpected answers: ${statuses(r).join(", ")}`] : [];
   });
-  if (b.d1PerRequest === null) problems.push("no Server-Timing header: the D1 statement count is missing");
   const header = ["case", "request", "req/s:", "p50 ms:", "p99 ms:", "statuses", "unexpected:"];
-  const cpuHeader = [
-    "D1 statements / request:",
-    "Worker ms (mean):",
-    "runtime CPU ms / request:",
-    "runtime cores busy:",
-  ];
   run.writeResult("results.md", [
     "# Benchmark: local runtime (`npm run bench`)",
     "",
@@ -402,10 +327,9 @@ async function main() {
     "",
     "## The accept path, like with like",
     "",
-    ...run.table([...header, ...cpuHeader], rows),
+    ...run.table(header, rows),
     "",
     `- (b) ÷ (k): req/s **${fig(bk.rps, 2)}×** (aim ≥ 0.5: ${bk.rps >= 0.5 ? "met" : "missed"}), p50 ${fig(b.p50 / k.p50, 2)}×, p99 **${fig(bk.p99, 2)}×** (aim ≤ 2: ${bk.p99 <= 2 ? "met" : "missed"}); each offered at most ${RATE_CAP}/s${b.rps >= 0.9 * RATE_CAP ? " (**(b) reached it: this measures the cap, not the server**)" : ""} over ${NUMBERS} numbers in ${WORKSPACES} workspaces for ${DURATION_S} s, on ${CONNECTIONS} connections.`,
-    `- D1 statements on the request path of (b): ${d1.join(", ") || "no data"} (the API-key cache's refreshes: about ${fig((WORKSPACES * DURATION_S) / 5)} expected).`,
     `- The delivery pipeline apart: (b)'s ${fig(sent.accepted.length)} sends, released at once, ${released(bSettle)}${bRate} (the numbers' pace allows ${fig(2 * NUMBERS)}/s); (w)'s sends ${released(warmSettle)}.`,
     "",
     "## Storage: bytes per message in the workspace object",
@@ -414,7 +338,6 @@ async function main() {
     `- The file grew **${fig(grew.bytes / STORAGE_SENDS)} B per message**, against ${fig(expected)} B from the engine's bounds (one record and ${fig(grew.attempts / STORAGE_SENDS, 2)} logged attempts).`,
     `- ${verdict("A record with its index entries (slot tables `m_<slot>`)", grew.slotBytes, grew.records, BOUND.record, 5)}.`,
     `- ${verdict("A logged attempt (delivery log `d_<day>`)", grew.logBytes, grew.attempts, BOUND.attempt, 1)}; ${fig(grew.attempts / grew.logRows, 1)} attempts a row.`,
-    `- ${fig(SEED_MESSAGES)} records seeded through \`POST /bench/seed\` in ${fig(seedMs / 1000, 1)} s (${seededShapes.join(", ")}; operator ids): **${fig(perSeeded)} B per record** in their slot tables (${fig(100 * (perSeeded / BOUND.record - 1))}% against ~${BOUND.record}).`,
     "",
     `Run time: ${fig((Date.now() - runStarted) / 1000)} s.`,
   ]);

@@ -3,8 +3,8 @@ import { config } from "../config";
 import type { AppEnv } from "../context";
 
 /**
- * Opt-in measurement for `npm run bench` (SERVER_TIMING = "true"; "false" in
- * wrangler.toml): counts the D1 statements this request runs in the Worker and
+ * Opt-in measurement (SERVER_TIMING = "true"; "false" in wrangler.toml), which
+ * the tests that pin a request's D1 statements turn on: counts the D1 statements this request runs in the Worker and
  * reports them, with the Worker's own time, as
  * `Server-Timing: d1;desc="D1 statements";dur=<count>, total;dur=<ms>`.
  * The count is carried in `dur` because Server-Timing has no other numeric field.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fig, mapLimit, maxInWindow, percentile, seededRandom, serverTiming, table } from "../../../bench/lib/run.ts";
+import { fig, mapLimit, maxInWindow, percentile, seededRandom, table } from "../../../bench/lib/run.ts";
 
 describe("the measurement package's statistics", () => {
   it("percentile: the nearest rank, unsorted input left as it is, null without values", () => {
@@ -27,13 +27,6 @@ describe("the measurement package's statistics", () => {
   it("mapLimit keeps the order of its results", async () => {
     const out = await mapLimit([30, 10, 20], 2, (ms, i) => new Promise((r) => setTimeout(() => r(`${i}:${ms}`), ms)));
     expect(out).toEqual(["0:30", "1:10", "2:20"]);
-  });
-
-  it("serverTiming reads one metric's dur, whatever the header's case, and joins repeated headers", () => {
-    expect(serverTiming({ "Server-Timing": 'd1;desc="D1 statements";dur=2, total;dur=4.5' }, "total")).toBe(4.5);
-    expect(serverTiming({ "server-timing": ["d1;dur=1", "total;dur=3"] }, "d1")).toBe(1);
-    expect(serverTiming({ "content-type": "application/json" }, "d1")).toBeNull();
-    expect(serverTiming({ "server-timing": "cache;desc=hit" }, "cache")).toBeNull();
   });
 });
 
