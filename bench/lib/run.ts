@@ -156,11 +156,17 @@ export const liveNumber = (
 export const webhook = async (baseUrl: string, apiKey: string, numberId: string, url: string) =>
   String((await created(baseUrl, "/api/v1/webhooks", { channelNumberId: numberId, url }, apiKey)).secret);
 
-/** POST /api/v1/messages with its Idempotency-Key: the answer's status, JSON (null when not JSON), text and Retry-After (s). */
-export async function postSend(baseUrl: string, apiKey: string, body: unknown, key: string = randomUUID()) {
+/** POST a send (to /api/v1/messages, or `path`) with its Idempotency-Key: the answer's status, JSON (null when not JSON), text and Retry-After (s). */
+export async function postSend(
+  baseUrl: string,
+  apiKey: string,
+  body: unknown,
+  key: string = randomUUID(),
+  path = "/api/v1/messages",
+) {
   const headers = { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json", "Idempotency-Key": key };
   const init = { method: "POST", headers, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) };
-  const res = await fetch(`${baseUrl}/api/v1/messages`, init);
+  const res = await fetch(`${baseUrl}${path}`, init);
   const text = await res.text();
   let json: ReturnType<typeof JSON.parse> = null;
   try {

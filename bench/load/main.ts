@@ -1,5 +1,5 @@
 // `npm run bench`: on the local runtime (`wrangler dev bench/worker.ts`: production's Worker with routes
-// under /bench/), with one client (autocannon) in this process (the cases and how to read them: bench/README.md):
+// under /bench/), with one client (fetch, 10 connections) in this process (the cases and how to read them: bench/README.md):
 //   (w) one send per number, so that the cases meet live objects; (k) the accept path's own baseline;
 //   (b) accepted sends with the numbers' delivery held, then that delivery released and timed apart;
 //   storage: a workspace object's SQLite file before and after STORAGE_SENDS sends, bytes per message.
@@ -7,7 +7,6 @@
 // free ports otherwise): the Worker on P, its inspector P+1, the storage case's receiver P+2. Its own
 // state in .wrangler/bench-state (deleted at start), wrangler's output in .wrangler/bench-wrangler.log.
 import { randomBytes } from "node:crypto";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { freePort, onStop } from "../../scripts/lib/local-worker.mjs";
 import { startReceiver } from "../lib/receiver.ts";
@@ -42,82 +41,43 @@ let runtime: Runtime | undefined;
 const cleanup = async () => runtime?.stop();
 onStop(cleanup);
 
-interface Request {
-  method: string;
-  path: string;
-  headers: Record<string, string>;
-  body?: string;
-}
-interface AutocannonResult {
-  duration: number;
-  requests: { total: number };
-  latency: { p50: number; p99: number };
-  errors: number;
-  timeouts: number;
-  statusCodeStats?: Record<string, { count: number }>;
-}
-type Autocannon = (opts: object, done: (err: Error | null, res: AutocannonResult) => void) => void;
-const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 const CONNECTIONS = 10; // the same for every case
+type Answer = Awaited<ReturnType<typeof run.postSend>>;
 
 /**
- * One case: autocannon for `duration` s (or `amount` requests, at most `rate` per second), each request
- * made by `request(i)`, each answer checked by `ok` (not ok: unexpected). Latency is per request as the
- * client saw it (no coordinated-omission correction).
+ * One case: CONNECTIONS requests at a time for DURATION_S s (or `amount` requests), at most `rate` a
+ * second, request i made by `send(i)` and judged by `ok` (not ok: unexpected). Latency is per request
+ * as the client saw it (no coordinated-omission correction).
  */
 async function measure(
   label: string,
   what: string,
-  o: {
-    amount?: number;
-    rate?: number;
-    request: (i: number) => Request;
-    ok: (status: number, body: { jobId?: unknown } | null, i: number) => boolean;
-  },
+  o: { amount?: number; rate?: number; send: (i: number) => Promise<Answer>; ok: (a: Answer, i: number) => boolean },
 ) {
   say(`${label} ${what}`);
-  let next = 0;
-  let unexpected = 0;
-  const res = await new Promise<AutocannonResult>((resolve, reject) =>
-    autocannon(
-      {
-        url: runtime?.baseUrl,
-        connections: CONNECTIONS,
-        pipelining: 1,
-        timeout: 10,
-        ...(o.amount ? { amount: o.amount } : { duration: DURATION_S }),
-        ...(o.rate ? { overallRate: o.rate, ignoreCoordinatedOmission: true } : {}),
-        requests: [
-          {
-            // The request autocannon made (its Host header), with this case's.
-            setupRequest: (req: Request, context: { i?: number }) => {
-              const made = o.request((context.i = next++));
-              return { ...req, ...made, headers: { ...req.headers, ...made.headers } };
-            },
-            onResponse: (status: number, body: string, context: { i: number }) => {
-              let json: { jobId?: unknown } | null = null;
-              try {
-                json = JSON.parse(body);
-              } catch {
-                // judged by its status
-              }
-              if (!o.ok(status, json, context.i)) unexpected++;
-            },
-          },
-        ],
-      },
-      (err, r) => (err ? reject(err) : resolve(r)),
-    ),
-  );
-  return {
-    label,
-    what,
-    rps: res.requests.total / res.duration,
-    p50: res.latency.p50,
-    p99: res.latency.p99,
-    statuses: Object.fromEntries(Object.entries(res.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
-    unexpected: unexpected + res.errors + res.timeouts,
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  const started = performance.now();
+  let [next, slot, unexpected] = [0, started, 0];
+  const more = (i: number) => (o.amount ? i < o.amount : performance.now() - started < DURATION_S * 1000);
+  const connection = async () => {
+    for (let i = next++; more(i); i = next++) {
+      // A cap, not a schedule: a client that fell behind does not catch up in a burst.
+      if (o.rate) {
+        slot = Math.max(slot + 1000 / o.rate, performance.now());
+        await sleep(slot - performance.now());
+      }
+      const sentAt = performance.now();
+      const answer = await o.send(i).catch(() => null);
+      latencies.push(performance.now() - sentAt);
+      if (answer) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
+      if (!answer || !o.ok(answer, i)) unexpected++;
+    }
   };
+  await Promise.all(Array.from({ length: CONNECTIONS }, connection));
+  const seconds = (performance.now() - started) / 1000;
+  const p = (q: number) => run.percentile(latencies, q) ?? NaN;
+  return { label, what, rps: latencies.length / seconds, p50: p(50), p99: p(99), statuses, unexpected };
 }
 type Case = Awaited<ReturnType<typeof measure>>;
 
@@ -164,25 +124,17 @@ async function main() {
     path = "/api/v1/messages",
   ) => {
     const accepted: Accepted[] = [];
-    const request = (i: number): Request => {
+    const send = (i: number) => {
       const { ws, numberId } = targets[i % targets.length]!;
-      return {
-        method: "POST",
-        path,
-        headers: {
-          authorization: `Bearer ${ws.apiKey}`,
-          "content-type": "application/json",
-          "idempotency-key": `bench-${runId}-${prefix}-${i}`,
-        },
-        body: JSON.stringify({ channelNumberId: numberId, to: `5511${900000000 + i}`, text: { body: text(i) } }),
-      };
+      const body = { channelNumberId: numberId, to: `5511${900000000 + i}`, text: { body: text(i) } };
+      return run.postSend(base, ws.apiKey, body, `bench-${runId}-${prefix}-${i}`, path);
     };
-    const ok = (status: number, body: { jobId?: unknown } | null, i: number) => {
-      if (status !== 201 || typeof body?.jobId !== "string") return false;
-      accepted.push({ apiKey: targets[i % targets.length]!.ws.apiKey, jobId: body.jobId });
+    const ok = ({ status, json }: Answer, i: number) => {
+      if (status !== 201 || typeof json?.jobId !== "string") return false;
+      accepted.push({ apiKey: targets[i % targets.length]!.ws.apiKey, jobId: json.jobId });
       return true;
     };
-    return { accepted, request, ok };
+    return { accepted, send, ok };
   };
   /** Waits (bounded) until a sample of `sent` is sent or failed, so that the next case does not share the runtime with their delivery. */
   const settle = async (sent: Accepted[]) => {
