@@ -1,9 +1,7 @@
-// The Worker as `npm run bench` runs it (`wrangler dev bench/worker.ts`): production's handlers and
-// objects, two of them subclassed with what only the bench calls (as test/worker.ts does for the
-// tests), and bench-only routes under /bench/ to reach them. Never deployed: wrangler.toml's `main`
-// is production's; the class names are production's, so its bindings and migrations apply unchanged.
+// The Worker as `npm run bench` runs it: production's handlers and objects, two of them subclassed with
+// what only the bench calls (as test/worker.ts does for the tests), and routes under /bench/ to reach
+// them. Never deployed; the class names are production's, so its bindings and migrations apply unchanged.
 import { Hono } from "hono";
-import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
 import worker from "../src/index";
 import type { AppEnv } from "../src/context";
@@ -62,9 +60,6 @@ const numberOf = (env: Env, numberId: string) => {
 
 const bench = new Hono<AppEnv>();
 bench.use("*", requestId);
-bench.onError((err) =>
-  err instanceof HTTPException ? err.getResponse() : Response.json({ error: String(err) }, { status: 500 }),
-);
 
 /** Holds or releases the named numbers' delivery. */
 bench.post("/bench/hold", adminAuth, async (c) => {

@@ -1,9 +1,7 @@
-// The customer's webhook endpoint of the soak and the benches: a number's webhook URL is
-// `/hooks/{numberId}`; it verifies each delivery's Standard Webhooks signature with its number's
-// secret, refuses a share of them with 503 (the gateway must retry; at most 3 times per event), and
-// records every delivery with its `webhook-id`. Also the event tap (`POST /tap`, DEV_EVENT_TAP_URL):
-// the ids of the events each accepted queue send carried, which tell an event the engine never
-// published from one the in-memory queue lost at a kill.
+// The customer's webhook endpoint of the soak and the benches (`/hooks/{numberId}`): verifies each
+// delivery's signature with its number's secret, refuses a share with 503 (at most 3 times per event),
+// records every delivery. Also the event tap (`POST /tap`, DEV_EVENT_TAP_URL): the ids of the events
+// each queue send carried, which tell an event never published from one the in-memory queue lost.
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import { Webhook } from "standardwebhooks";
 import type { Random } from "./run.ts";
@@ -37,10 +35,7 @@ function verifies(secret: string | undefined, headers: IncomingHttpHeaders, rawB
   }
 }
 
-/**
- * Listens on 127.0.0.1:`port`. `secrets` (numberId → whsec_…) is filled in as webhooks are made;
- * `random` decides the refusals; `onDelivery` sees each accepted delivery as it arrives.
- */
+/** On 127.0.0.1:`port`; `secrets` (numberId → whsec_…) filled in as webhooks are made; `random` decides refusals. */
 export async function startReceiver(o: {
   port: number;
   secrets: Map<string, string>;
@@ -80,10 +75,8 @@ export async function startReceiver(o: {
       } catch {
         // recorded unparsed
       }
-      // A delivery we cannot verify is refused like a real customer would; the checks count it a failure.
-      // At most MAX_REFUSALS_PER_EVENT refusals per event: the gateway gives an event 9 attempts, then
-      // it is dead (replayable from the delivery log). Independent 30% refusals would kill ~1 event in
-      // 50,000 (0.3^9) by design; that path is not what a run checks.
+      // An unverified delivery is refused as a customer would. At most MAX_REFUSALS_PER_EVENT refusals:
+      // the gateway gives an event 9 attempts, and independent 30% refusals would kill ~1 in 50,000.
       const webhookId = typeof req.headers["webhook-id"] === "string" ? req.headers["webhook-id"] : undefined;
       const refusals = refusedSoFar.get(webhookId) ?? 0;
       const refuse = () => refusals < MAX_REFUSALS_PER_EVENT && (o.random?.chance(o.failShare ?? 0) ?? false);

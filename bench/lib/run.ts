@@ -127,21 +127,12 @@ export async function workspace(baseUrl: string, name: string) {
   return { id, apiKey: await apiKey(baseUrl, id) };
 }
 
+const SANDBOX = { type: "sandbox" };
 /** A number of `workspaceId` (a sandbox number unless `upstream` says otherwise); its id. */
-export const number = async (
-  baseUrl: string,
-  workspaceId: string,
-  display: string,
-  upstream: object = { type: "sandbox" },
-) =>
-  String(
-    (
-      await created(baseUrl, `/admin/v1/workspaces/${workspaceId}/channel-numbers`, {
-        displayPhoneNumber: display,
-        upstream,
-      })
-    ).id,
-  );
+export async function number(baseUrl: string, workspaceId: string, display: string, upstream: object = SANDBOX) {
+  const body = { displayPhoneNumber: display, upstream };
+  return String((await created(baseUrl, `/admin/v1/workspaces/${workspaceId}/channel-numbers`, body)).id);
+}
 
 /** A live number of `workspaceId`, connected through the fake operator. */
 export const liveNumber = (
@@ -188,13 +179,9 @@ export const operatorEnvelope = (phoneNumberId: string, value: Record<string, un
 export async function postOperatorWebhook(baseUrl: string, raw: string): Promise<number | null> {
   const signature = `sha256=${createHmac("sha256", LOCAL_SECRETS.UPSTREAM_APP_SECRET).update(raw).digest("hex")}`;
   const headers = { "Content-Type": "application/json", "X-Hub-Signature-256": signature };
+  const init = { method: "POST", headers, body: raw, signal: AbortSignal.timeout(10_000) };
   try {
-    const res = await fetch(`${baseUrl}/upstream/cloud/webhook`, {
-      method: "POST",
-      headers,
-      body: raw,
-      signal: AbortSignal.timeout(10_000),
-    });
+    const res = await fetch(`${baseUrl}/upstream/cloud/webhook`, init);
     await res.arrayBuffer();
     return res.status;
   } catch {

@@ -1,10 +1,9 @@
-// The local runtime of every run: `wrangler dev` on 127.0.0.1 with its own state (fresh, migrated,
-// the fixed local secrets), started through scripts/lib/local-worker.mjs (its own process group,
-// stopped on any exit). The soak also kills it (SIGKILL to the group) and restarts it on the same
-// state, and restarts the Durable Objects alone (DEV_OBJECT_RESTARTS), each with its window.
+// The local runtime of every run: `wrangler dev` on 127.0.0.1 with its own fresh state, through
+// scripts/lib/local-worker.mjs (its own process group). The soak also kills it and restarts it on the
+// same state, and restarts the Durable Objects alone (DEV_OBJECT_RESTARTS), each with its window.
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { LocalWorker, prepareState, UNATTENDED_ENV } from "../../scripts/lib/local-worker.mjs";
-import { callApi, fail, LOCAL_SECRETS } from "./run.ts";
+import { created } from "./run.ts";
 
 /** A window opens this long before a kill or a restart: requests in flight then may be cut too. */
 export const KILL_MARGIN_MS = 1_000;
@@ -24,16 +23,12 @@ export interface RestartWindow {
   restarted: number | null;
 }
 
-/**
- * `script`: the Worker's entry instead of wrangler.toml's main (the bench's own, bench/worker.ts);
- * `logLevel`: wrangler's (the load bench keeps wrangler's default, whose per-request log line is part of what it measures).
- */
 export async function startRuntime(o: {
   port: number;
   state: string;
   logFile: string;
-  vars: Record<string, string>;
-  script?: string;
+  vars?: Record<string, string>;
+  script?: string; // the Worker's entry instead of wrangler.toml's main
   readyLimitMs?: number;
   logLevel?: string;
 }) {
@@ -73,10 +68,7 @@ export async function startRuntime(o: {
       const window: RestartWindow = { from: at - KILL_MARGIN_MS, at, until: null, scope, restarted: null };
       restarts.push(window);
       note(`objects restarted (${scope})`);
-      const res = await callApi(baseUrl, "POST", "/admin/v1/dev/object-restarts", LOCAL_SECRETS.ADMIN_TOKEN, objects);
-      if (res.status !== 200)
-        fail(`POST /admin/v1/dev/object-restarts answered ${res.status}: ${res.text.slice(0, 300)}`);
-      window.restarted = res.json.restarted;
+      window.restarted = (await created(baseUrl, "/admin/v1/dev/object-restarts", objects, undefined, 200)).restarted;
       window.until = Date.now() + RESTART_MARGIN_MS;
       return window;
     },

@@ -50,8 +50,9 @@ export function findWorkspaceFile(stateDir: string, messageId: string) {
 }
 
 /**
- * The file's size as `ctx.storage.sql.databaseSize` reports it (page count × page size), and the bytes
- * (dbstat, indexes included) and rows of the slot tables and of the delivery log (with its attempts).
+ * The file's size as `ctx.storage.sql.databaseSize` reports it (page count × page size), the bytes
+ * (dbstat, indexes included) and rows of the slot tables and of the delivery log (with its attempts),
+ * and the records not yet settled.
  */
 export function storageOf(file: string) {
   return read(file, (one, tables, db) => {
@@ -66,20 +67,15 @@ export function storageOf(file: string) {
       pageSize,
       slotTables: tables.filter((t) => groupOf(t) === "slots").length,
       slots: { bytes: bytes.slots, rows: rows("slots") },
-      log: { bytes: bytes.log, rows: rows("log"), attempts: attemptsIn(one, tables) },
+      log: {
+        bytes: bytes.log,
+        rows: rows("log"),
+        attempts: sumOver(tables, "log", (t) => one(`SELECT SUM(json_array_length(attempts)) FROM ${t}`)),
+      },
+      // Records not yet settled: queued, processing, or in a number's work list.
+      active: sumOver(tables, "slots", (t) =>
+        one(`SELECT COUNT(*) FROM ${t} WHERE pending = 1 OR status IN ('queued', 'processing')`),
+      ),
     };
   });
 }
-export type Storage = ReturnType<typeof storageOf>;
-
-const attemptsIn = (one: (sql: string) => number, tables: string[]) =>
-  sumOver(tables, "log", (t) => one(`SELECT SUM(json_array_length(attempts)) FROM ${t}`));
-
-/** Records not yet settled (queued, processing, or in a number's work list), and the delivery attempts logged so far. */
-export const pendingWork = (file: string) =>
-  read(file, (one, tables) => ({
-    active: sumOver(tables, "slots", (t) =>
-      one(`SELECT COUNT(*) FROM ${t} WHERE pending = 1 OR status IN ('queued', 'processing')`),
-    ),
-    logged: attemptsIn(one, tables),
-  }));
