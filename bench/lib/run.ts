@@ -5,10 +5,10 @@ import { writeFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { callApi, type ApiAnswer } from "../../scripts/lib/http-call.mjs";
+import { callApi } from "../../scripts/lib/http-call.mjs";
 import { LOCAL_SECRETS, ROOT } from "../../scripts/lib/local-worker.mjs";
 
-export { callApi, LOCAL_SECRETS, ROOT, type ApiAnswer };
+export { callApi, ROOT };
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
