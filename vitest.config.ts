@@ -26,37 +26,45 @@ const withoutBrokenDependencyMaps = {
 
 const MIGRATE = "./test/setup/apply-migrations.ts";
 
+type Service = (request: Request) => Promise<Response>;
+
+/**
+ * The runtime under test: production's Worker, its objects subclassed with what only tests read
+ * (test/worker.ts), in workerd with the migrations, fixed secrets and the expected-log capture, plus
+ * `bindings` and `services`. Also the cost harness's (bench/vitest.cost.config.ts).
+ */
+export const workersRuntime = async (bindings: Record<string, string>, services: Record<string, Service> = {}) => [
+  withoutBrokenDependencyMaps,
+  cloudflareTest({
+    wrangler: { configPath: "./wrangler.toml" },
+    main: "./test/worker.ts",
+    miniflare: {
+      bindings: {
+        TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+        ...TEST_SECRETS,
+        ALLOW_INSECURE_WEBHOOK_URLS: "false",
+        ...bindings,
+      },
+      serviceBindings: { RUNTIME_LOG: runtimeLogService, ...services },
+    },
+  }),
+];
+
 export default defineConfig(async () => {
-  const migrations = await readD1Migrations("./migrations");
-  const workersProject = (o: {
+  const workersProject = async (o: {
     name: string;
     include: string[];
     exclude: string[];
     drainSessionMs: string;
     setupFiles: string[];
   }) => ({
-    plugins: [
-      withoutBrokenDependencyMaps,
-      cloudflareTest({
-        wrangler: { configPath: "./wrangler.toml" },
-        // Production's Worker, its objects subclassed with what only tests read (test/worker.ts).
-        main: "./test/worker.ts",
-        miniflare: {
-          // Test-only bindings: fixed secrets, the migrations and the expected-log capture.
-          bindings: {
-            TEST_MIGRATIONS: migrations,
-            ...TEST_SECRETS,
-            ALLOW_INSECURE_WEBHOOK_URLS: "false",
-            DRAIN_SESSION_MS: o.drainSessionMs,
-            // Each change's events leave at once (no packing window): a test reads them right after the change.
-            EVENT_PUBLISH_DELAY_MS: "0",
-            // A failed media copy is tried again at once (the queue's next batch), four attempts in all.
-            MEDIA_COPY_RETRY_DELAYS_SECONDS: "0,0,0",
-          },
-          serviceBindings: { RUNTIME_LOG: runtimeLogService },
-        },
-      }),
-    ],
+    plugins: await workersRuntime({
+      DRAIN_SESSION_MS: o.drainSessionMs,
+      // Each change's events leave at once (no packing window): a test reads them right after the change.
+      EVENT_PUBLISH_DELAY_MS: "0",
+      // A failed media copy is tried again at once (the queue's next batch), four attempts in all.
+      MEDIA_COPY_RETRY_DELAYS_SECONDS: "0,0,0",
+    }),
     test: {
       name: o.name,
       // The SDK has its own suite, in Node against `wrangler dev` (npm run test:sdk).
@@ -78,7 +86,7 @@ export default defineConfig(async () => {
         // One pass per alarm: tests step the drain with runDurableObjectAlarm and a controlled clock.
         // test/<area>/: the behaviour suites (api, engine, operator, webhooks, dashboard, security, admin; indexed in
         // test/README.md), on a D1 with every migration applied.
-        workersProject({
+        await workersProject({
           name: "workers",
           include: ["test/**/*.test.ts"],
           exclude: ["test/sessions/**", "test/unit/**"],
@@ -87,7 +95,7 @@ export default defineConfig(async () => {
         }),
         // test/unit/: one file per pure module of src/, mirroring its path. Their modules read no D1, so
         // they skip the migrations' setup file (importing cloudflare:test costs ~2.5 s per file).
-        workersProject({
+        await workersProject({
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
           exclude: [],
@@ -95,7 +103,7 @@ export default defineConfig(async () => {
           setupFiles: [],
         }),
         // Drain sessions as in production (10 s, real time): what only happens while calls overlap.
-        workersProject({
+        await workersProject({
           name: "workers-sessions",
           include: ["test/sessions/**/*.test.ts"],
           exclude: [],
