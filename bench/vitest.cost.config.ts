@@ -1,5 +1,4 @@
 import { mkdir, writeFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { workersRuntime } from "../vitest.config.ts";
 
@@ -13,7 +12,6 @@ async function costSink(request: Request): Promise<Response> {
 }
 
 export default defineConfig(async () => ({
-  root: fileURLToPath(new URL("..", import.meta.url)),
   plugins: await workersRuntime(
     {
       // Sessions in memory as in production (a send starts its number's drain), but a wait longer than
@@ -27,10 +25,8 @@ export default defineConfig(async () => ({
     { COST_SINK: costSink },
   ),
   test: {
-    name: "cost",
     include: ["bench/cost/**/*.cost.ts"],
     setupFiles: ["./test/setup/apply-migrations.ts"],
-    testTimeout: 600_000,
     hookTimeout: 120_000,
     silent: "passed-only" as const,
   },

@@ -1,33 +1,28 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
-import { splitStatements } from "./statements";
 import type { Usage } from "./usage";
 import worker from "../../src/index";
 
 /**
- * Counts what Cloudflare bills, at the edges of our code, without changing it:
- * the runtime's own prototypes (SqlStorage, DurableObjectStorage, the Durable
- * Object namespace, queue producers, D1, R2) and the Worker's handlers are
- * wrapped for the length of a cost run. Every Durable Object runs in the test
- * isolate (@cloudflare/vitest-plugin), so one wrap sees every object.
+ * Counts what Cloudflare bills, at the edges of our code, without changing it: the runtime's own
+ * prototypes (SqlStorage, DurableObjectStorage, the Durable Object namespace, queue producers, D1,
+ * R2) and the Worker's handlers are wrapped in the cost run's isolate (its only test file). Every
+ * Durable Object runs in that isolate (@cloudflare/vitest-plugin), so one wrap sees every object.
  */
 
 export type ObjectClass = "Workspace" | "ChannelNumber" | "History" | "Throttle" | "unknown";
 export type { Usage };
 
 const emptyUsage = (): Usage => ({
-  workerRequests: {},
-  doRequests: {},
-  alarms: {},
+  workerRequests: 0,
+  doRequests: 0,
+  alarms: 0,
   sql: {},
-  sqlByStatement: {},
-  setAlarm: {},
-  queues: {},
+  setAlarm: 0,
+  queueOps: 0,
   d1: { read: 0, written: 0 },
   r2: { classA: 0, classB: 0 },
-  outbound: {},
 });
-const bump = (rec: Record<string, number>, key: string, n = 1) => (rec[key] = (rec[key] ?? 0) + n);
 
 type AnyFn = (...args: unknown[]) => unknown;
 type Cursor = { rowsRead: number; rowsWritten: number };
@@ -35,67 +30,69 @@ type Cursor = { rowsRead: number; rowsWritten: number };
 type Namespace = { idFromName(name: string): DurableObjectId };
 type Patchable = Record<string | symbol, unknown>;
 
-/** One cost run's counters; `harvest()` closes the current step and returns its usage. */
+/** Replaces `target[name]` by `wrap` of it. */
+function patch(target: object, name: string, wrap: (original: AnyFn) => AnyFn): void {
+  (target as Patchable)[name] = wrap((target as Patchable)[name] as AnyFn);
+}
+
+/** Wraps `target[name]` so that `see` runs first, with the call's `this` and arguments. */
+function before(target: object, name: string, see: (self: unknown, args: unknown[]) => void): void {
+  patch(
+    target,
+    name,
+    (original) =>
+      function (this: unknown, ...args: unknown[]) {
+        see(this, args);
+        return original.apply(this, args);
+      },
+  );
+}
+
+/**
+ * A multi-statement string's statements. A `;` inside a quote or comment would split it wrong and fail
+ * the run (a syntax error), never miscount: none of ours has one.
+ */
+const statementsOf = (sql: string) => sql.split(";").filter((s) => s.replace(/--.*$/gm, "").trim() !== "");
+
+/** One cost run's counters; `harvest()` returns what was counted since the last one. */
 export class Meter {
   private usage = emptyUsage();
-  /** SQL cursors and setAlarm() calls, attributed to a class at harvest time (once the object's tables tell it). */
+  /** SQL cursors, read at harvest (once run) and attributed then to a class (once the object's tables tell it). */
   private pending: Array<{ sql: object; statement: string; cursor: Cursor }> = [];
-  private pendingSetAlarms: object[] = [];
   private readonly classOfSql = new WeakMap<object, ObjectClass>();
-  private readonly restores: (() => void)[] = [];
   /** While false (the harness inspecting objects), nothing is counted. */
   counting = true;
   /** Objects seen through a namespace, for the alarm driver: key → raw stub factory. */
   readonly objects = new Map<string, { cls: ObjectClass; stub: () => DurableObjectStub }>();
-  private inFlightConsumers = 0;
-  private queueOutstanding = 0;
-  private originalGet: AnyFn = () => null;
+  /** Queue messages sent and not yet acknowledged, and consumers running. */
+  private queued = 0;
+  private consuming = 0;
 
   async install(): Promise<void> {
-    this.originalGet = (Object.getPrototypeOf(env.WORKSPACE) as Patchable)["get"] as AnyFn;
     // Every object's SqlStorage and DurableObjectStorage share a prototype: one probe object finds them.
-    const probe = this.rawStub(env.THROTTLE, env.THROTTLE.idFromName("cost-meter-probe"));
+    const probe = env.THROTTLE.get(env.THROTTLE.idFromName("cost-meter-probe"));
     const [sqlProto, storageProto] = await runInDurableObject(probe, (_, state) => [
-      Object.getPrototypeOf(state.storage.sql) as Patchable,
-      Object.getPrototypeOf(state.storage) as Patchable,
+      Object.getPrototypeOf(state.storage.sql) as object,
+      Object.getPrototypeOf(state.storage) as object,
     ]);
-    this.patchSql(sqlProto!, storageProto!);
+    this.patchSql(sqlProto!);
+    before(storageProto!, "setAlarm", () => this.add("setAlarm"));
     this.patchNamespaces();
     this.patchQueues();
-    this.patchHandlers();
     this.patchD1();
     this.patchR2();
   }
 
-  uninstall(): void {
-    for (const restore of this.restores.reverse()) restore();
-    this.restores.length = 0;
-  }
-
-  /** Counts an outbound request (the network mock calls it). */
-  outbound(kind: string): void {
-    if (this.counting) bump(this.usage.outbound, kind);
-  }
-
-  /** Counts an alarm the driver ran. */
-  alarm(cls: ObjectClass): void {
-    bump(this.usage.alarms, cls);
-  }
-
-  /** Closes the current step: reads the row counters of its SQL cursors and returns everything counted since the last harvest. */
-  async harvest(): Promise<Usage> {
-    for (const p of this.pending) {
-      const cls = this.classOfSql.get(p.sql) ?? "unknown";
-      const rows = (this.usage.sql[cls] ??= { read: 0, written: 0 });
-      const s = (this.usage.sqlByStatement[`${cls}: ${p.statement}`] ??= { read: 0, written: 0, calls: 0 });
-      rows.read += p.cursor.rowsRead;
-      rows.written += p.cursor.rowsWritten;
-      s.read += p.cursor.rowsRead;
-      s.written += p.cursor.rowsWritten;
+  /** Reads the row counters of the SQL cursors run since the last harvest, and returns everything counted since. */
+  harvest(): Usage {
+    for (const { sql, statement, cursor } of this.pending) {
+      const key = `${this.classOfSql.get(sql) ?? "unknown"}: ${statement}`;
+      const s = (this.usage.sql[key] ??= { read: 0, written: 0, calls: 0 });
+      s.read += cursor.rowsRead;
+      s.written += cursor.rowsWritten;
       s.calls++;
     }
-    for (const sql of this.pendingSetAlarms) bump(this.usage.setAlarm, this.classOfSql.get(sql) ?? "unknown");
-    [this.pending, this.pendingSetAlarms] = [[], []];
+    this.pending = [];
     const done = this.usage;
     this.usage = emptyUsage();
     return done;
@@ -103,43 +100,24 @@ export class Meter {
 
   /** Whether every queued message was consumed and no consumer is running. */
   queuesIdle(): boolean {
-    return this.queueOutstanding <= 0 && this.inFlightConsumers === 0;
+    return this.queued <= 0 && this.consuming === 0;
   }
 
-  /** A stub that is not counted (for the harness's own inspection). */
-  rawStub(ns: Namespace, id: DurableObjectId): DurableObjectStub {
-    return this.originalGet.call(ns, id) as DurableObjectStub;
+  /** Counts `n` of a billed unit (the driver counts the alarms it runs). */
+  add(count: "workerRequests" | "doRequests" | "alarms" | "setAlarm" | "queueOps", n = 1): void {
+    if (this.counting) this.usage[count] += n;
   }
 
-  private patch(target: Patchable, name: string, wrap: (original: AnyFn) => AnyFn): void {
-    const original = target[name] as AnyFn;
-    target[name] = wrap(original);
-    this.restores.push(() => (target[name] = original));
-  }
-
-  /** Wraps `target[name]` so that `see` runs first, with the call's `this` and arguments. */
-  private before(target: Patchable, name: string, see: (self: unknown, args: unknown[]) => void): void {
-    this.patch(
-      target,
-      name,
-      (original) =>
-        function (this: unknown, ...args: unknown[]) {
-          see(this, args);
-          return original.apply(this, args);
-        },
-    );
-  }
-
-  private patchSql(sqlProto: Patchable, storageProto: Patchable): void {
+  private patchSql(sqlProto: object): void {
     const meter = this;
-    this.patch(
+    patch(
       sqlProto,
       "exec",
       (original) =>
         function (this: object, ...args: unknown[]) {
-          // A string of several statements reports the rows of its last one only: run them one by
-          // one (same order, same effect; such strings carry no bindings) so that each is counted.
-          const parts = args.length === 1 ? splitStatements(String(args[0])) : [String(args[0])];
+          // A string of several statements reports the rows of its last one only: run them one by one
+          // (same order, same effect; such strings carry no bindings) so that each is counted.
+          const parts = args.length === 1 ? statementsOf(String(args[0])) : [String(args[0])];
           let cursor: Cursor | null = null;
           for (const part of parts) {
             cursor = original.apply(this, parts.length === 1 ? args : [part]) as Cursor;
@@ -151,36 +129,34 @@ export class Meter {
           return cursor ?? original.apply(this, args);
         },
     );
-    this.before(storageProto, "setAlarm", (storage) => {
-      if (this.counting) this.pendingSetAlarms.push((storage as DurableObjectStorage).sql);
-    });
   }
 
+  /** Each RPC call on a stub is a billed request; the objects seen are kept for the alarm driver. */
   private patchNamespaces(): void {
+    const probe = "cost-meter-class-probe";
     const bindings: [Namespace, ObjectClass][] = [
       [env.WORKSPACE, "Workspace"],
       [env.CHANNEL_NUMBER, "ChannelNumber"],
       [env.HISTORY, "History"],
       [env.THROTTLE, "Throttle"],
     ];
-    const probe = "cost-meter-class-probe";
-    const signatures = new Map(bindings.map(([ns, cls]) => [ns.idFromName(probe).toString(), cls]));
+    const classOf = new Map(bindings.map(([ns, cls]) => [ns.idFromName(probe).toString(), cls]));
     const meter = this;
-    this.patch(
-      Object.getPrototypeOf(env.WORKSPACE) as Patchable,
+    patch(
+      Object.getPrototypeOf(env.WORKSPACE) as object,
       "get",
       (original) =>
         function (this: Namespace, ...args: unknown[]) {
-          const stub = original.apply(this, args) as DurableObjectStub;
           const [ns, id] = [this, args[0] as DurableObjectId];
-          const cls = signatures.get(ns.idFromName(probe).toString()) ?? "unknown";
-          meter.objects.set(`${cls}:${id.toString()}`, { cls, stub: () => meter.rawStub(ns, id) });
-          return new Proxy(stub, {
+          const cls = classOf.get(ns.idFromName(probe).toString()) ?? "unknown";
+          // The driver's own stubs are not counted.
+          meter.objects.set(`${cls}:${id.toString()}`, { cls, stub: () => original.call(ns, id) as DurableObjectStub });
+          return new Proxy(original.apply(this, args) as DurableObjectStub, {
             get(target, prop) {
               const value = Reflect.get(target, prop, target) as unknown;
               if (typeof prop !== "string" || prop === "then" || typeof value !== "function") return value;
               return (...callArgs: unknown[]) => {
-                if (meter.counting) bump(meter.usage.doRequests, `${cls}.${prop}`);
+                meter.add("doRequests");
                 return Reflect.apply(value as AnyFn, target, callArgs);
               };
             },
@@ -189,88 +165,62 @@ export class Meter {
     );
   }
 
-  private queue(name: string) {
-    return (this.usage.queues[name] ??= { writes: 0, reads: 0, deletes: 0 });
-  }
-
+  /** Queue writes (producers), reads and deletes (the Worker's consumer), and the Worker's fetch requests. */
   private patchQueues(): void {
-    const proto = Object.getPrototypeOf(env.WEBHOOK_QUEUE) as Patchable;
-    const record = (body: unknown) => {
+    const sent = (body: unknown) => {
       // ~100 B of metadata per message (pricing page); one write per 64 KB.
-      const bytes = new TextEncoder().encode(JSON.stringify(body)).length + 100;
-      if (this.counting) this.queue(queueOfBody(body)).writes += Math.ceil(bytes / 64_000);
-      this.queueOutstanding++;
+      this.add("queueOps", Math.ceil((new TextEncoder().encode(JSON.stringify(body)).length + 100) / 64_000));
+      this.queued++;
     };
-    this.before(proto, "send", (_, [body]) => record(body));
-    this.before(proto, "sendBatch", (_, [messages]) => {
-      for (const m of messages as Iterable<{ body: unknown }>) record(m.body);
+    const proto = Object.getPrototypeOf(env.WEBHOOK_QUEUE) as object;
+    before(proto, "send", (_, [body]) => sent(body));
+    before(proto, "sendBatch", (_, [messages]) => {
+      for (const m of messages as Iterable<{ body: unknown }>) sent(m.body);
     });
-  }
-
-  /** The Worker's queue consumer (reads, acknowledgements) and fetch handler (inbound requests). */
-  private patchHandlers(): void {
-    const handler = worker as unknown as Patchable;
     const meter = this;
-    this.patch(
-      handler,
+    patch(
+      worker,
       "queue",
       (original) =>
         async function (this: unknown, ...args: unknown[]) {
           const batch = args[0] as MessageBatch<unknown>;
-          meter.inFlightConsumers++;
+          // A retried message stays queued (it is delivered again); every other one is acknowledged (a delete).
           const retried = new Set<string>();
-          for (const m of batch.messages) {
-            const retry = m.retry.bind(m);
-            (m as { retry: typeof m.retry }).retry = (opts) => {
-              retried.add(m.id);
-              return retry(opts);
-            };
-          }
-          const retryAll = batch.retryAll.bind(batch);
-          (batch as { retryAll: typeof batch.retryAll }).retryAll = (opts) => {
-            for (const m of batch.messages) retried.add(m.id);
-            return retryAll(opts);
-          };
+          for (const m of batch.messages) before(m, "retry", () => retried.add(m.id));
+          before(batch, "retryAll", () => batch.messages.forEach((m) => retried.add(m.id)));
+          meter.consuming++;
           try {
             return await original.apply(this, args);
           } finally {
-            meter.inFlightConsumers--;
-            if (meter.counting) {
-              bump(meter.usage.workerRequests, `queue:${batch.queue}`);
-              const q = meter.queue(batch.queue);
-              q.reads += batch.messages.length;
-              q.deletes += batch.messages.length - retried.size;
-            }
-            meter.queueOutstanding -= batch.messages.length - retried.size;
+            meter.consuming--;
+            const acknowledged = batch.messages.length - retried.size;
+            meter.add("workerRequests");
+            meter.add("queueOps", batch.messages.length + acknowledged);
+            meter.queued -= acknowledged;
           }
         },
     );
-    this.before(handler, "fetch", (_, [request]) => {
-      const req = request as Request;
-      if (this.counting) bump(this.usage.workerRequests, `fetch:${routeKind(new URL(req.url).pathname, req.method)}`);
-    });
+    before(worker, "fetch", () => this.add("workerRequests"));
   }
 
   private patchD1(): void {
+    const meter = this;
     const stmtProto = Object.getPrototypeOf(env.DB.prepare("SELECT 1")) as Patchable;
-    const add = (results: D1Result[]) => {
-      for (const { meta } of this.counting ? results : []) {
-        this.usage.d1.read += meta?.rows_read ?? 0;
-        this.usage.d1.written += meta?.rows_written ?? 0;
-      }
-    };
     const counted = (original: AnyFn) =>
       async function (this: unknown, ...args: unknown[]) {
         const result = (await original.apply(this, args)) as D1Result | D1Result[];
-        add([result].flat());
+        for (const { meta } of meter.counting ? [result].flat() : []) {
+          meter.usage.d1.read += meta?.rows_read ?? 0;
+          meter.usage.d1.written += meta?.rows_written ?? 0;
+        }
         return result;
       };
-    this.patch(stmtProto, "all", counted);
-    this.patch(stmtProto, "run", counted);
-    this.patch(Object.getPrototypeOf(env.DB) as Patchable, "batch", counted);
+    patch(stmtProto, "all", counted);
+    patch(stmtProto, "run", counted);
+    patch(Object.getPrototypeOf(env.DB) as object, "batch", counted);
     const all = stmtProto["all"] as (this: D1PreparedStatement) => Promise<D1Result<Record<string, unknown>>>;
     // first() hides its meta: the same query through all() (D1 adds no LIMIT to first(), so rows read are equal).
-    this.patch(
+    patch(
       stmtProto,
       "first",
       () =>
@@ -287,10 +237,9 @@ export class Meter {
     const proto = Object.getPrototypeOf(env.ARCHIVE) as Patchable;
     const classOf = { put: "classA", list: "classA", createMultipartUpload: "classA", get: "classB", head: "classB" };
     for (const [name, cls] of Object.entries(classOf) as Array<[string, "classA" | "classB"]>)
-      if (typeof proto[name] === "function")
-        this.before(proto, name, () => {
-          if (this.counting) this.usage.r2[cls]++;
-        });
+      before(proto, name, () => {
+        if (this.counting) this.usage.r2[cls]++;
+      });
   }
 }
 
@@ -301,18 +250,4 @@ function classOfStatement(statement: string): ObjectClass | null {
   const created = /CREATE TABLE IF NOT EXISTS (\w+)/.exec(statement)?.[1] ?? "";
   if (/^[md]_\d+$/.test(created)) return "Workspace";
   return created === "chunks" ? "History" : created === "buckets" ? "Throttle" : null;
-}
-
-function queueOfBody(body: unknown): string {
-  if (body && typeof body === "object") {
-    if ("event" in body || "events" in body) return "webhook-deliveries";
-    if ("accepted" in body && "day" in body) return "usage-counts";
-  }
-  return "upstream-events";
-}
-
-function routeKind(path: string, method: string): string {
-  if (path === "/api/v1/messages" && method === "POST") return "send";
-  if (path.startsWith("/upstream/")) return "operator-webhook";
-  return `${method} ${path.replace(/[0-9a-f-]{20,}/g, ":id")}`;
 }

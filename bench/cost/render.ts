@@ -7,12 +7,7 @@ import { ROOT, table, writeResult } from "../lib/run.ts";
 import { PRICES, type Price } from "./prices.ts";
 import type { Usage } from "./usage.ts";
 
-interface Scenario {
-  description: string;
-  messages: number;
-  steps: Array<{ step: string; usage: Usage }>;
-}
-const run: { measuredAt: string; results: Scenario[]; objectStart?: Usage } = JSON.parse(
+const run: { measuredAt: string; results: Array<{ description: string; messages: number; usage: Usage }> } = JSON.parse(
   readFileSync(join(ROOT, ".wrangler", "cost-results.json"), "utf8"),
 );
 
@@ -27,7 +22,9 @@ const R2_BYTES_PER_MESSAGE = 130;
 const R2_DAYS = 400;
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-const total = (rec: Record<string, number> = {}) => sum(Object.values(rec));
+// Storage per message, in GB-months: bytes × days kept.
+const SQLITE_GB_MONTHS = sum(STORED.map((s) => (s.bytes / 1e9) * (s.days / 30)));
+const R2_GB_MONTHS = (R2_BYTES_PER_MESSAGE / 1e9) * (R2_DAYS / 30);
 const fmt = (n: number, digits = 2) =>
   n === 0
     ? "0"
@@ -35,16 +32,6 @@ const fmt = (n: number, digits = 2) =>
 const usd = (n: number) => `$${n < 1 ? n.toFixed(3) : n.toFixed(2)}`;
 /** Dollars per million messages for `perMessage` units of a price. */
 const perMillion = (price: Price, perMessage: number) => (perMessage * price.usd * 1e6) / price.per;
-
-/** Adds `from` into `into`, number by number, however deep (usages are records of counts). */
-function addInto(into: Record<string, unknown>, from: Record<string, unknown>) {
-  for (const [k, v] of Object.entries(from))
-    if (typeof v === "number") into[k] = ((into[k] as number | undefined) ?? 0) + v;
-    else addInto((into[k] ??= {}) as Record<string, unknown>, v as Record<string, unknown>);
-  return into;
-}
-const written = (u: Usage) => sum(Object.values(u.sql).map((r) => r.written));
-const read = (u: Usage) => sum(Object.values(u.sql).map((r) => r.read));
 
 const out: string[] = [
   "# Cost per message (`npm run bench:cost`)",
@@ -67,59 +54,44 @@ const out: string[] = [
 ];
 
 const summary: Array<Array<string>> = [];
-for (const { description, messages: n, steps } of run.results) {
-  const u = steps.reduce((all, s) => addInto(all, s.usage as never), {}) as unknown as Usage;
+for (const { description, messages: n, usage: u } of run.results) {
   const per = (x: number) => x / n;
-  const setAlarm = total(u.setAlarm);
-  const operatorCalls = u.outbound["operator call"] ?? 0;
-  const doRequests = total(u.doRequests) + total(u.alarms);
+  const sqlRows = (k: "read" | "written") => sum(Object.values(u.sql).map((s) => s[k]));
+  // The run checks that each message is one operator call.
   const doGbS =
-    ((doRequests * ASSUME.doActiveMsPerRequest + operatorCalls * ASSUME.operatorLatencyMs) / 1000) * ASSUME.gbPerObject;
-  const queueOps = sum(Object.values(u.queues).map((q) => q.writes + q.reads + q.deletes));
+    (((u.doRequests + u.alarms) * ASSUME.doActiveMsPerRequest + n * ASSUME.operatorLatencyMs) / 1000) *
+    ASSUME.gbPerObject;
+  const sqliteBasis = "estimate: bytes per row × days kept (below)";
+  const r2Basis = `estimate: ${R2_BYTES_PER_MESSAGE} B gzip per message × ${R2_DAYS} days`;
+  const cpuBasis = `estimate: ${ASSUME.workerCpuMsPerInvocation} ms per invocation`;
   const durationBasis = `estimate: ${ASSUME.doActiveMsPerRequest} ms active per request or alarm, + ${ASSUME.operatorLatencyMs} ms per operator call`;
   const rows: Array<[string, number, Price, string]> = [
     [
       "Worker requests (API call, operator webhooks, queue consumer invocations)",
-      per(total(u.workerRequests)),
+      per(u.workerRequests),
       PRICES.workerRequests,
       "measured",
     ],
-    [
-      "Worker CPU ms",
-      per(total(u.workerRequests)) * ASSUME.workerCpuMsPerInvocation,
-      PRICES.workerCpuMs,
-      `estimate: ${ASSUME.workerCpuMsPerInvocation} ms per invocation`,
-    ],
-    ["Durable Object requests: RPC calls", per(total(u.doRequests)), PRICES.doRequests, "measured"],
-    ["Durable Object requests: alarm invocations", per(total(u.alarms)), PRICES.doRequests, "measured"],
+    ["Worker CPU ms", per(u.workerRequests) * ASSUME.workerCpuMsPerInvocation, PRICES.workerCpuMs, cpuBasis],
+    ["Durable Object requests: RPC calls", per(u.doRequests), PRICES.doRequests, "measured"],
+    ["Durable Object requests: alarm invocations", per(u.alarms), PRICES.doRequests, "measured"],
     ["Durable Object duration (GB-s)", per(doGbS), PRICES.doDurationGbS, durationBasis],
-    ["SQLite rows read", per(read(u)), PRICES.sqliteRowsRead, "measured"],
-    ["SQLite rows written: SQL", per(written(u)), PRICES.sqliteRowsWritten, "measured"],
-    ["SQLite rows written: setAlarm()", per(setAlarm), PRICES.sqliteRowsWritten, "measured"],
-    [
-      "SQLite storage (GB-month)",
-      sum(STORED.map((s) => (s.bytes / 1e9) * (s.days / 30))),
-      PRICES.sqliteStorageGbMonth,
-      "estimate: bytes per row × days kept (below)",
-    ],
-    ["Queue operations (write + read + delete per 64 KB)", per(queueOps), PRICES.queueOperations, "measured"],
+    ["SQLite rows read", per(sqlRows("read")), PRICES.sqliteRowsRead, "measured"],
+    ["SQLite rows written: SQL", per(sqlRows("written")), PRICES.sqliteRowsWritten, "measured"],
+    ["SQLite rows written: setAlarm()", per(u.setAlarm), PRICES.sqliteRowsWritten, "measured"],
+    ["SQLite storage (GB-month)", SQLITE_GB_MONTHS, PRICES.sqliteStorageGbMonth, sqliteBasis],
+    ["Queue operations (write + read + delete per 64 KB)", per(u.queueOps), PRICES.queueOperations, "measured"],
     ["D1 rows read", per(u.d1.read), PRICES.d1RowsRead, "measured"],
     ["D1 rows written", per(u.d1.written), PRICES.d1RowsWritten, "measured"],
     ["R2 Class A operations", per(u.r2.classA), PRICES.r2ClassA, "measured"],
     ["R2 Class B operations", per(u.r2.classB), PRICES.r2ClassB, "measured"],
-    [
-      "R2 storage (GB-month)",
-      (R2_BYTES_PER_MESSAGE / 1e9) * (R2_DAYS / 30),
-      PRICES.r2StorageGbMonth,
-      `estimate: ${R2_BYTES_PER_MESSAGE} B gzip per message × ${R2_DAYS} days`,
-    ],
+    ["R2 storage (GB-month)", R2_GB_MONTHS, PRICES.r2StorageGbMonth, r2Basis],
   ];
   const dollars = sum(rows.map(([, x, price]) => perMillion(price, x)));
-  const rowsWritten = per(written(u) + setAlarm);
-  summary.push([description, fmt(rowsWritten), fmt(per(queueOps)), usd(dollars)]);
+  const rowsWritten = per(sqlRows("written") + u.setAlarm);
+  summary.push([description, fmt(rowsWritten), fmt(per(u.queueOps)), usd(dollars)]);
   const perMessage = (x: number) => (x > 0 && x < 0.001 ? x.toExponential(2) : fmt(x, 3));
-  const classes = [...new Set([...Object.keys(u.sql), ...Object.keys(u.setAlarm)])].sort();
-  const statements = Object.entries(u.sqlByStatement)
+  const statements = Object.entries(u.sql)
     .filter(([, s]) => s.written > 0)
     .sort(([, a], [, b]) => b.written - a.written)
     .slice(0, 15);
@@ -132,26 +104,7 @@ for (const { description, messages: n, steps } of run.results) {
     ),
     `| **total** | | **${usd(dollars)}** | |`,
     "",
-    `Rows written per message: **${fmt(rowsWritten)}** (SQL ${fmt(per(written(u)))}, setAlarm ${fmt(per(setAlarm))}), ${fmt((100 * perMillion(PRICES.sqliteRowsWritten, rowsWritten)) / dollars, 0)}% of the total.`,
-    "",
-    "Rows per message, per object class:",
-    "",
-    ...table(
-      ["object", "rows read:", "rows written (SQL):", "setAlarm():"],
-      classes.map((c) => [
-        c,
-        fmt(per(u.sql[c]?.read ?? 0)),
-        fmt(per(u.sql[c]?.written ?? 0)),
-        fmt(per(u.setAlarm[c] ?? 0)),
-      ]),
-    ),
-    "",
-    "Rows written per message, per step of the life (SQL and setAlarm):",
-    "",
-    ...table(
-      ["step", "rows written:", "rows read:"],
-      steps.map((s) => [s.step, fmt(per(written(s.usage) + total(s.usage.setAlarm))), fmt(per(read(s.usage)))]),
-    ),
+    `Rows written per message: **${fmt(rowsWritten)}** (SQL ${fmt(per(sqlRows("written")))}, setAlarm ${fmt(per(u.setAlarm))}), ${fmt((100 * perMillion(PRICES.sqliteRowsWritten, rowsWritten)) / dollars, 0)}% of the total.`,
     "",
     "Statements writing the most rows per message (object: statement, cut at 110 characters):",
     "",
@@ -163,17 +116,6 @@ for (const { description, messages: n, steps } of run.results) {
         fmt(per(s.written)),
         fmt(per(s.read)),
       ]),
-    ),
-    "",
-  );
-}
-if (run.objectStart) {
-  const classes = Object.entries(run.objectStart.sql).sort();
-  out.push("## Waking an object", "", "Not per message: a new object's first start.", "");
-  out.push(
-    ...table(
-      ["object", "rows read:", "rows written:"],
-      classes.map(([c, r]) => [c, r.read, r.written]),
     ),
     "",
   );
