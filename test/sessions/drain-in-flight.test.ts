@@ -76,4 +76,34 @@ describe("calls waiting on the operator", () => {
     }
     expect(new Set(calls.map((c) => c.body.text.body)).size).toBe(total);
   });
+
+  it("do not slow the number: the next call starts without waiting for the answer to the one before", async () => {
+    // The slowest operator there is: it answers a call only once the number's next call has started
+    // (the last one at once). A drain that waited for each answer would never start a second call;
+    // this one keeps its pace whatever the operator's latency, up to the cap above (6/L calls/s).
+    const total = MAX_CALLS_IN_FLIGHT + 2;
+    const calls = mockOperator(async (c, index) => {
+      while (index < total - 1 && calls.length <= index + 1) await new Promise((r) => setTimeout(r, 5));
+      return accepted(`wamid.${c.body.text.body}`);
+    });
+    const clock = fakeClock(Date.now(), { advancing: true });
+    const start = Date.UTC(2044, 0, 1) + Math.floor(Math.random() * 1e9);
+    const workspaceId = await createWorkspace({ plan: "pro" });
+    const { key } = await createKey(workspaceId);
+    const number = await connectLiveNumber(workspaceId);
+    for (let i = 0; i < total; i++) {
+      clock.set(start + i * 600);
+      const res = await send(
+        key,
+        `slow-${i}`,
+        textMessage(number.numberId, `s${i}`, `55119100000${String(i).padStart(2, "0")}`),
+      );
+      expect(res.status).toBe(201);
+    }
+    clock.set(start + total * 600 + 5_000);
+    await runDurableObjectAlarm(channelNumberStub(env, number.numberId));
+
+    await vi.waitFor(() => expect(calls).toHaveLength(total), { timeout: 10_000, interval: 20 });
+    expect(calls.map((c) => c.body.text.body)).toEqual(Array.from({ length: total }, (_, i) => `s${i}`));
+  });
 });
