@@ -1,11 +1,8 @@
-// The fake channel operator (shaped like the WhatsApp Cloud API) of the soak and the pipeline benches,
-// in one place: its API below, its webhooks (the soak's) at the end. The API answers the number check and message sends on loopback after a latency, and records
-// every call with when it arrived and, when the Worker stamps it (X-Call-Started-At), when the
-// number object started it. Arrival times are measured precisely, so it runs in its own process
-// (raised priority when allowed), away from the run's load and checks, and measures its own
-// lateness: a 1 ms timer ticks throughout, and a request handled at `hr` arrived no earlier than the
-// tick before the last tick preceding `hr` (`earliest`). On a healthy event loop that interval is
-// ~1–2 ms; when the process was not scheduled it is as long as the stall.
+// The fake channel operator (shaped like the WhatsApp Cloud API) of the soak and the latency bench: its API
+// below, its webhooks (the soak's) at the end. The API answers the number check and message sends on
+// loopback after a latency, in the bench's own process, and records every call with when it arrived and,
+// when the Worker stamps it (X-Call-Started-At), when the number object started it: the pace is checked
+// on that stamp, since the arrival also holds a transit the object cannot observe.
 //
 // With `faults` (the soak), by the recipient's last digit (a recipient keeps its class for the run):
 //   0  400 error 131026 (undeliverable): final, the message fails
@@ -18,23 +15,16 @@
 //   6–9 accepted, `sent` then `delivered` (sometimes `read`); 4% of these calls drop the connection
 //      after reading the body (accepted by the operator all the same)
 // and any call may get a bare 429 with Retry-After: 2 (at most once per number): the number holds.
-import { fork } from "node:child_process";
 import { createServer } from "node:http";
 import type { Socket } from "node:net";
-import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import type { MessageRecord } from "../soak/checks.ts";
 import { callApi, operatorEnvelope, postOperatorWebhook, seededRandom, sleep, type Random } from "./run.ts";
 
 export interface OperatorCall {
   seq: number;
-  /** Receive time, wall clock (ms). */
+  /** Receive time: the wall clock, to a fraction of a millisecond (ms). */
   at: number;
-  /** Receive time on the operator's precise clock (ms). */
-  hr: number;
-  /** The earliest the call may have arrived (the operator's measured lateness). */
-  earliest?: number;
   /** X-Call-Started-At: when the number object started the call. */
   startedAt: number | null;
   phoneNumberId: string;
@@ -52,22 +42,10 @@ export interface OperatorCall {
   processed: boolean;
   finalStatus?: string | null;
   wamid?: string | null;
-  /** When the answer left (the operator's precise clock). */
-  answeredHr?: number;
+  /** When the answer left (the clock of `at`). */
+  answeredAt?: number;
 }
 
-interface Config {
-  port: number;
-  seed: number;
-  version: string;
-  faults: boolean;
-  latencyMs: [number, number];
-}
-type ToOperator =
-  | ({ type: "config" } & Config)
-  | { type: "number"; phoneNumberId: string; token: string; latencyMs?: [number, number] }
-  | { type: "stop" };
-type FromOperator = { type: "listening" } | { type: "number" } | { type: "call"; call: OperatorCall };
 /** How the operator answers a call: `code` and `message` make a Graph API error body. */
 type Plan = Pick<OperatorCall, "answer" | "processed"> & {
   status: number | null;
@@ -78,50 +56,6 @@ type Plan = Pick<OperatorCall, "answer" | "processed"> & {
   retryAfter?: string;
 };
 
-const ROLE_FLAG = "--bench-operator";
-
-/** Starts the operator process on 127.0.0.1:`port`; `onCall` gets each call once it was answered or dropped. */
-export async function startOperator(
-  config: Omit<Config, "seed"> & { seed?: number; onCall?: (call: OperatorCall) => void },
-) {
-  const child = fork(fileURLToPath(import.meta.url), [ROLE_FLAG], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const calls: OperatorCall[] = [];
-  // The operator answers its number messages in order.
-  const acked: Array<() => void> = [];
-  const exited = new Promise((r) => child.once("exit", r));
-  const ready = new Promise<void>((resolve, reject) => {
-    child.once("error", reject);
-    void exited.then(() => reject(new Error("the fake operator exited before it listened")));
-    child.on("message", (msg: FromOperator) => {
-      if (msg.type === "listening") resolve();
-      if (msg.type === "number") acked.shift()?.();
-      if (msg.type === "call") {
-        calls.push(msg.call);
-        config.onCall?.(msg.call);
-      }
-    });
-  });
-  const { onCall: _onCall, ...rest } = config;
-  child.send({ type: "config", seed: 1, ...rest } satisfies ToOperator);
-  await ready;
-  return {
-    calls,
-    /** Makes `phoneNumberId` known with its access token (and its own latency); resolves once the operator has it. */
-    addNumber: (phoneNumberId: string, token: string, latencyMs?: [number, number]) =>
-      new Promise<void>((resolve) => {
-        acked.push(resolve);
-        child.send({ type: "number", phoneNumberId, token, latencyMs } satisfies ToOperator);
-      }),
-    /** Stops the server; resolves when the process has ended. */
-    stop: async () => {
-      if (child.exitCode === null && child.connected) child.send({ type: "stop" } satisfies ToOperator);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
-      if (child.exitCode === null) child.kill("SIGKILL");
-    },
-  };
-}
-export type Operator = Awaited<ReturnType<typeof startOperator>>;
-
 const metaError = (code: number, message: string, transient = false) =>
   JSON.stringify({
     error: {
@@ -130,21 +64,20 @@ const metaError = (code: number, message: string, transient = false) =>
     },
   });
 
-function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) {
-  const tell = (msg: FromOperator) => process.send?.(msg);
-  try {
-    os.setPriority(-10);
-  } catch {
-    // not allowed here: the measured lateness says what that cost
-  }
-  const hrNow = () => performance.timeOrigin + performance.now();
-  // The lateness ticks: a ring of the last ticks is enough, a request looks back two ticks.
-  const ticks = new Float64Array(64);
-  let tickCount = 0;
-  const tick = () => (ticks[tickCount++ % ticks.length] = hrNow());
-  tick();
-  const ticker = setInterval(tick, 1);
-  const rnd = seededRandom(seed);
+/** Starts the operator on 127.0.0.1:`port`; `onCall` gets each call once it was answered or dropped. */
+export async function startOperator(o: {
+  port: number;
+  seed?: number;
+  version: string;
+  faults: boolean;
+  latencyMs: [number, number];
+  onCall?: (call: OperatorCall) => void;
+}) {
+  // The wall clock at the start, then the monotonic one: a fraction of a millisecond, never going back.
+  const origin = Date.now() - performance.now();
+  const now = () => origin + performance.now();
+  const rnd = seededRandom(o.seed ?? 1);
+  const calls: OperatorCall[] = [];
   const numbers = new Map<string, { token: string; latencyMs: [number, number] }>();
   const attempts = new Map<string | null, number>();
   const heldNumbers = new Set<string>();
@@ -176,7 +109,7 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
     (first) => (first ? refuse(503, 2, "Service temporarily unavailable", "1") : accept()),
   ];
   const decide = (recipient: string, attempt: number, phoneNumberId: string): Plan => {
-    if (!faults) return { answer: "accepted", status: 200, processed: true, finalStatus: "delivered" };
+    if (!o.faults) return { answer: "accepted", status: 200, processed: true, finalStatus: "delivered" };
     if (!heldNumbers.has(phoneNumberId) && rnd.chance(0.003)) {
       heldNumbers.add(phoneNumberId);
       return { answer: "error", status: 429, retryAfter: "2", processed: false };
@@ -186,10 +119,7 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
   };
 
   const server = createServer((req, res) => {
-    // Receive time first: the request's headers have just been parsed.
-    const hr = hrNow();
-    const earliest = tickCount >= 2 ? (ticks[(tickCount - 2 + ticks.length) % ticks.length] ?? hr) : hr;
-    const at = Date.now();
+    const at = now();
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -198,7 +128,7 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
       const number = numbers.get(phoneNumberId);
       const json = (status: number, body: unknown) =>
         res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(body));
-      if (parts[0] !== version || !number || `Bearer ${number.token}` !== req.headers.authorization)
+      if (parts[0] !== o.version || !number || `Bearer ${number.token}` !== req.headers.authorization)
         return void res
           .writeHead(401, { "Content-Type": "application/json" })
           .end(metaError(190, "Invalid OAuth access token."));
@@ -223,15 +153,15 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
       const plan = decide(to.replace(/^\+/, ""), attempt, phoneNumberId);
       const wamid = `wamid.BENCH${String(++seq).padStart(7, "0")}`;
       const call: OperatorCall = {
-        ...{ seq, at, hr, earliest, startedAt: Number(req.headers["x-call-started-at"]) || null, phoneNumberId, jobId },
-        ...{ attempt, to, text: body.text?.body ?? null, messagingProduct: body.messaging_product ?? null },
+        ...{ seq, at, startedAt: Number(req.headers["x-call-started-at"]) || null, phoneNumberId, jobId, attempt, to },
+        ...{ text: body.text?.body ?? null, messagingProduct: body.messaging_product ?? null },
         ...{ answer: plan.answer, httpStatus: plan.status, code: plan.code ?? null, processed: plan.processed },
         ...{ finalStatus: plan.finalStatus ?? null, wamid: plan.processed ? wamid : null },
       };
       const [min, max] = number.latencyMs;
       setTimeout(
         () => {
-          call.answeredHr = hrNow();
+          call.answeredAt = now();
           const contacts = [{ input: to, wa_id: to.replace(/^\+/, "") }];
           const messages = [{ id: wamid, message_status: "accepted" }];
           const retry = plan.retryAfter ? { "Retry-After": plan.retryAfter } : {};
@@ -244,7 +174,8 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
             res
               .writeHead(plan.status ?? 500, { "Content-Type": "application/json", ...retry })
               .end(metaError(plan.code, plan.message ?? "", plan.transient));
-          tell({ type: "call", call });
+          calls.push(call);
+          o.onCall?.(call);
         },
         rnd.between(min, max),
       );
@@ -255,22 +186,20 @@ function runOperatorProcess({ port, seed, version, faults, latencyMs }: Config) 
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  server.listen(port, "127.0.0.1", () => tell({ type: "listening" }));
-  const stop = () => {
-    clearInterval(ticker);
-    server.close(() => process.exit(0));
-    for (const s of sockets) s.destroy();
+  await new Promise<void>((resolve) => server.listen(o.port, "127.0.0.1", resolve));
+  return {
+    calls,
+    /** Makes `phoneNumberId` known with its access token (and its own latency). */
+    addNumber: (phoneNumberId: string, token: string, latencyMs = o.latencyMs) =>
+      void numbers.set(phoneNumberId, { token, latencyMs }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
-  process.on("message", (msg: ToOperator) => {
-    if (msg.type === "stop") stop();
-    if (msg.type === "number") {
-      numbers.set(msg.phoneNumberId, { token: msg.token, latencyMs: msg.latencyMs ?? latencyMs });
-      tell({ type: "number" });
-    }
-  });
-  // The run ended (or died): never outlive it.
-  process.on("disconnect", stop);
 }
+export type Operator = Awaited<ReturnType<typeof startOperator>>;
 
 // ---- The operator's side of the webhooks in `npm run soak`: status reports for every call the fake
 // operator processed, and inbound messages, POSTed to the Worker signed with X-Hub-Signature-256.
@@ -436,8 +365,3 @@ export function createOperatorWebhooks(o: {
     },
   };
 }
-
-if (process.argv[2] === ROLE_FLAG)
-  process.once("message", (config: ToOperator) => {
-    if (config.type === "config") runOperatorProcess(config);
-  });

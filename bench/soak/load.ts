@@ -6,7 +6,7 @@
 // tell the kill windows apart.
 import { randomUUID } from "node:crypto";
 import { sleep, type Random } from "../lib/run.ts";
-import type { ClientAnswer } from "./checks.ts";
+import type { AcceptedSend, ClientAnswer } from "./checks.ts";
 
 export interface SoakNumber {
   id: string;
@@ -21,21 +21,16 @@ export interface Tenant {
   checkKey: string;
   numbers: SoakNumber[];
 }
-/** A send as the load made it: its key, payload, attempts and outcome. */
-export interface LoadSend {
+/** A send as the load made it: its key, payload, attempts and outcome (`jobId` and `acceptedAt` once accepted). */
+export type LoadSend = Omit<AcceptedSend, "jobId" | "acceptedAt"> & {
   tenant: Tenant;
-  numberId: string;
-  phoneNumberId: string;
   key: string;
-  to: string;
-  text: string;
   attempts: number;
   jobId: string | null;
   acceptedAt: number | null;
-  firstTriedAt: number;
   outcome: string;
-}
-export type AcceptedLoadSend = LoadSend & { jobId: string; acceptedAt: number };
+};
+export type AcceptedLoadSend = LoadSend & AcceptedSend;
 
 export const wasAccepted = (s: LoadSend): s is AcceptedLoadSend => s.jobId !== null && s.acceptedAt !== null;
 

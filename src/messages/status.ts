@@ -45,6 +45,19 @@ export type EventKind = (typeof EVENT_KINDS)[number];
 /** The changes an outbound record can go through, each at most once. */
 export type OutboundChange = Exclude<EventKind, "received">;
 
+/**
+ * The status a record has after each change of `kinds`, in the order they were committed (a
+ * delivery or read leaves it as it was): what each status event says, and its `previousStatus`.
+ */
+export function statusesAfter(kinds: readonly EventKind[]): MessageStatus[] {
+  let status: MessageStatus = "queued";
+  return kinds.map((k) => {
+    if (k === "processing" || k === "sent" || k === "failed") status = k;
+    else if (status === "queued" || status === "processing") status = "sent";
+    return status;
+  });
+}
+
 export const MessageError = z
   .object({
     code: z.string().openapi({ example: "service_window_closed", description: "Our normalized error code." }),

@@ -5,7 +5,7 @@ import {
   type StatusFieldsV2,
   type WebhookEvent,
 } from "../../messages/events";
-import { type EventKind, type MessageStatus, type MessageStatusV2, type OutboundChange } from "../../messages/status";
+import { statusesAfter, type EventKind, type MessageStatusV2, type OutboundChange } from "../../messages/status";
 import { receivedMediaOf, storedMediaOf, type ReceivedMedia } from "../../messages/inbound-media";
 import { isOutbound, lifecycleOf, toMessageView, type MessageRow, type OutboundRow } from "../../messages/record";
 import { sequenceOf } from "./status-transition";
@@ -58,16 +58,6 @@ const receivedMediaOfRow = (row: MessageRow): ReceivedMedia | null => {
 };
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** The status a record has after each change of `kinds` (a delivery or read leaves it as it was). */
-function statusesAfter(kinds: readonly EventKind[]): MessageStatus[] {
-  let status: MessageStatus = "queued";
-  return kinds.map((k) => {
-    if (k === "processing" || k === "sent" || k === "failed") status = k;
-    else if (status === "queued" || status === "processing") status = "sent";
-    return status;
-  });
-}
 
 /**
  * The v2 status a record has after each change of `kinds`: a delivery or read moves a sent message
