@@ -1,16 +1,14 @@
-// `npm run bench:latency`: how long a conversation waits on us, through a local `wrangler dev` with the fake
-// operator (lib/operator.ts), one message at a time (nothing queues behind anything), p50 and p90 of three paths:
-//   (i) inbound: the operator's webhook POST of an inbound message → the customer's webhook receives
-//       its `message.received` event (a chatbot's reply starts here);
-//   (s) send: POST /api/v1/messages sent → the operator's API receives the call (it usually starts
-//       before the 201 arrives);
-//   (o) operator status: the operator's webhook POST of a `delivered` report → the customer's webhook
-//       receives its `message.status` event (status events may wait up to 1 s to be packed).
-// Targets (docs/customers/webhooks.md, "How soon events arrive"): (i) p50 ≤ 300 ms, (s) p50 ≤ 60 ms,
-// (o) p50 ≤ 1,300 ms; the run fails when one is missed. --samples N (LATENCY_SAMPLES, 30; at most 200),
-// --port P (LATENCY_PORT, 8910). 10 s per sample at most. Writes bench/latency.md.
-//
-// Ports, loopback only: the Worker on P, its inspector P+1, the fake operator P+2, the receiver P+3.
+// `npm run bench:latency`: how long a conversation waits on us, through a local `wrangler dev` with the fake operator
+// (lib/operator.ts), one message at a time (nothing queues behind anything), p50 and p90 of three paths:
+//   (i) inbound: the operator's webhook POST of an inbound message → the customer's webhook receives its
+//       `message.received` event (a chatbot's reply starts here);
+//   (s) send: POST /api/v1/messages sent → the operator's API receives the call (it usually starts before the 201);
+//   (o) operator status: the operator's webhook POST of a `delivered` report → the customer's webhook receives its
+//       `message.status` event (status events may wait up to 1 s to be packed).
+// Targets (docs/customers/webhooks.md, "How soon events arrive"): (i) p50 ≤ 300 ms, (s) p50 ≤ 60 ms, (o) p50 ≤
+// 1,300 ms; the run fails when one is missed. --samples N (LATENCY_SAMPLES, 30; at most 200), --port P (LATENCY_PORT,
+// 8910): the Worker on P, its inspector P+1, the fake operator P+2, the receiver P+3, loopback only. 10 s per sample
+// at most. Writes bench/latency.md.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
@@ -32,9 +30,7 @@ let operator: Operator | undefined;
 let receiver: Receiver | undefined;
 let runtime: Runtime | undefined;
 const cleanup = async () => {
-  await runtime?.stop();
-  await operator?.stop();
-  await receiver?.stop();
+  for (const part of [runtime, operator, receiver]) await part?.stop();
   rmSync(state, { recursive: true, force: true });
 };
 onStop(cleanup);

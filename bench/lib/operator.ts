@@ -16,9 +16,8 @@
 //      after reading the body (accepted by the operator all the same)
 // and any call may get a bare 429 with Retry-After: 2 (at most once per number): the number holds.
 import { createServer } from "node:http";
-import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import type { MessageRecord } from "../soak/checks.ts";
+import type { InjectedInbound, MessageRecord } from "../soak/checks.ts";
 import { callApi, operatorEnvelope, postOperatorWebhook, seededRandom, sleep, type Random } from "./run.ts";
 
 export interface OperatorCall {
@@ -46,6 +45,12 @@ export interface OperatorCall {
   answeredAt?: number;
 }
 
+type CallBody = {
+  biz_opaque_callback_data?: unknown;
+  to?: unknown;
+  text?: { body?: string };
+  messaging_product?: string;
+};
 /** How the operator answers a call: `code` and `message` make a Graph API error body. */
 type Plan = Pick<OperatorCall, "answer" | "processed"> & {
   status: number | null;
@@ -78,10 +83,10 @@ export async function startOperator(o: {
   const now = () => origin + performance.now();
   const rnd = seededRandom(o.seed ?? 1);
   const calls: OperatorCall[] = [];
-  const numbers = new Map<string, { token: string; latencyMs: [number, number] }>();
+  /** The access token of each known phone number id. */
+  const tokens = new Map<string, string>();
   const attempts = new Map<string | null, number>();
   const heldNumbers = new Set<string>();
-  const sockets = new Set<Socket>();
   let seq = 0;
 
   const accept = (final = "delivered"): Plan => ({
@@ -125,22 +130,15 @@ export async function startOperator(o: {
     req.on("end", () => {
       const parts = new URL(req.url ?? "/", "http://operator").pathname.split("/").filter(Boolean);
       const phoneNumberId = parts[1] ?? "";
-      const number = numbers.get(phoneNumberId);
-      const json = (status: number, body: unknown) =>
-        res.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(body));
-      if (parts[0] !== o.version || !number || `Bearer ${number.token}` !== req.headers.authorization)
-        return void res
-          .writeHead(401, { "Content-Type": "application/json" })
-          .end(metaError(190, "Invalid OAuth access token."));
-      if (req.method === "GET" && parts.length === 2)
-        return void json(200, { id: phoneNumberId, display_phone_number: "+1 555-010-0000", verified_name: "Bench" });
+      const token = tokens.get(phoneNumberId);
+      const json = (status: number, body: string, headers = {}) =>
+        res.writeHead(status, { "Content-Type": "application/json", ...headers }).end(body);
+      if (parts[0] !== o.version || !token || `Bearer ${token}` !== req.headers.authorization)
+        return void json(401, metaError(190, "Invalid OAuth access token."));
+      const numberFields = { id: phoneNumberId, display_phone_number: "+1 555-010-0000", verified_name: "Bench" };
+      if (req.method === "GET" && parts.length === 2) return void json(200, JSON.stringify(numberFields));
       if (req.method !== "POST" || parts[2] !== "messages") return void res.writeHead(404).end();
-      let body: {
-        biz_opaque_callback_data?: unknown;
-        to?: unknown;
-        text?: { body?: string };
-        messaging_product?: string;
-      } = {};
+      let body: CallBody = {};
       try {
         body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       } catch {
@@ -158,7 +156,6 @@ export async function startOperator(o: {
         ...{ answer: plan.answer, httpStatus: plan.status, code: plan.code ?? null, processed: plan.processed },
         ...{ finalStatus: plan.finalStatus ?? null, wamid: plan.processed ? wamid : null },
       };
-      const [min, max] = number.latencyMs;
       setTimeout(
         () => {
           call.answeredAt = now();
@@ -166,50 +163,38 @@ export async function startOperator(o: {
           const messages = [{ id: wamid, message_status: "accepted" }];
           const retry = plan.retryAfter ? { "Retry-After": plan.retryAfter } : {};
           if (plan.answer === "dropped") req.socket.destroy();
-          else if (plan.answer === "accepted") json(200, { messaging_product: "whatsapp", contacts, messages });
+          else if (plan.answer === "accepted")
+            json(200, JSON.stringify({ messaging_product: "whatsapp", contacts, messages }));
           else if (plan.answer === "bare502")
             res.writeHead(502, { "Content-Type": "text/html" }).end("<html><body>502 Bad Gateway</body></html>");
           else if (plan.code === undefined) res.writeHead(plan.status ?? 500, retry).end("");
-          else
-            res
-              .writeHead(plan.status ?? 500, { "Content-Type": "application/json", ...retry })
-              .end(metaError(plan.code, plan.message ?? "", plan.transient));
+          else json(plan.status ?? 500, metaError(plan.code, plan.message ?? "", plan.transient), retry);
           calls.push(call);
           o.onCall?.(call);
         },
-        rnd.between(min, max),
+        rnd.between(...o.latencyMs),
       );
     });
   });
   server.keepAliveTimeout = 5_000;
-  server.on("connection", (s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
   await new Promise<void>((resolve) => server.listen(o.port, "127.0.0.1", resolve));
   return {
     calls,
-    /** Makes `phoneNumberId` known with its access token (and its own latency). */
-    addNumber: (phoneNumberId: string, token: string, latencyMs = o.latencyMs) =>
-      void numbers.set(phoneNumberId, { token, latencyMs }),
+    /** Makes `phoneNumberId` known with its access token. */
+    addNumber: (phoneNumberId: string, token: string) => void tokens.set(phoneNumberId, token),
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        for (const s of sockets) s.destroy();
+        server.closeAllConnections();
       }),
   };
 }
 export type Operator = Awaited<ReturnType<typeof startOperator>>;
 
-// ---- The operator's side of the webhooks in `npm run soak`: status reports for every call the fake
-// operator processed, and inbound messages, POSTed to the Worker signed with X-Hub-Signature-256.
-//
-// Local Queues live in memory: a webhook the Worker acknowledged (200) and queued on `upstream-events`
-// is lost when the runtime is killed before the consumer ran. In production that queue is durable. The
-// operator itself delivers at least once and repeats its webhooks, so this emulates the durable queue
-// the way the operator would cover for it: after each 200 it checks, some seconds later, that the API
-// shows the effect (status, deliveredAt, readAt, the inbound message), and posts the same bytes again
-// when it does not. Every repeat is counted.
+// ---- The operator's webhooks in `npm run soak`: status reports for every call it processed, and inbound
+// messages, signed. A webhook the Worker acknowledged and queued is lost with the local in-memory queue at
+// a kill (production's is durable); the operator delivers at least once, so this one checks, some seconds
+// after each 200, that the API shows the effect, and posts the same bytes again (counted) when it does not.
 
 type StatusName = "sent" | "delivered" | "read" | "failed";
 const seconds = (ms: number) => String(Math.floor(ms / 1000));
@@ -222,18 +207,9 @@ export function createOperatorWebhooks(o: {
   confirmAfterMs?: number;
 }) {
   const { baseUrl, random, confirmAfterMs = 8_000 } = o;
-  const stats = {
-    posts: 0,
-    repeats: 0,
-    postFailures: 0,
-    statuses: 0,
-    inbound: 0,
-    inboundDuplicates: 0,
-    pending: 0,
-    gaveUp: 0,
-  };
-  /** Inbound messages injected, by wamid (`at`: when first posted). */
-  const inbound = new Map<string, { phoneNumberId: string; from: string; text: string; at: number }>();
+  const stats = { posts: 0, repeats: 0, postFailures: 0, inboundDuplicates: 0, pending: 0, gaveUp: 0 };
+  /** Inbound messages injected, by wamid. */
+  const inbound = new Map<string, InjectedInbound>();
   let stopped = false;
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, fn: () => void) => {
@@ -292,7 +268,6 @@ export function createOperatorWebhooks(o: {
 
   /** Reports one status of a call the operator processed. */
   function status(call: OperatorCall, name: StatusName, at: number) {
-    stats.statuses++;
     const item: Record<string, unknown> = {
       id: call.wamid,
       status: name,
@@ -306,10 +281,6 @@ export function createOperatorWebhooks(o: {
       item.errors = [
         { code: 131047, title: "Re-engagement message", message: "Re-engagement message", error_data: { details } },
       ];
-    }
-    if (name === "delivered" || name === "sent") {
-      item.conversation = { id: "CONV-SOAK", origin: { type: "service" } };
-      item.pricing = { billable: false, pricing_model: "PMP", category: "service" };
     }
     return deliver(operatorEnvelope(call.phoneNumberId, { statuses: [item] }), async () => {
       const m: MessageRecord | null = await read(call.phoneNumberId, `/api/v1/messages/${call.jobId}`);
@@ -339,8 +310,7 @@ export function createOperatorWebhooks(o: {
     },
     /** One inbound text from `from` to the number; sometimes posted twice, as the operator may. */
     inject(phoneNumberId: string, from: string, wamid: string, text: string) {
-      stats.inbound++;
-      inbound.set(wamid, { phoneNumberId, from, text, at: Date.now() });
+      inbound.set(wamid, { from, text });
       const payload = operatorEnvelope(phoneNumberId, {
         contacts: [{ profile: { name: "Soak" }, wa_id: from }],
         messages: [{ from, id: wamid, timestamp: seconds(Date.now()), type: "text", text: { body: text } }],

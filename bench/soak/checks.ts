@@ -36,12 +36,8 @@ export interface ClientAnswer {
   requestId: string | null;
   code: string | null;
 }
-/** An inbound message the soak made the operator send (`at`: when it first posted it). */
-export interface InjectedInbound {
-  from: string;
-  text: string;
-  at?: number;
-}
+/** An inbound message the soak made the operator send. */
+export type InjectedInbound = { from: string; text: string };
 type Failure = Record<string, unknown>;
 type StatusEvent = { id: string | null; kind: EventKind } & Partial<MessageStatusData>;
 type StampedCall = OperatorCall & { startedAt: number };
@@ -66,19 +62,9 @@ export function checkTerminal(accepted: AcceptedSend[], records: Map<string, Mes
     const status = m?.status ?? "unreadable";
     count(byStatus, status);
     if (status === "sent" || status === "failed") terminal++;
-    else
-      failures.push({
-        jobId: s.jobId,
-        status,
-        outcomeUnknownSince: m?.outcomeUnknownSince ?? null,
-        processingAt: m?.processingAt ?? null,
-      });
+    else failures.push({ jobId: s.jobId, status, outcomeUnknownSince: m?.outcomeUnknownSince ?? null });
     if (m && (m.to !== s.to || m.text?.body !== s.text || m.channelNumberId !== s.numberId))
-      failures.push({
-        jobId: s.jobId,
-        problem: "record differs from the accepted send",
-        record: { to: m.to, text: m.text, channelNumberId: m.channelNumberId },
-      });
+      failures.push({ jobId: s.jobId, problem: "record differs from the accepted send", record: m });
   }
   return { figures: { accepted: accepted.length, terminal, byStatus }, failures };
 }
@@ -111,18 +97,10 @@ export function checkOperatorCalls(
     const deliveries = list.filter((c) => c.processed).length;
     maxDeliveries = Math.max(maxDeliveries, deliveries);
     const endIndex = list.findIndex((c) => c.processed || (c.answer === "error" && c.httpStatus === 400));
-    if (deliveries > 1)
-      failures.push({
-        problem: "delivered to the operator more than once",
-        jobId,
-        calls: list.map((c) => ({ seq: c.seq, answer: c.answer })),
-      });
+    const seen = list.map((c) => `#${c.seq} ${c.answer} ${c.code ?? ""}`);
+    if (deliveries > 1) failures.push({ problem: "delivered to the operator more than once", jobId, calls: seen });
     else if (endIndex !== -1 && endIndex < list.length - 1)
-      failures.push({
-        problem: "called again after a processed or final answer",
-        jobId,
-        calls: list.map((c) => ({ seq: c.seq, answer: c.answer, code: c.code })),
-      });
+      failures.push({ problem: "called again after a processed or final answer", jobId, calls: seen });
     const s = sendOf.get(jobId) as AcceptedSend;
     const want = (jobId === null ? undefined : records.get(jobId)) ?? { to: s.to, text: { body: s.text } };
     for (const c of list)
@@ -132,26 +110,12 @@ export function checkOperatorCalls(
         c.phoneNumberId !== s.phoneNumberId ||
         c.messagingProduct !== "whatsapp"
       )
-        failures.push({
-          problem: "operator payload differs from the record",
-          jobId,
-          seq: c.seq,
-          call: { to: c.to, text: c.text, phoneNumberId: c.phoneNumberId },
-        });
+        failures.push({ problem: "operator payload differs from the record", jobId, call: c });
   }
   const answers: Record<string, number> = {};
   for (const c of calls) count(answers, c.answer);
-  return {
-    figures: {
-      calls: calls.length,
-      jobsCalled: byJob.size,
-      maxCallsPerJob: maxCalls,
-      maxDeliveriesPerJob: maxDeliveries,
-      callsPerJob,
-      answers,
-    },
-    failures,
-  };
+  const most = { maxCallsPerJob: maxCalls, maxDeliveriesPerJob: maxDeliveries };
+  return { figures: { calls: calls.length, jobsCalled: byJob.size, ...most, callsPerJob, answers }, failures };
 }
 
 /**
@@ -179,9 +143,7 @@ export function checkNumberRate(calls: OperatorCall[]) {
       if (i >= 2) minStartSpanOf3 = Math.min(minStartSpanOf3, starts[i]! - starts[i - 2]!);
       if (i - j + 1 > 2)
         failures.push({
-          phoneNumberId,
-          calls: i - j + 1,
-          startedSpanMs: starts[i]! - starts[j]!,
+          ...{ phoneNumberId, calls: i - j + 1, startedSpanMs: starts[i]! - starts[j]! },
           jobs: list.slice(j, i + 1).map((c) => `${c.jobId}#${c.attempt}`),
         });
     }
@@ -230,33 +192,17 @@ export function checkConversationOrder(accepted: AcceptedSend[], calls: Operator
 }
 
 /**
- * Where the event of a change (or an inbound message) that never reached the customer was lost, by
- * what the event tap heard published: with the in-memory queue, at the first process kill after
- * the queue accepted it (`{ kill }`: local queues are in memory, production's are durable); after
- * the queue accepted it with no kill to explain it (`"undelivered"`); or never published at all
- * (`"never"`: the engine's loss, whatever killed or restarted what).
- */
-export function whereLost(
-  eventId: string | undefined,
-  kills: number[],
-  published: Published,
-): { kill: number } | "never" | "undelivered" {
-  const at = eventId === undefined ? undefined : published.byEventId.get(eventId);
-  if (at === undefined) return "never";
-  const kill = kills.findIndex((k) => k >= at);
-  return kill === -1 ? "undelivered" : { kill };
-}
-
-/**
  * Exactly one customer event per change. Events are derived from the record, one id per change
  * (`eventIdOf(messageId, kind)`): the distinct events a message got (by webhook-id, answered 2xx by
  * the customer) must be one per change of its timeline (`processing`, `sent`, `delivered`, `read`,
  * `failed`; creation and `outcome_unknown` are not announced), each as of its change (its id naming
- * the message and the change; its status, `previousStatus` and delivery and read times those
- * src/ derives from the timeline's order), none for a change the record does not have, never two
- * for one change (an id that names no change fails). Inbound: one `message.received` per operator message id. A missing event is told
- * apart by the event tap (whereLost): lost with the queue at a process kill (counted, not a
- * failure), or never published (`neverPublished`, must be 0) or never delivered: failures.
+ * the message and the change; its status, `previousStatus`, delivery and read times what src/
+ * derives from the timeline's order), none for a change the record does not have (an id that names
+ * no change fails). Inbound: one `message.received` per operator message id. A missing event is
+ * told apart by what the event tap heard published: lost with the in-memory queue when the queue
+ * accepted it before a process kill (counted per kill, not a failure: production's queues are
+ * durable); never published (`neverPublished`, must be 0: the engine's loss) or accepted with no
+ * kill after it: failures.
  */
 export function checkEvents(
   accepted: AcceptedSend[],
@@ -297,6 +243,19 @@ export function checkEvents(
   let events = 0;
   const lostAtKill = kills.map(() => 0);
   let neverPublished = 0;
+  /** A missing event: the kill whose queue lost it, or null once `fail` was told why it is missing. */
+  const lostAt = (eventId: string | undefined, fail: (why: string) => void) => {
+    const at = eventId === undefined ? undefined : published.byEventId.get(eventId);
+    const kill = at === undefined ? -1 : kills.findIndex((k) => k >= at);
+    if (kill !== -1) return kill;
+    if (at === undefined) neverPublished++;
+    fail(
+      at === undefined
+        ? "whose event the engine never published"
+        : "whose event the queue accepted and never delivered",
+    );
+    return null;
+  };
   for (const s of accepted) {
     // Changes: the timeline (in commit order) but its creation (`queued`) and `outcome_unknown` (a note, not a change).
     const timeline = (timelines.get(s.jobId) ?? []).filter(
@@ -333,14 +292,9 @@ export function checkEvents(
     }
     for (const t of timeline) {
       if (list.some((e) => e.kind === t.status)) continue;
-      const lost = whereLost(eventIdOf(s.jobId, t.status as OutboundChange), kills, published);
-      if (typeof lost === "object") lostAtKill[lost.kill] = (lostAtKill[lost.kill] ?? 0) + 1;
-      else if (lost === "undelivered")
-        problem("a change whose event the queue accepted and never delivered", { kind: t.status });
-      else {
-        neverPublished++;
-        problem("a change whose event the engine never published", { kind: t.status });
-      }
+      const fail = (why: string) => problem(`a change ${why}`, { kind: t.status });
+      const kill = lostAt(eventIdOf(s.jobId, t.status as OutboundChange), fail);
+      if (kill !== null) lostAtKill[kill] = (lostAtKill[kill] ?? 0) + 1;
     }
   }
 
@@ -348,24 +302,13 @@ export function checkEvents(
   let inboundLost = 0;
   for (const [wamid, sent] of injected) {
     const list = receivedEvents.get(wamid) ?? [];
-    const lost = list.length === 0 ? whereLost(published.receivedByWamid.get(wamid), kills, published) : null;
-    if (list.length === 1 && list[0]?.from === sent.from && list[0]?.text?.body === sent.text) inboundOk++;
-    else if (lost !== null && typeof lost === "object") inboundLost++;
-    else {
-      if (lost === "never") neverPublished++;
-      failures.push({
-        problem:
-          list.length > 1
-            ? "inbound message with several events"
-            : list.length === 1
-              ? "inbound event differs"
-              : lost === "undelivered"
-                ? "inbound message whose event the queue accepted and never delivered"
-                : "inbound message whose event the engine never published",
-        wamid,
-        events: list.map((e) => e.id),
-      });
-    }
+    const fail = (why: string) =>
+      failures.push({ problem: `inbound message ${why}`, wamid, events: list.map((e) => e.id) });
+    if (list.length === 0) {
+      if (lostAt(published.receivedByWamid.get(wamid), fail) !== null) inboundLost++;
+    } else if (list.length > 1) fail("with several events");
+    else if (list[0]?.from !== sent.from || list[0]?.text?.body !== sent.text) fail("whose event differs");
+    else inboundOk++;
   }
   for (const wamid of receivedEvents.keys())
     if (wamid === undefined || !injected.has(wamid))
@@ -397,16 +340,7 @@ export function checkClientErrors(answers: ClientAnswer[], inKillWindow: (start:
     count(statuses, a.status === null ? `network:${a.error}` : String(a.status));
     if (a.status !== null && a.status < 500) continue;
     if (inKillWindow(a.start, a.end)) inWindow++;
-    else
-      failures.push({
-        op: a.op,
-        status: a.status,
-        error: a.error,
-        code: a.code,
-        requestId: a.requestId,
-        start: new Date(a.start).toISOString(),
-        ms: a.end - a.start,
-      });
+    else failures.push({ ...a, start: new Date(a.start).toISOString(), ms: a.end - a.start });
   }
   return {
     figures: {

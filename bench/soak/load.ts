@@ -1,9 +1,8 @@
-// The client side of `npm run soak`: a mixed load over every number of every workspace, as a careful
-// customer would make it: sends with fresh Idempotency-Keys (a send whose answer is lost, or a 5xx, is
-// retried with the same key until it gets a definitive answer, as the API guide recommends), identical
-// replays, conflicting replays, reads of one message and lists, and inbound messages injected through
-// the operator's webhook. Every answer is recorded with its start and end time, so that the checks can
-// tell the kill windows apart.
+// The client side of `npm run soak`: a mixed load over every number of every workspace, as a careful customer
+// would make it: sends with fresh Idempotency-Keys (a send whose answer is lost, or a 5xx, is retried with the same
+// key until it gets a definitive answer, as the API guide recommends), identical and conflicting replays, reads of
+// one message, and inbound messages injected through the operator's webhook. Every answer is recorded with its start
+// and end time, so that the checks can tell the kill windows apart.
 import { randomUUID } from "node:crypto";
 import { sleep, type Random } from "../lib/run.ts";
 import type { AcceptedSend, ClientAnswer } from "./checks.ts";
@@ -37,7 +36,7 @@ export const wasAccepted = (s: LoadSend): s is AcceptedLoadSend => s.jobId !== n
 /** How long a send is retried with its key (network errors, 5xx) before it is given up. */
 const SEND_RETRY_LIMIT_MS = 120_000;
 /** Offered per number and second (Poisson): sends, and the other operations in proportion. */
-const MIX = { send: 0.8, replay: 0.15, conflict: 0.05, read: 0.2, list: 0.05, inbound: 0.1 };
+const MIX = { send: 0.8, replay: 0.15, conflict: 0.05, read: 0.25, inbound: 0.1 };
 
 export function createLoad(o: {
   baseUrl: string;
@@ -51,7 +50,7 @@ export function createLoad(o: {
   const sends: LoadSend[] = [];
   /** Failed expectations (outside the invariants on 5xx, which are judged with the kill windows). */
   const mismatches: Array<Record<string, unknown>> = [];
-  const counts = { replayOk: 0, conflictOk: 0, readOk: 0, listOk: 0 };
+  const counts = { replayOk: 0, conflictOk: 0, readOk: 0 };
   let stopping = false;
   let inboundSeq = 0;
 
@@ -63,14 +62,8 @@ export function createLoad(o: {
     const answer: ClientAnswer = { op, status: null, start, end: start, error: null, requestId: null, code: null };
     let json: ReturnType<typeof JSON.parse> = null;
     try {
-      const method = send ? "POST" : "GET";
-      const init = {
-        method,
-        headers,
-        body: send ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(15_000),
-      };
-      const res = await fetch(`${o.baseUrl}${path}`, init);
+      const init = { method: send ? "POST" : "GET", headers, body: send ? JSON.stringify(body) : undefined };
+      const res = await fetch(`${o.baseUrl}${path}`, { ...init, signal: AbortSignal.timeout(15_000) });
       const text = await res.text();
       [answer.status, answer.requestId] = [res.status, res.headers.get("x-request-id")];
       json = JSON.parse(text);
@@ -125,14 +118,8 @@ export function createLoad(o: {
   async function replay(tenant: Tenant, conflicting: boolean) {
     const s = pickAccepted(tenant);
     if (!s) return;
-    const op = conflicting ? "conflict" : "replay";
-    const r = await request(
-      op,
-      "/api/v1/messages",
-      tenant,
-      s,
-      payload(s, conflicting ? `${s.text} (changed)` : s.text),
-    );
+    const text = conflicting ? `${s.text} (changed)` : s.text;
+    const r = await request(conflicting ? "conflict" : "replay", "/api/v1/messages", tenant, s, payload(s, text));
     if (!definitive(r.status)) return;
     const ok = conflicting
       ? r.status === 409 && r.json?.error?.code === "idempotency_conflict"
@@ -150,26 +137,16 @@ export function createLoad(o: {
     if (definitive(r.status)) expect("read", ok, "readOk", { jobId: s.jobId, status: r.status, body: m });
   }
 
-  async function list(tenant: Tenant) {
-    const r = await request("list", "/api/v1/messages?limit=20", tenant);
-    const ok = r.status === 200 && Array.isArray(r.json?.data);
-    if (definitive(r.status)) expect("list", ok, "listOk", { status: r.status, body: r.json });
-  }
-
-  function inbound(number: SoakNumber) {
-    const n = ++inboundSeq;
-    const from = `55219${String(Math.floor(random.between(0, 1e8))).padStart(8, "0")}`;
-    o.inject(number.phoneNumberId, from, `wamid.SOAKIN.${runId}.${n}`, `inbound ${runId} ${n}`);
-  }
-
   const inFlight = new Set<Promise<void>>();
   const ops: Record<keyof typeof MIX, (tenant: Tenant, number: SoakNumber) => Promise<void> | void> = {
     send,
     replay: (t) => replay(t, false),
     conflict: (t) => replay(t, true),
     read,
-    list,
-    inbound: (_, number) => inbound(number),
+    inbound: (_, number) => {
+      const [n, from] = [++inboundSeq, `55219${String(Math.floor(random.between(0, 1e8))).padStart(8, "0")}`];
+      o.inject(number.phoneNumberId, from, `wamid.SOAKIN.${runId}.${n}`, `inbound ${runId} ${n}`);
+    },
   };
 
   /** One loop per number; each operation runs on its own, so a slow answer never slows the offered load. */

@@ -1,11 +1,7 @@
-// `npm run soak`: a fault and soak run against the real local runtime (`wrangler dev`); what it does,
-// its checks and options: docs/developing.md and bench/soak.md. Live numbers send through the fake
-// operator (lib/operator.ts, its faults by recipient), a webhook per number points at a receiver that
-// refuses ~30% of deliveries; a mixed load (load.ts) runs for --duration seconds while the runtime's
-// process group is SIGKILLed and restarted on the same state at random moments and, between those,
-// the Durable Objects alone are restarted. Then it waits (bounded) until every accepted message is
-// terminal and every event delivered, checks the invariants on what a customer and the operator see
-// (checks.ts), writes the summary and exits 1 when an invariant failed.
+// `npm run soak`: a fault and soak run against the real local runtime (`wrangler dev`); what it does, its checks and
+// options: docs/developing.md and bench/soak.md. A mixed load (load.ts) through the fake operator (lib/operator.ts)
+// while the runtime is killed and its objects restarted; then it waits (bounded) until everything settled, checks the
+// invariants (checks.ts), writes the summary and exits 1 when one failed.
 import { randomBytes, randomInt } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -38,12 +34,9 @@ const [operatorPort, receiverPort] = [opts.port + 2, opts.port + 3];
 /** The Worker's vars for this run: the fake operator, and the short delays that fit a soak. */
 const VARS = {
   UPSTREAM_CLOUD_API_BASE_URL: `http://127.0.0.1:${operatorPort}`,
-  // Local Queues are in memory, so a kill loses the events they hold, and nothing publishes them again
-  // (production queues are durable): the event check counts those apart (checks.ts, whereLost).
   // The receiver refuses 30%: retries within seconds instead of the documented 5 min … 10 h.
   WEBHOOK_RETRY_DELAYS_SECONDS: "0,1,2,3,5,5,5,5",
-  // A call whose answer a kill cut off while the operator refused it ("not processed": no status
-  // webhook will ever come) fails with upstream_outcome_unknown after 60 s instead of 7 days.
+  // A call whose refusal a kill cut off gets no status webhook: it fails after 60 s instead of 7 days.
   UNKNOWN_OUTCOME_WINDOW_MS: "60000",
   // Each operator call carries the time its number object started it: the pace invariant is checked on it.
   UPSTREAM_STAMP_CALLS: "true",
@@ -69,9 +62,7 @@ async function main() {
   const runId = randomBytes(3).toString("hex");
   const random = seededRandom(opts.seed);
   mkdirSync(WORK_DIR, { recursive: true });
-  say(
-    `run ${runId}, seed ${opts.seed}: ${opts.workspaces} workspaces × ${opts.numbers} numbers, ${opts.duration} s of load, ${opts.kills} kills, ${opts.restarts} object restarts`,
-  );
+  say(`run ${runId}, seed ${opts.seed}: ${JSON.stringify(opts)}`);
   // Numbers and their operator credentials, known to the fake operator before anything connects.
   const tenants: Tenant[] = Array.from({ length: opts.workspaces }, (_, w) => ({
     ...{ index: w, workspaceId: "", loadKey: "", checkKey: "" },
@@ -80,10 +71,7 @@ async function main() {
       phoneNumberId: `1${String(w).padStart(2, "0")}${String(n).padStart(2, "0")}${randomInt(1e9, 1e10)}`,
       token: `EAAGsoak${randomBytes(16).toString("hex")}`,
       // 60 recipients: the last digit is the recipient's fault class at the operator (lib/operator.ts).
-      recipients: Array.from(
-        { length: 60 },
-        (_, i) => `5511${w}${n}${String(randomInt(0, 1e6)).padStart(6, "0")}${i % 10}`,
-      ),
+      recipients: Array.from({ length: 60 }, (_, i) => `5511${w}${n}${randomInt(1e6, 2e6)}${i % 10}`),
     })),
   }));
   const tenantOf = new Map(tenants.flatMap((t) => t.numbers.map((n) => [n.phoneNumberId, t])));
@@ -107,10 +95,8 @@ async function main() {
     onCall: (call) => operatorWebhooks.onCall(call),
   });
   stops.push(() => operator.stop());
-  for (const n of tenants.flatMap((t) => t.numbers)) await operator.addNumber(n.phoneNumberId, n.token);
-  say(
-    `starting wrangler dev on ${baseUrl} (fake operator :${operatorPort}, receiver :${receiverPort}; log .wrangler/soak/wrangler.log)`,
-  );
+  for (const n of tenants.flatMap((t) => t.numbers)) operator.addNumber(n.phoneNumberId, n.token);
+  say(`starting wrangler dev on ${baseUrl} (its log: .wrangler/soak/wrangler.log)`);
   const state = join(WORK_DIR, "state");
   const runtime = await startRuntime({ port: opts.port, state, logFile: join(WORK_DIR, "wrangler.log"), vars: VARS });
   stops.push(() => runtime.stop());
@@ -125,22 +111,13 @@ async function main() {
       secrets.set(number.id, await run.webhook(baseUrl, t.loadKey, number.id, receiver.url(number.id)));
     }
   }
-  say(
-    `seeded ${tenants.length} workspaces, ${tenantOf.size} live numbers, ${tenants.length * 2} API keys, ${tenantOf.size} webhooks`,
-  );
+  say(`seeded ${tenants.length} workspaces with ${tenantOf.size} live numbers; load for ${opts.duration} s`);
 
   // ---- load, with kills and restarts: one at a random moment in each slice of the load (not in its
   // first or last 15%), restarts and kills taking turns, restarts first.
-  const load = createLoad({
-    baseUrl,
-    tenants,
-    random: seededRandom(opts.seed + 4),
-    runId,
-    inject: operatorWebhooks.inject,
-  });
+  const load = createLoad({ baseUrl, tenants, runId, random: seededRandom(opts.seed + 4), ...operatorWebhooks });
   const loadStarted = Date.now();
   load.start();
-  say(`load for ${opts.duration} s`);
   const plan = Array.from({ length: Math.max(opts.kills, opts.restarts) }, (_, i) => [
     ...(i < opts.restarts ? ["restart"] : []),
     ...(i < opts.kills ? ["kill"] : []),
@@ -152,7 +129,7 @@ async function main() {
     if (what === "kill") {
       const w = await runtime.killAndRestart();
       say(
-        `kill ${runtime.windows.length}: SIGKILL at ${sinceLoad(w.killedAt)}, answering again ${seconds(w.readyAt - w.killedAt)} s later`,
+        `kill ${runtime.windows.length} at ${sinceLoad(w.killedAt)}: up again ${seconds(w.readyAt - w.killedAt)} s later`,
       );
       continue;
     }
@@ -237,15 +214,9 @@ async function main() {
   const summary = {
     ...{ runId, seed: opts.seed, date: new Date(runStarted).toISOString(), machine: run.machine(), options: opts },
     vars: VARS,
-    killWindows: runtime.windows.map((w) => ({
-      killedAtS: seconds(w.killedAt - loadStarted),
-      downS: seconds((w.readyAt ?? NaN) - w.killedAt),
-    })),
-    objectRestarts: runtime.restarts.map((w) => ({
-      atS: seconds(w.at - loadStarted),
-      scope: w.scope,
-      objectsEnded: w.restarted,
-    })),
+    // Kills and object restarts (`atS`: seconds into the load; the rest in ms since the epoch).
+    killWindows: runtime.windows.map((w) => ({ atS: seconds(w.killedAt - loadStarted), ...w })),
+    objectRestarts: runtime.restarts.map((w) => ({ atS: seconds(w.at - loadStarted), ...w })),
     eventTap: { posts: receiver.tapPosts(), eventsHeard: receiver.published.byEventId.size },
     ...{ settled, settleS: seconds(settleMs) },
     sends: { offered: load.sends.length, accepted: accepted.length, outcomes },

@@ -322,6 +322,7 @@ describe("checkClientErrors", () => {
         code: "internal_error",
         requestId: "r2",
         start: new Date(100).toISOString(),
+        end: 120,
         ms: 20,
       },
     ]);
