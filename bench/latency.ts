@@ -73,7 +73,7 @@ async function latency() {
   });
   const op = (operator = await startOperator({
     ...{ port: opts.port + 2, version: VERSION, faults: false, latencyMs: [0, 0] },
-    onCall: (c) => c.jobId && calls.arrived(c.jobId, c.at),
+    onCall: (c) => c.jobId && calls.arrived(c.jobId, Math.round(c.at)),
   }));
   say(`fake operator on 127.0.0.1:${opts.port + 2}; starting wrangler dev on 127.0.0.1:${opts.port}`);
   const vars = {
