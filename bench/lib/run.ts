@@ -13,7 +13,7 @@ export { callApi, ROOT };
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Thrown by `fail`: the run stops with its message, without a stack. */
-export class Fatal extends Error {}
+class Fatal extends Error {}
 export const fail = (msg: string): never => {
   throw new Fatal(msg);
 };

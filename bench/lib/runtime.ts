@@ -6,16 +6,16 @@ import { LocalWorker, prepareState, UNATTENDED_ENV } from "../../scripts/lib/loc
 import { created } from "./run.ts";
 
 /** A window opens this long before a kill or a restart: requests in flight then may be cut too. */
-export const KILL_MARGIN_MS = 1_000;
+const KILL_MARGIN_MS = 1_000;
 /** A restart window closes this long after the objects answered: calls they were serving fail meanwhile. */
-export const RESTART_MARGIN_MS = 2_000;
+const RESTART_MARGIN_MS = 2_000;
 
-export interface KillWindow {
+interface KillWindow {
   from: number;
   killedAt: number;
   readyAt: number | null;
 }
-export interface RestartWindow {
+interface RestartWindow {
   from: number;
   at: number;
   until: number | null;
