@@ -80,7 +80,7 @@ bench.post("/bench/accept-baseline", apiKeyAuth, async (c) => {
   const fingerprint = await sha256Hex(canonicalJson(body));
   const jobId = newJobId(now());
   await workspaceOf(c.env, c.get("principal").workspaceId).acceptBaseline(jobId, fingerprint);
-  return c.json({ jobId, status: "queued" }, 201);
+  return c.json({ jobId, status: "created" }, 201);
 });
 
 export default {
