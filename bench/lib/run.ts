@@ -147,26 +147,14 @@ export const liveNumber = (
 export const webhook = async (baseUrl: string, apiKey: string, numberId: string, url: string) =>
   String((await created(baseUrl, "/api/v1/webhooks", { channelNumberId: numberId, url }, apiKey)).secret);
 
-/** POST a send (to /api/v1/messages, or `path`) with its Idempotency-Key: the answer's status, JSON (null when not JSON), text and Retry-After (s). */
-export async function postSend(
+/** POST /api/v1/messages (or `path`) with its Idempotency-Key: the answer's status, JSON (null when not JSON) and text. */
+export const postSend = (
   baseUrl: string,
   apiKey: string,
   body: unknown,
   key: string = randomUUID(),
   path = "/api/v1/messages",
-) {
-  const headers = { Authorization: `Bearer ${apiKey}`, "Content-Type": "application/json", "Idempotency-Key": key };
-  const init = { method: "POST", headers, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) };
-  const res = await fetch(`${baseUrl}${path}`, init);
-  const text = await res.text();
-  let json: ReturnType<typeof JSON.parse> = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // not JSON: callers use the text
-  }
-  return { status: res.status, json, text, retryAfter: Number(res.headers.get("retry-after")) };
-}
+) => callApi(baseUrl, "POST", path, apiKey, body, { "Idempotency-Key": key });
 
 /** The operator's webhook body for one number's `messages` change. */
 export const operatorEnvelope = (phoneNumberId: string, value: Record<string, unknown>) => {

@@ -9,12 +9,13 @@
 
 /**
  * @param {string} baseUrl @param {string} method @param {string} path @param {string} token @param {unknown} [body]
+ * @param {Record<string, string>} [headers] more request headers (an Idempotency-Key)
  * @returns {Promise<ApiAnswer>}
  */
-export async function callApi(baseUrl, method, path, token, body) {
+export async function callApi(baseUrl, method, path, token, body, headers = {}) {
   const res = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}), ...headers },
     body: body ? JSON.stringify(body) : undefined,
     signal: AbortSignal.timeout(15_000),
   });
