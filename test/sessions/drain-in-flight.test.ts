@@ -16,6 +16,34 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+const TOTAL = MAX_CALLS_IN_FLIGHT + 2;
+
+/**
+ * A live number with TOTAL sends queued, 2 a second as the number accepts them, each to its own
+ * recipient (no pair pace), bodies `${tag}0`…; the clock then just past them. The clock is in the future
+ * (the object's alarm, due by it, fires only when the test runs it) and advances in real time (the
+ * session paces and sleeps in real time).
+ */
+async function queuedSends(tag: string, year: number, recipientPrefix: string) {
+  const clock = fakeClock(Date.now(), { advancing: true });
+  const start = Date.UTC(year, 0, 1) + Math.floor(Math.random() * 1e9);
+  const workspaceId = await createWorkspace({ plan: "pro" });
+  const { key } = await createKey(workspaceId);
+  const { numberId } = await connectLiveNumber(workspaceId);
+  const jobIds: string[] = [];
+  for (let i = 0; i < TOTAL; i++) {
+    clock.set(start + i * 600);
+    const to = `${recipientPrefix}${String(i).padStart(2, "0")}`;
+    const res = await send(key, `${tag}-${i}`, textMessage(numberId, `${tag}${i}`, to));
+    expect(res.status).toBe(201);
+    jobIds.push((await json<{ jobId: string }>(res)).jobId);
+  }
+  // Just past the last send, no further: a send starts its number's session in memory, and that
+  // session's 10 s are counted on this clock (a jump of seconds here left it too little to make its calls).
+  clock.set(start + TOTAL * 600);
+  return { key, numberId, jobIds };
+}
+
 describe("calls waiting on the operator", () => {
   it(`are at most ${MAX_CALLS_IN_FLIGHT} at once: the next one starts when an answer comes, not in the runtime's queue`, async () => {
     expect(env.DRAIN_SESSION_MS).toBe("10000");
@@ -27,28 +55,9 @@ describe("calls waiting on the operator", () => {
       while (index >= released) await new Promise((r) => setTimeout(r, 5));
       return accepted(`wamid.${c.body.text.body}`);
     });
-    // A clock in the future (the object's alarm, due by it, fires only when the test runs it) that
-    // advances in real time (the session paces and sleeps in real time).
-    const clock = fakeClock(Date.now(), { advancing: true });
-    const start = Date.UTC(2043, 0, 1) + Math.floor(Math.random() * 1e9);
-    const workspaceId = await createWorkspace({ plan: "pro" });
-    const { key } = await createKey(workspaceId);
-    const number = await connectLiveNumber(workspaceId);
-    const total = MAX_CALLS_IN_FLIGHT + 2;
-    // 2 per second, as the number accepts them, each to its own recipient (no pair pace).
-    const jobIds: string[] = [];
-    for (let i = 0; i < total; i++) {
-      clock.set(start + i * 600);
-      const res = await send(
-        key,
-        `in-flight-${i}`,
-        textMessage(number.numberId, `m${i}`, `55119000000${String(i).padStart(2, "0")}`),
-      );
-      expect(res.status).toBe(201);
-      jobIds.push((await json<{ jobId: string }>(res)).jobId);
-    }
-    clock.set(start + total * 600 + 5_000);
-    const session = runDurableObjectAlarm(channelNumberStub(env, number.numberId));
+    const total = TOTAL;
+    const { key, numberId, jobIds } = await queuedSends("m", 2043, "55119000000");
+    const session = runDurableObjectAlarm(channelNumberStub(env, numberId));
 
     await vi.waitFor(() => expect(calls).toHaveLength(MAX_CALLS_IN_FLIGHT), { timeout: 10_000, interval: 20 });
     // The next call's pace slot comes PACE_SPACING_MS after the last start; three slots later it
@@ -81,27 +90,13 @@ describe("calls waiting on the operator", () => {
     // The slowest operator there is: it answers a call only once the number's next call has started
     // (the last one at once). A drain that waited for each answer would never start a second call;
     // this one keeps its pace whatever the operator's latency, up to the cap above (6/L calls/s).
-    const total = MAX_CALLS_IN_FLIGHT + 2;
+    const total = TOTAL;
     const calls = mockOperator(async (c, index) => {
       while (index < total - 1 && calls.length <= index + 1) await new Promise((r) => setTimeout(r, 5));
       return accepted(`wamid.${c.body.text.body}`);
     });
-    const clock = fakeClock(Date.now(), { advancing: true });
-    const start = Date.UTC(2044, 0, 1) + Math.floor(Math.random() * 1e9);
-    const workspaceId = await createWorkspace({ plan: "pro" });
-    const { key } = await createKey(workspaceId);
-    const number = await connectLiveNumber(workspaceId);
-    for (let i = 0; i < total; i++) {
-      clock.set(start + i * 600);
-      const res = await send(
-        key,
-        `slow-${i}`,
-        textMessage(number.numberId, `s${i}`, `55119100000${String(i).padStart(2, "0")}`),
-      );
-      expect(res.status).toBe(201);
-    }
-    clock.set(start + total * 600 + 5_000);
-    await runDurableObjectAlarm(channelNumberStub(env, number.numberId));
+    const { numberId } = await queuedSends("s", 2044, "55119100000");
+    await runDurableObjectAlarm(channelNumberStub(env, numberId));
 
     await vi.waitFor(() => expect(calls).toHaveLength(total), { timeout: 10_000, interval: 20 });
     expect(calls.map((c) => c.body.text.body)).toEqual(Array.from({ length: total }, (_, i) => `s${i}`));
